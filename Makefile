@@ -1,0 +1,58 @@
+# Herald — every entry point sets up what it needs on a fresh Debian machine.
+SHELL := /bin/bash
+SWIFT ?= swift
+# Debian package → pkg-config module it provides.
+SYSTEM_DEPS := libcurl4-openssl-dev:libcurl libuv1-dev:libuv pkg-config:
+
+.PHONY: deps build test test-tsan demo docs lint bench-notifications bench-transfers clean
+
+## deps: install libcurl and libuv development files when pkg-config can't find them.
+deps:
+	@missing=""; \
+	command -v pkg-config >/dev/null || missing="pkg-config"; \
+	for pair in $(SYSTEM_DEPS); do \
+		pkg=$${pair%%:*}; mod=$${pair##*:}; \
+		[ -z "$$mod" ] && continue; \
+		pkg-config --exists "$$mod" 2>/dev/null || missing="$$missing $$pkg"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+
+build: deps
+	$(SWIFT) build
+
+## test: the whole test suite (what CI runs).
+test: deps
+	$(SWIFT) test --parallel
+
+## test-tsan: the notification-center, engine and session tests under ThreadSanitizer.
+test-tsan: deps
+	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan
+
+## demo: the main job.
+demo: deps
+	$(SWIFT) run notification-basics
+
+## docs: DocC for every library, warnings are errors.
+docs: deps
+	for target in HeraldNotifications; do \
+		$(SWIFT) package --allow-writing-to-directory .build/docs generate-documentation \
+			--target $$target --warnings-as-errors --output-path .build/docs/$$target || exit 1; \
+	done
+
+lint:
+	$(SWIFT) format lint --strict --recursive Sources Tests Samples
+
+## bench-notifications: notification center vs Foundation's NotificationCenter (ARGS="--json out.json").
+bench-notifications: deps
+	cd Benchmarks && $(SWIFT) run -c release NotificationBench $(ARGS)
+
+## bench-transfers: Herald vs URLSession vs a C libcurl+libuv client against a loopback nginx.
+bench-transfers: deps
+	Benchmarks/run-transfers.sh $(ARGS)
+
+clean:
+	rm -rf .build .build-* Benchmarks/.build

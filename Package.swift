@@ -1,0 +1,52 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "Herald",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "HeraldNotifications", targets: ["HeraldNotifications"]),
+        .library(name: "Herald", targets: ["Herald"]),
+        .library(name: "HeraldTesting", targets: ["HeraldTesting"]),
+        .executable(name: "notification-basics", targets: ["NotificationBasics"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        .systemLibrary(
+            name: "CUV",
+            pkgConfig: "libuv",
+            providers: [.apt(["libuv1-dev"])]
+        ),
+        .target(name: "HeraldNotifications"),
+        .target(
+            name: "Herald",
+            dependencies: ["HeraldNotifications", "CCurl", "CUV"]
+        ),
+        .target(
+            name: "HeraldTesting",
+            dependencies: [
+                "Herald",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        .executableTarget(
+            name: "NotificationBasics",
+            dependencies: ["HeraldNotifications"],
+            path: "Samples/NotificationBasics"
+        ),
+        .testTarget(name: "HeraldNotificationsTests", dependencies: ["HeraldNotifications"]),
+        .testTarget(name: "HeraldTests", dependencies: ["Herald", "HeraldTesting"]),
+        .testTarget(name: "HeraldTestingTests", dependencies: ["HeraldTesting"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

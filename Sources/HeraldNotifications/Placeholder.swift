@@ -1,0 +1,2 @@
+// Temporary: replaced by the notification center.
+public enum _HeraldNotificationsPlaceholder {}

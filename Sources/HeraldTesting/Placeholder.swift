@@ -1,0 +1,3 @@
+import Herald
+// Temporary: replaced by the loopback server.
+public enum _HeraldTestingPlaceholder {}

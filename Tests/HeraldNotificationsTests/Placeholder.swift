@@ -1,0 +1,2 @@
+import Testing
+@Test func placeholderNotifications() { #expect(Bool(true)) }
