@@ -1,0 +1,275 @@
+#!/usr/bin/env bash
+# make bench-transfers: 1 KiB GETs against a loopback nginx, comparing Herald, Foundation's
+# URLSession (FoundationNetworking) and a C client on libcurl multi + libuv (Benchmarks/CClient).
+#
+# For every concurrency and client it runs the client as its own process, takes the wall time
+# of the measured phase from the client's own JSON line, and user+sys CPU and peak RSS of the
+# whole process from wait4(2) (Benchmarks/CClient/rusage-run.c). DESIGN.md §9 has the targets.
+#
+# usage: Benchmarks/run-transfers.sh [--requests N] [--concurrency "1 16 64"]
+#                                    [--clients "c urlsession herald"] [--json FILE]
+#                                    [--c-fresh-handles] [--keep]
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+requests=20000
+concurrencies="1 16 64"
+clients="c urlsession herald"
+json_file=""
+c_flags=()
+keep=0
+
+usage() { sed -n '2,12s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --requests) requests=${2:?}; shift 2 ;;
+        --concurrency) concurrencies=${2:?}; shift 2 ;;
+        --clients) clients=${2:?}; shift 2 ;;
+        --json) json_file=${2:?}; shift 2 ;;
+        --c-fresh-handles) c_flags=(--fresh); shift ;;
+        --keep) keep=1; shift ;;
+        -h | --help) usage; exit 0 ;;
+        *) echo "run-transfers: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
+    esac
+done
+[[ "$requests" =~ ^[1-9][0-9]*$ ]] || { echo "run-transfers: --requests must be a positive integer" >&2; exit 2; }
+for n in $concurrencies; do
+    [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "run-transfers: bad concurrency '$n'" >&2; exit 2; }
+done
+for c in $clients; do
+    case "$c" in c | urlsession | herald) ;; *) echo "run-transfers: unknown client '$c'" >&2; exit 2 ;; esac
+done
+if [ -n "$json_file" ]; then
+    case "$json_file" in /*) ;; *) json_file="$PWD/$json_file" ;; esac
+    mkdir -p "$(dirname "$json_file")"
+fi
+
+log() { echo "run-transfers: $*" >&2; }
+
+# ---------------------------------------------------------------- system dependencies
+if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+apt_install() {
+    log "installing: $*"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$@" >&2
+}
+
+find_nginx() { command -v nginx 2>/dev/null || { [ -x /usr/sbin/nginx ] && echo /usr/sbin/nginx; } || true; }
+NGINX=${NGINX:-$(find_nginx)}
+if [ -z "$NGINX" ]; then
+    had_system_nginx=0
+    [ -e /run/nginx.pid ] && had_system_nginx=1
+    apt_install nginx-light
+    NGINX=$(find_nginx)
+    [ -n "$NGINX" ] || { log "nginx still missing after installing nginx-light"; exit 1; }
+    # The package's postinst may start the system-wide nginx (port 80); we didn't want that one.
+    if [ "$had_system_nginx" = 0 ] && [ -e /run/nginx.pid ]; then
+        log "stopping the system nginx that the package installation started"
+        $SUDO "$NGINX" -s stop 2>/dev/null || true
+    fi
+fi
+
+command -v pkg-config >/dev/null || apt_install pkg-config
+missing=()
+pkg-config --exists libcurl || missing+=(libcurl4-openssl-dev)
+pkg-config --exists libuv || missing+=(libuv1-dev)
+[ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
+
+CC=${CC:-$(command -v cc || command -v clang || command -v gcc || true)}
+if [ -z "$CC" ]; then
+    apt_install gcc libc6-dev
+    CC=$(command -v gcc)
+fi
+
+# ---------------------------------------------------------------- work dir, nginx lifetime
+work=$(mktemp -d "${TMPDIR:-/tmp}/herald-bench-transfers.XXXXXX")
+nginx_pid=""
+cleanup() {
+    local status=$?
+    if [ -n "$nginx_pid" ] && kill -0 "$nginx_pid" 2>/dev/null; then
+        kill -TERM "$nginx_pid" 2>/dev/null || true
+        for _ in $(seq 50); do kill -0 "$nginx_pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$nginx_pid" 2>/dev/null || true
+        wait "$nginx_pid" 2>/dev/null || true
+    fi
+    if [ "$keep" = 1 ]; then log "kept $work"; else rm -rf "$work"; fi
+    exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---------------------------------------------------------------- build the clients
+log "building the C client and the rusage wrapper"
+"$CC" -O2 -Wall -o "$here/CClient/curl-uv-client" "$here/CClient/curl-uv-client.c" \
+    $(pkg-config --cflags --libs libcurl libuv)
+"$CC" -O2 -Wall -o "$work/rusage-run" "$here/CClient/rusage-run.c"
+
+swift_bin=""
+if [[ " $clients " == *" urlsession "* || " $clients " == *" herald "* ]]; then
+    SWIFT=${SWIFT:-swift}
+    log "building TransferBench (release)"
+    "$SWIFT" build -c release --package-path "$here" --product TransferBench >&2
+    swift_bin="$("$SWIFT" build -c release --package-path "$here" --show-bin-path)/TransferBench"
+fi
+
+# ---------------------------------------------------------------- start nginx
+prefix="$work/nginx"
+mkdir -p "$prefix/www" "$prefix/temp"
+head -c 1024 /dev/zero | tr '\0' 'h' >"$prefix/www/1k.bin"
+chmod -R a+rX "$work"
+
+user_directive=""
+[ "$(id -u)" != 0 ] || user_directive="user $(id -un) $(id -gn);"
+nginx_build=$("$NGINX" -V 2>&1)
+temp_paths="    client_body_temp_path $prefix/temp/client_body;"
+for module in proxy fastcgi uwsgi scgi; do
+    if [[ "$nginx_build" != *"--without-http_${module}_module"* ]]; then
+        temp_paths+=$'\n'"    ${module}_temp_path $prefix/temp/$module;"
+    fi
+done
+
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+port=""
+for attempt in $(seq 10); do
+    candidate=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+    port_in_use "$candidate" && continue
+    sed -e "s|@PREFIX@|$prefix|g" -e "s|@PORT@|$candidate|g" -e "s|@USER_DIRECTIVE@|$user_directive|" \
+        "$here/nginx/nginx.conf.template" |
+        awk -v temp="$temp_paths" '{ if ($0 == "@TEMP_PATHS@") print temp; else print }' >"$prefix/nginx.conf"
+    : >"$prefix/error.log"
+    "$NGINX" -p "$prefix" -e "$prefix/error.log" -c "$prefix/nginx.conf" >"$prefix/stdout.log" 2>&1 &
+    nginx_pid=$!
+    for _ in $(seq 100); do
+        port_in_use "$candidate" && { port=$candidate; break; }
+        kill -0 "$nginx_pid" 2>/dev/null || break
+        sleep 0.05
+    done
+    [ -n "$port" ] && break
+    log "nginx did not come up on port $candidate (attempt $attempt):"
+    cat "$prefix/error.log" "$prefix/stdout.log" >&2 || true
+    kill "$nginx_pid" 2>/dev/null || true
+    wait "$nginx_pid" 2>/dev/null || true
+    nginx_pid=""
+done
+[ -n "$port" ] || { log "could not start nginx"; exit 1; }
+url="http://127.0.0.1:$port/1k.bin"
+log "nginx $("$NGINX" -v 2>&1 | sed 's|.*/||') (pid $nginx_pid) serving $url"
+
+# ---------------------------------------------------------------- run
+json_field() { sed -n "s/.*\"$2\":\"\{0,1\}\([^,\"}]*\).*/\1/p" "$1" | tail -n 1; }
+
+declare -A rps cpu rss secs fails
+status=0
+results_json=()
+
+run_one() { # client concurrency
+    local client=$1 n=$2 tag="$1-$2"
+    local cmd
+    case "$client" in
+        c) cmd=("$here/CClient/curl-uv-client" "${c_flags[@]}" "$url" "$n" "$requests") ;;
+        urlsession | herald) cmd=("$swift_bin" --client "$client" --url "$url" --concurrency "$n" --requests "$requests") ;;
+    esac
+    local rc=0
+    "$work/rusage-run" "$work/$tag.rusage" "${cmd[@]}" >"$work/$tag.out" 2>"$work/$tag.err" || rc=$?
+    local seconds failures done_requests
+    seconds=$(json_field "$work/$tag.out" seconds)
+    failures=$(json_field "$work/$tag.out" failures)
+    done_requests=$(json_field "$work/$tag.out" requests)
+    if [ -z "$seconds" ] || [ "$done_requests" != "$requests" ] || [ "${failures:-1}" != 0 ]; then
+        log "$client at concurrency $n failed (exit $rc, ${failures:-?} failures, ${done_requests:-?} requests):"
+        sed 's/^/    /' "$work/$tag.err" | tail -n 20 >&2
+        status=1
+        if [ -z "$seconds" ]; then return 0; fi
+    fi
+    [ "$rc" = 0 ] || status=1
+    local user_us sys_us maxrss_kib _wall
+    read -r user_us sys_us maxrss_kib _wall <"$work/$tag.rusage"
+    secs[$tag]=$seconds
+    fails[$tag]=${failures:-null}
+    rps[$tag]=$(awk -v r="$requests" -v s="$seconds" 'BEGIN { printf "%.0f", r / s }')
+    cpu[$tag]=$(awk -v r="$requests" -v u="$user_us" -v s="$sys_us" 'BEGIN { printf "%.1f", (u + s) / r }')
+    rss[$tag]=$(awk -v k="$maxrss_kib" 'BEGIN { printf "%.1f", k / 1024 }')
+    local handles
+    handles=$(json_field "$work/$tag.out" handles)
+    log "$(printf '%-10s c=%-3s %8s req/s %8s µs CPU/req %7s MiB%s' "$client" "$n" "${rps[$tag]}" \
+        "${cpu[$tag]}" "${rss[$tag]}" "${handles:+ ($handles easy handles)}")"
+}
+
+log "$requests GETs of 1 KiB per run; concurrency: $concurrencies; clients: $clients"
+log "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+for n in $concurrencies; do
+    for client in $clients; do
+        run_one "$client" "$n"
+    done
+done
+
+# ---------------------------------------------------------------- report
+ratio() { # numerator denominator
+    if [ -n "$1" ] && [ -n "$2" ]; then
+        awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b }'
+    fi
+}
+
+echo
+echo "Transfer benchmark: $requests GETs of 1 KiB, loopback nginx, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-11s %5s %9s %10s %11s %13s %8s\n' client conc failures seconds "req/s" "CPU µs/req" "RSS MiB"
+for n in $concurrencies; do
+    for client in $clients; do
+        tag="$client-$n"
+        if [ -z "${secs[$tag]:-}" ]; then
+            printf '%-11s %5s %9s\n' "$client" "$n" FAILED
+            continue
+        fi
+        printf '%-11s %5s %9s %10s %11s %13s %8s\n' "$client" "$n" "${fails[$tag]}" "${secs[$tag]}" \
+            "${rps[$tag]}" "${cpu[$tag]}" "${rss[$tag]}"
+    done
+done
+
+echo
+echo "Ratios (req/s; CPU per request in parentheses, lower is better):"
+for n in $concurrencies; do
+    line=""
+    for pair in herald/urlsession herald/c c/urlsession; do
+        a=${pair%/*} b=${pair#*/}
+        r=$(ratio "${rps[$a-$n]:-}" "${rps[$b-$n]:-}")
+        [ -n "$r" ] || continue
+        cr=$(ratio "${cpu[$a-$n]:-}" "${cpu[$b-$n]:-}")
+        line+=$(printf '  %s %sx (%sx)' "$pair" "$r" "$cr")
+    done
+    if [ -n "$line" ]; then echo "  concurrency $n:$line"; fi
+done
+if [ -n "${rps[herald-64]:-}" ]; then
+    echo "DESIGN §9 targets at 64 concurrent: herald/urlsession >= 8x, herald/c >= 0.8x"
+fi
+
+if [ -n "$json_file" ]; then
+    {
+        echo "["
+        first=1
+        for n in $concurrencies; do
+            for client in $clients; do
+                tag="$client-$n"
+                [ -n "${secs[$tag]:-}" ] || continue
+                extra=""
+                if [ "$client" = herald ]; then
+                    r=$(ratio "${rps[herald-$n]}" "${rps[urlsession-$n]:-}")
+                    if [ -n "$r" ]; then extra+=", \"req_per_s_vs_urlsession\": $r"; fi
+                    r=$(ratio "${rps[herald-$n]}" "${rps[c-$n]:-}")
+                    if [ -n "$r" ]; then extra+=", \"req_per_s_vs_c\": $r"; fi
+                fi
+                [ $first = 1 ] || echo ","
+                first=0
+                printf '  {"client": "%s", "concurrency": %s, "requests": %s, "failures": %s, "seconds": %s, "req_per_s": %s, "cpu_us_per_req": %s, "peak_rss_mib": %s%s}' \
+                    "$client" "$n" "$requests" "${fails[$tag]}" "${secs[$tag]}" "${rps[$tag]}" "${cpu[$tag]}" \
+                    "${rss[$tag]}" "$extra"
+            done
+        done
+        echo
+        echo "]"
+    } >"$json_file"
+    log "wrote $json_file"
+fi
+exit "$status"
