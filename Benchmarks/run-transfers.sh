@@ -109,8 +109,13 @@ log "building the C client and the rusage wrapper"
 swift_bin=""
 if [[ " $clients " == *" urlsession "* || " $clients " == *" herald "* ]]; then
     SWIFT=${SWIFT:-swift}
-    log "building TransferBench (release)"
-    "$SWIFT" build -c release --package-path "$here" --product TransferBench >&2
+    # Without `herald` in --clients, TransferBench is built without its Herald client
+    # (HeraldClient.swift, TRANSFERBENCH_NO_HERALD), so URLSession-only runs don't need Herald's
+    # session API to compile.
+    swift_flags=()
+    if [[ " $clients " != *" herald "* ]]; then swift_flags=(-Xswiftc -DTRANSFERBENCH_NO_HERALD); fi
+    log "building TransferBench (release${swift_flags[*]:+, without the Herald client})"
+    "$SWIFT" build -c release --package-path "$here" --product TransferBench "${swift_flags[@]}" >&2
     swift_bin="$("$SWIFT" build -c release --package-path "$here" --show-bin-path)/TransferBench"
 fi
 

@@ -1,0 +1,48 @@
+import Foundation
+
+// Compile-time split while Herald's session API (SessionManager & co.) is being written:
+// `-Xswiftc -DTRANSFERBENCH_NO_HERALD` (run-transfers.sh --without-herald-client) builds TransferBench
+// without this client, and `--client herald` then exits with status 3. Never fake numbers.
+#if TRANSFERBENCH_NO_HERALD
+func runHerald(url: URL, concurrency: Int, requests: Int, expectedBytes: Int) -> LoadOutcome {
+    FileHandle.standardError.write(Data("TransferBench was built without the Herald client (TRANSFERBENCH_NO_HERALD)\n".utf8))
+    exit(3)
+}
+#else
+import Herald
+
+/// Herald's SessionManager with a DataResponseSerializer, the way an app would use it.
+func runHerald(url: URL, concurrency: Int, requests: Int, expectedBytes: Int) -> LoadOutcome {
+    var configuration = SessionConfiguration()
+    configuration.maximumConnectionsPerHost = concurrency
+    configuration.maximumConnectionsTotal = max(concurrency, configuration.maximumConnectionsTotal)
+    let manager = SessionManager(configuration: configuration)
+    manager.responseSerializer = DataResponseSerializer()
+
+    let generator = LoadGenerator(total: requests, concurrency: concurrency) { generator in
+        do {
+            let task = try manager.dataTask(with: Request(url: url)) { response, responseObject, error in
+                var failure: String?
+                if let error {
+                    failure = "\(error)"
+                } else if let status = response?.statusCode, status != 200 {
+                    failure = "status \(status)"
+                } else if response == nil {
+                    failure = "no response"
+                } else if let body = responseObject as? Data {
+                    if body.count != expectedBytes { failure = "\(body.count) body bytes, expected \(expectedBytes)" }
+                } else {
+                    failure = "response object is \(responseObject.map { "\(type(of: $0))" } ?? "nil"), not Data"
+                }
+                generator.finished(failure: failure)
+            }
+            task.resume()
+        } catch {
+            generator.finished(failure: "dataTask(with:) threw \(error)")
+        }
+    }
+    let outcome = generator.run()
+    manager.invalidate(cancelingTasks: false)
+    return outcome
+}
+#endif

@@ -1,0 +1,76 @@
+import Foundation
+import Synchronization
+
+/// What one measured run produced.
+struct LoadOutcome {
+    var completed: Int
+    var failures: Int
+    var seconds: Double
+}
+
+/// Keeps `concurrency` requests in flight until `total` have completed.
+///
+/// `start` issues one request and must call `finished(ok:)` exactly once when it completes, from any
+/// thread. Each completion starts the next request, so the client's own completion path is what
+/// is measured.
+final class LoadGenerator: Sendable {
+    private struct Counts {
+        var started = 0
+        var completed = 0
+        var failures = 0
+        var firstErrors: [String] = []
+    }
+
+    let total: Int
+    let concurrency: Int
+    private let counts = Mutex(Counts())
+    private let done = DispatchSemaphore(value: 0)
+    private let start: @Sendable (LoadGenerator) -> Void
+
+    init(total: Int, concurrency: Int, start: @escaping @Sendable (LoadGenerator) -> Void) {
+        self.total = total
+        self.concurrency = concurrency
+        self.start = start
+    }
+
+    /// Starts the first `concurrency` requests and blocks until all `total` have completed.
+    func run() -> LoadOutcome {
+        let begin = DispatchTime.now().uptimeNanoseconds
+        for _ in 0..<min(concurrency, total) { startNext() }
+        done.wait()
+        let end = DispatchTime.now().uptimeNanoseconds
+        return counts.withLock { counts in
+            for message in counts.firstErrors {
+                FileHandle.standardError.write(Data("request failed: \(message)\n".utf8))
+            }
+            return LoadOutcome(
+                completed: counts.completed, failures: counts.failures, seconds: Double(end - begin) / 1e9)
+        }
+    }
+
+    /// Records one completed request; `failure` describes what was wrong with it, if anything.
+    func finished(failure: String?) {
+        let allDone = counts.withLock { counts in
+            counts.completed += 1
+            if let failure {
+                counts.failures += 1
+                if counts.firstErrors.count < 5 { counts.firstErrors.append(failure) }
+            }
+            return counts.completed == total
+        }
+        if allDone {
+            done.signal()
+        } else {
+            startNext()
+        }
+    }
+
+    private func startNext() {
+        let shouldStart = counts.withLock { counts in
+            guard counts.started < total else { return false }
+            counts.started += 1
+            return true
+        }
+        if shouldStart { start(self) }
+    }
+}

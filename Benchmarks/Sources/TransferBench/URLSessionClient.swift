@@ -1,0 +1,35 @@
+import Foundation
+import FoundationNetworking
+
+/// Foundation's URLSession (swift-corelibs-foundation's FoundationNetworking on Linux).
+func runURLSession(url: URL, concurrency: Int, requests: Int, expectedBytes: Int) -> LoadOutcome {
+    let configuration = URLSessionConfiguration.default
+    configuration.httpMaximumConnectionsPerHost = concurrency
+    // Every GET goes to the network: no cache to answer from, no cookies to store.
+    configuration.urlCache = nil
+    configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+    configuration.httpCookieStorage = nil
+    configuration.httpShouldSetCookies = false
+    let session = URLSession(configuration: configuration)
+    let request = URLRequest(url: url)
+
+    let generator = LoadGenerator(total: requests, concurrency: concurrency) { generator in
+        let task = session.dataTask(with: request) { data, response, error in
+            var failure: String?
+            if let error {
+                failure = "\(error)"
+            } else if let status = (response as? HTTPURLResponse)?.statusCode, status != 200 {
+                failure = "status \(status)"
+            } else if response == nil {
+                failure = "no response"
+            } else if data?.count != expectedBytes {
+                failure = "\(data?.count ?? 0) body bytes, expected \(expectedBytes)"
+            }
+            generator.finished(failure: failure)
+        }
+        task.resume()
+    }
+    let outcome = generator.run()
+    session.finishTasksAndInvalidate()
+    return outcome
+}

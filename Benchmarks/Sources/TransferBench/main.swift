@@ -1,0 +1,66 @@
+// TransferBench: one client of `make bench-transfers` (Benchmarks/run-transfers.sh).
+//
+//   TransferBench --client urlsession|herald --url URL --concurrency N --requests R [--expect-bytes B]
+//
+// Keeps N GETs in flight (each completion starts the next) until R have completed, checks every
+// response (status 200, B body bytes), and prints one JSON line:
+//   {"client":…,"concurrency":N,"requests":R,"failures":F,"seconds":S}
+// where S is the wall time from the first request to the last completion. CPU time and peak RSS
+// are measured from outside, by the script.
+import Foundation
+
+struct Options {
+    var client = ""
+    var url: URL?
+    var concurrency = 1
+    var requests = 20_000
+    var expectedBytes = 1024
+}
+
+func usage() -> Never {
+    FileHandle.standardError.write(
+        Data(
+            """
+            usage: TransferBench --client urlsession|herald --url URL --concurrency N --requests R [--expect-bytes B]
+
+            """.utf8))
+    exit(2)
+}
+
+func parseOptions() -> Options {
+    var options = Options()
+    var arguments = CommandLine.arguments.dropFirst()
+    while let flag = arguments.popFirst() {
+        guard let value = arguments.popFirst() else { usage() }
+        switch flag {
+        case "--client": options.client = value
+        case "--url": options.url = URL(string: value)
+        case "--concurrency": options.concurrency = Int(value) ?? 0
+        case "--requests": options.requests = Int(value) ?? 0
+        case "--expect-bytes": options.expectedBytes = Int(value) ?? -1
+        default: usage()
+        }
+    }
+    guard options.url != nil, options.concurrency > 0, options.requests > 0, options.expectedBytes >= 0 else {
+        usage()
+    }
+    return options
+}
+
+let options = parseOptions()
+let url = options.url!
+let outcome: LoadOutcome
+switch options.client {
+case "urlsession":
+    outcome = runURLSession(
+        url: url, concurrency: options.concurrency, requests: options.requests, expectedBytes: options.expectedBytes)
+case "herald":
+    outcome = runHerald(
+        url: url, concurrency: options.concurrency, requests: options.requests, expectedBytes: options.expectedBytes)
+default:
+    usage()
+}
+print(
+    #"{"client":"\#(options.client)","concurrency":\#(options.concurrency),"requests":\#(outcome.completed),"#
+        + #""failures":\#(outcome.failures),"seconds":\#(String(format: "%.6f", outcome.seconds))}"#)
+exit(outcome.failures == 0 && outcome.completed == options.requests ? 0 : 1)
