@@ -60,7 +60,7 @@ NGINX=${NGINX:-$(find_nginx)}
 if [ -z "$NGINX" ]; then
     had_system_nginx=0
     [ -e /run/nginx.pid ] && had_system_nginx=1
-    apt_install nginx-light
+    apt_install nginx-light || apt_install nginx
     NGINX=$(find_nginx)
     [ -n "$NGINX" ] || { log "nginx still missing after installing nginx-light"; exit 1; }
     # The package's postinst may start the system-wide nginx (port 80); we didn't want that one.
@@ -85,8 +85,13 @@ fi
 # ---------------------------------------------------------------- work dir, nginx lifetime
 work=$(mktemp -d "${TMPDIR:-/tmp}/herald-bench-transfers.XXXXXX")
 nginx_pid=""
+client_pid=""
 cleanup() {
     local status=$?
+    if [ -n "$client_pid" ]; then
+        kill -TERM "$client_pid" 2>/dev/null || true # rusage-run passes it on to the client
+        wait "$client_pid" 2>/dev/null || true
+    fi
     if [ -n "$nginx_pid" ] && kill -0 "$nginx_pid" 2>/dev/null; then
         kill -TERM "$nginx_pid" 2>/dev/null || true
         for _ in $(seq 50); do kill -0 "$nginx_pid" 2>/dev/null || break; sleep 0.1; done
@@ -178,7 +183,11 @@ run_one() { # client concurrency
         urlsession | herald) cmd=("$swift_bin" --client "$client" --url "$url" --concurrency "$n" --requests "$requests") ;;
     esac
     local rc=0
-    "$work/rusage-run" "$work/$tag.rusage" "${cmd[@]}" >"$work/$tag.out" 2>"$work/$tag.err" || rc=$?
+    # In the background so that a signal to this script interrupts `wait` and runs the trap.
+    "$work/rusage-run" "$work/$tag.rusage" "${cmd[@]}" >"$work/$tag.out" 2>"$work/$tag.err" &
+    client_pid=$!
+    wait "$client_pid" || rc=$?
+    client_pid=""
     local seconds failures done_requests
     seconds=$(json_field "$work/$tag.out" seconds)
     failures=$(json_field "$work/$tag.out" failures)

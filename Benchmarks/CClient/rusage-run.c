@@ -5,14 +5,23 @@
  *
  * usage: rusage-run OUTFILE COMMAND [ARG...]
  * OUTFILE gets one line: "<user µs> <sys µs> <max RSS KiB> <wall s>".
- * The exit status is the command's (128 + signal when it was killed).
+ * The exit status is the command's (128 + signal when it was killed). SIGINT, SIGTERM and
+ * SIGHUP are forwarded to the command, so stopping the script stops the client too.
  */
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+static volatile sig_atomic_t child;
+
+static void forward(int sig) {
+    if (child > 0) kill(child, sig);
+}
 
 int main(int argc, char **argv) {
     if (argc < 3) {
@@ -27,13 +36,24 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (pid == 0) {
+        signal(SIGINT, SIG_DFL);
         execvp(argv[2], argv + 2);
         perror(argv[2]);
         _exit(127);
     }
+    child = pid;
+    struct sigaction sa = {0};
+    sa.sa_handler = forward;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     int status = 0;
     struct rusage ru;
-    if (wait4(pid, &status, 0, &ru) < 0) {
+    pid_t waited;
+    while ((waited = wait4(pid, &status, 0, &ru)) < 0 && errno == EINTR) {
+    }
+    if (waited < 0) {
         perror("wait4");
         return 2;
     }
