@@ -1,0 +1,119 @@
+extension HeraldError {
+    /// What went wrong, as an extensible set of codes.
+    ///
+    /// A struct over a private enum rather than a public enum, so new codes can be added without breaking
+    /// `switch` statements in user code. ``description`` is short, stable and bounded (snake case, such
+    /// as `"timed_out"`), so it is safe as a log field or a metric dimension.
+    public struct Code: Hashable, Sendable {
+        private enum Base: Hashable, Sendable, CaseIterable {
+            case cancelled, timedOut, cannotFindHost, cannotConnect, networkConnectionLost, badServerResponse, tls,
+                serverTrustPinMismatch
+            case tooManyRedirects, redirectLoop, badURL, unsupportedURL, invalidRequest, cannotResume,
+                sessionInvalidated, downloadMoveFailed, serializationFailed
+            case unacceptableStatusCode, unacceptableContentType, bodyStream, fileIO, responseTooLarge, decoding, proxy,
+                authentication, outOfMemory, `internal`, unknown
+        }
+
+        private let base: Base
+
+        private init(_ base: Base) {
+            self.base = base
+        }
+
+        /// The task was cancelled, by the caller or by invalidating its session.
+        public static let cancelled = Code(.cancelled)
+        /// The request or the connection attempt took longer than its timeout.
+        public static let timedOut = Code(.timedOut)
+        /// The host name could not be resolved.
+        public static let cannotFindHost = Code(.cannotFindHost)
+        /// No connection could be made to the host (refused, unreachable, or no route).
+        public static let cannotConnect = Code(.cannotConnect)
+        /// The connection broke while the request or response was in flight.
+        public static let networkConnectionLost = Code(.networkConnectionLost)
+        /// The server sent nothing, or something that is not valid HTTP.
+        public static let badServerResponse = Code(.badServerResponse)
+        /// The TLS handshake failed or the server's certificate was not trusted.
+        public static let tls = Code(.tls)
+        /// The server's public key did not match the pinned key (`CURLE_SSL_PINNEDPUBKEYNOTMATCH`).
+        public static let serverTrustPinMismatch = Code(.serverTrustPinMismatch)
+        /// The redirect hop limit was reached.
+        public static let tooManyRedirects = Code(.tooManyRedirects)
+        /// A redirect led back to a URL already visited in this chain.
+        public static let redirectLoop = Code(.redirectLoop)
+        /// The URL is malformed.
+        public static let badURL = Code(.badURL)
+        /// The URL's scheme is not allowed (Herald speaks `http` and `https` only).
+        public static let unsupportedURL = Code(.unsupportedURL)
+        /// The request was rejected before any byte was sent, such as a header containing CR or LF.
+        public static let invalidRequest = Code(.invalidRequest)
+        /// A download could not be resumed from its resume data or offset.
+        public static let cannotResume = Code(.cannotResume)
+        /// The session was invalidated before the task could run.
+        public static let sessionInvalidated = Code(.sessionInvalidated)
+        /// A finished download could not be moved to its destination; the temporary file is kept.
+        public static let downloadMoveFailed = Code(.downloadMoveFailed)
+        /// The response body could not be turned into the requested value.
+        public static let serializationFailed = Code(.serializationFailed)
+        /// The response's status code is not one the serializer accepts.
+        public static let unacceptableStatusCode = Code(.unacceptableStatusCode)
+        /// The response's `Content-Type` is not one the serializer accepts.
+        public static let unacceptableContentType = Code(.unacceptableContentType)
+        /// The request body could not be read or re-sent.
+        public static let bodyStream = Code(.bodyStream)
+        /// Reading or writing a local file failed.
+        public static let fileIO = Code(.fileIO)
+        /// The response exceeded the configured maximum size.
+        public static let responseTooLarge = Code(.responseTooLarge)
+        /// The response's content encoding (gzip, br, …) could not be decoded.
+        public static let decoding = Code(.decoding)
+        /// The proxy could not be resolved or the proxy handshake failed.
+        public static let proxy = Code(.proxy)
+        /// Authentication with the server or proxy failed.
+        public static let authentication = Code(.authentication)
+        /// A memory allocation failed.
+        public static let outOfMemory = Code(.outOfMemory)
+        /// An unexpected failure inside Herald or libcurl (a bug, not a network condition).
+        public static let `internal` = Code(.internal)
+        /// A failure Herald does not classify; ``HeraldError/curlMessage`` says more.
+        public static let unknown = Code(.unknown)
+
+        /// Every code, for tests and for pre-registering metric dimensions.
+        static var allCodes: [Code] { Base.allCases.map(Code.init) }
+    }
+}
+
+extension HeraldError.Code: CustomStringConvertible {
+    /// A short, stable, snake-case name such as `"timed_out"`, safe as a metric dimension.
+    public var description: String {
+        switch base {
+        case .cancelled: "cancelled"
+        case .timedOut: "timed_out"
+        case .cannotFindHost: "cannot_find_host"
+        case .cannotConnect: "cannot_connect"
+        case .networkConnectionLost: "network_connection_lost"
+        case .badServerResponse: "bad_server_response"
+        case .tls: "tls"
+        case .serverTrustPinMismatch: "server_trust_pin_mismatch"
+        case .tooManyRedirects: "too_many_redirects"
+        case .redirectLoop: "redirect_loop"
+        case .badURL: "bad_url"
+        case .unsupportedURL: "unsupported_url"
+        case .invalidRequest: "invalid_request"
+        case .cannotResume: "cannot_resume"
+        case .sessionInvalidated: "session_invalidated"
+        case .downloadMoveFailed: "download_move_failed"
+        case .serializationFailed: "serialization_failed"
+        case .unacceptableStatusCode: "unacceptable_status_code"
+        case .unacceptableContentType: "unacceptable_content_type"
+        case .bodyStream: "body_stream"
+        case .fileIO: "file_io"
+        case .responseTooLarge: "response_too_large"
+        case .decoding: "decoding"
+        case .proxy: "proxy"
+        case .authentication: "authentication"
+        case .outOfMemory: "out_of_memory"
+        case .internal: "internal"
+        case .unknown: "unknown"
+        }
+    }
+}

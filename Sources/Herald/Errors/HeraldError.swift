@@ -1,0 +1,89 @@
+import Foundation
+
+/// The one error type Herald throws and reports: a bounded ``Code``, a message, and where it came from.
+///
+/// Match on ``code`` rather than on the message, which is for people:
+///
+/// ```swift
+/// do { … } catch let error as HeraldError where error.code == .timedOut { … }
+/// do { … } catch HeraldError.Code.cannotConnect { … }   // pattern match through `~=`
+/// ```
+///
+/// `HeraldError` is deliberately not `Equatable`: two errors with the same code can carry different
+/// messages, URLs and underlying errors, and `underlying` cannot be compared. Compare ``code`` instead.
+public struct HeraldError: Error, Sendable {
+    /// What went wrong, as a small extensible set suitable for `switch`-like matching and metric labels.
+    public let code: Code
+    /// A human-readable explanation. Not stable: don't parse it, match ``code``.
+    public let message: String
+    /// The error that caused this one, such as a `DecodingError` for ``Code/serializationFailed``.
+    public let underlying: (any Error & Sendable)?
+    /// The raw `CURLcode` when the failure was reported by libcurl.
+    public let curlCode: Int32?
+    /// libcurl's own description of the failure (`CURLOPT_ERRORBUFFER`, or `curl_easy_strerror` when that is empty).
+    public let curlMessage: String?
+    /// The request URL, with any `user:password` replaced by `***` so the error can be logged safely.
+    public let url: URL?
+    /// The HTTP status code, set for ``Code/unacceptableStatusCode``.
+    public let statusCode: Int?
+
+    /// Creates an error.
+    ///
+    /// - Parameters:
+    ///   - code: What went wrong.
+    ///   - message: A human-readable explanation.
+    ///   - underlying: The error that caused this one, if any.
+    ///   - curlCode: The raw `CURLcode`, when libcurl reported the failure.
+    ///   - curlMessage: libcurl's description of the failure.
+    ///   - url: The request URL. Credentials in it are redacted before it is stored.
+    ///   - statusCode: The HTTP status code, for ``Code/unacceptableStatusCode``.
+    public init(
+        _ code: Code,
+        _ message: String,
+        underlying: (any Error & Sendable)? = nil,
+        curlCode: Int32? = nil,
+        curlMessage: String? = nil,
+        url: URL? = nil,
+        statusCode: Int? = nil
+    ) {
+        self.code = code
+        self.message = message
+        self.underlying = underlying
+        self.curlCode = curlCode
+        self.curlMessage = curlMessage
+        // Redacting here, not at each call site, means no path can store a password by forgetting to.
+        self.url = url?.redactingCredentials()
+        self.statusCode = statusCode
+    }
+}
+
+extension HeraldError: CustomStringConvertible {
+    /// `"<code>: <message> (curl N: text) [url]"`, omitting the parts that are absent.
+    public var description: String {
+        var text = "\(code): \(message)"
+        if let curlCode {
+            text += " (curl \(curlCode)"
+            if let curlMessage, !curlMessage.isEmpty { text += ": \(curlMessage)" }
+            text += ")"
+        }
+        if let url { text += " [\(url.absoluteString)]" }
+        return text
+    }
+}
+
+extension HeraldError: LocalizedError {
+    /// The same text as ``description``, so `localizedDescription` is useful on Linux too.
+    public var errorDescription: String? { description }
+}
+
+extension HeraldError.Code {
+    /// Whether `error` is a ``HeraldError`` with this code; lets `catch HeraldError.Code.timedOut` work.
+    ///
+    /// - Parameters:
+    ///   - code: The code to match.
+    ///   - error: Any error.
+    /// - Returns: `true` when `error` is a ``HeraldError`` whose ``HeraldError/code`` is `code`.
+    public static func ~= (code: HeraldError.Code, error: any Error) -> Bool {
+        (error as? HeraldError)?.code == code
+    }
+}

@@ -1,0 +1,38 @@
+import Foundation
+
+extension URL {
+    /// The placeholder that replaces a user name or password.
+    static let redactedCredential = "***"
+
+    /// This URL with any user name and password replaced by `***`, safe to log or put in an error.
+    ///
+    /// `https://alice:secret@example.com/x` becomes `https://***:***@example.com/x`; a URL without
+    /// credentials is returned unchanged.
+    func redactingCredentials() -> URL {
+        let absolute = absoluteString
+        // Cheap exit for the common case: credentials need an "@" in the authority.
+        guard absolute.contains("@") else { return self }
+        if var components = URLComponents(url: self, resolvingAgainstBaseURL: true) {
+            guard components.percentEncodedUser != nil || components.percentEncodedPassword != nil else { return self }
+            if components.percentEncodedUser != nil { components.percentEncodedUser = Self.redactedCredential }
+            if components.percentEncodedPassword != nil { components.percentEncodedPassword = Self.redactedCredential }
+            if let redacted = components.url { return redacted }
+        }
+        // URLComponents could not parse or rebuild it: redact the authority's userinfo by hand rather than
+        // risk returning a password.
+        return Self.redactingUserinfo(in: absolute) ?? URL(string: "redacted:")!
+    }
+
+    /// Replaces the userinfo of `scheme://userinfo@host…` in a string, or returns `nil` when it can't.
+    private static func redactingUserinfo(in string: String) -> URL? {
+        guard let schemeEnd = string.range(of: "://") else { return nil }
+        let authorityStart = schemeEnd.upperBound
+        let authorityEnd = string[authorityStart...].firstIndex { "/?#".contains($0) } ?? string.endIndex
+        let authority = string[authorityStart..<authorityEnd]
+        guard let at = authority.lastIndex(of: "@") else { return URL(string: string) }
+        let userinfo = authority[..<at]
+        let redactedUserinfo =
+            userinfo.contains(":") ? "\(redactedCredential):\(redactedCredential)" : redactedCredential
+        return URL(string: String(string[..<authorityStart]) + redactedUserinfo + String(string[at...]))
+    }
+}

@@ -1,0 +1,91 @@
+import CCurl
+import Foundation
+import Testing
+
+@testable import Herald
+
+@Suite("CURLcode mapping")
+struct CurlErrorMappingTests {
+    /// Every mapping the table claims, by raw `CURLcode`, with errno 0.
+    static let table: [(curlCode: Int32, code: HeraldError.Code)] = [
+        (0, .internal), (1, .unsupportedURL), (2, .internal), (3, .badURL), (4, .invalidRequest),
+        (5, .proxy), (6, .cannotFindHost), (7, .cannotConnect), (8, .badServerResponse),
+        (16, .badServerResponse), (18, .networkConnectionLost), (22, .unacceptableStatusCode), (23, .internal),
+        (25, .bodyStream), (26, .bodyStream), (27, .outOfMemory), (28, .timedOut), (33, .cannotResume),
+        (34, .internal), (35, .tls), (36, .cannotResume), (37, .fileIO), (42, .internal), (43, .internal),
+        (45, .cannotConnect), (47, .tooManyRedirects), (48, .internal), (49, .internal),
+        (52, .badServerResponse), (53, .tls), (54, .tls), (55, .networkConnectionLost),
+        (56, .networkConnectionLost), (58, .tls), (59, .tls), (60, .tls), (61, .decoding),
+        (63, .responseTooLarge), (64, .tls), (65, .bodyStream), (66, .tls), (67, .authentication),
+        (77, .tls), (80, .tls), (81, .internal), (82, .tls), (83, .tls), (89, .internal),
+        (90, .serverTrustPinMismatch), (91, .tls), (92, .networkConnectionLost), (93, .internal),
+        (94, .authentication), (95, .badServerResponse), (96, .cannotConnect), (97, .proxy), (98, .tls),
+        (99, .internal),
+        // Protocols Herald never enables (FTP, TFTP, LDAP, SSH, RTSP), obsolete codes, and codes newer
+        // than this table: unknown, with curl's text.
+        (9, .unknown), (19, .unknown), (21, .unknown), (38, .unknown), (68, .unknown), (79, .unknown),
+        (85, .unknown), (88, .unknown), (100, .unknown), (1000, .unknown),
+    ]
+
+    @Test("each CURLcode maps to its documented code and keeps the raw code and curl's text", arguments: table)
+    func mapsCode(curlCode: Int32, code: HeraldError.Code) {
+        let error = HeraldError.fromCurl(rawCode: curlCode, osErrno: 0, curlMessage: "curl says why", url: nil)
+        #expect(error.code == code)
+        #expect(error.curlCode == curlCode)
+        #expect(error.curlMessage == "curl says why")
+        #expect(!error.message.isEmpty)
+    }
+
+    @Test("ECONNREFUSED on a transport failure is cannotConnect", arguments: [Int32(7), 35, 52, 55, 56, 1000])
+    func refused(curlCode: Int32) {
+        let error = HeraldError.fromCurl(rawCode: curlCode, osErrno: ECONNREFUSED, curlMessage: "", url: nil)
+        #expect(error.code == .cannotConnect)
+    }
+
+    @Test("ECONNREFUSED left over in errno does not hide a local failure", arguments: [Int32(3), 27, 28, 42, 47])
+    func refusedDoesNotOverrideLocalFailures(curlCode: Int32) {
+        let error = HeraldError.fromCurl(rawCode: curlCode, osErrno: ECONNREFUSED, curlMessage: "", url: nil)
+        #expect(error.code != .cannotConnect)
+    }
+
+    @Test("COULDNT_CONNECT with ETIMEDOUT is timedOut, with other errnos cannotConnect")
+    func connectTimeout() {
+        #expect(HeraldError.fromCurl(rawCode: 7, osErrno: ETIMEDOUT, curlMessage: "", url: nil).code == .timedOut)
+        #expect(
+            HeraldError.fromCurl(rawCode: 7, osErrno: ENETUNREACH, curlMessage: "", url: nil).code == .cannotConnect)
+        #expect(
+            HeraldError.fromCurl(rawCode: 56, osErrno: ECONNRESET, curlMessage: "", url: nil).code
+                == .networkConnectionLost)
+    }
+
+    @Test("HTTP_RETURNED_ERROR carries the status from curl's text")
+    func httpReturnedError() {
+        let error = HeraldError.fromCurl(
+            rawCode: 22, osErrno: 0, curlMessage: "The requested URL returned error: 404", url: nil)
+        #expect(error.statusCode == 404)
+    }
+
+    @Test("the CURLcode entry point uses the error buffer, or curl_easy_strerror when it is empty")
+    func curlEntryPoint() throws {
+        let url = try #require(URL(string: "https://user:pw@example.com/a"))
+        let withBuffer = HeraldError.fromCurl(
+            CURLE_COULDNT_RESOLVE_HOST, osErrno: 0, errorBuffer: "Could not resolve host: example.com\n", url: url)
+        #expect(withBuffer.code == .cannotFindHost)
+        #expect(withBuffer.curlCode == 6)
+        #expect(withBuffer.curlMessage == "Could not resolve host: example.com")
+        #expect(withBuffer.url?.absoluteString == "https://***:***@example.com/a")
+
+        let empty = HeraldError.fromCurl(CURLE_OPERATION_TIMEDOUT, osErrno: 0, errorBuffer: "", url: nil)
+        #expect(empty.code == .timedOut)
+        #expect(empty.curlMessage == String(cString: curl_easy_strerror(CURLE_OPERATION_TIMEDOUT)))
+    }
+
+    @Test("every code curl 7.88.1 defines (0–99) gets a code and a message without trapping")
+    func totality() {
+        for raw in Int32(0)...99 {
+            let error = HeraldError.fromCurl(rawCode: raw, osErrno: 0, curlMessage: "", url: nil)
+            #expect(!error.message.isEmpty)
+            #expect(error.curlMessage == nil)
+        }
+    }
+}

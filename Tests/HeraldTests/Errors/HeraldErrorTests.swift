@@ -1,0 +1,91 @@
+import Foundation
+import Testing
+
+@testable import Herald
+
+@Suite("HeraldError")
+struct HeraldErrorTests {
+    @Test("code descriptions are unique, short, snake-case and stable")
+    func codeDescriptions() {
+        let descriptions = HeraldError.Code.allCodes.map(\.description)
+        #expect(descriptions.count == 28)
+        #expect(Set(descriptions).count == descriptions.count)
+        for description in descriptions {
+            #expect(description.count <= 32)
+            #expect(description.allSatisfy { ($0.isASCII && $0.isLowercase) || $0 == "_" }, "\(description)")
+        }
+        #expect(HeraldError.Code.timedOut.description == "timed_out")
+        #expect(HeraldError.Code.serverTrustPinMismatch.description == "server_trust_pin_mismatch")
+        #expect(HeraldError.Code.internal.description == "internal")
+    }
+
+    @Test("description reads code, message, curl code and text, then the URL")
+    func descriptionFormat() throws {
+        let url = try #require(URL(string: "https://example.com/x"))
+        let error = HeraldError(
+            .timedOut, "the request timed out", curlCode: 28, curlMessage: "Operation timed out",
+            url: url)
+        #expect(
+            error.description
+                == "timed_out: the request timed out (curl 28: Operation timed out) [https://example.com/x]")
+        #expect(HeraldError(.cancelled, "cancelled by the caller").description == "cancelled: cancelled by the caller")
+        #expect(error.localizedDescription == error.description)
+    }
+
+    @Test("the initializer redacts credentials in the URL")
+    func initializerRedacts() throws {
+        let url = try #require(URL(string: "https://alice:s3cret@example.com/path?q=1"))
+        let error = HeraldError(.badURL, "bad", url: url)
+        #expect(error.url?.absoluteString == "https://***:***@example.com/path?q=1")
+        #expect(!error.description.contains("s3cret"))
+    }
+
+    @Test("a code pattern matches a thrown HeraldError in catch clauses")
+    func catchPattern() {
+        func fail() throws { throw HeraldError(.cannotConnect, "refused") }
+        var caught = false
+        do { try fail() } catch HeraldError.Code.timedOut {
+            Issue.record("matched the wrong code")
+        } catch HeraldError.Code.cannotConnect {
+            caught = true
+        } catch {
+            Issue.record("did not match")
+        }
+        #expect(caught)
+        #expect(!(HeraldError.Code.cannotConnect ~= CocoaError(.fileNoSuchFile)))
+    }
+
+    @Test("underlying errors and status codes are kept")
+    func keepsUnderlying() {
+        struct Cause: Error {}
+        let error = HeraldError(.unacceptableStatusCode, "500", underlying: Cause(), statusCode: 500)
+        #expect(error.underlying is Cause)
+        #expect(error.statusCode == 500)
+    }
+}
+
+@Suite("URL credential redaction")
+struct URLRedactionTests {
+    @Test(
+        "user and password are replaced by ***",
+        arguments: [
+            ("https://alice:secret@example.com/a?b=c#d", "https://***:***@example.com/a?b=c#d"),
+            ("http://alice@example.com:8080/", "http://***@example.com:8080/"),
+            ("https://alice:p%40ss@example.com", "https://***:***@example.com"),
+            ("https://:secret@example.com/", "https://***:***@example.com/"),
+        ])
+    func redacts(input: String, expected: String) throws {
+        let url = try #require(URL(string: input))
+        #expect(url.redactingCredentials().absoluteString == expected)
+    }
+
+    @Test(
+        "URLs without credentials are unchanged, including an @ in the path or query",
+        arguments: [
+            "https://example.com/a", "https://example.com/users/@me?mail=a@b.c", "http://127.0.0.1:8080/",
+        ])
+    func unchanged(input: String) throws {
+        let url = try #require(URL(string: input))
+        #expect(url.redactingCredentials() == url)
+    }
+}
