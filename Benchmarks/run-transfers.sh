@@ -8,7 +8,12 @@
 #
 # usage: Benchmarks/run-transfers.sh [--requests N] [--concurrency "1 16 64"]
 #                                    [--clients "c urlsession herald"] [--json FILE]
-#                                    [--c-fresh-handles] [--keep]
+#                                    [--runs K] [--c-fresh-handles] [--keep]
+#
+# --runs K runs every client × concurrency K times (interleaved) and reports the run with the
+# median req/s, which helps on a busy machine. --c-fresh-handles makes the C client create an
+# easy handle per request instead of reusing one per slot. --keep keeps the temp dir (nginx
+# config and logs, each client's output).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -18,6 +23,7 @@ clients="c urlsession herald"
 json_file=""
 c_flags=()
 keep=0
+runs=1
 
 usage() { sed -n '2,12s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 
@@ -29,11 +35,13 @@ while [ $# -gt 0 ]; do
         --json) json_file=${2:?}; shift 2 ;;
         --c-fresh-handles) c_flags=(--fresh); shift ;;
         --keep) keep=1; shift ;;
+        --runs) runs=${2:?}; shift 2 ;;
         -h | --help) usage; exit 0 ;;
         *) echo "run-transfers: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
     esac
 done
 [[ "$requests" =~ ^[1-9][0-9]*$ ]] || { echo "run-transfers: --requests must be a positive integer" >&2; exit 2; }
+[[ "$runs" =~ ^[1-9][0-9]*$ ]] || { echo "run-transfers: --runs must be a positive integer" >&2; exit 2; }
 for n in $concurrencies; do
     [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "run-transfers: bad concurrency '$n'" >&2; exit 2; }
 done
@@ -173,10 +181,9 @@ json_field() { sed -n "s/.*\"$2\":\"\{0,1\}\([^,\"}]*\).*/\1/p" "$1" | tail -n 1
 
 declare -A rps cpu rss secs fails
 status=0
-results_json=()
 
-run_one() { # client concurrency
-    local client=$1 n=$2 tag="$1-$2"
+run_one() { # client concurrency run → results under "client-concurrency#run"
+    local client=$1 n=$2 tag="$1-$2#$3"
     local cmd
     case "$client" in
         c) cmd=("$here/CClient/curl-uv-client" "${c_flags[@]}" "$url" "$n" "$requests") ;;
@@ -208,15 +215,30 @@ run_one() { # client concurrency
     rss[$tag]=$(awk -v k="$maxrss_kib" 'BEGIN { printf "%.1f", k / 1024 }')
     local handles
     handles=$(json_field "$work/$tag.out" handles)
-    log "$(printf '%-10s c=%-3s %8s req/s %8s µs CPU/req %7s MiB%s' "$client" "$n" "${rps[$tag]}" \
+    log "$(printf '%-10s c=%-3s run %-2s %8s req/s %8s µs CPU/req %7s MiB%s' "$client" "$n" "$3" "${rps[$tag]}" \
         "${cpu[$tag]}" "${rss[$tag]}" "${handles:+ ($handles easy handles)}")"
 }
 
 log "$requests GETs of 1 KiB per run; concurrency: $concurrencies; clients: $clients"
 log "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+for run in $(seq "$runs"); do
+    for n in $concurrencies; do
+        for client in $clients; do
+            run_one "$client" "$n" "$run"
+        done
+    done
+done
+
+# Keep the run with the median req/s (the lower middle one for an even count).
 for n in $concurrencies; do
     for client in $clients; do
-        run_one "$client" "$n"
+        tag="$client-$n"
+        chosen=$(for run in $(seq "$runs"); do
+            if [ -n "${rps[$tag#$run]:-}" ]; then echo "${rps[$tag#$run]} $run"; fi
+        done | sort -n | awk '{ line[NR] = $2 } END { if (NR) print line[int((NR + 1) / 2)] }')
+        [ -n "$chosen" ] || continue
+        rps[$tag]=${rps[$tag#$chosen]} cpu[$tag]=${cpu[$tag#$chosen]} rss[$tag]=${rss[$tag#$chosen]}
+        secs[$tag]=${secs[$tag#$chosen]} fails[$tag]=${fails[$tag#$chosen]}
     done
 done
 
@@ -228,7 +250,9 @@ ratio() { # numerator denominator
 }
 
 echo
-echo "Transfer benchmark: $requests GETs of 1 KiB, loopback nginx, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+median=""
+if [ "$runs" -gt 1 ]; then median=" (median of $runs runs)"; fi
+echo "Transfer benchmark: $requests GETs of 1 KiB$median, loopback nginx, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-11s %5s %9s %10s %11s %13s %8s\n' client conc failures seconds "req/s" "CPU µs/req" "RSS MiB"
 for n in $concurrencies; do
     for client in $clients; do
@@ -242,8 +266,7 @@ for n in $concurrencies; do
     done
 done
 
-echo
-echo "Ratios (req/s; CPU per request in parentheses, lower is better):"
+ratio_lines=""
 for n in $concurrencies; do
     line=""
     for pair in herald/urlsession herald/c c/urlsession; do
@@ -253,8 +276,13 @@ for n in $concurrencies; do
         cr=$(ratio "${cpu[$a-$n]:-}" "${cpu[$b-$n]:-}")
         line+=$(printf '  %s %sx (%sx)' "$pair" "$r" "$cr")
     done
-    if [ -n "$line" ]; then echo "  concurrency $n:$line"; fi
+    if [ -n "$line" ]; then ratio_lines+="  concurrency $n:$line"$'\n'; fi
 done
+if [ -n "$ratio_lines" ]; then
+    echo
+    echo "Ratios of req/s (of CPU per request in parentheses, lower is better):"
+    printf '%s' "$ratio_lines"
+fi
 if [ -n "${rps[herald-64]:-}" ]; then
     echo "DESIGN §9 targets at 64 concurrent: herald/urlsession >= 8x, herald/c >= 0.8x"
 fi
