@@ -1,0 +1,51 @@
+import Foundation
+
+/// Validates the response and decodes the JSON body into a `Decodable` type.
+///
+/// Validation and empty-body rules are those of ``JSONResponseSerializer``. An absent body (204/205 or
+/// whitespace only) is decoded as JSON `null`, so an `Optional` output type yields `nil` and a type whose
+/// `init(from:)` accepts `null` can stand for "no content"; any other type fails with
+/// ``HeraldError/Code/serializationFailed``.
+public struct DecodableResponseSerializer<T: Decodable & Sendable>: ResponseSerializer {
+    /// The status and content-type rules applied before decoding. Default: ``ResponseValidation/json``.
+    public var validation: ResponseValidation
+    /// The decoder used for the body; configure its date, key and data strategies as the API needs.
+    public var decoder: JSONDecoder
+
+    /// Creates a decodable serializer.
+    ///
+    /// - Parameters:
+    ///   - type: The type to decode; lets the generic parameter be inferred at the call site.
+    ///   - decoder: The decoder to use. Default: a `JSONDecoder` with default strategies.
+    ///   - validation: The acceptance rules. Default: status `200..<300` and JSON content types.
+    public init(_ type: T.Type = T.self, decoder: JSONDecoder = JSONDecoder(), validation: ResponseValidation = .json) {
+        self.decoder = decoder
+        self.validation = validation
+    }
+
+    /// Validates the response and decodes the body.
+    ///
+    /// - Parameters:
+    ///   - response: The response head.
+    ///   - data: The response body.
+    /// - Returns: The decoded value.
+    /// - Throws: ``HeraldError/Code/unacceptableStatusCode``, ``HeraldError/Code/unacceptableContentType``,
+    ///   or ``HeraldError/Code/serializationFailed`` with the `DecodingError` as ``HeraldError/underlying``.
+    public func serialize(response: HTTPResponse, data: Data) throws(HeraldError) -> T {
+        try validation.validate(response, data: data)
+        if JSONBody.isEmpty(response: response, data: data) {
+            do {
+                return try decoder.decode(T.self, from: Data("null".utf8))
+            } catch {
+                throw HeraldError(
+                    .serializationFailed,
+                    "the response has no body to decode into \(T.self)",
+                    underlying: error,
+                    url: response.url,
+                    statusCode: response.statusCode
+                )
+            }
+        }
+        return try JSONBody.decode(T.self, from: data, with: decoder, response: response)
+    }
+}

@@ -1,0 +1,48 @@
+extension JSONValue: ExpressibleByNilLiteral {
+    /// Creates `null`.
+    public init(nilLiteral: ()) {
+        self = .null
+    }
+}
+
+extension JSONValue: ExpressibleByBooleanLiteral {
+    /// Creates a Boolean.
+    public init(booleanLiteral value: Bool) {
+        self = .bool(value)
+    }
+}
+
+extension JSONValue: ExpressibleByIntegerLiteral {
+    /// Creates a number from an integer literal.
+    public init(integerLiteral value: Int) {
+        self = .number(Double(value))
+    }
+}
+
+extension JSONValue: ExpressibleByFloatLiteral {
+    /// Creates a number.
+    public init(floatLiteral value: Double) {
+        self = .number(value)
+    }
+}
+
+extension JSONValue: ExpressibleByStringLiteral {
+    /// Creates a string.
+    public init(stringLiteral value: String) {
+        self = .string(value)
+    }
+}
+
+extension JSONValue: ExpressibleByArrayLiteral {
+    /// Creates an array.
+    public init(arrayLiteral elements: JSONValue...) {
+        self = .array(elements)
+    }
+}
+
+extension JSONValue: ExpressibleByDictionaryLiteral {
+    /// Creates an object; a key repeated in the literal keeps its last value.
+    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+        self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+    }
+}

@@ -1,0 +1,107 @@
+import Foundation
+
+/// The acceptance rules every serializer applies before it parses a body: status codes, then content types.
+///
+/// This is the one place validation lives; each serializer holds a `ResponseValidation` and calls
+/// ``validate(_:data:)``.
+public struct ResponseValidation: Sendable, Hashable {
+    /// The status codes accepted, or `nil` to accept any. Default: `200..<300`.
+    public var acceptableStatusCodes: Set<Int>?
+    /// The media types accepted, or `nil` to accept any. Default: `nil`.
+    ///
+    /// Entries are media types without parameters, compared case-insensitively: an exact type
+    /// (`"application/json"`), a wildcard subtype (`"text/*"`), everything (`"*/*"`), or a structured
+    /// syntax suffix (`"*/*+json"` accepts `application/problem+json`, `application/vnd.api+json`, …).
+    public var acceptableContentTypes: Set<String>?
+
+    /// Creates validation rules.
+    ///
+    /// - Parameters:
+    ///   - acceptableStatusCodes: The status codes accepted, or `nil` for any. Default: `200..<300`.
+    ///   - acceptableContentTypes: The media types accepted, or `nil` for any. Default: any.
+    public init(acceptableStatusCodes: Set<Int>? = Set(200..<300), acceptableContentTypes: Set<String>? = nil) {
+        self.acceptableStatusCodes = acceptableStatusCodes
+        self.acceptableContentTypes = acceptableContentTypes
+    }
+
+    /// 2xx status codes, any content type: AFNetworking's `AFHTTPResponseSerializer`.
+    public static let `default` = ResponseValidation()
+
+    /// 2xx status codes and JSON content types: AFNetworking's `AFJSONResponseSerializer`, plus any `+json` type.
+    ///
+    /// Accepts `application/json`, `text/json`, `text/javascript` (AFNetworking's set) and, unlike
+    /// AFNetworking, any `+json` structured suffix such as `application/problem+json` (RFC 6839), which
+    /// APIs commonly use for error bodies.
+    public static let json = ResponseValidation(
+        acceptableContentTypes: ["application/json", "text/json", "text/javascript", "*/*+json"]
+    )
+
+    /// Checks the status code, then the content type.
+    ///
+    /// An empty body passes the content-type check whatever its `Content-Type` (as Alamofire does): there
+    /// is nothing to misinterpret, and `204`/`HEAD` responses often carry the type of the absent body.
+    /// A non-empty body without a `Content-Type` fails when content types are restricted.
+    ///
+    /// - Parameters:
+    ///   - response: The response head.
+    ///   - data: The response body.
+    /// - Throws: ``HeraldError/Code/unacceptableStatusCode`` (with ``HeraldError/statusCode`` set) or
+    ///   ``HeraldError/Code/unacceptableContentType``.
+    public func validate(_ response: HTTPResponse, data: Data) throws(HeraldError) {
+        if let acceptableStatusCodes, !acceptableStatusCodes.contains(response.statusCode) {
+            throw HeraldError(
+                .unacceptableStatusCode,
+                "unacceptable status code \(response.statusCode) (acceptable: \(Self.summary(of: acceptableStatusCodes)))",
+                url: response.url,
+                statusCode: response.statusCode
+            )
+        }
+        guard let acceptableContentTypes, !data.isEmpty else { return }
+        let mimeType = response.mimeType
+        guard let mimeType, Self.matches(mimeType, anyOf: acceptableContentTypes) else {
+            let received = mimeType.map { "\"\($0)\"" } ?? "no Content-Type"
+            throw HeraldError(
+                .unacceptableContentType,
+                "unacceptable content type: received \(received), acceptable: \(acceptableContentTypes.sorted().joined(separator: ", "))",
+                url: response.url,
+                statusCode: response.statusCode
+            )
+        }
+    }
+
+    /// Whether `mimeType` (lowercased, no parameters) matches one of `patterns`.
+    static func matches(_ mimeType: String, anyOf patterns: Set<String>) -> Bool {
+        patterns.contains { matches(mimeType, pattern: $0.lowercased()) }
+    }
+
+    private static func matches(_ mimeType: String, pattern: String) -> Bool {
+        if pattern == mimeType || pattern == "*/*" { return true }
+        let parts = mimeType.split(separator: "/", maxSplits: 1)
+        let patternParts = pattern.split(separator: "/", maxSplits: 1)
+        guard parts.count == 2, patternParts.count == 2 else { return false }
+        let (type, subtype) = (parts[0], parts[1])
+        let (patternType, patternSubtype) = (patternParts[0], patternParts[1])
+        guard patternType == "*" || patternType == type else { return false }
+        if patternSubtype == "*" { return true }
+        if patternSubtype.hasPrefix("*+") {
+            // "*+json" matches "problem+json", not "json" itself nor "+json" alone.
+            let suffix = patternSubtype.dropFirst()
+            return subtype.count > suffix.count && subtype.hasSuffix(suffix)
+        }
+        return patternSubtype == subtype
+    }
+
+    /// `[200, 201, …, 299, 304]` as `"200-299, 304"`, so the message stays short however large the set is.
+    static func summary(of codes: Set<Int>) -> String {
+        var ranges: [ClosedRange<Int>] = []
+        for code in codes.sorted() {
+            if let last = ranges.last, last.upperBound + 1 == code {
+                ranges[ranges.count - 1] = last.lowerBound...code
+            } else {
+                ranges.append(code...code)
+            }
+        }
+        let parts = ranges.prefix(8).map { $0.count == 1 ? "\($0.lowerBound)" : "\($0.lowerBound)-\($0.upperBound)" }
+        return parts.joined(separator: ", ") + (ranges.count > 8 ? ", …" : "")
+    }
+}

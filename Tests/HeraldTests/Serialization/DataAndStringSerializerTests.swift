@@ -1,0 +1,99 @@
+import Foundation
+import Testing
+
+@testable import Herald
+
+@Suite("Data response serializer")
+struct DataResponseSerializerTests {
+    @Test("a 200 returns the body unchanged, any content type")
+    func passesThrough() throws {
+        let body = Data([0, 1, 2, 255])
+        let output = try DataResponseSerializer().serialize(
+            response: makeResponse(contentType: "image/png"), data: body)
+        #expect(output == body)
+    }
+
+    @Test("a 500 fails with unacceptableStatusCode carrying the status")
+    func rejectsStatus() throws {
+        let error = try #require(
+            heraldError { try DataResponseSerializer().serialize(response: makeResponse(status: 500), data: Data()) })
+        #expect(error.code == .unacceptableStatusCode)
+        #expect(error.statusCode == 500)
+    }
+
+    @Test("custom acceptable status codes let a 404 through")
+    func customStatus() throws {
+        let serializer = DataResponseSerializer(validation: ResponseValidation(acceptableStatusCodes: [200, 404]))
+        #expect(
+            try serializer.serialize(response: makeResponse(status: 404), data: Data("nope".utf8)) == Data("nope".utf8))
+    }
+
+    @Test("the erased form returns the same value as any Sendable")
+    func erased() throws {
+        let serializer: any ResponseSerializer = DataResponseSerializer()
+        let output = try serializer.serializeErased(response: makeResponse(), data: Data("abc".utf8))
+        #expect(output as? Data == Data("abc".utf8))
+    }
+}
+
+@Suite("String response serializer")
+struct StringResponseSerializerTests {
+    @Test("without a charset the body is decoded as UTF-8, dropping a BOM")
+    func utf8Default() throws {
+        let serializer = StringResponseSerializer()
+        #expect(
+            try serializer.serialize(response: makeResponse(contentType: "text/plain"), data: Data("héllo ✓".utf8))
+                == "héllo ✓")
+        let bom = Data([0xEF, 0xBB, 0xBF]) + Data("x".utf8)
+        #expect(try serializer.serialize(response: makeResponse(), data: bom) == "x")
+    }
+
+    @Test(
+        "the response charset chooses the encoding",
+        arguments: [
+            ("text/plain; charset=ISO-8859-1", Data([0x63, 0x61, 0x66, 0xE9]), "café"),
+            ("text/plain; charset=\"latin1\"", Data([0xE9]), "é"),
+            ("text/plain; charset=us-ascii", Data("plain".utf8), "plain"),
+            ("text/plain; charset=utf-16", Data([0xFF, 0xFE, 0x68, 0x00, 0x69, 0x00]), "hi"),
+            ("text/plain; charset=utf-16le", Data([0x68, 0x00, 0x69, 0x00]), "hi"),
+            ("text/plain; charset=utf-16be", Data([0x00, 0x68, 0x00, 0x69]), "hi"),
+            ("text/plain; charset=windows-1252", Data([0x80]), "€"),
+            ("text/plain; charset=utf-8", Data("ü".utf8), "ü"),
+        ])
+    func charsets(contentType: String, body: Data, expected: String) throws {
+        #expect(
+            try StringResponseSerializer().serialize(response: makeResponse(contentType: contentType), data: body)
+                == expected)
+    }
+
+    @Test("bytes that are not valid in the charset fail with serializationFailed naming the charset")
+    func undecodable() throws {
+        let error = try #require(
+            heraldError {
+                try StringResponseSerializer().serialize(
+                    response: makeResponse(contentType: "text/plain; charset=utf-8"), data: Data([0xC3, 0x28, 0xFF]))
+            })
+        #expect(error.code == .serializationFailed)
+        #expect(error.message.contains("utf-8"))
+    }
+
+    @Test("an unknown charset falls back to the default encoding; an explicit encoding overrides the response")
+    func fallbackAndOverride() throws {
+        let unknown = makeResponse(contentType: "text/plain; charset=x-klingon")
+        #expect(try StringResponseSerializer().serialize(response: unknown, data: Data("ok".utf8)) == "ok")
+        let override = StringResponseSerializer(encoding: .isoLatin1)
+        #expect(
+            try override.serialize(response: makeResponse(contentType: "text/plain; charset=utf-8"), data: Data([0xE9]))
+                == "é")
+    }
+
+    @Test("an empty body is the empty string; a 500 fails before decoding")
+    func emptyAndStatus() throws {
+        #expect(try StringResponseSerializer().serialize(response: makeResponse(status: 204), data: Data()) == "")
+        let error = try #require(
+            heraldError {
+                try StringResponseSerializer().serialize(response: makeResponse(status: 500), data: Data([0xFF]))
+            })
+        #expect(error.code == .unacceptableStatusCode)
+    }
+}

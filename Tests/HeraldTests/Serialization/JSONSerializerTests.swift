@@ -1,0 +1,143 @@
+import Foundation
+import Testing
+
+@testable import Herald
+
+@Suite("JSON response serializer")
+struct JSONResponseSerializerTests {
+    let json = makeResponse(contentType: "application/json; charset=utf-8")
+
+    @Test("a JSON object is parsed into JSONValue")
+    func parsesObject() throws {
+        let body = Data(#"{"name":"Ada","age":36,"admin":true,"tags":["a","b"],"boss":null,"ratio":0.5}"#.utf8)
+        let value = try JSONResponseSerializer().serialize(response: json, data: body)
+        let expected: JSONValue = [
+            "name": "Ada", "age": 36, "admin": true, "tags": ["a", "b"], "boss": nil, "ratio": 0.5,
+        ]
+        #expect(value == expected)
+    }
+
+    @Test(
+        "top-level scalars are accepted",
+        arguments: [("42", JSONValue.number(42)), ("\"s\"", "s"), ("true", true), ("null", nil)])
+    func fragments(body: String, expected: JSONValue) throws {
+        #expect(try JSONResponseSerializer().serialize(response: json, data: Data(body.utf8)) == expected)
+    }
+
+    @Test("a 500 with the JSON serializer fails with unacceptableStatusCode carrying the status")
+    func rejectsStatus() throws {
+        let error = try #require(
+            heraldError {
+                try JSONResponseSerializer().serialize(
+                    response: makeResponse(status: 500, contentType: "application/json"), data: Data("{}".utf8))
+            })
+        #expect(error.code == .unacceptableStatusCode)
+        #expect(error.statusCode == 500)
+        #expect(error.message.contains("500"))
+    }
+
+    @Test("an HTML body fails with unacceptableContentType")
+    func rejectsContentType() throws {
+        let error = try #require(
+            heraldError {
+                try JSONResponseSerializer().serialize(
+                    response: makeResponse(contentType: "text/html"), data: Data("<html>".utf8))
+            })
+        #expect(error.code == .unacceptableContentType)
+        #expect(error.message.contains("text/html"))
+    }
+
+    @Test("malformed JSON fails with serializationFailed and the parser's error as underlying")
+    func malformed() throws {
+        let error = try #require(
+            heraldError { try JSONResponseSerializer().serialize(response: json, data: Data(#"{"a":"#.utf8)) })
+        #expect(error.code == .serializationFailed)
+        #expect(error.underlying != nil)
+        #expect(error.statusCode == 200)
+    }
+
+    @Test(
+        "204/205, an empty body and a whitespace-only body serialize to nil",
+        arguments: [(204, "{\"ignored\":1}"), (205, ""), (200, ""), (200, " "), (200, " \r\n\t ")])
+    func emptyBodies(status: Int, body: String) throws {
+        let response = makeResponse(status: status, contentType: "application/json")
+        #expect(try JSONResponseSerializer().serialize(response: response, data: Data(body.utf8)) == nil)
+    }
+
+    @Test("removesKeysWithNullValues drops null members recursively but keeps null array elements")
+    func removesNulls() throws {
+        let body = Data(#"{"a":null,"b":{"c":null,"d":1},"e":[null,{"f":null}]}"#.utf8)
+        let value = try JSONResponseSerializer(removesKeysWithNullValues: true).serialize(response: json, data: body)
+        #expect(value == ["b": ["d": 1], "e": [nil, [:]]])
+        let kept = try JSONResponseSerializer().serialize(response: json, data: body)
+        #expect(kept?["a"] == .null)
+    }
+
+    @Test("deeply nested input fails cleanly instead of crashing")
+    func deepNesting() throws {
+        let body = Data((String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)).utf8)
+        let error = heraldError { try JSONResponseSerializer().serialize(response: json, data: body) }
+        #expect(error?.code == .serializationFailed)
+    }
+
+    @Test("the erased form keeps the optional output")
+    func erased() throws {
+        let output = try JSONResponseSerializer().serializeErased(response: json, data: Data("[1]".utf8))
+        #expect(output as? JSONValue? == .some([1]))
+    }
+}
+
+@Suite("Decodable response serializer")
+struct DecodableResponseSerializerTests {
+    struct User: Decodable, Sendable, Equatable {
+        var name: String
+        var joined: Date
+    }
+
+    let json = makeResponse(contentType: "application/json")
+
+    @Test("a matching body decodes with the injected decoder")
+    func decodes() throws {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .secondsSince1970
+        let user = try DecodableResponseSerializer(User.self, decoder: decoder)
+            .serialize(response: json, data: Data(#"{"name":"Ada","joined":0}"#.utf8))
+        #expect(user == User(name: "Ada", joined: Date(timeIntervalSince1970: 0)))
+    }
+
+    @Test("a body of the wrong shape fails with serializationFailed carrying the DecodingError")
+    func wrongShape() throws {
+        let error = try #require(
+            heraldError {
+                try DecodableResponseSerializer(User.self).serialize(response: json, data: Data(#"{"name":1}"#.utf8))
+            })
+        #expect(error.code == .serializationFailed)
+        #expect(error.underlying is DecodingError)
+        #expect(error.message.contains("User"))
+    }
+
+    @Test("a 404 fails with unacceptableStatusCode before decoding, and a text/html body with unacceptableContentType")
+    func validation() throws {
+        let status = heraldError {
+            try DecodableResponseSerializer(User.self).serialize(
+                response: makeResponse(status: 404, contentType: "application/json"), data: Data("{}".utf8))
+        }
+        #expect(status?.code == .unacceptableStatusCode)
+        let type = heraldError {
+            try DecodableResponseSerializer(User.self).serialize(
+                response: makeResponse(contentType: "text/html"), data: Data("{}".utf8))
+        }
+        #expect(type?.code == .unacceptableContentType)
+    }
+
+    @Test("an empty body decodes to nil for an Optional type and fails for a non-optional one")
+    func emptyBody() throws {
+        let none = try DecodableResponseSerializer(User?.self).serialize(
+            response: makeResponse(status: 204), data: Data())
+        #expect(none == nil)
+        let error = heraldError {
+            try DecodableResponseSerializer(User.self).serialize(response: makeResponse(status: 204), data: Data())
+        }
+        #expect(error?.code == .serializationFailed)
+    }
+}
