@@ -23,27 +23,37 @@ public struct JSONResponseSerializer: ResponseSerializer {
 
     /// Validates the response and parses the body.
     ///
-    /// Top-level scalars (`"text"`, `42`, `true`, `null`) are accepted, as RFC 8259 allows.
+    /// The body must be UTF-8 (RFC 8259 §8.1; a leading byte-order mark is skipped). Top-level scalars
+    /// (`"text"`, `42`, `true`, `null`) are accepted, as RFC 8259 allows. A repeated member name keeps its
+    /// last value. Nesting deeper than 512 levels is rejected rather than risking the stack.
     ///
     /// - Parameters:
     ///   - response: The response head.
     ///   - data: The response body.
     /// - Returns: The parsed value, or `nil` under the empty-body rules.
     /// - Throws: ``HeraldError/Code/unacceptableStatusCode``, ``HeraldError/Code/unacceptableContentType``,
-    ///   or ``HeraldError/Code/serializationFailed`` with the parser's error as ``HeraldError/underlying``.
+    ///   or ``HeraldError/Code/serializationFailed`` with a ``JSONParseError`` as ``HeraldError/underlying``.
     public func serialize(response: HTTPResponse, data: Data) throws(HeraldError) -> JSONValue? {
         try validation.validate(response, data: data)
         if JSONBody.isEmpty(response: response, data: data) { return nil }
-        let value = try JSONBody.decode(JSONValue.self, from: data, with: JSONBody.sharedDecoder, response: response)
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse(data)
+        } catch {
+            throw HeraldError(
+                .serializationFailed,
+                "the body is not valid JSON: \(error)",
+                underlying: error,
+                url: response.url,
+                statusCode: response.statusCode
+            )
+        }
         return removesKeysWithNullValues ? value.removingKeysWithNullValues() : value
     }
 }
 
 /// The empty-body rules and parsing shared by ``JSONResponseSerializer`` and ``DecodableResponseSerializer``.
 enum JSONBody {
-    /// A decoder with default settings; `JSONDecoder` is thread-safe once configured.
-    static let sharedDecoder = JSONDecoder()
-
     /// Whether the body counts as absent: status 204/205 (whatever was sent), or nothing but whitespace.
     static func isEmpty(response: HTTPResponse, data: Data) -> Bool {
         if response.statusCode == 204 || response.statusCode == 205 { return true }

@@ -1,0 +1,63 @@
+import Foundation
+import Testing
+
+@testable import Herald
+
+@Suite("JSON parser")
+struct JSONParserTests {
+    @Test(
+        "valid JSON texts parse to the expected values",
+        arguments: [
+            (#"{"a":[1,-2.5,3e2,0,-0.0,1E-2],"b":{"c":"d"}}"#, ["a": [1, -2.5, 300, 0, -0.0, 0.01], "b": ["c": "d"]]),
+            (#"  [ true , false , null ]  "#, [true, false, nil] as JSONValue),
+            (#""esc \" \\ \/ \b \f \n \r \t""#, "esc \" \\ / \u{08} \u{0C} \n \r \t"),
+            (#""\u00e9\u4e2d\ud83d\ude00""#, "é中😀"),
+            ("\"héllo ✓\"", "héllo ✓"),
+            (#"{"k":1,"k":2}"#, ["k": 2]),
+            ("[]", []),
+            ("{}", [:]),
+            ("123456789012345678", .number(123_456_789_012_345_680)),  // beyond 2^53: correctly rounded
+            ("9007199254740993", .number(9_007_199_254_740_992)),  // 2^53 + 1 rounds to even
+        ] as [(String, JSONValue)])
+    func parses(text: String, expected: JSONValue) throws {
+        #expect(try JSONParser.parse(Data(text.utf8)) == expected)
+    }
+
+    @Test("agrees with JSONDecoder on a mixed document")
+    func agreesWithFoundation() throws {
+        let text = #"[{"id":1,"name":"item","ok":true,"score":0.3333333333333333,"tags":["a","b"],"x":null}]"#
+        let data = Data(text.utf8)
+        #expect(try JSONParser.parse(data) == JSONDecoder().decode(JSONValue.self, from: data))
+    }
+
+    @Test("a leading UTF-8 byte-order mark is skipped")
+    func byteOrderMark() throws {
+        #expect(try JSONParser.parse(Data([0xEF, 0xBB, 0xBF]) + Data("[1]".utf8)) == [1])
+    }
+
+    @Test(
+        "malformed input fails with a JSONParseError, never traps",
+        arguments: [
+            "", "[", "]", "{", #"{"a"}"#, #"{"a":}"#, #"{a:1}"#, "[1,]", "[1 2]", "01", "-", "1.", "1e", ".5", "+1",
+            "tru", "nul", "True", #""unterminated"#, "\"a\u{01}b\"", #""\x""#, #""\u12""#, #""\ud800""#,
+            #""\ud800\u0041""#, #""\udc00""#, "1e999", "[1] x", "NaN", "'a'",
+        ])
+    func rejects(text: String) {
+        #expect(throws: JSONParseError.self) { try JSONParser.parse(Data(text.utf8)) }
+    }
+
+    @Test("invalid UTF-8 inside a string is rejected")
+    func invalidUTF8() {
+        #expect(throws: JSONParseError.self) { try JSONParser.parse(Data([0x22, 0xC3, 0x28, 0x22])) }
+    }
+
+    @Test("nesting is capped at 512 levels")
+    func depthLimit() throws {
+        let ok = String(repeating: "[", count: 512) + String(repeating: "]", count: 512)
+        #expect(throws: Never.self) { try JSONParser.parse(Data(ok.utf8)) }
+        let deep = String(repeating: "[", count: 513) + String(repeating: "]", count: 513)
+        let error = try #require(throws: JSONParseError.self) { try JSONParser.parse(Data(deep.utf8)) }
+        #expect(error.reason.contains("512"))
+        #expect(error.offset == 512)
+    }
+}
