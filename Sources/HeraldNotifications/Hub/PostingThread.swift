@@ -1,0 +1,67 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Per-thread state that makes delivery breadth-first.
+///
+/// A post made while this thread is already delivering (that is, from inside a `.posting` handler) is
+/// queued here and delivered by the outermost post once the current notification has reached all its
+/// observers. It must be thread-local, not a `@TaskLocal`: handlers are synchronous and may run on any
+/// thread, and the outermost post on a thread is the one that drains.
+@usableFromInline
+final class PostingThread {
+    // Thread-confined, so the dynamic exclusivity checks (a TLS lookup each) buy nothing here.
+    @exclusivity(unchecked) private var isDelivering = false
+    @exclusivity(unchecked) private var pending: [() -> Void] = []
+
+    /// The state of the calling thread, created on first use and released when the thread exits.
+    @usableFromInline static var current: PostingThread {
+        if let state = pthread_getspecific(postingThreadKey) {
+            return Unmanaged<PostingThread>.fromOpaque(state).takeUnretainedValue()
+        }
+        let state = PostingThread()
+        pthread_setspecific(postingThreadKey, Unmanaged.passRetained(state).toOpaque())
+        return state
+    }
+
+    /// Runs `deliver` now if this thread is not delivering, else after the current delivery.
+    @usableFromInline
+    func deliverBreadthFirst(_ deliver: () -> Void, deferred: @autoclosure () -> (() -> Void)) {
+        if isDelivering {
+            pending.append(deferred())
+            return
+        }
+        isDelivering = true
+        deliver()
+        if !pending.isEmpty { drainPending() }
+        isDelivering = false
+    }
+
+    private func drainPending() {
+        var next = 0
+        // A deferred delivery may append more; `pending.count` is re-read on every turn.
+        while next < pending.count {
+            let delivery = pending[next]
+            next += 1
+            delivery()
+        }
+        pending.removeAll(keepingCapacity: true)
+    }
+}
+
+private let postingThreadKey: pthread_key_t = {
+    var key = pthread_key_t()
+    let status = pthread_key_create(&key) { state in
+        #if canImport(Darwin)
+        Unmanaged<PostingThread>.fromOpaque(state).release()
+        #else
+        if let state { Unmanaged<PostingThread>.fromOpaque(state).release() }
+        #endif
+    }
+    precondition(status == 0, "pthread_key_create failed: the process is out of thread-specific keys")
+    return key
+}()

@@ -1,2 +1,0 @@
-// Temporary: replaced by the notification center.
-public enum _HeraldNotificationsPlaceholder {}

@@ -1,2 +1,0 @@
-import Testing
-@Test func placeholderNotifications() { #expect(Bool(true)) }
