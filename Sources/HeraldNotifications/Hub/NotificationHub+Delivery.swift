@@ -1,12 +1,22 @@
+import Synchronization
+
 extension NotificationHub {
     /// Hands `notification` to every matching observer, in registration order, with no lock held.
     @inlinable
-    func deliver<UserInfo: Sendable>(_ notification: TypedNotification<UserInfo>) {
-        let nameIndex = notification.name.index
-        let senderID = notification.object.map { ObjectIdentifier($0) }
-        let (anySender, sender) = observers(nameIndex: nameIndex, senderID: senderID)
+    func deliver<UserInfo: Sendable>(_ notification: TypedNotification<UserInfo>, on thread: PostingThread) {
+        thread.withSnapshot(of: self) { snapshot in
+            deliver(notification, from: snapshot)
+        }
+    }
 
-        if sender.isEmpty {
+    @inlinable
+    func deliver<UserInfo: Sendable>(_ notification: TypedNotification<UserInfo>, from snapshot: Snapshot) {
+        let nameIndex = notification.name.index
+        guard nameIndex < snapshot.entries.count else { return }
+        let anySender = snapshot.entries[nameIndex].anySender
+        guard let object = notification.object, !snapshot.entries[nameIndex].bySender.isEmpty,
+            let sender = snapshot.entries[nameIndex].bySender[ObjectIdentifier(object)]
+        else {
             for observation in anySender {
                 unsafeDowncast(observation, to: Observation<UserInfo>.self).deliver(notification)
             }
@@ -27,39 +37,55 @@ extension NotificationHub {
                 s += 1
                 // Same ObjectIdentifier but not the same object: the observed sender died and this one
                 // reuses its address.
-                guard observation.sender === notification.object else {
+                guard observation.sender === object else {
                     foundGoneSender = true
                     continue
                 }
                 observation.deliver(notification)
             }
         }
-        if foundGoneSender, let senderID {
-            removeGoneSenders(nameIndex: nameIndex, senderID: senderID)
+        if foundGoneSender {
+            removeGoneSenders(nameIndex: nameIndex, senderID: ObjectIdentifier(object))
         }
     }
 
-    @usableFromInline
-    func observers(nameIndex: Int, senderID: ObjectIdentifier?) -> (anySender: Registry.List, sender: Registry.List) {
-        registry.withLock { $0.lists(nameIndex: nameIndex, senderID: senderID) }
+    /// The current snapshot; registers `slot` to be emptied on the next change.
+    func currentSnapshot(registering slot: SnapshotSlot) -> Snapshot {
+        registry.withLock { registry in
+            registry.register(slot)
+            return registry.currentSnapshot(version: version.load(ordering: .relaxed))
+        }
     }
 
     @usableFromInline
     func removeGoneSenders(nameIndex: Int, senderID: ObjectIdentifier) {
-        let removed = registry.withLock { registry in
-            let (removed, nameIsUnobserved) = registry.removeGoneSenders(nameIndex: nameIndex, senderID: senderID)
-            if nameIsUnobserved { observedNames.set(nameIndex, isObserved: false) }
-            return removed
+        let garbage = registry.withLock { registry in
+            let (nameIsUnobserved, garbage) = registry.removeGoneSenders(nameIndex: nameIndex, senderID: senderID)
+            let cached = registryDidChange(registry, nameIndex: nameIndex, isObserved: nameIsUnobserved ? false : nil)
+            return (garbage, cached)
         }
-        _ = consume removed  // Released here, outside the lock: handler captures may run deinits.
+        // Released here, outside the lock: handler captures may run deinits.
+        for snapshot in garbage.1 { snapshot.release() }
     }
 
     func remove(_ observation: any AnyObservation) {
-        let removed = registry.withLock { registry in
-            let (removed, nameIsUnobserved) = registry.remove(observation)
-            if nameIsUnobserved { observedNames.set(observation.nameIndex, isObserved: false) }
-            return removed
+        let garbage = registry.withLock { registry in
+            let (nameIsUnobserved, garbage) = registry.remove(observation)
+            let cached = registryDidChange(
+                registry, nameIndex: observation.nameIndex, isObserved: nameIsUnobserved ? false : nil)
+            return (garbage, cached)
         }
-        _ = consume removed
+        for snapshot in garbage.1 { snapshot.release() }
+    }
+
+    /// Publishes a registry change to posters. Called with the lock held, after the change.
+    ///
+    /// - Parameter isObserved: The name's new observed state, or `nil` if it did not change.
+    /// - Returns: The snapshots taken out of posting threads' caches, to release after unlocking.
+    func registryDidChange(_ registry: borrowing Registry, nameIndex: Int, isObserved: Bool?) -> [Unmanaged<Snapshot>] {
+        if let isObserved { observedNames.set(nameIndex, isObserved: isObserved) }
+        // A thread that sees the new version also sees the change, and drops the snapshot it cached.
+        version.wrappingAdd(1, ordering: .sequentiallyConsistent)
+        return registry.takeCachedSnapshots()
     }
 }

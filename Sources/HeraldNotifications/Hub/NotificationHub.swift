@@ -22,6 +22,15 @@ public final class NotificationHub: Sendable {
 
     let registry = Mutex(Registry())
     @usableFromInline let observedNames = ObservedNames()
+    /// Bumped after every registry change; posting threads compare it with the version of the snapshot
+    /// they cached.
+    @usableFromInline let version = Atomic<UInt64>(0)
+    /// Unique for the life of the process (unlike an address), so a thread's cache never confuses a new
+    /// hub with a dead one.
+    @usableFromInline let id = NotificationHub.makeID()
+
+    private static let nextID = Atomic<UInt64>(0)
+    private static func makeID() -> UInt64 { nextID.wrappingAdd(1, ordering: .relaxed).oldValue }
 
     /// Creates an empty hub, independent of ``shared``.
     public init() {}
@@ -55,7 +64,7 @@ public final class NotificationHub: Sendable {
         delivery: NotificationDelivery = .posting,
         _ handler: @escaping @Sendable (TypedNotification<UserInfo>) -> Void
     ) -> ObservationToken {
-        let observation = registry.withLock { registry in
+        let (observation, garbage) = registry.withLock { registry in
             let observation = Observation(
                 sequenceNumber: registry.makeSequenceNumber(),
                 nameIndex: name.index,
@@ -63,11 +72,12 @@ public final class NotificationHub: Sendable {
                 delivery: delivery,
                 handler: handler
             )
-            if registry.insert(observation) {
-                observedNames.set(name.index, isObserved: true)
-            }
-            return observation
+            let (nameIsNewlyObserved, garbage) = registry.insert(observation)
+            let cached = registryDidChange(registry, nameIndex: name.index, isObserved: nameIsNewlyObserved ? true : nil)
+            return (observation, (garbage, cached))
         }
+        // The invalidated snapshots, released outside the lock.
+        for snapshot in garbage.1 { snapshot.release() }
         return ObservationToken(observation: observation, hub: self)
     }
 
@@ -93,9 +103,10 @@ public final class NotificationHub: Sendable {
     ) {
         guard observedNames.mayContain(name.index) else { return }
         let notification = TypedNotification(name: name, object: object, userInfo: userInfo())
-        PostingThread.current.deliverBreadthFirst(
-            { deliver(notification) },
-            deferred: { self.deliver(notification) }
+        let thread = PostingThread.current
+        thread.deliverBreadthFirst(
+            { deliver(notification, on: thread) },
+            deferred: { self.deliver(notification, on: thread) }
         )
     }
 

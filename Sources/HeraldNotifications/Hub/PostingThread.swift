@@ -6,8 +6,9 @@ import Musl
 import Darwin
 #endif
 
-/// Per-thread state that makes delivery breadth-first.
+/// Per-thread state: the queue that makes delivery breadth-first, and the registry snapshots posts read.
 ///
+/// **Breadth-first.**
 /// A post made while this thread is already delivering (that is, from inside a `.posting` handler) is
 /// queued here and delivered by the outermost post once the current notification has reached all its
 /// observers. It must be thread-local, not a `@TaskLocal`: handlers are synchronous and may run on any
@@ -40,6 +41,47 @@ final class PostingThread {
         if !pending.isEmpty { drainPending() }
         isDelivering = false
     }
+
+    // MARK: Snapshots
+
+    /// Direct-mapped by hub id: most threads post to one or two hubs.
+    @exclusivity(unchecked) private var slots: ContiguousArray<SnapshotSlot?> = [nil, nil, nil, nil]
+
+    /// Calls `body` with the registry snapshot of `hub` that a post from this thread delivers from.
+    ///
+    /// Lock-free while the hub's registry is unchanged: a version load and two uncontended exchanges on
+    /// this thread's slot. Takes the hub's lock once per registry change per thread.
+    @usableFromInline
+    func withSnapshot(of hub: NotificationHub, _ body: (Snapshot) -> Void) {
+        let index = Int(truncatingIfNeeded: hub.id & 3)
+        let slot: SnapshotSlot
+        if let cached = slots[index], cached.hubID == hub.id {
+            slot = cached
+        } else {
+            slot = SnapshotSlot(hubID: hub.id)
+            slots[index]?.abandon()  // Another hub's: released with its snapshot.
+            slots[index] = slot
+        }
+        var snapshot = slot.take()
+        if let taken = snapshot, taken._withUnsafeGuaranteedRef({ $0.version }) != hub.version.load(ordering: .sequentiallyConsistent) {
+            taken.release()
+            snapshot = nil
+        }
+        let current = snapshot ?? Unmanaged.passRetained(hub.currentSnapshot(registering: slot))
+        current._withUnsafeGuaranteedRef(body)
+        slot.put(current)?.release()
+        if current._withUnsafeGuaranteedRef({ $0.version }) != hub.version.load(ordering: .sequentiallyConsistent) {
+            // The registry changed during the delivery and the hub may have emptied the slot before the
+            // put: make sure the stale snapshot does not stay here.
+            slot.take()?.release()
+        }
+    }
+
+    deinit {
+        for slot in slots { slot?.abandon() }
+    }
+
+    // MARK: Breadth-first delivery
 
     private func drainPending() {
         var next = 0

@@ -1,42 +1,68 @@
 /// The observers of one hub, indexed by name, then by sender.
 ///
-/// Lives inside the hub's mutex. Lists are copy-on-write arrays: a post copies the (at most two) lists
-/// it needs under the lock — two retains — and iterates them after releasing it, so handlers never run
-/// under the lock and a registration change never disturbs a delivery in progress.
+/// Lives inside the hub's mutex and is only changed there. Posts never take that mutex: they read an
+/// immutable ``Snapshot`` of the registry (see `PostingThread.snapshot(of:)`), built lazily on the first
+/// post after a change, so a burst of registrations copies nothing.
 @usableFromInline
-struct Registry {
+struct Registry: Sendable {
     @usableFromInline typealias List = ContiguousArray<any AnyObservation>
 
-    struct Entry {
+    @usableFromInline
+    struct Entry: Sendable {
         /// Observers of every sender (registered with `object: nil`), in registration order.
-        var anySender: List = []
+        @usableFromInline var anySender: List = []
         /// Observers of one sender, keyed by its identity, each list in registration order.
-        var bySender: [ObjectIdentifier: List] = [:]
+        @usableFromInline var bySender: [ObjectIdentifier: List] = [:]
         var count = 0
+
+        init() {}
     }
 
     private(set) var entries: ContiguousArray<Entry> = []
     private var nextSequenceNumber: UInt64 = 0
+    /// The snapshot of the current `entries`, once a post asked for it; `nil` after any change.
+    private var snapshot: Snapshot?
+    /// The posting threads' caches of this hub's snapshot, emptied on every change.
+    private var slots: [SnapshotSlot] = []
+    private var slotsPruneThreshold = 16
+
+    mutating func register(_ slot: SnapshotSlot) {
+        if slots.count >= slotsPruneThreshold {
+            slots.removeAll { $0.isAbandoned }
+            slotsPruneThreshold = max(16, slots.count * 2)
+        }
+        slots.append(slot)
+    }
+
+    /// Empties every posting thread's cached snapshot; called after each change, with the version
+    /// already bumped. The taken snapshots are returned for release after unlocking.
+    func takeCachedSnapshots() -> [Unmanaged<Snapshot>] {
+        slots.compactMap { $0.take() }
+    }
 
     mutating func makeSequenceNumber() -> UInt64 {
         defer { nextSequenceNumber += 1 }
         return nextSequenceNumber
     }
 
-    /// The lists a post of `nameIndex` by `senderID` must visit.
-    func lists(nameIndex: Int, senderID: ObjectIdentifier?) -> (anySender: List, sender: List) {
-        guard nameIndex < entries.count else { return ([], []) }
-        let anySender = entries[nameIndex].anySender
-        guard let senderID, !entries[nameIndex].bySender.isEmpty else { return (anySender, []) }
-        return (anySender, entries[nameIndex].bySender[senderID] ?? [])
+    /// The snapshot posts read, built if a change invalidated the previous one.
+    mutating func currentSnapshot(version: UInt64) -> Snapshot {
+        if let snapshot { return snapshot }
+        let snapshot = Snapshot(entries: entries, version: version)
+        self.snapshot = snapshot
+        return snapshot
     }
 
     func hasObservers(nameIndex: Int) -> Bool {
         nameIndex < entries.count && entries[nameIndex].count > 0
     }
 
-    /// Adds an observation; returns whether its name went from unobserved to observed.
-    mutating func insert(_ observation: any AnyObservation) -> Bool {
+    /// Adds an observation.
+    ///
+    /// - Returns: Whether its name went from unobserved to observed, and the invalidated snapshot for
+    ///   the caller to release after unlocking.
+    mutating func insert(_ observation: any AnyObservation) -> (nameIsNewlyObserved: Bool, garbage: Snapshot?) {
+        let garbage = snapshot.take()
         let index = observation.nameIndex
         if index >= entries.count {
             entries.append(contentsOf: repeatElement(Entry(), count: index - entries.count + 1))
@@ -47,53 +73,75 @@ struct Registry {
             entries[index].anySender.append(observation)
         }
         entries[index].count += 1
-        return entries[index].count == 1
+        return (entries[index].count == 1, garbage)
     }
 
     /// Removes an observation if present.
     ///
-    /// - Returns: The removed observation, for the caller to release after unlocking (its handler's
-    ///   captures may run arbitrary deinits), and whether its name is now unobserved.
-    mutating func remove(_ observation: any AnyObservation) -> (removed: (any AnyObservation)?, nameIsUnobserved: Bool) {
+    /// - Returns: What the caller must release after unlocking (the observation, whose handler's captures
+    ///   may run arbitrary deinits, and the invalidated snapshot), and whether its name is now unobserved.
+    mutating func remove(_ observation: any AnyObservation) -> (nameIsUnobserved: Bool, garbage: Garbage) {
         let index = observation.nameIndex
-        guard index < entries.count else { return (nil, false) }
-        var removed: (any AnyObservation)?
+        guard index < entries.count else { return (false, Garbage()) }
+        var garbage = Garbage()
         if let senderID = observation.senderID {
             guard let position = entries[index].bySender[senderID]?.firstIndex(where: { $0 === observation }) else {
-                return (nil, false)
+                return (false, garbage)
             }
-            removed = entries[index].bySender[senderID]!.remove(at: position)
+            garbage.observations.append(entries[index].bySender[senderID]!.remove(at: position))
             if entries[index].bySender[senderID]!.isEmpty {
                 entries[index].bySender[senderID] = nil
             }
         } else {
             guard let position = entries[index].anySender.firstIndex(where: { $0 === observation }) else {
-                return (nil, false)
+                return (false, garbage)
             }
-            removed = entries[index].anySender.remove(at: position)
+            garbage.observations.append(entries[index].anySender.remove(at: position))
         }
+        garbage.snapshot = snapshot.take()
         entries[index].count -= 1
-        return (removed, entries[index].count == 0)
+        return (entries[index].count == 0, garbage)
     }
 
     /// Removes the observations of `senderID` whose sender is gone.
     ///
-    /// - Returns: The removed observations, to release after unlocking, and whether the name is now
-    ///   unobserved.
-    mutating func removeGoneSenders(nameIndex: Int, senderID: ObjectIdentifier) -> (removed: List, nameIsUnobserved: Bool) {
+    /// - Returns: Whether the name is now unobserved, and what to release after unlocking.
+    mutating func removeGoneSenders(nameIndex: Int, senderID: ObjectIdentifier) -> (nameIsUnobserved: Bool, garbage: Garbage) {
         guard nameIndex < entries.count, var list = entries[nameIndex].bySender.removeValue(forKey: senderID) else {
-            return ([], false)
+            return (false, Garbage())
         }
-        var removed: List = []
+        var garbage = Garbage()
         list.removeAll { observation in
             guard observation.isSenderGone else { return false }
-            removed.append(observation)
+            garbage.observations.append(observation)
             return true
         }
         if !list.isEmpty {
             entries[nameIndex].bySender[senderID] = list
         }
-        entries[nameIndex].count -= removed.count
-        return (removed, !removed.isEmpty && entries[nameIndex].count == 0)
+        guard !garbage.observations.isEmpty else { return (false, garbage) }
+        garbage.snapshot = snapshot.take()
+        entries[nameIndex].count -= garbage.observations.count
+        return (entries[nameIndex].count == 0, garbage)
+    }
+
+    /// References a change dropped from the registry. Released by the caller after unlocking: the last
+    /// reference to an observation releases its handler, whose captures may run any code.
+    struct Garbage: Sendable {
+        var observations: List = []
+        var snapshot: Snapshot?
+    }
+}
+
+/// An immutable copy of a registry's entries, which posts iterate without any lock.
+@usableFromInline
+final class Snapshot: Sendable {
+    @usableFromInline let entries: ContiguousArray<Registry.Entry>
+    /// The hub's version when the snapshot was current.
+    @usableFromInline let version: UInt64
+
+    init(entries: ContiguousArray<Registry.Entry>, version: UInt64) {
+        self.entries = entries
+        self.version = version
     }
 }
