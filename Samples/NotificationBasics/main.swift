@@ -59,7 +59,7 @@ var received = 0
 for await note in sequence {
     print("[sequence]     \(note.userInfo.file): \(note.userInfo.bytes) bytes")
     received += 1
-    if received == 3 { break }  // Leaving the loop releases the iterator and stops observing.
+    if received == 3 { break }  // Observing stops once the sequence and its iterator are released.
 }
 print("sequence dropped \(sequence.droppedCount) notification(s)")
 
@@ -68,4 +68,5 @@ reportOnly.cancel()
 onQueue.cancel()
 hub.post(.downloadDidProgress, object: report, userInfo: DownloadProgress(file: "report.pdf", bytes: 400))
 everyDownload.cancel()
-print("observers left: \(hub.hasObservers(for: .downloadDidProgress))")
+// `sequence` (a global here) still exists, so its observer is the one still registered.
+print("still observed (by the sequence): \(hub.hasObservers(for: .downloadDidProgress))")
