@@ -54,14 +54,13 @@ final class PostingThread {
     @usableFromInline
     func withSnapshot(of hub: NotificationHub, _ body: (Snapshot) -> Void) {
         let index = Int(truncatingIfNeeded: hub.id & 3)
-        let slot: SnapshotSlot
-        if let cached = slots[index], cached.hubID == hub.id {
-            slot = cached
-        } else {
-            slot = SnapshotSlot(hubID: hub.id)
+        if slots[index]?.hubID != hub.id {
             slots[index]?.abandon()  // Another hub's: released with its snapshot.
-            slots[index] = slot
+            slots[index] = SnapshotSlot(hubID: hub.id)
         }
+        // Safety: `slots` keeps the slot alive for the whole call (it is only replaced above, and this
+        // thread never re-enters `withSnapshot` while delivering), so skip the retain/release pair.
+        unowned(unsafe) let slot = slots[index]!
         var snapshot = slot.take()
         if let taken = snapshot, taken._withUnsafeGuaranteedRef({ $0.version }) != hub.version.load(ordering: .sequentiallyConsistent) {
             taken.release()
