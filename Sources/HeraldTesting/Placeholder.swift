@@ -1,3 +1,0 @@
-import Herald
-// Temporary: replaced by the loopback server.
-public enum _HeraldTestingPlaceholder {}

@@ -1,0 +1,42 @@
+/// The parameters of a `/bytes/{n}` response.
+struct ByteStreamOptions: Sendable, Equatable {
+    /// The largest chunk a client may ask for; chunks are slices of one shared pattern buffer of this size.
+    static let maximumChunkSize = 1 << 20
+    /// The largest body a client may ask for (1 TiB): large enough for any test, small enough to never overflow.
+    static let maximumCount = 1 << 40
+
+    /// The size of the full representation in bytes.
+    var count: Int
+    /// Whether to use `Transfer-Encoding: chunked` instead of `Content-Length`.
+    var isChunked: Bool
+    /// The size of each body write.
+    var chunkSize: Int
+    /// The pause between two body writes, in milliseconds.
+    var delayMilliseconds: Int
+    /// Whether `Range` requests are honoured.
+    var acceptsRanges: Bool
+
+    init(
+        count: Int, isChunked: Bool = false, chunkSize: Int = 64 << 10, delayMilliseconds: Int = 0,
+        acceptsRanges: Bool = true
+    ) {
+        self.count = count
+        self.isChunked = isChunked
+        self.chunkSize = chunkSize
+        self.delayMilliseconds = delayMilliseconds
+        self.acceptsRanges = acceptsRanges
+    }
+
+    init(count: String, query: RouteQuery) throws {
+        self.init(
+            count: try RouteQuery.integer(count, named: "byte count", in: 0...Self.maximumCount),
+            isChunked: query.flag("chunked"),
+            chunkSize: try query.integer("chunkSize", default: 64 << 10, in: 1...Self.maximumChunkSize),
+            delayMilliseconds: try query.integer("delayMs", default: 0, in: 0...60_000),
+            acceptsRanges: query.value("ranges") != "0"
+        )
+    }
+
+    /// The strong validator of the representation; it depends only on the size because the content does.
+    var entityTag: String { "\"herald-bytes-\(count)\"" }
+}

@@ -1,0 +1,143 @@
+import NIOCore
+import NIOHTTP1
+
+/// Streams a `/bytes/{n}` response with backpressure.
+///
+/// Chunks are written while the channel is writable and the pump resumes on `channelWritabilityChanged`, so at most
+/// about one high-water mark (64 KiB by default) plus one chunk is ever queued, however large `n` is. Each chunk is a
+/// slice of ``BytePattern/buffer``, so no body storage is allocated at all. With a delay, one chunk is written per
+/// tick of `delayMs`. Lives on the channel's event loop; owned by ``TestServerHandler``.
+final class ByteStreamResponder {
+    private static let lastModified = "Mon, 01 Jan 2024 00:00:00 GMT"
+
+    private let writer: ResponseWriter
+    private let options: ByteStreamOptions
+    private var nextOffset: Int
+    private var endOffset: Int
+    private var queuedBytes = 0
+    private var isWaitingForDelay = false
+    private var isFinished = false
+    private let onFinish: () -> Void
+
+    /// - Parameter onFinish: Called once the final write has been issued, or when the stream is cancelled.
+    init(writer: ResponseWriter, options: ByteStreamOptions, onFinish: @escaping () -> Void) {
+        self.writer = writer
+        self.options = options
+        self.nextOffset = 0
+        self.endOffset = options.count
+        self.onFinish = onFinish
+    }
+
+    /// Writes the head, then as much of the body as the channel accepts.
+    func start() {
+        guard let status = writeHead() else {
+            // The 416 was written as a complete response; only the bookkeeping is left.
+            isFinished = true
+            return onFinish()
+        }
+        guard status.mayHaveResponseBody, !writer.request.isHead else { return finish() }
+        pump()
+    }
+
+    /// Resumes writing when the channel has drained below its low-water mark.
+    func writabilityChanged() {
+        if writer.context.channel.isWritable { pump() }
+    }
+
+    /// Stops writing; the connection has gone away.
+    func cancel() {
+        guard !isFinished else { return }
+        isFinished = true
+        onFinish()
+    }
+
+    /// Writes the head for the requested range.
+    ///
+    /// - Returns: The status written, or `nil` if a complete error response (416) was written instead.
+    private func writeHead() -> HTTPResponseStatus? {
+        var headers: HTTPHeaders = [
+            "Content-Type": "application/octet-stream",
+            "ETag": options.entityTag,
+            "Last-Modified": Self.lastModified,
+            "Accept-Ranges": options.acceptsRanges ? "bytes" : "none",
+        ]
+        switch requestedRange() {
+        case .full:
+            addFraming(to: &headers, length: options.count)
+            writer.writeHead(status: .ok, headers: headers)
+            return .ok
+        case .partial(let range):
+            nextOffset = range.lowerBound
+            endOffset = range.upperBound
+            headers.add(
+                name: "Content-Range", value: "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(options.count)")
+            addFraming(to: &headers, length: range.count)
+            writer.writeHead(status: .partialContent, headers: headers)
+            return .partialContent
+        case .unsatisfiable:
+            headers.add(name: "Content-Range", value: "bytes */\(options.count)")
+            writer.write(CannedResponse(status: .rangeNotSatisfiable, body: "", headers: headers))
+            return nil
+        }
+    }
+
+    private func requestedRange() -> ByteRange {
+        let headers = writer.request.head.headers
+        guard options.acceptsRanges else { return .full }
+        // If-Range: serve the range only if the client's validator still matches, else the whole representation.
+        if let validator = headers["if-range"].first, validator != options.entityTag, validator != Self.lastModified {
+            return .full
+        }
+        return ByteRange(header: headers["range"].first, count: options.count)
+    }
+
+    private func addFraming(to headers: inout HTTPHeaders, length: Int) {
+        if options.isChunked {
+            headers.add(name: "Transfer-Encoding", value: "chunked")
+        } else {
+            headers.add(name: "Content-Length", value: String(length))
+        }
+    }
+
+    private func pump() {
+        let channel = writer.context.channel
+        guard !isFinished, !isWaitingForDelay else { return }
+        while nextOffset < endOffset, channel.isWritable {
+            writeChunk()
+            if options.delayMilliseconds > 0, nextOffset < endOffset {
+                writer.context.flush()
+                isWaitingForDelay = true
+                let delay = TimeAmount.milliseconds(Int64(options.delayMilliseconds))
+                writer.context.eventLoop.assumeIsolated().scheduleTask(in: delay) { [self] in
+                    isWaitingForDelay = false
+                    pump()
+                }
+                return
+            }
+        }
+        if nextOffset == endOffset {
+            finish()
+        } else {
+            // Not writable: flush what is queued and wait for channelWritabilityChanged.
+            writer.context.flush()
+        }
+    }
+
+    private func writeChunk() {
+        let length = min(options.chunkSize, endOffset - nextOffset)
+        let recorder = writer.recorder
+        queuedBytes += length
+        recorder.queuedBodyBytes(queuedBytes)
+        writer.writeBody(BytePattern.slice(at: nextOffset, length: length)).assumeIsolated().whenComplete { _ in
+            self.queuedBytes -= length
+        }
+        nextOffset += length
+    }
+
+    private func finish() {
+        guard !isFinished else { return }
+        isFinished = true
+        writer.writeEnd()
+        onFinish()
+    }
+}

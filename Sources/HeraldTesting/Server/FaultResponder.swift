@@ -1,0 +1,74 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+import NIOCore
+import NIOHTTP1
+
+/// Misbehaves on purpose, for the `/fault/...` routes.
+///
+/// Faults that must produce bytes no HTTP encoder would write (`bad-chunked`, `garbage-status`) write them from the
+/// `HTTPResponseEncoder`'s context, so they enter the pipeline *below* the encoder and reach the socket untouched.
+/// Resets set `SO_LINGER` to zero before closing, which makes the kernel send RST instead of FIN.
+struct FaultResponder {
+    let writer: ResponseWriter
+
+    private var context: ChannelHandlerContext { writer.context }
+
+    /// Performs `fault`. Every fault except ``Route/Fault/stall`` ends by closing the connection.
+    func perform(_ fault: Route.Fault) {
+        switch fault {
+        case .resetBeforeHeaders:
+            reset()
+        case .resetMidBody(let bytes, let declared):
+            writer.writeHead(status: .ok, headers: octetStreamHeaders(contentLength: declared))
+            let written = writer.writePatternBody(0..<bytes)
+            context.flush()
+            written.assumeIsolated().whenComplete { _ in reset() }
+        case .stall:
+            // Answer nothing; the connection stays open until the client leaves or the server shuts down.
+            break
+        case .truncated(let declared, let sent):
+            writer.writeHead(status: .ok, headers: octetStreamHeaders(contentLength: declared))
+            let written = writer.writePatternBody(0..<sent)
+            context.flush()
+            written.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        case .badChunked:
+            writer.recorder.responseStarted(writer.sequenceNumber, status: 200)
+            writeRawThenClose(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    + "5\r\nhello\r\nZZ-not-hex\r\ngarbage\r\n"
+            )
+        case .garbageStatus:
+            writeRawThenClose("HELLO\r\n\r\n")
+        }
+    }
+
+    private func octetStreamHeaders(contentLength: Int) -> HTTPHeaders {
+        ["Content-Type": "application/octet-stream", "Content-Length": String(contentLength)]
+    }
+
+    private func writeRawThenClose(_ text: String) {
+        let context = self.context
+        let buffer = context.channel.allocator.buffer(string: text)
+        guard let encoderContext = try? context.pipeline.syncOperations.context(handlerType: HTTPResponseEncoder.self)
+        else {
+            return context.close(promise: nil)
+        }
+        encoderContext.writeAndFlush(NIOAny(IOData.byteBuffer(buffer))).assumeIsolated().whenComplete { _ in
+            context.close(promise: nil)
+        }
+    }
+
+    /// Closes the connection with a TCP RST.
+    private func reset() {
+        let context = self.context
+        guard let provider = context.channel as? any SocketOptionProvider else {
+            return context.close(promise: nil)
+        }
+        provider.setSoLinger(linger(l_onoff: 1, l_linger: 0)).assumeIsolated().whenComplete { _ in
+            context.close(promise: nil)
+        }
+    }
+}

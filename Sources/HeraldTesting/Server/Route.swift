@@ -1,0 +1,129 @@
+import Foundation
+
+/// What the server does for one request, decided from its request target alone.
+///
+/// Parsing is pure so it can be tested without sockets; a malformed parameter becomes ``badRequest(_:)`` rather
+/// than a trap, because the client controls the request target.
+enum Route: Sendable {
+    case status(code: Int, location: String?)
+    case json
+    case invalidJSON
+    case text
+    case empty
+    case html
+    case echo
+    case bytes(ByteStreamOptions)
+    case delay(milliseconds: Int)
+    case redirect(remaining: Int, status: Int)
+    case redirectTo(location: String, status: Int)
+    case headers([(name: String, value: String)])
+    case basicAuth(user: String, password: String)
+    case fault(Fault)
+    case notFound
+    case badRequest(String)
+
+    /// The faults the server can inject; see ``TestServer`` for their wire behaviour.
+    enum Fault: Sendable, Equatable {
+        case resetBeforeHeaders
+        case resetMidBody(bytes: Int, declared: Int)
+        case stall
+        case truncated(declared: Int, sent: Int)
+        case badChunked
+        case garbageStatus
+    }
+
+    /// The largest body a fault will write, to keep fault responses cheap.
+    static let maximumFaultBodySize = 64 << 20
+
+    /// Parses a request target such as `"/bytes/10?chunked=1"`.
+    ///
+    /// - Returns: The path without its query, and the route to serve.
+    static func parse(uri: String) -> (path: String, route: Route) {
+        guard let components = URLComponents(string: uri), components.path.hasPrefix("/") else {
+            return (uri, .badRequest("malformed request target"))
+        }
+        let query = RouteQuery(components.queryItems ?? [])
+        do {
+            return (components.path, try route(path: components.path, query: query))
+        } catch let error as RouteQuery.InvalidParameter {
+            return (components.path, .badRequest(error.message))
+        } catch {
+            return (components.path, .badRequest("\(error)"))
+        }
+    }
+
+    private static func route(path: String, query: RouteQuery) throws -> Route {
+        let segments = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        switch segments.first {
+        case "status" where segments.count == 2:
+            let code = try RouteQuery.integer(segments[1], named: "status code", in: 200...599)
+            return .status(code: code, location: query.value("location"))
+        case "json" where segments.count == 1:
+            return .json
+        case "json" where segments == ["json", "invalid"]:
+            return .invalidJSON
+        case "text" where segments.count == 1:
+            return .text
+        case "empty" where segments.count == 1:
+            return .empty
+        case "html" where segments.count == 1:
+            return .html
+        case "echo" where segments.count == 1:
+            return .echo
+        case "bytes" where segments.count == 2:
+            return .bytes(try ByteStreamOptions(count: segments[1], query: query))
+        case "delay" where segments.count == 2:
+            return .delay(milliseconds: try RouteQuery.integer(segments[1], named: "delay", in: 0...600_000))
+        case "redirect" where segments.count == 2:
+            let remaining = try RouteQuery.integer(segments[1], named: "redirect count", in: 0...100)
+            let status = try query.integer("status", default: 302, in: 301...308)
+            guard [301, 302, 303, 307, 308].contains(status) else {
+                throw RouteQuery.InvalidParameter(message: "status must be 301, 302, 303, 307 or 308")
+            }
+            return .redirect(remaining: remaining, status: status)
+        case "redirect-to" where segments.count == 1:
+            guard let location = query.value("url"), !location.isEmpty else {
+                throw RouteQuery.InvalidParameter(message: "missing url parameter")
+            }
+            return .redirectTo(location: location, status: try query.integer("status", default: 302, in: 300...399))
+        case "headers" where segments.count == 1:
+            return .headers(query.items.map { (name: $0.name, value: $0.value ?? "") })
+        case "auth" where segments == ["auth", "basic"]:
+            guard let user = query.value("user"), let password = query.value("password") else {
+                throw RouteQuery.InvalidParameter(message: "missing user or password parameter")
+            }
+            return .basicAuth(user: user, password: password)
+        case "fault" where segments.count == 2:
+            return try fault(named: segments[1], query: query).map(Route.fault) ?? .notFound
+        default:
+            return .notFound
+        }
+    }
+
+    private static func fault(named name: String, query: RouteQuery) throws -> Fault? {
+        let limit = 0...maximumFaultBodySize
+        switch name {
+        case "reset-before-headers":
+            return .resetBeforeHeaders
+        case "reset-mid-body":
+            let bytes = try query.integer("bytes", default: 1024, in: limit)
+            let declared = try query.integer("declared", default: bytes + 1024, in: (bytes + 1)...Int.max)
+            return .resetMidBody(bytes: bytes, declared: declared)
+        case "stall":
+            return .stall
+        case "truncated":
+            let declared = try query.integer("declared", default: 100, in: 1...Int.max)
+            let sent = try query.integer("sent", default: declared / 2, in: limit)
+            guard sent < declared else {
+                throw RouteQuery.InvalidParameter(message: "sent must be smaller than declared")
+            }
+            return .truncated(declared: declared, sent: sent)
+        case "bad-chunked":
+            return .badChunked
+        case "garbage-status":
+            return .garbageStatus
+        default:
+            return nil
+        }
+    }
+}

@@ -1,0 +1,150 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// A loopback HTTP/1.1 server for tests, bound to `127.0.0.1` on a port the kernel picks.
+///
+/// Built on SwiftNIO (`ServerBootstrap` with `configureHTTPServerPipeline`), so requests are parsed by NIO's HTTP
+/// decoder, not by hand. Start one per test, point the client at ``url(_:)``, and assert on both sides: the
+/// client's view, and the server's through ``requests``, ``bodyBytesSent`` and ``waitUntil(timeout:_:)``.
+///
+/// ```swift
+/// let server = try await TestServer.start()
+/// defer { Task { try await server.shutdown() } }
+/// let url = server.url("/bytes/1024?chunkSize=128")
+/// ```
+///
+/// ## Endpoints
+///
+/// The path selects the behaviour and query parameters tune it. A parameter that is present but invalid gets
+/// `400 Bad Request` with a one-line explanation; an unknown path gets `404 Not Found`. Every endpoint accepts any
+/// method; `HEAD` gets the head alone. Connections are kept alive unless the client sends `Connection: close`.
+///
+/// - `/status/{code}`: responds with status `code` (200...599) and the body `"{code} {reason}\n"` (none for 204
+///   and 304). `?location=URL` adds `Location: URL` when `code` is 3xx.
+/// - `/json`: `200`, `application/json`, body `{"hello":"world","n":1}`.
+/// - `/json/invalid`: `200`, `application/json`, a truncated (malformed) JSON body.
+/// - `/text`: `200`, `text/plain; charset=utf-8`, body `"Hello, Herald!\n"`.
+/// - `/html`: `200`, `text/html; charset=utf-8`, a small HTML document.
+/// - `/empty`: `204 No Content`.
+/// - `/echo`: `200`, `application/json`: the request as an ``EchoedRequest`` (method, target, headers, body as
+///   UTF-8 or base64, body length). Bodies over 32 MiB get `413`.
+/// - `/bytes/{n}`: `n` bytes (up to 1 TiB) where byte `i` is `UInt8(i % 251)` (see ``expectedBytes(in:)``),
+///   `application/octet-stream`, `Content-Length: n`, streamed with backpressure so memory stays flat.
+///   - `?chunked=1`: `Transfer-Encoding: chunked` instead of `Content-Length`; one HTTP chunk per write.
+///   - `?chunkSize=K`: write `K` bytes at a time (1...1 MiB, default 64 KiB).
+///   - `?delayMs=D`: wait `D` ms (0...60000) between writes.
+///   - `?ranges=0`: ignore `Range` and send `Accept-Ranges: none`.
+///
+///   Resumption: responses carry `Accept-Ranges: bytes`, `ETag: "herald-bytes-{n}"` and a fixed `Last-Modified`.
+///   A single `Range: bytes=a-b`, `bytes=a-` or `bytes=-s` gets `206 Partial Content` with `Content-Range`; a range
+///   starting at or past `n` gets `416` with `Content-Range: bytes */n`; a multi-range is ignored. `If-Range` with a
+///   validator that does not match serves the whole body with `200`.
+/// - `/delay/{ms}`: waits `ms` milliseconds (0...600000) on the event loop, then `200` with
+///   `{"delayMilliseconds":ms}`.
+/// - `/redirect/{n}`: `302` with `Location: /redirect/{n-1}` (a relative reference) until `/redirect/0`, which is
+///   `200` with body `"redirected\n"`. `?status=301|302|303|307|308` picks the redirect status for the whole chain.
+/// - `/redirect-to?url=URL&status=S`: redirects to `URL` (required) with status `S` (300...399, default 302).
+/// - `/headers?Name=value&...`: `200` with each query parameter added as a response header (a name may repeat)
+///   and a JSON body of them; framing headers (`Content-Length`, `Transfer-Encoding`, `Connection`) are ignored,
+///   a query-supplied `Content-Type` replaces the default.
+/// - `/auth/basic?user=U&password=P`: `200` with `{"authenticated":true,"user":U}` if the request carries
+///   `Authorization: Basic base64(U:P)`, otherwise `401` with `WWW-Authenticate: Basic realm="herald"`.
+///
+/// ## Faults
+///
+/// - `/fault/reset-before-headers`: closes the connection with a TCP RST before writing anything.
+/// - `/fault/reset-mid-body?bytes=N&declared=D`: `200` with `Content-Length: D` (default `N + 1024`), then `N`
+///   pattern bytes (default 1024), then a TCP RST.
+/// - `/fault/stall`: reads the request and never answers, until the client disconnects or the server shuts down.
+/// - `/fault/truncated?declared=N&sent=M`: `200` with `Content-Length: N` (default 100), `M < N` pattern bytes
+///   (default `N / 2`), then a normal close (FIN).
+/// - `/fault/bad-chunked`: a `Transfer-Encoding: chunked` head, one valid chunk (`hello`), then chunk framing that is
+///   not hexadecimal, then a close. Written raw, so it counts in ``bytesSent`` but not ``bodyBytesSent``.
+/// - `/fault/garbage-status`: writes exactly `HELLO\r\n\r\n` instead of a status line, then closes.
+public final class TestServer: Sendable {
+    private let channel: any Channel
+    let recorder: RequestRecorder
+
+    /// The TCP port the server listens on; never 0.
+    public let port: Int
+
+    /// The server's root, `http://127.0.0.1:{port}`.
+    public let baseURL: URL
+
+    private init(channel: any Channel, recorder: RequestRecorder, port: Int) {
+        self.channel = channel
+        self.recorder = recorder
+        self.port = port
+        // Safe to force: a dotted IPv4 literal and a decimal port always form a valid URL.
+        self.baseURL = URL(string: "http://127.0.0.1:\(port)")!
+    }
+
+    deinit {
+        // A safety net for a test that forgot shutdown(): stop listening, without waiting.
+        channel.close(promise: nil)
+    }
+
+    /// Starts a server listening on `127.0.0.1` at a port chosen by the kernel.
+    ///
+    /// - Parameter group: The event loop group that runs the server. The default, NIO's shared singleton group,
+    ///   is never shut down; the server only closes its own channels.
+    /// - Returns: A running server. Call ``shutdown()`` when done.
+    /// - Throws: An error from NIO if the socket cannot be bound.
+    public static func start(
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws -> TestServer {
+        let recorder = RequestRecorder()
+        let channel = try await ServerBootstrap(group: group)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    guard recorder.connectionOpened(channel) else { throw TestServerError.shutDown }
+                    channel.closeFuture.whenComplete { _ in recorder.connectionClosed(channel) }
+                    let pipeline = channel.pipeline.syncOperations
+                    try pipeline.addHandler(ByteCountingHandler(recorder: recorder))
+                    try pipeline.configureHTTPServerPipeline(withErrorHandling: true)
+                    try pipeline.addHandler(TestServerHandler(recorder: recorder))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0)
+            .get()
+        guard let port = channel.localAddress?.port else {
+            try? await channel.close()
+            throw TestServerError.shutDown
+        }
+        return TestServer(channel: channel, recorder: recorder, port: port)
+    }
+
+    /// Returns the URL of `pathAndQuery` on this server, for example `server.url("/status/500")`.
+    ///
+    /// - Parameter pathAndQuery: A path starting with `/`, optionally followed by `?query`. Characters not allowed
+    ///   in a URL are percent-encoded.
+    /// - Returns: `baseURL` followed by `pathAndQuery`.
+    public func url(_ pathAndQuery: String) -> URL {
+        let text = baseURL.absoluteString + pathAndQuery
+        if let url = URL(string: text) { return url }
+        let encoded = pathAndQuery.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed) ?? ""
+        return URL(string: baseURL.absoluteString + encoded) ?? baseURL
+    }
+
+    /// Stops listening and closes every open connection, including stalled ones.
+    ///
+    /// Returns once all channels are closed. Calling it again does nothing.
+    ///
+    /// - Throws: An error from NIO if the listening socket fails to close.
+    public func shutdown() async throws {
+        let connections = recorder.beginShutdown()
+        do {
+            try await channel.close()
+        } catch ChannelError.alreadyClosed {
+            // Already shut down.
+        }
+        for connection in connections {
+            connection.close(promise: nil)
+            try? await connection.closeFuture.get()
+        }
+    }
+}

@@ -1,0 +1,90 @@
+import NIOCore
+import NIOHTTP1
+
+/// The per-connection handler: records each request, collects its body, and dispatches it to a responder.
+///
+/// `HTTPServerPipelineHandler` sits before it, so requests arrive one at a time: the next request's head is not
+/// delivered until this one's response has ended. Lives on the channel's event loop.
+final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    /// The largest body `/echo` retains; larger uploads are counted and answered with `413`.
+    static let maximumEchoBodySize = 32 << 20
+
+    private let recorder: RequestRecorder
+    private var request: ReceivedRequest?
+    private var stream: ByteStreamResponder?
+    private var pendingDelay: Scheduled<Void>?
+
+    init(recorder: RequestRecorder) {
+        self.recorder = recorder
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            let (path, route) = Route.parse(uri: head.uri)
+            let sequenceNumber = recorder.requestReceived(
+                on: context.channel,
+                method: head.method.rawValue,
+                uri: head.uri,
+                path: path,
+                headers: head.headers.map { (name: $0.name, value: $0.value) }
+            )
+            var body: ByteBuffer?
+            if case .echo = route { body = context.channel.allocator.buffer(capacity: 0) }
+            request = ReceivedRequest(sequenceNumber: sequenceNumber, head: head, route: route, body: body)
+        case .body(var buffer):
+            guard let sequenceNumber = request?.sequenceNumber else { return }
+            let byteCount = buffer.readableBytes
+            recorder.requestBodyReceived(sequenceNumber, byteCount: byteCount)
+            request?.bodyByteCount += byteCount
+            if let retained = request?.body?.readableBytes, retained + byteCount <= Self.maximumEchoBodySize {
+                request?.body?.writeBuffer(&buffer)
+            }
+        case .end:
+            guard let request else { return }
+            self.request = nil
+            respond(to: request, context: context)
+        }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        stream?.writabilityChanged()
+        context.fireChannelWritabilityChanged()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        pendingDelay?.cancel()
+        pendingDelay = nil
+        stream?.cancel()
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // Connection-level I/O errors (a client reset, a write to a closed socket) end the connection; the test
+        // that caused them asserts on the client side.
+        context.close(promise: nil)
+    }
+
+    private func respond(to request: ReceivedRequest, context: ChannelHandlerContext) {
+        let writer = ResponseWriter(context: context, request: request, recorder: recorder)
+        switch request.route {
+        case .bytes(let options):
+            let stream = ByteStreamResponder(writer: writer, options: options) { [weak self] in self?.stream = nil }
+            self.stream = stream
+            stream.start()
+        case .delay(let milliseconds):
+            let delay = TimeAmount.milliseconds(Int64(milliseconds))
+            pendingDelay = context.eventLoop.assumeIsolated().scheduleTask(in: delay) { [weak self] in
+                self?.pendingDelay = nil
+                writer.write(.json(["delayMilliseconds": milliseconds]))
+            }
+        case .fault(let fault):
+            FaultResponder(writer: writer).perform(fault)
+        default:
+            writer.write(request.route.cannedResponse(for: request) ?? .status(.internalServerError))
+        }
+    }
+}
