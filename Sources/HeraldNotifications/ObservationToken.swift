@@ -4,6 +4,9 @@
 /// long as you want notifications: when the last reference goes away the observer is removed, as if
 /// ``cancel()`` had been called.
 ///
+/// The token owns the handler: the hub keeps no reference to a removed observer, so the handler and
+/// everything it captures are released with the last reference to the token.
+///
 /// Tokens are compared by identity.
 public final class ObservationToken: Sendable, Hashable {
     private enum Target: Sendable {

@@ -165,3 +165,34 @@ struct TokenTests {
         #expect(Set([a, b, a]).count == 2)
     }
 }
+
+@Suite("Observation lifetime")
+struct ObservationLifetimeTests {
+    final class Captured: Sendable {}
+
+    @Test("a dropped observer's handler is released even while the threads that posted to it stay idle")
+    func cancelReleasesHandlerCaptures() async {
+        let hub = NotificationHub()
+        let name = NotificationName<Int>("test.lifetime.event")
+        var captured: Captured? = Captured()
+        weak let weakCaptured = captured
+        var token: ObservationToken? = hub.addObserver(for: name) { [captured] _ in _ = captured }
+        captured = nil
+
+        // Post from another thread, which caches the hub's registry, then leave that thread idle.
+        let posted = Recorder<Void>()
+        let idle = DispatchSemaphore(value: 0)
+        startThread(named: "idle poster") {
+            hub.post(name, userInfo: 1)
+            posted.append(())
+            idle.wait()
+        }
+        #expect(await posted.wait(forCount: 1))
+        #expect(weakCaptured != nil)
+
+        #expect(token != nil)
+        token = nil
+        #expect(weakCaptured == nil, "a thread's cached registry must not keep a removed handler alive")
+        idle.signal()
+    }
+}

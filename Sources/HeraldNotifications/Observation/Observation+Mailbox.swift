@@ -1,15 +1,19 @@
 import Dispatch
+import Synchronization
 
 /// The pending notifications of one `.queue` observation.
 ///
 /// FIFO per observation on any queue, even a concurrent one: the observation schedules at most one
 /// drain block at a time (`isDraining`), and that block hands notifications to the handler in arrival
 /// order.
-struct Mailbox<UserInfo: Sendable> {
-    var pending: [TypedNotification<UserInfo>] = []
-    var isDraining = false
+@usableFromInline
+struct Mailbox<UserInfo: Sendable>: Sendable {
+    @usableFromInline var pending: [TypedNotification<UserInfo>] = []
+    @usableFromInline var isDraining = false
 
-    mutating func takePending() -> [TypedNotification<UserInfo>] {
+    @usableFromInline init() {}
+
+    @usableFromInline mutating func takePending() -> [TypedNotification<UserInfo>] {
         var taken: [TypedNotification<UserInfo>] = []
         swap(&taken, &pending)
         return taken
@@ -17,7 +21,8 @@ struct Mailbox<UserInfo: Sendable> {
 }
 
 extension Observation {
-    @usableFromInline func enqueue(_ notification: TypedNotification<UserInfo>, on queue: DispatchQueue) {
+    @inlinable
+    func enqueue(_ notification: TypedNotification<UserInfo>, on queue: DispatchQueue) {
         let mustSchedule = mailbox.withLock { mailbox in
             mailbox.pending.append(notification)
             if mailbox.isDraining { return false }
@@ -30,7 +35,8 @@ extension Observation {
     }
 
     /// Runs on the observation's queue; at most one drain is scheduled or running at a time.
-    private func drain() {
+    @usableFromInline
+    func drain() {
         var batch: [TypedNotification<UserInfo>] = []
         while true {
             let isEmpty = mailbox.withLock { mailbox in
