@@ -143,4 +143,17 @@ struct ContentEndpointTests {
             #expect(response.header("X-Evil") == nil)
         }
     }
+
+    @Test("a request with Expect: 100-continue gets an interim 100 before the final response")
+    func expectContinue() async throws {
+        try await withTestServer { server in
+            let request =
+                "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n"
+                + "Connection: close\r\n\r\nhi"
+            let response = try await RawHTTPClient.exchange(request, port: server.port)
+            let text = String(decoding: response.bytes, as: UTF8.self)
+            #expect(text.hasPrefix("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n"))
+            #expect(text.contains(#""bodyLength":2,"#))
+        }
+    }
 }

@@ -35,7 +35,7 @@ struct CannedResponse {
     /// A `200 OK` JSON response encoding `value` with sorted keys, so bodies are byte-for-byte reproducible.
     static func json(_ value: some Encodable) -> CannedResponse {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         guard let data = try? encoder.encode(value) else {
             return CannedResponse(status: .internalServerError, body: "encoding failed\n")
         }

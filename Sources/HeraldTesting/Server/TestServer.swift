@@ -20,6 +20,7 @@ import NIOPosix
 /// The path selects the behaviour and query parameters tune it. A parameter that is present but invalid gets
 /// `400 Bad Request` with a one-line explanation; an unknown path gets `404 Not Found`. Every endpoint accepts any
 /// method; `HEAD` gets the head alone. Connections are kept alive unless the client sends `Connection: close`.
+/// A request with `Expect: 100-continue` gets an interim `100 Continue` before its final response.
 ///
 /// - `/status/{code}`: responds with status `code` (200...599) and the body `"{code} {reason}\n"` (none for 204
 ///   and 304). `?location=URL` adds `Location: URL` when `code` is 3xx.

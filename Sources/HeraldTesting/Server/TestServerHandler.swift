@@ -32,6 +32,11 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
                 path: path,
                 headers: head.headers.map { (name: $0.name, value: $0.value) }
             )
+            if head.headers[canonicalForm: "expect"].contains(where: { $0.lowercased() == "100-continue" }) {
+                // Without this, libcurl waits a full second before sending an upload body.
+                let interim = HTTPResponseHead(version: head.version, status: .continue)
+                context.writeAndFlush(wrapOutboundOut(.head(interim)), promise: nil)
+            }
             var body: ByteBuffer?
             if case .echo = route { body = context.channel.allocator.buffer(capacity: 0) }
             request = ReceivedRequest(sequenceNumber: sequenceNumber, head: head, route: route, body: body)
