@@ -13,11 +13,7 @@ private final class OrderChecker: Sendable {
         var outOfOrder = 0
     }
 
-    private final class Guarded: Sendable {
-        let slot = Mutex(Slot())
-    }
-
-    private let slots: [Guarded]
+    private let slots: [Guarded<Slot>]
     private let remaining: Atomic<Int>
     /// Gets one element once every poster's notifications all arrived.
     let complete = Recorder<Void>()
@@ -25,13 +21,13 @@ private final class OrderChecker: Sendable {
     /// - Parameter expected: How many notifications each counted poster sends; `nil` when the observer
     ///   is cancelled part-way and only order is checked.
     init(posters: Int, expected: Int?) {
-        slots = (0..<posters).map { _ in Guarded() }
+        slots = (0..<posters).map { _ in Guarded(Slot()) }
         remaining = Atomic(expected.map { $0 * posters } ?? -1)
     }
 
     func record(_ step: Step) {
         guard step.poster < slots.count else { return }  // Another thread's marker, not a poster's.
-        slots[step.poster].slot.withLock { slot in
+        slots[step.poster].withLock { slot in
             if step.sequence <= slot.last { slot.outOfOrder += 1 }
             slot.last = step.sequence
             slot.received += 1
@@ -39,9 +35,9 @@ private final class OrderChecker: Sendable {
         if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { complete.append(()) }
     }
 
-    var outOfOrder: Int { slots.reduce(0) { $0 + $1.slot.withLock { $0.outOfOrder } } }
-    var received: Int { slots.reduce(0) { $0 + $1.slot.withLock { $0.received } } }
-    func last(of poster: Int) -> Int { slots[poster].slot.withLock { $0.last } }
+    var outOfOrder: Int { slots.reduce(0) { $0 + $1.withLock { $0.outOfOrder } } }
+    var received: Int { slots.reduce(0) { $0 + $1.withLock { $0.received } } }
+    func last(of poster: Int) -> Int { slots[poster].withLock { $0.last } }
 }
 
 @Suite("Concurrency stress")

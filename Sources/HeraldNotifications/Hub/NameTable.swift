@@ -10,7 +10,7 @@ final class NameTable: Sendable {
         let payload: ObjectIdentifier
     }
 
-    private let indices = Mutex<[Key: Int]>([:])
+    private let indices = Locked<[Key: Int]>([:])
 
     func index(of rawValue: String, payload: Any.Type) -> Int {
         let key = Key(rawValue: rawValue, payload: ObjectIdentifier(payload))

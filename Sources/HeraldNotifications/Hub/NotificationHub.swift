@@ -20,7 +20,7 @@ public final class NotificationHub: Sendable {
     /// The process-wide hub, used by Herald's sessions unless they are given their own.
     public static let shared = NotificationHub()
 
-    let registry = Mutex(Registry())
+    let registry = Locked(Registry())
     @usableFromInline let observedNames = ObservedNames()
     /// Bumped after every registry change; posting threads compare it with the version of the snapshot
     /// they cached.

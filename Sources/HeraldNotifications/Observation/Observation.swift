@@ -14,7 +14,7 @@ final class Observation<UserInfo: Sendable>: AnyObservation {
     @usableFromInline let queue: DispatchQueue?
     @usableFromInline let handler: @Sendable (TypedNotification<UserInfo>) -> Void
     @usableFromInline let cancelled = Atomic<Bool>(false)
-    @usableFromInline let mailbox = Mutex(Mailbox<UserInfo>())
+    @usableFromInline let mailbox = Locked(Mailbox<UserInfo>())
 
     init(
         sequenceNumber: UInt64,

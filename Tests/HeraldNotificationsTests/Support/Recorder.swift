@@ -17,7 +17,7 @@ final class Recorder<Element: Sendable>: Sendable {
         var nextWaiterID: UInt64 = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Guarded(State())
 
     init() {}
 

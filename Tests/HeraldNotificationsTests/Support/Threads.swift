@@ -9,7 +9,7 @@ func startThread(named name: String, _ body: @escaping @Sendable () -> Void) {
 
 /// A token holder a handler can reach before `addObserver` has returned the token.
 final class TokenBox: Sendable {
-    private let storage = Mutex<ObservationToken?>(nil)
+    private let storage = Guarded<ObservationToken?>(nil)
     init() {}
     var token: ObservationToken? {
         get { storage.withLock { $0 } }
