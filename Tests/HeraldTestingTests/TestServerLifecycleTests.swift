@@ -104,4 +104,18 @@ struct TestServerLifecycleTests {
             #expect(server.requests.map(\.path) == ["/text", "/json"])
         }
     }
+
+    @Test("an upload to any endpoint is read and counted in full")
+    func uploadCounted() async throws {
+        try await withTestServer { server in
+            let size = 3 << 20
+            let client = try await RawHTTPClient.connect(port: server.port)
+            try await client.send(
+                "PUT /status/201 HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(size)\r\nConnection: close\r\n\r\n")
+            try await client.send(String(repeating: "x", count: size))
+            let response = try await client.response()
+            #expect(response.statusCode == 201)
+            #expect(server.requests.first?.bodyByteCount == size)
+        }
+    }
 }

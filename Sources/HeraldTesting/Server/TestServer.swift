@@ -11,8 +11,11 @@ import NIOPosix
 ///
 /// ```swift
 /// let server = try await TestServer.start()
-/// defer { Task { try await server.shutdown() } }
 /// let url = server.url("/bytes/1024?chunkSize=128")
+/// // ... run the client against `url` ...
+/// try await server.waitUntil { $0.requests.first?.isComplete == true }
+/// #expect(server.bodyBytesSent(forPath: "/bytes/1024") == 1024)
+/// try await server.shutdown()
 /// ```
 ///
 /// ## Endpoints
@@ -20,7 +23,8 @@ import NIOPosix
 /// The path selects the behaviour and query parameters tune it. A parameter that is present but invalid gets
 /// `400 Bad Request` with a one-line explanation; an unknown path gets `404 Not Found`. Every endpoint accepts any
 /// method; `HEAD` gets the head alone. Connections are kept alive unless the client sends `Connection: close`.
-/// A request with `Expect: 100-continue` gets an interim `100 Continue` before its final response.
+/// A request with `Expect: 100-continue` gets an interim `100 Continue` before its final response. Every endpoint
+/// reads and counts a request body (``RecordedRequest/bodyByteCount``); only `/echo` keeps it.
 ///
 /// - `/status/{code}`: responds with status `code` (200...599) and the body `"{code} {reason}\n"` (none for 204
 ///   and 304). `?location=URL` adds `Location: URL` when `code` is 3xx.
