@@ -103,11 +103,12 @@ public final class NotificationHub: Sendable {
     ) {
         guard observedNames.mayContain(name.index) else { return }
         let notification = TypedNotification(name: name, object: object, userInfo: userInfo())
-        let thread = PostingThread.current
-        thread.deliverBreadthFirst(
-            { deliver(notification, on: thread) },
-            deferred: { self.deliver(notification, on: thread) }
-        )
+        PostingThread.withCurrent { thread in
+            thread.deliverBreadthFirst(
+                { deliver(notification, on: thread) },
+                deferred: { self.deliver(notification, on: thread) }
+            )
+        }
     }
 
     /// Returns whether any observer is registered for `name`.

@@ -19,14 +19,19 @@ final class PostingThread {
     @exclusivity(unchecked) private var isDelivering = false
     @exclusivity(unchecked) private var pending: [() -> Void] = []
 
-    /// The state of the calling thread, created on first use and released when the thread exits.
-    @usableFromInline static var current: PostingThread {
-        if let state = pthread_getspecific(postingThreadKey) {
-            return Unmanaged<PostingThread>.fromOpaque(state).takeUnretainedValue()
+    /// Calls `body` with the state of the calling thread, created on first use and released when the
+    /// thread exits.
+    @usableFromInline
+    static func withCurrent(_ body: (PostingThread) -> Void) {
+        let key = postingThreadKey
+        if let state = pthread_getspecific(key) {
+            // The thread-specific slot owns the state until the thread exits: borrow it, no retain.
+            Unmanaged<PostingThread>.fromOpaque(state)._withUnsafeGuaranteedRef(body)
+            return
         }
         let state = PostingThread()
-        pthread_setspecific(postingThreadKey, Unmanaged.passRetained(state).toOpaque())
-        return state
+        pthread_setspecific(key, Unmanaged.passRetained(state).toOpaque())
+        body(state)
     }
 
     /// Runs `deliver` now if this thread is not delivering, else after the current delivery.
