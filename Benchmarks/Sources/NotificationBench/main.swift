@@ -31,15 +31,18 @@ func pad(_ text: String, _ width: Int, right: Bool = false) -> String {
     return right ? padding + text : text + padding
 }
 
-print(pad("benchmark", 50) + pad("Herald ns", 12, right: true) + pad("Foundation ns", 15, right: true)
-    + pad("ratio", 10, right: true))
+print(
+    pad("benchmark", 50) + pad("Herald ns", 12, right: true) + pad("Foundation ns", 15, right: true)
+        + pad("ratio", 10, right: true))
 for row in rows {
-    print(pad(row.name, 50) + pad(format(row.ns), 12, right: true) + pad(format(row.foundationNs), 15, right: true)
-        + pad(format(row.ratio) + "×", 10, right: true))
+    print(
+        pad(row.name, 50) + pad(format(row.ns), 12, right: true) + pad(format(row.foundationNs), 15, right: true)
+            + pad(format(row.ratio) + "×", 10, right: true))
 }
 if let queue = rows.last {
-    print("queue throughput: Herald \(format(1e9 / queue.ns / 1e6, 2)) M notifications/s, "
-        + "Foundation \(format(1e9 / queue.foundationNs / 1e6, 3)) M notifications/s")
+    print(
+        "queue throughput: Herald \(format(1e9 / queue.ns / 1e6, 2)) M notifications/s, "
+            + "Foundation \(format(1e9 / queue.foundationNs / 1e6, 3)) M notifications/s")
 }
 print("(ratio = Foundation ns / Herald ns; sink \(sink % 10))")
 

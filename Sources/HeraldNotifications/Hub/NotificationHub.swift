@@ -73,7 +73,8 @@ public final class NotificationHub: Sendable {
                 handler: handler
             )
             let (nameIsNewlyObserved, garbage) = registry.insert(observation)
-            let cached = registryDidChange(registry, nameIndex: name.index, isObserved: nameIsNewlyObserved ? true : nil)
+            let cached = registryDidChange(
+                registry, nameIndex: name.index, isObserved: nameIsNewlyObserved ? true : nil)
             return (observation, (garbage, cached))
         }
         // The invalidated snapshots, released outside the lock.

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Per-thread state: the queue that makes delivery breadth-first, and the registry snapshots posts read.
@@ -67,7 +67,9 @@ final class PostingThread {
         // thread never re-enters `withSnapshot` while delivering), so skip the retain/release pair.
         unowned(unsafe) let slot = slots[index]!
         var snapshot = slot.take()
-        if let taken = snapshot, taken._withUnsafeGuaranteedRef({ $0.version }) != hub.version.load(ordering: .sequentiallyConsistent) {
+        if let taken = snapshot,
+            taken._withUnsafeGuaranteedRef({ $0.version }) != hub.version.load(ordering: .sequentiallyConsistent)
+        {
             taken.release()
             snapshot = nil
         }
@@ -103,9 +105,9 @@ private let postingThreadKey: pthread_key_t = {
     var key = pthread_key_t()
     let status = pthread_key_create(&key) { state in
         #if canImport(Darwin)
-        Unmanaged<PostingThread>.fromOpaque(state).release()
+            Unmanaged<PostingThread>.fromOpaque(state).release()
         #else
-        if let state { Unmanaged<PostingThread>.fromOpaque(state).release() }
+            if let state { Unmanaged<PostingThread>.fromOpaque(state).release() }
         #endif
     }
     precondition(status == 0, "pthread_key_create failed: the process is out of thread-specific keys")

@@ -106,7 +106,9 @@ struct Registry: Sendable {
     /// Removes the observations of `senderID` whose sender is gone.
     ///
     /// - Returns: Whether the name is now unobserved, and what to release after unlocking.
-    mutating func removeGoneSenders(nameIndex: Int, senderID: ObjectIdentifier) -> (nameIsUnobserved: Bool, garbage: Garbage) {
+    mutating func removeGoneSenders(nameIndex: Int, senderID: ObjectIdentifier) -> (
+        nameIsUnobserved: Bool, garbage: Garbage
+    ) {
         guard nameIndex < entries.count, var list = entries[nameIndex].bySender.removeValue(forKey: senderID) else {
             return (false, Garbage())
         }

@@ -55,4 +55,3 @@ final class SnapshotSlot: Sendable {
         return Unmanaged<Snapshot>.fromOpaque(pointer)
     }
 }
-
