@@ -64,22 +64,23 @@ final class PostingThread {
             slots[index] = SnapshotSlot(hubID: hub.id)
         }
         // Safety: `slots` keeps the slot alive for the whole call (it is only replaced above, and this
-        // thread never re-enters `withSnapshot` while delivering), so skip the retain/release pair.
-        unowned(unsafe) let slot = slots[index]!
-        var snapshot = slot.take()
-        if let taken = snapshot,
-            taken._withUnsafeGuaranteedRef({ $0.version }) != hub.version.load(ordering: .sequentiallyConsistent)
-        {
-            taken.release()
-            snapshot = nil
-        }
-        let current = snapshot ?? Unmanaged.passRetained(hub.currentSnapshot(registering: slot))
-        current._withUnsafeGuaranteedRef(body)
-        slot.put(current)?.release()
-        if current._withUnsafeGuaranteedRef({ $0.version }) != hub.version.load(ordering: .sequentiallyConsistent) {
-            // The registry changed during the delivery and the hub may have emptied the slot before the
-            // put: make sure the stale snapshot does not stay here.
-            slot.take()?.release()
+        // thread never re-enters `withSnapshot` while delivering), so borrow it without a retain.
+        Unmanaged.passUnretained(slots[index]!)._withUnsafeGuaranteedRef { slot in
+            var snapshot = slot.take()
+            if let taken = snapshot,
+                taken._withUnsafeGuaranteedRef({ $0.version }) != hub.version.load(ordering: .sequentiallyConsistent)
+            {
+                taken.release()
+                snapshot = nil
+            }
+            let current = snapshot ?? Unmanaged.passRetained(hub.currentSnapshot(registering: slot))
+            current._withUnsafeGuaranteedRef(body)
+            slot.put(current)?.release()
+            if current._withUnsafeGuaranteedRef({ $0.version }) != hub.version.load(ordering: .sequentiallyConsistent) {
+                // The registry changed during the delivery and the hub may have emptied the slot before the
+                // put: make sure the stale snapshot does not stay here.
+                slot.take()?.release()
+            }
         }
     }
 
