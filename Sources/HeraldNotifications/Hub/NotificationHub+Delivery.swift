@@ -17,8 +17,17 @@ extension NotificationHub {
         guard let object = notification.object, !snapshot.entries[nameIndex].bySender.isEmpty,
             let sender = snapshot.entries[nameIndex].bySender[ObjectIdentifier(object)]
         else {
-            for observation in anySender {
-                unsafeDowncast(observation, to: Observation<UserInfo>.self).deliver(notification)
+            // Safety: `snapshot` is alive for this whole call and its `anySender` retains every observation
+            // these pointers designate; borrowing them skips a retain/release pair per observer.
+            snapshot.entries.withUnsafeBufferPointer { entries in
+                entries[nameIndex].anySenderPointers.withUnsafeBufferPointer { pointers in
+                    for pointer in pointers {
+                        Unmanaged<Observation<UserInfo>>.fromOpaque(UnsafeRawPointer(bitPattern: pointer)!)
+                            ._withUnsafeGuaranteedRef {
+                                $0.deliver(notification)
+                            }
+                    }
+                }
             }
             return
         }
@@ -49,12 +58,16 @@ extension NotificationHub {
         }
     }
 
-    /// The current snapshot; registers `slot` to be emptied on the next change.
-    func currentSnapshot(registering slot: SnapshotSlot) -> Snapshot {
+    /// The current snapshot, built if a change invalidated the previous one.
+    func currentSnapshot() -> Snapshot {
         registry.withLock { registry in
-            registry.register(slot)
-            return registry.currentSnapshot(version: version.load(ordering: .relaxed))
+            registry.currentSnapshot(version: version.load(ordering: .relaxed))
         }
+    }
+
+    /// Registers a posting thread's cache of this hub, to be emptied on every change.
+    func register(_ slot: SnapshotSlot) {
+        registry.withLock { $0.register(slot) }
     }
 
     @usableFromInline

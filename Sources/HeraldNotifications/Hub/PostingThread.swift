@@ -61,7 +61,9 @@ final class PostingThread {
         let index = Int(truncatingIfNeeded: hub.id & 3)
         if slots[index]?.hubID != hub.id {
             slots[index]?.abandon()  // Another hub's: released with its snapshot.
-            slots[index] = SnapshotSlot(hubID: hub.id)
+            let slot = SnapshotSlot(hubID: hub.id)
+            hub.register(slot)
+            slots[index] = slot
         }
         // Safety: `slots` keeps the slot alive for the whole call (it is only replaced above, and this
         // thread never re-enters `withSnapshot` while delivering), so borrow it without a retain.
@@ -73,7 +75,7 @@ final class PostingThread {
                 taken.release()
                 snapshot = nil
             }
-            let current = snapshot ?? Unmanaged.passRetained(hub.currentSnapshot(registering: slot))
+            let current = snapshot ?? Unmanaged.passRetained(hub.currentSnapshot())
             current._withUnsafeGuaranteedRef(body)
             slot.put(current)?.release()
             if current._withUnsafeGuaranteedRef({ $0.version }) != hub.version.load(ordering: .sequentiallyConsistent) {

@@ -11,6 +11,9 @@ struct Registry: Sendable {
     struct Entry: Sendable {
         /// Observers of every sender (registered with `object: nil`), in registration order.
         @usableFromInline var anySender: List = []
+        /// `anySender`'s objects, unretained, in the same order: a post iterates these without a
+        /// retain/release pair per observer. Valid while `anySender` (in the same snapshot) holds them.
+        @usableFromInline var anySenderPointers: ContiguousArray<UInt> = []
         /// Observers of one sender, keyed by its identity, each list in registration order.
         @usableFromInline var bySender: [ObjectIdentifier: List] = [:]
         var count = 0
@@ -71,6 +74,8 @@ struct Registry: Sendable {
             entries[index].bySender[senderID, default: []].append(observation)
         } else {
             entries[index].anySender.append(observation)
+            entries[index].anySenderPointers.append(
+                UInt(bitPattern: Unmanaged<AnyObject>.passUnretained(observation).toOpaque()))
         }
         entries[index].count += 1
         return (entries[index].count == 1, garbage)
@@ -97,6 +102,7 @@ struct Registry: Sendable {
                 return (false, garbage)
             }
             garbage.observations.append(entries[index].anySender.remove(at: position))
+            entries[index].anySenderPointers.remove(at: position)
         }
         garbage.snapshot = snapshot.take()
         entries[index].count -= 1
