@@ -1,0 +1,171 @@
+import CCurl
+import CUV
+
+/// One curl multi handle — one connection pool — driven by an engine's libuv loop.
+///
+/// Follows curl's `multi-uv.c`: one `uv_poll_t` per curl socket, opened on the first interest and
+/// closed synchronously on `CURL_POLL_REMOVE` (curl reports the removal before it closes the fd), and
+/// one non-repeating `uv_timer_t` for curl's timeout. Messages are drained after every
+/// `curl_multi_socket_action`, and completions are delivered from there — never from inside a curl
+/// callback, where `curl_multi_*` would fail with `CURLM_RECURSIVE_API_CALL`.
+final class MultiHandle: @unchecked Sendable {
+    // Safety: every member is used on the engine's loop thread only. `init` runs on any thread but only
+    // configures a multi handle nobody else can see yet; the libuv timer is initialised on the loop.
+
+    struct Options: Sendable {
+        var maximumConnectionsPerHost: Int
+        var maximumConnectionsTotal: Int
+    }
+
+    let engine: Engine
+    private let multi: UnsafeMutableRawPointer
+    private let timer: UnsafeMutablePointer<uv_timer_t>
+    private var polls: [curl_socket_t: UnsafeMutablePointer<uv_poll_t>] = [:]
+    private var transfers: [UnsafeMutableRawPointer: Transfer] = [:]
+    private var isClosed = false
+
+    init?(engine: Engine, options: Options) {
+        guard let multi = curl_multi_init() else { return nil }
+        self.engine = engine
+        self.multi = multi
+        self.timer = .allocate(capacity: 1)
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        herald_multi_setopt_pointer(multi, CURLMOPT_SOCKETDATA, context)
+        herald_multi_setopt_pointer(multi, CURLMOPT_TIMERDATA, context)
+        herald_multi_setopt_socket_cb(multi) { _, socket, what, context, _ in
+            guard let context else { return -1 }
+            Unmanaged<MultiHandle>.fromOpaque(context).takeUnretainedValue().socketChanged(socket, what: what)
+            return 0
+        }
+        herald_multi_setopt_timer_cb(multi) { _, timeoutMilliseconds, context in
+            guard let context else { return -1 }
+            Unmanaged<MultiHandle>.fromOpaque(context).takeUnretainedValue().scheduleTimeout(timeoutMilliseconds)
+            return 0
+        }
+        herald_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(0, options.maximumConnectionsPerHost))
+        herald_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, max(0, options.maximumConnectionsTotal))
+        engine.execute { [self] in
+            uv_timer_init(engine.uvLoop, timer)
+            timer.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        }
+    }
+
+    /// The number of transfers currently in this pool. Loop thread only.
+    var activeTransferCount: Int { transfers.count }
+
+    /// The number of sockets being polled. Loop thread only.
+    var pollCount: Int { polls.count }
+
+    // MARK: - transfers
+
+    /// Starts a transfer. Loop thread only.
+    func add(_ transfer: Transfer) {
+        guard !isClosed else {
+            transfer.finish(error: HeraldError(.sessionInvalidated, "The session's connection pool is closed."))
+            return
+        }
+        guard let easy = transfer.makeEasyHandle() else { return }
+        transfers[easy] = transfer
+        let code = curl_multi_add_handle(multi, easy)
+        if code != CURLM_OK {
+            transfers[easy] = nil
+            transfer.finish(error: HeraldError(.internal, "curl_multi_add_handle failed (\(code.rawValue))."))
+        }
+    }
+
+    /// Stops a transfer that is still in the pool and finishes it with `error`. Loop thread only.
+    func remove(_ transfer: Transfer, error: HeraldError) {
+        guard let easy = transfer.easyHandle, transfers.removeValue(forKey: easy) != nil else { return }
+        curl_multi_remove_handle(multi, easy)
+        transfer.finish(error: error)
+    }
+
+    /// Drains curl's messages and finishes every transfer that is done. Loop thread only.
+    func processMessages() {
+        var remaining: Int32 = 0
+        while let message = curl_multi_info_read(multi, &remaining) {
+            guard herald_msg_is_done(message) != 0, let easy = herald_msg_easy(message) else { continue }
+            // Copy before removing the handle: the message does not survive curl_multi_remove_handle.
+            let result = herald_msg_result(message)
+            guard let transfer = transfers.removeValue(forKey: easy) else { continue }
+            curl_multi_remove_handle(multi, easy)
+            transfer.finish(result: result)
+        }
+    }
+
+    /// Cancels every transfer, then releases the multi handle, its sockets and its timer. Loop thread only.
+    func close(cancellingWith error: HeraldError) {
+        guard !isClosed else { return }
+        isClosed = true
+        for transfer in Array(transfers.values) {
+            remove(transfer, error: error)
+        }
+        // Cleanup may still report REMOVE for cached connections and -1 for the timer; both callbacks
+        // are valid until it returns.
+        curl_multi_cleanup(multi)
+        for poll in polls.values {
+            uv_poll_stop(poll)
+            Engine.close(poll)
+        }
+        polls.removeAll()
+        uv_timer_stop(timer)
+        Engine.close(timer)
+    }
+
+    // MARK: - curl callbacks
+
+    private func socketChanged(_ socket: curl_socket_t, what: Int32) {
+        if what == CURL_POLL_REMOVE {
+            if let poll = polls.removeValue(forKey: socket) {
+                uv_poll_stop(poll)
+                Engine.close(poll)
+            }
+            return
+        }
+        let poll: UnsafeMutablePointer<uv_poll_t>
+        if let existing = polls[socket] {
+            poll = existing
+        } else {
+            poll = .allocate(capacity: 1)
+            uv_poll_init_socket(engine.uvLoop, poll, socket)
+            poll.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+            polls[socket] = poll
+        }
+        var events: Int32 = 0
+        if what == CURL_POLL_IN || what == CURL_POLL_INOUT { events |= Int32(UV_READABLE.rawValue) }
+        if what == CURL_POLL_OUT || what == CURL_POLL_INOUT { events |= Int32(UV_WRITABLE.rawValue) }
+        uv_poll_start(poll, events) { poll, status, events in
+            guard let poll, let context = poll.pointee.data else { return }
+            var socket: uv_os_fd_t = -1
+            uv_fileno(UnsafeMutableRawPointer(poll).assumingMemoryBound(to: uv_handle_t.self), &socket)
+            var flags: Int32 = 0
+            if status < 0 {
+                flags = CURL_CSELECT_ERR
+            } else {
+                if events & Int32(UV_READABLE.rawValue) != 0 { flags |= CURL_CSELECT_IN }
+                if events & Int32(UV_WRITABLE.rawValue) != 0 { flags |= CURL_CSELECT_OUT }
+            }
+            Unmanaged<MultiHandle>.fromOpaque(context).takeUnretainedValue().socketAction(socket, flags: flags)
+        }
+    }
+
+    private func scheduleTimeout(_ milliseconds: Int) {
+        if milliseconds < 0 {
+            uv_timer_stop(timer)
+            return
+        }
+        // 0 means "as soon as possible" — never call curl from inside its own timer callback.
+        uv_timer_start(timer, { timer in
+            guard let timer, let context = timer.pointee.data else { return }
+            Unmanaged<MultiHandle>.fromOpaque(context).takeUnretainedValue().socketAction(
+                herald_socket_timeout, flags: 0)
+        }, UInt64(milliseconds), 0)
+    }
+
+    private func socketAction(_ socket: curl_socket_t, flags: Int32) {
+        guard !isClosed else { return }
+        var running: Int32 = 0
+        curl_multi_socket_action(multi, socket, flags, &running)
+        processMessages()
+    }
+}

@@ -1,0 +1,149 @@
+import CCurl
+import Foundation
+
+// curl's callbacks. Each runs on the loop thread, inside a curl call, so none of them may call
+// `curl_multi_*`; they record what happened and return. `userdata` is the transfer, kept alive by its
+// multi handle while curl can call back.
+extension Transfer {
+    static let writeCallback: herald_curl_data_cb = { buffer, size, count, userdata in
+        guard let userdata else { return 0 }
+        let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
+        return transfer.received(buffer, length: size * count)
+    }
+
+    static let headerCallback: herald_curl_data_cb = { buffer, size, count, userdata in
+        guard let userdata else { return 0 }
+        let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
+        let length = size * count
+        guard let buffer else { return length }
+        let line = String(decoding: UnsafeRawBufferPointer(start: buffer, count: length), as: UTF8.self)
+        transfer.receivedHeaderLine(line)
+        return length
+    }
+
+    static let readCallback: herald_curl_data_cb = { buffer, size, count, userdata in
+        guard let userdata, let buffer else { return Int(herald_readfunc_abort) }
+        let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
+        return transfer.fillBody(buffer, capacity: size * count)
+    }
+
+    static let seekCallback: herald_curl_seek_cb = { userdata, offset, origin in
+        guard let userdata else { return CURL_SEEKFUNC_FAIL }
+        let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
+        return transfer.rewindBody(to: offset, origin: origin)
+    }
+
+    static let progressCallback: herald_curl_xferinfo_cb = { userdata, _, _, _, _ in
+        guard let userdata else { return 1 }
+        return Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue().progressTick()
+    }
+
+    // MARK: - receiving
+
+    private func received(_ buffer: UnsafeMutablePointer<CChar>?, length: Int) -> Int {
+        if abortReason != nil { return 0 }
+        if pendingPause {
+            // A suspend arrived before the connection existed; curl keeps this chunk and hands it back
+            // when the transfer is unpaused.
+            pendingPause = false
+            isPaused = true
+            return Int(herald_writefunc_pause)
+        }
+        lastActivity = .now
+        if response == nil {
+            announceResponse()
+        }
+        if let buffer, length > 0 {
+            body.append(UnsafeRawPointer(buffer).assumingMemoryBound(to: UInt8.self), count: length)
+        }
+        bodyBytesReceived += Int64(length)
+        delegate.transferDidReceiveBytes(total: bodyBytesReceived, expected: response?.expectedContentLength)
+        return length
+    }
+
+    private func receivedHeaderLine(_ rawLine: String) {
+        lastActivity = .now
+        let line = rawLine.trimmingCharacters(in: .newlines)
+        if line.hasPrefix("HTTP/") {
+            // A new response head: an interim 1xx, a redirect curl follows, or the final one.
+            let parts = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
+            responseVersion = parts.first.map(String.init) ?? "HTTP/1.1"
+            responseStatus = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
+            responseHeaders = HTTPHeaders()
+            response = nil
+            if body.count > 0 {
+                body = Data()
+                bodyBytesReceived = 0
+            }
+            return
+        }
+        if line.isEmpty {
+            return
+        }
+        if let first = line.unicodeScalars.first, first == " " || first == "\t", responseHeaders.count > 0 {
+            // obs-fold: a continuation of the previous field's value.
+            var fields = responseHeaders.fields
+            fields[fields.count - 1].value += " " + line.trimmingCharacters(in: .whitespaces)
+            responseHeaders = HTTPHeaders(fields)
+            return
+        }
+        guard let colon = line.firstIndex(of: ":") else { return }
+        let name = String(line[..<colon]).trimmingCharacters(in: .whitespaces)
+        let value = String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+        responseHeaders.add(name: name, value: value)
+    }
+
+    private func announceResponse() {
+        let head = makeResponse()
+        response = head
+        delegate.transferDidReceiveResponse(head)
+    }
+
+    // MARK: - sending
+
+    private func fillBody(_ buffer: UnsafeMutablePointer<CChar>, capacity: Int) -> Int {
+        if abortReason != nil { return Int(herald_readfunc_abort) }
+        if pendingPause {
+            pendingPause = false
+            isPaused = true
+            return Int(herald_readfunc_pause)
+        }
+        guard let source = request.body, bodyOffset < source.count else { return 0 }
+        let length = min(capacity, source.count - bodyOffset)
+        source.withUnsafeBytes { bytes in
+            guard let base = bytes.baseAddress else { return }
+            UnsafeMutableRawPointer(buffer).copyMemory(from: base + bodyOffset, byteCount: length)
+        }
+        bodyOffset += length
+        lastActivity = .now
+        delegate.transferDidSendBytes(total: Int64(bodyOffset), expected: Int64(source.count))
+        return length
+    }
+
+    private func rewindBody(to offset: Int, origin: Int32) -> Int32 {
+        // curl only ever seeks from the start (SEEK_SET), to resend a body after a redirect or an
+        // authentication round-trip.
+        let length = request.body?.count ?? 0
+        guard origin == SEEK_SET, offset >= 0, offset <= length else { return CURL_SEEKFUNC_CANTSEEK }
+        bodyOffset = offset
+        return CURL_SEEKFUNC_OK
+    }
+
+    // MARK: - progress
+
+    private func progressTick() -> Int32 {
+        if abortReason != nil { return 1 }
+        if pendingPause, let easyHandle, curl_easy_pause(easyHandle, CURLPAUSE_ALL) == CURLE_OK {
+            pendingPause = false
+            isPaused = true
+        }
+        if !isPaused, request.requestTimeout > 0 {
+            let idle = ContinuousClock.now - lastActivity
+            if idle > .milliseconds(Int64(request.requestTimeout * 1000)) {
+                abortReason = .timedOut
+                return 1
+            }
+        }
+        return 0
+    }
+}

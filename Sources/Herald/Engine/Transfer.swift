@@ -1,0 +1,246 @@
+import CCurl
+import Foundation
+
+/// One curl easy handle and everything its callbacks touch.
+///
+/// A transfer belongs to one ``MultiHandle`` and lives on the engine's loop thread. The multi handle
+/// keeps it alive while curl holds its pointer (it is the `userdata` of every callback), and
+/// ``finish(result:)`` / ``finish(error:)`` end it exactly once.
+final class Transfer: @unchecked Sendable {
+    // Safety: created on any thread, then used only on the engine's loop thread; the request and the
+    // delegate are immutable and Sendable.
+
+    let request: TransferRequest
+    let delegate: any TransferDelegate
+    private(set) var easyHandle: UnsafeMutableRawPointer?
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+    private let errorBuffer: UnsafeMutablePointer<CChar>
+    private var isFinished = false
+
+    // Response state, filled by the header and write callbacks.
+    var responseStatus = 0
+    var responseVersion = "HTTP/1.1"
+    var responseHeaders = HTTPHeaders()
+    var response: HTTPResponse?
+    var body = Data()
+    var bodyBytesReceived: Int64 = 0
+    var bodyOffset = 0
+
+    // Pause state. curl_easy_pause fails before a connection exists, so a suspend that arrives then is
+    // remembered and applied from the next callback.
+    var isPaused = false
+    var pendingPause = false
+
+    // Why the transfer was stopped by us rather than by curl.
+    var abortReason: HeraldError.Code?
+    var lastActivity = ContinuousClock.now
+    let startDate = Date()
+
+    init(request: TransferRequest, delegate: any TransferDelegate) {
+        self.request = request
+        self.delegate = delegate
+        self.errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
+        self.errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
+    }
+
+    deinit {
+        if let easyHandle { curl_easy_cleanup(easyHandle) }
+        if let headerList { curl_slist_free_all(headerList) }
+        errorBuffer.deallocate()
+    }
+
+    // MARK: - pause
+
+    /// Pauses receiving and sending. Loop thread only.
+    func pause() {
+        guard let easyHandle, !isPaused, !isFinished else { return }
+        if curl_easy_pause(easyHandle, CURLPAUSE_ALL) == CURLE_OK {
+            isPaused = true
+            pendingPause = false
+        } else {
+            // No connection yet (CURLE_BAD_FUNCTION_ARGUMENT): apply it from the first callback.
+            pendingPause = true
+        }
+    }
+
+    /// Continues a paused transfer where it stopped. Loop thread only.
+    ///
+    /// Unpausing delivers buffered data synchronously, inside `curl_easy_pause`, so the write callback
+    /// runs before this returns.
+    func unpause() {
+        pendingPause = false
+        guard let easyHandle, isPaused, !isFinished else { return }
+        isPaused = false
+        lastActivity = .now
+        curl_easy_pause(easyHandle, CURLPAUSE_CONT)
+    }
+
+    // MARK: - finishing
+
+    /// Ends the transfer with curl's result. Loop thread only, outside curl callbacks.
+    func finish(result: CURLcode) {
+        var error: HeraldError?
+        if let abortReason {
+            error = HeraldError(abortReason, Self.message(for: abortReason, request: request), url: request.url)
+        } else if result != CURLE_OK {
+            var osErrno: Int = 0
+            if let easyHandle { herald_easy_getinfo_long(easyHandle, CURLINFO_OS_ERRNO, &osErrno) }
+            let text = String(cString: errorBuffer)
+            if result == CURLE_UNSUPPORTED_PROTOCOL, text.contains("HTTP/0.9") {
+                // The server answered with something that is not an HTTP status line; curl calls it
+                // HTTP/0.9 and refuses it as a protocol. To the caller it is a bad server response.
+                error = HeraldError(
+                    .badServerResponse, "The server's answer is not HTTP.", curlCode: Int32(result.rawValue),
+                    curlMessage: text, url: request.url)
+            } else {
+                error = HeraldError.fromCurl(
+                    result, osErrno: Int32(truncatingIfNeeded: osErrno), errorBuffer: text, url: request.url)
+            }
+        }
+        deliver(error: error)
+    }
+
+    /// Ends the transfer with an error of ours (cancelled, invalid, …). Loop thread only.
+    func finish(error: HeraldError) {
+        deliver(error: error)
+    }
+
+    private func deliver(error: HeraldError?) {
+        guard !isFinished else { return }
+        isFinished = true
+        let metrics = easyHandle.map { TransferMetrics(easyHandle: $0, startDate: startDate) }
+        if response == nil, responseStatus >= 200 {
+            response = makeResponse()
+        }
+        let outcome = TransferOutcome(response: response, body: body, error: error, metrics: metrics)
+        body = Data()
+        if let easyHandle {
+            curl_easy_cleanup(easyHandle)
+            self.easyHandle = nil
+        }
+        delegate.transferDidFinish(outcome)
+    }
+
+    private static func message(for code: HeraldError.Code, request: TransferRequest) -> String {
+        switch code {
+        case .cancelled: "The task was cancelled."
+        case .timedOut: "No data moved for \(request.requestTimeout) seconds."
+        default: "The transfer was stopped."
+        }
+    }
+
+    func makeResponse() -> HTTPResponse {
+        var url = request.url
+        if let easyHandle {
+            var effective: UnsafeMutablePointer<CChar>?
+            if herald_easy_getinfo_string(easyHandle, CURLINFO_EFFECTIVE_URL, &effective) == CURLE_OK,
+                let effective, let parsed = URL(string: String(cString: effective))
+            {
+                url = parsed
+            }
+        }
+        return HTTPResponse(url: url, statusCode: responseStatus, headers: responseHeaders, httpVersion: responseVersion)
+    }
+
+    // MARK: - configuration
+
+    /// Creates and configures the easy handle; on failure finishes the transfer and returns `nil`.
+    func makeEasyHandle() -> UnsafeMutableRawPointer? {
+        guard let easy = curl_easy_init() else {
+            finish(error: HeraldError(.outOfMemory, "curl_easy_init failed."))
+            return nil
+        }
+        easyHandle = easy
+        if let failure = configure(easy) {
+            finish(error: failure)
+            return nil
+        }
+        return easy
+    }
+
+    private func configure(_ easy: UnsafeMutableRawPointer) -> HeraldError? {
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        var failed: (String, CURLcode)?
+        func check(_ option: String, _ code: CURLcode) {
+            if code != CURLE_OK, failed == nil { failed = (option, code) }
+        }
+        check("URL", herald_easy_setopt_string(easy, CURLOPT_URL, request.url.absoluteString))
+        check("NOSIGNAL", herald_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1))
+        check("ERRORBUFFER", herald_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer))
+        let protocols = request.allowedProtocols.joined(separator: ",")
+        check("PROTOCOLS_STR", herald_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, protocols))
+        check("REDIR_PROTOCOLS_STR", herald_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, protocols))
+        check("FOLLOWLOCATION", herald_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, request.followsRedirects ? 1 : 0))
+        check("MAXREDIRS", herald_easy_setopt_long(easy, CURLOPT_MAXREDIRS, request.maximumRedirects))
+        check("ACCEPT_ENCODING", herald_easy_setopt_string(easy, CURLOPT_ACCEPT_ENCODING, ""))
+        check("HTTP_VERSION", herald_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, request.httpVersion.curlValue))
+        configureTimeouts(easy, check: check)
+        configureMethodAndBody(easy, check: check)
+        configureHeaders(easy, check: check)
+
+        check("WRITEDATA", herald_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context))
+        check("WRITEFUNCTION", herald_easy_setopt_data_cb(easy, CURLOPT_WRITEFUNCTION, Transfer.writeCallback))
+        check("HEADERDATA", herald_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context))
+        check("HEADERFUNCTION", herald_easy_setopt_data_cb(easy, CURLOPT_HEADERFUNCTION, Transfer.headerCallback))
+        check("READDATA", herald_easy_setopt_pointer(easy, CURLOPT_READDATA, context))
+        check("READFUNCTION", herald_easy_setopt_data_cb(easy, CURLOPT_READFUNCTION, Transfer.readCallback))
+        check("SEEKDATA", herald_easy_setopt_pointer(easy, CURLOPT_SEEKDATA, context))
+        check("SEEKFUNCTION", herald_easy_setopt_seek_cb(easy, Transfer.seekCallback))
+        check("XFERINFODATA", herald_easy_setopt_pointer(easy, CURLOPT_XFERINFODATA, context))
+        check("XFERINFOFUNCTION", herald_easy_setopt_xferinfo_cb(easy, Transfer.progressCallback))
+        check("NOPROGRESS", herald_easy_setopt_long(easy, CURLOPT_NOPROGRESS, 0))
+        if let (option, code) = failed {
+            return HeraldError(
+                .invalidRequest, "libcurl refused option \(option).", curlCode: Int32(code.rawValue),
+                curlMessage: String(cString: curl_easy_strerror(code)), url: request.url)
+        }
+        return nil
+    }
+
+    private func configureTimeouts(_ easy: UnsafeMutableRawPointer, check: (String, CURLcode) -> Void) {
+        if request.requestTimeout > 0 {
+            let milliseconds = max(1, Int(request.requestTimeout * 1000))
+            check("CONNECTTIMEOUT_MS", herald_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, milliseconds))
+            // The low-speed check makes curl wake up at least once a second on a silent connection, so
+            // the progress callback can enforce the idle timeout with sub-second precision.
+            let seconds = max(1, Int(request.requestTimeout.rounded(.up)))
+            check("LOW_SPEED_LIMIT", herald_easy_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1))
+            check("LOW_SPEED_TIME", herald_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, seconds))
+        }
+        if request.resourceTimeout > 0 {
+            let milliseconds = max(1, Int(request.resourceTimeout * 1000))
+            check("TIMEOUT_MS", herald_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, milliseconds))
+        }
+    }
+
+    private func configureMethodAndBody(_ easy: UnsafeMutableRawPointer, check: (String, CURLcode) -> Void) {
+        let method = request.method
+        let sendsBody = request.body != nil || ["POST", "PUT", "PATCH"].contains(method)
+        if method == "HEAD" {
+            check("NOBODY", herald_easy_setopt_long(easy, CURLOPT_NOBODY, 1))
+        } else if sendsBody {
+            // UPLOAD + a custom method sends any method with a body from the read callback; the
+            // length is known, so curl sends Content-Length rather than chunks.
+            check("UPLOAD", herald_easy_setopt_long(easy, CURLOPT_UPLOAD, 1))
+            check("INFILESIZE", herald_easy_setopt_off(easy, CURLOPT_INFILESIZE_LARGE, request.body?.count ?? 0))
+            check("CUSTOMREQUEST", herald_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, method))
+        } else if method != "GET" {
+            check("CUSTOMREQUEST", herald_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, method))
+        }
+    }
+
+    private func configureHeaders(_ easy: UnsafeMutableRawPointer, check: (String, CURLcode) -> Void) {
+        var list: UnsafeMutablePointer<curl_slist>?
+        for field in request.headers {
+            // "Name:" alone would tell curl to remove the header; "Name;" sends it with an empty value.
+            let line = field.value.isEmpty ? "\(field.name);" : "\(field.name): \(field.value)"
+            list = curl_slist_append(list, line)
+        }
+        if !request.headers.contains("Expect") {
+            // curl waits up to a second for "100 Continue" on larger bodies; never stall an upload on it.
+            list = curl_slist_append(list, "Expect:")
+        }
+        headerList = list
+        check("HTTPHEADER", herald_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, list))
+    }
+}

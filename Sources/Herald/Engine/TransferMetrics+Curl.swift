@@ -1,0 +1,61 @@
+import CCurl
+import Foundation
+
+extension TransferMetrics {
+    /// Reads the metrics of a finished (or stopped) easy handle. Loop thread only.
+    init(easyHandle easy: UnsafeMutableRawPointer, startDate: Date) {
+        func seconds(_ info: CURLINFO) -> TimeInterval {
+            var microseconds: curl_off_t = 0
+            herald_easy_getinfo_off(easy, info, &microseconds)
+            return TimeInterval(microseconds) / 1_000_000
+        }
+        func offset(_ info: CURLINFO) -> Int64 {
+            var value: curl_off_t = 0
+            herald_easy_getinfo_off(easy, info, &value)
+            return Int64(value)
+        }
+        func long(_ info: CURLINFO) -> Int {
+            var value = 0
+            herald_easy_getinfo_long(easy, info, &value)
+            return value
+        }
+        func string(_ info: CURLINFO) -> String? {
+            var value: UnsafeMutablePointer<CChar>?
+            guard herald_easy_getinfo_string(easy, info, &value) == CURLE_OK, let value else { return nil }
+            let text = String(cString: value)
+            return text.isEmpty ? nil : text
+        }
+        let connects = long(CURLINFO_NUM_CONNECTS)
+        let remotePort = long(CURLINFO_PRIMARY_PORT)
+        let localPort = long(CURLINFO_LOCAL_PORT)
+        self.init(
+            startDate: startDate,
+            nameLookup: seconds(CURLINFO_NAMELOOKUP_TIME_T),
+            connect: seconds(CURLINFO_CONNECT_TIME_T),
+            tlsHandshake: seconds(CURLINFO_APPCONNECT_TIME_T),
+            timeToFirstByte: seconds(CURLINFO_STARTTRANSFER_TIME_T),
+            total: seconds(CURLINFO_TOTAL_TIME_T),
+            redirectTime: seconds(CURLINFO_REDIRECT_TIME_T),
+            requestHeaderBytes: Int64(long(CURLINFO_REQUEST_SIZE)),
+            requestBodyBytes: offset(CURLINFO_SIZE_UPLOAD_T),
+            responseHeaderBytes: Int64(long(CURLINFO_HEADER_SIZE)),
+            responseBodyBytes: offset(CURLINFO_SIZE_DOWNLOAD_T),
+            redirectCount: long(CURLINFO_REDIRECT_COUNT),
+            connectionReused: connects == 0 && remotePort != 0,
+            remoteAddress: string(CURLINFO_PRIMARY_IP),
+            remotePort: remotePort == 0 ? nil : remotePort,
+            localPort: localPort == 0 ? nil : localPort,
+            httpVersion: Self.versionName(long(CURLINFO_HTTP_VERSION))
+        )
+    }
+
+    private static func versionName(_ value: Int) -> String? {
+        switch value {
+        case Int(CURL_HTTP_VERSION_1_0): "HTTP/1.0"
+        case Int(CURL_HTTP_VERSION_1_1): "HTTP/1.1"
+        case Int(CURL_HTTP_VERSION_2_0): "HTTP/2"
+        case Int(CURL_HTTP_VERSION_3): "HTTP/3"
+        default: nil
+        }
+    }
+}

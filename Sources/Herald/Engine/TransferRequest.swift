@@ -1,0 +1,37 @@
+import Foundation
+
+/// Everything the engine needs to configure one curl easy handle, captured when a task first resumes.
+struct TransferRequest: Sendable {
+    var url: URL
+    var method: String
+    var headers: HTTPHeaders
+    var body: Data?
+    /// Idle timeout: the transfer fails with `timedOut` when no byte moves for this long (0 = none).
+    var requestTimeout: TimeInterval
+    /// Whole-transfer timeout, including time spent suspended (0 = none).
+    var resourceTimeout: TimeInterval
+    var httpVersion: HTTPVersion
+    var allowedProtocols: [String]
+    var followsRedirects: Bool
+    var maximumRedirects: Int
+}
+
+/// What the engine tells the task that owns a transfer. Called on the engine's loop thread.
+protocol TransferDelegate: AnyObject, Sendable {
+    /// The response head arrived (the last one, when curl follows redirects).
+    func transferDidReceiveResponse(_ response: HTTPResponse)
+    /// Body bytes arrived; `expected` is the declared total when known.
+    func transferDidReceiveBytes(total received: Int64, expected: Int64?)
+    /// Request body bytes were sent; `expected` is the body's length when known.
+    func transferDidSendBytes(total sent: Int64, expected: Int64?)
+    /// The transfer ended. Called exactly once per transfer.
+    func transferDidFinish(_ outcome: TransferOutcome)
+}
+
+/// How a transfer ended.
+struct TransferOutcome: Sendable {
+    var response: HTTPResponse?
+    var body: Data
+    var error: HeraldError?
+    var metrics: TransferMetrics?
+}

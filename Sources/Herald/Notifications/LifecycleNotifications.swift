@@ -1,0 +1,71 @@
+import Foundation
+import HeraldNotifications
+
+/// The payload of ``HeraldNotifications/NotificationName/taskDidResume`` and
+/// ``HeraldNotifications/NotificationName/taskDidSuspend``.
+public struct TaskLifecycleEvent: Sendable, Hashable {
+    /// The task's identifier, unique within its session.
+    public let taskIdentifier: Int
+    /// The owning session's identifier, unique within the process.
+    public let sessionIdentifier: Int
+    /// When the state changed.
+    public let date: Date
+}
+
+/// The payload of ``HeraldNotifications/NotificationName/taskDidComplete``: everything AFNetworking's
+/// userInfo keys carried, typed, plus the response, the final URL and curl's metrics.
+public struct TaskCompletion: Sendable {
+    /// The task's identifier, unique within its session.
+    public let taskIdentifier: Int
+    /// The owning session's identifier, unique within the process.
+    public let sessionIdentifier: Int
+    /// When the task completed.
+    public let date: Date
+    /// The serializer that produced ``serializedResponse`` (AF's `…ResponseSerializerKey`).
+    public let responseSerializer: any ResponseSerializer
+    /// The response body of a data task (AF's `…ResponseDataKey`); `nil` when nothing arrived.
+    public let responseData: Data?
+    /// Where a download task's file ended up (AF's `…AssetPathKey`); `nil` for data tasks.
+    public let assetPath: URL?
+    /// The serializer's output on success (AF's `…SerializedResponseKey`).
+    public let serializedResponse: (any Sendable)?
+    /// The transport or serialization error, if any (AF's `…ErrorKey`).
+    public let error: HeraldError?
+    /// The response head, when one arrived.
+    public let response: HTTPResponse?
+    /// The URL the final response came from, after redirects.
+    public let finalURL: URL?
+    /// curl's timings and byte counts; `nil` when the task never reached the network.
+    public let metrics: TransferMetrics?
+}
+
+/// The payload of ``HeraldNotifications/NotificationName/sessionDidInvalidate``.
+public struct SessionInvalidation: Sendable {
+    /// The session's identifier.
+    public let sessionIdentifier: Int
+    /// When the session finished invalidating.
+    public let date: Date
+    /// The error that caused the invalidation, if it had one (AFNetworking dropped it).
+    public let error: HeraldError?
+}
+
+extension NotificationName where UserInfo == TaskLifecycleEvent {
+    /// A task really went from suspended to running (`herald.task.resume`). Object: the task.
+    public static var taskDidResume: NotificationName<TaskLifecycleEvent> { .init("herald.task.resume") }
+    /// A task really went from running to suspended (`herald.task.suspend`). Object: the task.
+    public static var taskDidSuspend: NotificationName<TaskLifecycleEvent> { .init("herald.task.suspend") }
+}
+
+extension NotificationName where UserInfo == TaskCompletion {
+    /// A task completed, after its completion handler ran (`herald.task.complete`). Object: the task.
+    /// Posted exactly once per task, whatever ended it.
+    public static var taskDidComplete: NotificationName<TaskCompletion> { .init("herald.task.complete") }
+}
+
+extension NotificationName where UserInfo == SessionInvalidation {
+    /// A session finished invalidating, after its last task completed (`herald.session.invalidate`).
+    /// Object: the session. Posted exactly once per session.
+    public static var sessionDidInvalidate: NotificationName<SessionInvalidation> {
+        .init("herald.session.invalidate")
+    }
+}

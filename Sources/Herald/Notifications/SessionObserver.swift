@@ -1,0 +1,62 @@
+import Dispatch
+import HeraldNotifications
+
+/// A plug-in that observes sessions' lifecycle notifications, with one method per notification.
+///
+/// Every method has a default implementation that does nothing, so an observer implements only what it
+/// needs. Register it in one call with ``HeraldNotifications/NotificationHub/addObserver(_:delivery:)``.
+/// Because a method whose signature is slightly off would silently never be called (a known trap with
+/// protocols that have default implementations), prefer the closure form for one-off observation and
+/// keep the exact signatures below for plug-ins.
+public protocol SessionObserver: AnyObject, Sendable {
+    /// A task really started or continued.
+    func taskDidResume(_ notification: TypedNotification<TaskLifecycleEvent>)
+    /// A task really paused.
+    func taskDidSuspend(_ notification: TypedNotification<TaskLifecycleEvent>)
+    /// A task completed, after its completion handler ran.
+    func taskDidComplete(_ notification: TypedNotification<TaskCompletion>)
+    /// A session finished invalidating.
+    func sessionDidInvalidate(_ notification: TypedNotification<SessionInvalidation>)
+}
+
+extension SessionObserver {
+    /// Does nothing.
+    public func taskDidResume(_ notification: TypedNotification<TaskLifecycleEvent>) {}
+    /// Does nothing.
+    public func taskDidSuspend(_ notification: TypedNotification<TaskLifecycleEvent>) {}
+    /// Does nothing.
+    public func taskDidComplete(_ notification: TypedNotification<TaskCompletion>) {}
+    /// Does nothing.
+    public func sessionDidInvalidate(_ notification: TypedNotification<SessionInvalidation>) {}
+}
+
+extension NotificationHub {
+    /// Registers `observer` for every Herald lifecycle notification posted on this center.
+    ///
+    /// The observer receives the notifications in the order they were posted, whatever the delivery:
+    /// with `.queue(q)` they go through one serial queue targeting `q`, so even on a concurrent queue a
+    /// task's `taskDidResume` is never delivered after its `taskDidComplete`.
+    ///
+    /// - Parameters:
+    ///   - observer: The plug-in. It is held strongly until the token is cancelled or released.
+    ///   - delivery: `.posting` (on the session's event queue, synchronously) or `.queue`.
+    /// - Returns: A token; cancel or release it to stop observing.
+    public func addObserver(_ observer: some SessionObserver, delivery: NotificationDelivery = .posting)
+        -> ObservationToken
+    {
+        let forward: @Sendable (@escaping @Sendable () -> Void) -> Void
+        switch delivery {
+        case .posting:
+            forward = { $0() }
+        case .queue(let queue):
+            let serial = DispatchQueue(label: "herald.session-observer", target: queue)
+            forward = { serial.async(execute: $0) }
+        }
+        return ObservationToken(combining: [
+            addObserver(for: .taskDidResume) { note in forward { observer.taskDidResume(note) } },
+            addObserver(for: .taskDidSuspend) { note in forward { observer.taskDidSuspend(note) } },
+            addObserver(for: .taskDidComplete) { note in forward { observer.taskDidComplete(note) } },
+            addObserver(for: .sessionDidInvalidate) { note in forward { observer.sessionDidInvalidate(note) } },
+        ])
+    }
+}

@@ -1,0 +1,60 @@
+import CCurl
+import Foundation
+
+/// The HTTP protocol versions a session may negotiate.
+public enum HTTPVersion: Sendable, Hashable {
+    /// HTTP/2 over TLS when the server offers it, HTTP/1.1 otherwise (curl's default).
+    case automatic
+    /// HTTP/1.1 only.
+    case http1_1
+    /// Try HTTP/2 for every request, falling back to HTTP/1.1 (an upgrade for plain HTTP).
+    case http2
+    /// HTTP/2 without negotiation, for servers known to speak it (plain-text HTTP/2 "prior knowledge").
+    case http2PriorKnowledge
+
+    var curlValue: Int {
+        switch self {
+        case .automatic: Int(CURL_HTTP_VERSION_2TLS)
+        case .http1_1: Int(CURL_HTTP_VERSION_1_1)
+        case .http2: Int(CURL_HTTP_VERSION_2_0)
+        case .http2PriorKnowledge: Int(CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE)
+        }
+    }
+}
+
+/// How a ``SessionManager`` makes its requests: timeouts, default headers, connection limits,
+/// protocol version and the URL schemes it accepts.
+///
+/// A value type: a session copies it when created, so changing a configuration afterwards does not
+/// affect sessions made from it.
+public struct SessionConfiguration: Sendable, Hashable {
+    /// The idle timeout: a request fails with ``HeraldError/Code/timedOut`` when no byte moves for this
+    /// many seconds, or when connecting takes longer. Time spent suspended does not count. Default 60;
+    /// 0 disables it.
+    public var timeoutIntervalForRequest: TimeInterval = 60
+    /// The longest a whole transfer may take, in seconds, including time spent suspended. Default 7 days;
+    /// 0 disables it.
+    public var timeoutIntervalForResource: TimeInterval = 7 * 24 * 3600
+    /// Headers added to every request that does not set the same field itself.
+    public var httpAdditionalHeaders: HTTPHeaders = [:]
+    /// The most connections open to one host at a time; further requests wait for one. Default 6.
+    public var maximumConnectionsPerHost: Int = 6
+    /// The most connections open in all at a time; 0 means no limit. Default 0.
+    public var maximumConnectionsTotal: Int = 0
+    /// The protocol version to negotiate. Default ``HTTPVersion/automatic``.
+    public var httpVersion: HTTPVersion = .automatic
+    /// The URL schemes requests and redirects may use, lowercased. Default `["http", "https"]`; anything
+    /// else (`file:`, `gopher:`, `dict:` …) is refused with ``HeraldError/Code/unsupportedURL``.
+    public var allowedProtocols: Set<String> = ["http", "https"]
+    /// Whether redirects are followed. Default `true`.
+    public var followsRedirects: Bool = true
+    /// The most redirects followed for one request before it fails with
+    /// ``HeraldError/Code/tooManyRedirects``. Default 16.
+    public var maximumRedirects: Int = 16
+
+    /// A configuration with the defaults above.
+    public init() {}
+
+    /// The defaults: the same as ``init()``.
+    public static var `default`: SessionConfiguration { SessionConfiguration() }
+}

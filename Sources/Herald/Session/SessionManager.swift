@@ -1,0 +1,238 @@
+import Dispatch
+import Foundation
+import HeraldNotifications
+import Synchronization
+
+/// Creates and manages tasks that share a configuration, a connection pool and a notification center:
+/// Herald's `AFURLSessionManager`.
+///
+/// Every task and the session itself announce their lifecycle on ``notificationCenter`` — see
+/// `taskDidResume`, `taskDidSuspend`, `taskDidComplete` and `sessionDidInvalidate` — from one serial
+/// context per session, in causal order. Completion handlers run on ``completionQueue``.
+///
+/// A session keeps its connection pool until ``invalidate(cancelingTasks:)``; a session that is no
+/// longer referenced releases it too.
+public final class SessionManager: Sendable {
+    private struct State {
+        var nextTaskIdentifier = 1
+        var tasks: [Int: SessionTask] = [:]
+        var isInvalidated = false
+        var didFinishInvalidating = false
+        var responseSerializer: any ResponseSerializer = JSONResponseSerializer()
+    }
+
+    private static let identifiers = Atomic<Int>(0)
+
+    /// The session's identifier, unique within the process; carried by every lifecycle payload.
+    public let identifier: Int
+    /// The configuration the session was created with.
+    public let configuration: SessionConfiguration
+    /// Where the session's and its tasks' lifecycle notifications are posted.
+    public let notificationCenter: NotificationHub
+    /// Where completion handlers and progress handlers run. Default: a serial queue the session owns
+    /// (never the main queue, which on Linux does not run while the main thread is blocked).
+    public let completionQueue: DispatchQueue
+    /// When set, every completion handler runs inside this group.
+    public let completionGroup: DispatchGroup?
+
+    let hook: TaskLifecycleHook
+    private let engine: Engine
+    private let multi: MultiHandle?
+    private let state = Locked(State())
+
+    /// Creates a session.
+    /// - Parameters:
+    ///   - configuration: Timeouts, headers, limits and protocols; default ``SessionConfiguration/default``.
+    ///   - notificationCenter: Where lifecycle notifications go; default the process-wide
+    ///     ``HeraldNotifications/NotificationHub/shared``.
+    ///   - completionQueue: Where completion and progress handlers run; default a serial queue of the
+    ///     session's own.
+    ///   - completionGroup: A group every completion handler runs in; default none.
+    public convenience init(
+        configuration: SessionConfiguration = .default,
+        notificationCenter: NotificationHub = .shared,
+        completionQueue: DispatchQueue? = nil,
+        completionGroup: DispatchGroup? = nil
+    ) {
+        self.init(
+            configuration: configuration, notificationCenter: notificationCenter, completionQueue: completionQueue,
+            completionGroup: completionGroup, engine: .shared)
+    }
+
+    init(
+        configuration: SessionConfiguration, notificationCenter: NotificationHub, completionQueue: DispatchQueue?,
+        completionGroup: DispatchGroup?, engine: Engine
+    ) {
+        let identifier = Self.identifiers.add(1, ordering: .relaxed).newValue
+        self.identifier = identifier
+        self.configuration = configuration
+        self.notificationCenter = notificationCenter
+        self.completionQueue = completionQueue ?? DispatchQueue(label: "herald.session.\(identifier).completion")
+        self.completionGroup = completionGroup
+        self.engine = engine
+        self.hook = TaskLifecycleHook(center: notificationCenter, sessionIdentifier: identifier)
+        self.multi = MultiHandle(
+            engine: engine,
+            options: .init(
+                maximumConnectionsPerHost: configuration.maximumConnectionsPerHost,
+                maximumConnectionsTotal: configuration.maximumConnectionsTotal))
+    }
+
+    deinit {
+        if let multi {
+            engine.execute {
+                multi.close(cancellingWith: HeraldError(.sessionInvalidated, "The session was released."))
+            }
+        }
+    }
+
+    /// The serializer applied to each data task's response when it completes. Default
+    /// ``JSONResponseSerializer``, as in AFNetworking. Read when a task completes, so a change applies to
+    /// tasks completing afterwards.
+    public var responseSerializer: any ResponseSerializer {
+        get { state.withLock { $0.responseSerializer } }
+        set { state.withLock { $0.responseSerializer = newValue } }
+    }
+
+    /// The tasks that have not completed yet, in creation order.
+    public var tasks: [SessionTask] {
+        state.withLock { $0.tasks }.sorted { $0.key < $1.key }.map(\.value)
+    }
+
+    /// The data tasks that have not completed yet, in creation order.
+    public var dataTasks: [DataTask] { tasks.compactMap { $0 as? DataTask } }
+
+    /// Whether ``invalidate(cancelingTasks:)`` has been called.
+    public var isInvalidated: Bool { state.withLock { $0.isInvalidated } }
+
+    // MARK: - factories
+
+    /// Creates a suspended data task; call ``SessionTask/resume()`` to start it.
+    ///
+    /// - Parameters:
+    ///   - request: The request. It is validated now: see ``Request``.
+    ///   - uploadProgress: Called with the request body's progress on ``completionQueue``, coalesced,
+    ///     never after the completion handler started.
+    ///   - downloadProgress: Called with the response body's progress, the same way.
+    ///   - completionHandler: Called exactly once on ``completionQueue`` with the response, the
+    ///     serializer's output and the error, before `taskDidComplete` is posted.
+    /// - Returns: The task, suspended.
+    /// - Throws: ``HeraldError`` with ``HeraldError/Code/sessionInvalidated`` after
+    ///   ``invalidate(cancelingTasks:)``, or a validation error for a malformed request.
+    public func dataTask(
+        with request: Request,
+        uploadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
+        downloadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
+        completionHandler: TaskCompletionHandler? = nil
+    ) throws(HeraldError) -> DataTask {
+        try request.validate(allowedProtocols: configuration.allowedProtocols)
+        return try register { identifier in
+            let task = DataTask(
+                session: self, identifier: identifier, request: request, completionHandler: completionHandler)
+            task.core.withLock {
+                $0.uploadProgressHandler = uploadProgress
+                $0.downloadProgressHandler = downloadProgress
+            }
+            return task
+        }
+    }
+
+    private func register<T: SessionTask>(_ make: (Int) -> T) throws(HeraldError) -> T {
+        guard multi != nil else {
+            throw HeraldError(.internal, "libcurl could not create a connection pool for this session.")
+        }
+        let task = state.withLock { state -> T? in
+            guard !state.isInvalidated else { return nil }
+            let identifier = state.nextTaskIdentifier
+            state.nextTaskIdentifier += 1
+            let task = make(identifier)
+            state.tasks[identifier] = task
+            return task
+        }
+        guard let task else {
+            throw HeraldError(.sessionInvalidated, "The session has been invalidated; it creates no more tasks.")
+        }
+        return task
+    }
+
+    // MARK: - invalidation
+
+    /// Invalidates the session: it creates no more tasks, and once its last task has completed it posts
+    /// `sessionDidInvalidate` and releases its connection pool.
+    ///
+    /// - Parameter cancelingTasks: `false` lets outstanding tasks finish (AF's
+    ///   `finishTasksAndInvalidate`; a task that is never resumed keeps the session from finishing);
+    ///   `true` cancels them all first (AF's `invalidateAndCancel`). Calling it again does nothing more,
+    ///   except that `true` still cancels what is outstanding.
+    public func invalidate(cancelingTasks: Bool) {
+        let outstanding = state.withLock { state -> [SessionTask] in
+            state.isInvalidated = true
+            return Array(state.tasks.values)
+        }
+        if cancelingTasks {
+            for task in outstanding { task.cancel() }
+        }
+        hook.eventQueue.async { [self] in finishInvalidatingIfDone() }
+    }
+
+    /// Forgets a completed task: it leaves the task lists before `taskDidComplete` is posted. Event queue.
+    func forget(_ task: SessionTask) {
+        _ = state.withLock { $0.tasks.removeValue(forKey: task.taskIdentifier) }
+    }
+
+    /// Posts `sessionDidInvalidate` and closes the pool once invalidated with no task left. Event queue.
+    func finishInvalidatingIfDone() {
+        let finish = state.withLock { state -> Bool in
+            guard state.isInvalidated, state.tasks.isEmpty, !state.didFinishInvalidating else { return false }
+            state.didFinishInvalidating = true
+            return true
+        }
+        guard finish else { return }
+        // Release the pool first, so that by the time observers hear of the invalidation the engine has
+        // already been told to close every connection, socket and timer of this session.
+        if let multi {
+            engine.execute {
+                multi.close(cancellingWith: HeraldError(.sessionInvalidated, "The session was invalidated."))
+            }
+        }
+        notificationCenter.post(
+            .sessionDidInvalidate, object: self,
+            userInfo: SessionInvalidation(sessionIdentifier: identifier, date: Date(), error: nil))
+    }
+
+    // MARK: - engine plumbing
+
+    /// Waits until the engine has run every command enqueued before this call (for tests).
+    func engineBarrier() async {
+        await withCheckedContinuation { continuation in engine.execute { continuation.resume() } }
+    }
+
+    /// The number of transfers and polled sockets in this session's pool (for tests). Loop thread.
+    func poolCounts() async -> (transfers: Int, sockets: Int) {
+        guard let multi else { return (0, 0) }
+        return await withCheckedContinuation { continuation in
+            engine.execute { continuation.resume(returning: (multi.activeTransferCount, multi.pollCount)) }
+        }
+    }
+
+    /// Runs `work` on the engine's loop thread with this session's connection pool.
+    func enqueue(_ work: @escaping @Sendable (MultiHandle) -> Void) {
+        guard let multi else { return }
+        engine.execute { work(multi) }
+    }
+
+    func transferRequest(for request: Request) -> TransferRequest {
+        var headers = request.headers
+        for field in configuration.httpAdditionalHeaders where !headers.contains(field.name) {
+            headers.add(name: field.name, value: field.value)
+        }
+        return TransferRequest(
+            url: request.url, method: request.method, headers: headers, body: request.body,
+            requestTimeout: request.timeoutInterval ?? configuration.timeoutIntervalForRequest,
+            resourceTimeout: configuration.timeoutIntervalForResource,
+            httpVersion: configuration.httpVersion,
+            allowedProtocols: configuration.allowedProtocols.sorted(),
+            followsRedirects: configuration.followsRedirects,
+            maximumRedirects: configuration.maximumRedirects)
+    }
+}

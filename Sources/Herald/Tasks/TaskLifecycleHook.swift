@@ -1,0 +1,51 @@
+import Dispatch
+import Foundation
+import HeraldNotifications
+
+/// Herald's stand-in for AFNetworking's swizzled `resume`/`suspend`.
+///
+/// AFNetworking exchanges the implementations of `resume` and `suspend` on NSURLSessionTask so that
+/// every call — from user code, a progress object, anywhere — posts a notification when, and only when,
+/// the state really changed. Linux has no Objective-C runtime, so Herald's task base class routes every
+/// state change through this one hook instead: ``SessionTask/resume()``, ``SessionTask/suspend()`` and
+/// the completion path report here, and nothing else in the library posts task lifecycle notifications.
+/// A user subclass that overrides `resume()` and calls `super` reaches it too.
+///
+/// The hook belongs to one session and posts only on that session's center, so a task never announces
+/// itself to another session's observers. Events are queued on the session's serial event queue from
+/// inside the task's lock, which fixes their order to the order of the state changes themselves.
+final class TaskLifecycleHook: Sendable {
+    let center: NotificationHub
+    let sessionIdentifier: Int
+    /// Every lifecycle notification of the session is posted from this serial queue, in causal order.
+    let eventQueue: DispatchQueue
+
+    init(center: NotificationHub, sessionIdentifier: Int) {
+        self.center = center
+        self.sessionIdentifier = sessionIdentifier
+        self.eventQueue = DispatchQueue(label: "herald.session.\(sessionIdentifier).events")
+    }
+
+    /// Called with the task's lock held, right after a real transition to `running` or `suspended`.
+    func taskDidTransition(_ task: SessionTask, to state: TaskState) {
+        let date = Date()
+        let taskIdentifier = task.taskIdentifier
+        let center = center
+        let sessionIdentifier = sessionIdentifier
+        eventQueue.async {
+            let event = TaskLifecycleEvent(
+                taskIdentifier: taskIdentifier, sessionIdentifier: sessionIdentifier, date: date)
+            switch state {
+            case .running: center.post(.taskDidResume, object: task, userInfo: event)
+            case .suspended: center.post(.taskDidSuspend, object: task, userInfo: event)
+            case .canceling, .completed: break
+            }
+        }
+    }
+
+    /// Posts `taskDidComplete`; called on the event queue after the completion handler ran.
+    func postCompletion(of task: SessionTask, _ completion: @autoclosure () -> TaskCompletion) {
+        dispatchPrecondition(condition: .onQueue(eventQueue))
+        center.post(.taskDidComplete, object: task, userInfo: completion())
+    }
+}

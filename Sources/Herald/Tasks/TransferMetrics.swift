@@ -1,0 +1,48 @@
+import Foundation
+
+/// Timings and byte counts curl measured for one transfer.
+///
+/// Durations are measured from the moment the transfer started (curl's `*_TIME_T` values are cumulative),
+/// so `nameLookup ≤ connect ≤ tlsHandshake ≤ timeToFirstByte ≤ total`. On a reused connection the
+/// lookup and connect times are about zero. Time spent suspended is included in `total`.
+public struct TransferMetrics: Sendable, Hashable {
+    /// When the transfer was handed to curl.
+    public var startDate: Date
+    /// Until the host name was resolved.
+    public var nameLookup: TimeInterval
+    /// Until the TCP connection was established.
+    public var connect: TimeInterval
+    /// Until the TLS handshake completed (zero for plain HTTP).
+    public var tlsHandshake: TimeInterval
+    /// Until the first response byte arrived.
+    public var timeToFirstByte: TimeInterval
+    /// Until the transfer ended.
+    public var total: TimeInterval
+    /// Time spent in redirects curl followed.
+    public var redirectTime: TimeInterval
+    /// Bytes of request headers sent.
+    public var requestHeaderBytes: Int64
+    /// Bytes of request body sent.
+    public var requestBodyBytes: Int64
+    /// Bytes of response headers received.
+    public var responseHeaderBytes: Int64
+    /// Bytes of response body received (after content decoding).
+    public var responseBodyBytes: Int64
+    /// How many redirects were followed.
+    public var redirectCount: Int
+    /// Whether the transfer ran on a connection that already existed.
+    public var connectionReused: Bool
+    /// The remote IP address, when a connection was made.
+    public var remoteAddress: String?
+    /// The remote port, when a connection was made.
+    public var remotePort: Int?
+    /// The local port, when a connection was made.
+    public var localPort: Int?
+    /// The protocol version used, such as `"HTTP/1.1"`.
+    public var httpVersion: String?
+
+    /// Bytes sent in all: request headers and body.
+    public var bytesSent: Int64 { requestHeaderBytes + requestBodyBytes }
+    /// Bytes received in all: response headers and body.
+    public var bytesReceived: Int64 { responseHeaderBytes + responseBodyBytes }
+}

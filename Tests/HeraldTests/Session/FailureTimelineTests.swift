@@ -1,0 +1,102 @@
+import Foundation
+import Herald
+import HeraldTesting
+import Testing
+
+@Suite("Failures complete exactly once with a typed error")
+struct FailureTimelineTests {
+    @Test("connection refused completes once with cannotConnect")
+    func connectionRefused() async throws {
+        let fixture = try await SessionFixture.make()
+        // A port that was just listening and no longer is: nothing accepts there.
+        let closed = try await TestServer.start()
+        let url = closed.url("/json")
+        try await closed.shutdown()
+        let log = CompletionLog()
+        let task = try fixture.session.dataTask(with: Request(url: url), completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
+        let error = try #require(log.all.first?.error)
+        #expect(error.code == .cannotConnect)
+        #expect(error.curlCode == 7)
+        #expect(log.all.count == 1)
+        try await fixture.tearDown()
+    }
+
+    @Test("a server that never answers times out with timedOut after the request timeout")
+    func stallTimesOut() async throws {
+        let fixture = try await SessionFixture.make()
+        let log = CompletionLog()
+        let started = ContinuousClock.now
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/fault/stall"), timeoutInterval: 0.5),
+            completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        let elapsed = ContinuousClock.now - started
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
+        #expect(log.all.first?.error?.code == .timedOut)
+        #expect(elapsed >= .milliseconds(500))
+        #expect(elapsed < .seconds(5))
+        try await fixture.tearDown()
+    }
+
+    @Test("a reset in the middle of the body completes once with networkConnectionLost")
+    func resetMidBody() async throws {
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        let log = CompletionLog()
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/fault/reset-mid-body?bytes=4096")), completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
+        #expect(log.all.count == 1)
+        #expect(log.all.first?.error?.code == .networkConnectionLost)
+        // A reset discards what the client had not read yet, so the head may or may not have arrived;
+        // when it did, it is the server's 200.
+        if let response = log.all.first?.response { #expect(response.statusCode == 200) }
+        try await fixture.tearDown()
+    }
+
+    @Test("a body shorter than its Content-Length is an error, not a short success")
+    func truncatedBody() async throws {
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        let log = CompletionLog()
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/fault/truncated?declared=1000&sent=10")),
+            completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(log.all.first?.error?.code == .networkConnectionLost)
+        #expect(log.all.first?.object == nil)
+        try await fixture.tearDown()
+    }
+
+    @Test("a garbage status line completes with badServerResponse")
+    func garbageStatusLine() async throws {
+        let fixture = try await SessionFixture.make()
+        let log = CompletionLog()
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/fault/garbage-status")), completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(log.all.first?.error?.code == .badServerResponse)
+        try await fixture.tearDown()
+    }
+
+    @Test("other tasks on the same session are unaffected by one task's failure")
+    func failureIsolated() async throws {
+        let fixture = try await SessionFixture.make()
+        let failing = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/fault/reset-before-headers")))
+        let healthy = try fixture.session.dataTask(with: Request(url: fixture.server.url("/json")))
+        failing.resume()
+        healthy.resume()
+        try await fixture.recorder.waitForCompletions(2)
+        #expect(failing.error != nil)
+        #expect(healthy.error == nil)
+        #expect(healthy.response?.statusCode == 200)
+        try await fixture.tearDown()
+    }
+}
