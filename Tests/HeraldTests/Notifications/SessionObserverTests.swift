@@ -35,6 +35,8 @@ struct SessionObserverTests {
         let concurrent = DispatchQueue(label: "observer", attributes: .concurrent)
         let directToken = fixture.center.addObserver(direct)
         let queuedToken = fixture.center.addObserver(queued, delivery: .queue(concurrent))
+        // Registered after `direct`: once it has seen an event, so has `direct` (same posting thread).
+        let after = RecordingObserver(center: fixture.center)
         let task = try fixture.session.dataTask(with: Request(url: fixture.server.url("/json")))
         task.resume()
         task.suspend()
@@ -42,7 +44,7 @@ struct SessionObserverTests {
         task.resume()
         try await fixture.recorder.waitForCompletions(1)
         fixture.session.invalidate(cancelingTasks: false)
-        try await fixture.recorder.waitForInvalidation()
+        try await after.waitForInvalidation()
         let expected = ["resume", "suspend", "resume", "complete", "invalidate"]
         #expect(direct.calls.withLock { $0 } == expected)
         // The queued observer gets them asynchronously: flush its queue with a barrier.
