@@ -77,8 +77,10 @@ final class PostingThread {
             }
             let current = snapshot ?? Unmanaged.passRetained(hub.currentSnapshot())
             current._withUnsafeGuaranteedRef(body)
+            // Read before the put: once in the slot, the hub may take the snapshot and release it.
+            let currentVersion = current._withUnsafeGuaranteedRef { $0.version }
             slot.put(current)?.release()
-            if current._withUnsafeGuaranteedRef({ $0.version }) != hub.version.load(ordering: .sequentiallyConsistent) {
+            if currentVersion != hub.version.load(ordering: .sequentiallyConsistent) {
                 // The registry changed during the delivery and the hub may have emptied the slot before the
                 // put: make sure the stale snapshot does not stay here.
                 slot.take()?.release()
