@@ -74,6 +74,8 @@ extension NotificationHub {
     func removeGoneSenders(nameIndex: Int, senderID: ObjectIdentifier) {
         let garbage = registry.withLock { registry in
             let (nameIsUnobserved, garbage) = registry.removeGoneSenders(nameIndex: nameIndex, senderID: senderID)
+            // Another thread may have pruned them first: then nothing changed.
+            if garbage.observations.isEmpty { return (garbage, [Unmanaged<Snapshot>]()) }
             let cached = registryDidChange(registry, nameIndex: nameIndex, isObserved: nameIsUnobserved ? false : nil)
             return (garbage, cached)
         }
@@ -84,6 +86,8 @@ extension NotificationHub {
     func remove(_ observation: any AnyObservation) {
         let garbage = registry.withLock { registry in
             let (nameIsUnobserved, garbage) = registry.remove(observation)
+            // Already pruned: nothing changed, so posting threads keep their snapshots.
+            if garbage.observations.isEmpty { return (garbage, [Unmanaged<Snapshot>]()) }
             let cached = registryDidChange(
                 registry, nameIndex: observation.nameIndex, isObserved: nameIsUnobserved ? false : nil)
             return (garbage, cached)

@@ -50,7 +50,9 @@ struct Registry: Sendable {
 
     /// The snapshot posts read, built if a change invalidated the previous one.
     mutating func currentSnapshot(version: UInt64) -> Snapshot {
-        if let snapshot { return snapshot }
+        // A change that found nothing to remove still bumps the version: rebuild so that the snapshot's
+        // version is the current one, or posting threads would refresh on every post.
+        if let snapshot, snapshot.version == version { return snapshot }
         let snapshot = Snapshot(entries: entries, version: version)
         self.snapshot = snapshot
         return snapshot
