@@ -1,14 +1,8 @@
 import Synchronization
 
 extension NotificationHub {
-    /// Hands `notification` to every matching observer, in registration order, with no lock held.
-    @inlinable
-    func deliver<UserInfo: Sendable>(_ notification: TypedNotification<UserInfo>, on thread: PostingThread) {
-        thread.withSnapshot(of: self) { snapshot in
-            deliver(notification, from: snapshot)
-        }
-    }
-
+    /// Hands `notification` to every matching observer in `snapshot`, in registration order, with no
+    /// lock held.
     @inlinable
     func deliver<UserInfo: Sendable>(_ notification: TypedNotification<UserInfo>, from snapshot: Snapshot) {
         let nameIndex = notification.name.index

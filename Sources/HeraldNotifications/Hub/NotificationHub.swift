@@ -28,6 +28,9 @@ public final class NotificationHub: Sendable {
     /// Unique for the life of the process (unlike an address), so a thread's cache never confuses a new
     /// hub with a dead one.
     @usableFromInline let id = NotificationHub.makeID()
+    /// The posting-thread key, copied here so that posts read a stored property instead of checking a
+    /// lazily initialised global.
+    @usableFromInline let postingThreadKey = HeraldNotifications.postingThreadKey
 
     private static let nextID = Atomic<UInt64>(0)
     private static func makeID() -> UInt64 { nextID.wrappingAdd(1, ordering: .relaxed).oldValue }
@@ -104,12 +107,11 @@ public final class NotificationHub: Sendable {
     ) {
         guard observedNames.mayContain(name.index) else { return }
         let notification = TypedNotification(name: name, object: object, userInfo: userInfo())
-        PostingThread.withCurrent { thread in
-            thread.deliverBreadthFirst(
-                { deliver(notification, on: thread) },
-                deferred: { self.deliver(notification, on: thread) }
-            )
-        }
+        PostingThread.post(
+            to: self,
+            { deliver(notification, from: $0) },
+            deferred: { { self.deliver(notification, from: $0) } }
+        )
     }
 
     /// Returns whether any observer is registered for `name`.

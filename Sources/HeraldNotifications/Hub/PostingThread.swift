@@ -17,32 +17,50 @@
 final class PostingThread {
     // Thread-confined, so the dynamic exclusivity checks (a TLS lookup each) buy nothing here.
     @exclusivity(unchecked) private var isDelivering = false
-    @exclusivity(unchecked) private var pending: [() -> Void] = []
+    @exclusivity(unchecked) private var pending: [(PostingThread) -> Void] = []
 
-    /// Calls `body` with the state of the calling thread, created on first use and released when the
-    /// thread exits.
+    /// Delivers one post of `hub` from the calling thread: now, with the thread's snapshot of the hub's
+    /// registry, or — if the thread is already delivering — after the current delivery, with the
+    /// snapshot current then.
+    ///
+    /// One non-inlined call per post: the thread state, the breadth-first check and the snapshot are
+    /// all handled here.
+    ///
+    /// - Parameters:
+    ///   - hub: The hub posted to.
+    ///   - deliver: Hands the notification to the observers in a snapshot.
+    ///   - deferred: Makes an escaping copy of `deliver`, called only when the post must wait.
     @usableFromInline
-    static func withCurrent(_ body: (PostingThread) -> Void) {
-        let key = postingThreadKey
-        if let state = pthread_getspecific(key) {
-            // The thread-specific slot owns the state until the thread exits: borrow it, no retain.
-            Unmanaged<PostingThread>.fromOpaque(state)._withUnsafeGuaranteedRef(body)
+    static func post(
+        to hub: NotificationHub,
+        _ deliver: (Snapshot) -> Void,
+        deferred: () -> ((Snapshot) -> Void)
+    ) {
+        let key = hub.postingThreadKey
+        guard let state = pthread_getspecific(key) else {
+            let thread = PostingThread()
+            pthread_setspecific(key, Unmanaged.passRetained(thread).toOpaque())
+            thread.post(to: hub, deliver, deferred: deferred)
             return
         }
-        let state = PostingThread()
-        pthread_setspecific(key, Unmanaged.passRetained(state).toOpaque())
-        body(state)
+        // The thread-specific slot owns the state until the thread exits: borrow it, no retain.
+        Unmanaged<PostingThread>.fromOpaque(state)._withUnsafeGuaranteedRef {
+            $0.post(to: hub, deliver, deferred: deferred)
+        }
     }
 
-    /// Runs `deliver` now if this thread is not delivering, else after the current delivery.
-    @usableFromInline
-    func deliverBreadthFirst(_ deliver: () -> Void, deferred: @autoclosure () -> (() -> Void)) {
+    private func post(
+        to hub: NotificationHub,
+        _ deliver: (Snapshot) -> Void,
+        deferred: () -> ((Snapshot) -> Void)
+    ) {
         if isDelivering {
-            pending.append(deferred())
+            let later = deferred()
+            pending.append { thread in thread.withSnapshot(of: hub, later) }
             return
         }
         isDelivering = true
-        deliver()
+        withSnapshot(of: hub, deliver)
         if !pending.isEmpty { drainPending() }
         isDelivering = false
     }
@@ -56,8 +74,7 @@ final class PostingThread {
     ///
     /// Lock-free while the hub's registry is unchanged: a version load and two uncontended exchanges on
     /// this thread's slot. Takes the hub's lock once per registry change per thread.
-    @usableFromInline
-    func withSnapshot(of hub: NotificationHub, _ body: (Snapshot) -> Void) {
+    private func withSnapshot(of hub: NotificationHub, _ body: (Snapshot) -> Void) {
         let index = Int(truncatingIfNeeded: hub.id & 3)
         if slots[index]?.hubID != hub.id {
             slots[index]?.abandon()  // Another hub's: released with its snapshot.
@@ -100,13 +117,14 @@ final class PostingThread {
         while next < pending.count {
             let delivery = pending[next]
             next += 1
-            delivery()
+            delivery(self)
         }
         pending.removeAll(keepingCapacity: true)
     }
 }
 
-private let postingThreadKey: pthread_key_t = {
+/// Read once per hub (``NotificationHub/postingThreadKey``), so posts skip the lazy-global check.
+let postingThreadKey: pthread_key_t = {
     var key = pthread_key_t()
     let status = pthread_key_create(&key) { state in
         #if canImport(Darwin)
