@@ -1,4 +1,5 @@
 import Foundation
+import HeraldNotifications
 
 /// Starts a real OS thread (not a Dispatch worker, whose pool is as small as the machine) running `body`.
 func startThread(named name: String, _ body: @escaping @Sendable () -> Void) {
@@ -17,6 +18,3 @@ final class TokenBox: Sendable {
     }
     func cancel() { storage.withLock { $0 }?.cancel() }
 }
-
-import HeraldNotifications
-import Synchronization
