@@ -8,11 +8,15 @@ let package = Package(
         .library(name: "HeraldNotifications", targets: ["HeraldNotifications"]),
         .library(name: "Herald", targets: ["Herald"]),
         .library(name: "HeraldTesting", targets: ["HeraldTesting"]),
+        .library(name: "HeraldObservers", targets: ["HeraldObservers"]),
         .executable(name: "notification-basics", targets: ["NotificationBasics"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
     ],
     targets: [
         .systemLibrary(
@@ -39,6 +43,15 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
+        .target(
+            name: "HeraldObservers",
+            dependencies: [
+                "Herald",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ]
+        ),
         .executableTarget(
             name: "NotificationBasics",
             dependencies: ["HeraldNotifications"],
@@ -47,6 +60,16 @@ let package = Package(
         .testTarget(name: "HeraldNotificationsTests", dependencies: ["HeraldNotifications"]),
         .testTarget(name: "HeraldTests", dependencies: ["Herald", "HeraldTesting"]),
         .testTarget(name: "HeraldTestingTests", dependencies: ["HeraldTesting"]),
+        .testTarget(
+            name: "HeraldObserversTests",
+            dependencies: [
+                "HeraldObservers",
+                "HeraldTesting",
+                .product(name: "InMemoryLogging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

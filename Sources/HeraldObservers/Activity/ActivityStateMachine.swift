@@ -1,0 +1,103 @@
+/// The activity indicator's logic as a value: events in, transitions and timer requests out.
+///
+/// Kept free of locks, clocks and callbacks so that every rule is plain code: the owner mutates it under
+/// its lock and performs the returned ``Action`` after releasing the lock.
+struct ActivityStateMachine {
+    /// What the owner must do after an event.
+    struct Action {
+        /// Transitions to report, in order.
+        var changes: [ActivityIndicatorChange] = []
+        /// A timer to start: fire ``timerFired(generation:)`` with this generation after the delay.
+        var timer: (delay: Double, generation: Int)?
+    }
+
+    private(set) var state = ActivityIndicatorState.notActive
+    private(set) var running: Set<TaskKey> = []
+    private(set) var isEnabled: Bool
+    let activationDelay: Double
+    let completionDelay: Double
+    /// Bumped whenever a pending timer stops being wanted, so a stale timer does nothing when it fires.
+    private var generation = 0
+
+    init(activationDelay: Double, completionDelay: Double, isEnabled: Bool) {
+        self.activationDelay = activationDelay
+        self.completionDelay = completionDelay
+        self.isEnabled = isEnabled
+    }
+
+    /// A task started or continued. Adding a task already running does nothing.
+    mutating func taskStarted(_ key: TaskKey) -> Action {
+        guard running.insert(key).inserted else { return Action() }
+        return reevaluate()
+    }
+
+    /// A task paused or completed. Removing a task that is not running does nothing, so a duplicated
+    /// completion, or a completion without a resume, can never drive the count below zero.
+    mutating func taskStopped(_ key: TaskKey) -> Action {
+        guard running.remove(key) != nil else { return Action() }
+        return reevaluate()
+    }
+
+    /// A session finished invalidating: none of its tasks can still be running, whatever was missed.
+    mutating func sessionEnded(_ sessionIdentifier: Int) -> Action {
+        let before = running.count
+        running = running.filter { $0.sessionIdentifier != sessionIdentifier }
+        return running.count == before ? Action() : reevaluate()
+    }
+
+    mutating func setEnabled(_ enabled: Bool) -> Action {
+        guard enabled != isEnabled else { return Action() }
+        isEnabled = enabled
+        return reevaluate()
+    }
+
+    /// A timer started by an earlier action fired.
+    mutating func timerFired(generation firedGeneration: Int) -> Action {
+        guard firedGeneration == generation, isEnabled else { return Action() }
+        var action = Action()
+        switch state {
+        case .delayingStart:
+            // Everything that started during the delay may already be done: then it is never shown.
+            move(to: running.isEmpty ? .notActive : .active, &action)
+        case .delayingEnd:
+            move(to: .notActive, &action)
+        case .notActive, .active:
+            break
+        }
+        return action
+    }
+
+    private mutating func reevaluate() -> Action {
+        var action = Action()
+        guard isEnabled else {
+            if state != .notActive {
+                generation += 1
+                move(to: .notActive, &action)
+            }
+            return action
+        }
+        switch state {
+        case .notActive where !running.isEmpty:
+            move(to: .delayingStart, &action)
+            generation += 1
+            action.timer = (activationDelay, generation)
+        case .active where running.isEmpty:
+            move(to: .delayingEnd, &action)
+            generation += 1
+            action.timer = (completionDelay, generation)
+        case .delayingEnd where !running.isEmpty:
+            generation += 1  // the pending completion timer is no longer wanted
+            move(to: .active, &action)
+        case .notActive, .active, .delayingStart, .delayingEnd:
+            // delayingStart ignores count changes until its timer fires (AF's rule).
+            break
+        }
+        return action
+    }
+
+    private mutating func move(to newState: ActivityIndicatorState, _ action: inout Action) {
+        guard newState != state else { return }
+        action.changes.append(ActivityIndicatorChange(from: state, to: newState, runningTaskCount: running.count))
+        state = newState
+    }
+}

@@ -1,0 +1,41 @@
+import Foundation
+import Herald
+
+/// One line of a ``JSONLinesEventLog``: a notification flattened to JSON-friendly fields.
+///
+/// Absent fields are left out of the JSON. Keys are stable: `event` (the notification's raw name, such
+/// as `herald.task.complete`), `time` (ISO 8601 with milliseconds, UTC), `session`, `task`, `method`,
+/// `url` (credentials redacted), `status`, `error` (the error code's description), `errorMessage`,
+/// `finalURL`, `bytesSent`, `bytesReceived` (body bytes), `duration` (seconds), `redirects`, `file`.
+public struct EventRecord: Codable, Sendable, Hashable {
+    /// The notification's raw name.
+    public var event: String
+    /// When it happened, ISO 8601.
+    public var time: String
+    /// The session identifier.
+    public var session: Int
+    /// The task identifier; `nil` for session events.
+    public var task: Int?
+    /// The request method.
+    public var method: String?
+    /// The request URL, redacted.
+    public var url: String?
+    /// The response status code.
+    public var status: Int?
+    /// The error code's description, such as `"timedOut"`.
+    public var error: String?
+    /// The error's message.
+    public var errorMessage: String?
+    /// The URL of the final response, redacted.
+    public var finalURL: String?
+    /// Request body bytes sent.
+    public var bytesSent: Int64?
+    /// Response body bytes received.
+    public var bytesReceived: Int64?
+    /// Seconds from the transfer's start to its end.
+    public var duration: Double?
+    /// Redirects followed.
+    public var redirects: Int?
+    /// A download's file path.
+    public var file: String?
+}

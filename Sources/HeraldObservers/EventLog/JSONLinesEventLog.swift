@@ -1,0 +1,127 @@
+import Foundation
+import Herald
+import HeraldNotifications
+
+/// Writes one JSON object per line for every lifecycle notification: an event log to pipe into
+/// existing log systems (`jq`, Vector, Loki…).
+///
+/// Each line is an ``EventRecord``, written and flushed as soon as the notification arrives (a
+/// `FileHandle` is unbuffered; a custom sink receives whole lines). Lines from different sessions never
+/// interleave: writes are serialized.
+///
+/// ```swift
+/// let log = JSONLinesEventLog(fileHandle: .standardOutput)
+/// let token = log.observe(session.notificationCenter)
+/// ```
+public final class JSONLinesEventLog: SessionObserver {
+    private let lines: OrderedDelivery<Void, String>
+    private let redaction: LogRedaction
+
+    /// Creates a log that hands each line, newline included, to `write`.
+    ///
+    /// `write` is called one line at a time, never concurrently, in notification order for each session.
+    /// - Parameters:
+    ///   - redaction: What to redact in URLs; default ``LogRedaction/default``.
+    ///   - write: The sink.
+    public init(redaction: LogRedaction = .default, write: @escaping @Sendable (String) -> Void) {
+        self.redaction = redaction
+        self.lines = OrderedDelivery((), consumer: write)
+    }
+
+    /// Creates a log writing to a file handle, such as `FileHandle.standardOutput`.
+    /// - Parameters:
+    ///   - fileHandle: Where lines go; each is written with one `write` call.
+    ///   - redaction: What to redact in URLs; default ``LogRedaction/default``.
+    public convenience init(fileHandle: FileHandle, redaction: LogRedaction = .default) {
+        self.init(redaction: redaction) { line in
+            // A closed pipe must not crash the process; the line is dropped.
+            try? fileHandle.write(contentsOf: Data(line.utf8))
+        }
+    }
+
+    /// Creates a log appending to a text stream, such as a `String` in a test.
+    ///
+    /// The stream is owned by the log from now on; `flush` is called after each line when given.
+    /// - Parameters:
+    ///   - stream: The stream to append to.
+    ///   - redaction: What to redact in URLs; default ``LogRedaction/default``.
+    public convenience init(stream: some TextOutputStream & Sendable, redaction: LogRedaction = .default) {
+        let box = Locked(stream)
+        self.init(redaction: redaction) { line in box.withLock { $0.write(line) } }
+    }
+
+    /// Writes the `herald.task.resume` line.
+    /// - Parameter notification: `taskDidResume`.
+    public func taskDidResume(_ notification: TypedNotification<TaskLifecycleEvent>) {
+        emit(lifecycle(notification))
+    }
+
+    /// Writes the `herald.task.suspend` line.
+    /// - Parameter notification: `taskDidSuspend`.
+    public func taskDidSuspend(_ notification: TypedNotification<TaskLifecycleEvent>) {
+        emit(lifecycle(notification))
+    }
+
+    /// Writes the `herald.task.complete` line.
+    /// - Parameter notification: `taskDidComplete`.
+    public func taskDidComplete(_ notification: TypedNotification<TaskCompletion>) {
+        let completion = notification.userInfo
+        var record = EventRecord(
+            event: notification.name.rawValue, time: Self.timestamp(completion.date),
+            session: completion.sessionIdentifier, task: completion.taskIdentifier)
+        if let request = RequestSummary(object: notification.object) {
+            record.method = request.method
+            record.url = redaction.redacting(request.url)
+        }
+        record.status = completion.response?.statusCode
+        record.error = completion.error?.code.description
+        record.errorMessage = completion.error?.message
+        record.finalURL = completion.finalURL.map(redaction.redacting)
+        record.file = completion.assetPath?.path
+        if let metrics = completion.metrics {
+            record.bytesSent = metrics.requestBodyBytes
+            record.bytesReceived = metrics.responseBodyBytes
+            record.duration = (metrics.total * 1000).rounded() / 1000
+            record.redirects = metrics.redirectCount
+        }
+        emit(record)
+    }
+
+    /// Writes the `herald.session.invalidate` line.
+    /// - Parameter notification: `sessionDidInvalidate`.
+    public func sessionDidInvalidate(_ notification: TypedNotification<SessionInvalidation>) {
+        var record = EventRecord(
+            event: notification.name.rawValue, time: Self.timestamp(notification.userInfo.date),
+            session: notification.userInfo.sessionIdentifier)
+        record.error = notification.userInfo.error?.code.description
+        record.errorMessage = notification.userInfo.error?.message
+        emit(record)
+    }
+
+    // MARK: - helpers
+
+    private func lifecycle(_ notification: TypedNotification<TaskLifecycleEvent>) -> EventRecord {
+        let event = notification.userInfo
+        var record = EventRecord(
+            event: notification.name.rawValue, time: Self.timestamp(event.date), session: event.sessionIdentifier,
+            task: event.taskIdentifier)
+        if let request = RequestSummary(object: notification.object) {
+            record.method = request.method
+            record.url = redaction.redacting(request.url)
+        }
+        return record
+    }
+
+    private func emit(_ record: EventRecord) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Encoding an EventRecord (strings, integers, finite doubles) cannot fail; if it somehow did, the
+        // line is skipped rather than crashing the observed program.
+        guard let data = try? encoder.encode(record), let json = String(data: data, encoding: .utf8) else { return }
+        lines.submit([json + "\n"])
+    }
+
+    static func timestamp(_ date: Date) -> String {
+        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+    }
+}

@@ -1,0 +1,147 @@
+import Foundation
+import Herald
+import HeraldNotifications
+import Logging
+
+/// Logs every task's lifecycle on swift-log, with secrets redacted.
+///
+/// Start (`taskDidResume`), suspension and completion of each task are logged at `debug` with
+/// dot-notation metadata — `herald.session.id`, `herald.task.id`, `http.request.method`, `url.full`
+/// (redacted), and on completion `http.response.status_code`, `herald.duration`, `herald.bytes.sent`,
+/// `herald.bytes.received`, `error.type`; request and response headers and curl's timings are logged at
+/// `trace`. Messages are constant, so log backends can group them. Secrets are handled by
+/// ``LogRedaction``.
+///
+/// As every library should, it takes the `Logger` it writes to and never bootstraps a backend.
+///
+/// ```swift
+/// let token = LoggingObserver(logger: logger).observe(session.notificationCenter)
+/// ```
+public final class LoggingObserver: SessionObserver {
+    /// Where entries go.
+    public let logger: Logger
+    /// What is redacted.
+    public let redaction: LogRedaction
+
+    /// Creates a logging observer.
+    /// - Parameters:
+    ///   - logger: The logger to write to; its level decides what is written (`debug` for the
+    ///     lifecycle, `trace` for headers and timings).
+    ///   - redaction: What to redact; default ``LogRedaction/default``.
+    public init(logger: Logger, redaction: LogRedaction = .default) {
+        self.logger = logger
+        self.redaction = redaction
+    }
+
+    /// Logs `task resumed` at `debug` and the request headers at `trace`.
+    /// - Parameter notification: `taskDidResume`.
+    public func taskDidResume(_ notification: TypedNotification<TaskLifecycleEvent>) {
+        logLifecycle("task resumed", notification)
+        guard logger.logLevel <= .trace, let task = notification.object as? SessionTask else { return }
+        var metadata = identity(notification.userInfo)
+        for (name, value) in redaction.redacting(task.originalRequest.headers) {
+            metadata["http.request.header.\(name.lowercased())"] = .string(value)
+        }
+        logger.trace("task request headers", metadata: metadata)
+    }
+
+    /// Logs `task suspended` at `debug`.
+    /// - Parameter notification: `taskDidSuspend`.
+    public func taskDidSuspend(_ notification: TypedNotification<TaskLifecycleEvent>) {
+        logLifecycle("task suspended", notification)
+    }
+
+    /// Logs `task completed` at `debug` (with status, duration, bytes and error code) and the response
+    /// headers and timings at `trace`.
+    /// - Parameter notification: `taskDidComplete`.
+    public func taskDidComplete(_ notification: TypedNotification<TaskCompletion>) {
+        guard logger.logLevel <= .debug else { return }
+        let completion = notification.userInfo
+        var metadata = identity(completion)
+        if let request = RequestSummary(object: notification.object) {
+            metadata["http.request.method"] = .string(request.method)
+            metadata["url.full"] = .string(redaction.redacting(request.url))
+        }
+        if let response = completion.response {
+            metadata["http.response.status_code"] = .stringConvertible(response.statusCode)
+        }
+        if let metrics = completion.metrics {
+            metadata["herald.duration"] = .string(Self.seconds(metrics.total))
+            metadata["herald.bytes.sent"] = .stringConvertible(metrics.requestBodyBytes)
+            metadata["herald.bytes.received"] = .stringConvertible(metrics.responseBodyBytes)
+        }
+        if let error = completion.error {
+            metadata["error.type"] = .string(error.code.description)
+            metadata["error.message"] = .string(error.message)
+        }
+        logger.debug("task completed", metadata: metadata)
+
+        guard logger.logLevel <= .trace else { return }
+        var detail = identity(completion)
+        if let finalURL = completion.finalURL {
+            detail["herald.final_url"] = .string(redaction.redacting(finalURL))
+        }
+        if let response = completion.response {
+            for (name, value) in redaction.redacting(response.headers) {
+                let key = "http.response.header.\(name.lowercased())"
+                if case .string(let previous)? = detail[key] {
+                    detail[key] = .string(previous + ", " + value)
+                } else {
+                    detail[key] = .string(value)
+                }
+            }
+        }
+        if let metrics = completion.metrics {
+            detail["herald.timing.name_lookup"] = .string(Self.seconds(metrics.nameLookup))
+            detail["herald.timing.connect"] = .string(Self.seconds(metrics.connect))
+            detail["herald.timing.tls"] = .string(Self.seconds(metrics.tlsHandshake))
+            detail["herald.timing.first_byte"] = .string(Self.seconds(metrics.timeToFirstByte))
+            detail["herald.redirects"] = .stringConvertible(metrics.redirectCount)
+            detail["herald.connection_reused"] = .stringConvertible(metrics.connectionReused)
+        }
+        logger.trace("task completion detail", metadata: detail)
+    }
+
+    /// Logs `session invalidated` at `debug`.
+    /// - Parameter notification: `sessionDidInvalidate`.
+    public func sessionDidInvalidate(_ notification: TypedNotification<SessionInvalidation>) {
+        var metadata: Logger.Metadata = [
+            "herald.session.id": .stringConvertible(notification.userInfo.sessionIdentifier)
+        ]
+        if let error = notification.userInfo.error {
+            metadata["error.type"] = .string(error.code.description)
+        }
+        logger.debug("session invalidated", metadata: metadata)
+    }
+
+    // MARK: - helpers
+
+    private func logLifecycle(_ message: Logger.Message, _ notification: TypedNotification<TaskLifecycleEvent>) {
+        guard logger.logLevel <= .debug else { return }
+        var metadata = identity(notification.userInfo)
+        if let request = RequestSummary(object: notification.object) {
+            metadata["http.request.method"] = .string(request.method)
+            metadata["url.full"] = .string(redaction.redacting(request.url))
+        }
+        logger.debug(message, metadata: metadata)
+    }
+
+    private func identity(_ event: TaskLifecycleEvent) -> Logger.Metadata {
+        [
+            "herald.session.id": .stringConvertible(event.sessionIdentifier),
+            "herald.task.id": .stringConvertible(event.taskIdentifier),
+        ]
+    }
+
+    private func identity(_ completion: TaskCompletion) -> Logger.Metadata {
+        [
+            "herald.session.id": .stringConvertible(completion.sessionIdentifier),
+            "herald.task.id": .stringConvertible(completion.taskIdentifier),
+        ]
+    }
+
+    /// Seconds with millisecond precision, such as `"0.125"`.
+    static func seconds(_ interval: TimeInterval) -> String {
+        String(format: "%.3f", interval)
+    }
+}

@@ -1,0 +1,110 @@
+import Foundation
+import Herald
+import HeraldNotifications
+import Tracing
+
+/// Traces every task as an OpenTelemetry HTTP client span on swift-distributed-tracing.
+///
+/// A span of kind `client`, named after the method (`GET`), starts when the task first resumes and ends
+/// when it completes. It carries `http.request.method`, `url.full` (credentials replaced by `REDACTED`),
+/// `url.scheme`, `server.address`, `server.port`, and on completion `http.response.status_code`,
+/// `http.response.body.size`, `network.protocol.version` and, on failure, `error.type` (the error code's
+/// description, or the status code for a 4xx/5xx response) with the span status set to error.
+/// Suspensions and later resumes are recorded as span events.
+///
+/// Pass the tracer your application uses (`InstrumentationSystem.tracer`, or any ``Tracing/Tracer``);
+/// the observer never bootstraps one. Spans are started with the current task-local context if any,
+/// otherwise as top-level spans.
+public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sendable {
+    private let tracer: T
+    private let spans = Locked<[TaskKey: T.Span]>([:])
+
+    /// Creates a tracing observer.
+    /// - Parameter tracer: The tracer that creates and reports spans.
+    public init(tracer: T) {
+        self.tracer = tracer
+    }
+
+    /// Starts the task's span, or records a `resume` event on a span already started.
+    /// - Parameter notification: `taskDidResume`.
+    public func taskDidResume(_ notification: TypedNotification<TaskLifecycleEvent>) {
+        let key = TaskKey(notification.userInfo)
+        if let span = spans.withLock({ $0[key] }) {
+            span.addEvent("herald.task.resume")
+            return
+        }
+        let request = RequestSummary(object: notification.object)
+        let method = request?.method ?? "_OTHER"
+        let span = tracer.startSpan(
+            KnownHTTPMethod.all.contains(method) ? method : "HTTP", context: .current ?? .topLevel,
+            ofKind: .client)
+        span.attributes["http.request.method"] = KnownHTTPMethod.bounded(method)
+        if method != KnownHTTPMethod.bounded(method) {
+            span.attributes["http.request.method_original"] = method
+        }
+        if let url = request?.url {
+            span.attributes["url.full"] = url.redacted()
+            if let scheme = url.scheme { span.attributes["url.scheme"] = scheme }
+            if let host = url.host { span.attributes["server.address"] = host }
+            if let port = url.effectivePort { span.attributes["server.port"] = port }
+        }
+        span.attributes["herald.session.id"] = notification.userInfo.sessionIdentifier
+        span.attributes["herald.task.id"] = notification.userInfo.taskIdentifier
+        let isDuplicate = spans.withLock { spans -> Bool in
+            guard spans[key] == nil else { return true }
+            spans[key] = span
+            return false
+        }
+        // Two first resumes of one task racing on different threads cannot happen (a session posts from
+        // one queue), but if they did, keep one span and drop the other.
+        if isDuplicate { span.end() }
+    }
+
+    /// Records a `suspend` event on the task's span.
+    /// - Parameter notification: `taskDidSuspend`.
+    public func taskDidSuspend(_ notification: TypedNotification<TaskLifecycleEvent>) {
+        spans.withLock { $0[TaskKey(notification.userInfo)] }?.addEvent("herald.task.suspend")
+    }
+
+    /// Sets the response attributes and ends the task's span. A task that never resumed has no span.
+    /// - Parameter notification: `taskDidComplete`.
+    public func taskDidComplete(_ notification: TypedNotification<TaskCompletion>) {
+        let completion = notification.userInfo
+        guard let span = spans.withLock({ $0.removeValue(forKey: TaskKey(completion)) }) else { return }
+        if let response = completion.response {
+            span.attributes["http.response.status_code"] = response.statusCode
+            if let version = response.httpVersion.split(separator: "/").last {
+                span.attributes["network.protocol.version"] = String(version)
+            }
+        }
+        if let metrics = completion.metrics {
+            span.attributes["http.response.body.size"] = Int(metrics.responseBodyBytes)
+        }
+        if let error = completion.error {
+            span.attributes["error.type"] = error.code.description
+            span.recordError(error)
+            span.setStatus(SpanStatus(code: .error, message: error.message))
+        } else if let status = completion.response?.statusCode, status >= 400 {
+            span.attributes["error.type"] = String(status)
+            span.setStatus(SpanStatus(code: .error))
+        }
+        span.end()
+    }
+
+    /// Ends the spans of the session's tasks that never completed (which Herald does not do, but a
+    /// tracer must never be left holding a span forever).
+    /// - Parameter notification: `sessionDidInvalidate`.
+    public func sessionDidInvalidate(_ notification: TypedNotification<SessionInvalidation>) {
+        let session = notification.userInfo.sessionIdentifier
+        let orphans = spans.withLock { spans -> [T.Span] in
+            let orphans = spans.filter { $0.key.sessionIdentifier == session }
+            for key in orphans.keys { spans[key] = nil }
+            return Array(orphans.values)
+        }
+        for span in orphans {
+            span.attributes["error.type"] = "sessionInvalidated"
+            span.setStatus(SpanStatus(code: .error, message: "The session was invalidated."))
+            span.end()
+        }
+    }
+}
