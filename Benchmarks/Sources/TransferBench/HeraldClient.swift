@@ -4,6 +4,11 @@ import Foundation
 // `-Xswiftc -DTRANSFERBENCH_NO_HERALD` (run-transfers.sh --without-herald-client) builds TransferBench
 // without this client, and `--client herald` then exits with status 3. Never fake numbers.
 #if TRANSFERBENCH_NO_HERALD
+func measureHeraldIdle(url: URL, seconds: Double) -> Never {
+    FileHandle.standardError.write(Data("TransferBench was built without the Herald client (TRANSFERBENCH_NO_HERALD)\n".utf8))
+    exit(3)
+}
+
 func runHerald(url: URL, concurrency: Int, requests: Int, expectedBytes: Int) -> LoadOutcome {
     FileHandle.standardError.write(Data("TransferBench was built without the Herald client (TRANSFERBENCH_NO_HERALD)\n".utf8))
     exit(3)
@@ -44,5 +49,30 @@ func runHerald(url: URL, concurrency: Int, requests: Int, expectedBytes: Int) ->
     let outcome = generator.run()
     manager.invalidate(cancelingTasks: false)
     return outcome
+}
+
+/// Brings a session up with one request, then stays idle and reports the CPU the process used meanwhile.
+func measureHeraldIdle(url: URL, seconds: Double) -> Never {
+    let manager = SessionManager()
+    manager.responseSerializer = DataResponseSerializer()
+    let done = DispatchSemaphore(value: 0)
+    do {
+        try manager.dataTask(with: Request(url: url)) { _, _, _ in done.signal() }.resume()
+    } catch {
+        FileHandle.standardError.write(Data("dataTask(with:) threw \(error)\n".utf8))
+        exit(1)
+    }
+    done.wait()
+    func cpuMicroseconds() -> Int {
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        return (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1_000_000 + usage.ru_utime.tv_usec
+            + usage.ru_stime.tv_usec
+    }
+    let before = cpuMicroseconds()
+    Thread.sleep(forTimeInterval: seconds)
+    let used = cpuMicroseconds() - before
+    print(#"{"client":"herald-idle","seconds":\#(seconds),"cpu_ms":\#(String(format: "%.3f", Double(used) / 1000))}"#)
+    exit(0)
 }
 #endif

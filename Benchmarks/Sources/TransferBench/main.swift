@@ -1,6 +1,10 @@
 // TransferBench: one client of `make bench-transfers` (Benchmarks/run-transfers.sh).
 //
 //   TransferBench --client urlsession|herald --url URL --concurrency N --requests R [--expect-bytes B]
+//   TransferBench --client herald --url URL --idle-seconds S
+//
+// The second form measures an idle session (DESIGN §9: ≤ 10 ms CPU in 5 s): one request to bring the
+// engine and a pooled connection up, then S seconds of nothing, printing the process CPU time spent.
 //
 // Keeps N GETs in flight (each completion starts the next) until R have completed, checks every
 // response (status 200, B body bytes), and prints one JSON line:
@@ -15,6 +19,7 @@ struct Options {
     var concurrency = 1
     var requests = 20_000
     var expectedBytes = 1024
+    var idleSeconds: Double?
 }
 
 func usage() -> Never {
@@ -38,6 +43,7 @@ func parseOptions() -> Options {
         case "--concurrency": options.concurrency = Int(value) ?? 0
         case "--requests": options.requests = Int(value) ?? 0
         case "--expect-bytes": options.expectedBytes = Int(value) ?? -1
+        case "--idle-seconds": options.idleSeconds = Double(value)
         default: usage()
         }
     }
@@ -51,6 +57,9 @@ let options = parseOptions()
 
 func runClient() -> Never {
     let url = options.url!
+    if let idleSeconds = options.idleSeconds, options.client == "herald" {
+        measureHeraldIdle(url: url, seconds: idleSeconds)
+    }
     let outcome: LoadOutcome
     switch options.client {
     case "urlsession":
