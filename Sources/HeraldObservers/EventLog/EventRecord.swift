@@ -22,7 +22,7 @@ public struct EventRecord: Codable, Sendable, Hashable {
     public var url: String?
     /// The response status code.
     public var status: Int?
-    /// The error code's description, such as `"timedOut"`.
+    /// The error code's description, such as `"timed_out"`.
     public var error: String?
     /// The error's message.
     public var errorMessage: String?

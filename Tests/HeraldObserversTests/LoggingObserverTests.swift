@@ -1,0 +1,105 @@
+import Foundation
+import Herald
+import HeraldObservers
+import InMemoryLogging
+import Logging
+import Testing
+
+@Suite("Logging observer")
+struct LoggingObserverTests {
+    let tasks = OfflineTasks()
+
+    func makeLogger(level: Logger.Level) -> (Logger, InMemoryLogHandler) {
+        let handler = InMemoryLogHandler()
+        var logger = Logger(label: "herald.test") { _ in handler }
+        logger.logLevel = level
+        return (logger, handler)
+    }
+
+    @Test("start and completion are logged at debug with method, redacted URL, status, duration, bytes")
+    func lifecycleAtDebug() throws {
+        let (logger, handler) = makeLogger(level: .debug)
+        let observer = LoggingObserver(logger: logger)
+        let task = try tasks.task("https://alice:s3cret@example.com/items?id=1", method: "POST")
+        observer.taskDidResume(Payloads.resume(task: 4, session: 2, object: task))
+        observer.taskDidComplete(
+            Payloads.complete(
+                task: 4, session: 2, object: task, response: Payloads.response(201, url: task.originalRequest.url),
+                metrics: Payloads.metrics(total: 0.25, sent: 10, received: 2048)))
+        let entries = handler.entries
+        #expect(entries.map(\.message.description) == ["task resumed", "task completed"])
+        #expect(entries.allSatisfy { $0.level == .debug })
+        let start = entries[0].metadata
+        #expect(start["http.request.method"] == "POST")
+        #expect(start["url.full"] == "https://REDACTED:REDACTED@example.com/items?id=1")
+        #expect(start["herald.task.id"]?.description == "4")
+        #expect(start["herald.session.id"]?.description == "2")
+        let end = entries[1].metadata
+        #expect(end["http.response.status_code"]?.description == "201")
+        #expect(end["herald.duration"] == "0.250")
+        #expect(end["herald.bytes.sent"]?.description == "10")
+        #expect(end["herald.bytes.received"]?.description == "2048")
+        #expect(end["error.type"] == nil)
+        #expect(!entries.description.contains("s3cret"))
+    }
+
+    @Test("a failure logs the error code")
+    func failure() throws {
+        let (logger, handler) = makeLogger(level: .debug)
+        let task = try tasks.task("http://example.com/slow")
+        LoggingObserver(logger: logger).taskDidComplete(
+            Payloads.complete(task: 1, object: task, error: HeraldError(.timedOut, "Timed out.")))
+        #expect(handler.entries.first?.metadata["error.type"] == "timed_out")
+    }
+
+    @Test("headers are logged at trace with Authorization, Cookie, Set-Cookie, Proxy-Authorization redacted")
+    func headerRedaction() throws {
+        let (logger, handler) = makeLogger(level: .trace)
+        let task = try tasks.task(
+            "http://example.com/",
+            headers: [
+                "Authorization": "Bearer abc", "Cookie": "session=xyz", "Proxy-Authorization": "Basic zzz",
+                "Accept": "application/json",
+            ])
+        let observer = LoggingObserver(logger: logger)
+        observer.taskDidResume(Payloads.resume(task: 1, object: task))
+        let response = Payloads.response(
+            200, url: task.originalRequest.url, headers: ["Set-Cookie": "a=1", "Content-Type": "text/plain"])
+        observer.taskDidComplete(Payloads.complete(task: 1, object: task, response: response))
+        let trace = handler.entries.filter { $0.level == .trace }
+        #expect(trace.map(\.message.description) == ["task request headers", "task completion detail"])
+        let request = trace[0].metadata
+        #expect(request["http.request.header.authorization"] == "REDACTED")
+        #expect(request["http.request.header.cookie"] == "REDACTED")
+        #expect(request["http.request.header.proxy-authorization"] == "REDACTED")
+        #expect(request["http.request.header.accept"] == "application/json")
+        #expect(trace[1].metadata["http.response.header.set-cookie"] == "REDACTED")
+        #expect(trace[1].metadata["http.response.header.content-type"] == "text/plain")
+        let everything = handler.entries.description
+        for secret in ["abc", "xyz", "zzz", "a=1"] { #expect(!everything.contains(secret)) }
+    }
+
+    @Test("more headers and query items can be redacted")
+    func customRedaction() throws {
+        let (logger, handler) = makeLogger(level: .trace)
+        var redaction = LogRedaction.default
+        redaction.redactHeader("X-Api-Key")
+        redaction.redactQueryItem("token")
+        let task = try tasks.task("http://example.com/a?token=t0p&page=2", headers: ["x-api-key": "k3y"])
+        LoggingObserver(logger: logger, redaction: redaction).taskDidResume(Payloads.resume(task: 1, object: task))
+        let entries = handler.entries
+        #expect(entries[0].metadata["url.full"] == "http://example.com/a?token=REDACTED&page=2")
+        #expect(entries[1].metadata["http.request.header.x-api-key"] == "REDACTED")
+        #expect(!entries.description.contains("t0p") && !entries.description.contains("k3y"))
+    }
+
+    @Test("at info level nothing is logged")
+    func quietAtInfo() throws {
+        let (logger, handler) = makeLogger(level: .info)
+        let observer = LoggingObserver(logger: logger)
+        observer.taskDidResume(Payloads.resume(task: 1))
+        observer.taskDidComplete(Payloads.complete(task: 1))
+        observer.sessionDidInvalidate(Payloads.invalidate())
+        #expect(handler.entries.isEmpty)
+    }
+}

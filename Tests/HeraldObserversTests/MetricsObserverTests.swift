@@ -1,0 +1,146 @@
+import CoreMetrics
+import Foundation
+import Herald
+import HeraldObservers
+import MetricsTestKit
+import Testing
+
+/// Forwards to `TestMetrics` and counts how many metric objects were made (TestMetrics itself returns
+/// the same handler for the same label and dimensions, which would hide a metric made per request).
+final class CountingMetrics: MetricsFactory {
+    let test = TestMetrics()
+    private let made = Locked<[String: Int]>([:])
+
+    func count(_ label: String) -> Int { made.withLock { $0[label, default: 0] } }
+    private func note(_ label: String) { made.withLock { $0[label, default: 0] += 1 } }
+
+    func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
+        note(label)
+        return test.makeCounter(label: label, dimensions: dimensions)
+    }
+    func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler {
+        note(label)
+        return test.makeRecorder(label: label, dimensions: dimensions, aggregate: aggregate)
+    }
+    func makeMeter(label: String, dimensions: [(String, String)]) -> any MeterHandler {
+        note(label)
+        return test.makeMeter(label: label, dimensions: dimensions)
+    }
+    func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
+        note(label)
+        return test.makeTimer(label: label, dimensions: dimensions)
+    }
+    func destroyCounter(_ handler: any CounterHandler) { test.destroyCounter(handler) }
+    func destroyRecorder(_ handler: any RecorderHandler) { test.destroyRecorder(handler) }
+    func destroyMeter(_ handler: any MeterHandler) { test.destroyMeter(handler) }
+    func destroyTimer(_ handler: any TimerHandler) { test.destroyTimer(handler) }
+}
+
+@Suite("Metrics observer")
+struct MetricsObserverTests {
+    let tasks = OfflineTasks()
+
+    @Test("duration in seconds, body sizes and active requests under OpenTelemetry names")
+    func recordsOTelMetrics() throws {
+        let metrics = CountingMetrics()
+        let observer = MetricsObserver(factory: metrics)
+        let task = try tasks.task("http://example.com/a")
+        observer.taskDidResume(Payloads.resume(task: 1, object: task))
+        observer.taskDidResume(Payloads.resume(task: 2, object: task))
+        let active = try metrics.test.expectMeter(MetricsObserver.Name.activeRequests)
+        #expect(active.lastValue == 2)
+        observer.taskDidComplete(
+            Payloads.complete(
+                task: 1, object: task, response: Payloads.response(200, url: task.originalRequest.url),
+                metrics: Payloads.metrics(total: 0.5, sent: 3, received: 4096)))
+        #expect(active.lastValue == 1)
+        let dimensions = [("http.request.method", "GET"), ("http.response.status_class", "2xx")]
+        let timer = try metrics.test.expectTimer(MetricsObserver.Name.requestDuration, dimensions)
+        #expect(timer.values == [500_000_000])
+        #expect(timer.displayUnit == .seconds)
+        #expect(try metrics.test.expectRecorder(MetricsObserver.Name.responseBodySize, dimensions).values == [4096])
+        #expect(try metrics.test.expectRecorder(MetricsObserver.Name.requestBodySize, dimensions).values == [3])
+    }
+
+    @Test("dimensions are bounded: method, status class, error code; never the URL path or host by default")
+    func boundedDimensions() throws {
+        let metrics = CountingMetrics()
+        let observer = MetricsObserver(factory: metrics)
+        for index in 0..<50 {
+            let task = try tasks.task("http://host\(index).example.com/items/\(index)", method: "GET")
+            observer.taskDidResume(Payloads.resume(task: index, object: task))
+            observer.taskDidComplete(
+                Payloads.complete(
+                    task: index, object: task, response: Payloads.response(404, url: task.originalRequest.url),
+                    metrics: Payloads.metrics()))
+        }
+        let timers = metrics.test.timers(label: MetricsObserver.Name.requestDuration)
+        #expect(timers.count == 1)
+        #expect(timers.first?.values.count == 50)
+        let dimensionNames = Set(timers.flatMap { $0.dimensions.map(\.0) })
+        #expect(dimensionNames == ["http.request.method", "http.response.status_class"])
+        #expect(timers.first?.dimensions.first { $0.0 == "http.response.status_class" }?.1 == "4xx")
+
+        let odd = try tasks.task("http://example.com/", method: "BREW")
+        observer.taskDidResume(Payloads.resume(task: 99, object: odd))
+        observer.taskDidComplete(Payloads.complete(task: 99, object: odd, error: HeraldError(.cannotConnect, "No.")))
+        let failed = try metrics.test.expectTimer(
+            MetricsObserver.Name.requestDuration, [("http.request.method", "_OTHER"), ("error.type", "cannot_connect")])
+        #expect(failed.values.count == 1)
+    }
+
+    @Test("metric objects are created once per dimension set, not per request")
+    func createdOnce() throws {
+        let metrics = CountingMetrics()
+        let observer = MetricsObserver(factory: metrics)
+        let task = try tasks.task("http://example.com/")
+        for index in 0..<100 {
+            observer.taskDidResume(Payloads.resume(task: index, object: task))
+            observer.taskDidComplete(
+                Payloads.complete(
+                    task: index, object: task, response: Payloads.response(200, url: task.originalRequest.url),
+                    metrics: Payloads.metrics()))
+        }
+        #expect(metrics.count(MetricsObserver.Name.requestDuration) == 1)
+        #expect(metrics.count(MetricsObserver.Name.responseBodySize) == 1)
+        #expect(metrics.count(MetricsObserver.Name.activeRequests) == 1)
+    }
+
+    @Test("server.address is opt-in, and the number of dimension sets is capped")
+    func serverAddressCapped() throws {
+        let metrics = CountingMetrics()
+        var configuration = MetricsObserver.Configuration()
+        configuration.includesServerAddress = true
+        configuration.maximumDimensionSets = 4
+        let observer = MetricsObserver(factory: metrics, configuration: configuration)
+        for index in 0..<20 {
+            let task = try tasks.task("http://host\(index).example.com/")
+            observer.taskDidResume(Payloads.resume(task: index, object: task))
+            observer.taskDidComplete(Payloads.complete(task: index, object: task, metrics: Payloads.metrics()))
+        }
+        let timers = metrics.test.timers(label: MetricsObserver.Name.requestDuration)
+        #expect(timers.count == 5)
+        let overflow = try metrics.test.expectTimer(
+            MetricsObserver.Name.requestDuration, [("http.request.method", "_OTHER"), ("server.address", "_OTHER")])
+        #expect(overflow.values.count == 16)
+    }
+
+    @Test("duplicate and missing events never drive active requests negative")
+    func activeNeverNegative() throws {
+        let metrics = CountingMetrics()
+        let observer = MetricsObserver(factory: metrics)
+        observer.taskDidComplete(Payloads.complete(task: 1))
+        observer.taskDidSuspend(Payloads.suspend(task: 1))
+        observer.taskDidResume(Payloads.resume(task: 2))
+        observer.taskDidResume(Payloads.resume(task: 2))
+        observer.taskDidComplete(Payloads.complete(task: 2))
+        observer.taskDidComplete(Payloads.complete(task: 2))
+        observer.taskDidResume(Payloads.resume(task: 3, session: 5))
+        observer.sessionDidInvalidate(Payloads.invalidate(session: 5))
+        let active = try metrics.test.expectMeter(MetricsObserver.Name.activeRequests)
+        #expect(active.values.allSatisfy { $0 >= 0 })
+        #expect(active.lastValue == 0)
+        // A task completed without ever resuming made no request: no duration recorded.
+        #expect(metrics.test.timers(label: MetricsObserver.Name.requestDuration).flatMap(\.values).count == 1)
+    }
+}

@@ -1,0 +1,79 @@
+import Foundation
+import Herald
+import HeraldObservers
+import InMemoryTracing
+import Testing
+import Tracing
+
+@Suite("Tracing observer")
+struct TracingObserverTests {
+    let tasks = OfflineTasks()
+
+    @Test("a client span from resume to complete with OpenTelemetry HTTP attributes")
+    func clientSpan() throws {
+        let tracer = InMemoryTracer()
+        let observer = TracingObserver(tracer: tracer)
+        let task = try tasks.task("https://bob:pw@api.example.com/v1/items?q=1")
+        observer.taskDidResume(Payloads.resume(task: 1, object: task))
+        #expect(tracer.activeSpans.count == 1)
+        observer.taskDidSuspend(Payloads.suspend(task: 1, object: task))
+        observer.taskDidResume(Payloads.resume(task: 1, object: task))
+        observer.taskDidComplete(
+            Payloads.complete(
+                task: 1, object: task, response: Payloads.response(200, url: task.originalRequest.url),
+                metrics: Payloads.metrics(received: 77)))
+        #expect(tracer.activeSpans.isEmpty)
+        let span = try #require(tracer.finishedSpans.first)
+        #expect(tracer.finishedSpans.count == 1)
+        #expect(span.operationName == "GET")
+        #expect(span.kind == .client)
+        #expect(span.attributes.get("http.request.method") == .string("GET"))
+        #expect(span.attributes.get("url.full") == .string("https://REDACTED:REDACTED@api.example.com/v1/items?q=1"))
+        #expect(span.attributes.get("server.address") == .string("api.example.com"))
+        #expect(span.attributes.get("server.port") == .int64(443))
+        #expect(span.attributes.get("http.response.status_code") == .int64(200))
+        #expect(span.attributes.get("http.response.body.size") == .int64(77))
+        #expect(span.attributes.get("error.type") == nil)
+        #expect(span.status == nil)
+        #expect(span.events.map(\.name) == ["herald.task.suspend", "herald.task.resume"])
+    }
+
+    @Test("a transport error sets error.type to the code and the status to error")
+    func transportError() throws {
+        let tracer = InMemoryTracer()
+        let observer = TracingObserver(tracer: tracer)
+        let task = try tasks.task("http://127.0.0.1:9/")
+        observer.taskDidResume(Payloads.resume(task: 1, object: task))
+        observer.taskDidComplete(Payloads.complete(task: 1, object: task, error: HeraldError(.cannotConnect, "No.")))
+        let span = try #require(tracer.finishedSpans.first)
+        #expect(span.attributes.get("error.type") == .string("cannot_connect"))
+        #expect(span.attributes.get("server.port") == .int64(9))
+        #expect(span.status?.code == .error)
+        #expect(span.errors.count == 1)
+    }
+
+    @Test("a 5xx response sets error.type to the status code")
+    func serverError() throws {
+        let tracer = InMemoryTracer()
+        let observer = TracingObserver(tracer: tracer)
+        let task = try tasks.task("http://example.com/")
+        observer.taskDidResume(Payloads.resume(task: 1, object: task))
+        observer.taskDidComplete(
+            Payloads.complete(task: 1, object: task, response: Payloads.response(503, url: task.originalRequest.url)))
+        let span = try #require(tracer.finishedSpans.first)
+        #expect(span.attributes.get("error.type") == .string("503"))
+        #expect(span.status?.code == .error)
+    }
+
+    @Test("a task never resumed has no span; invalidation ends spans whose completion never came")
+    func noLeakedSpans() throws {
+        let tracer = InMemoryTracer()
+        let observer = TracingObserver(tracer: tracer)
+        observer.taskDidComplete(Payloads.complete(task: 1))
+        #expect(tracer.finishedSpans.isEmpty)
+        observer.taskDidResume(Payloads.resume(task: 2, session: 3))
+        observer.sessionDidInvalidate(Payloads.invalidate(session: 3))
+        #expect(tracer.activeSpans.isEmpty)
+        #expect(tracer.finishedSpans.first?.attributes.get("error.type") == .string("sessionInvalidated"))
+    }
+}
