@@ -34,7 +34,7 @@ test-tsan: deps
 
 ## demo: the main job.
 demo: deps
-	$(SWIFT) run notification-basics
+	$(SWIFT) run activity-counter demo
 
 ## docs: DocC for every library, warnings are errors.
 docs: deps

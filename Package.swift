@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "Herald", targets: ["Herald"]),
         .library(name: "HeraldTesting", targets: ["HeraldTesting"]),
         .library(name: "HeraldObservers", targets: ["HeraldObservers"]),
+        .executable(name: "activity-counter", targets: ["ActivityCounter"]),
         .executable(name: "notification-basics", targets: ["NotificationBasics"]),
     ],
     dependencies: [
@@ -17,6 +18,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
         .systemLibrary(
@@ -51,6 +53,15 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
+        ),
+        .executableTarget(
+            name: "ActivityCounter",
+            dependencies: [
+                "HeraldObservers",
+                "HeraldTesting",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Samples/ActivityCounter"
         ),
         .executableTarget(
             name: "NotificationBasics",

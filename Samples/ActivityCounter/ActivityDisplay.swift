@@ -1,0 +1,175 @@
+import Dispatch
+import Foundation
+import Herald
+import HeraldObservers
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Shows the activity indicator on stderr while transfers run.
+///
+/// On a terminal: an animated line (spinner, running count, bytes, rate), redrawn ten times a second
+/// while the indicator is visible and erased when it hides; colour unless `NO_COLOR` is set. Otherwise:
+/// a plain line when the indicator shows or hides, and a progress line at most once a second between.
+final class ActivityDisplay: Sendable {
+    private struct State {
+        var bytesByTask: [Int: Int64] = [:]
+        var isVisible = false
+        var spinnerFrame = 0
+        var lastPlainLine: ContinuousClock.Instant?
+        var rateSample: (time: ContinuousClock.Instant, bytes: Int64)?
+        var rate: Double = 0
+        var hiddenWaiters: [CheckedContinuation<Void, Never>] = []
+        var timer: (any DispatchSourceTimer)?
+        var lineIsDrawn = false
+    }
+
+    private static let spinner = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
+
+    let isTerminal: Bool
+    let usesColor: Bool
+    private let state = Locked(State())
+    private let indicatorBox = Locked<NetworkActivityIndicator?>(nil)
+    private let queue = DispatchQueue(label: "activity-counter.display")
+    private let clock = ContinuousClock()
+
+    init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        isTerminal = isatty(STDERR_FILENO) == 1 && environment["TERM"] != "dumb"
+        usesColor = isTerminal && (environment["NO_COLOR"] ?? "").isEmpty
+    }
+
+    /// The indicator whose running count is shown.
+    var indicator: NetworkActivityIndicator? {
+        get { indicatorBox.withLock { $0 } }
+        set { indicatorBox.withLock { $0 = newValue } }
+    }
+
+    func start() {
+        let now = clock.now
+        state.withLock { $0.rateSample = (now, 0) }
+        guard isTerminal else { return }
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now(), repeating: .milliseconds(100))
+        timer.setEventHandler { [weak self] in self?.redraw() }
+        state.withLock { $0.timer = timer }
+        timer.resume()
+    }
+
+    func stop() {
+        let timer = state.withLock { state -> (any DispatchSourceTimer)? in
+            defer { state.timer = nil }
+            return state.timer
+        }
+        timer?.cancel()
+        queue.sync { erase() }
+    }
+
+    /// Records the bytes a download has received so far.
+    func progress(_ task: Int, bytes: Int64) {
+        let plain = state.withLock { state -> Bool in
+            state.bytesByTask[task] = max(state.bytesByTask[task] ?? 0, bytes)
+            guard !isTerminal, state.isVisible else { return false }
+            let now = clock.now
+            if let last = state.lastPlainLine, last.duration(to: now) < .seconds(1) { return false }
+            state.lastPlainLine = now
+            return true
+        }
+        if plain { writePlain(progressLine()) }
+    }
+
+    /// The indicator moved: on a terminal the next redraw shows it; otherwise say so in a plain line.
+    func indicatorChanged(_ change: ActivityIndicatorChange) {
+        guard change.visibilityChanged else { return }
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.isVisible = change.to.isVisible
+            state.lastPlainLine = clock.now
+            guard !state.isVisible else { return [] }
+            defer { state.hiddenWaiters = [] }
+            return state.hiddenWaiters
+        }
+        if !isTerminal {
+            writePlain(
+                change.to.isVisible ? "activity: shown, " + progressLine() : "activity: hidden, " + progressLine())
+        }
+        waiters.forEach { $0.resume() }
+    }
+
+    /// Returns once the indicator is hidden, or after `timeout` seconds.
+    func waitUntilHidden(timeout: Double) async {
+        let deadline = DispatchTime.now() + timeout
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let hidden = state.withLock { state -> Bool in
+                if !state.isVisible { return true }
+                state.hiddenWaiters.append(continuation)
+                return false
+            }
+            if hidden {
+                continuation.resume()
+                return
+            }
+            queue.asyncAfter(deadline: deadline) { [self] in
+                let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+                    defer { state.hiddenWaiters = [] }
+                    return state.hiddenWaiters
+                }
+                waiters.forEach { $0.resume() }
+            }
+        }
+    }
+
+    // MARK: - rendering (display queue for the terminal)
+
+    private func progressLine() -> String {
+        let running = indicator?.runningTaskCount ?? 0
+        let (bytes, rate) = state.withLock { state -> (Int64, Double) in
+            let bytes = state.bytesByTask.values.reduce(0, +)
+            let now = clock.now
+            if let sample = state.rateSample {
+                let elapsed = sample.time.duration(to: now)
+                let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                if seconds >= 0.5 {
+                    state.rate = Double(bytes - sample.bytes) / seconds
+                    state.rateSample = (now, bytes)
+                }
+            } else {
+                state.rateSample = (now, bytes)
+            }
+            return (bytes, state.rate)
+        }
+        return "\(running) active, \(ByteFormat.string(bytes)), \(ByteFormat.string(Int64(rate)))/s"
+    }
+
+    private func redraw() {
+        let (visible, frame) = state.withLock { state -> (Bool, Int) in
+            state.spinnerFrame = (state.spinnerFrame + 1) % Self.spinner.count
+            return (state.isVisible, state.spinnerFrame)
+        }
+        guard visible else {
+            erase()
+            return
+        }
+        let spinner = Self.spinner[frame]
+        let text = usesColor ? "\u{1B}[36m\(spinner)\u{1B}[0m \(progressLine())" : "\(spinner) \(progressLine())"
+        state.withLock { $0.lineIsDrawn = true }
+        writeRaw("\r\u{1B}[2K" + text)
+    }
+
+    private func erase() {
+        let drawn = state.withLock { state -> Bool in
+            defer { state.lineIsDrawn = false }
+            return state.lineIsDrawn
+        }
+        if drawn { writeRaw("\r\u{1B}[2K") }
+    }
+
+    private func writePlain(_ line: String) {
+        writeRaw(line + "\n")
+    }
+
+    private func writeRaw(_ text: String) {
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+}

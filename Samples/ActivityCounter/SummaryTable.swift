@@ -1,0 +1,55 @@
+/// The table printed at the end: one row per URL with status, size, time and error.
+struct SummaryTable {
+    let results: [FetchResult]
+
+    func render() -> String {
+        let header = ["URL", "STATUS", "SIZE", "TIME", "ERROR"]
+        let rows = results.map { result -> [String] in
+            var status = result.status.map(String.init) ?? "-"
+            if result.failed && result.behavedAsExpected { status += " (planned)" }
+            return [
+                result.target.url.absoluteString, status, ByteFormat.string(result.bytes),
+                String(format: "%.2fs", result.seconds), result.error ?? "",
+            ]
+        }
+        var widths = header.map(\.count)
+        for row in rows {
+            for (column, cell) in row.enumerated() { widths[column] = max(widths[column], cell.count) }
+        }
+        func line(_ cells: [String]) -> String {
+            cells.enumerated().map { column, cell in
+                let padding = String(repeating: " ", count: widths[column] - cell.count)
+                // Numbers read better right-aligned.
+                return (2...3).contains(column) ? padding + cell : cell + padding
+            }.joined(separator: "  ").trimmingTrailingSpaces()
+        }
+        let failed = results.filter { !$0.behavedAsExpected }.count
+        let total = results.reduce(Int64(0)) { $0 + $1.bytes }
+        var text = ([line(header)] + rows.map(line)).joined(separator: "\n") + "\n"
+        text += "\(results.count) URLs, \(ByteFormat.string(total)), "
+        text += failed == 0 ? "all as expected\n" : "\(failed) failed\n"
+        return text
+    }
+}
+
+extension String {
+    func trimmingTrailingSpaces() -> String {
+        var copy = self
+        while copy.last == " " { copy.removeLast() }
+        return copy
+    }
+}
+
+/// `1.5 MiB`, `512 B`.
+enum ByteFormat {
+    static func string(_ bytes: Int64) -> String {
+        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+        var value = Double(bytes)
+        var unit = 0
+        while value >= 1024, unit < units.count - 1 {
+            value /= 1024
+            unit += 1
+        }
+        return unit == 0 ? "\(bytes) B" : String(format: "%.1f", value) + " " + units[unit]
+    }
+}
