@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "HeraldObservers", targets: ["HeraldObservers"]),
         .executable(name: "activity-counter", targets: ["ActivityCounter"]),
         .executable(name: "notification-basics", targets: ["NotificationBasics"]),
+        .executable(name: "custom-observer", targets: ["CustomObserver"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
@@ -62,6 +63,11 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Samples/ActivityCounter"
+        ),
+        .executableTarget(
+            name: "CustomObserver",
+            dependencies: ["Herald", "HeraldTesting"],
+            path: "Samples/CustomObserver"
         ),
         .executableTarget(
             name: "NotificationBasics",
