@@ -41,7 +41,7 @@ extension Transfer {
     // MARK: - receiving
 
     private func received(_ buffer: UnsafeMutablePointer<CChar>?, length: Int) -> Int {
-        if abortReason != nil { return 0 }
+        if abortError != nil { return 0 }
         if pendingPause {
             // A suspend arrived before the connection existed; curl keeps this chunk and hands it back
             // when the transfer is unpaused.
@@ -53,11 +53,19 @@ extension Transfer {
         if response == nil {
             announceResponse()
         }
-        if let buffer, length > 0 {
-            body.append(UnsafeRawPointer(buffer).assumingMemoryBound(to: UInt8.self), count: length)
+        if !sinkDidBegin, let response, let error = beginSink(for: response) {
+            abortError = error
+            return 0
+        }
+        if let buffer, length > 0, let error = sink.write(UnsafeRawBufferPointer(start: buffer, count: length)) {
+            // Returning less than `length` makes curl stop with CURLE_WRITE_ERROR; the error says why.
+            abortError = error
+            return 0
         }
         bodyBytesReceived += Int64(length)
-        delegate.transferDidReceiveBytes(total: bodyBytesReceived, expected: response?.expectedContentLength)
+        delegate.transferDidReceiveBytes(
+            total: bodyStartOffset + bodyBytesReceived,
+            expected: response?.expectedContentLength.map { bodyStartOffset + $0 })
         return length
     }
 
@@ -71,10 +79,10 @@ extension Transfer {
             responseStatus = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
             responseHeaders = HTTPHeaders()
             response = nil
-            if body.count > 0 {
-                body = Data()
-                bodyBytesReceived = 0
-            }
+            // The sink is told again at the next body byte, and drops what an earlier response left.
+            sinkDidBegin = false
+            bodyBytesReceived = 0
+            bodyStartOffset = 0
             return
         }
         if line.isEmpty {
@@ -102,37 +110,44 @@ extension Transfer {
     // MARK: - sending
 
     private func fillBody(_ buffer: UnsafeMutablePointer<CChar>, capacity: Int) -> Int {
-        if abortReason != nil { return Int(herald_readfunc_abort) }
+        if abortError != nil { return Int(herald_readfunc_abort) }
         if pendingPause {
             pendingPause = false
             isPaused = true
             return Int(herald_readfunc_pause)
         }
-        guard let source = request.body, bodyOffset < source.count else { return 0 }
-        let length = min(capacity, source.count - bodyOffset)
-        source.withUnsafeBytes { bytes in
-            guard let base = bytes.baseAddress else { return }
-            UnsafeMutableRawPointer(buffer).copyMemory(from: base + bodyOffset, byteCount: length)
+        guard let source else { return 0 }
+        switch source.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: capacity)) {
+        case .end:
+            return 0
+        case .failed(let error):
+            abortError = error
+            return Int(herald_readfunc_abort)
+        case .bytes(let count):
+            bodyBytesSent += Int64(count)
+            lastActivity = .now
+            delegate.transferDidSendBytes(total: bodyBytesSent, expected: source.length)
+            return count
         }
-        bodyOffset += length
-        lastActivity = .now
-        delegate.transferDidSendBytes(total: Int64(bodyOffset), expected: Int64(source.count))
-        return length
     }
 
     private func rewindBody(to offset: Int, origin: Int32) -> Int32 {
-        // curl only ever seeks from the start (SEEK_SET), to resend a body after a redirect or an
-        // authentication round-trip.
-        let length = request.body?.count ?? 0
-        guard origin == SEEK_SET, offset >= 0, offset <= length else { return CURL_SEEKFUNC_CANTSEEK }
-        bodyOffset = offset
+        // curl only ever seeks from the start (SEEK_SET), to resend a body after a redirect, an
+        // authentication round-trip or a reused connection that closed.
+        guard origin == SEEK_SET, let source else { return CURL_SEEKFUNC_CANTSEEK }
+        if let error = source.rewind(to: Int64(offset)) {
+            // curl then fails with CURLE_SEND_FAIL_REWIND; the recorded error says why, clearly.
+            abortError = error
+            return CURL_SEEKFUNC_CANTSEEK
+        }
+        bodyBytesSent = Int64(offset)
         return CURL_SEEKFUNC_OK
     }
 
     // MARK: - progress
 
     private func progressTick() -> Int32 {
-        if abortReason != nil { return 1 }
+        if abortError != nil { return 1 }
         if pendingPause, let easyHandle, curl_easy_pause(easyHandle, CURLPAUSE_ALL) == CURLE_OK {
             pendingPause = false
             isPaused = true
@@ -140,7 +155,8 @@ extension Transfer {
         if !isPaused, request.requestTimeout > 0 {
             let idle = ContinuousClock.now - lastActivity
             if idle > .milliseconds(Int64(request.requestTimeout * 1000)) {
-                abortReason = .timedOut
+                abortError = HeraldError(
+                    .timedOut, "No data moved for \(request.requestTimeout) seconds.", url: request.url)
                 return 1
             }
         }

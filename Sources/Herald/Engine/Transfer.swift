@@ -22,17 +22,24 @@ final class Transfer: @unchecked Sendable {
     var responseVersion = "HTTP/1.1"
     var responseHeaders = HTTPHeaders()
     var response: HTTPResponse?
-    var body = Data()
     var bodyBytesReceived: Int64 = 0
-    var bodyOffset = 0
+    /// Where the current response's body starts in the representation (non-zero for a resumed download).
+    var bodyStartOffset: Int64 = 0
+    /// Whether the sink has been told about the current response (it is, at its first body byte).
+    var sinkDidBegin = false
+
+    // Request body state. The source and the sink are opened on the loop thread in makeEasyHandle.
+    var source: (any BodySource)?
+    var sink: any BodySink = MemoryBodySink()
+    var bodyBytesSent: Int64 = 0
 
     // Pause state. curl_easy_pause fails before a connection exists, so a suspend that arrives then is
     // remembered and applied from the next callback.
     var isPaused = false
     var pendingPause = false
 
-    // Why the transfer was stopped by us rather than by curl.
-    var abortReason: HeraldError.Code?
+    // Why the transfer was stopped by us rather than by curl (a callback returned an abort code).
+    var abortError: HeraldError?
     var lastActivity = ContinuousClock.now
     let startDate = Date()
 
@@ -80,8 +87,8 @@ final class Transfer: @unchecked Sendable {
     /// Ends the transfer with curl's result. Loop thread only, outside curl callbacks.
     func finish(result: CURLcode) {
         var error: HeraldError?
-        if let abortReason {
-            error = HeraldError(abortReason, Self.message(for: abortReason, request: request), url: request.url)
+        if let abortError {
+            error = abortError
         } else if result != CURLE_OK {
             var osErrno: Int = 0
             if let easyHandle { herald_easy_getinfo_long(easyHandle, CURLINFO_OS_ERRNO, &osErrno) }
@@ -106,14 +113,20 @@ final class Transfer: @unchecked Sendable {
     }
 
     private func deliver(error: HeraldError?) {
+        var error = error
         guard !isFinished else { return }
         isFinished = true
         let metrics = easyHandle.map { TransferMetrics(easyHandle: $0, startDate: startDate) }
         if response == nil, responseStatus >= 200 {
             response = makeResponse()
         }
-        let outcome = TransferOutcome(response: response, body: body, error: error, metrics: metrics)
-        body = Data()
+        if error == nil, let response, !sinkDidBegin, let failure = beginSink(for: response) {
+            // A final response with an empty body still replaces what an earlier one (or a partial
+            // file that the server declined to resume) left in the sink.
+            error = failure
+        }
+        let body = sink.finish()
+        let outcome = TransferOutcome(response: response, body: body, file: sink.file, error: error, metrics: metrics)
         if let easyHandle {
             curl_easy_cleanup(easyHandle)
             self.easyHandle = nil
@@ -121,11 +134,15 @@ final class Transfer: @unchecked Sendable {
         delegate.transferDidFinish(outcome)
     }
 
-    private static func message(for code: HeraldError.Code, request: TransferRequest) -> String {
-        switch code {
-        case .cancelled: "The task was cancelled."
-        case .timedOut: "No data moved for \(request.requestTimeout) seconds."
-        default: "The transfer was stopped."
+    /// Tells the sink a response body starts; returns the error that must stop the transfer, if any.
+    func beginSink(for response: HTTPResponse) -> HeraldError? {
+        sinkDidBegin = true
+        switch sink.begin(response: response) {
+        case .success(let offset):
+            bodyStartOffset = offset
+            return nil
+        case .failure(let error):
+            return error
         }
     }
 
@@ -146,6 +163,13 @@ final class Transfer: @unchecked Sendable {
 
     /// Creates and configures the easy handle; on failure finishes the transfer and returns `nil`.
     func makeEasyHandle() -> UnsafeMutableRawPointer? {
+        do throws(HeraldError) {
+            source = try request.body?.open()
+            sink = try request.sink.open()
+        } catch {
+            finish(error: error)
+            return nil
+        }
         guard let easy = curl_easy_init() else {
             finish(error: HeraldError(.outOfMemory, "curl_easy_init failed."))
             return nil
@@ -172,7 +196,13 @@ final class Transfer: @unchecked Sendable {
         check("REDIR_PROTOCOLS_STR", herald_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, protocols))
         check("FOLLOWLOCATION", herald_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, request.followsRedirects ? 1 : 0))
         check("MAXREDIRS", herald_easy_setopt_long(easy, CURLOPT_MAXREDIRS, request.maximumRedirects))
-        check("ACCEPT_ENCODING", herald_easy_setopt_string(easy, CURLOPT_ACCEPT_ENCODING, ""))
+        if case .file = request.sink {
+            // A file holds the representation's bytes as sent, so a resumed Range lines up with it
+            // (decoded bytes would not); larger buffers mean fewer write callbacks and writes.
+            check("BUFFERSIZE", herald_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, 256 * 1024))
+        } else {
+            check("ACCEPT_ENCODING", herald_easy_setopt_string(easy, CURLOPT_ACCEPT_ENCODING, ""))
+        }
         check("HTTP_VERSION", herald_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, request.httpVersion.curlValue))
         configureTimeouts(easy, check: check)
         configureMethodAndBody(easy, check: check)
@@ -215,14 +245,15 @@ final class Transfer: @unchecked Sendable {
 
     private func configureMethodAndBody(_ easy: UnsafeMutableRawPointer, check: (String, CURLcode) -> Void) {
         let method = request.method
-        let sendsBody = request.body != nil || ["POST", "PUT", "PATCH"].contains(method)
+        let sendsBody = source != nil || ["POST", "PUT", "PATCH"].contains(method)
         if method == "HEAD" {
             check("NOBODY", herald_easy_setopt_long(easy, CURLOPT_NOBODY, 1))
         } else if sendsBody {
-            // UPLOAD + a custom method sends any method with a body from the read callback; the
-            // length is known, so curl sends Content-Length rather than chunks.
+            // UPLOAD + a custom method sends any method with a body from the read callback: with a known
+            // length curl sends Content-Length, with -1 (a stream) it sends chunks.
             check("UPLOAD", herald_easy_setopt_long(easy, CURLOPT_UPLOAD, 1))
-            check("INFILESIZE", herald_easy_setopt_off(easy, CURLOPT_INFILESIZE_LARGE, request.body?.count ?? 0))
+            let length = source.map { $0.length ?? -1 } ?? 0
+            check("INFILESIZE", herald_easy_setopt_off(easy, CURLOPT_INFILESIZE_LARGE, curl_off_t(length)))
             check("CUSTOMREQUEST", herald_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, method))
         } else if method != "GET" {
             check("CUSTOMREQUEST", herald_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, method))

@@ -5,7 +5,9 @@ struct TransferRequest: Sendable {
     var url: URL
     var method: String
     var headers: HTTPHeaders
-    var body: Data?
+    var body: TransferBody?
+    /// Where the response body goes.
+    var sink: TransferSink = .memory
     /// Idle timeout: the transfer fails with `timedOut` when no byte moves for this long (0 = none).
     var requestTimeout: TimeInterval
     /// Whole-transfer timeout, including time spent suspended (0 = none).
@@ -31,7 +33,10 @@ protocol TransferDelegate: AnyObject, Sendable {
 /// How a transfer ended.
 struct TransferOutcome: Sendable {
     var response: HTTPResponse?
+    /// The body collected in memory; empty for downloads.
     var body: Data
+    /// The file the body was written to, for downloads.
+    var file: DownloadedFile?
     var error: HeraldError?
     var metrics: TransferMetrics?
 }

@@ -49,6 +49,23 @@ public struct SessionInvalidation: Sendable {
     public let error: HeraldError?
 }
 
+/// The payload of ``HeraldNotifications/NotificationName/downloadDidFailToMoveFile``.
+public struct DownloadMoveFailure: Sendable {
+    /// The download task's identifier, unique within its session.
+    public let taskIdentifier: Int
+    /// The owning session's identifier, unique within the process.
+    public let sessionIdentifier: Int
+    /// When the move failed.
+    public let date: Date
+    /// The error, code ``HeraldError/Code/downloadMoveFailed``, with the file system's error as
+    /// ``HeraldError/underlying`` (AFNetworking passed only `error.userInfo`).
+    public let error: HeraldError
+    /// The temporary file holding the whole download. It is **kept**: the bytes are yours to move.
+    public let sourceURL: URL
+    /// Where the `destination` closure asked the file to go.
+    public let destinationURL: URL
+}
+
 extension NotificationName where UserInfo == TaskLifecycleEvent {
     /// A task really went from suspended to running (`herald.task.resume`). Object: the task.
     public static var taskDidResume: NotificationName<TaskLifecycleEvent> { .init("herald.task.resume") }
@@ -67,5 +84,14 @@ extension NotificationName where UserInfo == SessionInvalidation {
     /// Object: the session. Posted exactly once per session.
     public static var sessionDidInvalidate: NotificationName<SessionInvalidation> {
         .init("herald.session.invalidate")
+    }
+}
+
+extension NotificationName where UserInfo == DownloadMoveFailure {
+    /// A finished download could not be moved to its destination (`herald.download.move-file-failed`).
+    /// Object: the download task. Posted at most once per task, before its `taskDidComplete`; the
+    /// temporary file named in the payload is kept.
+    public static var downloadDidFailToMoveFile: NotificationName<DownloadMoveFailure> {
+        .init("herald.download.move-file-failed")
     }
 }

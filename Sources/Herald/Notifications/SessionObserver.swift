@@ -17,6 +17,8 @@ public protocol SessionObserver: AnyObject, Sendable {
     func taskDidComplete(_ notification: TypedNotification<TaskCompletion>)
     /// A session finished invalidating.
     func sessionDidInvalidate(_ notification: TypedNotification<SessionInvalidation>)
+    /// A finished download could not be moved to its destination; the temporary file is kept.
+    func downloadDidFailToMoveFile(_ notification: TypedNotification<DownloadMoveFailure>)
 }
 
 extension SessionObserver {
@@ -28,6 +30,8 @@ extension SessionObserver {
     public func taskDidComplete(_ notification: TypedNotification<TaskCompletion>) {}
     /// Does nothing.
     public func sessionDidInvalidate(_ notification: TypedNotification<SessionInvalidation>) {}
+    /// Does nothing.
+    public func downloadDidFailToMoveFile(_ notification: TypedNotification<DownloadMoveFailure>) {}
 }
 
 extension NotificationHub {
@@ -57,6 +61,9 @@ extension NotificationHub {
             addObserver(for: .taskDidSuspend) { note in forward { observer.taskDidSuspend(note) } },
             addObserver(for: .taskDidComplete) { note in forward { observer.taskDidComplete(note) } },
             addObserver(for: .sessionDidInvalidate) { note in forward { observer.sessionDidInvalidate(note) } },
+            addObserver(for: .downloadDidFailToMoveFile) { note in
+                forward { observer.downloadDidFailToMoveFile(note) }
+            },
         ])
     }
 }

@@ -51,6 +51,9 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// The most redirects followed for one request before it fails with
     /// ``HeraldError/Code/tooManyRedirects``. Default 16.
     public var maximumRedirects: Int = 16
+    /// How download tasks move their file to the destination: replace an existing file, create missing
+    /// directories. Default none (see ``DownloadMoveOptions``).
+    public var downloadMoveOptions: DownloadMoveOptions = []
 
     /// A configuration with the defaults above.
     public init() {}

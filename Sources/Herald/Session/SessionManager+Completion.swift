@@ -1,34 +1,33 @@
 import Dispatch
 import Foundation
 
-extension SessionManager {
-    /// Serializes off the loop thread, runs the completion handler on the completion queue, then posts
-    /// `taskDidComplete` on the event queue and forgets the task (AF's order).
-    func complete(_ task: SessionTask, with outcome: TransferOutcome) {
-        let serializer = responseSerializer
-        DispatchQueue.global(qos: .userInitiated).async { [self] in
-            let (object, error) = Self.serialize(outcome, with: serializer, url: task.originalRequest.url)
-            let responseData: Data? = outcome.response == nil && outcome.body.isEmpty ? nil : outcome.body
-            completionQueue.async(group: completionGroup) { [self] in
-                task.runCompletionHandler(response: outcome.response, object: object, error: error)
-                hook.eventQueue.async { [self] in
-                    forget(task)
-                    hook.postCompletion(
-                        of: task,
-                        TaskCompletion(
-                            taskIdentifier: task.taskIdentifier, sessionIdentifier: identifier, date: Date(),
-                            responseSerializer: serializer, responseData: responseData, assetPath: nil,
-                            serializedResponse: object, error: error, response: outcome.response,
-                            finalURL: outcome.response?.url, metrics: outcome.metrics))
-                    finishInvalidatingIfDone()
-                }
-            }
-        }
+/// What a completed task reports: to its completion handler and in the `taskDidComplete` payload.
+struct CompletionResult: Sendable {
+    /// The completion handler's second argument: the serialized response, or a download's file URL.
+    var handlerObject: (any Sendable)?
+    /// ``TaskCompletion/serializedResponse``.
+    var serializedResponse: (any Sendable)?
+    /// ``TaskCompletion/responseData``.
+    var responseData: Data?
+    /// ``TaskCompletion/assetPath``.
+    var assetPath: URL?
+    /// The error the task completes with.
+    var error: HeraldError?
+
+    init(
+        handlerObject: (any Sendable)? = nil, serializedResponse: (any Sendable)? = nil, responseData: Data? = nil,
+        assetPath: URL? = nil, error: HeraldError? = nil
+    ) {
+        self.handlerObject = handlerObject
+        self.serializedResponse = serializedResponse
+        self.responseData = responseData
+        self.assetPath = assetPath
+        self.error = error
     }
 
     /// The serializer's output, or the error the task completes with. A transport error wins; the
     /// serializer only sees transfers that produced a response.
-    private static func serialize(
+    static func serialize(
         _ outcome: TransferOutcome, with serializer: any ResponseSerializer, url: URL
     ) -> ((any Sendable)?, HeraldError?) {
         if let error = outcome.error { return (nil, error) }
@@ -39,6 +38,33 @@ extension SessionManager {
             return (try serializer.serializeErased(response: response, data: outcome.body), nil)
         } catch {
             return (nil, error)
+        }
+    }
+}
+
+extension SessionManager {
+    /// Finishes a task off the loop thread (serializing, or moving a download), runs the completion
+    /// handler on the completion queue, then posts `taskDidComplete` on the event queue and forgets the
+    /// task (AF's order).
+    func complete(_ task: SessionTask, with outcome: TransferOutcome) {
+        let serializer = responseSerializer
+        DispatchQueue.global(qos: .userInitiated).async { [self] in
+            let result = task.completionResult(for: outcome, serializer: serializer)
+            completionQueue.async(group: completionGroup) { [self] in
+                task.runCompletionHandler(response: outcome.response, object: result.handlerObject, error: result.error)
+                hook.eventQueue.async { [self] in
+                    forget(task)
+                    hook.postCompletion(
+                        of: task,
+                        TaskCompletion(
+                            taskIdentifier: task.taskIdentifier, sessionIdentifier: identifier, date: Date(),
+                            responseSerializer: serializer, responseData: result.responseData,
+                            assetPath: result.assetPath, serializedResponse: result.serializedResponse,
+                            error: result.error, response: outcome.response, finalURL: outcome.response?.url,
+                            metrics: outcome.metrics))
+                    finishInvalidatingIfDone()
+                }
+            }
         }
     }
 }

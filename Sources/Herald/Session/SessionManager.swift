@@ -19,6 +19,7 @@ public final class SessionManager: Sendable {
         var isInvalidated = false
         var didFinishInvalidating = false
         var responseSerializer: any ResponseSerializer = JSONResponseSerializer()
+        var taskNeedNewBodyStream: (@Sendable (SessionTask) -> BodyStream?)?
     }
 
     private static let identifiers = Atomic<Int>(0)
@@ -36,6 +37,8 @@ public final class SessionManager: Sendable {
     public let completionGroup: DispatchGroup?
 
     let hook: TaskLifecycleHook
+    /// Where download tasks write their temporary files; created with the first download task.
+    let downloadDirectory: URL
     private let engine: Engine
     private let multi: MultiHandle?
     private let state = Locked(State())
@@ -70,6 +73,8 @@ public final class SessionManager: Sendable {
         self.completionQueue = completionQueue ?? DispatchQueue(label: "herald.session.\(identifier).completion")
         self.completionGroup = completionGroup
         self.engine = engine
+        self.downloadDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "herald-\(getpid())-session-\(identifier)", isDirectory: true)
         self.hook = TaskLifecycleHook(center: notificationCenter, sessionIdentifier: identifier)
         self.multi = MultiHandle(
             engine: engine,
@@ -94,13 +99,33 @@ public final class SessionManager: Sendable {
         set { state.withLock { $0.responseSerializer = newValue } }
     }
 
+    /// AF's `taskNeedNewBodyStream`: provides a fresh body stream when a streamed upload must be sent again
+    /// (a 307/308 redirect, an authentication round-trip, a reused connection that closed early).
+    ///
+    /// Called on the engine's **loop thread**, synchronously, from inside libcurl's seek callback: return
+    /// a new ``BodyStream`` positioned at the start of the body, or `nil` when none can be made — the task
+    /// then fails with ``HeraldError/Code/bodyStream``. It must not block or wait for another thread. Data
+    /// and file bodies rewind themselves and never call it. Default `nil`.
+    public var taskNeedNewBodyStream: (@Sendable (SessionTask) -> BodyStream?)? {
+        get { state.withLock { $0.taskNeedNewBodyStream } }
+        set { state.withLock { $0.taskNeedNewBodyStream = newValue } }
+    }
+
     /// The tasks that have not completed yet, in creation order.
     public var tasks: [SessionTask] {
         state.withLock { $0.tasks }.sorted { $0.key < $1.key }.map(\.value)
     }
 
     /// The data tasks that have not completed yet, in creation order.
-    public var dataTasks: [DataTask] { tasks.compactMap { $0 as? DataTask } }
+    ///
+    /// Upload tasks are not included (they are listed by ``uploadTasks``), as with URLSession's `getTasks`.
+    public var dataTasks: [DataTask] { tasks.compactMap { $0 is UploadTask ? nil : $0 as? DataTask } }
+
+    /// The upload tasks that have not completed yet, in creation order.
+    public var uploadTasks: [UploadTask] { tasks.compactMap { $0 as? UploadTask } }
+
+    /// The download tasks that have not completed yet, in creation order.
+    public var downloadTasks: [DownloadTask] { tasks.compactMap { $0 as? DownloadTask } }
 
     /// Whether ``invalidate(cancelingTasks:)`` has been called.
     public var isInvalidated: Bool { state.withLock { $0.isInvalidated } }
@@ -137,7 +162,7 @@ public final class SessionManager: Sendable {
         }
     }
 
-    private func register<T: SessionTask>(_ make: (Int) -> T) throws(HeraldError) -> T {
+    func register<T: SessionTask>(_ make: (Int) -> T) throws(HeraldError) -> T {
         guard multi != nil else {
             throw HeraldError(.internal, "libcurl could not create a connection pool for this session.")
         }
@@ -188,6 +213,8 @@ public final class SessionManager: Sendable {
             return true
         }
         guard finish else { return }
+        // Only an empty directory goes: a kept download (a failed move, resume data) keeps it.
+        rmdir(downloadDirectory.path)
         // Release the pool first, so that by the time observers hear of the invalidation the engine has
         // already been told to close every connection, socket and timer of this session.
         if let multi {
@@ -221,13 +248,15 @@ public final class SessionManager: Sendable {
         engine.execute { work(multi) }
     }
 
-    func transferRequest(for request: Request) -> TransferRequest {
+    func transferRequest(
+        for request: Request, body: TransferBody?, sink: TransferSink = .memory
+    ) -> TransferRequest {
         var headers = request.headers
         for field in configuration.httpAdditionalHeaders where !headers.contains(field.name) {
             headers.add(name: field.name, value: field.value)
         }
         return TransferRequest(
-            url: request.url, method: request.method, headers: headers, body: request.body,
+            url: request.url, method: request.method, headers: headers, body: body, sink: sink,
             requestTimeout: request.timeoutInterval ?? configuration.timeoutIntervalForRequest,
             resourceTimeout: configuration.timeoutIntervalForResource,
             httpVersion: configuration.httpVersion,

@@ -83,7 +83,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
             case .none:
                 return
             case .start:
-                let transfer = Transfer(request: session.transferRequest(for: originalRequest), delegate: self)
+                let transfer = Transfer(request: makeTransferRequest(), delegate: self)
                 core.transfer = transfer
                 session.hook.taskDidTransition(self, to: .running)
                 session.enqueue { multi in multi.add(transfer) }
@@ -164,6 +164,24 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
             outcome.error = Self.cancellation(for: originalRequest.url)
         }
         session.complete(self, with: outcome)
+    }
+
+    // MARK: - task kinds (overridden by UploadTask and DownloadTask)
+
+    /// What the engine must do for this task: the request, its body source and its body sink. Called
+    /// once, with the task's lock held, when the task first resumes; must not take that lock.
+    func makeTransferRequest() -> TransferRequest {
+        session.transferRequest(for: originalRequest, body: originalRequest.body.map { .data($0) })
+    }
+
+    /// Turns the transfer's outcome into what the completion handler and `taskDidComplete` carry. Runs
+    /// once per task, on a global queue (never the loop thread), before the completion handler.
+    func completionResult(for outcome: TransferOutcome, serializer: any ResponseSerializer) -> CompletionResult {
+        let (object, error) = CompletionResult.serialize(outcome, with: serializer, url: originalRequest.url)
+        let responseData: Data? = outcome.response == nil && outcome.body.isEmpty ? nil : outcome.body
+        return CompletionResult(
+            handlerObject: object, serializedResponse: object, responseData: responseData, assetPath: nil,
+            error: error)
     }
 
     // MARK: - completion (called by the session)

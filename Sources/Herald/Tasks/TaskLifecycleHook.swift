@@ -43,6 +43,16 @@ final class TaskLifecycleHook: Sendable {
         }
     }
 
+    /// Posts `downloadDidFailToMoveFile` on the event queue: before the task's `taskDidComplete`, which is
+    /// queued there only after the completion handler ran.
+    func postMoveFailure(of task: DownloadTask, error: HeraldError, sourceURL: URL, destinationURL: URL) {
+        let failure = DownloadMoveFailure(
+            taskIdentifier: task.taskIdentifier, sessionIdentifier: sessionIdentifier, date: Date(), error: error,
+            sourceURL: sourceURL, destinationURL: destinationURL)
+        let center = center
+        eventQueue.async { center.post(.downloadDidFailToMoveFile, object: task, userInfo: failure) }
+    }
+
     /// Posts `taskDidComplete`; called on the event queue after the completion handler ran.
     func postCompletion(of task: SessionTask, _ completion: @autoclosure () -> TaskCompletion) {
         dispatchPrecondition(condition: .onQueue(eventQueue))

@@ -20,6 +20,8 @@ public final class RecordingObserver: Sendable {
         case complete
         /// `sessionDidInvalidate`.
         case invalidate
+        /// `downloadDidFailToMoveFile`.
+        case moveFailed
 
         /// The kind's name.
         public var description: String { rawValue }
@@ -35,8 +37,21 @@ public final class RecordingObserver: Sendable {
         public let sessionIdentifier: Int
         /// The completion payload, for `taskDidComplete`.
         public let completion: TaskCompletion?
+        /// The move-failure payload, for `downloadDidFailToMoveFile`.
+        public let moveFailure: DownloadMoveFailure?
 
-        /// `"resume#3"`, `"complete#3"`, `"invalidate"`.
+        init(
+            kind: Kind, taskIdentifier: Int?, sessionIdentifier: Int, completion: TaskCompletion? = nil,
+            moveFailure: DownloadMoveFailure? = nil
+        ) {
+            self.kind = kind
+            self.taskIdentifier = taskIdentifier
+            self.sessionIdentifier = sessionIdentifier
+            self.completion = completion
+            self.moveFailure = moveFailure
+        }
+
+        /// `"resume#3"`, `"complete#3"`, `"moveFailed#3"`, `"invalidate"`.
         public var description: String {
             taskIdentifier.map { "\(kind)#\($0)" } ?? kind.rawValue
         }
@@ -84,7 +99,11 @@ public final class RecordingObserver: Sendable {
             self?.record(Event(kind: .invalidate, taskIdentifier: nil,
                                sessionIdentifier: note.userInfo.sessionIdentifier, completion: nil))
         }
-        tokens.withLock { $0 = [resume, suspend, complete, invalidate] }
+        let moveFailed = center.addObserver(for: .downloadDidFailToMoveFile) { [weak self] note in
+            self?.record(Event(kind: .moveFailed, taskIdentifier: note.userInfo.taskIdentifier,
+                               sessionIdentifier: note.userInfo.sessionIdentifier, moveFailure: note.userInfo))
+        }
+        tokens.withLock { $0 = [resume, suspend, complete, invalidate, moveFailed] }
     }
 
     /// Every event recorded so far, in order.

@@ -23,6 +23,10 @@ private final class EveryMethodObserver: SessionObserver {
     func sessionDidInvalidate(_ notification: TypedNotification<SessionInvalidation>) {
         calls.withLock { $0.append("invalidate") }
     }
+
+    func downloadDidFailToMoveFile(_ notification: TypedNotification<DownloadMoveFailure>) {
+        calls.withLock { $0.append("moveFailed") }
+    }
 }
 
 @Suite("SessionObserver protocol form")
@@ -43,9 +47,18 @@ struct SessionObserverTests {
         try await fixture.recorder.waitUntil { $0.count == 2 }
         task.resume()
         try await fixture.recorder.waitForCompletions(1)
+        // A download whose destination directory does not exist: its move fails.
+        let download = try fixture.session.downloadTask(
+            with: Request(url: fixture.server.url("/bytes/100")),
+            destination: { temporaryURL, _ in
+                temporaryURL.deletingLastPathComponent().appendingPathComponent("missing/file")
+            })
+        download.resume()
+        try await fixture.recorder.waitForCompletions(2)
+        try? FileManager.default.removeItem(at: download.temporaryURL)
         fixture.session.invalidate(cancelingTasks: false)
         try await after.waitForInvalidation()
-        let expected = ["resume", "suspend", "resume", "complete", "invalidate"]
+        let expected = ["resume", "suspend", "resume", "complete", "resume", "moveFailed", "complete", "invalidate"]
         #expect(direct.calls.withLock { $0 } == expected)
         // The queued observer gets them asynchronously: flush its queue with a barrier.
         await withCheckedContinuation { continuation in

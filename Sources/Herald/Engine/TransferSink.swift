@@ -1,0 +1,159 @@
+import Foundation
+
+/// Where a transfer's response body goes, as handed to the engine: a Sendable description, opened into a
+/// ``BodySink`` on the loop thread when the transfer starts.
+enum TransferSink: Sendable {
+    /// Collected in memory (data and upload tasks).
+    case memory
+    /// Written to `url` as bytes arrive (download tasks). With `resumeOffset > 0` the file already holds
+    /// that many bytes of the representation, and a `206` answering the `Range` request appends to them.
+    case file(URL, resumeOffset: Int64)
+
+    /// Opens the sink. Loop thread.
+    func open() throws(HeraldError) -> any BodySink {
+        switch self {
+        case .memory: MemoryBodySink()
+        case .file(let url, let resumeOffset): try FileBodySink(url: url, resumeOffset: resumeOffset)
+        }
+    }
+}
+
+/// A downloaded file, as the transfer left it.
+struct DownloadedFile: Sendable {
+    /// Where the bytes are.
+    var url: URL
+    /// How many bytes of the representation the file holds, from its start.
+    var byteCount: Int64
+    /// Whether this transfer's response body reached the file (if not, the file is as it was before).
+    var receivedBody: Bool
+}
+
+/// Where curl's write callback puts response bytes. Loop thread only.
+///
+/// One protocol for every task kind, so the write callback has one code path.
+protocol BodySink: AnyObject {
+    /// A final response head arrived and its body follows: prepare for it, discarding whatever an earlier
+    /// response left. Returns the representation offset at which this body starts, or why the transfer
+    /// must stop.
+    func begin(response: HTTPResponse) -> Result<Int64, HeraldError>
+    /// Stores body bytes; returns an error that aborts the transfer.
+    func write(_ bytes: UnsafeRawBufferPointer) -> HeraldError?
+    /// Ends the sink; the bytes collected in memory (empty for a file).
+    func finish() -> Data
+    /// The file written, for file sinks.
+    var file: DownloadedFile? { get }
+}
+
+/// Collects the body in memory, once: the buffer is handed on as it is, never copied.
+final class MemoryBodySink: BodySink {
+    private var data = Data()
+
+    func begin(response: HTTPResponse) -> Result<Int64, HeraldError> {
+        if !data.isEmpty { data = Data() }
+        return .success(0)
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer) -> HeraldError? {
+        data.append(contentsOf: bytes)
+        return nil
+    }
+
+    func finish() -> Data {
+        defer { data = Data() }
+        return data
+    }
+
+    var file: DownloadedFile? { nil }
+}
+
+/// Writes the body to a file with `pwrite` as it arrives: small sequential writes on the loop thread,
+/// constant memory for any size.
+final class FileBodySink: BodySink {
+    private let url: URL
+    private var descriptor: Int32
+    private let resumeOffset: Int64
+    private var position: Int64
+    private var didBegin = false
+
+    init(url: URL, resumeOffset: Int64) throws(HeraldError) {
+        self.url = url
+        self.resumeOffset = resumeOffset
+        self.position = resumeOffset
+        descriptor = open(url.path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw FileIOError.make("Cannot open the download file", url: url) }
+    }
+
+    deinit { closeDescriptor() }
+
+    func begin(response: HTTPResponse) -> Result<Int64, HeraldError> {
+        didBegin = true
+        if resumeOffset > 0, response.statusCode == 206 {
+            // A range answer continues the partial file only if it starts exactly where the file ends.
+            guard let start = Self.rangeStart(response.headers["Content-Range"]), start == resumeOffset else {
+                return .failure(HeraldError(
+                    .cannotResume,
+                    "The server answered the resumed download with a range that does not start at byte "
+                        + "\(resumeOffset) (Content-Range: \(response.headers["Content-Range"] ?? "none")).",
+                    url: response.url))
+            }
+            guard ftruncate(descriptor, off_t(resumeOffset)) == 0 else {
+                return .failure(FileIOError.make("Cannot truncate the partial download file", url: url))
+            }
+            position = resumeOffset
+            return .success(resumeOffset)
+        }
+        if resumeOffset > 0, !(200..<300).contains(response.statusCode) {
+            // Not a representation at all (416, 412, 5xx…): never overwrite the partial file with an error page.
+            return .failure(HeraldError(
+                .cannotResume, "The server refused to resume the download (status \(response.statusCode)).",
+                url: response.url, statusCode: response.statusCode))
+        }
+        // A whole representation (the server ignored the range, or the resource changed and If-Range
+        // made it send all of it): restart the file from zero, never splice two versions.
+        guard ftruncate(descriptor, 0) == 0 else {
+            return .failure(FileIOError.make("Cannot truncate the download file", url: url))
+        }
+        position = 0
+        return .success(0)
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer) -> HeraldError? {
+        var written = 0
+        while written < bytes.count {
+            let count = pwrite(
+                descriptor, bytes.baseAddress.map { $0 + written }, bytes.count - written, off_t(position))
+            if count < 0 {
+                if errno == EINTR { continue }
+                return FileIOError.make("Writing the download file failed", url: url)
+            }
+            written += count
+            position += Int64(count)
+        }
+        return nil
+    }
+
+    func finish() -> Data {
+        closeDescriptor()
+        return Data()
+    }
+
+    var file: DownloadedFile? {
+        DownloadedFile(url: url, byteCount: position, receivedBody: didBegin)
+    }
+
+    private func closeDescriptor() {
+        guard descriptor >= 0 else { return }
+        close(descriptor)
+        descriptor = -1
+    }
+
+    /// The first byte of `Content-Range: bytes a-b/n`.
+    static func rangeStart(_ value: String?) -> Int64? {
+        guard let value else { return nil }
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
+        let spec = trimmed.dropFirst("bytes ".count).trimmingCharacters(in: .whitespaces)
+        guard let dash = spec.firstIndex(of: "-") else { return nil }
+        return Int64(spec[..<dash])
+    }
+}

@@ -1,0 +1,199 @@
+import Foundation
+
+extension SessionManager {
+    // MARK: - uploads
+
+    /// Creates a suspended upload task that sends `data` as the request body; call
+    /// ``SessionTask/resume()`` to start it.
+    ///
+    /// The body replaces `request.body`, with its length as `Content-Length`. The request's method is
+    /// used as given (use `"POST"` or `"PUT"`). The response is serialized as for a data task.
+    ///
+    /// - Parameters:
+    ///   - request: The request; validated now (see ``Request``).
+    ///   - data: The body.
+    ///   - progress: Called with the upload progress on ``completionQueue``, coalesced, never after the
+    ///     completion handler started.
+    ///   - completionHandler: Called exactly once on ``completionQueue`` with the response, the
+    ///     serializer's output and the error, before `taskDidComplete` is posted.
+    /// - Returns: The task, suspended.
+    /// - Throws: ``HeraldError`` with ``HeraldError/Code/sessionInvalidated`` after
+    ///   ``invalidate(cancelingTasks:)``, or a validation error for a malformed request.
+    public func uploadTask(
+        with request: Request, from data: Data,
+        progress: (@Sendable (TransferProgress) -> Void)? = nil,
+        completionHandler: TaskCompletionHandler? = nil
+    ) throws(HeraldError) -> UploadTask {
+        try makeUploadTask(with: request, body: .data(data), progress: progress, completionHandler: completionHandler)
+    }
+
+    /// Creates a suspended upload task that streams the file at `fileURL` from disk, in constant memory
+    /// whatever its size; call ``SessionTask/resume()`` to start it.
+    ///
+    /// The file is opened when the task starts and read in chunks as the connection takes them; its size
+    /// then is sent as `Content-Length`. A resend (307/308, authentication) rereads it from the start.
+    ///
+    /// - Parameters:
+    ///   - request: The request; validated now (see ``Request``). Its `body` is ignored.
+    ///   - fileURL: A readable regular file.
+    ///   - progress: Called with the upload progress on ``completionQueue``, coalesced.
+    ///   - completionHandler: Called exactly once on ``completionQueue``, before `taskDidComplete`.
+    /// - Returns: The task, suspended.
+    /// - Throws: ``HeraldError`` with ``HeraldError/Code/fileIO`` when the file can't be read,
+    ///   ``HeraldError/Code/sessionInvalidated`` after ``invalidate(cancelingTasks:)``, or a validation
+    ///   error for a malformed request. An error opening the file when the task starts fails the task
+    ///   with ``HeraldError/Code/fileIO``.
+    public func uploadTask(
+        with request: Request, fromFile fileURL: URL,
+        progress: (@Sendable (TransferProgress) -> Void)? = nil,
+        completionHandler: TaskCompletionHandler? = nil
+    ) throws(HeraldError) -> UploadTask {
+        var status = stat()
+        guard fileURL.isFileURL, stat(fileURL.path, &status) == 0 else {
+            throw FileIOError.make("Cannot read the upload file", url: fileURL)
+        }
+        guard (status.st_mode & S_IFMT) == S_IFREG, access(fileURL.path, R_OK) == 0 else {
+            throw HeraldError(.fileIO, "The upload file \(fileURL.path) is not a readable regular file.")
+        }
+        return try makeUploadTask(
+            with: request, body: .file(fileURL), progress: progress, completionHandler: completionHandler)
+    }
+
+    /// Creates a suspended upload task whose body is pulled from `bodyProvider` as the connection takes
+    /// it, sent with `Transfer-Encoding: chunked`; call ``SessionTask/resume()`` to start it.
+    ///
+    /// The stream is read on the engine's loop thread (see ``BodyStream``). When the body must be sent
+    /// again, ``taskNeedNewBodyStream`` is asked for a fresh stream; without one the task fails with
+    /// ``HeraldError/Code/bodyStream``.
+    ///
+    /// - Parameters:
+    ///   - request: The request; validated now (see ``Request``). Its `body` is ignored.
+    ///   - bodyProvider: The body.
+    ///   - progress: Called with the upload progress on ``completionQueue``, coalesced; the total is
+    ///     unknown (`-1`).
+    ///   - completionHandler: Called exactly once on ``completionQueue``, before `taskDidComplete`.
+    /// - Returns: The task, suspended.
+    /// - Throws: ``HeraldError`` with ``HeraldError/Code/sessionInvalidated`` after
+    ///   ``invalidate(cancelingTasks:)``, or a validation error for a malformed request.
+    public func uploadTask(
+        withStreamedRequest request: Request, bodyProvider: BodyStream,
+        progress: (@Sendable (TransferProgress) -> Void)? = nil,
+        completionHandler: TaskCompletionHandler? = nil
+    ) throws(HeraldError) -> UploadTask {
+        try makeUploadTask(
+            with: request, body: .stream(bodyProvider), progress: progress, completionHandler: completionHandler)
+    }
+
+    private func makeUploadTask(
+        with request: Request, body: UploadTask.Body,
+        progress: (@Sendable (TransferProgress) -> Void)?,
+        completionHandler: TaskCompletionHandler?
+    ) throws(HeraldError) -> UploadTask {
+        try request.validate(allowedProtocols: configuration.allowedProtocols)
+        return try register { identifier in
+            let task = UploadTask(
+                session: self, identifier: identifier, request: request, body: body,
+                completionHandler: completionHandler)
+            task.core.withLock { $0.uploadProgressHandler = progress }
+            return task
+        }
+    }
+
+    // MARK: - downloads
+
+    /// Creates a suspended download task that writes the response body to a temporary file as it
+    /// arrives, then moves it to the URL `destination` returns; call ``SessionTask/resume()`` to start it.
+    ///
+    /// See ``DownloadTask`` for where the bytes are at each step and when the temporary file is deleted.
+    ///
+    /// - Parameters:
+    ///   - request: The request; validated now (see ``Request``).
+    ///   - progress: Called with the download progress on ``completionQueue``, coalesced, never after the
+    ///     completion handler started. For a resumed download the counts include the bytes already in
+    ///     the partial file.
+    ///   - destination: Called once after the whole body is on disk, with the temporary file and the
+    ///     response, on a background queue (neither the loop thread nor ``completionQueue``); returns where
+    ///     the file should go. `nil` (or returning the temporary URL) leaves the file where it is, and it
+    ///     is then yours to move or delete. The move follows ``SessionConfiguration/downloadMoveOptions``.
+    ///   - completionHandler: Called exactly once on ``completionQueue`` — see
+    ///     ``DownloadCompletionHandler`` — before `taskDidComplete` is posted.
+    /// - Returns: The task, suspended.
+    /// - Throws: ``HeraldError`` with ``HeraldError/Code/fileIO`` when the session's temporary directory
+    ///   can't be created, ``HeraldError/Code/sessionInvalidated`` after ``invalidate(cancelingTasks:)``,
+    ///   or a validation error for a malformed request.
+    public func downloadTask(
+        with request: Request,
+        progress: (@Sendable (TransferProgress) -> Void)? = nil,
+        destination: (@Sendable (_ temporaryURL: URL, _ response: HTTPResponse) -> URL)? = nil,
+        completionHandler: (@Sendable (_ response: HTTPResponse?, _ fileURL: URL?, _ error: HeraldError?) -> Void)? =
+            nil
+    ) throws(HeraldError) -> DownloadTask {
+        try request.validate(allowedProtocols: configuration.allowedProtocols)
+        try makeDownloadDirectory()
+        let directory = downloadDirectory
+        return try register { identifier in
+            let temporaryURL = directory.appendingPathComponent("download-\(identifier)-\(UUID().uuidString).part")
+            return makeDownloadTask(
+                identifier: identifier, request: request, temporaryURL: temporaryURL, resumedFrom: nil,
+                progress: progress, destination: destination, completionHandler: completionHandler)
+        }
+    }
+
+    /// Creates a suspended download task that continues a cancelled one from its resume data; call
+    /// ``SessionTask/resume()`` to start it.
+    ///
+    /// The request asks for the rest with `Range: bytes=N-` and `If-Range` (the ETag or Last-Modified the
+    /// first response carried). A `206` appends to the partial file; a `200` — the server ignored the
+    /// range, or the resource changed — restarts the file from zero, so the result is never a splice of
+    /// two versions. Any other status fails the task with ``HeraldError/Code/cannotResume``.
+    ///
+    /// - Parameters:
+    ///   - resumeData: Data from ``DownloadTask/cancel(byProducingResumeData:)``.
+    ///   - progress: As for ``downloadTask(with:progress:destination:completionHandler:)``.
+    ///   - destination: As for ``downloadTask(with:progress:destination:completionHandler:)``.
+    ///   - completionHandler: As for ``downloadTask(with:progress:destination:completionHandler:)``.
+    /// - Returns: The task, suspended; it writes to the partial file the resume data names.
+    /// - Throws: ``HeraldError`` with ``HeraldError/Code/cannotResume`` when the data is corrupt, of
+    ///   another format or version, or its partial file is gone or too short;
+    ///   ``HeraldError/Code/sessionInvalidated`` after ``invalidate(cancelingTasks:)``.
+    public func downloadTask(
+        withResumeData resumeData: Data,
+        progress: (@Sendable (TransferProgress) -> Void)? = nil,
+        destination: (@Sendable (_ temporaryURL: URL, _ response: HTTPResponse) -> URL)? = nil,
+        completionHandler: (@Sendable (_ response: HTTPResponse?, _ fileURL: URL?, _ error: HeraldError?) -> Void)? =
+            nil
+    ) throws(HeraldError) -> DownloadTask {
+        let resume = try DownloadResumeData.decode(resumeData)
+        var headers = HTTPHeaders()
+        for pair in resume.headers { headers.add(name: pair[0], value: pair[1]) }
+        let request = Request(url: resume.url, headers: headers)
+        try request.validate(allowedProtocols: configuration.allowedProtocols)
+        return try register { identifier in
+            makeDownloadTask(
+                identifier: identifier, request: request, temporaryURL: resume.partialFileURL, resumedFrom: resume,
+                progress: progress, destination: destination, completionHandler: completionHandler)
+        }
+    }
+
+    private func makeDownloadTask(
+        identifier: Int, request: Request, temporaryURL: URL, resumedFrom: DownloadResumeData?,
+        progress: (@Sendable (TransferProgress) -> Void)?, destination: DownloadDestination?,
+        completionHandler: DownloadCompletionHandler?
+    ) -> DownloadTask {
+        let task = DownloadTask(
+            session: self, identifier: identifier, request: request, temporaryURL: temporaryURL,
+            resumedFrom: resumedFrom, destination: destination, completionHandler: completionHandler)
+        task.core.withLock { $0.downloadProgressHandler = progress }
+        return task
+    }
+
+    private func makeDownloadDirectory() throws(HeraldError) {
+        do {
+            try FileManager.default.createDirectory(at: downloadDirectory, withIntermediateDirectories: true)
+        } catch {
+            throw HeraldError(
+                .fileIO, "Cannot create the download directory \(downloadDirectory.path): \(error.localizedDescription)",
+                underlying: error)
+        }
+    }
+}

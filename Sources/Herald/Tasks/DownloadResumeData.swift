@@ -1,0 +1,78 @@
+import Foundation
+
+/// The resume data a cancelled download produces: what a new task needs to continue it.
+///
+/// Format (documented, versioned, stable): a UTF-8 JSON object
+///
+/// ```json
+/// {"format": "herald.download-resume-data", "version": 1,
+///  "url": "https://…", "headers": [["Accept", "*/*"]],
+///  "bytesReceived": 1048576, "entityTag": "\"abc\"", "lastModified": "Wed, 21 Oct 2015 07:28:00 GMT",
+///  "partialFilePath": "/tmp/herald-…/download-3-….part"}
+/// ```
+///
+/// `entityTag` and `lastModified` are optional, but at least one is present: it is sent as `If-Range`, so
+/// a resource that changed is sent whole (and the file restarts from zero) rather than spliced.
+struct DownloadResumeData: Codable, Sendable, Equatable {
+    static let formatName = "herald.download-resume-data"
+    static let currentVersion = 1
+
+    var format = Self.formatName
+    var version = Self.currentVersion
+    var url: URL
+    var headers: [[String]]
+    var bytesReceived: Int64
+    var entityTag: String?
+    var lastModified: String?
+    var partialFilePath: String
+
+    /// The `If-Range` validator: the entity tag when there is a strong one, else the date.
+    var validator: String? {
+        if let entityTag, !entityTag.hasPrefix("W/") { return entityTag }
+        return lastModified
+    }
+
+    var partialFileURL: URL { URL(fileURLWithPath: partialFilePath) }
+
+    func encoded() -> Data? {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return try? encoder.encode(self)
+    }
+
+    /// Decodes and checks resume data; every problem is ``HeraldError/Code/cannotResume``.
+    static func decode(_ data: Data) throws(HeraldError) -> DownloadResumeData {
+        let resume: DownloadResumeData
+        do {
+            resume = try JSONDecoder().decode(DownloadResumeData.self, from: data)
+        } catch {
+            throw HeraldError(.cannotResume, "The resume data is corrupt or was not made by Herald.", underlying: error)
+        }
+        guard resume.format == formatName else {
+            throw HeraldError(.cannotResume, "The resume data is not Herald download resume data.")
+        }
+        guard resume.version == currentVersion else {
+            throw HeraldError(.cannotResume, "Resume data version \(resume.version) is not supported.")
+        }
+        guard resume.bytesReceived >= 0, resume.headers.allSatisfy({ $0.count == 2 }) else {
+            throw HeraldError(.cannotResume, "The resume data is corrupt.")
+        }
+        guard resume.validator != nil else {
+            throw HeraldError(
+                .cannotResume, "The resume data has no ETag or Last-Modified to check the resource is unchanged.")
+        }
+        var status = stat()
+        guard stat(resume.partialFilePath, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
+            throw HeraldError(
+                .cannotResume, "The partial download file \(resume.partialFilePath) no longer exists.",
+                url: resume.url)
+        }
+        guard Int64(status.st_size) >= resume.bytesReceived else {
+            throw HeraldError(
+                .cannotResume,
+                "The partial download file holds \(status.st_size) bytes, fewer than the \(resume.bytesReceived) "
+                    + "the resume data promises.", url: resume.url)
+        }
+        return resume
+    }
+}

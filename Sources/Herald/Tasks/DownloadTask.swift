@@ -1,0 +1,193 @@
+import Foundation
+
+/// The completion handler of a download task: the response, where the file is, and the error.
+///
+/// Runs exactly once, on the session's ``SessionManager/completionQueue`` (inside its
+/// ``SessionManager/completionGroup`` when one is set), before `taskDidComplete` is posted. On success
+/// `fileURL` is where the file ended up: the URL `destination` returned, or the temporary file when there
+/// was no destination. When the move failed, `error` has code ``HeraldError/Code/downloadMoveFailed`` and
+/// `fileURL` is the **kept** temporary file. On any other error `fileURL` is `nil`.
+public typealias DownloadCompletionHandler = @Sendable (
+    _ response: HTTPResponse?, _ fileURL: URL?, _ error: HeraldError?
+) -> Void
+
+/// Chooses where a finished download goes: called with the temporary file and the response.
+public typealias DownloadDestination = @Sendable (_ temporaryURL: URL, _ response: HTTPResponse) -> URL
+
+/// A task that writes the response body to a file as it arrives, then moves it where `destination` says:
+/// AF's download task. Memory stays constant whatever the size.
+///
+/// Create one with ``SessionManager/downloadTask(with:progress:destination:completionHandler:)`` or
+/// ``SessionManager/downloadTask(withResumeData:progress:destination:completionHandler:)``.
+///
+/// **Where the bytes are, and when they are deleted.** The body is written to a temporary file in a
+/// directory of the session's own under `FileManager.default.temporaryDirectory`. After a complete
+/// transfer (whatever the HTTP status — validating it is yours), `destination` is called and the file is
+/// moved there with the session's ``SessionConfiguration/downloadMoveOptions``. The temporary file is
+/// deleted only when (1) it was moved, (2) the task was cancelled without asking for resume data (or
+/// resume data could not be made), or (3) the transfer failed (connection lost, timeout, disk error). If
+/// the move fails, the file is kept, `downloadDidFailToMoveFile` is posted, and the completion reports it.
+/// With ``cancel(byProducingResumeData:)`` the partial file is kept for the resume data.
+open class DownloadTask: SessionTask, @unchecked Sendable {
+    // Safety: mutable state lives in `download`, a lock; the rest is immutable and Sendable.
+
+    struct DownloadState {
+        var resumeDataHandler: (@Sendable (Data?) -> Void)?
+        var didComplete = false
+    }
+
+    /// Where the body is written while it arrives (for a resumed task, the partial file).
+    public let temporaryURL: URL
+    let destination: DownloadDestination?
+    let resumedFrom: DownloadResumeData?
+    let download = Locked(DownloadState())
+
+    init(
+        session: SessionManager, identifier: Int, request: Request, temporaryURL: URL,
+        resumedFrom: DownloadResumeData?, destination: DownloadDestination?,
+        completionHandler: DownloadCompletionHandler?
+    ) {
+        self.temporaryURL = temporaryURL
+        self.destination = destination
+        self.resumedFrom = resumedFrom
+        var handler: TaskCompletionHandler?
+        if let completionHandler {
+            handler = { response, object, error in completionHandler(response, object as? URL, error) }
+        }
+        super.init(session: session, identifier: identifier, request: request, completionHandler: handler)
+    }
+
+    /// Cancels the task and produces resume data for continuing it later with
+    /// ``SessionManager/downloadTask(withResumeData:progress:destination:completionHandler:)``.
+    ///
+    /// `completionHandler` runs exactly once on the session's ``SessionManager/completionQueue``, before the
+    /// task's own completion handler (which reports ``HeraldError/Code/cancelled``). It gets `nil` — and
+    /// the partial file is deleted — when the download cannot be resumed: the request is not a `GET`, the
+    /// response has neither `ETag` nor `Last-Modified`, or the task had already completed. Otherwise the
+    /// partial file is kept where the resume data says, until a task resumed from it completes.
+    ///
+    /// - Parameter completionHandler: Receives the resume data (format: see `DownloadResumeData`) or `nil`.
+    public func cancel(byProducingResumeData completionHandler: @escaping @Sendable (Data?) -> Void) {
+        let accepted = download.withLock { state -> Bool in
+            guard !state.didComplete, state.resumeDataHandler == nil else { return false }
+            state.resumeDataHandler = completionHandler
+            return true
+        }
+        guard accepted else {
+            session.completionQueue.async(group: session.completionGroup) { completionHandler(nil) }
+            return
+        }
+        cancel()
+    }
+
+    // MARK: - task kind
+
+    override func makeTransferRequest() -> TransferRequest {
+        let offset = resumedFrom?.bytesReceived ?? 0
+        var request = session.transferRequest(
+            for: originalRequest, body: originalRequest.body.map { .data($0) },
+            sink: .file(temporaryURL, resumeOffset: offset))
+        if offset > 0, let validator = resumedFrom?.validator {
+            // Not CURLOPT_RESUME_FROM: it fails with CURLE_RANGE_ERROR when the server answers 200; the
+            // file sink decides from the status instead (206 appends, 200 restarts).
+            request.headers.replaceOrAdd(name: "Range", value: "bytes=\(offset)-")
+            request.headers.replaceOrAdd(name: "If-Range", value: validator)
+        }
+        return request
+    }
+
+    override func completionResult(for outcome: TransferOutcome, serializer: any ResponseSerializer) -> CompletionResult {
+        let resumeDataHandler = download.withLock { state in
+            state.didComplete = true
+            defer { state.resumeDataHandler = nil }
+            return state.resumeDataHandler
+        }
+        var keepTemporaryFile = false
+        if let resumeDataHandler {
+            let resumeData = outcome.error == nil ? nil : makeResumeData(from: outcome)
+            keepTemporaryFile = resumeData != nil
+            session.completionQueue.async(group: session.completionGroup) { resumeDataHandler(resumeData) }
+        }
+        if let error = outcome.error {
+            if !keepTemporaryFile { removeTemporaryFile() }
+            return CompletionResult(error: error)
+        }
+        guard let response = outcome.response else {
+            removeTemporaryFile()
+            return CompletionResult(
+                error: HeraldError(.badServerResponse, "The transfer ended without a response.", url: originalRequest.url))
+        }
+        return moveFile(for: response)
+    }
+
+    // MARK: - moving
+
+    private func moveFile(for response: HTTPResponse) -> CompletionResult {
+        guard let destinationURL = destination?(temporaryURL, response),
+            destinationURL.standardizedFileURL.path != temporaryURL.standardizedFileURL.path
+        else {
+            return CompletionResult(handlerObject: temporaryURL, assetPath: temporaryURL)
+        }
+        do {
+            try Self.moveItem(at: temporaryURL, to: destinationURL, options: session.configuration.downloadMoveOptions)
+            return CompletionResult(handlerObject: destinationURL, assetPath: destinationURL)
+        } catch {
+            let failure = HeraldError(
+                .downloadMoveFailed,
+                "Moving the download to \(destinationURL.path) failed (\(error.localizedDescription)); "
+                    + "the file is kept at \(temporaryURL.path).",
+                underlying: error, url: originalRequest.url)
+            session.hook.postMoveFailure(
+                of: self, error: failure, sourceURL: temporaryURL, destinationURL: destinationURL)
+            return CompletionResult(handlerObject: temporaryURL, assetPath: temporaryURL, error: failure)
+        }
+    }
+
+    static func moveItem(at source: URL, to destination: URL, options: DownloadMoveOptions) throws {
+        let fileManager = FileManager.default
+        if options.contains(.createIntermediateDirectories) {
+            try fileManager.createDirectory(
+                at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
+        }
+        if options.contains(.replaceExistingFile) {
+            // rename(2) replaces a file atomically; it refuses to replace a directory with a file.
+            if rename(source.path, destination.path) == 0 { return }
+            let code = errno
+            guard code == EXDEV else { throw POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO) }
+            // Another file system: copy-and-delete below, after removing a stale file (never a directory).
+            if unlink(destination.path) != 0, errno != ENOENT {
+                throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+            }
+        }
+        try fileManager.moveItem(at: source, to: destination)
+    }
+
+    private func removeTemporaryFile() {
+        unlink(temporaryURL.path)
+    }
+
+    // MARK: - resume data
+
+    /// Resume data for the file as the transfer left it, or `nil` when it can't be resumed.
+    private func makeResumeData(from outcome: TransferOutcome) -> Data? {
+        guard originalRequest.method == "GET" else { return nil }
+        var resume: DownloadResumeData
+        if let file = outcome.file, file.receivedBody {
+            guard let response = outcome.response, response.statusCode == 200 || response.statusCode == 206 else {
+                return nil
+            }
+            resume = DownloadResumeData(
+                url: originalRequest.url, headers: originalRequest.headers.map { [$0.name, $0.value] },
+                bytesReceived: file.byteCount, entityTag: response.headers["ETag"],
+                lastModified: response.headers["Last-Modified"], partialFilePath: temporaryURL.path)
+        } else if let resumedFrom {
+            // No new byte reached the file: it is exactly what the resume data described.
+            resume = resumedFrom
+        } else {
+            return nil
+        }
+        guard resume.validator != nil else { return nil }
+        resume.partialFilePath = temporaryURL.path
+        return resume.encoded()
+    }
+}

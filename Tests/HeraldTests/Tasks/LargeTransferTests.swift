@@ -1,0 +1,65 @@
+import Foundation
+import Herald
+import HeraldNotifications
+import HeraldTesting
+import Testing
+
+/// 256 MiB each way in constant memory. Serialized so the two transfers don't share the RSS budget.
+///
+/// Memory is measured in-process: the peak (`VmHWM`, reset just before the transfer) minus the resident
+/// size before it. Other suites run in parallel in the same process, so the figure is an upper bound
+/// on what the transfer itself costs.
+@Suite("256 MiB uploads and downloads in constant memory", .serialized)
+struct LargeTransferTests {
+    static let size = 256 * 1024 * 1024
+    static let budget = 32 * 1024 * 1024
+
+    @Test("a 256 MiB file uploads with under 32 MiB of RSS growth, every byte counted by the server")
+    func upload256MiB() async throws {
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        let scratch = try ScratchDirectory()
+        let file = try PatternFile.make(count: Self.size, in: scratch.url)
+        let log = CompletionLog()
+        let task = try fixture.session.uploadTask(
+            with: Request(url: fixture.server.url("/status/204"), method: "PUT"), fromFile: file,
+            completionHandler: log.handler)
+        ResidentMemory.resetPeak()
+        let before = ResidentMemory.current
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1, timeout: .seconds(120))
+        let growth = ResidentMemory.peak - before
+        print("upload 256 MiB from file: peak RSS growth \(growth / 1024) KiB")
+        #expect(growth < Self.budget)
+        #expect(log.all.first?.error == nil)
+        #expect(log.all.first?.response?.statusCode == 204)
+        #expect(fixture.server.requests(forPath: "/status/204").first?.bodyByteCount == Self.size)
+        #expect(task.uploadProgress.completedUnitCount == Int64(Self.size))
+        scratch.remove()
+        try await fixture.tearDown()
+    }
+
+    @Test("a 256 MiB body downloads to a file with under 32 MiB of RSS growth and the exact content")
+    func download256MiB() async throws {
+        let fixture = try await SessionFixture.make()
+        let scratch = try ScratchDirectory()
+        let destination = scratch.url.appendingPathComponent("256MiB.bin")
+        let log = DownloadLog()
+        let task = try fixture.session.downloadTask(
+            with: Request(url: fixture.server.url("/bytes/\(Self.size)?chunkSize=1048576")),
+            destination: { _, _ in destination }, completionHandler: log.handler)
+        ResidentMemory.resetPeak()
+        let before = ResidentMemory.current
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1, timeout: .seconds(120))
+        let growth = ResidentMemory.peak - before
+        print("download 256 MiB to file: peak RSS growth \(growth / 1024) KiB")
+        #expect(growth < Self.budget)
+        #expect(log.all.first?.error == nil)
+        #expect(log.all.first?.fileURL == destination)
+        #expect(fixture.server.bodyBytesSent(forPath: "/bytes/\(Self.size)") == Self.size)
+        #expect(PatternFile.size(of: destination) == Self.size)
+        #expect(try PatternFile.matches(destination, count: Self.size))
+        scratch.remove()
+        try await fixture.tearDown()
+    }
+}

@@ -1,0 +1,128 @@
+import Foundation
+import Herald
+import HeraldNotifications
+import HeraldTesting
+import Testing
+
+@Suite("Download resume data")
+struct ResumeDataTests {
+    /// Starts a slow download of `path`, waits for some bytes, and cancels it producing resume data.
+    private func cancelMidway(
+        _ fixture: SessionFixture, path: String, size: Int
+    ) async throws -> (task: DownloadTask, resumeData: Data?, log: DownloadLog) {
+        let started = OneShot<Void>()
+        let log = DownloadLog()
+        let task = try fixture.session.downloadTask(
+            with: Request(url: fixture.server.url(path)),
+            progress: { progress in if progress.completedUnitCount >= 256 * 1024 { started.send(()) } },
+            completionHandler: log.handler)
+        task.resume()
+        try await started.value()
+        let resumeData = OneShot<Data?>()
+        task.cancel(byProducingResumeData: { resumeData.send($0) })
+        let data = try await resumeData.value()
+        try await fixture.recorder.waitForCompletions(1)
+        return (task, data, log)
+    }
+
+    @Test("cancel with resume data, then resume with Range and If-Range: the file is identical")
+    func roundTrip() async throws {
+        let fixture = try await SessionFixture.make()
+        let scratch = try ScratchDirectory()
+        let size = 4 * 1024 * 1024
+        let path = "/bytes/\(size)?chunkSize=16384&delayMs=2"
+        let (first, resumeData, firstLog) = try await cancelMidway(fixture, path: path, size: size)
+        let data = try #require(resumeData)
+        #expect(firstLog.all.first?.error?.code == .cancelled)
+        #expect(fixture.recorder.timeline(ofTask: first.taskIdentifier) == [.resume, .complete])
+        let partialSize = try #require(PatternFile.size(of: first.temporaryURL))
+        #expect(partialSize > 0 && partialSize < size)
+
+        let destination = scratch.url.appendingPathComponent("resumed.bin")
+        let log = DownloadLog()
+        let second = try fixture.session.downloadTask(
+            withResumeData: data, destination: { _, _ in destination }, completionHandler: log.handler)
+        #expect(second.temporaryURL == first.temporaryURL)
+        second.resume()
+        try await fixture.recorder.waitForCompletions(2)
+        #expect(fixture.recorder.timeline(ofTask: second.taskIdentifier) == [.resume, .complete])
+        #expect(log.all.first?.error == nil)
+        #expect(log.all.first?.response?.statusCode == 206)
+        #expect(try PatternFile.matches(destination, count: size))
+        let requests = fixture.server.requests(forPath: "/bytes/\(size)")
+        #expect(requests.count == 2)
+        let resumed = try #require(requests.last)
+        #expect(resumed.headerValue("Range") == "bytes=\(partialSize)-")
+        #expect(resumed.headerValue("If-Range") == "\"herald-bytes-\(size)\"")
+        #expect(resumed.responseStatus == 206)
+        #expect(resumed.bodyBytesSent == size - partialSize)
+        #expect(second.downloadProgress.completedUnitCount == Int64(size))
+        #expect(second.downloadProgress.totalUnitCount == Int64(size))
+        scratch.remove()
+        try await fixture.tearDown()
+    }
+
+    @Test("resuming against a server that ignores Range restarts the file from zero: identical, not spliced")
+    func serverIgnoresRange() async throws {
+        let fixture = try await SessionFixture.make()
+        let scratch = try ScratchDirectory()
+        let size = 4 * 1024 * 1024
+        let (_, resumeData, _) = try await cancelMidway(
+            fixture, path: "/bytes/\(size)?ranges=0&chunkSize=16384&delayMs=2", size: size)
+        let data = try #require(resumeData)
+        let destination = scratch.url.appendingPathComponent("restarted.bin")
+        let log = DownloadLog()
+        let second = try fixture.session.downloadTask(
+            withResumeData: data, destination: { _, _ in destination }, completionHandler: log.handler)
+        second.resume()
+        try await fixture.recorder.waitForCompletions(2)
+        #expect(log.all.first?.error == nil)
+        #expect(log.all.first?.response?.statusCode == 200)
+        #expect(try PatternFile.matches(destination, count: size))
+        let resumed = try #require(fixture.server.requests(forPath: "/bytes/\(size)").last)
+        #expect(resumed.headerValue("Range") != nil)
+        #expect(resumed.bodyBytesSent == size)
+        scratch.remove()
+        try await fixture.tearDown()
+    }
+
+    @Test("corrupt, foreign or orphaned resume data is refused with cannotResume when the task is created")
+    func badResumeData() async throws {
+        let fixture = try await SessionFixture.make()
+        let foreign = Data(#"{"NSURLSessionResumeInfoVersion":2}"#.utf8)
+        let orphan = Data(
+            (#"{"format":"herald.download-resume-data","version":1,"url":"http://127.0.0.1:1/x","headers":[],"#
+                + #""bytesReceived":10,"entityTag":"\"e\"","partialFilePath":"/nonexistent/part"}"#).utf8)
+        for data in [Data([0xFF, 0x00, 0x13]), Data(), foreign, orphan] {
+            let error = #expect(throws: HeraldError.self) {
+                try fixture.session.downloadTask(withResumeData: data)
+            }
+            #expect(error?.code == .cannotResume)
+        }
+        #expect(fixture.session.downloadTasks.isEmpty)
+        try await fixture.tearDown()
+    }
+
+    @Test("cancel without resume data deletes the partial file; resume data of a task never started is nil")
+    func cancelWithoutResumeData() async throws {
+        let fixture = try await SessionFixture.make()
+        let started = OneShot<Void>()
+        let task = try fixture.session.downloadTask(
+            with: Request(url: fixture.server.url("/bytes/4194304?chunkSize=16384&delayMs=2")),
+            progress: { progress in if progress.completedUnitCount > 0 { started.send(()) } })
+        task.resume()
+        try await started.value()
+        task.cancel()
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(task.error?.code == .cancelled)
+        #expect(!FileManager.default.fileExists(atPath: task.temporaryURL.path))
+
+        let idle = try fixture.session.downloadTask(with: Request(url: fixture.server.url("/bytes/10")))
+        let resumeData = OneShot<Data?>()
+        idle.cancel(byProducingResumeData: { resumeData.send($0) })
+        #expect(try await resumeData.value() == nil)
+        try await fixture.recorder.waitForCompletions(2)
+        #expect(fixture.recorder.timeline(ofTask: idle.taskIdentifier) == [.complete])
+        try await fixture.tearDown()
+    }
+}
