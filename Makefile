@@ -4,7 +4,7 @@ SWIFT ?= swift
 # Debian package → pkg-config module it provides.
 SYSTEM_DEPS := libcurl4-openssl-dev:libcurl libuv1-dev:libuv pkg-config:
 
-.PHONY: deps build test test-tsan demo docs lint bench-notifications bench-transfers clean
+.PHONY: deps build test test-tsan demo docs docs-coverage lint bench-notifications bench-transfers clean
 
 ## deps: install libcurl and libuv development files when pkg-config can't find them.
 deps:
@@ -36,12 +36,23 @@ test-tsan: deps
 demo: deps
 	$(SWIFT) run activity-counter demo
 
-## docs: DocC for every library, warnings are errors.
+## docs: DocC for every library target, warnings are errors (DOCS_SCRATCH=.build-docs to build elsewhere).
+DOC_TARGETS := HeraldNotifications Herald HeraldObservers HeraldTesting
+DOCS_SCRATCH ?= .build
 docs: deps
-	for target in HeraldNotifications; do \
-		$(SWIFT) package --allow-writing-to-directory .build/docs generate-documentation \
-			--target $$target --warnings-as-errors --output-path .build/docs/$$target || exit 1; \
+	@mkdir -p $(DOCS_SCRATCH)/docs
+	for target in $(DOC_TARGETS); do \
+		$(SWIFT) package --scratch-path $(DOCS_SCRATCH) --allow-writing-to-directory $(DOCS_SCRATCH)/docs \
+			generate-documentation --target $$target --warnings-as-errors \
+			--output-path $(DOCS_SCRATCH)/docs/$$target || exit 1; \
 	done
+
+## docs-coverage: list every public symbol without a doc comment (from the symbol graphs `docs` extracted); fail if any.
+docs-coverage: docs
+	graphs=""; for target in $(DOC_TARGETS); do \
+		graphs="$$graphs $$(ls $(DOCS_SCRATCH)/*/extracted-symbols/*/$$target/*.symbols.json)" || exit 1; \
+	done; \
+	$(SWIFT) .ci/doc-coverage.swift $$graphs
 
 lint:
 	$(SWIFT) format lint --strict --recursive Sources Tests Samples
