@@ -20,6 +20,7 @@ public final class SessionManager: Sendable {
         var didFinishInvalidating = false
         var responseSerializer: any ResponseSerializer = JSONResponseSerializer()
         var taskNeedNewBodyStream: (@Sendable (SessionTask) -> BodyStream?)?
+        var downloadHooks = DownloadHooks()
     }
 
     private static let identifiers = Atomic<Int>(0)
@@ -109,6 +110,39 @@ public final class SessionManager: Sendable {
     public var taskNeedNewBodyStream: (@Sendable (SessionTask) -> BodyStream?)? {
         get { state.withLock { $0.taskNeedNewBodyStream } }
         set { state.withLock { $0.taskNeedNewBodyStream = newValue } }
+    }
+
+    /// AF's `downloadTaskDidFinishDownloading`: where a finished download goes when its task has no
+    /// `destination` closure of its own. Called like `destination` (once, on a background queue, after the
+    /// whole body is on disk); returning `nil` leaves the file at its temporary location. Default `nil`.
+    public var downloadTaskDidFinishDownloading:
+        (@Sendable (_ task: DownloadTask, _ temporaryURL: URL, _ response: HTTPResponse) -> URL?)?
+    {
+        get { state.withLock { $0.downloadHooks.didFinishDownloading } }
+        set { state.withLock { $0.downloadHooks.didFinishDownloading = newValue } }
+    }
+
+    /// AF's `downloadTaskDidWriteData`: called on ``completionQueue`` after each write to a download's file,
+    /// in order, before the task's completion handler, with the bytes just written, the file's total
+    /// (including a resumed download's earlier bytes) and the expected total when known. Default `nil`.
+    public var downloadTaskDidWriteData:
+        (@Sendable (
+            _ task: DownloadTask, _ bytesWritten: Int64, _ totalBytesWritten: Int64, _ totalBytesExpected: Int64?
+        ) -> Void)?
+    {
+        get { state.withLock { $0.downloadHooks.didWriteData } }
+        set { state.withLock { $0.downloadHooks.didWriteData = newValue } }
+    }
+
+    /// AF's `downloadTaskDidResume`: called on ``completionQueue`` when a download created from resume data
+    /// starts receiving its body, with the offset it continues from (`0` when the server sent the whole
+    /// representation again) and the expected total when known; before any `downloadTaskDidWriteData` of
+    /// that body. Default `nil`.
+    public var downloadTaskDidResume:
+        (@Sendable (_ task: DownloadTask, _ fileOffset: Int64, _ expectedTotalBytes: Int64?) -> Void)?
+    {
+        get { state.withLock { $0.downloadHooks.didResume } }
+        set { state.withLock { $0.downloadHooks.didResume = newValue } }
     }
 
     /// The tasks that have not completed yet, in creation order.

@@ -34,6 +34,8 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
     struct DownloadState {
         var resumeDataHandler: (@Sendable (Data?) -> Void)?
         var didComplete = false
+        /// The file's size at the last write, for the did-write-data hook's deltas.
+        var lastTotalWritten: Int64 = 0
     }
 
     /// Where the body is written while it arrives (for a resumed task, the partial file).
@@ -80,6 +82,29 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
         cancel()
     }
 
+    // MARK: - hooks (engine loop thread)
+
+    override func transferDidReceiveResponse(_ response: HTTPResponse) {
+        super.transferDidReceiveResponse(response)
+        // The sink continues the partial file only for a 206 starting where it ends (anything else fails
+        // or restarts from zero), so the offset follows from the status.
+        let offset = response.statusCode == 206 ? (resumedFrom?.bytesReceived ?? 0) : 0
+        download.withLock { $0.lastTotalWritten = offset }
+        guard resumedFrom != nil, let hook = session.downloadTaskDidResume else { return }
+        let expected = response.expectedContentLength.map { offset + $0 }
+        session.completionQueue.async(group: session.completionGroup) { hook(self, offset, expected) }
+    }
+
+    override func transferDidReceiveBytes(total received: Int64, expected: Int64?) {
+        super.transferDidReceiveBytes(total: received, expected: expected)
+        guard let hook = session.downloadTaskDidWriteData else { return }
+        let written = download.withLock { state -> Int64 in
+            defer { state.lastTotalWritten = received }
+            return received - state.lastTotalWritten
+        }
+        session.completionQueue.async(group: session.completionGroup) { hook(self, written, received, expected) }
+    }
+
     // MARK: - task kind
 
     override func makeTransferRequest() -> TransferRequest {
@@ -123,7 +148,13 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
     // MARK: - moving
 
     private func moveFile(for response: HTTPResponse) -> CompletionResult {
-        guard let destinationURL = destination?(temporaryURL, response),
+        let chosen: URL?
+        if let destination {
+            chosen = destination(temporaryURL, response)
+        } else {
+            chosen = session.downloadTaskDidFinishDownloading?(self, temporaryURL, response)
+        }
+        guard let destinationURL = chosen,
             destinationURL.standardizedFileURL.path != temporaryURL.standardizedFileURL.path
         else {
             return CompletionResult(handlerObject: temporaryURL, assetPath: temporaryURL)

@@ -133,6 +133,25 @@ struct DownloadTaskTests {
         try await replacing.tearDown()
     }
 
+    @Test("without a destination closure the session's downloadTaskDidFinishDownloading chooses it")
+    func sessionHookChoosesDestination() async throws {
+        let fixture = try await SessionFixture.make()
+        let scratch = try ScratchDirectory()
+        let destination = scratch.url.appendingPathComponent("hooked.bin")
+        fixture.session.downloadTaskDidFinishDownloading = { _, _, response in
+            response.statusCode == 200 ? destination : nil
+        }
+        let log = DownloadLog()
+        let task = try fixture.session.downloadTask(
+            with: Request(url: fixture.server.url("/bytes/2000")), completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(log.all.first?.fileURL == destination)
+        #expect(try PatternFile.matches(destination, count: 2000))
+        scratch.remove()
+        try await fixture.tearDown()
+    }
+
     @Test("without a destination the file stays at its temporary location and is reported")
     func noDestinationKeepsTemporaryFile() async throws {
         let fixture = try await SessionFixture.make()

@@ -39,6 +39,16 @@ struct ResumeDataTests {
         #expect(partialSize > 0 && partialSize < size)
 
         let destination = scratch.url.appendingPathComponent("resumed.bin")
+        let hookCalls = Locked<(resumes: [String], written: Int64, lastTotal: Int64)>(([], 0, 0))
+        fixture.session.downloadTaskDidResume = { _, offset, expected in
+            hookCalls.withLock { $0.resumes.append("\(offset)/\(expected ?? -1)") }
+        }
+        fixture.session.downloadTaskDidWriteData = { _, written, total, _ in
+            hookCalls.withLock {
+                $0.written += written
+                $0.lastTotal = total
+            }
+        }
         let log = DownloadLog()
         let second = try fixture.session.downloadTask(
             withResumeData: data, destination: { _, _ in destination }, completionHandler: log.handler)
@@ -56,6 +66,10 @@ struct ResumeDataTests {
         #expect(resumed.headerValue("If-Range") == "\"herald-bytes-\(size)\"")
         #expect(resumed.responseStatus == 206)
         #expect(resumed.bodyBytesSent == size - partialSize)
+        let hooks = hookCalls.withLock { $0 }
+        #expect(hooks.resumes == ["\(partialSize)/\(size)"])
+        #expect(hooks.written == Int64(size - partialSize))
+        #expect(hooks.lastTotal == Int64(size))
         #expect(second.downloadProgress.completedUnitCount == Int64(size))
         #expect(second.downloadProgress.totalUnitCount == Int64(size))
         scratch.remove()
