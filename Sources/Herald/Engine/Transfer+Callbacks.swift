@@ -16,8 +16,7 @@ extension Transfer {
         let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
         let length = size * count
         guard let buffer else { return length }
-        let line = String(decoding: UnsafeRawBufferPointer(start: buffer, count: length), as: UTF8.self)
-        transfer.receivedHeaderLine(line)
+        transfer.receivedHeaderLine(UnsafeRawBufferPointer(start: buffer, count: length))
         return length
     }
 
@@ -69,14 +68,17 @@ extension Transfer {
         return length
     }
 
-    private func receivedHeaderLine(_ rawLine: String) {
+    /// Parses one header line straight from curl's bytes: this runs for every line of every response,
+    /// so it avoids Foundation's string trimming and builds only the name and value strings.
+    private func receivedHeaderLine(_ raw: UnsafeRawBufferPointer) {
         lastActivity = .now
-        let line = rawLine.trimmingCharacters(in: .newlines)
-        if line.hasPrefix("HTTP/") {
+        var line = raw[...]
+        while let last = line.last, last == 0x0D || last == 0x0A { line = line.dropLast() }
+        if line.starts(with: Self.httpPrefix) {
             // A new response head: an interim 1xx, a redirect curl follows, or the final one.
-            let parts = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
-            responseVersion = parts.first.map(String.init) ?? "HTTP/1.1"
-            responseStatus = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
+            let parts = line.split(separator: 0x20, maxSplits: 2, omittingEmptySubsequences: true)
+            responseVersion = parts.first.map { String(decoding: $0, as: UTF8.self) } ?? "HTTP/1.1"
+            responseStatus = parts.count > 1 ? Int(String(decoding: parts[1], as: UTF8.self)) ?? 0 : 0
             responseHeaders = HTTPHeaders()
             response = nil
             // The sink is told again at the next body byte, and drops what an earlier response left.
@@ -85,20 +87,28 @@ extension Transfer {
             bodyStartOffset = 0
             return
         }
-        if line.isEmpty {
-            return
-        }
-        if let first = line.unicodeScalars.first, first == " " || first == "\t", responseHeaders.count > 0 {
+        guard let first = line.first else { return }
+        if first == 0x20 || first == 0x09 {
             // obs-fold: a continuation of the previous field's value.
+            guard responseHeaders.count > 0 else { return }
             var fields = responseHeaders.fields
-            fields[fields.count - 1].value += " " + line.trimmingCharacters(in: .whitespaces)
+            fields[fields.count - 1].value += " " + String(decoding: Self.trimmed(line), as: UTF8.self)
             responseHeaders = HTTPHeaders(fields)
             return
         }
-        guard let colon = line.firstIndex(of: ":") else { return }
-        let name = String(line[..<colon]).trimmingCharacters(in: .whitespaces)
-        let value = String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return }
+        let name = String(decoding: Self.trimmed(line[..<colon]), as: UTF8.self)
+        let value = String(decoding: Self.trimmed(line[(colon + 1)...]), as: UTF8.self)
         responseHeaders.add(name: name, value: value)
+    }
+
+    private static let httpPrefix = Array("HTTP/".utf8)
+
+    private static func trimmed(_ bytes: Slice<UnsafeRawBufferPointer>) -> Slice<UnsafeRawBufferPointer> {
+        var bytes = bytes
+        while let first = bytes.first, first == 0x20 || first == 0x09 { bytes = bytes.dropFirst() }
+        while let last = bytes.last, last == 0x20 || last == 0x09 { bytes = bytes.dropLast() }
+        return bytes
     }
 
     private func announceResponse() {

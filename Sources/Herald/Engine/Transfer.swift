@@ -151,9 +151,11 @@ final class Transfer: @unchecked Sendable {
         if let easyHandle {
             var effective: UnsafeMutablePointer<CChar>?
             if herald_easy_getinfo_string(easyHandle, CURLINFO_EFFECTIVE_URL, &effective) == CURLE_OK,
-                let effective, let parsed = URL(string: String(cString: effective))
+                let effective
             {
-                url = parsed
+                // Parse only when a redirect changed it: URL parsing costs more than the comparison.
+                let text = String(cString: effective)
+                if text != request.url.absoluteString, let parsed = URL(string: text) { url = parsed }
             }
         }
         return HTTPResponse(url: url, statusCode: responseStatus, headers: responseHeaders, httpVersion: responseVersion)
