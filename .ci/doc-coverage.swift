@@ -5,7 +5,8 @@
 //
 // Counted: public and open symbols declared in this package (their own `///` comment, not one inherited
 // from a protocol of another module). Skipped: members the compiler synthesizes or inherits from other
-// modules' protocol extensions (`!=`, `Sequence.map`, …), whose identifiers carry `::SYNTHESIZED::`, and
+// modules' protocol extensions (`!=`, `Sequence.map`, …), whose identifiers carry `::SYNTHESIZED::`,
+// members the compiler declares itself (no source location: `init(rawValue:)`, `init(from:)`), and
 // extension blocks themselves (their members are counted).
 import Foundation
 
@@ -30,6 +31,8 @@ for file in CommandLine.arguments.dropFirst() {
         let identifier = (symbol["identifier"] as? [String: Any])?["precise"] as? String ?? ""
         let access = symbol["accessLevel"] as? String ?? ""
         guard access == "public" || access == "open", !identifier.contains("::SYNTHESIZED::") else { continue }
+        // No source location: the compiler declared it (`init(rawValue:)`, `Decodable.init(from:)`).
+        guard symbol["location"] != nil else { continue }
         let kind = ((symbol["kind"] as? [String: Any])?["displayName"] as? String) ?? "?"
         // `extension NotificationHub { … }` itself: its members are counted, the extension has no comment.
         guard (symbol["kind"] as? [String: Any])?["identifier"] as? String != "swift.extension" else { continue }

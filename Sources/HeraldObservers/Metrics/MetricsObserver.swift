@@ -12,7 +12,7 @@ import Metrics
 ///
 /// Dimensions are bounded, never taken from the URL path: `http.request.method` (unknown methods become
 /// `_OTHER`), `http.response.status_class` (`2xx`…`5xx`, absent without a response) and `error.type`
-/// (``Herald/HeraldError/Code``'s description, absent on success); `server.address` only when
+/// (`HeraldError.Code`'s description, absent on success); `server.address` only when
 /// ``Configuration/includesServerAddress`` is set. Metric objects are created once per dimension set and
 /// cached; at most ``Configuration/maximumDimensionSets`` are made, after which further combinations are
 /// recorded under `_OTHER` values.

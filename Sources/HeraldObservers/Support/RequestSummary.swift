@@ -3,7 +3,7 @@ import Herald
 
 /// What observers need to know about a notification's task: its method and URL.
 ///
-/// The notification's `object` is the ``Herald/SessionTask``, whose ``Herald/SessionTask/originalRequest``
+/// The notification's `object` is the `SessionTask`, whose `originalRequest`
 /// carries them; an object that is not a task (a hand-made notification) yields `nil`.
 struct RequestSummary: Sendable {
     var method: String

@@ -12,7 +12,7 @@ import Tracing
 /// description, or the status code for a 4xx/5xx response) with the span status set to error.
 /// Suspensions and later resumes are recorded as span events.
 ///
-/// Pass the tracer your application uses (`InstrumentationSystem.tracer`, or any ``Tracing/Tracer``);
+/// Pass the tracer your application uses (`InstrumentationSystem.tracer`, or any `Tracer`);
 /// the observer never bootstraps one. Spans are started with the current task-local context if any,
 /// otherwise as top-level spans.
 public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sendable {
