@@ -36,8 +36,10 @@ struct FetchRun {
 
     func run() async -> [FetchResult] {
         let center = NotificationHub()
-        let session = SessionManager(notificationCenter: center)
-        session.responseSerializer = DataResponseSerializer()
+        var configuration = SessionConfiguration()
+        // A second run into the same --output-dir replaces its files instead of failing every move.
+        configuration.downloadMoveOptions = [.replaceExistingFile, .createIntermediateDirectories]
+        let session = SessionManager(configuration: configuration, notificationCenter: center)
         let display = ActivityDisplay()
         let indicator = NetworkActivityIndicator(
             activationDelay: options.activationDelay, completionDelay: options.completionDelay,
@@ -100,17 +102,34 @@ struct FetchRun {
         let start = clock.now
         return await withCheckedContinuation { continuation in
             do {
-                let task = try session.dataTask(
+                // A download task streams the body to a file as it arrives, so memory stays flat whatever
+                // the size. Without --output-dir the file is only counted, then removed.
+                let task = try session.downloadTask(
                     with: Request(url: target.url),
-                    downloadProgress: { progress in display.progress(index, bytes: progress.completedUnitCount) }
-                ) { response, object, error in
-                    let data = object as? Data
-                    var file: String?
-                    if let directory, let data, error == nil {
-                        let destination = directory.appendingPathComponent(Self.fileName(for: target.url, index: index))
-                        if (try? data.write(to: destination)) != nil { file = destination.path }
+                    progress: { progress in display.progress(index, bytes: progress.completedUnitCount) },
+                    destination: { temporaryURL, response in
+                        // Only successful bodies are saved; an error page stays in the temporary file.
+                        guard let directory, (200..<300).contains(response.statusCode) else { return temporaryURL }
+                        return directory.appendingPathComponent(Self.fileName(for: target.url, index: index))
                     }
-                    let bytes = Int64(data?.count ?? 0)
+                ) { response, fileURL, error in
+                    let size = fileURL.flatMap {
+                        try? FileManager.default.attributesOfItem(atPath: $0.path)[.size] as? NSNumber
+                    }
+                    let bytes = size?.int64Value ?? 0
+                    var file: String?
+                    if let fileURL {
+                        let saved =
+                            directory.map { fileURL.deletingLastPathComponent().standardizedFileURL == $0.standardizedFileURL }
+                            ?? false
+                        if saved || error?.code == .downloadMoveFailed {
+                            // Moved into --output-dir, or kept where it is because the move failed: either
+                            // way the bytes are the user's and the summary says where they are.
+                            file = fileURL.path
+                        } else {
+                            try? FileManager.default.removeItem(at: fileURL)
+                        }
+                    }
                     display.progress(index, bytes: bytes)
                     let elapsed = start.duration(to: clock.now)
                     continuation.resume(
