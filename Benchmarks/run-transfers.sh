@@ -9,11 +9,25 @@
 # usage: Benchmarks/run-transfers.sh [--requests N] [--concurrency "1 16 64"]
 #                                    [--clients "c urlsession herald"] [--json FILE]
 #                                    [--runs K] [--c-fresh-handles] [--keep]
+#                                    [--large-mib N] [--skip-large]
 #
 # --runs K runs every client × concurrency K times (interleaved) and reports the run with the
 # median req/s, which helps on a busy machine. --c-fresh-handles makes the C client create an
 # easy handle per request instead of reusing one per slot. --keep keeps the temp dir (nginx
 # config and logs, each client's output).
+#
+# Large transfers (DESIGN §9), after the 1 KiB rows: one GET of an N MiB file of random bytes
+# (--large-mib, default 256; generated once per run in the temp dir), per client, in two modes:
+# download-file (C: fwrite to a file; URLSession: downloadTask(with:) moving the temporary file;
+# Herald: downloadTask(with:progress:destination:completionHandler:)) and data-memory (C: one growing
+# buffer; URLSession and Herald: a data task, Herald's with a DataResponseSerializer). Each checks the
+# size, and the script compares every downloaded file with the source (cmp) before deleting it.
+# MiB/s is N MiB over the client's own wall time of the transfer (resume to the end of the completion
+# handler, the move included); CPU seconds and peak RSS are of the whole process, from wait4(2).
+# The C client uses Herald's curl receive buffer size (CURLOPT_BUFFERSIZE 256 KiB) for these rows,
+# so the ratio compares the libraries, not the buffer size. --skip-large leaves them out.
+# Missing a §9 target is reported, never fatal: the exit status is non-zero only for wrong bytes,
+# failed transfers or clients that could not run.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -24,8 +38,11 @@ json_file=""
 c_flags=()
 keep=0
 runs=1
+large_mib=256
+skip_large=0
+c_large_buffer=$((256 * 1024)) # Herald's CURLOPT_BUFFERSIZE (Sources/Herald/Engine/Transfer.swift)
 
-usage() { sed -n '2,12s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+usage() { awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "${BASH_SOURCE[0]}"; }
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -36,12 +53,15 @@ while [ $# -gt 0 ]; do
         --c-fresh-handles) c_flags=(--fresh); shift ;;
         --keep) keep=1; shift ;;
         --runs) runs=${2:?}; shift 2 ;;
+        --large-mib) large_mib=${2:?}; shift 2 ;;
+        --skip-large) skip_large=1; shift ;;
         -h | --help) usage; exit 0 ;;
         *) echo "run-transfers: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
     esac
 done
 [[ "$requests" =~ ^[1-9][0-9]*$ ]] || { echo "run-transfers: --requests must be a positive integer" >&2; exit 2; }
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || { echo "run-transfers: --runs must be a positive integer" >&2; exit 2; }
+[[ "$large_mib" =~ ^[1-9][0-9]*$ ]] || { echo "run-transfers: --large-mib must be a positive integer" >&2; exit 2; }
 for n in $concurrencies; do
     [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "run-transfers: bad concurrency '$n'" >&2; exit 2; }
 done
@@ -120,14 +140,24 @@ log "building the C client and the rusage wrapper"
 "$CC" -O2 -Wall -o "$work/rusage-run" "$here/CClient/rusage-run.c"
 
 swift_bin=""
+herald_download_missing=0
 if [[ " $clients " == *" urlsession "* || " $clients " == *" herald "* ]]; then
     SWIFT=${SWIFT:-swift}
     # Without `herald` in --clients, TransferBench is built without its Herald client
     # (HeraldClient.swift, TRANSFERBENCH_NO_HERALD), so URLSession-only runs don't need Herald's
     # session API to compile.
     swift_flags=()
-    if [[ " $clients " != *" herald "* ]]; then swift_flags=(-Xswiftc -DTRANSFERBENCH_NO_HERALD); fi
-    log "building TransferBench (release${swift_flags[*]:+, without the Herald client})"
+    if [[ " $clients " != *" herald "* ]]; then
+        swift_flags=(-Xswiftc -DTRANSFERBENCH_NO_HERALD)
+        build_note=", without the Herald client"
+    elif ! grep -rqsPzo 'func\s+downloadTask\s*\(\s*with\s+request\s*:\s*Request' "$here/../Sources/Herald"; then
+        # Herald's download API isn't in this checkout yet: build without the Herald download client
+        # (HeraldDownloadClient.swift) and leave that row out rather than fail to compile.
+        swift_flags=(-Xswiftc -DTRANSFERBENCH_NO_HERALD_DOWNLOAD)
+        herald_download_missing=1
+        build_note=", without the Herald download client: Herald has no downloadTask(with:progress:destination:completionHandler:)"
+    fi
+    log "building TransferBench (release${build_note:-})"
     "$SWIFT" build -c release --package-path "$here" --product TransferBench "${swift_flags[@]}" >&2
     swift_bin="$("$SWIFT" build -c release --package-path "$here" --show-bin-path)/TransferBench"
 fi
@@ -136,6 +166,13 @@ fi
 prefix="$work/nginx"
 mkdir -p "$prefix/www" "$prefix/temp"
 head -c 1024 /dev/zero | tr '\0' 'h' >"$prefix/www/1k.bin"
+large_bytes=$((large_mib * 1024 * 1024))
+if [ "$skip_large" = 0 ]; then
+    log "generating the $large_mib MiB source file (random bytes)"
+    head -c "$large_bytes" /dev/urandom >"$prefix/www/large.bin"
+    [ "$(stat -c %s "$prefix/www/large.bin")" = "$large_bytes" ] || { log "could not generate $prefix/www/large.bin"; exit 1; }
+    mkdir -p "$work/downloads"
+fi
 chmod -R a+rX "$work"
 
 user_directive=""
@@ -242,6 +279,92 @@ for n in $concurrencies; do
     done
 done
 
+# ---------------------------------------------------------------- large transfers
+large_modes="download-file data-memory"
+declare -A lsecs lmbps lcpu lrss lskip
+
+run_large() { # client mode run → results under "client-mode#run"
+    local client=$1 mode=$2 tag="$1-$2#$3"
+    local dest="$work/downloads/$client.bin"
+    local cmd
+    rm -f "$dest"
+    case "$client/$mode" in
+        c/download-file) cmd=("$here/CClient/curl-uv-client" --buffer-size "$c_large_buffer" --expect-bytes "$large_bytes"
+            --download-to "$dest" "$large_url" 1 1) ;;
+        c/data-memory) cmd=("$here/CClient/curl-uv-client" --buffer-size "$c_large_buffer" --expect-bytes "$large_bytes"
+            --in-memory "$large_url" 1 1) ;;
+        *) cmd=("$swift_bin" --client "$client" --url "$large_url" --mode "$mode" --expect-bytes "$large_bytes")
+            if [ "$mode" = download-file ]; then cmd+=(--destination "$dest"); fi ;;
+    esac
+    local rc=0
+    "$work/rusage-run" "$work/$tag.rusage" "${cmd[@]}" >"$work/$tag.out" 2>"$work/$tag.err" &
+    client_pid=$!
+    wait "$client_pid" || rc=$?
+    client_pid=""
+    local seconds failures bytes problem=""
+    seconds=$(json_field "$work/$tag.out" seconds)
+    failures=$(json_field "$work/$tag.out" failures)
+    bytes=$(json_field "$work/$tag.out" bytes)
+    if [ -z "$seconds" ] || [ "$rc" != 0 ] || [ "${failures:-1}" != 0 ]; then
+        problem="exit $rc, ${failures:-?} failures"
+    elif [ "$bytes" != "$large_bytes" ]; then
+        problem="client saw ${bytes:-?} bytes, expected $large_bytes"
+    elif [ "$mode" = download-file ]; then
+        local size
+        size=$(stat -c %s "$dest" 2>/dev/null || echo missing)
+        if [ "$size" != "$large_bytes" ]; then
+            problem="$dest has $size bytes, expected $large_bytes"
+        elif ! cmp -s "$prefix/www/large.bin" "$dest"; then
+            problem="$dest differs from the source: $(cmp "$prefix/www/large.bin" "$dest" 2>&1 | head -n 1)"
+        fi
+    fi
+    rm -f "$dest"
+    if [ -n "$problem" ]; then
+        log "$client $mode failed ($problem):"
+        sed 's/^/    /' "$work/$tag.err" | tail -n 20 >&2
+        status=1
+        return 0
+    fi
+    local user_us sys_us maxrss_kib _wall
+    read -r user_us sys_us maxrss_kib _wall <"$work/$tag.rusage"
+    lsecs[$tag]=$seconds
+    lmbps[$tag]=$(awk -v b="$large_bytes" -v s="$seconds" 'BEGIN { printf "%.1f", b / 1048576 / s }')
+    lcpu[$tag]=$(awk -v u="$user_us" -v s="$sys_us" 'BEGIN { printf "%.3f", (u + s) / 1e6 }')
+    lrss[$tag]=$(awk -v k="$maxrss_kib" 'BEGIN { printf "%.1f", k / 1024 }')
+    local checked="size checked"
+    [ "$mode" != download-file ] || checked="size checked, cmp with the source ok"
+    log "$(printf '%-10s %-13s run %-2s %8s MiB/s %7s s CPU %7s MiB peak RSS (%s)' "$client" "$mode" "$3" \
+        "${lmbps[$tag]}" "${lcpu[$tag]}" "${lrss[$tag]}" "$checked")"
+}
+
+if [ "$skip_large" = 0 ]; then
+    large_url="http://127.0.0.1:$port/large.bin"
+    log "large transfers: one GET of $large_mib MiB per client and mode ($large_url)"
+    for run in $(seq "$runs"); do
+        for mode in $large_modes; do
+            for client in $clients; do
+                if [ "$client/$mode" = herald/download-file ] && [ "$herald_download_missing" = 1 ]; then
+                    lskip[$client-$mode]="not measured: Herald has no downloadTask(with:progress:destination:completionHandler:) in this checkout"
+                    continue
+                fi
+                run_large "$client" "$mode" "$run"
+            done
+        done
+    done
+    # Keep the run with the median MiB/s (the lower middle one for an even count).
+    for mode in $large_modes; do
+        for client in $clients; do
+            tag="$client-$mode"
+            chosen=$(for run in $(seq "$runs"); do
+                if [ -n "${lmbps[$tag#$run]:-}" ]; then echo "${lmbps[$tag#$run]} $run"; fi
+            done | sort -n | awk '{ line[NR] = $2 } END { if (NR) print line[int((NR + 1) / 2)] }')
+            [ -n "$chosen" ] || continue
+            lsecs[$tag]=${lsecs[$tag#$chosen]} lmbps[$tag]=${lmbps[$tag#$chosen]}
+            lcpu[$tag]=${lcpu[$tag#$chosen]} lrss[$tag]=${lrss[$tag#$chosen]}
+        done
+    done
+fi
+
 # ---------------------------------------------------------------- report
 ratio() { # numerator denominator
     if [ -n "$1" ] && [ -n "$2" ]; then
@@ -287,6 +410,74 @@ if [ -n "${rps[herald-64]:-}" ]; then
     echo "DESIGN §9 targets at 64 concurrent: herald/urlsession >= 8x, herald/c >= 0.8x"
 fi
 
+# §9 verdicts for Herald's large rows: "PASS"/"MISS" plus the numbers, or empty when not measured.
+large_verdict() { # mode → sets verdict (one line) and meets (true/false/null)
+    verdict="" meets=null
+    local mode=$1 tag="herald-$1"
+    [ -n "${lmbps[$tag]:-}" ] || return 0
+    case "$mode" in
+        download-file)
+            local r ok_speed=null ok_rss
+            r=$(ratio "${lmbps[$tag]}" "${lmbps[c-$mode]:-}")
+            ok_rss=$(awk -v m="${lrss[$tag]}" 'BEGIN { print (m <= 32) ? "true" : "false" }')
+            if [ -n "$r" ]; then
+                ok_speed=$(awk -v r="$r" 'BEGIN { print (r >= 0.9) ? "true" : "false" }')
+                verdict="$(pf "$ok_speed") ${r}x the C client's MiB/s (target >= 0.9x); "
+            else
+                verdict="(no C row to compare MiB/s with); "
+            fi
+            verdict+="$(pf "$ok_rss") peak RSS ${lrss[$tag]} MiB (target <= 32 MiB)"
+            meets=$ok_rss
+            if [ "$ok_speed" = false ]; then meets=false; elif [ "$ok_speed" = null ]; then meets=null; fi
+            ;;
+        data-memory)
+            local over
+            over=$(awk -v m="${lrss[$tag]}" -v b="$large_mib" 'BEGIN { printf "%.1f", m - b }')
+            meets=$(awk -v o="$over" 'BEGIN { print (o <= 32) ? "true" : "false" }')
+            verdict="$(pf "$meets") peak RSS ${lrss[$tag]} MiB = body + $over MiB (target <= body + 32 MiB)"
+            if [ -n "${lrss[urlsession-$mode]:-}" ]; then
+                verdict+="; URLSession $(ratio "${lrss[urlsession-$mode]}" "$large_mib")x the body (DESIGN reference 2.1x)"
+            fi
+            ;;
+    esac
+}
+pf() { case "$1" in true) printf PASS ;; false) printf MISS ;; *) printf '?' ;; esac; }
+
+if [ "$skip_large" = 0 ]; then
+    echo
+    echo "Large transfers: one GET of $large_mib MiB$median; sizes checked, downloaded files compared with the source (cmp)"
+    printf '%-11s %-14s %9s %9s %8s %9s %7s %8s\n' client mode seconds "MiB/s" "CPU s" "RSS MiB" "vs C" "vs URLS"
+    for mode in $large_modes; do
+        for client in $clients; do
+            tag="$client-$mode"
+            if [ -n "${lskip[$tag]:-}" ]; then
+                printf '%-11s %-14s %s\n' "$client" "$mode" "${lskip[$tag]}"
+                continue
+            fi
+            if [ -z "${lsecs[$tag]:-}" ]; then
+                printf '%-11s %-14s %9s\n' "$client" "$mode" FAILED
+                continue
+            fi
+            vs_c="" vs_u=""
+            [ "$client" = c ] || vs_c=$(ratio "${lmbps[$tag]}" "${lmbps[c-$mode]:-}")
+            [ "$client" = urlsession ] || vs_u=$(ratio "${lmbps[$tag]}" "${lmbps[urlsession-$mode]:-}")
+            printf '%-11s %-14s %9s %9s %8s %9s %7s %8s\n' "$client" "$mode" "${lsecs[$tag]}" "${lmbps[$tag]}" \
+                "${lcpu[$tag]}" "${lrss[$tag]}" "${vs_c:+${vs_c}x}" "${vs_u:+${vs_u}x}"
+        done
+    done
+    if [[ " $clients " == *" herald "* ]]; then
+        echo "DESIGN §9 targets (reported, never fatal):"
+        for mode in $large_modes; do
+            large_verdict "$mode"
+            if [ -n "$verdict" ]; then
+                echo "  $mode: $verdict"
+            else
+                echo "  $mode: not measured${lskip[herald-$mode]:+ (${lskip[herald-$mode]#not measured: })}"
+            fi
+        done
+    fi
+fi
+
 if [ -n "$json_file" ]; then
     {
         echo "["
@@ -309,6 +500,28 @@ if [ -n "$json_file" ]; then
                     "${rss[$tag]}" "$extra"
             done
         done
+        if [ "$skip_large" = 0 ]; then
+            for mode in $large_modes; do
+                for client in $clients; do
+                    tag="$client-$mode"
+                    [ -n "${lsecs[$tag]:-}" ] || continue
+                    extra=""
+                    if [ "$client" = herald ]; then
+                        r=$(ratio "${lmbps[$tag]}" "${lmbps[c-$mode]:-}")
+                        if [ -n "$r" ]; then extra+=", \"mb_per_s_vs_c\": $r"; fi
+                        r=$(ratio "${lmbps[$tag]}" "${lmbps[urlsession-$mode]:-}")
+                        if [ -n "$r" ]; then extra+=", \"mb_per_s_vs_urlsession\": $r"; fi
+                        large_verdict "$mode"
+                        extra+=", \"meets_target\": $meets"
+                    fi
+                    [ $first = 1 ] || echo ","
+                    first=0
+                    printf '  {"client": "%s", "mode": "%s", "bytes": %s, "seconds": %s, "mb_per_s": %s, "cpu_s": %s, "peak_rss_mib": %s%s}' \
+                        "$client" "$mode" "$large_bytes" "${lsecs[$tag]}" "${lmbps[$tag]}" "${lcpu[$tag]}" "${lrss[$tag]}" \
+                        "$extra"
+                done
+            done
+        fi
         echo
         echo "]"
     } >"$json_file"

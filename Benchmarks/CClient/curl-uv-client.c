@@ -12,7 +12,18 @@
  * one easy handle per request instead. Either way the multi handle's
  * connection cache keeps HTTP/1.1 connections alive across requests.
  *
- * usage: curl-uv-client [--fresh] [--expect-bytes N] URL CONCURRENCY REQUESTS
+ * Large transfers (DESIGN §9's 256 MiB rows) run one GET of the whole body:
+ *   --download-to PATH  writes the body to PATH as it arrives (fwrite, stdio-buffered, like the
+ *                       curl tool) and closes it when the transfer ends (no fsync); the script
+ *                       compares PATH with the source.
+ *   --in-memory         collects the body in one growing heap buffer (doubling realloc; glibc
+ *                       grows large blocks with mremap, so growing does not copy).
+ * Both need CONCURRENCY = REQUESTS = 1 and --expect-bytes, and print
+ *   {"client":"c","mode":"download-file"|"data-memory","bytes":B,"seconds":S,...}
+ * --buffer-size N sets CURLOPT_BUFFERSIZE (curl's default is 16 KiB).
+ *
+ * usage: curl-uv-client [--fresh] [--expect-bytes N] [--buffer-size N]
+ *                       [--download-to PATH | --in-memory] URL CONCURRENCY REQUESTS
  */
 #include <curl/curl.h>
 #include <uv.h>
@@ -30,6 +41,9 @@ typedef struct {
 typedef struct {
     CURL *easy;
     size_t bytes;
+    FILE *file;         /* --download-to */
+    char *buffer;       /* --in-memory */
+    size_t capacity;
 } transfer;
 
 static uv_loop_t *loop;
@@ -41,12 +55,45 @@ static long started, completed, failures;
 static size_t expect_bytes = 1024;
 static int fresh_handles;
 static transfer *transfers; /* CONCURRENCY slots */
+static const char *download_path; /* --download-to */
+static int in_memory;            /* --in-memory */
+static long buffer_size;         /* --buffer-size, 0: curl's default */
 
 static size_t on_write(char *data, size_t size, size_t nmemb, void *user) {
     (void)data;
     transfer *t = user;
     t->bytes += size * nmemb;
     return size * nmemb;
+}
+
+static size_t on_write_file(char *data, size_t size, size_t nmemb, void *user) {
+    transfer *t = user;
+    size_t n = size * nmemb;
+    if (fwrite(data, 1, n, t->file) != n) {
+        perror(download_path);
+        return 0; /* makes curl fail the transfer with CURLE_WRITE_ERROR */
+    }
+    t->bytes += n;
+    return n;
+}
+
+static size_t on_write_memory(char *data, size_t size, size_t nmemb, void *user) {
+    transfer *t = user;
+    size_t n = size * nmemb;
+    if (t->bytes + n > t->capacity) {
+        size_t capacity = t->capacity ? t->capacity : 64 * 1024;
+        while (capacity < t->bytes + n) capacity *= 2;
+        char *grown = realloc(t->buffer, capacity);
+        if (!grown) {
+            fprintf(stderr, "out of memory growing the body buffer to %zu bytes\n", capacity);
+            return 0;
+        }
+        t->buffer = grown;
+        t->capacity = capacity;
+    }
+    memcpy(t->buffer + t->bytes, data, n);
+    t->bytes += n;
+    return n;
 }
 
 static CURL *make_easy(transfer *t) {
@@ -59,7 +106,9 @@ static CURL *make_easy(transfer *t) {
     curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION,
+                     download_path ? on_write_file : in_memory ? on_write_memory : on_write);
+    if (buffer_size > 0) curl_easy_setopt(easy, CURLOPT_BUFFERSIZE, buffer_size);
     curl_easy_setopt(easy, CURLOPT_WRITEDATA, t);
     curl_easy_setopt(easy, CURLOPT_PRIVATE, t);
     return easy;
@@ -70,6 +119,13 @@ static void start_next(transfer *t) {
     if (started >= requests_total) return;
     started++;
     t->bytes = 0;
+    if (download_path) {
+        t->file = fopen(download_path, "wb");
+        if (!t->file) {
+            perror(download_path);
+            exit(1);
+        }
+    }
     if (!t->easy) t->easy = make_easy(t);
     CURLMcode rc = curl_multi_add_handle(multi, t->easy);
     if (rc != CURLM_OK) {
@@ -91,6 +147,11 @@ static void check_multi_info(void) {
         curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&t);
         curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
         curl_multi_remove_handle(multi, easy);
+        if (t->file && fclose(t->file) != 0) {
+            perror(download_path);
+            result = CURLE_WRITE_ERROR;
+        }
+        t->file = NULL;
         if (result != CURLE_OK || status != 200 || t->bytes != expect_bytes) {
             if (failures < 5)
                 fprintf(stderr, "transfer failed: %s, status %ld, %zu bytes\n",
@@ -183,7 +244,8 @@ static double now_seconds(void) {
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: curl-uv-client [--fresh] [--expect-bytes N] URL CONCURRENCY REQUESTS\n");
+    fprintf(stderr, "usage: curl-uv-client [--fresh] [--expect-bytes N] [--buffer-size N]\n"
+                    "                      [--download-to PATH | --in-memory] URL CONCURRENCY REQUESTS\n");
     exit(2);
 }
 
@@ -193,7 +255,13 @@ int main(int argc, char **argv) {
         if (strcmp(argv[argi], "--fresh") == 0) {
             fresh_handles = 1;
         } else if (strcmp(argv[argi], "--expect-bytes") == 0 && argi + 1 < argc) {
-            expect_bytes = (size_t)strtoul(argv[++argi], NULL, 10);
+            expect_bytes = (size_t)strtoull(argv[++argi], NULL, 10);
+        } else if (strcmp(argv[argi], "--buffer-size") == 0 && argi + 1 < argc) {
+            buffer_size = strtol(argv[++argi], NULL, 10);
+        } else if (strcmp(argv[argi], "--download-to") == 0 && argi + 1 < argc) {
+            download_path = argv[++argi];
+        } else if (strcmp(argv[argi], "--in-memory") == 0) {
+            in_memory = 1;
         } else {
             usage();
         }
@@ -203,6 +271,8 @@ int main(int argc, char **argv) {
     long concurrency = strtol(argv[argi + 1], NULL, 10);
     requests_total = strtol(argv[argi + 2], NULL, 10);
     if (concurrency < 1 || requests_total < 1) usage();
+    if ((download_path || in_memory) && (concurrency != 1 || requests_total != 1 || (download_path && in_memory)))
+        usage();
 
     if (curl_global_init(CURL_GLOBAL_ALL) != CURLE_OK) {
         fprintf(stderr, "curl_global_init failed\n");
@@ -223,13 +293,20 @@ int main(int argc, char **argv) {
     uv_run(loop, UV_RUN_DEFAULT);
     double seconds = now_seconds() - t0;
 
-    printf("{\"client\":\"c\",\"concurrency\":%ld,\"requests\":%ld,\"failures\":%ld,"
-           "\"seconds\":%.6f,\"handles\":\"%s\"}\n",
-           concurrency, completed, failures, seconds, fresh_handles ? "fresh" : "reused");
+    if (download_path || in_memory) {
+        printf("{\"client\":\"c\",\"mode\":\"%s\",\"requests\":%ld,\"failures\":%ld,\"bytes\":%zu,"
+               "\"seconds\":%.6f}\n",
+               download_path ? "download-file" : "data-memory", completed, failures, transfers[0].bytes, seconds);
+    } else {
+        printf("{\"client\":\"c\",\"concurrency\":%ld,\"requests\":%ld,\"failures\":%ld,"
+               "\"seconds\":%.6f,\"handles\":\"%s\"}\n",
+               concurrency, completed, failures, seconds, fresh_handles ? "fresh" : "reused");
+    }
     fflush(stdout);
 
     for (long i = 0; i < concurrency; i++)
         if (transfers[i].easy) curl_easy_cleanup(transfers[i].easy);
+    free(transfers[0].buffer);
     curl_multi_cleanup(multi); /* fires REMOVE for cached connections */
     uv_close((uv_handle_t *)&timeout_timer, NULL);
     uv_run(loop, UV_RUN_DEFAULT); /* run close callbacks */

@@ -13,6 +13,11 @@ func runHerald(url: URL, concurrency: Int, requests: Int, expectedBytes: Int) ->
     FileHandle.standardError.write(Data("TransferBench was built without the Herald client (TRANSFERBENCH_NO_HERALD)\n".utf8))
     exit(3)
 }
+
+func runHeraldDataMemory(url: URL, expectedBytes: Int) -> LargeOutcome {
+    FileHandle.standardError.write(Data("TransferBench was built without the Herald client (TRANSFERBENCH_NO_HERALD)\n".utf8))
+    exit(3)
+}
 #else
 import Herald
 
@@ -47,6 +52,39 @@ func runHerald(url: URL, concurrency: Int, requests: Int, expectedBytes: Int) ->
         }
     }
     let outcome = generator.run()
+    manager.invalidate(cancelingTasks: false)
+    return outcome
+}
+
+/// One large GET collected in memory by a data task with a DataResponseSerializer (DESIGN §9: peak RSS
+/// ≤ body + 32 MiB).
+func runHeraldDataMemory(url: URL, expectedBytes: Int) -> LargeOutcome {
+    let manager = SessionManager()
+    manager.responseSerializer = DataResponseSerializer()
+    let outcome = measureLarge { finish in
+        do {
+            try manager.dataTask(with: Request(url: url)) { response, responseObject, error in
+                var outcome = LargeOutcome()
+                if let error {
+                    outcome.failure = "\(error)"
+                } else if let status = response?.statusCode, status != 200 {
+                    outcome.failure = "status \(status)"
+                } else if response == nil {
+                    outcome.failure = "no response"
+                } else if let body = responseObject as? Data {
+                    outcome.bytes = body.count
+                    if body.count != expectedBytes {
+                        outcome.failure = "\(body.count) body bytes, expected \(expectedBytes)"
+                    }
+                } else {
+                    outcome.failure = "response object is \(responseObject.map { "\(type(of: $0))" } ?? "nil"), not Data"
+                }
+                finish(outcome)
+            }.resume()
+        } catch {
+            finish(LargeOutcome(failure: "dataTask(with:) threw \(error)"))
+        }
+    }
     manager.invalidate(cancelingTasks: false)
     return outcome
 }

@@ -2,6 +2,8 @@
 //
 //   TransferBench --client urlsession|herald --url URL --concurrency N --requests R [--expect-bytes B]
 //   TransferBench --client herald --url URL --idle-seconds S
+//   TransferBench --client urlsession|herald --url URL --mode download-file|data-memory --expect-bytes B
+//                 [--destination PATH]
 //
 // The second form measures an idle session (DESIGN §9: ≤ 10 ms CPU in 5 s): one request to bring the
 // engine and a pooled connection up, then S seconds of nothing, printing the process CPU time spent.
@@ -11,6 +13,12 @@
 //   {"client":…,"concurrency":N,"requests":R,"failures":F,"seconds":S}
 // where S is the wall time from the first request to the last completion. CPU time and peak RSS
 // are measured from outside, by the script.
+//
+// The third form is one GET of a large body (DESIGN §9's 256 MiB rows): `download-file` uses the client's
+// download API and moves the file to PATH (required), `data-memory` a data task that collects the body in
+// memory. It checks status 200 and B bytes (the script compares the file with the source) and prints
+//   {"client":…,"mode":…,"requests":1,"failures":0|1,"bytes":B,"seconds":S}
+// where S runs from resume() to the end of the completion handler (the move included).
 import Foundation
 
 struct Options {
@@ -20,6 +28,8 @@ struct Options {
     var requests = 20_000
     var expectedBytes = 1024
     var idleSeconds: Double?
+    var mode: LargeMode?
+    var destination: URL?
 }
 
 func usage() -> Never {
@@ -27,6 +37,9 @@ func usage() -> Never {
         Data(
             """
             usage: TransferBench --client urlsession|herald --url URL --concurrency N --requests R [--expect-bytes B]
+                   TransferBench --client herald --url URL --idle-seconds S
+                   TransferBench --client urlsession|herald --url URL --mode download-file|data-memory
+                                 --expect-bytes B [--destination PATH]
 
             """.utf8))
     exit(2)
@@ -44,12 +57,17 @@ func parseOptions() -> Options {
         case "--requests": options.requests = Int(value) ?? 0
         case "--expect-bytes": options.expectedBytes = Int(value) ?? -1
         case "--idle-seconds": options.idleSeconds = Double(value)
+        case "--mode":
+            guard let mode = LargeMode(rawValue: value) else { usage() }
+            options.mode = mode
+        case "--destination": options.destination = URL(fileURLWithPath: value)
         default: usage()
         }
     }
     guard options.url != nil, options.concurrency > 0, options.requests > 0, options.expectedBytes >= 0 else {
         usage()
     }
+    if options.mode == .downloadFile && options.destination == nil { usage() }
     return options
 }
 
@@ -60,6 +78,7 @@ func runClient() -> Never {
     if let idleSeconds = options.idleSeconds, options.client == "herald" {
         measureHeraldIdle(url: url, seconds: idleSeconds)
     }
+    if let mode = options.mode { runLarge(url: url, mode: mode) }
     let outcome: LoadOutcome
     switch options.client {
     case "urlsession":
@@ -83,3 +102,27 @@ func runClient() -> Never {
 // delivers completions on the main queue (as AFNetworking does by default) works too.
 Thread.detachNewThread { runClient() }
 dispatchMain()
+
+func runLarge(url: URL, mode: LargeMode) -> Never {
+    let outcome: LargeOutcome
+    switch (options.client, mode) {
+    case ("urlsession", _):
+        outcome = runURLSessionLarge(
+            url: url, mode: mode, destination: options.destination, expectedBytes: options.expectedBytes)
+    case ("herald", .downloadFile):
+        outcome = runHeraldDownload(url: url, destination: options.destination!, expectedBytes: options.expectedBytes)
+    case ("herald", .dataMemory):
+        outcome = runHeraldDataMemory(url: url, expectedBytes: options.expectedBytes)
+    default:
+        usage()
+    }
+    if let failure = outcome.failure {
+        FileHandle.standardError.write(Data("transfer failed: \(failure)\n".utf8))
+    }
+    let progress = outcome.progressCalls.map { #","progress_calls":\#($0)"# } ?? ""
+    print(
+        #"{"client":"\#(options.client)","mode":"\#(mode.rawValue)","requests":1,"#
+            + #""failures":\#(outcome.failure == nil ? 0 : 1),"bytes":\#(outcome.bytes),"#
+            + #""seconds":\#(String(format: "%.6f", outcome.seconds))\#(progress)}"#)
+    exit(outcome.failure == nil ? 0 : 1)
+}
