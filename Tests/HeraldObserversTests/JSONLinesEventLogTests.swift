@@ -1,5 +1,6 @@
 import Foundation
 import Herald
+import HeraldNotifications
 import HeraldObservers
 import Testing
 
@@ -50,6 +51,26 @@ struct JSONLinesEventLogTests {
         for line in lines.dropLast() {
             #expect(try JSONSerialization.jsonObject(with: Data(line.utf8)) is [String: Any])
         }
+    }
+
+    @Test("a failed download move is logged with the error, the kept file and the destination")
+    func moveFailureLine() throws {
+        let output = SharedText()
+        let log = JSONLinesEventLog(stream: output)
+        let failure = DownloadMoveFailure(
+            taskIdentifier: 7, sessionIdentifier: 2, date: Date(timeIntervalSince1970: 1_700_000_000),
+            error: HeraldError(.downloadMoveFailed, "No such directory."),
+            sourceURL: URL(fileURLWithPath: "/tmp/herald/abc.download"),
+            destinationURL: URL(fileURLWithPath: "/missing/dir/file"))
+        log.downloadDidFailToMoveFile(
+            TypedNotification(name: .downloadDidFailToMoveFile, object: nil, userInfo: failure))
+        let record = try JSONDecoder().decode(
+            EventRecord.self, from: Data(output.text.trimmingCharacters(in: .newlines).utf8))
+        #expect(record.event == "herald.download.move-file-failed")
+        #expect(record.task == 7 && record.session == 2)
+        #expect(record.error == "download_move_failed")
+        #expect(record.file == "/tmp/herald/abc.download")
+        #expect(record.destination == "/missing/dir/file")
     }
 
     @Test("lines from many threads never interleave")

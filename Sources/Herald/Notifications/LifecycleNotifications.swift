@@ -10,6 +10,17 @@ public struct TaskLifecycleEvent: Sendable, Hashable {
     public let sessionIdentifier: Int
     /// When the state changed.
     public let date: Date
+
+    /// Creates a payload; Herald creates these itself, the initializer is public so observers can be unit-tested.
+    public init(
+        taskIdentifier: Int,
+        sessionIdentifier: Int,
+        date: Date
+    ) {
+        self.taskIdentifier = taskIdentifier
+        self.sessionIdentifier = sessionIdentifier
+        self.date = date
+    }
 }
 
 /// The payload of ``HeraldNotifications/NotificationName/taskDidComplete``: everything AFNetworking's
@@ -37,6 +48,33 @@ public struct TaskCompletion: Sendable {
     public let finalURL: URL?
     /// curl's timings and byte counts; `nil` when the task never reached the network.
     public let metrics: TransferMetrics?
+
+    /// Creates a payload; Herald creates these itself, the initializer is public so observers can be unit-tested.
+    public init(
+        taskIdentifier: Int,
+        sessionIdentifier: Int,
+        date: Date,
+        responseSerializer: any ResponseSerializer,
+        responseData: Data?,
+        assetPath: URL?,
+        serializedResponse: (any Sendable)?,
+        error: HeraldError?,
+        response: HTTPResponse?,
+        finalURL: URL?,
+        metrics: TransferMetrics?
+    ) {
+        self.taskIdentifier = taskIdentifier
+        self.sessionIdentifier = sessionIdentifier
+        self.date = date
+        self.responseSerializer = responseSerializer
+        self.responseData = responseData
+        self.assetPath = assetPath
+        self.serializedResponse = serializedResponse
+        self.error = error
+        self.response = response
+        self.finalURL = finalURL
+        self.metrics = metrics
+    }
 }
 
 /// The payload of ``HeraldNotifications/NotificationName/sessionDidInvalidate``.
@@ -47,6 +85,17 @@ public struct SessionInvalidation: Sendable {
     public let date: Date
     /// The error that caused the invalidation, if it had one (AFNetworking dropped it).
     public let error: HeraldError?
+
+    /// Creates a payload; Herald creates these itself, the initializer is public so observers can be unit-tested.
+    public init(
+        sessionIdentifier: Int,
+        date: Date,
+        error: HeraldError?
+    ) {
+        self.sessionIdentifier = sessionIdentifier
+        self.date = date
+        self.error = error
+    }
 }
 
 /// The payload of ``HeraldNotifications/NotificationName/downloadDidFailToMoveFile``.
@@ -64,6 +113,23 @@ public struct DownloadMoveFailure: Sendable {
     public let sourceURL: URL
     /// Where the `destination` closure asked the file to go.
     public let destinationURL: URL
+
+    /// Creates a payload; Herald creates these itself, the initializer is public so observers can be unit-tested.
+    public init(
+        taskIdentifier: Int,
+        sessionIdentifier: Int,
+        date: Date,
+        error: HeraldError,
+        sourceURL: URL,
+        destinationURL: URL
+    ) {
+        self.taskIdentifier = taskIdentifier
+        self.sessionIdentifier = sessionIdentifier
+        self.date = date
+        self.error = error
+        self.sourceURL = sourceURL
+        self.destinationURL = destinationURL
+    }
 }
 
 extension NotificationName where UserInfo == TaskLifecycleEvent {

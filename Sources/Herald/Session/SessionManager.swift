@@ -48,7 +48,7 @@ public final class SessionManager: Sendable {
     /// - Parameters:
     ///   - configuration: Timeouts, headers, limits and protocols; default ``SessionConfiguration/default``.
     ///   - notificationCenter: Where lifecycle notifications go; default the process-wide
-    ///     ``HeraldNotifications/NotificationHub/shared``.
+    ///     `NotificationHub.shared`.
     ///   - completionQueue: Where completion and progress handlers run; default a serial queue of the
     ///     session's own.
     ///   - completionGroup: A group every completion handler runs in; default none.

@@ -41,6 +41,46 @@ public struct TransferMetrics: Sendable, Hashable {
     /// The protocol version used, such as `"HTTP/1.1"`.
     public var httpVersion: String?
 
+    /// Creates metrics; Herald reads them from curl itself, the initializer is public so observers can be
+    /// unit-tested.
+    public init(
+        startDate: Date,
+        nameLookup: TimeInterval,
+        connect: TimeInterval,
+        tlsHandshake: TimeInterval,
+        timeToFirstByte: TimeInterval,
+        total: TimeInterval,
+        redirectTime: TimeInterval,
+        requestHeaderBytes: Int64,
+        requestBodyBytes: Int64,
+        responseHeaderBytes: Int64,
+        responseBodyBytes: Int64,
+        redirectCount: Int,
+        connectionReused: Bool,
+        remoteAddress: String?,
+        remotePort: Int?,
+        localPort: Int?,
+        httpVersion: String?
+    ) {
+        self.startDate = startDate
+        self.nameLookup = nameLookup
+        self.connect = connect
+        self.tlsHandshake = tlsHandshake
+        self.timeToFirstByte = timeToFirstByte
+        self.total = total
+        self.redirectTime = redirectTime
+        self.requestHeaderBytes = requestHeaderBytes
+        self.requestBodyBytes = requestBodyBytes
+        self.responseHeaderBytes = responseHeaderBytes
+        self.responseBodyBytes = responseBodyBytes
+        self.redirectCount = redirectCount
+        self.connectionReused = connectionReused
+        self.remoteAddress = remoteAddress
+        self.remotePort = remotePort
+        self.localPort = localPort
+        self.httpVersion = httpVersion
+    }
+
     /// Bytes sent in all: request headers and body.
     public var bytesSent: Int64 { requestHeaderBytes + requestBodyBytes }
     /// Bytes received in all: response headers and body.

@@ -36,6 +36,8 @@ public struct EventRecord: Codable, Sendable, Hashable {
     public var duration: Double?
     /// Redirects followed.
     public var redirects: Int?
-    /// A download's file path.
+    /// A download's file path (for a failed move: the kept temporary file).
     public var file: String?
+    /// For a failed move: where the file was meant to go.
+    public var destination: String?
 }

@@ -98,6 +98,25 @@ public final class JSONLinesEventLog: SessionObserver {
         emit(record)
     }
 
+    /// Writes the `herald.download.move-file-failed` line: the error, the kept temporary file and the
+    /// destination it could not reach.
+    /// - Parameter notification: `downloadDidFailToMoveFile`.
+    public func downloadDidFailToMoveFile(_ notification: TypedNotification<DownloadMoveFailure>) {
+        let failure = notification.userInfo
+        var record = EventRecord(
+            event: notification.name.rawValue, time: Self.timestamp(failure.date),
+            session: failure.sessionIdentifier, task: failure.taskIdentifier)
+        if let request = RequestSummary(object: notification.object) {
+            record.method = request.method
+            record.url = redaction.redacting(request.url)
+        }
+        record.error = failure.error.code.description
+        record.errorMessage = failure.error.message
+        record.file = failure.sourceURL.path
+        record.destination = failure.destinationURL.path
+        emit(record)
+    }
+
     // MARK: - helpers
 
     private func lifecycle(_ notification: TypedNotification<TaskLifecycleEvent>) -> EventRecord {
