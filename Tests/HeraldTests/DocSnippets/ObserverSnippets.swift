@@ -54,19 +54,19 @@ func reportsSlowRequests() async throws {
     let center = NotificationHub()
     let session = SessionManager(notificationCenter: center)
     let reports = Reports()
-    let detector = SlowRequestDetector(threshold: 1.5) { url, _ in
+    let detector = SlowRequestDetector(threshold: 3.0) { url, _ in
         reports.paths.withLock { $0.append(url?.path ?? "?") }
     }
     let token = center.addObserver(detector)  // .posting: done with an event before the next observer
     let recorder = RecordingObserver(center: center)  // registered second, so it sees each event after
 
     let fast = try session.dataTask(with: Request(url: server.url("/json")))
-    let slow = try session.dataTask(with: Request(url: server.url("/delay/2500")))
+    let slow = try session.dataTask(with: Request(url: server.url("/delay/5000")))
     fast.resume()
     slow.resume()
     try await recorder.waitForCompletions(2)
 
-    #expect(reports.paths.withLock { $0 } == ["/delay/2500"])
+    #expect(reports.paths.withLock { $0 } == ["/delay/5000"])
     #expect(recorder.timeline(ofTask: slow.taskIdentifier) == [.resume, .complete])
     token.cancel()
     session.invalidate(cancelingTasks: true)
