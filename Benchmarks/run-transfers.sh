@@ -24,6 +24,7 @@
 # size, and the script compares every downloaded file with the source (cmp) before deleting it.
 # MiB/s is N MiB over the client's own wall time of the transfer (resume to the end of the completion
 # handler, the move included); CPU seconds and peak RSS are of the whole process, from wait4(2).
+# Each large run starts after a `sync` (not timed), so that writeback of earlier writes doesn't land in it.
 # The C client uses Herald's curl receive buffer size (CURLOPT_BUFFERSIZE 256 KiB) for these rows,
 # so the ratio compares the libraries, not the buffer size. --skip-large leaves them out.
 # Missing a §9 target is reported, never fatal: the exit status is non-zero only for wrong bytes,
@@ -171,6 +172,8 @@ if [ "$skip_large" = 0 ]; then
     log "generating the $large_mib MiB source file (random bytes)"
     head -c "$large_bytes" /dev/urandom >"$prefix/www/large.bin"
     [ "$(stat -c %s "$prefix/www/large.bin")" = "$large_bytes" ] || { log "could not generate $prefix/www/large.bin"; exit 1; }
+    # On disk now, so that its writeback doesn't land in the middle of a measured download.
+    sync "$prefix/www/large.bin"
     mkdir -p "$work/downloads"
 fi
 chmod -R a+rX "$work"
@@ -288,6 +291,9 @@ run_large() { # client mode run → results under "client-mode#run"
     local dest="$work/downloads/$client.bin"
     local cmd
     rm -f "$dest"
+    # Start every large run with no dirty pages waiting for writeback (ours were deleted with their
+    # files; this flushes whatever else on the machine wrote meanwhile). Not timed.
+    sync
     case "$client/$mode" in
         c/download-file) cmd=("$here/CClient/curl-uv-client" --buffer-size "$c_large_buffer" --expect-bytes "$large_bytes"
             --download-to "$dest" "$large_url" 1 1) ;;
