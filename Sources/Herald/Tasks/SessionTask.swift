@@ -188,16 +188,16 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
 
     /// Records the final error and runs the completion handler. Completion queue.
     func runCompletionHandler(response: HTTPResponse?, object: (any Sendable)?, error: HeraldError?) {
-        uploadProgress.finish()
-        downloadProgress.finish()
-        let handler = core.withLock { core -> TaskCompletionHandler? in
+        let (handler, uploadHandler, downloadHandler) = core.withLock { core in
             core.error = error
-            let handler = core.completionHandler
+            let handlers = (core.completionHandler, core.uploadProgressHandler, core.downloadProgressHandler)
             core.completionHandler = nil
             core.uploadProgressHandler = nil
             core.downloadProgressHandler = nil
-            return handler
+            return handlers
         }
+        uploadProgress.finish(deliveringFinalUpdateTo: uploadHandler)
+        downloadProgress.finish(deliveringFinalUpdateTo: downloadHandler)
         handler?(response, object, error)
     }
 }

@@ -6,7 +6,8 @@ import Dispatch
 /// ``resume()`` cancel, suspend and resume the task, through the same path as calling them on the task
 /// (so they post the same notifications). Counts are updated on the engine's loop thread and read from
 /// any thread. Progress handlers passed to the task factories run on the session's completion queue,
-/// coalesced (at most one pending call at a time), and never after the completion handler has started.
+/// coalesced (at most one pending call at a time, at most one every 20 ms), and never after the
+/// completion handler has started; the last call before it always carries the final count.
 public final class TransferProgress: Sendable {
     private struct State {
         var totalUnitCount: Int64 = -1
@@ -14,7 +15,14 @@ public final class TransferProgress: Sendable {
         weak var task: SessionTask?
         var isFinished = false
         var isCallbackScheduled = false
+        var lastScheduled: ContinuousClock.Instant?
+        /// The completed count the handler last saw, so completion can deliver the final one once.
+        var deliveredCount: Int64 = -1
     }
+
+    /// Progress handlers run at most this often; curl hands over at most 16 KiB per callback, so a fast
+    /// download would otherwise wake the completion queue tens of thousands of times.
+    static let handlerInterval = Duration.milliseconds(20)
 
     private let state = Locked(State())
 
@@ -58,26 +66,49 @@ public final class TransferProgress: Sendable {
         completed: Int64, total: Int64?, queue: DispatchQueue,
         handler: (@Sendable (TransferProgress) -> Void)?
     ) {
-        let schedule = state.withLock { state -> Bool in
-            guard !state.isFinished else { return false }
+        // nil: nothing to schedule; otherwise how long to wait before delivering.
+        let delay = state.withLock { state -> Duration? in
+            guard !state.isFinished else { return nil }
             state.completedUnitCount = completed
             if let total, total >= 0 { state.totalUnitCount = total }
-            guard handler != nil, !state.isCallbackScheduled else { return false }
+            guard handler != nil, !state.isCallbackScheduled else { return nil }
+            let now = ContinuousClock.now
+            var wait = Duration.zero
+            if let last = state.lastScheduled, now - last < Self.handlerInterval {
+                // Too soon: deliver at the end of the interval (trailing edge), so a stream that goes
+                // quiet still shows its latest count.
+                wait = Self.handlerInterval - (now - last)
+            }
+            state.lastScheduled = now + wait
             state.isCallbackScheduled = true
-            return true
+            return wait
         }
-        guard schedule, let handler else { return }
-        queue.async { [self] in
-            let deliver = state.withLock { state -> Bool in
+        guard let delay, let handler else { return }
+        let deliver: @Sendable () -> Void = { [self] in
+            let isLive = state.withLock { state -> Bool in
                 state.isCallbackScheduled = false
+                if !state.isFinished { state.deliveredCount = state.completedUnitCount }
                 return !state.isFinished
             }
-            if deliver { handler(self) }
+            if isLive { handler(self) }
+        }
+        if delay == .zero {
+            queue.async(execute: deliver)
+        } else {
+            let nanoseconds = Int((delay / .nanoseconds(1)).rounded(.up))
+            queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds), execute: deliver)
         }
     }
 
-    /// Marks the progress finished: no handler call starts after this.
-    func finish() {
-        state.withLock { $0.isFinished = true }
+    /// Marks the progress finished: no handler call starts after this. Called on the completion queue
+    /// just before the completion handler; if the handler has not seen the final count yet (updates are
+    /// throttled), it gets one last call here, so a progress bar always ends where the transfer did.
+    func finish(deliveringFinalUpdateTo handler: (@Sendable (TransferProgress) -> Void)?) {
+        let needsFinalCall = state.withLock { state -> Bool in
+            guard !state.isFinished else { return false }
+            state.isFinished = true
+            return handler != nil && state.deliveredCount != state.completedUnitCount
+        }
+        if needsFinalCall, let handler { handler(self) }
     }
 }
