@@ -25,9 +25,12 @@ public typealias DownloadDestination = @Sendable (_ temporaryURL: URL, _ respons
 /// transfer (whatever the HTTP status — validating it is yours), `destination` is called and the file is
 /// moved there with the session's ``SessionConfiguration/downloadMoveOptions``. The temporary file is
 /// deleted only when (1) it was moved, (2) the task was cancelled without asking for resume data (or
-/// resume data could not be made), or (3) the transfer failed (connection lost, timeout, disk error). If
-/// the move fails, the file is kept, `downloadDidFailToMoveFile` is posted, and the completion reports it.
-/// With ``cancel(byProducingResumeData:)`` the partial file is kept for the resume data.
+/// resume data could not be made), or (3) the transfer failed and cannot be resumed (not a `GET`, or the
+/// response had neither `ETag` nor `Last-Modified`). A failed transfer that can be resumed (connection
+/// lost, timeout) keeps its partial file and offers ``resumeDataAfterFailure``, as URLSession's resume
+/// data in a failure's `userInfo` does. If the move fails, the file is kept, `downloadDidFailToMoveFile`
+/// is posted, and the completion reports it. With ``cancel(byProducingResumeData:)`` the partial file is
+/// kept for the resume data.
 open class DownloadTask: SessionTask, @unchecked Sendable {
     // Safety: mutable state lives in `download`, a lock; the rest is immutable and Sendable.
 
@@ -36,7 +39,14 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
         var didComplete = false
         /// The file's size at the last write, for the did-write-data hook's deltas.
         var lastTotalWritten: Int64 = 0
+        var resumeDataAfterFailure: Data?
     }
+
+    /// Resume data for a download that failed part-way (connection lost, timeout, server reset), set
+    /// before the completion handler runs; `nil` for other outcomes or when the download can't be resumed.
+    /// Pass it to ``SessionManager/downloadTask(withResumeData:progress:destination:completionHandler:)``
+    /// to continue; until then the partial file it names is kept.
+    public var resumeDataAfterFailure: Data? { download.withLock { $0.resumeDataAfterFailure } }
 
     /// Where the body is written while it arrives (for a resumed task, the partial file).
     public let temporaryURL: URL
@@ -134,6 +144,11 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
             session.completionQueue.async(group: session.completionGroup) { resumeDataHandler(resumeData) }
         }
         if let error = outcome.error {
+            if !keepTemporaryFile, error.code != .cancelled, let resumeData = makeResumeData(from: outcome) {
+                // A transfer that broke part-way keeps its bytes: they can be resumed, not lost.
+                download.withLock { $0.resumeDataAfterFailure = resumeData }
+                keepTemporaryFile = true
+            }
             if !keepTemporaryFile { removeTemporaryFile() }
             return CompletionResult(error: error)
         }

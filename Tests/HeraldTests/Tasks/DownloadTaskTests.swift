@@ -182,6 +182,36 @@ struct DownloadTaskTests {
         try await fixture.tearDown()
     }
 
+    @Test("a resumable download that times out part-way keeps its bytes and offers resume data that completes it")
+    func failureKeepsResumableBytes() async throws {
+        let fixture = try await SessionFixture.make()
+        let size = 60_000
+        let log = DownloadLog()
+        // The first 20,000 bytes arrive, then the server pauses longer than the idle timeout.
+        let task = try fixture.session.downloadTask(
+            with: Request(
+                url: fixture.server.url("/bytes/\(size)?chunkSize=20000&delayMs=4000"), timeoutInterval: 1),
+            completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(log.all.first?.error?.code == .timedOut)
+        let resumeData = try #require(task.resumeDataAfterFailure)
+        #expect(FileManager.default.fileExists(atPath: task.temporaryURL.path))
+
+        let resumedLog = DownloadLog()
+        let resumed = try fixture.session.downloadTask(
+            withResumeData: resumeData, completionHandler: resumedLog.handler)
+        resumed.resume()
+        try await fixture.recorder.waitForCompletions(2)
+        #expect(resumedLog.all.first?.error == nil)
+        let file = try #require(resumedLog.all.first?.fileURL)
+        #expect(try PatternFile.matches(file, count: size))
+        let ranges = fixture.server.requests.compactMap { $0.headerValue("Range") }
+        #expect(ranges.count == 1)
+        try? FileManager.default.removeItem(at: file)
+        try await fixture.tearDown()
+    }
+
     @Test("suspending and resuming a download posts each once and writes every byte once")
     func suspendResumeDownload() async throws {
         let fixture = try await SessionFixture.make()
