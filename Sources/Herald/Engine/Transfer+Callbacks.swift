@@ -17,7 +17,7 @@ extension Transfer {
         let length = size * count
         guard let buffer else { return length }
         transfer.receivedHeaderLine(UnsafeRawBufferPointer(start: buffer, count: length))
-        return length
+        return transfer.exceedsHeaderLimit(adding: length) ? 0 : length
     }
 
     static let readCallback: herald_curl_data_cb = { buffer, size, count, userdata in
@@ -56,6 +56,7 @@ extension Transfer {
             abortError = error
             return 0
         }
+        if exceedsResponseLimit(adding: length) { return 0 }
         if let buffer, length > 0, let error = sink.write(UnsafeRawBufferPointer(start: buffer, count: length)) {
             // Returning less than `length` makes curl stop with CURLE_WRITE_ERROR; the error says why.
             abortError = error
@@ -85,6 +86,7 @@ extension Transfer {
             sinkDidBegin = false
             bodyBytesReceived = 0
             bodyStartOffset = 0
+            headerBytesReceived = 0
             return
         }
         guard let first = line.first else { return }

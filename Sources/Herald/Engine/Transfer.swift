@@ -23,6 +23,8 @@ final class Transfer: @unchecked Sendable {
     var responseHeaders = HTTPHeaders()
     var response: HTTPResponse?
     var bodyBytesReceived: Int64 = 0
+    /// The bytes of the current response head so far, for the header size limit.
+    var headerBytesReceived = 0
     /// Where the current response's body starts in the representation (non-zero for a resumed download).
     var bodyStartOffset: Int64 = 0
     /// Whether the sink has been told about the current response (it is, at its first body byte).
@@ -93,7 +95,9 @@ final class Transfer: @unchecked Sendable {
             var osErrno: Int = 0
             if let easyHandle { herald_easy_getinfo_long(easyHandle, CURLINFO_OS_ERRNO, &osErrno) }
             let text = String(cString: errorBuffer)
-            if result == CURLE_UNSUPPORTED_PROTOCOL, text.contains("HTTP/0.9") {
+            if let oversized = oversizedHeadError(result: result, errorText: text) {
+                error = oversized
+            } else if result == CURLE_UNSUPPORTED_PROTOCOL, text.contains("HTTP/0.9") {
                 // The server answered with something that is not an HTTP status line; curl calls it
                 // HTTP/0.9 and refuses it as a protocol. To the caller it is a bad server response.
                 error = HeraldError(

@@ -16,6 +16,10 @@ struct TransferRequest: Sendable {
     var allowedProtocols: [String]
     var followsRedirects: Bool
     var maximumRedirects: Int
+    /// The most body bytes collected for a `.memory` sink (0 = no limit); file sinks are not limited.
+    var maximumResponseSize: Int = 0
+    /// The most bytes in one response head (0 = no limit of Herald's; curl keeps its own).
+    var maximumHeaderSize: Int = 0
 }
 
 /// What the engine tells the task that owns a transfer. Called on the engine's loop thread.

@@ -51,6 +51,18 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// The most redirects followed for one request before it fails with
     /// ``HeraldError/Code/tooManyRedirects``. Default 16.
     public var maximumRedirects: Int = 16
+    /// The largest response body, in bytes, that a data or upload task collects in memory. A response
+    /// declaring a larger `Content-Length`, or growing past it as it arrives (counted after content
+    /// decoding, so a small compressed body that inflates is caught too), stops the transfer: the task
+    /// fails with ``HeraldError/Code/responseTooLarge`` and what was collected is released. Download
+    /// tasks stream to a file and are not limited. Default 512 MiB; 0 disables the limit.
+    public var maximumResponseSize: Int = 512 << 20
+    /// The largest response head, in bytes (status line and header fields together, each response of a
+    /// redirect chain counted on its own). A larger head stops the transfer with
+    /// ``HeraldError/Code/badServerResponse``. Default 256 KiB; 0 disables Herald's check. libcurl
+    /// enforces its own limits whatever this says: a single header line over 100 KiB, or a head over
+    /// 300 KiB, fails the same way.
+    public var maximumHeaderSize: Int = 256 << 10
     /// How download tasks move their file to the destination: replace an existing file, create missing
     /// directories. Default none (see ``DownloadMoveOptions``).
     public var downloadMoveOptions: DownloadMoveOptions = []

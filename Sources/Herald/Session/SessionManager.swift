@@ -296,6 +296,8 @@ public final class SessionManager: Sendable {
             httpVersion: configuration.httpVersion,
             allowedProtocols: configuration.allowedProtocols.sorted(),
             followsRedirects: configuration.followsRedirects,
-            maximumRedirects: configuration.maximumRedirects)
+            maximumRedirects: configuration.maximumRedirects,
+            maximumResponseSize: configuration.maximumResponseSize,
+            maximumHeaderSize: configuration.maximumHeaderSize)
     }
 }

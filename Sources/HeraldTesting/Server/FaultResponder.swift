@@ -16,7 +16,8 @@ struct FaultResponder {
 
     private var context: ChannelHandlerContext { writer.context }
 
-    /// Performs `fault`. Every fault except ``Route/Fault/stall`` ends by closing the connection.
+    /// Performs `fault`. Every fault except ``Route/Fault/stall`` and ``Route/Fault/redirectLoop`` ends by closing
+    /// the connection.
     func perform(_ fault: Route.Fault) {
         switch fault {
         case .resetBeforeHeaders:
@@ -42,6 +43,20 @@ struct FaultResponder {
             )
         case .garbageStatus:
             writeRawThenClose("HELLO\r\n\r\n")
+        case .hugeHeader(let bytes, let lines):
+            var headers: HTTPHeaders = ["Content-Type": "text/plain", "Content-Length": "3"]
+            for line in 0..<lines {
+                // Spread the values so that they add up to exactly `bytes`.
+                let length = bytes / lines + (line < bytes % lines ? 1 : 0)
+                headers.add(name: "X-Huge-\(line)", value: String(repeating: "h", count: length))
+            }
+            writer.writeHead(status: .ok, headers: headers)
+            let written = writer.writeBody(context.channel.allocator.buffer(string: "ok\n"))
+            context.flush()
+            written.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        case .redirectLoop:
+            // A well-formed answer, kept alive like any other: only its Location is hostile.
+            writer.write(.status(.found, headers: ["Location": "/fault/redirect-loop"]))
         }
     }
 

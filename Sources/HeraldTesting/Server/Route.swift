@@ -30,7 +30,12 @@ enum Route: Sendable {
         case truncated(declared: Int, sent: Int)
         case badChunked
         case garbageStatus
+        case hugeHeader(bytes: Int, lines: Int)
+        case redirectLoop
     }
+
+    /// The largest head `/fault/huge-header` writes.
+    static let maximumHugeHeaderSize = 16 << 20
 
     /// The largest body a fault will write, to keep fault responses cheap.
     static let maximumFaultBodySize = 64 << 20
@@ -122,6 +127,12 @@ enum Route: Sendable {
             return .badChunked
         case "garbage-status":
             return .garbageStatus
+        case "huge-header":
+            let bytes = try query.integer("bytes", default: 1 << 20, in: 1...maximumHugeHeaderSize)
+            let lines = try query.integer("lines", default: 1, in: 1...min(bytes, 10_000))
+            return .hugeHeader(bytes: bytes, lines: lines)
+        case "redirect-loop":
+            return .redirectLoop
         default:
             return nil
         }

@@ -68,6 +68,9 @@ import NIOPosix
 /// - `/fault/bad-chunked`: a `Transfer-Encoding: chunked` head, one valid chunk (`hello`), then chunk framing that is
 ///   not hexadecimal, then a close. Written raw, so it counts in ``bytesSent`` but not ``bodyBytesSent``.
 /// - `/fault/garbage-status`: writes exactly `HELLO\r\n\r\n` instead of a status line, then closes.
+/// - `/fault/huge-header?bytes=N&lines=K`: `200` whose head carries `K` fields `X-Huge-0` … `X-Huge-{K-1}` (default
+///   1) with values of `h` adding up to `N` bytes (default 1 MiB, at most 16 MiB), then the body `ok\n` and a close.
+/// - `/fault/redirect-loop`: `302` with `Location: /fault/redirect-loop`, forever; the connection is kept alive.
 public final class TestServer: Sendable {
     private let channel: any Channel
     let recorder: RequestRecorder

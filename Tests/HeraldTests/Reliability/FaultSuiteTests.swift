@@ -1,0 +1,123 @@
+import Foundation
+import Herald
+import HeraldTesting
+import Testing
+
+/// Issue 7's fault suite: every way a network or a server can fail a request ends that request exactly
+/// once with the right ``HeraldError/Code``, leaves the session's other tasks alone and leaves no socket
+/// behind. The common checks live in ``FaultHarness/expectFailure(_:code:alsoCheckingPorts:sourceLocation:)``.
+@Suite("Fault suite: each fault completes once, typed, isolated, without leaks")
+struct FaultSuiteTests {
+    @Test("connection refused → cannotConnect")
+    func connectionRefused() async throws {
+        let harness = try await FaultHarness.make()
+        // A port that was just listening and no longer is: nothing accepts there.
+        let closed = try await TestServer.start()
+        let url = closed.url("/json")
+        try await closed.shutdown()
+        let call = try await harness.expectFailure(Request(url: url), code: .cannotConnect, alsoCheckingPorts: [closed.port])
+        #expect(call.response == nil)
+    }
+
+    @Test("an unresolvable host (.invalid) → cannotFindHost")
+    func unresolvableHost() async throws {
+        let harness = try await FaultHarness.make()
+        let call = try await harness.expectFailure(
+            Request(url: URL(string: "http://herald-test.invalid/json")!), code: .cannotFindHost)
+        #expect(call.error?.curlCode == 6)
+    }
+
+    @Test("a reset before the response head → networkConnectionLost")
+    func resetBeforeHeaders() async throws {
+        let harness = try await FaultHarness.make()
+        try await harness.expectFailure(
+            Request(url: harness.server.url("/fault/reset-before-headers")), code: .networkConnectionLost)
+    }
+
+    @Test("a reset right after the response head → networkConnectionLost")
+    func resetAfterHeaders() async throws {
+        let harness = try await FaultHarness.make()
+        try await harness.expectFailure(
+            Request(url: harness.server.url("/fault/reset-mid-body?bytes=0&declared=1000")),
+            code: .networkConnectionLost)
+    }
+
+    @Test("a reset in the middle of the body → networkConnectionLost, no partial body delivered")
+    func resetMidBody() async throws {
+        let harness = try await FaultHarness.make()
+        let call = try await harness.expectFailure(
+            Request(url: harness.server.url("/fault/reset-mid-body?bytes=65536")), code: .networkConnectionLost)
+        #expect(call.object == nil)
+    }
+
+    @Test("a server that stalls → timedOut after the request (idle) timeout")
+    func stallRequestTimeout() async throws {
+        let harness = try await FaultHarness.make()
+        try await harness.expectFailure(
+            Request(url: harness.server.url("/fault/stall"), timeoutInterval: 1), code: .timedOut)
+    }
+
+    @Test("a body still streaming when the resource timeout passes → timedOut, although bytes keep moving")
+    func resourceTimeout() async throws {
+        var configuration = SessionConfiguration()
+        // Session-wide, so it also bounds the neighbour and the successor: generous enough for those to
+        // finish on a loaded machine, far shorter than the stream.
+        configuration.timeoutIntervalForResource = 5
+        let harness = try await FaultHarness.make(configuration: configuration)
+        // 1,000 writes 100 ms apart: never idle, but ~100 s in all.
+        let call = try await harness.expectFailure(
+            Request(url: harness.server.url("/bytes/100000?chunkSize=100&delayMs=100")), code: .timedOut)
+        #expect(call.error?.curlCode == 28)
+    }
+
+    @Test("a body shorter than its Content-Length → networkConnectionLost, never a short success")
+    func truncatedBody() async throws {
+        let harness = try await FaultHarness.make()
+        let call = try await harness.expectFailure(
+            Request(url: harness.server.url("/fault/truncated?declared=1000&sent=10")), code: .networkConnectionLost)
+        #expect(call.object == nil)
+    }
+
+    @Test("bad chunked encoding → an error, never a success")
+    func badChunked() async throws {
+        let harness = try await FaultHarness.make()
+        let call = try await harness.expectFailure(
+            Request(url: harness.server.url("/fault/bad-chunked")), code: nil)
+        #expect(call.object == nil)
+        // curl reports broken chunk framing as CURLE_RECV_ERROR (56).
+        #expect(call.error?.curlCode == 56)
+    }
+
+    @Test("a garbage status line → badServerResponse")
+    func garbageStatus() async throws {
+        let harness = try await FaultHarness.make()
+        try await harness.expectFailure(
+            Request(url: harness.server.url("/fault/garbage-status")), code: .badServerResponse)
+    }
+
+    @Test("a redirect loop (a URL that redirects to itself) → tooManyRedirects after the 16-hop default cap")
+    func redirectLoop() async throws {
+        let harness = try await FaultHarness.make()
+        let call = try await harness.expectFailure(
+            Request(url: harness.server.url("/fault/redirect-loop")), code: .tooManyRedirects)
+        #expect(call.error?.curlCode == 47)
+        // The first request and 16 followed redirects, then curl stops.
+        #expect(harness.server.requests(forPath: "/fault/redirect-loop").count == 17)
+    }
+
+    @Test("a slow sender (one byte per 100 ms) completes correctly")
+    func slowSender() async throws {
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        let log = CompletionLog()
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/bytes/20?chunkSize=1&delayMs=100")),
+            completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1, timeout: .seconds(60))
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
+        #expect(log.all.count == 1)
+        #expect(log.all.first?.error == nil)
+        #expect((log.all.first?.object as? Data).map(Array.init) == TestServer.expectedBytes(in: 0..<20))
+        try await fixture.tearDown()
+    }
+}
