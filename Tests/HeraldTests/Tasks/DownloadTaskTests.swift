@@ -187,10 +187,12 @@ struct DownloadTaskTests {
         let fixture = try await SessionFixture.make()
         let size = 60_000
         let log = DownloadLog()
-        // The first 20,000 bytes arrive, then the server pauses longer than the idle timeout.
+        // The first 40,000 bytes arrive at once, then the server pauses far longer than the idle timeout;
+        // the resumed request's remaining 20,000 bytes are a single chunk, sent at once. The timeout is
+        // generous so that a loaded machine still delivers the first chunk in time.
         let task = try fixture.session.downloadTask(
             with: Request(
-                url: fixture.server.url("/bytes/\(size)?chunkSize=20000&delayMs=4000"), timeoutInterval: 1),
+                url: fixture.server.url("/bytes/\(size)?chunkSize=40000&delayMs=20000"), timeoutInterval: 3),
             completionHandler: log.handler)
         task.resume()
         try await fixture.recorder.waitForCompletions(1)
