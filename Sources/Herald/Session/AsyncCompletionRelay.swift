@@ -1,0 +1,76 @@
+/// Hands one task's completion to the one `async` caller awaiting it, exactly once, whichever comes first:
+/// the completion (it may run before the caller suspends — a task cancelled before it started completes
+/// on its own) or the caller's suspension.
+final class AsyncCompletionRelay<Value: Sendable>: Sendable {
+    private enum State {
+        /// Neither the result nor the caller has arrived.
+        case idle
+        /// The caller is suspended, waiting.
+        case awaiting(CheckedContinuation<Result<Value, HeraldError>, Never>)
+        /// The result arrived first and is kept for the caller.
+        case finished(Result<Value, HeraldError>)
+        /// The caller has its result; anything later is ignored.
+        case delivered
+    }
+
+    private let state = Locked(State.idle)
+
+    /// Records the result and resumes the caller if it is waiting. Only the first call counts.
+    func deliver(_ result: Result<Value, HeraldError>) {
+        let continuation = state.withLock { state -> CheckedContinuation<Result<Value, HeraldError>, Never>? in
+            switch state {
+            case .idle:
+                state = .finished(result)
+                return nil
+            case .awaiting(let continuation):
+                state = .delivered
+                return continuation
+            case .finished, .delivered:
+                return nil
+            }
+        }
+        // Resumed outside the lock: resuming may run the caller's code inline.
+        continuation?.resume(returning: result)
+    }
+
+    /// Suspends until ``deliver(_:)`` has been called, or returns at once if it already was. Call once.
+    func result() async -> Result<Value, HeraldError> {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> Result<Value, HeraldError>? in
+                switch state {
+                case .idle:
+                    state = .awaiting(continuation)
+                    return nil
+                case .finished(let result):
+                    state = .delivered
+                    return result
+                case .awaiting, .delivered:
+                    return .failure(HeraldError(.internal, "A task's completion was awaited twice."))
+                }
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+}
+
+extension SessionManager {
+    /// Creates a task with `make`, resumes it and suspends until its completion handler has run, with Swift
+    /// task cancellation wired to ``SessionTask/cancel()``.
+    ///
+    /// When the calling task is already cancelled, the cancellation handler runs before the operation, so the
+    /// task is cancelled while still suspended: no transfer starts, the later `resume()` does nothing, and the
+    /// task completes (one `taskDidComplete`) with ``HeraldError/Code/cancelled``.
+    func performAsync<Value: Sendable>(
+        _ make: (_ deliver: @escaping @Sendable (Result<Value, HeraldError>) -> Void) throws(HeraldError) -> SessionTask
+    ) async throws(HeraldError) -> Value {
+        let relay = AsyncCompletionRelay<Value>()
+        let task = try make { relay.deliver($0) }
+        let result = await withTaskCancellationHandler {
+            task.resume()
+            return await relay.result()
+        } onCancel: {
+            task.cancel()
+        }
+        return try result.get()
+    }
+}

@@ -1,0 +1,231 @@
+import Foundation
+
+// `async` forms of the task factories: each creates a task, resumes it and returns when its completion
+// handler would have run. The threading and cancellation contract is documented on `data(for:)`.
+extension SessionManager {
+    // MARK: - data
+
+    /// Loads `request` and returns the body and the response, like URLSession's `data(for:)`.
+    ///
+    /// **Threading.** Call it from any context; it suspends (never blocks a thread) while the transfer runs.
+    /// The task it creates is an ordinary task of the session: listed in ``tasks`` while it runs, posting
+    /// `taskDidResume` and exactly one `taskDidComplete` on ``notificationCenter``, its completion step run on
+    /// ``completionQueue`` (inside ``completionGroup``); the call returns after that step, before or while
+    /// `taskDidComplete` is posted.
+    ///
+    /// **Cancellation.** Cancelling the calling Swift task calls ``SessionTask/cancel()``: a running transfer
+    /// is stopped, its connection closed, and the call throws ``HeraldError/Code/cancelled``. If the Swift
+    /// task is already cancelled, the session task is cancelled before it is resumed: nothing is sent, no
+    /// `taskDidResume` is posted, and its one `taskDidComplete` reports ``HeraldError/Code/cancelled``.
+    /// Cancellation arriving after the transfer finished changes nothing: the call returns its result.
+    ///
+    /// The body is returned as it arrived: the session's ``responseSerializer`` is **not** applied, and any
+    /// status — a `404`, a `500` — is a success, for you to check. (The `taskDidComplete` payload carries the
+    /// body as `responseData` and no `serializedResponse`.) Use ``responseObject(for:)`` or
+    /// ``value(for:serializer:)`` for validated, parsed responses.
+    ///
+    /// - Parameter request: The request; validated before anything is sent (see ``Request``).
+    /// - Returns: The whole response body (empty when there was none) and the response head.
+    /// - Throws: ``HeraldError``: ``HeraldError/Code/cancelled`` when the Swift task is cancelled, a transport
+    ///   error (``HeraldError/Code/timedOut``, ``HeraldError/Code/cannotConnect``, …), a validation error for
+    ///   a malformed request, or ``HeraldError/Code/sessionInvalidated`` after ``invalidate(cancelingTasks:)``.
+    public func data(for request: Request) async throws(HeraldError) -> (Data, HTTPResponse) {
+        try await performAsync { deliver throws(HeraldError) in
+            try request.validate(allowedProtocols: configuration.allowedProtocols)
+            return try register { identifier in
+                RawBodyDataTask(
+                    session: self, identifier: identifier, request: request,
+                    completionHandler: Self.rawBodyHandler(deliver))
+            }
+        }
+    }
+
+    /// Loads `request` and returns the session's ``responseSerializer`` output: the `async` form of
+    /// ``dataTask(with:uploadProgress:downloadProgress:completionHandler:)``.
+    ///
+    /// Threading and cancellation as for ``data(for:)``: cancelling the Swift task cancels the transfer and
+    /// throws ``HeraldError/Code/cancelled``.
+    ///
+    /// The serializer is read when the transfer completes, as for any data task, and its validation applies:
+    /// with the default ``JSONResponseSerializer`` a `404` throws ``HeraldError/Code/unacceptableStatusCode``.
+    ///
+    /// - Parameter request: The request; validated before anything is sent (see ``Request``).
+    /// - Returns: The serializer's output (for example a ``JSONValue``) and the response head.
+    /// - Throws: ``HeraldError``: the serializer's error, ``HeraldError/Code/cancelled`` when the Swift task is
+    ///   cancelled, a transport error, a validation error, or ``HeraldError/Code/sessionInvalidated``.
+    public func responseObject(for request: Request) async throws(HeraldError) -> (any Sendable, HTTPResponse) {
+        try await performAsync { deliver throws(HeraldError) in
+            try dataTask(with: request) { response, object, error in
+                if let error { return deliver(.failure(error)) }
+                guard let response, let object else {
+                    return deliver(.failure(HeraldError(.internal, "A data task succeeded without a response object.")))
+                }
+                deliver(.success((object, response)))
+            }
+        }
+    }
+
+    /// Loads `request` and turns the response into a value with `serializer`, whatever the session's
+    /// ``responseSerializer`` is.
+    ///
+    /// Threading and cancellation as for ``data(for:)``: cancelling the Swift task cancels the transfer and
+    /// throws ``HeraldError/Code/cancelled``.
+    ///
+    /// The body is collected as by ``data(for:)``, then `serializer` validates and parses it on the calling
+    /// task's executor before the call returns.
+    ///
+    /// - Parameters:
+    ///   - request: The request; validated before anything is sent (see ``Request``).
+    ///   - serializer: Validates the response and produces the value, for example
+    ///     `DecodableResponseSerializer(Item.self)`.
+    /// - Returns: The serializer's output and the response head.
+    /// - Throws: ``HeraldError``: everything ``data(for:)`` throws, then the serializer's error
+    ///   (``HeraldError/Code/unacceptableStatusCode``, ``HeraldError/Code/serializationFailed``, …).
+    public func value<Serializer: ResponseSerializer>(
+        for request: Request, serializer: Serializer
+    ) async throws(HeraldError) -> (Serializer.Output, HTTPResponse) {
+        let (body, response) = try await data(for: request)
+        return (try serializer.serialize(response: response, data: body), response)
+    }
+
+    // MARK: - upload
+
+    /// Sends `data` as the body of `request` and returns the response body and head, like URLSession's
+    /// `upload(for:from:)`.
+    ///
+    /// Threading and cancellation as for ``data(for:)``: cancelling the Swift task cancels the transfer and
+    /// throws ``HeraldError/Code/cancelled``.
+    ///
+    /// As with ``data(for:)`` the response body is returned raw and any status is a success.
+    ///
+    /// - Parameters:
+    ///   - request: The request; validated before anything is sent (see ``Request``). Its `body` is ignored.
+    ///   - data: The body, sent with `Content-Length`.
+    ///   - progress: Called with the upload progress on ``completionQueue``, coalesced, never after the call
+    ///     returned; default none.
+    /// - Returns: The whole response body and the response head.
+    /// - Throws: ``HeraldError`` as ``data(for:)`` does.
+    public func upload(
+        for request: Request, from data: Data, progress: (@Sendable (TransferProgress) -> Void)? = nil
+    ) async throws(HeraldError) -> (Data, HTTPResponse) {
+        try await performAsync { deliver throws(HeraldError) in
+            try makeRawUploadTask(with: request, body: .data(data), progress: progress, deliver: deliver)
+        }
+    }
+
+    /// Streams the file at `fileURL` as the body of `request`, in constant memory, and returns the response
+    /// body and head, like URLSession's `upload(for:fromFile:)`.
+    ///
+    /// Threading and cancellation as for ``data(for:)``: cancelling the Swift task cancels the transfer and
+    /// throws ``HeraldError/Code/cancelled``.
+    ///
+    /// As with ``data(for:)`` the response body is returned raw and any status is a success.
+    ///
+    /// - Parameters:
+    ///   - request: The request; validated before anything is sent (see ``Request``). Its `body` is ignored.
+    ///   - fileURL: A readable regular file; its size when the transfer starts is sent as `Content-Length`.
+    ///   - progress: Called with the upload progress on ``completionQueue``, coalesced; default none.
+    /// - Returns: The whole response body and the response head.
+    /// - Throws: ``HeraldError`` with ``HeraldError/Code/fileIO`` when the file can't be read, otherwise as
+    ///   ``data(for:)`` does.
+    public func upload(
+        for request: Request, fromFile fileURL: URL, progress: (@Sendable (TransferProgress) -> Void)? = nil
+    ) async throws(HeraldError) -> (Data, HTTPResponse) {
+        try await performAsync { deliver throws(HeraldError) in
+            var status = stat()
+            guard fileURL.isFileURL, stat(fileURL.path, &status) == 0 else {
+                throw FileIOError.make("Cannot read the upload file", url: fileURL)
+            }
+            guard (status.st_mode & S_IFMT) == S_IFREG, access(fileURL.path, R_OK) == 0 else {
+                throw HeraldError(.fileIO, "The upload file \(fileURL.path) is not a readable regular file.")
+            }
+            return try makeRawUploadTask(with: request, body: .file(fileURL), progress: progress, deliver: deliver)
+        }
+    }
+
+    // MARK: - download
+
+    /// Downloads the response body of `request` to a file and moves it to `fileURL`: the `async` form of
+    /// ``downloadTask(with:progress:destination:completionHandler:)``.
+    ///
+    /// Threading and cancellation as for ``data(for:)``: cancelling the Swift task cancels the transfer and
+    /// throws ``HeraldError/Code/cancelled``.
+    ///
+    /// The body streams to a temporary file in constant memory; after a complete transfer — whatever the
+    /// status, which is yours to check — it is moved to `fileURL` following
+    /// ``SessionConfiguration/downloadMoveOptions``. On cancellation or a transport error the temporary file
+    /// is deleted.
+    ///
+    /// - Parameters:
+    ///   - request: The request; validated before anything is sent (see ``Request``).
+    ///   - fileURL: Where the file goes.
+    ///   - progress: Called with the download progress on ``completionQueue``, coalesced; default none.
+    /// - Returns: Where the file is (`fileURL`) and the response head.
+    /// - Throws: ``HeraldError``: ``HeraldError/Code/downloadMoveFailed`` when the move failed (the file is then
+    ///   kept at ``DownloadTask/temporaryURL``, named in the message, and is yours to delete),
+    ///   ``HeraldError/Code/cancelled`` when the Swift task is cancelled, a transport error, a validation
+    ///   error, ``HeraldError/Code/fileIO`` or ``HeraldError/Code/sessionInvalidated``.
+    public func download(
+        for request: Request, to fileURL: URL, progress: (@Sendable (TransferProgress) -> Void)? = nil
+    ) async throws(HeraldError) -> (URL, HTTPResponse) {
+        try await download(for: request, progress: progress) { _, _ in fileURL }
+    }
+
+    /// Downloads the response body of `request` to a file and moves it where `destination` says: the `async`
+    /// form of ``downloadTask(with:progress:destination:completionHandler:)``.
+    ///
+    /// Threading and cancellation as for ``data(for:)``: cancelling the Swift task cancels the transfer and
+    /// throws ``HeraldError/Code/cancelled``.
+    ///
+    /// - Parameters:
+    ///   - request: The request; validated before anything is sent (see ``Request``).
+    ///   - progress: Called with the download progress on ``completionQueue``, coalesced; default none.
+    ///   - destination: Called once, on a background queue, after the whole body is on disk, with the
+    ///     temporary file and the response; returns where the file should go. `nil` — or returning the
+    ///     temporary URL — leaves the file in the session's temporary directory, yours to move or delete.
+    /// - Returns: Where the file ended up and the response head.
+    /// - Throws: ``HeraldError`` as ``download(for:to:progress:)`` does.
+    public func download(
+        for request: Request, progress: (@Sendable (TransferProgress) -> Void)? = nil,
+        destination: DownloadDestination? = nil
+    ) async throws(HeraldError) -> (URL, HTTPResponse) {
+        try await performAsync { deliver throws(HeraldError) in
+            try downloadTask(with: request, progress: progress, destination: destination) { response, fileURL, error in
+                if let error { return deliver(.failure(error)) }
+                guard let response, let fileURL else {
+                    return deliver(.failure(HeraldError(.internal, "A download succeeded without a file.")))
+                }
+                deliver(.success((fileURL, response)))
+            }
+        }
+    }
+
+    // MARK: - helpers
+
+    private func makeRawUploadTask(
+        with request: Request, body: UploadTask.Body, progress: (@Sendable (TransferProgress) -> Void)?,
+        deliver: @escaping @Sendable (Result<(Data, HTTPResponse), HeraldError>) -> Void
+    ) throws(HeraldError) -> UploadTask {
+        try request.validate(allowedProtocols: configuration.allowedProtocols)
+        return try register { identifier in
+            let task = RawBodyUploadTask(
+                session: self, identifier: identifier, request: request, body: body,
+                completionHandler: Self.rawBodyHandler(deliver))
+            task.core.withLock { $0.uploadProgressHandler = progress }
+            return task
+        }
+    }
+
+    /// A completion handler for the raw-body tasks, whose object is the body as `Data`.
+    private static func rawBodyHandler(
+        _ deliver: @escaping @Sendable (Result<(Data, HTTPResponse), HeraldError>) -> Void
+    ) -> TaskCompletionHandler {
+        { response, object, error in
+            if let error { return deliver(.failure(error)) }
+            guard let response, let body = object as? Data else {
+                return deliver(.failure(HeraldError(.internal, "A transfer succeeded without a response body.")))
+            }
+            deliver(.success((body, response)))
+        }
+    }
+}
