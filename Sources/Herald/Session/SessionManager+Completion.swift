@@ -43,28 +43,45 @@ struct CompletionResult: Sendable {
 }
 
 extension SessionManager {
-    /// Finishes a task off the loop thread (serializing, or moving a download), runs the completion
-    /// handler on the completion queue, then posts `taskDidComplete` on the event queue and forgets the
-    /// task (AF's order).
+    /// Finishes a task off the loop thread (serializing, or moving a download — on the session's own
+    /// completion queue, or on a global queue when the caller supplied the completion queue), runs the
+    /// completion handler on the completion queue, then posts `taskDidComplete` on the event queue and
+    /// forgets the task (AF's order).
     func complete(_ task: SessionTask, with outcome: TransferOutcome) {
         let serializer = responseSerializer
-        DispatchQueue.global(qos: .userInitiated).async { [self] in
-            let result = task.completionResult(for: outcome, serializer: serializer)
+        if ownsCompletionQueue {
             completionQueue.async(group: completionGroup) { [self] in
-                task.runCompletionHandler(response: outcome.response, object: result.handlerObject, error: result.error)
-                hook.eventQueue.async { [self] in
-                    forget(task)
-                    hook.postCompletion(
-                        of: task,
-                        TaskCompletion(
-                            taskIdentifier: task.taskIdentifier, sessionIdentifier: identifier, date: Date(),
-                            responseSerializer: serializer, responseData: result.responseData,
-                            assetPath: result.assetPath, serializedResponse: result.serializedResponse,
-                            error: result.error, response: outcome.response, finalURL: outcome.response?.url,
-                            metrics: outcome.metrics))
-                    finishInvalidatingIfDone()
+                let result = task.completionResult(for: outcome, serializer: serializer)
+                deliver(task, outcome: outcome, result: result, serializer: serializer)
+            }
+        } else {
+            // The caller's queue (perhaps the main queue) is not the place for parsing or file moves.
+            DispatchQueue.global(qos: .userInitiated).async { [self] in
+                let result = task.completionResult(for: outcome, serializer: serializer)
+                completionQueue.async(group: completionGroup) { [self] in
+                    deliver(task, outcome: outcome, result: result, serializer: serializer)
                 }
             }
+        }
+    }
+
+    /// Runs the completion handler (completion queue), then forgets the task and posts `taskDidComplete`
+    /// on the event queue.
+    private func deliver(
+        _ task: SessionTask, outcome: TransferOutcome, result: CompletionResult, serializer: any ResponseSerializer
+    ) {
+        task.runCompletionHandler(response: outcome.response, object: result.handlerObject, error: result.error)
+        hook.eventQueue.async { [self] in
+            forget(task)
+            hook.postCompletion(
+                of: task,
+                TaskCompletion(
+                    taskIdentifier: task.taskIdentifier, sessionIdentifier: identifier, date: Date(),
+                    responseSerializer: serializer, responseData: result.responseData,
+                    assetPath: result.assetPath, serializedResponse: result.serializedResponse,
+                    error: result.error, response: outcome.response, finalURL: outcome.response?.url,
+                    metrics: outcome.metrics))
+            finishInvalidatingIfDone()
         }
     }
 }

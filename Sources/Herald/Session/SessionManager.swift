@@ -38,6 +38,12 @@ public final class SessionManager: Sendable {
     public let completionGroup: DispatchGroup?
 
     let hook: TaskLifecycleHook
+    /// Whether ``completionQueue`` is the session's own serial queue (not one the caller passed in). Then
+    /// serialization runs on it directly instead of on a global queue first: one thread hand-off fewer per
+    /// task, and the caller's code never waits behind it because nothing else runs there.
+    let ownsCompletionQueue: Bool
+    /// ``SessionConfiguration/allowedProtocols`` sorted once, for curl's `PROTOCOLS_STR` on every transfer.
+    let allowedProtocolList: [String]
     /// Where download tasks write their temporary files; created with the first download task.
     let downloadDirectory: URL
     private let engine: Engine
@@ -72,6 +78,8 @@ public final class SessionManager: Sendable {
         self.configuration = configuration
         self.notificationCenter = notificationCenter
         self.completionQueue = completionQueue ?? DispatchQueue(label: "herald.session.\(identifier).completion")
+        self.ownsCompletionQueue = completionQueue == nil
+        self.allowedProtocolList = configuration.allowedProtocols.sorted()
         self.completionGroup = completionGroup
         self.engine = engine
         self.downloadDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(
@@ -294,7 +302,7 @@ public final class SessionManager: Sendable {
             requestTimeout: request.timeoutInterval ?? configuration.timeoutIntervalForRequest,
             resourceTimeout: configuration.timeoutIntervalForResource,
             httpVersion: configuration.httpVersion,
-            allowedProtocols: configuration.allowedProtocols.sorted(),
+            allowedProtocols: allowedProtocolList,
             followsRedirects: configuration.followsRedirects,
             maximumRedirects: configuration.maximumRedirects,
             maximumResponseSize: configuration.maximumResponseSize,

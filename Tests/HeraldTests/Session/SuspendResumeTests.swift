@@ -12,7 +12,7 @@ struct SuspendResumeTests {
         let log = CompletionLog()
         let firstBytes = AsyncStream<Void>.makeStream()
         let task = try fixture.session.dataTask(
-            with: Request(url: fixture.server.url("/bytes/\(size)?chunkSize=65536&delayMs=2")),
+            with: Request(url: fixture.server.url("/bytes/\(size)?chunkSize=65536&delayMs=20")),
             downloadProgress: { progress in
                 if progress.completedUnitCount > 0 { firstBytes.continuation.yield() }
             },
