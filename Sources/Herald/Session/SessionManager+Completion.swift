@@ -71,6 +71,16 @@ extension SessionManager {
         _ task: SessionTask, outcome: TransferOutcome, result: CompletionResult, serializer: any ResponseSerializer
     ) {
         task.runCompletionHandler(response: outcome.response, object: result.handlerObject, error: result.error)
+        guard notificationCenter.hasObservers(for: .taskDidComplete) else {
+            // Nobody observes completions: forget the task here and spare the event-queue hop. Finishing
+            // an invalidation still goes through the event queue, so `sessionDidInvalidate` stays after
+            // every event already queued there.
+            forget(task)
+            if isInvalidated {
+                hook.eventQueue.async { [self] in finishInvalidatingIfDone() }
+            }
+            return
+        }
         hook.eventQueue.async { [self] in
             forget(task)
             hook.postCompletion(

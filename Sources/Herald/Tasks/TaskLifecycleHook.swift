@@ -28,6 +28,13 @@ final class TaskLifecycleHook: Sendable {
 
     /// Called with the task's lock held, right after a real transition to `running` or `suspended`.
     func taskDidTransition(_ task: SessionTask, to state: TaskState) {
+        // Nobody observes this name: nothing to order, so no hop to the event queue (a thread wake-up
+        // per resume otherwise). An observer added later sees the events that follow its registration.
+        switch state {
+        case .running: guard center.hasObservers(for: .taskDidResume) else { return }
+        case .suspended: guard center.hasObservers(for: .taskDidSuspend) else { return }
+        case .canceling, .completed: return
+        }
         let date = Date()
         let taskIdentifier = task.taskIdentifier
         let center = center

@@ -122,3 +122,42 @@ struct SessionResourceTests {
         try await fixture.server.shutdown()
     }
 }
+
+@Suite("Sessions nobody observes")
+struct UnobservedSessionTests {
+    @Test("with only an invalidation observer, tasks still leave the lists and sessionDidInvalidate follows them")
+    func invalidationWithoutTaskObservers() async throws {
+        let server = try await TestServer.start()
+        let center = NotificationHub()
+        let session = SessionManager(notificationCenter: center)
+        let log = CompletionLog()
+        let invalidated = AsyncStream<Int>.makeStream()
+        let token = center.addObserver(for: .sessionDidInvalidate) { _ in
+            invalidated.continuation.yield(log.all.count)
+            invalidated.continuation.finish()
+        }
+        for _ in 0..<5 {
+            try session.dataTask(with: Request(url: server.url("/delay/100")), completionHandler: log.handler).resume()
+        }
+        session.invalidate(cancelingTasks: false)
+        // Await the notification with a deadline: the first value wins, the timeout fails the test.
+        let handlersRunBeforeInvalidation = try await withThrowingTaskGroup(of: Int?.self) { group in
+            group.addTask {
+                for await count in invalidated.stream { return count }
+                return nil
+            }
+            group.addTask {
+                try await Task.sleep(for: .seconds(10))
+                throw CancellationError()  // the deadline passed: fail rather than hang
+            }
+            let first = try await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        #expect(handlersRunBeforeInvalidation == 5)
+        #expect(session.tasks.isEmpty)
+        #expect(log.all.allSatisfy { $0.error == nil })
+        token.cancel()
+        try await server.shutdown()
+    }
+}
