@@ -34,7 +34,8 @@ test: deps
 ## test-tsan: the notification-center, engine and session tests under ThreadSanitizer.
 test-tsan: deps
 	@# The 256 MiB RSS-budget tests are memory measurements, meaningless under TSan shadow memory.
-	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --skip LargeTransferTests
+	@# One test at a time: TSan slows everything ~10x, and parallel suites would starve the timeout tests.
+	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --skip LargeTransferTests --no-parallel
 
 ## demo: the main job.
 demo: deps

@@ -38,7 +38,7 @@ struct FailureTimelineTests {
         #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
         #expect(log.all.first?.error?.code == .timedOut)
         #expect(elapsed >= .milliseconds(500))
-        #expect(elapsed < .seconds(5))
+        #expect(elapsed < .seconds(30))  // generous: a loaded or sanitized run is slow
         try await fixture.tearDown()
     }
 
