@@ -69,10 +69,7 @@ public final class JSONLinesEventLog: SessionObserver {
         var record = EventRecord(
             event: notification.name.rawValue, time: Self.timestamp(completion.date),
             session: completion.sessionIdentifier, task: completion.taskIdentifier)
-        if let request = RequestSummary(object: notification.object) {
-            record.method = request.method
-            record.url = redaction.redacting(request.url)
-        }
+        addRequest(of: notification.object, to: &record)
         record.status = completion.response?.statusCode
         record.error = completion.error?.code.description
         record.errorMessage = completion.error?.message
@@ -106,10 +103,7 @@ public final class JSONLinesEventLog: SessionObserver {
         var record = EventRecord(
             event: notification.name.rawValue, time: Self.timestamp(failure.date),
             session: failure.sessionIdentifier, task: failure.taskIdentifier)
-        if let request = RequestSummary(object: notification.object) {
-            record.method = request.method
-            record.url = redaction.redacting(request.url)
-        }
+        addRequest(of: notification.object, to: &record)
         record.error = failure.error.code.description
         record.errorMessage = failure.error.message
         record.file = failure.sourceURL.path
@@ -124,11 +118,15 @@ public final class JSONLinesEventLog: SessionObserver {
         var record = EventRecord(
             event: notification.name.rawValue, time: Self.timestamp(event.date), session: event.sessionIdentifier,
             task: event.taskIdentifier)
-        if let request = RequestSummary(object: notification.object) {
-            record.method = request.method
-            record.url = redaction.redacting(request.url)
-        }
+        addRequest(of: notification.object, to: &record)
         return record
+    }
+
+    /// The task's method and redacted URL, when the notification's object is a task.
+    private func addRequest(of object: (any AnyObject & Sendable)?, to record: inout EventRecord) {
+        guard let request = RequestSummary(object: object) else { return }
+        record.method = request.method
+        record.url = redaction.redacting(request.url)
     }
 
     private func emit(_ record: EventRecord) {
