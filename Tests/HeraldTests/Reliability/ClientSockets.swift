@@ -27,19 +27,6 @@ enum ClientSockets {
         return count
     }
 
-    /// Waits until no descriptor of this process is connected to `port`, and returns how many were left
-    /// if `timeout` ran out first (0 on success). Closing is asynchronous (the engine closes a session's
-    /// pool on its loop thread after invalidation), hence the polling; the deadline is generous for a loaded
-    /// machine and is only reached when a socket really leaked.
-    static func waitUntilNone(connectedTo port: Int, timeout: Duration = .seconds(20)) async -> Int {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            let left = count(connectedTo: port)
-            if left == 0 || ContinuousClock.now >= deadline { return left }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-    }
-
     private static func socketInodes() -> Set<Int> {
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return [] }
         var inodes = Set<Int>()

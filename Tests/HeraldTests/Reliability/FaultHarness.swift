@@ -62,8 +62,12 @@ struct FaultHarness {
         #expect(recorder.completions.filter { $0.taskIdentifier == failing.taskIdentifier }.count == 1,
             sourceLocation: sourceLocation)
         #expect(log.all.count == 1, sourceLocation: sourceLocation)
+        // The pool's close was handed to the engine before `sessionDidInvalidate` was posted, and
+        // curl_multi_cleanup closes every connection synchronously: once the engine has run everything
+        // queued so far, no socket of this session can remain. No polling needed.
+        await session.engineBarrier()
         for port in [server.port] + alsoCheckingPorts {
-            let left = await ClientSockets.waitUntilNone(connectedTo: port)
+            let left = ClientSockets.count(connectedTo: port)
             #expect(left == 0, "\(left) socket(s) still connected to port \(port)", sourceLocation: sourceLocation)
         }
         try await server.shutdown()
