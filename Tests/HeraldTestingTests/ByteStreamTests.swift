@@ -134,7 +134,8 @@ struct ByteStreamTests {
     func clientLeavesMidStream() async throws {
         try await withTestServer { server in
             let client = try await RawHTTPClient.connect(port: server.port, retainingAtMost: 0)
-            try await client.send(RawHTTPClient.get("/bytes/\(1 << 30)"))
+            // Paced (80 s for the whole body), so the client is certain to leave long before the end.
+            try await client.send(RawHTTPClient.get("/bytes/\(1 << 30)?chunkSize=65536&delayMs=5"))
             try await server.waitUntil { $0.bodyBytesSent > 0 }
             await client.close()
             try await server.waitUntil { $0.openConnections == 0 && $0.requests.first?.isComplete == true }

@@ -9,9 +9,10 @@ struct ProgressUpdatesTests {
     func downloadProgressIncreasesAndFinishes() async throws {
         let fixture = try await SessionFixture.make()
         let count = 4 * 1024 * 1024
-        // 16 writes 10 ms apart, so the transfer spans several progress deliveries.
+        // 8 writes 200 ms apart — far over the 20 ms handler throttle — so the consumer reads several
+        // snapshots even on a loaded machine (the buffer keeps only the newest unread one).
         let task = try fixture.session.downloadTask(
-            with: Request(url: fixture.server.url("/bytes/\(count)?chunkSize=262144&delayMs=10")))
+            with: Request(url: fixture.server.url("/bytes/\(count)?chunkSize=524288&delayMs=200")))
         let updates = task.downloadProgressUpdates
         task.resume()
         let snapshots = try await collect(updates)
