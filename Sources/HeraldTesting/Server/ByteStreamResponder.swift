@@ -105,8 +105,10 @@ final class ByteStreamResponder {
         while nextOffset < endOffset, channel.isWritable {
             writeChunk()
             if options.delayMilliseconds > 0, nextOffset < endOffset {
-                writer.context.flush()
+                // Marked before the flush: a flush that drains the socket fires channelWritabilityChanged
+                // synchronously, and a pump re-entered from there must not write the next chunk early.
                 isWaitingForDelay = true
+                writer.context.flush()
                 let delay = TimeAmount.milliseconds(Int64(options.delayMilliseconds))
                 writer.context.eventLoop.assumeIsolated().scheduleTask(in: delay) { [self] in
                     isWaitingForDelay = false

@@ -217,11 +217,12 @@ struct DownloadTaskTests {
     @Test("suspending and resuming a download posts each once and writes every byte once")
     func suspendResumeDownload() async throws {
         let fixture = try await SessionFixture.make()
-        let size = 4 * 1024 * 1024
+        let size = 2 * 1024 * 1024
         let started = OneShot<Void>()
         let log = DownloadLog()
+        // Paced over >= 2.5 s so the suspend after the first bytes always lands mid-body.
         let task = try fixture.session.downloadTask(
-            with: Request(url: fixture.server.url("/bytes/\(size)?chunkSize=16384&delayMs=3")),
+            with: Request(url: fixture.server.url("/bytes/\(size)?chunkSize=16384&delayMs=20")),
             progress: { progress in if progress.completedUnitCount > 0 { started.send(()) } },
             completionHandler: log.handler)
         task.resume()

@@ -29,8 +29,9 @@ struct ResumeDataTests {
     func roundTrip() async throws {
         let fixture = try await SessionFixture.make()
         let scratch = try ScratchDirectory()
-        let size = 4 * 1024 * 1024
-        let path = "/bytes/\(size)?chunkSize=16384&delayMs=2"
+        let size = 2 * 1024 * 1024
+        // 128 paced chunks (>= 2.5 s): the cancel after 256 KiB lands mid-body even on a loaded machine.
+        let path = "/bytes/\(size)?chunkSize=16384&delayMs=20"
         let (first, resumeData, firstLog) = try await cancelMidway(fixture, path: path, size: size)
         let data = try #require(resumeData)
         #expect(firstLog.all.first?.error?.code == .cancelled)
@@ -80,9 +81,9 @@ struct ResumeDataTests {
     func serverIgnoresRange() async throws {
         let fixture = try await SessionFixture.make()
         let scratch = try ScratchDirectory()
-        let size = 4 * 1024 * 1024
+        let size = 2 * 1024 * 1024
         let (_, resumeData, _) = try await cancelMidway(
-            fixture, path: "/bytes/\(size)?ranges=0&chunkSize=16384&delayMs=2", size: size)
+            fixture, path: "/bytes/\(size)?ranges=0&chunkSize=16384&delayMs=20", size: size)
         let data = try #require(resumeData)
         let destination = scratch.url.appendingPathComponent("restarted.bin")
         let log = DownloadLog()
@@ -122,7 +123,8 @@ struct ResumeDataTests {
         let fixture = try await SessionFixture.make()
         let started = OneShot<Void>()
         let task = try fixture.session.downloadTask(
-            with: Request(url: fixture.server.url("/bytes/4194304?chunkSize=16384&delayMs=2")),
+            // Paced over >= 2.5 s so the cancel after the first bytes always lands mid-body.
+            with: Request(url: fixture.server.url("/bytes/2097152?chunkSize=16384&delayMs=20")),
             progress: { progress in if progress.completedUnitCount > 0 { started.send(()) } })
         task.resume()
         try await started.value()
