@@ -50,6 +50,20 @@ struct ByteStreamTests {
         }
     }
 
+    @Test("large paced chunks keep their spacing: one chunk per tick even when a write fills the socket")
+    func delayedLargeChunks() async throws {
+        try await withTestServer { server in
+            let count = 4 << 20
+            let start = ContinuousClock.now
+            let response = try await RawHTTPClient.exchange(
+                RawHTTPClient.get("/bytes/\(count)?chunkSize=1048576&delayMs=300"), port: server.port)
+            // Three pauses between four 1 MiB chunks. A flush that drained the socket used to re-enter the
+            // pump before the pause was marked and send the next chunk at once.
+            #expect(ContinuousClock.now - start >= .milliseconds(900))
+            #expect(response.body.count == count)
+        }
+    }
+
     @Test("chunkSize and delayMs stream the body in separate, spaced writes")
     func delayedChunks() async throws {
         try await withTestServer { server in
