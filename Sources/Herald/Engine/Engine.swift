@@ -19,6 +19,19 @@ final class Engine: @unchecked Sendable {
     private let wakeup: UnsafeMutablePointer<uv_async_t>
     private let pending = Locked<[@Sendable () -> Void]>([])
     private let loopThreadID = Locked<pthread_t?>(nil)
+    /// Runs after each loop iteration's I/O to hand that iteration's deliveries to their queues.
+    private let iterationEnd: UnsafeMutablePointer<uv_check_t>
+    /// Keeps the loop from blocking in `epoll_wait` while deliveries wait for the iteration's end (they
+    /// may be queued from a timer, before the poll phase).
+    private let deliveriesWaiting: UnsafeMutablePointer<uv_idle_t>
+    /// This iteration's deliveries, by queue, in order. Loop thread only.
+    private var deliveries: [Delivery] = []
+
+    private struct Delivery {
+        let queue: DispatchQueue
+        let group: DispatchGroup?
+        var work: [@Sendable () -> Void]
+    }
 
     init(name: String) {
         // curl_global_init is reference-counted and thread-safe on this build (feature `threadsafe`).
@@ -30,8 +43,13 @@ final class Engine: @unchecked Sendable {
             guard let handle, let context = handle.pointee.data else { return }
             Unmanaged<Engine>.fromOpaque(context).takeUnretainedValue().drain()
         }
+        iterationEnd = .allocate(capacity: 1)
+        uv_check_init(loop, iterationEnd)
+        deliveriesWaiting = .allocate(capacity: 1)
+        uv_idle_init(loop, deliveriesWaiting)
         // The engine lives as long as its thread runs; sessions keep it alive in the meantime.
         wakeup.pointee.data = Unmanaged.passRetained(self).toOpaque()
+        iterationEnd.pointee.data = wakeup.pointee.data
         let thread = Thread { [self] in
             loopThreadID.withLock { $0 = pthread_self() }
             uv_run(loop, UV_RUN_DEFAULT)
@@ -45,6 +63,43 @@ final class Engine: @unchecked Sendable {
     func execute(_ work: @escaping @Sendable () -> Void) {
         pending.withLock { $0.append(work) }
         uv_async_send(wakeup)
+    }
+
+    /// Runs `work` on `queue` (in `group`): from the loop thread, at the end of the current loop
+    /// iteration, batched with the iteration's other work for the same queue into one dispatch — a burst
+    /// of transfers finishing together costs one thread wake-up, not one each; from any other thread, at
+    /// once. Work for one queue runs in the order it was submitted, and after anything the loop thread
+    /// dispatched to that queue directly before submitting it.
+    func deliver(on queue: DispatchQueue, group: DispatchGroup?, _ work: @escaping @Sendable () -> Void) {
+        guard isOnLoopThread else {
+            queue.async(group: group, execute: work)
+            return
+        }
+        if deliveries.isEmpty {
+            uv_check_start(iterationEnd) { handle in
+                guard let handle, let context = handle.pointee.data else { return }
+                Unmanaged<Engine>.fromOpaque(context).takeUnretainedValue().flushDeliveries()
+            }
+            uv_idle_start(deliveriesWaiting) { _ in }
+        }
+        if let index = deliveries.firstIndex(where: { $0.queue === queue && $0.group === group }) {
+            deliveries[index].work.append(work)
+        } else {
+            deliveries.append(Delivery(queue: queue, group: group, work: [work]))
+        }
+    }
+
+    private func flushDeliveries() {
+        uv_check_stop(iterationEnd)
+        uv_idle_stop(deliveriesWaiting)
+        let batches = deliveries
+        deliveries.removeAll(keepingCapacity: true)
+        for batch in batches {
+            let work = batch.work
+            batch.queue.async(group: batch.group) {
+                for item in work { item() }
+            }
+        }
     }
 
     /// Whether the caller is on the loop thread.

@@ -50,7 +50,7 @@ extension SessionManager {
     func complete(_ task: SessionTask, with outcome: TransferOutcome) {
         let serializer = responseSerializer
         if ownsCompletionQueue {
-            completionQueue.async(group: completionGroup) { [self] in
+            engine.deliver(on: completionQueue, group: completionGroup) { [self] in
                 let result = task.completionResult(for: outcome, serializer: serializer)
                 deliver(task, outcome: outcome, result: result, serializer: serializer)
             }

@@ -46,7 +46,7 @@ public final class SessionManager: Sendable {
     let allowedProtocolList: [String]
     /// Where download tasks write their temporary files; created with the first download task.
     let downloadDirectory: URL
-    private let engine: Engine
+    let engine: Engine
     private let multi: MultiHandle?
     private let state = Locked(State())
 

@@ -80,7 +80,14 @@ extension HTTPHeaders: ExpressibleByDictionaryLiteral {
 }
 
 extension String {
+    /// ASCII case-insensitive equality, as HTTP field names compare; other bytes must match exactly.
+    /// Allocation-free: header lookups run on every transfer.
     func caseInsensitiveEquals(_ other: String) -> Bool {
-        utf8.count == other.utf8.count && lowercased() == other.lowercased()
+        guard utf8.count == other.utf8.count else { return false }
+        for (a, b) in zip(utf8, other.utf8) where a != b {
+            let lower = a | 0x20
+            guard lower == b | 0x20, lower >= UInt8(ascii: "a"), lower <= UInt8(ascii: "z") else { return false }
+        }
+        return true
     }
 }

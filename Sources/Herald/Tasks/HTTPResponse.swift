@@ -40,8 +40,14 @@ public struct HTTPResponse: Sendable, Hashable {
         return nil
     }
 
-    /// The declared `Content-Length`, or `nil` when absent or not a number.
+    /// The declared `Content-Length`, or `nil` when absent, negative or not a number.
     public var expectedContentLength: Int64? {
-        headers["Content-Length"].flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
+        // Read at every body chunk a transfer receives, so no Foundation trimming here.
+        guard let value = headers["Content-Length"] else { return nil }
+        var digits = Substring(value)
+        while let first = digits.first, first == " " || first == "\t" { digits = digits.dropFirst() }
+        while let last = digits.last, last == " " || last == "\t" { digits = digits.dropLast() }
+        guard let length = Int64(digits), length >= 0 else { return nil }
+        return length
     }
 }
