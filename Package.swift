@@ -12,6 +12,7 @@ let package = Package(
         .executable(name: "activity-counter", targets: ["ActivityCounter"]),
         .executable(name: "notification-basics", targets: ["NotificationBasics"]),
         .executable(name: "custom-observer", targets: ["CustomObserver"]),
+        .executable(name: "herald-test-server", targets: ["HeraldTestServer"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
@@ -55,6 +56,7 @@ let package = Package(
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
+        .executableTarget(name: "HeraldTestServer", dependencies: ["HeraldTesting"]),
         .executableTarget(
             name: "ActivityCounter",
             dependencies: [

@@ -61,7 +61,7 @@ extension Route {
             return .status(.notFound)
         case .badRequest(let message):
             return .badRequest(message)
-        case .bytes, .delay, .fault:
+        case .bytes, .delay, .barrier, .fault:
             return nil
         }
     }

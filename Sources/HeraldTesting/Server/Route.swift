@@ -14,6 +14,7 @@ enum Route: Sendable {
     case echo
     case bytes(ByteStreamOptions)
     case delay(milliseconds: Int)
+    case barrier(count: Int, key: String)
     case redirect(remaining: Int, status: Int)
     case redirectTo(location: String, status: Int)
     case headers([(name: String, value: String)])
@@ -79,6 +80,9 @@ enum Route: Sendable {
             return .bytes(try ByteStreamOptions(count: segments[1], query: query))
         case "delay" where segments.count == 2:
             return .delay(milliseconds: try RouteQuery.integer(segments[1], named: "delay", in: 0...600_000))
+        case "barrier" where segments.count == 2:
+            let count = try RouteQuery.integer(segments[1], named: "barrier count", in: 1...1_000_000)
+            return .barrier(count: count, key: query.value("key") ?? "")
         case "redirect" where segments.count == 2:
             let remaining = try RouteQuery.integer(segments[1], named: "redirect count", in: 0...100)
             let status = try query.integer("status", default: 302, in: 301...308)

@@ -48,6 +48,9 @@ import NIOPosix
 ///   validator that does not match serves the whole body with `200`.
 /// - `/delay/{ms}`: waits `ms` milliseconds (0...600000) on the event loop, then `200` with
 ///   `{"delayMilliseconds":ms}`.
+/// - `/barrier/{n}?key=K`: parks the request until `n` requests with the same key `K` (default empty) are parked,
+///   then answers all of them `200` with `{"released":n}`. A load test's proof that `n` requests were in flight at
+///   once, without timing anything.
 /// - `/redirect/{n}`: `302` with `Location: /redirect/{n-1}` (a relative reference) until `/redirect/0`, which is
 ///   `200` with body `"redirected\n"`. `?status=301|302|303|307|308` picks the redirect status for the whole chain.
 /// - `/redirect-to?url=URL&status=S`: redirects to `URL` (required) with status `S` (300...399, default 302).
@@ -96,16 +99,21 @@ public final class TestServer: Sendable {
 
     /// Starts a server listening on `127.0.0.1` at a port chosen by the kernel.
     ///
-    /// - Parameter group: The event loop group that runs the server. The default, NIO's shared singleton group,
-    ///   is never shut down; the server only closes its own channels.
+    /// - Parameters:
+    ///   - group: The event loop group that runs the server. The default, NIO's shared singleton group, is never
+    ///     shut down; the server only closes its own channels.
+    ///   - backlog: The listen backlog (capped by the kernel's `somaxconn`). Raise it for load tests that open
+    ///     thousands of connections at once, so that connects are not dropped and retried a second later.
     /// - Returns: A running server. Call ``shutdown()`` when done.
     /// - Throws: An error from NIO if the socket cannot be bound.
     public static func start(
-        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, backlog: Int = 256
     ) async throws -> TestServer {
         let recorder = RequestRecorder()
+        let barriers = BarrierRegistry()
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelOption(.backlog, value: Int32(clamping: backlog))
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -114,7 +122,7 @@ public final class TestServer: Sendable {
                     let pipeline = channel.pipeline.syncOperations
                     try pipeline.addHandler(ByteCountingHandler(recorder: recorder))
                     try pipeline.configureHTTPServerPipeline(withErrorHandling: true)
-                    try pipeline.addHandler(TestServerHandler(recorder: recorder))
+                    try pipeline.addHandler(TestServerHandler(recorder: recorder, barriers: barriers))
                 }
             }
             .bind(host: "127.0.0.1", port: 0)

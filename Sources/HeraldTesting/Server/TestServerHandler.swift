@@ -13,12 +13,14 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
     static let maximumEchoBodySize = 32 << 20
 
     private let recorder: RequestRecorder
+    private let barriers: BarrierRegistry
     private var request: ReceivedRequest?
     private var stream: ByteStreamResponder?
     private var pendingDelay: Scheduled<Void>?
 
-    init(recorder: RequestRecorder) {
+    init(recorder: RequestRecorder, barriers: BarrierRegistry) {
         self.recorder = recorder
+        self.barriers = barriers
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -85,6 +87,11 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
             pendingDelay = context.eventLoop.assumeIsolated().scheduleTask(in: delay) { [weak self] in
                 self?.pendingDelay = nil
                 writer.write(.json(["delayMilliseconds": milliseconds]))
+            }
+        case .barrier(let count, let key):
+            let parked = NIOLoopBound(writer, eventLoop: context.eventLoop)
+            barriers.arrive(key: key, count: count) {
+                parked.eventLoop.execute { parked.value.write(.json(["released": count])) }
             }
         case .fault(let fault):
             FaultResponder(writer: writer).perform(fault)
