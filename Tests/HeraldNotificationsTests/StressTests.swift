@@ -227,7 +227,9 @@ extension StressTests {
         let posters = 8
         let perPoster = 125_000
         let churners = 4
-        let seed = UInt64.random(in: 0...UInt64(UInt32.max))
+        // HERALD_STRESS_SEED=<seed> replays a failing run's choices.
+        let seed = ProcessInfo.processInfo.environment["HERALD_STRESS_SEED"].flatMap { UInt64($0) }
+            ?? UInt64.random(in: 0...UInt64(UInt32.max))
         let senders = (0..<posters).map { Sender("poster \($0)") }
         let started = (0..<posters).map { _ in Watermark() }
         let completed = (0..<posters).map { _ in Watermark() }
