@@ -4,7 +4,7 @@ SWIFT ?= swift
 # Debian package → pkg-config module it provides.
 SYSTEM_DEPS := libcurl4-openssl-dev:libcurl libuv1-dev:libuv pkg-config:
 
-.PHONY: deps build test test-tsan demo docs docs-coverage lint bench-notifications bench-transfers clean
+.PHONY: deps build test test-tsan test-asan leak-check fuzz soak demo docs docs-coverage lint bench-notifications bench-transfers clean
 
 ## deps: install libcurl and libuv development files when pkg-config can't find them.
 deps:
@@ -27,7 +27,9 @@ build: deps
 ## test: the whole test suite (what CI runs).
 test: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build --skip LargeTransferTests
+	$(SWIFT) test --skip-build --skip LargeTransferTests --skip LoadTests
+	@# 10,000 connections at once: alone, so that the timing of other suites doesn't suffer from it.
+	$(SWIFT) test --skip-build --filter LoadTests
 	@# The 256 MiB transfers measure their own RSS growth, so they run alone in a process of their own.
 	$(SWIFT) test --skip-build --filter LargeTransferTests
 
@@ -65,6 +67,12 @@ lint:
 ## bench-notifications: notification center vs Foundation's NotificationCenter (ARGS="--json out.json").
 bench-notifications: deps
 	cd Benchmarks && $(SWIFT) run -c release NotificationBench $(ARGS)
+
+## soak: mixed tasks against a loopback server for SOAK_SECONDS (default 300), RSS every SOAK_INTERVAL seconds.
+SOAK_SECONDS ?= 300
+SOAK_INTERVAL ?= 10
+soak: deps
+	cd Benchmarks && $(SWIFT) run -c release Soak --seconds $(SOAK_SECONDS) --interval $(SOAK_INTERVAL)
 
 ## bench-transfers: Herald vs URLSession vs a C libcurl+libuv client against a loopback nginx.
 bench-transfers: deps

@@ -14,6 +14,13 @@ let package = Package(
             dependencies: [.product(name: "HeraldNotifications", package: "Herald")]
         ),
         .executableTarget(
+            name: "Soak",
+            dependencies: [
+                .product(name: "Herald", package: "Herald"),
+                .product(name: "HeraldTesting", package: "Herald"),
+            ]
+        ),
+        .executableTarget(
             name: "TransferBench",
             dependencies: [.product(name: "Herald", package: "Herald")]
         ),

@@ -60,6 +60,11 @@ struct ResumeDataTests {
         #expect(log.all.first?.error == nil)
         #expect(log.all.first?.response?.statusCode == 206)
         #expect(try PatternFile.matches(destination, count: size))
+        // The server counts a chunk as sent in its write's completion, which can run after the client has read
+        // it (seen under load): wait for the server's record to settle before reading it.
+        try await fixture.server.waitUntil(timeout: .seconds(10)) { statistics in
+            statistics.requests.filter { $0.path == "/bytes/\(size)" }.allSatisfy(\.isComplete)
+        }
         let requests = fixture.server.requests(forPath: "/bytes/\(size)")
         #expect(requests.count == 2)
         let resumed = try #require(requests.last)
