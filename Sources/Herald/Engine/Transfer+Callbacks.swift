@@ -69,17 +69,15 @@ extension Transfer {
         return length
     }
 
-    /// Parses one header line straight from curl's bytes: this runs for every line of every response,
-    /// so it avoids Foundation's string trimming and builds only the name and value strings.
+    /// Applies one header line to the response being received; `ResponseHeadLine.parse` does the parsing,
+    /// straight from curl's bytes (this runs for every line of every response).
     private func receivedHeaderLine(_ raw: UnsafeRawBufferPointer) {
         lastActivity = .now
-        var line = raw[...]
-        while let last = line.last, last == 0x0D || last == 0x0A { line = line.dropLast() }
-        if line.starts(with: Self.httpPrefix) {
+        switch ResponseHeadLine.parse(raw) {
+        case .statusLine(let version, let statusCode):
             // A new response head: an interim 1xx, a redirect curl follows, or the final one.
-            let parts = line.split(separator: 0x20, maxSplits: 2, omittingEmptySubsequences: true)
-            responseVersion = parts.first.map { String(decoding: $0, as: UTF8.self) } ?? "HTTP/1.1"
-            responseStatus = parts.count > 1 ? Int(String(decoding: parts[1], as: UTF8.self)) ?? 0 : 0
+            responseVersion = version
+            responseStatus = statusCode
             responseHeaders = HTTPHeaders()
             response = nil
             // The sink is told again at the next body byte, and drops what an earlier response left.
@@ -87,30 +85,16 @@ extension Transfer {
             bodyBytesReceived = 0
             bodyStartOffset = 0
             headerBytesReceived = 0
-            return
-        }
-        guard let first = line.first else { return }
-        if first == 0x20 || first == 0x09 {
-            // obs-fold: a continuation of the previous field's value.
+        case .continuation(let more):
             guard responseHeaders.count > 0 else { return }
             var fields = responseHeaders.fields
-            fields[fields.count - 1].value += " " + String(decoding: Self.trimmed(line), as: UTF8.self)
+            fields[fields.count - 1].value += " " + more
             responseHeaders = HTTPHeaders(fields)
-            return
+        case .field(let name, let value):
+            responseHeaders.add(name: name, value: value)
+        case .ignored:
+            break
         }
-        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return }
-        let name = String(decoding: Self.trimmed(line[..<colon]), as: UTF8.self)
-        let value = String(decoding: Self.trimmed(line[(colon + 1)...]), as: UTF8.self)
-        responseHeaders.add(name: name, value: value)
-    }
-
-    private static let httpPrefix = Array("HTTP/".utf8)
-
-    private static func trimmed(_ bytes: Slice<UnsafeRawBufferPointer>) -> Slice<UnsafeRawBufferPointer> {
-        var bytes = bytes
-        while let first = bytes.first, first == 0x20 || first == 0x09 { bytes = bytes.dropFirst() }
-        while let last = bytes.last, last == 0x20 || last == 0x09 { bytes = bytes.dropLast() }
-        return bytes
     }
 
     private func announceResponse() {

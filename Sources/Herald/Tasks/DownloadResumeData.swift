@@ -61,8 +61,17 @@ struct DownloadResumeData: Codable, Sendable, Equatable {
             throw HeraldError(
                 .cannotResume, "The resume data has no ETag or Last-Modified to check the resource is unchanged.")
         }
+        // Resuming appends to this file, so it must be one Herald made: an absolute path to a
+        // `download-….part` file, reached without `..` and not through a symbolic link. Otherwise crafted
+        // resume data could make a download write into any file the process may write.
+        let components = resume.partialFilePath.split(separator: "/", omittingEmptySubsequences: false)
+        guard resume.partialFilePath.hasPrefix("/"), !components.contains(".."), !components.contains("."),
+            let fileName = components.last, fileName.hasPrefix("download-"), fileName.hasSuffix(".part")
+        else {
+            throw HeraldError(.cannotResume, "The resume data does not name a Herald partial download file.")
+        }
         var status = stat()
-        guard stat(resume.partialFilePath, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
+        guard lstat(resume.partialFilePath, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
             throw HeraldError(
                 .cannotResume, "The partial download file \(resume.partialFilePath) no longer exists.",
                 url: resume.url)

@@ -54,19 +54,34 @@ struct FaultResponder {
             let written = writer.writeBody(context.channel.allocator.buffer(string: "ok\n"))
             context.flush()
             written.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        case .rawHeaders:
+            writer.recorder.responseStarted(writer.sequenceNumber, status: 200)
+            writeRawThenClose(Self.rawHeadersResponse)
         case .redirectLoop:
             // A well-formed answer, kept alive like any other: only its Location is hostile.
             writer.write(.status(.found, headers: ["Location": "/fault/redirect-loop"]))
         }
     }
 
+    /// What `/fault/raw-headers` writes: header values that are not UTF-8 and repeated fields, which NIO's
+    /// encoder could not produce.
+    static let rawHeadersResponse: [UInt8] =
+        Array("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nX-Latin1: caf".utf8) + [0xE9]
+        + Array("\r\nX-Invalid: a".utf8) + [0xFF, 0xFE, 0x80] + Array("b\r\n".utf8)
+        + Array("X-Dup: one\r\nx-dup: two\r\nX-DUP: three\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\n".utf8)
+        + Array("Content-Length: 3\r\nConnection: close\r\n\r\nok\n".utf8)
+
     private func octetStreamHeaders(contentLength: Int) -> HTTPHeaders {
         ["Content-Type": "application/octet-stream", "Content-Length": String(contentLength)]
     }
 
     private func writeRawThenClose(_ text: String) {
+        writeRawThenClose(Array(text.utf8))
+    }
+
+    private func writeRawThenClose(_ bytes: [UInt8]) {
         let context = self.context
-        let buffer = context.channel.allocator.buffer(string: text)
+        let buffer = context.channel.allocator.buffer(bytes: bytes)
         guard let encoderContext = try? context.pipeline.syncOperations.context(handlerType: HTTPResponseEncoder.self)
         else {
             return context.close(promise: nil)

@@ -33,6 +33,7 @@ enum Route: Sendable {
         case garbageStatus
         case hugeHeader(bytes: Int, lines: Int)
         case redirectLoop
+        case rawHeaders
     }
 
     /// The largest head `/fault/huge-header` writes.
@@ -137,6 +138,8 @@ enum Route: Sendable {
             return .hugeHeader(bytes: bytes, lines: lines)
         case "redirect-loop":
             return .redirectLoop
+        case "raw-headers":
+            return .rawHeaders
         default:
             return nil
         }

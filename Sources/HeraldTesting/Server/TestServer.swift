@@ -73,6 +73,9 @@ import NIOPosix
 /// - `/fault/garbage-status`: writes exactly `HELLO\r\n\r\n` instead of a status line, then closes.
 /// - `/fault/huge-header?bytes=N&lines=K`: `200` whose head carries `K` fields `X-Huge-0` … `X-Huge-{K-1}` (default
 ///   1) with values of `h` adding up to `N` bytes (default 1 MiB, at most 16 MiB), then the body `ok\n` and a close.
+/// - `/fault/raw-headers`: a `200` written raw with header values that are not UTF-8 (`X-Latin1: caf\xE9`,
+///   `X-Invalid: a\xFF\xFE\x80b`), a field repeated in three spellings (`X-Dup`, `x-dup`, `X-DUP`), two
+///   `Set-Cookie` fields, the body `ok\n`, then a close.
 /// - `/fault/redirect-loop`: `302` with `Location: /fault/redirect-loop`, forever; the connection is kept alive.
 public final class TestServer: Sendable {
     private let channel: any Channel

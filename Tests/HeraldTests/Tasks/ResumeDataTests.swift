@@ -99,6 +99,9 @@ struct ResumeDataTests {
         #expect(log.all.first?.error == nil)
         #expect(log.all.first?.response?.statusCode == 200)
         #expect(try PatternFile.matches(destination, count: size))
+        try await fixture.server.waitUntil(timeout: .seconds(10)) { statistics in
+            statistics.requests.filter { $0.path == "/bytes/\(size)" }.allSatisfy(\.isComplete)
+        }
         let resumed = try #require(fixture.server.requests(forPath: "/bytes/\(size)").last)
         #expect(resumed.headerValue("Range") != nil)
         #expect(resumed.bodyBytesSent == size)

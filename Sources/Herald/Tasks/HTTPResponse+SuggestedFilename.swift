@@ -1,0 +1,144 @@
+import Foundation
+
+extension HTTPResponse {
+    /// A file name for saving this response's body, safe to append to a directory: it can never name a
+    /// path outside it.
+    ///
+    /// Taken from `Content-Disposition` (RFC 6266: `filename*=UTF-8''…` preferred over `filename=`), else from
+    /// the last component of ``url``, else `"download"`. Whatever the server sent, the result is one path
+    /// component: directories (`/` and `\`) are stripped down to the last part, NULs and other control
+    /// characters and bidirectional overrides are removed, leading dots go (no `..`, no hidden files), and it
+    /// is at most 255 UTF-8 bytes.
+    ///
+    /// ```
+    /// Content-Disposition: attachment; filename="../../etc/passwd"   →  "passwd"
+    /// Content-Disposition: attachment; filename*=UTF-8''%E2%82%AC.txt →  "€.txt"
+    /// ```
+    public var suggestedFilename: String {
+        if let disposition = headers["Content-Disposition"],
+            let name = Self.dispositionFilename(disposition).flatMap(Self.safeFilename)
+        {
+            return name
+        }
+        return Self.safeFilename(url.lastPathComponent) ?? "download"
+    }
+
+    /// `raw` reduced to one safe path component, or `nil` when nothing usable is left.
+    ///
+    /// - Parameter raw: A file name from an untrusted source.
+    /// - Returns: The last `/`- or `\`-separated part of `raw` without control characters, bidirectional
+    ///   formatting characters, surrounding whitespace or leading dots, cut to 255 UTF-8 bytes; `nil` if empty.
+    public static func safeFilename(_ raw: String) -> String? {
+        let lastPart = raw.split(omittingEmptySubsequences: true) { $0 == "/" || $0 == "\\" }.last ?? ""
+        var scalars = String.UnicodeScalarView()
+        for scalar in lastPart.unicodeScalars where !isUnsafe(scalar) { scalars.append(scalar) }
+        var name = Substring(String(scalars))
+        // Dots and spaces in any mix: " . .." must not leave a dot first once the spaces are gone.
+        while let first = name.first, first == "." || first.isWhitespace { name.removeFirst() }
+        while let last = name.last, last.isWhitespace { name.removeLast() }
+        while name.utf8.count > 255 { name.removeLast() }
+        return name.isEmpty ? nil : String(name)
+    }
+
+    private static func isUnsafe(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x00...0x1F, 0x7F...0x9F: true  // C0 and C1 controls, NUL and DEL included.
+        case 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: true  // Bidi marks that disguise an extension.
+        case 0xFEFF: true
+        default: false
+        }
+    }
+
+    /// The file name a `Content-Disposition` value carries, unsanitized: `filename*` when it decodes, else
+    /// `filename`.
+    static func dispositionFilename(_ value: String) -> String? {
+        var plain: String?
+        var extended: String?
+        for (name, parameter) in dispositionParameters(value) {
+            switch name {
+            case "filename*": extended = extended ?? decodeExtendedValue(parameter)
+            case "filename": plain = plain ?? parameter
+            default: break
+            }
+        }
+        return extended ?? plain
+    }
+
+    /// `type; name=value; name="quoted \" value"` → lowercased names with their unquoted values.
+    private static func dispositionParameters(_ value: String) -> [(String, String)] {
+        var parameters: [(String, String)] = []
+        var characters = Substring(value)
+        // Skip the disposition type.
+        guard let firstSemicolon = characters.firstIndex(of: ";") else { return [] }
+        characters = characters[characters.index(after: firstSemicolon)...]
+        while !characters.isEmpty {
+            characters = characters.drop { $0 == " " || $0 == "\t" || $0 == ";" }
+            guard let equals = characters.firstIndex(of: "=") else { break }
+            let name = characters[..<equals].trimmingCharacters(in: .whitespaces).lowercased()
+            characters = characters[characters.index(after: equals)...].drop { $0 == " " || $0 == "\t" }
+            var parameter = ""
+            if characters.first == "\"" {
+                characters = characters.dropFirst()
+                var escaped = false
+                while let character = characters.first {
+                    characters = characters.dropFirst()
+                    if escaped {
+                        // A quoted-pair only for `"` and `\`: senders that write Windows paths unescaped
+                        // (`"..\..\x"`) keep their separators, which are then stripped like `/`.
+                        if character != "\"" && character != "\\" { parameter.append("\\") }
+                        parameter.append(character)
+                        escaped = false
+                    } else if character == "\\" {
+                        escaped = true
+                    } else if character == "\"" {
+                        break
+                    } else {
+                        parameter.append(character)
+                    }
+                }
+                characters = characters.drop { $0 != ";" }
+            } else {
+                let end = characters.firstIndex(of: ";") ?? characters.endIndex
+                parameter = characters[..<end].trimmingCharacters(in: .whitespaces)
+                characters = characters[end...]
+            }
+            parameters.append((name, parameter))
+        }
+        return parameters
+    }
+
+    /// RFC 8187 `charset'language'percent-encoded`; UTF-8 and ISO-8859-1 only; `nil` when malformed.
+    private static func decodeExtendedValue(_ value: String) -> String? {
+        let parts = value.split(separator: "'", maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count == 3 else { return nil }
+        let charset = parts[0].lowercased()
+        var bytes: [UInt8] = []
+        var utf8 = parts[2].utf8[...]
+        while let byte = utf8.first {
+            utf8 = utf8.dropFirst()
+            guard byte == UInt8(ascii: "%") else {
+                bytes.append(byte)
+                continue
+            }
+            guard utf8.count >= 2, let high = hexValue(utf8[utf8.startIndex]),
+                let low = hexValue(utf8[utf8.index(after: utf8.startIndex)])
+            else { return nil }
+            bytes.append(high << 4 | low)
+            utf8 = utf8.dropFirst(2)
+        }
+        switch charset {
+        case "utf-8": return String(validating: bytes, as: UTF8.self)
+        case "iso-8859-1": return String(bytes.map { Character(Unicode.Scalar($0)) })
+        default: return nil
+        }
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case 0x30...0x39: byte - 0x30
+        case 0x41...0x46: byte - 0x41 + 10
+        case 0x61...0x66: byte - 0x61 + 10
+        default: nil
+        }
+    }
+}

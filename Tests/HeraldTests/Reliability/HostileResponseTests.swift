@@ -1,0 +1,203 @@
+import Foundation
+@testable import Herald
+import HeraldTesting
+import Testing
+
+/// Hostile input that comes back from a server or from stored data (issue 7 §5): server-supplied file names,
+/// header bytes that are not UTF-8, repeated header fields, and crafted resume data.
+@Suite("Hostile responses and stored data")
+struct HostileResponseTests {
+    private func response(disposition: String?, url: String = "http://127.0.0.1/files/report.pdf") -> HTTPResponse {
+        var headers = HTTPHeaders()
+        if let disposition { headers.add(name: "Content-Disposition", value: disposition) }
+        return HTTPResponse(url: URL(string: url)!, statusCode: 200, headers: headers)
+    }
+
+    @Test(
+        "a server-supplied file name is reduced to one safe path component",
+        arguments: [
+            (#"attachment; filename="../../etc/passwd""#, "passwd"),
+            (#"attachment; filename="..\..\windows\system32\cmd.exe""#, "cmd.exe"),
+            (#"attachment; filename="/etc/shadow""#, "shadow"),
+            (#"attachment; filename="..""#, "report.pdf"),
+            (#"attachment; filename="../""#, "report.pdf"),
+            (#"attachment; filename=".bashrc""#, "bashrc"),
+            (#"attachment; filename="...hidden""#, "hidden"),
+            ("attachment; filename=\"a\u{0}b.txt\"", "ab.txt"),
+            ("attachment; filename=\"a\r\nX-Evil: 1.txt\"", "aX-Evil: 1.txt"),
+            ("attachment; filename=\"invoice\u{202E}fdp.exe\"", "invoicefdp.exe"),
+            (#"attachment; filename*=UTF-8''%2e%2e%2f%2e%2e%2fetc%2fpasswd"#, "passwd"),
+            (#"attachment; filename*=UTF-8''%00%2e%2e"#, "report.pdf"),
+            (#"attachment; filename*=UTF-8''%E2%82%AC%20rates.txt"#, "€ rates.txt"),
+            (#"attachment; filename="fallback.txt"; filename*=UTF-8''%C3%A9t%C3%A9.txt"#, "été.txt"),
+            (#"attachment; filename*=UTF-8''%FF%FE.txt; filename="plain.txt""#, "plain.txt"),
+            (#"attachment; filename*=iso-8859-1'en'caf%E9.txt"#, "café.txt"),
+            (#"attachment; filename*=UTF-8''%zz; filename="ok.txt""#, "ok.txt"),
+            (#"attachment; filename="quo\"ted.txt""#, "quo\"ted.txt"),
+            (#"attachment; filename=unquoted.txt; size=3"#, "unquoted.txt"),
+            ("attachment", "report.pdf"),
+            ("attachment; filename=", "report.pdf"),
+            ("attachment; filename=\"   \"", "report.pdf"),
+            (";;;===\"\"\"", "report.pdf"),
+        ])
+    func suggestedFilename(disposition: String, expected: String) {
+        #expect(response(disposition: disposition).suggestedFilename == expected)
+    }
+
+    @Test("a long name is cut to 255 UTF-8 bytes; no name at all becomes \"download\"")
+    func lengthAndFallback() {
+        let long = response(disposition: "attachment; filename=\"\(String(repeating: "é", count: 300)).txt\"")
+        #expect(long.suggestedFilename.utf8.count <= 255)
+        #expect(long.suggestedFilename.hasPrefix("éé"))
+        #expect(response(disposition: nil, url: "http://127.0.0.1/").suggestedFilename == "download")
+        #expect(response(disposition: nil, url: "http://127.0.0.1/a/..%2F..%2Fx").suggestedFilename == "x")
+    }
+
+    @Test("whatever the value, the name stays inside the directory it is appended to")
+    func neverEscapes() {
+        var random = SeededGenerator(seed: 7)
+        let alphabet: [String] = ["/", "\\", ".", "..", "%2e", "%2f", "%00", "\u{0}", "\r", "\n", "\"", ";", "a",
+            "é", "\u{202E}", " ", "filename=", "filename*=UTF-8''", "'"]
+        let directory = URL(fileURLWithPath: "/tmp/herald-downloads", isDirectory: true)
+        for _ in 0..<5_000 {
+            var value = "attachment; "
+            for _ in 0..<Int(random.next() % 12) { value += alphabet[Int(random.next() % UInt64(alphabet.count))] }
+            let name = response(disposition: value, url: "http://127.0.0.1/..").suggestedFilename
+            #expect(!name.isEmpty && !name.hasPrefix(".") && !name.contains("/") && !name.contains("\\"), "\(value)")
+            #expect(!name.unicodeScalars.contains { $0.value < 0x20 }, "\(value)")
+            let destination = directory.appendingPathComponent(name).standardizedFileURL
+            #expect(destination.deletingLastPathComponent().path == directory.path, "\(value) → \(name)")
+        }
+    }
+
+    @Test("a download saved under its suggested name lands in the chosen directory, whatever the server says")
+    func downloadToSuggestedName() async throws {
+        let fixture = try await SessionFixture.make()
+        let scratch = try ScratchDirectory()
+        let directory = scratch.url.appendingPathComponent("inbox", isDirectory: true)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let disposition = #"attachment; filename="../../escaped.txt""#
+        let encoded = disposition.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        let log = DownloadLog()
+        let task = try fixture.session.downloadTask(
+            with: Request(url: fixture.server.url("/headers?Content-Disposition=\(encoded)")),
+            destination: { _, response in directory.appendingPathComponent(response.suggestedFilename) },
+            completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(log.all.first?.error == nil)
+        #expect(log.all.first?.fileURL == directory.appendingPathComponent("escaped.txt"))
+        #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("escaped.txt").path))
+        #expect(!FileManager.default.fileExists(atPath: scratch.url.deletingLastPathComponent().appendingPathComponent("escaped.txt").path))
+        scratch.remove()
+        try await fixture.tearDown()
+    }
+
+    @Test("header bytes that are not UTF-8 are decoded lossily and repeated fields are all kept, in order")
+    func rawHeaders() async throws {
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        let log = CompletionLog()
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/fault/raw-headers")), completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        let call = try #require(log.all.first)
+        #expect(call.error == nil)
+        let response = try #require(call.response)
+        #expect(response.statusCode == 200)
+        #expect(response.headers["X-Latin1"] == "caf\u{FFFD}")
+        #expect(response.headers["x-invalid"]?.hasPrefix("a\u{FFFD}") == true)
+        #expect(response.headers["x-invalid"]?.hasSuffix("b") == true)
+        #expect(response.headers.values(for: "x-dup") == ["one", "two", "three"])
+        #expect(response.headers.values(for: "Set-Cookie") == ["a=1", "b=2"])
+        #expect(response.headers["X-Dup"] == "one")
+        #expect(call.object as? Data == Data("ok\n".utf8))
+        try await fixture.tearDown()
+    }
+
+    @Test(
+        "the head-line parser never traps and reads what it can",
+        arguments: [
+            ("HTTP/1.1 200 OK\r\n", ResponseHeadLine.statusLine(version: "HTTP/1.1", statusCode: 200)),
+            ("HTTP/2 204\r\n", .statusLine(version: "HTTP/2", statusCode: 204)),
+            ("HTTP/1.1 99999999999999999999999 Big\r\n", .statusLine(version: "HTTP/1.1", statusCode: 0)),
+            ("HTTP/1.1 -20 Negative\r\n", .statusLine(version: "HTTP/1.1", statusCode: 0)),
+            ("HTTP/\r\n", .statusLine(version: "HTTP/", statusCode: 0)),
+            ("Name:   value with spaces  \r\n", .field(name: "Name", value: "value with spaces")),
+            ("Empty:\r\n", .field(name: "Empty", value: "")),
+            (":no-name\r\n", .field(name: "", value: "no-name")),
+            ("A: b: c\r\n", .field(name: "A", value: "b: c")),
+            ("\t folded  \r\n", .continuation("folded")),
+            ("no colon at all\r\n", .ignored),
+            ("\r\n", .ignored),
+            ("", .ignored),
+        ])
+    func headLineParser(line: String, expected: ResponseHeadLine) {
+        let parsed = Array(line.utf8).withUnsafeBytes { ResponseHeadLine.parse($0) }
+        #expect(parsed == expected)
+    }
+
+    @Test("crafted resume data is refused with cannotResume: truncated, wrong types, huge numbers, foreign files")
+    func craftedResumeData() async throws {
+        let fixture = try await SessionFixture.make()
+        let scratch = try ScratchDirectory()
+        let part = scratch.url.appendingPathComponent("download-1-x.part")
+        try Data(repeating: 1, count: 100).write(to: part)
+        let victim = scratch.url.appendingPathComponent("victim.txt")
+        try Data("keep me".utf8).write(to: victim)
+        let link = scratch.url.appendingPathComponent("download-2-x.part")
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: victim)
+        func resume(_ fields: [String: String]) -> Data {
+            var all = [
+                "format": #""herald.download-resume-data""#, "version": "1", "url": #""http://127.0.0.1:1/x""#,
+                "headers": "[]", "bytesReceived": "10", "entityTag": #""\"e\"""#,
+                "partialFilePath": "\"\(part.path)\"",
+            ]
+            for (key, value) in fields { all[key] = value }
+            return Data(("{" + all.map { "\"\($0.key)\":\($0.value)" }.joined(separator: ",") + "}").utf8)
+        }
+        // The valid baseline is accepted, so each refusal below is down to its one change.
+        let baseline = try fixture.session.downloadTask(withResumeData: resume([:]))
+        baseline.cancel()
+        let valid = resume([:])
+        let cases: [(String, Data)] = [
+            ("truncated", valid.prefix(valid.count / 2)),
+            ("truncated by one byte", valid.dropLast()),
+            ("version as a string", resume(["version": #""1""#])),
+            ("version 2", resume(["version": "2"])),
+            ("bytesReceived as a string", resume(["bytesReceived": #""10""#])),
+            ("bytesReceived negative", resume(["bytesReceived": "-1"])),
+            ("bytesReceived beyond Int64", resume(["bytesReceived": "99999999999999999999999"])),
+            ("bytesReceived beyond the file", resume(["bytesReceived": "9223372036854775807"])),
+            ("bytesReceived a float", resume(["bytesReceived": "1e300"])),
+            ("headers not pairs", resume(["headers": #"[["A"]]"#])),
+            ("headers wrong type", resume(["headers": #"{"A":"b"}"#])),
+            ("header with CR LF", resume(["headers": #"[["X-A","b\r\nX-Injected: 1"]]"#])),
+            ("url not a URL", resume(["url": "42"])),
+            ("url with a file scheme", resume(["url": #""file:///etc/passwd""#])),
+            ("url with a gopher scheme", resume(["url": #""gopher://127.0.0.1/""#])),
+            ("no validator", resume(["entityTag": "null"])),
+            ("path to a non-Herald file", resume(["partialFilePath": "\"\(victim.path)\""])),
+            ("path through a symbolic link", resume(["partialFilePath": "\"\(link.path)\""])),
+            ("relative path", resume(["partialFilePath": #""download-1-x.part""#])),
+            ("path with ..", resume(["partialFilePath": "\"\(scratch.url.path)/../\(scratch.url.lastPathComponent)/download-1-x.part\""])),
+            ("path a directory", resume(["partialFilePath": "\"\(scratch.url.path)/download-dir.part\""])),
+            ("path with NUL", resume(["partialFilePath": "\"\(part.path)\\u0000.txt\""])),
+            ("huge path", resume(["partialFilePath": "\"/\(String(repeating: "a", count: 100_000))/download-1.part\""])),
+            ("a JSON array", Data("[1,2,3]".utf8)),
+            ("deeply nested", Data((String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)).utf8)),
+        ]
+        try FileManager.default.createDirectory(
+            at: scratch.url.appendingPathComponent("download-dir.part"), withIntermediateDirectories: true)
+        for (label, data) in cases {
+            let error = #expect(throws: HeraldError.self, "\(label)") {
+                try fixture.session.downloadTask(withResumeData: data)
+            }
+            #expect(error?.code == .cannotResume || error?.code == .unsupportedURL || error?.code == .invalidRequest,
+                "\(label): \(error.map { "\($0)" } ?? "")")
+        }
+        #expect(try String(contentsOf: victim, encoding: .utf8) == "keep me")
+        scratch.remove()
+        try await fixture.tearDown()
+    }
+}
