@@ -1,5 +1,5 @@
 import Foundation
-import Herald
+@testable import Herald
 import HeraldNotifications
 import HeraldTesting
 import Testing
@@ -35,7 +35,11 @@ struct LoadTests {
         configuration.maximumConnectionsTotal = 0
         configuration.timeoutIntervalForRequest = 300
         configuration.httpVersion = .http1_1
-        let session = SessionManager(configuration: configuration, notificationCenter: center)
+        // An engine of its own: 10,000 transfers keep a loop thread busy, and other suites running in parallel
+        // must not wait behind them on the shared one (their idle timeouts fired when they did).
+        let session = SessionManager(
+            configuration: configuration, notificationCenter: center, completionQueue: nil, completionGroup: nil,
+            engine: Engine(name: "herald.engine.load-test"))
         session.responseSerializer = DataResponseSerializer()
         let handlerCalls = Locked([Int](repeating: 0, count: count + 1))
         let failures = Locked<[String]>([])
