@@ -75,9 +75,13 @@ final class MultiHandle: @unchecked Sendable {
 
     /// Stops a transfer that is still in the pool and finishes it with `error`. Loop thread only.
     func remove(_ transfer: Transfer, error: HeraldError) {
-        guard let easy = transfer.easyHandle, transfers.removeValue(forKey: easy) != nil else { return }
-        curl_multi_remove_handle(multi, easy)
-        transfer.finish(error: error)
+        if let easy = transfer.easyHandle, transfers.removeValue(forKey: easy) != nil {
+            curl_multi_remove_handle(multi, easy)
+            transfer.finish(error: error)
+        } else if transfer.deferredResult != nil {
+            // Done on the wire and out of the pool, but held for the task's answer to its response.
+            transfer.finish(error: error)
+        }
     }
 
     /// Drains curl's messages and finishes every transfer that is done. Loop thread only.

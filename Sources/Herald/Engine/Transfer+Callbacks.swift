@@ -52,6 +52,15 @@ extension Transfer {
         if response == nil {
             announceResponse()
         }
+        if request.asksForResponseDisposition, !hasDisposition, let response, response.statusCode >= 200 {
+            // Wait for the task's answer without blocking the loop: curl keeps this chunk and hands it
+            // back when the transfer is unpaused.
+            if !isAwaitingDisposition {
+                isAwaitingDisposition = true
+                delegate.transferNeedsResponseDisposition(response, transfer: self)
+            }
+            return Int(herald_writefunc_pause)
+        }
         if !sinkDidBegin, let response, let error = beginSink(for: response) {
             abortError = error
             return 0
@@ -63,6 +72,9 @@ extension Transfer {
             return 0
         }
         bodyBytesReceived += Int64(length)
+        if request.forwardsBodyChunks, let buffer, length > 0 {
+            delegate.transferDidReceiveBody(UnsafeRawBufferPointer(start: buffer, count: length))
+        }
         delegate.transferDidReceiveBytes(
             total: bodyStartOffset + bodyBytesReceived,
             expected: response?.expectedContentLength.map { bodyStartOffset + $0 })
@@ -148,7 +160,7 @@ extension Transfer {
             pendingPause = false
             isPaused = true
         }
-        if !isPaused, request.requestTimeout > 0 {
+        if !isPaused, !isAwaitingDisposition, request.requestTimeout > 0 {
             let idle = ContinuousClock.now - lastActivity
             if idle > .milliseconds(Int64(request.requestTimeout * 1000)) {
                 abortError = HeraldError(

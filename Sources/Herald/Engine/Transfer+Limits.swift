@@ -11,7 +11,7 @@ extension Transfer {
     /// and releases what was collected so far.
     func exceedsResponseLimit(adding length: Int) -> Bool {
         let limit = Int64(request.maximumResponseSize)
-        guard limit > 0, case .memory = request.sink else { return false }
+        guard limit > 0, collectsBodyInMemory else { return false }
         var reason: String?
         if bodyBytesReceived + Int64(length) > limit {
             reason = "The response body grew past the maximum of \(limit) bytes."

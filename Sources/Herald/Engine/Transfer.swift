@@ -7,11 +7,12 @@ import Foundation
 /// keeps it alive while curl holds its pointer (it is the `userdata` of every callback), and
 /// ``finish(result:)`` / ``finish(error:)`` end it exactly once.
 final class Transfer: @unchecked Sendable {
-    // Safety: created on any thread, then used only on the engine's loop thread; the request and the
-    // delegate are immutable and Sendable.
+    // Safety: created on any thread, then used only on the engine's loop thread (the delegate too is
+    // replaced only there, when a data task becomes a download); the request is immutable and Sendable.
 
     let request: TransferRequest
-    let delegate: any TransferDelegate
+    /// Who hears about the transfer: the task, or the download task a data task became.
+    private(set) var delegate: any TransferDelegate
     private(set) var easyHandle: UnsafeMutableRawPointer?
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private let errorBuffer: UnsafeMutablePointer<CChar>
@@ -40,6 +41,16 @@ final class Transfer: @unchecked Sendable {
     var isPaused = false
     var pendingPause = false
 
+    // The response disposition (``TransferRequest/asksForResponseDisposition``). The write callback pauses
+    // at the first body byte until the task answers; a response without a body is held at the end instead,
+    // its curl result kept in `deferredResult`. A user pause is separate (`isPaused`): an answer never
+    // undoes it.
+    var isAwaitingDisposition = false
+    var hasDisposition = false
+    var deferredResult: CURLcode?
+    /// Whether the body is collected in memory (and so subject to the response size limit).
+    var collectsBodyInMemory: Bool
+
     // Why the transfer was stopped by us rather than by curl (a callback returned an abort code).
     var abortError: HeraldError?
     var lastActivity = ContinuousClock.now
@@ -48,6 +59,7 @@ final class Transfer: @unchecked Sendable {
     init(request: TransferRequest, delegate: any TransferDelegate) {
         self.request = request
         self.delegate = delegate
+        if case .memory = request.sink { collectsBodyInMemory = true } else { collectsBodyInMemory = false }
         self.errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
         self.errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
     }
@@ -62,6 +74,11 @@ final class Transfer: @unchecked Sendable {
 
     /// Pauses receiving and sending. Loop thread only.
     func pause() {
+        if deferredResult != nil, !isFinished {
+            // The transfer is over on the wire and out of curl; holding its completion is the pause.
+            isPaused = true
+            return
+        }
         guard let easyHandle, !isPaused, !isFinished else { return }
         if curl_easy_pause(easyHandle, CURLPAUSE_ALL) == CURLE_OK {
             isPaused = true
@@ -81,13 +98,67 @@ final class Transfer: @unchecked Sendable {
         guard let easyHandle, isPaused, !isFinished else { return }
         isPaused = false
         lastActivity = .now
+        // Still waiting for the task's answer to the response: that answer unpauses.
+        guard !isAwaitingDisposition else { return }
+        if let deferred = deferredResult {
+            deferredResult = nil
+            finish(result: deferred)
+            return
+        }
         curl_easy_pause(easyHandle, CURLPAUSE_CONT)
+    }
+
+    // MARK: - response disposition
+
+    /// The task allowed the response: continue (unless the user suspended the task meanwhile — then their
+    /// resume continues it). Loop thread only, outside curl callbacks.
+    func allowResponse() {
+        guard isAwaitingDisposition, !isFinished else { return }
+        isAwaitingDisposition = false
+        hasDisposition = true
+        guard !isPaused else { return }
+        if let deferred = deferredResult {
+            deferredResult = nil
+            finish(result: deferred)
+            return
+        }
+        guard let easyHandle else { return }
+        lastActivity = .now
+        // Delivers the chunk curl kept when the write callback paused, synchronously, then goes on.
+        curl_easy_pause(easyHandle, CURLPAUSE_CONT)
+    }
+
+    /// The task became a download: the body goes to `sink` and `delegate` hears about it from now on.
+    /// Returns the error that must end the transfer when the sink can't be opened. Loop thread only.
+    func becomeDownload(sink newSink: TransferSink, delegate newDelegate: any TransferDelegate) -> HeraldError? {
+        guard isAwaitingDisposition, !isFinished else { return nil }
+        do throws(HeraldError) {
+            sink = try newSink.open()
+        } catch {
+            return error
+        }
+        collectsBodyInMemory = false
+        delegate = newDelegate
+        allowResponse()
+        return nil
     }
 
     // MARK: - finishing
 
     /// Ends the transfer with curl's result. Loop thread only, outside curl callbacks.
     func finish(result: CURLcode) {
+        if result == CURLE_OK, abortError == nil, request.asksForResponseDisposition, !hasDisposition,
+            responseStatus >= 200, !isFinished
+        {
+            // A response without a body never reached the write callback: ask now, finish on the answer.
+            deferredResult = result
+            if !isAwaitingDisposition {
+                isAwaitingDisposition = true
+                if response == nil { response = makeResponse() }
+                if let response { delegate.transferNeedsResponseDisposition(response, transfer: self) }
+            }
+            return
+        }
         var error: HeraldError?
         if let abortError {
             error = abortError
@@ -120,6 +191,8 @@ final class Transfer: @unchecked Sendable {
         var error = error
         guard !isFinished else { return }
         isFinished = true
+        deferredResult = nil
+        isAwaitingDisposition = false
         let metrics = easyHandle.map { TransferMetrics(easyHandle: $0, startDate: startDate) }
         if response == nil, responseStatus >= 200 {
             response = makeResponse()

@@ -20,6 +20,12 @@ struct TransferRequest: Sendable {
     var maximumResponseSize: Int = 0
     /// The most bytes in one response head (0 = no limit of Herald's; curl keeps its own).
     var maximumHeaderSize: Int = 0
+    /// Whether the transfer waits, paused, for the task's answer to the final response before its body
+    /// (or, without a body, its completion) — set when the session has a `dataTaskDidReceiveResponse` hook.
+    var asksForResponseDisposition = false
+    /// Whether each body chunk is handed to the delegate — set when the session has a
+    /// `dataTaskDidReceiveData` hook, so that without one the write callback does no extra work.
+    var forwardsBodyChunks = false
 }
 
 /// What the engine tells the task that owns a transfer. Called on the engine's loop thread.
@@ -28,6 +34,13 @@ protocol TransferDelegate: AnyObject, Sendable {
     func transferDidReceiveResponse(_ response: HTTPResponse)
     /// Body bytes arrived; `expected` is the declared total when known.
     func transferDidReceiveBytes(total received: Int64, expected: Int64?)
+    /// The final response head arrived and the transfer is paused until ``Transfer/allowResponse()``,
+    /// ``Transfer/becomeDownload(sink:delegate:)`` or a removal answers it (only when
+    /// ``TransferRequest/asksForResponseDisposition``).
+    func transferNeedsResponseDisposition(_ response: HTTPResponse, transfer: Transfer)
+    /// Body bytes arrived, exactly as stored (only when ``TransferRequest/forwardsBodyChunks``); valid
+    /// during the call only.
+    func transferDidReceiveBody(_ bytes: UnsafeRawBufferPointer)
     /// Request body bytes were sent; `expected` is the body's length when known.
     func transferDidSendBytes(total sent: Int64, expected: Int64?)
     /// The transfer ended. Called exactly once per transfer.
@@ -43,4 +56,6 @@ struct TransferOutcome: Sendable {
     var file: DownloadedFile?
     var error: HeraldError?
     var metrics: TransferMetrics?
+    /// Whether the response came from the session's response cache instead of the network.
+    var isFromCache = false
 }

@@ -66,10 +66,35 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// How download tasks move their file to the destination: replace an existing file, create missing
     /// directories. Default none (see ``DownloadMoveOptions``).
     public var downloadMoveOptions: DownloadMoveOptions = []
+    /// Where data tasks' responses are kept for reuse, or `nil` (the default) for no caching.
+    ///
+    /// With a cache, a data task's `GET` that finds a fresh entry completes from it **without touching the
+    /// network**: it still resumes and completes exactly once, with its notifications and completion
+    /// handler, but its ``SessionTask/metrics`` and ``TaskCompletion/metrics`` are `nil` and the network
+    /// hooks (``SessionManager/dataTaskDidReceiveResponse``, ``SessionManager/dataTaskDidReceiveData``) are
+    /// not called. What is stored and for how long: see ``ResponseCache``;
+    /// ``SessionManager/dataTaskWillCacheResponse`` can change or veto each store. Two configurations are
+    /// equal only if they hold the same cache object.
+    public var responseCache: (any ResponseCache)? {
+        get { responseCacheBox.cache }
+        set { responseCacheBox = ResponseCacheBox(cache: newValue) }
+    }
+    private var responseCacheBox = ResponseCacheBox(cache: nil)
 
     /// A configuration with the defaults above.
     public init() {}
 
     /// The defaults: the same as ``init()``.
     public static var `default`: SessionConfiguration { SessionConfiguration() }
+}
+
+/// Gives ``SessionConfiguration`` a `Hashable` stored property for its cache: equal when it is the same object.
+private struct ResponseCacheBox: Sendable, Hashable {
+    var cache: (any ResponseCache)?
+
+    static func == (lhs: Self, rhs: Self) -> Bool { lhs.cache === rhs.cache }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(cache.map { ObjectIdentifier($0) })
+    }
 }

@@ -65,11 +65,28 @@ extension SessionManager {
         }
     }
 
-    /// Runs the completion handler (completion queue), then forgets the task and posts `taskDidComplete`
-    /// on the event queue.
+    /// Stores a cacheable response (see ``ResponseCache``), as `dataTaskWillCacheResponse` allows.
+    /// Completion queue, before the completion handler.
+    private func store(_ outcome: TransferOutcome, of task: DataTask, in cache: any ResponseCache) {
+        guard !outcome.isFromCache, outcome.error == nil, task.originalRequest.method == "GET" else { return }
+        let proposal = ResponseCachePolicy.proposal(for: task.originalRequest, outcome: outcome)
+        guard let proposal, let entry = dataTaskWillCacheResponse.map({ $0(task, proposal) }) ?? proposal else {
+            // The network answered anew and its answer is not kept: neither is an older one.
+            cache.removeCachedResponse(for: task.originalRequest)
+            return
+        }
+        cache.storeCachedResponse(entry, for: task.originalRequest)
+    }
+
+    /// Stores a cacheable response, runs the `taskDidComplete` hook and the completion handler
+    /// (completion queue), then forgets the task and posts `taskDidComplete` on the event queue.
     private func deliver(
         _ task: SessionTask, outcome: TransferOutcome, result: CompletionResult, serializer: any ResponseSerializer
     ) {
+        if let cache = configuration.responseCache, let dataTask = task as? DataTask, !(task is UploadTask) {
+            store(outcome, of: dataTask, in: cache)
+        }
+        taskDidComplete?(task.lifecycleSubject, outcome.error)
         task.runCompletionHandler(response: outcome.response, object: result.handlerObject, error: result.error)
         guard notificationCenter.hasObservers(for: .taskDidComplete) else {
             // Nobody observes completions: forget the task here and spare the event-queue hop. Finishing

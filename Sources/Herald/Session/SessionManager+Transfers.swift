@@ -187,7 +187,7 @@ extension SessionManager {
         return task
     }
 
-    private func makeDownloadDirectory() throws(HeraldError) {
+    func makeDownloadDirectory() throws(HeraldError) {
         do {
             try FileManager.default.createDirectory(at: downloadDirectory, withIntermediateDirectories: true)
         } catch {

@@ -21,6 +21,7 @@ public final class SessionManager: Sendable {
         var responseSerializer: any ResponseSerializer = JSONResponseSerializer()
         var taskNeedNewBodyStream: (@Sendable (SessionTask) -> BodyStream?)?
         var downloadHooks = DownloadHooks()
+        var hooks = SessionHooks()
     }
 
     private static let identifiers = Atomic<Int>(0)
@@ -153,6 +154,26 @@ public final class SessionManager: Sendable {
         set { state.withLock { $0.downloadHooks.didResume = newValue } }
     }
 
+    /// Reads the session-level hooks of `SessionManager+Hooks.swift` under the lock, without copying them.
+    func readHooks<Value>(_ body: (borrowing SessionHooks) -> Value) -> Value {
+        state.withLock { body($0.hooks) }
+    }
+
+    /// Changes the session-level hooks under the lock.
+    func updateHooks(_ body: (inout SessionHooks) -> Void) {
+        state.withLock { body(&$0.hooks) }
+    }
+
+    /// Lists `replacement` where `task` was (same identifier): a data task that became a download.
+    /// Returns `false` when `task` is no longer listed (it completed meanwhile).
+    func replace(_ task: SessionTask, with replacement: SessionTask) -> Bool {
+        state.withLock { state in
+            guard state.tasks[task.taskIdentifier] === task else { return false }
+            state.tasks[task.taskIdentifier] = replacement
+            return true
+        }
+    }
+
     /// The tasks that have not completed yet, in creation order.
     public var tasks: [SessionTask] {
         state.withLock { $0.tasks }.sorted { $0.key < $1.key }.map(\.value)
@@ -264,6 +285,8 @@ public final class SessionManager: Sendable {
                 multi.close(cancellingWith: HeraldError(.sessionInvalidated, "The session was invalidated."))
             }
         }
+        // AF's order: the hook first, then the notification, both after every task's completion.
+        readHooks { $0.sessionDidBecomeInvalid }?(self, nil)
         notificationCenter.post(
             .sessionDidInvalidate, object: self,
             userInfo: SessionInvalidation(sessionIdentifier: identifier, date: Date(), error: nil))

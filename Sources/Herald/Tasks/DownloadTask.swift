@@ -69,6 +69,15 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
         super.init(session: session, identifier: identifier, request: request, completionHandler: handler)
     }
 
+    /// The download task `dataTask` becomes: the same task (identifier, state, transfer, progress and
+    /// completion handler), writing the rest of the response to `temporaryURL`.
+    init(becoming dataTask: DataTask, temporaryURL: URL) {
+        self.temporaryURL = temporaryURL
+        self.destination = nil
+        self.resumedFrom = nil
+        super.init(sharingStateOf: dataTask)
+    }
+
     /// Cancels the task and produces resume data for continuing it later with
     /// ``SessionManager/downloadTask(withResumeData:progress:destination:completionHandler:)``.
     ///

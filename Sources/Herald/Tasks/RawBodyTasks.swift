@@ -5,6 +5,8 @@ import Foundation
 final class RawBodyDataTask: DataTask, @unchecked Sendable {
     // Safety: adds no stored state to DataTask.
 
+    override var canBecomeDownload: Bool { false }
+
     override func completionResult(for outcome: TransferOutcome, serializer: any ResponseSerializer) -> CompletionResult
     {
         .rawBody(of: outcome, url: originalRequest.url)
@@ -16,6 +18,8 @@ final class RawBodyDataTask: DataTask, @unchecked Sendable {
 /// Listed and announced like any upload task.
 final class RawBodyUploadTask: UploadTask, @unchecked Sendable {
     // Safety: adds no stored state to UploadTask.
+
+    override var canBecomeDownload: Bool { false }
 
     override func completionResult(for outcome: TransferOutcome, serializer: any ResponseSerializer) -> CompletionResult
     {

@@ -30,6 +30,11 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         var completionHandler: TaskCompletionHandler?
         var uploadProgressHandler: (@Sendable (TransferProgress) -> Void)?
         var downloadProgressHandler: (@Sendable (TransferProgress) -> Void)?
+        /// The download task this data task became (`dataTaskDidReceiveResponse` → `.becomeDownload`);
+        /// it finishes the task. Cleared at completion.
+        var downloadFace: DownloadTask?
+        /// The request body total at the last `taskDidSendBodyData`, for its deltas.
+        var lastBodyBytesSent: Int64 = 0
     }
 
     /// The task's identifier, unique within its session.
@@ -37,21 +42,44 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// The request as it was given to the factory.
     public let originalRequest: Request
     /// Progress of the request body; controls the task (see ``TransferProgress``).
-    public let uploadProgress = TransferProgress()
+    public let uploadProgress: TransferProgress
     /// Progress of the response body; controls the task (see ``TransferProgress``).
-    public let downloadProgress = TransferProgress()
+    public let downloadProgress: TransferProgress
 
     let session: SessionManager
     let core: Locked<Core>
+    /// The task lifecycle notifications and task hooks name: the data task, for the download task it
+    /// became; `nil` for the task itself.
+    let announcedAs: SessionTask?
 
     init(session: SessionManager, identifier: Int, request: Request, completionHandler: TaskCompletionHandler?) {
         self.session = session
         self.taskIdentifier = identifier
         self.originalRequest = request
         self.core = Locked(Core(completionHandler: completionHandler))
+        self.uploadProgress = TransferProgress()
+        self.downloadProgress = TransferProgress()
+        self.announcedAs = nil
         uploadProgress.bind(to: self)
         downloadProgress.bind(to: self)
     }
+
+    /// A second face of `task`: the same identifier, request, state, transfer, progress and completion
+    /// handler (a data task that became a download task).
+    init(sharingStateOf task: SessionTask) {
+        self.session = task.session
+        self.taskIdentifier = task.taskIdentifier
+        self.originalRequest = task.originalRequest
+        self.core = task.core
+        self.uploadProgress = task.uploadProgress
+        self.downloadProgress = task.downloadProgress
+        self.announcedAs = task.lifecycleSubject
+        uploadProgress.bind(to: self)
+        downloadProgress.bind(to: self)
+    }
+
+    /// The task that lifecycle notifications and task hooks name.
+    var lifecycleSubject: SessionTask { announcedAs ?? self }
 
     /// The task's current state.
     public var state: TaskState { core.withLock { $0.machine.state } }
@@ -78,22 +106,47 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// stopped, without transferring again what already arrived. Posts `taskDidResume` when the state
     /// really changed.
     open func resume() {
-        core.withLock { core in
+        // The cache is the caller's code: consulted before taking the task's lock, and only for a first resume.
+        let cached = freshCachedResponse()
+        let servesCached = core.withLock { core -> Bool in
             switch core.machine.resume() {
             case .none:
-                return
+                return false
             case .start:
-                let transfer = Transfer(request: makeTransferRequest(), delegate: self)
-                core.transfer = transfer
                 session.hook.taskDidTransition(self, to: .running)
+                if cached != nil { return true }
+                var request = makeTransferRequest()
+                if self is DataTask {
+                    session.readHooks { hooks in
+                        request.asksForResponseDisposition = hooks.dataTaskDidReceiveResponse != nil
+                        request.forwardsBodyChunks = hooks.dataTaskDidReceiveData != nil
+                    }
+                }
+                let transfer = Transfer(request: request, delegate: self)
+                core.transfer = transfer
                 session.enqueue { multi in multi.add(transfer) }
+                return false
             case .unpause:
                 session.hook.taskDidTransition(self, to: .running)
                 if let transfer = core.transfer {
                     session.enqueue { _ in transfer.unpause() }
                 }
+                return false
             }
         }
+        if servesCached, let cached {
+            transferDidFinish(
+                TransferOutcome(
+                    response: cached.response, body: cached.data, error: nil, metrics: nil, isFromCache: true))
+        }
+    }
+
+    /// A fresh response from the session's cache for this task's first resume, or `nil`.
+    private func freshCachedResponse() -> CachedResponse? {
+        guard let cache = session.configuration.responseCache, self is DataTask, !(self is UploadTask),
+            core.withLock({ !$0.machine.hasStarted })
+        else { return nil }
+        return ResponseCachePolicy.freshResponse(for: originalRequest, in: cache)
     }
 
     /// Pauses a running task; the connection stays open and the transfer continues from the same byte
@@ -148,22 +201,49 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     func transferDidSendBytes(total sent: Int64, expected: Int64?) {
         let handler = core.withLock { $0.uploadProgressHandler }
         uploadProgress.update(completed: sent, total: expected, queue: session.completionQueue, handler: handler)
+        guard let hook = session.taskDidSendBodyData else { return }
+        let delta = core.withLock { core -> Int64 in
+            defer { core.lastBodyBytesSent = sent }
+            // Below the last total: the body was rewound and is counted again from its start.
+            return sent >= core.lastBodyBytesSent ? sent - core.lastBodyBytesSent : sent
+        }
+        let subject = lifecycleSubject
+        session.completionQueue.async(group: session.completionGroup) { hook(subject, delta, sent, expected) }
+    }
+
+    func transferDidReceiveBody(_ bytes: UnsafeRawBufferPointer) {
+        guard let dataTask = self as? DataTask, let hook = session.dataTaskDidReceiveData else { return }
+        let data = Data(bytes)
+        session.completionQueue.async(group: session.completionGroup) { hook(dataTask, data) }
+    }
+
+    func transferNeedsResponseDisposition(_ response: HTTPResponse, transfer: Transfer) {
+        guard let dataTask = self as? DataTask, let hook = session.dataTaskDidReceiveResponse else {
+            session.enqueue { _ in transfer.allowResponse() }
+            return
+        }
+        session.completionQueue.async(group: session.completionGroup) {
+            dataTask.apply(hook(dataTask, response), to: transfer)
+        }
     }
 
     func transferDidFinish(_ outcome: TransferOutcome) {
-        let wasCancelled = core.withLock { core -> Bool? in
+        let finisher = core.withLock { core -> (wasCancelled: Bool, task: SessionTask)? in
             guard let wasCancelled = core.machine.complete() else { return nil }
             core.transfer = nil
             core.metrics = outcome.metrics
             if let response = outcome.response { core.response = response }
-            return wasCancelled
+            // A data task that became a download finishes as the download task, whichever face curl told.
+            let task: SessionTask = core.downloadFace ?? self
+            core.downloadFace = nil
+            return (wasCancelled, task)
         }
-        guard let wasCancelled else { return }
+        guard let finisher else { return }
         var outcome = outcome
-        if wasCancelled, outcome.error?.code != .cancelled {
+        if finisher.wasCancelled, outcome.error?.code != .cancelled {
             outcome.error = Self.cancellation(for: originalRequest.url)
         }
-        session.complete(self, with: outcome)
+        session.complete(finisher.task, with: outcome)
     }
 
     // MARK: - task kinds (overridden by UploadTask and DownloadTask)
@@ -209,4 +289,8 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
 /// completion, never copied.
 open class DataTask: SessionTask, @unchecked Sendable {
     // Safety: adds no stored state to SessionTask.
+
+    /// Whether ``ResponseDisposition/becomeDownload`` is honoured: not for tasks whose completion returns
+    /// the body in memory (the `async` forms).
+    var canBecomeDownload: Bool { true }
 }

@@ -36,6 +36,7 @@ final class TaskLifecycleHook: Sendable {
         case .canceling, .completed: return
         }
         let date = Date()
+        let task = task.lifecycleSubject
         let taskIdentifier = task.taskIdentifier
         let center = center
         let sessionIdentifier = sessionIdentifier
@@ -57,12 +58,16 @@ final class TaskLifecycleHook: Sendable {
             taskIdentifier: task.taskIdentifier, sessionIdentifier: sessionIdentifier, date: Date(), error: error,
             sourceURL: sourceURL, destinationURL: destinationURL)
         let center = center
-        eventQueue.async { center.post(.downloadDidFailToMoveFile, object: task, userInfo: failure) }
+        let subject = task.lifecycleSubject
+        eventQueue.async { center.post(.downloadDidFailToMoveFile, object: subject, userInfo: failure) }
     }
 
     /// Posts `taskDidComplete`; called on the event queue after the completion handler ran.
+    ///
+    /// Every notification names ``SessionTask/lifecycleSubject``: for a data task that became a download,
+    /// the data task the caller holds, so it is announced exactly once from resume to completion.
     func postCompletion(of task: SessionTask, _ completion: @autoclosure () -> TaskCompletion) {
         dispatchPrecondition(condition: .onQueue(eventQueue))
-        center.post(.taskDidComplete, object: task, userInfo: completion())
+        center.post(.taskDidComplete, object: task.lifecycleSubject, userInfo: completion())
     }
 }

@@ -54,4 +54,30 @@ struct MigrationSnippets {
         recorder.cancel()
         try await server.shutdown()
     }
+
+    @Test("session hooks and a response cache: a cached response is served the second time")
+    func hooksAndCache() async throws {
+        let server = try await TestServer.start()
+
+        var configuration = SessionConfiguration()
+        configuration.responseCache = InMemoryResponseCache(capacity: 20 << 20)
+        let hooked = SessionManager(configuration: configuration)
+        hooked.dataTaskDidReceiveResponse = { dataTask, response in
+            (response.expectedContentLength ?? 0) > 10_000_000 ? .becomeDownload : .allow
+        }
+        hooked.taskDidComplete = { task, error in
+            print(task.taskIdentifier, "done:", error?.code.description ?? "ok")
+        }
+
+        let request = Request(url: server.url("/headers?Cache-Control=max-age%3D60"))
+        for _ in 0..<2 {
+            let done = OneShot<HeraldError?>()
+            let task = try hooked.dataTask(with: request) { _, _, error in done.send(error) }
+            task.resume()
+            #expect(try await done.value() == nil)
+        }
+        #expect(server.requestCount == 1)
+        hooked.invalidate(cancelingTasks: true)
+        try await server.shutdown()
+    }
 }

@@ -1,0 +1,88 @@
+import Foundation
+
+/// A ``ResponseCache`` in memory, bounded by the total size of its entries: when a store would go past
+/// ``capacity``, the least recently used entries are evicted first. Safe from any thread.
+///
+/// An entry's size is its body plus its header fields. An entry larger than the whole capacity is not
+/// stored (and any earlier entry for the same request is removed, so a stale one is never kept in its
+/// place).
+public final class InMemoryResponseCache: ResponseCache {
+    private struct Entry {
+        var response: CachedResponse
+        var cost: Int
+        var lastUse: UInt64
+    }
+
+    private struct State {
+        var entries: [String: Entry] = [:]
+        var totalCost = 0
+        var clock: UInt64 = 0
+    }
+
+    /// The most bytes the entries may take together.
+    public let capacity: Int
+    private let state = Locked(State())
+
+    /// Creates an empty cache.
+    /// - Parameter capacity: The most bytes (bodies plus header fields) kept; default 10 MiB.
+    public init(capacity: Int = 10 << 20) {
+        self.capacity = max(0, capacity)
+    }
+
+    /// The bytes the entries take now.
+    public var currentSize: Int { state.withLock { $0.totalCost } }
+
+    /// The number of entries.
+    public var count: Int { state.withLock { $0.entries.count } }
+
+    /// The entry stored for `request`, or `nil`; a hit makes it the most recently used.
+    public func cachedResponse(for request: Request) -> CachedResponse? {
+        let key = Self.key(for: request)
+        return state.withLock { state in
+            guard var entry = state.entries[key] else { return nil }
+            state.clock += 1
+            entry.lastUse = state.clock
+            state.entries[key] = entry
+            return entry.response
+        }
+    }
+
+    /// Stores `cachedResponse` for `request`, evicting least recently used entries to make room.
+    public func storeCachedResponse(_ cachedResponse: CachedResponse, for request: Request) {
+        let key = Self.key(for: request)
+        let cost = Self.cost(of: cachedResponse)
+        state.withLock { state in
+            if let old = state.entries.removeValue(forKey: key) { state.totalCost -= old.cost }
+            guard cost <= capacity else { return }
+            while state.totalCost + cost > capacity,
+                let victim = state.entries.min(by: { $0.value.lastUse < $1.value.lastUse })
+            {
+                state.entries[victim.key] = nil
+                state.totalCost -= victim.value.cost
+            }
+            state.clock += 1
+            state.entries[key] = Entry(response: cachedResponse, cost: cost, lastUse: state.clock)
+            state.totalCost += cost
+        }
+    }
+
+    /// Removes the entry for `request`, if any.
+    public func removeCachedResponse(for request: Request) {
+        let key = Self.key(for: request)
+        state.withLock { state in
+            if let old = state.entries.removeValue(forKey: key) { state.totalCost -= old.cost }
+        }
+    }
+
+    /// Removes every entry.
+    public func removeAllCachedResponses() {
+        state.withLock { state in
+            state.entries.removeAll()
+            state.totalCost = 0
+        }
+    }
+
+    private static func cost(of entry: CachedResponse) -> Int {
+        entry.data.count + entry.response.headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 }
+    }
+}

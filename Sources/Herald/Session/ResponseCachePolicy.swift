@@ -1,0 +1,106 @@
+import Foundation
+
+/// What may be stored in a ``ResponseCache`` and when a stored response is fresh (RFC 9111, the subset
+/// ``ResponseCache`` documents). Pure functions, so they can be tested without a server.
+enum ResponseCachePolicy {
+    /// The `Cache-Control` directives of `headers`, names lowercased, values unquoted.
+    static func directives(_ headers: HTTPHeaders) -> [String: String] {
+        var result: [String: String] = [:]
+        for value in headers.values(for: "Cache-Control") {
+            for part in value.split(separator: ",") {
+                let pair = part.split(separator: "=", maxSplits: 1)
+                guard let rawName = pair.first else { continue }
+                let name = rawName.trimmingCharacters(in: .whitespaces).lowercased()
+                guard !name.isEmpty else { continue }
+                let argument = pair.count > 1 ? pair[1].trimmingCharacters(in: CharacterSet(charactersIn: " \t\"")) : ""
+                result[name] = argument
+            }
+        }
+        return result
+    }
+
+    /// Whether `request` may be answered from the cache at all.
+    static func mayRead(_ request: Request) -> Bool {
+        guard request.method == "GET", request.body == nil, !request.headers.contains("Range") else { return false }
+        let directives = directives(request.headers)
+        if directives["no-cache"] != nil || directives["no-store"] != nil { return false }
+        if request.headers.values(for: "Pragma").contains(where: { $0.lowercased().contains("no-cache") }) {
+            return false
+        }
+        return true
+    }
+
+    /// A fresh entry of `cache` for `request`, or `nil` (none, stale, or the request bypasses the cache).
+    static func freshResponse(for request: Request, in cache: any ResponseCache, now: Date = Date()) -> CachedResponse?
+    {
+        guard mayRead(request), let entry = cache.cachedResponse(for: request) else { return nil }
+        return isFresh(entry, now: now) ? entry : nil
+    }
+
+    /// Whether `entry` is still fresh at `now`.
+    static func isFresh(_ entry: CachedResponse, now: Date = Date()) -> Bool {
+        guard let lifetime = freshnessLifetime(of: entry.response, storedAt: entry.storageDate) else { return false }
+        let initialAge = entry.response.headers["Age"].flatMap { TimeInterval($0.trimmingCharacters(in: .whitespaces)) }
+        let age = max(0, initialAge ?? 0) + max(0, now.timeIntervalSince(entry.storageDate))
+        return age < lifetime
+    }
+
+    /// How long `response` stays fresh: `max-age`, else `Expires` minus `Date` (or minus `storedAt`);
+    /// `nil` without either (no heuristic freshness).
+    static func freshnessLifetime(of response: HTTPResponse, storedAt: Date) -> TimeInterval? {
+        let directives = directives(response.headers)
+        if let maxAge = directives["max-age"] {
+            return TimeInterval(maxAge).map { max(0, $0) } ?? 0
+        }
+        guard let expiresText = response.headers["Expires"] else { return nil }
+        // An invalid Expires (such as "0") means already expired.
+        guard let expires = parseDate(expiresText) else { return 0 }
+        let date = response.headers["Date"].flatMap(parseDate) ?? storedAt
+        return max(0, expires.timeIntervalSince(date))
+    }
+
+    /// The entry to propose for storing a data task's outcome, or `nil` when it may not be stored.
+    static func proposal(for request: Request, outcome: TransferOutcome, now: Date = Date()) -> CachedResponse? {
+        guard !outcome.isFromCache, outcome.error == nil, let response = outcome.response, response.statusCode == 200,
+            request.method == "GET", request.body == nil, !request.headers.contains("Range"),
+            !request.headers.contains("Authorization")
+        else { return nil }
+        if directives(request.headers)["no-store"] != nil { return nil }
+        let responseDirectives = directives(response.headers)
+        if responseDirectives["no-store"] != nil || responseDirectives["no-cache"] != nil { return nil }
+        for vary in response.headers.values(for: "Vary") {
+            for field in vary.split(separator: ",") {
+                let name = field.trimmingCharacters(in: .whitespaces).lowercased()
+                if !name.isEmpty, name != "accept-encoding" { return nil }
+            }
+        }
+        guard let lifetime = freshnessLifetime(of: response, storedAt: now), lifetime > 0 else { return nil }
+        return CachedResponse(response: response, data: outcome.body, storageDate: now)
+    }
+
+    private static let dateFormats = [
+        "EEE, dd MMM yyyy HH:mm:ss zzz",  // IMF-fixdate
+        "EEEE, dd-MMM-yy HH:mm:ss zzz",  // RFC 850
+        "EEE MMM d HH:mm:ss yyyy",  // asctime
+    ]
+
+    private static let formatters = Locked<[DateFormatter]>(
+        dateFormats.map { format in
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.timeZone = TimeZone(identifier: "GMT")
+            formatter.dateFormat = format
+            return formatter
+        })
+
+    /// Parses an HTTP date in any of the three formats RFC 9110 §5.6.7 allows.
+    static func parseDate(_ text: String) -> Date? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        return formatters.withLock { formatters in
+            for formatter in formatters {
+                if let date = formatter.date(from: trimmed) { return date }
+            }
+            return nil
+        }
+    }
+}

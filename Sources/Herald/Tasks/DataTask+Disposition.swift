@@ -1,0 +1,59 @@
+import Foundation
+
+extension DataTask {
+    /// Carries out the answer of `dataTaskDidReceiveResponse`. Completion queue.
+    func apply(_ disposition: ResponseDisposition, to transfer: Transfer) {
+        switch disposition {
+        case .allow:
+            session.enqueue { _ in transfer.allowResponse() }
+        case .cancel:
+            cancel()
+        case .becomeDownload:
+            becomeDownload(transfer)
+        }
+    }
+
+    private func becomeDownload(_ transfer: Transfer) {
+        guard canBecomeDownload else {
+            return fail(
+                transfer,
+                HeraldError(
+                    .invalidRequest,
+                    "dataTaskDidReceiveResponse answered .becomeDownload for a task whose result is its body in "
+                        + "memory (data(for:) or upload(for:)); use download(for:) to get a file.",
+                    url: originalRequest.url))
+        }
+        do throws(HeraldError) {
+            try session.makeDownloadDirectory()
+        } catch {
+            return fail(transfer, error)
+        }
+        let temporaryURL = session.downloadDirectory.appendingPathComponent(
+            "download-\(taskIdentifier)-\(UUID().uuidString).part")
+        let download = DownloadTask(becoming: self, temporaryURL: temporaryURL)
+        // Listed first, then marked in the task: a task that completes in between (a cancel) finds its
+        // listing by identifier either way, and one already gone is never listed again.
+        guard session.replace(self, with: download) else { return }
+        let isLive = core.withLock { core -> Bool in
+            guard core.machine.state == .running || core.machine.state == .suspended, core.transfer === transfer
+            else { return false }
+            core.downloadFace = download
+            return true
+        }
+        guard isLive else {
+            // Cancelled while the hook ran: it completes as the data task it was.
+            _ = session.replace(download, with: self)
+            return
+        }
+        session.dataTaskDidBecomeDownloadTask?(self, download)
+        session.enqueue { multi in
+            if let error = transfer.becomeDownload(sink: .file(temporaryURL, resumeOffset: 0), delegate: download) {
+                multi.remove(transfer, error: error)
+            }
+        }
+    }
+
+    private func fail(_ transfer: Transfer, _ error: HeraldError) {
+        session.enqueue { multi in multi.remove(transfer, error: error) }
+    }
+}

@@ -1,0 +1,107 @@
+import Foundation
+@testable import Herald
+import HeraldNotifications
+import HeraldTesting
+import Testing
+
+@Suite("Data task becoming a download")
+struct BecomeDownloadTests {
+    @Test(".becomeDownload: body to a file, the original handler gets its URL once, one resume, one complete")
+    func becomeDownload() async throws {
+        let fixture = try await SessionFixture.make()
+        let count = 500_000
+        let became = Collected<
+            (dataTask: DataTask, downloadTask: DownloadTask, listedDownloads: [Int], listedData: [Int])
+        >()
+        let writes = Collected<(task: Int, total: Int64)>()
+        let session = fixture.session
+        session.dataTaskDidReceiveResponse = { _, _ in .becomeDownload }
+        session.dataTaskDidBecomeDownloadTask = { dataTask, downloadTask in
+            became.append(
+                (
+                    dataTask, downloadTask, session.downloadTasks.map(\.taskIdentifier),
+                    session.dataTasks.map(\.taskIdentifier)
+                ))
+        }
+        session.downloadTaskDidWriteData = { task, _, total, _ in writes.append((task.taskIdentifier, total)) }
+        let objectCompletions = Collected<TaskCompletion>()
+        let log = CompletionLog()
+        let task = try session.dataTask(
+            with: Request(url: fixture.server.url("/bytes/\(count)?chunkSize=16384")), completionHandler: log.handler)
+        let token = fixture.center.addObserver(for: .taskDidComplete, object: task) { note in
+            objectCompletions.append(note.userInfo)
+        }
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+
+        let change = try #require(became.all.first)
+        #expect(became.all.count == 1)
+        #expect(change.dataTask === task)
+        #expect(change.downloadTask.taskIdentifier == task.taskIdentifier)
+        #expect(change.listedDownloads == [task.taskIdentifier])
+        #expect(change.listedData.isEmpty)
+        #expect(change.downloadTask.downloadProgress === task.downloadProgress)
+
+        #expect(log.all.count == 1)
+        let call = try #require(log.all.first)
+        #expect(call.error == nil)
+        #expect(call.response?.statusCode == 200)
+        let fileURL = try #require(call.object as? URL)
+        #expect(fileURL == change.downloadTask.temporaryURL)
+        defer { try? FileManager.default.removeItem(at: fileURL) }
+        #expect(try PatternFile.matches(fileURL, count: count))
+        #expect(writes.all.last?.total == Int64(count))
+        #expect(Set(writes.all.map(\.task)) == [task.taskIdentifier])
+        #expect(task.downloadProgress.completedUnitCount == Int64(count))
+
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
+        #expect(objectCompletions.all.count == 1)
+        let completion = try #require(fixture.recorder.completions.first)
+        #expect(completion.assetPath == fileURL)
+        #expect(completion.responseData == nil)
+        #expect(completion.error == nil)
+        #expect(task.state == .completed && change.downloadTask.state == .completed)
+        #expect(session.tasks.isEmpty)
+        token.cancel()
+        session.invalidate(cancelingTasks: false)
+        try await fixture.recorder.waitForInvalidation()
+        #expect(
+            fixture.recorder.timeline == [
+                "resume#\(task.taskIdentifier)", "complete#\(task.taskIdentifier)", "invalidate",
+            ])
+        try await fixture.server.shutdown()
+    }
+
+    @Test(
+        "downloadTaskDidFinishDownloading moves a became-download file; cancelling the download task cancels the transfer"
+    )
+    func destinationAndCancel() async throws {
+        let fixture = try await SessionFixture.make()
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let session = fixture.session
+        let target = scratch.url.appendingPathComponent("moved.bin")
+        session.dataTaskDidReceiveResponse = { _, _ in .becomeDownload }
+        session.downloadTaskDidFinishDownloading = { _, _, _ in target }
+        let log = CompletionLog()
+        let first = try session.dataTask(
+            with: Request(url: fixture.server.url("/bytes/20000")), completionHandler: log.handler)
+        first.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(log.all.first?.object as? URL == target)
+        #expect(try PatternFile.matches(target, count: 20000))
+
+        // The second one is cancelled through the download task it became, mid-body.
+        session.dataTaskDidBecomeDownloadTask = { _, download in download.cancel() }
+        let second = try session.dataTask(
+            with: Request(url: fixture.server.url("/bytes/10000000?chunkSize=16384&delayMs=50")),
+            completionHandler: log.handler)
+        second.resume()
+        try await fixture.recorder.waitForCompletions(2)
+        #expect(log.all.count == 2)
+        #expect(log.all.last?.error?.code == .cancelled)
+        #expect(fixture.recorder.timeline(ofTask: second.taskIdentifier) == [.resume, .complete])
+        #expect(session.tasks.isEmpty)
+        try await fixture.tearDown()
+    }
+}

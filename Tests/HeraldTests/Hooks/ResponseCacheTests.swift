@@ -1,0 +1,205 @@
+import Foundation
+@testable import Herald
+import HeraldNotifications
+import HeraldTesting
+import Testing
+
+@Suite("Response cache")
+struct ResponseCacheTests {
+    /// A session with an in-memory cache; the body is kept raw so it can be compared.
+    private static func fixture(capacity: Int = 1 << 20) async throws -> (SessionFixture, InMemoryResponseCache) {
+        let cache = InMemoryResponseCache(capacity: capacity)
+        var configuration = SessionConfiguration()
+        configuration.responseCache = cache
+        return (
+            try await SessionFixture.make(configuration: configuration, serializer: DataResponseSerializer()), cache
+        )
+    }
+
+    /// Runs one data task to completion and returns its completion-handler call.
+    private static func run(
+        _ fixture: SessionFixture, _ request: Request, completions: Int
+    ) async throws -> (task: DataTask, call: CompletionLog.Call) {
+        let log = CompletionLog()
+        let task = try fixture.session.dataTask(with: request, completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(completions)
+        return (task, try #require(log.all.first))
+    }
+
+    @Test("a fresh response is served from the cache without touching the network, with one resume and one complete")
+    func freshServedOffline() async throws {
+        let (fixture, cache) = try await Self.fixture()
+        let request = Request(url: fixture.server.url("/headers?Cache-Control=max-age%3D60"))
+        let first = try await Self.run(fixture, request, completions: 1)
+        #expect(cache.count == 1)
+        let second = try await Self.run(fixture, request, completions: 2)
+        #expect(fixture.server.requestCount == 1)
+        #expect(second.call.error == nil)
+        #expect(second.call.response == first.call.response)
+        #expect(second.call.object as? Data == first.call.object as? Data)
+        #expect((second.call.object as? Data)?.isEmpty == false)
+        #expect(second.task.metrics == nil)
+        #expect(first.task.metrics != nil)
+        #expect(fixture.recorder.timeline(ofTask: second.task.taskIdentifier) == [.resume, .complete])
+        let completion = try #require(fixture.recorder.completions.last)
+        #expect(completion.metrics == nil)
+        #expect(completion.responseData == first.call.object as? Data)
+        try await fixture.tearDown()
+    }
+
+    @Test(
+        "a response is not stored without explicit freshness, or with no-store or no-cache",
+        arguments: [
+            "", "Cache-Control=no-store", "Cache-Control=max-age%3D60,%20no-store", "Cache-Control=no-cache",
+            "Cache-Control=max-age%3D0",
+        ])
+    func notStored(query: String) async throws {
+        let (fixture, cache) = try await Self.fixture()
+        let request = Request(url: fixture.server.url("/headers?\(query)"))
+        _ = try await Self.run(fixture, request, completions: 1)
+        _ = try await Self.run(fixture, request, completions: 2)
+        #expect(fixture.server.requestCount == 2)
+        #expect(cache.count == 0)
+        try await fixture.tearDown()
+    }
+
+    @Test("Expires minus Date gives the freshness, and private responses are kept by this client cache")
+    func expiresAndPrivate() async throws {
+        let (fixture, _) = try await Self.fixture()
+        let query =
+            "Cache-Control=private&Date=Mon,%2001%20Jan%202024%2000:00:00%20GMT"
+            + "&Expires=Mon,%2001%20Jan%202024%2000:10:00%20GMT"
+        let request = Request(url: fixture.server.url("/headers?\(query)"))
+        _ = try await Self.run(fixture, request, completions: 1)
+        _ = try await Self.run(fixture, request, completions: 2)
+        #expect(fixture.server.requestCount == 1)
+        try await fixture.tearDown()
+    }
+
+    @Test("a request with Cache-Control: no-cache bypasses the cache")
+    func requestNoCache() async throws {
+        let (fixture, _) = try await Self.fixture()
+        let url = fixture.server.url("/headers?Cache-Control=max-age%3D60")
+        _ = try await Self.run(fixture, Request(url: url), completions: 1)
+        _ = try await Self.run(fixture, Request(url: url, headers: ["Cache-Control": "no-cache"]), completions: 2)
+        #expect(fixture.server.requestCount == 2)
+        _ = try await Self.run(fixture, Request(url: url), completions: 3)
+        #expect(fixture.server.requestCount == 2)
+        try await fixture.tearDown()
+    }
+
+    @Test("a stale entry goes to the network, and the new response replaces it")
+    func staleGoesToNetwork() async throws {
+        let (fixture, cache) = try await Self.fixture()
+        let request = Request(url: fixture.server.url("/headers?Cache-Control=max-age%3D60"))
+        let old = CachedResponse(
+            response: HTTPResponse(url: request.url, statusCode: 200, headers: ["Cache-Control": "max-age=60"]),
+            data: Data("old".utf8), storageDate: Date(timeIntervalSinceNow: -120))
+        cache.storeCachedResponse(old, for: request)
+        let first = try await Self.run(fixture, request, completions: 1)
+        #expect(fixture.server.requestCount == 1)
+        #expect(first.call.object as? Data != Data("old".utf8))
+        let stored = try #require(cache.cachedResponse(for: request))
+        #expect(stored.storageDate > old.storageDate)
+        try await fixture.tearDown()
+    }
+
+    @Test("dataTaskWillCacheResponse sees the proposal and can veto it or change it")
+    func willCacheHook() async throws {
+        let (fixture, cache) = try await Self.fixture()
+        let proposals = Collected<(task: Int, status: Int, bytes: Int)>()
+        fixture.session.dataTaskWillCacheResponse = { task, proposed in
+            proposals.append((task.taskIdentifier, proposed.response.statusCode, proposed.data.count))
+            if proposed.response.url.path == "/headers", proposed.response.url.query?.contains("veto") == true {
+                return nil
+            }
+            var changed = proposed
+            changed.data = Data("changed".utf8)
+            return changed
+        }
+        let vetoed = Request(url: fixture.server.url("/headers?Cache-Control=max-age%3D60&X-Mode=veto"))
+        let first = try await Self.run(fixture, vetoed, completions: 1)
+        _ = try await Self.run(fixture, vetoed, completions: 2)
+        #expect(fixture.server.requestCount == 2)
+        #expect(cache.count == 0)
+        #expect(proposals.all.first?.task == first.task.taskIdentifier)
+        #expect(proposals.all.first?.status == 200)
+        #expect(proposals.all.first?.bytes == (first.call.object as? Data)?.count)
+
+        let changed = Request(url: fixture.server.url("/headers?Cache-Control=max-age%3D60"))
+        _ = try await Self.run(fixture, changed, completions: 3)
+        let served = try await Self.run(fixture, changed, completions: 4)
+        #expect(fixture.server.requestCount == 3)
+        #expect(served.call.object as? Data == Data("changed".utf8))
+        try await fixture.tearDown()
+    }
+
+    @Test("POST responses, error statuses and uploads are never stored")
+    func onlyGet200() async throws {
+        let (fixture, cache) = try await Self.fixture()
+        let url = fixture.server.url("/headers?Cache-Control=max-age%3D60")
+        _ = try await Self.run(fixture, Request(url: url, method: "POST"), completions: 1)
+        let upload = try fixture.session.uploadTask(with: Request(url: url, method: "PUT"), from: Data("x".utf8))
+        upload.resume()
+        try await fixture.recorder.waitForCompletions(2)
+        _ = try await Self.run(fixture, Request(url: fixture.server.url("/status/404")), completions: 3)
+        #expect(cache.count == 0)
+        try await fixture.tearDown()
+    }
+
+    @Test("the in-memory cache evicts the least recently used entries past its capacity")
+    func eviction() throws {
+        let cache = InMemoryResponseCache(capacity: 1000)
+        func entry(_ size: Int) -> CachedResponse {
+            CachedResponse(
+                response: HTTPResponse(url: URL(string: "http://127.0.0.1/")!, statusCode: 200, headers: [:]),
+                data: Data(repeating: 1, count: size))
+        }
+        let a = Request(url: URL(string: "http://127.0.0.1/a")!)
+        let b = Request(url: URL(string: "http://127.0.0.1/b")!)
+        let c = Request(url: URL(string: "http://127.0.0.1/c")!)
+        cache.storeCachedResponse(entry(400), for: a)
+        cache.storeCachedResponse(entry(400), for: b)
+        #expect(cache.currentSize == 800)
+        _ = cache.cachedResponse(for: a)  // b is now the least recently used
+        cache.storeCachedResponse(entry(400), for: c)
+        #expect(cache.cachedResponse(for: b) == nil)
+        #expect(cache.cachedResponse(for: a) != nil)
+        #expect(cache.cachedResponse(for: c) != nil)
+        #expect(cache.currentSize == 800)
+        cache.storeCachedResponse(entry(2000), for: a)  // larger than the whole cache: not kept, old one gone
+        #expect(cache.cachedResponse(for: a) == nil)
+        #expect(cache.currentSize == 400)
+        cache.removeCachedResponse(for: c)
+        #expect(cache.count == 0 && cache.currentSize == 0)
+        cache.storeCachedResponse(entry(10), for: a)
+        cache.removeAllCachedResponses()
+        #expect(cache.count == 0)
+    }
+
+    @Test("freshness: max-age wins over Expires, Age counts, invalid Expires is stale")
+    func freshnessRules() {
+        let url = URL(string: "http://127.0.0.1/")!
+        let now = Date()
+        func fresh(_ headers: HTTPHeaders, storedAgo: TimeInterval) -> Bool {
+            ResponseCachePolicy.isFresh(
+                CachedResponse(
+                    response: HTTPResponse(url: url, statusCode: 200, headers: headers),
+                    data: Data(), storageDate: now.addingTimeInterval(-storedAgo)),
+                now: now)
+        }
+        #expect(fresh(["Cache-Control": "max-age=60"], storedAgo: 30))
+        #expect(!fresh(["Cache-Control": "max-age=60"], storedAgo: 61))
+        #expect(!fresh(["Cache-Control": "max-age=60", "Age": "40"], storedAgo: 30))
+        #expect(fresh(["Cache-Control": "public, max-age=60", "Expires": "0"], storedAgo: 30))
+        #expect(!fresh(["Expires": "0"], storedAgo: 0))
+        #expect(!fresh([:], storedAgo: 0))
+        #expect(
+            fresh(
+                ["Date": "Sun, 06 Nov 1994 08:49:37 GMT", "Expires": "Sunday, 06-Nov-94 08:59:37 GMT"], storedAgo: 500))
+        #expect(
+            !fresh(
+                ["Date": "Sun, 06 Nov 1994 08:49:37 GMT", "Expires": "Sun Nov  6 08:59:37 1994"], storedAgo: 700))
+    }
+}

@@ -1,0 +1,176 @@
+import Foundation
+@testable import Herald
+import HeraldNotifications
+import HeraldTesting
+import Testing
+
+@Suite("dataTaskDidReceiveResponse")
+struct ResponseDispositionTests {
+    @Test(".allow: the hook gets the task and the response before any body byte, and the body arrives whole")
+    func allow() async throws {
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        let seen = Collected<(task: Int, status: Int, length: Int64?, bytesSoFar: Int64)>()
+        fixture.session.dataTaskDidReceiveResponse = { task, response in
+            seen.append(
+                (
+                    task.taskIdentifier, response.statusCode, response.expectedContentLength,
+                    task.downloadProgress.completedUnitCount
+                ))
+            return .allow
+        }
+        let log = CompletionLog()
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/bytes/100000?chunkSize=8192")), completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(seen.all.count == 1)
+        let call = try #require(seen.all.first)
+        #expect(call.task == task.taskIdentifier && call.status == 200 && call.length == 100_000)
+        #expect(call.bytesSoFar == 0)
+        #expect(log.all.count == 1)
+        #expect((log.all.first?.object as? Data) == Data(TestServer.expectedBytes(in: 0..<100_000)))
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
+        try await fixture.tearDown()
+    }
+
+    @Test(".cancel: the task completes once with cancelled and no body")
+    func cancel() async throws {
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        fixture.session.dataTaskDidReceiveResponse = { _, _ in .cancel }
+        let log = CompletionLog()
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/bytes/1000000?chunkSize=8192&delayMs=20")),
+            completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(log.all.count == 1)
+        #expect(log.all.first?.error?.code == .cancelled)
+        #expect(log.all.first?.response?.statusCode == 200)
+        #expect(task.downloadProgress.completedUnitCount == 0)
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
+        try await fixture.tearDown()
+    }
+
+    @Test("a response without a body is answered before the task completes", arguments: ["allow", "cancel"])
+    func bodyless(answer: String) async throws {
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        let order = OrderedLog()
+        fixture.session.dataTaskDidReceiveResponse = { _, response in
+            order.append("hook \(response.statusCode)")
+            return answer == "allow" ? .allow : .cancel
+        }
+        let task = try fixture.session.dataTask(with: Request(url: fixture.server.url("/empty"))) { _, _, error in
+            order.append("handler \(error?.code.description ?? "ok")")
+        }
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(order.all == ["hook 204", "handler \(answer == "allow" ? "ok" : "cancelled")"])
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
+        try await fixture.tearDown()
+    }
+
+    @Test("a HEAD request's response is answered too")
+    func head() async throws {
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        let calls = Collected<Int>()
+        fixture.session.dataTaskDidReceiveResponse = { _, response in
+            calls.append(response.statusCode)
+            return .allow
+        }
+        let log = CompletionLog()
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/bytes/5000"), method: "HEAD"), completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(calls.all == [200])
+        #expect(log.all.count == 1 && log.all.first?.error == nil)
+        try await fixture.tearDown()
+    }
+
+    @Test("a suspend while the hook runs is not undone by .allow; the user's resume continues the body")
+    func suspendWhileWaiting() async throws {
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        let asked = OneShot<Void>()
+        fixture.session.dataTaskDidReceiveResponse = { task, _ in
+            task.suspend()
+            asked.send(())
+            return .allow
+        }
+        let log = CompletionLog()
+        let count = 300_000
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/bytes/\(count)?chunkSize=16384")), completionHandler: log.handler)
+        task.resume()
+        try await asked.value()
+        // The answer is applied once the hook's block has finished and the engine has run what it queued.
+        await fixture.session.completionQueueBarrier()
+        await fixture.session.engineBarrier()
+        await fixture.session.engineBarrier()
+        #expect(task.state == .suspended)
+        #expect(task.downloadProgress.completedUnitCount == 0)
+        #expect(log.all.isEmpty)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(log.all.count == 1)
+        #expect((log.all.first?.object as? Data) == Data(TestServer.expectedBytes(in: 0..<count)))
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .suspend, .resume, .complete])
+        try await fixture.tearDown()
+    }
+
+    @Test("a suspend while a body-less response waits holds the completion until resume")
+    func suspendBodylessWhileWaiting() async throws {
+        let fixture = try await SessionFixture.make()
+        let asked = OneShot<Void>()
+        fixture.session.dataTaskDidReceiveResponse = { task, _ in
+            task.suspend()
+            asked.send(())
+            return .allow
+        }
+        let log = CompletionLog()
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/empty")), completionHandler: log.handler)
+        task.resume()
+        try await asked.value()
+        await fixture.session.completionQueueBarrier()
+        await fixture.session.engineBarrier()
+        await fixture.session.engineBarrier()
+        #expect(task.state == .suspended)
+        #expect(log.all.isEmpty)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(log.all.count == 1)
+        #expect(log.all.first?.response?.statusCode == 204)
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .suspend, .resume, .complete])
+        try await fixture.tearDown()
+    }
+
+    @Test("a cancel while the hook runs wins over .allow")
+    func cancelWhileWaiting() async throws {
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        fixture.session.dataTaskDidReceiveResponse = { task, _ in
+            task.cancel()
+            return .allow
+        }
+        let log = CompletionLog()
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/bytes/100000")), completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(log.all.count == 1 && log.all.first?.error?.code == .cancelled)
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
+        try await fixture.tearDown()
+    }
+
+    @Test("the async data(for:) fails clearly when the hook answers .becomeDownload")
+    func asyncRefusesBecomeDownload() async throws {
+        let fixture = try await SessionFixture.make()
+        fixture.session.dataTaskDidReceiveResponse = { _, _ in .becomeDownload }
+        await #expect {
+            _ = try await fixture.session.data(for: Request(url: fixture.server.url("/bytes/1000")))
+        } throws: { error in
+            (error as? HeraldError)?.code == .invalidRequest
+        }
+        #expect(fixture.session.downloadTasks.isEmpty)
+        try await fixture.tearDown()
+    }
+}
