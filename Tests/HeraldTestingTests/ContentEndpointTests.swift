@@ -134,6 +134,21 @@ struct ContentEndpointTests {
         }
     }
 
+    @Test("/headers answers 304 with the same fields when If-None-Match names its ETag")
+    func headersNotModified() async throws {
+        try await withTestServer { server in
+            let target = "/headers?ETag=%22v1%22&Cache-Control=max-age%3D60"
+            let matching = try await RawHTTPClient.exchange(
+                RawHTTPClient.get(target, headers: [#"If-None-Match: "v1""#]), port: server.port)
+            #expect(matching.statusCode == 304)
+            #expect(matching.header("ETag") == #""v1""#)
+            #expect(matching.header("Cache-Control") == "max-age=60")
+            let other = try await RawHTTPClient.exchange(
+                RawHTTPClient.get(target, headers: [#"If-None-Match: "v0""#]), port: server.port)
+            #expect(other.statusCode == 200)
+        }
+    }
+
     @Test("/headers rejects a header value with a line break")
     func headersInjection() async throws {
         try await withTestServer { server in

@@ -52,7 +52,9 @@ extension Transfer {
         if response == nil {
             announceResponse()
         }
-        if request.asksForResponseDisposition, !hasDisposition, let response, response.statusCode >= 200 {
+        if request.asksForResponseDisposition, !hasDisposition, let response,
+            request.asksForDisposition(status: response.statusCode)
+        {
             // Wait for the task's answer without blocking the loop: curl keeps this chunk and hands it
             // back when the transfer is unpaused.
             if !isAwaitingDisposition {

@@ -148,7 +148,7 @@ final class Transfer: @unchecked Sendable {
     /// Ends the transfer with curl's result. Loop thread only, outside curl callbacks.
     func finish(result: CURLcode) {
         if result == CURLE_OK, abortError == nil, request.asksForResponseDisposition, !hasDisposition,
-            responseStatus >= 200, !isFinished
+            request.asksForDisposition(status: responseStatus), !isFinished
         {
             // A response without a body never reached the write callback: ask now, finish on the answer.
             deferredResult = result

@@ -26,6 +26,14 @@ struct TransferRequest: Sendable {
     /// Whether each body chunk is handed to the delegate — set when the session has a
     /// `dataTaskDidReceiveData` hook, so that without one the write callback does no extra work.
     var forwardsBodyChunks = false
+    /// Whether the request carries validators of a stale cache entry: a `304` answers the cache, not the
+    /// task, so it is not presented for a disposition.
+    var revalidatesCachedResponse = false
+
+    /// Whether a final response with `status` waits for the task's disposition.
+    func asksForDisposition(status: Int) -> Bool {
+        asksForResponseDisposition && status >= 200 && !(revalidatesCachedResponse && status == 304)
+    }
 }
 
 /// What the engine tells the task that owns a transfer. Called on the engine's loop thread.

@@ -36,9 +36,14 @@ public struct CachedResponse: Sendable, Hashable {
 ///   `Date` (or minus the storage time without `Date`); a response with neither is not stored — Herald
 ///   applies no heuristic freshness. An `Age` header counts against the lifetime.
 /// - **Serving:** a fresh entry answers a `GET` without touching the network (see
-///   ``SessionConfiguration/responseCache``). A stale entry is ignored (the request goes to the
-///   network, whose response replaces it); conditional revalidation (`If-None-Match` / `304`) is not
-///   implemented. A request with `Cache-Control: no-cache` or `no-store`, or `Pragma: no-cache`, never
+///   ``SessionConfiguration/responseCache``).
+/// - **Revalidation:** a stale entry with an `ETag` or a `Last-Modified` is revalidated: the request goes
+///   to the network with `If-None-Match` / `If-Modified-Since` (unless it sets a conditional field of
+///   its own). A `304 Not Modified` completes the task with the stored response — status `200`, the stored
+///   body, its header fields updated from the `304` — and stores it again with a new storage date; any
+///   other answer is the task's response and replaces the entry. A stale entry without a validator is
+///   ignored and the request goes to the network.
+/// - **Bypass:** a request with `Cache-Control: no-cache` or `no-store`, or `Pragma: no-cache`, never
 ///   reads the cache.
 ///
 /// Implementations must be safe to call from any thread. Herald calls them outside its own locks, from

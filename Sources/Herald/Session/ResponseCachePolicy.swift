@@ -30,11 +30,45 @@ enum ResponseCachePolicy {
         return true
     }
 
-    /// A fresh entry of `cache` for `request`, or `nil` (none, stale, or the request bypasses the cache).
-    static func freshResponse(for request: Request, in cache: any ResponseCache, now: Date = Date()) -> CachedResponse?
-    {
+    /// What a cache holds for a request about to start.
+    enum Lookup {
+        /// Fresh: answer from it without the network.
+        case fresh(CachedResponse)
+        /// Stale but with a validator: ask the server with these conditional header fields; a `304`
+        /// confirms the entry.
+        case stale(CachedResponse, validators: HTTPHeaders)
+    }
+
+    /// What `cache` holds for `request` that can be used: a fresh entry, or a stale one to revalidate
+    /// (it has an `ETag` or a `Last-Modified`, and the request sets no conditional field of its own).
+    static func lookup(for request: Request, in cache: any ResponseCache, now: Date = Date()) -> Lookup? {
         guard mayRead(request), let entry = cache.cachedResponse(for: request) else { return nil }
-        return isFresh(entry, now: now) ? entry : nil
+        if isFresh(entry, now: now) { return .fresh(entry) }
+        let conditional = ["If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range"]
+        guard !conditional.contains(where: request.headers.contains) else { return nil }
+        var validators = HTTPHeaders()
+        if let entityTag = entry.response.headers["ETag"] {
+            validators.add(name: "If-None-Match", value: entityTag)
+        }
+        if let lastModified = entry.response.headers["Last-Modified"] {
+            validators.add(name: "If-Modified-Since", value: lastModified)
+        }
+        return validators.count > 0 ? .stale(entry, validators: validators) : nil
+    }
+
+    /// `stored` updated with the header fields of the `304` that confirmed it (RFC 9111 §4.3.4): each field
+    /// the `304` carries replaces the stored one of that name; framing fields are kept.
+    static func refreshed(_ stored: HTTPResponse, with notModified: HTTPResponse) -> HTTPResponse {
+        let framing: Set<String> = ["content-length", "transfer-encoding", "connection", "content-encoding"]
+        var headers = stored.headers
+        var replaced: Set<String> = []
+        for field in notModified.headers where !framing.contains(field.name.lowercased()) {
+            if replaced.insert(field.name.lowercased()).inserted { headers.remove(name: field.name) }
+            headers.add(name: field.name, value: field.value)
+        }
+        var response = stored
+        response.headers = headers
+        return response
     }
 
     /// Whether `entry` is still fresh at `now`.

@@ -72,7 +72,9 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// network**: it still resumes and completes exactly once, with its notifications and completion
     /// handler, but its ``SessionTask/metrics`` and ``TaskCompletion/metrics`` are `nil` and the network
     /// hooks (``SessionManager/dataTaskDidReceiveResponse``, ``SessionManager/dataTaskDidReceiveData``) are
-    /// not called. What is stored and for how long: see ``ResponseCache``;
+    /// not called. A stale entry with a validator is revalidated with the server, and a `304` completes the
+    /// task with the stored response (then it did use the network: it has metrics, and the hooks see the
+    /// `304` as nothing more than a confirmation). What is stored and for how long: see ``ResponseCache``;
     /// ``SessionManager/dataTaskWillCacheResponse`` can change or veto each store. Two configurations are
     /// equal only if they hold the same cache object.
     public var responseCache: (any ResponseCache)? {

@@ -35,6 +35,8 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         var downloadFace: DownloadTask?
         /// The request body total at the last `taskDidSendBodyData`, for its deltas.
         var lastBodyBytesSent: Int64 = 0
+        /// The stale cache entry this task's request revalidates (a `304` answer completes from it).
+        var revalidating: CachedResponse?
     }
 
     /// The task's identifier, unique within its session.
@@ -107,15 +109,20 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// really changed.
     open func resume() {
         // The cache is the caller's code: consulted before taking the task's lock, and only for a first resume.
-        let cached = freshCachedResponse()
+        let cached = cacheLookup()
         let servesCached = core.withLock { core -> Bool in
             switch core.machine.resume() {
             case .none:
                 return false
             case .start:
                 session.hook.taskDidTransition(self, to: .running)
-                if cached != nil { return true }
+                if case .fresh = cached { return true }
                 var request = makeTransferRequest()
+                if case .stale(let entry, let validators) = cached {
+                    core.revalidating = entry
+                    request.revalidatesCachedResponse = true
+                    for field in validators { request.headers.add(name: field.name, value: field.value) }
+                }
                 if self is DataTask {
                     session.readHooks { hooks in
                         request.asksForResponseDisposition = hooks.dataTaskDidReceiveResponse != nil
@@ -134,19 +141,19 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
                 return false
             }
         }
-        if servesCached, let cached {
+        if servesCached, case .fresh(let entry) = cached {
             transferDidFinish(
                 TransferOutcome(
-                    response: cached.response, body: cached.data, error: nil, metrics: nil, isFromCache: true))
+                    response: entry.response, body: entry.data, error: nil, metrics: nil, isFromCache: true))
         }
     }
 
-    /// A fresh response from the session's cache for this task's first resume, or `nil`.
-    private func freshCachedResponse() -> CachedResponse? {
+    /// What the session's cache holds for this task's first resume, or `nil`.
+    private func cacheLookup() -> ResponseCachePolicy.Lookup? {
         guard let cache = session.configuration.responseCache, self is DataTask, !(self is UploadTask),
             core.withLock({ !$0.machine.hasStarted })
         else { return nil }
-        return ResponseCachePolicy.freshResponse(for: originalRequest, in: cache)
+        return ResponseCachePolicy.lookup(for: originalRequest, in: cache)
     }
 
     /// Pauses a running task; the connection stays open and the transfer continues from the same byte
@@ -228,8 +235,17 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     }
 
     func transferDidFinish(_ outcome: TransferOutcome) {
+        var outcome = outcome
         let finisher = core.withLock { core -> (wasCancelled: Bool, task: SessionTask)? in
             guard let wasCancelled = core.machine.complete() else { return nil }
+            if let stale = core.revalidating, outcome.error == nil, let notModified = outcome.response,
+                notModified.statusCode == 304
+            {
+                // The server confirmed the cached response: complete with it, refreshed by the 304's fields.
+                outcome.response = ResponseCachePolicy.refreshed(stale.response, with: notModified)
+                outcome.body = stale.data
+            }
+            core.revalidating = nil
             core.transfer = nil
             core.metrics = outcome.metrics
             if let response = outcome.response { core.response = response }
@@ -239,7 +255,6 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
             return (wasCancelled, task)
         }
         guard let finisher else { return }
-        var outcome = outcome
         if finisher.wasCancelled, outcome.error?.code != .cancelled {
             outcome.error = Self.cancellation(for: originalRequest.url)
         }

@@ -54,7 +54,7 @@ extension Route {
         case .redirectTo(let location, let status):
             return .status(HTTPResponseStatus(statusCode: status), headers: ["Location": location])
         case .headers(let fields):
-            return headersResponse(fields)
+            return headersResponse(fields, for: request)
         case .basicAuth(let user, let password):
             return basicAuthResponse(for: request, user: user, password: password)
         case .notFound:
@@ -89,7 +89,9 @@ extension Route {
         )
     }
 
-    private func headersResponse(_ fields: [(name: String, value: String)]) -> CannedResponse {
+    private func headersResponse(
+        _ fields: [(name: String, value: String)], for request: ReceivedRequest
+    ) -> CannedResponse {
         // Framing headers are the server's to choose; letting a query set them would produce an unparsable stream
         // instead of the requested header.
         let framing: Set<String> = ["content-length", "transfer-encoding", "connection"]
@@ -99,6 +101,12 @@ extension Route {
             guard Self.isValidHeader(field) else { return .badRequest("invalid header \(field.name)") }
             headers.add(name: field.name, value: field.value)
             echoed[field.name] = field.value
+        }
+        if let entityTag = headers["ETag"].first,
+            request.head.headers["If-None-Match"].contains(where: { $0 == entityTag || $0 == "*" })
+        {
+            // A cache revalidating what it holds: the same header fields, no body.
+            return CannedResponse(status: .notModified, headers: headers)
         }
         var response = CannedResponse.json(echoed)
         response.headers.remove(name: "Content-Type")

@@ -56,7 +56,8 @@ import NIOPosix
 /// - `/redirect-to?url=URL&status=S`: redirects to `URL` (required) with status `S` (300...399, default 302).
 /// - `/headers?Name=value&...`: `200` with each query parameter added as a response header (a name may repeat)
 ///   and a JSON body of them; framing headers (`Content-Length`, `Transfer-Encoding`, `Connection`) are ignored,
-///   a query-supplied `Content-Type` replaces the default.
+///   a query-supplied `Content-Type` replaces the default. When the fields include `ETag` and the request's
+///   `If-None-Match` names it (or is `*`), the answer is `304 Not Modified` with the same fields and no body.
 /// - `/auth/basic?user=U&password=P`: `200` with `{"authenticated":true,"user":U}` if the request carries
 ///   `Authorization: Basic base64(U:P)`, otherwise `401` with `WWW-Authenticate: Basic realm="herald"`.
 ///

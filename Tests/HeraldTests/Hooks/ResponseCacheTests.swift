@@ -105,6 +105,63 @@ struct ResponseCacheTests {
         try await fixture.tearDown()
     }
 
+    @Test("a stale entry with an ETag is revalidated: a 304 completes from the cache and refreshes the entry")
+    func revalidation() async throws {
+        let (fixture, cache) = try await Self.fixture()
+        let request = Request(url: fixture.server.url("/headers?Cache-Control=max-age%3D60&ETag=%22v1%22&X-Round=2"))
+        let old = CachedResponse(
+            response: HTTPResponse(
+                url: request.url, statusCode: 200,
+                headers: ["Cache-Control": "max-age=60", "ETag": "\"v1\"", "X-Round": "1", "Content-Length": "6"]),
+            data: Data("cached".utf8), storageDate: Date(timeIntervalSinceNow: -120))
+        cache.storeCachedResponse(old, for: request)
+        let order = OrderedLog()
+        fixture.session.dataTaskDidReceiveResponse = { _, response in
+            order.append("response \(response.statusCode)")
+            return .allow
+        }
+        let revalidated = try await Self.run(fixture, request, completions: 1)
+        #expect(fixture.server.requestCount == 1)
+        let sent = try #require(fixture.server.requests.first)
+        #expect(sent.headers.contains { $0.name.lowercased() == "if-none-match" && $0.value == "\"v1\"" })
+        #expect(sent.responseStatus == 304)
+        #expect(revalidated.call.error == nil)
+        #expect(revalidated.call.response?.statusCode == 200)
+        #expect(revalidated.call.response?.headers["X-Round"] == "2")
+        #expect(revalidated.call.response?.headers["Content-Length"] == "6")
+        #expect(revalidated.call.object as? Data == Data("cached".utf8))
+        #expect(revalidated.task.metrics != nil)
+        #expect(order.all.isEmpty)
+        let refreshed = try #require(cache.cachedResponse(for: request))
+        #expect(refreshed.storageDate > old.storageDate)
+        #expect(refreshed.data == Data("cached".utf8))
+
+        // Fresh again: the next task never reaches the server.
+        let served = try await Self.run(fixture, request, completions: 2)
+        #expect(fixture.server.requestCount == 1)
+        #expect(served.call.object as? Data == Data("cached".utf8))
+        #expect(fixture.recorder.timeline(ofTask: served.task.taskIdentifier) == [.resume, .complete])
+        try await fixture.tearDown()
+    }
+
+    @Test("a stale entry whose ETag no longer matches is replaced by the server's 200")
+    func revalidationChanged() async throws {
+        let (fixture, cache) = try await Self.fixture()
+        let request = Request(url: fixture.server.url("/headers?Cache-Control=max-age%3D60&ETag=%22v2%22"))
+        let old = CachedResponse(
+            response: HTTPResponse(
+                url: request.url, statusCode: 200, headers: ["Cache-Control": "max-age=60", "ETag": "\"v1\""]),
+            data: Data("cached".utf8), storageDate: Date(timeIntervalSinceNow: -120))
+        cache.storeCachedResponse(old, for: request)
+        let fetched = try await Self.run(fixture, request, completions: 1)
+        #expect(fixture.server.requests.first?.responseStatus == 200)
+        #expect(fetched.call.response?.statusCode == 200)
+        let body = try #require(fetched.call.object as? Data)
+        #expect(body != Data("cached".utf8))
+        #expect(cache.cachedResponse(for: request)?.data == body)
+        try await fixture.tearDown()
+    }
+
     @Test("dataTaskWillCacheResponse sees the proposal and can veto it or change it")
     func willCacheHook() async throws {
         let (fixture, cache) = try await Self.fixture()
