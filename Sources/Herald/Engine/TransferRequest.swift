@@ -30,7 +30,9 @@ struct TransferRequest: Sendable {
     /// task, so it is not presented for a disposition.
     var revalidatesCachedResponse = false
 
-    /// Whether a final response with `status` waits for the task's disposition.
+    /// Whether a final response with `status` waits for the task's disposition. (With curl following
+    /// redirects, the write callback only ever sees the last response's body; a redirect Herald follows
+    /// itself would have to be excluded here as well.)
     func asksForDisposition(status: Int) -> Bool {
         asksForResponseDisposition && status >= 200 && !(revalidatesCachedResponse && status == 304)
     }

@@ -33,16 +33,22 @@ extension DataTask {
         let download = DownloadTask(becoming: self, temporaryURL: temporaryURL)
         // Listed first, then marked in the task: a task that completes in between (a cancel) finds its
         // listing by identifier either way, and one already gone is never listed again.
-        guard session.replace(self, with: download) else { return }
-        let isLive = core.withLock { core -> Bool in
-            guard core.machine.state == .running || core.machine.state == .suspended, core.transfer === transfer
-            else { return false }
-            core.downloadFace = download
-            return true
-        }
+        let isListed = session.replace(self, with: download)
+        let isLive =
+            isListed
+            && core.withLock { core -> Bool in
+                guard core.machine.state == .running || core.machine.state == .suspended,
+                    core.transfer === transfer
+                else { return false }
+                core.downloadFace = download
+                return true
+            }
         guard isLive else {
-            // Cancelled while the hook ran: it completes as the data task it was.
-            _ = session.replace(download, with: self)
+            // Cancelled while the hook ran: it completes as the data task it was, and its progress objects
+            // (bound to the download task by its init) go back to it.
+            if isListed { _ = session.replace(download, with: self) }
+            uploadProgress.bind(to: self)
+            downloadProgress.bind(to: self)
             return
         }
         session.dataTaskDidBecomeDownloadTask?(self, download)

@@ -104,4 +104,37 @@ struct BecomeDownloadTests {
         #expect(session.tasks.isEmpty)
         try await fixture.tearDown()
     }
+
+    @Test("suspending the download task and resuming the data task control one transfer, announced for the data task")
+    func suspendThroughEitherFace() async throws {
+        let fixture = try await SessionFixture.make()
+        let session = fixture.session
+        session.dataTaskDidReceiveResponse = { _, _ in .becomeDownload }
+        // Suspended before the first body byte is written: the answer must not undo it.
+        session.dataTaskDidBecomeDownloadTask = { _, download in download.suspend() }
+        let count = 400_000
+        let log = CompletionLog()
+        let task = try session.dataTask(
+            with: Request(url: fixture.server.url("/bytes/\(count)?chunkSize=16384")), completionHandler: log.handler)
+        let suspensions = Collected<Int>()
+        let token = fixture.center.addObserver(for: .taskDidSuspend, object: task) { note in
+            suspensions.append(note.userInfo.taskIdentifier)
+        }
+        task.resume()
+        try await fixture.recorder.waitUntil { $0.contains { $0.kind == .suspend } }
+        await session.completionQueueBarrier()
+        await session.engineBarrier()
+        #expect(task.state == .suspended)
+        #expect(task.downloadProgress.completedUnitCount == 0)
+        #expect(log.all.isEmpty)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .suspend, .resume, .complete])
+        #expect(suspensions.all == [task.taskIdentifier])
+        let fileURL = try #require(log.all.first?.object as? URL)
+        defer { try? FileManager.default.removeItem(at: fileURL) }
+        #expect(try PatternFile.matches(fileURL, count: count))
+        token.cancel()
+        try await fixture.tearDown()
+    }
 }
