@@ -53,7 +53,7 @@ extension Transfer {
             announceResponse()
         }
         if request.asksForResponseDisposition, !hasDisposition, let response,
-            request.asksForDisposition(status: response.statusCode)
+            request.asksForDisposition(status: response.statusCode, headers: response.headers)
         {
             // Wait for the task's answer without blocking the loop: curl keeps this chunk and hands it
             // back when the transfer is unpaused.
@@ -74,7 +74,9 @@ extension Transfer {
             return 0
         }
         bodyBytesReceived += Int64(length)
-        if request.forwardsBodyChunks, let buffer, length > 0 {
+        if request.forwardsBodyChunks, let buffer, length > 0, let response,
+            !request.leadsToNextHop(status: response.statusCode, headers: response.headers)
+        {
             delegate.transferDidReceiveBody(UnsafeRawBufferPointer(start: buffer, count: length))
         }
         delegate.transferDidReceiveBytes(

@@ -148,7 +148,7 @@ final class Transfer: @unchecked Sendable {
     /// Ends the transfer with curl's result. Loop thread only, outside curl callbacks.
     func finish(result: CURLcode) {
         if result == CURLE_OK, abortError == nil, request.asksForResponseDisposition, !hasDisposition,
-            request.asksForDisposition(status: responseStatus), !isFinished
+            request.asksForDisposition(status: responseStatus, headers: responseHeaders), !isFinished
         {
             // A response without a body never reached the write callback: ask now, finish on the answer.
             deferredResult = result
@@ -273,8 +273,8 @@ final class Transfer: @unchecked Sendable {
         let protocols = request.allowedProtocols.joined(separator: ",")
         check("PROTOCOLS_STR", herald_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, protocols))
         check("REDIR_PROTOCOLS_STR", herald_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, protocols))
-        check("FOLLOWLOCATION", herald_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, request.followsRedirects ? 1 : 0))
-        check("MAXREDIRS", herald_easy_setopt_long(easy, CURLOPT_MAXREDIRS, request.maximumRedirects))
+        // Herald follows redirects itself (SessionTask+Redirects) so a hook sees and may veto every hop.
+        check("FOLLOWLOCATION", herald_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0))
         if case .file = request.sink {
             // A file holds the representation's bytes as sent, so a resumed Range lines up with it
             // (decoded bytes would not); larger buffers mean fewer write callbacks and writes.

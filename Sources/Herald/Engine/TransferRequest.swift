@@ -30,11 +30,17 @@ struct TransferRequest: Sendable {
     /// task, so it is not presented for a disposition.
     var revalidatesCachedResponse = false
 
-    /// Whether a final response with `status` waits for the task's disposition. (With curl following
-    /// redirects, the write callback only ever sees the last response's body; a redirect Herald follows
-    /// itself would have to be excluded here as well.)
-    func asksForDisposition(status: Int) -> Bool {
+    /// Whether a final response with `status` waits for the task's disposition. A redirect Herald is
+    /// about to follow is not final: it is not presented (as URLSession presents only the last response).
+    func asksForDisposition(status: Int, headers: HTTPHeaders) -> Bool {
         asksForResponseDisposition && status >= 200 && !(revalidatesCachedResponse && status == 304)
+            && !leadsToNextHop(status: status, headers: headers)
+    }
+
+    /// Whether a response with `status` and `headers` is one Herald follows with another transfer (a
+    /// redirect), so its body is not the task's and is not forwarded to body hooks.
+    func leadsToNextHop(status: Int, headers: HTTPHeaders) -> Bool {
+        followsRedirects && RedirectRules.isRedirect(status) && headers["Location"] != nil
     }
 }
 

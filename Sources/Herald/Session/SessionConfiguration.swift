@@ -46,11 +46,16 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// The URL schemes requests and redirects may use, lowercased. Default `["http", "https"]`; anything
     /// else (`file:`, `gopher:`, `dict:` …) is refused with ``HeraldError/Code/unsupportedURL``.
     public var allowedProtocols: Set<String> = ["http", "https"]
-    /// Whether redirects are followed. Default `true`.
+    /// Whether redirects (301, 302, 303, 307, 308 with a `Location`) are followed. Default `true`; with
+    /// `false` the 3xx response is the task's result. Herald follows each hop itself, so
+    /// ``SessionManager/taskWillPerformHTTPRedirection`` sees every one.
     public var followsRedirects: Bool = true
     /// The most redirects followed for one request before it fails with
     /// ``HeraldError/Code/tooManyRedirects``. Default 16.
     public var maximumRedirects: Int = 16
+    /// Whether a redirect from `https` to `http` is followed. Default `false`: such a hop fails with
+    /// ``HeraldError/Code/unsupportedURL``, as the response would otherwise leave TLS's protection.
+    public var allowsInsecureRedirects: Bool = false
     /// The largest response body, in bytes, that a data or upload task collects in memory. A response
     /// declaring a larger `Content-Length`, or growing past it as it arrives (counted after content
     /// decoding, so a small compressed body that inflates is caught too), stops the transfer: the task

@@ -22,6 +22,7 @@ public final class SessionManager: Sendable {
         var taskNeedNewBodyStream: (@Sendable (SessionTask) -> BodyStream?)?
         var downloadHooks = DownloadHooks()
         var hooks = SessionHooks()
+        var taskWillPerformHTTPRedirection: RedirectionHook?
     }
 
     private static let identifiers = Atomic<Int>(0)
@@ -119,6 +120,26 @@ public final class SessionManager: Sendable {
     public var taskNeedNewBodyStream: (@Sendable (SessionTask) -> BodyStream?)? {
         get { state.withLock { $0.taskNeedNewBodyStream } }
         set { state.withLock { $0.taskNeedNewBodyStream = newValue } }
+    }
+
+    /// AF's `taskWillPerformHTTPRedirection`: decides each redirect before Herald follows it.
+    ///
+    /// Called once per hop with the task, the 3xx response and the request Herald proposes — already
+    /// rewritten by the rules: `POST` → `GET` without body on 301/302, everything but `HEAD` → `GET` on 303,
+    /// method and body kept on 307/308, `Location` resolved against the current URL, and `Authorization`,
+    /// `Cookie` and `Proxy-Authorization` removed when the scheme, host or port changes. Return it
+    /// unchanged to follow, a modified request to send that instead (it is validated like a new request),
+    /// or `nil` to complete the task with the 3xx response itself (its body is the task's body).
+    ///
+    /// Runs on a global dispatch queue — never the engine's loop thread, never ``completionQueue`` — one hop
+    /// at a time per task, before that hop's request is sent. The hop limit, a disallowed scheme and an
+    /// `https` → `http` downgrade are checked before it is asked; a loop (a request already sent for this
+    /// task) after. If the task is cancelled while the hook runs, it completes with
+    /// ``HeraldError/Code/cancelled`` and what the hook returns is ignored. Not called when
+    /// ``SessionConfiguration/followsRedirects`` is `false`. Default `nil`: follow the proposed request.
+    public var taskWillPerformHTTPRedirection: RedirectionHook? {
+        get { state.withLock { $0.taskWillPerformHTTPRedirection } }
+        set { state.withLock { $0.taskWillPerformHTTPRedirection = newValue } }
     }
 
     /// AF's `downloadTaskDidFinishDownloading`: where a finished download goes when its task has no

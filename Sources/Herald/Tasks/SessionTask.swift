@@ -37,6 +37,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         var lastBodyBytesSent: Int64 = 0
         /// The stale cache entry this task's request revalidates (a `304` answer completes from it).
         var revalidating: CachedResponse?
+        var hops = TaskHops()
     }
 
     /// The task's identifier, unique within its session.
@@ -95,6 +96,11 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// curl's metrics, once the task has completed after reaching the network.
     public var metrics: TransferMetrics? { core.withLock { $0.metrics } }
 
+    /// The metrics of every transfer the task ran, in order, once it has completed: one per redirect
+    /// followed and per authentication round-trip, then the final one (the same as ``metrics``). Empty
+    /// before completion and for a task that never reached the network.
+    public var hopMetrics: [TransferMetrics] { core.withLock { $0.machine.state == .completed ? $0.hops.metrics : [] } }
+
     /// A description for your own use, such as a label for logs. Herald never reads it — in particular
     /// it plays no part in deciding which session owns the task.
     public var taskDescription: String? {
@@ -135,7 +141,11 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
                 return false
             case .unpause:
                 session.hook.taskDidTransition(self, to: .running)
-                if let transfer = core.transfer {
+                if let transfer = core.transfer, core.hops.isWaitingToStart {
+                    // The next hop was prepared while suspended: it starts now.
+                    core.hops.isWaitingToStart = false
+                    session.enqueue { multi in multi.add(transfer) }
+                } else if let transfer = core.transfer {
                     session.enqueue { _ in transfer.unpause() }
                 }
                 return false
@@ -177,15 +187,22 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// and `taskDidComplete` is posted, exactly once. Does nothing once the task is canceling or
     /// completed.
     open func cancel() {
-        let action = core.withLock { core -> TaskStateMachine.CancelAction in
+        let (action, betweenHops) = core.withLock { core -> (TaskStateMachine.CancelAction, HTTPResponse??) in
             let action = core.machine.cancel()
-            if action == .stopTransfer, let transfer = core.transfer {
-                session.enqueue { multi in multi.remove(transfer, error: Self.cancellation(for: transfer.request.url)) }
+            guard action == .stopTransfer else { return (action, nil) }
+            guard let transfer = Self.transferToStop(in: &core) else {
+                // Between two hops (a redirect or an authentication round-trip): nothing in the engine.
+                return (action, .some(core.response))
             }
-            return action
+            session.enqueue { multi in multi.remove(transfer, error: Self.cancellation(for: transfer.request.url)) }
+            return (action, nil)
         }
         if action == .completeWithoutTransfer {
             transferDidFinish(TransferOutcome(response: nil, body: Data(), error: nil, metrics: nil))
+        } else if let response = betweenHops {
+            completeTransfer(
+                TransferOutcome(
+                    response: response, body: Data(), error: Self.cancellation(for: originalRequest.url), metrics: nil))
         }
     }
 
@@ -235,6 +252,12 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     }
 
     func transferDidFinish(_ outcome: TransferOutcome) {
+        if beginNextHop(after: outcome) { return }
+        completeTransfer(outcome)
+    }
+
+    /// Completes the task with `outcome`, exactly once whichever path gets here first.
+    func completeTransfer(_ outcome: TransferOutcome) {
         var outcome = outcome
         let finisher = core.withLock { core -> (wasCancelled: Bool, task: SessionTask)? in
             guard let wasCancelled = core.machine.complete() else { return nil }
@@ -247,6 +270,14 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
             }
             core.revalidating = nil
             core.transfer = nil
+            if var metrics = outcome.metrics {
+                // curl follows no redirect itself any more: the count is Herald's.
+                metrics.redirectCount = core.hops.redirectCount
+                outcome.metrics = metrics
+                core.hops.metrics.append(metrics)
+            } else if outcome.response != nil, let last = core.hops.metrics.last {
+                outcome.metrics = last
+            }
             core.metrics = outcome.metrics
             if let response = outcome.response { core.response = response }
             // A data task that became a download finishes as the download task, whichever face curl told.

@@ -18,7 +18,8 @@ public struct TransferMetrics: Sendable, Hashable {
     public var timeToFirstByte: TimeInterval
     /// Until the transfer ended.
     public var total: TimeInterval
-    /// Time spent in redirects curl followed.
+    /// Time curl spent in redirects it followed itself: zero, since Herald follows redirects as separate
+    /// transfers (see ``SessionTask/hopMetrics``).
     public var redirectTime: TimeInterval
     /// Bytes of request headers sent.
     public var requestHeaderBytes: Int64
@@ -28,7 +29,8 @@ public struct TransferMetrics: Sendable, Hashable {
     public var responseHeaderBytes: Int64
     /// Bytes of response body received (after content decoding).
     public var responseBodyBytes: Int64
-    /// How many redirects were followed.
+    /// How many redirects Herald followed for the task before this transfer (each hop's metrics are in
+    /// ``SessionTask/hopMetrics``).
     public var redirectCount: Int
     /// Whether the transfer ran on a connection that already existed.
     public var connectionReused: Bool

@@ -95,14 +95,15 @@ struct FaultSuiteTests {
             Request(url: harness.server.url("/fault/garbage-status")), code: .badServerResponse)
     }
 
-    @Test("a redirect loop (a URL that redirects to itself) → tooManyRedirects after the 16-hop default cap")
+    @Test("a redirect loop (a URL that redirects to itself) → redirectLoop, detected before the hop limit")
     func redirectLoop() async throws {
         let harness = try await FaultHarness.make()
         let call = try await harness.expectFailure(
-            Request(url: harness.server.url("/fault/redirect-loop")), code: .tooManyRedirects)
-        #expect(call.error?.curlCode == 47)
-        // The first request and 16 followed redirects, then curl stops.
-        #expect(harness.server.requests(forPath: "/fault/redirect-loop").count == 17)
+            Request(url: harness.server.url("/fault/redirect-loop")), code: .redirectLoop)
+        // Herald follows redirects itself: the loop is seen before the request is sent again.
+        #expect(call.error?.curlCode == nil)
+        #expect(call.response?.statusCode == 302)
+        #expect(harness.server.requests(forPath: "/fault/redirect-loop").count == 1)
     }
 
     @Test("a slow sender (one byte per 100 ms) completes correctly")

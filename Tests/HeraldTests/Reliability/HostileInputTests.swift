@@ -93,7 +93,8 @@ struct HostileInputTests {
             let encoded = target.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
             let call = try await harness.expectFailure(
                 Request(url: harness.server.url("/redirect-to?url=\(encoded)")), code: .unsupportedURL)
-            #expect(call.error?.curlCode == 1)
+            // Refused by Herald's redirect rules, before curl is handed the URL.
+            #expect(call.error?.curlCode == nil)
             #expect(harness.server.requests(forPath: "/redirect-to").count == 1)
         }
     }

@@ -1,0 +1,76 @@
+import Foundation
+
+/// What following one redirect means: the rules Herald applies before a hop, and before
+/// ``SessionManager/taskWillPerformHTTPRedirection`` sees the proposed request.
+///
+/// libcurl's own redirect following is off (`CURLOPT_FOLLOWLOCATION` = 0) so that every hop is visible
+/// and can be vetoed; these are the rules curl and browsers apply, written out.
+enum RedirectRules {
+    /// The statuses Herald follows.
+    static func isRedirect(_ status: Int) -> Bool {
+        [301, 302, 303, 307, 308].contains(status)
+    }
+
+    /// The header fields that carry credentials: dropped when a hop changes scheme, host or port.
+    static let credentialHeaders = ["Authorization", "Cookie", "Proxy-Authorization"]
+
+    /// The header fields that describe a body: dropped when a hop drops the body.
+    static let bodyHeaders = ["Content-Type", "Content-Length", "Content-Encoding", "Transfer-Encoding"]
+
+    /// Resolves `Location` against the URL that answered; `nil` when it is not a URL.
+    static func target(of location: String, relativeTo base: URL) -> URL? {
+        let trimmed = location.trimmingCharacters(in: .whitespaces)
+        guard !trimmed.isEmpty, let url = URL(string: trimmed, relativeTo: base)?.absoluteURL else { return nil }
+        return url
+    }
+
+    /// The method of the next hop: 303 turns everything but `HEAD` into `GET`; 301 and 302 turn `POST`
+    /// into `GET` (what every browser does); 307 and 308 keep the method and the body.
+    static func method(after status: Int, method: String) -> String {
+        switch status {
+        case 303 where method != "HEAD": "GET"
+        case 301 where method == "POST", 302 where method == "POST": "GET"
+        default: method
+        }
+    }
+
+    /// Whether two URLs are the same origin: scheme, host and port (default ports filled in).
+    static func isSameOrigin(_ a: URL, _ b: URL) -> Bool {
+        a.scheme?.lowercased() == b.scheme?.lowercased() && a.host?.lowercased() == b.host?.lowercased()
+            && effectivePort(a) == effectivePort(b)
+    }
+
+    static func effectivePort(_ url: URL) -> Int? {
+        if let port = url.port { return port }
+        switch url.scheme?.lowercased() {
+        case "http": return 80
+        case "https": return 443
+        default: return nil
+        }
+    }
+
+    /// Why a hop to `target` from `current` is refused, or `nil` when it may be followed.
+    static func refusal(
+        from current: URL, to target: URL, allowedProtocols: Set<String>, allowsInsecureRedirects: Bool
+    ) -> HeraldError? {
+        let scheme = target.scheme?.lowercased() ?? ""
+        guard allowedProtocols.contains(scheme) else {
+            return HeraldError(
+                .unsupportedURL, "A redirect to the URL scheme '\(scheme)' is not allowed by this session.", url: target)
+        }
+        guard target.host?.isEmpty == false else {
+            return HeraldError(.badURL, "The redirect target has no host.", url: target)
+        }
+        if current.scheme?.lowercased() == "https", scheme == "http", !allowsInsecureRedirects {
+            return HeraldError(
+                .unsupportedURL,
+                "A redirect from https to http is refused; set SessionConfiguration.allowsInsecureRedirects to allow it.",
+                url: target)
+        }
+        return nil
+    }
+}
+
+/// The type of ``SessionManager/taskWillPerformHTTPRedirection``: the task, the 3xx response and the
+/// proposed request in; the request to send, or `nil` to complete with the 3xx.
+public typealias RedirectionHook = @Sendable (_ task: SessionTask, _ response: HTTPResponse, _ proposedRequest: Request) -> Request?

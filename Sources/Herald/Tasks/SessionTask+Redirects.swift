@@ -1,0 +1,167 @@
+import Dispatch
+import Foundation
+
+// Following redirects by hand. libcurl's FOLLOWLOCATION is off, so a 3xx ends its transfer like any
+// response; `transferDidFinish` asks `beginNextHop(after:)` first, which may start a new transfer for
+// the same task instead of completing it.
+//
+// Threading: the decision and the session's redirection hook run on a global queue — never on the loop
+// thread, where a slow hook would stall every transfer of the engine — and the next transfer is then
+// handed to the engine like a first resume. The task stays `running` (or `suspended`) in between: a
+// `cancel()` arriving then completes the task at once with `cancelled`; a `suspend()` holds the next
+// transfer until `resume()`.
+extension SessionTask {
+    /// Where hooks and hop decisions run: never the loop thread, never the caller's completion queue
+    /// (on Linux the main queue does not run while the main thread is blocked).
+    static let hopQueue = DispatchQueue.global(qos: .userInitiated)
+
+    /// Whether `outcome` leads to another transfer for this task (a redirect to follow, an authentication
+    /// challenge to answer); if so the task does not complete now. Loop thread.
+    func beginNextHop(after outcome: TransferOutcome) -> Bool {
+        guard outcome.error == nil, let response = outcome.response else { return false }
+        let isRedirect =
+            RedirectRules.isRedirect(response.statusCode) && session.configuration.followsRedirects
+            && response.headers["Location"] != nil
+        guard isRedirect else { return false }
+        let current = core.withLock { core -> TransferRequest? in
+            guard core.machine.state == .running || core.machine.state == .suspended,
+                let transfer = core.transfer
+            else { return nil }
+            core.transfer = nil
+            core.response = response
+            core.hops.isBetweenHops = true
+            core.hops.visited.insert(TaskHops.key(method: transfer.request.method, url: transfer.request.url))
+            if let metrics = outcome.metrics { core.hops.metrics.append(metrics) }
+            return transfer.request
+        }
+        guard let current else { return false }
+        Self.hopQueue.async { [self] in
+            followRedirect(outcome, response: response, from: current)
+        }
+        return true
+    }
+
+    /// Decides the redirect and starts the next hop, or completes the task. Hop queue.
+    private func followRedirect(_ outcome: TransferOutcome, response: HTTPResponse, from current: TransferRequest) {
+        let configuration = session.configuration
+        let redirectCount = core.withLock { $0.hops.redirectCount }
+        guard redirectCount < configuration.maximumRedirects else {
+            return finishHop(
+                outcome,
+                error: HeraldError(
+                    .tooManyRedirects, "More than \(configuration.maximumRedirects) redirects.", url: current.url))
+        }
+        guard let location = response.headers["Location"],
+            let target = RedirectRules.target(of: location, relativeTo: current.url)
+        else {
+            return finishHop(
+                outcome,
+                error: HeraldError(.badServerResponse, "The redirect's Location is not a URL.", url: current.url))
+        }
+        if let refusal = RedirectRules.refusal(
+            from: current.url, to: target, allowedProtocols: configuration.allowedProtocols,
+            allowsInsecureRedirects: configuration.allowsInsecureRedirects)
+        {
+            return finishHop(outcome, error: refusal)
+        }
+        var next = current
+        next.url = target
+        next.method = RedirectRules.method(after: response.statusCode, method: current.method)
+        let keepsBody = next.method == current.method && next.method != "GET" && next.method != "HEAD"
+        if !keepsBody {
+            next.body = nil
+            for name in RedirectRules.bodyHeaders { next.headers.remove(name: name) }
+        }
+        if !RedirectRules.isSameOrigin(current.url, target) {
+            for name in RedirectRules.credentialHeaders { next.headers.remove(name: name) }
+        }
+        var proposed = Request(
+            url: next.url, method: next.method, headers: next.headers,
+            body: keepsBody ? originalRequest.body : nil, timeoutInterval: originalRequest.timeoutInterval)
+        if let hook = session.taskWillPerformHTTPRedirection {
+            guard let chosen = hook(self, response, proposed) else {
+                // AF's nil: the 3xx itself is the task's result.
+                return finishHop(outcome, error: nil)
+            }
+            do throws(HeraldError) {
+                try chosen.validate(allowedProtocols: configuration.allowedProtocols)
+            } catch {
+                return finishHop(outcome, error: error)
+            }
+            if chosen.body != proposed.body {
+                next.body = chosen.body.map { .data($0) }
+            }
+            next.url = chosen.url
+            next.method = chosen.method
+            next.headers = chosen.headers
+            proposed = chosen
+        }
+        let key = TaskHops.key(method: next.method, url: next.url)
+        let isLoop = core.withLock { core -> Bool in
+            guard !core.hops.visited.contains(key) else { return true }
+            core.hops.redirectCount += 1
+            return false
+        }
+        if isLoop {
+            return finishHop(
+                outcome,
+                error: HeraldError(
+                    .redirectLoop, "The redirect leads back to \(next.method) \(next.url.absoluteString), already requested.",
+                    url: next.url))
+        }
+        if let failure = rewindBody(of: &next) {
+            return finishHop(outcome, error: failure)
+        }
+        startHop(next)
+    }
+
+    /// Prepares a body for sending again: data and file bodies reopen from their start when the transfer
+    /// opens them; a stream is replaced through ``SessionManager/taskNeedNewBodyStream``. Hop queue.
+    func rewindBody(of request: inout TransferRequest) -> HeraldError? {
+        guard case .stream(_, let renew) = request.body else { return nil }
+        guard let fresh = renew() else {
+            return HeraldError(
+                .bodyStream,
+                "The request body must be sent again (a 307/308 redirect or an authentication challenge), but a "
+                    + "streamed body cannot be rewound and SessionManager.taskNeedNewBodyStream provided no new stream.",
+                url: request.url)
+        }
+        request.body = .stream(fresh, renew: renew)
+        return nil
+    }
+
+    /// Starts the next transfer for this task, unless it was cancelled meanwhile; a suspended task keeps it
+    /// until ``resume()``. Hop queue.
+    func startHop(_ request: TransferRequest) {
+        core.withLock { core in
+            guard core.machine.state == .running || core.machine.state == .suspended else { return }
+            let transfer = Transfer(request: request, delegate: self)
+            core.transfer = transfer
+            core.hops.isBetweenHops = false
+            if core.machine.state == .running {
+                session.enqueue { multi in multi.add(transfer) }
+            } else {
+                core.hops.isWaitingToStart = true
+            }
+        }
+    }
+
+    /// Completes the task with the hop's response (its 3xx or 401) and `error`. Hop queue.
+    func finishHop(_ outcome: TransferOutcome, error: HeraldError?) {
+        var outcome = outcome
+        outcome.error = error
+        core.withLock { $0.hops.isBetweenHops = false }
+        completeTransfer(outcome)
+    }
+
+    /// The transfer that must be stopped for `cancel()`, or `nil` when the task is between two transfers
+    /// (then `cancel()` completes it at once). Called with the lock held.
+    static func transferToStop(in core: inout Core) -> Transfer? {
+        if core.hops.isWaitingToStart {
+            core.hops.isWaitingToStart = false
+            core.transfer = nil
+            return nil
+        }
+        return core.transfer
+    }
+}

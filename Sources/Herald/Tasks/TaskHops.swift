@@ -1,0 +1,18 @@
+import Foundation
+
+/// What a task remembers across the transfers it runs for one request: redirects Herald follows by hand
+/// and authentication round-trips. Guarded by the task's lock.
+struct TaskHops {
+    /// Redirects followed so far.
+    var redirectCount = 0
+    /// `"METHOD URL"` of every request sent, to detect a redirect loop before the hop limit.
+    var visited: Set<String> = []
+    /// Metrics of each finished hop before the current one, in order.
+    var metrics: [TransferMetrics] = []
+    /// Between two transfers: the previous one finished, the next is being prepared off the loop thread.
+    var isBetweenHops = false
+    /// The next transfer was made while the task was suspended; `resume()` hands it to the engine.
+    var isWaitingToStart = false
+
+    static func key(method: String, url: URL) -> String { "\(method) \(url.absoluteString)" }
+}
