@@ -39,6 +39,18 @@ test-tsan: deps
 	@# One test at a time: TSan slows everything ~10x, and parallel suites would starve the timeout tests.
 	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --skip LargeTransferTests --no-parallel
 
+## test-asan: the whole suite under AddressSanitizer (LeakSanitizer included), in its own scratch path.
+test-asan: deps
+	@# The 256 MiB RSS-budget tests are memory measurements, meaningless with ASan's shadow memory and quarantine.
+	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build-asan
+	ASAN_OPTIONS=detect_leaks=1 $(SWIFT) test --skip-build --sanitize=address --scratch-path .build-asan \
+		--skip LargeTransferTests
+
+## leak-check: the activity-counter demo built with AddressSanitizer; LeakSanitizer fails it on any leak.
+leak-check: deps
+	$(SWIFT) build --sanitize=address --scratch-path .build-asan --product activity-counter
+	ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=report_objects=1 .build-asan/debug/activity-counter demo
+
 ## demo: the main job.
 demo: deps
 	$(SWIFT) run activity-counter demo
@@ -75,6 +87,10 @@ soak: deps
 	@# The server runs in a child process (herald-test-server, built next to Soak) so only the client is measured.
 	cd Benchmarks && $(SWIFT) build -c release --product herald-test-server && $(SWIFT) build -c release --product Soak
 	Benchmarks/.build/release/Soak --seconds $(SOAK_SECONDS) --interval $(SOAK_INTERVAL)
+
+## fuzz: libFuzzer on the response-head parser and resume-data decoding, FUZZ_SECONDS (default 60) each.
+fuzz: deps
+	Fuzz/run.sh
 
 ## bench-transfers: Herald vs URLSession vs a C libcurl+libuv client against a loopback nginx.
 bench-transfers: deps

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# make fuzz: builds Herald's libFuzzer targets and runs each for FUZZ_SECONDS (default 60).
+#
+# The fuzz entry point (Fuzz/HeraldFuzzTargets.swift) is compiled into the Herald module itself with
+# `swiftc -sanitize=fuzzer,address`, so the internal parsers are reachable without @testable and everything is
+# instrumented: HeraldNotifications first (its own module), then Herald's sources plus the entry point.
+#
+# Corpora start from Fuzz/Corpus/<target> and grow in $BUILD/corpus/<target> (the checked-in seeds are not
+# modified). A crash leaves its input in $BUILD/crashes/<target>-crash-…; copy it to
+# Fuzz/Regressions/<target>/ (FuzzRegressionTests replays it in make test) together with the fix. Exit status non-zero when any target crashed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SWIFTC=${SWIFTC:-swiftc}
+FUZZ_SECONDS=${FUZZ_SECONDS:-60}
+BUILD=${FUZZ_BUILD:-.build-fuzz}
+TARGETS=${FUZZ_TARGETS:-"headers resume-data"}
+mkdir -p "$BUILD/modules" "$BUILD/crashes"
+
+flags=(-sanitize=fuzzer,address -parse-as-library -swift-version 6 -package-name herald -O -g)
+echo "fuzz: building (swiftc ${flags[*]})"
+"$SWIFTC" "${flags[@]}" -module-name HeraldNotifications -wmo -emit-module \
+    -emit-module-path "$BUILD/modules/HeraldNotifications.swiftmodule" -c \
+    $(find Sources/HeraldNotifications -name '*.swift' | sort) -o "$BUILD/HeraldNotifications.o"
+"$SWIFTC" "${flags[@]}" -module-name Herald -wmo -emit-module-path "$BUILD/modules/Herald.swiftmodule" -I "$BUILD/modules" -I Sources/CCurl -I Sources/CUV \
+    $(find Sources/Herald -name '*.swift' | sort) Fuzz/HeraldFuzzTargets.swift "$BUILD/HeraldNotifications.o" \
+    -lcurl -luv -o "$BUILD/herald-fuzz" 2> >(grep -v "Cannot export local symbol" >&2)
+
+# Partial files the resume-data seeds name, so that decoding succeeds and the round trip is exercised.
+mkdir -p /tmp/herald-fuzz
+head -c 100 /dev/zero > /tmp/herald-fuzz/download-1-seed.part
+head -c 100 /dev/zero > /tmp/herald-fuzz/download-2-seed.part
+
+status=0
+for target in $TARGETS; do
+    corpus="$BUILD/corpus/$target"
+    mkdir -p "$corpus"
+    cp -n Fuzz/Corpus/"$target"/* "$corpus"/ 2>/dev/null || true
+    echo "fuzz: $target for $FUZZ_SECONDS s"
+    log="$BUILD/$target.log"
+    # A hard stop a little after libFuzzer's own, in case a crash report hangs.
+    if HERALD_FUZZ_TARGET=$target ASAN_OPTIONS=detect_leaks=0 timeout $((FUZZ_SECONDS + 60)) \
+        "$BUILD/herald-fuzz" -max_total_time="$FUZZ_SECONDS" -max_len=8192 -timeout=10 -print_final_stats=1 \
+        -artifact_prefix="$BUILD/crashes/$target-" "$corpus" > "$log" 2>&1; then
+        echo "fuzz: $target: no crash; $(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}') inputs," \
+            "corpus $(ls "$corpus" | wc -l) files, $(grep -E '^#[0-9]+.*cov:' "$log" | tail -1 | grep -oE 'cov: [0-9]+')"
+    else
+        echo "fuzz: $target: FAILED, see $log and $BUILD/crashes/"
+        tail -30 "$log"
+        status=1
+    fi
+done
+exit $status

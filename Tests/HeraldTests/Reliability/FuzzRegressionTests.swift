@@ -1,0 +1,71 @@
+import Foundation
+@testable import Herald
+import Testing
+
+/// Replays the fuzz seeds (`Fuzz/Corpus/<target>`) and every input a fuzz run ever crashed on
+/// (`Fuzz/Regressions/<target>`, one file per crash, added with the fix) through the same code `make fuzz`
+/// drives, so a fixed crash stays fixed in `make test`.
+@Suite("Fuzz regressions")
+struct FuzzRegressionTests {
+    static let fuzzDirectory = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Fuzz")
+
+    static func inputs(of target: String) -> [(name: String, data: Data)] {
+        var inputs: [(String, Data)] = []
+        for folder in ["Corpus", "Regressions"] {
+            let directory = fuzzDirectory.appendingPathComponent(folder).appendingPathComponent(target)
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+            for name in names.sorted() where !name.hasPrefix(".") {
+                if let data = FileManager.default.contents(atPath: directory.appendingPathComponent(name).path) {
+                    inputs.append(("\(folder)/\(name)", data))
+                }
+            }
+        }
+        return inputs
+    }
+
+    @Test("response-head inputs parse without trapping and give safe file names")
+    func headers() {
+        let inputs = Self.inputs(of: "headers")
+        #expect(!inputs.isEmpty, "no inputs under \(Self.fuzzDirectory.path)")
+        for (name, data) in inputs {
+            var headers = HTTPHeaders()
+            for line in data.split(separator: 0x0A, omittingEmptySubsequences: false) {
+                switch Array(line).withUnsafeBytes({ ResponseHeadLine.parse($0) }) {
+                case .statusLine(_, let statusCode):
+                    #expect((0...999).contains(statusCode), "\(name)")
+                    headers = HTTPHeaders()
+                case .field(let field, let value): headers.add(name: field, value: value)
+                case .continuation, .ignored: break
+                }
+            }
+            let response = HTTPResponse(
+                url: URL(string: "http://127.0.0.1/fallback.bin")!, statusCode: 200,
+                headers: ["Content-Disposition": String(decoding: data, as: UTF8.self)])
+            let fromHead = HTTPResponse(url: response.url, statusCode: 200, headers: headers)
+            for file in [response.suggestedFilename, fromHead.suggestedFilename] {
+                #expect(!file.isEmpty && !file.hasPrefix(".") && !file.contains("/") && !file.contains("\\"), "\(name)")
+            }
+        }
+    }
+
+    @Test("resume-data inputs are refused or round-trip")
+    func resumeData() throws {
+        // The partial files the seeds name, as `make fuzz` creates them.
+        try FileManager.default.createDirectory(atPath: "/tmp/herald-fuzz", withIntermediateDirectories: true)
+        for seed in ["download-1-seed.part", "download-2-seed.part"] {
+            try Data(count: 100).write(to: URL(fileURLWithPath: "/tmp/herald-fuzz/\(seed)"))
+        }
+        let inputs = Self.inputs(of: "resume-data")
+        #expect(!inputs.isEmpty)
+        var decoded = 0
+        for (name, data) in inputs {
+            guard let resume = try? DownloadResumeData.decode(data) else { continue }
+            decoded += 1
+            let again = resume.encoded().flatMap { try? DownloadResumeData.decode($0) }
+            #expect(again == resume, "\(name)")
+        }
+        #expect(decoded >= 2, "the valid seeds must decode")
+    }
+}
