@@ -27,9 +27,10 @@ build: deps
 ## test: the whole test suite (what CI runs).
 test: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build --skip LargeTransferTests --skip LoadTests
-	@# 10,000 connections at once: alone, so that the timing of other suites doesn't suffer from it.
-	$(SWIFT) test --skip-build --filter LoadTests
+	$(SWIFT) test --skip-build --skip LargeTransferTests --skip LoadTests --skip StressTests
+	@# The load and stress tests keep both cores busy for seconds (10,000 connections; 12 threads posting and
+	@# churning): in a process of their own, so that other suites' idle timeouts don't fire beside them.
+	$(SWIFT) test --skip-build --filter 'LoadTests|StressTests'
 	@# The 256 MiB transfers measure their own RSS growth, so they run alone in a process of their own.
 	$(SWIFT) test --skip-build --filter LargeTransferTests
 
@@ -43,13 +44,22 @@ test-tsan: deps
 test-asan: deps
 	@# The 256 MiB RSS-budget tests are memory measurements, meaningless with ASan's shadow memory and quarantine.
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build-asan
-	ASAN_OPTIONS=detect_leaks=1 $(SWIFT) test --skip-build --sanitize=address --scratch-path .build-asan \
-		--skip LargeTransferTests
+	@# Leaks are checked by leak-check on a whole demo run: in the test process, XCTest's runner, Foundation's
+	@# URLSession (used as a reference client by HeraldTesting's tests) and Swift values whose pointers are
+	@# packed into enum payloads (static test data) give LeakSanitizer reports that are not Herald's.
+	@# As in `test`, the load and stress tests run in a process of their own: beside them, ASan's slowdown
+	@# made other suites' 3-5 s timeouts fire.
+	ASAN_OPTIONS=detect_leaks=0:suppressions=$(CURDIR)/.ci/asan.supp $(SWIFT) test --skip-build --sanitize=address \
+		--scratch-path .build-asan --skip LargeTransferTests --skip LoadTests --skip StressTests
+	ASAN_OPTIONS=detect_leaks=0:suppressions=$(CURDIR)/.ci/asan.supp $(SWIFT) test --skip-build --sanitize=address \
+		--scratch-path .build-asan --filter 'LoadTests|StressTests'
 
 ## leak-check: the activity-counter demo built with AddressSanitizer; LeakSanitizer fails it on any leak.
 leak-check: deps
 	$(SWIFT) build --sanitize=address --scratch-path .build-asan --product activity-counter
-	ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=report_objects=1 .build-asan/debug/activity-counter demo
+	@# .ci/lsan.supp and .ci/asan.supp name what is suppressed and why (none of it Herald's code).
+	ASAN_OPTIONS=detect_leaks=1:suppressions=$(CURDIR)/.ci/asan.supp LSAN_OPTIONS=suppressions=$(CURDIR)/.ci/lsan.supp \
+		.build-asan/debug/activity-counter demo > /dev/null
 
 ## demo: the main job.
 demo: deps
