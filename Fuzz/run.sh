@@ -21,9 +21,11 @@ echo "fuzz: building (swiftc ${flags[*]})"
 "$SWIFTC" "${flags[@]}" -module-name HeraldNotifications -wmo -emit-module \
     -emit-module-path "$BUILD/modules/HeraldNotifications.swiftmodule" -c \
     $(find Sources/HeraldNotifications -name '*.swift' | sort) -o "$BUILD/HeraldNotifications.o"
-"$SWIFTC" "${flags[@]}" -module-name Herald -wmo -emit-module-path "$BUILD/modules/Herald.swiftmodule" -I "$BUILD/modules" -I Sources/CCurl -I Sources/CUV \
-    $(find Sources/Herald -name '*.swift' | sort) Fuzz/HeraldFuzzTargets.swift "$BUILD/HeraldNotifications.o" \
-    -lcurl -luv -o "$BUILD/herald-fuzz" 2> >(grep -v "Cannot export local symbol" >&2)
+# Run from the build directory: the driver leaves a Herald-*.swiftmodule for the debugger in the current one.
+root=$(pwd)
+(cd "$BUILD" && "$SWIFTC" "${flags[@]}" -module-name Herald -wmo -I modules -I "$root/Sources/CCurl" \
+    -I "$root/Sources/CUV" $(find "$root/Sources/Herald" -name '*.swift' | sort) "$root/Fuzz/HeraldFuzzTargets.swift" \
+    HeraldNotifications.o -lcurl -luv -o herald-fuzz 2> >(grep -v "Cannot export local symbol" >&2))
 
 # Partial files the resume-data seeds name, so that decoding succeeds and the round trip is exercised.
 mkdir -p /tmp/herald-fuzz
