@@ -106,6 +106,8 @@ static inline curl_version_info_data *herald_curl_version_info(void) { return cu
 // MARK: - constants Swift does not import (macros built from casts)
 
 static const long herald_writefunc_pause = (long)CURL_WRITEFUNC_PAUSE;
+static const long herald_curlauth_basic = (long)CURLAUTH_BASIC;
+static const long herald_curlauth_digest = (long)CURLAUTH_DIGEST;
 static const long herald_readfunc_pause = (long)CURL_READFUNC_PAUSE;
 static const long herald_readfunc_abort = (long)CURL_READFUNC_ABORT;
 static const curl_socket_t herald_socket_timeout = CURL_SOCKET_TIMEOUT;

@@ -275,6 +275,14 @@ final class Transfer: @unchecked Sendable {
         check("REDIR_PROTOCOLS_STR", herald_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, protocols))
         // Herald follows redirects itself (SessionTask+Redirects) so a hook sees and may veto every hop.
         check("FOLLOWLOCATION", herald_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0))
+        if let credential = request.credential {
+            // curl computes the header: Basic at once, Digest after its own unauthenticated round-trip
+            // for a fresh nonce (the one in the 401 Herald saw belongs to another request).
+            check("USERNAME", herald_easy_setopt_string(easy, CURLOPT_USERNAME, credential.credential.user))
+            check("PASSWORD", herald_easy_setopt_string(easy, CURLOPT_PASSWORD, credential.credential.password))
+            let scheme = credential.scheme == .digest ? herald_curlauth_digest : herald_curlauth_basic
+            check("HTTPAUTH", herald_easy_setopt_long(easy, CURLOPT_HTTPAUTH, scheme))
+        }
         if case .file = request.sink {
             // A file holds the representation's bytes as sent, so a resumed Range lines up with it
             // (decoded bytes would not); larger buffers mean fewer write callbacks and writes.

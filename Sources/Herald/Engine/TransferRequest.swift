@@ -29,6 +29,9 @@ struct TransferRequest: Sendable {
     /// Whether the request carries validators of a stale cache entry: a `304` answers the cache, not the
     /// task, so it is not presented for a disposition.
     var revalidatesCachedResponse = false
+    /// The credential libcurl answers the server's challenge with (`CURLOPT_USERNAME`/`PASSWORD` and
+    /// `HTTPAUTH`), set by an authentication round-trip; dropped on a hop to another origin.
+    var credential: TransferCredential?
 
     /// Whether a final response with `status` waits for the task's disposition. A redirect Herald is
     /// about to follow is not final: it is not presented (as URLSession presents only the last response).
@@ -40,6 +43,7 @@ struct TransferRequest: Sendable {
     /// Whether a response with `status` and `headers` is one Herald follows with another transfer (a
     /// redirect), so its body is not the task's and is not forwarded to body hooks.
     func leadsToNextHop(status: Int, headers: HTTPHeaders) -> Bool {
+        // A 401 is not excluded: most are delivered (no credential), and hooks must see those.
         followsRedirects && RedirectRules.isRedirect(status) && headers["Location"] != nil
     }
 }
@@ -74,4 +78,10 @@ struct TransferOutcome: Sendable {
     var metrics: TransferMetrics?
     /// Whether the response came from the session's response cache instead of the network.
     var isFromCache = false
+}
+
+/// A credential for one transfer and the scheme to answer with.
+struct TransferCredential: Sendable {
+    var credential: Credential
+    var scheme: AuthenticationScheme
 }

@@ -23,6 +23,8 @@ public final class SessionManager: Sendable {
         var downloadHooks = DownloadHooks()
         var hooks = SessionHooks()
         var taskWillPerformHTTPRedirection: RedirectionHook?
+        var taskDidReceiveAuthenticationChallenge: TaskAuthenticationChallengeHandler?
+        var sessionDidReceiveAuthenticationChallenge: SessionAuthenticationChallengeHandler?
     }
 
     private static let identifiers = Atomic<Int>(0)
@@ -113,13 +115,48 @@ public final class SessionManager: Sendable {
     /// AF's `taskNeedNewBodyStream`: provides a fresh body stream when a streamed upload must be sent again
     /// (a 307/308 redirect, an authentication round-trip, a reused connection that closed early).
     ///
-    /// Called on the engine's **loop thread**, synchronously, from inside libcurl's seek callback: return
-    /// a new ``BodyStream`` positioned at the start of the body, or `nil` when none can be made — the task
-    /// then fails with ``HeraldError/Code/bodyStream``. It must not block or wait for another thread. Data
-    /// and file bodies rewind themselves and never call it. Default `nil`.
+    /// Before a 307/308 hop or an authentication round-trip (which Herald runs as a new transfer) it is
+    /// called on a global dispatch queue, after ``taskWillPerformHTTPRedirection`` or the challenge hook.
+    /// When libcurl itself must resend (a reused connection that closed, Digest's own round-trip) it is
+    /// called on the engine's **loop thread**, synchronously, from inside libcurl's seek callback, and
+    /// must then not block or wait for another thread. Either way: return a new ``BodyStream`` positioned
+    /// at the start of the body, or `nil` when none can be made — the task then fails with
+    /// ``HeraldError/Code/bodyStream``. Data and file bodies rewind themselves and never call it.
+    /// Default `nil`.
     public var taskNeedNewBodyStream: (@Sendable (SessionTask) -> BodyStream?)? {
         get { state.withLock { $0.taskNeedNewBodyStream } }
         set { state.withLock { $0.taskNeedNewBodyStream = newValue } }
+    }
+
+    /// The credentials the session answers HTTP authentication challenges with by default (see
+    /// ``AuthenticationDisposition/performDefaultHandling``). Empty at first; safe to change from any thread.
+    public let credentialStore = CredentialStore()
+
+    /// AF's `taskDidReceiveAuthenticationChallenge`: answers a task's `401 Unauthorized` with a Basic or
+    /// Digest challenge. Takes precedence over ``sessionDidReceiveAuthenticationChallenge``.
+    ///
+    /// Called on a global dispatch queue — never the engine's loop thread, never ``completionQueue`` —
+    /// once per challenge, after the 401's body has arrived; the task stays running meanwhile. Return
+    /// ``AuthenticationDisposition/useCredential(_:)`` to send the request again with that credential
+    /// (libcurl computes the Basic or Digest header; bodies are resent as for a 307, streams through
+    /// ``taskNeedNewBodyStream``). A refused credential asks again with
+    /// ``AuthenticationChallenge/previousFailureCount`` one higher; after 8 refusals the 401 is delivered.
+    /// ``AuthenticationDisposition/rejectProtectionSpace``, or default handling without a stored
+    /// credential, completes the task with the 401 response (no error from Herald; the serializer judges
+    /// the status). ``AuthenticationDisposition/cancelAuthenticationChallenge`` completes it with
+    /// ``HeraldError/Code/cancelled``. A `cancel()` while the hook runs wins: the task completes once,
+    /// cancelled. Default `nil`.
+    public var taskDidReceiveAuthenticationChallenge: TaskAuthenticationChallengeHandler? {
+        get { state.withLock { $0.taskDidReceiveAuthenticationChallenge } }
+        set { state.withLock { $0.taskDidReceiveAuthenticationChallenge = newValue } }
+    }
+
+    /// AF's `sessionDidReceiveAuthenticationChallenge`, for HTTP Basic and Digest: answers every task's
+    /// challenge when ``taskDidReceiveAuthenticationChallenge`` is `nil`. Same queue, timing and meaning.
+    /// Server trust (TLS) is not decided here. Default `nil`: ``credentialStore`` is consulted.
+    public var sessionDidReceiveAuthenticationChallenge: SessionAuthenticationChallengeHandler? {
+        get { state.withLock { $0.sessionDidReceiveAuthenticationChallenge } }
+        set { state.withLock { $0.sessionDidReceiveAuthenticationChallenge = newValue } }
     }
 
     /// AF's `taskWillPerformHTTPRedirection`: decides each redirect before Herald follows it.

@@ -22,7 +22,8 @@ extension SessionTask {
         let isRedirect =
             RedirectRules.isRedirect(response.statusCode) && session.configuration.followsRedirects
             && response.headers["Location"] != nil
-        guard isRedirect else { return false }
+        let isChallenge = !isRedirect && response.statusCode == 401 && wantsAuthenticationHop(for: response)
+        guard isRedirect || isChallenge else { return false }
         let current = core.withLock { core -> TransferRequest? in
             guard core.machine.state == .running || core.machine.state == .suspended,
                 let transfer = core.transfer
@@ -32,11 +33,16 @@ extension SessionTask {
             core.hops.isBetweenHops = true
             core.hops.visited.insert(TaskHops.key(method: transfer.request.method, url: transfer.request.url))
             if let metrics = outcome.metrics { core.hops.metrics.append(metrics) }
+            if isChallenge, core.hops.sentCredential { core.hops.authenticationFailures += 1 }
             return transfer.request
         }
         guard let current else { return false }
         Self.hopQueue.async { [self] in
-            followRedirect(outcome, response: response, from: current)
+            if isRedirect {
+                followRedirect(outcome, response: response, from: current)
+            } else {
+                answerChallenge(outcome, response: response, from: current)
+            }
         }
         return true
     }
@@ -74,6 +80,7 @@ extension SessionTask {
         }
         if !RedirectRules.isSameOrigin(current.url, target) {
             for name in RedirectRules.credentialHeaders { next.headers.remove(name: name) }
+            next.credential = nil
         }
         var proposed = Request(
             url: next.url, method: next.method, headers: next.headers,
@@ -138,6 +145,7 @@ extension SessionTask {
             let transfer = Transfer(request: request, delegate: self)
             core.transfer = transfer
             core.hops.isBetweenHops = false
+            core.hops.sentCredential = request.credential != nil
             if core.machine.state == .running {
                 session.enqueue { multi in multi.add(transfer) }
             } else {

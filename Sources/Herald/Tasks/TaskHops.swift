@@ -13,6 +13,10 @@ struct TaskHops {
     var isBetweenHops = false
     /// The next transfer was made while the task was suspended; `resume()` hands it to the engine.
     var isWaitingToStart = false
+    /// Credentials sent for this task that the server answered with another 401.
+    var authenticationFailures = 0
+    /// Whether the transfer running now sends a credential (so a 401 answering it is a failure).
+    var sentCredential = false
 
     static func key(method: String, url: URL) -> String { "\(method) \(url.absoluteString)" }
 }

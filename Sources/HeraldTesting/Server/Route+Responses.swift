@@ -57,6 +57,8 @@ extension Route {
             return headersResponse(fields, for: request)
         case .basicAuth(let user, let password):
             return basicAuthResponse(for: request, user: user, password: password)
+        case .digestAuth(let user, let password):
+            return DigestAuthResponder.response(for: request, user: user, password: password)
         case .notFound:
             return .status(.notFound)
         case .badRequest(let message):

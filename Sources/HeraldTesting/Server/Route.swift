@@ -19,6 +19,7 @@ enum Route: Sendable {
     case redirectTo(location: String, status: Int)
     case headers([(name: String, value: String)])
     case basicAuth(user: String, password: String)
+    case digestAuth(user: String, password: String)
     case fault(Fault)
     case notFound
     case badRequest(String)
@@ -103,6 +104,11 @@ enum Route: Sendable {
                 throw RouteQuery.InvalidParameter(message: "missing user or password parameter")
             }
             return .basicAuth(user: user, password: password)
+        case "auth" where segments == ["auth", "digest"]:
+            guard let user = query.value("user"), let password = query.value("password") else {
+                throw RouteQuery.InvalidParameter(message: "missing user or password parameter")
+            }
+            return .digestAuth(user: user, password: password)
         case "fault" where segments.count == 2:
             return try fault(named: segments[1], query: query).map(Route.fault) ?? .notFound
         default:

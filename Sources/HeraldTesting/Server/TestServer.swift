@@ -60,6 +60,9 @@ import NIOPosix
 ///   `If-None-Match` names it (or is `*`), the answer is `304 Not Modified` with the same fields and no body.
 /// - `/auth/basic?user=U&password=P`: `200` with `{"authenticated":true,"user":U}` if the request carries
 ///   `Authorization: Basic base64(U:P)`, otherwise `401` with `WWW-Authenticate: Basic realm="herald"`.
+/// - `/auth/digest?user=U&password=P`: RFC 7616 Digest (`MD5`, `qop="auth"`, realm `herald-digest`), checked
+///   server-side: `200` with `{"authenticated":true,"user":U}` for a correct `Authorization: Digest …`,
+///   otherwise `401` with a fresh nonce.
 ///
 /// ## Faults
 ///

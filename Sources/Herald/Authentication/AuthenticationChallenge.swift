@@ -1,0 +1,171 @@
+import Foundation
+
+/// The HTTP authentication schemes Herald answers; libcurl computes the header for each.
+public enum AuthenticationScheme: String, Sendable, Hashable, CaseIterable {
+    /// RFC 7617 Basic: the credential is sent base64-encoded (use it over `https` only).
+    case basic = "Basic"
+    /// RFC 7616 Digest: the password is never sent; libcurl answers the server's nonce.
+    case digest = "Digest"
+}
+
+/// Where a credential applies: the server (scheme, host, port), the authentication scheme and the realm
+/// it named in `WWW-Authenticate`. The key of a ``CredentialStore``.
+public struct ProtectionSpace: Sendable, Hashable, CustomStringConvertible {
+    /// The URL scheme, lowercased: `"http"` or `"https"`.
+    public var urlScheme: String
+    /// The host, lowercased.
+    public var host: String
+    /// The port (the scheme's default when the URL has none).
+    public var port: Int
+    /// The authentication scheme the server asked for.
+    public var authenticationScheme: AuthenticationScheme
+    /// The realm the server named, or `nil` when it named none.
+    public var realm: String?
+
+    /// Creates a protection space.
+    /// - Parameters:
+    ///   - urlScheme: `"http"` or `"https"`; lowercased.
+    ///   - host: The host; lowercased.
+    ///   - port: The port.
+    ///   - authenticationScheme: Basic or Digest.
+    ///   - realm: The realm, if any.
+    public init(
+        urlScheme: String, host: String, port: Int, authenticationScheme: AuthenticationScheme, realm: String?
+    ) {
+        self.urlScheme = urlScheme.lowercased()
+        self.host = host.lowercased()
+        self.port = port
+        self.authenticationScheme = authenticationScheme
+        self.realm = realm
+    }
+
+    /// `"Basic realm=\"herald\" at http://127.0.0.1:8080"`.
+    public var description: String {
+        "\(authenticationScheme.rawValue) realm=\"\(realm ?? "")\" at \(urlScheme)://\(host):\(port)"
+    }
+}
+
+/// A `401 Unauthorized` answer that Herald asks about: what the server wants and how often a credential
+/// already failed. AF's (URLSession's) `URLAuthenticationChallenge`, for HTTP Basic and Digest.
+///
+/// Server-trust (TLS) decisions are not challenges in Herald; they belong to the session's TLS settings.
+public struct AuthenticationChallenge: Sendable {
+    /// Where the credential would apply.
+    public var protectionSpace: ProtectionSpace
+    /// How many credentials Herald already sent for this task that the server refused (0 at first).
+    public var previousFailureCount: Int
+    /// The 401 response that carried the challenge.
+    public var failureResponse: HTTPResponse
+    /// The credential the session's ``CredentialStore`` holds for ``protectionSpace``, if any.
+    public var proposedCredential: Credential?
+
+    /// Creates a challenge (for tests of your own hooks).
+    public init(
+        protectionSpace: ProtectionSpace, previousFailureCount: Int, failureResponse: HTTPResponse,
+        proposedCredential: Credential?
+    ) {
+        self.protectionSpace = protectionSpace
+        self.previousFailureCount = previousFailureCount
+        self.failureResponse = failureResponse
+        self.proposedCredential = proposedCredential
+    }
+}
+
+/// How a challenge is answered: AF's `NSURLSessionAuthChallengeDisposition`.
+public enum AuthenticationDisposition: Sendable, Hashable {
+    /// Send the request again with this credential (a refused one leads to another challenge with a
+    /// higher ``AuthenticationChallenge/previousFailureCount``).
+    case useCredential(Credential)
+    /// Herald's default: the ``CredentialStore``'s credential for the protection space, unless it was
+    /// already refused; with none, the task completes with the 401 response.
+    case performDefaultHandling
+    /// Stop: the task completes with ``HeraldError/Code/cancelled``.
+    case cancelAuthenticationChallenge
+    /// Decline this protection space: the task completes with the 401 response (the server offered no
+    /// other).
+    case rejectProtectionSpace
+}
+
+/// The type of ``SessionManager/taskDidReceiveAuthenticationChallenge``.
+public typealias TaskAuthenticationChallengeHandler =
+    @Sendable (_ task: SessionTask, _ challenge: AuthenticationChallenge) -> AuthenticationDisposition
+
+/// The type of ``SessionManager/sessionDidReceiveAuthenticationChallenge``.
+public typealias SessionAuthenticationChallengeHandler =
+    @Sendable (_ session: SessionManager, _ challenge: AuthenticationChallenge) -> AuthenticationDisposition
+
+extension AuthenticationChallenge {
+    /// The challenge a 401 carries for `url`: Digest preferred over Basic when a server offers both;
+    /// `nil` when `WWW-Authenticate` names neither.
+    static func parse(_ response: HTTPResponse, url: URL) -> ProtectionSpace? {
+        var offered: [(AuthenticationScheme, String?)] = []
+        for value in response.headers.values(for: "WWW-Authenticate") {
+            for challenge in Self.challenges(in: value) {
+                guard let scheme = AuthenticationScheme.allCases.first(where: {
+                    $0.rawValue.lowercased() == challenge.scheme.lowercased()
+                }) else { continue }
+                offered.append((scheme, challenge.realm))
+            }
+        }
+        guard let chosen = offered.first(where: { $0.0 == .digest }) ?? offered.first,
+            let host = url.host, let urlScheme = url.scheme, let port = RedirectRules.effectivePort(url)
+        else { return nil }
+        return ProtectionSpace(
+            urlScheme: urlScheme, host: host, port: port, authenticationScheme: chosen.0, realm: chosen.1)
+    }
+
+    /// Splits one `WWW-Authenticate` value into challenges: a scheme token starts a challenge, and the
+    /// `realm` parameter that follows belongs to it (quoted strings may contain commas).
+    static func challenges(in value: String) -> [(scheme: String, realm: String?)] {
+        var result: [(scheme: String, realm: String?)] = []
+        var index = value.startIndex
+        func skipSpacesAndCommas() {
+            while index < value.endIndex, value[index] == " " || value[index] == "," || value[index] == "\t" {
+                index = value.index(after: index)
+            }
+        }
+        func token() -> String {
+            let start = index
+            while index < value.endIndex, !" \t,=".contains(value[index]) { index = value.index(after: index) }
+            return String(value[start..<index])
+        }
+        func parameterValue() -> String {
+            guard index < value.endIndex else { return "" }
+            if value[index] == "\"" {
+                index = value.index(after: index)
+                var text = ""
+                while index < value.endIndex, value[index] != "\"" {
+                    if value[index] == "\\", value.index(after: index) < value.endIndex {
+                        index = value.index(after: index)
+                    }
+                    text.append(value[index])
+                    index = value.index(after: index)
+                }
+                if index < value.endIndex { index = value.index(after: index) }
+                return text
+            }
+            return token()
+        }
+        while index < value.endIndex {
+            skipSpacesAndCommas()
+            let name = token()
+            guard !name.isEmpty else {
+                if index < value.endIndex { index = value.index(after: index) }
+                continue
+            }
+            while index < value.endIndex, value[index] == " " || value[index] == "\t" { index = value.index(after: index) }
+            if index < value.endIndex, value[index] == "=" {
+                // A parameter of the current challenge.
+                index = value.index(after: index)
+                while index < value.endIndex, value[index] == " " { index = value.index(after: index) }
+                let parameter = parameterValue()
+                if name.lowercased() == "realm", !result.isEmpty, result[result.count - 1].realm == nil {
+                    result[result.count - 1].realm = parameter
+                }
+            } else {
+                result.append((scheme: name, realm: nil))
+            }
+        }
+        return result
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+
+// Answering HTTP authentication challenges. A 401 with a Basic or Digest `WWW-Authenticate` ends its
+// transfer like any response; `beginNextHop(after:)` then asks here, on the hop queue: the session's
+// task hook, else its session hook, else the credential store. With a credential the request is sent
+// again as a new transfer that lets libcurl compute the header; without one the task completes with the
+// 401 — promptly, never waiting (corelibs' URLSession hangs there, #5456).
+extension SessionTask {
+    /// After this many refused credentials the 401 is delivered, whatever the hooks answer: a hook that
+    /// keeps returning the same wrong password must not keep the task busy forever.
+    static let maximumAuthenticationAttempts = 8
+
+    /// Whether a 401 carries a challenge Herald can answer. Loop thread.
+    func wantsAuthenticationHop(for response: HTTPResponse) -> Bool {
+        response.headers.contains("WWW-Authenticate")
+    }
+
+    /// Asks the hooks or the store about the challenge and starts the next hop, or completes. Hop queue.
+    func answerChallenge(_ outcome: TransferOutcome, response: HTTPResponse, from current: TransferRequest) {
+        guard let space = AuthenticationChallenge.parse(response, url: current.url) else {
+            return finishHop(outcome, error: nil)
+        }
+        let failures = core.withLock { $0.hops.authenticationFailures }
+        guard failures < Self.maximumAuthenticationAttempts else { return finishHop(outcome, error: nil) }
+        let stored = session.credentialStore.credential(for: space)
+        let challenge = AuthenticationChallenge(
+            protectionSpace: space, previousFailureCount: failures, failureResponse: response,
+            proposedCredential: stored)
+        let disposition: AuthenticationDisposition
+        if let hook = session.taskDidReceiveAuthenticationChallenge {
+            disposition = hook(self, challenge)
+        } else if let hook = session.sessionDidReceiveAuthenticationChallenge {
+            disposition = hook(session, challenge)
+        } else {
+            disposition = .performDefaultHandling
+        }
+        let credential: Credential
+        switch disposition {
+        case .useCredential(let chosen):
+            credential = chosen
+        case .performDefaultHandling:
+            // The store's credential once; refused, it is not sent again.
+            guard let stored, failures == 0 else { return finishHop(outcome, error: nil) }
+            credential = stored
+        case .rejectProtectionSpace:
+            return finishHop(outcome, error: nil)
+        case .cancelAuthenticationChallenge:
+            return finishHop(outcome, error: Self.cancellation(for: originalRequest.url))
+        }
+        var next = current
+        next.credential = TransferCredential(credential: credential, scheme: space.authenticationScheme)
+        // A header of the caller's would win over curl's own, and it is what the server just refused.
+        next.headers.remove(name: "Authorization")
+        if let failure = rewindBody(of: &next) {
+            return finishHop(outcome, error: failure)
+        }
+        startHop(next)
+    }
+}

@@ -1,0 +1,159 @@
+import Foundation
+@testable import Herald
+import HeraldNotifications
+import HeraldTesting
+import Testing
+
+/// HTTP Basic and Digest challenges: the hooks, the credential store, refused credentials, and the 401
+/// delivered promptly when there is no credential.
+@Suite("Authentication")
+struct AuthenticationTests {
+    private struct Authenticated: Decodable {
+        var authenticated: Bool
+        var user: String
+    }
+
+    @Test("Basic with a credential from the session's store: the request is sent again and succeeds")
+    func basicFromStore() async throws {
+        let fixture = try await SessionFixture.make()
+        fixture.session.credentialStore.setCredential(
+            Credential(user: "alice", password: "s3cret"), forHost: "127.0.0.1", port: fixture.server.port)
+        let (data, response) = try await fixture.session.data(
+            for: Request(url: fixture.server.url("/auth/basic?user=alice&password=s3cret")))
+        #expect(response.statusCode == 200)
+        #expect(try JSONDecoder().decode(Authenticated.self, from: data).user == "alice")
+        #expect(fixture.server.requests(forPath: "/auth/basic").map(\.responseStatus) == [401, 200])
+        try await fixture.tearDown()
+    }
+
+    @Test("Basic through the task hook, which sees the parsed challenge")
+    func basicFromHook() async throws {
+        let fixture = try await SessionFixture.make()
+        let challenges = Locked<[AuthenticationChallenge]>([])
+        fixture.session.taskDidReceiveAuthenticationChallenge = { _, challenge in
+            challenges.withLock { $0.append(challenge) }
+            return .useCredential(Credential(user: "bob", password: "pw"))
+        }
+        let (_, response) = try await fixture.session.data(
+            for: Request(url: fixture.server.url("/auth/basic?user=bob&password=pw")))
+        #expect(response.statusCode == 200)
+        let challenge = try #require(challenges.withLock { $0 }.first)
+        #expect(challenges.withLock { $0.count } == 1)
+        #expect(challenge.protectionSpace.authenticationScheme == .basic)
+        #expect(challenge.protectionSpace.realm == "herald")
+        #expect(challenge.protectionSpace.host == "127.0.0.1")
+        #expect(challenge.protectionSpace.port == fixture.server.port)
+        #expect(challenge.previousFailureCount == 0)
+        #expect(challenge.failureResponse.statusCode == 401)
+        #expect(challenge.proposedCredential == nil)
+        try await fixture.tearDown()
+    }
+
+    @Test("Digest (RFC 7616, MD5) through the session hook, verified by the server")
+    func digestFromSessionHook() async throws {
+        let fixture = try await SessionFixture.make()
+        let schemes = Locked<[AuthenticationScheme]>([])
+        fixture.session.sessionDidReceiveAuthenticationChallenge = { _, challenge in
+            schemes.withLock { $0.append(challenge.protectionSpace.authenticationScheme) }
+            #expect(challenge.protectionSpace.realm == "herald-digest")
+            return .useCredential(Credential(user: "carol", password: "digest-pw"))
+        }
+        let (data, response) = try await fixture.session.data(
+            for: Request(url: fixture.server.url("/auth/digest?user=carol&password=digest-pw")))
+        #expect(response.statusCode == 200)
+        #expect(try JSONDecoder().decode(Authenticated.self, from: data).user == "carol")
+        #expect(schemes.withLock { $0 } == [.digest])
+        let authorization = try #require(fixture.server.requests(forPath: "/auth/digest").last?.headerValue("Authorization"))
+        #expect(authorization.hasPrefix("Digest "))
+        #expect(authorization.contains("response=\""))  // curl computed the digest answer
+        try await fixture.tearDown()
+    }
+
+    @Test("a refused credential asks again with previousFailureCount 1; default handling then delivers the 401")
+    func wrongPassword() async throws {
+        let fixture = try await SessionFixture.make()
+        let counts = Locked<[Int]>([])
+        fixture.session.taskDidReceiveAuthenticationChallenge = { _, challenge in
+            counts.withLock { $0.append(challenge.previousFailureCount) }
+            return challenge.previousFailureCount == 0
+                ? .useCredential(Credential(user: "dave", password: "wrong")) : .performDefaultHandling
+        }
+        let (_, response) = try await fixture.session.data(
+            for: Request(url: fixture.server.url("/auth/basic?user=dave&password=right")))
+        #expect(response.statusCode == 401)
+        #expect(counts.withLock { $0 } == [0, 1])
+        #expect(fixture.server.requests(forPath: "/auth/basic").count == 2)
+        try await fixture.tearDown()
+    }
+
+    @Test("a 401 without any credential completes promptly with the 401 (corelibs hangs: #5456)")
+    func noCredential() async throws {
+        let fixture = try await SessionFixture.make()
+        let log = CompletionLog()
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/auth/digest?user=x&password=y")), completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1, timeout: .seconds(30))
+        let call = try #require(log.all.first)
+        #expect(call.response?.statusCode == 401)
+        #expect(call.error?.code == .unacceptableStatusCode)
+        #expect(fixture.server.requests(forPath: "/auth/digest").count == 1)
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
+        try await fixture.tearDown()
+    }
+
+    @Test("cancelAuthenticationChallenge completes the task with cancelled; the task hook overrides the session hook")
+    func cancelDisposition() async throws {
+        let fixture = try await SessionFixture.make()
+        let sessionCalls = Locked(0)
+        fixture.session.sessionDidReceiveAuthenticationChallenge = { _, _ in
+            sessionCalls.withLock { $0 += 1 }
+            return .useCredential(Credential(user: "u", password: "p"))
+        }
+        fixture.session.taskDidReceiveAuthenticationChallenge = { _, _ in .cancelAuthenticationChallenge }
+        let log = CompletionLog()
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/auth/basic?user=u&password=p")), completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1, timeout: .seconds(30))
+        #expect(log.all.count == 1)
+        #expect(log.all.first?.error?.code == .cancelled)
+        #expect(sessionCalls.withLock { $0 } == 0)
+        #expect(fixture.server.requests(forPath: "/auth/basic").count == 1)
+        try await fixture.tearDown()
+    }
+
+    @Test("a POST body is sent again with the credential")
+    func bodyResent() async throws {
+        let fixture = try await SessionFixture.make()
+        fixture.session.credentialStore.setCredential(
+            Credential(user: "erin", password: "pw"), forHost: "127.0.0.1", port: fixture.server.port)
+        let (_, response) = try await fixture.session.data(
+            for: Request(
+                url: fixture.server.url("/auth/basic?user=erin&password=pw"), method: "POST", body: Data("payload".utf8)))
+        #expect(response.statusCode == 200)
+        let requests = fixture.server.requests(forPath: "/auth/basic")
+        #expect(requests.map(\.method) == ["POST", "POST"])
+        #expect(requests.last?.bodyByteCount == 7)
+        try await fixture.tearDown()
+    }
+
+    @Test("a credential's description redacts the password; challenges parse Digest before Basic")
+    func valuesAndParsing() throws {
+        let credential = Credential(user: "alice", password: "hunter2")
+        #expect(!"\(credential)".contains("hunter2"))
+        #expect(!String(reflecting: credential).contains("hunter2"))
+        let url = try #require(URL(string: "https://example.com/x"))
+        let response = HTTPResponse(
+            url: url, statusCode: 401,
+            headers: ["WWW-Authenticate": #"Basic realm="a, b", Digest realm="d", qop="auth", nonce="n""#])
+        let space = try #require(AuthenticationChallenge.parse(response, url: url))
+        #expect(space.authenticationScheme == .digest)
+        #expect(space.realm == "d")
+        #expect(space.port == 443)
+        let basicOnly = HTTPResponse(url: url, statusCode: 401, headers: ["WWW-Authenticate": #"Basic realm="a, b""#])
+        #expect(AuthenticationChallenge.parse(basicOnly, url: url)?.realm == "a, b")
+        let bearer = HTTPResponse(url: url, statusCode: 401, headers: ["WWW-Authenticate": "Bearer"])
+        #expect(AuthenticationChallenge.parse(bearer, url: url) == nil)
+    }
+}
