@@ -192,7 +192,8 @@ private final class ChurnProbe: Sendable {
             }
             guard slot.received > 0 else {
                 if delivery == "posting", sender == nil || sender == poster, completed[poster] > added[poster] {
-                    problems.append("\(label): lost registration (nothing of \(added[poster] + 1)...\(completed[poster]))")
+                    problems.append(
+                        "\(label): lost registration (nothing of \(added[poster] + 1)...\(completed[poster]))")
                 }
                 continue
             }
@@ -228,7 +229,8 @@ extension StressTests {
         let perPoster = 125_000
         let churners = 4
         // HERALD_STRESS_SEED=<seed> replays a failing run's choices.
-        let seed = ProcessInfo.processInfo.environment["HERALD_STRESS_SEED"].flatMap { UInt64($0) }
+        let seed =
+            ProcessInfo.processInfo.environment["HERALD_STRESS_SEED"].flatMap { UInt64($0) }
             ?? UInt64.random(in: 0...UInt64(UInt32.max))
         let senders = (0..<posters).map { Sender("poster \($0)") }
         let started = (0..<posters).map { _ in Watermark() }

@@ -26,14 +26,16 @@ struct ConcurrencyStressTests {
 
     @Test("the timeline checker accepts the contract's shapes and nothing else")
     func checker() {
-        for good: [RecordingObserver.Kind] in [[.complete], [.resume, .complete], [.resume, .suspend, .complete],
-            [.resume, .suspend, .resume, .complete]]
-        {
+        for good: [RecordingObserver.Kind] in [
+            [.complete], [.resume, .complete], [.resume, .suspend, .complete],
+            [.resume, .suspend, .resume, .complete],
+        ] {
             #expect(Self.violation(in: good) == nil, "\(good)")
         }
-        for bad: [RecordingObserver.Kind] in [[], [.resume], [.suspend, .complete], [.resume, .resume, .complete],
-            [.resume, .complete, .complete], [.complete, .resume], [.resume, .suspend, .suspend, .complete]]
-        {
+        for bad: [RecordingObserver.Kind] in [
+            [], [.resume], [.suspend, .complete], [.resume, .resume, .complete],
+            [.resume, .complete, .complete], [.complete, .resume], [.resume, .suspend, .suspend, .complete],
+        ] {
             #expect(Self.violation(in: bad) != nil, "\(bad)")
         }
     }
@@ -44,7 +46,8 @@ struct ConcurrencyStressTests {
     )
     func randomLifecycleCalls(cancelingTasks: Bool) async throws {
         // HERALD_STRESS_SEED=<seed> replays a failing run's choices.
-        let seed = ProcessInfo.processInfo.environment["HERALD_STRESS_SEED"].flatMap { UInt64($0) }
+        let seed =
+            ProcessInfo.processInfo.environment["HERALD_STRESS_SEED"].flatMap { UInt64($0) }
             ?? UInt64.random(in: 0...UInt64(UInt32.max))
         let threads = 8
         let callsPerThread = 1_500
@@ -109,7 +112,8 @@ struct ConcurrencyStressTests {
         let errors = tasks.compactMap { $0.error?.code }
         print(
             "STRESS cancelingTasks=\(cancelingTasks) seed=\(seed) resumes=\(count(.resume)) "
-                + "suspends=\(count(.suspend)) completes=\(count(.complete)) cancelled=\(errors.filter { $0 == .cancelled }.count)")
+                + "suspends=\(count(.suspend)) completes=\(count(.complete)) cancelled=\(errors.filter { $0 == .cancelled }.count)"
+        )
         let calls = handlerCalls.withLock { $0 }
         let notOnce = tasks.filter { calls[$0.taskIdentifier] != 1 }.map(\.taskIdentifier)
         #expect(problems.prefix(5) == [], "seed \(seed)")

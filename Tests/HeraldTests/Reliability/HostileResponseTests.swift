@@ -56,8 +56,10 @@ struct HostileResponseTests {
     @Test("whatever the value, the name stays inside the directory it is appended to")
     func neverEscapes() {
         var random = SeededGenerator(seed: 7)
-        let alphabet: [String] = ["/", "\\", ".", "..", "%2e", "%2f", "%00", "\u{0}", "\r", "\n", "\"", ";", "a",
-            "é", "\u{202E}", " ", "filename=", "filename*=UTF-8''", "'"]
+        let alphabet: [String] = [
+            "/", "\\", ".", "..", "%2e", "%2f", "%00", "\u{0}", "\r", "\n", "\"", ";", "a",
+            "é", "\u{202E}", " ", "filename=", "filename*=UTF-8''", "'",
+        ]
         let directory = URL(fileURLWithPath: "/tmp/herald-downloads", isDirectory: true)
         for _ in 0..<5_000 {
             var value = "attachment; "
@@ -88,7 +90,9 @@ struct HostileResponseTests {
         #expect(log.all.first?.error == nil)
         #expect(log.all.first?.fileURL == directory.appendingPathComponent("escaped.txt"))
         #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("escaped.txt").path))
-        #expect(!FileManager.default.fileExists(atPath: scratch.url.deletingLastPathComponent().appendingPathComponent("escaped.txt").path))
+        #expect(
+            !FileManager.default.fileExists(
+                atPath: scratch.url.deletingLastPathComponent().appendingPathComponent("escaped.txt").path))
         scratch.remove()
         try await fixture.tearDown()
     }
@@ -180,12 +184,23 @@ struct HostileResponseTests {
             ("path to a non-Herald file", resume(["partialFilePath": "\"\(victim.path)\""])),
             ("path through a symbolic link", resume(["partialFilePath": "\"\(link.path)\""])),
             ("relative path", resume(["partialFilePath": #""download-1-x.part""#])),
-            ("path with ..", resume(["partialFilePath": "\"\(scratch.url.path)/../\(scratch.url.lastPathComponent)/download-1-x.part\""])),
+            (
+                "path with ..",
+                resume([
+                    "partialFilePath": "\"\(scratch.url.path)/../\(scratch.url.lastPathComponent)/download-1-x.part\""
+                ])
+            ),
             ("path a directory", resume(["partialFilePath": "\"\(scratch.url.path)/download-dir.part\""])),
             ("path with NUL", resume(["partialFilePath": "\"\(part.path)\\u0000.txt\""])),
-            ("huge path", resume(["partialFilePath": "\"/\(String(repeating: "a", count: 100_000))/download-1.part\""])),
+            (
+                "huge path",
+                resume(["partialFilePath": "\"/\(String(repeating: "a", count: 100_000))/download-1.part\""])
+            ),
             ("a JSON array", Data("[1,2,3]".utf8)),
-            ("deeply nested", Data((String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)).utf8)),
+            (
+                "deeply nested",
+                Data((String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)).utf8)
+            ),
         ]
         try FileManager.default.createDirectory(
             at: scratch.url.appendingPathComponent("download-dir.part"), withIntermediateDirectories: true)
@@ -193,7 +208,8 @@ struct HostileResponseTests {
             let error = #expect(throws: HeraldError.self, "\(label)") {
                 try fixture.session.downloadTask(withResumeData: data)
             }
-            #expect(error?.code == .cannotResume || error?.code == .unsupportedURL || error?.code == .invalidRequest,
+            #expect(
+                error?.code == .cannotResume || error?.code == .unsupportedURL || error?.code == .invalidRequest,
                 "\(label): \(error.map { "\($0)" } ?? "")")
         }
         #expect(try String(contentsOf: victim, encoding: .utf8) == "keep me")

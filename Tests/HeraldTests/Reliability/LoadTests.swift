@@ -56,8 +56,9 @@ struct LoadTests {
             let task = try session.dataTask(with: Request(url: url)) { response, _, error in
                 let identifier = identifierBox.withLock { $0 }
                 handlerCalls.withLock { $0[identifier] += 1 }
-                if let error { failures.withLock { $0.append("#\(identifier): \(error)") } }
-                else if response?.statusCode != 200 {
+                if let error {
+                    failures.withLock { $0.append("#\(identifier): \(error)") }
+                } else if response?.statusCode != 200 {
                     failures.withLock { $0.append("#\(identifier): status \(response?.statusCode ?? -1)") }
                 }
             }
