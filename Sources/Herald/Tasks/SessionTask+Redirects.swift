@@ -140,8 +140,14 @@ extension SessionTask {
     /// Starts the next transfer for this task, unless it was cancelled meanwhile; a suspended task keeps it
     /// until ``resume()``. Hop queue.
     func startHop(_ request: TransferRequest) {
+        var request = request
         core.withLock { core in
             guard core.machine.state == .running || core.machine.state == .suspended else { return }
+            if request.resourceTimeout > 0, let first = core.hops.metrics.first?.startDate {
+                // The resource timeout covers the whole task, every hop included: the next transfer gets
+                // what is left (a minimal value when nothing is, so curl fails it with timedOut at once).
+                request.resourceTimeout = max(0.001, request.resourceTimeout - Date().timeIntervalSince(first))
+            }
             let transfer = Transfer(request: request, delegate: self)
             core.transfer = transfer
             core.hops.isBetweenHops = false
