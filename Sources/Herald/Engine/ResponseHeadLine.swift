@@ -5,7 +5,7 @@
 /// that are not UTF-8, a status code of twenty digits — it returns a value and never traps. Bytes that are not
 /// valid UTF-8 are decoded lossily (each bad sequence becomes U+FFFD), so a value is never dropped.
 enum ResponseHeadLine: Equatable {
-    /// `HTTP/1.1 200 OK`: a new response head starts (an interim 1xx, a redirect curl follows, or the final
+    /// `HTTP/1.1 200 OK`: a new response head starts (an interim 1xx, a 401 curl answers for Digest, or the final
     /// one). `statusCode` is 0 when the code is not one to three ASCII digits.
     case statusLine(version: String, statusCode: Int)
     /// `Name: value`, each trimmed of spaces and tabs.

@@ -91,7 +91,7 @@ extension Transfer {
         lastActivity = .now
         switch ResponseHeadLine.parse(raw) {
         case .statusLine(let version, let statusCode):
-            // A new response head: an interim 1xx, a redirect curl follows, or the final one.
+            // A new response head: an interim 1xx, a 401 curl answers itself (Digest), or the final one.
             responseVersion = version
             responseStatus = statusCode
             responseHeaders = HTTPHeaders()

@@ -50,7 +50,8 @@ struct TransferRequest: Sendable {
 
 /// What the engine tells the task that owns a transfer. Called on the engine's loop thread.
 protocol TransferDelegate: AnyObject, Sendable {
-    /// The response head arrived (the last one, when curl follows redirects).
+    /// The response head arrived: this transfer's last one (a redirect or a 401 that Herald answers ends
+    /// the transfer; the next hop is a new one).
     func transferDidReceiveResponse(_ response: HTTPResponse)
     /// Body bytes arrived; `expected` is the declared total when known.
     func transferDidReceiveBytes(total received: Int64, expected: Int64?)
