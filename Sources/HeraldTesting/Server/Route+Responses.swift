@@ -55,8 +55,8 @@ extension Route {
             return .status(HTTPResponseStatus(statusCode: status), headers: ["Location": location])
         case .headers(let fields):
             return headersResponse(fields, for: request)
-        case .basicAuth(let user, let password):
-            return basicAuthResponse(for: request, user: user, password: password)
+        case .basicAuth(let user, let password, let redirect):
+            return basicAuthResponse(for: request, user: user, password: password, redirect: redirect)
         case .digestAuth(let user, let password):
             return DigestAuthResponder.response(for: request, user: user, password: password)
         case .notFound:
@@ -119,12 +119,17 @@ extension Route {
         return response
     }
 
-    private func basicAuthResponse(for request: ReceivedRequest, user: String, password: String) -> CannedResponse {
+    private func basicAuthResponse(
+        for request: ReceivedRequest, user: String, password: String, redirect: String?
+    ) -> CannedResponse {
         let expected = "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
         guard request.head.headers["authorization"].first == expected else {
             var response = CannedResponse.status(.unauthorized)
             response.headers.add(name: "WWW-Authenticate", value: #"Basic realm="herald""#)
             return response
+        }
+        if let redirect {
+            return .status(.found, headers: ["Location": redirect])
         }
         struct Authenticated: Encodable {
             var authenticated = true

@@ -18,7 +18,7 @@ enum Route: Sendable {
     case redirect(remaining: Int, status: Int)
     case redirectTo(location: String, status: Int)
     case headers([(name: String, value: String)])
-    case basicAuth(user: String, password: String)
+    case basicAuth(user: String, password: String, redirect: String?)
     case digestAuth(user: String, password: String)
     case fault(Fault)
     case notFound
@@ -103,7 +103,7 @@ enum Route: Sendable {
             guard let user = query.value("user"), let password = query.value("password") else {
                 throw RouteQuery.InvalidParameter(message: "missing user or password parameter")
             }
-            return .basicAuth(user: user, password: password)
+            return .basicAuth(user: user, password: password, redirect: query.value("redirect"))
         case "auth" where segments == ["auth", "digest"]:
             guard let user = query.value("user"), let password = query.value("password") else {
                 throw RouteQuery.InvalidParameter(message: "missing user or password parameter")

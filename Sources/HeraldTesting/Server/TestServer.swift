@@ -59,7 +59,8 @@ import NIOPosix
 ///   a query-supplied `Content-Type` replaces the default. When the fields include `ETag` and the request's
 ///   `If-None-Match` names it (or is `*`), the answer is `304 Not Modified` with the same fields and no body.
 /// - `/auth/basic?user=U&password=P`: `200` with `{"authenticated":true,"user":U}` if the request carries
-///   `Authorization: Basic base64(U:P)`, otherwise `401` with `WWW-Authenticate: Basic realm="herald"`.
+///   `Authorization: Basic base64(U:P)`, otherwise `401` with `WWW-Authenticate: Basic realm="herald"`. With
+///   `&redirect=URL`, a request carrying the right credential gets `302` to `URL` instead of the `200`.
 /// - `/auth/digest?user=U&password=P`: RFC 7616 Digest (`MD5`, `qop="auth"`, realm `herald-digest`), checked
 ///   server-side: `200` with `{"authenticated":true,"user":U}` for a correct `Authorization: Digest …`,
 ///   otherwise `401` with a fresh nonce.

@@ -138,6 +138,30 @@ struct AuthenticationTests {
         try await fixture.tearDown()
     }
 
+    @Test("a credential follows a same-origin redirect and is never sent to another origin")
+    func credentialStaysWithItsOrigin() async throws {
+        let fixture = try await SessionFixture.make()
+        let other = try await TestServer.start()
+        fixture.session.taskDidReceiveAuthenticationChallenge = { _, _ in
+            .useCredential(Credential(user: "u", password: "p"))
+        }
+        func target(_ redirect: String) -> Request {
+            let encoded = redirect.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? redirect
+            return Request(url: fixture.server.url("/auth/basic?user=u&password=p&redirect=\(encoded)"))
+        }
+        let (_, crossed) = try await fixture.session.data(for: target(other.url("/echo").absoluteString))
+        #expect(crossed.statusCode == 200)
+        let received = try #require(other.requests(forPath: "/echo").first)
+        #expect(received.headerValue("Authorization") == nil)
+
+        let (data, same) = try await fixture.session.data(for: target("/echo"))
+        #expect(same.statusCode == 200)
+        let echoed = try JSONDecoder().decode(EchoedRequest.self, from: data)
+        #expect(echoed.headers["authorization"] == "Basic " + Data("u:p".utf8).base64EncodedString())
+        try await other.shutdown()
+        try await fixture.tearDown()
+    }
+
     @Test("a credential's description redacts the password; challenges parse Digest before Basic")
     func valuesAndParsing() throws {
         let credential = Credential(user: "alice", password: "hunter2")
