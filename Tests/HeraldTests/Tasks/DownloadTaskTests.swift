@@ -189,10 +189,11 @@ struct DownloadTaskTests {
         let log = DownloadLog()
         // The first 40,000 bytes arrive at once, then the server pauses far longer than the idle timeout;
         // the resumed request's remaining 20,000 bytes are a single chunk, sent at once. The timeout is
-        // generous so that a loaded machine still delivers the first chunk in time.
+        // generous (8 s; 3 s failed once on a loaded machine) so that connecting and the first chunk
+        // always beat it, and the pause (60 s) is far longer still.
         let task = try fixture.session.downloadTask(
             with: Request(
-                url: fixture.server.url("/bytes/\(size)?chunkSize=40000&delayMs=20000"), timeoutInterval: 3),
+                url: fixture.server.url("/bytes/\(size)?chunkSize=40000&delayMs=60000"), timeoutInterval: 8),
             completionHandler: log.handler)
         task.resume()
         try await fixture.recorder.waitForCompletions(1)
