@@ -6,10 +6,12 @@ SYSTEM_DEPS := libcurl4-openssl-dev:libcurl libuv1-dev:libuv pkg-config:
 
 .PHONY: deps build test test-tsan test-asan leak-check fuzz soak demo docs docs-coverage lint bench-notifications bench-transfers clean
 
-## deps: install libcurl and libuv development files when pkg-config can't find them.
+## deps: install libcurl and libuv development files when pkg-config can't find them, and the openssl
+## CLI when it is missing (the TLS tests make a throwaway CA and run `openssl s_server` on loopback).
 deps:
 	@missing=""; \
 	command -v pkg-config >/dev/null || missing="pkg-config"; \
+	command -v openssl >/dev/null || missing="$$missing openssl"; \
 	for pair in $(SYSTEM_DEPS); do \
 		pkg=$${pair%%:*}; mod=$${pair##*:}; \
 		[ -z "$$mod" ] && continue; \

@@ -39,6 +39,16 @@ static inline CURLcode herald_easy_setopt_slist(CURL *handle, CURLoption option,
     return curl_easy_setopt(handle, option, value);
 }
 
+/// Sets a blob option (such as `CURLOPT_CAINFO_BLOB`); curl copies the bytes (`CURL_BLOB_COPY`), so they
+/// need to live only for the duration of the call.
+static inline CURLcode herald_easy_setopt_blob(CURL *handle, CURLoption option, const void *data, size_t length) {
+    struct curl_blob blob;
+    blob.data = (void *)data;
+    blob.len = length;
+    blob.flags = CURL_BLOB_COPY;
+    return curl_easy_setopt(handle, option, &blob);
+}
+
 static inline CURLcode herald_easy_setopt_data_cb(CURL *handle, CURLoption option, herald_curl_data_cb value) {
     return curl_easy_setopt(handle, option, value);
 }

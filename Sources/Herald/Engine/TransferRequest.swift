@@ -46,6 +46,8 @@ struct TransferRequest: Sendable {
         // A 401 is not excluded: most are delivered (no credential), and hooks must see those.
         followsRedirects && RedirectRules.isRedirect(status) && headers["Location"] != nil
     }
+    /// Which servers' certificates to trust (see `Transfer+Security.swift`).
+    var securityPolicy: SecurityPolicy = .default
 }
 
 /// What the engine tells the task that owns a transfer. Called on the engine's loop thread.

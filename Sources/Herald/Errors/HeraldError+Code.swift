@@ -7,7 +7,7 @@ extension HeraldError {
     public struct Code: Hashable, Sendable {
         private enum Base: Hashable, Sendable, CaseIterable {
             case cancelled, timedOut, cannotFindHost, cannotConnect, networkConnectionLost, badServerResponse, tls,
-                serverTrustPinMismatch
+                serverCertificateUntrusted, serverTrustPinMismatch, invalidSecurityPolicy
             case tooManyRedirects, redirectLoop, badURL, unsupportedURL, invalidRequest, cannotResume,
                 sessionInvalidated, downloadMoveFailed, serializationFailed
             case unacceptableStatusCode, unacceptableContentType, bodyStream, fileIO, responseTooLarge, decoding, proxy,
@@ -32,10 +32,20 @@ extension HeraldError {
         public static let networkConnectionLost = Code(.networkConnectionLost)
         /// The server sent nothing, or something that is not valid HTTP.
         public static let badServerResponse = Code(.badServerResponse)
-        /// The TLS handshake failed or the server's certificate was not trusted.
+        /// The TLS handshake failed for a reason other than trust: no common cipher or version, a broken
+        /// handshake, a CA file that could not be loaded.
         public static let tls = Code(.tls)
-        /// The server's public key did not match the pinned key (`CURLE_SSL_PINNEDPUBKEYNOTMATCH`).
+        /// The server's certificate was not trusted (`CURLE_PEER_FAILED_VERIFICATION`): its chain does not
+        /// lead to a certificate authority of the session's ``SecurityPolicy`` (unknown issuer, self-signed,
+        /// expired, revoked), or it is not valid for the host name in the URL.
+        public static let serverCertificateUntrusted = Code(.serverCertificateUntrusted)
+        /// The server's public key matched none of the session's pinned keys
+        /// (`CURLE_SSL_PINNEDPUBKEYNOTMATCH`; see ``SecurityPolicy/pinning(publicKeys:)-([PublicKeyPin])``).
         public static let serverTrustPinMismatch = Code(.serverTrustPinMismatch)
+        /// A ``SecurityPolicy`` or ``PublicKeyPin`` was given malformed input (a pin that is not
+        /// `sha256//<base64 of 32 bytes>`, PEM data without a certificate); thrown when it is built, before
+        /// any connection.
+        public static let invalidSecurityPolicy = Code(.invalidSecurityPolicy)
         /// The redirect hop limit was reached.
         public static let tooManyRedirects = Code(.tooManyRedirects)
         /// A redirect led back to a URL already visited in this chain.
@@ -93,7 +103,9 @@ extension HeraldError.Code: CustomStringConvertible {
         case .networkConnectionLost: "network_connection_lost"
         case .badServerResponse: "bad_server_response"
         case .tls: "tls"
+        case .serverCertificateUntrusted: "server_certificate_untrusted"
         case .serverTrustPinMismatch: "server_trust_pin_mismatch"
+        case .invalidSecurityPolicy: "invalid_security_policy"
         case .tooManyRedirects: "too_many_redirects"
         case .redirectLoop: "redirect_loop"
         case .badURL: "bad_url"

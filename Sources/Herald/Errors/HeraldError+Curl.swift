@@ -107,7 +107,7 @@ enum CurlErrorMapping {
         case 56: (.networkConnectionLost, "the connection broke while receiving")
         case 58: (.tls, "the client certificate could not be used")
         case 59: (.tls, "no acceptable TLS cipher")
-        case 60: (.tls, "the server's certificate is not trusted")
+        case 60: (.serverCertificateUntrusted, "the server's certificate is not trusted")
         case 61: (.decoding, "the response's content encoding could not be decoded")
         case 63: (.responseTooLarge, "the response exceeds the maximum size")
         case 64: (.tls, "TLS could not be required for the connection")

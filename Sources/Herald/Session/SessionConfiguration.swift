@@ -23,7 +23,7 @@ public enum HTTPVersion: Sendable, Hashable {
 }
 
 /// How a ``SessionManager`` makes its requests: timeouts, default headers, connection limits,
-/// protocol version and the URL schemes it accepts.
+/// protocol version, the URL schemes it accepts and which servers it trusts.
 ///
 /// A value type: a session copies it when created, so changing a configuration afterwards does not
 /// affect sessions made from it.
@@ -87,6 +87,10 @@ public struct SessionConfiguration: Sendable, Hashable {
         set { responseCacheBox = ResponseCacheBox(cache: newValue) }
     }
     private var responseCacheBox = ResponseCacheBox(cache: nil)
+    /// Which servers' TLS certificates are trusted: certificate authorities, pinned public keys, and the
+    /// explicitly named opt-out of verification. Default ``SecurityPolicy/default``: the system's
+    /// certificate authorities, with certificate-chain and host-name verification on.
+    public var securityPolicy: SecurityPolicy = .default
 
     /// A configuration with the defaults above.
     public init() {}

@@ -387,6 +387,7 @@ public final class SessionManager: Sendable {
             followsRedirects: configuration.followsRedirects,
             maximumRedirects: configuration.maximumRedirects,
             maximumResponseSize: configuration.maximumResponseSize,
-            maximumHeaderSize: configuration.maximumHeaderSize)
+            maximumHeaderSize: configuration.maximumHeaderSize,
+            securityPolicy: configuration.securityPolicy)
     }
 }

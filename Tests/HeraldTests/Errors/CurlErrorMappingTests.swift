@@ -15,7 +15,7 @@ struct CurlErrorMappingTests {
         (34, .internal), (35, .tls), (36, .cannotResume), (37, .fileIO), (42, .internal), (43, .internal),
         (45, .cannotConnect), (47, .tooManyRedirects), (48, .internal), (49, .internal),
         (52, .badServerResponse), (53, .tls), (54, .tls), (55, .networkConnectionLost),
-        (56, .networkConnectionLost), (58, .tls), (59, .tls), (60, .tls), (61, .decoding),
+        (56, .networkConnectionLost), (58, .tls), (59, .tls), (60, .serverCertificateUntrusted), (61, .decoding),
         (63, .responseTooLarge), (64, .tls), (65, .bodyStream), (66, .tls), (67, .authentication),
         (77, .tls), (80, .tls), (81, .internal), (82, .tls), (83, .tls), (89, .internal),
         (90, .serverTrustPinMismatch), (91, .tls), (92, .networkConnectionLost), (93, .internal),

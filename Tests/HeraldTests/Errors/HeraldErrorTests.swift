@@ -8,7 +8,7 @@ struct HeraldErrorTests {
     @Test("code descriptions are unique, short, snake-case and stable")
     func codeDescriptions() {
         let descriptions = HeraldError.Code.allCodes.map(\.description)
-        #expect(descriptions.count == 28)
+        #expect(descriptions.count == 30)
         #expect(Set(descriptions).count == descriptions.count)
         for description in descriptions {
             #expect(description.count <= 32)
@@ -16,6 +16,8 @@ struct HeraldErrorTests {
         }
         #expect(HeraldError.Code.timedOut.description == "timed_out")
         #expect(HeraldError.Code.serverTrustPinMismatch.description == "server_trust_pin_mismatch")
+        #expect(HeraldError.Code.serverCertificateUntrusted.description == "server_certificate_untrusted")
+        #expect(HeraldError.Code.invalidSecurityPolicy.description == "invalid_security_policy")
         #expect(HeraldError.Code.internal.description == "internal")
     }
 

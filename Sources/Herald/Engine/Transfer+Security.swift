@@ -1,0 +1,41 @@
+import CCurl
+import Foundation
+
+// The session's SecurityPolicy, applied to each easy handle. libcurl checks everything inside the TLS
+// handshake; a failure ends the transfer with CURLE_PEER_FAILED_VERIFICATION (60) or
+// CURLE_SSL_PINNEDPUBKEYNOTMATCH (90), which HeraldError+Curl.swift maps to their own codes.
+extension Transfer {
+    /// Sets verification, trusted certificate authorities and pins from the request's policy. Loop thread.
+    func configureSecurity(_ easy: UnsafeMutableRawPointer, check: (String, CURLcode) -> Void) {
+        let policy = request.securityPolicy
+        // curl's defaults, set explicitly so the policy, not a default, says what is verified.
+        let verifies = !policy.allowsInvalidCertificates
+        check("SSL_VERIFYPEER", herald_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, verifies ? 1 : 0))
+        check("SSL_VERIFYHOST", herald_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, verifies ? 2 : 0))
+
+        if !policy.usesSystemCertificateAuthorities {
+            // Custom authorities replace the system's. libcurl starts with its build's defaults (Debian:
+            // CAINFO /etc/ssl/certs/ca-certificates.crt and CAPATH /etc/ssl/certs); a CAPATH left set would
+            // go on trusting the system's store, so it is cleared (NULL), and so is CAINFO for a blob.
+            check("CAPATH", herald_easy_setopt_string(easy, CURLOPT_CAPATH, nil))
+            if let file = policy.certificateAuthorityFile {
+                check("CAINFO", herald_easy_setopt_string(easy, CURLOPT_CAINFO, file.path))
+            } else {
+                check("CAINFO", herald_easy_setopt_string(easy, CURLOPT_CAINFO, nil))
+            }
+            if let pem = policy.certificateAuthorityData {
+                // CURL_BLOB_COPY: curl keeps its own copy, so the bytes need not outlive this call.
+                let code = pem.withUnsafeBytes { bytes in
+                    herald_easy_setopt_blob(easy, CURLOPT_CAINFO_BLOB, bytes.baseAddress, bytes.count)
+                }
+                check("CAINFO_BLOB", code)
+            }
+        }
+
+        if !policy.pinnedPublicKeys.isEmpty {
+            // curl accepts the key when it matches any of the ';'-separated pins; base64 has no ';'.
+            let pins = policy.pinnedPublicKeys.map(\.description).joined(separator: ";")
+            check("PINNEDPUBLICKEY", herald_easy_setopt_string(easy, CURLOPT_PINNEDPUBLICKEY, pins))
+        }
+    }
+}

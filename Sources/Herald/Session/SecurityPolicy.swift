@@ -1,0 +1,154 @@
+import Foundation
+
+/// How a session decides whether to trust a server's TLS certificate: which certificate authorities it
+/// trusts, which public keys it pins, and — only when asked for by name — whether it skips verification.
+///
+/// Set it on ``SessionConfiguration/securityPolicy``; it applies to every `https` request of the session and
+/// to every redirect hop. The ``default`` policy trusts the system's certificate authorities and checks both
+/// the certificate chain and the host name, as libcurl does out of the box.
+///
+/// ```swift
+/// let caFile = URL(fileURLWithPath: "/etc/myapp/ca.pem")
+/// let pin = "sha256//47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="
+/// let trusted = try SecurityPolicy.trustingCertificateAuthorities(pemFile: caFile)
+/// var configuration = SessionConfiguration()
+/// configuration.securityPolicy = try trusted.pinning(publicKeys: [pin])
+/// ```
+///
+/// A server that fails the chain or host-name check fails the task with
+/// ``HeraldError/Code/serverCertificateUntrusted``; one whose key matches no pin fails with
+/// ``HeraldError/Code/serverTrustPinMismatch``. A policy is checked when it is built: a malformed pin or
+/// certificate bundle throws ``HeraldError/Code/invalidSecurityPolicy`` there, before any connection.
+///
+/// **This replaces AFNetworking's server-trust challenge.** libcurl verifies the chain, the host name and
+/// the pins inside the TLS handshake and has no per-certificate callback for Herald to forward to your code
+/// (short of OpenSSL-specific hooks), so the decision is declarative: describe what to trust here, and the
+/// handshake enforces it. There is no challenge handler to answer, and none that could be forgotten.
+public struct SecurityPolicy: Sendable, Hashable {
+    /// The PEM file whose certificate authorities are trusted instead of the system's, if any.
+    public private(set) var certificateAuthorityFile: URL?
+    /// PEM-encoded certificate authorities trusted instead of the system's, if any.
+    public private(set) var certificateAuthorityData: Data?
+    /// The public keys the server's certificate must match one of; empty means no pinning.
+    public private(set) var pinnedPublicKeys: [PublicKeyPin] = []
+    /// Whether certificate and host-name verification are switched off.
+    ///
+    /// - Warning: When `true`, anyone on the network path can impersonate any server. Only
+    ///   ``dangerouslyAcceptingInvalidCertificates()`` sets it.
+    public private(set) var allowsInvalidCertificates = false
+
+    private init() {}
+
+    /// The system's certificate authorities, with certificate-chain and host-name verification on.
+    public static let `default` = SecurityPolicy()
+
+    /// Whether the server's chain is checked against the system's certificate authorities (no custom
+    /// file or data was given).
+    public var usesSystemCertificateAuthorities: Bool {
+        certificateAuthorityFile == nil && certificateAuthorityData == nil
+    }
+
+    /// A policy that trusts the certificate authorities in a PEM file **instead of** the system's, with
+    /// certificate-chain and host-name verification on (`CURLOPT_CAINFO`).
+    ///
+    /// Use it for a private PKI or a self-signed server certificate (a self-signed certificate is its own
+    /// authority). The system's store is not consulted: to trust it as well, include its bundle (on Debian,
+    /// `/etc/ssl/certs/ca-certificates.crt`) in your file. libcurl reads the file when it makes a connection,
+    /// so a rotated bundle is picked up by new connections, and a missing or unreadable file fails the
+    /// request with ``HeraldError/Code/tls``.
+    ///
+    /// - Parameter pemFile: A local file of one or more PEM certificates (`-----BEGIN CERTIFICATE-----`).
+    /// - Returns: The policy.
+    /// - Throws: ``HeraldError`` with ``HeraldError/Code/invalidSecurityPolicy`` when `pemFile` is not a
+    ///   `file:` URL.
+    public static func trustingCertificateAuthorities(pemFile: URL) throws(HeraldError) -> SecurityPolicy {
+        guard pemFile.isFileURL, !pemFile.path.isEmpty, !pemFile.path.contains("\0") else {
+            throw invalid("The certificate authority file must be a local file URL.")
+        }
+        var policy = SecurityPolicy()
+        policy.certificateAuthorityFile = pemFile
+        return policy
+    }
+
+    /// A policy that trusts the PEM certificate authorities in `pemData` **instead of** the system's, with
+    /// certificate-chain and host-name verification on (`CURLOPT_CAINFO_BLOB`).
+    ///
+    /// As ``trustingCertificateAuthorities(pemFile:)``, for certificates you hold in memory (bundled in
+    /// the binary, fetched from a secret store). There is no form taking a file and data together: libcurl
+    /// uses only one of `CAINFO` and `CAINFO_BLOB`, so concatenate the PEM text instead.
+    ///
+    /// - Parameter pemData: One or more PEM certificates.
+    /// - Returns: The policy.
+    /// - Throws: ``HeraldError`` with ``HeraldError/Code/invalidSecurityPolicy`` when `pemData` holds no
+    ///   PEM certificate.
+    public static func trustingCertificateAuthorities(pemData: Data) throws(HeraldError) -> SecurityPolicy {
+        guard pemData.range(of: Data("-----BEGIN CERTIFICATE-----".utf8)) != nil else {
+            throw invalid("The certificate authority data holds no PEM certificate.")
+        }
+        var policy = SecurityPolicy()
+        policy.certificateAuthorityData = pemData
+        return policy
+    }
+
+    /// A policy that accepts **any** certificate: expired, self-signed, issued by anyone, for any host.
+    ///
+    /// It turns off libcurl's `CURLOPT_SSL_VERIFYPEER` and `CURLOPT_SSL_VERIFYHOST`. The connection is still
+    /// encrypted, but to whoever answered: anyone on the network path can read and change the traffic.
+    /// It exists for throwaway test servers. For a server with a self-signed certificate, prefer
+    /// ``trustingCertificateAuthorities(pemFile:)`` with that certificate, or add
+    /// ``pinning(publicKeys:)-([PublicKeyPin])`` to this policy: pins are still enforced when verification is off.
+    ///
+    /// - Warning: Never ship this in production code. It is AFNetworking's `allowInvalidCertificates` and
+    ///   `validatesDomainName = NO` together, and carries the same risk.
+    /// - Returns: The policy.
+    public static func dangerouslyAcceptingInvalidCertificates() -> SecurityPolicy {
+        var policy = SecurityPolicy()
+        policy.allowsInvalidCertificates = true
+        return policy
+    }
+
+    /// This policy, additionally requiring the server's public key to match one of `publicKeys`.
+    ///
+    /// libcurl (`CURLOPT_PINNEDPUBLICKEY`) compares the SHA-256 digest of the **server's own certificate's**
+    /// public key (its DER `SubjectPublicKeyInfo`) with the pins, after the chain and host-name checks;
+    /// intermediate and root keys are not matched. List the current key and a backup key so a key rotation
+    /// does not lock clients out. Replaces any pins the policy already had.
+    ///
+    /// - Parameter publicKeys: The accepted keys; at least one.
+    /// - Returns: The policy with the pins.
+    /// - Throws: ``HeraldError`` with ``HeraldError/Code/invalidSecurityPolicy`` when `publicKeys` is empty.
+    public func pinning(publicKeys: [PublicKeyPin]) throws(HeraldError) -> SecurityPolicy {
+        guard !publicKeys.isEmpty else {
+            throw Self.invalid("Pinning needs at least one public key; an empty list would pin nothing.")
+        }
+        var policy = self
+        policy.pinnedPublicKeys = publicKeys
+        return policy
+    }
+
+    /// This policy, additionally requiring the server's public key to match one of the `sha256//<base64>`
+    /// pins in `publicKeys` — the format of curl's `--pinnedpubkey`, HPKP and most pinning guides.
+    ///
+    /// Compute a pin from a key or certificate with:
+    ///
+    /// ```sh
+    /// openssl x509 -in server.pem -pubkey -noout | openssl pkey -pubin -outform DER \
+    ///     | openssl dgst -sha256 -binary | base64
+    /// ```
+    ///
+    /// and prefix it with `sha256//`. See ``pinning(publicKeys:)-([PublicKeyPin])`` for what is compared.
+    ///
+    /// - Parameter publicKeys: The accepted keys as `sha256//<base64>` strings; at least one.
+    /// - Returns: The policy with the pins.
+    /// - Throws: ``HeraldError`` with ``HeraldError/Code/invalidSecurityPolicy`` when the list is empty or a
+    ///   pin is malformed (see ``PublicKeyPin/init(_:)``).
+    public func pinning(publicKeys: [String]) throws(HeraldError) -> SecurityPolicy {
+        var pins: [PublicKeyPin] = []
+        for text in publicKeys { pins.append(try PublicKeyPin(text)) }
+        return try pinning(publicKeys: pins)
+    }
+
+    static func invalid(_ message: String) -> HeraldError {
+        HeraldError(.invalidSecurityPolicy, message)
+    }
+}

@@ -1,0 +1,165 @@
+import Foundation
+import Herald
+import HeraldNotifications
+import Testing
+
+/// Server trust end to end: a throwaway CA, a server certificate for 127.0.0.1 and `openssl s_server`
+/// on loopback, fetched through a session with each kind of ``SecurityPolicy``.
+@Suite("SecurityPolicy against a loopback TLS server", .timeLimit(.minutes(3)))
+struct SecurityPolicyTLSTests {
+    /// A CA, a server identity it issued (for `localhost` and `127.0.0.1`), and a server presenting it.
+    struct Scenario {
+        let pki: ThrowawayPKI
+        let identity: ThrowawayPKI.Identity
+        let server: OpenSSLServer
+    }
+
+    /// Builds a ``Scenario``, runs `body`, then stops the server and deletes the files.
+    func withScenario(
+        subjectAltNames: String = "DNS:localhost,IP:127.0.0.1", _ body: (Scenario) async throws -> Void
+    ) async throws {
+        let pki = try await ThrowawayPKI.make()
+        defer { pki.remove() }
+        let identity = try await pki.issueServerIdentity(subjectAltNames: subjectAltNames)
+        try await withOpenSSLServer(identity: identity, in: pki.directory) { server in
+            try await body(Scenario(pki: pki, identity: identity, server: server))
+        }
+    }
+
+    /// GETs `url` through a new session with `policy`; the session is invalidated afterwards.
+    func get(_ url: URL, with policy: SecurityPolicy) async throws -> Result<(Data, HTTPResponse), HeraldError> {
+        var configuration = SessionConfiguration()
+        configuration.securityPolicy = policy
+        configuration.timeoutIntervalForRequest = 30
+        let session = SessionManager(configuration: configuration, notificationCenter: NotificationHub())
+        defer { session.invalidate(cancelingTasks: true) }
+        let call = startCall { () async throws(HeraldError) in try await session.data(for: Request(url: url)) }
+        return try await outcome(of: call, timeout: .seconds(60))
+    }
+
+    /// Expects a 200 with s_server's status page.
+    func expectServed(_ result: Result<(Data, HTTPResponse), HeraldError>, by server: OpenSSLServer) {
+        switch result {
+        case .success(let (body, response)):
+            #expect(response.statusCode == 200)
+            #expect(String(decoding: body, as: UTF8.self).contains("s_server"))
+        case .failure(let error):
+            Issue.record("expected the page, got \(error); server output: \(server.output)")
+        }
+    }
+
+    /// Expects the request failed with `code` and the raw `curlCode`.
+    func expectFailure(
+        _ result: Result<(Data, HTTPResponse), HeraldError>, _ code: HeraldError.Code, curlCode: Int32,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        switch result {
+        case .success:
+            Issue.record("expected \(code), the request succeeded", sourceLocation: sourceLocation)
+        case .failure(let error):
+            #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
+            #expect(error.curlCode == curlCode, "\(error)", sourceLocation: sourceLocation)
+        }
+    }
+
+    // MARK: - trust
+
+    @Test("the default policy rejects a certificate from an unknown CA with serverCertificateUntrusted")
+    func defaultRejectsUnknownAuthority() async throws {
+        try await withScenario { scenario in
+            let result = try await get(scenario.server.url(), with: .default)
+            expectFailure(result, .serverCertificateUntrusted, curlCode: 60)
+        }
+    }
+
+    @Test("a CA bundle file makes the server trusted, by IP address and by host name")
+    func trustsAuthorityFromFile() async throws {
+        try await withScenario { scenario in
+            let policy = try SecurityPolicy.trustingCertificateAuthorities(pemFile: scenario.pki.authority.certificate)
+            expectServed(try await get(scenario.server.url(), with: policy), by: scenario.server)
+            expectServed(try await get(scenario.server.url(host: "localhost"), with: policy), by: scenario.server)
+        }
+    }
+
+    @Test("a CA bundle in memory (CAINFO_BLOB) makes the server trusted")
+    func trustsAuthorityFromData() async throws {
+        try await withScenario { scenario in
+            let pem = try Data(contentsOf: scenario.pki.authority.certificate)
+            let policy = try SecurityPolicy.trustingCertificateAuthorities(pemData: pem)
+            expectServed(try await get(scenario.server.url(), with: policy), by: scenario.server)
+        }
+    }
+
+    @Test("custom authorities replace the trusted set: an unrelated CA does not vouch for the server")
+    func unrelatedAuthorityIsNotTrusted() async throws {
+        try await withScenario { scenario in
+            let unrelated = try await scenario.pki.makeUnrelatedAuthority(named: "unrelated")
+            let policy = try SecurityPolicy.trustingCertificateAuthorities(pemFile: unrelated.certificate)
+            expectFailure(try await get(scenario.server.url(), with: policy), .serverCertificateUntrusted, curlCode: 60)
+        }
+    }
+
+    @Test("the host name is always checked: a trusted certificate for another name is rejected")
+    func hostNameIsVerified() async throws {
+        try await withScenario(subjectAltNames: "DNS:elsewhere.invalid") { scenario in
+            let policy = try SecurityPolicy.trustingCertificateAuthorities(pemFile: scenario.pki.authority.certificate)
+            expectFailure(try await get(scenario.server.url(), with: policy), .serverCertificateUntrusted, curlCode: 60)
+        }
+    }
+
+    @Test("a CA file that does not exist fails the request with tls (CURLE_SSL_CACERT_BADFILE)")
+    func missingAuthorityFile() async throws {
+        try await withScenario { scenario in
+            let missing = scenario.pki.directory.appendingPathComponent("no-such-ca.pem")
+            let policy = try SecurityPolicy.trustingCertificateAuthorities(pemFile: missing)
+            expectFailure(try await get(scenario.server.url(), with: policy), .tls, curlCode: 77)
+        }
+    }
+
+    // MARK: - pinning
+
+    @Test("a pin matching the server's key connects; any pin of the list may match")
+    func matchingPinConnects() async throws {
+        try await withScenario { scenario in
+            let trusted = try SecurityPolicy.trustingCertificateAuthorities(pemFile: scenario.pki.authority.certificate)
+            let pinned = try trusted.pinning(publicKeys: [scenario.identity.publicKeyPin])
+            expectServed(try await get(scenario.server.url(), with: pinned), by: scenario.server)
+
+            let backupFirst = try trusted.pinning(
+                publicKeys: [scenario.pki.authority.publicKeyPin, scenario.identity.publicKeyPin])
+            expectServed(try await get(scenario.server.url(), with: backupFirst), by: scenario.server)
+        }
+    }
+
+    @Test("a pin that matches no key fails with serverTrustPinMismatch even though the chain is trusted")
+    func mismatchedPinFails() async throws {
+        try await withScenario { scenario in
+            // The CA's own key: real, well-formed, and not the server's.
+            let policy = try SecurityPolicy.trustingCertificateAuthorities(pemFile: scenario.pki.authority.certificate)
+                .pinning(publicKeys: [scenario.pki.authority.publicKeyPin])
+            expectFailure(try await get(scenario.server.url(), with: policy), .serverTrustPinMismatch, curlCode: 90)
+        }
+    }
+
+    // MARK: - the opt-out
+
+    @Test("dangerouslyAcceptingInvalidCertificates connects to the untrusted server")
+    func dangerousOptInConnects() async throws {
+        try await withScenario(subjectAltNames: "DNS:elsewhere.invalid") { scenario in
+            let policy = SecurityPolicy.dangerouslyAcceptingInvalidCertificates()
+            #expect(policy.allowsInvalidCertificates)
+            expectServed(try await get(scenario.server.url(), with: policy), by: scenario.server)
+        }
+    }
+
+    @Test("pins are still enforced when invalid certificates are accepted")
+    func dangerousOptInKeepsPins() async throws {
+        try await withScenario { scenario in
+            let insecure = SecurityPolicy.dangerouslyAcceptingInvalidCertificates()
+            let wrong = try insecure.pinning(publicKeys: [scenario.pki.authority.publicKeyPin])
+            expectFailure(try await get(scenario.server.url(), with: wrong), .serverTrustPinMismatch, curlCode: 90)
+            let right = try insecure.pinning(publicKeys: [scenario.identity.publicKeyPin])
+            expectServed(try await get(scenario.server.url(), with: right), by: scenario.server)
+        }
+    }
+}

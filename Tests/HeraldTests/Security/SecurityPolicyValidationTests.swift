@@ -1,0 +1,94 @@
+import Foundation
+import Herald
+import Testing
+
+/// What a ``SecurityPolicy`` refuses when it is built — before any session or connection exists.
+@Suite("SecurityPolicy validation")
+struct SecurityPolicyValidationTests {
+    static let validPin = "sha256//47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="
+
+    /// Runs `build` and expects it to throw ``HeraldError/Code/invalidSecurityPolicy``.
+    func expectInvalid(
+        _ build: () throws(HeraldError) -> Any, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        do throws(HeraldError) {
+            let built = try build()
+            Issue.record("expected invalidSecurityPolicy, built \(built)", sourceLocation: sourceLocation)
+        } catch {
+            #expect(error.code == .invalidSecurityPolicy, "\(error)", sourceLocation: sourceLocation)
+            #expect(error.curlCode == nil, sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test(
+        "a malformed pin throws invalidSecurityPolicy",
+        arguments: [
+            "",
+            "sha256//",
+            "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=",  // no prefix
+            "sha1//47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=",
+            "SHA256//47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=",
+            "sha256//47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU",  // unpadded
+            "sha256//47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU= ",  // trailing space
+            "sha256//not base64 at all!",
+            "sha256//AAAA",  // 3 bytes
+            "sha256//" + Data(count: 48).base64EncodedString(),  // a SHA-384 length
+            "sha256//47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=;sha256//47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=",
+            "/etc/ssl/server.pub",  // curl would read a file; Herald takes digests only
+        ])
+    func malformedPin(pin: String) {
+        expectInvalid { () throws(HeraldError) in try PublicKeyPin(pin) }
+        expectInvalid { () throws(HeraldError) in try SecurityPolicy.default.pinning(publicKeys: [Self.validPin, pin]) }
+    }
+
+    @Test("an empty pin list throws instead of silently pinning nothing")
+    func emptyPins() {
+        expectInvalid { () throws(HeraldError) in try SecurityPolicy.default.pinning(publicKeys: [String]()) }
+        expectInvalid { () throws(HeraldError) in try SecurityPolicy.default.pinning(publicKeys: [PublicKeyPin]()) }
+    }
+
+    @Test("a digest that is not 32 bytes throws")
+    func digestLength() {
+        expectInvalid { () throws(HeraldError) in try PublicKeyPin(sha256Digest: Data(count: 31)) }
+        expectInvalid { () throws(HeraldError) in try PublicKeyPin(sha256Digest: Data()) }
+    }
+
+    @Test("a valid pin keeps its digest and prints in curl's canonical form")
+    func validPin() throws {
+        let pin = try PublicKeyPin(Self.validPin)
+        #expect(pin.sha256Digest.count == 32)
+        #expect(pin.description == Self.validPin)
+        #expect(try PublicKeyPin(sha256Digest: pin.sha256Digest) == pin)
+        let policy = try SecurityPolicy.default.pinning(publicKeys: [Self.validPin])
+        #expect(policy.pinnedPublicKeys == [pin])
+        #expect(policy.usesSystemCertificateAuthorities)
+        #expect(!policy.allowsInvalidCertificates)
+    }
+
+    @Test("custom certificate authorities need a file URL or PEM data holding a certificate")
+    func certificateAuthorityInput() throws {
+        expectInvalid { () throws(HeraldError) in
+            try SecurityPolicy.trustingCertificateAuthorities(pemFile: URL(string: "https://example.com/ca.pem")!)
+        }
+        expectInvalid { () throws(HeraldError) in
+            try SecurityPolicy.trustingCertificateAuthorities(pemData: Data("not a certificate".utf8))
+        }
+        expectInvalid { () throws(HeraldError) in
+            try SecurityPolicy.trustingCertificateAuthorities(pemData: Data())
+        }
+        let file = URL(fileURLWithPath: "/etc/herald/ca.pem")
+        let policy = try SecurityPolicy.trustingCertificateAuthorities(pemFile: file)
+        #expect(policy.certificateAuthorityFile == file)
+        #expect(!policy.usesSystemCertificateAuthorities)
+    }
+
+    @Test("the default configuration verifies against the system's authorities")
+    func defaults() {
+        let policy = SessionConfiguration().securityPolicy
+        #expect(policy == .default)
+        #expect(policy.usesSystemCertificateAuthorities)
+        #expect(policy.pinnedPublicKeys.isEmpty)
+        #expect(!policy.allowsInvalidCertificates)
+        #expect(SecurityPolicy.dangerouslyAcceptingInvalidCertificates() != .default)
+    }
+}
