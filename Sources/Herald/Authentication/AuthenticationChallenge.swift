@@ -48,7 +48,8 @@ public struct ProtectionSpace: Sendable, Hashable, CustomStringConvertible {
 /// A `401 Unauthorized` answer that Herald asks about: what the server wants and how often a credential
 /// already failed. AF's (URLSession's) `URLAuthenticationChallenge`, for HTTP Basic and Digest.
 ///
-/// Server-trust (TLS) decisions are not challenges in Herald; they belong to the session's TLS settings.
+/// Server-trust (TLS) decisions are not challenges in Herald; they belong to the session's
+/// ``SessionConfiguration/securityPolicy`` (see ``SecurityPolicy``).
 public struct AuthenticationChallenge: Sendable {
     /// Where the credential would apply.
     public var protectionSpace: ProtectionSpace

@@ -153,7 +153,8 @@ public final class SessionManager: Sendable {
 
     /// AF's `sessionDidReceiveAuthenticationChallenge`, for HTTP Basic and Digest: answers every task's
     /// challenge when ``taskDidReceiveAuthenticationChallenge`` is `nil`. Same queue, timing and meaning.
-    /// Server trust (TLS) is not decided here. Default `nil`: ``credentialStore`` is consulted.
+    /// Server trust (TLS) is not decided here but by ``SessionConfiguration/securityPolicy``. Default `nil`:
+    /// ``credentialStore`` is consulted.
     public var sessionDidReceiveAuthenticationChallenge: SessionAuthenticationChallengeHandler? {
         get { state.withLock { $0.sessionDidReceiveAuthenticationChallenge } }
         set { state.withLock { $0.sessionDidReceiveAuthenticationChallenge = newValue } }
