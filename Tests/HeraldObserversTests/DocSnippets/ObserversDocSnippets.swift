@@ -13,12 +13,14 @@ struct ObserversDocSnippets {
     func activityIndicator() async throws {
         let server = try await TestServer.start()
         let manager = SessionManager(notificationCenter: NotificationHub())
-        let recorder = RecordingObserver(center: manager.notificationCenter)
 
         let indicator = NetworkActivityIndicator(activationDelay: 1.0, completionDelay: 0.17) { change in
             if change.visibilityChanged { print(change.to.isVisible ? "show spinner" : "hide spinner") }
         }
         let indicatorToken = indicator.observe(manager.notificationCenter)
+        // Registered after the indicator: `.posting` observers run in registration order, so once the
+        // recorder has the completion, the indicator has handled it too.
+        let recorder = RecordingObserver(center: manager.notificationCenter)
 
         let task = try manager.dataTask(with: Request(url: server.url("/json")))
         task.resume()
