@@ -76,7 +76,7 @@ let package = Package(
             dependencies: ["HeraldNotifications"],
             path: "Samples/NotificationBasics"
         ),
-        .testTarget(name: "HeraldNotificationsTests", dependencies: ["HeraldNotifications"]),
+        .testTarget(name: "HeraldNotificationsTests", dependencies: ["HeraldNotifications", "HeraldTesting"]),
         .testTarget(name: "HeraldTests", dependencies: ["Herald", "HeraldTesting"]),
         .testTarget(name: "HeraldTestingTests", dependencies: ["HeraldTesting"]),
         .testTarget(

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import HeraldNotifications
+import HeraldTesting
 import Synchronization
 import Testing
 
@@ -309,18 +310,5 @@ extension StressTests {
         #expect(all.count > churners, "the churners hardly ran; seed \(seed)")
         let problems = all.flatMap { $0.problems() }
         #expect(problems.prefix(10) == [], "\(problems.count) problems; seed \(seed)")
-    }
-}
-
-/// SplitMix64: a small deterministic generator, so a failing run can be replayed from its printed seed.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E4B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -74,44 +74,15 @@ final class Tally: @unchecked Sendable {
     }
 }
 
-/// `herald-test-server` as a child process; it exits when its stdin closes.
-struct ChildServer {
-    let process = Process()
-    let input = Pipe()
-    let port: Int
-
-    init() throws {
-        let binary = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
-        process.executableURL = URL(fileURLWithPath: binary).deletingLastPathComponent()
-            .appendingPathComponent("herald-test-server")
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
-        }
-        guard let port = String(data: line, encoding: .utf8).flatMap({ Int($0.trimmingCharacters(in: .newlines)) })
-        else {
-            FileHandle.standardError.write(Data("herald-test-server did not start (run `make soak`)\n".utf8))
-            exit(2)
-        }
-        self.port = port
-    }
-
-    func url(_ pathAndQuery: String) -> URL { URL(string: "http://127.0.0.1:\(port)\(pathAndQuery)")! }
-
-    func stop() {
-        try? input.fileHandleForWriting.close()
-        process.waitUntilExit()
-    }
-}
 
 let options = parseOptions()
-let server = try ChildServer()
+let server: TestServerProcess
+do {
+    server = try TestServerProcess.start()
+} catch {
+    FileHandle.standardError.write(Data("\(error) (run `make soak`, which builds it)\n".utf8))
+    exit(2)
+}
 // A port that refuses connections: a server started and shut down at once.
 let closed = try await TestServer.start()
 let refusedURL = closed.url("/json")

@@ -26,60 +26,6 @@ enum FileDescriptorLimit {
     static func allows(_ count: Int) -> Bool { raiseToHard() >= count }
 }
 
-/// `herald-test-server` (HeraldTesting's `TestServer` in a child process), so that the server's sockets don't
-/// count against the test process's descriptor limit.
-struct ChildTestServer {
-    let process: Process
-    let input: Pipe
-    let port: Int
-
-    var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
-
-    /// The `herald-test-server` built next to the running test binary, if there is one.
-    static var executable: URL? {
-        guard let binary = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") else {
-            return nil
-        }
-        let url = URL(fileURLWithPath: binary).deletingLastPathComponent().appendingPathComponent("herald-test-server")
-        return FileManager.default.isExecutableFile(atPath: url.path) ? url : nil
-    }
-
-    struct StartFailed: Error, CustomStringConvertible {
-        let description: String
-    }
-
-    static func start(backlog: Int) throws -> ChildTestServer {
-        guard let executable else { throw StartFailed(description: "herald-test-server is not built") }
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = ["--backlog", String(backlog)]
-        let input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-        // The first line is the port; reading blocks only until the child has bound its socket.
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
-        }
-        guard let text = String(data: line, encoding: .utf8),
-            let port = Int(text.trimmingCharacters(in: .whitespacesAndNewlines))
-        else {
-            process.terminate()
-            throw StartFailed(description: "herald-test-server printed no port")
-        }
-        return ChildTestServer(process: process, input: input, port: port)
-    }
-
-    /// Closes the child's stdin, which makes it shut down, and waits for it to exit.
-    func stop() {
-        try? input.fileHandleForWriting.close()
-        process.waitUntilExit()
-    }
-}
 
 /// Counts down from a number of expected events and lets a test await zero with a deadline.
 final class Countdown: Sendable {
@@ -135,18 +81,5 @@ final class Countdown: Sendable {
             group.cancelAll()
             return first
         }
-    }
-}
-
-/// SplitMix64: a small deterministic generator, so a failing run can be replayed from its printed seed.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E4B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

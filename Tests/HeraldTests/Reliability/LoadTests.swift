@@ -18,13 +18,13 @@ struct LoadTests {
             if: FileDescriptorLimit.allows(LoadTests.descriptorsNeeded),
             "RLIMIT_NOFILE hard limit is below \(LoadTests.descriptorsNeeded): raise `ulimit -Hn` to run it"),
         .enabled(
-            if: ChildTestServer.executable != nil,
+            if: TestServerProcess.executable != nil,
             "herald-test-server is not built next to the test binary (build with `swift build --build-tests`)")
     )
     func tenThousandInFlight() async throws {
         let count = Self.inFlight
         // The server runs in a child process: 10,000 connections are 10,000 descriptors on each side.
-        let server = try ChildTestServer.start(backlog: 4096)
+        let server = try TestServerProcess.start(backlog: 4096)
         defer { server.stop() }
         let center = NotificationHub()
         let recorder = RecordingObserver(center: center)
@@ -46,7 +46,7 @@ struct LoadTests {
 
         // Every request parks at a barrier of `count`: none is answered until all of them are waiting at the
         // server, so completing at all proves they were all in flight at the same moment.
-        let url = server.baseURL.appendingPathComponent("barrier/\(count)")
+        let url = server.url("/barrier/\(count)")
         let rssBefore = ResidentMemory.current
         let start = ContinuousClock.now
         var tasks: [DataTask] = []
