@@ -120,7 +120,9 @@ struct FetchRun {
                     var file: String?
                     if let fileURL {
                         let saved =
-                            directory.map { fileURL.deletingLastPathComponent().standardizedFileURL == $0.standardizedFileURL }
+                            directory.map {
+                                fileURL.deletingLastPathComponent().standardizedFileURL == $0.standardizedFileURL
+                            }
                             ?? false
                         if saved || error?.code == .downloadMoveFailed {
                             // Moved into --output-dir, or kept where it is because the move failed: either

@@ -8,8 +8,9 @@ import HeraldTesting
 let arguments = Array(CommandLine.arguments.dropFirst())
 let server: TestServer? = arguments.isEmpty ? try await TestServer.start() : nil
 let urls: [URL] =
-    if let server { [server.url("/json"), server.url("/delay/400"), server.url("/text")] }
-    else { arguments.compactMap(URL.init(string:)) }
+    if let server { [server.url("/json"), server.url("/delay/400"), server.url("/text")] } else {
+        arguments.compactMap(URL.init(string:))
+    }
 guard urls.count == max(arguments.count, urls.count), !urls.isEmpty else {
     FileHandle.standardError.write(Data("usage: custom-observer [URL…]\n".utf8))
     exit(64)

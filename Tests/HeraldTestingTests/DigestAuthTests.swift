@@ -30,7 +30,8 @@ struct DigestAuthTests {
                 let ha1 = MD5.hex("ann:herald-digest:\(password)")
                 let ha2 = MD5.hex("GET:\(target)")
                 let response = MD5.hex("\(ha1):\(nonce):00000001:abcdef:auth:\(ha2)")
-                return #"Authorization: Digest username="ann", realm="herald-digest", nonce="\#(nonce)", uri="\#(target)", qop=auth, nc=00000001, cnonce="abcdef", response="\#(response)""#
+                return
+                    #"Authorization: Digest username="ann", realm="herald-digest", nonce="\#(nonce)", uri="\#(target)", qop=auth, nc=00000001, cnonce="abcdef", response="\#(response)""#
             }
             let rejected = try await RawHTTPClient.exchange(
                 RawHTTPClient.get(target, headers: [answer(password: "nope")]), port: server.port)

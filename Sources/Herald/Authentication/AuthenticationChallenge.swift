@@ -102,9 +102,11 @@ extension AuthenticationChallenge {
         var offered: [(AuthenticationScheme, String?)] = []
         for value in response.headers.values(for: "WWW-Authenticate") {
             for challenge in Self.challenges(in: value) {
-                guard let scheme = AuthenticationScheme.allCases.first(where: {
-                    $0.rawValue.lowercased() == challenge.scheme.lowercased()
-                }) else { continue }
+                guard
+                    let scheme = AuthenticationScheme.allCases.first(where: {
+                        $0.rawValue.lowercased() == challenge.scheme.lowercased()
+                    })
+                else { continue }
                 offered.append((scheme, challenge.realm))
             }
         }
@@ -154,7 +156,9 @@ extension AuthenticationChallenge {
                 if index < value.endIndex { index = value.index(after: index) }
                 continue
             }
-            while index < value.endIndex, value[index] == " " || value[index] == "\t" { index = value.index(after: index) }
+            while index < value.endIndex, value[index] == " " || value[index] == "\t" {
+                index = value.index(after: index)
+            }
             if index < value.endIndex, value[index] == "=" {
                 // A parameter of the current challenge.
                 index = value.index(after: index)

@@ -159,11 +159,13 @@ final class MultiHandle: @unchecked Sendable {
             return
         }
         // 0 means "as soon as possible" — never call curl from inside its own timer callback.
-        uv_timer_start(timer, { timer in
-            guard let timer, let context = timer.pointee.data else { return }
-            Unmanaged<MultiHandle>.fromOpaque(context).takeUnretainedValue().socketAction(
-                herald_socket_timeout, flags: 0)
-        }, UInt64(milliseconds), 0)
+        uv_timer_start(
+            timer,
+            { timer in
+                guard let timer, let context = timer.pointee.data else { return }
+                Unmanaged<MultiHandle>.fromOpaque(context).takeUnretainedValue().socketAction(
+                    herald_socket_timeout, flags: 0)
+            }, UInt64(milliseconds), 0)
     }
 
     private func socketAction(_ socket: curl_socket_t, flags: Int32) {

@@ -235,7 +235,8 @@ final class Transfer: @unchecked Sendable {
                 if text != request.url.absoluteString, let parsed = URL(string: text) { url = parsed }
             }
         }
-        return HTTPResponse(url: url, statusCode: responseStatus, headers: responseHeaders, httpVersion: responseVersion)
+        return HTTPResponse(
+            url: url, statusCode: responseStatus, headers: responseHeaders, httpVersion: responseVersion)
     }
 
     // MARK: - configuration

@@ -105,8 +105,10 @@ final class FileBodySource: BodySource {
             if count == 0 {
                 guard let length, offset < length else { return .end }
                 // The file shrank while it was being sent: the declared Content-Length can't be met.
-                return .failed(HeraldError(
-                    .fileIO, "The upload file \(url.path) ended at byte \(offset) of \(length); it changed while sending."))
+                return .failed(
+                    HeraldError(
+                        .fileIO,
+                        "The upload file \(url.path) ended at byte \(offset) of \(length); it changed while sending."))
             }
             if errno == EINTR { continue }
             return .failed(FileIOError.make("Reading the upload file failed", url: url))
@@ -138,8 +140,10 @@ final class StreamBodySource: BodySource {
             let count = try stream.read(buffer)
             guard count > 0 else { return .end }
             guard count <= buffer.count else {
-                return .failed(HeraldError(
-                    .bodyStream, "The body stream reported \(count) bytes read into a \(buffer.count)-byte buffer."))
+                return .failed(
+                    HeraldError(
+                        .bodyStream, "The body stream reported \(count) bytes read into a \(buffer.count)-byte buffer.")
+                )
             }
             position += Int64(count)
             return .bytes(count)
@@ -167,7 +171,8 @@ final class StreamBodySource: BodySource {
         let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 1)
         defer { scratch.deallocate() }
         while position < count {
-            let slice = UnsafeMutableRawBufferPointer(rebasing: scratch[..<Int(min(Int64(scratch.count), count - position))])
+            let slice = UnsafeMutableRawBufferPointer(
+                rebasing: scratch[..<Int(min(Int64(scratch.count), count - position))])
             switch read(into: slice) {
             case .bytes: continue
             case .end: return HeraldError(.bodyStream, "The new body stream ended before byte \(count).")

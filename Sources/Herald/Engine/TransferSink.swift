@@ -90,11 +90,12 @@ final class FileBodySink: BodySink {
         if resumeOffset > 0, response.statusCode == 206 {
             // A range answer continues the partial file only if it starts exactly where the file ends.
             guard let start = Self.rangeStart(response.headers["Content-Range"]), start == resumeOffset else {
-                return .failure(HeraldError(
-                    .cannotResume,
-                    "The server answered the resumed download with a range that does not start at byte "
-                        + "\(resumeOffset) (Content-Range: \(response.headers["Content-Range"] ?? "none")).",
-                    url: response.url))
+                return .failure(
+                    HeraldError(
+                        .cannotResume,
+                        "The server answered the resumed download with a range that does not start at byte "
+                            + "\(resumeOffset) (Content-Range: \(response.headers["Content-Range"] ?? "none")).",
+                        url: response.url))
             }
             guard ftruncate(descriptor, off_t(resumeOffset)) == 0 else {
                 return .failure(FileIOError.make("Cannot truncate the partial download file", url: url))
@@ -104,9 +105,10 @@ final class FileBodySink: BodySink {
         }
         if resumeOffset > 0, !(200..<300).contains(response.statusCode) {
             // Not a representation at all (416, 412, 5xx…): never overwrite the partial file with an error page.
-            return .failure(HeraldError(
-                .cannotResume, "The server refused to resume the download (status \(response.statusCode)).",
-                url: response.url, statusCode: response.statusCode))
+            return .failure(
+                HeraldError(
+                    .cannotResume, "The server refused to resume the download (status \(response.statusCode)).",
+                    url: response.url, statusCode: response.statusCode))
         }
         // A whole representation (the server ignored the range, or the resource changed and If-Range
         // made it send all of it): restart the file from zero, never splice two versions.

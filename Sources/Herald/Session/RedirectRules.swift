@@ -56,7 +56,8 @@ enum RedirectRules {
         let scheme = target.scheme?.lowercased() ?? ""
         guard allowedProtocols.contains(scheme) else {
             return HeraldError(
-                .unsupportedURL, "A redirect to the URL scheme '\(scheme)' is not allowed by this session.", url: target)
+                .unsupportedURL, "A redirect to the URL scheme '\(scheme)' is not allowed by this session.", url: target
+            )
         }
         guard target.host?.isEmpty == false else {
             return HeraldError(.badURL, "The redirect target has no host.", url: target)
@@ -73,4 +74,5 @@ enum RedirectRules {
 
 /// The type of ``SessionManager/taskWillPerformHTTPRedirection``: the task, the 3xx response and the
 /// proposed request in; the request to send, or `nil` to complete with the 3xx.
-public typealias RedirectionHook = @Sendable (_ task: SessionTask, _ response: HTTPResponse, _ proposedRequest: Request) -> Request?
+public typealias RedirectionHook =
+    @Sendable (_ task: SessionTask, _ response: HTTPResponse, _ proposedRequest: Request) -> Request?

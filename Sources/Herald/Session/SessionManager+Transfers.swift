@@ -192,7 +192,8 @@ extension SessionManager {
             try FileManager.default.createDirectory(at: downloadDirectory, withIntermediateDirectories: true)
         } catch {
             throw HeraldError(
-                .fileIO, "Cannot create the download directory \(downloadDirectory.path): \(error.localizedDescription)",
+                .fileIO,
+                "Cannot create the download directory \(downloadDirectory.path): \(error.localizedDescription)",
                 underlying: error)
         }
     }

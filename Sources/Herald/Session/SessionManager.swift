@@ -194,9 +194,11 @@ public final class SessionManager: Sendable {
     /// in order, before the task's completion handler, with the bytes just written, the file's total
     /// (including a resumed download's earlier bytes) and the expected total when known. Default `nil`.
     public var downloadTaskDidWriteData:
-        (@Sendable (
-            _ task: DownloadTask, _ bytesWritten: Int64, _ totalBytesWritten: Int64, _ totalBytesExpected: Int64?
-        ) -> Void)?
+        (
+            @Sendable (
+                _ task: DownloadTask, _ bytesWritten: Int64, _ totalBytesWritten: Int64, _ totalBytesExpected: Int64?
+            ) -> Void
+        )?
     {
         get { state.withLock { $0.downloadHooks.didWriteData } }
         set { state.withLock { $0.downloadHooks.didWriteData = newValue } }

@@ -7,9 +7,10 @@ import Foundation
 /// `fileURL` is where the file ended up: the URL `destination` returned, or the temporary file when there
 /// was no destination. When the move failed, `error` has code ``HeraldError/Code/downloadMoveFailed`` and
 /// `fileURL` is the **kept** temporary file. On any other error `fileURL` is `nil`.
-public typealias DownloadCompletionHandler = @Sendable (
-    _ response: HTTPResponse?, _ fileURL: URL?, _ error: HeraldError?
-) -> Void
+public typealias DownloadCompletionHandler =
+    @Sendable (
+        _ response: HTTPResponse?, _ fileURL: URL?, _ error: HeraldError?
+    ) -> Void
 
 /// Chooses where a finished download goes: called with the temporary file and the response.
 public typealias DownloadDestination = @Sendable (_ temporaryURL: URL, _ response: HTTPResponse) -> URL
@@ -140,7 +141,8 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
         return request
     }
 
-    override func completionResult(for outcome: TransferOutcome, serializer: any ResponseSerializer) -> CompletionResult {
+    override func completionResult(for outcome: TransferOutcome, serializer: any ResponseSerializer) -> CompletionResult
+    {
         let resumeDataHandler = download.withLock { state in
             state.didComplete = true
             defer { state.resumeDataHandler = nil }
@@ -164,7 +166,8 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
         guard let response = outcome.response else {
             removeTemporaryFile()
             return CompletionResult(
-                error: HeraldError(.badServerResponse, "The transfer ended without a response.", url: originalRequest.url))
+                error: HeraldError(
+                    .badServerResponse, "The transfer ended without a response.", url: originalRequest.url))
         }
         return moveFile(for: response)
     }

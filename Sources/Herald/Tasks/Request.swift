@@ -60,7 +60,8 @@ extension Request {
                 throw HeraldError(.invalidRequest, "The header name '\(field.name)' is not an HTTP token.", url: url)
             }
             guard !field.value.utf8.contains(where: Self.isLineBreakOrNUL) else {
-                throw HeraldError(.invalidRequest, "The value of header '\(field.name)' contains CR, LF or NUL.", url: url)
+                throw HeraldError(
+                    .invalidRequest, "The value of header '\(field.name)' contains CR, LF or NUL.", url: url)
             }
         }
     }
@@ -72,7 +73,8 @@ extension Request {
     /// RFC 9110 `tchar`.
     private static func isTokenCharacter(_ byte: UInt8) -> Bool {
         switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
             true
         default:
             "!#$%&'*+-.^_`|~".utf8.contains(byte)

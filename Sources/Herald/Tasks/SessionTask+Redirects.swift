@@ -113,7 +113,8 @@ extension SessionTask {
             return finishHop(
                 outcome,
                 error: HeraldError(
-                    .redirectLoop, "The redirect leads back to \(next.method) \(next.url.absoluteString), already requested.",
+                    .redirectLoop,
+                    "The redirect leads back to \(next.method) \(next.url.absoluteString), already requested.",
                     url: next.url))
         }
         if let failure = rewindBody(of: &next) {

@@ -6,9 +6,10 @@ import Foundation
 /// ``SessionManager/completionGroup`` when one is set), before `taskDidComplete` is posted. On success
 /// `responseObject` holds the serializer's output and `error` is `nil`; on failure `error` says why
 /// (transport, cancellation, or the serializer's refusal) and `response` is whatever arrived.
-public typealias TaskCompletionHandler = @Sendable (
-    _ response: HTTPResponse?, _ responseObject: (any Sendable)?, _ error: HeraldError?
-) -> Void
+public typealias TaskCompletionHandler =
+    @Sendable (
+        _ response: HTTPResponse?, _ responseObject: (any Sendable)?, _ error: HeraldError?
+    ) -> Void
 
 /// A unit of work in a ``SessionManager``: one request, its transfer and its lifecycle.
 ///

@@ -84,24 +84,34 @@ public final class RecordingObserver: Sendable {
     /// - Parameter center: The center to observe; give each test its own so parallel tests don't mix.
     public init(center: NotificationHub) {
         let resume = center.addObserver(for: .taskDidResume) { [weak self] note in
-            self?.record(Event(kind: .resume, taskIdentifier: note.userInfo.taskIdentifier,
-                               sessionIdentifier: note.userInfo.sessionIdentifier, completion: nil))
+            self?.record(
+                Event(
+                    kind: .resume, taskIdentifier: note.userInfo.taskIdentifier,
+                    sessionIdentifier: note.userInfo.sessionIdentifier, completion: nil))
         }
         let suspend = center.addObserver(for: .taskDidSuspend) { [weak self] note in
-            self?.record(Event(kind: .suspend, taskIdentifier: note.userInfo.taskIdentifier,
-                               sessionIdentifier: note.userInfo.sessionIdentifier, completion: nil))
+            self?.record(
+                Event(
+                    kind: .suspend, taskIdentifier: note.userInfo.taskIdentifier,
+                    sessionIdentifier: note.userInfo.sessionIdentifier, completion: nil))
         }
         let complete = center.addObserver(for: .taskDidComplete) { [weak self] note in
-            self?.record(Event(kind: .complete, taskIdentifier: note.userInfo.taskIdentifier,
-                               sessionIdentifier: note.userInfo.sessionIdentifier, completion: note.userInfo))
+            self?.record(
+                Event(
+                    kind: .complete, taskIdentifier: note.userInfo.taskIdentifier,
+                    sessionIdentifier: note.userInfo.sessionIdentifier, completion: note.userInfo))
         }
         let invalidate = center.addObserver(for: .sessionDidInvalidate) { [weak self] note in
-            self?.record(Event(kind: .invalidate, taskIdentifier: nil,
-                               sessionIdentifier: note.userInfo.sessionIdentifier, completion: nil))
+            self?.record(
+                Event(
+                    kind: .invalidate, taskIdentifier: nil,
+                    sessionIdentifier: note.userInfo.sessionIdentifier, completion: nil))
         }
         let moveFailed = center.addObserver(for: .downloadDidFailToMoveFile) { [weak self] note in
-            self?.record(Event(kind: .moveFailed, taskIdentifier: note.userInfo.taskIdentifier,
-                               sessionIdentifier: note.userInfo.sessionIdentifier, moveFailure: note.userInfo))
+            self?.record(
+                Event(
+                    kind: .moveFailed, taskIdentifier: note.userInfo.taskIdentifier,
+                    sessionIdentifier: note.userInfo.sessionIdentifier, moveFailure: note.userInfo))
         }
         tokens.withLock { $0 = [resume, suspend, complete, invalidate, moveFailed] }
     }

@@ -11,7 +11,8 @@ enum DigestAuthResponder {
     static func response(for request: ReceivedRequest, user: String, password: String) -> CannedResponse {
         guard let header = request.head.headers["authorization"].first,
             header.lowercased().hasPrefix("digest "),
-            isValid(parameters(of: String(header.dropFirst(7))), method: request.head.method.rawValue, user: user,
+            isValid(
+                parameters(of: String(header.dropFirst(7))), method: request.head.method.rawValue, user: user,
                 password: password)
         else {
             var response = CannedResponse.status(.unauthorized)

@@ -12,7 +12,8 @@ struct FaultHarness {
     let fixture: SessionFixture
 
     static func make(configuration: SessionConfiguration = .default) async throws -> FaultHarness {
-        FaultHarness(fixture: try await SessionFixture.make(configuration: configuration, serializer: DataResponseSerializer()))
+        FaultHarness(
+            fixture: try await SessionFixture.make(configuration: configuration, serializer: DataResponseSerializer()))
     }
 
     var server: TestServer { fixture.server }
@@ -58,8 +59,10 @@ struct FaultHarness {
         session.invalidate(cancelingTasks: false)
         try await recorder.waitForInvalidation(timeout: .seconds(60))
         // Checked after everything else happened, so a late second completion would have shown up.
-        #expect(recorder.timeline(ofTask: failing.taskIdentifier) == [.resume, .complete], sourceLocation: sourceLocation)
-        #expect(recorder.completions.filter { $0.taskIdentifier == failing.taskIdentifier }.count == 1,
+        #expect(
+            recorder.timeline(ofTask: failing.taskIdentifier) == [.resume, .complete], sourceLocation: sourceLocation)
+        #expect(
+            recorder.completions.filter { $0.taskIdentifier == failing.taskIdentifier }.count == 1,
             sourceLocation: sourceLocation)
         #expect(log.all.count == 1, sourceLocation: sourceLocation)
         // The pool's close was handed to the engine before `sessionDidInvalidate` was posted, and

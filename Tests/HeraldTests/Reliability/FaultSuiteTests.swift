@@ -15,7 +15,8 @@ struct FaultSuiteTests {
         let closed = try await TestServer.start()
         let url = closed.url("/json")
         try await closed.shutdown()
-        let call = try await harness.expectFailure(Request(url: url), code: .cannotConnect, alsoCheckingPorts: [closed.port])
+        let call = try await harness.expectFailure(
+            Request(url: url), code: .cannotConnect, alsoCheckingPorts: [closed.port])
         #expect(call.response == nil)
     }
 

@@ -38,18 +38,23 @@ struct HostileInputTests {
         try await expectRefused({ Request(url: $0.url("/echo"), headers: [name: "v"]) }, code: .invalidRequest)
     }
 
-    @Test("CR, LF or space in the method is refused", arguments: ["GET\r\nX-Injected: 1", "GET /x HTTP/1.1\r\n", "GE T", ""])
+    @Test(
+        "CR, LF or space in the method is refused",
+        arguments: ["GET\r\nX-Injected: 1", "GET /x HTTP/1.1\r\n", "GE T", ""])
     func badMethod(method: String) async throws {
         try await expectRefused({ Request(url: $0.url("/echo"), method: method) }, code: .invalidRequest)
     }
 
-    @Test("CR or LF in a URL never reaches the wire raw: Foundation percent-encodes it, the server sees one request line")
+    @Test(
+        "CR or LF in a URL never reaches the wire raw: Foundation percent-encodes it, the server sees one request line")
     func lineBreakInURL() async throws {
         // `URL(string:)` percent-encodes raw CR and LF (swift-corelibs-foundation), so a URL value can't carry
         // one; `Request.validate` refuses one anyway should a URL ever hold it. What matters is the wire: no
         // header injected, no second request smuggled.
         let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
-        let suffixes = ["/echo\r\nX-Injected: 1", "/echo?q=a\nX-Injected:%201", "/echo?q=a\r\n\r\nGET%20/json%20HTTP/1.1"]
+        let suffixes = [
+            "/echo\r\nX-Injected: 1", "/echo?q=a\nX-Injected:%201", "/echo?q=a\r\n\r\nGET%20/json%20HTTP/1.1",
+        ]
         var sent = 0
         for suffix in suffixes {
             guard let url = URL(string: fixture.server.baseURL.absoluteString + suffix) else { continue }
@@ -110,14 +115,17 @@ struct HostileInputTests {
         ]
         for text in urls {
             let log = CompletionLog()
-            let task = try fixture.session.dataTask(with: Request(url: URL(string: text)!), completionHandler: log.handler)
+            let task = try fixture.session.dataTask(
+                with: Request(url: URL(string: text)!), completionHandler: log.handler)
             let identifier = task.taskIdentifier
             task.resume()
             try await fixture.recorder.waitUntil(timeout: .seconds(30)) { events in
                 events.contains { $0.kind == .complete && $0.taskIdentifier == identifier }
             }
             let error = try #require(log.all.first?.error)
-            for rendered in [error.description, error.localizedDescription, "\(error)", error.url?.absoluteString ?? ""] {
+            for rendered in [
+                error.description, error.localizedDescription, "\(error)", error.url?.absoluteString ?? "",
+            ] {
                 #expect(!rendered.contains("s3cr3t-pw"), "\(rendered)")
                 #expect(!rendered.contains("alice"), "\(rendered)")
             }

@@ -26,7 +26,6 @@ enum FileDescriptorLimit {
     static func allows(_ count: Int) -> Bool { raiseToHard() >= count }
 }
 
-
 /// Counts down from a number of expected events and lets a test await zero with a deadline.
 final class Countdown: Sendable {
     private struct State {

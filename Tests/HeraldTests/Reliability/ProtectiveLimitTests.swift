@@ -63,7 +63,8 @@ struct ProtectiveLimitTests {
     func noBodyInNotification() async throws {
         let fixture = try await SessionFixture.make(
             configuration: Self.limited(responseSize: 1000), serializer: DataResponseSerializer())
-        let task = try fixture.session.dataTask(with: Request(url: fixture.server.url("/bytes/5000?chunked=1&chunkSize=500")))
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/bytes/5000?chunked=1&chunkSize=500")))
         task.resume()
         let events = try await fixture.recorder.waitForCompletions(1, timeout: .seconds(60))
         let completion = try #require(events.compactMap(\.completion).first)

@@ -63,7 +63,8 @@ struct AuthenticationTests {
         #expect(response.statusCode == 200)
         #expect(try JSONDecoder().decode(Authenticated.self, from: data).user == "carol")
         #expect(schemes.withLock { $0 } == [.digest])
-        let authorization = try #require(fixture.server.requests(forPath: "/auth/digest").last?.headerValue("Authorization"))
+        let authorization = try #require(
+            fixture.server.requests(forPath: "/auth/digest").last?.headerValue("Authorization"))
         #expect(authorization.hasPrefix("Digest "))
         #expect(authorization.contains("response=\""))  // curl computed the digest answer
         try await fixture.tearDown()
@@ -130,7 +131,8 @@ struct AuthenticationTests {
             Credential(user: "erin", password: "pw"), forHost: "127.0.0.1", port: fixture.server.port)
         let (_, response) = try await fixture.session.data(
             for: Request(
-                url: fixture.server.url("/auth/basic?user=erin&password=pw"), method: "POST", body: Data("payload".utf8)))
+                url: fixture.server.url("/auth/basic?user=erin&password=pw"), method: "POST", body: Data("payload".utf8)
+            ))
         #expect(response.statusCode == 200)
         let requests = fixture.server.requests(forPath: "/auth/basic")
         #expect(requests.map(\.method) == ["POST", "POST"])

@@ -35,13 +35,15 @@ struct InvalidationTests {
         fixture.session.invalidate(cancelingTasks: true)
         try await fixture.recorder.waitForInvalidation()
         let events = fixture.recorder.timeline
-        #expect(events == [
-            "resume#\(stalled.taskIdentifier)", "complete#\(stalled.taskIdentifier)",
-            "complete#\(neverResumed.taskIdentifier)", "invalidate",
-        ] || events == [
-            "resume#\(stalled.taskIdentifier)", "complete#\(neverResumed.taskIdentifier)",
-            "complete#\(stalled.taskIdentifier)", "invalidate",
-        ])
+        #expect(
+            events == [
+                "resume#\(stalled.taskIdentifier)", "complete#\(stalled.taskIdentifier)",
+                "complete#\(neverResumed.taskIdentifier)", "invalidate",
+            ]
+                || events == [
+                    "resume#\(stalled.taskIdentifier)", "complete#\(neverResumed.taskIdentifier)",
+                    "complete#\(stalled.taskIdentifier)", "invalidate",
+                ])
         #expect(stalled.error?.code == .cancelled)
         #expect(neverResumed.error?.code == .cancelled)
         #expect(fixture.session.tasks.isEmpty)

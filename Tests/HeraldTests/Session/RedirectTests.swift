@@ -54,7 +54,8 @@ struct RedirectTests {
         }
         let log = CompletionLog()
         let task = try fixture.session.uploadTask(
-            withStreamedRequest: Request(url: url, method: "POST"), bodyProvider: BodyStream(data: Data("streamed".utf8)),
+            withStreamedRequest: Request(url: url, method: "POST"),
+            bodyProvider: BodyStream(data: Data("streamed".utf8)),
             completionHandler: log.handler)
         task.resume()
         try await fixture.recorder.waitForCompletions(2, timeout: .seconds(30))
@@ -146,7 +147,9 @@ struct RedirectTests {
             "Authorization": "Bearer secret", "Cookie": "session=1", "Proxy-Authorization": "Basic eDp5", "X-Kept": "1",
         ]
         _ = try await fixture.session.data(
-            for: Request(url: Self.redirect(to: other.url("/echo").absoluteString, status: 302, on: fixture.server), headers: headers))
+            for: Request(
+                url: Self.redirect(to: other.url("/echo").absoluteString, status: 302, on: fixture.server),
+                headers: headers))
         let received = try #require(other.requests(forPath: "/echo").first)
         #expect(received.headerValue("Authorization") == nil)
         #expect(received.headerValue("Cookie") == nil)
@@ -231,12 +234,14 @@ struct RedirectTests {
             from: secure, to: plain, allowedProtocols: ["http", "https"], allowsInsecureRedirects: false)
         #expect(refusal?.code == .unsupportedURL)
         #expect(
-            RedirectRules.refusal(from: secure, to: plain, allowedProtocols: ["http", "https"], allowsInsecureRedirects: true)
+            RedirectRules.refusal(
+                from: secure, to: plain, allowedProtocols: ["http", "https"], allowsInsecureRedirects: true)
                 == nil)
         #expect(SessionConfiguration().allowsInsecureRedirects == false)
         let file = try #require(URL(string: "file:///etc/passwd"))
         #expect(
-            RedirectRules.refusal(from: plain, to: file, allowedProtocols: ["http", "https"], allowsInsecureRedirects: true)?
+            RedirectRules.refusal(
+                from: plain, to: file, allowedProtocols: ["http", "https"], allowsInsecureRedirects: true)?
                 .code == .unsupportedURL)
         #expect(RedirectRules.isSameOrigin(plain, try #require(URL(string: "http://example.com:80/c"))))
         #expect(!RedirectRules.isSameOrigin(plain, try #require(URL(string: "http://example.com:8080/c"))))

@@ -10,7 +10,8 @@ struct TrailingClosureTests {
         let fixture = try await SessionFixture.make()
         let log = CompletionLog()
         let handler = log.handler
-        let task = try fixture.session.dataTask(with: Request(url: fixture.server.url("/json"))) { response, object, error in
+        let task = try fixture.session.dataTask(with: Request(url: fixture.server.url("/json"))) {
+            response, object, error in
             handler(response, object, error)
         }
         task.resume()
