@@ -7,6 +7,8 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [
         .package(name: "Herald", path: ".."),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
     ],
     targets: [
         .executableTarget(
@@ -22,7 +24,13 @@ let package = Package(
         ),
         .executableTarget(
             name: "TransferBench",
-            dependencies: [.product(name: "Herald", package: "Herald")]
+            dependencies: [
+                .product(name: "Herald", package: "Herald"),
+                .product(name: "HeraldNotifications", package: "Herald"),
+                .product(name: "HeraldObservers", package: "Herald"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -9,7 +9,7 @@ func measureHeraldIdle(url: URL, seconds: Double) -> Never {
     exit(3)
 }
 
-func runHerald(url: URL, concurrency: Int, requests: Int, expectedBytes: Int) -> LoadOutcome {
+func runHerald(url: URL, concurrency: Int, requests: Int, expectedBytes: Int, observed: Bool) -> LoadOutcome {
     FileHandle.standardError.write(Data("TransferBench was built without the Herald client (TRANSFERBENCH_NO_HERALD)\n".utf8))
     exit(3)
 }
@@ -20,14 +20,44 @@ func runHeraldDataMemory(url: URL, expectedBytes: Int) -> LargeOutcome {
 }
 #else
 import Herald
+import HeraldNotifications
+import HeraldObservers
+import Logging
+import Metrics
 
-/// Herald's SessionManager with a DataResponseSerializer, the way an app would use it.
-func runHerald(url: URL, concurrency: Int, requests: Int, expectedBytes: Int) -> LoadOutcome {
+/// Formats every log message like a real handler would, then drops it.
+struct DiscardingLogHandler: LogHandler {
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+    func log(event: LogEvent) {
+        let line = "\(event.level) \(event.message) \(event.metadata ?? [:])"
+        if line.isEmpty { print(line) }
+    }
+}
+
+/// Herald's SessionManager with a DataResponseSerializer, the way an app would use it; with `observed`,
+/// the activity indicator, logging and metrics observers are attached to its notification center.
+func runHerald(url: URL, concurrency: Int, requests: Int, expectedBytes: Int, observed: Bool) -> LoadOutcome {
     var configuration = SessionConfiguration()
     configuration.maximumConnectionsPerHost = concurrency
     configuration.maximumConnectionsTotal = max(concurrency, configuration.maximumConnectionsTotal)
     let manager = SessionManager(configuration: configuration)
     manager.responseSerializer = DataResponseSerializer()
+    var tokens: [ObservationToken] = []
+    if observed {
+        var logger = Logger(label: "transferbench") { _ in DiscardingLogHandler() }
+        logger.logLevel = .debug
+        tokens = [
+            NetworkActivityIndicator().observe(manager.notificationCenter),
+            LoggingObserver(logger: logger).observe(manager.notificationCenter),
+            MetricsObserver(factory: NOOPMetricsHandler.instance).observe(manager.notificationCenter),
+        ]
+    }
+    defer { tokens.forEach { $0.cancel() } }
 
     let generator = LoadGenerator(total: requests, concurrency: concurrency) { generator in
         do {

@@ -1,12 +1,17 @@
 // TransferBench: one client of `make bench-transfers` (Benchmarks/run-transfers.sh).
 //
-//   TransferBench --client urlsession|herald --url URL --concurrency N --requests R [--expect-bytes B]
+//   TransferBench --client urlsession|herald|herald-observed --url URL --concurrency N --requests R
+//                 [--expect-bytes B]
 //   TransferBench --client herald --url URL --idle-seconds S
 //   TransferBench --client urlsession|herald --url URL --mode download-file|data-memory --expect-bytes B
 //                 [--destination PATH]
 //
 // The second form measures an idle session (DESIGN §9: ≤ 10 ms CPU in 5 s): one request to bring the
 // engine and a pooled connection up, then S seconds of nothing, printing the process CPU time spent.
+//
+// `herald-observed` is Herald with the activity indicator, the logging observer (at debug level, into a
+// handler that formats and discards) and the metrics observer (into swift-metrics' no-op backend)
+// attached: DESIGN §9's "with observers" row.
 //
 // Keeps N GETs in flight (each completion starts the next) until R have completed, checks every
 // response (status 200, B body bytes), and prints one JSON line:
@@ -36,7 +41,8 @@ func usage() -> Never {
     FileHandle.standardError.write(
         Data(
             """
-            usage: TransferBench --client urlsession|herald --url URL --concurrency N --requests R [--expect-bytes B]
+            usage: TransferBench --client urlsession|herald|herald-observed --url URL --concurrency N --requests R
+                                 [--expect-bytes B]
                    TransferBench --client herald --url URL --idle-seconds S
                    TransferBench --client urlsession|herald --url URL --mode download-file|data-memory
                                  --expect-bytes B [--destination PATH]
@@ -85,10 +91,10 @@ func runClient() -> Never {
         outcome = runURLSession(
             url: url, concurrency: options.concurrency, requests: options.requests,
             expectedBytes: options.expectedBytes)
-    case "herald":
+    case "herald", "herald-observed":
         outcome = runHerald(
             url: url, concurrency: options.concurrency, requests: options.requests,
-            expectedBytes: options.expectedBytes)
+            expectedBytes: options.expectedBytes, observed: options.client == "herald-observed")
     default:
         usage()
     }
