@@ -1,4 +1,5 @@
 import Foundation
+import Herald
 
 #if canImport(Glibc)
     import Glibc
@@ -14,13 +15,13 @@ final class OpenSSLServer {
     let port: Int
     private let process: Process
     private let exited: OneShot<Void>
-    private let log: URL
+    private let printed: PrintedText
 
-    private init(port: Int, process: Process, exited: OneShot<Void>, log: URL) {
+    private init(port: Int, process: Process, exited: OneShot<Void>, printed: PrintedText) {
         self.port = port
         self.process = process
         self.exited = exited
-        self.log = log
+        self.printed = printed
     }
 
     /// `https://<host>:<port>/`.
@@ -29,9 +30,13 @@ final class OpenSSLServer {
     }
 
     /// What the server printed so far (its accept line and handshake errors), for failure messages.
-    var output: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+    var output: String { printed.text }
 
-    /// Starts a server presenting `identity` and waits until it accepts connections.
+    /// Starts a server presenting `identity` and waits, up to `timeout`, until it listens.
+    ///
+    /// s_server prints its `ACCEPT` line after `bind` and `listen`, so the line is the readiness signal:
+    /// its output is read as it arrives, and the wait ends at that line, at the process's exit, or at
+    /// the timeout — whichever comes first.
     static func start(
         identity: ThrowawayPKI.Identity, in directory: URL, timeout: Duration = .seconds(30)
     ) async throws -> OpenSSLServer {
@@ -42,32 +47,39 @@ final class OpenSSLServer {
             "-www",
         ]
         process.standardInput = FileHandle.nullDevice
-        let log = directory.appendingPathComponent("s_server-\(UUID().uuidString).log")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        let logHandle = try FileHandle(forWritingTo: log)
-        defer { try? logHandle.close() }
-        process.standardOutput = logHandle
-        process.standardError = logHandle
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        let printed = PrintedText()
+        // The port once the ACCEPT line is out, or nil when the process exits first.
+        let ready = OneShot<Int?>()
+        pipe.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            guard !data.isEmpty else {
+                handle.readabilityHandler = nil
+                return
+            }
+            if let port = acceptedPort(in: printed.append(data)) { ready.send(port) }
+        }
         let exited = OneShot<Void>()
-        process.terminationHandler = { _ in exited.send(()) }
+        process.terminationHandler = { _ in
+            ready.send(nil)
+            exited.send(())
+        }
         try process.run()
 
-        let deadline = ContinuousClock.now + timeout
         do {
-            while true {
-                guard process.isRunning else {
-                    throw OpenSSLTool.Failure(description: "openssl s_server exited: \(contents(of: log))")
-                }
-                if let port = acceptedPort(in: contents(of: log)), acceptsConnection(port: port) {
-                    return OpenSSLServer(port: port, process: process, exited: exited, log: log)
-                }
-                guard ContinuousClock.now < deadline else {
-                    throw OpenSSLTool.Failure(
-                        description: "openssl s_server did not accept within \(timeout): \(contents(of: log))")
-                }
-                // Polling with a deadline: s_server has no readiness signal besides its output.
-                try await Task.sleep(for: .milliseconds(20))
+            guard let port = try await ready.value(timeout: timeout) else {
+                throw OpenSSLTool.Failure(description: "openssl s_server exited: \(printed.text)")
             }
+            guard acceptsConnection(port: port) else {
+                throw OpenSSLTool.Failure(description: "openssl s_server does not accept on \(port): \(printed.text)")
+            }
+            return OpenSSLServer(port: port, process: process, exited: exited, printed: printed)
+        } catch is OneShot<Int?>.TimedOut {
+            try? await stop(process, exited: exited)
+            throw OpenSSLTool.Failure(
+                description: "openssl s_server did not report its port within \(timeout): \(printed.text)")
         } catch {
             try? await stop(process, exited: exited)
             throw error
@@ -88,10 +100,6 @@ final class OpenSSLServer {
         try await exited.value(timeout: .seconds(30))
         // Already reaped by Foundation when the handler ran: this returns at once.
         process.waitUntilExit()
-    }
-
-    private static func contents(of log: URL) -> String {
-        (try? String(contentsOf: log, encoding: .utf8)) ?? ""
     }
 
     /// The port in s_server's `ACCEPT 127.0.0.1:<port>` line, once it has printed it.
@@ -137,4 +145,19 @@ func withOpenSSLServer<Result>(
     }
     try await server.stop()
     return result
+}
+
+/// Output of the server, appended from the pipe's reader thread and read by the test.
+private final class PrintedText: Sendable {
+    private let storage = Locked("")
+
+    /// Appends `data` and returns everything printed so far.
+    func append(_ data: Data) -> String {
+        storage.withLock {
+            $0 += String(decoding: data, as: UTF8.self)
+            return $0
+        }
+    }
+
+    var text: String { storage.withLock { $0 } }
 }
