@@ -148,10 +148,14 @@ public final class TestServer: Sendable {
     ///   in a URL are percent-encoded.
     /// - Returns: `baseURL` followed by `pathAndQuery`.
     public func url(_ pathAndQuery: String) -> URL {
-        let text = baseURL.absoluteString + pathAndQuery
-        if let url = URL(string: text) { return url }
+        Self.url(pathAndQuery, on: baseURL)
+    }
+
+    /// `base` followed by `pathAndQuery`, percent-encoded where it would not otherwise make a URL.
+    static func url(_ pathAndQuery: String, on base: URL) -> URL {
+        if let url = URL(string: base.absoluteString + pathAndQuery) { return url }
         let encoded = pathAndQuery.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed) ?? ""
-        return URL(string: baseURL.absoluteString + encoded) ?? baseURL
+        return URL(string: base.absoluteString + encoded) ?? base
     }
 
     /// Stops listening and closes every open connection, including stalled ones.

@@ -68,10 +68,11 @@ public struct TestServerProcess: Sendable {
         return TestServerProcess(port: port, process: process, input: input)
     }
 
-    /// `http://127.0.0.1:<port>` followed by `pathAndQuery` (which starts with `/`).
+    /// `http://127.0.0.1:<port>` followed by `pathAndQuery` (which starts with `/`), percent-encoded
+    /// where it would not otherwise make a URL — as ``TestServer/url(_:)``.
     public func url(_ pathAndQuery: String) -> URL {
-        // Safe to force: a decimal port and a path that starts with "/" always make a valid URL.
-        URL(string: "http://127.0.0.1:\(port)\(pathAndQuery)")!
+        // Safe to force: a decimal port on a literal address is always a valid URL.
+        TestServer.url(pathAndQuery, on: URL(string: "http://127.0.0.1:\(port)")!)
     }
 
     /// Closes the child's standard input, which makes it shut down, and waits for it to exit.
