@@ -87,9 +87,11 @@ struct ResponseDispositionTests {
         try await fixture.tearDown()
     }
 
-    @Test("a suspend while the hook runs is not undone by .allow; the user's resume continues the body")
-    func suspendWhileWaiting() async throws {
-        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+    /// Starts a data task of `path` whose response hook suspends it and answers `.allow`, and returns once
+    /// that answer has been applied: the hook's block has finished and the engine has run what it queued.
+    private func suspendedByTheHook(
+        _ fixture: SessionFixture, path: String
+    ) async throws -> (DataTask, CompletionLog) {
         let asked = OneShot<Void>()
         fixture.session.dataTaskDidReceiveResponse = { task, _ in
             task.suspend()
@@ -97,15 +99,21 @@ struct ResponseDispositionTests {
             return .allow
         }
         let log = CompletionLog()
-        let count = 300_000
         let task = try fixture.session.dataTask(
-            with: Request(url: fixture.server.url("/bytes/\(count)?chunkSize=16384")), completionHandler: log.handler)
+            with: Request(url: fixture.server.url(path)), completionHandler: log.handler)
         task.resume()
         try await asked.value()
-        // The answer is applied once the hook's block has finished and the engine has run what it queued.
         await fixture.session.completionQueueBarrier()
         await fixture.session.engineBarrier()
         await fixture.session.engineBarrier()
+        return (task, log)
+    }
+
+    @Test("a suspend while the hook runs is not undone by .allow; the user's resume continues the body")
+    func suspendWhileWaiting() async throws {
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        let count = 300_000
+        let (task, log) = try await suspendedByTheHook(fixture, path: "/bytes/\(count)?chunkSize=16384")
         #expect(task.state == .suspended)
         #expect(task.downloadProgress.completedUnitCount == 0)
         #expect(log.all.isEmpty)
@@ -120,20 +128,7 @@ struct ResponseDispositionTests {
     @Test("a suspend while a body-less response waits holds the completion until resume")
     func suspendBodylessWhileWaiting() async throws {
         let fixture = try await SessionFixture.make()
-        let asked = OneShot<Void>()
-        fixture.session.dataTaskDidReceiveResponse = { task, _ in
-            task.suspend()
-            asked.send(())
-            return .allow
-        }
-        let log = CompletionLog()
-        let task = try fixture.session.dataTask(
-            with: Request(url: fixture.server.url("/empty")), completionHandler: log.handler)
-        task.resume()
-        try await asked.value()
-        await fixture.session.completionQueueBarrier()
-        await fixture.session.engineBarrier()
-        await fixture.session.engineBarrier()
+        let (task, log) = try await suspendedByTheHook(fixture, path: "/empty")
         #expect(task.state == .suspended)
         #expect(log.all.isEmpty)
         task.resume()

@@ -28,57 +28,26 @@ enum FileDescriptorLimit {
 
 /// Counts down from a number of expected events and lets a test await zero with a deadline.
 final class Countdown: Sendable {
-    private struct State {
-        var remaining: Int
-        var waiter: CheckedContinuation<Bool, Never>?
-        var expired = false
+    private let count: Locked<Int>
+    private let reachedZero = OneShot<Void>()
+
+    init(_ count: Int) {
+        self.count = Locked(count)
+        if count <= 0 { reachedZero.send(()) }
     }
 
-    private let state: Locked<State>
-
-    init(_ count: Int) { state = Locked(State(remaining: count)) }
-
-    var remaining: Int { state.withLock { $0.remaining } }
+    var remaining: Int { count.withLock { $0 } }
 
     func countDown() {
-        let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
-            state.remaining -= 1
-            guard state.remaining == 0 else { return nil }
-            defer { state.waiter = nil }
-            return state.waiter
+        let isZero = count.withLock { count -> Bool in
+            count -= 1
+            return count == 0
         }
-        waiter?.resume(returning: true)
+        if isZero { reachedZero.send(()) }
     }
 
     /// Waits until the count reaches zero; `false` if `timeout` passed first.
     func wait(timeout: Duration) async -> Bool {
-        await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                await withCheckedContinuation { continuation in
-                    let done = self.state.withLock { state -> Bool in
-                        if state.remaining <= 0 || state.expired { return true }
-                        state.waiter = continuation
-                        return false
-                    }
-                    if done { continuation.resume(returning: self.remaining <= 0) }
-                }
-            }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return false
-            }
-            let first = await group.next() ?? false
-            if !first || remaining > 0 {
-                // Unblock the waiting child so the group can finish.
-                let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
-                    state.expired = true
-                    defer { state.waiter = nil }
-                    return state.waiter
-                }
-                waiter?.resume(returning: false)
-            }
-            group.cancelAll()
-            return first
-        }
+        (try? await reachedZero.value(timeout: timeout)) != nil
     }
 }
