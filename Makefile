@@ -26,7 +26,7 @@ deps:
 build: deps
 	$(SWIFT) build
 
-## test: the whole test suite (what CI runs).
+## test: the whole test suite (what CI runs): the library's, then the samples' (their own package, in Samples/).
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --skip LargeTransferTests --skip LoadTests --skip StressTests
@@ -35,6 +35,9 @@ test: deps
 	$(SWIFT) test --skip-build --filter 'LoadTests|StressTests'
 	@# The 256 MiB transfers measure their own RSS growth, so they run alone in a process of their own.
 	$(SWIFT) test --skip-build --filter LargeTransferTests
+	@# The samples (activity-counter and its CLI tests) build against Herald by path in a package of their own,
+	@# so that users of Herald never resolve swift-argument-parser.
+	cd Samples && $(SWIFT) build --build-tests && $(SWIFT) test --skip-build
 
 ## test-tsan: the notification-center, engine and session tests under ThreadSanitizer.
 test-tsan: deps
@@ -60,14 +63,14 @@ test-asan: deps
 
 ## leak-check: the activity-counter demo built with AddressSanitizer; LeakSanitizer fails it on any leak.
 leak-check: deps
-	$(SWIFT) build --sanitize=address --scratch-path .build-asan --product activity-counter
+	cd Samples && $(SWIFT) build --sanitize=address --scratch-path .build-asan --product activity-counter
 	@# .ci/lsan.supp and .ci/asan.supp name what is suppressed and why (none of it Herald's code).
 	ASAN_OPTIONS=detect_leaks=1:suppressions=$(CURDIR)/.ci/asan.supp LSAN_OPTIONS=suppressions=$(CURDIR)/.ci/lsan.supp \
-		.build-asan/debug/activity-counter demo > /dev/null
+		Samples/.build-asan/debug/activity-counter demo > /dev/null
 
-## demo: the main job.
+## demo: the main job (the samples are a package of their own, in Samples/).
 demo: deps
-	$(SWIFT) run activity-counter demo
+	cd Samples && $(SWIFT) run activity-counter demo
 
 ## docs: DocC for every library target, warnings are errors (DOCS_SCRATCH=.build-docs to build elsewhere).
 DOC_TARGETS := HeraldNotifications Herald HeraldObservers HeraldTesting
@@ -111,4 +114,4 @@ bench-transfers: deps
 	Benchmarks/run-transfers.sh $(ARGS)
 
 clean:
-	rm -rf .build .build-* Benchmarks/.build
+	rm -rf .build .build-* Benchmarks/.build Samples/.build Samples/.build-*

@@ -9,9 +9,6 @@ let package = Package(
         .library(name: "Herald", targets: ["Herald"]),
         .library(name: "HeraldTesting", targets: ["HeraldTesting"]),
         .library(name: "HeraldObservers", targets: ["HeraldObservers"]),
-        .executable(name: "activity-counter", targets: ["ActivityCounter"]),
-        .executable(name: "notification-basics", targets: ["NotificationBasics"]),
-        .executable(name: "custom-observer", targets: ["CustomObserver"]),
         .executable(name: "herald-test-server", targets: ["HeraldTestServer"]),
     ],
     dependencies: [
@@ -20,7 +17,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
         .systemLibrary(
@@ -57,25 +53,6 @@ let package = Package(
             ]
         ),
         .executableTarget(name: "HeraldTestServer", dependencies: ["HeraldTesting"]),
-        .executableTarget(
-            name: "ActivityCounter",
-            dependencies: [
-                "HeraldObservers",
-                "HeraldTesting",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
-            path: "Samples/ActivityCounter"
-        ),
-        .executableTarget(
-            name: "CustomObserver",
-            dependencies: ["Herald", "HeraldTesting"],
-            path: "Samples/CustomObserver"
-        ),
-        .executableTarget(
-            name: "NotificationBasics",
-            dependencies: ["HeraldNotifications"],
-            path: "Samples/NotificationBasics"
-        ),
         .testTarget(name: "HeraldNotificationsTests", dependencies: ["HeraldNotifications", "HeraldTesting"]),
         .testTarget(name: "HeraldTests", dependencies: ["Herald", "HeraldTesting"]),
         .testTarget(name: "HeraldTestingTests", dependencies: ["HeraldTesting"]),

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Herald
 import HeraldObservers
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -23,7 +24,7 @@ final class ActivityDisplay: Sendable {
         var rateSample: (time: ContinuousClock.Instant, bytes: Int64)?
         var rate: Double = 0
         var hiddenWaiters: [CheckedContinuation<Void, Never>] = []
-        var timer: (any DispatchSourceTimer)?
+        var timer: RedrawTimer?
         var lineIsDrawn = false
     }
 
@@ -31,8 +32,8 @@ final class ActivityDisplay: Sendable {
 
     let isTerminal: Bool
     let usesColor: Bool
-    private let state = Locked(State())
-    private let indicatorBox = Locked<NetworkActivityIndicator?>(nil)
+    private let state = Mutex(State())
+    private let indicatorBox = Mutex<NetworkActivityIndicator?>(nil)
     private let queue = DispatchQueue(label: "activity-counter.display")
     private let clock = ContinuousClock()
 
@@ -54,16 +55,16 @@ final class ActivityDisplay: Sendable {
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now(), repeating: .milliseconds(100))
         timer.setEventHandler { [weak self] in self?.redraw() }
-        state.withLock { $0.timer = timer }
+        state.withLock { $0.timer = RedrawTimer(source: timer) }
         timer.resume()
     }
 
     func stop() {
-        let timer = state.withLock { state -> (any DispatchSourceTimer)? in
+        let timer = state.withLock { state -> RedrawTimer? in
             defer { state.timer = nil }
             return state.timer
         }
-        timer?.cancel()
+        timer?.source.cancel()
         queue.sync { erase() }
     }
 
@@ -172,4 +173,12 @@ final class ActivityDisplay: Sendable {
     private func writeRaw(_ text: String) {
         FileHandle.standardError.write(Data(text.utf8))
     }
+}
+
+/// The terminal's redraw timer, kept in the display's state.
+///
+/// Safety: a dispatch source may be resumed and cancelled from any thread; `DispatchSourceTimer` is not marked
+/// `Sendable` only because it is a protocol existential.
+private struct RedrawTimer: @unchecked Sendable {
+    let source: any DispatchSourceTimer
 }
