@@ -89,6 +89,16 @@ struct FaultTests {
         }
     }
 
+    @Test("/fault/garbage-status?line=L writes L and a blank line instead, then closes")
+    func garbageStatusLine() async throws {
+        try await withTestServer { server in
+            let response = try await RawHTTPClient.exchange(
+                RawHTTPClient.get("/fault/garbage-status?line=HTTP/1.1%20abc"), port: server.port)
+            #expect(response.bytes == Array("HTTP/1.1 abc\r\n\r\n".utf8))
+            #expect(response.ending == .closed)
+        }
+    }
+
     @Test("an unknown fault is 404")
     func unknownFault() async throws {
         try await withTestServer { server in

@@ -168,18 +168,28 @@ final class Transfer: @unchecked Sendable {
             let text = String(cString: errorBuffer)
             if let oversized = oversizedHeadError(result: result, errorText: text) {
                 error = oversized
-            } else if result == CURLE_UNSUPPORTED_PROTOCOL, text.contains("HTTP/0.9") {
-                // The server answered with something that is not an HTTP status line; curl calls it
-                // HTTP/0.9 and refuses it as a protocol. To the caller it is a bad server response.
+            } else if result == CURLE_UNSUPPORTED_PROTOCOL, requestWasSent {
+                // curl reports a malformed status line as an unsupported protocol: no status line at all
+                // ("HTTP/0.9"), an unknown version (`HTTP/9.9`), a code that is not three digits
+                // (`HTTP/1.1 abc`, `HTTP/1.1 20`). The URL's scheme was checked before the transfer started and
+                // the request went out, so it is the server's answer that is at fault.
                 error = HeraldError(
-                    .badServerResponse, "The server's answer is not HTTP.", curlCode: Int32(result.rawValue),
-                    curlMessage: text, url: request.url)
+                    .badServerResponse, "The server's status line is malformed or not HTTP.",
+                    curlCode: Int32(result.rawValue), curlMessage: text, url: request.url)
             } else {
                 error = HeraldError.fromCurl(
                     result, osErrno: Int32(truncatingIfNeeded: osErrno), errorBuffer: text, url: request.url)
             }
         }
         deliver(error: error)
+    }
+
+    /// Whether curl sent the request (any request bytes), so that a failure is about the server's answer.
+    private var requestWasSent: Bool {
+        guard let easyHandle else { return false }
+        var requestBytes = 0
+        herald_easy_getinfo_long(easyHandle, CURLINFO_REQUEST_SIZE, &requestBytes)
+        return requestBytes > 0
     }
 
     /// Ends the transfer with an error of ours (cancelled, invalid, …). Loop thread only.

@@ -41,8 +41,8 @@ struct FaultResponder {
                 "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n"
                     + "5\r\nhello\r\nZZ-not-hex\r\ngarbage\r\n"
             )
-        case .garbageStatus:
-            writeRawThenClose("HELLO\r\n\r\n")
+        case .garbageStatus(let line):
+            writeRawThenClose(line + "\r\n\r\n")
         case .hugeHeader(let bytes, let lines):
             var headers: HTTPHeaders = ["Content-Type": "text/plain", "Content-Length": "3"]
             for line in 0..<lines {

@@ -31,7 +31,7 @@ enum Route: Sendable {
         case stall
         case truncated(declared: Int, sent: Int)
         case badChunked
-        case garbageStatus
+        case garbageStatus(line: String)
         case hugeHeader(bytes: Int, lines: Int)
         case redirectLoop
         case rawHeaders
@@ -137,7 +137,11 @@ enum Route: Sendable {
         case "bad-chunked":
             return .badChunked
         case "garbage-status":
-            return .garbageStatus
+            let line = query.value("line") ?? "HELLO"
+            guard !line.contains("\r"), !line.contains("\n") else {
+                throw RouteQuery.InvalidParameter(message: "line must be one line")
+            }
+            return .garbageStatus(line: line)
         case "huge-header":
             let bytes = try query.integer("bytes", default: 1 << 20, in: 1...maximumHugeHeaderSize)
             let lines = try query.integer("lines", default: 1, in: 1...min(bytes, 10_000))

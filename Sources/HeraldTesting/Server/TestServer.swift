@@ -75,7 +75,8 @@ import NIOPosix
 ///   (default `N / 2`), then a normal close (FIN).
 /// - `/fault/bad-chunked`: a `Transfer-Encoding: chunked` head, one valid chunk (`hello`), then chunk framing that is
 ///   not hexadecimal, then a close. Written raw, so it counts in ``bytesSent`` but not ``bodyBytesSent``.
-/// - `/fault/garbage-status`: writes exactly `HELLO\r\n\r\n` instead of a status line, then closes.
+/// - `/fault/garbage-status?line=L`: writes exactly `L\r\n\r\n` instead of a status line (default `HELLO`; a
+///   malformed one such as `HTTP/1.1 abc` or `HTTP/9.9 200 OK` works too), then closes.
 /// - `/fault/huge-header?bytes=N&lines=K`: `200` whose head carries `K` fields `X-Huge-0` … `X-Huge-{K-1}` (default
 ///   1) with values of `h` adding up to `N` bytes (default 1 MiB, at most 16 MiB), then the body `ok\n` and a close.
 /// - `/fault/raw-headers`: a `200` written raw with header values that are not UTF-8 (`X-Latin1: caf\xE9`,
