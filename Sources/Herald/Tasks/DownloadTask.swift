@@ -152,7 +152,15 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
         if let resumeDataHandler {
             let resumeData = outcome.error == nil ? nil : makeResumeData(from: outcome)
             keepTemporaryFile = resumeData != nil
-            session.completionQueue.async(group: session.completionGroup) { resumeDataHandler(resumeData) }
+            if session.ownsCompletionQueue {
+                // This runs on the session's own completion queue and the completion handler follows in the same
+                // block: an `async` here would run after it, so the handler is called now, as documented.
+                resumeDataHandler(resumeData)
+            } else {
+                // This runs on a global queue and the completion handler is enqueued on the completion queue
+                // after this block: enqueued first, the handler runs first.
+                session.completionQueue.async(group: session.completionGroup) { resumeDataHandler(resumeData) }
+            }
         }
         if let error = outcome.error {
             if !keepTemporaryFile, error.code != .cancelled, let resumeData = makeResumeData(from: outcome) {
