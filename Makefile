@@ -4,7 +4,7 @@ SWIFT ?= swift
 # Debian package → pkg-config module it provides.
 SYSTEM_DEPS := libcurl4-openssl-dev:libcurl libuv1-dev:libuv pkg-config:
 
-.PHONY: deps build test test-tsan test-asan leak-check fuzz soak demo docs docs-coverage lint bench-notifications bench-transfers clean
+.PHONY: deps build build-strict check-libcurl-minimum test test-tsan test-asan leak-check fuzz soak demo docs docs-coverage lint bench-notifications bench-json bench-transfers clean
 
 ## deps: install libcurl and libuv development files when pkg-config can't find them, and the openssl
 ## CLI when it is missing (the TLS tests make a throwaway CA and run `openssl s_server` on loopback).
@@ -25,6 +25,19 @@ deps:
 
 build: deps
 	$(SWIFT) build
+
+## build-strict: the library targets with warnings as errors, in a scratch path of their own (CI runs it).
+## Only Herald's own targets: a dependency's warnings are not ours to fix.
+STRICT_TARGETS := HeraldNotifications Herald HeraldObservers HeraldTesting
+build-strict: deps
+	for target in $(STRICT_TARGETS); do \
+		$(SWIFT) build --scratch-path .build-strict --target $$target -Xswiftc -warnings-as-errors || exit 1; \
+	done
+
+## check-libcurl-minimum: the CCurl shim and the Herald module built against libcurl headers lowered to the
+## oldest supported version (README.md, "Supported platforms"), and the guarded fallbacks run both ways.
+check-libcurl-minimum: deps
+	.ci/check-libcurl-minimum.sh
 
 ## test: the whole test suite (what CI runs): the library's, then the samples' (their own package, in Samples/).
 test: deps
@@ -97,6 +110,10 @@ lint:
 bench-notifications: deps
 	cd Benchmarks && $(SWIFT) run -c release NotificationBench $(ARGS)
 
+## bench-json: Herald's JSON parser vs JSONSerialization + conversion to JSONValue (and JSONDecoder), in release.
+bench-json: deps
+	cd Benchmarks && $(SWIFT) run -c release JSONBench $(ARGS)
+
 ## soak: mixed tasks against a loopback server for SOAK_SECONDS (default 300), RSS every SOAK_INTERVAL seconds.
 SOAK_SECONDS ?= 300
 SOAK_INTERVAL ?= 10
@@ -105,7 +122,7 @@ soak: deps
 	cd Benchmarks && $(SWIFT) build -c release --product herald-test-server && $(SWIFT) build -c release --product Soak
 	Benchmarks/.build/release/Soak --seconds $(SOAK_SECONDS) --interval $(SOAK_INTERVAL)
 
-## fuzz: libFuzzer on the response-head parser and resume-data decoding, FUZZ_SECONDS (default 60) each.
+## fuzz: libFuzzer on the response-head parser, resume-data decoding and the JSON parser, FUZZ_SECONDS (default 60) each.
 fuzz: deps
 	Fuzz/run.sh
 

@@ -2,8 +2,9 @@
 import PackageDescription
 
 let package = Package(
+    // Linux only (README.md, "Supported platforms"): no Apple platform is declared because none is built
+    // or tested; the system libraries below name the Debian/Ubuntu and RHEL/Fedora packages.
     name: "Herald",
-    platforms: [.macOS(.v15)],
     products: [
         .library(name: "HeraldNotifications", targets: ["HeraldNotifications"]),
         .library(name: "Herald", targets: ["Herald"]),
@@ -22,12 +23,12 @@ let package = Package(
         .systemLibrary(
             name: "CCurl",
             pkgConfig: "libcurl",
-            providers: [.apt(["libcurl4-openssl-dev"])]
+            providers: [.apt(["libcurl4-openssl-dev"]), .yum(["libcurl-devel"])]
         ),
         .systemLibrary(
             name: "CUV",
             pkgConfig: "libuv",
-            providers: [.apt(["libuv1-dev"])]
+            providers: [.apt(["libuv1-dev"]), .yum(["libuv-devel"])]
         ),
         .target(name: "HeraldNotifications"),
         .target(

@@ -4,7 +4,6 @@ import PackageDescription
 
 let package = Package(
     name: "HeraldBenchmarks",
-    platforms: [.macOS(.v15)],
     dependencies: [
         .package(name: "Herald", path: ".."),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -14,6 +13,10 @@ let package = Package(
         .executableTarget(
             name: "NotificationBench",
             dependencies: [.product(name: "HeraldNotifications", package: "Herald")]
+        ),
+        .executableTarget(
+            name: "JSONBench",
+            dependencies: [.product(name: "Herald", package: "Herald")]
         ),
         .executableTarget(
             name: "Soak",

@@ -4,7 +4,7 @@
 #
 # For every concurrency and client it runs the client as its own process, takes the wall time
 # of the measured phase from the client's own JSON line, and user+sys CPU and peak RSS of the
-# whole process from wait4(2) (Benchmarks/CClient/rusage-run.c). DESIGN.md §9 has the targets.
+# whole process from wait4(2) (Benchmarks/CClient/rusage-run.c). Docs/Performance.md has the targets.
 #
 # usage: Benchmarks/run-transfers.sh [--requests N] [--concurrency "1 16 64"]
 #                                    [--clients "c urlsession herald"] [--json FILE]
@@ -16,7 +16,7 @@
 # easy handle per request instead of reusing one per slot. --keep keeps the temp dir (nginx
 # config and logs, each client's output).
 #
-# Large transfers (DESIGN §9), after the 1 KiB rows: one GET of an N MiB file of random bytes
+# Large transfers (the 256 MiB rows of Docs/Performance.md), after the 1 KiB rows: one GET of an N MiB file of random bytes
 # (--large-mib, default 256; generated once per run in the temp dir), per client, in two modes:
 # download-file (C: fwrite to a file; URLSession: downloadTask(with:) moving the temporary file;
 # Herald: downloadTask(with:progress:destination:completionHandler:)) and data-memory (C: one growing
@@ -27,7 +27,7 @@
 # Each large run starts after a `sync` (not timed), so that writeback of earlier writes doesn't land in it.
 # The C client uses Herald's curl receive buffer size (CURLOPT_BUFFERSIZE 256 KiB) for these rows,
 # so the ratio compares the libraries, not the buffer size. --skip-large leaves them out.
-# Missing a §9 target is reported, never fatal: the exit status is non-zero only for wrong bytes,
+# Missing a target (Docs/Performance.md) is reported, never fatal: the exit status is non-zero only for wrong bytes,
 # failed transfers or clients that could not run.
 set -euo pipefail
 
@@ -413,10 +413,10 @@ if [ -n "$ratio_lines" ]; then
     printf '%s' "$ratio_lines"
 fi
 if [ -n "${rps[herald-64]:-}" ]; then
-    echo "DESIGN §9 targets at 64 concurrent: herald/urlsession >= 8x, herald/c >= 0.8x"
+    echo "Targets at 64 concurrent (Docs/Performance.md): herald/urlsession >= 8x, herald/c >= 0.8x"
 fi
 
-# §9 verdicts for Herald's large rows: "PASS"/"MISS" plus the numbers, or empty when not measured.
+# Target verdicts for Herald's large rows: "PASS"/"MISS" plus the numbers, or empty when not measured.
 large_verdict() { # mode → sets verdict (one line) and meets (true/false/null)
     verdict="" meets=null
     local mode=$1 tag="herald-$1"
@@ -442,7 +442,7 @@ large_verdict() { # mode → sets verdict (one line) and meets (true/false/null)
             meets=$(awk -v o="$over" 'BEGIN { print (o <= 32) ? "true" : "false" }')
             verdict="$(pf "$meets") peak RSS ${lrss[$tag]} MiB = body + $over MiB (target <= body + 32 MiB)"
             if [ -n "${lrss[urlsession-$mode]:-}" ]; then
-                verdict+="; URLSession $(ratio "${lrss[urlsession-$mode]}" "$large_mib")x the body (DESIGN reference 2.1x)"
+                verdict+="; URLSession $(ratio "${lrss[urlsession-$mode]}" "$large_mib")x the body (reference: 2.1x)"
             fi
             ;;
     esac
@@ -472,7 +472,7 @@ if [ "$skip_large" = 0 ]; then
         done
     done
     if [[ " $clients " == *" herald "* ]]; then
-        echo "DESIGN §9 targets (reported, never fatal):"
+        echo "Targets from Docs/Performance.md (reported, never fatal):"
         for mode in $large_modes; do
             large_verdict "$mode"
             if [ -n "$verdict" ]; then

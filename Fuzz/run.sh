@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# make fuzz: builds Herald's libFuzzer targets and runs each for FUZZ_SECONDS (default 60).
+# make fuzz: builds Herald's libFuzzer targets (response heads and file names, resume data, the JSON parser)
+# and runs each for FUZZ_SECONDS (default 60).
 #
 # The fuzz entry point (Fuzz/HeraldFuzzTargets.swift) is compiled into the Herald module itself with
 # `swiftc -sanitize=fuzzer,address`, so the internal parsers are reachable without @testable and everything is
@@ -13,7 +14,7 @@ cd "$(dirname "$0")/.."
 SWIFTC=${SWIFTC:-swiftc}
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 BUILD=${FUZZ_BUILD:-.build-fuzz}
-TARGETS=${FUZZ_TARGETS:-"headers resume-data"}
+TARGETS=${FUZZ_TARGETS:-"headers resume-data json"}
 mkdir -p "$BUILD/modules" "$BUILD/crashes"
 
 flags=(-sanitize=fuzzer,address -parse-as-library -swift-version 6 -package-name herald -O -g)

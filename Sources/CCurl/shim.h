@@ -7,6 +7,19 @@
 
 #include <curl/curl.h>
 #include <stddef.h>
+#include <string.h>
+#include <strings.h>
+
+// MARK: - libcurl versions
+//
+// Herald builds against libcurl 7.76.1 and later (the oldest of the distributions README.md lists).
+// Whatever Herald uses that is newer than that is reached only through a wrapper below, guarded by
+// LIBCURL_VERSION_NUM with a fallback; Swift code never names such a symbol. .ci/check-libcurl-minimum.sh
+// proves it: it compiles this header and the Herald module against headers with every newer symbol removed.
+//
+//   CURLOPT_PROTOCOLS_STR, CURLOPT_REDIR_PROTOCOLS_STR  7.85.0  → CURLOPT_PROTOCOLS / _REDIR_ bitmasks
+//   CURLOPT_CAINFO_BLOB                                 7.77.0  → CURLE_NOT_BUILT_IN; Herald refuses an
+//                                                                 in-memory CA bundle up front instead
 
 // MARK: - callback signatures
 
@@ -39,14 +52,82 @@ static inline CURLcode herald_easy_setopt_slist(CURL *handle, CURLoption option,
     return curl_easy_setopt(handle, option, value);
 }
 
-/// Sets a blob option (such as `CURLOPT_CAINFO_BLOB`); curl copies the bytes (`CURL_BLOB_COPY`), so they
-/// need to live only for the duration of the call.
-static inline CURLcode herald_easy_setopt_blob(CURL *handle, CURLoption option, const void *data, size_t length) {
+/// Whether these headers have `CURLOPT_CAINFO_BLOB` (libcurl 7.77.0), so a CA bundle can be given in memory.
+static const int herald_has_cainfo_blob = LIBCURL_VERSION_NUM >= 0x074D00;
+
+/// Trusts the PEM certificate authorities in `data` (`CURLOPT_CAINFO_BLOB`, copied by curl). Before libcurl
+/// 7.77.0 there is no such option: returns `CURLE_NOT_BUILT_IN`.
+static inline CURLcode herald_easy_setopt_cainfo_blob(CURL *handle, const void *data, size_t length) {
+#if LIBCURL_VERSION_NUM >= 0x074D00
     struct curl_blob blob;
     blob.data = (void *)data;
     blob.len = length;
     blob.flags = CURL_BLOB_COPY;
-    return curl_easy_setopt(handle, option, &blob);
+    return curl_easy_setopt(handle, CURLOPT_CAINFO_BLOB, &blob);
+#else
+    (void)handle;
+    (void)data;
+    (void)length;
+    return CURLE_NOT_BUILT_IN;
+#endif
+}
+
+#if LIBCURL_VERSION_NUM < 0x075500
+/// The `CURLPROTO_*` bit of the scheme `name[0..<length]` (case-insensitive), or 0 when curl has none.
+static inline long herald_curlproto_named(const char *name, size_t length) {
+    static const struct {
+        const char *name;
+        long bit;
+    } table[] = {
+        {"all", CURLPROTO_ALL},
+        {"dict", CURLPROTO_DICT},   {"file", CURLPROTO_FILE},     {"ftp", CURLPROTO_FTP},
+        {"ftps", CURLPROTO_FTPS},   {"gopher", CURLPROTO_GOPHER}, {"http", CURLPROTO_HTTP},
+        {"https", CURLPROTO_HTTPS}, {"imap", CURLPROTO_IMAP},     {"imaps", CURLPROTO_IMAPS},
+        {"ldap", CURLPROTO_LDAP},   {"ldaps", CURLPROTO_LDAPS},   {"pop3", CURLPROTO_POP3},
+        {"pop3s", CURLPROTO_POP3S}, {"rtsp", CURLPROTO_RTSP},     {"scp", CURLPROTO_SCP},
+        {"sftp", CURLPROTO_SFTP},   {"smb", CURLPROTO_SMB},       {"smbs", CURLPROTO_SMBS},
+        {"smtp", CURLPROTO_SMTP},   {"smtps", CURLPROTO_SMTPS},   {"telnet", CURLPROTO_TELNET},
+        {"tftp", CURLPROTO_TFTP},
+#ifdef CURLPROTO_MQTT
+        {"mqtt", CURLPROTO_MQTT},
+#endif
+#ifdef CURLPROTO_GOPHERS
+        {"gophers", CURLPROTO_GOPHERS},
+#endif
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        if (strlen(table[i].name) == length && strncasecmp(table[i].name, name, length) == 0) return table[i].bit;
+    }
+    return 0;
+}
+#endif
+
+/// Limits the transfer, and any redirect curl itself would follow, to the comma-separated schemes in `list`
+/// (such as `"http,https"`). From libcurl 7.85.0 through `CURLOPT_PROTOCOLS_STR` and
+/// `CURLOPT_REDIR_PROTOCOLS_STR`; before it through the `CURLOPT_PROTOCOLS` bitmasks, with the same answers:
+/// `CURLE_UNSUPPORTED_PROTOCOL` for a scheme curl does not know, `CURLE_BAD_FUNCTION_ARGUMENT` for an empty
+/// list.
+static inline CURLcode herald_easy_setopt_protocols(CURL *handle, const char *list) {
+#if LIBCURL_VERSION_NUM >= 0x075500
+    CURLcode code = curl_easy_setopt(handle, CURLOPT_PROTOCOLS_STR, list);
+    return code != CURLE_OK ? code : curl_easy_setopt(handle, CURLOPT_REDIR_PROTOCOLS_STR, list);
+#else
+    long mask = 0;
+    const char *cursor = list;
+    while (*cursor != '\0') {
+        const char *end = strchr(cursor, ',');
+        if (end == NULL) end = cursor + strlen(cursor);
+        if (end > cursor) {
+            long bit = herald_curlproto_named(cursor, (size_t)(end - cursor));
+            if (bit == 0) return CURLE_UNSUPPORTED_PROTOCOL;
+            mask |= bit;
+        }
+        cursor = *end == ',' ? end + 1 : end;
+    }
+    if (mask == 0) return CURLE_BAD_FUNCTION_ARGUMENT;
+    CURLcode code = curl_easy_setopt(handle, CURLOPT_PROTOCOLS, mask);
+    return code != CURLE_OK ? code : curl_easy_setopt(handle, CURLOPT_REDIR_PROTOCOLS, mask);
+#endif
 }
 
 static inline CURLcode herald_easy_setopt_data_cb(CURL *handle, CURLoption option, herald_curl_data_cb value) {

@@ -198,7 +198,7 @@ private final class ChurnProbe: Sendable {
                 }
                 continue
             }
-            // Contract (DESIGN §3.5): after cancel() returns, the handler is not entered again.
+            // Contract (ObservationToken.cancel()): after cancel() returns, the handler is not entered again.
             if slot.last > cancelled[poster] {
                 problems.append("\(label): received #\(slot.last) after cancel returned at #\(cancelled[poster])")
             }

@@ -86,7 +86,7 @@ func runHerald(url: URL, concurrency: Int, requests: Int, expectedBytes: Int, ob
     return outcome
 }
 
-/// One large GET collected in memory by a data task with a DataResponseSerializer (DESIGN §9: peak RSS
+/// One large GET collected in memory by a data task with a DataResponseSerializer (target in Docs/Performance.md: peak RSS
 /// ≤ body + 32 MiB).
 func runHeraldDataMemory(url: URL, expectedBytes: Int) -> LargeOutcome {
     let manager = SessionManager()

@@ -18,7 +18,7 @@ import Herald
 import Synchronization
 
 /// One large GET streamed to a file by a Herald download task, moved to `destination`, with a progress
-/// handler as an app would pass one (DESIGN §9: ≥ 0.9× the C client's MB/s, peak RSS ≤ 32 MiB).
+/// handler as an app would pass one (target in Docs/Performance.md: ≥ 0.9× the C client's MB/s, peak RSS ≤ 32 MiB).
 func runHeraldDownload(url: URL, destination: URL, expectedBytes: Int) -> LargeOutcome {
     let manager = SessionManager()
     removeStaleDestination(destination)

@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 
-/// The two large-body modes of DESIGN §9 (`--mode`): one GET of the whole body.
+/// The two large-body modes of Docs/Performance.md's 256 MiB rows (`--mode`): one GET of the whole body.
 enum LargeMode: String {
     /// The body goes to a file (`--destination`) as it arrives; the client's download API.
     case downloadFile = "download-file"

@@ -6,12 +6,12 @@
 //   TransferBench --client urlsession|herald --url URL --mode download-file|data-memory --expect-bytes B
 //                 [--destination PATH]
 //
-// The second form measures an idle session (DESIGN §9: ≤ 10 ms CPU in 5 s): one request to bring the
+// The second form measures an idle session (target in Docs/Performance.md: ≤ 10 ms CPU in 5 s): one request to bring the
 // engine and a pooled connection up, then S seconds of nothing, printing the process CPU time spent.
 //
 // `herald-observed` is Herald with the activity indicator, the logging observer (at debug level, into a
 // handler that formats and discards) and the metrics observer (into swift-metrics' no-op backend)
-// attached: DESIGN §9's "with observers" row.
+// attached: the "with observers" row of Docs/Performance.md.
 //
 // Keeps N GETs in flight (each completion starts the next) until R have completed, checks every
 // response (status 200, B body bytes), and prints one JSON line:
@@ -19,7 +19,7 @@
 // where S is the wall time from the first request to the last completion. CPU time and peak RSS
 // are measured from outside, by the script.
 //
-// The third form is one GET of a large body (DESIGN §9's 256 MiB rows): `download-file` uses the client's
+// The third form is one GET of a large body (the 256 MiB rows of Docs/Performance.md): `download-file` uses the client's
 // download API and moves the file to PATH (required), `data-memory` a data task that collects the body in
 // memory. It checks status 200 and B bytes (the script compares the file with the source) and prints
 //   {"client":…,"mode":…,"requests":1,"failures":0|1,"bytes":B,"seconds":S}

@@ -25,8 +25,10 @@ extension Transfer {
             }
             if let pem = policy.certificateAuthorityData {
                 // CURL_BLOB_COPY: curl keeps its own copy, so the bytes need not outlive this call.
+                // Before libcurl 7.77 this is CURLE_NOT_BUILT_IN; SecurityPolicy refuses such a policy
+                // when it is built (CurlFeatures.inMemoryCertificateAuthorities), so it never gets here.
                 let code = pem.withUnsafeBytes { bytes in
-                    herald_easy_setopt_blob(easy, CURLOPT_CAINFO_BLOB, bytes.baseAddress, bytes.count)
+                    herald_easy_setopt_cainfo_blob(easy, bytes.baseAddress, bytes.count)
                 }
                 check("CAINFO_BLOB", code)
             }

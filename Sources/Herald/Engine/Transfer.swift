@@ -282,8 +282,8 @@ final class Transfer: @unchecked Sendable {
         check("NOSIGNAL", herald_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1))
         check("ERRORBUFFER", herald_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer))
         let protocols = request.allowedProtocols.joined(separator: ",")
-        check("PROTOCOLS_STR", herald_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, protocols))
-        check("REDIR_PROTOCOLS_STR", herald_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, protocols))
+        // PROTOCOLS_STR from libcurl 7.85, the PROTOCOLS bitmask before it (see the shim).
+        check("PROTOCOLS", herald_easy_setopt_protocols(easy, protocols))
         // Herald follows redirects itself (SessionTask+Redirects) so a hook sees and may veto every hop.
         check("FOLLOWLOCATION", herald_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0))
         if let credential = request.credential {

@@ -49,7 +49,7 @@ extension HeraldError {
 }
 
 /// The `CURLcode` → ``HeraldError/Code`` table (libcurl 7.88.1, codes 0–99), after
-/// swift-corelibs-foundation's `urlErrorCode(for:)` and notes §2.11.
+/// swift-corelibs-foundation's `urlErrorCode(for:)`.
 enum CurlErrorMapping {
     /// The code and a short message for a raw `CURLcode` and OS errno.
     ///

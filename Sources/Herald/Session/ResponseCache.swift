@@ -31,6 +31,10 @@ public struct CachedResponse: Sendable, Hashable {
 ///   so a response that must be revalidated on every use is useless to it), `Vary: *`, or `Vary` on a field
 ///   other than `Accept-Encoding` (curl sends the same `Accept-Encoding` on every request); a request
 ///   with `Cache-Control: no-store`, a `Range` or an `Authorization` header; upload and download tasks.
+/// - **Parsing:** `Cache-Control` is read as RFC 9111 §5.2 writes it: a quoted argument may hold commas
+///   (`private="Set-Cookie, X-Trace"` is one directive, and a directive name inside the quotes does not
+///   count), `max-age="60"` equals `max-age=60`, the first of a repeated directive counts, and a `max-age`
+///   that is not a whole number of seconds makes the response stale.
 /// - **`private` is stored:** this is a client's own cache, not a shared one (RFC 9111 §5.2.2.7).
 /// - **Freshness:** `max-age` (`s-maxage` is for shared caches and ignored); otherwise `Expires` minus
 ///   `Date` (or minus the storage time without `Date`); a response with neither is not stored — Herald

@@ -3,20 +3,9 @@ import Foundation
 /// What may be stored in a ``ResponseCache`` and when a stored response is fresh (RFC 9111, the subset
 /// ``ResponseCache`` documents). Pure functions, so they can be tested without a server.
 enum ResponseCachePolicy {
-    /// The `Cache-Control` directives of `headers`, names lowercased, values unquoted.
-    static func directives(_ headers: HTTPHeaders) -> [String: String] {
-        var result: [String: String] = [:]
-        for value in headers.values(for: "Cache-Control") {
-            for part in value.split(separator: ",") {
-                let pair = part.split(separator: "=", maxSplits: 1)
-                guard let rawName = pair.first else { continue }
-                let name = rawName.trimmingCharacters(in: .whitespaces).lowercased()
-                guard !name.isEmpty else { continue }
-                let argument = pair.count > 1 ? pair[1].trimmingCharacters(in: CharacterSet(charactersIn: " \t\"")) : ""
-                result[name] = argument
-            }
-        }
-        return result
+    /// The `Cache-Control` directives of `headers` (quoted arguments respected, first occurrence wins).
+    static func directives(_ headers: HTTPHeaders) -> CacheControlDirectives {
+        CacheControlDirectives(headers)
     }
 
     /// Whether `request` may be answered from the cache at all.
@@ -84,13 +73,23 @@ enum ResponseCachePolicy {
     static func freshnessLifetime(of response: HTTPResponse, storedAt: Date) -> TimeInterval? {
         let directives = directives(response.headers)
         if let maxAge = directives["max-age"] {
-            return TimeInterval(maxAge).map { max(0, $0) } ?? 0
+            // An invalid max-age (not delta-seconds) means stale (RFC 9111 §4.2.1).
+            return deltaSeconds(maxAge) ?? 0
         }
         guard let expiresText = response.headers["Expires"] else { return nil }
         // An invalid Expires (such as "0") means already expired.
         guard let expires = parseDate(expiresText) else { return 0 }
         let date = response.headers["Date"].flatMap(parseDate) ?? storedAt
         return max(0, expires.timeIntervalSince(date))
+    }
+
+    /// `delta-seconds` (RFC 9111 §1.2.2): one or more digits; a value too large for 31 bits means 2^31.
+    static func deltaSeconds(_ text: String) -> TimeInterval? {
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
+            return nil
+        }
+        let limit = 2_147_483_648
+        return TimeInterval(Int(text).map { min($0, limit) } ?? limit)
     }
 
     /// The entry to propose for storing a data task's outcome, or `nil` when it may not be stored.

@@ -80,8 +80,15 @@ public struct SecurityPolicy: Sendable, Hashable {
     /// - Parameter pemData: One or more PEM certificates.
     /// - Returns: The policy.
     /// - Throws: ``HeraldError`` with ``HeraldError/Code/invalidSecurityPolicy`` when `pemData` holds no
-    ///   PEM certificate.
+    ///   PEM certificate, or when Herald was built against a libcurl older than 7.77.0, which has no
+    ///   `CURLOPT_CAINFO_BLOB` (write the certificates to a file and use
+    ///   ``trustingCertificateAuthorities(pemFile:)`` there).
     public static func trustingCertificateAuthorities(pemData: Data) throws(HeraldError) -> SecurityPolicy {
+        guard CurlFeatures.inMemoryCertificateAuthorities else {
+            throw invalid(
+                "Certificate authorities in memory need libcurl 7.77 or later (this is \(LibraryVersions.curl)); "
+                    + "use trustingCertificateAuthorities(pemFile:).")
+        }
         guard pemData.range(of: Data("-----BEGIN CERTIFICATE-----".utf8)) != nil else {
             throw invalid("The certificate authority data holds no PEM certificate.")
         }

@@ -46,7 +46,7 @@ public final class SessionManager: Sendable {
     /// serialization runs on it directly instead of on a global queue first: one thread hand-off fewer per
     /// task, and the caller's code never waits behind it because nothing else runs there.
     let ownsCompletionQueue: Bool
-    /// ``SessionConfiguration/allowedProtocols`` sorted once, for curl's `PROTOCOLS_STR` on every transfer.
+    /// ``SessionConfiguration/allowedProtocols`` sorted once, for curl's protocol list on every transfer.
     let allowedProtocolList: [String]
     /// Where download tasks write their temporary files; created with the first download task.
     let downloadDirectory: URL

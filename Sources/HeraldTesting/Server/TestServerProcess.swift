@@ -10,9 +10,9 @@ import Foundation
 public struct TestServerProcess: Sendable {
     /// The port the child's server listens on, on `127.0.0.1`.
     public let port: Int
-    // Safety: `Process` and `Pipe` are used only by `stop()`, after `start` returned.
-    private nonisolated(unsafe) let process: Process
-    private nonisolated(unsafe) let input: Pipe
+    // Used only by `stop()`, after `start` returned (both are `Sendable` in Foundation).
+    private let process: Process
+    private let input: Pipe
 
     /// Why the child could not be started.
     public struct StartFailed: Error, CustomStringConvertible {

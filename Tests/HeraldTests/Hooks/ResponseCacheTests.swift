@@ -77,6 +77,24 @@ struct ResponseCacheTests {
         try await fixture.tearDown()
     }
 
+    @Test(
+        "a directive inside another directive's quoted argument does not count",
+        arguments: [
+            // ext="a, no-store, b", max-age=60: no no-store, fresh for 60 s → the second request is a hit.
+            ("ext%3D%22a,%20no-store,%20b%22,%20max-age%3D60", 1),
+            // private="x, max-age=60": no max-age, no freshness → not stored, both go to the network.
+            ("private%3D%22x,%20max-age%3D60%22", 2),
+        ])
+    func quotedDirectives(cacheControl: String, serverRequests: Int) async throws {
+        let (fixture, _) = try await Self.fixture()
+        let request = Request(url: fixture.server.url("/headers?Cache-Control=\(cacheControl)"))
+        let first = try await Self.run(fixture, request, completions: 1)
+        #expect(first.call.response?.headers["Cache-Control"]?.contains("\"") == true)
+        _ = try await Self.run(fixture, request, completions: 2)
+        #expect(fixture.server.requestCount == serverRequests)
+        try await fixture.tearDown()
+    }
+
     @Test("a request with Cache-Control: no-cache bypasses the cache")
     func requestNoCache() async throws {
         let (fixture, _) = try await Self.fixture()

@@ -4,9 +4,9 @@ import HeraldNotifications
 import HeraldTesting
 import Testing
 
-/// Concurrency stress (issue 7 §4): `resume`, `suspend` and `cancel` from many threads on many tasks, with
+/// Concurrency stress: `resume`, `suspend` and `cancel` from many threads on many tasks, with
 /// `invalidate(cancelingTasks:)` landing in the middle. Whatever interleaving happens, every recorded timeline
-/// must satisfy DESIGN §5.
+/// must keep the per-task order of Docs/Notifications.md (`resume (suspend resume)* complete`, exactly once).
 @Suite("Concurrency stress on tasks")
 struct ConcurrencyStressTests {
     /// Why a timeline breaks the ordering contract, or `nil` when it keeps it: resume and suspend alternate

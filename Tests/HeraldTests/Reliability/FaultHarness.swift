@@ -4,7 +4,7 @@ import HeraldTesting
 import Testing
 
 /// Runs one failing request the way the fault suite needs it, and checks the contract every fault shares
-/// (DESIGN §5, issue 7): the task completes exactly once (`resume`, `complete`) with a typed error, its
+/// (Docs/Notifications.md, ordering and exactly-once): the task completes exactly once (`resume`, `complete`) with a typed error, its
 /// completion handler runs once, a task running next to it and a task started after it on the same session
 /// succeed, the pool holds no transfer afterwards, and once the session is invalidated no socket of this
 /// process is still connected to the server.

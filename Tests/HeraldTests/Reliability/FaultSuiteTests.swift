@@ -3,7 +3,7 @@ import Herald
 import HeraldTesting
 import Testing
 
-/// Issue 7's fault suite: every way a network or a server can fail a request ends that request exactly
+/// The fault suite: every way a network or a server can fail a request ends that request exactly
 /// once with the right ``HeraldError/Code``, leaves the session's other tasks alone and leaves no socket
 /// behind. The common checks live in ``FaultHarness/expectFailure(_:code:alsoCheckingPorts:sourceLocation:)``.
 @Suite("Fault suite: each fault completes once, typed, isolated, without leaks")

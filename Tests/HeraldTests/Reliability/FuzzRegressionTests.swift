@@ -68,4 +68,37 @@ struct FuzzRegressionTests {
         }
         #expect(decoded >= 2, "the valid seeds must decode")
     }
+
+    @Test("JSON inputs fail with an offset inside them or round-trip through their own JSON text")
+    func json() throws {
+        let inputs = Self.inputs(of: "json")
+        #expect(!inputs.isEmpty)
+        var parsed = 0
+        var refused = 0
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        for (name, data) in inputs {
+            let value: JSONValue
+            do {
+                value = try JSONParser.parse(data)
+            } catch {
+                refused += 1
+                #expect((0...data.count).contains(error.offset), "\(name): \(error)")
+                continue
+            }
+            parsed += 1
+            // JSONEncoder has a nesting limit of its own, below the parser's 512: such values skip the trip.
+            guard let text = try? encoder.encode(value) else { continue }
+            #expect(try JSONParser.parse(text) == value, "\(name)")
+        }
+        // The seeds hold both kinds: valid documents and broken ones.
+        #expect(parsed >= 6 && refused >= 5, "parsed \(parsed), refused \(refused)")
+        // Nesting: exactly the limit parses, one level more is refused where it starts.
+        let deep = try JSONParser.parse(
+            Data((String(repeating: "[", count: 512) + String(repeating: "]", count: 512)).utf8))
+        #expect(deep != .null)
+        #expect(throws: JSONParseError(offset: 512, reason: "nested more than 512 levels deep")) {
+            try JSONParser.parse(Data((String(repeating: "[", count: 513) + String(repeating: "]", count: 513)).utf8))
+        }
+    }
 }

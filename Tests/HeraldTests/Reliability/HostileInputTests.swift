@@ -3,7 +3,7 @@ import Herald
 import HeraldTesting
 import Testing
 
-/// Hostile input that Herald refuses before a byte leaves the process (issue 7 §5): the server must see no
+/// Hostile input that Herald refuses before a byte leaves the process: the server must see no
 /// connection at all.
 @Suite("Hostile input is refused before anything is sent")
 struct HostileInputTests {

@@ -3,7 +3,7 @@ import Foundation
 import HeraldTesting
 import Testing
 
-/// Hostile input that comes back from a server or from stored data (issue 7 §5): server-supplied file names,
+/// Hostile input that comes back from a server or from stored data: server-supplied file names,
 /// header bytes that are not UTF-8, repeated header fields, and crafted resume data.
 @Suite("Hostile responses and stored data")
 struct HostileResponseTests {

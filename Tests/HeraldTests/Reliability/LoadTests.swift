@@ -4,7 +4,7 @@ import HeraldNotifications
 import HeraldTesting
 import Testing
 
-/// Load (issue 7 §3): many tasks really in flight at once, each completing exactly once with a well-formed
+/// Load: many tasks really in flight at once, each completing exactly once with a well-formed
 /// timeline. The figures are printed so they can be quoted in `Docs/Reliability.md`.
 @Suite("Load", .serialized)
 struct LoadTests {

@@ -3,7 +3,7 @@ import Herald
 import HeraldTesting
 import Testing
 
-/// The limits that protect the process from a server (issue 7 §2): response size in memory, response head
+/// The limits that protect the process from a server: response size in memory, response head
 /// size, redirect count.
 @Suite("Protective limits")
 struct ProtectiveLimitTests {

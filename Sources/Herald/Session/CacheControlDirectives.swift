@@ -1,0 +1,127 @@
+/// The directives of `Cache-Control` header fields, parsed as RFC 9111 §5.2 writes them:
+///
+///     Cache-Control   = #cache-directive
+///     cache-directive = token [ "=" ( token / quoted-string ) ]
+///
+/// A quoted argument may hold commas and `=` (`private="Set-Cookie, X-Trace"`) and backslash escapes
+/// (RFC 9110 §5.6.4), so the field is scanned character by character instead of split on commas.
+/// Names are lowercased; arguments are unquoted and unescaped (`max-age="60"` and `max-age=60` are
+/// equivalent, §5.2). When a directive appears more than once, the first occurrence counts (§4.2.1).
+/// An element that is not a token (`=5`, `"x"`) is skipped, as is the rest of an element after a
+/// malformed argument, up to the next top-level comma.
+struct CacheControlDirectives: Equatable {
+    /// Directive name (lowercased) → argument (`""` for a directive without one).
+    private(set) var arguments: [String: String] = [:]
+
+    /// The directives of every `Cache-Control` field line in `headers`, in order.
+    init(_ headers: HTTPHeaders) {
+        for line in headers.values(for: "Cache-Control") { parse(line) }
+    }
+
+    /// The directives of one field value.
+    init(fieldValue: String) {
+        parse(fieldValue)
+    }
+
+    /// The argument of directive `name` (lowercase), `""` when it has none, `nil` when it is absent.
+    subscript(name: String) -> String? { arguments[name] }
+
+    private mutating func parse(_ value: String) {
+        var scanner = Scanner(Array(value.utf8))
+        while !scanner.isAtEnd {
+            scanner.skipWhitespace()
+            let name = scanner.token()
+            scanner.skipWhitespace()
+            var argument = ""
+            var wellFormed = !name.isEmpty
+            if scanner.consume(UInt8(ascii: "=")) {
+                scanner.skipWhitespace()
+                if let quoted = scanner.quotedString() {
+                    argument = quoted
+                } else {
+                    argument = scanner.token()
+                    wellFormed = wellFormed && !argument.isEmpty
+                }
+                scanner.skipWhitespace()
+            }
+            // Anything before the next comma makes the element malformed (`max-age=5 6`, `a"b"`).
+            if !scanner.isAtEnd, scanner.peek != UInt8(ascii: ",") {
+                wellFormed = false
+                scanner.skipElement()
+            }
+            _ = scanner.consume(UInt8(ascii: ","))
+            if wellFormed, arguments[name.lowercased()] == nil {
+                arguments[name.lowercased()] = argument
+            }
+        }
+    }
+}
+
+/// A cursor over the bytes of one field value.
+private struct Scanner {
+    private let bytes: [UInt8]
+    private var index = 0
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    var isAtEnd: Bool { index >= bytes.count }
+    var peek: UInt8? { isAtEnd ? nil : bytes[index] }
+
+    mutating func consume(_ byte: UInt8) -> Bool {
+        guard peek == byte else { return false }
+        index += 1
+        return true
+    }
+
+    mutating func skipWhitespace() {
+        while let byte = peek, byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") { index += 1 }
+    }
+
+    /// The longest run of `tchar` (RFC 9110 §5.6.2) at the cursor, possibly empty.
+    mutating func token() -> String {
+        let start = index
+        while let byte = peek, Self.isTokenCharacter(byte) { index += 1 }
+        return String(decoding: bytes[start..<index], as: UTF8.self)
+    }
+
+    /// A quoted-string at the cursor, unescaped, or `nil` when the cursor is not on one. An unterminated
+    /// string runs to the end of the value (the element is then the last one anyway).
+    mutating func quotedString() -> String? {
+        guard consume(UInt8(ascii: "\"")) else { return nil }
+        var content: [UInt8] = []
+        while let byte = peek {
+            index += 1
+            if byte == UInt8(ascii: "\"") { return String(decoding: content, as: UTF8.self) }
+            if byte == UInt8(ascii: "\\"), let escaped = peek {
+                index += 1
+                content.append(escaped)
+            } else {
+                content.append(byte)
+            }
+        }
+        return String(decoding: content, as: UTF8.self)
+    }
+
+    /// Moves to the next top-level comma (or the end), stepping over quoted strings.
+    mutating func skipElement() {
+        while let byte = peek, byte != UInt8(ascii: ",") {
+            if byte == UInt8(ascii: "\"") {
+                _ = quotedString()
+            } else {
+                index += 1
+            }
+        }
+    }
+
+    private static func isTokenCharacter(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
+            true
+        default:
+            tokenSymbols.contains(byte)
+        }
+    }
+
+    private static let tokenSymbols: Set<UInt8> = Set("!#$%&'*+-.^_`|~".utf8)
+}

@@ -1,0 +1,94 @@
+import Foundation
+import Herald
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The README's "Adding Herald to your package" block is manifest code, which no test target can import
+/// (`PackageDescription` exists only inside `swift package`). It is checked here instead: its version is
+/// the library's, its products are the package's libraries, and `swift package dump-package` accepts it
+/// as the dependencies and targets of a real manifest.
+@Suite("README install snippet")
+struct InstallSnippetTests {
+    static let root = SnippetCoverageTests.root
+
+    /// The README's Swift blocks that are manifest code (they name a package dependency).
+    static func manifestBlocks() throws -> [[String]] {
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        return SnippetCoverageTests.swiftBlocks(in: readme).filter(SnippetCoverageTests.isManifestCode)
+    }
+
+    @Test("the snippet asks for this version and names only library products of this package")
+    func versionAndProducts() throws {
+        let block = try #require(try Self.manifestBlocks().first).joined(separator: "\n")
+        #expect(block.contains("from: \"\(HeraldVersion.string)\""))
+        let manifest = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let libraries = Set(Self.captures(of: #"\.library\(name: "([A-Za-z]+)""#, in: manifest))
+        let named = Self.captures(of: #"\.product\(name: "([A-Za-z]+)", package: "Herald"\)"#, in: block)
+        #expect(libraries == ["Herald", "HeraldNotifications", "HeraldObservers", "HeraldTesting"])
+        #expect(!named.isEmpty)
+        #expect(
+            Set(named).isSubset(of: libraries), "not a library of Package.swift: \(Set(named).subtracting(libraries))")
+    }
+
+    @Test("the changelog has a section for this version")
+    func changelogSection() throws {
+        let changelog = try String(contentsOf: Self.root.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
+        #expect(changelog.contains("\n## [\(HeraldVersion.string)] - "))
+    }
+
+    @Test("swift package dump-package accepts the snippet as a manifest's dependencies and targets")
+    func manifestCompiles() async throws {
+        let block = try #require(try Self.manifestBlocks().first).joined(separator: "\n")
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("herald-install-snippet-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let manifest = """
+            // swift-tools-version: 6.1
+            import PackageDescription
+
+            let package = Package(
+                name: "MyApp",
+            \(block)
+            )
+
+            """
+        try Data(manifest.utf8).write(to: directory.appendingPathComponent("Package.swift"))
+
+        let output = directory.appendingPathComponent("dump.json")
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+        let outputHandle = try FileHandle(forWritingTo: output)
+        defer { try? outputHandle.close() }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["swift", "package", "--package-path", directory.path, "dump-package"]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = outputHandle
+        process.standardError = outputHandle
+        let exited = OneShot<Int32>()
+        process.terminationHandler = { exited.send($0.terminationStatus) }
+        try process.run()
+        let status: Int32
+        do {
+            status = try await exited.value(timeout: .seconds(120))
+        } catch {
+            kill(process.processIdentifier, SIGKILL)
+            throw error
+        }
+        let dump = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+        #expect(status == 0, "swift package dump-package failed:\n\(dump)")
+        #expect(dump.contains("\"lowerBound\" : \"\(HeraldVersion.string)\""))
+        #expect(dump.contains("\"MyApp\""))
+    }
+
+    static func captures(of pattern: String, in text: String) -> [String] {
+        guard let regex = try? NSRegularExpression(pattern: pattern) else { return [] }
+        let range = NSRange(text.startIndex..., in: text)
+        return regex.matches(in: text, range: range).compactMap { match in
+            Range(match.range(at: 1), in: text).map { String(text[$0]) }
+        }
+    }
+}
