@@ -21,6 +21,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/swift-otel/swift-w3c-trace-context", from: "1.0.0"),
     ],
     targets: [
         .systemLibrary(
@@ -36,7 +37,11 @@ let package = Package(
         .target(name: "HeraldNotifications"),
         .target(
             name: "Herald",
-            dependencies: ["HeraldNotifications", "CCurl", "CUV"]
+            dependencies: [
+                "HeraldNotifications", "CCurl", "CUV",
+                // ServiceContext and the bootstrapped instrument only: never a tracing backend.
+                .product(name: "Instrumentation", package: "swift-distributed-tracing"),
+            ]
         ),
         .target(
             name: "HeraldTesting",
@@ -87,6 +92,7 @@ let package = Package(
                 .product(name: "InMemoryLogging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                .product(name: "W3CTraceContext", package: "swift-w3c-trace-context"),
             ]
         ),
     ],
