@@ -104,4 +104,31 @@ struct LoggingObserverTests {
         observer.sessionDidInvalidate(Payloads.invalidate())
         #expect(handler.entries.isEmpty)
     }
+
+    @Test("a failed download move is logged at warning with the kept file and the destination")
+    func moveFailureAtWarning() throws {
+        let (logger, handler) = makeLogger(level: .warning)
+        let task = try tasks.task("http://ada:secret@127.0.0.1:8080/file.bin")
+        LoggingObserver(logger: logger).downloadDidFailToMoveFile(
+            Payloads.moveFailure(task: 3, session: 2, request: task.summary))
+        let entry = try #require(handler.entries.first)
+        #expect(handler.entries.count == 1)
+        #expect(entry.level == .warning)
+        #expect(entry.message.description == "download move failed")
+        #expect(entry.metadata["herald.session.id"]?.description == "2")
+        #expect(entry.metadata["herald.task.id"]?.description == "3")
+        #expect(entry.metadata["http.request.method"] == "GET")
+        #expect(entry.metadata["url.full"] == "http://REDACTED:REDACTED@127.0.0.1:8080/file.bin")
+        #expect(entry.metadata["error.type"] == "download_move_failed")
+        #expect(entry.metadata["herald.download.file"] == "/tmp/herald/kept.download")
+        #expect(entry.metadata["herald.download.destination"] == "/missing/dir/out.bin")
+        #expect(!handler.entries.description.contains("secret"))
+    }
+
+    @Test("above warning, a failed move is not logged")
+    func moveFailureQuietAtError() {
+        let (logger, handler) = makeLogger(level: .error)
+        LoggingObserver(logger: logger).downloadDidFailToMoveFile(Payloads.moveFailure(task: 1))
+        #expect(handler.entries.isEmpty)
+    }
 }

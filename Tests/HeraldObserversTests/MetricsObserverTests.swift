@@ -144,4 +144,16 @@ struct MetricsObserverTests {
         // A task completed without ever resuming made no request: no duration recorded.
         #expect(metrics.test.timers(label: MetricsObserver.Name.requestDuration).flatMap(\.values).count == 1)
     }
+
+    @Test("failed download moves are counted by error type, one counter made per type")
+    func moveFailuresCounted() throws {
+        let metrics = CountingMetrics()
+        let observer = MetricsObserver(factory: metrics)
+        for task in 1...3 { observer.downloadDidFailToMoveFile(Payloads.moveFailure(task: task)) }
+        let counter = try metrics.test.expectCounter(
+            MetricsObserver.Name.downloadMoveFailures, [("error.type", "download_move_failed")])
+        #expect(counter.totalValue == 3)
+        #expect(metrics.test.counters(label: MetricsObserver.Name.downloadMoveFailures).count == 1)
+        #expect(metrics.count(MetricsObserver.Name.downloadMoveFailures) == 1)
+    }
 }

@@ -78,4 +78,32 @@ struct TracingObserverTests {
         #expect(tracer.activeSpans.isEmpty)
         #expect(tracer.finishedSpans.first?.attributes.get("error.type") == .string("sessionInvalidated"))
     }
+
+    @Test("a failed download move is an event on the task's span, which then ends with the error")
+    func moveFailureEvent() throws {
+        let tracer = InMemoryTracer()
+        let observer = TracingObserver(tracer: tracer)
+        observer.taskDidResume(Payloads.resume(task: 5))
+        observer.downloadDidFailToMoveFile(Payloads.moveFailure(task: 5))
+        observer.taskDidComplete(
+            Payloads.complete(
+                task: 5,
+                error: HeraldError(.downloadMoveFailed, "No such directory.", keptFileURL: URL(fileURLWithPath: "/k"))))
+        let span = try #require(tracer.finishedSpans.first)
+        #expect(tracer.finishedSpans.count == 1)
+        let event = try #require(span.events.first)
+        #expect(span.events.map(\.name) == ["herald.download.move_failed"])
+        #expect(event.attributes.get("error.type") == .string("download_move_failed"))
+        #expect(event.attributes.get("herald.download.file") == .string("/tmp/herald/kept.download"))
+        #expect(event.attributes.get("herald.download.destination") == .string("/missing/dir/out.bin"))
+        #expect(span.attributes.get("error.type") == .string("download_move_failed"))
+        #expect(span.status?.code == .error)
+    }
+
+    @Test("a move failure of a task without a span records nothing")
+    func moveFailureWithoutSpan() {
+        let tracer = InMemoryTracer()
+        TracingObserver(tracer: tracer).downloadDidFailToMoveFile(Payloads.moveFailure(task: 9))
+        #expect(tracer.activeSpans.isEmpty && tracer.finishedSpans.isEmpty)
+    }
 }

@@ -42,6 +42,20 @@ enum Payloads {
                 metrics: metrics))
     }
 
+    /// A `downloadDidFailToMoveFile` for a download kept at `/tmp/herald/kept.download`, meant for
+    /// `/missing/dir/out.bin`.
+    static func moveFailure(
+        task: Int, session: Int = 1, request: RequestSummary = anyRequest
+    ) -> TypedNotification<DownloadMoveFailure> {
+        let kept = URL(fileURLWithPath: "/tmp/herald/kept.download")
+        return TypedNotification(
+            name: .downloadDidFailToMoveFile, object: nil,
+            userInfo: DownloadMoveFailure(
+                taskIdentifier: task, sessionIdentifier: session, date: Date(), request: request,
+                error: HeraldError(.downloadMoveFailed, "No such directory.", keptFileURL: kept), sourceURL: kept,
+                destinationURL: URL(fileURLWithPath: "/missing/dir/out.bin")))
+    }
+
     static func invalidate(session: Int = 1) -> TypedNotification<SessionInvalidation> {
         TypedNotification(
             name: .sessionDidInvalidate, object: nil,
