@@ -18,6 +18,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
+        .package(url: "https://github.com/swift-otel/swift-w3c-trace-context", from: "1.0.0"),
     ],
     targets: [
         .systemLibrary(
@@ -33,7 +34,11 @@ let package = Package(
         .target(name: "HeraldNotifications"),
         .target(
             name: "Herald",
-            dependencies: ["HeraldNotifications", "CCurl", "CUV"]
+            dependencies: [
+                "HeraldNotifications", "CCurl", "CUV",
+                // ServiceContext and the bootstrapped instrument only: never a tracing backend.
+                .product(name: "Instrumentation", package: "swift-distributed-tracing"),
+            ]
         ),
         .target(
             name: "HeraldTesting",
@@ -65,6 +70,7 @@ let package = Package(
                 .product(name: "InMemoryLogging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                .product(name: "W3CTraceContext", package: "swift-w3c-trace-context"),
             ]
         ),
     ],

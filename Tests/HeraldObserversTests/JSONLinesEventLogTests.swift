@@ -21,11 +21,12 @@ struct JSONLinesEventLogTests {
         let log = JSONLinesEventLog(stream: output)
         let task = try tasks.task("http://user:pw@example.com/file?x=1")
         let date = Date(timeIntervalSince1970: 1_700_000_000.5)
-        log.taskDidResume(Payloads.resume(task: 3, session: 2, object: task, date: date))
-        log.taskDidSuspend(Payloads.suspend(task: 3, session: 2, object: task))
+        log.taskDidResume(Payloads.resume(task: 3, session: 2, request: task.summary, date: date))
+        log.taskDidSuspend(Payloads.suspend(task: 3, session: 2, request: task.summary))
         log.taskDidComplete(
             Payloads.complete(
-                task: 3, session: 2, object: task, response: Payloads.response(404, url: task.originalRequest.url),
+                task: 3, session: 2, request: task.summary,
+                response: Payloads.response(404, url: task.originalRequest.url),
                 error: HeraldError(.unacceptableStatusCode, "Not found."),
                 metrics: Payloads.metrics(total: 1.2345, sent: 0, received: 99)))
         log.sessionDidInvalidate(Payloads.invalidate(session: 2))
@@ -59,6 +60,7 @@ struct JSONLinesEventLogTests {
         let log = JSONLinesEventLog(stream: output)
         let failure = DownloadMoveFailure(
             taskIdentifier: 7, sessionIdentifier: 2, date: Date(timeIntervalSince1970: 1_700_000_000),
+            request: RequestSummary(method: "GET", url: URL(string: "http://user:pw@127.0.0.1:8080/file")!),
             error: HeraldError(.downloadMoveFailed, "No such directory."),
             sourceURL: URL(fileURLWithPath: "/tmp/herald/abc.download"),
             destinationURL: URL(fileURLWithPath: "/missing/dir/file"))
@@ -71,6 +73,8 @@ struct JSONLinesEventLogTests {
         #expect(record.error == "download_move_failed")
         #expect(record.file == "/tmp/herald/abc.download")
         #expect(record.destination == "/missing/dir/file")
+        #expect(record.method == "GET")
+        #expect(record.url == "http://REDACTED:REDACTED@127.0.0.1:8080/file")
     }
 
     @Test("lines from many threads never interleave")

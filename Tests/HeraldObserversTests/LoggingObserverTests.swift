@@ -21,10 +21,11 @@ struct LoggingObserverTests {
         let (logger, handler) = makeLogger(level: .debug)
         let observer = LoggingObserver(logger: logger)
         let task = try tasks.task("https://alice:s3cret@example.com/items?id=1", method: "POST")
-        observer.taskDidResume(Payloads.resume(task: 4, session: 2, object: task))
+        observer.taskDidResume(Payloads.resume(task: 4, session: 2, request: task.summary))
         observer.taskDidComplete(
             Payloads.complete(
-                task: 4, session: 2, object: task, response: Payloads.response(201, url: task.originalRequest.url),
+                task: 4, session: 2, request: task.summary,
+                response: Payloads.response(201, url: task.originalRequest.url),
                 metrics: Payloads.metrics(total: 0.25, sent: 10, received: 2048)))
         let entries = handler.entries
         #expect(entries.map(\.message.description) == ["task resumed", "task completed"])
@@ -48,7 +49,7 @@ struct LoggingObserverTests {
         let (logger, handler) = makeLogger(level: .debug)
         let task = try tasks.task("http://example.com/slow")
         LoggingObserver(logger: logger).taskDidComplete(
-            Payloads.complete(task: 1, object: task, error: HeraldError(.timedOut, "Timed out.")))
+            Payloads.complete(task: 1, request: task.summary, error: HeraldError(.timedOut, "Timed out.")))
         #expect(handler.entries.first?.metadata["error.type"] == "timed_out")
     }
 
@@ -62,10 +63,10 @@ struct LoggingObserverTests {
                 "Accept": "application/json",
             ])
         let observer = LoggingObserver(logger: logger)
-        observer.taskDidResume(Payloads.resume(task: 1, object: task))
+        observer.taskDidResume(Payloads.resume(task: 1, request: task.summary))
         let response = Payloads.response(
             200, url: task.originalRequest.url, headers: ["Set-Cookie": "a=1", "Content-Type": "text/plain"])
-        observer.taskDidComplete(Payloads.complete(task: 1, object: task, response: response))
+        observer.taskDidComplete(Payloads.complete(task: 1, request: task.summary, response: response))
         let trace = handler.entries.filter { $0.level == .trace }
         #expect(trace.map(\.message.description) == ["task request headers", "task completion detail"])
         let request = trace[0].metadata
@@ -86,7 +87,8 @@ struct LoggingObserverTests {
         redaction.redactHeader("X-Api-Key")
         redaction.redactQueryItem("token")
         let task = try tasks.task("http://example.com/a?token=t0p&page=2", headers: ["x-api-key": "k3y"])
-        LoggingObserver(logger: logger, redaction: redaction).taskDidResume(Payloads.resume(task: 1, object: task))
+        LoggingObserver(logger: logger, redaction: redaction).taskDidResume(
+            Payloads.resume(task: 1, request: task.summary))
         let entries = handler.entries
         #expect(entries[0].metadata["url.full"] == "http://example.com/a?token=REDACTED&page=2")
         #expect(entries[1].metadata["http.request.header.x-api-key"] == "REDACTED")
@@ -100,6 +102,33 @@ struct LoggingObserverTests {
         observer.taskDidResume(Payloads.resume(task: 1))
         observer.taskDidComplete(Payloads.complete(task: 1))
         observer.sessionDidInvalidate(Payloads.invalidate())
+        #expect(handler.entries.isEmpty)
+    }
+
+    @Test("a failed download move is logged at warning with the kept file and the destination")
+    func moveFailureAtWarning() throws {
+        let (logger, handler) = makeLogger(level: .warning)
+        let task = try tasks.task("http://ada:secret@127.0.0.1:8080/file.bin")
+        LoggingObserver(logger: logger).downloadDidFailToMoveFile(
+            Payloads.moveFailure(task: 3, session: 2, request: task.summary))
+        let entry = try #require(handler.entries.first)
+        #expect(handler.entries.count == 1)
+        #expect(entry.level == .warning)
+        #expect(entry.message.description == "download move failed")
+        #expect(entry.metadata["herald.session.id"]?.description == "2")
+        #expect(entry.metadata["herald.task.id"]?.description == "3")
+        #expect(entry.metadata["http.request.method"] == "GET")
+        #expect(entry.metadata["url.full"] == "http://REDACTED:REDACTED@127.0.0.1:8080/file.bin")
+        #expect(entry.metadata["error.type"] == "download_move_failed")
+        #expect(entry.metadata["herald.download.file"] == "/tmp/herald/kept.download")
+        #expect(entry.metadata["herald.download.destination"] == "/missing/dir/out.bin")
+        #expect(!handler.entries.description.contains("secret"))
+    }
+
+    @Test("above warning, a failed move is not logged")
+    func moveFailureQuietAtError() {
+        let (logger, handler) = makeLogger(level: .error)
+        LoggingObserver(logger: logger).downloadDidFailToMoveFile(Payloads.moveFailure(task: 1))
         #expect(handler.entries.isEmpty)
     }
 }

@@ -45,13 +45,13 @@ struct MetricsObserverTests {
         let metrics = CountingMetrics()
         let observer = MetricsObserver(factory: metrics)
         let task = try tasks.task("http://example.com/a")
-        observer.taskDidResume(Payloads.resume(task: 1, object: task))
-        observer.taskDidResume(Payloads.resume(task: 2, object: task))
+        observer.taskDidResume(Payloads.resume(task: 1, request: task.summary))
+        observer.taskDidResume(Payloads.resume(task: 2, request: task.summary))
         let active = try metrics.test.expectMeter(MetricsObserver.Name.activeRequests)
         #expect(active.lastValue == 2)
         observer.taskDidComplete(
             Payloads.complete(
-                task: 1, object: task, response: Payloads.response(200, url: task.originalRequest.url),
+                task: 1, request: task.summary, response: Payloads.response(200, url: task.originalRequest.url),
                 metrics: Payloads.metrics(total: 0.5, sent: 3, received: 4096)))
         #expect(active.lastValue == 1)
         let dimensions = [("http.request.method", "GET"), ("http.response.status_class", "2xx")]
@@ -68,10 +68,10 @@ struct MetricsObserverTests {
         let observer = MetricsObserver(factory: metrics)
         for index in 0..<50 {
             let task = try tasks.task("http://host\(index).example.com/items/\(index)", method: "GET")
-            observer.taskDidResume(Payloads.resume(task: index, object: task))
+            observer.taskDidResume(Payloads.resume(task: index, request: task.summary))
             observer.taskDidComplete(
                 Payloads.complete(
-                    task: index, object: task, response: Payloads.response(404, url: task.originalRequest.url),
+                    task: index, request: task.summary, response: Payloads.response(404, url: task.originalRequest.url),
                     metrics: Payloads.metrics()))
         }
         let timers = metrics.test.timers(label: MetricsObserver.Name.requestDuration)
@@ -82,8 +82,9 @@ struct MetricsObserverTests {
         #expect(timers.first?.dimensions.first { $0.0 == "http.response.status_class" }?.1 == "4xx")
 
         let odd = try tasks.task("http://example.com/", method: "BREW")
-        observer.taskDidResume(Payloads.resume(task: 99, object: odd))
-        observer.taskDidComplete(Payloads.complete(task: 99, object: odd, error: HeraldError(.cannotConnect, "No.")))
+        observer.taskDidResume(Payloads.resume(task: 99, request: odd.summary))
+        observer.taskDidComplete(
+            Payloads.complete(task: 99, request: odd.summary, error: HeraldError(.cannotConnect, "No.")))
         let failed = try metrics.test.expectTimer(
             MetricsObserver.Name.requestDuration, [("http.request.method", "_OTHER"), ("error.type", "cannot_connect")])
         #expect(failed.values.count == 1)
@@ -95,10 +96,10 @@ struct MetricsObserverTests {
         let observer = MetricsObserver(factory: metrics)
         let task = try tasks.task("http://example.com/")
         for index in 0..<100 {
-            observer.taskDidResume(Payloads.resume(task: index, object: task))
+            observer.taskDidResume(Payloads.resume(task: index, request: task.summary))
             observer.taskDidComplete(
                 Payloads.complete(
-                    task: index, object: task, response: Payloads.response(200, url: task.originalRequest.url),
+                    task: index, request: task.summary, response: Payloads.response(200, url: task.originalRequest.url),
                     metrics: Payloads.metrics()))
         }
         #expect(metrics.count(MetricsObserver.Name.requestDuration) == 1)
@@ -115,8 +116,8 @@ struct MetricsObserverTests {
         let observer = MetricsObserver(factory: metrics, configuration: configuration)
         for index in 0..<20 {
             let task = try tasks.task("http://host\(index).example.com/")
-            observer.taskDidResume(Payloads.resume(task: index, object: task))
-            observer.taskDidComplete(Payloads.complete(task: index, object: task, metrics: Payloads.metrics()))
+            observer.taskDidResume(Payloads.resume(task: index, request: task.summary))
+            observer.taskDidComplete(Payloads.complete(task: index, request: task.summary, metrics: Payloads.metrics()))
         }
         let timers = metrics.test.timers(label: MetricsObserver.Name.requestDuration)
         #expect(timers.count == 5)
@@ -142,5 +143,17 @@ struct MetricsObserverTests {
         #expect(active.lastValue == 0)
         // A task completed without ever resuming made no request: no duration recorded.
         #expect(metrics.test.timers(label: MetricsObserver.Name.requestDuration).flatMap(\.values).count == 1)
+    }
+
+    @Test("failed download moves are counted by error type, one counter made per type")
+    func moveFailuresCounted() throws {
+        let metrics = CountingMetrics()
+        let observer = MetricsObserver(factory: metrics)
+        for task in 1...3 { observer.downloadDidFailToMoveFile(Payloads.moveFailure(task: task)) }
+        let counter = try metrics.test.expectCounter(
+            MetricsObserver.Name.downloadMoveFailures, [("error.type", "download_move_failed")])
+        #expect(counter.totalValue == 3)
+        #expect(metrics.test.counters(label: MetricsObserver.Name.downloadMoveFailures).count == 1)
+        #expect(metrics.count(MetricsObserver.Name.downloadMoveFailures) == 1)
     }
 }

@@ -14,13 +14,13 @@ struct TracingObserverTests {
         let tracer = InMemoryTracer()
         let observer = TracingObserver(tracer: tracer)
         let task = try tasks.task("https://bob:pw@api.example.com/v1/items?q=1")
-        observer.taskDidResume(Payloads.resume(task: 1, object: task))
+        observer.taskDidResume(Payloads.resume(task: 1, request: task.summary))
         #expect(tracer.activeSpans.count == 1)
-        observer.taskDidSuspend(Payloads.suspend(task: 1, object: task))
-        observer.taskDidResume(Payloads.resume(task: 1, object: task))
+        observer.taskDidSuspend(Payloads.suspend(task: 1, request: task.summary))
+        observer.taskDidResume(Payloads.resume(task: 1, request: task.summary))
         observer.taskDidComplete(
             Payloads.complete(
-                task: 1, object: task, response: Payloads.response(200, url: task.originalRequest.url),
+                task: 1, request: task.summary, response: Payloads.response(200, url: task.originalRequest.url),
                 metrics: Payloads.metrics(received: 77)))
         #expect(tracer.activeSpans.isEmpty)
         let span = try #require(tracer.finishedSpans.first)
@@ -43,8 +43,9 @@ struct TracingObserverTests {
         let tracer = InMemoryTracer()
         let observer = TracingObserver(tracer: tracer)
         let task = try tasks.task("http://127.0.0.1:9/")
-        observer.taskDidResume(Payloads.resume(task: 1, object: task))
-        observer.taskDidComplete(Payloads.complete(task: 1, object: task, error: HeraldError(.cannotConnect, "No.")))
+        observer.taskDidResume(Payloads.resume(task: 1, request: task.summary))
+        observer.taskDidComplete(
+            Payloads.complete(task: 1, request: task.summary, error: HeraldError(.cannotConnect, "No.")))
         let span = try #require(tracer.finishedSpans.first)
         #expect(span.attributes.get("error.type") == .string("cannot_connect"))
         #expect(span.attributes.get("server.port") == .int64(9))
@@ -57,9 +58,10 @@ struct TracingObserverTests {
         let tracer = InMemoryTracer()
         let observer = TracingObserver(tracer: tracer)
         let task = try tasks.task("http://example.com/")
-        observer.taskDidResume(Payloads.resume(task: 1, object: task))
+        observer.taskDidResume(Payloads.resume(task: 1, request: task.summary))
         observer.taskDidComplete(
-            Payloads.complete(task: 1, object: task, response: Payloads.response(503, url: task.originalRequest.url)))
+            Payloads.complete(
+                task: 1, request: task.summary, response: Payloads.response(503, url: task.originalRequest.url)))
         let span = try #require(tracer.finishedSpans.first)
         #expect(span.attributes.get("error.type") == .string("503"))
         #expect(span.status?.code == .error)
@@ -75,5 +77,33 @@ struct TracingObserverTests {
         observer.sessionDidInvalidate(Payloads.invalidate(session: 3))
         #expect(tracer.activeSpans.isEmpty)
         #expect(tracer.finishedSpans.first?.attributes.get("error.type") == .string("sessionInvalidated"))
+    }
+
+    @Test("a failed download move is an event on the task's span, which then ends with the error")
+    func moveFailureEvent() throws {
+        let tracer = InMemoryTracer()
+        let observer = TracingObserver(tracer: tracer)
+        observer.taskDidResume(Payloads.resume(task: 5))
+        observer.downloadDidFailToMoveFile(Payloads.moveFailure(task: 5))
+        observer.taskDidComplete(
+            Payloads.complete(
+                task: 5,
+                error: HeraldError(.downloadMoveFailed, "No such directory.", keptFileURL: URL(fileURLWithPath: "/k"))))
+        let span = try #require(tracer.finishedSpans.first)
+        #expect(tracer.finishedSpans.count == 1)
+        let event = try #require(span.events.first)
+        #expect(span.events.map(\.name) == ["herald.download.move_failed"])
+        #expect(event.attributes.get("error.type") == .string("download_move_failed"))
+        #expect(event.attributes.get("herald.download.file") == .string("/tmp/herald/kept.download"))
+        #expect(event.attributes.get("herald.download.destination") == .string("/missing/dir/out.bin"))
+        #expect(span.attributes.get("error.type") == .string("download_move_failed"))
+        #expect(span.status?.code == .error)
+    }
+
+    @Test("a move failure of a task without a span records nothing")
+    func moveFailureWithoutSpan() {
+        let tracer = InMemoryTracer()
+        TracingObserver(tracer: tracer).downloadDidFailToMoveFile(Payloads.moveFailure(task: 9))
+        #expect(tracer.activeSpans.isEmpty && tracer.finishedSpans.isEmpty)
     }
 }

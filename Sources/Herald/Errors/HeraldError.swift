@@ -26,6 +26,10 @@ public struct HeraldError: Error, Sendable {
     public let url: URL?
     /// The HTTP status code, set for ``Code/unacceptableStatusCode``.
     public let statusCode: Int?
+    /// A file Herald kept on disk instead of deleting, yours to move or delete: for
+    /// ``Code/downloadMoveFailed``, the temporary file holding the whole download (the same as
+    /// ``DownloadMoveFailure/sourceURL``); `nil` for other errors.
+    public let keptFileURL: URL?
 
     /// Creates an error.
     ///
@@ -37,6 +41,7 @@ public struct HeraldError: Error, Sendable {
     ///   - curlMessage: libcurl's description of the failure.
     ///   - url: The request URL. Credentials in it are redacted before it is stored.
     ///   - statusCode: The HTTP status code, for ``Code/unacceptableStatusCode``.
+    ///   - keptFileURL: A file kept on disk for the caller, for ``Code/downloadMoveFailed``.
     public init(
         _ code: Code,
         _ message: String,
@@ -44,7 +49,8 @@ public struct HeraldError: Error, Sendable {
         curlCode: Int32? = nil,
         curlMessage: String? = nil,
         url: URL? = nil,
-        statusCode: Int? = nil
+        statusCode: Int? = nil,
+        keptFileURL: URL? = nil
     ) {
         self.code = code
         self.message = message
@@ -54,6 +60,7 @@ public struct HeraldError: Error, Sendable {
         // Redacting here, not at each call site, means no path can store a password by forgetting to.
         self.url = url?.redactingCredentials()
         self.statusCode = statusCode
+        self.keptFileURL = keptFileURL
     }
 }
 

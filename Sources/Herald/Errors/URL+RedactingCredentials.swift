@@ -2,29 +2,31 @@ import Foundation
 
 extension URL {
     /// The placeholder that replaces a user name or password.
-    static let redactedCredential = "***"
+    package static let redactedCredential = "***"
 
-    /// This URL with any user name and password replaced by `***`, safe to log or put in an error.
+    /// This URL with any user name and password replaced by `placeholder`, safe to log or put in an error.
     ///
     /// `https://alice:secret@example.com/x` becomes `https://***:***@example.com/x`; a URL without
-    /// credentials is returned unchanged.
-    func redactingCredentials() -> URL {
+    /// credentials is returned unchanged. The one implementation in the package: HeraldObservers calls it
+    /// with its own placeholder.
+    /// - Parameter placeholder: What replaces the user name and the password; default `***`.
+    package func redactingCredentials(placeholder: String = redactedCredential) -> URL {
         let absolute = absoluteString
         // Cheap exit for the common case: credentials need an "@" in the authority.
         guard absolute.contains("@") else { return self }
         if var components = URLComponents(url: self, resolvingAgainstBaseURL: true) {
             guard components.percentEncodedUser != nil || components.percentEncodedPassword != nil else { return self }
-            if components.percentEncodedUser != nil { components.percentEncodedUser = Self.redactedCredential }
-            if components.percentEncodedPassword != nil { components.percentEncodedPassword = Self.redactedCredential }
+            if components.percentEncodedUser != nil { components.percentEncodedUser = placeholder }
+            if components.percentEncodedPassword != nil { components.percentEncodedPassword = placeholder }
             if let redacted = components.url { return redacted }
         }
         // URLComponents could not parse or rebuild it: redact the authority's userinfo by hand rather than
         // risk returning a password.
-        return Self.redactingUserinfo(in: absolute) ?? URL(string: "redacted:")!
+        return Self.redactingUserinfo(in: absolute, placeholder: placeholder) ?? URL(string: "redacted:")!
     }
 
     /// Replaces the userinfo of `scheme://userinfo@host…` in a string, or returns `nil` when it can't.
-    private static func redactingUserinfo(in string: String) -> URL? {
+    private static func redactingUserinfo(in string: String, placeholder: String) -> URL? {
         guard let schemeEnd = string.range(of: "://") else { return nil }
         let authorityStart = schemeEnd.upperBound
         let authorityEnd = string[authorityStart...].firstIndex { "/?#".contains($0) } ?? string.endIndex
@@ -32,7 +34,7 @@ extension URL {
         guard let at = authority.lastIndex(of: "@") else { return URL(string: string) }
         let userinfo = authority[..<at]
         let redactedUserinfo =
-            userinfo.contains(":") ? "\(redactedCredential):\(redactedCredential)" : redactedCredential
+            userinfo.contains(":") ? "\(placeholder):\(placeholder)" : placeholder
         return URL(string: String(string[..<authorityStart]) + redactedUserinfo + String(string[at...]))
     }
 }

@@ -1,25 +1,35 @@
 import Foundation
 import HeraldNotifications
+import Instrumentation
 
 /// The payload of ``HeraldNotifications/NotificationName/taskDidResume`` and
 /// ``HeraldNotifications/NotificationName/taskDidSuspend``.
-public struct TaskLifecycleEvent: Sendable, Hashable {
+public struct TaskLifecycleEvent: Sendable {
     /// The task's identifier, unique within its session.
     public let taskIdentifier: Int
     /// The owning session's identifier, unique within the process.
     public let sessionIdentifier: Int
     /// When the state changed.
     public let date: Date
+    /// The task's request: method, redacted URL, headers and trace context.
+    public let request: RequestSummary
 
     /// Creates a payload; Herald creates these itself, the initializer is public so observers can be unit-tested.
+    /// - Parameters:
+    ///   - taskIdentifier: The task's identifier.
+    ///   - sessionIdentifier: The owning session's identifier.
+    ///   - date: When the state changed.
+    ///   - request: The task's request.
     public init(
         taskIdentifier: Int,
         sessionIdentifier: Int,
-        date: Date
+        date: Date,
+        request: RequestSummary
     ) {
         self.taskIdentifier = taskIdentifier
         self.sessionIdentifier = sessionIdentifier
         self.date = date
+        self.request = request
     }
 }
 
@@ -32,6 +42,9 @@ public struct TaskCompletion: Sendable {
     public let sessionIdentifier: Int
     /// When the task completed.
     public let date: Date
+    /// The task's request as it was created: method, redacted URL, headers and trace context (the URL
+    /// after redirects is ``finalURL``).
+    public let request: RequestSummary
     /// The serializer that produced ``serializedResponse`` (AF's `…ResponseSerializerKey`).
     public let responseSerializer: any ResponseSerializer
     /// The response body of a data task (AF's `…ResponseDataKey`); `nil` when nothing arrived.
@@ -50,10 +63,24 @@ public struct TaskCompletion: Sendable {
     public let metrics: TransferMetrics?
 
     /// Creates a payload; Herald creates these itself, the initializer is public so observers can be unit-tested.
+    /// - Parameters:
+    ///   - taskIdentifier: The task's identifier.
+    ///   - sessionIdentifier: The owning session's identifier.
+    ///   - date: When the task completed.
+    ///   - request: The task's request.
+    ///   - responseSerializer: The serializer that ran.
+    ///   - responseData: A data task's body.
+    ///   - assetPath: Where a download's file ended up.
+    ///   - serializedResponse: The serializer's output on success.
+    ///   - error: The error the task completed with.
+    ///   - response: The response head.
+    ///   - finalURL: The URL of the final response.
+    ///   - metrics: curl's timings and byte counts.
     public init(
         taskIdentifier: Int,
         sessionIdentifier: Int,
         date: Date,
+        request: RequestSummary,
         responseSerializer: any ResponseSerializer,
         responseData: Data?,
         assetPath: URL?,
@@ -66,6 +93,7 @@ public struct TaskCompletion: Sendable {
         self.taskIdentifier = taskIdentifier
         self.sessionIdentifier = sessionIdentifier
         self.date = date
+        self.request = request
         self.responseSerializer = responseSerializer
         self.responseData = responseData
         self.assetPath = assetPath
@@ -106,6 +134,8 @@ public struct DownloadMoveFailure: Sendable {
     public let sessionIdentifier: Int
     /// When the move failed.
     public let date: Date
+    /// The download's request: method, redacted URL, headers and trace context.
+    public let request: RequestSummary
     /// The error, code ``HeraldError/Code/downloadMoveFailed``, with the file system's error as
     /// ``HeraldError/underlying`` (AFNetworking passed only `error.userInfo`).
     public let error: HeraldError
@@ -115,10 +145,19 @@ public struct DownloadMoveFailure: Sendable {
     public let destinationURL: URL
 
     /// Creates a payload; Herald creates these itself, the initializer is public so observers can be unit-tested.
+    /// - Parameters:
+    ///   - taskIdentifier: The download task's identifier.
+    ///   - sessionIdentifier: The owning session's identifier.
+    ///   - date: When the move failed.
+    ///   - request: The download's request.
+    ///   - error: The failure, code ``HeraldError/Code/downloadMoveFailed``.
+    ///   - sourceURL: The kept temporary file.
+    ///   - destinationURL: Where the file was meant to go.
     public init(
         taskIdentifier: Int,
         sessionIdentifier: Int,
         date: Date,
+        request: RequestSummary,
         error: HeraldError,
         sourceURL: URL,
         destinationURL: URL
@@ -126,6 +165,7 @@ public struct DownloadMoveFailure: Sendable {
         self.taskIdentifier = taskIdentifier
         self.sessionIdentifier = sessionIdentifier
         self.date = date
+        self.request = request
         self.error = error
         self.sourceURL = sourceURL
         self.destinationURL = destinationURL

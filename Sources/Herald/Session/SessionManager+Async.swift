@@ -162,7 +162,7 @@ extension SessionManager {
     ///   - progress: Called with the download progress on ``completionQueue``, coalesced; default none.
     /// - Returns: Where the file is (`fileURL`) and the response head.
     /// - Throws: ``HeraldError``: ``HeraldError/Code/downloadMoveFailed`` when the move failed (the file is then
-    ///   kept at ``DownloadTask/temporaryURL``, named in the message, and is yours to delete),
+    ///   kept, its URL in the error's ``HeraldError/keptFileURL``, and is yours to move or delete),
     ///   ``HeraldError/Code/cancelled`` when the Swift task is cancelled, a transport error, a validation
     ///   error, ``HeraldError/Code/fileIO`` or ``HeraldError/Code/sessionInvalidated``.
     public func download(

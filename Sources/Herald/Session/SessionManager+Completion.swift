@@ -104,7 +104,7 @@ extension SessionManager {
                 of: task,
                 TaskCompletion(
                     taskIdentifier: task.taskIdentifier, sessionIdentifier: identifier, date: Date(),
-                    responseSerializer: serializer, responseData: result.responseData,
+                    request: task.requestSummary, responseSerializer: serializer, responseData: result.responseData,
                     assetPath: result.assetPath, serializedResponse: result.serializedResponse,
                     error: result.error, response: outcome.response, finalURL: outcome.response?.url,
                     metrics: outcome.metrics))

@@ -1,11 +1,16 @@
 import Foundation
+import Instrumentation
 
 /// An HTTP request: URL, method, header fields and an optional in-memory body.
+///
+/// A task made from it belongs to a trace: ``serviceContext`` when set, otherwise the task-local
+/// `ServiceContext.current` of the code that creates the task. That context travels with the task; see
+/// ``serviceContext``.
 ///
 /// Validated when a task is created (``SessionManager/dataTask(with:uploadProgress:downloadProgress:completionHandler:)``):
 /// a URL without a host, a scheme the session does not allow, a method that is not an HTTP token, or a
 /// header name or value containing CR, LF or NUL is refused with a ``HeraldError`` before any byte is sent.
-public struct Request: Sendable, Hashable {
+public struct Request: Sendable {
     /// The URL to request.
     public var url: URL
     /// The HTTP method, such as `"GET"` or `"POST"`; case-sensitive, as HTTP methods are.
@@ -17,6 +22,23 @@ public struct Request: Sendable, Hashable {
     /// The idle timeout for this request in seconds, overriding the session's
     /// ``SessionConfiguration/timeoutIntervalForRequest`` when set.
     public var timeoutInterval: TimeInterval?
+    /// The trace context the task belongs to, overriding the task-local `ServiceContext.current` of the code
+    /// that creates the task; `nil` (the default) takes that one.
+    ///
+    /// Herald reads the context once, when the task is created, and then:
+    /// - asks the instrument in effect at that moment (`InstrumentationSystem.instrument`: the bootstrapped
+    ///   one, or the one a `withTracer` scope binds) to inject it into header fields — with a W3C
+    ///   propagator, `traceparent` and `tracestate` — and sends those fields on **every** transfer the task
+    ///   runs: the first request, each redirect followed and each authentication round-trip. They replace
+    ///   fields of the same names in ``headers``;
+    /// - puts it in every notification's ``RequestSummary/serviceContext``, so that observers running on
+    ///   the session's event queue (HeraldObservers' `TracingObserver` and `LoggingObserver`) parent their
+    ///   spans and tag their log lines with it.
+    ///
+    /// Herald starts no span of its own. The `traceparent` sent names the span of this context, so the
+    /// server's span is a child of the caller's span (a sibling of `TracingObserver`'s client span).
+    /// Not part of the request's identity: ``==(_:_:)`` and ``hash(into:)`` ignore it.
+    public var serviceContext: ServiceContext?
 
     /// Creates a request.
     /// - Parameters:
@@ -25,15 +47,42 @@ public struct Request: Sendable, Hashable {
     ///   - headers: Header fields; default none.
     ///   - body: An in-memory body; default none.
     ///   - timeoutInterval: An idle timeout overriding the session's; default none.
+    ///   - serviceContext: The trace context of the task made from it; default `nil`, the creator's
+    ///     task-local `ServiceContext.current`.
     public init(
         url: URL, method: String = "GET", headers: HTTPHeaders = [:], body: Data? = nil,
-        timeoutInterval: TimeInterval? = nil
+        timeoutInterval: TimeInterval? = nil, serviceContext: ServiceContext? = nil
     ) {
         self.url = url
         self.method = method
         self.headers = headers
         self.body = body
         self.timeoutInterval = timeoutInterval
+        self.serviceContext = serviceContext
+    }
+}
+
+extension Request: Hashable {
+    /// Whether two requests send the same thing: URL, method, headers, body and timeout. The
+    /// ``serviceContext`` is not compared (a context is not `Equatable`, and it does not change what is sent
+    /// but for the trace headers).
+    /// - Parameters:
+    ///   - lhs: A request.
+    ///   - rhs: Another request.
+    /// - Returns: `true` when every compared field is equal.
+    public static func == (lhs: Request, rhs: Request) -> Bool {
+        lhs.url == rhs.url && lhs.method == rhs.method && lhs.headers == rhs.headers && lhs.body == rhs.body
+            && lhs.timeoutInterval == rhs.timeoutInterval
+    }
+
+    /// Hashes the fields ``==(_:_:)`` compares.
+    /// - Parameter hasher: The hasher to feed.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(url)
+        hasher.combine(method)
+        hasher.combine(headers)
+        hasher.combine(body)
+        hasher.combine(timeoutInterval)
     }
 }
 
@@ -64,6 +113,11 @@ extension Request {
                     .invalidRequest, "The value of header '\(field.name)' contains CR, LF or NUL.", url: url)
             }
         }
+    }
+
+    /// Whether `name: value` can be sent as it is: the name an HTTP token, the value free of CR, LF and NUL.
+    static func isValidField(name: String, value: String) -> Bool {
+        !name.isEmpty && name.utf8.allSatisfy(isTokenCharacter) && !value.utf8.contains(where: isLineBreakOrNUL)
     }
 
     private static func isLineBreakOrNUL(_ byte: UInt8) -> Bool {

@@ -142,6 +142,8 @@ extension SessionTask {
     /// until ``resume()``. Hop queue.
     func startHop(_ request: TransferRequest) {
         var request = request
+        // Every hop carries the trace context, whatever a redirection hook did to the headers.
+        trace?.inject(into: &request.headers)
         core.withLock { core in
             guard core.machine.state == .running || core.machine.state == .suspended else { return }
             if request.resourceTimeout > 0, let first = core.hops.metrics.first?.startDate {

@@ -1,4 +1,5 @@
 import Foundation
+import Instrumentation
 
 /// The completion handler of a task: the response, the serializer's output and the error, AF-style.
 ///
@@ -50,8 +51,18 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// Progress of the response body; controls the task (see ``TransferProgress``).
     public let downloadProgress: TransferProgress
 
+    /// The trace context the task belongs to: ``Request/serviceContext`` when the request carried one,
+    /// otherwise the task-local `ServiceContext.current` of the code that created the task; `nil` when there
+    /// was neither. It is injected into the headers of every transfer the task runs and travels in every
+    /// notification's ``RequestSummary/serviceContext``.
+    public var serviceContext: ServiceContext? { trace?.serviceContext }
+
     let session: SessionManager
     let core: Locked<Core>
+    /// The context and instrument taken at creation; `nil` when the task belongs to no trace.
+    let trace: TaskTraceContext?
+    /// What every lifecycle payload says about the request, made once.
+    let requestSummary: RequestSummary
     /// The task lifecycle notifications and task hooks name: the data task, for the download task it
     /// became; `nil` for the task itself.
     let announcedAs: SessionTask?
@@ -60,6 +71,9 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         self.session = session
         self.taskIdentifier = identifier
         self.originalRequest = request
+        let trace = TaskTraceContext(for: request)
+        self.trace = trace
+        self.requestSummary = RequestSummary(request, serviceContext: trace?.serviceContext)
         self.core = Locked(Core(completionHandler: completionHandler))
         self.uploadProgress = TransferProgress()
         self.downloadProgress = TransferProgress()
@@ -74,6 +88,8 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         self.session = task.session
         self.taskIdentifier = task.taskIdentifier
         self.originalRequest = task.originalRequest
+        self.trace = task.trace
+        self.requestSummary = task.requestSummary
         self.core = task.core
         self.uploadProgress = task.uploadProgress
         self.downloadProgress = task.downloadProgress
@@ -117,6 +133,8 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     open func resume() {
         // The cache is the caller's code: consulted before taking the task's lock, and only for a first resume.
         let cached = cacheLookup()
+        // The instrument is the application's code too: asked before taking the lock, for a first resume.
+        let traceHeaders = firstTransferTraceHeaders()
         let servesCached = core.withLock { core -> Bool in
             switch core.machine.resume() {
             case .none:
@@ -125,6 +143,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
                 session.hook.taskDidTransition(self, to: .running)
                 if case .fresh = cached { return true }
                 var request = makeTransferRequest()
+                for field in traceHeaders ?? [:] { request.headers.replaceOrAdd(name: field.name, value: field.value) }
                 if case .stale(let entry, let validators) = cached {
                     core.revalidating = entry
                     request.revalidatesCachedResponse = true

@@ -42,7 +42,8 @@ final class TaskLifecycleHook: Sendable {
         let sessionIdentifier = sessionIdentifier
         eventQueue.async {
             let event = TaskLifecycleEvent(
-                taskIdentifier: taskIdentifier, sessionIdentifier: sessionIdentifier, date: date)
+                taskIdentifier: taskIdentifier, sessionIdentifier: sessionIdentifier, date: date,
+                request: task.requestSummary)
             switch state {
             case .running: center.post(.taskDidResume, object: task, userInfo: event)
             case .suspended: center.post(.taskDidSuspend, object: task, userInfo: event)
@@ -55,8 +56,8 @@ final class TaskLifecycleHook: Sendable {
     /// queued there only after the completion handler ran.
     func postMoveFailure(of task: DownloadTask, error: HeraldError, sourceURL: URL, destinationURL: URL) {
         let failure = DownloadMoveFailure(
-            taskIdentifier: task.taskIdentifier, sessionIdentifier: sessionIdentifier, date: Date(), error: error,
-            sourceURL: sourceURL, destinationURL: destinationURL)
+            taskIdentifier: task.taskIdentifier, sessionIdentifier: sessionIdentifier, date: Date(),
+            request: task.requestSummary, error: error, sourceURL: sourceURL, destinationURL: destinationURL)
         let center = center
         let subject = task.lifecycleSubject
         eventQueue.async { center.post(.downloadDidFailToMoveFile, object: subject, userInfo: failure) }

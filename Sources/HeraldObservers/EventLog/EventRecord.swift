@@ -6,8 +6,10 @@ import Herald
 /// Absent fields are left out of the JSON. Keys are stable: `event` (the notification's raw name, such
 /// as `herald.task.complete`), `time` (ISO 8601 with milliseconds, UTC), `session`, `task`, `method`,
 /// `url` (credentials redacted), `status`, `error` (the error code's description), `errorMessage`,
-/// `finalURL`, `bytesSent`, `bytesReceived` (body bytes), `duration` (seconds), `redirects`, `file`,
-/// `destination` (for a failed move, where the file was meant to go).
+/// `finalURL`, `bytesSent`, `bytesReceived` (body bytes), `duration` (seconds), `redirects`, `file` (a
+/// download's file; for `herald.download.move-file-failed`, the kept temporary file), `destination` (for
+/// `herald.download.move-file-failed`, where the file was meant to go). `method` and `url` are on every
+/// task event, `herald.download.move-file-failed` included.
 public struct EventRecord: Codable, Sendable, Hashable {
     /// The notification's raw name.
     public var event: String

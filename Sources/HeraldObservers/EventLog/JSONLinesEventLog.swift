@@ -69,7 +69,7 @@ public final class JSONLinesEventLog: SessionObserver {
         var record = EventRecord(
             event: notification.name.rawValue, time: Self.timestamp(completion.date),
             session: completion.sessionIdentifier, task: completion.taskIdentifier)
-        addRequest(of: notification.object, to: &record)
+        addRequest(completion.request, to: &record)
         record.status = completion.response?.statusCode
         record.error = completion.error?.code.description
         record.errorMessage = completion.error?.message
@@ -103,7 +103,7 @@ public final class JSONLinesEventLog: SessionObserver {
         var record = EventRecord(
             event: notification.name.rawValue, time: Self.timestamp(failure.date),
             session: failure.sessionIdentifier, task: failure.taskIdentifier)
-        addRequest(of: notification.object, to: &record)
+        addRequest(failure.request, to: &record)
         record.error = failure.error.code.description
         record.errorMessage = failure.error.message
         record.file = failure.sourceURL.path
@@ -118,13 +118,12 @@ public final class JSONLinesEventLog: SessionObserver {
         var record = EventRecord(
             event: notification.name.rawValue, time: Self.timestamp(event.date), session: event.sessionIdentifier,
             task: event.taskIdentifier)
-        addRequest(of: notification.object, to: &record)
+        addRequest(event.request, to: &record)
         return record
     }
 
-    /// The task's method and redacted URL, when the notification's object is a task.
-    private func addRequest(of object: (any AnyObject & Sendable)?, to record: inout EventRecord) {
-        guard let request = RequestSummary(object: object) else { return }
+    /// The task's method and redacted URL, from the payload.
+    private func addRequest(_ request: RequestSummary, to record: inout EventRecord) {
         record.method = request.method
         record.url = redaction.redacting(request.url)
     }

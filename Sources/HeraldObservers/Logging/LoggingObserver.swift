@@ -1,6 +1,7 @@
 import Foundation
 import Herald
 import HeraldNotifications
+import Instrumentation
 import Logging
 
 /// Logs every task's lifecycle on swift-log, with secrets redacted.
@@ -10,7 +11,14 @@ import Logging
 /// (redacted), and on completion `http.response.status_code`, `herald.duration`, `herald.bytes.sent`,
 /// `herald.bytes.received`, `error.type`; request and response headers and curl's timings are logged at
 /// `trace`. Messages are constant, so log backends can group them. Secrets are handled by
-/// ``LogRedaction``.
+/// ``LogRedaction``. A download that could not be moved (`downloadDidFailToMoveFile`) is logged at
+/// `warning`, with the kept file's path.
+///
+/// **Trace ids.** Each line about a task is logged with the task's trace context — the payload's
+/// `RequestSummary/serviceContext` — bound as the task-local `ServiceContext.current`, so the logger's
+/// metadata provider (swift-otel's, or your own reading `ServiceContext.current`) adds the trace and span
+/// ids to it. Without that binding the provider would see nothing: handlers run on the session's event
+/// queue, not in the task that made the request.
 ///
 /// As every library should, it takes the `Logger` it writes to and never bootstraps a backend.
 ///
@@ -37,12 +45,13 @@ public final class LoggingObserver: SessionObserver {
     /// - Parameter notification: `taskDidResume`.
     public func taskDidResume(_ notification: TypedNotification<TaskLifecycleEvent>) {
         logLifecycle("task resumed", notification)
-        guard logger.logLevel <= .trace, let task = notification.object as? SessionTask else { return }
+        guard logger.logLevel <= .trace else { return }
+        let request = notification.userInfo.request
         var metadata = identity(notification.userInfo)
-        for (name, value) in redaction.redacting(task.originalRequest.headers) {
+        for (name, value) in redaction.redacting(request.headers) {
             metadata["http.request.header.\(name.lowercased())"] = .string(value)
         }
-        logger.trace("task request headers", metadata: metadata)
+        inContext(of: request) { logger.trace("task request headers", metadata: metadata) }
     }
 
     /// Logs `task suspended` at `debug`.
@@ -58,10 +67,8 @@ public final class LoggingObserver: SessionObserver {
         guard logger.logLevel <= .debug else { return }
         let completion = notification.userInfo
         var metadata = identity(completion)
-        if let request = RequestSummary(object: notification.object) {
-            metadata["http.request.method"] = .string(request.method)
-            metadata["url.full"] = .string(redaction.redacting(request.url))
-        }
+        metadata["http.request.method"] = .string(completion.request.method)
+        metadata["url.full"] = .string(redaction.redacting(completion.request.url))
         if let response = completion.response {
             metadata["http.response.status_code"] = .stringConvertible(response.statusCode)
         }
@@ -74,7 +81,7 @@ public final class LoggingObserver: SessionObserver {
             metadata["error.type"] = .string(error.code.description)
             metadata["error.message"] = .string(error.message)
         }
-        logger.debug("task completed", metadata: metadata)
+        inContext(of: completion.request) { logger.debug("task completed", metadata: metadata) }
 
         guard logger.logLevel <= .trace else { return }
         var detail = identity(completion)
@@ -99,7 +106,26 @@ public final class LoggingObserver: SessionObserver {
             detail["herald.redirects"] = .stringConvertible(metrics.redirectCount)
             detail["herald.connection_reused"] = .stringConvertible(metrics.connectionReused)
         }
-        logger.trace("task completion detail", metadata: detail)
+        inContext(of: completion.request) { logger.trace("task completion detail", metadata: detail) }
+    }
+
+    /// Logs `download move failed` at `warning`: the error, the kept temporary file (`herald.download.file`)
+    /// and the destination it could not reach (`herald.download.destination`).
+    /// - Parameter notification: `downloadDidFailToMoveFile`.
+    public func downloadDidFailToMoveFile(_ notification: TypedNotification<DownloadMoveFailure>) {
+        guard logger.logLevel <= .warning else { return }
+        let failure = notification.userInfo
+        let metadata: Logger.Metadata = [
+            "herald.session.id": .stringConvertible(failure.sessionIdentifier),
+            "herald.task.id": .stringConvertible(failure.taskIdentifier),
+            "http.request.method": .string(failure.request.method),
+            "url.full": .string(redaction.redacting(failure.request.url)),
+            "error.type": .string(failure.error.code.description),
+            "error.message": .string(failure.error.message),
+            "herald.download.file": .string(failure.sourceURL.path),
+            "herald.download.destination": .string(failure.destinationURL.path),
+        ]
+        inContext(of: failure.request) { logger.warning("download move failed", metadata: metadata) }
     }
 
     /// Logs `session invalidated` at `debug`.
@@ -118,12 +144,18 @@ public final class LoggingObserver: SessionObserver {
 
     private func logLifecycle(_ message: Logger.Message, _ notification: TypedNotification<TaskLifecycleEvent>) {
         guard logger.logLevel <= .debug else { return }
+        let request = notification.userInfo.request
         var metadata = identity(notification.userInfo)
-        if let request = RequestSummary(object: notification.object) {
-            metadata["http.request.method"] = .string(request.method)
-            metadata["url.full"] = .string(redaction.redacting(request.url))
-        }
-        logger.debug(message, metadata: metadata)
+        metadata["http.request.method"] = .string(request.method)
+        metadata["url.full"] = .string(redaction.redacting(request.url))
+        inContext(of: request) { logger.debug(message, metadata: metadata) }
+    }
+
+    /// Runs `body` with the task's trace context bound as the task-local `ServiceContext.current`, where
+    /// the logger's metadata provider looks for it; without a context, just runs `body`.
+    private func inContext(of request: RequestSummary, _ body: () -> Void) {
+        guard let context = request.serviceContext else { return body() }
+        ServiceContext.withValue(context, operation: body)
     }
 
     private func identity(_ event: TaskLifecycleEvent) -> Logger.Metadata {

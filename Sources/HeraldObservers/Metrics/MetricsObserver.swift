@@ -9,6 +9,8 @@ import Metrics
 ///   total time, or from resume to completion when the task never reached the network.
 /// - `http.client.active_requests`: a meter of the tasks running now (resumed, not suspended or complete).
 /// - `http.client.request.body.size` and `http.client.response.body.size`: recorders of body bytes.
+/// - `herald.download.move_failures`: a counter of finished downloads that could not be moved to their
+///   destination (`downloadDidFailToMoveFile`; the file was kept), with the dimension `error.type`.
 ///
 /// Dimensions are bounded, never taken from the URL path: `http.request.method` (unknown methods become
 /// `_OTHER`), `http.response.status_class` (`2xx`…`5xx`, absent without a response) and `error.type`
@@ -40,6 +42,8 @@ public final class MetricsObserver: SessionObserver {
         public static let requestBodySize = "http.client.request.body.size"
         /// Response body size recorder.
         public static let responseBodySize = "http.client.response.body.size"
+        /// Failed download moves counter.
+        public static let downloadMoveFailures = "herald.download.move_failures"
     }
 
     private struct Instruments: Sendable {
@@ -52,6 +56,7 @@ public final class MetricsObserver: SessionObserver {
         var instruments: [[String]: Instruments] = [:]
         var running: Set<TaskKey> = []
         var started: [TaskKey: Date] = [:]
+        var moveFailures: [String: Counter] = [:]
     }
 
     private let factory: any MetricsFactory
@@ -93,7 +98,7 @@ public final class MetricsObserver: SessionObserver {
     public func taskDidComplete(_ notification: TypedNotification<TaskCompletion>) {
         let completion = notification.userInfo
         let key = TaskKey(completion)
-        let dimensions = dimensions(for: completion, object: notification.object)
+        let dimensions = dimensions(for: completion)
         let (wasRunning, started, instruments) = state.withLock { state in
             let wasRunning = state.running.remove(key) != nil
             let started = state.started.removeValue(forKey: key)
@@ -108,6 +113,22 @@ public final class MetricsObserver: SessionObserver {
             instruments.requestBodySize.record(metrics.requestBodyBytes)
             instruments.responseBodySize.record(metrics.responseBodyBytes)
         }
+    }
+
+    /// Counts the failed move under `herald.download.move_failures`, by `error.type` (the error code's
+    /// description: bounded, as the codes are).
+    /// - Parameter notification: `downloadDidFailToMoveFile`.
+    public func downloadDidFailToMoveFile(_ notification: TypedNotification<DownloadMoveFailure>) {
+        let errorType = notification.userInfo.error.code.description
+        let counter = state.withLock { state -> Counter in
+            // Created once per code, under the lock, as the timers are: the factory is not user code.
+            if let existing = state.moveFailures[errorType] { return existing }
+            let counter = Counter(
+                label: Name.downloadMoveFailures, dimensions: [("error.type", errorType)], factory: factory)
+            state.moveFailures[errorType] = counter
+            return counter
+        }
+        counter.increment()
     }
 
     /// Forgets the session's tasks that are still counted as running.
@@ -125,13 +146,12 @@ public final class MetricsObserver: SessionObserver {
 
     // MARK: - dimensions
 
-    private func dimensions(for completion: TaskCompletion, object: (any AnyObject & Sendable)?) -> [String] {
-        let request = RequestSummary(object: object)
-        return [
-            KnownHTTPMethod.bounded(request?.method),
+    private func dimensions(for completion: TaskCompletion) -> [String] {
+        [
+            KnownHTTPMethod.bounded(completion.request.method),
             completion.response?.statusClass ?? "",
             completion.error?.code.description ?? "",
-            configuration.includesServerAddress ? (request?.url.host ?? "") : "",
+            configuration.includesServerAddress ? (completion.request.url.host ?? "") : "",
         ]
     }
 

@@ -10,11 +10,20 @@ import Tracing
 /// `url.scheme`, `server.address`, `server.port`, and on completion `http.response.status_code`,
 /// `http.response.body.size`, `network.protocol.version` and, on failure, `error.type` (the error code's
 /// description, or the status code for a 4xx/5xx response) with the span status set to error.
-/// Suspensions and later resumes are recorded as span events.
+/// Suspensions and later resumes are recorded as span events, and a download that could not be moved
+/// (`downloadDidFailToMoveFile`) as a `herald.download.move_failed` event with `error.type`,
+/// `herald.download.file` (the kept temporary file) and `herald.download.destination`.
+///
+/// The span is a child of the task's trace context: the `ServiceContext` carried in the payload's
+/// `RequestSummary/serviceContext` — the request's own `Request/serviceContext`, or the task-local
+/// `ServiceContext.current` of the code that created the task. Handlers run on the session's event
+/// queue, where the caller's task-local context no longer exists, so that is the context that counts; a
+/// task created outside any trace gets a top-level span. Herald also sends the same context to the
+/// server (`traceparent` with a W3C propagator), so the server's span is this span's sibling, under the
+/// caller's span.
 ///
 /// Pass the tracer your application uses (`InstrumentationSystem.tracer`, or any `Tracer`);
-/// the observer never bootstraps one. Spans are started with the current task-local context if any,
-/// otherwise as top-level spans.
+/// the observer never bootstraps one.
 public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sendable {
     private let tracer: T
     private let spans = Locked<[TaskKey: T.Span]>([:])
@@ -33,21 +42,20 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
             span.addEvent("herald.task.resume")
             return
         }
-        let request = RequestSummary(object: notification.object)
-        let method = request?.method ?? "_OTHER"
+        let request = notification.userInfo.request
+        let method = request.method
         let span = tracer.startSpan(
-            KnownHTTPMethod.all.contains(method) ? method : "HTTP", context: .current ?? .topLevel,
+            KnownHTTPMethod.all.contains(method) ? method : "HTTP", context: request.serviceContext ?? .topLevel,
             ofKind: .client)
         span.attributes["http.request.method"] = KnownHTTPMethod.bounded(method)
         if method != KnownHTTPMethod.bounded(method) {
             span.attributes["http.request.method_original"] = method
         }
-        if let url = request?.url {
-            span.attributes["url.full"] = url.redacted()
-            if let scheme = url.scheme { span.attributes["url.scheme"] = scheme }
-            if let host = url.host { span.attributes["server.address"] = host }
-            if let port = url.effectivePort { span.attributes["server.port"] = port }
-        }
+        let url = request.url
+        span.attributes["url.full"] = url.redacted()
+        if let scheme = url.scheme { span.attributes["url.scheme"] = scheme }
+        if let host = url.host { span.attributes["server.address"] = host }
+        if let port = url.effectivePort { span.attributes["server.port"] = port }
         span.attributes["herald.session.id"] = notification.userInfo.sessionIdentifier
         span.attributes["herald.task.id"] = notification.userInfo.taskIdentifier
         let isDuplicate = spans.withLock { spans -> Bool in
@@ -64,6 +72,23 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
     /// - Parameter notification: `taskDidSuspend`.
     public func taskDidSuspend(_ notification: TypedNotification<TaskLifecycleEvent>) {
         spans.withLock { $0[TaskKey(notification.userInfo)] }?.addEvent("herald.task.suspend")
+    }
+
+    /// Records a `herald.download.move_failed` event on the download's span: the move failed and the file
+    /// was kept (the span itself ends, with the error, at the `taskDidComplete` that follows).
+    /// - Parameter notification: `downloadDidFailToMoveFile`.
+    public func downloadDidFailToMoveFile(_ notification: TypedNotification<DownloadMoveFailure>) {
+        let failure = notification.userInfo
+        let key = TaskKey(sessionIdentifier: failure.sessionIdentifier, taskIdentifier: failure.taskIdentifier)
+        guard let span = spans.withLock({ $0[key] }) else { return }
+        span.addEvent(
+            SpanEvent(
+                name: "herald.download.move_failed",
+                attributes: [
+                    "error.type": .string(failure.error.code.description),
+                    "herald.download.file": .string(failure.sourceURL.path),
+                    "herald.download.destination": .string(failure.destinationURL.path),
+                ]))
     }
 
     /// Sets the response attributes and ends the task's span. A task that never resumed has no span.

@@ -5,34 +5,55 @@ import HeraldTesting
 @testable import Herald
 
 /// Hand-made lifecycle notifications, for driving an observer directly without a network.
+///
+/// Their `object` is always `nil`: observers learn the request from the payload alone.
 enum Payloads {
+    /// What a payload says about a request when a test does not care.
+    static let anyRequest = RequestSummary(method: "GET", url: URL(string: "http://127.0.0.1/")!)
+
     static func resume(
-        task: Int, session: Int = 1, object: SessionTask? = nil, date: Date = Date()
+        task: Int, session: Int = 1, request: RequestSummary = anyRequest, date: Date = Date()
     ) -> TypedNotification<TaskLifecycleEvent> {
         TypedNotification(
-            name: .taskDidResume, object: object,
-            userInfo: TaskLifecycleEvent(taskIdentifier: task, sessionIdentifier: session, date: date))
+            name: .taskDidResume, object: nil,
+            userInfo: TaskLifecycleEvent(taskIdentifier: task, sessionIdentifier: session, date: date, request: request)
+        )
     }
 
-    static func suspend(task: Int, session: Int = 1, object: SessionTask? = nil) -> TypedNotification<
+    static func suspend(task: Int, session: Int = 1, request: RequestSummary = anyRequest) -> TypedNotification<
         TaskLifecycleEvent
     > {
         TypedNotification(
-            name: .taskDidSuspend, object: object,
-            userInfo: TaskLifecycleEvent(taskIdentifier: task, sessionIdentifier: session, date: Date()))
+            name: .taskDidSuspend, object: nil,
+            userInfo: TaskLifecycleEvent(
+                taskIdentifier: task, sessionIdentifier: session, date: Date(), request: request))
     }
 
     static func complete(
-        task: Int, session: Int = 1, object: SessionTask? = nil, response: HTTPResponse? = nil,
+        task: Int, session: Int = 1, request: RequestSummary = anyRequest, response: HTTPResponse? = nil,
         error: HeraldError? = nil, metrics: TransferMetrics? = nil, date: Date = Date()
     ) -> TypedNotification<TaskCompletion> {
         TypedNotification(
-            name: .taskDidComplete, object: object,
+            name: .taskDidComplete, object: nil,
             userInfo: TaskCompletion(
-                taskIdentifier: task, sessionIdentifier: session, date: date,
+                taskIdentifier: task, sessionIdentifier: session, date: date, request: request,
                 responseSerializer: DataResponseSerializer(), responseData: nil, assetPath: nil,
                 serializedResponse: nil, error: error, response: response, finalURL: response?.url,
                 metrics: metrics))
+    }
+
+    /// A `downloadDidFailToMoveFile` for a download kept at `/tmp/herald/kept.download`, meant for
+    /// `/missing/dir/out.bin`.
+    static func moveFailure(
+        task: Int, session: Int = 1, request: RequestSummary = anyRequest
+    ) -> TypedNotification<DownloadMoveFailure> {
+        let kept = URL(fileURLWithPath: "/tmp/herald/kept.download")
+        return TypedNotification(
+            name: .downloadDidFailToMoveFile, object: nil,
+            userInfo: DownloadMoveFailure(
+                taskIdentifier: task, sessionIdentifier: session, date: Date(), request: request,
+                error: HeraldError(.downloadMoveFailed, "No such directory.", keptFileURL: kept), sourceURL: kept,
+                destinationURL: URL(fileURLWithPath: "/missing/dir/out.bin")))
     }
 
     static func invalidate(session: Int = 1) -> TypedNotification<SessionInvalidation> {
@@ -54,12 +75,17 @@ enum Payloads {
     }
 }
 
-/// A session that never transfers anything, to create real (never resumed) tasks whose requests the
-/// observers read from a notification's `object`.
+/// A session that never transfers anything, to create real (never resumed) tasks whose request summaries
+/// (what Herald puts in every payload) the hand-made notifications carry.
 struct OfflineTasks {
     let session = SessionManager(notificationCenter: NotificationHub())
 
     func task(_ url: String, method: String = "GET", headers: HTTPHeaders = [:]) throws -> DataTask {
         try session.dataTask(with: Request(url: URL(string: url)!, method: method, headers: headers))
     }
+}
+
+extension SessionTask {
+    /// What Herald puts in every payload about this task's request.
+    var summary: RequestSummary { requestSummary }
 }

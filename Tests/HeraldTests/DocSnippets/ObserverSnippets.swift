@@ -39,7 +39,7 @@ final class SlowRequestDetector: SessionObserver {
         // A task cancelled before it ever resumed completes without a resume: nothing to report.
         guard let start = firstResume.withLock({ $0.removeValue(forKey: key) }) else { return }
         let seconds = done.date.timeIntervalSince(start)
-        let url = done.finalURL ?? (notification.object as? SessionTask)?.originalRequest.url
+        let url = done.finalURL ?? done.request.url  // the payload says which request: no cast of `object`
         if seconds > threshold { report(url, seconds) }  // outside the lock: user code never runs under it
     }
 }

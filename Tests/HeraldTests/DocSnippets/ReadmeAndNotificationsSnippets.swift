@@ -74,4 +74,29 @@ struct ReadmeAndNotificationsSnippets {
         try await recorder.waitForInvalidation()
         try await server.shutdown()
     }
+
+    @Test("Notifications.md: the async download throws a failed move with the kept file in keptFileURL")
+    func keptFileOfAFailedMove() async throws {
+        let server = try await TestServer.start()
+        let session = SessionManager(notificationCenter: NotificationHub())
+        let scratch = try ScratchDirectory()
+        let request = Request(url: server.url("/bytes/4096"))
+        let destination = scratch.url.appendingPathComponent("missing/dir/out.bin")
+        var keptFile: URL?
+
+        do {
+            _ = try await session.download(for: request, to: destination)
+        } catch {
+            guard error.code == .downloadMoveFailed else { throw error }
+            keptFile = error.keptFileURL  // the whole download, yours to move or delete
+        }
+
+        let kept = try #require(keptFile)
+        #expect(try PatternFile.matches(kept, count: 4096))
+        #expect(!FileManager.default.fileExists(atPath: destination.path))
+        try FileManager.default.removeItem(at: kept)
+        scratch.remove()
+        session.invalidate(cancelingTasks: true)
+        try await server.shutdown()
+    }
 }

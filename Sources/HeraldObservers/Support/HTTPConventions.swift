@@ -1,21 +1,6 @@
 import Foundation
 import Herald
 
-/// What observers need to know about a notification's task: its method and URL.
-///
-/// The notification's `object` is the `SessionTask`, whose `originalRequest`
-/// carries them; an object that is not a task (a hand-made notification) yields `nil`.
-struct RequestSummary: Sendable {
-    var method: String
-    var url: URL
-
-    init?(object: (any AnyObject & Sendable)?) {
-        guard let task = object as? SessionTask else { return nil }
-        method = task.originalRequest.method
-        url = task.originalRequest.url
-    }
-}
-
 /// HTTP methods OpenTelemetry knows; anything else is reported as `_OTHER`, keeping dimensions bounded.
 enum KnownHTTPMethod {
     static let all: Set<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"]
@@ -31,19 +16,19 @@ extension URL {
     /// This URL with user name and password replaced by `REDACTED` (OpenTelemetry's spelling), and the
     /// values of the query items named in `queryItems` (compared case-insensitively) replaced too.
     func redacted(queryItems: Set<String> = []) -> String {
-        guard var components = URLComponents(url: self, resolvingAgainstBaseURL: true) else {
-            // Not parseable into components: keep nothing that could be a credential.
-            return absoluteString.contains("@") || !queryItems.isEmpty ? "REDACTED" : absoluteString
+        let url = redactingCredentials(placeholder: LogRedaction.placeholder)
+        guard !queryItems.isEmpty else { return url.absoluteString }
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else {
+            // Not parseable into components: keep nothing that could be a secret.
+            return LogRedaction.placeholder
         }
-        if components.percentEncodedUser != nil { components.percentEncodedUser = "REDACTED" }
-        if components.percentEncodedPassword != nil { components.percentEncodedPassword = "REDACTED" }
-        if !queryItems.isEmpty, let items = components.percentEncodedQueryItems {
+        if let items = components.percentEncodedQueryItems {
             components.percentEncodedQueryItems = items.map { item in
                 guard item.value != nil, queryItems.contains(item.name.lowercased()) else { return item }
-                return URLQueryItem(name: item.name, value: "REDACTED")
+                return URLQueryItem(name: item.name, value: LogRedaction.placeholder)
             }
         }
-        return components.string ?? "REDACTED"
+        return components.string ?? LogRedaction.placeholder
     }
 
     /// The port, or the scheme's default (80 for http, 443 for https), or `nil`.

@@ -1,0 +1,48 @@
+import Foundation
+import Instrumentation
+
+/// The trace context a task belongs to, and the instrument that turns it into header fields.
+///
+/// Both are taken when the task is created, on the creator's thread, because that is where the task-local
+/// `ServiceContext.current` and a `withTracer` scope's instrument exist; transfers start later on other
+/// threads (a redirect's on the hop queue), where neither does.
+struct TaskTraceContext: Sendable {
+    let serviceContext: ServiceContext
+    let instrument: any Instrument
+
+    /// The context of a task made for `request` now: the request's own, else the task-local one; `nil`
+    /// when there is neither, and then Herald adds no header and touches no instrument.
+    init?(for request: Request) {
+        guard let context = request.serviceContext ?? ServiceContext.current else { return nil }
+        self.serviceContext = context
+        self.instrument = InstrumentationSystem.instrument
+    }
+
+    /// Sets the fields the instrument injects for the context (with a W3C propagator, `traceparent` and
+    /// `tracestate`) on `headers`, replacing fields of the same names. Called for every transfer, never
+    /// with a lock held: the instrument is the application's code.
+    func inject(into headers: inout HTTPHeaders) {
+        instrument.inject(serviceContext, into: &headers, using: HTTPHeadersInjector())
+    }
+}
+
+/// Writes an instrument's values into request header fields.
+struct HTTPHeadersInjector: Injector {
+    /// Sets `key: value`, replacing an existing field of that name. A name that is not an HTTP token or a
+    /// value with CR, LF or NUL is dropped: an instrument must not be able to split the request.
+    func inject(_ value: String, forKey key: String, into headers: inout HTTPHeaders) {
+        guard Request.isValidField(name: key, value: value) else { return }
+        headers.replaceOrAdd(name: key, value: value)
+    }
+}
+
+extension SessionTask {
+    /// The fields the instrument injects for the task's first transfer; `nil` when the task belongs to no
+    /// trace or has already started (a later `resume()` only unpauses).
+    func firstTransferTraceHeaders() -> HTTPHeaders? {
+        guard let trace, core.withLock({ !$0.machine.hasStarted }) else { return nil }
+        var headers: HTTPHeaders = [:]
+        trace.inject(into: &headers)
+        return headers
+    }
+}

@@ -1,0 +1,190 @@
+import Foundation
+import Herald
+import HeraldNotifications
+import HeraldObservers
+import HeraldTesting
+import InMemoryLogging
+import InMemoryTracing
+import Logging
+import Testing
+import Tracing
+import W3CTraceContext
+
+/// The caller's trace context travels with the task: to the server in `traceparent` on every hop, to
+/// `TracingObserver`'s span as its parent, and to `LoggingObserver`'s lines through the metadata provider.
+///
+/// Each test binds its own ``W3CTestTracer`` with `withTracer`, the task-local override of
+/// `InstrumentationSystem.instrument`, so tests running in parallel in one process never share an
+/// instrument and none bootstraps the process-wide one.
+@Suite("Trace context")
+struct TraceContextTests {
+    /// A session on its own hub, its tracing observer (and any other `observers`), and a recorder
+    /// registered after them: a completion the recorder has seen, they have all handled.
+    struct Traced {
+        let server: TestServer
+        let session: SessionManager
+        let tracer = W3CTestTracer()
+        let recorder: RecordingObserver
+        let tokens: [ObservationToken]
+
+        init(observers: [any SessionObserver] = []) async throws {
+            server = try await TestServer.start()
+            let center = NotificationHub()
+            session = SessionManager(notificationCenter: center)
+            session.responseSerializer = DataResponseSerializer()
+            tokens = ([TracingObserver(tracer: tracer)] + observers).map { $0.observe(center) }
+            recorder = RecordingObserver(center: center)
+        }
+
+        /// Runs `request` to completion inside a span named `checkout`; returns that span's ids.
+        func fetchInsideSpan(_ request: Request) async throws -> InMemorySpanContext {
+            let tracer = tracer
+            let session = session
+            let parent = try await withTracer(tracer) {
+                try await tracer.withSpan("checkout") { span in
+                    _ = try await session.data(for: request)
+                    return span.spanContext
+                }
+            }
+            _ = try await recorder.waitForCompletions(1)
+            return parent
+        }
+
+        /// The `traceparent` (and `tracestate`) the server received with each request to `path`, parsed.
+        func receivedContexts(path: String) throws -> [TraceContext] {
+            try server.requests(forPath: path).map { request in
+                let traceParent = try #require(request.headerValue("traceparent"), "no traceparent on \(path)")
+                return try TraceContext(
+                    traceParentHeaderValue: traceParent, traceStateHeaderValue: request.headerValue("tracestate"))
+            }
+        }
+
+        /// The client span `TracingObserver` made for the task.
+        func clientSpan() throws -> FinishedInMemorySpan {
+            let spans = tracer.spans.finishedSpans.filter { $0.kind == .client }
+            try #require(spans.count == 1, "client spans: \(spans.map(\.operationName))")
+            return spans[0]
+        }
+
+        func shutdown() async throws {
+            tokens.forEach { $0.cancel() }
+            session.invalidate(cancelingTasks: true)
+            try await server.shutdown()
+        }
+    }
+
+    @Test("a request made inside a span sends that span in traceparent, and the client span is its child")
+    func requestInsideSpan() async throws {
+        let traced = try await Traced()
+        let parent = try await traced.fetchInsideSpan(Request(url: traced.server.url("/text")))
+
+        let received = try traced.receivedContexts(path: "/text")
+        #expect(received.count == 1)
+        #expect(received.first?.traceID.description == parent.traceID)
+        #expect(received.first?.spanID.description == parent.spanID)
+        #expect(received.first?.flags == .sampled)
+
+        let client = try traced.clientSpan()
+        #expect(client.operationName == "GET")
+        #expect(client.traceID == parent.traceID)
+        #expect(client.parentSpanID == parent.spanID)
+        #expect(client.spanID != parent.spanID)
+        try await traced.shutdown()
+    }
+
+    @Test("every redirect hop carries the trace context, even when the redirection hook replaces the headers")
+    func redirectHops() async throws {
+        let traced = try await Traced()
+        traced.session.taskWillPerformHTTPRedirection = { _, _, proposed in
+            var bare = proposed
+            bare.headers = ["X-Hop": "rewritten"]
+            return bare
+        }
+        let parent = try await traced.fetchInsideSpan(Request(url: traced.server.url("/redirect/2")))
+
+        let paths = ["/redirect/2", "/redirect/1", "/redirect/0"]
+        for path in paths {
+            let received = try traced.receivedContexts(path: path)
+            #expect(received.count == 1, "\(path)")
+            #expect(received.first?.traceID.description == parent.traceID, "\(path)")
+            #expect(received.first?.spanID.description == parent.spanID, "\(path)")
+        }
+        #expect(traced.server.requests(forPath: "/redirect/0").first?.headerValue("X-Hop") == "rewritten")
+        #expect(try traced.clientSpan().parentSpanID == parent.spanID)
+        try await traced.shutdown()
+    }
+
+    @Test("an authentication re-send carries the trace context too")
+    func authenticationHop() async throws {
+        let traced = try await Traced()
+        traced.session.taskDidReceiveAuthenticationChallenge = { _, _ in
+            .useCredential(Credential(user: "ada", password: "lovelace"))
+        }
+        let path = "/auth/basic"
+        let parent = try await traced.fetchInsideSpan(
+            Request(url: traced.server.url("\(path)?user=ada&password=lovelace")))
+
+        let requests = traced.server.requests(forPath: path)
+        #expect(requests.map(\.responseStatus) == [401, 200])
+        let received = try traced.receivedContexts(path: path)
+        #expect(received.map(\.traceID.description) == [parent.traceID, parent.traceID])
+        #expect(received.map(\.spanID.description) == [parent.spanID, parent.spanID])
+        try await traced.shutdown()
+    }
+
+    @Test("a context passed with the request wins over the task-local one, tracestate included")
+    func explicitContext() async throws {
+        let traced = try await Traced()
+        let tracer = traced.tracer
+        let job = tracer.startSpan("job", context: .topLevel)
+        var context = job.context
+        context[W3CTestTracer.TraceStateKey.self] = "herald=test"
+        let request = Request(url: traced.server.url("/json"), serviceContext: context)
+        // Made inside another span: the request's own context is the one that counts.
+        let other = try await traced.fetchInsideSpan(request)
+        job.end()
+
+        let received = try #require(try traced.receivedContexts(path: "/json").first)
+        #expect(received.traceID.description == job.spanContext.traceID)
+        #expect(received.spanID.description == job.spanContext.spanID)
+        #expect(received.traceID.description != other.traceID)
+        #expect(received.state[.simple("herald")] == "test")
+        #expect(try traced.clientSpan().parentSpanID == job.spanContext.spanID)
+        try await traced.shutdown()
+    }
+
+    @Test("a task made outside any span sends no trace header and gets a top-level span")
+    func noContext() async throws {
+        let traced = try await Traced()
+        let session = traced.session
+        let url = traced.server.url("/text")
+        _ = try await withTracer(traced.tracer) { try await session.data(for: Request(url: url)) }
+        _ = try await traced.recorder.waitForCompletions(1)
+
+        let received = try #require(traced.server.requests(forPath: "/text").first)
+        #expect(received.headerValue("traceparent") == nil)
+        #expect(try traced.clientSpan().parentSpanID == nil)
+        try await traced.shutdown()
+    }
+
+    @Test("LoggingObserver's lines carry the trace and span ids through the logger's metadata provider")
+    func logLinesCarryIDs() async throws {
+        var handler = InMemoryLogHandler()
+        handler.metadataProvider = Logger.MetadataProvider {
+            guard let span = ServiceContext.current?.inMemorySpanContext else { return [:] }
+            return ["trace_id": .string(span.traceID), "span_id": .string(span.spanID)]
+        }
+        var logger = Logger(label: "traced") { _ in handler }
+        logger.logLevel = .trace
+        let traced = try await Traced(observers: [LoggingObserver(logger: logger)])
+        let parent = try await traced.fetchInsideSpan(Request(url: traced.server.url("/text")))
+
+        let messages = handler.entries.map(\.message.description)
+        #expect(messages == ["task resumed", "task request headers", "task completed", "task completion detail"])
+        for entry in handler.entries {
+            #expect(entry.metadata["trace_id"] == .string(parent.traceID), "\(entry.message)")
+            #expect(entry.metadata["span_id"] == .string(parent.spanID), "\(entry.message)")
+        }
+        try await traced.shutdown()
+    }
+}

@@ -1,0 +1,46 @@
+import Foundation
+import Herald
+import HeraldNotifications
+import HeraldTesting
+import Testing
+
+@Suite("Payloads carry the request")
+struct PayloadRequestTests {
+    @Test("resume, suspend and complete carry the method, the credential-redacted URL and the caller's headers")
+    func lifecyclePayloads() async throws {
+        let fixture = try await SessionFixture.make()
+        let requests = Locked<[String: RequestSummary]>([:])
+        let tokens = [
+            fixture.center.addObserver(for: .taskDidResume) { note in
+                requests.withLock { $0["resume"] = note.userInfo.request }
+            },
+            fixture.center.addObserver(for: .taskDidComplete) { note in
+                requests.withLock { $0["complete"] = note.userInfo.request }
+            },
+        ]
+        var url = URLComponents(url: fixture.server.url("/redirect/1"), resolvingAgainstBaseURL: false)!
+        url.user = "ada"
+        url.password = "s3cret"
+        let original = try #require(url.url)
+        let task = try fixture.session.dataTask(
+            with: Request(url: original, method: "DELETE", headers: ["X-Trace-Me": "yes"]))
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        // sessionDidInvalidate comes after every observer has had the completion.
+        fixture.session.invalidate(cancelingTasks: false)
+        try await fixture.recorder.waitForInvalidation()
+
+        let port = fixture.server.port
+        for kind in ["resume", "complete"] {
+            let request = try #require(requests.withLock { $0[kind] }, "no \(kind)")
+            #expect(request.method == "DELETE", "\(kind)")
+            #expect(request.url.absoluteString == "http://***:***@127.0.0.1:\(port)/redirect/1", "\(kind)")
+            #expect(request.headers["X-Trace-Me"] == "yes", "\(kind)")
+            #expect(request.serviceContext == nil, "\(kind): made outside any trace")
+        }
+        #expect(task.serviceContext == nil)
+        #expect(fixture.recorder.completions.first?.finalURL?.path == "/redirect/0")
+        tokens.forEach { $0.cancel() }
+        try await fixture.server.shutdown()
+    }
+}
