@@ -10,6 +10,9 @@ enum TransferBody: Sendable {
     /// A provider-backed stream of unknown length; `renew` asks for a fresh stream when the body must be
     /// resent, and returns `nil` when there is none.
     case stream(BodyStream, renew: @Sendable () -> BodyStream?)
+    /// A stream of a known length, sent with `Content-Length`: `open` makes a fresh stream from the
+    /// start, when the transfer starts and whenever the body must be resent. Loop thread.
+    case sized(length: Int64, open: @Sendable () throws(HeraldError) -> BodyStream)
 
     /// Opens the body for reading. Loop thread.
     func open() throws(HeraldError) -> any BodySource {
@@ -17,6 +20,7 @@ enum TransferBody: Sendable {
         case .data(let data): DataBodySource(data)
         case .file(let url): try FileBodySource(url: url)
         case .stream(let stream, let renew): StreamBodySource(stream, renew: renew)
+        case .sized(let length, let open): try SizedStreamBodySource(length: length, open: open)
         }
     }
 }
@@ -176,6 +180,69 @@ final class StreamBodySource: BodySource {
             switch read(into: slice) {
             case .bytes: continue
             case .end: return HeraldError(.bodyStream, "The new body stream ended before byte \(count).")
+            case .failed(let error): return error
+            }
+        }
+        return nil
+    }
+}
+
+/// A body of a known length pulled from streams that `open` makes: exactly `length` bytes are sent, and a
+/// stream that ends early fails the transfer (the declared `Content-Length` can't be met).
+final class SizedStreamBodySource: BodySource {
+    private let open: @Sendable () throws(HeraldError) -> BodyStream
+    private var stream: BodyStream
+    private var position: Int64 = 0
+    let length: Int64?
+
+    init(length: Int64, open: @escaping @Sendable () throws(HeraldError) -> BodyStream) throws(HeraldError) {
+        self.length = length
+        self.open = open
+        stream = try open()
+    }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) -> BodySourceRead {
+        let total = length ?? 0
+        let wanted = Int(min(Int64(buffer.count), total - position))
+        guard wanted > 0 else { return .end }
+        do {
+            let count = try stream.read(UnsafeMutableRawBufferPointer(rebasing: buffer[..<wanted]))
+            guard count > 0, count <= wanted else {
+                return .failed(
+                    HeraldError(
+                        .bodyStream,
+                        count > 0
+                            ? "The body stream reported \(count) bytes read into a \(wanted)-byte buffer."
+                            : "The body ended at byte \(position) of the \(total) it declared."))
+            }
+            position += Int64(count)
+            return .bytes(count)
+        } catch let error as HeraldError {
+            return .failed(error)
+        } catch {
+            return .failed(HeraldError(.bodyStream, "The body stream failed: \(error)", underlying: error))
+        }
+    }
+
+    func rewind(to offset: Int64) -> HeraldError? {
+        if offset == position { return nil }
+        guard offset >= 0, offset <= length ?? 0 else {
+            return HeraldError(.bodyStream, "Cannot seek the request body to byte \(offset).")
+        }
+        do {
+            stream = try open()
+        } catch {
+            return error
+        }
+        position = 0
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 1)
+        defer { scratch.deallocate() }
+        while position < offset {
+            let slice = UnsafeMutableRawBufferPointer(
+                rebasing: scratch[..<Int(min(Int64(scratch.count), offset - position))])
+            switch read(into: slice) {
+            case .bytes: continue
+            case .end: return HeraldError(.bodyStream, "The reopened body ended before byte \(offset).")
             case .failed(let error): return error
             }
         }

@@ -35,7 +35,8 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// The longest a whole transfer may take, in seconds, including time spent suspended. Default 7 days;
     /// 0 disables it.
     public var timeoutIntervalForResource: TimeInterval = 7 * 24 * 3600
-    /// Headers added to every request that does not set the same field itself.
+    /// Headers added to every request that does not set the same field itself. After them, a request
+    /// without `User-Agent` or `Accept-Language` gets ``DefaultHeaders``' values.
     public var httpAdditionalHeaders: HTTPHeaders = [:]
     /// The most connections open to one host at a time; further requests wait for one. Default 6.
     public var maximumConnectionsPerHost: Int = 6

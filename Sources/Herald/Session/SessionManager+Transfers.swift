@@ -84,7 +84,7 @@ extension SessionManager {
             with: request, body: .stream(bodyProvider), progress: progress, completionHandler: completionHandler)
     }
 
-    private func makeUploadTask(
+    func makeUploadTask(
         with request: Request, body: UploadTask.Body,
         progress: (@Sendable (TransferProgress) -> Void)?,
         completionHandler: TaskCompletionHandler?

@@ -381,6 +381,10 @@ public final class SessionManager: Sendable {
         for field in configuration.httpAdditionalHeaders where !headers.contains(field.name) {
             headers.add(name: field.name, value: field.value)
         }
+        if !headers.contains("User-Agent") { headers.add(name: "User-Agent", value: DefaultHeaders.userAgent) }
+        if !headers.contains("Accept-Language") {
+            headers.add(name: "Accept-Language", value: DefaultHeaders.acceptLanguage)
+        }
         return TransferRequest(
             url: request.url, method: request.method, headers: headers, body: body, sink: sink,
             requestTimeout: request.timeoutInterval ?? configuration.timeoutIntervalForRequest,

@@ -17,6 +17,8 @@ open class UploadTask: DataTask, @unchecked Sendable {
         case data(Data)
         case file(URL)
         case stream(BodyStream)
+        /// A body of a known length made by `open`, fresh for every (re)send.
+        case sized(length: Int64, open: @Sendable () throws(HeraldError) -> BodyStream)
     }
 
     let body: Body
@@ -42,6 +44,8 @@ open class UploadTask: DataTask, @unchecked Sendable {
                 guard let self else { return nil }
                 return session.taskNeedNewBodyStream?(self)
             }
+        case .sized(let length, let open):
+            transferBody = .sized(length: length, open: open)
         }
         return session.transferRequest(for: originalRequest, body: transferBody)
     }

@@ -1,0 +1,216 @@
+import Foundation
+
+/// A `multipart/form-data` body built from in-memory data, files and streams: AF's `AFMultipartFormData`.
+///
+/// Appending records what each part is; nothing is read until the body is sent. Then the parts are
+/// streamed one after the other — file parts read from disk in chunks, stream parts pulled as the
+/// connection takes them — so a body of any size is sent in constant memory, with its exact length as
+/// `Content-Length`. When the body must be sent again (a 307/308 redirect, an authentication round-trip),
+/// files are reread and stream parts remade from their factories: no ``SessionManager/taskNeedNewBodyStream``
+/// is needed.
+///
+/// Every `append` checks its input at once and throws ``HeraldError/Code/invalidRequest`` for what would
+/// corrupt the body's framing: a name or file name containing CR, LF, NUL or `"`, a content type or part
+/// header containing CR, LF or NUL, a header name that is not an HTTP token. A file that can't be read
+/// throws ``HeraldError/Code/fileIO``. So a bad part is refused before any byte is sent.
+///
+/// ```swift
+/// var form = MultipartFormData()
+/// try form.append(Data("Ada".utf8), name: "user")
+/// try form.append(fileURL: reportURL, name: "report")  // file name and type from the URL
+/// ```
+public struct MultipartFormData: Sendable {
+    /// One part: its header fields and where its body comes from.
+    struct Part: Sendable {
+        var headers: HTTPHeaders
+        var body: Segment
+    }
+
+    /// The boundary between parts (without the leading `--`).
+    public let boundary: String
+    private(set) var parts: [Part] = []
+
+    /// Creates an empty form with a random boundary, `Herald-Boundary-` and 32 hexadecimal digits.
+    public init() {
+        let random = (0..<2).map { _ in String(UInt64.random(in: .min ... .max), radix: 16) }
+        boundary = "Herald-Boundary-" + random.map { String(repeating: "0", count: 16 - $0.count) + $0 }.joined()
+    }
+
+    /// Creates an empty form with the given boundary.
+    ///
+    /// - Parameter boundary: 1 to 70 characters from RFC 2046's `bchars` (letters, digits and
+    ///   `'()+_,-./:=?`), not ending with a space. It must not occur in any part's body.
+    /// - Throws: ``HeraldError`` with ``HeraldError/Code/invalidRequest`` for any other boundary.
+    public init(boundary: String) throws(HeraldError) {
+        let allowed = "'()+_,-./:=? "
+        let valid =
+            (1...70).contains(boundary.utf8.count) && boundary.last != " "
+            && boundary.unicodeScalars.allSatisfy {
+                $0.isASCII
+                    && (CharacterSet.alphanumerics.contains($0) || allowed.unicodeScalars.contains($0))
+            }
+        guard valid else {
+            throw HeraldError(.invalidRequest, "'\(boundary)' is not a valid multipart boundary (RFC 2046).")
+        }
+        self.boundary = boundary
+    }
+
+    /// The request's `Content-Type`: `multipart/form-data; boundary=…`.
+    public var contentType: String { "multipart/form-data; boundary=\(boundary)" }
+
+    /// The number of bytes the body has when sent, framing included: its `Content-Length`.
+    public var contentLength: Int64 { segments.reduce(0) { $0 + $1.length } }
+
+    /// The number of parts appended so far.
+    public var count: Int { parts.count }
+
+    // MARK: - appending
+
+    /// Appends a form field: AF's `appendPartWithFormData:name:`. The part has no file name and no
+    /// `Content-Type` (a server reads it as text).
+    ///
+    /// - Parameters:
+    ///   - data: The field's value.
+    ///   - name: The field name.
+    /// - Throws: ``HeraldError`` with ``HeraldError/Code/invalidRequest`` for a name with CR, LF, NUL or `"`.
+    public mutating func append(_ data: Data, name: String) throws(HeraldError) {
+        try appendPart(name: name, fileName: nil, mimeType: nil, body: .bytes(data))
+    }
+
+    /// Appends in-memory data as a file: AF's `appendPartWithFileData:name:fileName:mimeType:`.
+    ///
+    /// - Parameters:
+    ///   - data: The file's content.
+    ///   - name: The field name.
+    ///   - fileName: The file name the server sees.
+    ///   - mimeType: The part's `Content-Type`; default from `fileName`'s extension (see ``MIMEType``).
+    /// - Throws: ``HeraldError`` with ``HeraldError/Code/invalidRequest`` for a name or file name with CR, LF,
+    ///   NUL or `"`, or a type with CR, LF or NUL.
+    public mutating func append(_ data: Data, name: String, fileName: String, mimeType: String? = nil)
+        throws(HeraldError)
+    {
+        let type = mimeType ?? MIMEType.forPathExtension((fileName as NSString).pathExtension)
+        try appendPart(name: name, fileName: fileName, mimeType: type, body: .bytes(data))
+    }
+
+    /// Appends a file read from disk when the body is sent: AF's `appendPartWithFileURL:name:fileName:mimeType:error:`.
+    ///
+    /// The file's size is read now and sent as part of `Content-Length`; if the file has another size when
+    /// it is read, the task fails with ``HeraldError/Code/fileIO`` instead of sending a body of the wrong
+    /// length.
+    ///
+    /// - Parameters:
+    ///   - fileURL: A readable regular file.
+    ///   - name: The field name.
+    ///   - fileName: The file name the server sees; default the URL's last path component.
+    ///   - mimeType: The part's `Content-Type`; default from the file's extension (see ``MIMEType``).
+    /// - Throws: ``HeraldError`` with ``HeraldError/Code/fileIO`` when the file can't be read now, or
+    ///   ``HeraldError/Code/invalidRequest`` for a bad name, file name or type.
+    public mutating func append(fileURL: URL, name: String, fileName: String? = nil, mimeType: String? = nil)
+        throws(HeraldError)
+    {
+        var status = stat()
+        guard fileURL.isFileURL, stat(fileURL.path, &status) == 0 else {
+            throw FileIOError.make("Cannot read the multipart file", url: fileURL)
+        }
+        guard (status.st_mode & S_IFMT) == S_IFREG, access(fileURL.path, R_OK) == 0 else {
+            throw HeraldError(.fileIO, "The multipart file \(fileURL.path) is not a readable regular file.")
+        }
+        let type = mimeType ?? MIMEType.forPathExtension(fileURL.pathExtension)
+        try appendPart(
+            name: name, fileName: fileName ?? fileURL.lastPathComponent, mimeType: type,
+            body: .file(fileURL, length: Int64(status.st_size)))
+    }
+
+    /// Appends a part whose bytes come from a stream: AF's `appendPartWithInputStream:name:fileName:length:mimeType:`.
+    ///
+    /// `makeStream` is called each time the body is sent — once, or again for a redirect or an
+    /// authentication round-trip — on the engine's loop thread, when the part is reached; the stream it
+    /// returns is read there too (see ``BodyStream``). It must yield exactly `length` bytes: a stream that
+    /// ends early fails the task with ``HeraldError/Code/bodyStream``, and bytes beyond `length` are not read.
+    ///
+    /// - Parameters:
+    ///   - length: The number of bytes the stream yields.
+    ///   - name: The field name.
+    ///   - fileName: The file name the server sees.
+    ///   - mimeType: The part's `Content-Type`; default from `fileName`'s extension.
+    ///   - makeStream: Makes a stream positioned at the part's first byte.
+    /// - Throws: ``HeraldError`` with ``HeraldError/Code/invalidRequest`` for a negative length or a bad name,
+    ///   file name or type.
+    public mutating func append(
+        length: Int64, name: String, fileName: String, mimeType: String? = nil,
+        stream makeStream: @escaping @Sendable () -> BodyStream
+    ) throws(HeraldError) {
+        guard length >= 0 else {
+            throw HeraldError(.invalidRequest, "The stream part '\(name)' declares a negative length (\(length)).")
+        }
+        let type = mimeType ?? MIMEType.forPathExtension((fileName as NSString).pathExtension)
+        try appendPart(name: name, fileName: fileName, mimeType: type, body: .stream(length: length, make: makeStream))
+    }
+
+    /// Appends a part with header fields of your own: AF's `appendPartWithHeaders:body:`.
+    ///
+    /// - Parameters:
+    ///   - headers: The part's header fields, sent in order (typically a `Content-Disposition`).
+    ///   - body: The part's body.
+    /// - Throws: ``HeraldError`` with ``HeraldError/Code/invalidRequest`` for a header name that is not an
+    ///   HTTP token or a value containing CR, LF or NUL.
+    public mutating func append(headers: HTTPHeaders, body: Data) throws(HeraldError) {
+        for field in headers {
+            guard !field.name.isEmpty, field.name.utf8.allSatisfy(Request.isTokenCharacter) else {
+                throw HeraldError(.invalidRequest, "The part header name '\(field.name)' is not an HTTP token.")
+            }
+            try Self.check(field.value, what: "The value of part header '\(field.name)'", refusingQuotes: false)
+        }
+        parts.append(Part(headers: headers, body: .bytes(body)))
+    }
+
+    private mutating func appendPart(name: String, fileName: String?, mimeType: String?, body: Segment)
+        throws(HeraldError)
+    {
+        try Self.check(name, what: "The field name '\(name)'", refusingQuotes: true)
+        var disposition = "form-data; name=\"\(name)\""
+        if let fileName {
+            try Self.check(fileName, what: "The file name '\(fileName)'", refusingQuotes: true)
+            disposition += "; filename=\"\(fileName)\""
+        }
+        var headers: HTTPHeaders = ["Content-Disposition": disposition]
+        if let mimeType {
+            try Self.check(mimeType, what: "The content type '\(mimeType)'", refusingQuotes: false)
+            headers.add(name: "Content-Type", value: mimeType)
+        }
+        parts.append(Part(headers: headers, body: body))
+    }
+
+    /// Refuses what would break out of a header line or a quoted string.
+    private static func check(_ text: String, what: String, refusingQuotes: Bool) throws(HeraldError) {
+        for byte in text.utf8 where byte == 0x0D || byte == 0x0A || byte == 0x00 || (refusingQuotes && byte == 0x22) {
+            throw HeraldError(
+                .invalidRequest,
+                "\(what) contains \(byte == 0x22 ? "a double quote" : "CR, LF or NUL"), which would corrupt the "
+                    + "multipart body.")
+        }
+    }
+
+    // MARK: - the body
+
+    /// The body as a sequence of segments: each part's delimiter and headers, its body, and the close.
+    var segments: [Segment] {
+        var segments: [Segment] = []
+        for (index, part) in parts.enumerated() {
+            var head = index == 0 ? "--\(boundary)\r\n" : "\r\n--\(boundary)\r\n"
+            for field in part.headers { head += "\(field.name): \(field.value)\r\n" }
+            head += "\r\n"
+            segments.append(.bytes(Data(head.utf8)))
+            segments.append(part.body)
+        }
+        segments.append(.bytes(Data((parts.isEmpty ? "--\(boundary)--\r\n" : "\r\n--\(boundary)--\r\n").utf8)))
+        return segments
+    }
+
+    /// A fresh stream of the whole body from its first byte.
+    func makeStream() -> BodyStream {
+        let reader = MultipartBodyReader(segments: segments)
+        return BodyStream { buffer in try reader.read(into: buffer) }
+    }
+}
