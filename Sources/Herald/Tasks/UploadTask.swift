@@ -29,7 +29,7 @@ open class UploadTask: DataTask, @unchecked Sendable {
         super.init(session: session, identifier: identifier, request: request, completionHandler: completionHandler)
     }
 
-    override func makeTransferRequest() -> TransferRequest {
+    override func makeTransferRequest(for request: Request) -> TransferRequest {
         let transferBody: TransferBody
         switch body {
         case .data(let data):
@@ -43,6 +43,6 @@ open class UploadTask: DataTask, @unchecked Sendable {
                 return session.taskNeedNewBodyStream?(self)
             }
         }
-        return session.transferRequest(for: originalRequest, body: transferBody)
+        return session.transferRequest(for: request, body: transferBody)
     }
 }

@@ -6,7 +6,8 @@ import Herald
 /// Absent fields are left out of the JSON. Keys are stable: `event` (the notification's raw name, such
 /// as `herald.task.complete`), `time` (ISO 8601 with milliseconds, UTC), `session`, `task`, `method`,
 /// `url` (credentials redacted), `status`, `error` (the error code's description), `errorMessage`,
-/// `finalURL`, `bytesSent`, `bytesReceived` (body bytes), `duration` (seconds), `redirects`, `file`.
+/// `finalURL`, `bytesSent`, `bytesReceived` (body bytes), `duration` (seconds), `redirects`, `file`,
+/// `attempt` and `delay` (seconds; retries only).
 public struct EventRecord: Codable, Sendable, Hashable {
     /// The notification's raw name.
     public var event: String
@@ -40,4 +41,8 @@ public struct EventRecord: Codable, Sendable, Hashable {
     public var file: String?
     /// For a failed move: where the file was meant to go.
     public var destination: String?
+    /// For a retry: the attempt about to start (2 for the first retry).
+    public var attempt: Int?
+    /// For a retry: the seconds waited before it.
+    public var delay: Double?
 }

@@ -9,6 +9,8 @@ import Metrics
 ///   total time, or from resume to completion when the task never reached the network.
 /// - `http.client.active_requests`: a meter of the tasks running now (resumed, not suspended or complete).
 /// - `http.client.request.body.size` and `http.client.response.body.size`: recorders of body bytes.
+/// - `herald.client.request.retries`: a counter of retries (`taskWillRetry`), with the method and the
+///   failed attempt's status class and error type as dimensions.
 ///
 /// Dimensions are bounded, never taken from the URL path: `http.request.method` (unknown methods become
 /// `_OTHER`), `http.response.status_class` (`2xx`…`5xx`, absent without a response) and `error.type`
@@ -40,6 +42,8 @@ public final class MetricsObserver: SessionObserver {
         public static let requestBodySize = "http.client.request.body.size"
         /// Response body size recorder.
         public static let responseBodySize = "http.client.response.body.size"
+        /// Retries counter (one per `taskWillRetry`).
+        public static let retries = "herald.client.request.retries"
     }
 
     private struct Instruments: Sendable {
@@ -52,6 +56,7 @@ public final class MetricsObserver: SessionObserver {
         var instruments: [[String]: Instruments] = [:]
         var running: Set<TaskKey> = []
         var started: [TaskKey: Date] = [:]
+        var retryCounters: [[String]: Counter] = [:]
     }
 
     private let factory: any MetricsFactory
@@ -86,6 +91,30 @@ public final class MetricsObserver: SessionObserver {
     public func taskDidSuspend(_ notification: TypedNotification<TaskLifecycleEvent>) {
         let key = TaskKey(notification.userInfo)
         if state.withLock({ $0.running.remove(key) }) != nil { activeRequests.decrement() }
+    }
+
+    /// Counts one retry under `herald.client.request.retries`.
+    /// - Parameter notification: `taskWillRetry`.
+    public func taskWillRetry(_ notification: TypedNotification<TaskRetry>) {
+        let retry = notification.userInfo
+        var values = [
+            KnownHTTPMethod.bounded(RequestSummary(object: notification.object)?.method),
+            retry.response?.statusClass ?? "", retry.error.code.description,
+        ]
+        let counter = state.withLock { state -> Counter in
+            if let existing = state.retryCounters[values] { return existing }
+            if state.retryCounters.count >= configuration.maximumDimensionSets {
+                values = values.map { $0.isEmpty ? "" : "_OTHER" }
+                if let existing = state.retryCounters[values] { return existing }
+            }
+            var dimensions = [("http.request.method", values[0]), ("error.type", values[2])]
+            if !values[1].isEmpty { dimensions.append(("http.response.status_class", values[1])) }
+            // Created under the lock so each is made exactly once; the factory is not user code.
+            let counter = Counter(label: Name.retries, dimensions: dimensions, factory: factory)
+            state.retryCounters[values] = counter
+            return counter
+        }
+        counter.increment()
     }
 
     /// Records duration and body sizes, and stops counting the task as running.

@@ -10,7 +10,8 @@ import Tracing
 /// `url.scheme`, `server.address`, `server.port`, and on completion `http.response.status_code`,
 /// `http.response.body.size`, `network.protocol.version` and, on failure, `error.type` (the error code's
 /// description, or the status code for a 4xx/5xx response) with the span status set to error.
-/// Suspensions and later resumes are recorded as span events.
+/// Suspensions and later resumes are recorded as span events, and so is each retry (`herald.task.retry`,
+/// with `herald.retry.attempt`, `herald.retry.delay`, `error.type` and the failed status).
 ///
 /// Pass the tracer your application uses (`InstrumentationSystem.tracer`, or any `Tracer`);
 /// the observer never bootstraps one. Spans are started with the current task-local context if any,
@@ -64,6 +65,20 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
     /// - Parameter notification: `taskDidSuspend`.
     public func taskDidSuspend(_ notification: TypedNotification<TaskLifecycleEvent>) {
         spans.withLock { $0[TaskKey(notification.userInfo)] }?.addEvent("herald.task.suspend")
+    }
+
+    /// Records a `herald.task.retry` event on the task's span, with the attempt about to start, the delay
+    /// in seconds, the failed attempt's error type and status.
+    /// - Parameter notification: `taskWillRetry`.
+    public func taskWillRetry(_ notification: TypedNotification<TaskRetry>) {
+        let retry = notification.userInfo
+        guard let span = spans.withLock({ $0[TaskKey(retry)] }) else { return }
+        var attributes: SpanAttributes = [:]
+        attributes["herald.retry.attempt"] = retry.attempt
+        attributes["herald.retry.delay"] = retry.delay
+        attributes["error.type"] = retry.error.code.description
+        if let status = retry.response?.statusCode { attributes["http.response.status_code"] = status }
+        span.addEvent(SpanEvent(name: "herald.task.retry", attributes: attributes))
     }
 
     /// Sets the response attributes and ends the task's span. A task that never resumed has no span.
