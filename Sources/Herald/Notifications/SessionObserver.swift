@@ -19,6 +19,8 @@ public protocol SessionObserver: AnyObject, Sendable {
     func sessionDidInvalidate(_ notification: TypedNotification<SessionInvalidation>)
     /// A finished download could not be moved to its destination; the temporary file is kept.
     func downloadDidFailToMoveFile(_ notification: TypedNotification<DownloadMoveFailure>)
+    /// A task's attempt failed and it will be sent again, between its resume and its completion.
+    func taskWillRetry(_ notification: TypedNotification<TaskRetry>)
 }
 
 extension SessionObserver {
@@ -32,6 +34,8 @@ extension SessionObserver {
     public func sessionDidInvalidate(_ notification: TypedNotification<SessionInvalidation>) {}
     /// Does nothing.
     public func downloadDidFailToMoveFile(_ notification: TypedNotification<DownloadMoveFailure>) {}
+    /// Does nothing.
+    public func taskWillRetry(_ notification: TypedNotification<TaskRetry>) {}
 }
 
 extension NotificationHub {
@@ -64,6 +68,7 @@ extension NotificationHub {
             addObserver(for: .downloadDidFailToMoveFile) { note in
                 forward { observer.downloadDidFailToMoveFile(note) }
             },
+            addObserver(for: .taskWillRetry) { note in forward { observer.taskWillRetry(note) } },
         ])
     }
 }

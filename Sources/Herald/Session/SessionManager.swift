@@ -25,6 +25,7 @@ public final class SessionManager: Sendable {
         var taskWillPerformHTTPRedirection: RedirectionHook?
         var taskDidReceiveAuthenticationChallenge: TaskAuthenticationChallengeHandler?
         var sessionDidReceiveAuthenticationChallenge: SessionAuthenticationChallengeHandler?
+        var interceptor: (any RequestInterceptor)?
     }
 
     private static let identifiers = Atomic<Int>(0)
@@ -126,6 +127,18 @@ public final class SessionManager: Sendable {
     public var taskNeedNewBodyStream: (@Sendable (SessionTask) -> BodyStream?)? {
         get { state.withLock { $0.taskNeedNewBodyStream } }
         set { state.withLock { $0.taskNeedNewBodyStream = newValue } }
+    }
+
+    /// Adapts every task's requests and decides about retrying its failed attempts: Alamofire's session
+    /// interceptor (see ``RequestInterceptor``, and ``RetryPolicy`` for a ready retrier).
+    ///
+    /// Read when a task starts and after each failed attempt, so a change applies to attempts that start
+    /// afterwards. A task's own ``SessionTask/interceptor`` runs before it. A retried task stays one task:
+    /// one `taskDidResume`, one `taskDidComplete`, and a `taskWillRetry` for each retry in between.
+    /// Default `nil`: requests are sent as created and never retried.
+    public var interceptor: (any RequestInterceptor)? {
+        get { state.withLock { $0.interceptor } }
+        set { state.withLock { $0.interceptor = newValue } }
     }
 
     /// The credentials the session answers HTTP authentication challenges with by default (see

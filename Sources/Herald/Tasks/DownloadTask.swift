@@ -127,18 +127,17 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
 
     // MARK: - task kind
 
-    override func makeTransferRequest() -> TransferRequest {
+    override func makeTransferRequest(for request: Request) -> TransferRequest {
         let offset = resumedFrom?.bytesReceived ?? 0
-        var request = session.transferRequest(
-            for: originalRequest, body: originalRequest.body.map { .data($0) },
-            sink: .file(temporaryURL, resumeOffset: offset))
+        var transfer = session.transferRequest(
+            for: request, body: request.body.map { .data($0) }, sink: .file(temporaryURL, resumeOffset: offset))
         if offset > 0, let validator = resumedFrom?.validator {
             // Not CURLOPT_RESUME_FROM: it fails with CURLE_RANGE_ERROR when the server answers 200; the
             // file sink decides from the status instead (206 appends, 200 restarts).
-            request.headers.replaceOrAdd(name: "Range", value: "bytes=\(offset)-")
-            request.headers.replaceOrAdd(name: "If-Range", value: validator)
+            transfer.headers.replaceOrAdd(name: "Range", value: "bytes=\(offset)-")
+            transfer.headers.replaceOrAdd(name: "If-Range", value: validator)
         }
-        return request
+        return transfer
     }
 
     override func completionResult(for outcome: TransferOutcome, serializer: any ResponseSerializer) -> CompletionResult

@@ -174,6 +174,8 @@ extension SessionTask {
     /// The transfer that must be stopped for `cancel()`, or `nil` when the task is between two transfers
     /// (then `cancel()` completes it at once). Called with the lock held.
     static func transferToStop(in core: inout Core) -> Transfer? {
+        core.hops.retryTimer?.cancel()
+        core.hops.retryTimer = nil
         if core.hops.isWaitingToStart {
             core.hops.isWaitingToStart = false
             core.transfer = nil

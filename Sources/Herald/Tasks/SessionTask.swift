@@ -40,6 +40,8 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         /// The stale cache entry this task's request revalidates (a `304` answer completes from it).
         var revalidating: CachedResponse?
         var hops = TaskHops()
+        /// This task's own interceptor (see ``SessionTask/interceptor``).
+        var interceptor: (any RequestInterceptor)?
     }
 
     /// The task's identifier, unique within its session.
@@ -142,19 +144,18 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
             case .start:
                 session.hook.taskDidTransition(self, to: .running)
                 if case .fresh = cached { return true }
-                var request = makeTransferRequest()
-                for field in traceHeaders ?? [:] { request.headers.replaceOrAdd(name: field.name, value: field.value) }
                 if case .stale(let entry, let validators) = cached {
                     core.revalidating = entry
-                    request.revalidatesCachedResponse = true
-                    for field in validators { request.headers.add(name: field.name, value: field.value) }
+                    core.hops.cacheValidators = validators
                 }
-                if self is DataTask {
-                    session.readHooks { hooks in
-                        request.asksForResponseDisposition = hooks.dataTaskDidReceiveResponse != nil
-                        request.forwardsBodyChunks = hooks.dataTaskDidReceiveData != nil
-                    }
+                if let interceptor = effectiveInterceptor(core.interceptor) {
+                    // The adapter runs first, off this thread: until it has, the task is between hops.
+                    core.hops.isBetweenHops = true
+                    startAttempt(with: interceptor)
+                    return false
                 }
+                var request = attemptTransferRequest(for: originalRequest, validators: core.hops.cacheValidators)
+                for field in traceHeaders ?? [:] { request.headers.replaceOrAdd(name: field.name, value: field.value) }
                 let transfer = Transfer(request: request, delegate: self)
                 core.transfer = transfer
                 session.enqueue { multi in multi.add(transfer) }
@@ -273,6 +274,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
 
     func transferDidFinish(_ outcome: TransferOutcome) {
         if beginNextHop(after: outcome) { return }
+        if beginRetry(after: outcome) { return }
         completeTransfer(outcome)
     }
 
@@ -314,10 +316,11 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
 
     // MARK: - task kinds (overridden by UploadTask and DownloadTask)
 
-    /// What the engine must do for this task: the request, its body source and its body sink. Called
-    /// once, with the task's lock held, when the task first resumes; must not take that lock.
-    func makeTransferRequest() -> TransferRequest {
-        session.transferRequest(for: originalRequest, body: originalRequest.body.map { .data($0) })
+    /// What the engine must do for one attempt of this task: `request` (the original, or an adapter's
+    /// version of it), its body source and its body sink. Called with the task's lock held, once per
+    /// attempt; must not take that lock.
+    func makeTransferRequest(for request: Request) -> TransferRequest {
+        session.transferRequest(for: request, body: request.body.map { .data($0) })
     }
 
     /// Turns the transfer's outcome into what the completion handler and `taskDidComplete` carry. Runs

@@ -1,7 +1,7 @@
 import Foundation
 
-/// What a task remembers across the transfers it runs for one request: redirects Herald follows by hand
-/// and authentication round-trips. Guarded by the task's lock.
+/// What a task remembers across the transfers it runs for one request: redirects Herald follows by hand,
+/// authentication round-trips and retries. Guarded by the task's lock.
 struct TaskHops {
     /// Redirects followed so far.
     var redirectCount = 0
@@ -17,6 +17,14 @@ struct TaskHops {
     var authenticationFailures = 0
     /// Whether the transfer running now sends a credential (so a 401 answering it is a failure).
     var sentCredential = false
+    /// The attempt running now, from 1; a retry starts the next (see `SessionTask+Retry.swift`).
+    var attempt = 1
+    /// The request the current attempt sent first, after adaptation: what the retrier is shown.
+    var attemptRequest: Request?
+    /// The conditional fields revalidating a stale cache entry, added to every attempt.
+    var cacheValidators: HTTPHeaders?
+    /// Starts the next attempt when a retry's delay has passed; cancelled by `cancel()`.
+    var retryTimer: DispatchWorkItem?
 
     static func key(method: String, url: URL) -> String { "\(method) \(url.absoluteString)" }
 }

@@ -31,7 +31,7 @@ open class UploadTask: DataTask, @unchecked Sendable {
         super.init(session: session, identifier: identifier, request: request, completionHandler: completionHandler)
     }
 
-    override func makeTransferRequest() -> TransferRequest {
+    override func makeTransferRequest(for request: Request) -> TransferRequest {
         let transferBody: TransferBody
         switch body {
         case .data(let data):
@@ -47,6 +47,6 @@ open class UploadTask: DataTask, @unchecked Sendable {
         case .sized(let length, let open):
             transferBody = .sized(length: length, open: open)
         }
-        return session.transferRequest(for: originalRequest, body: transferBody)
+        return session.transferRequest(for: request, body: transferBody)
     }
 }

@@ -9,7 +9,7 @@ import Herald
 /// `finalURL`, `bytesSent`, `bytesReceived` (body bytes), `duration` (seconds), `redirects`, `file` (a
 /// download's file; for `herald.download.move-file-failed`, the kept temporary file), `destination` (for
 /// `herald.download.move-file-failed`, where the file was meant to go). `method` and `url` are on every
-/// task event, `herald.download.move-file-failed` included.
+/// task event, `herald.download.move-file-failed` included. `attempt` and `delay` (seconds) are on retries only.
 public struct EventRecord: Codable, Sendable, Hashable {
     /// The notification's raw name.
     public var event: String
@@ -43,4 +43,8 @@ public struct EventRecord: Codable, Sendable, Hashable {
     public var file: String?
     /// For a failed move: where the file was meant to go.
     public var destination: String?
+    /// For a retry: the attempt about to start (2 for the first retry).
+    public var attempt: Int?
+    /// For a retry: the seconds waited before it.
+    public var delay: Double?
 }

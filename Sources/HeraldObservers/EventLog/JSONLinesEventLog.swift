@@ -111,6 +111,23 @@ public final class JSONLinesEventLog: SessionObserver {
         emit(record)
     }
 
+    /// Writes the `herald.task.retry` line: the attempt about to start, the delay before it, and why
+    /// the previous attempt failed.
+    /// - Parameter notification: `taskWillRetry`.
+    public func taskWillRetry(_ notification: TypedNotification<TaskRetry>) {
+        let retry = notification.userInfo
+        var record = EventRecord(
+            event: notification.name.rawValue, time: Self.timestamp(retry.date), session: retry.sessionIdentifier,
+            task: retry.taskIdentifier)
+        addRequest(of: notification.object, to: &record)
+        record.status = retry.response?.statusCode
+        record.error = retry.error.code.description
+        record.errorMessage = retry.error.message
+        record.attempt = retry.attempt
+        record.delay = (retry.delay * 1000).rounded() / 1000
+        emit(record)
+    }
+
     // MARK: - helpers
 
     private func lifecycle(_ notification: TypedNotification<TaskLifecycleEvent>) -> EventRecord {

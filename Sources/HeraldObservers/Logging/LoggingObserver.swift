@@ -60,6 +60,29 @@ public final class LoggingObserver: SessionObserver {
         logLifecycle("task suspended", notification)
     }
 
+    /// Logs `task will retry` at `debug`, with the attempt about to start (`herald.retry.attempt`), the
+    /// delay before it (`herald.retry.delay`, seconds), the failed attempt's status and error code.
+    /// - Parameter notification: `taskWillRetry`.
+    public func taskWillRetry(_ notification: TypedNotification<TaskRetry>) {
+        guard logger.logLevel <= .debug else { return }
+        let retry = notification.userInfo
+        var metadata: Logger.Metadata = [
+            "herald.session.id": .stringConvertible(retry.sessionIdentifier),
+            "herald.task.id": .stringConvertible(retry.taskIdentifier),
+            "herald.retry.attempt": .stringConvertible(retry.attempt),
+            "herald.retry.delay": .string(Self.seconds(retry.delay)),
+            "error.type": .string(retry.error.code.description),
+        ]
+        if let request = RequestSummary(object: notification.object) {
+            metadata["http.request.method"] = .string(request.method)
+            metadata["url.full"] = .string(redaction.redacting(request.url))
+        }
+        if let response = retry.response {
+            metadata["http.response.status_code"] = .stringConvertible(response.statusCode)
+        }
+        logger.debug("task will retry", metadata: metadata)
+    }
+
     /// Logs `task completed` at `debug` (with status, duration, bytes and error code) and the response
     /// headers and timings at `trace`.
     /// - Parameter notification: `taskDidComplete`.

@@ -11,6 +11,8 @@ import Metrics
 /// - `http.client.request.body.size` and `http.client.response.body.size`: recorders of body bytes.
 /// - `herald.download.move_failures`: a counter of finished downloads that could not be moved to their
 ///   destination (`downloadDidFailToMoveFile`; the file was kept), with the dimension `error.type`.
+/// - `herald.client.request.retries`: a counter of retries (`taskWillRetry`), with the method and the
+///   failed attempt's status class and error type as dimensions.
 ///
 /// Dimensions are bounded, never taken from the URL path: `http.request.method` (unknown methods become
 /// `_OTHER`), `http.response.status_class` (`2xx`…`5xx`, absent without a response) and `error.type`
@@ -44,6 +46,8 @@ public final class MetricsObserver: SessionObserver {
         public static let responseBodySize = "http.client.response.body.size"
         /// Failed download moves counter.
         public static let downloadMoveFailures = "herald.download.move_failures"
+        /// Retries counter (one per `taskWillRetry`).
+        public static let retries = "herald.client.request.retries"
     }
 
     private struct Instruments: Sendable {
@@ -57,6 +61,7 @@ public final class MetricsObserver: SessionObserver {
         var running: Set<TaskKey> = []
         var started: [TaskKey: Date] = [:]
         var moveFailures: [String: Counter] = [:]
+        var retryCounters: [[String]: Counter] = [:]
     }
 
     private let factory: any MetricsFactory
@@ -91,6 +96,30 @@ public final class MetricsObserver: SessionObserver {
     public func taskDidSuspend(_ notification: TypedNotification<TaskLifecycleEvent>) {
         let key = TaskKey(notification.userInfo)
         if state.withLock({ $0.running.remove(key) }) != nil { activeRequests.decrement() }
+    }
+
+    /// Counts one retry under `herald.client.request.retries`.
+    /// - Parameter notification: `taskWillRetry`.
+    public func taskWillRetry(_ notification: TypedNotification<TaskRetry>) {
+        let retry = notification.userInfo
+        var values = [
+            KnownHTTPMethod.bounded(RequestSummary(object: notification.object)?.method),
+            retry.response?.statusClass ?? "", retry.error.code.description,
+        ]
+        let counter = state.withLock { state -> Counter in
+            if let existing = state.retryCounters[values] { return existing }
+            if state.retryCounters.count >= configuration.maximumDimensionSets {
+                values = values.map { $0.isEmpty ? "" : "_OTHER" }
+                if let existing = state.retryCounters[values] { return existing }
+            }
+            var dimensions = [("http.request.method", values[0]), ("error.type", values[2])]
+            if !values[1].isEmpty { dimensions.append(("http.response.status_class", values[1])) }
+            // Created under the lock so each is made exactly once; the factory is not user code.
+            let counter = Counter(label: Name.retries, dimensions: dimensions, factory: factory)
+            state.retryCounters[values] = counter
+            return counter
+        }
+        counter.increment()
     }
 
     /// Records duration and body sizes, and stops counting the task as running.

@@ -29,6 +29,12 @@ public struct TaskKey: Hashable, Sendable, CustomStringConvertible {
         self.init(sessionIdentifier: completion.sessionIdentifier, taskIdentifier: completion.taskIdentifier)
     }
 
+    /// The key of the task a retry is about.
+    /// - Parameter retry: A `taskWillRetry` payload.
+    public init(_ retry: TaskRetry) {
+        self.init(sessionIdentifier: retry.sessionIdentifier, taskIdentifier: retry.taskIdentifier)
+    }
+
     /// `"session/task"`, such as `"3/17"`.
     public var description: String { "\(sessionIdentifier)/\(taskIdentifier)" }
 }

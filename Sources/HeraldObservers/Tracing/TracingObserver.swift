@@ -21,6 +21,8 @@ import Tracing
 /// task created outside any trace gets a top-level span. Herald also sends the same context to the
 /// server (`traceparent` with a W3C propagator), so the server's span is this span's sibling, under the
 /// caller's span.
+/// Suspensions and later resumes are recorded as span events, and so is each retry (`herald.task.retry`,
+/// with `herald.retry.attempt`, `herald.retry.delay`, `error.type` and the failed status).
 ///
 /// Pass the tracer your application uses (`InstrumentationSystem.tracer`, or any `Tracer`);
 /// the observer never bootstraps one.
@@ -89,6 +91,18 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
                     "herald.download.file": .string(failure.sourceURL.path),
                     "herald.download.destination": .string(failure.destinationURL.path),
                 ]))
+    /// Records a `herald.task.retry` event on the task's span, with the attempt about to start, the delay
+    /// in seconds, the failed attempt's error type and status.
+    /// - Parameter notification: `taskWillRetry`.
+    public func taskWillRetry(_ notification: TypedNotification<TaskRetry>) {
+        let retry = notification.userInfo
+        guard let span = spans.withLock({ $0[TaskKey(retry)] }) else { return }
+        var attributes: SpanAttributes = [:]
+        attributes["herald.retry.attempt"] = retry.attempt
+        attributes["herald.retry.delay"] = retry.delay
+        attributes["error.type"] = retry.error.code.description
+        if let status = retry.response?.statusCode { attributes["http.response.status_code"] = status }
+        span.addEvent(SpanEvent(name: "herald.task.retry", attributes: attributes))
     }
 
     /// Sets the response attributes and ends the task's span. A task that never resumed has no span.

@@ -22,6 +22,8 @@ public final class RecordingObserver: Sendable {
         case invalidate
         /// `downloadDidFailToMoveFile`.
         case moveFailed
+        /// `taskWillRetry`.
+        case retry
 
         /// The kind's name.
         public var description: String { rawValue }
@@ -39,19 +41,22 @@ public final class RecordingObserver: Sendable {
         public let completion: TaskCompletion?
         /// The move-failure payload, for `downloadDidFailToMoveFile`.
         public let moveFailure: DownloadMoveFailure?
+        /// The retry payload, for `taskWillRetry`.
+        public let retry: TaskRetry?
 
         init(
             kind: Kind, taskIdentifier: Int?, sessionIdentifier: Int, completion: TaskCompletion? = nil,
-            moveFailure: DownloadMoveFailure? = nil
+            moveFailure: DownloadMoveFailure? = nil, retry: TaskRetry? = nil
         ) {
             self.kind = kind
             self.taskIdentifier = taskIdentifier
             self.sessionIdentifier = sessionIdentifier
             self.completion = completion
             self.moveFailure = moveFailure
+            self.retry = retry
         }
 
-        /// `"resume#3"`, `"complete#3"`, `"moveFailed#3"`, `"invalidate"`.
+        /// `"resume#3"`, `"retry#3"`, `"complete#3"`, `"moveFailed#3"`, `"invalidate"`.
         public var description: String {
             taskIdentifier.map { "\(kind)#\($0)" } ?? kind.rawValue
         }
@@ -113,7 +118,13 @@ public final class RecordingObserver: Sendable {
                     kind: .moveFailed, taskIdentifier: note.userInfo.taskIdentifier,
                     sessionIdentifier: note.userInfo.sessionIdentifier, moveFailure: note.userInfo))
         }
-        tokens.withLock { $0 = [resume, suspend, complete, invalidate, moveFailed] }
+        let retry = center.addObserver(for: .taskWillRetry) { [weak self] note in
+            self?.record(
+                Event(
+                    kind: .retry, taskIdentifier: note.userInfo.taskIdentifier,
+                    sessionIdentifier: note.userInfo.sessionIdentifier, retry: note.userInfo))
+        }
+        tokens.withLock { $0 = [resume, suspend, complete, invalidate, moveFailed, retry] }
     }
 
     /// Every event recorded so far, in order.

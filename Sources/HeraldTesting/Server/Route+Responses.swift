@@ -63,7 +63,7 @@ extension Route {
             return .status(.notFound)
         case .badRequest(let message):
             return .badRequest(message)
-        case .bytes, .delay, .barrier, .fault:
+        case .bytes, .delay, .barrier, .fault, .session:
             return nil
         }
     }

@@ -21,6 +21,8 @@ enum Route: Sendable {
     case basicAuth(user: String, password: String, redirect: String?)
     case digestAuth(user: String, password: String)
     case fault(Fault)
+    /// Retries and cookies: see ``SessionRoute``.
+    case session(SessionRoute)
     case notFound
     case badRequest(String)
 
@@ -112,7 +114,7 @@ enum Route: Sendable {
         case "fault" where segments.count == 2:
             return try fault(named: segments[1], query: query).map(Route.fault) ?? .notFound
         default:
-            return .notFound
+            return try SessionRoute.parse(segments: segments, query: query).map(Route.session) ?? .notFound
         }
     }
 

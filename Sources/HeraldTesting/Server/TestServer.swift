@@ -61,6 +61,11 @@ import NIOPosix
 /// - `/auth/basic?user=U&password=P`: `200` with `{"authenticated":true,"user":U}` if the request carries
 ///   `Authorization: Basic base64(U:P)`, otherwise `401` with `WWW-Authenticate: Basic realm="herald"`. With
 ///   `&redirect=URL`, a request carrying the right credential gets `302` to `URL` instead of the `200`.
+/// - `/flaky?key=K&fail=N&status=S&retry-after=V`: the first `N` requests (default 1) with key `K` get status `S`
+///   (default 503, with `Retry-After: V` when given), the later ones `200` with `{"attempt":n,"key":K}`.
+/// - `/login?value=V&redirect=URL&cookie=C`: `302` to `URL` (default `/account`) with
+///   `Set-Cookie: session=V; Path=/; HttpOnly` (default `V` is `s3cr3t`) and each `cookie=C` as another `Set-Cookie`.
+/// - `/account`: `200` with `{"cookie":"…"}` (the request's `Cookie`) when it has a `session` cookie, else `403`.
 /// - `/auth/digest?user=U&password=P`: RFC 7616 Digest (`MD5`, `qop="auth"`, realm `herald-digest`), checked
 ///   server-side: `200` with `{"authenticated":true,"user":U}` for a correct `Authorization: Digest …`,
 ///   otherwise `401` with a fresh nonce.
@@ -120,6 +125,7 @@ public final class TestServer: Sendable {
     ) async throws -> TestServer {
         let recorder = RequestRecorder()
         let barriers = BarrierRegistry()
+        let counters = RequestCounters()
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelOption(.backlog, value: Int32(clamping: backlog))
@@ -131,7 +137,8 @@ public final class TestServer: Sendable {
                     let pipeline = channel.pipeline.syncOperations
                     try pipeline.addHandler(ByteCountingHandler(recorder: recorder))
                     try pipeline.configureHTTPServerPipeline(withErrorHandling: true)
-                    try pipeline.addHandler(TestServerHandler(recorder: recorder, barriers: barriers))
+                    try pipeline.addHandler(
+                        TestServerHandler(recorder: recorder, barriers: barriers, counters: counters))
                 }
             }
             .bind(host: "127.0.0.1", port: 0)

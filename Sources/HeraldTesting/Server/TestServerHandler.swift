@@ -14,13 +14,15 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     private let recorder: RequestRecorder
     private let barriers: BarrierRegistry
+    private let counters: RequestCounters
     private var request: ReceivedRequest?
     private var stream: ByteStreamResponder?
     private var pendingDelay: Scheduled<Void>?
 
-    init(recorder: RequestRecorder, barriers: BarrierRegistry) {
+    init(recorder: RequestRecorder, barriers: BarrierRegistry, counters: RequestCounters) {
         self.recorder = recorder
         self.barriers = barriers
+        self.counters = counters
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -95,6 +97,8 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
             }
         case .fault(let fault):
             FaultResponder(writer: writer).perform(fault)
+        case .session(let route):
+            writer.write(route.response(for: request, counters: counters))
         default:
             writer.write(request.route.cannedResponse(for: request) ?? .status(.internalServerError))
         }

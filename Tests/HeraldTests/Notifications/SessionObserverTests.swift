@@ -27,6 +27,10 @@ private final class EveryMethodObserver: SessionObserver {
     func downloadDidFailToMoveFile(_ notification: TypedNotification<DownloadMoveFailure>) {
         calls.withLock { $0.append("moveFailed") }
     }
+
+    func taskWillRetry(_ notification: TypedNotification<TaskRetry>) {
+        calls.withLock { $0.append("retry") }
+    }
 }
 
 @Suite("SessionObserver protocol form")
@@ -56,9 +60,18 @@ struct SessionObserverTests {
         download.resume()
         try await fixture.recorder.waitForCompletions(2)
         try? FileManager.default.removeItem(at: download.temporaryURL)
+        // A server failing once: the task is retried.
+        let flaky = try fixture.session.dataTask(with: Request(url: fixture.server.url("/flaky?key=observer&fail=1")))
+        flaky.interceptor = RetryPolicy(backoffScale: 0.01)
+        flaky.resume()
+        try await fixture.recorder.waitForCompletions(3)
         fixture.session.invalidate(cancelingTasks: false)
         try await after.waitForInvalidation()
-        let expected = ["resume", "suspend", "resume", "complete", "resume", "moveFailed", "complete", "invalidate"]
+        let expected = [
+            "resume", "suspend", "resume", "complete", "resume", "moveFailed", "complete", "resume", "retry",
+            "complete",
+            "invalidate",
+        ]
         #expect(direct.calls.withLock { $0 } == expected)
         // The queued observer gets them asynchronously: flush its queue with a barrier.
         await withCheckedContinuation { continuation in

@@ -1,0 +1,51 @@
+import Foundation
+import HeraldNotifications
+
+/// The payload of ``HeraldNotifications/NotificationName/taskWillRetry``: one failed attempt of a task
+/// that its ``RequestRetrier`` decided to send again.
+public struct TaskRetry: Sendable {
+    /// The task's identifier, unique within its session.
+    public let taskIdentifier: Int
+    /// The owning session's identifier, unique within the process.
+    public let sessionIdentifier: Int
+    /// When the retrier decided to retry.
+    public let date: Date
+    /// The attempt about to be made: `2` for the first retry, `3` for the second, and so on (the first
+    /// attempt is the one `taskDidResume` started).
+    public let attempt: Int
+    /// Why the previous attempt failed: its transport error, or ``HeraldError/Code/unacceptableStatusCode``
+    /// (with ``HeraldError/statusCode``) when the server answered with a status of 400 or more.
+    public let error: HeraldError
+    /// The failed attempt's response head, when one arrived.
+    public let response: HTTPResponse?
+    /// How long Herald waits, in seconds, before the next attempt starts (0 for at once).
+    public let delay: TimeInterval
+
+    /// Creates a payload; Herald creates these itself, the initializer is public so observers can be unit-tested.
+    public init(
+        taskIdentifier: Int,
+        sessionIdentifier: Int,
+        date: Date,
+        attempt: Int,
+        error: HeraldError,
+        response: HTTPResponse?,
+        delay: TimeInterval
+    ) {
+        self.taskIdentifier = taskIdentifier
+        self.sessionIdentifier = sessionIdentifier
+        self.date = date
+        self.attempt = attempt
+        self.error = error
+        self.response = response
+        self.delay = delay
+    }
+}
+
+extension NotificationName where UserInfo == TaskRetry {
+    /// A task's attempt failed and the task will be sent again (`herald.task.retry`). Object: the task.
+    ///
+    /// Posted between the task's `taskDidResume` and its `taskDidComplete`, once per retry, when the
+    /// retrier has decided and before the delay starts. The task stays one task: it is not resumed again
+    /// (no second `taskDidResume`), and it completes once.
+    public static var taskWillRetry: NotificationName<TaskRetry> { .init("herald.task.retry") }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import Herald
+import NIOCore
+import NIOHTTP1
+
+/// The endpoints for session-level features: retries (`/flaky`) and cookies (`/login`, `/account`).
+///
+/// - `/flaky?key=K&fail=N&status=S&retry-after=V`: the first `N` requests (0...100, default 1) carrying key `K`
+///   (default empty) get status `S` (400...599, default 503) with `Retry-After: V` when given; every later one gets
+///   `200` with `{"attempt":n,"key":K}`, `n` counting from 1. Counted per server.
+/// - `/login?value=V&redirect=URL&cookie=C`: `302` to `URL` (default `/account`) with
+///   `Set-Cookie: session=V; Path=/; HttpOnly` (`V` default `s3cr3t`), plus each `cookie=C` as one more
+///   `Set-Cookie` field as given.
+/// - `/account`: `200` with `{"cookie":"…"}` (the request's `Cookie` field) when it carries a `session` cookie,
+///   otherwise `403` with `{"cookie":""}`.
+enum SessionRoute: Sendable, Equatable {
+    case flaky(key: String, failures: Int, status: Int, retryAfter: String?)
+    case login(value: String, redirect: String, cookies: [String])
+    case account
+
+    /// The route for `segments`, or `nil` when the path is not one of these.
+    static func parse(segments: [String], query: RouteQuery) throws -> SessionRoute? {
+        switch segments {
+        case ["flaky"]:
+            return .flaky(
+                key: query.value("key") ?? "", failures: try query.integer("fail", default: 1, in: 0...100),
+                status: try query.integer("status", default: 503, in: 400...599), retryAfter: query.value("retry-after")
+            )
+        case ["login"]:
+            return .login(
+                value: query.value("value") ?? "s3cr3t", redirect: query.value("redirect") ?? "/account",
+                cookies: query.items.filter { $0.name == "cookie" }.compactMap(\.value))
+        case ["account"]:
+            return .account
+        default:
+            return nil
+        }
+    }
+
+    /// The response to `request`, counting `/flaky` requests in `counters`.
+    func response(for request: ReceivedRequest, counters: RequestCounters) -> CannedResponse {
+        switch self {
+        case .flaky(let key, let failures, let status, let retryAfter):
+            let attempt = counters.next(for: key)
+            guard attempt > failures else {
+                var headers = NIOHTTP1.HTTPHeaders()
+                if let retryAfter { headers.add(name: "Retry-After", value: retryAfter) }
+                return .status(HTTPResponseStatus(statusCode: status), headers: headers)
+            }
+            struct Answer: Encodable {
+                var attempt: Int
+                var key: String
+            }
+            return .json(Answer(attempt: attempt, key: key))
+        case .login(let value, let redirect, let cookies):
+            var headers: NIOHTTP1.HTTPHeaders = [
+                "Location": redirect, "Set-Cookie": "session=\(value); Path=/; HttpOnly",
+            ]
+            for cookie in cookies where !cookie.contains(where: { $0 == "\r" || $0 == "\n" }) {
+                headers.add(name: "Set-Cookie", value: cookie)
+            }
+            return .status(.found, headers: headers)
+        case .account:
+            let cookie = request.head.headers["cookie"].joined(separator: "; ")
+            let hasSession = cookie.split(separator: ";").contains {
+                $0.trimmingCharacters(in: .whitespaces).hasPrefix("session=")
+            }
+            var response = CannedResponse.json(["cookie": cookie])
+            if !hasSession { response.status = .forbidden }
+            return response
+        }
+    }
+}
+
+/// Per-key request counts for `/flaky`, shared by every connection of one server.
+final class RequestCounters: Sendable {
+    private let counts = Locked<[String: Int]>([:])
+
+    init() {}
+
+    /// Counts one more request for `key` and returns its number, from 1.
+    func next(for key: String) -> Int {
+        counts.withLock { counts in
+            counts[key, default: 0] += 1
+            return counts[key, default: 0]
+        }
+    }
+}

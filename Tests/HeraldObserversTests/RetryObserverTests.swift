@@ -1,0 +1,113 @@
+import CoreMetrics
+import Foundation
+import Herald
+import HeraldNotifications
+import HeraldObservers
+import InMemoryLogging
+import InMemoryTracing
+import Logging
+import MetricsTestKit
+import Testing
+
+extension Payloads {
+    static func retry(
+        task: Int, session: Int = 1, object: SessionTask? = nil, attempt: Int = 2, status: Int? = 503,
+        delay: TimeInterval = 1.5, date: Date = Date()
+    ) -> TypedNotification<TaskRetry> {
+        let url = object?.originalRequest.url ?? URL(string: "http://127.0.0.1/")!
+        return TypedNotification(
+            name: .taskWillRetry, object: object,
+            userInfo: TaskRetry(
+                taskIdentifier: task, sessionIdentifier: session, date: date, attempt: attempt,
+                error: HeraldError(.unacceptableStatusCode, "The server answered 503.", url: url, statusCode: status),
+                response: status.map { response($0, url: url) }, delay: delay))
+    }
+}
+
+/// Each ready observer reports `taskWillRetry`: a log line, a counter, a span event, a JSON line.
+@Suite("Observers of taskWillRetry")
+struct RetryObserverTests {
+    let tasks = OfflineTasks()
+
+    @Test("the logging observer writes 'task will retry' at debug with attempt, delay, status and error type")
+    func logLine() throws {
+        let handler = InMemoryLogHandler()
+        var logger = Logger(label: "herald.test") { _ in handler }
+        logger.logLevel = .debug
+        let task = try tasks.task("http://user:s3cret@example.com/items")
+        LoggingObserver(logger: logger).taskWillRetry(Payloads.retry(task: 4, session: 2, object: task))
+        let entry = try #require(handler.entries.first)
+        #expect(handler.entries.count == 1)
+        #expect(entry.level == .debug)
+        #expect(entry.message.description == "task will retry")
+        #expect(entry.metadata["herald.retry.attempt"]?.description == "2")
+        #expect(entry.metadata["herald.retry.delay"] == "1.500")
+        #expect(entry.metadata["http.response.status_code"]?.description == "503")
+        #expect(entry.metadata["error.type"] == "unacceptable_status_code")
+        #expect(entry.metadata["herald.task.id"]?.description == "4")
+        #expect(entry.metadata["http.request.method"] == "GET")
+        #expect(!handler.entries.description.contains("s3cret"))
+    }
+
+    @Test("the metrics observer counts retries by method, status class and error type, making each counter once")
+    func counter() throws {
+        let metrics = CountingMetrics()
+        let observer = MetricsObserver(factory: metrics)
+        let task = try tasks.task("http://example.com/a")
+        observer.taskWillRetry(Payloads.retry(task: 1, object: task))
+        observer.taskWillRetry(Payloads.retry(task: 1, object: task, attempt: 3))
+        observer.taskWillRetry(Payloads.retry(task: 2, object: task, status: 429))
+        let fiveHundreds = try metrics.test.expectCounter(
+            MetricsObserver.Name.retries,
+            [
+                ("http.request.method", "GET"), ("error.type", "unacceptable_status_code"),
+                ("http.response.status_class", "5xx"),
+            ])
+        #expect(fiveHundreds.totalValue == 2)
+        let fourHundreds = try metrics.test.expectCounter(
+            MetricsObserver.Name.retries,
+            [
+                ("http.request.method", "GET"), ("error.type", "unacceptable_status_code"),
+                ("http.response.status_class", "4xx"),
+            ])
+        #expect(fourHundreds.totalValue == 1)
+        #expect(metrics.count(MetricsObserver.Name.retries) == 2)
+    }
+
+    @Test("the tracing observer records a herald.task.retry event on the task's span")
+    func spanEvent() throws {
+        let tracer = InMemoryTracer()
+        let observer = TracingObserver(tracer: tracer)
+        let task = try tasks.task("http://example.com/a")
+        observer.taskDidResume(Payloads.resume(task: 1, object: task))
+        observer.taskWillRetry(Payloads.retry(task: 1, object: task, delay: 0.25))
+        observer.taskDidComplete(
+            Payloads.complete(task: 1, object: task, response: Payloads.response(200, url: task.originalRequest.url)))
+        let span = try #require(tracer.finishedSpans.first)
+        #expect(span.events.map(\.name) == ["herald.task.retry"])
+        let event = try #require(span.events.first)
+        #expect(event.attributes.get("herald.retry.attempt") == .int64(2))
+        #expect(event.attributes.get("herald.retry.delay") == .double(0.25))
+        #expect(event.attributes.get("error.type") == .string("unacceptable_status_code"))
+        #expect(event.attributes.get("http.response.status_code") == .int64(503))
+        #expect(span.status == nil)
+    }
+
+    @Test("the JSON-lines log writes a herald.task.retry line with attempt and delay")
+    func jsonLine() throws {
+        let output = SharedText()
+        let log = JSONLinesEventLog(stream: output)
+        let task = try tasks.task("http://example.com/a")
+        log.taskWillRetry(Payloads.retry(task: 3, session: 2, object: task, attempt: 3, delay: 0.1234))
+        let line = output.text
+        #expect(line.hasSuffix("\n"))
+        let record = try JSONDecoder().decode(EventRecord.self, from: Data(line.utf8))
+        #expect(record.event == "herald.task.retry")
+        #expect(record.task == 3 && record.session == 2)
+        #expect(record.attempt == 3)
+        #expect(record.delay == 0.123)
+        #expect(record.status == 503)
+        #expect(record.error == "unacceptable_status_code")
+        #expect(record.method == "GET")
+    }
+}

@@ -1,0 +1,245 @@
+import Foundation
+import Herald
+import HeraldNotifications
+import HeraldTesting
+import Testing
+
+/// Interceptors on the wire: a retried task stays one task, each retry is announced between its resume and
+/// its completion, and the adapter runs before every attempt.
+@Suite("Retries and interceptors")
+struct RetryTests {
+    /// A policy with short backoffs, so tests run fast whatever the jitter draws.
+    private static let fastPolicy = RetryPolicy(backoffScale: 0.01, maximumBackoff: 0.05)
+
+    private static func run(
+        _ request: Request, on fixture: SessionFixture, completions: Int = 1
+    ) async throws -> (task: DataTask, log: CompletionLog) {
+        let log = CompletionLog()
+        let task = try fixture.session.dataTask(with: request, completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(completions, timeout: .seconds(20))
+        return (task, log)
+    }
+
+    @Test("a server failing twice then answering: the third attempt succeeds, timeline resume, retry, retry, complete")
+    func failsTwiceThenSucceeds() async throws {
+        let fixture = try await SessionFixture.make()
+        fixture.session.interceptor = Self.fastPolicy
+        let (task, log) = try await Self.run(
+            Request(url: fixture.server.url("/flaky?key=twice&fail=2")), on: fixture)
+
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .retry, .retry, .complete])
+        #expect(fixture.recorder.timeline.count == 4)
+        let retries = fixture.recorder.events.compactMap(\.retry)
+        #expect(retries.map(\.attempt) == [2, 3])
+        #expect(retries.map(\.error.code) == [.unacceptableStatusCode, .unacceptableStatusCode])
+        #expect(retries.map(\.error.statusCode) == [503, 503])
+        #expect(retries.map { $0.response?.statusCode } == [503, 503])
+        #expect(retries.allSatisfy { $0.delay >= 0 && $0.delay <= 0.05 * 1.25 })
+
+        let call = try #require(log.all.first)
+        #expect(log.all.count == 1)
+        #expect(call.error == nil)
+        #expect(call.response?.statusCode == 200)
+        let body = try #require(call.object as? JSONValue)
+        #expect(body["attempt"] == 3)
+        #expect(fixture.server.requests(forPath: "/flaky").count == 3)
+        // Every attempt's metrics are kept, in order.
+        #expect(task.hopMetrics.count == 3)
+        try await fixture.tearDown()
+    }
+
+    @Test("a POST is not retried by default: one attempt, its 503 delivered")
+    func postIsNotRetried() async throws {
+        let fixture = try await SessionFixture.make()
+        fixture.session.interceptor = Self.fastPolicy
+        let (task, log) = try await Self.run(
+            Request(url: fixture.server.url("/flaky?key=post&fail=2"), method: "POST", body: Data("x".utf8)),
+            on: fixture)
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
+        #expect(log.all.first?.response?.statusCode == 503)
+        #expect(log.all.first?.error?.code == .unacceptableStatusCode)
+        #expect(fixture.server.requests(forPath: "/flaky").count == 1)
+
+        // Added to the retryable methods, the same POST is retried.
+        var policy = Self.fastPolicy
+        policy.retryableHTTPMethods.insert("POST")
+        fixture.session.interceptor = policy
+        let (retried, retriedLog) = try await Self.run(
+            Request(url: fixture.server.url("/flaky?key=post2&fail=1"), method: "POST", body: Data("x".utf8)),
+            on: fixture, completions: 2)
+        #expect(fixture.recorder.timeline(ofTask: retried.taskIdentifier) == [.resume, .retry, .complete])
+        #expect(retriedLog.all.first?.response?.statusCode == 200)
+        // The body was sent again with the retry.
+        #expect(fixture.server.requests(forPath: "/flaky").suffix(2).map(\.bodyByteCount) == [1, 1])
+        try await fixture.tearDown()
+    }
+
+    @Test("a 429 with Retry-After: 1 waits one second before the next attempt")
+    func retryAfterIsHonoured() async throws {
+        let fixture = try await SessionFixture.make()
+        fixture.session.interceptor = Self.fastPolicy
+        let (task, log) = try await Self.run(
+            Request(url: fixture.server.url("/flaky?key=busy&fail=1&status=429&retry-after=1")), on: fixture)
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .retry, .complete])
+        let retry = try #require(fixture.recorder.events.compactMap(\.retry).first)
+        #expect(retry.delay == 1)
+        #expect(retry.response?.statusCode == 429)
+        #expect(log.all.first?.response?.statusCode == 200)
+        let arrivals = fixture.server.requests(forPath: "/flaky").map(\.receivedAt)
+        #expect(arrivals.count == 2)
+        if arrivals.count == 2 { #expect(arrivals[0].duration(to: arrivals[1]) >= .milliseconds(990)) }
+        try await fixture.tearDown()
+    }
+
+    @Test("cancel during the backoff delay: one complete, cancelled, and no further attempt")
+    func cancelDuringBackoff() async throws {
+        let fixture = try await SessionFixture.make()
+        fixture.session.interceptor = Self.fastPolicy
+        let log = CompletionLog()
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/flaky?key=long&fail=1&retry-after=60")),
+            completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitUntil { $0.contains { $0.kind == .retry } }
+        task.cancel()
+        try await fixture.recorder.waitForCompletions(1, timeout: .seconds(5))
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .retry, .complete])
+        #expect(log.all.count == 1)
+        #expect(log.all.first?.error?.code == .cancelled)
+        #expect(task.state == .completed)
+        #expect(fixture.server.requests(forPath: "/flaky").count == 1)
+        try await fixture.tearDown()
+    }
+
+    @Test("suspend before the next attempt holds it until resume; the task resumes and completes once")
+    func suspendDuringBackoff() async throws {
+        let fixture = try await SessionFixture.make()
+        fixture.session.interceptor = Interceptor(retry: { context in
+            // Suspended while the retrier decides: the attempt that follows must wait for resume().
+            context.task.suspend()
+            return .retry
+        })
+        let log = CompletionLog()
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/flaky?key=held&fail=1")), completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitUntil { $0.contains { $0.kind == .retry } }
+        #expect(task.state == .suspended)
+        #expect(fixture.server.requests(forPath: "/flaky").count == 1)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(
+            fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .suspend, .retry, .resume, .complete])
+        #expect(log.all.first?.response?.statusCode == 200)
+        #expect(fixture.server.requests(forPath: "/flaky").count == 2)
+        try await fixture.tearDown()
+    }
+
+    @Test("the adapter runs before every attempt, off the caller's thread, and its header reaches the server")
+    func adapterRunsPerAttempt() async throws {
+        let fixture = try await SessionFixture.make()
+        let adaptations = Locked(0)
+        let adapter = Interceptor(adapt: { request, _ in
+            let count = adaptations.withLock { count -> Int in
+                count += 1
+                return count
+            }
+            var request = request
+            request.headers.replaceOrAdd(name: "Authorization", value: "Bearer token-\(count)")
+            return request
+        })
+        fixture.session.interceptor = Interceptor(adapters: [adapter], retriers: [Self.fastPolicy])
+        let (task, log) = try await Self.run(Request(url: fixture.server.url("/flaky?key=auth&fail=1")), on: fixture)
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .retry, .complete])
+        #expect(log.all.first?.error == nil)
+        #expect(adaptations.withLock { $0 } == 2)
+        let sent = fixture.server.requests(forPath: "/flaky").map { $0.headerValue("Authorization") }
+        #expect(sent == ["Bearer token-1", "Bearer token-2"])
+        try await fixture.tearDown()
+    }
+
+    @Test("a task's own interceptor runs before the session's; a throwing adapter fails the task before any byte")
+    func taskInterceptorAndAdapterFailure() async throws {
+        let fixture = try await SessionFixture.make()
+        let order = Locked<[String]>([])
+        fixture.session.interceptor = Interceptor(adapt: { request, _ in
+            order.withLock { $0.append("session") }
+            return request
+        })
+        let log = CompletionLog()
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/json")), completionHandler: log.handler)
+        task.interceptor = Interceptor(adapt: { request, _ in
+            order.withLock { $0.append("task") }
+            return request
+        })
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(order.withLock { $0 } == ["task", "session"])
+        #expect(log.all.first?.error == nil)
+
+        struct TokenUnavailable: Error {}
+        fixture.session.interceptor = Interceptor(adapt: { _, _ in throw TokenUnavailable() })
+        let failing = CompletionLog()
+        let refused = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/echo")), completionHandler: failing.handler)
+        refused.resume()
+        try await fixture.recorder.waitForCompletions(2)
+        #expect(fixture.recorder.timeline(ofTask: refused.taskIdentifier) == [.resume, .complete])
+        let error = try #require(failing.all.first?.error)
+        #expect(error.code == .invalidRequest)
+        #expect(error.underlying is TokenUnavailable)
+        #expect(fixture.server.requests(forPath: "/echo").isEmpty)
+        try await fixture.tearDown()
+    }
+
+    @Test("a streamed upload is retried with a new stream from taskNeedNewBodyStream")
+    func streamedUploadRetried() async throws {
+        let fixture = try await SessionFixture.make()
+        fixture.session.interceptor = Self.fastPolicy
+        let renewals = Locked(0)
+        fixture.session.taskNeedNewBodyStream = { _ in
+            renewals.withLock { $0 += 1 }
+            return BodyStream(data: Data("again".utf8))
+        }
+        let log = CompletionLog()
+        let task = try fixture.session.uploadTask(
+            withStreamedRequest: Request(url: fixture.server.url("/flaky?key=stream&fail=1"), method: "PUT"),
+            bodyProvider: BodyStream(data: Data("first".utf8)), completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .retry, .complete])
+        #expect(renewals.withLock { $0 } == 1)
+        #expect(log.all.first?.response?.statusCode == 200)
+        #expect(fixture.server.requests(forPath: "/flaky").map(\.bodyByteCount) == [5, 5])
+        try await fixture.tearDown()
+    }
+
+    @Test("a transport error is retried: a connection reset before the head, then an answer")
+    func transportErrorRetried() async throws {
+        let fixture = try await SessionFixture.make()
+        let attempts = Locked(0)
+        // The first attempt goes to a reset, the second to /json: the adapter picks the path per attempt.
+        fixture.session.interceptor = Interceptor(
+            adapters: [
+                Interceptor(adapt: { request, _ in
+                    let attempt = attempts.withLock { count -> Int in
+                        count += 1
+                        return count
+                    }
+                    var request = request
+                    if attempt > 1 { request.url = fixture.server.url("/json") }
+                    return request
+                })
+            ], retriers: [Self.fastPolicy])
+        let (task, log) = try await Self.run(
+            Request(url: fixture.server.url("/fault/reset-before-headers")), on: fixture)
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .retry, .complete])
+        let retry = try #require(fixture.recorder.events.compactMap(\.retry).first)
+        #expect(retry.response == nil)
+        #expect(RetryPolicy.defaultRetryableErrorCodes.contains(retry.error.code))
+        #expect(log.all.first?.error == nil)
+        try await fixture.tearDown()
+    }
+}
