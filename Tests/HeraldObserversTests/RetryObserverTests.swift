@@ -11,14 +11,14 @@ import Testing
 
 extension Payloads {
     static func retry(
-        task: Int, session: Int = 1, object: SessionTask? = nil, attempt: Int = 2, status: Int? = 503,
+        task: Int, session: Int = 1, request: RequestSummary = anyRequest, attempt: Int = 2, status: Int? = 503,
         delay: TimeInterval = 1.5, date: Date = Date()
     ) -> TypedNotification<TaskRetry> {
-        let url = object?.originalRequest.url ?? URL(string: "http://127.0.0.1/")!
+        let url = request.url
         return TypedNotification(
-            name: .taskWillRetry, object: object,
+            name: .taskWillRetry, object: nil,
             userInfo: TaskRetry(
-                taskIdentifier: task, sessionIdentifier: session, date: date, attempt: attempt,
+                taskIdentifier: task, sessionIdentifier: session, request: request, date: date, attempt: attempt,
                 error: HeraldError(.unacceptableStatusCode, "The server answered 503.", url: url, statusCode: status),
                 response: status.map { response($0, url: url) }, delay: delay))
     }
@@ -35,7 +35,7 @@ struct RetryObserverTests {
         var logger = Logger(label: "herald.test") { _ in handler }
         logger.logLevel = .debug
         let task = try tasks.task("http://user:s3cret@example.com/items")
-        LoggingObserver(logger: logger).taskWillRetry(Payloads.retry(task: 4, session: 2, object: task))
+        LoggingObserver(logger: logger).taskWillRetry(Payloads.retry(task: 4, session: 2, request: task.summary))
         let entry = try #require(handler.entries.first)
         #expect(handler.entries.count == 1)
         #expect(entry.level == .debug)
@@ -54,9 +54,9 @@ struct RetryObserverTests {
         let metrics = CountingMetrics()
         let observer = MetricsObserver(factory: metrics)
         let task = try tasks.task("http://example.com/a")
-        observer.taskWillRetry(Payloads.retry(task: 1, object: task))
-        observer.taskWillRetry(Payloads.retry(task: 1, object: task, attempt: 3))
-        observer.taskWillRetry(Payloads.retry(task: 2, object: task, status: 429))
+        observer.taskWillRetry(Payloads.retry(task: 1, request: task.summary))
+        observer.taskWillRetry(Payloads.retry(task: 1, request: task.summary, attempt: 3))
+        observer.taskWillRetry(Payloads.retry(task: 2, request: task.summary, status: 429))
         let fiveHundreds = try metrics.test.expectCounter(
             MetricsObserver.Name.retries,
             [
@@ -79,10 +79,10 @@ struct RetryObserverTests {
         let tracer = InMemoryTracer()
         let observer = TracingObserver(tracer: tracer)
         let task = try tasks.task("http://example.com/a")
-        observer.taskDidResume(Payloads.resume(task: 1, object: task))
-        observer.taskWillRetry(Payloads.retry(task: 1, object: task, delay: 0.25))
+        observer.taskDidResume(Payloads.resume(task: 1, request: task.summary))
+        observer.taskWillRetry(Payloads.retry(task: 1, request: task.summary, delay: 0.25))
         observer.taskDidComplete(
-            Payloads.complete(task: 1, object: task, response: Payloads.response(200, url: task.originalRequest.url)))
+            Payloads.complete(task: 1, request: task.summary, response: Payloads.response(200, url: task.originalRequest.url)))
         let span = try #require(tracer.finishedSpans.first)
         #expect(span.events.map(\.name) == ["herald.task.retry"])
         let event = try #require(span.events.first)
@@ -98,7 +98,7 @@ struct RetryObserverTests {
         let output = SharedText()
         let log = JSONLinesEventLog(stream: output)
         let task = try tasks.task("http://example.com/a")
-        log.taskWillRetry(Payloads.retry(task: 3, session: 2, object: task, attempt: 3, delay: 0.1234))
+        log.taskWillRetry(Payloads.retry(task: 3, session: 2, request: task.summary, attempt: 3, delay: 0.1234))
         let line = output.text
         #expect(line.hasSuffix("\n"))
         let record = try JSONDecoder().decode(EventRecord.self, from: Data(line.utf8))

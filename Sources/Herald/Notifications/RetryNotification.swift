@@ -8,6 +8,8 @@ public struct TaskRetry: Sendable {
     public let taskIdentifier: Int
     /// The owning session's identifier, unique within the process.
     public let sessionIdentifier: Int
+    /// The task's request: method, credential-redacted URL, header fields and trace context.
+    public let request: RequestSummary
     /// When the retrier decided to retry.
     public let date: Date
     /// The attempt about to be made: `2` for the first retry, `3` for the second, and so on (the first
@@ -25,6 +27,7 @@ public struct TaskRetry: Sendable {
     public init(
         taskIdentifier: Int,
         sessionIdentifier: Int,
+        request: RequestSummary,
         date: Date,
         attempt: Int,
         error: HeraldError,
@@ -33,6 +36,7 @@ public struct TaskRetry: Sendable {
     ) {
         self.taskIdentifier = taskIdentifier
         self.sessionIdentifier = sessionIdentifier
+        self.request = request
         self.date = date
         self.attempt = attempt
         self.error = error

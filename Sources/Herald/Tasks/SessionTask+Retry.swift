@@ -68,7 +68,9 @@ extension SessionTask {
             core.hops.attemptRequest = request
             return (attemptTransferRequest(for: request, validators: core.hops.cacheValidators), core.hops.attempt)
         }
-        guard var (transfer, attempt) = prepared else { return }
+        guard let prepared else { return }
+        var transfer = prepared.0
+        let attempt = prepared.attempt
         // Every attempt carries the trace context, whatever the adapter did to the headers.
         trace?.inject(into: &transfer.headers)
         // The first attempt sends the body as it is; a retry sends it again (a stream asks for a new one).
@@ -161,7 +163,8 @@ extension TaskLifecycleHook {
         guard center.hasObservers(for: .taskWillRetry) else { return }
         let subject = task.lifecycleSubject
         let retry = TaskRetry(
-            taskIdentifier: subject.taskIdentifier, sessionIdentifier: sessionIdentifier, date: Date(),
+            taskIdentifier: subject.taskIdentifier, sessionIdentifier: sessionIdentifier,
+            request: task.requestSummary, date: Date(),
             attempt: attempt, error: error, response: response, delay: delay)
         let center = center
         eventQueue.async { center.post(.taskWillRetry, object: subject, userInfo: retry) }

@@ -119,7 +119,7 @@ public final class JSONLinesEventLog: SessionObserver {
         var record = EventRecord(
             event: notification.name.rawValue, time: Self.timestamp(retry.date), session: retry.sessionIdentifier,
             task: retry.taskIdentifier)
-        addRequest(of: notification.object, to: &record)
+        addRequest(retry.request, to: &record)
         record.status = retry.response?.statusCode
         record.error = retry.error.code.description
         record.errorMessage = retry.error.message

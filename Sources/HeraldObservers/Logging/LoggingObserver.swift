@@ -73,14 +73,12 @@ public final class LoggingObserver: SessionObserver {
             "herald.retry.delay": .string(Self.seconds(retry.delay)),
             "error.type": .string(retry.error.code.description),
         ]
-        if let request = RequestSummary(object: notification.object) {
-            metadata["http.request.method"] = .string(request.method)
-            metadata["url.full"] = .string(redaction.redacting(request.url))
-        }
+        metadata["http.request.method"] = .string(retry.request.method)
+        metadata["url.full"] = .string(redaction.redacting(retry.request.url))
         if let response = retry.response {
             metadata["http.response.status_code"] = .stringConvertible(response.statusCode)
         }
-        logger.debug("task will retry", metadata: metadata)
+        inContext(of: retry.request) { logger.debug("task will retry", metadata: metadata) }
     }
 
     /// Logs `task completed` at `debug` (with status, duration, bytes and error code) and the response

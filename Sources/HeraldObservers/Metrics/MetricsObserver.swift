@@ -103,7 +103,7 @@ public final class MetricsObserver: SessionObserver {
     public func taskWillRetry(_ notification: TypedNotification<TaskRetry>) {
         let retry = notification.userInfo
         var values = [
-            KnownHTTPMethod.bounded(RequestSummary(object: notification.object)?.method),
+            KnownHTTPMethod.bounded(retry.request.method),
             retry.response?.statusClass ?? "", retry.error.code.description,
         ]
         let counter = state.withLock { state -> Counter in

@@ -91,6 +91,8 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
                     "herald.download.file": .string(failure.sourceURL.path),
                     "herald.download.destination": .string(failure.destinationURL.path),
                 ]))
+    }
+
     /// Records a `herald.task.retry` event on the task's span, with the attempt about to start, the delay
     /// in seconds, the failed attempt's error type and status.
     /// - Parameter notification: `taskWillRetry`.
