@@ -187,4 +187,50 @@ struct TraceContextTests {
         }
         try await traced.shutdown()
     }
+
+    /// An instrument that tries to split the request through the header fields it injects.
+    struct HeaderSplittingTracer: Tracer {
+        let spans = InMemoryTracer()
+
+        func startSpan<Instant: TracerInstant>(
+            _ operationName: String, context: @autoclosure () -> ServiceContext, ofKind kind: SpanKind,
+            at instant: @autoclosure () -> Instant, function: String, file fileID: String, line: UInt
+        ) -> InMemorySpan {
+            spans.startSpan(
+                operationName, context: context(), ofKind: kind, at: instant(), function: function, file: fileID,
+                line: line)
+        }
+
+        func forceFlush() {}
+
+        func inject<Carrier, Inject: Injector>(
+            _ context: ServiceContext, into carrier: inout Carrier, using injector: Inject
+        ) where Inject.Carrier == Carrier {
+            injector.inject("00-1-2-01\r\nX-Smuggled: 1", forKey: "traceparent", into: &carrier)
+            injector.inject("v", forKey: "bad name", into: &carrier)
+            injector.inject("ok", forKey: "baggage", into: &carrier)
+        }
+
+        func extract<Carrier, Extract: Extractor>(
+            _ carrier: Carrier, into context: inout ServiceContext, using extractor: Extract
+        ) where Extract.Carrier == Carrier {}
+    }
+
+    @Test("an injected field that is not a valid header is dropped; the valid ones are sent")
+    func invalidInjectedFieldsDropped() async throws {
+        let server = try await TestServer.start()
+        let session = SessionManager(notificationCenter: NotificationHub())
+        session.responseSerializer = DataResponseSerializer()
+        let request = Request(url: server.url("/text"), serviceContext: .topLevel)
+        let (_, response) = try await withTracer(HeaderSplittingTracer()) { try await session.data(for: request) }
+
+        #expect(response.statusCode == 200)
+        let received = try #require(server.requests(forPath: "/text").first)
+        #expect(received.headerValue("baggage") == "ok")
+        #expect(received.headerValue("traceparent") == nil)
+        #expect(received.headerValue("X-Smuggled") == nil)
+        #expect(received.headers.allSatisfy { $0.name != "bad name" })
+        session.invalidate(cancelingTasks: true)
+        try await server.shutdown()
+    }
 }
