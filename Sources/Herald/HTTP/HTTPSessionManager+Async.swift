@@ -141,7 +141,7 @@ extension HTTPSessionManager {
     public func post(
         _ path: String, parameters: JSONValue? = nil, headers: HTTPHeaders = [:],
         progress: (@Sendable (TransferProgress) -> Void)? = nil,
-        constructingBody: (inout MultipartFormData) throws(HeraldError) -> Void
+        constructingBody: (inout MultipartFormData) throws -> Void
     ) async throws(HeraldError) -> (any Sendable, HTTPResponse) {
         let form = try multipartFormData(parameters: parameters, constructingBody)
         let request = Request(url: try url(for: path), method: "POST", headers: headers)

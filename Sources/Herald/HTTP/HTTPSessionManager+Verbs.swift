@@ -83,7 +83,7 @@ extension HTTPSessionManager {
     @discardableResult
     public func post(
         _ path: String, parameters: JSONValue? = nil, headers: HTTPHeaders = [:],
-        constructingBody: (inout MultipartFormData) throws(HeraldError) -> Void,
+        constructingBody: (inout MultipartFormData) throws -> Void,
         progress: (@Sendable (TransferProgress) -> Void)? = nil,
         completionHandler: @escaping TaskCompletionHandler
     ) throws(HeraldError) -> UploadTask {

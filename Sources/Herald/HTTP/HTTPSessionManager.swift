@@ -63,11 +63,13 @@ public final class HTTPSessionManager: Sendable {
     /// The absolute URL `path` names: resolved against ``baseURL`` as in the table above, or taken as it is
     /// without a base URL.
     ///
-    /// - Parameter path: A relative reference (`"users/1"`, `"/health"`, `"?page=2"`) or an absolute URL.
+    /// - Parameter path: A relative reference (`"users/1"`, `"/health"`, `"?page=2"`, `""` for the base URL
+    ///   itself) or an absolute URL.
     /// - Returns: The absolute URL.
     /// - Throws: ``HeraldError`` with ``HeraldError/Code/badURL`` when `path` is not a URL reference, or is
     ///   relative without a base URL.
     public func url(for path: String) throws(HeraldError) -> URL {
+        if path.isEmpty, let baseURL { return baseURL }
         guard let url = URL(string: path, relativeTo: baseURL)?.absoluteURL, url.scheme != nil else {
             throw HeraldError(
                 .badURL,
@@ -126,15 +128,23 @@ public final class HTTPSessionManager: Sendable {
     ///   - parameters: Fields to add before `build` runs; default none.
     ///   - build: Appends parts; runs once, now, on the calling thread.
     /// - Returns: The form.
-    /// - Throws: ``HeraldError`` from a parameter that can't be written or from `build`.
+    /// - Throws: ``HeraldError`` from a parameter that can't be written or from `build`; an error of
+    ///   another type thrown by `build` becomes ``HeraldError/Code/invalidRequest`` with it as
+    ///   ``HeraldError/underlying``.
     public func multipartFormData(
-        parameters: JSONValue? = nil, _ build: (inout MultipartFormData) throws(HeraldError) -> Void
+        parameters: JSONValue? = nil, _ build: (inout MultipartFormData) throws -> Void
     ) throws(HeraldError) -> MultipartFormData {
         var form = MultipartFormData()
         for (name, value) in try FormURLEncoding.fields(from: parameters) {
             try form.append(Data(value.utf8), name: name)
         }
-        try build(&form)
+        do {
+            try build(&form)
+        } catch let error as HeraldError {
+            throw error
+        } catch {
+            throw HeraldError(.invalidRequest, "Building the multipart form failed: \(error)", underlying: error)
+        }
         return form
     }
 

@@ -11,6 +11,8 @@ struct ReceivedRequest {
     var body: ByteBuffer?
     /// The number of body bytes received, retained or not.
     var bodyByteCount = 0
+    /// The parser hashing a `/multipart` body as it arrives; `nil` for other routes.
+    var multipart: MultipartDigester?
 
     var isHead: Bool { head.method == .HEAD }
 }
@@ -44,6 +46,8 @@ extension Route {
             )
         case .echo:
             return echoResponse(for: request)
+        case .multipart:
+            return request.multipart?.response() ?? .badRequest("no multipart body")
         case .redirect(let remaining, let status):
             guard remaining > 0 else {
                 return CannedResponse(status: .ok, contentType: "text/plain; charset=utf-8", body: "redirected\n")

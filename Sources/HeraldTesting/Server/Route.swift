@@ -12,6 +12,7 @@ enum Route: Sendable {
     case empty
     case html
     case echo
+    case multipart
     case bytes(ByteStreamOptions)
     case delay(milliseconds: Int)
     case barrier(count: Int, key: String)
@@ -80,6 +81,8 @@ enum Route: Sendable {
             return .html
         case "echo" where segments.count == 1:
             return .echo
+        case "multipart" where segments.count == 1:
+            return .multipart
         case "bytes" where segments.count == 2:
             return .bytes(try ByteStreamOptions(count: segments[1], query: query))
         case "delay" where segments.count == 2:

@@ -44,11 +44,15 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
             var body: ByteBuffer?
             if case .echo = route { body = context.channel.allocator.buffer(capacity: 0) }
             request = ReceivedRequest(sequenceNumber: sequenceNumber, head: head, route: route, body: body)
+            if case .multipart = route {
+                request?.multipart = MultipartDigester(contentType: head.headers["content-type"].first)
+            }
         case .body(var buffer):
             guard let sequenceNumber = request?.sequenceNumber else { return }
             let byteCount = buffer.readableBytes
             recorder.requestBodyReceived(sequenceNumber, byteCount: byteCount)
             request?.bodyByteCount += byteCount
+            request?.multipart?.consume(buffer)
             if let retained = request?.body?.readableBytes, retained + byteCount <= Self.maximumEchoBodySize {
                 request?.body?.writeBuffer(&buffer)
             }

@@ -4,7 +4,7 @@ import HeraldNotifications
 import HeraldTesting
 import Testing
 
-/// 256 MiB each way in constant memory. Serialized so the two transfers don't share the RSS budget.
+/// 256 MiB each way in constant memory. Serialized so the transfers don't share the RSS budget.
 ///
 /// Memory is measured in-process: the peak (`VmHWM`, reset just before the transfer) minus the resident
 /// size before it. Other suites run in parallel in the same process, so the figure is an upper bound
@@ -59,6 +59,43 @@ struct LargeTransferTests {
         #expect(fixture.server.bodyBytesSent(forPath: "/bytes/\(Self.size)") == Self.size)
         #expect(PatternFile.size(of: destination) == Self.size)
         #expect(try PatternFile.matches(destination, count: Self.size))
+        scratch.remove()
+        try await fixture.tearDown()
+    }
+
+    @Test("a 256 MiB file in a multipart form uploads with under 32 MiB of RSS growth; the server's digests match")
+    func multipart256MiB() async throws {
+        let fixture = try await SessionFixture.make()
+        let scratch = try ScratchDirectory()
+        let file = try PatternFile.make(count: Self.size, in: scratch.url)
+        let fileDigest = try TestDigest.sha256(ofFileAt: file)
+        let tailSize = 1 << 20
+        var form = MultipartFormData()
+        try form.append(Data("large".utf8), name: "label")
+        try form.append(fileURL: file, name: "file", mimeType: "application/octet-stream")
+        try form.append(length: Int64(tailSize), name: "tail", fileName: "tail.bin") {
+            MultipartTests.patternStream(count: tailSize)
+        }
+        let log = CompletionLog()
+        let task = try fixture.session.uploadTask(
+            with: Request(url: fixture.server.url("/multipart"), method: "POST"), multipartFormData: form,
+            completionHandler: log.handler)
+        ResidentMemory.resetPeak()
+        let before = ResidentMemory.current
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1, timeout: .seconds(120))
+        let growth = ResidentMemory.peak - before
+        print("multipart upload of a 256 MiB file part: peak RSS growth \(growth / 1024) KiB")
+        #expect(growth < Self.budget)
+        #expect(log.all.first?.error == nil)
+        let echoed = try #require((log.all.first?.object as? JSONValue)?.echoedMultipart)
+        #expect(echoed.parts.map(\.name) == ["label", "file", "tail"])
+        #expect(echoed.parts.map(\.size) == [5, Self.size, tailSize])
+        #expect(echoed.parts[0].sha256 == TestDigest.sha256(Data("large".utf8)))
+        #expect(echoed.parts[1].sha256 == fileDigest)
+        #expect(echoed.parts[2].sha256 == TestDigest.sha256(Data(TestServer.expectedBytes(in: 0..<tailSize))))
+        #expect(fixture.server.requests(forPath: "/multipart").first?.bodyByteCount == Int(form.contentLength))
+        #expect(task.uploadProgress.completedUnitCount == form.contentLength)
         scratch.remove()
         try await fixture.tearDown()
     }

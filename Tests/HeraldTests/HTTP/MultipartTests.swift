@@ -1,0 +1,213 @@
+import Foundation
+@testable import Herald
+import HeraldNotifications
+import HeraldTesting
+import Testing
+
+@Suite("multipart/form-data: data, files and streams, parsed by the server")
+struct MultipartTests {
+    /// A stream of `count` pattern bytes, handed out in pieces of at most 1000 bytes.
+    static func patternStream(count: Int) -> BodyStream {
+        let offset = Locked(0)
+        return BodyStream { buffer in
+            offset.withLock { offset in
+                let length = min(buffer.count, count - offset, 1000)
+                guard length > 0 else { return 0 }
+                let bytes = TestServer.expectedBytes(in: offset..<(offset + length))
+                buffer.copyBytes(from: bytes)
+                offset += length
+                return length
+            }
+        }
+    }
+
+    @Test("fields, in-memory files, files on disk, streams and custom parts arrive intact, in order")
+    func everyKindOfPart() async throws {
+        let fixture = try await HTTPFixture.make()
+        let scratch = try ScratchDirectory()
+        let fileURL = try PatternFile.make(count: 1_000_003, in: scratch.url)
+        let jsonURL = scratch.url.appendingPathComponent("report.json")
+        try Data(#"{"ok":true}"#.utf8).write(to: jsonURL)
+        let avatar = Data(TestServer.expectedBytes(in: 0..<5000))
+        let form = try fixture.manager.multipartFormData(parameters: ["user": ["name": "Ada", "id": 7]]) {
+            form throws(HeraldError) in
+            try form.append(Data("Hello, café".utf8), name: "greeting")
+            try form.append(avatar, name: "avatar", fileName: "avatar.png")
+            try form.append(fileURL: fileURL, name: "blob", mimeType: "application/x-pattern")
+            try form.append(fileURL: jsonURL, name: "report")
+            try form.append(length: 12_345, name: "stream", fileName: "stream.bin") {
+                Self.patternStream(count: 12_345)
+            }
+            try form.append(
+                headers: ["Content-Disposition": #"form-data; name="custom""#, "X-Part": "7"], body: Data("c".utf8))
+        }
+        let log = CompletionLog()
+        let request = Request(url: fixture.server.url("/multipart"), method: "POST")
+        let task = try fixture.session.uploadTask(
+            with: request, multipartFormData: form, completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
+        let echoed = try #require((log.all.first?.object as? JSONValue)?.echoedMultipart)
+        #expect(echoed.contentType == "multipart/form-data; boundary=\(form.boundary)")
+        let summary = echoed.parts.map { "\($0.name ?? "-") \($0.filename ?? "-") \($0.contentType ?? "-") \($0.size)" }
+        #expect(
+            summary == [
+                "user[id] - - 1", "user[name] - - 3", "greeting - - 12", "avatar avatar.png image/png 5000",
+                "blob pattern-1000003.bin application/x-pattern 1000003", "report report.json application/json 11",
+                "stream stream.bin application/octet-stream 12345", "custom - - 1",
+            ])
+        #expect(echoed.parts.map(\.value) == ["7", "Ada", "Hello, café", nil, nil, nil, nil, "c"])
+        #expect(echoed.parts[3].sha256 == TestDigest.sha256(avatar))
+        #expect(echoed.parts[4].sha256 == (try TestDigest.sha256(ofFileAt: fileURL)))
+        #expect(echoed.parts[6].sha256 == TestDigest.sha256(Data(TestServer.expectedBytes(in: 0..<12_345))))
+        #expect(echoed.parts[7].headers["x-part"] == "7")
+        let recorded = try #require(fixture.server.requests(forPath: "/multipart").first)
+        #expect(recorded.headerValue("Content-Length") == "\(form.contentLength)")
+        #expect(recorded.bodyByteCount == Int(form.contentLength))
+        #expect(task.uploadProgress.completedUnitCount == form.contentLength)
+        #expect(task.uploadProgress.totalUnitCount == form.contentLength)
+        scratch.remove()
+        try await fixture.tearDown()
+    }
+
+    @Test("the body is framed exactly as RFC 7578 says")
+    func wireFormat() async throws {
+        let fixture = try await HTTPFixture.make()
+        var form = try MultipartFormData(boundary: "XyZ")
+        try form.append(Data("1".utf8), name: "a")
+        try form.append(Data("<b/>".utf8), name: "f", fileName: "f.xml")
+        let log = CompletionLog()
+        fixture.session.responseSerializer = DataResponseSerializer()
+        let task = try fixture.session.uploadTask(
+            with: Request(url: fixture.server.url("/echo"), method: "POST"), multipartFormData: form,
+            completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        let data = try #require(log.all.first?.object as? Data)
+        let echoed = try JSONDecoder().decode(EchoedRequest.self, from: data)
+        #expect(
+            echoed.body
+                == "--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n1"
+                + "\r\n--XyZ\r\nContent-Disposition: form-data; name=\"f\"; filename=\"f.xml\"\r\nContent-Type: application/xml\r\n\r\n<b/>"
+                + "\r\n--XyZ--\r\n")
+        #expect(Int64(echoed.bodyLength) == form.contentLength)
+        #expect(echoed.headers["content-type"] == "multipart/form-data; boundary=XyZ")
+        try await fixture.tearDown()
+    }
+
+    @Test("a 307 resends the whole form: files reread, streams remade")
+    func redirectResends() async throws {
+        let fixture = try await HTTPFixture.make()
+        let scratch = try ScratchDirectory()
+        let fileURL = try PatternFile.make(count: 400_000, in: scratch.url)
+        let made = Locked(0)
+        let resent = try await fixture.manager.post("redirect-to?status=307&url=/multipart") {
+            form throws(HeraldError) in
+            try form.append(fileURL: fileURL, name: "file")
+            try form.append(length: 3000, name: "s", fileName: "s.txt") {
+                made.withLock { $0 += 1 }
+                return Self.patternStream(count: 3000)
+            }
+        }
+        let echoed = try #require((resent.0 as? JSONValue)?.echoedMultipart)
+        #expect(echoed.parts.map(\.size) == [400_000, 3000])
+        #expect(echoed.parts[0].sha256 == (try TestDigest.sha256(ofFileAt: fileURL)))
+        #expect(echoed.parts[0].contentType == "application/octet-stream")
+        #expect(echoed.parts[1].contentType == "text/plain")
+        let first = try #require(fixture.server.requests(forPath: "/redirect-to").last)
+        #expect(
+            Int64(first.bodyByteCount)
+                == Int64(fixture.server.requests(forPath: "/multipart").first?.bodyByteCount ?? -1))
+        #expect(made.withLock { $0 } == 2)
+        scratch.remove()
+        try await fixture.tearDown()
+    }
+
+    @Test("names, file names, types and headers that would corrupt the framing are refused before sending")
+    func invalidPartsThrow() async throws {
+        var form = MultipartFormData()
+        for name in ["a\r\nX-Injected: 1", "a\nb", "quote\"d", "nul\0"] {
+            #expect(throws: HeraldError.self) { try form.append(Data(), name: name) }
+        }
+        #expect(throws: HeraldError.self) { try form.append(Data(), name: "ok", fileName: "evil\".txt") }
+        #expect(throws: HeraldError.self) { try form.append(Data(), name: "ok", fileName: "a\r\n.txt") }
+        #expect(throws: HeraldError.self) {
+            try form.append(Data(), name: "ok", fileName: "a", mimeType: "text/plain\r\nX: y")
+        }
+        #expect(throws: HeraldError.self) { try form.append(headers: ["Bad Name": "v"], body: Data()) }
+        #expect(throws: HeraldError.self) { try form.append(headers: ["X": "v\r\n"], body: Data()) }
+        #expect(throws: HeraldError.self) {
+            try form.append(length: -1, name: "s", fileName: "s") { BodyStream(data: Data()) }
+        }
+        #expect(throws: HeraldError.self) {
+            try form.append(fileURL: URL(fileURLWithPath: "/nonexistent/file"), name: "f")
+        }
+        #expect(throws: HeraldError.self) { try form.append(fileURL: URL(fileURLWithPath: "/tmp"), name: "f") }
+        for boundary in ["", String(repeating: "b", count: 71), "has\"quote", "trailing "] {
+            #expect(throws: HeraldError.self) { try MultipartFormData(boundary: boundary) }
+        }
+        #expect(form.count == 0)
+        do {
+            try form.append(Data(), name: "line\nbreak")
+        } catch {
+            #expect(error.code == .invalidRequest)
+        }
+
+        let fixture = try await HTTPFixture.make()
+        do {
+            _ = try await fixture.manager.post("multipart") { form throws(HeraldError) in
+                try form.append(Data("ok".utf8), name: "fine")
+                try form.append(Data(), name: "bad\r\nname")
+            }
+            Issue.record("a bad field name was accepted")
+        } catch {
+            #expect(error.code == .invalidRequest)
+        }
+        #expect(fixture.server.requestCount == 0)
+        #expect(fixture.session.tasks.isEmpty)
+        #expect(fixture.recorder.timeline.isEmpty)
+        try await fixture.tearDown()
+    }
+
+    @Test("a file that changed size, or a stream shorter than declared, fails the task without a wrong body")
+    func lengthMismatchFails() async throws {
+        let fixture = try await HTTPFixture.make()
+        let scratch = try ScratchDirectory()
+        let fileURL = try PatternFile.make(count: 10_000, in: scratch.url)
+        var form = MultipartFormData()
+        try form.append(fileURL: fileURL, name: "f")
+        let handle = try FileHandle(forWritingTo: fileURL)
+        try handle.truncate(atOffset: 9_000)
+        try handle.close()
+        do {
+            _ = try await fixture.manager.post("multipart") { $0 = form }
+            Issue.record("a shrunken file was sent")
+        } catch {
+            #expect(error.code == .fileIO)
+        }
+        do {
+            _ = try await fixture.manager.post("multipart") { form throws(HeraldError) in
+                try form.append(length: 5000, name: "s", fileName: "s") { Self.patternStream(count: 4000) }
+            }
+            Issue.record("a short stream was sent")
+        } catch {
+            #expect(error.code == .bodyStream)
+        }
+        #expect(fixture.server.requests(forPath: "/multipart").allSatisfy { $0.responseStatus != 200 })
+        scratch.remove()
+        try await fixture.tearDown()
+    }
+
+    @Test("content types come from file extensions: mime.types, then the built-in table, then octet-stream")
+    func mimeTypes() {
+        #expect(MIMEType.forPathExtension("json") == "application/json")
+        #expect(MIMEType.forPathExtension("PNG") == "image/png")
+        #expect(MIMEType.forPathExtension("txt") == "text/plain")
+        #expect(MIMEType.forPathExtension("no-such-extension") == "application/octet-stream")
+        #expect(MIMEType.forPathExtension("") == "application/octet-stream")
+        let parsed = MIMEType.parse(
+            "# comment\ntext/x-a  a aa\n\napplication/x-b\tb # trailing\nimage/x-c a\nnot-a-type c\n")
+        #expect(parsed == ["a": "text/x-a", "aa": "text/x-a", "b": "application/x-b"])
+    }
+}
