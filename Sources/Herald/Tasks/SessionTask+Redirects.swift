@@ -142,6 +142,7 @@ extension SessionTask {
     /// until ``resume()``. Hop queue.
     func startHop(_ request: TransferRequest) {
         var request = request
+        request.cookieHeader = session.cookieHeader(for: request.url)
         core.withLock { core in
             guard core.machine.state == .running || core.machine.state == .suspended else { return }
             if request.resourceTimeout > 0, let first = core.hops.metrics.first?.startDate {

@@ -35,6 +35,7 @@ extension SessionTask {
     /// data-task hook flags. Called with the task's lock held.
     func attemptTransferRequest(for request: Request, validators: HTTPHeaders?) -> TransferRequest {
         var transfer = makeTransferRequest(for: request)
+        transfer.cookieHeader = session.cookieHeader(for: transfer.url)
         if let validators {
             transfer.revalidatesCachedResponse = true
             for field in validators { transfer.headers.add(name: field.name, value: field.value) }
