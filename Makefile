@@ -8,10 +8,16 @@ SYSTEM_DEPS := libcurl4-openssl-dev:libcurl libuv1-dev:libuv pkg-config:
 
 ## deps: install libcurl and libuv development files when pkg-config can't find them, and the openssl
 ## CLI when it is missing (the TLS tests make a throwaway CA and run `openssl s_server` on loopback).
+## Also Debian's publicsuffix list (cookie domains are checked against it at run time) and tinyproxy (the
+## proxy tests start their own on a loopback port, in the foreground, and stop it; on a machine whose
+## package manager starts services on install, `systemctl disable --now tinyproxy` stops the system one).
 deps:
 	@missing=""; \
 	command -v pkg-config >/dev/null || missing="pkg-config"; \
 	command -v openssl >/dev/null || missing="$$missing openssl"; \
+	[ -f /usr/share/publicsuffix/public_suffix_list.dat ] || missing="$$missing publicsuffix"; \
+	command -v tinyproxy >/dev/null || [ -x /usr/bin/tinyproxy ] || [ -x /usr/sbin/tinyproxy ] || \
+		missing="$$missing tinyproxy"; \
 	for pair in $(SYSTEM_DEPS); do \
 		pkg=$${pair%%:*}; mod=$${pair##*:}; \
 		[ -z "$$mod" ] && continue; \

@@ -366,6 +366,9 @@ final class Transfer: @unchecked Sendable {
             let line = field.value.isEmpty ? "\(field.name);" : "\(field.name): \(field.value)"
             list = curl_slist_append(list, line)
         }
+        if let cookie = request.cookieHeader, !request.headers.contains("Cookie") {
+            list = curl_slist_append(list, "Cookie: \(cookie)")
+        }
         if !request.headers.contains("Expect") {
             // curl waits up to a second for "100 Continue" on larger bodies; never stall an upload on it.
             list = curl_slist_append(list, "Expect:")

@@ -32,6 +32,9 @@ struct TransferRequest: Sendable {
     /// The credential libcurl answers the server's challenge with (`CURLOPT_USERNAME`/`PASSWORD` and
     /// `HTTPAUTH`), set by an authentication round-trip; dropped on a hop to another origin.
     var credential: TransferCredential?
+    /// The `Cookie` field from the session's cookie store for this hop's URL, sent unless `headers` has a
+    /// `Cookie` of the caller's.
+    var cookieHeader: String?
 
     /// Whether a final response with `status` waits for the task's disposition. A redirect Herald is
     /// about to follow is not final: it is not presented (as URLSession presents only the last response).

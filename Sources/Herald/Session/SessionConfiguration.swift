@@ -92,12 +92,35 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// explicitly named opt-out of verification. Default ``SecurityPolicy/default``: the system's
     /// certificate authorities, with certificate-chain and host-name verification on.
     public var securityPolicy: SecurityPolicy = .default
+    /// Whether the session stores the cookies responses set and sends them back (see ``CookieStore``).
+    /// Default `true`. A `Cookie` field of the request's own is sent instead of the store's cookies.
+    public var httpShouldSetCookies: Bool = true
+    /// The cookie store the session uses, or `nil` (the default) for a new in-memory store of its own.
+    /// Give several sessions the same store to share cookies, or a persistent one
+    /// (``CookieStore/init(persistingTo:publicSuffixes:)``) to keep them across runs. Two configurations
+    /// are equal only if they hold the same store object.
+    public var httpCookieStore: CookieStore? {
+        get { cookieStoreBox.store }
+        set { cookieStoreBox = CookieStoreBox(store: newValue) }
+    }
+    private var cookieStoreBox = CookieStoreBox(store: nil)
 
     /// A configuration with the defaults above.
     public init() {}
 
     /// The defaults: the same as ``init()``.
     public static var `default`: SessionConfiguration { SessionConfiguration() }
+}
+
+/// Gives ``SessionConfiguration`` a `Hashable` stored property for its cookie store: equal when it is the same object.
+private struct CookieStoreBox: Sendable, Hashable {
+    var store: CookieStore?
+
+    static func == (lhs: Self, rhs: Self) -> Bool { lhs.store === rhs.store }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(store.map { ObjectIdentifier($0) })
+    }
 }
 
 /// Gives ``SessionConfiguration`` a `Hashable` stored property for its cache: equal when it is the same object.

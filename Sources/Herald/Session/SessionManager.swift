@@ -52,6 +52,9 @@ public final class SessionManager: Sendable {
     /// Where download tasks write their temporary files; created with the first download task.
     let downloadDirectory: URL
     let engine: Engine
+    /// The session's cookies: ``SessionConfiguration/httpCookieStore``, or an in-memory store of its own.
+    /// Used only when ``SessionConfiguration/httpShouldSetCookies`` is `true`.
+    public let cookieStore: CookieStore
     private let multi: MultiHandle?
     private let state = Locked(State())
 
@@ -90,6 +93,7 @@ public final class SessionManager: Sendable {
         self.downloadDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "herald-\(getpid())-session-\(identifier)", isDirectory: true)
         self.hook = TaskLifecycleHook(center: notificationCenter, sessionIdentifier: identifier)
+        self.cookieStore = configuration.httpCookieStore ?? CookieStore()
         self.multi = MultiHandle(
             engine: engine,
             options: .init(

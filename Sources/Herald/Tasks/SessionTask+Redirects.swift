@@ -144,6 +144,7 @@ extension SessionTask {
         var request = request
         // Every hop carries the trace context, whatever a redirection hook did to the headers.
         trace?.inject(into: &request.headers)
+        request.cookieHeader = session.cookieHeader(for: request.url)
         core.withLock { core in
             guard core.machine.state == .running || core.machine.state == .suspended else { return }
             if request.resourceTimeout > 0, let first = core.hops.metrics.first?.startDate {

@@ -35,6 +35,7 @@ extension SessionTask {
     /// data-task hook flags. Called with the task's lock held.
     func attemptTransferRequest(for request: Request, validators: HTTPHeaders?) -> TransferRequest {
         var transfer = makeTransferRequest(for: request)
+        transfer.cookieHeader = session.cookieHeader(for: transfer.url)
         if let validators {
             transfer.revalidatesCachedResponse = true
             for field in validators { transfer.headers.add(name: field.name, value: field.value) }
@@ -71,8 +72,6 @@ extension SessionTask {
         guard let prepared else { return }
         var transfer = prepared.0
         let attempt = prepared.attempt
-        // Every attempt carries the trace context, whatever the adapter did to the headers.
-        trace?.inject(into: &transfer.headers)
         // The first attempt sends the body as it is; a retry sends it again (a stream asks for a new one).
         if attempt > 1, let failure = rewindBody(of: &transfer) { return failAttempt(failure) }
         startHop(transfer)

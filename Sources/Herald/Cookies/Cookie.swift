@@ -1,0 +1,92 @@
+import Foundation
+
+/// One HTTP cookie as a ``CookieStore`` keeps it (RFC 6265 §5.3's storage model).
+public struct Cookie: Sendable, Hashable, Codable {
+    /// The `SameSite` attribute's value.
+    public enum SameSite: String, Sendable, Hashable, Codable, CaseIterable {
+        /// `SameSite=Strict`.
+        case strict = "Strict"
+        /// `SameSite=Lax`.
+        case lax = "Lax"
+        /// `SameSite=None`.
+        case none = "None"
+    }
+
+    /// The cookie's name.
+    public var name: String
+    /// The cookie's value, as the server sent it.
+    public var value: String
+    /// The host (for a host-only cookie) or the domain it is sent to, lowercased, without a leading dot.
+    public var domain: String
+    /// Whether the cookie goes to ``domain`` alone (no `Domain` attribute) rather than to its subdomains too.
+    public var isHostOnly: Bool
+    /// The path prefix the cookie is sent for.
+    public var path: String
+    /// When the cookie expires; `nil` for a session cookie, kept until the store is released and never
+    /// persisted.
+    public var expiresAt: Date?
+    /// Whether the cookie is sent only over `https`.
+    public var isSecure: Bool
+    /// Whether the cookie was marked `HttpOnly` (kept and reported; Herald is an HTTP API, so it is sent).
+    public var isHTTPOnly: Bool
+    /// The `SameSite` attribute, kept as received. Herald does not enforce it: a client library has no
+    /// top-level site to compare with.
+    public var sameSite: SameSite?
+    /// When the cookie was first stored; a replacement keeps the original's date (it orders the `Cookie`
+    /// field among cookies of the same path length).
+    public var creationDate: Date
+
+    /// Creates a cookie.
+    /// - Parameters:
+    ///   - name: The name.
+    ///   - value: The value.
+    ///   - domain: The host or domain; lowercased, a leading dot dropped.
+    ///   - isHostOnly: Whether it goes to `domain` alone; default `true`.
+    ///   - path: The path prefix; default `/`.
+    ///   - expiresAt: The expiry; default none (a session cookie).
+    ///   - isSecure: `https` only; default `false`.
+    ///   - isHTTPOnly: `HttpOnly`; default `false`.
+    ///   - sameSite: `SameSite`; default none.
+    ///   - creationDate: When it was created; default now.
+    public init(
+        name: String, value: String, domain: String, isHostOnly: Bool = true, path: String = "/",
+        expiresAt: Date? = nil, isSecure: Bool = false, isHTTPOnly: Bool = false, sameSite: SameSite? = nil,
+        creationDate: Date = Date()
+    ) {
+        self.name = name
+        self.value = value
+        var domain = domain.lowercased()
+        while domain.hasPrefix(".") { domain.removeFirst() }
+        self.domain = domain
+        self.isHostOnly = isHostOnly
+        self.path = path
+        self.expiresAt = expiresAt
+        self.isSecure = isSecure
+        self.isHTTPOnly = isHTTPOnly
+        self.sameSite = sameSite
+        self.creationDate = creationDate
+    }
+
+    /// Whether the cookie has expired at `date`.
+    /// - Parameter date: The time to check.
+    /// - Returns: `true` when ``expiresAt`` is at or before `date`.
+    public func isExpired(at date: Date) -> Bool {
+        expiresAt.map { $0 <= date } ?? false
+    }
+
+    /// Whether the cookie is sent with a request to `url` at `date` (RFC 6265 §5.4): its domain and path
+    /// match, it has not expired, and a ``isSecure`` cookie only over `https`.
+    /// - Parameters:
+    ///   - url: The request URL.
+    ///   - date: The time of the request.
+    /// - Returns: Whether it is sent.
+    public func matches(_ url: URL, at date: Date) -> Bool {
+        guard let host = url.host?.lowercased(), !isExpired(at: date) else { return false }
+        if isSecure, url.scheme?.lowercased() != "https" { return false }
+        let domainMatches = isHostOnly ? host == domain : CookieRules.domainMatches(host, domain)
+        return domainMatches && CookieRules.pathMatches(CookieRules.requestPath(of: url), path)
+    }
+
+    /// The identity RFC 6265 replaces a cookie by: name, domain and path.
+    var key: String { "\(name)\u{0}\(domain)\u{0}\(path)" }
+}
