@@ -16,6 +16,19 @@ final class ScriptedServer: Sendable {
         case respond(String)
         /// Closes with a TCP RST before answering.
         case reset
+        /// Writes what the closure makes of the request target (path and query), then closes.
+        case route(@Sendable (String) -> String)
+    }
+
+    /// A `200` with `body`, `Content-Length` and `Connection: close`, plus `headers` (each `Name: value`).
+    static func ok(_ body: String, headers: [String] = []) -> String {
+        response(status: "200 OK", body: body, headers: headers)
+    }
+
+    /// A response with `status` (`"503 Service Unavailable"`), `body` and `headers`.
+    static func response(status: String, body: String = "", headers: [String] = []) -> String {
+        let head = ["HTTP/1.1 \(status)", "Content-Length: \(body.utf8.count)", "Connection: close"] + headers
+        return head.joined(separator: "\r\n") + "\r\n\r\n" + body
     }
 
     struct Arrival: Sendable {
@@ -97,16 +110,24 @@ private final class ScriptedHandler: ChannelInboundHandler, @unchecked Sendable 
             let server = server.server.withLock({ $0 })
         else { return }
         answered = true
-        switch server.nextStep(head: String(received[..<end.lowerBound])) {
+        let head = String(received[..<end.lowerBound])
+        var step = server.nextStep(head: head)
+        if case .route(let route) = step {
+            let target = head.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
+            step = .respond(route(target))
+        }
+        let channel = context.channel
+        switch step {
+        case .route:
+            channel.close(promise: nil)
         case .respond(let text):
-            let bytes = context.channel.allocator.buffer(string: text)
-            context.writeAndFlush(wrapOutboundOut(bytes)).whenComplete { _ in context.close(promise: nil) }
+            let bytes = channel.allocator.buffer(string: text)
+            context.writeAndFlush(wrapOutboundOut(bytes)).whenComplete { _ in channel.close(promise: nil) }
         case .reset:
-            let close = { context.close(promise: nil) }
-            if let provider = context.channel as? any SocketOptionProvider {
-                provider.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in close() }
+            if let provider = channel as? any SocketOptionProvider {
+                provider.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in channel.close(promise: nil) }
             } else {
-                close()
+                channel.close(promise: nil)
             }
         }
     }
