@@ -15,6 +15,7 @@ let package = Package(
         .package(name: "Herald", path: ".."),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         .executableTarget(
@@ -46,6 +47,8 @@ let package = Package(
                 .product(name: "Herald", package: "Herald"),
                 .product(name: "HeraldObservers", package: "Herald"),
                 .product(name: "HeraldTesting", package: "Herald"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             path: "Tests/ActivityCounterTests"
         ),

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Herald
 
 /// `activity-counter`: downloads URLs concurrently with Herald and shows the network activity indicator
 /// while it works. Without arguments it runs ``Demo``.
@@ -11,10 +12,27 @@ struct ActivityCounter: AsyncParsableCommand {
             The indicator appears on stderr once transfers have run for the activation delay and goes away \
             the completion delay after the last one ends: an animated line on a terminal, plain lines \
             otherwise (NO_COLOR is honoured). A summary table follows on stdout, or with --events the \
-            JSON-lines event log instead. Exit status: 0 when every transfer succeeded, 1 when any failed \
-            (a transfer error or a status outside 200-299), 64 for bad arguments.
+            JSON-lines event log instead (the table then goes to stderr). URL credentials are redacted everywhere.
+
+            Examples:
+              activity-counter                      # the demo against an embedded loopback server
+              activity-counter fetch https://example.com/big.iso --output-dir downloads --retry 3
+              activity-counter fetch --help         # every download option, with an example each
+
+            Exit status:
+            \(ExitStatus.helpText)
             """,
+        version: versionText,
         subcommands: [Fetch.self, Demo.self],
         defaultSubcommand: Demo.self
     )
+
+    /// `--version`: this sample's and Herald's version, and the C libraries it runs on.
+    static var versionText: String {
+        let tls = LibraryVersions.curlTLS.map { " (\($0))" } ?? ""
+        return """
+            activity-counter \(HeraldVersion.string)
+            Herald \(HeraldVersion.string), libcurl \(LibraryVersions.curl)\(tls), libuv \(LibraryVersions.libuv)
+            """
+    }
 }

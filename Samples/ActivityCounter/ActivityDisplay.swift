@@ -37,8 +37,12 @@ final class ActivityDisplay: Sendable {
     private let queue = DispatchQueue(label: "activity-counter.display")
     private let clock = ContinuousClock()
 
-    init(environment: [String: String] = ProcessInfo.processInfo.environment) {
-        isTerminal = isatty(STDERR_FILENO) == 1 && environment["TERM"] != "dumb"
+    let isEnabled: Bool
+
+    /// - Parameter enabled: `false` (`--quiet`) shows nothing at all.
+    init(enabled: Bool = true, environment: [String: String] = ProcessInfo.processInfo.environment) {
+        isEnabled = enabled
+        isTerminal = enabled && isatty(STDERR_FILENO) == 1 && environment["TERM"] != "dumb"
         usesColor = isTerminal && (environment["NO_COLOR"] ?? "").isEmpty
     }
 
@@ -78,7 +82,7 @@ final class ActivityDisplay: Sendable {
             state.lastPlainLine = now
             return true
         }
-        if plain { writePlain(progressLine()) }
+        if plain, isEnabled { writePlain(progressLine()) }
     }
 
     /// The indicator moved: on a terminal the next redraw shows it; otherwise say so in a plain line.
@@ -91,7 +95,7 @@ final class ActivityDisplay: Sendable {
             defer { state.hiddenWaiters = [] }
             return state.hiddenWaiters
         }
-        if !isTerminal {
+        if !isTerminal, isEnabled {
             writePlain(
                 change.to.isVisible ? "activity: shown, " + progressLine() : "activity: hidden, " + progressLine())
         }

@@ -9,6 +9,10 @@ struct Demo: AsyncParsableCommand {
         discussion: """
             One URL answers 404 on purpose, to show a failure in the summary; the demo exits 0 when every \
             URL behaved as planned.
+
+            Examples:
+              activity-counter demo
+              activity-counter demo --events --activation-delay 0 | jq -c '{event, url, status}'
             """)
 
     @OptionGroup var options: RunOptions
@@ -28,8 +32,14 @@ struct Demo: AsyncParsableCommand {
     func run() async throws {
         let server = try await TestServer.start()
         let targets = Self.paths.map { FetchTarget(url: server.url($0.path), expectedStatus: $0.expectedStatus) }
-        let results = await FetchRun(targets: targets, options: options).run()
+        let outcome: FetchRun.Outcome
+        do {
+            outcome = try await FetchRun(targets: targets, options: options, transfer: TransferOptions.parse([])).run()
+        } catch {
+            try? await server.shutdown()
+            throw error
+        }
         try? await server.shutdown()
-        if results.contains(where: { !$0.behavedAsExpected }) { throw ExitCode(1) }
+        if outcome.exitStatus != .success { throw ExitCode(outcome.exitStatus.rawValue) }
     }
 }

@@ -3,28 +3,88 @@ import Foundation
 
 /// `activity-counter fetch URL…`: downloads the given URLs.
 struct Fetch: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Download the given http(s) URLs concurrently.")
+    static let configuration = CommandConfiguration(
+        abstract: "Download the given http(s) URLs concurrently.",
+        discussion: """
+            Examples:
+              activity-counter fetch https://example.com/a.iso https://example.com/b.iso --output-dir downloads
+              activity-counter fetch --input-file urls.txt --retry 3 --timeout 30 --max-filesize 2G --output-dir downloads
+              grep -v '^#' list.txt | activity-counter fetch --input-file - --continue --output-dir mirror
+              activity-counter fetch https://internal.test/x --cacert ca.pem --pin sha256//BASE64= --events | jq .
 
-    @Argument(help: "The http or https URLs to download.")
-    var urls: [String]
+            Files are named after Content-Disposition, else the URL's last path component, reduced to one safe \
+            path component; names that collide get -2, -3…; nothing is ever written outside --output-dir, and an \
+            existing file is never replaced without --overwrite. Ctrl-C (SIGINT) or SIGTERM cancel the transfers, \
+            remove their temporary files (or keep them with --continue), print the summary and exit 130 or 143.
+
+            Exit status:
+            \(ExitStatus.helpText)
+            """)
+
+    @Argument(help: "The http or https URLs to download (e.g. https://example.com/file.tar.gz).")
+    var urls: [String] = []
+
+    @Option(
+        name: [.customShort("i"), .long],
+        help: ArgumentHelp(
+            "Read URLs from this file, one a line, '#' starting a comment; '-' reads stdin (e.g. -i urls.txt).",
+            valueName: "file"))
+    var inputFile: String?
 
     @OptionGroup var options: RunOptions
+    @OptionGroup var transfer: TransferOptions
 
     mutating func validate() throws {
-        guard !urls.isEmpty else { throw ValidationError("Give at least one URL, or run `activity-counter demo`.") }
-        for text in urls {
+        if transfer.resume, options.outputDir == nil {
+            throw ValidationError("--continue keeps partial files in --output-dir: give one.")
+        }
+        let all = try allURLs()
+        guard !all.isEmpty else { throw ValidationError("Give at least one URL, or run `activity-counter demo`.") }
+    }
+
+    func run() async throws {
+        let targets = try allURLs().map { FetchTarget(url: $0) }
+        let outcome = try await FetchRun(targets: targets, options: options, transfer: transfer).run()
+        if outcome.exitStatus != .success { throw ExitCode(outcome.exitStatus.rawValue) }
+    }
+
+    /// The arguments' URLs, then the input file's, each checked.
+    private func allURLs() throws -> [URL] {
+        var texts = urls.map { (text: $0, origin: "'\($0)'") }
+        if let inputFile {
+            let lines = try InputFile.lines(of: inputFile)
+            texts += lines.map { (text: $0.text, origin: "\(inputFile):\($0.number): '\($0.text)'") }
+        }
+        return try texts.map { text, origin in
             guard let url = URL(string: text), let scheme = url.scheme?.lowercased(),
                 ["http", "https"].contains(scheme),
                 url.host?.isEmpty == false
             else {
-                throw ValidationError("'\(text)' is not an http or https URL with a host.")
+                throw ValidationError("\(origin) is not an http or https URL with a host.")
             }
+            return url
         }
     }
+}
 
-    func run() async throws {
-        let targets = urls.compactMap { URL(string: $0) }.map { FetchTarget(url: $0) }
-        let results = await FetchRun(targets: targets, options: options).run()
-        if results.contains(where: { !$0.behavedAsExpected }) { throw ExitCode(1) }
+/// `--input-file`: one URL a line; blank lines and lines starting with `#` are skipped.
+enum InputFile {
+    static func lines(of path: String) throws -> [(number: Int, text: String)] {
+        let data: Data
+        do {
+            data =
+                path == "-"
+                ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw ValidationError("--input-file \(path) can't be read: \((error as NSError).localizedDescription)")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw ValidationError("--input-file \(path) is not UTF-8 text.")
+        }
+        return text.split(separator: "\n", omittingEmptySubsequences: false).enumerated().compactMap { index, line in
+            let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !trimmed.isEmpty, !trimmed.hasPrefix("#") else { return nil }
+            return (index + 1, trimmed)
+        }
     }
 }

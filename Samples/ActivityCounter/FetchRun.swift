@@ -1,77 +1,102 @@
+import ArgumentParser
 import Foundation
 import Herald
 import HeraldNotifications
 import HeraldObservers
 import Logging
 
-/// One URL to download and the status it should end with (200–299 unless the demo plans otherwise).
-struct FetchTarget: Sendable {
-    var url: URL
-    var expectedStatus: Int?
-}
-
-/// How one download ended.
-struct FetchResult: Sendable {
-    var target: FetchTarget
-    var status: Int?
-    var bytes: Int64
-    var seconds: Double
-    var error: String?
-    var file: String?
-
-    /// A transfer error or a status outside 200–299.
-    var failed: Bool { error != nil || !(200..<300).contains(status ?? 0) }
-
-    /// Success, or exactly the failure the target planned (the demo's 404).
-    var behavedAsExpected: Bool {
-        guard let expected = target.expectedStatus, !(200..<300).contains(expected) else { return !failed }
-        return status == expected
-    }
-}
-
-/// Downloads targets with at most `concurrency` at once, with the observers attached, and reports.
+/// Downloads targets with at most `--concurrency` at once, with the observers attached, and reports.
 struct FetchRun {
     let targets: [FetchTarget]
     let options: RunOptions
+    let transfer: TransferOptions
 
-    func run() async -> [FetchResult] {
-        let center = NotificationHub()
-        var configuration = SessionConfiguration()
-        // A second run into the same --output-dir replaces its files instead of failing every move.
-        configuration.downloadMoveOptions = [.replaceExistingFile, .createIntermediateDirectories]
-        let session = SessionManager(configuration: configuration, notificationCenter: center)
-        let display = ActivityDisplay()
-        let indicator = NetworkActivityIndicator(
-            activationDelay: options.activationDelay, completionDelay: options.completionDelay,
-            onChange: { change in display.indicatorChanged(change) })
-        display.indicator = indicator
-        var logger = Logger(label: "activity-counter") { label in StreamLogHandler.standardError(label: label) }
-        logger.logLevel = options.logLevel
-        var tokens = [indicator.observe(center), LoggingObserver(logger: logger).observe(center)]
-        if options.events {
-            tokens.append(JSONLinesEventLog(fileHandle: .standardOutput).observe(center))
+    /// Everything a run ended with.
+    struct Outcome {
+        var results: [FetchResult]
+        var notStarted: Int
+        var interruptedBy: ExitStatus?
+
+        /// The exit status: the interruption's, else the most severe failure's (the demo's planned 404 is none).
+        var exitStatus: ExitStatus {
+            if let interruptedBy { return interruptedBy }
+            return results.filter { !$0.behavedAsExpected }.compactMap { $0.failure?.exitStatus }.max() ?? .success
         }
-        let outputDirectory = options.outputDir.map { URL(fileURLWithPath: $0, isDirectory: true) }
-        if let outputDirectory {
-            try? FileManager.default.createDirectory(at: outputDirectory, withIntermediateDirectories: true)
+    }
+
+    /// Runs the downloads and prints the summary; the exit status is the outcome's.
+    func run() async throws(ExitCode) -> Outcome {
+        let console = Console(quiet: options.quiet)
+        let output: OutputDirectory?
+        do throws(OutputDirectory.Unusable) {
+            // Before the first request: a bad --output-dir found after every download is too late.
+            output = try options.outputDir.map { path throws(OutputDirectory.Unusable) in
+                try OutputDirectory(path: path, overwrite: options.overwrite)
+            }
+        } catch {
+            console.error(error.description)
+            throw ExitCode(ExitStatus.localFileError.rawValue)
         }
+        let session: SessionManager
+        do {
+            session = SessionManager(configuration: try makeConfiguration(), notificationCenter: NotificationHub())
+        } catch {
+            console.error("\(error)")
+            throw ExitCode(ExitStatus.usage.rawValue)
+        }
+        if transfer.insecure {
+            console.warn(
+                "--insecure: TLS certificates are NOT verified; anyone on the path can read and change this traffic.")
+        }
+        let display = ActivityDisplay(enabled: !options.quiet)
+        let observers = Observers(session: session, options: options, display: display)
+        let downloader = Downloader(
+            session: session, output: output,
+            resumeStore: transfer.resume ? output.map { ResumeStore(directory: $0.url) } : nil,
+            retryPolicy: RetryPolicy(retries: transfer.retry, initialDelay: transfer.retryDelay),
+            maximumSize: transfer.maxFilesize?.bytes, display: display, console: console)
 
         display.start()
+        let work = Task { await downloadAll(with: downloader) }
+        let interruption = Interruption()
+        interruption.watch { _ in work.cancel() }
+        let results = await work.value
+        let interruptedBy = interruption.exitStatus
+        await observers.finish(session: session)
+        if interruptedBy == nil {
+            // Let the indicator's completion delay run out so the display ends hidden, as a user would see it.
+            await display.waitUntilHidden(timeout: options.completionDelay + 1)
+        }
+        display.stop()
+
+        let finished = results.compactMap { $0 }
+        let outcome = Outcome(
+            results: finished, notStarted: results.count - finished.count, interruptedBy: interruptedBy)
+        report(outcome, console: console)
+        return outcome
+    }
+
+    private func makeConfiguration() throws -> SessionConfiguration {
+        var configuration = SessionConfiguration()
+        if let timeout = transfer.timeout { configuration.timeoutIntervalForRequest = timeout }
+        if let maxTime = transfer.maxTime { configuration.timeoutIntervalForResource = maxTime }
+        configuration.httpAdditionalHeaders = try transfer.headerFields()
+        configuration.securityPolicy = try transfer.securityPolicy()
+        // Only ever one path component inside --output-dir: no directories to create.
+        configuration.downloadMoveOptions = options.overwrite ? [.replaceExistingFile] : []
+        return configuration
+    }
+
+    /// `nil` for a target never started because the run was interrupted first.
+    private func downloadAll(with downloader: Downloader) async -> [FetchResult?] {
         var results = [FetchResult?](repeating: nil, count: targets.count)
         await withTaskGroup(of: (Int, FetchResult).self) { group in
             var next = 0
             func addNext() {
-                guard next < targets.count else { return }
+                guard next < targets.count, !Task.isCancelled else { return }
                 let index = next
                 next += 1
-                group.addTask {
-                    (
-                        index,
-                        await download(
-                            targets[index], index: index, session: session, display: display,
-                            into: outputDirectory)
-                    )
-                }
+                group.addTask { (index, await downloader.fetch(targets[index], index: index)) }
             }
             for _ in 0..<min(options.concurrency, targets.count) { addNext() }
             for await (index, result) in group {
@@ -79,81 +104,27 @@ struct FetchRun {
                 addNext()
             }
         }
-        session.invalidate(cancelingTasks: false)
-        // Let the indicator's completion delay run out so the display ends hidden, as a user would see it.
-        await display.waitUntilHidden(timeout: options.completionDelay + 1)
-        display.stop()
-        tokens.forEach { $0.cancel() }
-
-        let finished = results.compactMap { $0 }
-        let table = SummaryTable(results: finished).render()
-        if options.events {
-            FileHandle.standardError.write(Data(table.utf8))
-        } else {
-            FileHandle.standardOutput.write(Data(table.utf8))
-        }
-        return finished
+        return results
     }
 
-    private func download(
-        _ target: FetchTarget, index: Int, session: SessionManager, display: ActivityDisplay, into directory: URL?
-    ) async -> FetchResult {
-        let clock = ContinuousClock()
-        let start = clock.now
-        return await withCheckedContinuation { continuation in
-            do {
-                // A download task streams the body to a file as it arrives, so memory stays flat whatever
-                // the size. Without --output-dir the file is only counted, then removed.
-                let task = try session.downloadTask(
-                    with: Request(url: target.url),
-                    progress: { progress in display.progress(index, bytes: progress.completedUnitCount) },
-                    destination: { temporaryURL, response in
-                        // Only successful bodies are saved; an error page stays in the temporary file.
-                        guard let directory, (200..<300).contains(response.statusCode) else { return temporaryURL }
-                        return directory.appendingPathComponent(Self.fileName(for: target.url, index: index))
-                    }
-                ) { response, fileURL, error in
-                    let size = fileURL.flatMap {
-                        try? FileManager.default.attributesOfItem(atPath: $0.path)[.size] as? NSNumber
-                    }
-                    let bytes = size?.int64Value ?? 0
-                    var file: String?
-                    if let fileURL {
-                        let saved =
-                            directory.map {
-                                fileURL.deletingLastPathComponent().standardizedFileURL == $0.standardizedFileURL
-                            }
-                            ?? false
-                        if saved || error?.code == .downloadMoveFailed {
-                            // Moved into --output-dir, or kept where it is because the move failed: either
-                            // way the bytes are the user's and the summary says where they are.
-                            file = fileURL.path
-                        } else {
-                            try? FileManager.default.removeItem(at: fileURL)
-                        }
-                    }
-                    display.progress(index, bytes: bytes)
-                    let elapsed = start.duration(to: clock.now)
-                    continuation.resume(
-                        returning: FetchResult(
-                            target: target, status: response?.statusCode, bytes: bytes,
-                            seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
-                            error: error.map { $0.code.description }, file: file))
-                }
-                task.resume()
-            } catch {
-                continuation.resume(
-                    returning: FetchResult(
-                        target: target, status: nil, bytes: 0, seconds: 0,
-                        error: (error as? HeraldError)?.code.description ?? "\(error)"))
+    private func report(_ outcome: Outcome, console: Console) {
+        for result in outcome.results {
+            switch result.file {
+            case .keptAfterFailedMove(let path):
+                console.error(
+                    "\(console.redacted(result.target.url)): downloaded but not saved; the file is kept at \(path)")
+            case .partial(let path):
+                console.note("\(console.redacted(result.target.url)): partial download kept for --continue at \(path)")
+            case .saved, nil:
+                break
+            }
+            if options.quiet, let failure = result.failure, !result.behavedAsExpected {
+                console.error("\(console.redacted(result.target.url)): \(failure.message)")
             }
         }
-    }
-
-    /// `3-8388608` for `/bytes/8388608?…`: the last path component, prefixed to keep names unique.
-    static func fileName(for url: URL, index: Int) -> String {
-        let last = url.lastPathComponent
-        let safe = last.isEmpty || last == "/" ? "index" : last
-        return "\(index + 1)-\(safe)"
+        guard !options.quiet else { return }
+        let table = SummaryTable(outcome: outcome, console: console).render()
+        let stream: FileHandle = options.events ? .standardError : .standardOutput
+        try? stream.write(contentsOf: Data(table.utf8))
     }
 }

@@ -1,25 +1,47 @@
 import ArgumentParser
 import Logging
 
-/// The options `fetch` and `demo` share.
+/// The options `fetch` and `demo` share: what is shown, where files go.
 struct RunOptions: ParsableArguments {
-    @Option(name: .long, help: "How many transfers run at once (1-256).")
+    @Option(name: .long, help: "How many transfers run at once, 1-256 (e.g. --concurrency 8).")
     var concurrency = 4
 
-    @Option(name: .long, help: "Save each download into this directory (default: discard the bytes).")
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Save each download into this directory, created if missing (e.g. --output-dir downloads). Without it "
+                + "the bytes are counted, then discarded.", valueName: "directory"))
     var outputDir: String?
 
-    @Option(name: .long, help: "Seconds transfers must run before the indicator shows.")
+    @Flag(name: .long, help: "Replace files already in --output-dir instead of saving beside them as name-2.ext.")
+    var overwrite = false
+
+    @Option(name: .long, help: "Seconds transfers must run before the indicator shows (e.g. --activation-delay 0).")
     var activationDelay = 1.0
 
-    @Option(name: .long, help: "Seconds the indicator stays after the last transfer ends.")
+    @Option(name: .long, help: "Seconds the indicator stays after the last transfer ends (e.g. --completion-delay 0).")
     var completionDelay = 0.17
 
-    @Flag(name: .long, help: "Print the JSON-lines event log on stdout instead of the summary table.")
+    @Flag(
+        name: .long,
+        help: "Print the JSON-lines event log on stdout (every event, written before exit); the summary goes to stderr."
+    )
     var events = false
 
-    @Option(name: .long, help: "Log Herald's lifecycle on stderr at this level: trace, debug, info, …")
+    @Option(
+        name: .long,
+        help: "Log Herald's lifecycle on stderr at this level: trace, debug, info… (e.g. --log-level debug).")
     var logLevel: Logger.Level = .warning
+
+    @Flag(name: [.short, .long], help: "Print nothing but errors: no indicator, no summary (e.g. -q).")
+    var quiet = false
+
+    @Flag(
+        name: [.short, .long], help: "Log Herald's lifecycle on stderr at debug level, as --log-level debug (e.g. -v).")
+    var verbose = false
+
+    /// The log level in effect: `--verbose` raises it to debug.
+    var effectiveLogLevel: Logger.Level { verbose ? min(logLevel, .debug) : logLevel }
 
     mutating func validate() throws {
         guard (1...256).contains(concurrency) else {
@@ -31,6 +53,7 @@ struct RunOptions: ParsableArguments {
         guard completionDelay.isFinite, completionDelay >= 0, completionDelay <= 60 else {
             throw ValidationError("--completion-delay must be between 0 and 60 seconds.")
         }
+        guard !(quiet && verbose) else { throw ValidationError("--quiet and --verbose can't be used together.") }
     }
 }
 

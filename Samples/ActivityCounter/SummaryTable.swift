@@ -1,16 +1,34 @@
-/// The table printed at the end: one row per URL with status, size, time and error.
+/// The table printed at the end: one row per URL with status, size, time, error and the file it was saved to,
+/// then a line of totals.
 struct SummaryTable {
-    let results: [FetchResult]
+    let outcome: FetchRun.Outcome
+    let console: Console
 
     func render() -> String {
-        let header = ["URL", "STATUS", "SIZE", "TIME", "ERROR"]
+        let results = outcome.results
+        let showsFiles = results.contains { $0.file != nil }
+        var header = ["URL", "STATUS", "SIZE", "TIME", "ERROR"]
+        if showsFiles { header.append("FILE") }
         let rows = results.map { result -> [String] in
             var status = result.status.map(String.init) ?? "-"
-            if result.failed && result.behavedAsExpected { status += " (planned)" }
-            return [
-                result.target.url.absoluteString, status, ByteFormat.string(result.bytes),
-                String(format: "%.2fs", result.seconds), result.error ?? "",
+            if result.failure != nil && result.behavedAsExpected { status += " (planned)" }
+            var error = result.failure?.message ?? ""
+            if result.attempts > 1 {
+                error += error.isEmpty ? "after \(result.attempts) attempts" : " (\(result.attempts) attempts)"
+            }
+            var row = [
+                console.redacted(result.target.url), status, ByteFormat.string(result.bytes),
+                String(format: "%.2fs", result.seconds), error,
             ]
+            if showsFiles {
+                switch result.file {
+                case .saved(let path): row.append(path)
+                case .keptAfterFailedMove(let path): row.append("kept at " + path)
+                case .partial(let path): row.append("partial, kept at " + path)
+                case nil: row.append("")
+                }
+            }
+            return row
         }
         var widths = header.map(\.count)
         for row in rows {
@@ -27,8 +45,14 @@ struct SummaryTable {
         let total = results.reduce(Int64(0)) { $0 + $1.bytes }
         var text = ([line(header)] + rows.map(line)).joined(separator: "\n") + "\n"
         text += "\(results.count) URLs, \(ByteFormat.string(total)), "
-        text += failed == 0 ? "all as expected\n" : "\(failed) failed\n"
-        return text
+        text += failed == 0 ? "all as expected" : "\(failed) failed"
+        if outcome.notStarted > 0 { text += ", \(outcome.notStarted) not started" }
+        switch outcome.interruptedBy {
+        case .interrupted: text += " (interrupted by SIGINT)"
+        case .terminated: text += " (terminated by SIGTERM)"
+        default: break
+        }
+        return text + "\n"
     }
 }
 

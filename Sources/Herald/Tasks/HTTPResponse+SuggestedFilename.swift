@@ -8,7 +8,7 @@ extension HTTPResponse {
     /// the last component of ``url``, else `"download"`. Whatever the server sent, the result is one path
     /// component: directories (`/` and `\`) are stripped down to the last part, NULs and other control
     /// characters and bidirectional overrides are removed, leading dots go (no `..`, no hidden files), and it
-    /// is at most 255 UTF-8 bytes.
+    /// is at most 255 UTF-8 bytes (a longer name loses the end of its stem, not its extension).
     ///
     /// ```
     /// Content-Disposition: attachment; filename="../../etc/passwd"   →  "passwd"
@@ -27,7 +27,8 @@ extension HTTPResponse {
     ///
     /// - Parameter raw: A file name from an untrusted source.
     /// - Returns: The last `/`- or `\`-separated part of `raw` without control characters, bidirectional
-    ///   formatting characters, surrounding whitespace or leading dots, cut to 255 UTF-8 bytes; `nil` if empty.
+    ///   formatting characters, surrounding whitespace or leading dots, cut to 255 UTF-8 bytes (keeping a short
+    ///   extension); `nil` if empty.
     public static func safeFilename(_ raw: String) -> String? {
         let lastPart = raw.split(omittingEmptySubsequences: true) { $0 == "/" || $0 == "\\" }.last ?? ""
         var scalars = String.UnicodeScalarView()
@@ -36,8 +37,23 @@ extension HTTPResponse {
         // Dots and spaces in any mix: " . .." must not leave a dot first once the spaces are gone.
         while let first = name.first, first == "." || first.isWhitespace { name.removeFirst() }
         while let last = name.last, last.isWhitespace { name.removeLast() }
-        while name.utf8.count > 255 { name.removeLast() }
+        if name.utf8.count > 255 { name = shortened(name) }
         return name.isEmpty ? nil : String(name)
+    }
+
+    /// `name` cut to 255 UTF-8 bytes, the longest name most file systems take: a short extension (the last `.`
+    /// and up to 16 bytes after it) is kept and the part before it shortened, so `report.pdf` stays a PDF.
+    private static func shortened(_ name: Substring) -> Substring {
+        let limit = 255
+        if let dot = name.lastIndex(of: "."), dot != name.startIndex, name[dot...].utf8.count <= 17 {
+            var stem = name[..<dot]
+            let suffix = name[dot...]
+            while stem.utf8.count + suffix.utf8.count > limit { stem.removeLast() }
+            return Substring(String(stem) + String(suffix))
+        }
+        var name = name
+        while name.utf8.count > limit { name.removeLast() }
+        return name
     }
 
     private static func isUnsafe(_ scalar: Unicode.Scalar) -> Bool {

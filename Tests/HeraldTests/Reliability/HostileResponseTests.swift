@@ -44,11 +44,18 @@ struct HostileResponseTests {
         #expect(response(disposition: disposition).suggestedFilename == expected)
     }
 
-    @Test("a long name is cut to 255 UTF-8 bytes; no name at all becomes \"download\"")
+    @Test("a long name is cut to 255 UTF-8 bytes, keeping a short extension; no name at all becomes \"download\"")
     func lengthAndFallback() {
         let long = response(disposition: "attachment; filename=\"\(String(repeating: "é", count: 300)).txt\"")
         #expect(long.suggestedFilename.utf8.count <= 255)
         #expect(long.suggestedFilename.hasPrefix("éé"))
+        #expect(long.suggestedFilename.hasSuffix(".txt"))
+        let longURL = response(disposition: nil, url: "http://127.0.0.1/\(String(repeating: "n", count: 300)).tar.gz")
+        #expect(longURL.suggestedFilename == String(repeating: "n", count: 252) + ".gz")
+        let noExtension = response(disposition: "attachment; filename=\"\(String(repeating: "x", count: 300))\"")
+        #expect(noExtension.suggestedFilename == String(repeating: "x", count: 255))
+        let longExtension = HTTPResponse.safeFilename("a." + String(repeating: "e", count: 300))
+        #expect(longExtension == "a." + String(repeating: "e", count: 253))
         #expect(response(disposition: nil, url: "http://127.0.0.1/").suggestedFilename == "download")
         #expect(response(disposition: nil, url: "http://127.0.0.1/a/..%2F..%2Fx").suggestedFilename == "x")
     }

@@ -1,0 +1,33 @@
+import Foundation
+import HeraldObservers
+
+/// The lines `activity-counter` writes for a person, on stderr: retries and warnings unless `--quiet`, errors
+/// always. URLs are always redacted as in the log and the event log (credentials, then the
+/// query items the log redacts).
+struct Console: Sendable {
+    let quiet: Bool
+
+    /// The URL as the user may see it: `http://***:***@host/…`.
+    func redacted(_ url: URL) -> String {
+        LogRedaction.default.redacting(url)
+    }
+
+    /// A notice (a retry, a kept file) shown unless `--quiet`.
+    func note(_ line: String) {
+        if !quiet { write(line) }
+    }
+
+    /// A warning shown unless `--quiet`.
+    func warn(_ line: String) {
+        if !quiet { write("warning: " + line) }
+    }
+
+    /// An error, always shown.
+    func error(_ line: String) {
+        write("activity-counter: " + line)
+    }
+
+    private func write(_ line: String) {
+        try? FileHandle.standardError.write(contentsOf: Data((line + "\n").utf8))
+    }
+}

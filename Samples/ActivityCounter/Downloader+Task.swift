@@ -1,0 +1,104 @@
+import Foundation
+import Herald
+
+extension Downloader {
+    /// Creates the download task for one request: from resume data when there is some (falling back to a fresh
+    /// request when Herald refuses it), with the size cap and the safe destination wired in.
+    func makeTask(
+        _ url: URL, index: Int, resumeData: Data?, state: AttemptState,
+        completion: @escaping @Sendable (Attempt) -> Void
+    ) throws(HeraldError) -> DownloadTask {
+        let maximumSize = self.maximumSize
+        let display = self.display
+        let progress: @Sendable (TransferProgress) -> Void = { progress in
+            let received = progress.completedUnitCount
+            display.progress(index, bytes: received)
+            let tooLarge = maximumSize.map { received > $0 || progress.totalUnitCount > $0 } ?? false
+            let task = state.fields.withLock { fields -> DownloadTask? in
+                fields.bytes = max(fields.bytes, received)
+                guard tooLarge, !fields.tooLarge else { return nil }
+                fields.tooLarge = true
+                return fields.task
+            }
+            // Herald does not cap download tasks (they stream to disk): the first progress report past the cap,
+            // or a declared length over it, ends the transfer, and cancelling deletes what was written.
+            task?.cancel()
+        }
+        let output = self.output
+        let destination: @Sendable (URL, HTTPResponse) -> URL = { temporaryURL, response in
+            // Only successful bodies are saved; an error page stays in the temporary file and is removed.
+            guard let output, (200..<300).contains(response.statusCode) else { return temporaryURL }
+            return output.claim(for: response)
+        }
+        let handler: @Sendable (HTTPResponse?, URL?, HeraldError?) -> Void = { response, fileURL, error in
+            completion(
+                Self.attempt(
+                    response: response, fileURL: fileURL, error: error, output: output, maximumSize: maximumSize,
+                    state: state))
+        }
+        if let resumeData {
+            do {
+                return try session.downloadTask(
+                    withResumeData: resumeData, progress: progress, destination: destination,
+                    completionHandler: handler)
+            } catch  where error.code == .cannotResume {
+                // Stale or foreign resume data: start again from zero rather than fail.
+                resumeStore?.discard(for: url)
+            }
+        }
+        return try session.downloadTask(
+            with: Request(url: url), progress: progress, destination: destination, completionHandler: handler)
+    }
+
+    /// Reads the outcome of one request off Herald's completion, removing any file that is not the user's.
+    private static func attempt(
+        response: HTTPResponse?, fileURL: URL?, error: HeraldError?, output: OutputDirectory?, maximumSize: Int64?,
+        state: AttemptState
+    ) -> Attempt {
+        let fields = state.fields.withLock { $0 }
+        var attempt = Attempt(response: response, bytes: fields.bytes)
+        if let fileURL {
+            let size = try? FileManager.default.attributesOfItem(atPath: fileURL.path)[.size] as? NSNumber
+            attempt.bytes = size?.int64Value ?? fields.bytes
+        }
+        if let error {
+            attempt.failure = fields.tooLarge ? .tooLarge(limit: maximumSize ?? 0) : FetchFailure(error)
+            if error.code == .cancelled, !fields.tooLarge {
+                attempt.failure = .interrupted
+                attempt.resumeData = fields.resumeDataFromCancel
+            } else {
+                attempt.resumeData = fields.task?.resumeDataAfterFailure
+            }
+            if error.code == .downloadMoveFailed, let fileURL {
+                // Herald kept the downloaded file where it was written: say where, never delete it.
+                attempt.file = .keptAfterFailedMove(fileURL.path)
+            }
+            return attempt
+        }
+        guard let response, let fileURL else { return attempt }
+        if let maximumSize, attempt.bytes > maximumSize {
+            // Finished before a progress report could stop it: over the cap all the same, so not kept.
+            try? FileManager.default.removeItem(at: fileURL)
+            attempt.failure = .tooLarge(limit: maximumSize)
+            return attempt
+        }
+        let saved =
+            output.map { fileURL.deletingLastPathComponent().standardizedFileURL == $0.url.standardizedFileURL }
+            ?? false
+        if saved {
+            attempt.file = .saved(fileURL.path)
+        } else {
+            try? FileManager.default.removeItem(at: fileURL)
+        }
+        if !(200..<300).contains(response.statusCode) { attempt.failure = .http(status: response.statusCode) }
+        return attempt
+    }
+
+    /// Removes the partial file named by Herald's resume data (its documented `partialFilePath` field).
+    static func removePartialFile(of resumeData: Data) {
+        guard let object = try? JSONSerialization.jsonObject(with: resumeData) as? [String: Any],
+            let path = object["partialFilePath"] as? String
+        else { return }
+        try? FileManager.default.removeItem(atPath: path)
+    }
+}

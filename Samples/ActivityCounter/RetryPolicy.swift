@@ -1,0 +1,44 @@
+import Foundation
+import Herald
+
+/// `--retry N`: which failures are tried again, and how long to wait before each attempt.
+///
+/// Only transient failures are retried (``FetchFailure/isTransient``: a connection refused or lost, a timeout,
+/// 408, 429 and 5xx). The wait is exponential with full jitter — a random duration up to
+/// `initialDelay × 2^(retry - 1)`, at most ``maximumDelay`` — so that many clients failing together don't come back
+/// together. A `Retry-After` header (seconds or an HTTP date) replaces it, capped at ``maximumDelay``.
+struct RetryPolicy: Sendable {
+    /// How many times a failed download is tried again (0: never).
+    var retries: Int
+    /// The upper bound of the first wait, in seconds.
+    var initialDelay: Double
+    /// No wait is longer than this, whatever `Retry-After` says.
+    var maximumDelay: Double = 120
+
+    /// The wait before retry number `retry` (1 for the first retry), or `nil` when `failure` is not retried.
+    func delay(
+        beforeRetry retry: Int, after failure: FetchFailure, response: HTTPResponse?,
+        random: () -> Double = { Double.random(in: 0...1) }
+    ) -> Double? {
+        guard retry <= retries, failure.isTransient else { return nil }
+        if let retryAfter = response.flatMap({ Self.retryAfter($0.headers["Retry-After"]) }) {
+            return min(retryAfter, maximumDelay)
+        }
+        let ceiling = min(initialDelay * pow(2, Double(retry - 1)), maximumDelay)
+        return ceiling * random()
+    }
+
+    /// `Retry-After` in seconds: delta-seconds or an IMF-fixdate (RFC 9110 §10.2.3); `nil` when absent or invalid.
+    static func retryAfter(_ value: String?, now: Date = Date()) -> Double? {
+        guard let value = value?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
+        if value.allSatisfy(\.isASCII), value.allSatisfy(\.isNumber) {
+            return Double(value)
+        }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        guard let date = formatter.date(from: value) else { return nil }
+        return max(0, date.timeIntervalSince(now))
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import Testing
+
+/// Hostile file names, from the URL and from `Content-Disposition`: nothing is created outside `--output-dir`,
+/// nothing is overwritten, and each URL's bytes land in a file of their own.
+@Suite("activity-counter: safe file names", .serialized)
+struct SafeNameTests {
+    /// Answers every request `200` with the request target as the body (so each URL's bytes are its own), and a
+    /// `Content-Disposition` taken from the `cd` query item when there is one.
+    static func echoServer() async throws -> ScriptedServer {
+        try await ScriptedServer.start([
+            .route { target in
+                let disposition = URLComponents(string: target)?.queryItems?.first { $0.name == "cd" }?.value
+                return ScriptedServer.ok(target, headers: disposition.map { ["Content-Disposition: \($0)"] } ?? [])
+            }
+        ])
+    }
+
+    @Test("traversing, absolute, NUL, bidi, 300-byte and colliding names all stay inside --output-dir")
+    func hostileNames() async throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let server = try await Self.echoServer()
+        let output = scratch.url.appendingPathComponent("out/a/b")
+        try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
+        try Data("mine".utf8).write(to: scratch.url.appendingPathComponent("victim.txt"))
+        try Data("keep me".utf8).write(to: output.appendingPathComponent("existing.txt"))
+        let long = String(repeating: "n", count: 300)
+        let targets = [
+            "/any%2F..%2F..%2F..%2Fvictim.txt",
+            "/x/%2E%2E",
+            "/d1?cd=" + percentEncoded(#"attachment; filename="/etc/passwd""#),
+            "/d2?cd=" + percentEncoded(#"attachment; filename="../../../victim.txt""#),
+            "/d3?cd=" + percentEncoded("attachment; filename*=UTF-8''a%00b.txt"),
+            "/d4?cd=" + percentEncoded("attachment; filename*=UTF-8''invoice%E2%80%AEfdp.exe"),
+            "/\(long).bin",
+            "/same/report.pdf",
+            "/other/report.pdf",
+            "/existing.txt",
+        ]
+        let run = try await ActivityCounterProcess.run(
+            ["fetch", "--output-dir", output.path] + targets.map { server.url($0).absoluteString })
+        try await server.shutdown()
+        #expect(run.status == 0, "stdout: \(run.stdout) stderr: \(run.stderr)")
+
+        // Outside --output-dir: only what was there before, unchanged.
+        let all = try scratch.files()
+        #expect(all.filter { !$0.hasPrefix("out/a/b/") } == ["victim.txt"])
+        #expect(try scratch.contents("victim.txt") == Data("mine".utf8))
+        #expect(try scratch.contents("out/a/b/existing.txt") == Data("keep me".utf8))
+
+        let saved = Set(try scratch.files(in: "out/a/b"))
+        let longName = String(repeating: "n", count: 251) + ".bin"  // 255 bytes, the extension kept
+        #expect(
+            saved == [
+                "victim.txt", "victim-2.txt", "download", "passwd", "ab.txt", "invoicefdp.exe", longName,
+                "report.pdf", "report-2.pdf", "existing.txt", "existing-2.txt",
+            ])
+        // Each URL's bytes (its own request target) in a file of its own.
+        var bodies: [String] = []
+        for name in saved where name != "existing.txt" {
+            bodies.append(String(decoding: try scratch.contents("out/a/b/" + name), as: UTF8.self))
+        }
+        #expect(bodies.sorted() == targets.sorted())
+        #expect(saved.allSatisfy { $0.utf8.count <= 255 && !$0.contains("/") && !$0.hasPrefix(".") })
+    }
+
+    @Test("--overwrite replaces an existing file in --output-dir; without it the download is saved beside it")
+    func overwrite() async throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let server = try await Self.echoServer()
+        let output = scratch.url.appendingPathComponent("out")
+        try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
+        try Data("old".utf8).write(to: output.appendingPathComponent("file.txt"))
+        let url = server.url("/file.txt").absoluteString
+        let beside = try await ActivityCounterProcess.run(["fetch", url, "--output-dir", output.path])
+        #expect(beside.status == 0)
+        #expect(try scratch.files(in: "out") == ["file-2.txt", "file.txt"])
+        #expect(try scratch.contents("out/file.txt") == Data("old".utf8))
+        let replaced = try await ActivityCounterProcess.run(["fetch", url, "--output-dir", output.path, "--overwrite"])
+        try await server.shutdown()
+        #expect(replaced.status == 0)
+        #expect(try scratch.files(in: "out") == ["file-2.txt", "file.txt"])
+        #expect(try scratch.contents("out/file.txt") == Data("/file.txt".utf8))
+    }
+
+    private func percentEncoded(_ value: String) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return value.addingPercentEncoding(withAllowedCharacters: allowed) ?? value
+    }
+}
