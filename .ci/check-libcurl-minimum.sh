@@ -72,7 +72,9 @@ printf '#include "shim.h"\nint main(void) { return 0; }\n' > "$SCRATCH/libcurl-$
     -o /dev/null -c "$SCRATCH/libcurl-$MINIMUM/shim-only.c"
 echo "shim.h compiles against the $MINIMUM headers"
 
-# 2. The Herald module, with pkg-config pointing at the lowered headers.
+# 2. The Herald module, with pkg-config pointing at the lowered headers. SwiftPM does not track C headers as
+#    inputs, so the previous run's build (not its dependency checkouts) is removed to force a real compile.
+rm -rf "$SCRATCH"/x86_64-* "$SCRATCH"/debug "$SCRATCH"/debug.yaml "$SCRATCH"/build.db
 sed -e "s|^includedir=.*|includedir=$headers|" "$(pkg-config --variable=pcfiledir libcurl)/libcurl.pc" \
     > "$SCRATCH/libcurl-$MINIMUM/pkgconfig/libcurl.pc"
 PKG_CONFIG_PATH="$PWD/$SCRATCH/libcurl-$MINIMUM/pkgconfig" \
@@ -80,8 +82,11 @@ PKG_CONFIG_PATH="$PWD/$SCRATCH/libcurl-$MINIMUM/pkgconfig" \
 modules=$(find "$SCRATCH" -name 'CCurl-*.pcm' -newer "$headers/curl/curlver.h")
 [ -n "$modules" ] || { echo "no CCurl module was compiled for this run" >&2; exit 1; }
 for module in $modules; do
-    strings "$module" | grep -q "$headers/curl/curl.h" || { echo "$module not built from $headers" >&2; exit 1; }
-    if strings "$module" | grep -q "^$include_dir/curl/curl.h"; then
+    # (Into a file first: grep -q closing the pipe early would fail `strings` under pipefail.)
+    strings "$module" > "$SCRATCH/libcurl-$MINIMUM/module-strings.txt"
+    grep -qF "$headers/curl/curl.h" "$SCRATCH/libcurl-$MINIMUM/module-strings.txt" ||
+        { echo "$module was not built from $headers" >&2; exit 1; }
+    if grep -qxF "$include_dir/curl/curl.h" "$SCRATCH/libcurl-$MINIMUM/module-strings.txt"; then
         echo "$module read the installed headers" >&2
         exit 1
     fi
