@@ -38,12 +38,16 @@ struct Fetch: AsyncParsableCommand {
         if transfer.resume, options.outputDir == nil {
             throw ValidationError("--continue keeps partial files in --output-dir: give one.")
         }
+        // Standard input can be read only once: `--input-file -` is read and checked in `run`.
+        guard inputFile != "-" else { return }
         let all = try allURLs()
         guard !all.isEmpty else { throw ValidationError("Give at least one URL, or run `activity-counter demo`.") }
     }
 
     func run() async throws {
-        let targets = try allURLs().map { FetchTarget(url: $0) }
+        let all = try allURLs()
+        guard !all.isEmpty else { throw ValidationError("Give at least one URL, or run `activity-counter demo`.") }
+        let targets = all.map { FetchTarget(url: $0) }
         let outcome = try await FetchRun(targets: targets, options: options, transfer: transfer).run()
         if outcome.exitStatus != .success { throw ExitCode(outcome.exitStatus.rawValue) }
     }
