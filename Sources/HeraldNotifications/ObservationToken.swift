@@ -36,15 +36,27 @@ public final class ObservationToken: Sendable, Hashable {
 
     /// Removes the observer (or, for a combined token, every observer it stands for).
     ///
-    /// After `cancel()` returns the handler is not entered again; a call already running on another
-    /// thread may finish, and a `.queue` observer's pending notifications are discarded. Safe to call
-    /// from any thread, from inside the handler itself, and any number of times: later calls do nothing.
+    /// After `cancel()` returns the handler is not entered again, on any thread; a call already running
+    /// may finish, and a `.queue` observer's pending notifications are discarded. To keep that promise it
+    /// waits, when another thread may be about to enter the handler: for a `.posting` observer, until
+    /// the posts being delivered on other threads at the time have finished their pass; for a `.queue`
+    /// observer, until the handler call under way returns. Don't call it while holding a lock one of
+    /// your handlers takes.
+    ///
+    /// Called from inside a handler (of any hub), it does not wait for other threads — two handlers
+    /// cancelling each other's tokens would wait for each other forever — so the promise there covers
+    /// this thread and every post that starts after it returns. Cancelling a handler's own token from
+    /// inside it never deadlocks.
+    ///
+    /// Safe to call from any thread and any number of times: later calls only wait as the first did.
     public func cancel() {
         switch target {
         case .observation(let observation, let hub):
             if observation.markCancelled() {
                 hub.remove(observation)
             }
+            // Also on a later call: a second `cancel()` that returns must promise the same as the first.
+            hub.waitUntilNotEntered(observation)
         case .tokens(let tokens):
             for token in tokens { token.cancel() }
         }

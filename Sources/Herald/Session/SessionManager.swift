@@ -18,6 +18,10 @@ public final class SessionManager: Sendable {
         var tasks: [Int: SessionTask] = [:]
         var isInvalidated = false
         var didFinishInvalidating = false
+        /// Set once `sessionDidInvalidate` has been posted (the post has returned).
+        var didPostInvalidation = false
+        /// Called once `sessionDidInvalidate` has been posted; see `whenInvalidationPosted(_:)`.
+        var invalidationWaiters: [@Sendable () -> Void] = []
         var responseSerializer: any ResponseSerializer = JSONResponseSerializer()
         var taskNeedNewBodyStream: (@Sendable (SessionTask) -> BodyStream?)?
         var downloadHooks = DownloadHooks()
@@ -42,6 +46,8 @@ public final class SessionManager: Sendable {
     public let completionGroup: DispatchGroup?
 
     let hook: TaskLifecycleHook
+    /// Marks the event and completion queues, where a blocking wait for the invalidation must not start.
+    let queueMarker = SessionQueueMarker()
     /// Whether ``completionQueue`` is the session's own serial queue (not one the caller passed in). Then
     /// serialization runs on it directly instead of on a global queue first: one thread hand-off fewer per
     /// task, and the caller's code never waits behind it because nothing else runs there.
@@ -89,6 +95,8 @@ public final class SessionManager: Sendable {
         self.downloadDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "herald-\(getpid())-session-\(identifier)", isDirectory: true)
         self.hook = TaskLifecycleHook(center: notificationCenter, sessionIdentifier: identifier)
+        queueMarker.mark(hook.eventQueue)
+        queueMarker.mark(self.completionQueue)
         self.multi = MultiHandle(
             engine: engine,
             options: .init(
@@ -351,6 +359,22 @@ public final class SessionManager: Sendable {
         notificationCenter.post(
             .sessionDidInvalidate, object: self,
             userInfo: SessionInvalidation(sessionIdentifier: identifier, date: Date(), error: nil))
+        let waiters = state.withLock { state in
+            state.didPostInvalidation = true
+            defer { state.invalidationWaiters = [] }
+            return state.invalidationWaiters
+        }
+        for waiter in waiters { waiter() }
+    }
+
+    /// Calls `body` once `sessionDidInvalidate` has been posted: at once if it already has, otherwise on
+    /// the event queue right after the post returns.
+    func whenInvalidationPosted(_ body: @escaping @Sendable () -> Void) {
+        let posted = state.withLock { state in
+            if !state.didPostInvalidation { state.invalidationWaiters.append(body) }
+            return state.didPostInvalidation
+        }
+        if posted { body() }
     }
 
     // MARK: - engine plumbing

@@ -56,13 +56,43 @@ final class PostingThread {
     ) {
         if isDelivering {
             let later = deferred()
-            pending.append { thread in thread.withSnapshot(of: hub, later) }
+            // Counted now, so that a drain started after this call returns waits for the delivery.
+            let slot = deferralSlot(for: hub)
+            slot.deferredPostQueued()
+            pending.append { thread in
+                thread.withSnapshot(of: hub, later)
+                slot.deferredPostDelivered()
+                if thread.slots[Int(truncatingIfNeeded: hub.id & 3)] !== slot { slot.abandon() }
+            }
             return
         }
         isDelivering = true
         withSnapshot(of: hub, deliver)
         if !pending.isEmpty { drainPending() }
         isDelivering = false
+    }
+
+    /// How many `.queue` drain blocks are running handlers on this thread (nested only if a handler
+    /// drains a queue synchronously).
+    @exclusivity(unchecked) var queueHandlerDepth = 0
+
+    /// Whether the calling thread is inside a handler of any hub: a `.posting` delivery (a post is under
+    /// way on this thread) or a `.queue` observer's handler.
+    static var isInsideHandler: Bool {
+        guard let state = pthread_getspecific(postingThreadKey) else { return false }
+        return Unmanaged<PostingThread>.fromOpaque(state)._withUnsafeGuaranteedRef {
+            $0.isDelivering || $0.queueHandlerDepth > 0
+        }
+    }
+
+    /// The calling thread's state, created on first use.
+    static func current() -> PostingThread {
+        if let state = pthread_getspecific(postingThreadKey) {
+            return Unmanaged<PostingThread>.fromOpaque(state).takeUnretainedValue()
+        }
+        let thread = PostingThread()
+        pthread_setspecific(postingThreadKey, Unmanaged.passRetained(thread).toOpaque())
+        return thread
     }
 
     // MARK: Snapshots
@@ -93,7 +123,9 @@ final class PostingThread {
                 snapshot = nil
             }
             let current = snapshot ?? Unmanaged.passRetained(hub.currentSnapshot())
+            slot.beginPass()
             current._withUnsafeGuaranteedRef(body)
+            slot.endPass()
             // Read before the put: once in the slot, the hub may take the snapshot and release it.
             let currentVersion = current._withUnsafeGuaranteedRef { $0.version }
             slot.put(current)?.release()
@@ -103,6 +135,17 @@ final class PostingThread {
                 slot.take()?.release()
             }
         }
+    }
+
+    /// The slot that counts a post of `hub` queued during a pass: this thread's slot of `hub` if it has
+    /// one, otherwise a new one registered with the hub, which the deferred delivery abandons once done.
+    /// Never replaces an entry of `slots`: the pass under way may be borrowing it.
+    private func deferralSlot(for hub: NotificationHub) -> SnapshotSlot {
+        let index = Int(truncatingIfNeeded: hub.id & 3)
+        if let slot = slots[index], slot.hubID == hub.id { return slot }
+        let slot = SnapshotSlot(hubID: hub.id)
+        hub.register(slot)
+        return slot
     }
 
     deinit {

@@ -31,7 +31,7 @@ struct Registry: Sendable {
 
     mutating func register(_ slot: SnapshotSlot) {
         if slots.count >= slotsPruneThreshold {
-            slots.removeAll { $0.isAbandoned }
+            slots.removeAll { $0.isAbandoned && !$0.hasUndeliveredDeferredPosts }
             slotsPruneThreshold = max(16, slots.count * 2)
         }
         slots.append(slot)
@@ -41,6 +41,19 @@ struct Registry: Sendable {
     /// already bumped. The taken snapshots are returned for release after unlocking.
     func takeCachedSnapshots() -> [Unmanaged<Snapshot>] {
         slots.compactMap { $0.take() }
+    }
+
+    /// The posting threads' slots: a cancel or a drain checks what each thread is delivering.
+    var postingSlots: [SnapshotSlot] { slots }
+
+    /// Every registered `.queue` observation.
+    var queuedObservations: [any AnyObservation] {
+        var found: [any AnyObservation] = []
+        for entry in entries {
+            found.append(contentsOf: entry.anySender.lazy.filter(\.isQueued))
+            for list in entry.bySender.values { found.append(contentsOf: list.lazy.filter(\.isQueued)) }
+        }
+        return found
     }
 
     mutating func makeSequenceNumber() -> UInt64 {

@@ -29,8 +29,50 @@ final class SnapshotSlot: Sendable {
         take()?.release()
     }
 
+    /// Odd while the owning thread is delivering a post of this hub (a pass), even otherwise; bumped at
+    /// the start and at the end of every pass. Only the owning thread writes it.
+    ///
+    /// ``ObservationToken/cancel()`` pairs with it as in Dekker's algorithm: the thread stores the odd
+    /// value, then reads an observation's cancelled flag; `cancel()` sets the flag, then reads this. So
+    /// either the pass skips the cancelled observer, or `cancel()` sees the pass and waits for its end.
+    @usableFromInline let passEpoch = Atomic<UInt64>(0)
+    /// The posts of this hub the owning thread queued for later (posted from inside a handler), and how
+    /// many of them it has delivered. Only the owning thread writes them; ``NotificationHub/drain()``
+    /// waits until the second reaches what the first was when it was called.
+    let deferredQueued = Atomic<UInt64>(0)
+    let deferredDelivered = Atomic<UInt64>(0)
+
     init(hubID: UInt64) {
         self.hubID = hubID
+    }
+
+    /// Whether a post counted in ``deferredQueued`` has not been delivered yet.
+    var hasUndeliveredDeferredPosts: Bool {
+        deferredDelivered.load(ordering: .acquiring) != deferredQueued.load(ordering: .acquiring)
+    }
+
+    /// Marks the start of a pass. Owning thread only.
+    @usableFromInline @inline(__always)
+    func beginPass() {
+        let epoch = passEpoch.load(ordering: .relaxed)
+        passEpoch.store(epoch &+ 1, ordering: .sequentiallyConsistent)
+    }
+
+    /// Marks the end of a pass. Owning thread only.
+    @usableFromInline @inline(__always)
+    func endPass() {
+        let epoch = passEpoch.load(ordering: .relaxed)
+        passEpoch.store(epoch &+ 1, ordering: .releasing)
+    }
+
+    /// Counts a post queued for later. Owning thread only.
+    func deferredPostQueued() {
+        deferredQueued.store(deferredQueued.load(ordering: .relaxed) &+ 1, ordering: .releasing)
+    }
+
+    /// Counts a queued post delivered. Owning thread only.
+    func deferredPostDelivered() {
+        deferredDelivered.store(deferredDelivered.load(ordering: .relaxed) &+ 1, ordering: .releasing)
     }
 
     deinit {

@@ -16,4 +16,12 @@ protocol AnyObservation: AnyObject, Sendable {
     var isCancelled: Bool { get }
     /// Stops all future handler calls; returns `true` for the first call only.
     func markCancelled() -> Bool
+    /// Whether the observation is delivered on a queue, through its mailbox.
+    var isQueued: Bool { get }
+    /// Whether a `.queue` drain block is between its cancelled check and the return of the handler.
+    var isRunningQueuedHandler: Bool { get }
+    /// Makes `barrier` wait until the handler has returned from every notification in the mailbox now.
+    ///
+    /// - Returns: `false` when there is nothing to wait for (the barrier was not kept).
+    func holdUntilHandled(_ barrier: DrainBarrier) -> Bool
 }

@@ -15,6 +15,8 @@ final class Observation<UserInfo: Sendable>: AnyObservation {
     @usableFromInline let handler: @Sendable (TypedNotification<UserInfo>) -> Void
     @usableFromInline let cancelled = Atomic<Bool>(false)
     @usableFromInline let mailbox = Locked(Mailbox<UserInfo>())
+    /// Set by a `.queue` drain block from just before its cancelled check until the handler returns.
+    @usableFromInline let runningQueuedHandler = Atomic<Bool>(false)
 
     init(
         sequenceNumber: UInt64,
@@ -36,15 +38,23 @@ final class Observation<UserInfo: Sendable>: AnyObservation {
 
     @usableFromInline var isSenderGone: Bool { senderID != nil && sender == nil }
 
-    @inlinable var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
+    /// Sequentially consistent: paired with the posting thread's pass marker and the `.queue` drain
+    /// block's `runningQueuedHandler` (see `ObservationToken.cancel()`). A plain load on x86 and arm64.
+    @inlinable var isCancelled: Bool { cancelled.load(ordering: .sequentiallyConsistent) }
+
+    @usableFromInline var isQueued: Bool { queue != nil }
+
+    @usableFromInline var isRunningQueuedHandler: Bool { runningQueuedHandler.load(ordering: .sequentiallyConsistent) }
 
     @usableFromInline func markCancelled() -> Bool {
-        let (exchanged, _) = cancelled.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing)
+        let (exchanged, _) = cancelled.compareExchange(
+            expected: false, desired: true, ordering: .sequentiallyConsistent)
         if exchanged {
             // Release queued payloads now rather than when the last drain block runs; outside the lock,
-            // because a payload's deinit is user code.
-            let discarded = mailbox.withLock { $0.takePending() }
+            // because a payload's deinit is user code. A cancelled observer holds no drain back.
+            let (discarded, barriers) = mailbox.withLock { ($0.takePending(), $0.takeBarriers(reachedBy: .max)) }
             _ = consume discarded
+            for barrier in barriers { barrier.arrive() }
         }
         return exchanged
     }

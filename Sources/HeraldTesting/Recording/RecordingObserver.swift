@@ -132,7 +132,10 @@ public final class RecordingObserver: Sendable {
 
     /// Stops recording.
     public func cancel() {
-        tokens.withLock { $0.forEach { $0.cancel() } }
+        // Outside the lock: `cancel()` may wait for a handler running on another thread, which records
+        // under the same lock.
+        let taken = tokens.withLock { $0 }
+        for token in taken { token.cancel() }
     }
 
     /// Waits until `condition` holds for the events recorded, and returns them.

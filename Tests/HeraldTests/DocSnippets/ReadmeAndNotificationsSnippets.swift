@@ -74,4 +74,24 @@ struct ReadmeAndNotificationsSnippets {
         try await recorder.waitForInvalidation()
         try await server.shutdown()
     }
+
+    @Test("Notifications.md: a drained shutdown leaves every observer with the invalidation")
+    func drainedShutdown() async throws {
+        let server = try await TestServer.start()
+        let center = NotificationHub()
+        let session = SessionManager(notificationCenter: center)
+        let queued = Locked<[String]>([])
+        let token = center.addObserver(for: .sessionDidInvalidate, delivery: .queue(DispatchQueue(label: "sink"))) {
+            _ in queued.withLock { $0.append("invalidate") }
+        }
+        try session.dataTask(with: Request(url: server.url("/json"))).resume()
+
+        // Every task finishes (or, with cancelingTasks: true, is cancelled), then sessionDidInvalidate is
+        // posted and has reached every observer of the session's center.
+        await session.invalidateAndWait()
+
+        #expect(queued.withLock { $0 } == ["invalidate"])
+        token.cancel()
+        try await server.shutdown()
+    }
 }

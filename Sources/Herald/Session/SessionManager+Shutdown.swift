@@ -1,0 +1,86 @@
+import Dispatch
+import HeraldNotifications
+
+extension SessionManager {
+    /// Invalidates the session and returns once `sessionDidInvalidate` has reached every observer of
+    /// the session's ``notificationCenter``, whatever their delivery.
+    ///
+    /// Returns after: every task has completed (cancelled first if `cancelingTasks` is `true`) and its
+    /// `taskDidComplete` has been posted; `sessionDidInvalidate` has been posted; and the center has been
+    /// drained (see `NotificationHub.drain()`): `.posting` handlers have returned, `.queue` observers'
+    /// handlers have returned from everything in their mailboxes, and notification sequences hold the
+    /// notification in their buffers. A program that exits after this call has lost no notification of
+    /// this session. Sinks that write on a queue of their own (an event log, a logger) may still have
+    /// to be flushed.
+    ///
+    /// The drain covers the whole center, so it also waits for notifications other sessions posted on
+    /// the same center before `sessionDidInvalidate`.
+    ///
+    /// Suspends the calling task, never blocks a thread. Called from a task that a handler started, it
+    /// can't deadlock: it waits for that handler to return, and the handler doesn't wait for it. With
+    /// `cancelingTasks: false`, a task that is never resumed keeps it waiting (as it keeps the session
+    /// from invalidating).
+    ///
+    /// - Parameter cancelingTasks: `false` (the default) lets outstanding tasks finish; `true` cancels them
+    ///   first. As in ``invalidate(cancelingTasks:)``, which this calls.
+    public func invalidateAndWait(cancelingTasks: Bool = false) async {
+        await withCheckedContinuation { continuation in
+            invalidate(cancelingTasks: cancelingTasks) { continuation.resume() }
+        }
+    }
+
+    /// Invalidates the session and blocks the calling thread until `sessionDidInvalidate` has reached
+    /// every observer of the session, or until `timeout` has passed: the synchronous form of
+    /// ``invalidateAndWait(cancelingTasks:)``, for programs that aren't `async`.
+    ///
+    /// Called from a place the invalidation itself has to get through — inside a handler of any
+    /// notification hub (`.posting` or `.queue`), on the session's ``completionQueue``, or on its
+    /// internal event queue — waiting could only end in the timeout, because `sessionDidInvalidate`
+    /// can't be delivered until the caller returns. There it invalidates, doesn't wait, and returns
+    /// `false`. Don't call it from Herald's hooks that run on the engine's loop thread either
+    /// (``taskNeedNewBodyStream`` when libcurl resends): transfers would stop until the timeout.
+    ///
+    /// - Parameters:
+    ///   - cancelingTasks: `false` (the default) lets outstanding tasks finish; `true` cancels them first.
+    ///   - timeout: How long to wait at most.
+    /// - Returns: `true` once `sessionDidInvalidate` has been delivered everywhere; `false` if the timeout
+    ///   passed first or the call was made from a place where it can't wait. The invalidation goes on
+    ///   either way.
+    public func invalidateAndWait(cancelingTasks: Bool = false, timeout: Duration) -> Bool {
+        if NotificationHub.isHandlerRunningOnCurrentThread || queueMarker.isCurrentQueueMarked {
+            invalidate(cancelingTasks: cancelingTasks)
+            return false
+        }
+        let delivered = DispatchSemaphore(value: 0)
+        invalidate(cancelingTasks: cancelingTasks) { delivered.signal() }
+        let (seconds, attoseconds) = timeout.components
+        let nanoseconds = max(0, seconds) * 1_000_000_000 + max(0, attoseconds / 1_000_000_000)
+        let deadline = DispatchTime.now() + .nanoseconds(Int(clamping: nanoseconds))
+        return delivered.wait(timeout: deadline) == .success
+    }
+
+    /// Invalidates, then calls `completion` once `sessionDidInvalidate` has been posted and the center
+    /// drained.
+    private func invalidate(cancelingTasks: Bool, then completion: @escaping @Sendable () -> Void) {
+        invalidate(cancelingTasks: cancelingTasks)
+        let center = notificationCenter
+        whenInvalidationPosted { center.drain(then: completion) }
+    }
+}
+
+/// Marks the queues a blocking wait for the session's invalidation must not run on: its event queue and
+/// its completion queue. A key of its own per session, so sessions sharing a completion queue each keep
+/// their mark.
+final class SessionQueueMarker: @unchecked Sendable {
+    // Safety: the key is immutable after init; libdispatch keys are safe to use from any thread.
+    private let key = DispatchSpecificKey<Bool>()
+
+    func mark(_ queue: DispatchQueue) {
+        queue.setSpecific(key: key, value: true)
+    }
+
+    /// Whether the calling code runs on a marked queue.
+    var isCurrentQueueMarked: Bool {
+        DispatchQueue.getSpecific(key: key) == true
+    }
+}
