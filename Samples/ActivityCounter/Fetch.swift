@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HeraldObservers
 
 /// `activity-counter fetch URL…`: downloads the given URLs.
 struct Fetch: AsyncParsableCommand {
@@ -54,10 +55,14 @@ struct Fetch: AsyncParsableCommand {
 
     /// The arguments' URLs, then the input file's, each checked.
     private func allURLs() throws -> [URL] {
-        var texts = urls.map { (text: $0, origin: "'\($0)'") }
+        // An error message quotes the URL as the log would show it: credentials never reach the terminal.
+        func quoted(_ text: String) -> String {
+            "'" + (URL(string: text).map { LogRedaction.default.redacting($0) } ?? text) + "'"
+        }
+        var texts = urls.map { (text: $0, origin: quoted($0)) }
         if let inputFile {
             let lines = try InputFile.lines(of: inputFile)
-            texts += lines.map { (text: $0.text, origin: "\(inputFile):\($0.number): '\($0.text)'") }
+            texts += lines.map { (text: $0.text, origin: "\(inputFile):\($0.number): \(quoted($0.text))") }
         }
         return try texts.map { text, origin in
             guard let url = URL(string: text), let scheme = url.scheme?.lowercased(),
