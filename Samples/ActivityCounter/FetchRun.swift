@@ -53,7 +53,7 @@ struct FetchRun {
         let downloader = Downloader(
             session: session, output: output,
             resumeStore: transfer.resume ? output.map { ResumeStore(directory: $0.url) } : nil,
-            retryPolicy: RetryPolicy(retries: transfer.retry, initialDelay: transfer.retryDelay),
+            retrySchedule: RetrySchedule(retries: transfer.retry, initialDelay: transfer.retryDelay),
             maximumSize: transfer.maxFilesize?.bytes, display: display, console: console)
 
         // Watching before the first request: a signal from now on cancels and cleans up.

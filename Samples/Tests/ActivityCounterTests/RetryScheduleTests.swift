@@ -4,9 +4,9 @@ import Testing
 
 @testable import ActivityCounter
 
-@Suite("activity-counter: retry policy and numbered names")
+@Suite("activity-counter: retry schedule and numbered names")
 struct RetryPolicyTests {
-    private let policy = RetryPolicy(retries: 3, initialDelay: 1, maximumDelay: 120)
+    private let schedule = RetrySchedule(retries: 3, initialDelay: 1, maximumDelay: 120)
 
     private func response(_ status: Int, retryAfter: String? = nil) -> HTTPResponse {
         var headers = HTTPHeaders()
@@ -17,11 +17,11 @@ struct RetryPolicyTests {
     @Test("the wait is full jitter under initialDelay × 2^(retry-1), capped; past --retry there is none")
     func backoff() {
         let failure = FetchFailure.transfer(.networkConnectionLost)
-        #expect(policy.delay(beforeRetry: 1, after: failure, response: nil, random: { 1 }) == 1)
-        #expect(policy.delay(beforeRetry: 3, after: failure, response: nil, random: { 1 }) == 4)
-        #expect(policy.delay(beforeRetry: 3, after: failure, response: nil, random: { 0.25 }) == 1)
-        #expect(policy.delay(beforeRetry: 4, after: failure, response: nil, random: { 1 }) == nil)
-        let long = RetryPolicy(retries: 20, initialDelay: 1, maximumDelay: 120)
+        #expect(schedule.delay(beforeRetry: 1, after: failure, response: nil, random: { 1 }) == 1)
+        #expect(schedule.delay(beforeRetry: 3, after: failure, response: nil, random: { 1 }) == 4)
+        #expect(schedule.delay(beforeRetry: 3, after: failure, response: nil, random: { 0.25 }) == 1)
+        #expect(schedule.delay(beforeRetry: 4, after: failure, response: nil, random: { 1 }) == nil)
+        let long = RetrySchedule(retries: 20, initialDelay: 1, maximumDelay: 120)
         #expect(long.delay(beforeRetry: 12, after: failure, response: nil, random: { 1 }) == 120)
     }
 
@@ -35,22 +35,22 @@ struct RetryPolicyTests {
             .http(status: 404), .http(status: 401), .transfer(.cannotFindHost), .transfer(.serverCertificateUntrusted),
             .transfer(.badServerResponse), .tooLarge(limit: 1), .notSaved, .interrupted,
         ]
-        #expect(transient.allSatisfy { policy.delay(beforeRetry: 1, after: $0, response: nil) != nil })
-        #expect(permanent.allSatisfy { policy.delay(beforeRetry: 1, after: $0, response: nil) == nil })
+        #expect(transient.allSatisfy { schedule.delay(beforeRetry: 1, after: $0, response: nil) != nil })
+        #expect(permanent.allSatisfy { schedule.delay(beforeRetry: 1, after: $0, response: nil) == nil })
     }
 
     @Test("Retry-After in seconds or as an HTTP date replaces the backoff, capped; garbage is ignored")
     func retryAfter() {
         let failure = FetchFailure.http(status: 429)
-        #expect(policy.delay(beforeRetry: 1, after: failure, response: response(429, retryAfter: "7")) == 7)
-        #expect(policy.delay(beforeRetry: 1, after: failure, response: response(429, retryAfter: "9999")) == 120)
+        #expect(schedule.delay(beforeRetry: 1, after: failure, response: response(429, retryAfter: "7")) == 7)
+        #expect(schedule.delay(beforeRetry: 1, after: failure, response: response(429, retryAfter: "9999")) == 120)
         #expect(
-            policy.delay(beforeRetry: 1, after: failure, response: response(429, retryAfter: "soon"), random: { 1 })
+            schedule.delay(beforeRetry: 1, after: failure, response: response(429, retryAfter: "soon"), random: { 1 })
                 == 1)
         let now = Date(timeIntervalSince1970: 1_445_412_480)  // Wed, 21 Oct 2015 07:28:00 GMT
-        #expect(RetryPolicy.retryAfter("Wed, 21 Oct 2015 07:28:30 GMT", now: now) == 30)
-        #expect(RetryPolicy.retryAfter("Wed, 21 Oct 2015 07:27:00 GMT", now: now) == 0)
-        #expect(RetryPolicy.retryAfter("-5") == nil)
+        #expect(RetrySchedule.retryAfter("Wed, 21 Oct 2015 07:28:30 GMT", now: now) == 30)
+        #expect(RetrySchedule.retryAfter("Wed, 21 Oct 2015 07:27:00 GMT", now: now) == 0)
+        #expect(RetrySchedule.retryAfter("-5") == nil)
     }
 
     @Test("numbered names keep a short extension and stay within 255 bytes")
