@@ -44,6 +44,7 @@ let package = Package(
         .testTarget(
             name: "ActivityCounterTests",
             dependencies: [
+                "ActivityCounter",
                 .product(name: "Herald", package: "Herald"),
                 .product(name: "HeraldObservers", package: "Herald"),
                 .product(name: "HeraldTesting", package: "Herald"),

@@ -8,7 +8,7 @@ struct Downloader: Sendable {
     let output: OutputDirectory?
     /// Set with `--continue`.
     let resumeStore: ResumeStore?
-    let retryPolicy: RetryPolicy
+    let retrySchedule: RetrySchedule
     let maximumSize: Int64?
     let display: ActivityDisplay
     let console: Console
@@ -28,11 +28,12 @@ struct Downloader: Sendable {
             result.failure = attempt.failure
             result.file = attempt.file
             guard let failure = attempt.failure, failure != .interrupted,
-                let delay = retryPolicy.delay(beforeRetry: result.attempts, after: failure, response: attempt.response)
+                let delay = retrySchedule.delay(
+                    beforeRetry: result.attempts, after: failure, response: attempt.response)
             else { break }
             console.note(
                 "retrying \(console.redacted(target.url)) in \(String(format: "%.1f", delay)) s "
-                    + "(\(failure.message); retry \(result.attempts) of \(retryPolicy.retries))")
+                    + "(\(failure.message); retry \(result.attempts) of \(retrySchedule.retries))")
             do {
                 try await Task.sleep(for: .seconds(delay))
             } catch {

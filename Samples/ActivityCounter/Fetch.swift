@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HeraldObservers
 
 /// `activity-counter fetch URL…`: downloads the given URLs.
 struct Fetch: AsyncParsableCommand {
@@ -38,22 +39,30 @@ struct Fetch: AsyncParsableCommand {
         if transfer.resume, options.outputDir == nil {
             throw ValidationError("--continue keeps partial files in --output-dir: give one.")
         }
+        // Standard input can be read only once: `--input-file -` is read and checked in `run`.
+        guard inputFile != "-" else { return }
         let all = try allURLs()
         guard !all.isEmpty else { throw ValidationError("Give at least one URL, or run `activity-counter demo`.") }
     }
 
     func run() async throws {
-        let targets = try allURLs().map { FetchTarget(url: $0) }
+        let all = try allURLs()
+        guard !all.isEmpty else { throw ValidationError("Give at least one URL, or run `activity-counter demo`.") }
+        let targets = all.map { FetchTarget(url: $0) }
         let outcome = try await FetchRun(targets: targets, options: options, transfer: transfer).run()
         if outcome.exitStatus != .success { throw ExitCode(outcome.exitStatus.rawValue) }
     }
 
     /// The arguments' URLs, then the input file's, each checked.
     private func allURLs() throws -> [URL] {
-        var texts = urls.map { (text: $0, origin: "'\($0)'") }
+        // An error message quotes the URL as the log would show it: credentials never reach the terminal.
+        func quoted(_ text: String) -> String {
+            "'" + (URL(string: text).map { LogRedaction.default.redacting($0) } ?? text) + "'"
+        }
+        var texts = urls.map { (text: $0, origin: quoted($0)) }
         if let inputFile {
             let lines = try InputFile.lines(of: inputFile)
-            texts += lines.map { (text: $0.text, origin: "\(inputFile):\($0.number): '\($0.text)'") }
+            texts += lines.map { (text: $0.text, origin: "\(inputFile):\($0.number): \(quoted($0.text))") }
         }
         return try texts.map { text, origin in
             guard let url = URL(string: text), let scheme = url.scheme?.lowercased(),

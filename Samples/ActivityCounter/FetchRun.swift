@@ -53,13 +53,15 @@ struct FetchRun {
         let downloader = Downloader(
             session: session, output: output,
             resumeStore: transfer.resume ? output.map { ResumeStore(directory: $0.url) } : nil,
-            retryPolicy: RetryPolicy(retries: transfer.retry, initialDelay: transfer.retryDelay),
+            retrySchedule: RetrySchedule(retries: transfer.retry, initialDelay: transfer.retryDelay),
             maximumSize: transfer.maxFilesize?.bytes, display: display, console: console)
 
+        // Watching before the first request: a signal from now on cancels and cleans up.
+        let interruption = Interruption()
+        interruption.watch()
         display.start()
         let work = Task { await downloadAll(with: downloader) }
-        let interruption = Interruption()
-        interruption.watch { _ in work.cancel() }
+        interruption.whenSignalled { work.cancel() }
         let results = await work.value
         let interruptedBy = interruption.exitStatus
         await observers.finish(session: session)

@@ -11,15 +11,15 @@ import Synchronization
 ///
 /// The default handlers (which end the process at once) are ignored, and dispatch signal sources receive the
 /// signals instead: the handler runs on a queue as ordinary Swift code, not in a signal context. The first signal
-/// calls `onSignal` once; a second one ends the process at once with the same status, for a user who does not
-/// want to wait for the cleanup.
+/// runs the action given to ``whenSignalled(_:)`` once; a second one ends the process at once with the first one's
+/// status, for a user who does not want to wait for the cleanup.
 final class Interruption: Sendable {
-    private let received = Mutex<Int32?>(nil)
+    private let state = Mutex<(received: Int32?, action: (@Sendable () -> Void)?)>((nil, nil))
     private let sources: Mutex<[SignalSource]> = Mutex([])
     private let queue = DispatchQueue(label: "activity-counter.signals")
 
     /// The signal that arrived first, if any.
-    var receivedSignal: Int32? { received.withLock { $0 } }
+    var receivedSignal: Int32? { state.withLock { $0.received } }
 
     /// The exit status for ``receivedSignal``: 130 for SIGINT, 143 for SIGTERM.
     var exitStatus: ExitStatus? {
@@ -30,30 +30,41 @@ final class Interruption: Sendable {
         }
     }
 
-    /// Starts watching; `onSignal` runs once, on a private queue, when the first signal arrives.
-    func watch(onSignal: @escaping @Sendable (Int32) -> Void) {
+    /// Starts watching: from now on SIGINT and SIGTERM no longer end the process.
+    func watch() {
         var started: [SignalSource] = []
         for number in [SIGINT, SIGTERM] {
             // A signal source sees a signal only once its default action is out of the way.
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler { [weak self] in self?.deliver(number, onSignal: onSignal) }
+            source.setEventHandler { [weak self] in self?.deliver(number) }
             source.resume()
             started.append(SignalSource(source: source))
         }
         sources.withLock { $0 = started }
     }
 
-    private func deliver(_ number: Int32, onSignal: @Sendable (Int32) -> Void) {
-        let first = received.withLock { received -> Bool in
-            guard received == nil else { return false }
-            received = number
-            return true
+    /// Runs `action` once, on a private queue, when the first signal arrives, or now if it already has.
+    func whenSignalled(_ action: @escaping @Sendable () -> Void) {
+        let alreadyReceived = state.withLock { state -> Bool in
+            guard state.received == nil else { return true }
+            state.action = action
+            return false
         }
-        guard first else {
-            exit(128 + (receivedSignal ?? number))
+        if alreadyReceived { queue.async(execute: action) }
+    }
+
+    private func deliver(_ number: Int32) {
+        let (first, action) = state.withLock { state -> (Int32?, (@Sendable () -> Void)?) in
+            guard state.received == nil else { return (state.received, nil) }
+            state.received = number
+            defer { state.action = nil }
+            return (nil, state.action)
         }
-        onSignal(number)
+        if let first {
+            exit(128 + first)
+        }
+        action?()
     }
 }
 

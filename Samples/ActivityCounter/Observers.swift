@@ -10,7 +10,6 @@ struct Observers {
     let eventLog: JSONLinesEventLog?
     let logger: LoggingObserver
     private let tokens: [ObservationToken]
-    private let invalidated: AsyncStream<Void>
 
     init(session: SessionManager, options: RunOptions, display: ActivityDisplay) {
         let center = session.notificationCenter
@@ -24,21 +23,16 @@ struct Observers {
         eventLog = options.events ? JSONLinesEventLog(fileHandle: .standardOutput) : nil
         var tokens = [indicator.observe(center), self.logger.observe(center)]
         if let eventLog { tokens.append(eventLog.observe(center)) }
-        // Registered last, so `.posting` delivery reaches it after every observer above has had the invalidation.
-        let (invalidated, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingOldest(1))
-        tokens.append(center.addObserver(for: .sessionDidInvalidate, object: session) { _ in continuation.yield() })
-        self.invalidated = invalidated
         self.tokens = tokens
     }
 
     /// Ends the session (every download has completed or been cancelled by now) and returns once every event,
     /// the session's invalidation last, has reached the observers and been written.
     func finish(session: SessionManager) async {
-        // Drained shutdown, interim: every observer here uses `.posting` delivery and the event log writes each
-        // line synchronously as it is delivered, so the invalidation reaching the observer registered last means
-        // every line has been written.
-        session.invalidate(cancelingTasks: true)
-        for await _ in invalidated { break }
+        // Drained shutdown: returns once sessionDidInvalidate has reached every observer, so every
+        // taskDidComplete before it has too.
+        await session.invalidateAndWait(cancelingTasks: true)
+        // The event log writes each line as it is delivered (`.posting`): nothing is left to write here.
         tokens.forEach { $0.cancel() }
     }
 }

@@ -13,7 +13,11 @@ struct RunOptions: ParsableArguments {
                 + "the bytes are counted, then discarded.", valueName: "directory"))
     var outputDir: String?
 
-    @Flag(name: .long, help: "Replace files already in --output-dir instead of saving beside them as name-2.ext.")
+    @Flag(
+        name: .long,
+        help: ArgumentHelp(
+            "Replace files already in --output-dir instead of saving beside them as name-2.ext "
+                + "(e.g. --overwrite --output-dir mirror)."))
     var overwrite = false
 
     @Option(name: .long, help: "Seconds transfers must run before the indicator shows (e.g. --activation-delay 0).")
@@ -24,8 +28,9 @@ struct RunOptions: ParsableArguments {
 
     @Flag(
         name: .long,
-        help: "Print the JSON-lines event log on stdout (every event, written before exit); the summary goes to stderr."
-    )
+        help: ArgumentHelp(
+            "Print the JSON-lines event log on stdout (every event, written before exit); the summary goes to "
+                + "stderr (e.g. --events | jq -c .)."))
     var events = false
 
     @Option(

@@ -88,6 +88,9 @@ struct TransferOptions: ParsableArguments {
         guard retryDelay.isFinite, retryDelay >= 0, retryDelay <= 600 else {
             throw ValidationError("--retry-delay must be between 0 and 600 seconds.")
         }
+        if let cacert, !FileManager.default.isReadableFile(atPath: cacert) {
+            throw ValidationError("--cacert \(cacert) can't be read.")
+        }
         _ = try headerFields()
         _ = try securityPolicy()
     }

@@ -20,6 +20,14 @@ struct ActivityCounterCLITests {
         #expect(run.stderr.contains("Usage:") || run.stderr.contains("--help"))
     }
 
+    @Test("a rejected URL is quoted without its credentials")
+    func rejectedURLRedacted() async throws {
+        let run = try await ActivityCounterProcess.run(["fetch", "ftp://bob:hunter2@127.0.0.1/x"])
+        #expect(run.status == 64)
+        #expect(run.stderr.contains("127.0.0.1/x"))
+        #expect(!run.stderr.contains("hunter2") && !run.stderr.contains("bob"))
+    }
+
     @Test("the demo runs end to end: summary on stdout, indicator lines on stderr, exit 0")
     func demo() async throws {
         let run = try await ActivityCounterProcess.run(["demo"])

@@ -69,7 +69,9 @@ struct SnippetCoverageTests {
     static func files(under folder: String, withExtension pathExtension: String) throws -> [URL] {
         let directory = root.appendingPathComponent(folder)
         guard FileManager.default.fileExists(atPath: directory.path) else { return [] }
-        let enumerator = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: nil)
+        // Hidden folders skipped: Samples/.build holds the samples package's build and its dependencies' sources.
+        let enumerator = FileManager.default.enumerator(
+            at: directory, includingPropertiesForKeys: nil, options: [.skipsHiddenFiles])
         var found: [URL] = []
         while let url = enumerator?.nextObject() as? URL {
             if url.pathExtension == pathExtension { found.append(url) }

@@ -7,7 +7,7 @@ import Herald
 /// 408, 429 and 5xx). The wait is exponential with full jitter — a random duration up to
 /// `initialDelay × 2^(retry - 1)`, at most ``maximumDelay`` — so that many clients failing together don't come back
 /// together. A `Retry-After` header (seconds or an HTTP date) replaces it, capped at ``maximumDelay``.
-struct RetryPolicy: Sendable {
+struct RetrySchedule: Sendable {
     /// How many times a failed download is tried again (0: never).
     var retries: Int
     /// The upper bound of the first wait, in seconds.

@@ -1,0 +1,95 @@
+import Foundation
+import HeraldTesting
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// SIGINT and SIGTERM sent to the CLI as a child process, mid-download. Nothing sleeps: the test awaits the
+/// server having sent bytes, then the child's exit, each with a timeout.
+@Suite("activity-counter: signals", .serialized)
+struct SignalTests {
+    /// A download paced over about 6 s, so a signal after the first 256 KiB always lands mid-body.
+    static let size = 2 * 1024 * 1024
+    static let path = "/bytes/\(size)?chunkSize=16384&delayMs=40"
+
+    /// Starts `fetch` of the slow download and returns once the server has sent at least 256 KiB of it.
+    private func startMidDownload(
+        _ server: TestServer, scratch: Scratch, extra: [String] = []
+    ) async throws -> ActivityCounterProcess {
+        let process = try ActivityCounterProcess(
+            [
+                "fetch", server.url(Self.path).absoluteString, server.url("/json").absoluteString,
+                "--output-dir", scratch.path("out"),
+            ] + extra,
+            environment: ["TMPDIR": scratch.path("tmp")])
+        try await server.waitUntil(timeout: .seconds(30)) { $0.bodyBytesSent >= 256 * 1024 }
+        return process
+    }
+
+    @Test(
+        "SIGINT mid-download: exit 130 within a second, the summary printed, no temporary file left",
+        arguments: [
+            (SIGINT, Int32(130), "interrupted by SIGINT"), (SIGTERM, Int32(143), "terminated by SIGTERM"),
+        ])
+    func interrupt(signal: Int32, status: Int32, summary: String) async throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        try FileManager.default.createDirectory(atPath: scratch.path("tmp"), withIntermediateDirectories: true)
+        let server = try await TestServer.start()
+        let process = try await startMidDownload(server, scratch: scratch)
+        let signalled = ContinuousClock.now
+        process.send(signal)
+        let run = try await process.finish(timeout: .seconds(10))
+        let afterSignal = ContinuousClock.now - signalled
+        try await server.shutdown()
+        #expect(run.status == status, "stderr: \(run.stderr)")
+        #expect(afterSignal < .seconds(1))
+        #expect(run.stdout.contains("interrupted"))
+        #expect(run.stdout.contains("2 URLs"), "\(run.stdout)")
+        #expect(run.stdout.contains(summary))
+        // The small URL finished and was saved; the big one left nothing behind, here or in $TMPDIR.
+        #expect(try scratch.files(in: "out") == ["json"])
+        #expect(try scratch.files(in: "tmp") == [])
+    }
+
+    @Test("--continue: SIGINT keeps the partial file; a second run fetches only the rest, byte-exact")
+    func continueAfterInterrupt() async throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        try FileManager.default.createDirectory(atPath: scratch.path("tmp"), withIntermediateDirectories: true)
+        let server = try await TestServer.start()
+        let process = try await startMidDownload(server, scratch: scratch, extra: ["--continue"])
+        process.send(SIGINT)
+        let first = try await process.finish(timeout: .seconds(10))
+        #expect(first.status == 130, "stderr: \(first.stderr)")
+        let kept = try scratch.files(in: "out")
+        #expect(kept.count == 3, "\(kept)")
+        let partialName = try #require(kept.first { $0.hasSuffix(".part") })
+        #expect(kept.contains { $0.hasSuffix(".resume") })
+        #expect(kept.contains("json"))
+        #expect(try scratch.files(in: "tmp") == [])
+        let partialSize = try scratch.contents("out/" + partialName).count
+        #expect(partialSize > 0 && partialSize < Self.size)
+        #expect(first.stdout.contains("partial, kept at"))
+
+        let second = try await ActivityCounterProcess.run(
+            ["fetch", server.url(Self.path).absoluteString, "--output-dir", scratch.path("out"), "--continue"],
+            environment: ["TMPDIR": scratch.path("tmp")])
+        #expect(second.status == 0, "stderr: \(second.stderr)")
+        let name = "\(Self.size)"
+        #expect(try scratch.files(in: "out") == [name, "json"].sorted())
+        #expect(try scratch.contents("out/" + name) == Data(TestServer.expectedBytes(in: 0..<Self.size)))
+        // The server was asked only for what was missing.
+        try await server.waitUntil(timeout: .seconds(10)) { statistics in
+            statistics.requests.filter { $0.path == "/bytes/\(Self.size)" }.allSatisfy(\.isComplete)
+        }
+        let requests = server.requests(forPath: "/bytes/\(Self.size)")
+        #expect(requests.count == 2)
+        #expect(requests.last?.headerValue("Range") == "bytes=\(partialSize)-")
+        #expect(requests.last?.responseStatus == 206)
+        #expect(requests.last?.bodyBytesSent == Self.size - partialSize)
+        try await server.shutdown()
+    }
+}
