@@ -47,7 +47,6 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "MultipartKit", package: "multipart-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -82,7 +81,10 @@ let package = Package(
         ),
         .testTarget(name: "HeraldNotificationsTests", dependencies: ["HeraldNotifications", "HeraldTesting"]),
         .testTarget(name: "HeraldTests", dependencies: ["Herald", "HeraldTesting"]),
-        .testTarget(name: "HeraldTestingTests", dependencies: ["HeraldTesting"]),
+        .testTarget(
+            name: "HeraldTestingTests",
+            dependencies: ["HeraldTesting", .product(name: "MultipartKit", package: "multipart-kit")]
+        ),
         .testTarget(
             name: "HeraldObserversTests",
             dependencies: [
