@@ -49,7 +49,6 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "MultipartKit", package: "multipart-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -65,7 +64,10 @@ let package = Package(
         .executableTarget(name: "HeraldTestServer", dependencies: ["HeraldTesting"]),
         .testTarget(name: "HeraldNotificationsTests", dependencies: ["HeraldNotifications", "HeraldTesting"]),
         .testTarget(name: "HeraldTests", dependencies: ["Herald", "HeraldTesting"]),
-        .testTarget(name: "HeraldTestingTests", dependencies: ["HeraldTesting"]),
+        .testTarget(
+            name: "HeraldTestingTests",
+            dependencies: ["HeraldTesting", .product(name: "MultipartKit", package: "multipart-kit")]
+        ),
         .testTarget(
             name: "HeraldObserversTests",
             dependencies: [

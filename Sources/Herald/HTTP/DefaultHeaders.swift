@@ -5,7 +5,7 @@ import Foundation
 /// `User-Agent` and `Accept-Language`. Set either field to replace it; set it to an empty value to send it
 /// empty.
 public enum DefaultHeaders {
-    /// The default `User-Agent`: ``HeraldVersion/userAgent``, such as `"Herald/0.9.0 libcurl/7.88.1"`.
+    /// The default `User-Agent`: `HeraldVersion.userAgent`, such as `"Herald/0.9.0 libcurl/7.88.1"`.
     public static var userAgent: String { HeraldVersion.userAgent }
 
     /// The default `Accept-Language`, from this process's locale environment, read once: see

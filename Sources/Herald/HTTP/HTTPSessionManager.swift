@@ -124,7 +124,6 @@ public final class HTTPSessionManager: Sendable {
     /// in the same sorted order; `null` values are left out.
     ///
     /// - Parameters:
-    ///   - path: Resolved with ``url(for:)``.
     ///   - parameters: Fields to add before `build` runs; default none.
     ///   - build: Appends parts; runs once, now, on the calling thread.
     /// - Returns: The form.

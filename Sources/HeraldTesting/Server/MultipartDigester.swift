@@ -1,17 +1,16 @@
 import Crypto
 import Foundation
-import MultipartKit
 import NIOCore
 
 /// Parses a `multipart/form-data` request body as it arrives, for `/multipart`: each part's headers are kept
 /// and its body is hashed (SHA-256) and counted, never retained, so a body of any size costs constant memory.
 ///
-/// The parsing is multipart-kit's streaming `MultipartParser`. Lives on the connection's event loop.
+/// The parsing is ``MultipartStreamParser``'s. Lives on the connection's event loop.
 final class MultipartDigester {
     /// The largest part body echoed back as text in ``EchoedMultipart/Part/value``.
     static let maximumEchoedValueSize = 4096
 
-    private let parser: MultipartParser?
+    private let parser: MultipartStreamParser?
     private let contentType: String
     private var failure: String?
     private var parts: [EchoedMultipart.Part] = []
@@ -31,21 +30,19 @@ final class MultipartDigester {
             failure = "expected Content-Type: multipart/form-data; boundary=…, got '\(contentType ?? "")'"
             return
         }
-        let parser = MultipartParser(boundary: boundary)
+        let parser = MultipartStreamParser(boundary: boundary)
         self.parser = parser
         parser.onHeader = { [unowned self] name, value in
             isInPart = true
             headers.append((name, value))
         }
-        parser.onBody = { [unowned self] buffer in
+        parser.onBody = { [unowned self] bytes in
             isInPart = true
-            buffer.withUnsafeReadableBytes { bytes in
-                hasher.update(bufferPointer: bytes)
-                if value.count < Self.maximumEchoedValueSize {
-                    value += bytes.prefix(Self.maximumEchoedValueSize - value.count)
-                }
+            hasher.update(bufferPointer: bytes)
+            if value.count < Self.maximumEchoedValueSize {
+                value += bytes.prefix(Self.maximumEchoedValueSize - value.count)
             }
-            size += buffer.readableBytes
+            size += bytes.count
         }
         parser.onPartComplete = { [unowned self] in finishPart() }
     }
@@ -54,7 +51,7 @@ final class MultipartDigester {
     func consume(_ buffer: ByteBuffer) {
         guard failure == nil, let parser else { return }
         do {
-            try parser.execute(buffer)
+            try buffer.withUnsafeReadableBytes { try parser.consume($0) }
         } catch {
             failure = "malformed multipart body: \(error)"
         }
@@ -63,8 +60,10 @@ final class MultipartDigester {
     /// The `/multipart` response once the whole body has arrived.
     func response() -> CannedResponse {
         if let failure { return .badRequest(failure) }
-        if isInPart { return .badRequest("the multipart body ended inside part \(parts.count + 1)") }
-        guard completedParts > 0 else { return .badRequest("the multipart body has no complete part") }
+        guard parser?.isComplete == true, !isInPart else {
+            return .badRequest("the multipart body ended before its close delimiter, in part \(parts.count + 1)")
+        }
+        guard completedParts > 0 else { return .badRequest("the multipart body has no part") }
         return .json(EchoedMultipart(contentType: contentType, parts: parts))
     }
 

@@ -35,7 +35,7 @@ import NIOPosix
 /// - `/empty`: `204 No Content`.
 /// - `/echo`: `200`, `application/json`: the request as an ``EchoedRequest`` (method, target, headers, body as
 ///   UTF-8 or base64, body length). Bodies over 32 MiB get `413`.
-/// - `/multipart`: parses a `multipart/form-data` body as it streams in (multipart-kit's parser) and answers `200`
+/// - `/multipart`: parses a `multipart/form-data` body as it streams in (a streaming parser checked against multipart-kit's) and answers `200`
 ///   with an ``EchoedMultipart``: each part's name, file name, content type, headers, size and SHA-256 digest,
 ///   and the text of small fields. Part bodies are hashed, never kept: any size costs constant memory. A body
 ///   that is not `multipart/form-data` with a boundary, is malformed or ends inside a part gets `400`.

@@ -15,6 +15,9 @@ struct DefaultHeadersTests {
         #expect(recorded.headerValue("User-Agent") == HeraldVersion.userAgent)
         #expect(recorded.headerValue("User-Agent") == "Herald/\(HeraldVersion.string) libcurl/\(LibraryVersions.curl)")
         #expect(recorded.headerValue("Accept-Language") == DefaultHeaders.acceptLanguage)
+        #expect(
+            DefaultHeaders.acceptLanguage
+                == DefaultHeaders.acceptLanguage(environment: ProcessInfo.processInfo.environment))
         #expect(recorded.headers.filter { $0.name.lowercased() == "user-agent" }.count == 1)
         try await fixture.tearDown()
     }

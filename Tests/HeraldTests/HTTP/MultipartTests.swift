@@ -71,6 +71,33 @@ struct MultipartTests {
         try await fixture.tearDown()
     }
 
+    @Test("the completion-handler POST with a form resumes one upload task; progress reaches the form's length")
+    func callbackForm() async throws {
+        let fixture = try await HTTPFixture.make()
+        let sent = Locked<[Int64]>([])
+        let log = CompletionLog()
+        let body = Data(TestServer.expectedBytes(in: 0..<250_000))
+        let task = try fixture.manager.post(
+            "multipart", parameters: ["kind": "callback"], headers: ["X-Trace": "t1"],
+            constructingBody: { form in try form.append(body, name: "data", fileName: "data.bin") },
+            progress: { progress in sent.withLock { $0.append(progress.completedUnitCount) } },
+            completionHandler: log.handler)
+        #expect(task.state != .suspended)  // resumed by post, running or already done
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
+        #expect(fixture.session.uploadTasks.isEmpty)
+        let echoed = try #require((log.all.first?.object as? JSONValue)?.echoedMultipart)
+        #expect(echoed.parts.map(\.name) == ["kind", "data"])
+        #expect(echoed.parts[1].sha256 == TestDigest.sha256(body))
+        let recorded = try #require(fixture.server.requests(forPath: "/multipart").first)
+        #expect(recorded.headerValue("X-Trace") == "t1")
+        #expect(
+            recorded.headerValue("Content-Type")?.hasPrefix("multipart/form-data; boundary=Herald-Boundary-") == true)
+        #expect(sent.withLock { $0.last } == Int64(recorded.bodyByteCount))
+        #expect(sent.withLock { $0 == $0.sorted() })
+        try await fixture.tearDown()
+    }
+
     @Test("the body is framed exactly as RFC 7578 says")
     func wireFormat() async throws {
         let fixture = try await HTTPFixture.make()
