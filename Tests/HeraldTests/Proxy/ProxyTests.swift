@@ -68,6 +68,27 @@ struct ProxyTests {
         try await server.shutdown()
     }
 
+    @Test("a request goes through a SOCKS5 proxy, locally and remotely resolved: the proxy's log shows it")
+    func throughSOCKS5Proxy() async throws {
+        let server = try await TestServer.start()
+        try await withDante { dante in
+            for kind in [Proxy.Kind.socks5, .socks5Hostname] {
+                let session = Self.session(through: Proxy(kind: kind, host: "127.0.0.1", port: dante.port))
+                defer { session.invalidate(cancelingTasks: true) }
+                let (_, response) = try await session.data(for: Request(url: server.url("/json?kind=\(kind)")))
+                #expect(response.statusCode == 200)
+            }
+            // danted logs each connection it made for a client: to the test server's port, twice.
+            try await dante.waitForLog(containing: "127.0.0.1.\(server.port)")
+            let connections = dante.output.split(separator: "\n").filter {
+                $0.contains("tcp/connect") && $0.contains("127.0.0.1.\(server.port)")
+            }
+            #expect(connections.count >= 2, "\(dante.output)")
+            #expect(server.requests(forPath: "/json").count == 2)
+        }
+        try await server.shutdown()
+    }
+
     @Test("a malformed proxy is refused by the factories with a typed error, before any byte is sent")
     func invalidProxy() throws {
         let url = URL(string: "http://127.0.0.1:9/")!
