@@ -70,9 +70,10 @@ extension SessionTask {
             core.hops.attemptRequest = request
             return (attemptTransferRequest(for: request, validators: core.hops.cacheValidators), core.hops.attempt)
         }
-        guard var (transfer, attempt) = prepared else { return }
+        guard let prepared else { return }
+        var transfer = prepared.0
         // The first attempt sends the body as it is; a retry sends it again (a stream asks for a new one).
-        if attempt > 1, let failure = rewindBody(of: &transfer) { return failAttempt(failure) }
+        if prepared.attempt > 1, let failure = rewindBody(of: &transfer) { return failAttempt(failure) }
         startHop(transfer)
     }
 
