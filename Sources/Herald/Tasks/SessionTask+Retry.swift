@@ -72,8 +72,9 @@ extension SessionTask {
         }
         guard let prepared else { return }
         var transfer = prepared.0
+        let attempt = prepared.attempt
         // The first attempt sends the body as it is; a retry sends it again (a stream asks for a new one).
-        if prepared.attempt > 1, let failure = rewindBody(of: &transfer) { return failAttempt(failure) }
+        if attempt > 1, let failure = rewindBody(of: &transfer) { return failAttempt(failure) }
         startHop(transfer)
     }
 
