@@ -132,21 +132,41 @@ struct FoundationBridgeTests {
     }
 
     @Test("a failed download move is re-posted with the error, the kept file and the destination")
-    func moveFailure() throws {
+    func moveFailure() async throws {
+        let server = try await TestServer.start()
+        let hub = NotificationHub()
         let foundation = NotificationCenter()
         let log = FoundationLog(center: foundation, names: Self.names)
-        let bridge = FoundationNotificationBridge(center: foundation)
-        let failure = DownloadMoveFailure(
-            taskIdentifier: 1, sessionIdentifier: 1, date: Date(),
-            error: HeraldError(.downloadMoveFailed, "No such directory."),
-            sourceURL: URL(fileURLWithPath: "/tmp/download-1.part"),
-            destinationURL: URL(fileURLWithPath: "/missing/file"))
-        bridge.downloadDidFailToMoveFile(
-            TypedNotification(name: .downloadDidFailToMoveFile, object: nil, userInfo: failure))
-        #expect(log.names == ["com.alamofire.networking.session.download.file-manager-error"])
-        let userInfo = try #require(log.all.first?.userInfo)
+        let bridging = FoundationNotificationBridge(center: foundation).observe(hub)
+        let recorder = RecordingObserver(center: hub)
+        let session = SessionManager(notificationCenter: hub)
+        // A destination whose directory does not exist: the move fails and the file is kept.
+        let download = try session.downloadTask(
+            with: Request(url: server.url("/bytes/32")),
+            destination: { temporaryURL, _ in
+                temporaryURL.deletingLastPathComponent().appendingPathComponent("missing/file")
+            })
+        download.resume()
+        try await recorder.waitForCompletions(1)
+        #expect(
+            log.names == [
+                "com.alamofire.networking.task.resume",
+                "com.alamofire.networking.session.download.file-manager-error",
+                "com.alamofire.networking.task.complete",
+            ])
+        let failure = try #require(log.all.dropFirst().first)
+        #expect(failure.object === download)
+        let userInfo = try #require(failure.userInfo)
         #expect((userInfo[NSUnderlyingErrorKey] as? HeraldError)?.code == .downloadMoveFailed)
-        #expect(userInfo[NSFilePathErrorKey] as? String == "/tmp/download-1.part")
-        #expect(userInfo[NSURLErrorKey] as? URL == URL(fileURLWithPath: "/missing/file"))
+        let kept = try #require(userInfo[NSFilePathErrorKey] as? String)
+        #expect(FileManager.default.fileExists(atPath: kept))
+        #expect((userInfo[NSURLErrorKey] as? URL)?.lastPathComponent == "file")
+        // A failed move is no success: no file-manager-succeed, and the completion carries the error.
+        let completion = try #require(log.all.last?.userInfo)
+        #expect((completion[AFNetworkingNotifications.errorKey] as? HeraldError)?.code == .downloadMoveFailed)
+        try? FileManager.default.removeItem(atPath: kept)
+        bridging.cancel()
+        session.invalidate(cancelingTasks: true)
+        try await server.shutdown()
     }
 }
