@@ -8,9 +8,10 @@ SYSTEM_DEPS := libcurl4-openssl-dev:libcurl libuv1-dev:libuv pkg-config:
 
 ## deps: install libcurl and libuv development files when pkg-config can't find them, and the openssl
 ## CLI when it is missing (the TLS tests make a throwaway CA and run `openssl s_server` on loopback).
-## Also Debian's publicsuffix list (cookie domains are checked against it at run time) and tinyproxy (the
-## proxy tests start their own on a loopback port, in the foreground, and stop it; on a machine whose
-## package manager starts services on install, `systemctl disable --now tinyproxy` stops the system one).
+## Also Debian's publicsuffix list (cookie domains are checked against it at run time), tinyproxy (HTTP
+## proxy) and dante-server (SOCKS5 proxy): the proxy tests start their own on a loopback port, in the
+## foreground, and stop it; on a machine whose package manager starts services on install,
+## `systemctl disable --now tinyproxy danted` stops the system ones.
 deps:
 	@missing=""; \
 	command -v pkg-config >/dev/null || missing="pkg-config"; \
@@ -18,6 +19,7 @@ deps:
 	[ -f /usr/share/publicsuffix/public_suffix_list.dat ] || missing="$$missing publicsuffix"; \
 	command -v tinyproxy >/dev/null || [ -x /usr/bin/tinyproxy ] || [ -x /usr/sbin/tinyproxy ] || \
 		missing="$$missing tinyproxy"; \
+	[ -x /usr/sbin/danted ] || missing="$$missing dante-server"; \
 	for pair in $(SYSTEM_DEPS); do \
 		pkg=$${pair%%:*}; mod=$${pair##*:}; \
 		[ -z "$$mod" ] && continue; \

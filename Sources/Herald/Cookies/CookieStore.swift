@@ -21,7 +21,7 @@ import Foundation
 ///
 /// ## The file format
 ///
-/// A persistent store (``init(persistingTo:)``) keeps its **persistent** cookies (those with an expiry;
+/// A persistent store (``init(persistingTo:publicSuffixes:)``) keeps its **persistent** cookies (those with an expiry;
 /// session cookies are never written) in a text file of JSON lines: one JSON object per cookie, with the
 /// keys `name`, `value`, `domain`, `isHostOnly`, `path`, `expiresAt` and `creationDate` (seconds since
 /// 1970, UTC), `isSecure`, `isHTTPOnly` and `sameSite` (`"Strict"`, `"Lax"`, `"None"`, or absent). The file

@@ -49,11 +49,11 @@ public struct PublicSuffixList: Sendable {
     /// - Parameters:
     ///   - rules: The list's text.
     ///   - source: Where it came from.
-    public init(rules text: String, source: Source) {
-        var rules = Set<String>()
+    public init(rules: String, source: Source) {
+        var plain = Set<String>()
         var wildcards = Set<String>()
         var exceptions = Set<String>()
-        for line in text.split(whereSeparator: \.isNewline) {
+        for line in rules.split(whereSeparator: \.isNewline) {
             guard let token = line.split(whereSeparator: \.isWhitespace).first, !token.hasPrefix("//") else { continue }
             let rule = token.lowercased()
             if rule.hasPrefix("!") {
@@ -61,10 +61,10 @@ public struct PublicSuffixList: Sendable {
             } else if rule.hasPrefix("*.") {
                 wildcards.insert(String(rule.dropFirst(2)))
             } else {
-                rules.insert(rule)
+                plain.insert(rule)
             }
         }
-        self.rules = rules
+        self.rules = plain
         self.wildcards = wildcards
         self.exceptions = exceptions
         self.source = source

@@ -304,6 +304,7 @@ final class Transfer: @unchecked Sendable {
         check("HTTP_VERSION", herald_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, request.httpVersion.curlValue))
         configureTimeouts(easy, check: check)
         configureSecurity(easy, check: check)
+        configureProxy(easy, check: check)
         configureMethodAndBody(easy, check: check)
         configureHeaders(easy, check: check)
 

@@ -35,6 +35,8 @@ struct TransferRequest: Sendable {
     /// The `Cookie` field from the session's cookie store for this hop's URL, sent unless `headers` has a
     /// `Cookie` of the caller's.
     var cookieHeader: String?
+    /// The session's explicit proxy; `nil` leaves libcurl to its environment variables.
+    var proxy: Proxy?
 
     /// Whether a final response with `status` waits for the task's disposition. A redirect Herald is
     /// about to follow is not final: it is not presented (as URLSession presents only the last response).

@@ -104,6 +104,12 @@ public struct SessionConfiguration: Sendable, Hashable {
         set { cookieStoreBox = CookieStoreBox(store: newValue) }
     }
     private var cookieStoreBox = CookieStoreBox(store: nil)
+    /// An explicit proxy for every request of the session (see ``Proxy``), or `nil` (the default): then
+    /// libcurl's environment variables apply — `http_proxy`, `https_proxy`, `all_proxy` and `no_proxy`
+    /// (and their uppercase forms, except `HTTP_PROXY`) — as for the `curl` tool. Checked by every task
+    /// factory: with an invalid proxy (see ``Proxy/validate()``) they throw
+    /// ``HeraldError/Code/invalidRequest`` and nothing is sent.
+    public var proxy: Proxy?
 
     /// A configuration with the defaults above.
     public init() {}

@@ -312,6 +312,7 @@ public final class SessionManager: Sendable {
     }
 
     func register<T: SessionTask>(_ make: (Int) -> T) throws(HeraldError) -> T {
+        try configuration.proxy?.validate()
         guard multi != nil else {
             throw HeraldError(.internal, "libcurl could not create a connection pool for this session.")
         }

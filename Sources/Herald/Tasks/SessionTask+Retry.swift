@@ -36,6 +36,7 @@ extension SessionTask {
     func attemptTransferRequest(for request: Request, validators: HTTPHeaders?) -> TransferRequest {
         var transfer = makeTransferRequest(for: request)
         transfer.cookieHeader = session.cookieHeader(for: transfer.url)
+        transfer.proxy = session.configuration.proxy
         if let validators {
             transfer.revalidatesCachedResponse = true
             for field in validators { transfer.headers.add(name: field.name, value: field.value) }

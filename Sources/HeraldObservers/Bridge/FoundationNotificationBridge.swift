@@ -1,0 +1,102 @@
+import Foundation
+import Herald
+import HeraldNotifications
+
+/// Re-posts Herald's lifecycle on a Foundation `NotificationCenter` under AFNetworking's names and
+/// `userInfo` keys, so observers ported from iOS keep working: opt in by registering it.
+///
+/// ```swift
+/// let bridge = FoundationNotificationBridge(center: .default)
+/// let bridging = bridge.observe(session.notificationCenter)
+/// ```
+///
+/// | Herald | posted as (``AFNetworkingNotifications``) | `object` | `userInfo` |
+/// |---|---|---|---|
+/// | `taskDidResume` | `taskDidResume` | the task | none |
+/// | `taskDidSuspend` | `taskDidSuspend` | the task | none |
+/// | `taskDidComplete` | `taskDidComplete` | the task | the serializer; the body (`responseDataKey`) or, for a download, its file (`assetPathKey`); the serialized response on success; the error; the metrics |
+/// | `sessionDidInvalidate` | `sessionDidInvalidate` | the session | none (AFNetworking's had none); the error under `errorKey` if the invalidation had one |
+/// | `downloadDidFailToMoveFile` | `downloadTaskDidFailToMoveFile` | the download task | `NSUnderlyingErrorKey`: the `HeraldError`; `NSFilePathErrorKey`: the kept temporary file; `NSURLErrorKey`: the destination |
+///
+/// A download that completes without error also gets AFNetworking 4's `downloadTaskDidMoveFileSuccessfully`
+/// (object the task, no `userInfo`) just before its `taskDidComplete`. `taskWillRetry` has no
+/// AFNetworking counterpart and is not re-posted.
+///
+/// Each notification is posted from wherever the bridge is called: with the default `.posting`
+/// delivery, synchronously on the session's event queue, in Herald's causal order, so a Foundation
+/// observer registered with `queue: nil` sees a task's resume before its completion. AFNetworking posted
+/// on the main queue; register the bridge with `.queue(.main)` to get that — on Linux only if the main
+/// thread runs the main queue (`dispatchMain()` or a `RunLoop`).
+public final class FoundationNotificationBridge: SessionObserver {
+    /// Where notifications are re-posted.
+    public let center: NotificationCenter
+
+    /// Creates a bridge.
+    /// - Parameter center: The Foundation center to post on; default `NotificationCenter.default`.
+    public init(center: NotificationCenter = .default) {
+        self.center = center
+    }
+
+    /// Posts `com.alamofire.networking.task.resume` with the task.
+    /// - Parameter notification: `taskDidResume`.
+    public func taskDidResume(_ notification: TypedNotification<TaskLifecycleEvent>) {
+        center.post(name: AFNetworkingNotifications.taskDidResume, object: notification.object)
+    }
+
+    /// Posts `com.alamofire.networking.task.suspend` with the task.
+    /// - Parameter notification: `taskDidSuspend`.
+    public func taskDidSuspend(_ notification: TypedNotification<TaskLifecycleEvent>) {
+        center.post(name: AFNetworkingNotifications.taskDidSuspend, object: notification.object)
+    }
+
+    /// Posts `com.alamofire.networking.task.complete` with the task and AFNetworking's keys (preceded, for
+    /// a download that succeeded, by `…file-manager-succeed`).
+    /// - Parameter notification: `taskDidComplete`.
+    public func taskDidComplete(_ notification: TypedNotification<TaskCompletion>) {
+        let completion = notification.userInfo
+        var userInfo: [AnyHashable: Any] = [
+            AFNetworkingNotifications.responseSerializerKey: completion.responseSerializer
+        ]
+        if let assetPath = completion.assetPath {
+            userInfo[AFNetworkingNotifications.assetPathKey] = assetPath
+            if completion.error == nil {
+                center.post(
+                    name: AFNetworkingNotifications.downloadTaskDidMoveFileSuccessfully, object: notification.object)
+            }
+        } else if let data = completion.responseData {
+            userInfo[AFNetworkingNotifications.responseDataKey] = data
+        }
+        if let error = completion.error {
+            userInfo[AFNetworkingNotifications.errorKey] = error
+        } else if let serialized = completion.serializedResponse {
+            userInfo[AFNetworkingNotifications.serializedResponseKey] = serialized
+        }
+        if let metrics = completion.metrics {
+            userInfo[AFNetworkingNotifications.sessionTaskMetricsKey] = metrics
+        }
+        center.post(name: AFNetworkingNotifications.taskDidComplete, object: notification.object, userInfo: userInfo)
+    }
+
+    /// Posts `com.alamofire.networking.session.invalidate` with the session.
+    /// - Parameter notification: `sessionDidInvalidate`.
+    public func sessionDidInvalidate(_ notification: TypedNotification<SessionInvalidation>) {
+        let userInfo = notification.userInfo.error.map {
+            [AFNetworkingNotifications.errorKey: $0] as [AnyHashable: Any]
+        }
+        center.post(
+            name: AFNetworkingNotifications.sessionDidInvalidate, object: notification.object, userInfo: userInfo)
+    }
+
+    /// Posts `com.alamofire.networking.session.download.file-manager-error` with the download task, the
+    /// error, the kept file and the destination.
+    /// - Parameter notification: `downloadDidFailToMoveFile`.
+    public func downloadDidFailToMoveFile(_ notification: TypedNotification<DownloadMoveFailure>) {
+        let failure = notification.userInfo
+        center.post(
+            name: AFNetworkingNotifications.downloadTaskDidFailToMoveFile, object: notification.object,
+            userInfo: [
+                NSUnderlyingErrorKey: failure.error, NSFilePathErrorKey: failure.sourceURL.path,
+                NSURLErrorKey: failure.destinationURL,
+            ])
+    }
+}

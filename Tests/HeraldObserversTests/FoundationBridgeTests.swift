@@ -1,0 +1,172 @@
+import Foundation
+import Herald
+import HeraldNotifications
+import HeraldObservers
+import HeraldTesting
+import Testing
+
+/// What Foundation observers receive, in order.
+private final class FoundationLog: Sendable {
+    struct Entry: @unchecked Sendable {
+        // Safety: written once on the posting thread, read by the test after the posts; the userInfo
+        // values are immutable payload values.
+        let name: Notification.Name
+        let object: AnyObject?
+        let userInfo: [AnyHashable: Any]?
+    }
+
+    private let entries = Locked<[Entry]>([])
+    private let tokens = Locked<[any NSObjectProtocol]>([])
+
+    init(center: NotificationCenter, names: [Notification.Name]) {
+        let observers = names.map { name in
+            center.addObserver(forName: name, object: nil, queue: nil) { [weak self] note in
+                self?.entries.withLock {
+                    $0.append(Entry(name: note.name, object: note.object as AnyObject?, userInfo: note.userInfo))
+                }
+            }
+        }
+        tokens.withLock { $0 = observers }
+    }
+
+    var all: [Entry] { entries.withLock { $0 } }
+    var names: [String] { all.map(\.name.rawValue) }
+}
+
+@Suite("Foundation notification bridge")
+struct FoundationBridgeTests {
+    static let names = [
+        AFNetworkingNotifications.taskDidResume, AFNetworkingNotifications.taskDidSuspend,
+        AFNetworkingNotifications.taskDidComplete, AFNetworkingNotifications.sessionDidInvalidate,
+        AFNetworkingNotifications.downloadTaskDidFailToMoveFile,
+        AFNetworkingNotifications.downloadTaskDidMoveFileSuccessfully,
+    ]
+
+    @Test("AFNetworking's names and keys have AFNetworking's string values")
+    func stringValues() {
+        #expect(AFNetworkingNotifications.taskDidResume.rawValue == "com.alamofire.networking.task.resume")
+        #expect(AFNetworkingNotifications.taskDidSuspend.rawValue == "com.alamofire.networking.task.suspend")
+        #expect(AFNetworkingNotifications.taskDidComplete.rawValue == "com.alamofire.networking.task.complete")
+        #expect(
+            AFNetworkingNotifications.sessionDidInvalidate.rawValue == "com.alamofire.networking.session.invalidate")
+        #expect(
+            AFNetworkingNotifications.downloadTaskDidFailToMoveFile.rawValue
+                == "com.alamofire.networking.session.download.file-manager-error")
+        #expect(AFNetworkingNotifications.responseDataKey == "com.alamofire.networking.complete.finish.responsedata")
+        #expect(
+            AFNetworkingNotifications.serializedResponseKey
+                == "com.alamofire.networking.task.complete.serializedresponse")
+        #expect(
+            AFNetworkingNotifications.responseSerializerKey
+                == "com.alamofire.networking.task.complete.responseserializer")
+        #expect(AFNetworkingNotifications.errorKey == "com.alamofire.networking.task.complete.error")
+        #expect(AFNetworkingNotifications.assetPathKey == "com.alamofire.networking.task.complete.assetpath")
+        #expect(
+            AFNetworkingNotifications.sessionTaskMetricsKey == "com.alamofire.networking.complete.sessiontaskmetrics")
+    }
+
+    @Test("a session's lifecycle reaches Foundation observers under AFNetworking's names, in order, with its keys")
+    func lifecycleOnFoundation() async throws {
+        let server = try await TestServer.start()
+        let hub = NotificationHub()
+        let foundation = NotificationCenter()
+        let log = FoundationLog(center: foundation, names: Self.names)
+        let bridging = FoundationNotificationBridge(center: foundation).observe(hub)
+        // Registered after the bridge: once it has seen an event, the bridge has re-posted it (same thread).
+        let recorder = RecordingObserver(center: hub)
+        let session = SessionManager(notificationCenter: hub)
+
+        let ok = try session.dataTask(with: Request(url: server.url("/json")))
+        ok.resume()
+        ok.suspend()
+        try await recorder.waitUntil { $0.count == 2 }
+        ok.resume()
+        try await recorder.waitForCompletions(1)
+        let failing = try session.dataTask(with: Request(url: server.url("/status/500")))
+        failing.resume()
+        try await recorder.waitForCompletions(2)
+        let download = try session.downloadTask(with: Request(url: server.url("/bytes/64")))
+        download.resume()
+        try await recorder.waitForCompletions(3)
+        session.invalidate(cancelingTasks: false)
+        try await recorder.waitForInvalidation()
+
+        let resume = "com.alamofire.networking.task.resume"
+        let complete = "com.alamofire.networking.task.complete"
+        #expect(
+            log.names == [
+                resume, "com.alamofire.networking.task.suspend", resume, complete, resume, complete, resume,
+                "com.alamofire.networking.session.download.file-manager-succeed", complete,
+                "com.alamofire.networking.session.invalidate",
+            ])
+        let entries = log.all
+        #expect(entries.count == 10)
+        guard entries.count == 10 else { return }
+        #expect(entries[0].object === ok && entries[3].object === ok)
+        #expect(entries[0].userInfo == nil)
+
+        let success = try #require(entries[3].userInfo)
+        #expect(success[AFNetworkingNotifications.responseSerializerKey] is JSONResponseSerializer)
+        #expect(success[AFNetworkingNotifications.responseDataKey] as? Data == Data(#"{"hello":"world","n":1}"#.utf8))
+        #expect((success[AFNetworkingNotifications.serializedResponseKey] as? JSONValue)?["hello"] == "world")
+        #expect(success[AFNetworkingNotifications.errorKey] == nil)
+        #expect(success[AFNetworkingNotifications.sessionTaskMetricsKey] is TransferMetrics)
+
+        #expect(entries[5].object === failing)
+        let failure = try #require(entries[5].userInfo)
+        #expect((failure[AFNetworkingNotifications.errorKey] as? HeraldError)?.code == .unacceptableStatusCode)
+        #expect(failure[AFNetworkingNotifications.serializedResponseKey] == nil)
+        #expect(failure[AFNetworkingNotifications.responseDataKey] as? Data == Data("500 Internal Server Error\n".utf8))
+
+        #expect(entries[7].object === download && entries[8].object === download)
+        let downloaded = try #require(entries[8].userInfo)
+        let asset = try #require(downloaded[AFNetworkingNotifications.assetPathKey] as? URL)
+        #expect(downloaded[AFNetworkingNotifications.responseDataKey] == nil)
+        #expect(try Data(contentsOf: asset).count == 64)
+        try? FileManager.default.removeItem(at: asset)
+
+        #expect(entries[9].object === session)
+        #expect(entries[9].userInfo == nil)
+        bridging.cancel()
+        try await server.shutdown()
+    }
+
+    @Test("a failed download move is re-posted with the error, the kept file and the destination")
+    func moveFailure() async throws {
+        let server = try await TestServer.start()
+        let hub = NotificationHub()
+        let foundation = NotificationCenter()
+        let log = FoundationLog(center: foundation, names: Self.names)
+        let bridging = FoundationNotificationBridge(center: foundation).observe(hub)
+        let recorder = RecordingObserver(center: hub)
+        let session = SessionManager(notificationCenter: hub)
+        // A destination whose directory does not exist: the move fails and the file is kept.
+        let download = try session.downloadTask(
+            with: Request(url: server.url("/bytes/32")),
+            destination: { temporaryURL, _ in
+                temporaryURL.deletingLastPathComponent().appendingPathComponent("missing/file")
+            })
+        download.resume()
+        try await recorder.waitForCompletions(1)
+        #expect(
+            log.names == [
+                "com.alamofire.networking.task.resume",
+                "com.alamofire.networking.session.download.file-manager-error",
+                "com.alamofire.networking.task.complete",
+            ])
+        let failure = try #require(log.all.dropFirst().first)
+        #expect(failure.object === download)
+        let userInfo = try #require(failure.userInfo)
+        #expect((userInfo[NSUnderlyingErrorKey] as? HeraldError)?.code == .downloadMoveFailed)
+        let kept = try #require(userInfo[NSFilePathErrorKey] as? String)
+        #expect(FileManager.default.fileExists(atPath: kept))
+        #expect((userInfo[NSURLErrorKey] as? URL)?.lastPathComponent == "file")
+        // A failed move is no success: no file-manager-succeed, and the completion carries the error.
+        let completion = try #require(log.all.last?.userInfo)
+        #expect((completion[AFNetworkingNotifications.errorKey] as? HeraldError)?.code == .downloadMoveFailed)
+        try? FileManager.default.removeItem(atPath: kept)
+        bridging.cancel()
+        session.invalidate(cancelingTasks: true)
+        try await server.shutdown()
+    }
+}
