@@ -6,12 +6,15 @@ SYSTEM_DEPS := libcurl4-openssl-dev:libcurl libuv1-dev:libuv pkg-config:
 
 .PHONY: deps build build-strict check-libcurl-minimum test test-tsan test-asan leak-check fuzz soak demo docs docs-coverage lint bench-notifications bench-json bench-transfers clean
 
-## deps: install libcurl and libuv development files when pkg-config can't find them, and the openssl
-## CLI when it is missing (the TLS tests make a throwaway CA and run `openssl s_server` on loopback).
+## deps: install libcurl and libuv development files when pkg-config can't find them, the openssl CLI
+## when it is missing (the TLS tests make a throwaway CA and run `openssl s_server` on loopback), and
+## python3 and binutils' strings for check-libcurl-minimum.
 deps:
 	@missing=""; \
 	command -v pkg-config >/dev/null || missing="pkg-config"; \
 	command -v openssl >/dev/null || missing="$$missing openssl"; \
+	command -v python3 >/dev/null || missing="$$missing python3"; \
+	command -v strings >/dev/null || missing="$$missing binutils"; \
 	for pair in $(SYSTEM_DEPS); do \
 		pkg=$${pair%%:*}; mod=$${pair##*:}; \
 		[ -z "$$mod" ] && continue; \
