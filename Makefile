@@ -6,8 +6,9 @@ SYSTEM_DEPS := libcurl4-openssl-dev:libcurl libuv1-dev:libuv pkg-config:
 
 .PHONY: deps build build-strict check-libcurl-minimum test test-tsan test-asan leak-check fuzz soak demo docs docs-coverage lint bench-notifications bench-json bench-transfers clean
 
-## deps: install libcurl and libuv development files when pkg-config can't find them, and the openssl
-## CLI when it is missing (the TLS tests make a throwaway CA and run `openssl s_server` on loopback).
+## deps: install libcurl and libuv development files when pkg-config can't find them, the openssl CLI
+## when it is missing (the TLS tests make a throwaway CA and run `openssl s_server` on loopback), and
+## python3 and binutils' strings for check-libcurl-minimum.
 ## Also Debian's publicsuffix list (cookie domains are checked against it at run time), tinyproxy (HTTP
 ## proxy) and dante-server (SOCKS5 proxy): the proxy tests start their own on a loopback port, in the
 ## foreground, and stop it; on a machine whose package manager starts services on install,
@@ -20,6 +21,8 @@ deps:
 	command -v tinyproxy >/dev/null || [ -x /usr/bin/tinyproxy ] || [ -x /usr/sbin/tinyproxy ] || \
 		missing="$$missing tinyproxy"; \
 	[ -x /usr/sbin/danted ] || missing="$$missing dante-server"; \
+	command -v python3 >/dev/null || missing="$$missing python3"; \
+	command -v strings >/dev/null || missing="$$missing binutils"; \
 	for pair in $(SYSTEM_DEPS); do \
 		pkg=$${pair%%:*}; mod=$${pair##*:}; \
 		[ -z "$$mod" ] && continue; \

@@ -57,8 +57,8 @@ func decoder(_ data: Data) -> JSONValue? {
     try? JSONDecoder().decode(JSONValue.self, from: data)
 }
 
-/// Best seconds per call over five rounds.
-func measure(_ data: Data, _ body: (Data) -> JSONValue?) -> Double {
+/// Best seconds per call over five rounds of at least `roundSeconds` each.
+func measure(_ data: Data, roundSeconds: Double, _ body: (Data) -> JSONValue?) -> Double {
     var sink = 0
     for _ in 0..<3 { sink &+= body(data) == nil ? 0 : 1 }
     var best = Double.infinity
@@ -88,12 +88,37 @@ func pad(_ text: String, _ width: Int, right: Bool = false) -> String {
 print(
     pad("document", 40) + pad("Herald µs", 12, right: true) + pad("JSONSer.+conv µs", 18, right: true)
         + pad("ratio", 8, right: true) + pad("JSONDecoder µs", 16, right: true) + pad("Herald MB/s", 13, right: true))
+/// Where two values first differ, as a path and both sides, or `nil` when they are equal.
+func firstDifference(_ left: JSONValue?, _ right: JSONValue?, path: String = "$") -> String? {
+    switch (left, right) {
+    case (.array(let a)?, .array(let b)?) where a.count == b.count:
+        for index in a.indices {
+            if let difference = firstDifference(a[index], b[index], path: "\(path)[\(index)]") { return difference }
+        }
+        return nil
+    case (.object(let a)?, .object(let b)?) where a.keys == b.keys:
+        for key in a.keys.sorted() {
+            if let difference = firstDifference(a[key], b[key], path: "\(path).\(key)") { return difference }
+        }
+        return nil
+    default:
+        return left == right ? nil : "\(path): \(left.map { "\($0)" } ?? "nil") vs \(right.map { "\($0)" } ?? "nil")"
+    }
+}
+
+var differences: [String] = []
 for (name, data) in Documents.all {
     let reference = herald(data)
-    let same = reference != nil && foundation(data) == reference && decoder(data) == reference
-    let heraldSeconds = measure(data, herald)
-    let foundationSeconds = measure(data, foundation)
-    let decoderSeconds = measure(data, decoder)
+    let others = [("JSONSerialization", foundation(data)), ("JSONDecoder", decoder(data))]
+    for (other, value) in others {
+        if let difference = firstDifference(reference, value) {
+            differences.append("\(name): Herald and \(other) differ at \(difference)")
+        }
+    }
+    let same = reference != nil && others.allSatisfy { $0.1 == reference }
+    let heraldSeconds = measure(data, roundSeconds: roundSeconds, herald)
+    let foundationSeconds = measure(data, roundSeconds: roundSeconds, foundation)
+    let decoderSeconds = measure(data, roundSeconds: roundSeconds, decoder)
     print(
         pad(name, 40) + pad(format(heraldSeconds * 1e6), 12, right: true)
             + pad(format(foundationSeconds * 1e6), 18, right: true)
@@ -103,3 +128,4 @@ for (name, data) in Documents.all {
             + (same ? "" : "  (results differ!)"))
 }
 print("(ratio = JSONSerialization + conversion time / Herald time; higher means Herald is faster)")
+for difference in differences { print(difference) }
