@@ -82,7 +82,8 @@ struct RetryObserverTests {
         observer.taskDidResume(Payloads.resume(task: 1, request: task.summary))
         observer.taskWillRetry(Payloads.retry(task: 1, request: task.summary, delay: 0.25))
         observer.taskDidComplete(
-            Payloads.complete(task: 1, request: task.summary, response: Payloads.response(200, url: task.originalRequest.url)))
+            Payloads.complete(
+                task: 1, request: task.summary, response: Payloads.response(200, url: task.originalRequest.url)))
         let span = try #require(tracer.finishedSpans.first)
         #expect(span.events.map(\.name) == ["herald.task.retry"])
         let event = try #require(span.events.first)
