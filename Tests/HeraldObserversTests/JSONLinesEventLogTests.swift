@@ -16,7 +16,7 @@ struct JSONLinesEventLogTests {
     let tasks = OfflineTasks()
 
     @Test("one well-formed JSON object per notification, parsed back")
-    func linesParseBack() throws {
+    func linesParseBack() async throws {
         let output = SharedText()
         let log = JSONLinesEventLog(stream: output)
         let task = try tasks.task("http://user:pw@example.com/file?x=1")
@@ -30,6 +30,7 @@ struct JSONLinesEventLogTests {
                 error: HeraldError(.unacceptableStatusCode, "Not found."),
                 metrics: Payloads.metrics(total: 1.2345, sent: 0, received: 99)))
         log.sessionDidInvalidate(Payloads.invalidate(session: 2))
+        await log.flush()
 
         let lines = output.text.split(separator: "\n", omittingEmptySubsequences: false)
         #expect(lines.count == 5)
@@ -55,7 +56,7 @@ struct JSONLinesEventLogTests {
     }
 
     @Test("a failed download move is logged with the error, the kept file and the destination")
-    func moveFailureLine() throws {
+    func moveFailureLine() async throws {
         let output = SharedText()
         let log = JSONLinesEventLog(stream: output)
         let failure = DownloadMoveFailure(
@@ -66,6 +67,7 @@ struct JSONLinesEventLogTests {
             destinationURL: URL(fileURLWithPath: "/missing/dir/file"))
         log.downloadDidFailToMoveFile(
             TypedNotification(name: .downloadDidFailToMoveFile, object: nil, userInfo: failure))
+        await log.flush()
         let record = try JSONDecoder().decode(
             EventRecord.self, from: Data(output.text.trimmingCharacters(in: .newlines).utf8))
         #expect(record.event == "herald.download.move-file-failed")
@@ -88,6 +90,7 @@ struct JSONLinesEventLogTests {
                 }
             }
         }
+        await log.flush()
         let lines = output.text.split(separator: "\n")
         #expect(lines.count == 1000)
         for line in lines {

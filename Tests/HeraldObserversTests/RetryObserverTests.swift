@@ -30,12 +30,14 @@ struct RetryObserverTests {
     let tasks = OfflineTasks()
 
     @Test("the logging observer writes 'task will retry' at debug with attempt, delay, status and error type")
-    func logLine() throws {
+    func logLine() async throws {
         let handler = InMemoryLogHandler()
         var logger = Logger(label: "herald.test") { _ in handler }
         logger.logLevel = .debug
         let task = try tasks.task("http://user:s3cret@example.com/items")
-        LoggingObserver(logger: logger).taskWillRetry(Payloads.retry(task: 4, session: 2, request: task.summary))
+        let observer = LoggingObserver(logger: logger)
+        observer.taskWillRetry(Payloads.retry(task: 4, session: 2, request: task.summary))
+        await observer.flush()
         let entry = try #require(handler.entries.first)
         #expect(handler.entries.count == 1)
         #expect(entry.level == .debug)
@@ -95,11 +97,12 @@ struct RetryObserverTests {
     }
 
     @Test("the JSON-lines log writes a herald.task.retry line with attempt and delay")
-    func jsonLine() throws {
+    func jsonLine() async throws {
         let output = SharedText()
         let log = JSONLinesEventLog(stream: output)
         let task = try tasks.task("http://example.com/a")
         log.taskWillRetry(Payloads.retry(task: 3, session: 2, request: task.summary, attempt: 3, delay: 0.1234))
+        await log.flush()
         let line = output.text
         #expect(line.hasSuffix("\n"))
         let record = try JSONDecoder().decode(EventRecord.self, from: Data(line.utf8))

@@ -176,8 +176,10 @@ struct TraceContextTests {
         }
         var logger = Logger(label: "traced") { _ in handler }
         logger.logLevel = .trace
-        let traced = try await Traced(observers: [LoggingObserver(logger: logger)])
+        let observer = LoggingObserver(logger: logger)
+        let traced = try await Traced(observers: [observer])
         let parent = try await traced.fetchInsideSpan(Request(url: traced.server.url("/text")))
+        await observer.flush()
 
         let messages = handler.entries.map(\.message.description)
         #expect(messages == ["task resumed", "task request headers", "task completed", "task completion detail"])

@@ -22,6 +22,13 @@ import Logging
 ///
 /// As every library should, it takes the `Logger` it writes to and never bootstraps a backend.
 ///
+/// The handlers only build each entry's metadata: the entry is handed to the logger on a thread of the
+/// observer's own, in the order the notifications arrived, so a log backend's I/O never runs on (nor
+/// slows) the thread that posts. The logger's metadata provider is read when the notification arrives,
+/// and its values go with the entry. Call ``flush()`` before the program exits, after
+/// `SessionManager.invalidateAndWait(cancelingTasks:)`. A backend writing to a closed pipe gets `EPIPE`
+/// on that thread rather than a `SIGPIPE` that would end the process.
+///
 /// ```swift
 /// let token = LoggingObserver(logger: logger).observe(session.notificationCenter)
 /// ```
@@ -39,6 +46,38 @@ public final class LoggingObserver: SessionObserver {
     public init(logger: Logger, redaction: LogRedaction = .default) {
         self.logger = logger
         self.redaction = redaction
+        self.entries = SinkWriter(name: "herald.logs") { entry in
+            logger.log(level: entry.level, entry.message, metadata: entry.metadata)
+            return true
+        }
+    }
+
+    /// Returns once every entry of the notifications this observer received before the call has been
+    /// handed to the logger (what the log backend does with it then, such as buffering, is its own).
+    ///
+    /// Suspends the calling task; never blocks a thread.
+    public func flush() async {
+        await entries.flush()
+    }
+
+    /// One log call, made on the observer's thread.
+    private struct Entry: Sendable {
+        let level: Logger.Level
+        let message: Logger.Message
+        let metadata: Logger.Metadata
+    }
+
+    private let entries: SinkWriter<Entry>
+
+    /// Queues an entry for the logger, with what the logger's metadata provider gives now (on the
+    /// posting thread) under `metadata`.
+    private func write(
+        _ level: Logger.Level, _ message: Logger.Message, metadata: Logger.Metadata, request: RequestSummary? = nil
+    ) {
+        guard logger.logLevel <= level else { return }
+        var merged = providedMetadata(for: request)
+        merged.merge(metadata) { _, explicit in explicit }
+        entries.submit(Entry(level: level, message: message, metadata: merged))
     }
 
     /// Logs `task resumed` at `debug` and the request headers at `trace`.
@@ -51,7 +90,7 @@ public final class LoggingObserver: SessionObserver {
         for (name, value) in redaction.redacting(request.headers) {
             metadata["http.request.header.\(name.lowercased())"] = .string(value)
         }
-        inContext(of: request) { logger.trace("task request headers", metadata: metadata) }
+        write(.trace, "task request headers", metadata: metadata, request: request)
     }
 
     /// Logs `task suspended` at `debug`.
@@ -78,7 +117,7 @@ public final class LoggingObserver: SessionObserver {
         if let response = retry.response {
             metadata["http.response.status_code"] = .stringConvertible(response.statusCode)
         }
-        inContext(of: retry.request) { logger.debug("task will retry", metadata: metadata) }
+        write(.debug, "task will retry", metadata: metadata, request: retry.request)
     }
 
     /// Logs `task completed` at `debug` (with status, duration, bytes and error code) and the response
@@ -102,7 +141,7 @@ public final class LoggingObserver: SessionObserver {
             metadata["error.type"] = .string(error.code.description)
             metadata["error.message"] = .string(error.message)
         }
-        inContext(of: completion.request) { logger.debug("task completed", metadata: metadata) }
+        write(.debug, "task completed", metadata: metadata, request: completion.request)
 
         guard logger.logLevel <= .trace else { return }
         var detail = identity(completion)
@@ -127,7 +166,7 @@ public final class LoggingObserver: SessionObserver {
             detail["herald.redirects"] = .stringConvertible(metrics.redirectCount)
             detail["herald.connection_reused"] = .stringConvertible(metrics.connectionReused)
         }
-        inContext(of: completion.request) { logger.trace("task completion detail", metadata: detail) }
+        write(.trace, "task completion detail", metadata: detail, request: completion.request)
     }
 
     /// Logs `download move failed` at `warning`: the error, the kept temporary file (`herald.download.file`)
@@ -146,7 +185,7 @@ public final class LoggingObserver: SessionObserver {
             "herald.download.file": .string(failure.sourceURL.path),
             "herald.download.destination": .string(failure.destinationURL.path),
         ]
-        inContext(of: failure.request) { logger.warning("download move failed", metadata: metadata) }
+        write(.warning, "download move failed", metadata: metadata, request: failure.request)
     }
 
     /// Logs `session invalidated` at `debug`.
@@ -158,7 +197,7 @@ public final class LoggingObserver: SessionObserver {
         if let error = notification.userInfo.error {
             metadata["error.type"] = .string(error.code.description)
         }
-        logger.debug("session invalidated", metadata: metadata)
+        write(.debug, "session invalidated", metadata: metadata)
     }
 
     // MARK: - helpers
@@ -169,14 +208,16 @@ public final class LoggingObserver: SessionObserver {
         var metadata = identity(notification.userInfo)
         metadata["http.request.method"] = .string(request.method)
         metadata["url.full"] = .string(redaction.redacting(request.url))
-        inContext(of: request) { logger.debug(message, metadata: metadata) }
+        write(.debug, message, metadata: metadata, request: request)
     }
 
-    /// Runs `body` with the task's trace context bound as the task-local `ServiceContext.current`, where
-    /// the logger's metadata provider looks for it; without a context, just runs `body`.
-    private func inContext(of request: RequestSummary, _ body: () -> Void) {
-        guard let context = request.serviceContext else { return body() }
-        ServiceContext.withValue(context, operation: body)
+    /// What the logger's metadata provider gives for an entry of the task that sent `request`: with the
+    /// task's trace context bound as the task-local `ServiceContext.current`, where a provider looks for
+    /// it (handlers run on the session's event queue, where the caller's own context no longer exists).
+    private func providedMetadata(for request: RequestSummary?) -> Logger.Metadata {
+        guard let provider = logger.metadataProvider else { return [:] }
+        guard let context = request?.serviceContext else { return provider.get() }
+        return ServiceContext.withValue(context) { provider.get() }
     }
 
     private func identity(_ event: TaskLifecycleEvent) -> Logger.Metadata {

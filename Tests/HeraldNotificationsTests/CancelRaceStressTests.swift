@@ -109,8 +109,10 @@ private func cancelWhilePosting(rounds: Int, queued: Bool) -> CancelRaceResult {
     return result
 }
 
+/// Named `…StressTests` so that `make test` runs it with the other stress suites, in a process of its own:
+/// its CPU burners would starve the timeouts of suites running beside it.
 @Suite("Cancelling while another thread posts", .serialized)
-struct CancelRaceTests {
+struct CancelRaceStressTests {
     /// Runs the rounds on a thread of their own (they block), beside two CPU-burning threads.
     private func run(rounds: Int, queued: Bool) async -> CancelRaceResult {
         let burners = CPUBurners(count: 2)
