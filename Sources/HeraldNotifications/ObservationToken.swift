@@ -12,6 +12,7 @@ public final class ObservationToken: Sendable, Hashable {
     private enum Target: Sendable {
         case observation(any AnyObservation, NotificationHub)
         case tokens([ObservationToken])
+        case action(Locked<(@Sendable () -> Void)?>)
     }
 
     private let target: Target
@@ -28,6 +29,11 @@ public final class ObservationToken: Sendable, Hashable {
     /// - Parameter tokens: The tokens to combine. The new token keeps them alive.
     public init(combining tokens: [ObservationToken]) {
         self.target = .tokens(tokens)
+    }
+
+    /// A token that runs `onCancel` once, when cancelled or released.
+    package init(onCancel: @escaping @Sendable () -> Void) {
+        self.target = .action(Locked(onCancel))
     }
 
     deinit {
@@ -59,6 +65,12 @@ public final class ObservationToken: Sendable, Hashable {
             hub.waitUntilNotEntered(observation)
         case .tokens(let tokens):
             for token in tokens { token.cancel() }
+        case .action(let action):
+            let onCancel = action.withLock { action in
+                defer { action = nil }
+                return action
+            }
+            onCancel?()
         }
     }
 
@@ -68,6 +80,7 @@ public final class ObservationToken: Sendable, Hashable {
         switch target {
         case .observation(let observation, _): observation.isCancelled
         case .tokens(let tokens): tokens.allSatisfy(\.isCancelled)
+        case .action(let action): action.withLock { $0 == nil }
         }
     }
 

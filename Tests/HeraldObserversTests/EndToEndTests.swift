@@ -27,12 +27,14 @@ struct EndToEndTests {
         let metrics = TestMetrics()
         let tracer = InMemoryTracer()
         let lines = SharedText()
+        let loggingObserver = LoggingObserver(logger: logger)
+        let eventLog = JSONLinesEventLog(stream: lines)
         let tokens = [
             indicator.observe(center),
-            LoggingObserver(logger: logger).observe(center),
+            loggingObserver.observe(center),
             MetricsObserver(factory: metrics).observe(center),
             TracingObserver(tracer: tracer).observe(center),
-            JSONLinesEventLog(stream: lines).observe(center),
+            eventLog.observe(center),
         ]
         // Registered last, so by the time it has seen an event every observer above has too.
         let recorder = RecordingObserver(center: center)
@@ -48,6 +50,8 @@ struct EndToEndTests {
         #expect(indicator.runningTaskCount == 0)
         #expect(changes.visibility.isEmpty)
 
+        await loggingObserver.flush()
+        await eventLog.flush()
         #expect(logHandler.entries.filter { $0.message.description == "task completed" }.count == 3)
         let timers = metrics.timers(label: MetricsObserver.Name.requestDuration)
         #expect(
@@ -65,8 +69,8 @@ struct EndToEndTests {
         }
         #expect(records.first { $0.url?.hasSuffix("/bytes/4096") == true && $0.status != nil }?.bytesReceived == 4096)
 
-        session.invalidate(cancelingTasks: true)
-        try await recorder.waitForInvalidation()
+        await session.invalidateAndWait(cancelingTasks: true)
+        await eventLog.flush()
         #expect(lines.text.split(separator: "\n").last?.contains("herald.session.invalidate") == true)
         let statuses = tracer.finishedSpans.compactMap { span -> Int64? in
             guard case .int64(let status)? = span.attributes.get("http.response.status_code") else { return nil }

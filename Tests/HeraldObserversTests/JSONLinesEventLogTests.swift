@@ -16,7 +16,7 @@ struct JSONLinesEventLogTests {
     let tasks = OfflineTasks()
 
     @Test("one well-formed JSON object per notification, parsed back")
-    func linesParseBack() throws {
+    func linesParseBack() async throws {
         let output = SharedText()
         let log = JSONLinesEventLog(stream: output)
         let task = try tasks.task("http://user:pw@example.com/file?x=1")
@@ -29,6 +29,7 @@ struct JSONLinesEventLogTests {
                 error: HeraldError(.unacceptableStatusCode, "Not found."),
                 metrics: Payloads.metrics(total: 1.2345, sent: 0, received: 99)))
         log.sessionDidInvalidate(Payloads.invalidate(session: 2))
+        await log.flush()
 
         let lines = output.text.split(separator: "\n", omittingEmptySubsequences: false)
         #expect(lines.count == 5)
@@ -54,7 +55,7 @@ struct JSONLinesEventLogTests {
     }
 
     @Test("a failed download move is logged with the error, the kept file and the destination")
-    func moveFailureLine() throws {
+    func moveFailureLine() async throws {
         let output = SharedText()
         let log = JSONLinesEventLog(stream: output)
         let failure = DownloadMoveFailure(
@@ -64,6 +65,7 @@ struct JSONLinesEventLogTests {
             destinationURL: URL(fileURLWithPath: "/missing/dir/file"))
         log.downloadDidFailToMoveFile(
             TypedNotification(name: .downloadDidFailToMoveFile, object: nil, userInfo: failure))
+        await log.flush()
         let record = try JSONDecoder().decode(
             EventRecord.self, from: Data(output.text.trimmingCharacters(in: .newlines).utf8))
         #expect(record.event == "herald.download.move-file-failed")
@@ -84,6 +86,7 @@ struct JSONLinesEventLogTests {
                 }
             }
         }
+        await log.flush()
         let lines = output.text.split(separator: "\n")
         #expect(lines.count == 1000)
         for line in lines {

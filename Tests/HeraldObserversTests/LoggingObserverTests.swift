@@ -17,7 +17,7 @@ struct LoggingObserverTests {
     }
 
     @Test("start and completion are logged at debug with method, redacted URL, status, duration, bytes")
-    func lifecycleAtDebug() throws {
+    func lifecycleAtDebug() async throws {
         let (logger, handler) = makeLogger(level: .debug)
         let observer = LoggingObserver(logger: logger)
         let task = try tasks.task("https://alice:s3cret@example.com/items?id=1", method: "POST")
@@ -26,6 +26,7 @@ struct LoggingObserverTests {
             Payloads.complete(
                 task: 4, session: 2, object: task, response: Payloads.response(201, url: task.originalRequest.url),
                 metrics: Payloads.metrics(total: 0.25, sent: 10, received: 2048)))
+        await observer.flush()
         let entries = handler.entries
         #expect(entries.map(\.message.description) == ["task resumed", "task completed"])
         #expect(entries.allSatisfy { $0.level == .debug })
@@ -44,16 +45,18 @@ struct LoggingObserverTests {
     }
 
     @Test("a failure logs the error code")
-    func failure() throws {
+    func failure() async throws {
         let (logger, handler) = makeLogger(level: .debug)
         let task = try tasks.task("http://example.com/slow")
-        LoggingObserver(logger: logger).taskDidComplete(
+        let observer = LoggingObserver(logger: logger)
+        observer.taskDidComplete(
             Payloads.complete(task: 1, object: task, error: HeraldError(.timedOut, "Timed out.")))
+        await observer.flush()
         #expect(handler.entries.first?.metadata["error.type"] == "timed_out")
     }
 
     @Test("headers are logged at trace with Authorization, Cookie, Set-Cookie, Proxy-Authorization redacted")
-    func headerRedaction() throws {
+    func headerRedaction() async throws {
         let (logger, handler) = makeLogger(level: .trace)
         let task = try tasks.task(
             "http://example.com/",
@@ -66,6 +69,7 @@ struct LoggingObserverTests {
         let response = Payloads.response(
             200, url: task.originalRequest.url, headers: ["Set-Cookie": "a=1", "Content-Type": "text/plain"])
         observer.taskDidComplete(Payloads.complete(task: 1, object: task, response: response))
+        await observer.flush()
         let trace = handler.entries.filter { $0.level == .trace }
         #expect(trace.map(\.message.description) == ["task request headers", "task completion detail"])
         let request = trace[0].metadata
@@ -80,13 +84,15 @@ struct LoggingObserverTests {
     }
 
     @Test("more headers and query items can be redacted")
-    func customRedaction() throws {
+    func customRedaction() async throws {
         let (logger, handler) = makeLogger(level: .trace)
         var redaction = LogRedaction.default
         redaction.redactHeader("X-Api-Key")
         redaction.redactQueryItem("token")
         let task = try tasks.task("http://example.com/a?token=t0p&page=2", headers: ["x-api-key": "k3y"])
-        LoggingObserver(logger: logger, redaction: redaction).taskDidResume(Payloads.resume(task: 1, object: task))
+        let observer = LoggingObserver(logger: logger, redaction: redaction)
+        observer.taskDidResume(Payloads.resume(task: 1, object: task))
+        await observer.flush()
         let entries = handler.entries
         #expect(entries[0].metadata["url.full"] == "http://example.com/a?token=REDACTED&page=2")
         #expect(entries[1].metadata["http.request.header.x-api-key"] == "REDACTED")
@@ -94,12 +100,13 @@ struct LoggingObserverTests {
     }
 
     @Test("at info level nothing is logged")
-    func quietAtInfo() throws {
+    func quietAtInfo() async throws {
         let (logger, handler) = makeLogger(level: .info)
         let observer = LoggingObserver(logger: logger)
         observer.taskDidResume(Payloads.resume(task: 1))
         observer.taskDidComplete(Payloads.complete(task: 1))
         observer.sessionDidInvalidate(Payloads.invalidate())
+        await observer.flush()
         #expect(handler.entries.isEmpty)
     }
 }

@@ -49,21 +49,25 @@ extension NotificationHub {
         -> ObservationToken
     {
         let forward: @Sendable (@escaping @Sendable () -> Void) -> Void
+        var drainToken: [ObservationToken] = []
         switch delivery {
         case .posting:
             forward = { $0() }
         case .queue(let queue):
             let serial = DispatchQueue(label: "herald.session-observer", target: queue)
             forward = { serial.async(execute: $0) }
+            // `drain()` and `invalidateAndWait` wait for what was forwarded to the serial queue.
+            drainToken = [drainAlso(serial)]
         }
-        return ObservationToken(combining: [
-            addObserver(for: .taskDidResume) { note in forward { observer.taskDidResume(note) } },
-            addObserver(for: .taskDidSuspend) { note in forward { observer.taskDidSuspend(note) } },
-            addObserver(for: .taskDidComplete) { note in forward { observer.taskDidComplete(note) } },
-            addObserver(for: .sessionDidInvalidate) { note in forward { observer.sessionDidInvalidate(note) } },
-            addObserver(for: .downloadDidFailToMoveFile) { note in
-                forward { observer.downloadDidFailToMoveFile(note) }
-            },
-        ])
+        return ObservationToken(
+            combining: drainToken + [
+                addObserver(for: .taskDidResume) { note in forward { observer.taskDidResume(note) } },
+                addObserver(for: .taskDidSuspend) { note in forward { observer.taskDidSuspend(note) } },
+                addObserver(for: .taskDidComplete) { note in forward { observer.taskDidComplete(note) } },
+                addObserver(for: .sessionDidInvalidate) { note in forward { observer.sessionDidInvalidate(note) } },
+                addObserver(for: .downloadDidFailToMoveFile) { note in
+                    forward { observer.downloadDidFailToMoveFile(note) }
+                },
+            ])
     }
 }

@@ -129,13 +129,22 @@ extension SessionManager {
             nil
     ) throws(HeraldError) -> DownloadTask {
         try request.validate(allowedProtocols: configuration.allowedProtocols)
+        // A refused task creates nothing on disk: refuse before making the directory.
+        guard !isInvalidated else { throw Self.refusal }
         try makeDownloadDirectory()
         let directory = downloadDirectory
-        return try register { identifier in
-            let temporaryURL = directory.appendingPathComponent("download-\(identifier)-\(UUID().uuidString).part")
-            return makeDownloadTask(
-                identifier: identifier, request: request, temporaryURL: temporaryURL, resumedFrom: nil,
-                progress: progress, destination: destination, completionHandler: completionHandler)
+        do {
+            return try register { identifier in
+                let temporaryURL = directory.appendingPathComponent(
+                    "download-\(identifier)-\(UUID().uuidString).part")
+                return makeDownloadTask(
+                    identifier: identifier, request: request, temporaryURL: temporaryURL, resumedFrom: nil,
+                    progress: progress, destination: destination, completionHandler: completionHandler)
+            }
+        } catch {
+            // Invalidated meanwhile: the directory may have been made after invalidation removed it.
+            removeDownloadDirectoryAfterInvalidation()
+            throw error
         }
     }
 

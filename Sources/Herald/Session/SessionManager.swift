@@ -306,10 +306,21 @@ public final class SessionManager: Sendable {
             state.tasks[identifier] = task
             return task
         }
-        guard let task else {
-            throw HeraldError(.sessionInvalidated, "The session has been invalidated; it creates no more tasks.")
-        }
+        guard let task else { throw Self.refusal }
         return task
+    }
+
+    /// The error a factory throws once the session is invalidated.
+    static var refusal: HeraldError {
+        HeraldError(.sessionInvalidated, "The session has been invalidated; it creates no more tasks.")
+    }
+
+    /// Removes the download directory (if empty) once invalidation has finished; before that, finishing
+    /// the invalidation removes it. On the event queue, where invalidation finishes.
+    func removeDownloadDirectoryAfterInvalidation() {
+        hook.eventQueue.async { [self] in
+            if state.withLock({ $0.didFinishInvalidating }) { rmdir(downloadDirectory.path) }
+        }
     }
 
     // MARK: - invalidation

@@ -39,6 +39,9 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         /// The stale cache entry this task's request revalidates (a `304` answer completes from it).
         var revalidating: CachedResponse?
         var hops = TaskHops()
+        /// A transfer that finished without error while the task was suspended: the task completes with
+        /// it on the next ``resume()`` (or as cancelled on ``cancel()``), never while suspended.
+        var heldOutcome: TransferOutcome?
     }
 
     /// The task's identifier, unique within its session.
@@ -117,6 +120,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     open func resume() {
         // The cache is the caller's code: consulted before taking the task's lock, and only for a first resume.
         let cached = cacheLookup()
+        var held: TransferOutcome?
         let servesCached = core.withLock { core -> Bool in
             switch core.machine.resume() {
             case .none:
@@ -142,7 +146,11 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
                 return false
             case .unpause:
                 session.hook.taskDidTransition(self, to: .running)
-                if let transfer = core.transfer, core.hops.isWaitingToStart {
+                if let outcome = core.heldOutcome {
+                    // The transfer finished while suspended: complete now that the task runs again.
+                    core.heldOutcome = nil
+                    held = outcome
+                } else if let transfer = core.transfer, core.hops.isWaitingToStart {
                     // The next hop was prepared while suspended: it starts now.
                     core.hops.isWaitingToStart = false
                     session.enqueue { multi in multi.add(transfer) }
@@ -152,7 +160,9 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
                 return false
             }
         }
-        if servesCached, case .fresh(let entry) = cached {
+        if let held {
+            completeTransfer(held)
+        } else if servesCached, case .fresh(let entry) = cached {
             transferDidFinish(
                 TransferOutcome(
                     response: entry.response, body: entry.data, error: nil, metrics: nil, isFromCache: true))
@@ -171,6 +181,11 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// on ``resume()``. Does nothing unless the task is running. Posts `taskDidSuspend` when the state
     /// really changed.
     ///
+    /// A suspended task never completes successfully: if the transfer had already received its last
+    /// byte when `suspend()` won the race, the finished response is held, and the task completes with
+    /// it right after the next ``resume()`` (`taskDidResume`, then `taskDidComplete`), or as cancelled
+    /// on ``cancel()``. A transfer that fails while suspended (a timeout) completes with its error.
+    ///
     /// A paused connection may be closed by the server after its idle timeout; the task then fails
     /// with ``HeraldError/Code/networkConnectionLost`` after resuming. The session's resource timeout
     /// keeps running while suspended.
@@ -188,9 +203,16 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// and `taskDidComplete` is posted, exactly once. Does nothing once the task is canceling or
     /// completed.
     open func cancel() {
+        var held: TransferOutcome?
         let (action, betweenHops) = core.withLock { core -> (TaskStateMachine.CancelAction, HTTPResponse??) in
             let action = core.machine.cancel()
             guard action == .stopTransfer else { return (action, nil) }
+            if let outcome = core.heldOutcome {
+                // Finished while suspended: nothing left in the engine; complete (as cancelled) with it.
+                core.heldOutcome = nil
+                held = outcome
+                return (action, nil)
+            }
             guard let transfer = Self.transferToStop(in: &core) else {
                 // Between two hops (a redirect or an authentication round-trip): nothing in the engine.
                 return (action, .some(core.response))
@@ -198,7 +220,9 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
             session.enqueue { multi in multi.remove(transfer, error: Self.cancellation(for: transfer.request.url)) }
             return (action, nil)
         }
-        if action == .completeWithoutTransfer {
+        if let held {
+            completeTransfer(held)
+        } else if action == .completeWithoutTransfer {
             transferDidFinish(TransferOutcome(response: nil, body: Data(), error: nil, metrics: nil))
         } else if let response = betweenHops {
             completeTransfer(
@@ -261,6 +285,11 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     func completeTransfer(_ outcome: TransferOutcome) {
         var outcome = outcome
         let finisher = core.withLock { core -> (wasCancelled: Bool, task: SessionTask)? in
+            if core.machine.state == .suspended, outcome.error == nil {
+                // `suspend()` won the race against the transfer's end: hold the result for `resume()`.
+                core.heldOutcome = outcome
+                return nil
+            }
             guard let wasCancelled = core.machine.complete() else { return nil }
             if let stale = core.revalidating, outcome.error == nil, let notModified = outcome.response,
                 notModified.statusCode == 304

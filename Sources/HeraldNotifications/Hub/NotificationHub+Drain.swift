@@ -1,3 +1,6 @@
+import Dispatch
+import Synchronization
+
 extension NotificationHub {
     /// Returns once everything posted on this hub before the call has been delivered to every observer
     /// that was registered when it was posted.
@@ -36,10 +39,15 @@ extension NotificationHub {
         // every `.queue` observer's mailbox holds what it must. Then the mailboxes.
         PassWait(slots: slots, includingDeferredPosts: true).notify { [self] in
             let observations = registry.withLock { $0.queuedObservations }
+            let forwarding = forwardingQueues.withLock { Array($0.values) }
             let barrier = DrainBarrier(completion: completion)
             for observation in observations {
                 barrier.hold()
                 if !observation.holdUntilHandled(barrier) { barrier.arrive() }
+            }
+            for queue in forwarding {
+                barrier.hold()
+                queue.async { barrier.arrive() }  // After every block forwarded before.
             }
             barrier.arrive()
         }
@@ -70,4 +78,21 @@ extension NotificationHub {
         let slots = registry.withLock { $0.postingSlots }
         PassWait(slots: slots, includingDeferredPosts: false).wait()
     }
+
+    /// Makes drains wait for `queue` too: for observers whose `.posting` handlers forward each
+    /// notification to a serial queue of their own (as `addObserver(_:delivery:)` of Herald's
+    /// `SessionObserver` does, to keep one order across several names). A drain then waits until
+    /// everything `queue` was given before has run.
+    ///
+    /// - Parameter queue: A serial queue.
+    /// - Returns: A token that stops the drains waiting for `queue` when cancelled or released.
+    package func drainAlso(_ queue: DispatchQueue) -> ObservationToken {
+        let key = Self.nextForwardingKey.wrappingAdd(1, ordering: .relaxed).oldValue
+        forwardingQueues.withLock { $0[key] = queue }
+        return ObservationToken { [weak self] in
+            _ = self?.forwardingQueues.withLock { $0.removeValue(forKey: key) }
+        }
+    }
+
+    private static let nextForwardingKey = Atomic<UInt64>(0)
 }

@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 
 /// A typed notification center: observers register handlers for names, posters post typed payloads.
@@ -21,6 +22,9 @@ public final class NotificationHub: Sendable {
     public static let shared = NotificationHub()
 
     let registry = Locked(Registry())
+    /// Serial queues that observers built on `.posting` handlers forward notifications to; drains wait for
+    /// them too (see `drainAlso(_:)`).
+    let forwardingQueues = Locked([UInt64: DispatchQueue]())
     @usableFromInline let observedNames = ObservedNames()
     /// Bumped after every registry change; posting threads compare it with the version of the snapshot
     /// they cached.

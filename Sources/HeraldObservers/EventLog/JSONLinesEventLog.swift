@@ -5,43 +5,59 @@ import HeraldNotifications
 /// Writes one JSON object per line for every lifecycle notification: an event log to pipe into
 /// existing log systems (`jq`, Vector, Loki…).
 ///
-/// Each line is an ``EventRecord``, written and flushed as soon as the notification arrives (a
-/// `FileHandle` is unbuffered; a custom sink receives whole lines). Lines from different sessions never
-/// interleave: writes are serialized.
+/// Each line is an ``EventRecord``. The handlers only build the record: encoding and writing happen on
+/// a thread of the log's own, in the order the notifications arrived, so a slow disk or pipe never
+/// delays the session that posts. Lines never interleave or get cut, even from many sessions at once:
+/// one line is written at a time, whole. Call ``flush()`` before the program exits — after
+/// `SessionManager.invalidateAndWait(cancelingTasks:)`, every line of the session is then written.
+///
+/// When the output is closed (`activity-counter … | head -1`: the pipe's reader has gone) the log ends
+/// quietly: later lines are dropped, ``hasEnded`` becomes `true`, and the process is not killed by
+/// `SIGPIPE`.
 ///
 /// ```swift
 /// let log = JSONLinesEventLog(fileHandle: .standardOutput)
 /// let token = log.observe(session.notificationCenter)
 /// ```
 public final class JSONLinesEventLog: SessionObserver {
-    private let lines: OrderedDelivery<Void, String>
+    private let lines: SinkWriter<EventRecord>
     private let redaction: LogRedaction
 
     /// Creates a log that hands each line, newline included, to `write`.
     ///
-    /// `write` is called one line at a time, never concurrently, in notification order for each session.
+    /// `write` is called on the log's own thread, one line at a time, never concurrently, in the order
+    /// the notifications arrived.
     /// - Parameters:
     ///   - redaction: What to redact in URLs; default ``LogRedaction/default``.
     ///   - write: The sink.
-    public init(redaction: LogRedaction = .default, write: @escaping @Sendable (String) -> Void) {
-        self.redaction = redaction
-        self.lines = OrderedDelivery((), consumer: write)
+    public convenience init(redaction: LogRedaction = .default, write: @escaping @Sendable (String) -> Void) {
+        self.init(
+            redaction: redaction,
+            writeLine: { line in
+                write(line)
+                return true
+            })
     }
 
     /// Creates a log writing to a file handle, such as `FileHandle.standardOutput`.
+    ///
+    /// Each line goes out with `write(2)` calls until all of it is written. Once the descriptor refuses
+    /// a write (`EPIPE` when the reader of a pipe has gone), the log has ended: later lines are dropped.
     /// - Parameters:
-    ///   - fileHandle: Where lines go; each is written with one `write` call.
+    ///   - fileHandle: Where lines go. The log does not close it.
     ///   - redaction: What to redact in URLs; default ``LogRedaction/default``.
     public convenience init(fileHandle: FileHandle, redaction: LogRedaction = .default) {
-        self.init(redaction: redaction) { line in
-            // A closed pipe must not crash the process; the line is dropped.
-            try? fileHandle.write(contentsOf: Data(line.utf8))
-        }
+        let descriptor = fileHandle.fileDescriptor
+        self.init(
+            redaction: redaction,
+            writeLine: { line in
+                withExtendedLifetime(fileHandle) { FileDescriptorOutput.write(line, to: descriptor) }
+            })
     }
 
     /// Creates a log appending to a text stream, such as a `String` in a test.
     ///
-    /// The stream is owned by the log from now on; `flush` is called after each line when given.
+    /// The stream is owned by the log from now on and written on the log's own thread.
     /// - Parameters:
     ///   - stream: The stream to append to.
     ///   - redaction: What to redact in URLs; default ``LogRedaction/default``.
@@ -49,6 +65,27 @@ public final class JSONLinesEventLog: SessionObserver {
         let box = Locked(stream)
         self.init(redaction: redaction) { line in box.withLock { $0.write(line) } }
     }
+
+    private init(redaction: LogRedaction, writeLine: @escaping @Sendable (String) -> Bool) {
+        self.redaction = redaction
+        self.lines = SinkWriter(name: "herald.events") { record in
+            guard let line = Self.encode(record) else { return true }
+            return writeLine(line)
+        }
+    }
+
+    /// Returns once every line of the notifications this log received before the call has been written
+    /// (or dropped, the output having closed).
+    ///
+    /// Call it before exiting, after the notifications have arrived:
+    /// `await session.invalidateAndWait()` then `await log.flush()` leaves no line of the session
+    /// unwritten. Suspends the calling task; never blocks a thread.
+    public func flush() async {
+        await lines.flush()
+    }
+
+    /// Whether the output closed (a write failed, for example with `EPIPE`): lines are now dropped.
+    public var hasEnded: Bool { lines.hasEnded }
 
     /// Writes the `herald.task.resume` line.
     /// - Parameter notification: `taskDidResume`.
@@ -130,12 +167,17 @@ public final class JSONLinesEventLog: SessionObserver {
     }
 
     private func emit(_ record: EventRecord) {
+        lines.submit(record)
+    }
+
+    /// The record's line, newline included; on the log's thread.
+    private static func encode(_ record: EventRecord) -> String? {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         // Encoding an EventRecord (strings, integers, finite doubles) cannot fail; if it somehow did, the
         // line is skipped rather than crashing the observed program.
-        guard let data = try? encoder.encode(record), let json = String(data: data, encoding: .utf8) else { return }
-        lines.submit([json + "\n"])
+        guard let data = try? encoder.encode(record), let json = String(data: data, encoding: .utf8) else { return nil }
+        return json + "\n"
     }
 
     static func timestamp(_ date: Date) -> String {

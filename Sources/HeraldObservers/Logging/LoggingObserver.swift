@@ -14,6 +14,13 @@ import Logging
 ///
 /// As every library should, it takes the `Logger` it writes to and never bootstraps a backend.
 ///
+/// The handlers only build each entry's metadata: the entry is handed to the logger on a thread of the
+/// observer's own, in the order the notifications arrived, so a log backend's I/O never runs on (nor
+/// slows) the thread that posts. The logger's metadata provider is read when the notification arrives,
+/// and its values go with the entry. Call ``flush()`` before the program exits, after
+/// `SessionManager.invalidateAndWait(cancelingTasks:)`. A backend writing to a closed pipe gets `EPIPE`
+/// on that thread rather than a `SIGPIPE` that would end the process.
+///
 /// ```swift
 /// let token = LoggingObserver(logger: logger).observe(session.notificationCenter)
 /// ```
@@ -31,6 +38,36 @@ public final class LoggingObserver: SessionObserver {
     public init(logger: Logger, redaction: LogRedaction = .default) {
         self.logger = logger
         self.redaction = redaction
+        self.entries = SinkWriter(name: "herald.logs") { entry in
+            logger.log(level: entry.level, entry.message, metadata: entry.metadata)
+            return true
+        }
+    }
+
+    /// Returns once every entry of the notifications this observer received before the call has been
+    /// handed to the logger (what the log backend does with it then, such as buffering, is its own).
+    ///
+    /// Suspends the calling task; never blocks a thread.
+    public func flush() async {
+        await entries.flush()
+    }
+
+    /// One log call, made on the observer's thread.
+    private struct Entry: Sendable {
+        let level: Logger.Level
+        let message: Logger.Message
+        let metadata: Logger.Metadata
+    }
+
+    private let entries: SinkWriter<Entry>
+
+    /// Queues an entry for the logger, with what the logger's metadata provider gives now (on the
+    /// posting thread) under `metadata`.
+    private func write(_ level: Logger.Level, _ message: Logger.Message, metadata: Logger.Metadata) {
+        guard logger.logLevel <= level else { return }
+        var merged = logger.metadataProvider?.get() ?? [:]
+        merged.merge(metadata) { _, explicit in explicit }
+        entries.submit(Entry(level: level, message: message, metadata: merged))
     }
 
     /// Logs `task resumed` at `debug` and the request headers at `trace`.
@@ -42,7 +79,7 @@ public final class LoggingObserver: SessionObserver {
         for (name, value) in redaction.redacting(task.originalRequest.headers) {
             metadata["http.request.header.\(name.lowercased())"] = .string(value)
         }
-        logger.trace("task request headers", metadata: metadata)
+        write(.trace, "task request headers", metadata: metadata)
     }
 
     /// Logs `task suspended` at `debug`.
@@ -74,7 +111,7 @@ public final class LoggingObserver: SessionObserver {
             metadata["error.type"] = .string(error.code.description)
             metadata["error.message"] = .string(error.message)
         }
-        logger.debug("task completed", metadata: metadata)
+        write(.debug, "task completed", metadata: metadata)
 
         guard logger.logLevel <= .trace else { return }
         var detail = identity(completion)
@@ -99,7 +136,7 @@ public final class LoggingObserver: SessionObserver {
             detail["herald.redirects"] = .stringConvertible(metrics.redirectCount)
             detail["herald.connection_reused"] = .stringConvertible(metrics.connectionReused)
         }
-        logger.trace("task completion detail", metadata: detail)
+        write(.trace, "task completion detail", metadata: detail)
     }
 
     /// Logs `session invalidated` at `debug`.
@@ -111,7 +148,7 @@ public final class LoggingObserver: SessionObserver {
         if let error = notification.userInfo.error {
             metadata["error.type"] = .string(error.code.description)
         }
-        logger.debug("session invalidated", metadata: metadata)
+        write(.debug, "session invalidated", metadata: metadata)
     }
 
     // MARK: - helpers
@@ -123,7 +160,7 @@ public final class LoggingObserver: SessionObserver {
             metadata["http.request.method"] = .string(request.method)
             metadata["url.full"] = .string(redaction.redacting(request.url))
         }
-        logger.debug(message, metadata: metadata)
+        write(.debug, message, metadata: metadata)
     }
 
     private func identity(_ event: TaskLifecycleEvent) -> Logger.Metadata {

@@ -10,8 +10,14 @@ import Testing
 @Suite("Concurrency stress on tasks")
 struct ConcurrencyStressTests {
     /// Why a timeline breaks the ordering contract, or `nil` when it keeps it: resume and suspend alternate
-    /// starting with resume, then exactly one complete, last.
-    static func violation(in timeline: [RecordingObserver.Kind]) -> String? {
+    /// starting with resume, then exactly one complete, last. A task completes successfully only while
+    /// running: completing while suspended (or never resumed) takes an error — a cancellation, or a
+    /// failure such as a timeout — never a success.
+    ///
+    /// - Parameters:
+    ///   - timeline: One task's events, in post order.
+    ///   - completedWithError: Whether its `taskDidComplete` carried an error.
+    static func violation(in timeline: [RecordingObserver.Kind], completedWithError: Bool) -> String? {
         guard timeline.last == .complete else { return "does not end with complete" }
         var running = false
         for kind in timeline.dropLast() {
@@ -21,22 +27,33 @@ struct ConcurrencyStressTests {
             default: return "\(kind) out of place"
             }
         }
+        if !running, !completedWithError { return "completed successfully while suspended" }
         return nil
+    }
+
+    /// ``violation(in:completedWithError:)`` for the events a ``RecordingObserver`` recorded for one task.
+    static func violation(in events: [RecordingObserver.Event]) -> String? {
+        let completedWithError = events.last { $0.kind == .complete }?.completion?.error != nil
+        return violation(in: events.map(\.kind), completedWithError: completedWithError)
     }
 
     @Test("the timeline checker accepts the contract's shapes and nothing else")
     func checker() {
-        for good: [RecordingObserver.Kind] in [
-            [.complete], [.resume, .complete], [.resume, .suspend, .complete],
-            [.resume, .suspend, .resume, .complete],
+        for (good, withError): ([RecordingObserver.Kind], Bool) in [
+            ([.complete], true), ([.resume, .complete], false), ([.resume, .complete], true),
+            ([.resume, .suspend, .complete], true), ([.resume, .suspend, .resume, .complete], false),
         ] {
-            #expect(Self.violation(in: good) == nil, "\(good)")
+            #expect(Self.violation(in: good, completedWithError: withError) == nil, "\(good) error: \(withError)")
         }
-        for bad: [RecordingObserver.Kind] in [
-            [], [.resume], [.suspend, .complete], [.resume, .resume, .complete],
-            [.resume, .complete, .complete], [.complete, .resume], [.resume, .suspend, .suspend, .complete],
+        for (bad, withError): ([RecordingObserver.Kind], Bool) in [
+            ([], true), ([.resume], true), ([.suspend, .complete], true), ([.resume, .resume, .complete], true),
+            ([.resume, .complete, .complete], true), ([.complete, .resume], true),
+            ([.resume, .suspend, .suspend, .complete], true),
+            // Completing successfully without running: never resumed, or suspended and not resumed again.
+            ([.complete], false), ([.resume, .suspend, .complete], false),
+            ([.resume, .suspend, .resume, .suspend, .complete], false),
         ] {
-            #expect(Self.violation(in: bad) != nil, "\(bad)")
+            #expect(Self.violation(in: bad, completedWithError: withError) != nil, "\(bad) error: \(withError)")
         }
     }
 
@@ -99,12 +116,13 @@ struct ConcurrencyStressTests {
         try await fixture.recorder.waitForInvalidation(timeout: .seconds(120))
 
         let events = fixture.recorder.events
-        var timelines: [Int: [RecordingObserver.Kind]] = [:]
-        for event in events { if let task = event.taskIdentifier { timelines[task, default: []].append(event.kind) } }
+        var timelines: [Int: [RecordingObserver.Event]] = [:]
+        for event in events { if let task = event.taskIdentifier { timelines[task, default: []].append(event) } }
         var problems: [String] = []
         for task in tasks {
-            if let problem = Self.violation(in: timelines[task.taskIdentifier] ?? []) {
-                problems.append("#\(task.taskIdentifier) \(timelines[task.taskIdentifier] ?? []): \(problem)")
+            let timeline = timelines[task.taskIdentifier] ?? []
+            if let problem = Self.violation(in: timeline) {
+                problems.append("#\(task.taskIdentifier) \(timeline.map(\.kind)): \(problem)")
             }
             if task.state != .completed { problems.append("#\(task.taskIdentifier) ended \(task.state)") }
         }

@@ -67,6 +67,26 @@ struct InvalidationTests {
         try await fixture.server.shutdown()
     }
 
+    @Test("refusing a download task on an invalidated session creates nothing on disk")
+    func refusedDownloadCreatesNothing() async throws {
+        let fixture = try await SessionFixture.make()
+        let directory = fixture.session.downloadDirectory.path
+        #expect(!FileManager.default.fileExists(atPath: directory))
+        await fixture.session.invalidateAndWait()
+        for _ in 0..<3 {
+            #expect(throws: HeraldError.self) {
+                _ = try fixture.session.downloadTask(with: Request(url: fixture.server.url("/bytes/10")))
+            }
+        }
+        do {
+            _ = try fixture.session.downloadTask(with: Request(url: fixture.server.url("/bytes/10")))
+        } catch {
+            #expect(error.code == .sessionInvalidated)
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory))
+        try await fixture.server.shutdown()
+    }
+
     @Test("two sessions running at once each post only their own tasks on their own center")
     func sessionsAreIsolated() async throws {
         let one = try await SessionFixture.make()

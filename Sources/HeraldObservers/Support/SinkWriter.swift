@@ -1,0 +1,186 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+import Foundation
+import Herald
+
+/// Hands items to a consumer on a thread of its own, one at a time and in submission order, so that a
+/// sink's I/O never runs on the thread that posts notifications.
+///
+/// The thread blocks `SIGPIPE`: a write to a pipe whose reader has gone (`| head -1`) fails with `EPIPE`
+/// instead of killing the process, and the consumer reports the sink ended. Nothing else in the process
+/// changes: other threads keep the signal disposition the program chose.
+///
+/// Items submitted before the writer is released are still consumed; the thread exits after the last.
+final class SinkWriter<Item: Sendable>: Sendable {
+    private let core: Core
+
+    /// Starts the writer's thread.
+    ///
+    /// - Parameters:
+    ///   - name: The thread's name, for debuggers.
+    ///   - consumer: Consumes one item; returns `false` once the sink has ended (its output closed), after
+    ///     which later items are dropped.
+    init(name: String, consumer: @escaping @Sendable (Item) -> Bool) {
+        let core = Core(consumer: consumer)
+        self.core = core
+        let thread = Thread { core.run() }
+        thread.name = name
+        thread.start()
+    }
+
+    deinit {
+        core.close()
+    }
+
+    /// Queues `item` for the consumer and returns at once.
+    func submit(_ item: Item) {
+        core.submit(item)
+    }
+
+    /// Returns once every item submitted before the call has been consumed (or dropped, the sink having
+    /// ended).
+    func flush() async {
+        await withCheckedContinuation { continuation in
+            core.whenConsumed { continuation.resume() }
+        }
+    }
+
+    /// Whether the sink ended: its output was closed, and items are now dropped.
+    var hasEnded: Bool { core.hasEnded }
+
+    /// The queue and the thread's loop, shared by the writer and its thread.
+    private final class Core: Sendable {
+        private struct State {
+            var items: [Item] = []
+            var submitted: UInt64 = 0
+            var consumed: UInt64 = 0
+            var waiters: [(count: UInt64, resume: @Sendable () -> Void)] = []
+            var isClosing = false
+            var hasEnded = false
+        }
+
+        private let state = Locked(State())
+        private let wake = DispatchSemaphore(value: 0)
+        private let consumer: @Sendable (Item) -> Bool
+
+        init(consumer: @escaping @Sendable (Item) -> Bool) {
+            self.consumer = consumer
+        }
+
+        var hasEnded: Bool { state.withLock { $0.hasEnded } }
+
+        func submit(_ item: Item) {
+            state.withLock { state in
+                state.items.append(item)
+                state.submitted += 1
+            }
+            wake.signal()
+        }
+
+        func whenConsumed(_ resume: @escaping @Sendable () -> Void) {
+            let now = state.withLock { state in
+                if state.consumed == state.submitted { return true }
+                state.waiters.append((state.submitted, resume))
+                return false
+            }
+            if now { resume() }
+        }
+
+        func close() {
+            state.withLock { $0.isClosing = true }
+            wake.signal()
+        }
+
+        /// The thread's body: consume until closed and empty.
+        func run() {
+            Self.blockSIGPIPE()
+            while true {
+                wake.wait()
+                let (batch, isClosing, hasEnded) = state.withLock { state in
+                    defer { state.items.removeAll(keepingCapacity: true) }
+                    return (state.items, state.isClosing, state.hasEnded)
+                }
+                var ended = hasEnded
+                for item in batch where !ended {
+                    ended = !consumer(item)
+                }
+                let ready = state.withLock { state -> [@Sendable () -> Void] in
+                    state.hasEnded = ended
+                    state.consumed += UInt64(batch.count)
+                    let consumed = state.consumed
+                    let ready = state.waiters.filter { $0.count <= consumed }.map(\.resume)
+                    state.waiters.removeAll { $0.count <= consumed }
+                    return ready
+                }
+                for resume in ready { resume() }
+                if isClosing, state.withLock({ $0.items.isEmpty }) { return }
+            }
+        }
+
+        private static func blockSIGPIPE() {
+            var set = sigset_t()
+            sigemptyset(&set)
+            sigaddset(&set, SIGPIPE)
+            pthread_sigmask(SIG_BLOCK, &set, nil)
+        }
+    }
+}
+
+#if canImport(Glibc)
+    private let systemWrite = Glibc.write
+#elseif canImport(Musl)
+    private let systemWrite = Musl.write
+#elseif canImport(Darwin)
+    private let systemWrite = Darwin.write
+#endif
+
+/// Writes lines to a file descriptor with `write(2)`, whole, for ``SinkWriter`` consumers.
+enum FileDescriptorOutput {
+    /// Writes all of `line`, retrying after interruptions and partial writes (a pipe takes at most its
+    /// free space at once) and waiting while a non-blocking descriptor is full.
+    ///
+    /// - Returns: `false` when the descriptor can't be written any more (`EPIPE`: the reader has gone;
+    ///   or another error): the sink has ended.
+    static func write(_ line: String, to descriptor: Int32) -> Bool {
+        var line = line
+        return line.withUTF8 { bytes in
+            guard let base = bytes.baseAddress else { return true }  // An empty line: nothing to write.
+            var offset = 0
+            while offset < bytes.count {
+                let written = systemWrite(descriptor, base + offset, bytes.count - offset)
+                if written >= 0 {
+                    offset += written
+                    continue
+                }
+                switch errno {
+                case EINTR:
+                    continue
+                case EAGAIN:
+                    var request = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+                    _ = poll(&request, 1, -1)
+                default:
+                    // EPIPE raised SIGPIPE at this thread, which blocks it: take it off the pending set so
+                    // that it can never be delivered later.
+                    if errno == EPIPE { discardPendingSIGPIPE() }
+                    return false
+                }
+            }
+            return true
+        }
+    }
+
+    private static func discardPendingSIGPIPE() {
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGPIPE)
+        var pending = sigset_t()
+        guard sigpending(&pending) == 0, sigismember(&pending, SIGPIPE) == 1 else { return }
+        var noWait = timespec(tv_sec: 0, tv_nsec: 0)
+        _ = sigtimedwait(&set, nil, &noWait)
+    }
+}
