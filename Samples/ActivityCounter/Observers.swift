@@ -32,7 +32,9 @@ struct Observers {
         // Drained shutdown: returns once sessionDidInvalidate has reached every observer, so every
         // taskDidComplete before it has too.
         await session.invalidateAndWait(cancelingTasks: true)
-        // The event log writes each line as it is delivered (`.posting`): nothing is left to write here.
+        // The sinks write on threads of their own: wait until every line they were handed is out.
+        await eventLog?.flush()
+        await logger.flush()
         tokens.forEach { $0.cancel() }
     }
 }

@@ -84,6 +84,36 @@ struct ActivityCounterCLITests {
         #expect(run.stdout.contains(scratch.url.appendingPathComponent("out/5000").path))
     }
 
+    @Test("a closed stdout (the reader has gone) ends the output, not the process", arguments: [false, true])
+    func closedStdout(events: Bool) async throws {
+        let binary = try #require(ActivityCounterProcess.binary)
+        let server = try await TestServer.start()
+        // `true` exits at once without reading: every write to stdout finds the pipe closed. The test process
+        // ignores SIGPIPE and children inherit that: `env --default-signal` gives the CLI the default action, as
+        // from a shell.
+        let script =
+            "env --default-signal=PIPE \"$0\" fetch \"$1\"\(events ? " --events" : "") | true; echo \"${PIPESTATUS[0]}\""
+        let arguments = ["-c", script, binary.path, server.url("/bytes/1000").absoluteString]
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        let (exited, continuation) = AsyncStream.makeStream(of: Int32.self, bufferingPolicy: .bufferingOldest(1))
+        process.terminationHandler = { continuation.yield($0.terminationStatus) }
+        try process.run()
+        let status = try await withTimeout(.seconds(60), "bash did not exit") {
+            for await status in exited { return status }
+            return -1
+        }
+        try await server.shutdown()
+        #expect(status == 0)
+        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        // activity-counter's own status: 0, not 141 (killed by SIGPIPE).
+        #expect(printed == "0\n")
+    }
+
     @Test("the summary never shows URL credentials; the error column is words, not codes")
     func redactedSummary() async throws {
         let server = try await TestServer.start()
