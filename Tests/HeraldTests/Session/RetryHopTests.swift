@@ -48,3 +48,35 @@ struct RetryHopTests {
         try await fixture.tearDown()
     }
 }
+
+/// Cancellation while the adapter runs.
+@Suite("Adapter and cancellation")
+struct AdapterCancellationTests {
+    @Test("cancel while the adapter runs: the task completes at once, cancelled, and the adapted request is not sent")
+    func cancelDuringAdaptation() async throws {
+        let fixture = try await SessionFixture.make()
+        let entered = OneShot<Void>()
+        let release = OneShot<Void>()
+        let returned = OneShot<Void>()
+        fixture.session.interceptor = Interceptor(adapt: { request, _ in
+            entered.send(())
+            try? await release.value(timeout: .seconds(20))
+            returned.send(())
+            return request
+        })
+        let log = CompletionLog()
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/json")), completionHandler: log.handler)
+        task.resume()
+        try await entered.value()
+        task.cancel()
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
+        #expect(log.all.count == 1)
+        #expect(log.all.first?.error?.code == .cancelled)
+        release.send(())
+        try await returned.value()
+        #expect(fixture.server.requests(forPath: "/json").isEmpty)
+        try await fixture.tearDown()
+    }
+}
