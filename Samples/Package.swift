@@ -5,7 +5,6 @@ import PackageDescription
 
 let package = Package(
     name: "HeraldSamples",
-    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "activity-counter", targets: ["ActivityCounter"]),
         .executable(name: "notification-basics", targets: ["NotificationBasics"]),
