@@ -96,7 +96,8 @@ public final class SessionManager: Sendable {
             "herald-\(getpid())-session-\(identifier)", isDirectory: true)
         self.hook = TaskLifecycleHook(center: notificationCenter, sessionIdentifier: identifier)
         queueMarker.mark(hook.eventQueue)
-        queueMarker.mark(self.completionQueue)
+        // Only a queue of the session's own: a caller's queue may be concurrent, or shared with other code.
+        if completionQueue == nil { queueMarker.mark(self.completionQueue) }
         self.multi = MultiHandle(
             engine: engine,
             options: .init(
