@@ -59,7 +59,7 @@ extension NotificationHub {
             forward = { $0() }
         case .queue(let queue):
             let serial = DispatchQueue(label: "herald.session-observer", target: queue)
-            forward = { serial.async(execute: $0) }
+            forward = { call in serial.async { NotificationHub.runAsHandler(call) } }
             // `drain()` and `invalidateAndWait` wait for what was forwarded to the serial queue.
             drainToken = [drainAlso(serial)]
         }

@@ -34,10 +34,12 @@ extension SessionManager {
     /// ``invalidateAndWait(cancelingTasks:)``, for programs that aren't `async`.
     ///
     /// Called from a place the invalidation itself has to get through — inside a handler of any
-    /// notification hub (`.posting` or `.queue`), on the session's ``completionQueue``, or on its
-    /// internal event queue — waiting could only end in the timeout, because `sessionDidInvalidate`
-    /// can't be delivered until the caller returns. There it invalidates, doesn't wait, and returns
-    /// `false`. Don't call it from Herald's hooks that run on the engine's loop thread either
+    /// notification hub (`.posting` or `.queue`), on the session's own completion queue (the default
+    /// ``completionQueue``), or on its internal event queue — waiting could only end in the timeout,
+    /// because `sessionDidInvalidate` can't be delivered until the caller returns. There it invalidates,
+    /// doesn't wait, and returns `false`. A completion queue you passed in is yours and is not checked:
+    /// if it is serial, don't block it with this call from a completion handler (use the `async` form).
+    /// Don't call it from Herald's hooks that run on the engine's loop thread either
     /// (``taskNeedNewBodyStream`` when libcurl resends): transfers would stop until the timeout.
     ///
     /// - Parameters:
@@ -69,8 +71,7 @@ extension SessionManager {
 }
 
 /// Marks the queues a blocking wait for the session's invalidation must not run on: its event queue and
-/// its completion queue. A key of its own per session, so sessions sharing a completion queue each keep
-/// their mark.
+/// the completion queue it owns. A key of its own per session.
 final class SessionQueueMarker: @unchecked Sendable {
     // Safety: the key is immutable after init; libdispatch keys are safe to use from any thread.
     private let key = DispatchSpecificKey<Bool>()

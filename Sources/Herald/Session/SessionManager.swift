@@ -101,7 +101,8 @@ public final class SessionManager: Sendable {
         self.hook = TaskLifecycleHook(center: notificationCenter, sessionIdentifier: identifier)
         self.cookieStore = configuration.httpCookieStore ?? CookieStore()
         queueMarker.mark(hook.eventQueue)
-        queueMarker.mark(self.completionQueue)
+        // Only a queue of the session's own: a caller's queue may be concurrent, or shared with other code.
+        if completionQueue == nil { queueMarker.mark(self.completionQueue) }
         self.multi = MultiHandle(
             engine: engine,
             options: .init(

@@ -61,6 +61,18 @@ extension NotificationHub {
         PostingThread.isInsideHandler
     }
 
+    /// Runs `body` as a handler: for as long as it runs, the thread counts as inside a handler (see
+    /// ``isHandlerRunningOnCurrentThread``). For observers that forward notifications to a queue of
+    /// their own and call user code there.
+    ///
+    /// - Parameter body: The forwarded handler call.
+    package static func runAsHandler(_ body: () -> Void) {
+        let thread = PostingThread.current()
+        thread.queueHandlerDepth += 1
+        defer { thread.queueHandlerDepth -= 1 }
+        body()
+    }
+
     /// After `observation` was marked cancelled: waits until no other thread can still enter its handler.
     ///
     /// A thread that is inside a handler does not wait: two handlers cancelling each other's tokens on

@@ -41,6 +41,21 @@ private final class ShutdownProbe: Sendable {
     func cancel() { for token in tokens { token.cancel() } }
 }
 
+/// A plug-in observer that shuts its session down from inside `taskDidComplete`.
+private final class ShuttingDownObserver: SessionObserver {
+    let session: SessionManager
+    let results = Locked<[String]>([])
+
+    init(session: SessionManager) { self.session = session }
+
+    func taskDidComplete(_ notification: TypedNotification<TaskCompletion>) {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let drained = session.invalidateAndWait(timeout: .seconds(30))
+        results.withLock { $0.append("\(drained) \(clock.now - start < .seconds(5))") }
+    }
+}
+
 @Suite("Drained shutdown")
 struct DrainedShutdownTests {
     /// Every delivery mode, a slow observer and two on one concurrent queue.
@@ -168,6 +183,22 @@ struct DrainedShutdownTests {
         // Both invalidations go through even though neither call waited.
         _ = try await recorder.waitUntil { events in events.filter { $0.kind == .invalidate }.count == 2 }
         #expect(Set(results.withLock { $0 }) == ["handler false true", "completion false true"])
+        token.cancel()
+        try await server.shutdown()
+    }
+
+    @Test("called from a SessionObserver method delivered on a queue, the synchronous form returns false at once")
+    func synchronousFormInsidePlugIn() async throws {
+        let server = try await TestServer.start()
+        let center = NotificationHub()
+        let recorder = RecordingObserver(center: center)
+        let session = SessionManager(notificationCenter: center)
+        let observer = ShuttingDownObserver(session: session)
+        let token = center.addObserver(observer, delivery: .queue(DispatchQueue(label: "test.plug-in")))
+        try session.dataTask(with: Request(url: server.url("/json"))).resume()
+        _ = try await recorder.waitForInvalidation()
+        await center.drain()
+        #expect(observer.results.withLock { $0 } == ["false true"])
         token.cancel()
         try await server.shutdown()
     }
