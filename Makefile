@@ -50,7 +50,7 @@ build-strict: deps
 check-libcurl-minimum: deps
 	.ci/check-libcurl-minimum.sh
 
-RACE_SUITES := CancelRaceTests|SuspendAtLastByteTests
+RACE_SUITES := CancelRaceStressTests|SuspendAtLastByteTests
 
 ## test: the whole test suite (what CI runs): the library's, then the samples' (their own package, in Samples/).
 test: deps
@@ -62,7 +62,7 @@ test: deps
 	$(SWIFT) test --skip-build --filter '$(RACE_SUITES)'
 	@# The load and stress tests keep both cores busy for seconds (10,000 connections; 12 threads posting and
 	@# churning): in a process of their own, so that other suites' idle timeouts don't fire beside them.
-	$(SWIFT) test --skip-build --filter 'LoadTests|StressTests'
+	$(SWIFT) test --skip-build --filter 'LoadTests|StressTests' --skip '$(RACE_SUITES)'
 	@# The 256 MiB transfers measure their own RSS growth, so they run alone in a process of their own.
 	$(SWIFT) test --skip-build --filter LargeTransferTests
 	@# The samples (activity-counter and its CLI tests) build against Herald by path in a package of their own,
