@@ -146,14 +146,9 @@ extension HTTPSessionManager {
         let form = try multipartFormData(parameters: parameters, constructingBody)
         let request = Request(url: try url(for: path), method: "POST", headers: headers)
         return try await session.performAsync { deliver throws(HeraldError) in
-            try session.uploadTask(with: request, multipartFormData: form, progress: progress) {
-                response, object, error in
-                if let error { return deliver(.failure(error)) }
-                guard let response, let object else {
-                    return deliver(.failure(HeraldError(.internal, "An upload succeeded without a response object.")))
-                }
-                deliver(.success((object, response)))
-            }
+            try session.uploadTask(
+                with: request, multipartFormData: form, progress: progress,
+                completionHandler: SessionManager.objectHandler(deliver, task: "An upload"))
         }
     }
 }

@@ -54,10 +54,7 @@ public struct FormRequestSerializer: RequestSerializer {
         if methodsEncodingParametersInURI.contains(request.method.uppercased()) {
             request.url = try Self.appending(query: query, to: request.url)
         } else {
-            request.body = Data(query.utf8)
-            if !request.headers.contains("Content-Type") {
-                request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
-            }
+            request.setBody(Data(query.utf8), contentType: "application/x-www-form-urlencoded")
         }
         return request
     }
@@ -129,15 +126,14 @@ public struct JSONRequestSerializer: RequestSerializer {
         throws(HeraldError) -> Request
     {
         let encoder = encoder ?? Self.makeEncoder()
-        var request = request
+        let body: Data
         do {
-            request.body = try encoder.encode(value)
+            body = try encoder.encode(value)
         } catch {
             throw HeraldError(.invalidRequest, "The JSON body could not be encoded: \(error)", underlying: error)
         }
-        if !request.headers.contains("Content-Type") {
-            request.headers.add(name: "Content-Type", value: "application/json")
-        }
+        var request = request
+        request.setBody(body, contentType: "application/json")
         return request
     }
 
@@ -159,6 +155,16 @@ public struct JSONRequestSerializer: RequestSerializer {
             for (key, member) in members { try checkFinite(member, path: "\(path).\(key)") }
         default:
             break
+        }
+    }
+}
+
+extension Request {
+    /// Sets `body`, and `Content-Type: contentType` unless the request sets its own.
+    fileprivate mutating func setBody(_ body: Data, contentType: String) {
+        self.body = body
+        if !headers.contains("Content-Type") {
+            headers.add(name: "Content-Type", value: contentType)
         }
     }
 }

@@ -55,13 +55,7 @@ extension SessionManager {
     ///   cancelled, a transport error, a validation error, or ``HeraldError/Code/sessionInvalidated``.
     public func responseObject(for request: Request) async throws(HeraldError) -> (any Sendable, HTTPResponse) {
         try await performAsync { deliver throws(HeraldError) in
-            try dataTask(with: request) { response, object, error in
-                if let error { return deliver(.failure(error)) }
-                guard let response, let object else {
-                    return deliver(.failure(HeraldError(.internal, "A data task succeeded without a response object.")))
-                }
-                deliver(.success((object, response)))
-            }
+            try dataTask(with: request, completionHandler: Self.objectHandler(deliver, task: "A data task"))
         }
     }
 
@@ -226,6 +220,20 @@ extension SessionManager {
                 return deliver(.failure(HeraldError(.internal, "A transfer succeeded without a response body.")))
             }
             deliver(.success((body, response)))
+        }
+    }
+
+    /// A completion handler delivering the serializer's object with the response head; `task` names the
+    /// task in the error for a success without either ("A data task").
+    static func objectHandler(
+        _ deliver: @escaping @Sendable (Result<(any Sendable, HTTPResponse), HeraldError>) -> Void, task: String
+    ) -> TaskCompletionHandler {
+        { response, object, error in
+            if let error { return deliver(.failure(error)) }
+            guard let response, let object else {
+                return deliver(.failure(HeraldError(.internal, "\(task) succeeded without a response object.")))
+            }
+            deliver(.success((object, response)))
         }
     }
 }
