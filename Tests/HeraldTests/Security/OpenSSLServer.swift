@@ -11,17 +11,13 @@ import Herald
 /// window in which another process could take a port picked for it. ``start(identity:in:timeout:)``
 /// returns once the port accepts a TCP connection; ``stop()`` kills the process and awaits its exit.
 /// Prefer ``withOpenSSLServer(identity:in:_:)``, which always stops it.
-final class OpenSSLServer {
+final class OpenSSLServer: StoppableServer {
     let port: Int
-    private let process: Process
-    private let exited: OneShot<Void>
-    private let printed: PrintedText
+    private let daemon: LoopbackDaemon
 
-    private init(port: Int, process: Process, exited: OneShot<Void>, printed: PrintedText) {
+    private init(port: Int, daemon: LoopbackDaemon) {
         self.port = port
-        self.process = process
-        self.exited = exited
-        self.printed = printed
+        self.daemon = daemon
     }
 
     /// `https://<host>:<port>/`.
@@ -30,7 +26,7 @@ final class OpenSSLServer {
     }
 
     /// What the server printed so far (its accept line and handshake errors), for failure messages.
-    var output: String { printed.text }
+    var output: String { daemon.output }
 
     /// Starts a server presenting `identity` and waits, up to `timeout`, until it listens.
     ///
@@ -40,66 +36,37 @@ final class OpenSSLServer {
     static func start(
         identity: ThrowawayPKI.Identity, in directory: URL, timeout: Duration = .seconds(30)
     ) async throws -> OpenSSLServer {
-        let process = Process()
-        process.executableURL = try OpenSSLTool.executable()
-        process.arguments = [
-            "s_server", "-accept", "127.0.0.1:0", "-cert", identity.certificate.path, "-key", identity.key.path,
-            "-www",
-        ]
-        process.standardInput = FileHandle.nullDevice
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        let printed = PrintedText()
         // The port once the ACCEPT line is out, or nil when the process exits first.
         let ready = OneShot<Int?>()
-        pipe.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            guard !data.isEmpty else {
-                handle.readabilityHandler = nil
-                return
-            }
-            if let port = acceptedPort(in: printed.append(data)) { ready.send(port) }
-        }
-        let exited = OneShot<Void>()
-        process.terminationHandler = { _ in
-            ready.send(nil)
-            exited.send(())
-        }
-        try process.run()
-
+        let daemon = try LoopbackDaemon(
+            executable: try OpenSSLTool.executable(),
+            arguments: [
+                "s_server", "-accept", "127.0.0.1:0", "-cert", identity.certificate.path, "-key",
+                identity.key.path, "-www",
+            ],
+            onOutput: { text in if let port = acceptedPort(in: text) { ready.send(port) } },
+            onExit: { ready.send(nil) })
         do {
             guard let port = try await ready.value(timeout: timeout) else {
-                throw OpenSSLTool.Failure(description: "openssl s_server exited: \(printed.text)")
+                throw OpenSSLTool.Failure(description: "openssl s_server exited: \(daemon.output)")
             }
             guard acceptsConnection(port: port) else {
-                throw OpenSSLTool.Failure(description: "openssl s_server does not accept on \(port): \(printed.text)")
+                throw OpenSSLTool.Failure(description: "openssl s_server does not accept on \(port): \(daemon.output)")
             }
-            return OpenSSLServer(port: port, process: process, exited: exited, printed: printed)
+            return OpenSSLServer(port: port, daemon: daemon)
         } catch is OneShot<Int?>.TimedOut {
-            try? await stop(process, exited: exited)
+            try? await daemon.stop()
             throw OpenSSLTool.Failure(
-                description: "openssl s_server did not report its port within \(timeout): \(printed.text)")
+                description: "openssl s_server did not report its port within \(timeout): \(daemon.output)")
         } catch {
-            try? await stop(process, exited: exited)
+            try? await daemon.stop()
             throw error
         }
     }
 
     /// Kills the server and awaits its exit.
     func stop() async throws {
-        try await Self.stop(process, exited: exited)
-    }
-
-    /// SIGKILL, not `terminate()`: a child spawned from a libdispatch worker thread inherits that thread's
-    /// signal mask, in which SIGTERM is blocked, so s_server would never see it. The exit is awaited
-    /// through the termination handler rather than `waitUntilExit()`, which would block one of the
-    /// (here two) cooperative threads and can starve the very transfers a test is waiting for.
-    private static func stop(_ process: Process, exited: OneShot<Void>) async throws {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        try await exited.value(timeout: .seconds(30))
-        // Already reaped by Foundation when the handler ran: this returns at once.
-        process.waitUntilExit()
+        try await daemon.stop()
     }
 
     /// The port in s_server's `ACCEPT 127.0.0.1:<port>` line, once it has printed it.
@@ -135,29 +102,5 @@ final class OpenSSLServer {
 func withOpenSSLServer<Result>(
     identity: ThrowawayPKI.Identity, in directory: URL, _ body: (OpenSSLServer) async throws -> Result
 ) async throws -> Result {
-    let server = try await OpenSSLServer.start(identity: identity, in: directory)
-    let result: Result
-    do {
-        result = try await body(server)
-    } catch {
-        try? await server.stop()
-        throw error
-    }
-    try await server.stop()
-    return result
-}
-
-/// Output of the server, appended from the pipe's reader thread and read by the test.
-private final class PrintedText: Sendable {
-    private let storage = Locked("")
-
-    /// Appends `data` and returns everything printed so far.
-    func append(_ data: Data) -> String {
-        storage.withLock {
-            $0 += String(decoding: data, as: UTF8.self)
-            return $0
-        }
-    }
-
-    var text: String { storage.withLock { $0 } }
+    try await withRunning(try await OpenSSLServer.start(identity: identity, in: directory), body)
 }
