@@ -42,6 +42,22 @@ struct FoundationBridgeTests {
         AFNetworkingNotifications.downloadTaskDidMoveFileSuccessfully,
     ]
 
+    /// A server, and a session whose hub is bridged to a Foundation center that `log` observes under
+    /// ``names``. The recorder is registered after the bridge: once it has seen an event, the bridge has
+    /// re-posted it (same thread).
+    private static func bridgedSession() async throws -> (
+        server: TestServer, log: FoundationLog, bridging: ObservationToken, recorder: RecordingObserver,
+        session: SessionManager
+    ) {
+        let server = try await TestServer.start()
+        let hub = NotificationHub()
+        let foundation = NotificationCenter()
+        let log = FoundationLog(center: foundation, names: names)
+        let bridging = FoundationNotificationBridge(center: foundation).observe(hub)
+        let recorder = RecordingObserver(center: hub)
+        return (server, log, bridging, recorder, SessionManager(notificationCenter: hub))
+    }
+
     @Test("AFNetworking's names and keys have AFNetworking's string values")
     func stringValues() {
         #expect(AFNetworkingNotifications.taskDidResume.rawValue == "com.alamofire.networking.task.resume")
@@ -67,14 +83,7 @@ struct FoundationBridgeTests {
 
     @Test("a session's lifecycle reaches Foundation observers under AFNetworking's names, in order, with its keys")
     func lifecycleOnFoundation() async throws {
-        let server = try await TestServer.start()
-        let hub = NotificationHub()
-        let foundation = NotificationCenter()
-        let log = FoundationLog(center: foundation, names: Self.names)
-        let bridging = FoundationNotificationBridge(center: foundation).observe(hub)
-        // Registered after the bridge: once it has seen an event, the bridge has re-posted it (same thread).
-        let recorder = RecordingObserver(center: hub)
-        let session = SessionManager(notificationCenter: hub)
+        let (server, log, bridging, recorder, session) = try await Self.bridgedSession()
 
         let ok = try session.dataTask(with: Request(url: server.url("/json")))
         ok.resume()
@@ -133,13 +142,7 @@ struct FoundationBridgeTests {
 
     @Test("a failed download move is re-posted with the error, the kept file and the destination")
     func moveFailure() async throws {
-        let server = try await TestServer.start()
-        let hub = NotificationHub()
-        let foundation = NotificationCenter()
-        let log = FoundationLog(center: foundation, names: Self.names)
-        let bridging = FoundationNotificationBridge(center: foundation).observe(hub)
-        let recorder = RecordingObserver(center: hub)
-        let session = SessionManager(notificationCenter: hub)
+        let (server, log, bridging, recorder, session) = try await Self.bridgedSession()
         // A destination whose directory does not exist: the move fails and the file is kept.
         let download = try session.downloadTask(
             with: Request(url: server.url("/bytes/32")),

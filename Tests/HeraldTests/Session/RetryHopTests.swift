@@ -7,18 +7,12 @@ import Testing
 /// Retries combined with the task's other hops and kinds: redirects, downloads.
 @Suite("Retries with redirects and downloads")
 struct RetryHopTests {
-    private static let fastPolicy = RetryPolicy(backoffScale: 0.01, maximumBackoff: 0.05)
-
     @Test("a retry starts again from the original request: the redirect is followed again, then succeeds")
     func retryAfterRedirect() async throws {
         let fixture = try await SessionFixture.make()
-        fixture.session.interceptor = Self.fastPolicy
+        fixture.session.interceptor = RetryPolicy.fast
         let target = "/flaky?key=redirected&fail=1".addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
-        let log = CompletionLog()
-        let task = try fixture.session.dataTask(
-            with: Request(url: fixture.server.url("/redirect-to?url=\(target)")), completionHandler: log.handler)
-        task.resume()
-        try await fixture.recorder.waitForCompletions(1)
+        let (task, log) = try await fixture.run(Request(url: fixture.server.url("/redirect-to?url=\(target)")))
         #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .retry, .complete])
         #expect(log.all.first?.response?.statusCode == 200)
         #expect(fixture.server.requests(forPath: "/redirect-to").count == 2)
@@ -31,7 +25,7 @@ struct RetryHopTests {
     @Test("a retried download keeps only the successful attempt's body in its file")
     func downloadRetried() async throws {
         let fixture = try await SessionFixture.make()
-        fixture.session.interceptor = Self.fastPolicy
+        fixture.session.interceptor = RetryPolicy.fast
         let outcome = Locked<(HTTPResponse?, URL?, HeraldError?)?>(nil)
         let task = try fixture.session.downloadTask(
             with: Request(url: fixture.server.url("/flaky?key=download&fail=1")),

@@ -8,25 +8,12 @@ import Testing
 /// its completion, and the adapter runs before every attempt.
 @Suite("Retries and interceptors")
 struct RetryTests {
-    /// A policy with short backoffs, so tests run fast whatever the jitter draws.
-    private static let fastPolicy = RetryPolicy(backoffScale: 0.01, maximumBackoff: 0.05)
-
-    private static func run(
-        _ request: Request, on fixture: SessionFixture, completions: Int = 1
-    ) async throws -> (task: DataTask, log: CompletionLog) {
-        let log = CompletionLog()
-        let task = try fixture.session.dataTask(with: request, completionHandler: log.handler)
-        task.resume()
-        try await fixture.recorder.waitForCompletions(completions, timeout: .seconds(20))
-        return (task, log)
-    }
-
     @Test("a server failing twice then answering: the third attempt succeeds, timeline resume, retry, retry, complete")
     func failsTwiceThenSucceeds() async throws {
         let fixture = try await SessionFixture.make()
-        fixture.session.interceptor = Self.fastPolicy
-        let (task, log) = try await Self.run(
-            Request(url: fixture.server.url("/flaky?key=twice&fail=2")), on: fixture)
+        fixture.session.interceptor = RetryPolicy.fast
+        let (task, log) = try await fixture.run(
+            Request(url: fixture.server.url("/flaky?key=twice&fail=2")))
 
         #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .retry, .retry, .complete])
         #expect(fixture.recorder.timeline.count == 4)
@@ -52,22 +39,21 @@ struct RetryTests {
     @Test("a POST is not retried by default: one attempt, its 503 delivered")
     func postIsNotRetried() async throws {
         let fixture = try await SessionFixture.make()
-        fixture.session.interceptor = Self.fastPolicy
-        let (task, log) = try await Self.run(
-            Request(url: fixture.server.url("/flaky?key=post&fail=2"), method: "POST", body: Data("x".utf8)),
-            on: fixture)
+        fixture.session.interceptor = RetryPolicy.fast
+        let (task, log) = try await fixture.run(
+            Request(url: fixture.server.url("/flaky?key=post&fail=2"), method: "POST", body: Data("x".utf8)))
         #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
         #expect(log.all.first?.response?.statusCode == 503)
         #expect(log.all.first?.error?.code == .unacceptableStatusCode)
         #expect(fixture.server.requests(forPath: "/flaky").count == 1)
 
         // Added to the retryable methods, the same POST is retried.
-        var policy = Self.fastPolicy
+        var policy = RetryPolicy.fast
         policy.retryableHTTPMethods.insert("POST")
         fixture.session.interceptor = policy
-        let (retried, retriedLog) = try await Self.run(
+        let (retried, retriedLog) = try await fixture.run(
             Request(url: fixture.server.url("/flaky?key=post2&fail=1"), method: "POST", body: Data("x".utf8)),
-            on: fixture, completions: 2)
+            completions: 2)
         #expect(fixture.recorder.timeline(ofTask: retried.taskIdentifier) == [.resume, .retry, .complete])
         #expect(retriedLog.all.first?.response?.statusCode == 200)
         // The body was sent again with the retry.
@@ -78,9 +64,9 @@ struct RetryTests {
     @Test("a 429 with Retry-After: 1 waits one second before the next attempt")
     func retryAfterIsHonoured() async throws {
         let fixture = try await SessionFixture.make()
-        fixture.session.interceptor = Self.fastPolicy
-        let (task, log) = try await Self.run(
-            Request(url: fixture.server.url("/flaky?key=busy&fail=1&status=429&retry-after=1")), on: fixture)
+        fixture.session.interceptor = RetryPolicy.fast
+        let (task, log) = try await fixture.run(
+            Request(url: fixture.server.url("/flaky?key=busy&fail=1&status=429&retry-after=1")))
         #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .retry, .complete])
         let retry = try #require(fixture.recorder.events.compactMap(\.retry).first)
         #expect(retry.delay == 1)
@@ -95,7 +81,7 @@ struct RetryTests {
     @Test("cancel during the backoff delay: one complete, cancelled, and no further attempt")
     func cancelDuringBackoff() async throws {
         let fixture = try await SessionFixture.make()
-        fixture.session.interceptor = Self.fastPolicy
+        fixture.session.interceptor = RetryPolicy.fast
         let log = CompletionLog()
         let task = try fixture.session.dataTask(
             with: Request(url: fixture.server.url("/flaky?key=long&fail=1&retry-after=60")),
@@ -149,8 +135,8 @@ struct RetryTests {
             request.headers.replaceOrAdd(name: "Authorization", value: "Bearer token-\(count)")
             return request
         })
-        fixture.session.interceptor = Interceptor(adapters: [adapter], retriers: [Self.fastPolicy])
-        let (task, log) = try await Self.run(Request(url: fixture.server.url("/flaky?key=auth&fail=1")), on: fixture)
+        fixture.session.interceptor = Interceptor(adapters: [adapter], retriers: [RetryPolicy.fast])
+        let (task, log) = try await fixture.run(Request(url: fixture.server.url("/flaky?key=auth&fail=1")))
         #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .retry, .complete])
         #expect(log.all.first?.error == nil)
         #expect(adaptations.withLock { $0 } == 2)
@@ -181,11 +167,7 @@ struct RetryTests {
 
         struct TokenUnavailable: Error {}
         fixture.session.interceptor = Interceptor(adapt: { _, _ in throw TokenUnavailable() })
-        let failing = CompletionLog()
-        let refused = try fixture.session.dataTask(
-            with: Request(url: fixture.server.url("/echo")), completionHandler: failing.handler)
-        refused.resume()
-        try await fixture.recorder.waitForCompletions(2)
+        let (refused, failing) = try await fixture.run(Request(url: fixture.server.url("/echo")), completions: 2)
         #expect(fixture.recorder.timeline(ofTask: refused.taskIdentifier) == [.resume, .complete])
         let error = try #require(failing.all.first?.error)
         #expect(error.code == .invalidRequest)
@@ -197,7 +179,7 @@ struct RetryTests {
     @Test("a streamed upload is retried with a new stream from taskNeedNewBodyStream")
     func streamedUploadRetried() async throws {
         let fixture = try await SessionFixture.make()
-        fixture.session.interceptor = Self.fastPolicy
+        fixture.session.interceptor = RetryPolicy.fast
         let renewals = Locked(0)
         fixture.session.taskNeedNewBodyStream = { _ in
             renewals.withLock { $0 += 1 }
@@ -232,9 +214,9 @@ struct RetryTests {
                     if attempt > 1 { request.url = fixture.server.url("/json") }
                     return request
                 })
-            ], retriers: [Self.fastPolicy])
-        let (task, log) = try await Self.run(
-            Request(url: fixture.server.url("/fault/reset-before-headers")), on: fixture)
+            ], retriers: [RetryPolicy.fast])
+        let (task, log) = try await fixture.run(
+            Request(url: fixture.server.url("/fault/reset-before-headers")))
         #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .retry, .complete])
         let retry = try #require(fixture.recorder.events.compactMap(\.retry).first)
         #expect(retry.response == nil)

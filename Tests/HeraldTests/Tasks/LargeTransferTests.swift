@@ -23,12 +23,7 @@ struct LargeTransferTests {
         let task = try fixture.session.uploadTask(
             with: Request(url: fixture.server.url("/status/204"), method: "PUT"), fromFile: file,
             completionHandler: log.handler)
-        ResidentMemory.resetPeak()
-        let before = ResidentMemory.current
-        task.resume()
-        try await fixture.recorder.waitForCompletions(1, timeout: .seconds(120))
-        let growth = ResidentMemory.peak - before
-        print("upload 256 MiB from file: peak RSS growth \(growth / 1024) KiB")
+        let growth = try await Self.peakGrowth(resuming: task, in: fixture, label: "upload 256 MiB from file")
         #expect(growth < Self.budget)
         #expect(log.all.first?.error == nil)
         #expect(log.all.first?.response?.statusCode == 204)
@@ -47,12 +42,7 @@ struct LargeTransferTests {
         let task = try fixture.session.downloadTask(
             with: Request(url: fixture.server.url("/bytes/\(Self.size)?chunkSize=1048576")),
             destination: { _, _ in destination }, completionHandler: log.handler)
-        ResidentMemory.resetPeak()
-        let before = ResidentMemory.current
-        task.resume()
-        try await fixture.recorder.waitForCompletions(1, timeout: .seconds(120))
-        let growth = ResidentMemory.peak - before
-        print("download 256 MiB to file: peak RSS growth \(growth / 1024) KiB")
+        let growth = try await Self.peakGrowth(resuming: task, in: fixture, label: "download 256 MiB to file")
         #expect(growth < Self.budget)
         #expect(log.all.first?.error == nil)
         #expect(log.all.first?.fileURL == destination)
@@ -80,12 +70,8 @@ struct LargeTransferTests {
         let task = try fixture.session.uploadTask(
             with: Request(url: fixture.server.url("/multipart"), method: "POST"), multipartFormData: form,
             completionHandler: log.handler)
-        ResidentMemory.resetPeak()
-        let before = ResidentMemory.current
-        task.resume()
-        try await fixture.recorder.waitForCompletions(1, timeout: .seconds(120))
-        let growth = ResidentMemory.peak - before
-        print("multipart upload of a 256 MiB file part: peak RSS growth \(growth / 1024) KiB")
+        let growth = try await Self.peakGrowth(
+            resuming: task, in: fixture, label: "multipart upload of a 256 MiB file part")
         #expect(growth < Self.budget)
         #expect(log.all.first?.error == nil)
         let echoed = try #require((log.all.first?.object as? JSONValue)?.echoedMultipart)
@@ -98,5 +84,18 @@ struct LargeTransferTests {
         #expect(task.uploadProgress.completedUnitCount == form.contentLength)
         scratch.remove()
         try await fixture.tearDown()
+    }
+
+    /// Resumes `task`, awaits its completion and returns the peak RSS growth meanwhile, printed after `label`.
+    private static func peakGrowth(resuming task: some SessionTask, in fixture: SessionFixture, label: String)
+        async throws -> Int
+    {
+        ResidentMemory.resetPeak()
+        let before = ResidentMemory.current
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1, timeout: .seconds(120))
+        let growth = ResidentMemory.peak - before
+        print("\(label): peak RSS growth \(growth / 1024) KiB")
+        return growth
     }
 }
