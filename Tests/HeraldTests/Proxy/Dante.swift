@@ -6,25 +6,14 @@ import Herald
 ///
 /// danted forks worker processes into its process group (Foundation's `Process` makes the child a group
 /// leader), and stopping it kills the whole group. Prefer ``withDante(_:)``, which always stops it.
-final class Dante: Sendable, StoppableServer {
-    let port: Int
-    private let daemon: LoopbackDaemon
-
-    private init(port: Int, daemon: LoopbackDaemon) {
-        self.port = port
-        self.daemon = daemon
-    }
-
-    /// Everything danted logged so far.
-    var output: String { daemon.output }
-
+enum Dante {
     /// Starts danted on `127.0.0.1` without authentication and waits, up to `timeout`, until it runs.
-    static func start(timeout: Duration = .seconds(20)) async throws -> Dante {
+    static func start(timeout: Duration = .seconds(20)) async throws -> ListeningDaemon {
         let executable = "/usr/sbin/danted"
         guard FileManager.default.isExecutableFile(atPath: executable) else {
             throw LoopbackDaemon.Failure(description: "danted is not installed; run `make deps`")
         }
-        let (port, daemon) = try await LoopbackDaemon.start("danted", readyText: " running", timeout: timeout) {
+        return try await LoopbackDaemon.start("danted", readyText: " running", timeout: timeout) {
             port, directory in
             let config = """
                 logoutput: stderr
@@ -50,21 +39,10 @@ final class Dante: Sendable, StoppableServer {
                 executable: URL(fileURLWithPath: executable), arguments: ["-f", configFile.path, "-N", "1"],
                 killsProcessGroup: true, directory: directory)
         }
-        return Dante(port: port, daemon: daemon)
-    }
-
-    /// Waits until danted has logged a line containing `text`.
-    func waitForLog(containing text: String, timeout: Duration = .seconds(20)) async throws {
-        try await daemon.waitForLog(containing: text, timeout: timeout)
-    }
-
-    /// Kills danted's whole process group, awaits the main process's exit, removes the configuration.
-    func stop() async throws {
-        try await daemon.stop()
     }
 }
 
-/// Runs `body` with a running ``Dante`` and stops it afterwards, whether `body` returns or throws.
-func withDante<Result>(_ body: (Dante) async throws -> Result) async throws -> Result {
+/// Runs `body` with danted running (see ``Dante``) and stops it afterwards, whether `body` returns or throws.
+func withDante<Result>(_ body: (ListeningDaemon) async throws -> Result) async throws -> Result {
     try await withRunning(try await Dante.start(), body)
 }

@@ -97,11 +97,11 @@ final class LoopbackDaemon: Sendable {
     ///   - name: Names the temporary directory and the failure.
     ///   - launch: Writes the configuration for the port into the (new, empty) directory and starts the
     ///     daemon, passing it the directory to remove.
-    /// - Returns: The port and the running daemon.
+    /// - Returns: The running daemon and its port.
     static func start(
         _ name: String, readyText: String, timeout: Duration,
         launch: (_ port: Int, _ directory: URL) throws -> LoopbackDaemon
-    ) async throws -> (port: Int, daemon: LoopbackDaemon) {
+    ) async throws -> ListeningDaemon {
         var lastOutput = ""
         for _ in 0..<3 {
             let port = try freeLoopbackPort()
@@ -110,7 +110,7 @@ final class LoopbackDaemon: Sendable {
             let daemon = try launch(port, directory)
             do {
                 try await daemon.waitForLog(containing: readyText, timeout: timeout)
-                return (port, daemon)
+                return ListeningDaemon(port: port, daemon: daemon)
             } catch {
                 lastOutput = daemon.output
                 try? await daemon.stop()
@@ -136,6 +136,31 @@ final class LoopbackDaemon: Sendable {
         }
         guard bound else { throw Failure(description: "bind() to 127.0.0.1:0 failed") }
         return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+/// A ``LoopbackDaemon`` listening on ``port`` of 127.0.0.1, as ``LoopbackDaemon/start(_:readyText:timeout:launch:)``
+/// returns it.
+final class ListeningDaemon: Sendable, StoppableServer {
+    let port: Int
+    private let daemon: LoopbackDaemon
+
+    fileprivate init(port: Int, daemon: LoopbackDaemon) {
+        self.port = port
+        self.daemon = daemon
+    }
+
+    /// Everything the daemon printed so far.
+    var output: String { daemon.output }
+
+    /// Waits until the daemon has printed `text`; throws when it exits first or `timeout` passes.
+    func waitForLog(containing text: String, timeout: Duration = .seconds(20)) async throws {
+        try await daemon.waitForLog(containing: text, timeout: timeout)
+    }
+
+    /// Stops the daemon (see ``LoopbackDaemon/stop()``).
+    func stop() async throws {
+        try await daemon.stop()
     }
 }
 
