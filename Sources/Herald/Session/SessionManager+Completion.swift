@@ -83,7 +83,7 @@ extension SessionManager {
     private func deliver(
         _ task: SessionTask, outcome: TransferOutcome, result: CompletionResult, serializer: any ResponseSerializer
     ) {
-        if let cache = configuration.responseCache, let dataTask = task as? DataTask, !(task is UploadTask) {
+        if let cache = configuration.responseCache, task.usesResponseCache, let dataTask = task as? DataTask {
             store(outcome, of: dataTask, in: cache)
         }
         taskDidComplete?(task.lifecycleSubject, outcome.error)

@@ -26,6 +26,7 @@ public final class SessionManager: Sendable {
         var taskDidReceiveAuthenticationChallenge: TaskAuthenticationChallengeHandler?
         var sessionDidReceiveAuthenticationChallenge: SessionAuthenticationChallengeHandler?
         var interceptor: (any RequestInterceptor)?
+        var taskClasses = TaskClasses()
     }
 
     private static let identifiers = Atomic<Int>(0)
@@ -143,6 +144,16 @@ public final class SessionManager: Sendable {
     public var interceptor: (any RequestInterceptor)? {
         get { state.withLock { $0.interceptor } }
         set { state.withLock { $0.interceptor = newValue } }
+    }
+
+    /// The classes the session instantiates for its tasks: set it to have the session hand out your own
+    /// subclasses of ``DataTask``, ``UploadTask`` and ``DownloadTask`` (see ``TaskClasses``).
+    ///
+    /// Read each time a factory creates a task, so a change applies to tasks created afterwards. Safe to
+    /// change from any thread. Default: Herald's own classes.
+    public var taskClasses: TaskClasses {
+        get { state.withLock { $0.taskClasses } }
+        set { state.withLock { $0.taskClasses = newValue } }
     }
 
     /// The credentials the session answers HTTP authentication challenges with by default (see
@@ -292,9 +303,16 @@ public final class SessionManager: Sendable {
         completionHandler: TaskCompletionHandler? = nil
     ) throws(HeraldError) -> DataTask {
         try request.validate(allowedProtocols: configuration.allowedProtocols)
+        let dataTaskClass = taskClasses.dataTask
+        guard !(dataTaskClass is UploadTask.Type) else {
+            throw HeraldError(
+                .invalidRequest, "taskClasses.dataTask is an UploadTask subclass; name it in taskClasses.uploadTask.")
+        }
         return try register { identifier in
-            let task = DataTask(
-                session: self, identifier: identifier, request: request, completionHandler: completionHandler)
+            let task = dataTaskClass.init(
+                TaskCreation(
+                    session: self, identifier: identifier, request: request, completionHandler: completionHandler,
+                    kind: .data))
             task.core.withLock {
                 $0.uploadProgressHandler = uploadProgress
                 $0.downloadProgressHandler = downloadProgress
@@ -303,21 +321,27 @@ public final class SessionManager: Sendable {
         }
     }
 
+    /// Creates a task with `make` and lists it. The identifier is taken under the lock, but `make` runs
+    /// outside it: it runs the initializer of the class ``taskClasses`` names, which may be the caller's.
     func register<T: SessionTask>(_ make: (Int) -> T) throws(HeraldError) -> T {
         guard multi != nil else {
             throw HeraldError(.internal, "libcurl could not create a connection pool for this session.")
         }
-        let task = state.withLock { state -> T? in
+        let refusal = HeraldError(.sessionInvalidated, "The session has been invalidated; it creates no more tasks.")
+        let identifier = state.withLock { state -> Int? in
             guard !state.isInvalidated else { return nil }
-            let identifier = state.nextTaskIdentifier
-            state.nextTaskIdentifier += 1
-            let task = make(identifier)
+            defer { state.nextTaskIdentifier += 1 }
+            return state.nextTaskIdentifier
+        }
+        guard let identifier else { throw refusal }
+        let task = make(identifier)
+        let isListed = state.withLock { state -> Bool in
+            // Invalidated while `make` ran: the task, never resumed nor listed, is dropped.
+            guard !state.isInvalidated else { return false }
             state.tasks[identifier] = task
-            return task
+            return true
         }
-        guard let task else {
-            throw HeraldError(.sessionInvalidated, "The session has been invalidated; it creates no more tasks.")
-        }
+        guard isListed else { throw refusal }
         return task
     }
 

@@ -40,7 +40,7 @@ extension SessionTask {
             transfer.revalidatesCachedResponse = true
             for field in validators { transfer.headers.add(name: field.name, value: field.value) }
         }
-        if self is DataTask {
+        if receivesDataTaskHooks {
             session.readHooks { hooks in
                 transfer.asksForResponseDisposition = hooks.dataTaskDidReceiveResponse != nil
                 transfer.forwardsBodyChunks = hooks.dataTaskDidReceiveData != nil
