@@ -205,10 +205,3 @@ extension SessionManager {
         }
     }
 }
-
-/// The session's download hooks, kept together in its state.
-struct DownloadHooks {
-    var didFinishDownloading: (@Sendable (DownloadTask, URL, HTTPResponse) -> URL?)?
-    var didWriteData: (@Sendable (DownloadTask, Int64, Int64, Int64?) -> Void)?
-    var didResume: (@Sendable (DownloadTask, Int64, Int64?) -> Void)?
-}

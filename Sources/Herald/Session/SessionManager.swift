@@ -19,12 +19,8 @@ public final class SessionManager: Sendable {
         var isInvalidated = false
         var didFinishInvalidating = false
         var responseSerializer: any ResponseSerializer = JSONResponseSerializer()
-        var taskNeedNewBodyStream: (@Sendable (SessionTask) -> BodyStream?)?
-        var downloadHooks = DownloadHooks()
+        /// Every hook of the session, in one value (see `SessionHooks`).
         var hooks = SessionHooks()
-        var taskWillPerformHTTPRedirection: RedirectionHook?
-        var taskDidReceiveAuthenticationChallenge: TaskAuthenticationChallengeHandler?
-        var sessionDidReceiveAuthenticationChallenge: SessionAuthenticationChallengeHandler?
         var interceptor: (any RequestInterceptor)?
         var taskClasses = TaskClasses()
     }
@@ -118,22 +114,6 @@ public final class SessionManager: Sendable {
         set { state.withLock { $0.responseSerializer = newValue } }
     }
 
-    /// AF's `taskNeedNewBodyStream`: provides a fresh body stream when a streamed upload must be sent again
-    /// (a 307/308 redirect, an authentication round-trip, a reused connection that closed early).
-    ///
-    /// Before a 307/308 hop or an authentication round-trip (which Herald runs as a new transfer) it is
-    /// called on a global dispatch queue, after ``taskWillPerformHTTPRedirection`` or the challenge hook.
-    /// When libcurl itself must resend (a reused connection that closed, Digest's own round-trip) it is
-    /// called on the engine's **loop thread**, synchronously, from inside libcurl's seek callback, and
-    /// must then not block or wait for another thread. Either way: return a new ``BodyStream`` positioned
-    /// at the start of the body, or `nil` when none can be made — the task then fails with
-    /// ``HeraldError/Code/bodyStream``. Data and file bodies rewind themselves and never call it.
-    /// Default `nil`.
-    public var taskNeedNewBodyStream: (@Sendable (SessionTask) -> BodyStream?)? {
-        get { state.withLock { $0.taskNeedNewBodyStream } }
-        set { state.withLock { $0.taskNeedNewBodyStream = newValue } }
-    }
-
     /// Adapts every task's requests and decides about retrying its failed attempts: Alamofire's session
     /// interceptor (see ``RequestInterceptor``, and ``RetryPolicy`` for a ready retrier).
     ///
@@ -160,90 +140,8 @@ public final class SessionManager: Sendable {
     /// ``AuthenticationDisposition/performDefaultHandling``). Empty at first; safe to change from any thread.
     public let credentialStore = CredentialStore()
 
-    /// AF's `taskDidReceiveAuthenticationChallenge`: answers a task's `401 Unauthorized` with a Basic or
-    /// Digest challenge. Takes precedence over ``sessionDidReceiveAuthenticationChallenge``.
-    ///
-    /// Called on a global dispatch queue — never the engine's loop thread, never ``completionQueue`` —
-    /// once per challenge, after the 401's body has arrived; the task stays running meanwhile. Return
-    /// ``AuthenticationDisposition/useCredential(_:)`` to send the request again with that credential
-    /// (libcurl computes the Basic or Digest header; bodies are resent as for a 307, streams through
-    /// ``taskNeedNewBodyStream``). A refused credential asks again with
-    /// ``AuthenticationChallenge/previousFailureCount`` one higher; after 8 refusals the 401 is delivered.
-    /// ``AuthenticationDisposition/rejectProtectionSpace``, or default handling without a stored
-    /// credential, completes the task with the 401 response (no error from Herald; the serializer judges
-    /// the status). ``AuthenticationDisposition/cancelAuthenticationChallenge`` completes it with
-    /// ``HeraldError/Code/cancelled``. A `cancel()` while the hook runs wins: the task completes once,
-    /// cancelled. Default `nil`.
-    public var taskDidReceiveAuthenticationChallenge: TaskAuthenticationChallengeHandler? {
-        get { state.withLock { $0.taskDidReceiveAuthenticationChallenge } }
-        set { state.withLock { $0.taskDidReceiveAuthenticationChallenge = newValue } }
-    }
-
-    /// AF's `sessionDidReceiveAuthenticationChallenge`, for HTTP Basic and Digest: answers every task's
-    /// challenge when ``taskDidReceiveAuthenticationChallenge`` is `nil`. Same queue, timing and meaning.
-    /// Server trust (TLS) is not decided here but by ``SessionConfiguration/securityPolicy``. Default `nil`:
-    /// ``credentialStore`` is consulted.
-    public var sessionDidReceiveAuthenticationChallenge: SessionAuthenticationChallengeHandler? {
-        get { state.withLock { $0.sessionDidReceiveAuthenticationChallenge } }
-        set { state.withLock { $0.sessionDidReceiveAuthenticationChallenge = newValue } }
-    }
-
-    /// AF's `taskWillPerformHTTPRedirection`: decides each redirect before Herald follows it.
-    ///
-    /// Called once per hop with the task, the 3xx response and the request Herald proposes — already
-    /// rewritten by the rules: `POST` → `GET` without body on 301/302, everything but `HEAD` → `GET` on 303,
-    /// method and body kept on 307/308, `Location` resolved against the current URL, and `Authorization`,
-    /// `Cookie` and `Proxy-Authorization` removed when the scheme, host or port changes. Return it
-    /// unchanged to follow, a modified request to send that instead (it is validated like a new request),
-    /// or `nil` to complete the task with the 3xx response itself (its body is the task's body).
-    ///
-    /// Runs on a global dispatch queue — never the engine's loop thread, never ``completionQueue`` — one hop
-    /// at a time per task, before that hop's request is sent. The hop limit, a disallowed scheme and an
-    /// `https` → `http` downgrade are checked before it is asked; a loop (a request already sent for this
-    /// task) after. If the task is cancelled while the hook runs, it completes with
-    /// ``HeraldError/Code/cancelled`` and what the hook returns is ignored. Not called when
-    /// ``SessionConfiguration/followsRedirects`` is `false`. Default `nil`: follow the proposed request.
-    public var taskWillPerformHTTPRedirection: RedirectionHook? {
-        get { state.withLock { $0.taskWillPerformHTTPRedirection } }
-        set { state.withLock { $0.taskWillPerformHTTPRedirection = newValue } }
-    }
-
-    /// AF's `downloadTaskDidFinishDownloading`: where a finished download goes when its task has no
-    /// `destination` closure of its own. Called like `destination` (once, on a background queue, after the
-    /// whole body is on disk); returning `nil` leaves the file at its temporary location. Default `nil`.
-    public var downloadTaskDidFinishDownloading:
-        (@Sendable (_ task: DownloadTask, _ temporaryURL: URL, _ response: HTTPResponse) -> URL?)?
-    {
-        get { state.withLock { $0.downloadHooks.didFinishDownloading } }
-        set { state.withLock { $0.downloadHooks.didFinishDownloading = newValue } }
-    }
-
-    /// AF's `downloadTaskDidWriteData`: called on ``completionQueue`` after each write to a download's file,
-    /// in order, before the task's completion handler, with the bytes just written, the file's total
-    /// (including a resumed download's earlier bytes) and the expected total when known. Default `nil`.
-    public var downloadTaskDidWriteData:
-        (
-            @Sendable (
-                _ task: DownloadTask, _ bytesWritten: Int64, _ totalBytesWritten: Int64, _ totalBytesExpected: Int64?
-            ) -> Void
-        )?
-    {
-        get { state.withLock { $0.downloadHooks.didWriteData } }
-        set { state.withLock { $0.downloadHooks.didWriteData = newValue } }
-    }
-
-    /// AF's `downloadTaskDidResume`: called on ``completionQueue`` when a download created from resume data
-    /// starts receiving its body, with the offset it continues from (`0` when the server sent the whole
-    /// representation again) and the expected total when known; before any `downloadTaskDidWriteData` of
-    /// that body. Default `nil`.
-    public var downloadTaskDidResume:
-        (@Sendable (_ task: DownloadTask, _ fileOffset: Int64, _ expectedTotalBytes: Int64?) -> Void)?
-    {
-        get { state.withLock { $0.downloadHooks.didResume } }
-        set { state.withLock { $0.downloadHooks.didResume = newValue } }
-    }
-
-    /// Reads the session-level hooks of `SessionManager+Hooks.swift` under the lock, without copying them.
+    /// Reads the session's hooks under the lock, without copying them. Copy out the closure you need and call
+    /// it after `body` returns: never call a hook under the lock.
     func readHooks<Value>(_ body: (borrowing SessionHooks) -> Value) -> Value {
         state.withLock { body($0.hooks) }
     }
