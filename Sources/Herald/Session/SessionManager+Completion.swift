@@ -94,13 +94,13 @@ extension SessionManager {
             // every event already queued there.
             forget(task)
             if isInvalidated {
-                hook.eventQueue.async { [self] in finishInvalidatingIfDone() }
+                eventPoster.eventQueue.async { [self] in finishInvalidatingIfDone() }
             }
             return
         }
-        hook.eventQueue.async { [self] in
+        eventPoster.eventQueue.async { [self] in
             forget(task)
-            hook.postCompletion(
+            eventPoster.postCompletion(
                 of: task,
                 TaskCompletion(
                     taskIdentifier: task.taskIdentifier, sessionIdentifier: identifier, date: Date(),

@@ -39,7 +39,7 @@ public final class SessionManager: Sendable {
     /// When set, every completion handler runs inside this group.
     public let completionGroup: DispatchGroup?
 
-    let hook: TaskLifecycleHook
+    let eventPoster: SessionEventPoster
     /// Whether ``completionQueue`` is the session's own serial queue (not one the caller passed in). Then
     /// serialization runs on it directly instead of on a global queue first: one thread hand-off fewer per
     /// task, and the caller's code never waits behind it because nothing else runs there.
@@ -89,7 +89,7 @@ public final class SessionManager: Sendable {
         self.engine = engine
         self.downloadDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "herald-\(getpid())-session-\(identifier)", isDirectory: true)
-        self.hook = TaskLifecycleHook(center: notificationCenter, sessionIdentifier: identifier)
+        self.eventPoster = SessionEventPoster(center: notificationCenter, sessionIdentifier: identifier)
         self.cookieStore = configuration.httpCookieStore ?? CookieStore()
         self.multi = MultiHandle(
             engine: engine,
@@ -260,7 +260,7 @@ public final class SessionManager: Sendable {
         if cancelingTasks {
             for task in outstanding { task.cancel() }
         }
-        hook.eventQueue.async { [self] in finishInvalidatingIfDone() }
+        eventPoster.eventQueue.async { [self] in finishInvalidatingIfDone() }
     }
 
     /// Forgets a completed task: it leaves the task lists before `taskDidComplete` is posted. Event queue.

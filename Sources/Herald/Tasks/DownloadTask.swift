@@ -216,7 +216,7 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
                 "Moving the download to \(destinationURL.path) failed (\(error.localizedDescription)); "
                     + "the file is kept at \(temporaryURL.path).",
                 underlying: error, url: originalRequest.url, keptFileURL: temporaryURL)
-            session.hook.postMoveFailure(
+            session.eventPoster.postMoveFailure(
                 of: self, error: failure, sourceURL: temporaryURL, destinationURL: destinationURL)
             return CompletionResult(handlerObject: temporaryURL, assetPath: temporaryURL, error: failure)
         }

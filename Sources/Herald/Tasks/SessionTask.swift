@@ -145,7 +145,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
             case .none:
                 return false
             case .start:
-                session.hook.taskDidTransition(self, to: .running)
+                session.eventPoster.taskDidTransition(self, to: .running)
                 if case .fresh = cached { return true }
                 if case .stale(let entry, let validators) = cached {
                     core.revalidating = entry
@@ -164,7 +164,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
                 session.enqueue { multi in multi.add(transfer) }
                 return false
             case .unpause:
-                session.hook.taskDidTransition(self, to: .running)
+                session.eventPoster.taskDidTransition(self, to: .running)
                 if let transfer = core.transfer, core.hops.isWaitingToStart {
                     // The next hop was prepared while suspended: it starts now.
                     core.hops.isWaitingToStart = false
@@ -200,7 +200,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     open func suspend() {
         core.withLock { core in
             guard core.machine.suspend() else { return }
-            session.hook.taskDidTransition(self, to: .suspended)
+            session.eventPoster.taskDidTransition(self, to: .suspended)
             if let transfer = core.transfer {
                 session.enqueue { _ in transfer.pause() }
             }
