@@ -1,4 +1,5 @@
 import Foundation
+import HeraldNotifications
 
 /// The completion handler of a download task: the response, where the file is, and the error.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldNotifications
 import Instrumentation
 
 /// The completion handler of a task: the response, the serializer's output and the error, AF-style.
