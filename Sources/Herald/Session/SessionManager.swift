@@ -294,13 +294,15 @@ public final class SessionManager: Sendable {
 
     // MARK: - engine plumbing
 
-    /// Waits until the engine has run every command enqueued before this call (for tests).
-    func engineBarrier() async {
+    /// Waits until the engine has run every command enqueued before this call. For tests: `package`, so the
+    /// package's test targets and `HeraldTesting` can reach it and users of the library can't.
+    package func engineBarrier() async {
         await withCheckedContinuation { continuation in engine.execute { continuation.resume() } }
     }
 
-    /// The number of transfers and polled sockets in this session's pool (for tests). Loop thread.
-    func poolCounts() async -> (transfers: Int, sockets: Int) {
+    /// The number of transfers and polled sockets in this session's pool, read on the loop thread. For
+    /// tests: `package`, like `engineBarrier()`.
+    package func poolCounts() async -> (transfers: Int, sockets: Int) {
         guard let multi else { return (0, 0) }
         return await withCheckedContinuation { continuation in
             engine.execute { continuation.resume(returning: (multi.activeTransferCount, multi.pollCount)) }
