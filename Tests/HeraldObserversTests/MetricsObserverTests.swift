@@ -1,6 +1,7 @@
 import CoreMetrics
 import Foundation
 import Herald
+import HeraldNotifications
 import HeraldObservers
 import MetricsTestKit
 import Testing

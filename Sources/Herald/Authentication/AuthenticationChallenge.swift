@@ -111,7 +111,7 @@ extension AuthenticationChallenge {
             }
         }
         guard let chosen = offered.first(where: { $0.0 == .digest }) ?? offered.first,
-            let host = url.host, let urlScheme = url.scheme, let port = RedirectRules.effectivePort(url)
+            let host = url.host, let urlScheme = url.scheme, let port = url.effectivePort
         else { return nil }
         return ProtectionSpace(
             urlScheme: urlScheme, host: host, port: port, authenticationScheme: chosen.0, realm: chosen.1)

@@ -1,3 +1,4 @@
+import HeraldNotifications
 /// Credentials a session uses for HTTP authentication by default: URLSession's `URLCredentialStorage`,
 /// kept per session.
 ///

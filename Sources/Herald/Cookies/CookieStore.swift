@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import HeraldNotifications
 
 /// The cookies of a session (RFC 6265): stored from every response's `Set-Cookie`, sent in a `Cookie`
 /// field with every request they match — on every hop, redirects and authentication round-trips

@@ -1,6 +1,7 @@
 import CCurl
 import CUV
 import Foundation
+import HeraldNotifications
 
 /// A libuv loop on its own thread: the only thread that ever calls libuv or libcurl.
 ///

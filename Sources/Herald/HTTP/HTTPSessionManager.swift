@@ -1,4 +1,5 @@
 import Foundation
+import HeraldNotifications
 
 /// Requests by method and path, with parameters, against a base URL: Herald's `AFHTTPSessionManager`.
 ///

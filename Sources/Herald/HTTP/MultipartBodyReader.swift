@@ -1,4 +1,5 @@
 import Foundation
+import HeraldNotifications
 
 /// Where some bytes of a multipart body come from.
 enum Segment: Sendable {

@@ -1,3 +1,4 @@
+import HeraldNotifications
 /// Hands one task's completion to the one `async` caller awaiting it, exactly once, whichever comes first:
 /// the completion (it may run before the caller suspends — a task cancelled before it started completes
 /// on its own) or the caller's suspension.

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldNotifications
 
 /// A ``ResponseCache`` in memory, bounded by the total size of its entries: when a store would go past
 /// ``capacity``, the least recently used entries are evicted first. Safe from any thread.

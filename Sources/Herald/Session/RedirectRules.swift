@@ -37,16 +37,7 @@ enum RedirectRules {
     /// Whether two URLs are the same origin: scheme, host and port (default ports filled in).
     static func isSameOrigin(_ a: URL, _ b: URL) -> Bool {
         a.scheme?.lowercased() == b.scheme?.lowercased() && a.host?.lowercased() == b.host?.lowercased()
-            && effectivePort(a) == effectivePort(b)
-    }
-
-    static func effectivePort(_ url: URL) -> Int? {
-        if let port = url.port { return port }
-        switch url.scheme?.lowercased() {
-        case "http": return 80
-        case "https": return 443
-        default: return nil
-        }
+            && a.effectivePort == b.effectivePort
     }
 
     /// Why a hop to `target` from `current` is refused, or `nil` when it may be followed.

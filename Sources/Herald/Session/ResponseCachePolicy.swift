@@ -1,4 +1,5 @@
 import Foundation
+import HeraldNotifications
 
 /// What may be stored in a ``ResponseCache`` and when a stored response is fresh (RFC 9111, the subset
 /// ``ResponseCache`` documents). Pure functions, so they can be tested without a server.

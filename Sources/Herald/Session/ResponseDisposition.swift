@@ -12,14 +12,3 @@ public enum ResponseDisposition: Sendable, Hashable {
     /// (see ``SessionManager/dataTaskDidBecomeDownloadTask``).
     case becomeDownload
 }
-
-/// The session's hooks other than the download ones, kept together in its state.
-struct SessionHooks {
-    var sessionDidBecomeInvalid: (@Sendable (SessionManager, HeraldError?) -> Void)?
-    var taskDidSendBodyData: (@Sendable (SessionTask, Int64, Int64, Int64?) -> Void)?
-    var taskDidComplete: (@Sendable (SessionTask, HeraldError?) -> Void)?
-    var dataTaskDidReceiveResponse: (@Sendable (DataTask, HTTPResponse) -> ResponseDisposition)?
-    var dataTaskDidBecomeDownloadTask: (@Sendable (DataTask, DownloadTask) -> Void)?
-    var dataTaskDidReceiveData: (@Sendable (DataTask, Data) -> Void)?
-    var dataTaskWillCacheResponse: (@Sendable (DataTask, CachedResponse) -> CachedResponse?)?
-}

@@ -1,4 +1,3 @@
-import CCurl
 import Foundation
 
 /// The HTTP protocol versions a session may negotiate.
@@ -11,15 +10,6 @@ public enum HTTPVersion: Sendable, Hashable {
     case http2
     /// HTTP/2 without negotiation, for servers known to speak it (plain-text HTTP/2 "prior knowledge").
     case http2PriorKnowledge
-
-    var curlValue: Int {
-        switch self {
-        case .automatic: Int(CURL_HTTP_VERSION_2TLS)
-        case .http1_1: Int(CURL_HTTP_VERSION_1_1)
-        case .http2: Int(CURL_HTTP_VERSION_2_0)
-        case .http2PriorKnowledge: Int(CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE)
-        }
-    }
 }
 
 /// How a ``SessionManager`` makes its requests: timeouts, default headers, connection limits,

@@ -34,8 +34,9 @@ extension SessionManager {
             try request.validate(allowedProtocols: configuration.allowedProtocols)
             return try register { identifier in
                 RawBodyDataTask(
-                    session: self, identifier: identifier, request: request,
-                    completionHandler: Self.rawBodyHandler(deliver))
+                    TaskCreation(
+                        session: self, identifier: identifier, request: request,
+                        completionHandler: Self.rawBodyHandler(deliver), kind: .data))
             }
         }
     }
@@ -203,8 +204,9 @@ extension SessionManager {
         try request.validate(allowedProtocols: configuration.allowedProtocols)
         return try register { identifier in
             let task = RawBodyUploadTask(
-                session: self, identifier: identifier, request: request, body: body,
-                completionHandler: Self.rawBodyHandler(deliver))
+                TaskCreation(
+                    session: self, identifier: identifier, request: request,
+                    completionHandler: Self.rawBodyHandler(deliver), kind: .upload(body)))
             task.core.withLock { $0.uploadProgressHandler = progress }
             return task
         }

@@ -83,7 +83,7 @@ extension SessionManager {
     private func deliver(
         _ task: SessionTask, outcome: TransferOutcome, result: CompletionResult, serializer: any ResponseSerializer
     ) {
-        if let cache = configuration.responseCache, let dataTask = task as? DataTask, !(task is UploadTask) {
+        if let cache = configuration.responseCache, task.usesResponseCache, let dataTask = task as? DataTask {
             store(outcome, of: dataTask, in: cache)
         }
         taskDidComplete?(task.lifecycleSubject, outcome.error)
@@ -94,13 +94,13 @@ extension SessionManager {
             // every event already queued there.
             forget(task)
             if isInvalidated {
-                hook.eventQueue.async { [self] in finishInvalidatingIfDone() }
+                eventPoster.eventQueue.async { [self] in finishInvalidatingIfDone() }
             }
             return
         }
-        hook.eventQueue.async { [self] in
+        eventPoster.eventQueue.async { [self] in
             forget(task)
-            hook.postCompletion(
+            eventPoster.postCompletion(
                 of: task,
                 TaskCompletion(
                     taskIdentifier: task.taskIdentifier, sessionIdentifier: identifier, date: Date(),

@@ -1,7 +1,9 @@
 import Foundation
 
-// AF's block properties beyond the upload and download ones. Each is optional and read when the event
-// happens, except where a doc comment says it is read when a task starts.
+// AF's block properties for the session, every task and data tasks; the request-shaping, authentication
+// and download ones are in the sibling `SessionManager+…Hooks.swift` files. All of them are stored in one
+// `SessionHooks` value. Each is optional and read when the event happens, except where a doc comment says
+// it is read when a task starts.
 extension SessionManager {
     /// AF's `sessionDidBecomeInvalid`: called once when invalidation has finished — after
     /// ``invalidate(cancelingTasks:)`` and after the last task's completion handler and `taskDidComplete`

@@ -90,10 +90,12 @@ extension SessionManager {
         completionHandler: TaskCompletionHandler?
     ) throws(HeraldError) -> UploadTask {
         try request.validate(allowedProtocols: configuration.allowedProtocols)
+        let uploadTaskClass = taskClasses.uploadTask
         return try register { identifier in
-            let task = UploadTask(
-                session: self, identifier: identifier, request: request, body: body,
-                completionHandler: completionHandler)
+            let task = uploadTaskClass.init(
+                TaskCreation(
+                    session: self, identifier: identifier, request: request, completionHandler: completionHandler,
+                    kind: .upload(body)))
             task.core.withLock { $0.uploadProgressHandler = progress }
             return task
         }
@@ -133,13 +135,15 @@ extension SessionManager {
         guard !isInvalidated else { throw Self.refusal }
         try makeDownloadDirectory()
         let directory = downloadDirectory
+        let downloadTaskClass = taskClasses.downloadTask
         do {
             return try register { identifier in
                 let temporaryURL = directory.appendingPathComponent(
                     "download-\(identifier)-\(UUID().uuidString).part")
                 return makeDownloadTask(
-                    identifier: identifier, request: request, temporaryURL: temporaryURL, resumedFrom: nil,
-                    progress: progress, destination: destination, completionHandler: completionHandler)
+                    downloadTaskClass, identifier: identifier, request: request, temporaryURL: temporaryURL,
+                    resumedFrom: nil, progress: progress, destination: destination,
+                    completionHandler: completionHandler)
             }
         } catch {
             // Invalidated meanwhile: the directory may have been made after invalidation removed it.
@@ -177,21 +181,25 @@ extension SessionManager {
         for pair in resume.headers { headers.add(name: pair[0], value: pair[1]) }
         let request = Request(url: resume.url, headers: headers)
         try request.validate(allowedProtocols: configuration.allowedProtocols)
+        let downloadTaskClass = taskClasses.downloadTask
         return try register { identifier in
             makeDownloadTask(
-                identifier: identifier, request: request, temporaryURL: resume.partialFileURL, resumedFrom: resume,
-                progress: progress, destination: destination, completionHandler: completionHandler)
+                downloadTaskClass, identifier: identifier, request: request, temporaryURL: resume.partialFileURL,
+                resumedFrom: resume, progress: progress, destination: destination,
+                completionHandler: completionHandler)
         }
     }
 
     private func makeDownloadTask(
-        identifier: Int, request: Request, temporaryURL: URL, resumedFrom: DownloadResumeData?,
-        progress: (@Sendable (TransferProgress) -> Void)?, destination: DownloadDestination?,
-        completionHandler: DownloadCompletionHandler?
+        _ taskClass: DownloadTask.Type, identifier: Int, request: Request, temporaryURL: URL,
+        resumedFrom: DownloadResumeData?, progress: (@Sendable (TransferProgress) -> Void)?,
+        destination: DownloadDestination?, completionHandler: DownloadCompletionHandler?
     ) -> DownloadTask {
-        let task = DownloadTask(
-            session: self, identifier: identifier, request: request, temporaryURL: temporaryURL,
-            resumedFrom: resumedFrom, destination: destination, completionHandler: completionHandler)
+        let task = taskClass.init(
+            TaskCreation(
+                session: self, identifier: identifier, request: request,
+                completionHandler: DownloadTask.taskCompletionHandler(completionHandler),
+                kind: .download(temporaryURL: temporaryURL, resumedFrom: resumedFrom, destination: destination)))
         task.core.withLock { $0.downloadProgressHandler = progress }
         return task
     }
@@ -206,11 +214,4 @@ extension SessionManager {
                 underlying: error)
         }
     }
-}
-
-/// The session's download hooks, kept together in its state.
-struct DownloadHooks {
-    var didFinishDownloading: (@Sendable (DownloadTask, URL, HTTPResponse) -> URL?)?
-    var didWriteData: (@Sendable (DownloadTask, Int64, Int64, Int64?) -> Void)?
-    var didResume: (@Sendable (DownloadTask, Int64, Int64?) -> Void)?
 }

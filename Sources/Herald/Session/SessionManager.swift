@@ -23,13 +23,10 @@ public final class SessionManager: Sendable {
         /// Called once `sessionDidInvalidate` has been posted; see `whenInvalidationPosted(_:)`.
         var invalidationWaiters: [@Sendable () -> Void] = []
         var responseSerializer: any ResponseSerializer = JSONResponseSerializer()
-        var taskNeedNewBodyStream: (@Sendable (SessionTask) -> BodyStream?)?
-        var downloadHooks = DownloadHooks()
+        /// Every hook of the session, in one value (see `SessionHooks`).
         var hooks = SessionHooks()
-        var taskWillPerformHTTPRedirection: RedirectionHook?
-        var taskDidReceiveAuthenticationChallenge: TaskAuthenticationChallengeHandler?
-        var sessionDidReceiveAuthenticationChallenge: SessionAuthenticationChallengeHandler?
         var interceptor: (any RequestInterceptor)?
+        var taskClasses = TaskClasses()
     }
 
     private static let identifiers = Atomic<Int>(0)
@@ -46,7 +43,7 @@ public final class SessionManager: Sendable {
     /// When set, every completion handler runs inside this group.
     public let completionGroup: DispatchGroup?
 
-    let hook: TaskLifecycleHook
+    let eventPoster: SessionEventPoster
     /// Marks the event and completion queues, where a blocking wait for the invalidation must not start.
     let queueMarker = SessionQueueMarker()
     /// Whether ``completionQueue`` is the session's own serial queue (not one the caller passed in). Then
@@ -98,9 +95,9 @@ public final class SessionManager: Sendable {
         self.engine = engine
         self.downloadDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "herald-\(getpid())-session-\(identifier)", isDirectory: true)
-        self.hook = TaskLifecycleHook(center: notificationCenter, sessionIdentifier: identifier)
+        self.eventPoster = SessionEventPoster(center: notificationCenter, sessionIdentifier: identifier)
         self.cookieStore = configuration.httpCookieStore ?? CookieStore()
-        queueMarker.mark(hook.eventQueue)
+        queueMarker.mark(eventPoster.eventQueue)
         // Only a queue of the session's own: a caller's queue may be concurrent, or shared with other code.
         if completionQueue == nil { queueMarker.mark(self.completionQueue) }
         self.multi = MultiHandle(
@@ -126,22 +123,6 @@ public final class SessionManager: Sendable {
         set { state.withLock { $0.responseSerializer = newValue } }
     }
 
-    /// AF's `taskNeedNewBodyStream`: provides a fresh body stream when a streamed upload must be sent again
-    /// (a 307/308 redirect, an authentication round-trip, a reused connection that closed early).
-    ///
-    /// Before a 307/308 hop or an authentication round-trip (which Herald runs as a new transfer) it is
-    /// called on a global dispatch queue, after ``taskWillPerformHTTPRedirection`` or the challenge hook.
-    /// When libcurl itself must resend (a reused connection that closed, Digest's own round-trip) it is
-    /// called on the engine's **loop thread**, synchronously, from inside libcurl's seek callback, and
-    /// must then not block or wait for another thread. Either way: return a new ``BodyStream`` positioned
-    /// at the start of the body, or `nil` when none can be made — the task then fails with
-    /// ``HeraldError/Code/bodyStream``. Data and file bodies rewind themselves and never call it.
-    /// Default `nil`.
-    public var taskNeedNewBodyStream: (@Sendable (SessionTask) -> BodyStream?)? {
-        get { state.withLock { $0.taskNeedNewBodyStream } }
-        set { state.withLock { $0.taskNeedNewBodyStream = newValue } }
-    }
-
     /// Adapts every task's requests and decides about retrying its failed attempts: Alamofire's session
     /// interceptor (see ``RequestInterceptor``, and ``RetryPolicy`` for a ready retrier).
     ///
@@ -154,94 +135,22 @@ public final class SessionManager: Sendable {
         set { state.withLock { $0.interceptor = newValue } }
     }
 
+    /// The classes the session instantiates for its tasks: set it to have the session hand out your own
+    /// subclasses of ``DataTask``, ``UploadTask`` and ``DownloadTask`` (see ``TaskClasses``).
+    ///
+    /// Read each time a factory creates a task, so a change applies to tasks created afterwards. Safe to
+    /// change from any thread. Default: Herald's own classes.
+    public var taskClasses: TaskClasses {
+        get { state.withLock { $0.taskClasses } }
+        set { state.withLock { $0.taskClasses = newValue } }
+    }
+
     /// The credentials the session answers HTTP authentication challenges with by default (see
     /// ``AuthenticationDisposition/performDefaultHandling``). Empty at first; safe to change from any thread.
     public let credentialStore = CredentialStore()
 
-    /// AF's `taskDidReceiveAuthenticationChallenge`: answers a task's `401 Unauthorized` with a Basic or
-    /// Digest challenge. Takes precedence over ``sessionDidReceiveAuthenticationChallenge``.
-    ///
-    /// Called on a global dispatch queue — never the engine's loop thread, never ``completionQueue`` —
-    /// once per challenge, after the 401's body has arrived; the task stays running meanwhile. Return
-    /// ``AuthenticationDisposition/useCredential(_:)`` to send the request again with that credential
-    /// (libcurl computes the Basic or Digest header; bodies are resent as for a 307, streams through
-    /// ``taskNeedNewBodyStream``). A refused credential asks again with
-    /// ``AuthenticationChallenge/previousFailureCount`` one higher; after 8 refusals the 401 is delivered.
-    /// ``AuthenticationDisposition/rejectProtectionSpace``, or default handling without a stored
-    /// credential, completes the task with the 401 response (no error from Herald; the serializer judges
-    /// the status). ``AuthenticationDisposition/cancelAuthenticationChallenge`` completes it with
-    /// ``HeraldError/Code/cancelled``. A `cancel()` while the hook runs wins: the task completes once,
-    /// cancelled. Default `nil`.
-    public var taskDidReceiveAuthenticationChallenge: TaskAuthenticationChallengeHandler? {
-        get { state.withLock { $0.taskDidReceiveAuthenticationChallenge } }
-        set { state.withLock { $0.taskDidReceiveAuthenticationChallenge = newValue } }
-    }
-
-    /// AF's `sessionDidReceiveAuthenticationChallenge`, for HTTP Basic and Digest: answers every task's
-    /// challenge when ``taskDidReceiveAuthenticationChallenge`` is `nil`. Same queue, timing and meaning.
-    /// Server trust (TLS) is not decided here but by ``SessionConfiguration/securityPolicy``. Default `nil`:
-    /// ``credentialStore`` is consulted.
-    public var sessionDidReceiveAuthenticationChallenge: SessionAuthenticationChallengeHandler? {
-        get { state.withLock { $0.sessionDidReceiveAuthenticationChallenge } }
-        set { state.withLock { $0.sessionDidReceiveAuthenticationChallenge = newValue } }
-    }
-
-    /// AF's `taskWillPerformHTTPRedirection`: decides each redirect before Herald follows it.
-    ///
-    /// Called once per hop with the task, the 3xx response and the request Herald proposes — already
-    /// rewritten by the rules: `POST` → `GET` without body on 301/302, everything but `HEAD` → `GET` on 303,
-    /// method and body kept on 307/308, `Location` resolved against the current URL, and `Authorization`,
-    /// `Cookie` and `Proxy-Authorization` removed when the scheme, host or port changes. Return it
-    /// unchanged to follow, a modified request to send that instead (it is validated like a new request),
-    /// or `nil` to complete the task with the 3xx response itself (its body is the task's body).
-    ///
-    /// Runs on a global dispatch queue — never the engine's loop thread, never ``completionQueue`` — one hop
-    /// at a time per task, before that hop's request is sent. The hop limit, a disallowed scheme and an
-    /// `https` → `http` downgrade are checked before it is asked; a loop (a request already sent for this
-    /// task) after. If the task is cancelled while the hook runs, it completes with
-    /// ``HeraldError/Code/cancelled`` and what the hook returns is ignored. Not called when
-    /// ``SessionConfiguration/followsRedirects`` is `false`. Default `nil`: follow the proposed request.
-    public var taskWillPerformHTTPRedirection: RedirectionHook? {
-        get { state.withLock { $0.taskWillPerformHTTPRedirection } }
-        set { state.withLock { $0.taskWillPerformHTTPRedirection = newValue } }
-    }
-
-    /// AF's `downloadTaskDidFinishDownloading`: where a finished download goes when its task has no
-    /// `destination` closure of its own. Called like `destination` (once, on a background queue, after the
-    /// whole body is on disk); returning `nil` leaves the file at its temporary location. Default `nil`.
-    public var downloadTaskDidFinishDownloading:
-        (@Sendable (_ task: DownloadTask, _ temporaryURL: URL, _ response: HTTPResponse) -> URL?)?
-    {
-        get { state.withLock { $0.downloadHooks.didFinishDownloading } }
-        set { state.withLock { $0.downloadHooks.didFinishDownloading = newValue } }
-    }
-
-    /// AF's `downloadTaskDidWriteData`: called on ``completionQueue`` after each write to a download's file,
-    /// in order, before the task's completion handler, with the bytes just written, the file's total
-    /// (including a resumed download's earlier bytes) and the expected total when known. Default `nil`.
-    public var downloadTaskDidWriteData:
-        (
-            @Sendable (
-                _ task: DownloadTask, _ bytesWritten: Int64, _ totalBytesWritten: Int64, _ totalBytesExpected: Int64?
-            ) -> Void
-        )?
-    {
-        get { state.withLock { $0.downloadHooks.didWriteData } }
-        set { state.withLock { $0.downloadHooks.didWriteData = newValue } }
-    }
-
-    /// AF's `downloadTaskDidResume`: called on ``completionQueue`` when a download created from resume data
-    /// starts receiving its body, with the offset it continues from (`0` when the server sent the whole
-    /// representation again) and the expected total when known; before any `downloadTaskDidWriteData` of
-    /// that body. Default `nil`.
-    public var downloadTaskDidResume:
-        (@Sendable (_ task: DownloadTask, _ fileOffset: Int64, _ expectedTotalBytes: Int64?) -> Void)?
-    {
-        get { state.withLock { $0.downloadHooks.didResume } }
-        set { state.withLock { $0.downloadHooks.didResume = newValue } }
-    }
-
-    /// Reads the session-level hooks of `SessionManager+Hooks.swift` under the lock, without copying them.
+    /// Reads the session's hooks under the lock, without copying them. Copy out the closure you need and call
+    /// it after `body` returns: never call a hook under the lock.
     func readHooks<Value>(_ body: (borrowing SessionHooks) -> Value) -> Value {
         state.withLock { body($0.hooks) }
     }
@@ -301,9 +210,16 @@ public final class SessionManager: Sendable {
         completionHandler: TaskCompletionHandler? = nil
     ) throws(HeraldError) -> DataTask {
         try request.validate(allowedProtocols: configuration.allowedProtocols)
+        let dataTaskClass = taskClasses.dataTask
+        guard !(dataTaskClass is UploadTask.Type) else {
+            throw HeraldError(
+                .invalidRequest, "taskClasses.dataTask is an UploadTask subclass; name it in taskClasses.uploadTask.")
+        }
         return try register { identifier in
-            let task = DataTask(
-                session: self, identifier: identifier, request: request, completionHandler: completionHandler)
+            let task = dataTaskClass.init(
+                TaskCreation(
+                    session: self, identifier: identifier, request: request, completionHandler: completionHandler,
+                    kind: .data))
             task.core.withLock {
                 $0.uploadProgressHandler = uploadProgress
                 $0.downloadProgressHandler = downloadProgress
@@ -312,20 +228,27 @@ public final class SessionManager: Sendable {
         }
     }
 
+    /// Creates a task with `make` and lists it. The identifier is taken under the lock, but `make` runs
+    /// outside it: it runs the initializer of the class ``taskClasses`` names, which may be the caller's.
     func register<T: SessionTask>(_ make: (Int) -> T) throws(HeraldError) -> T {
         try configuration.proxy?.validate()
         guard multi != nil else {
             throw HeraldError(.internal, "libcurl could not create a connection pool for this session.")
         }
-        let task = state.withLock { state -> T? in
+        let identifier = state.withLock { state -> Int? in
             guard !state.isInvalidated else { return nil }
-            let identifier = state.nextTaskIdentifier
-            state.nextTaskIdentifier += 1
-            let task = make(identifier)
-            state.tasks[identifier] = task
-            return task
+            defer { state.nextTaskIdentifier += 1 }
+            return state.nextTaskIdentifier
         }
-        guard let task else { throw Self.refusal }
+        guard let identifier else { throw Self.refusal }
+        let task = make(identifier)
+        let isListed = state.withLock { state -> Bool in
+            // Invalidated while `make` ran: the task, never resumed nor listed, is dropped.
+            guard !state.isInvalidated else { return false }
+            state.tasks[identifier] = task
+            return true
+        }
+        guard isListed else { throw Self.refusal }
         return task
     }
 
@@ -337,7 +260,7 @@ public final class SessionManager: Sendable {
     /// Removes the download directory (if empty) once invalidation has finished; before that, finishing
     /// the invalidation removes it. On the event queue, where invalidation finishes.
     func removeDownloadDirectoryAfterInvalidation() {
-        hook.eventQueue.async { [self] in
+        eventPoster.eventQueue.async { [self] in
             if state.withLock({ $0.didFinishInvalidating }) { rmdir(downloadDirectory.path) }
         }
     }
@@ -359,7 +282,7 @@ public final class SessionManager: Sendable {
         if cancelingTasks {
             for task in outstanding { task.cancel() }
         }
-        hook.eventQueue.async { [self] in finishInvalidatingIfDone() }
+        eventPoster.eventQueue.async { [self] in finishInvalidatingIfDone() }
     }
 
     /// Forgets a completed task: it leaves the task lists before `taskDidComplete` is posted. Event queue.
@@ -409,13 +332,15 @@ public final class SessionManager: Sendable {
 
     // MARK: - engine plumbing
 
-    /// Waits until the engine has run every command enqueued before this call (for tests).
-    func engineBarrier() async {
+    /// Waits until the engine has run every command enqueued before this call. For tests: `package`, so the
+    /// package's test targets and `HeraldTesting` can reach it and users of the library can't.
+    package func engineBarrier() async {
         await withCheckedContinuation { continuation in engine.execute { continuation.resume() } }
     }
 
-    /// The number of transfers and polled sockets in this session's pool (for tests). Loop thread.
-    func poolCounts() async -> (transfers: Int, sockets: Int) {
+    /// The number of transfers and polled sockets in this session's pool, read on the loop thread. For
+    /// tests: `package`, like `engineBarrier()`.
+    package func poolCounts() async -> (transfers: Int, sockets: Int) {
         guard let multi else { return (0, 0) }
         return await withCheckedContinuation { continuation in
             engine.execute { continuation.resume(returning: (multi.activeTransferCount, multi.pollCount)) }

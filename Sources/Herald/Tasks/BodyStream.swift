@@ -1,4 +1,5 @@
 import Foundation
+import HeraldNotifications
 
 /// A request body produced on demand, for streamed uploads whose length is not known up front (sent with
 /// `Transfer-Encoding: chunked`).

@@ -30,7 +30,10 @@ extension DataTask {
         }
         let temporaryURL = session.downloadDirectory.appendingPathComponent(
             "download-\(taskIdentifier)-\(UUID().uuidString).part")
-        let download = DownloadTask(becoming: self, temporaryURL: temporaryURL)
+        let download = session.taskClasses.downloadTask.init(
+            TaskCreation(
+                session: session, identifier: taskIdentifier, request: originalRequest, completionHandler: nil,
+                kind: .becomingDownload(self, temporaryURL: temporaryURL)))
         // Listed first, then marked in the task: a task that completes in between (a cancel) finds its
         // listing by identifier either way, and one already gone is never listed again.
         let isListed = session.replace(self, with: download)

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldNotifications
 
 /// The completion handler of a download task: the response, where the file is, and the error.
 ///
@@ -31,7 +32,7 @@ public typealias DownloadDestination = @Sendable (_ temporaryURL: URL, _ respons
 /// lost, timeout) keeps its partial file and offers ``resumeDataAfterFailure``, as URLSession's resume
 /// data in a failure's `userInfo` does. If the move fails, the file is kept, `downloadDidFailToMoveFile`
 /// is posted, and the completion reports it. With ``cancel(byProducingResumeData:)`` the partial file is
-/// kept for the resume data.
+/// kept for the resume data. To have the session hand out a subclass, see ``TaskClasses``.
 open class DownloadTask: SessionTask, @unchecked Sendable {
     // Safety: mutable state lives in `download`, a lock; the rest is immutable and Sendable.
 
@@ -55,28 +56,42 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
     let resumedFrom: DownloadResumeData?
     let download = Locked(DownloadState())
 
-    init(
-        session: SessionManager, identifier: Int, request: Request, temporaryURL: URL,
-        resumedFrom: DownloadResumeData?, destination: DownloadDestination?,
-        completionHandler: DownloadCompletionHandler?
-    ) {
-        self.temporaryURL = temporaryURL
-        self.destination = destination
-        self.resumedFrom = resumedFrom
-        var handler: TaskCompletionHandler?
-        if let completionHandler {
-            handler = { response, object, error in completionHandler(response, object as? URL, error) }
+    /// Creates the task a session prepared. The session calls it on the class ``SessionManager/taskClasses``
+    /// names — also for the download task a data task becomes; a subclass that declares initializers of its
+    /// own implements it and calls `super.init(creation)`.
+    /// - Parameter creation: What the session prepared; pass it on unchanged.
+    public required init(_ creation: TaskCreation) {
+        switch creation.kind {
+        case .becomingDownload(let dataTask, let temporaryURL):
+            self.temporaryURL = temporaryURL
+            self.destination = nil
+            self.resumedFrom = nil
+            super.init(sharingStateOf: dataTask)
+        case .download(let temporaryURL, let resumedFrom, let destination):
+            self.temporaryURL = temporaryURL
+            self.destination = destination
+            self.resumedFrom = resumedFrom
+            super.init(
+                session: creation.session, identifier: creation.identifier, request: creation.request,
+                completionHandler: creation.completionHandler)
+        case .data, .upload:
+            // Only a download factory makes a download task; anything else downloads the request to a new
+            // temporary file.
+            self.temporaryURL = creation.session.downloadDirectory.appendingPathComponent(
+                "download-\(creation.identifier)-\(UUID().uuidString).part")
+            self.destination = nil
+            self.resumedFrom = nil
+            super.init(
+                session: creation.session, identifier: creation.identifier, request: creation.request,
+                completionHandler: creation.completionHandler)
         }
-        super.init(session: session, identifier: identifier, request: request, completionHandler: handler)
     }
 
-    /// The download task `dataTask` becomes: the same task (identifier, state, transfer, progress and
-    /// completion handler), writing the rest of the response to `temporaryURL`.
-    init(becoming dataTask: DataTask, temporaryURL: URL) {
-        self.temporaryURL = temporaryURL
-        self.destination = nil
-        self.resumedFrom = nil
-        super.init(sharingStateOf: dataTask)
+    /// A download completion handler in the form every task's completion takes: the file URL is the
+    /// response object.
+    static func taskCompletionHandler(_ handler: DownloadCompletionHandler?) -> TaskCompletionHandler? {
+        guard let handler else { return nil }
+        return { response, object, error in handler(response, object as? URL, error) }
     }
 
     /// Cancels the task and produces resume data for continuing it later with
@@ -202,7 +217,7 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
                 "Moving the download to \(destinationURL.path) failed (\(error.localizedDescription)); "
                     + "the file is kept at \(temporaryURL.path).",
                 underlying: error, url: originalRequest.url, keptFileURL: temporaryURL)
-            session.hook.postMoveFailure(
+            session.eventPoster.postMoveFailure(
                 of: self, error: failure, sourceURL: temporaryURL, destinationURL: destinationURL)
             return CompletionResult(handlerObject: temporaryURL, assetPath: temporaryURL, error: failure)
         }

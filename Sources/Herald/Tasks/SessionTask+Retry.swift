@@ -41,7 +41,7 @@ extension SessionTask {
             transfer.revalidatesCachedResponse = true
             for field in validators { transfer.headers.add(name: field.name, value: field.value) }
         }
-        if self is DataTask {
+        if receivesDataTaskHooks {
             session.readHooks { hooks in
                 transfer.asksForResponseDisposition = hooks.dataTaskDidReceiveResponse != nil
                 transfer.forwardsBodyChunks = hooks.dataTaskDidReceiveData != nil
@@ -135,7 +135,7 @@ extension SessionTask {
             core.hops.redirectCount = 0
             core.hops.visited = []
             core.hops.authenticationFailures = 0
-            session.hook.postRetry(
+            session.eventPoster.postRetry(
                 of: self, attempt: core.hops.attempt, error: failure, response: outcome.response, delay: delay)
             let timer = DispatchWorkItem { [self] in startAttempt(with: interceptor) }
             core.hops.retryTimer = timer
@@ -154,7 +154,7 @@ extension SessionTask {
     }
 }
 
-extension TaskLifecycleHook {
+extension SessionEventPoster {
     /// Queues `taskWillRetry` on the event queue. Called with the task's lock held, after its resume
     /// and before anything can complete it, so the notification lands between the two.
     func postRetry(

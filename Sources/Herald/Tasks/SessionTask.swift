@@ -1,4 +1,5 @@
 import Foundation
+import HeraldNotifications
 import Instrumentation
 
 /// The completion handler of a task: the response, the serializer's output and the error, AF-style.
@@ -17,8 +18,11 @@ public typealias TaskCompletionHandler =
 /// New tasks are suspended; call ``resume()`` to start. ``resume()``, ``suspend()`` and ``cancel()`` are
 /// safe from any thread, any number of times, and each real state change happens exactly once and is
 /// announced exactly once on the session's notification center (`taskDidResume`, `taskDidSuspend`, and
-/// finally `taskDidComplete`). The class is `open` so it can be subclassed; an override of
-/// ``resume()`` or ``suspend()`` that calls `super` keeps the notifications.
+/// finally `taskDidComplete`). The task classes are `open`: a session hands out your subclass of
+/// ``DataTask``, ``UploadTask`` or ``DownloadTask`` when ``SessionManager/taskClasses`` names it, and every
+/// resume and suspend — yours, a progress object's, the session's — runs its overrides of ``resume()`` and
+/// ``suspend()``. An override that calls `super` keeps the notifications exactly once; one that doesn't
+/// leaves the state unchanged and posts nothing.
 open class SessionTask: @unchecked Sendable, TransferDelegate {
     // Safety: every mutable member lives in `core`, a lock; the others are immutable and Sendable.
 
@@ -146,7 +150,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
             case .none:
                 return false
             case .start:
-                session.hook.taskDidTransition(self, to: .running)
+                session.eventPoster.taskDidTransition(self, to: .running)
                 if case .fresh = cached { return true }
                 if case .stale(let entry, let validators) = cached {
                     core.revalidating = entry
@@ -165,7 +169,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
                 session.enqueue { multi in multi.add(transfer) }
                 return false
             case .unpause:
-                session.hook.taskDidTransition(self, to: .running)
+                session.eventPoster.taskDidTransition(self, to: .running)
                 if let outcome = core.heldOutcome {
                     // The transfer finished while suspended: complete now that the task runs again.
                     core.heldOutcome = nil
@@ -191,7 +195,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
 
     /// What the session's cache holds for this task's first resume, or `nil`.
     private func cacheLookup() -> ResponseCachePolicy.Lookup? {
-        guard let cache = session.configuration.responseCache, self is DataTask, !(self is UploadTask),
+        guard let cache = session.configuration.responseCache, usesResponseCache,
             core.withLock({ !$0.machine.hasStarted })
         else { return nil }
         return ResponseCachePolicy.lookup(for: originalRequest, in: cache)
@@ -212,7 +216,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     open func suspend() {
         core.withLock { core in
             guard core.machine.suspend() else { return }
-            session.hook.taskDidTransition(self, to: .suspended)
+            session.eventPoster.taskDidTransition(self, to: .suspended)
             if let transfer = core.transfer {
                 session.enqueue { _ in transfer.pause() }
             }
@@ -280,20 +284,13 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         session.completionQueue.async(group: session.completionGroup) { hook(subject, delta, sent, expected) }
     }
 
-    func transferDidReceiveBody(_ bytes: UnsafeRawBufferPointer) {
-        guard let dataTask = self as? DataTask, let hook = session.dataTaskDidReceiveData else { return }
-        let data = Data(bytes)
-        session.completionQueue.async(group: session.completionGroup) { hook(dataTask, data) }
-    }
+    /// A piece of the response body, for the `dataTaskDidReceiveData` hook: only data tasks have one.
+    func transferDidReceiveBody(_ bytes: UnsafeRawBufferPointer) {}
 
+    /// The final response, paused for the `dataTaskDidReceiveResponse` hook: only data tasks have one, so
+    /// other tasks let the transfer continue.
     func transferNeedsResponseDisposition(_ response: HTTPResponse, transfer: Transfer) {
-        guard let dataTask = self as? DataTask, let hook = session.dataTaskDidReceiveResponse else {
-            session.enqueue { _ in transfer.allowResponse() }
-            return
-        }
-        session.completionQueue.async(group: session.completionGroup) {
-            dataTask.apply(hook(dataTask, response), to: transfer)
-        }
+        session.enqueue { _ in transfer.allowResponse() }
     }
 
     func transferDidFinish(_ outcome: TransferOutcome) {
@@ -345,7 +342,15 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         session.complete(finisher.task, with: outcome)
     }
 
-    // MARK: - task kinds (overridden by UploadTask and DownloadTask)
+    // MARK: - task kinds (overridden by DataTask, UploadTask and DownloadTask)
+
+    /// Whether the session's ``SessionConfiguration/responseCache`` serves and stores this task's responses:
+    /// data tasks only.
+    var usesResponseCache: Bool { false }
+
+    /// Whether this task's transfers report to the data-task hooks (``SessionManager/dataTaskDidReceiveResponse``,
+    /// ``SessionManager/dataTaskDidReceiveData``): data and upload tasks.
+    var receivesDataTaskHooks: Bool { false }
 
     /// What the engine must do for one attempt of this task: `request` (the original, or an adapter's
     /// version of it), its body source and its body sink. Called with the task's lock held, once per
@@ -380,17 +385,4 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         downloadProgress.finish(deliveringFinalUpdateTo: downloadHandler)
         handler?(response, object, error)
     }
-}
-
-/// A task whose response body is collected in memory: AF's data task.
-///
-/// Create one with ``SessionManager/dataTask(with:uploadProgress:downloadProgress:completionHandler:)``.
-/// The body is kept once — the buffer that received it is handed to the serializer and to the
-/// completion, never copied.
-open class DataTask: SessionTask, @unchecked Sendable {
-    // Safety: adds no stored state to SessionTask.
-
-    /// Whether ``ResponseDisposition/becomeDownload`` is honoured: not for tasks whose completion returns
-    /// the body in memory (the `async` forms).
-    var canBecomeDownload: Bool { true }
 }

@@ -1,3 +1,4 @@
+import HeraldNotifications
 extension TransferProgress {
     /// The counts of a ``TransferProgress`` at one moment.
     public struct Snapshot: Sendable, Hashable, CustomStringConvertible {

@@ -1,4 +1,5 @@
 import Dispatch
+import HeraldNotifications
 
 /// The progress of one direction of a task's transfer — the upload or the download — bound to its task.
 ///

@@ -8,7 +8,8 @@ import Foundation
 /// ``SessionManager/uploadTask(withStreamedRequest:bodyProvider:progress:completionHandler:)``. The
 /// response is serialized by the session's ``SessionManager/responseSerializer``, as for a data task.
 /// Upload progress counts the body bytes handed to the connection, exactly; after a rewind (a 307, an
-/// authentication round-trip) it counts again from the rewound position.
+/// authentication round-trip) it counts again from the rewound position. To have the session hand out a
+/// subclass, see ``TaskClasses``.
 open class UploadTask: DataTask, @unchecked Sendable {
     // Safety: adds one immutable Sendable member to DataTask.
 
@@ -23,13 +24,22 @@ open class UploadTask: DataTask, @unchecked Sendable {
 
     let body: Body
 
-    init(
-        session: SessionManager, identifier: Int, request: Request, body: Body,
-        completionHandler: TaskCompletionHandler?
-    ) {
-        self.body = body
-        super.init(session: session, identifier: identifier, request: request, completionHandler: completionHandler)
+    /// Creates the task a session prepared. The session calls it on the class ``SessionManager/taskClasses``
+    /// names; a subclass that declares initializers of its own implements it and calls `super.init(creation)`.
+    /// - Parameter creation: What the session prepared; pass it on unchanged.
+    public required init(_ creation: TaskCreation) {
+        if case .upload(let body) = creation.kind {
+            self.body = body
+        } else {
+            // Only an upload factory makes an upload task; anything else sends the request's own body, as
+            // a data task would.
+            self.body = .data(creation.request.body ?? Data())
+        }
+        super.init(creation)
     }
+
+    /// Upload tasks are never served from or stored in the response cache.
+    override var usesResponseCache: Bool { false }
 
     override func makeTransferRequest(for request: Request) -> TransferRequest {
         let transferBody: TransferBody

@@ -30,16 +30,6 @@ extension URL {
         }
         return components.string ?? LogRedaction.placeholder
     }
-
-    /// The port, or the scheme's default (80 for http, 443 for https), or `nil`.
-    var effectivePort: Int? {
-        if let port { return port }
-        switch scheme?.lowercased() {
-        case "http": return 80
-        case "https": return 443
-        default: return nil
-        }
-    }
 }
 
 extension HTTPResponse {

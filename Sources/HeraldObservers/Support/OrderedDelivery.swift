@@ -1,4 +1,5 @@
 import Herald
+import HeraldNotifications
 
 /// A lock-guarded state whose changes produce items that a consumer receives one at a time, in the
 /// order the changes happened, without the lock held while the consumer runs.

@@ -6,6 +6,7 @@
     import Darwin
 #endif
 import Foundation
+import HeraldNotifications
 import Herald
 
 /// Hands items to a consumer on a thread of its own, one at a time and in submission order, so that a

@@ -1,4 +1,5 @@
 import Herald
+import HeraldNotifications
 import NIOCore
 
 /// The requests parked at `/barrier/{n}?key=K`, released together once `n` of them with the same key wait.

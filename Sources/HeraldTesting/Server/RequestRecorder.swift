@@ -1,5 +1,6 @@
 import NIOCore
 import Herald
+import HeraldNotifications
 
 /// The shared, lock-protected state of one ``TestServer``: its connections, its request records and its byte
 /// counters, plus the tasks waiting for a condition over them.

@@ -1,5 +1,6 @@
 import Foundation
 import Herald
+import HeraldNotifications
 import NIOCore
 import NIOHTTP1
 

@@ -1,4 +1,5 @@
 import Herald
+import HeraldNotifications
 import HeraldObservers
 
 /// An ``ObserverScheduler`` whose time moves only when a test calls ``advance(by:)``: delays are

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import HeraldNotifications
 @testable import Herald
 
 /// Records hook calls and completion-handler calls in the order they happened, across queues.

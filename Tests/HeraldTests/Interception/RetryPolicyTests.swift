@@ -1,5 +1,6 @@
 import Foundation
 import Herald
+import HeraldNotifications
 import Testing
 
 /// ``RetryPolicy`` and ``RetryAfter`` as pure functions: which failures are retried, and after how long.

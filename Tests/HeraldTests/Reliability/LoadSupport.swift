@@ -3,6 +3,7 @@
 #endif
 import Foundation
 import Herald
+import HeraldNotifications
 import HeraldTesting
 
 /// The process's descriptor limit (`RLIMIT_NOFILE`).

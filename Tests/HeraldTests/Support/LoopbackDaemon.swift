@@ -1,4 +1,5 @@
 import Foundation
+import HeraldNotifications
 import Herald
 
 #if canImport(Glibc)

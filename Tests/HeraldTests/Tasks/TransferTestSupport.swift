@@ -1,5 +1,6 @@
 import Foundation
 import Herald
+import HeraldNotifications
 import HeraldTesting
 
 /// Files holding the ``TestServer`` byte pattern (byte `i` is `UInt8(i % 251)`), written and checked in

@@ -1,8 +1,9 @@
 import CCurl
 import Foundation
 
-// The engine is the only caller; this file is the one place outside `Engine/` that names a curl type,
-// because the mapping table is part of the error contract and is tested on its own.
+// How a finished transfer's `CURLcode` becomes a `HeraldError`. It lives in `Engine/` with every other
+// use of libcurl's vocabulary; the error type itself (`Errors/`) knows nothing of curl beyond the raw code
+// and text it carries. The table is internal and tested on its own through the raw-value form.
 
 extension HeraldError {
     /// Maps a finished transfer's `CURLcode` to a ``HeraldError``.

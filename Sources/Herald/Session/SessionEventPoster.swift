@@ -2,19 +2,18 @@ import Dispatch
 import Foundation
 import HeraldNotifications
 
-/// Herald's stand-in for AFNetworking's swizzled `resume`/`suspend`.
+/// Posts a session's task lifecycle notifications — `taskDidResume`, `taskDidSuspend`,
+/// `downloadDidFailToMoveFile`, `taskWillRetry`, `taskDidComplete` — from the session's serial event queue.
 ///
-/// AFNetworking exchanges the implementations of `resume` and `suspend` on NSURLSessionTask so that
-/// every call — from user code, a progress object, anywhere — posts a notification when, and only when,
-/// the state really changed. Linux has no Objective-C runtime, so Herald's task base class routes every
-/// state change through this one hook instead: ``SessionTask/resume()``, ``SessionTask/suspend()`` and
-/// the completion path report here, and nothing else in the library posts task lifecycle notifications.
-/// A user subclass that overrides `resume()` and calls `super` reaches it too.
+/// It is the only code in the library that posts them. ``SessionTask/resume()``, ``SessionTask/suspend()``
+/// and the completion path report each real state change here, once, so that every call — from user code,
+/// a progress object, the session, a subclass's override that calls `super` — is announced exactly when
+/// the state changed: what AFNetworking gets by swizzling `resume`/`suspend`.
 ///
-/// The hook belongs to one session and posts only on that session's center, so a task never announces
-/// itself to another session's observers. Events are queued on the session's serial event queue from
-/// inside the task's lock, which fixes their order to the order of the state changes themselves.
-final class TaskLifecycleHook: Sendable {
+/// One per session, posting only on that session's center, so a task never announces itself to another
+/// session's observers. Events are queued on the event queue from inside the task's lock, which fixes
+/// their order to the order of the state changes themselves.
+final class SessionEventPoster: Sendable {
     let center: NotificationHub
     let sessionIdentifier: Int
     /// Every lifecycle notification of the session is posted from this serial queue, in causal order.

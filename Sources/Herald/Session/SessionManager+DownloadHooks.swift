@@ -1,0 +1,39 @@
+import Foundation
+
+// AF's download-task blocks.
+extension SessionManager {
+    /// AF's `downloadTaskDidFinishDownloading`: where a finished download goes when its task has no
+    /// `destination` closure of its own. Called like `destination` (once, on a background queue, after the
+    /// whole body is on disk); returning `nil` leaves the file at its temporary location. Default `nil`.
+    public var downloadTaskDidFinishDownloading:
+        (@Sendable (_ task: DownloadTask, _ temporaryURL: URL, _ response: HTTPResponse) -> URL?)?
+    {
+        get { readHooks { $0.downloadTaskDidFinishDownloading } }
+        set { updateHooks { $0.downloadTaskDidFinishDownloading = newValue } }
+    }
+
+    /// AF's `downloadTaskDidWriteData`: called on ``completionQueue`` after each write to a download's file,
+    /// in order, before the task's completion handler, with the bytes just written, the file's total
+    /// (including a resumed download's earlier bytes) and the expected total when known. Default `nil`.
+    public var downloadTaskDidWriteData:
+        (
+            @Sendable (
+                _ task: DownloadTask, _ bytesWritten: Int64, _ totalBytesWritten: Int64, _ totalBytesExpected: Int64?
+            ) -> Void
+        )?
+    {
+        get { readHooks { $0.downloadTaskDidWriteData } }
+        set { updateHooks { $0.downloadTaskDidWriteData = newValue } }
+    }
+
+    /// AF's `downloadTaskDidResume`: called on ``completionQueue`` when a download created from resume data
+    /// starts receiving its body, with the offset it continues from (`0` when the server sent the whole
+    /// representation again) and the expected total when known; before any `downloadTaskDidWriteData` of
+    /// that body. Default `nil`.
+    public var downloadTaskDidResume:
+        (@Sendable (_ task: DownloadTask, _ fileOffset: Int64, _ expectedTotalBytes: Int64?) -> Void)?
+    {
+        get { readHooks { $0.downloadTaskDidResume } }
+        set { updateHooks { $0.downloadTaskDidResume = newValue } }
+    }
+}

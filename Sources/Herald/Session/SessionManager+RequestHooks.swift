@@ -1,0 +1,40 @@
+import Foundation
+
+// The hooks that shape what is sent: a redirect's next request, a streamed body sent again.
+extension SessionManager {
+    /// AF's `taskWillPerformHTTPRedirection`: decides each redirect before Herald follows it.
+    ///
+    /// Called once per hop with the task, the 3xx response and the request Herald proposes — already
+    /// rewritten by the rules: `POST` → `GET` without body on 301/302, everything but `HEAD` → `GET` on 303,
+    /// method and body kept on 307/308, `Location` resolved against the current URL, and `Authorization`,
+    /// `Cookie` and `Proxy-Authorization` removed when the scheme, host or port changes. Return it
+    /// unchanged to follow, a modified request to send that instead (it is validated like a new request),
+    /// or `nil` to complete the task with the 3xx response itself (its body is the task's body).
+    ///
+    /// Runs on a global dispatch queue — never the engine's loop thread, never ``completionQueue`` — one hop
+    /// at a time per task, before that hop's request is sent. The hop limit, a disallowed scheme and an
+    /// `https` → `http` downgrade are checked before it is asked; a loop (a request already sent for this
+    /// task) after. If the task is cancelled while the hook runs, it completes with
+    /// ``HeraldError/Code/cancelled`` and what the hook returns is ignored. Not called when
+    /// ``SessionConfiguration/followsRedirects`` is `false`. Default `nil`: follow the proposed request.
+    public var taskWillPerformHTTPRedirection: RedirectionHook? {
+        get { readHooks { $0.taskWillPerformHTTPRedirection } }
+        set { updateHooks { $0.taskWillPerformHTTPRedirection = newValue } }
+    }
+
+    /// AF's `taskNeedNewBodyStream`: provides a fresh body stream when a streamed upload must be sent again
+    /// (a 307/308 redirect, an authentication round-trip, a reused connection that closed early).
+    ///
+    /// Before a 307/308 hop or an authentication round-trip (which Herald runs as a new transfer) it is
+    /// called on a global dispatch queue, after ``taskWillPerformHTTPRedirection`` or the challenge hook.
+    /// When libcurl itself must resend (a reused connection that closed, Digest's own round-trip) it is
+    /// called on the engine's **loop thread**, synchronously, from inside libcurl's seek callback, and
+    /// must then not block or wait for another thread. Either way: return a new ``BodyStream`` positioned
+    /// at the start of the body, or `nil` when none can be made — the task then fails with
+    /// ``HeraldError/Code/bodyStream``. Data and file bodies rewind themselves and never call it.
+    /// Default `nil`.
+    public var taskNeedNewBodyStream: (@Sendable (SessionTask) -> BodyStream?)? {
+        get { readHooks { $0.taskNeedNewBodyStream } }
+        set { updateHooks { $0.taskNeedNewBodyStream = newValue } }
+    }
+}
