@@ -75,7 +75,11 @@ test-tsan: deps
 	@# One test at a time: TSan slows everything ~10x, and parallel suites would starve the timeout tests.
 	@# The 10,000-connection load test is skipped: it checks counts and timelines, which test and test-asan cover,
 	@# and under TSan it needs ~10x the time and memory; the stress tests, where races would show, do run.
-	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --skip LargeTransferTests --skip LoadTests --no-parallel
+	@# Suspend-at-the-last-byte is skipped too: it needs suspend() to land within microseconds of a transfer's
+	@# end, which TSan's slowdown never lets happen (0 of 150 rounds), so it would test nothing; the held-result
+	@# path it covers runs under TSan in the concurrency stress test.
+	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --skip LargeTransferTests --skip LoadTests \
+		--skip SuspendAtLastByteTests --no-parallel
 
 ## test-asan: the whole suite under AddressSanitizer, in its own scratch path (leaks: see leak-check).
 test-asan: deps
