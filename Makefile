@@ -76,8 +76,7 @@ test-tsan: deps
 	@# The 10,000-connection load test is skipped: it checks counts and timelines, which test and test-asan cover,
 	@# and under TSan it needs ~10x the time and memory; the stress tests, where races would show, do run.
 	@# Suspend-at-the-last-byte is skipped too: it needs suspend() to land within microseconds of a transfer's
-	@# end, which TSan's slowdown never lets happen (0 of 150 rounds), so it would test nothing; the held-result
-	@# path it covers runs under TSan in the concurrency stress test.
+	@# end, which TSan's slowdown never let happen (0 of 150 rounds), so under TSan it would test nothing.
 	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --skip LargeTransferTests --skip LoadTests \
 		--skip SuspendAtLastByteTests --no-parallel
 
