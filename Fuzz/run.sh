@@ -22,11 +22,18 @@ echo "fuzz: building (swiftc ${flags[*]})"
 "$SWIFTC" "${flags[@]}" -module-name HeraldNotifications -wmo -emit-module \
     -emit-module-path "$BUILD/modules/HeraldNotifications.swiftmodule" -c \
     $(find Sources/HeraldNotifications -name '*.swift' | sort) -o "$BUILD/HeraldNotifications.o"
+# Herald carries a task's trace context through swift-distributed-tracing's Instrumentation module: built the
+# same way from the package's checkout (resolved, not built, by SwiftPM).
+swift package resolve >/dev/null
+tracing=$(pwd)/.build/checkouts/swift-distributed-tracing/Sources/Instrumentation
+"$SWIFTC" "${flags[@]}" -module-name Instrumentation -wmo -emit-module \
+    -emit-module-path "$BUILD/modules/Instrumentation.swiftmodule" -c \
+    $(find "$tracing" -name '*.swift' | sort) -o "$BUILD/Instrumentation.o"
 # Run from the build directory: the driver leaves a Herald-*.swiftmodule for the debugger in the current one.
 root=$(pwd)
 (cd "$BUILD" && "$SWIFTC" "${flags[@]}" -module-name Herald -wmo -I modules -I "$root/Sources/CCurl" \
     -I "$root/Sources/CUV" $(find "$root/Sources/Herald" -name '*.swift' | sort) "$root/Fuzz/HeraldFuzzTargets.swift" \
-    HeraldNotifications.o -lcurl -luv -o herald-fuzz 2> >(grep -v "Cannot export local symbol" >&2))
+    HeraldNotifications.o Instrumentation.o -lcurl -luv -o herald-fuzz 2> >(grep -v "Cannot export local symbol" >&2))
 
 # Partial files the resume-data seeds name, so that decoding succeeds and the round trip is exercised.
 mkdir -p /tmp/herald-fuzz
