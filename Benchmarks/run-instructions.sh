@@ -44,6 +44,7 @@ log() { echo "run-instructions: $*" >&2; }
 source "$here/nginx/bench-env.sh"
 command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null || apt_install valgrind
 
+command -v objcopy >/dev/null || apt_install binutils
 work=$(mktemp -d "${TMPDIR:-/tmp}/herald-bench-instructions.XXXXXX")
 nginx_pid=""
 cleanup() {
@@ -64,7 +65,11 @@ log "building the C client (-O2) and TransferBench (release)"
     $(pkg-config --cflags --libs libcurl libuv)
 SWIFT=${SWIFT:-swift}
 "$SWIFT" build -c release --package-path "$here" --product TransferBench >&2
-swift_bin="$("$SWIFT" build -c release --package-path "$here" --show-bin-path)/TransferBench"
+# valgrind 3.19 (Debian 12) can't read the DWARF 5 that Swift emits and gives up; a copy without the
+# debug sections keeps the symbol table, which is all that function names need.
+objcopy --strip-debug "$("$SWIFT" build -c release --package-path "$here" --show-bin-path)/TransferBench" \
+    "$work/TransferBench"
+swift_bin="$work/TransferBench"
 
 prefix="$work/nginx"
 mkdir -p "$prefix/www"
@@ -73,6 +78,9 @@ chmod -R a+rX "$work"
 start_nginx "$prefix"
 url="http://127.0.0.1:$port/1k.bin"
 log "nginx (pid $nginx_pid) serving $url"
+
+# TransferBench runs its load on the main thread (valgrind 3.19 crashes in dispatchMain()'s thread exit).
+export TRANSFERBENCH_NO_DISPATCH_MAIN=1
 
 # Total instructions (Ir) of one callgrind run of `client` doing `n` requests; output in $work/client-n.out.
 measure() { # client n
@@ -91,7 +99,10 @@ measure() { # client n
         log "$client with $n requests reported failures: $(cat "$work/$client-$n.stdout")"
         exit 1
     }
-    awk '/^(summary|totals):/ { print $2; exit }' "$out"
+    local total
+    total=$(awk '/^(summary|totals):/ { print $2; exit }' "$out")
+    [ -n "$total" ] || { log "no instruction total in $out"; exit 1; }
+    echo "$total"
 }
 
 declare -A per_request
@@ -109,8 +120,15 @@ echo "Instructions per request (callgrind, 1 KiB GETs at concurrency $concurrenc
 printf '  %-7s %10s\n' c "${per_request[c]}" herald "${per_request[herald]}"
 printf '  herald/c %.2fx\n' "$(awk -v h="${per_request[herald]}" -v c="${per_request[c]}" 'BEGIN { print h / c }')"
 echo
-echo "Herald's top $top functions by self cost (Ir) over the whole $requests-request run:"
+echo "Herald's top $top functions by self cost per request (Ir($requests) - Ir($baseline) of each function, / $((requests - baseline))):"
 demangle() { if command -v swift-demangle >/dev/null; then swift-demangle --simplified; else "$SWIFT" demangle --simplified; fi; }
-callgrind_annotate --threshold=100 "$work/herald-$requests.out" 2>/dev/null |
-    awk '/^-+$/ { dashes++; next } dashes >= 4 && NF { print }' | grep -E '^ *[0-9,]+ ' | head -n "$top" | demangle |
-    cut -c1-200
+# "count name" per function of each run (start-up and shut-down cancel out in the difference).
+for n in "$baseline" "$requests"; do
+    callgrind_annotate --threshold=100 "$work/herald-$n.out" 2>/dev/null | grep -E '^ *[0-9,]+ ' |
+        grep -v 'PROGRAM TOTALS' | sed -E 's/^ *([0-9,]+) +\([ 0-9.]+%\) +/\1 /; s/,//g' >"$work/herald-$n.self"
+done
+awk -v d="$((requests - baseline))" '
+    NR == FNR { c = $1; sub(/^[0-9]+ /, ""); low[$0] = c; next }
+    { c = $1; sub(/^[0-9]+ /, ""); printf "%10.0f  %s\n", (c - low[$0]) / d, $0 }' \
+    "$work/herald-$baseline.self" "$work/herald-$requests.self" | sort -rn | awk -v k="$top" 'NR <= k' | demangle |
+    sed "s|$work/||" | cut -c1-180

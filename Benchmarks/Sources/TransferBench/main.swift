@@ -110,6 +110,12 @@ func runClient() -> Never {
 
 // The load runs on its own thread and the main thread serves the main queue, so a client that
 // delivers completions on the main queue (as AFNetworking does by default) works too.
+// TRANSFERBENCH_NO_DISPATCH_MAIN=1 (set by Benchmarks/run-instructions.sh) runs the load on the main
+// thread instead: valgrind 3.19 crashes in the main thread's exit that `dispatchMain()` makes, and
+// none of Herald, the C client or AsyncHTTPClient needs the main queue.
+if ProcessInfo.processInfo.environment["TRANSFERBENCH_NO_DISPATCH_MAIN"] == "1" {
+    runClient()
+}
 Thread.detachNewThread { runClient() }
 dispatchMain()
 
