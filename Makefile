@@ -4,7 +4,7 @@ SWIFT ?= swift
 # Debian package → pkg-config module it provides.
 SYSTEM_DEPS := libcurl4-openssl-dev:libcurl libuv1-dev:libuv pkg-config:
 
-.PHONY: deps build build-strict check-libcurl-minimum test test-tsan test-asan leak-check fuzz soak demo docs docs-coverage lint bench-notifications bench-json bench-transfers clean
+.PHONY: deps build build-strict check-libcurl-minimum test test-tsan test-asan leak-check fuzz soak demo docs docs-coverage lint bench-notifications bench-json bench-transfers bench-instructions clean
 
 ## deps: install libcurl and libuv development files when pkg-config can't find them, the openssl CLI
 ## when it is missing (the TLS tests make a throwaway CA and run `openssl s_server` on loopback), and
@@ -146,9 +146,16 @@ soak: deps
 fuzz: deps
 	Fuzz/run.sh
 
-## bench-transfers: Herald vs URLSession vs a C libcurl+libuv client against a loopback nginx.
+## bench-transfers: Herald vs URLSession vs AsyncHTTPClient vs a C libcurl+libuv client against a loopback nginx.
 bench-transfers: deps
 	Benchmarks/run-transfers.sh $(ARGS)
+
+## bench-instructions: instructions per 1 KiB GET for Herald and the C client under valgrind's callgrind
+## (installed with apt when missing), and Herald's top 20 functions (ARGS="--requests N --concurrency C").
+bench-instructions: deps
+	@command -v valgrind >/dev/null || { if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq valgrind; }
+	Benchmarks/run-instructions.sh $(ARGS)
 
 clean:
 	rm -rf .build .build-* Benchmarks/.build Samples/.build Samples/.build-*

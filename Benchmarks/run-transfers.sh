@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # make bench-transfers: 1 KiB GETs against a loopback nginx, comparing Herald, Foundation's
-# URLSession (FoundationNetworking) and a C client on libcurl multi + libuv (Benchmarks/CClient).
+# URLSession (FoundationNetworking), AsyncHTTPClient (`ahc`: its own event loop group, HTTP/1.1, a pool
+# of as many connections as the concurrency) and a C client on libcurl multi + libuv (Benchmarks/CClient).
 #
 # For every concurrency and client it runs the client as its own process, takes the wall time
 # of the measured phase from the client's own JSON line, and user+sys CPU and peak RSS of the
 # whole process from wait4(2) (Benchmarks/CClient/rusage-run.c). Docs/Performance.md has the targets.
 #
 # usage: Benchmarks/run-transfers.sh [--requests N] [--concurrency "1 16 64"]
-#                                    [--clients "c urlsession herald"] [--json FILE]
+#                                    [--clients "c urlsession herald ahc"] [--json FILE]
 #                                    [--runs K] [--c-fresh-handles] [--keep]
 #                                    [--large-mib N] [--skip-large]
 #
@@ -19,8 +20,9 @@
 # Large transfers (the 256 MiB rows of Docs/Performance.md), after the 1 KiB rows: one GET of an N MiB file of random bytes
 # (--large-mib, default 256; generated once per run in the temp dir), per client, in two modes:
 # download-file (C: fwrite to a file; URLSession: downloadTask(with:) moving the temporary file;
-# Herald: downloadTask(with:progress:destination:completionHandler:)) and data-memory (C: one growing
-# buffer; URLSession and Herald: a data task, Herald's with a DataResponseSerializer). Each checks the
+# Herald: downloadTask(with:progress:destination:completionHandler:); AsyncHTTPClient: its FileDownloadDelegate)
+# and data-memory (C: one growing buffer; URLSession and Herald: a data task, Herald's with a
+# DataResponseSerializer; AsyncHTTPClient: execute(request:), which collects the body). Each checks the
 # size, and the script compares every downloaded file with the source (cmp) before deleting it.
 # MiB/s is N MiB over the client's own wall time of the transfer (resume to the end of the completion
 # handler, the move included); CPU seconds and peak RSS are of the whole process, from wait4(2).
@@ -34,7 +36,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 requests=20000
 concurrencies="1 16 64"
-clients="c urlsession herald"
+clients="c urlsession herald ahc"
 json_file=""
 c_flags=()
 keep=0
@@ -67,7 +69,7 @@ for n in $concurrencies; do
     [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "run-transfers: bad concurrency '$n'" >&2; exit 2; }
 done
 for c in $clients; do
-    case "$c" in c | urlsession | herald) ;; *) echo "run-transfers: unknown client '$c'" >&2; exit 2 ;; esac
+    case "$c" in c | urlsession | herald | ahc) ;; *) echo "run-transfers: unknown client '$c'" >&2; exit 2 ;; esac
 done
 if [ -n "$json_file" ]; then
     case "$json_file" in /*) ;; *) json_file="$PWD/$json_file" ;; esac
@@ -76,41 +78,9 @@ fi
 
 log() { echo "run-transfers: $*" >&2; }
 
-# ---------------------------------------------------------------- system dependencies
-if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
-apt_install() {
-    log "installing: $*"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$@" >&2
-}
-
-find_nginx() { command -v nginx 2>/dev/null || { [ -x /usr/sbin/nginx ] && echo /usr/sbin/nginx; } || true; }
-NGINX=${NGINX:-$(find_nginx)}
-if [ -z "$NGINX" ]; then
-    had_system_nginx=0
-    [ -e /run/nginx.pid ] && had_system_nginx=1
-    apt_install nginx-light || apt_install nginx
-    NGINX=$(find_nginx)
-    [ -n "$NGINX" ] || { log "nginx still missing after installing nginx-light"; exit 1; }
-    # The package's postinst may start the system-wide nginx (port 80); we didn't want that one.
-    if [ "$had_system_nginx" = 0 ] && [ -e /run/nginx.pid ]; then
-        log "stopping the system nginx that the package installation started"
-        $SUDO "$NGINX" -s stop 2>/dev/null || true
-    fi
-fi
-
-command -v pkg-config >/dev/null || apt_install pkg-config
-missing=()
-pkg-config --exists libcurl || missing+=(libcurl4-openssl-dev)
-pkg-config --exists libuv || missing+=(libuv1-dev)
-[ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
-
-CC=${CC:-$(command -v cc || command -v clang || command -v gcc || true)}
-if [ -z "$CC" ]; then
-    apt_install gcc libc6-dev
-    CC=$(command -v gcc)
-fi
-
+# ---------------------------------------------------------------- system dependencies, nginx
+# shellcheck source=nginx/bench-env.sh
+source "$here/nginx/bench-env.sh"
 # ---------------------------------------------------------------- work dir, nginx lifetime
 work=$(mktemp -d "${TMPDIR:-/tmp}/herald-bench-transfers.XXXXXX")
 nginx_pid=""
@@ -142,7 +112,7 @@ log "building the C client and the rusage wrapper"
 
 swift_bin=""
 herald_download_missing=0
-if [[ " $clients " == *" urlsession "* || " $clients " == *" herald "* ]]; then
+if [[ " $clients " == *" urlsession "* || " $clients " == *" herald "* || " $clients " == *" ahc "* ]]; then
     SWIFT=${SWIFT:-swift}
     # Without `herald` in --clients, TransferBench is built without its Herald client
     # (HeraldClient.swift, TRANSFERBENCH_NO_HERALD), so URLSession-only runs don't need Herald's
@@ -178,41 +148,7 @@ if [ "$skip_large" = 0 ]; then
 fi
 chmod -R a+rX "$work"
 
-user_directive=""
-[ "$(id -u)" != 0 ] || user_directive="user $(id -un) $(id -gn);"
-nginx_build=$("$NGINX" -V 2>&1)
-temp_paths="    client_body_temp_path $prefix/temp/client_body;"
-for module in proxy fastcgi uwsgi scgi; do
-    if [[ "$nginx_build" != *"--without-http_${module}_module"* ]]; then
-        temp_paths+=$'\n'"    ${module}_temp_path $prefix/temp/$module;"
-    fi
-done
-
-port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-port=""
-for attempt in $(seq 10); do
-    candidate=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
-    port_in_use "$candidate" && continue
-    sed -e "s|@PREFIX@|$prefix|g" -e "s|@PORT@|$candidate|g" -e "s|@USER_DIRECTIVE@|$user_directive|" \
-        "$here/nginx/nginx.conf.template" |
-        awk -v temp="$temp_paths" '{ if ($0 == "@TEMP_PATHS@") print temp; else print }' >"$prefix/nginx.conf"
-    : >"$prefix/error.log"
-    "$NGINX" -p "$prefix" -e "$prefix/error.log" -c "$prefix/nginx.conf" >"$prefix/stdout.log" 2>&1 &
-    nginx_pid=$!
-    for _ in $(seq 100); do
-        port_in_use "$candidate" && { port=$candidate; break; }
-        kill -0 "$nginx_pid" 2>/dev/null || break
-        sleep 0.05
-    done
-    [ -n "$port" ] && break
-    log "nginx did not come up on port $candidate (attempt $attempt):"
-    cat "$prefix/error.log" "$prefix/stdout.log" >&2 || true
-    kill "$nginx_pid" 2>/dev/null || true
-    wait "$nginx_pid" 2>/dev/null || true
-    nginx_pid=""
-done
-[ -n "$port" ] || { log "could not start nginx"; exit 1; }
+start_nginx "$prefix"
 url="http://127.0.0.1:$port/1k.bin"
 log "nginx $("$NGINX" -v 2>&1 | sed 's|.*/||') (pid $nginx_pid) serving $url"
 
@@ -227,7 +163,7 @@ run_one() { # client concurrency run → results under "client-concurrency#run"
     local cmd
     case "$client" in
         c) cmd=("$here/CClient/curl-uv-client" "${c_flags[@]}" "$url" "$n" "$requests") ;;
-        urlsession | herald) cmd=("$swift_bin" --client "$client" --url "$url" --concurrency "$n" --requests "$requests") ;;
+        urlsession | herald | ahc) cmd=("$swift_bin" --client "$client" --url "$url" --concurrency "$n" --requests "$requests") ;;
     esac
     local rc=0
     # In the background so that a signal to this script interrupts `wait` and runs the trap.
@@ -398,7 +334,7 @@ done
 ratio_lines=""
 for n in $concurrencies; do
     line=""
-    for pair in herald/urlsession herald/c c/urlsession; do
+    for pair in herald/urlsession herald/c herald/ahc ahc/c c/urlsession; do
         a=${pair%/*} b=${pair#*/}
         r=$(ratio "${rps[$a-$n]:-}" "${rps[$b-$n]:-}")
         [ -n "$r" ] || continue
@@ -413,7 +349,7 @@ if [ -n "$ratio_lines" ]; then
     printf '%s' "$ratio_lines"
 fi
 if [ -n "${rps[herald-64]:-}" ]; then
-    echo "Targets at 64 concurrent (Docs/Performance.md): herald/urlsession >= 8x, herald/c >= 0.8x"
+    echo "Targets at 64 concurrent (Docs/Performance.md): herald/urlsession >= 8x, herald/c >= 0.8x, herald/ahc > 1x"
 fi
 
 # Target verdicts for Herald's large rows: "PASS"/"MISS" plus the numbers, or empty when not measured.
@@ -452,7 +388,7 @@ pf() { case "$1" in true) printf PASS ;; false) printf MISS ;; *) printf '?' ;; 
 if [ "$skip_large" = 0 ]; then
     echo
     echo "Large transfers: one GET of $large_mib MiB$median; sizes checked, downloaded files compared with the source (cmp)"
-    printf '%-11s %-14s %9s %9s %8s %9s %7s %8s\n' client mode seconds "MiB/s" "CPU s" "RSS MiB" "vs C" "vs URLS"
+    printf '%-11s %-14s %9s %9s %8s %9s %7s %8s %7s\n' client mode seconds "MiB/s" "CPU s" "RSS MiB" "vs C" "vs URLS" "vs AHC"
     for mode in $large_modes; do
         for client in $clients; do
             tag="$client-$mode"
@@ -464,11 +400,12 @@ if [ "$skip_large" = 0 ]; then
                 printf '%-11s %-14s %9s\n' "$client" "$mode" FAILED
                 continue
             fi
-            vs_c="" vs_u=""
+            vs_c="" vs_u="" vs_a=""
             [ "$client" = c ] || vs_c=$(ratio "${lmbps[$tag]}" "${lmbps[c-$mode]:-}")
             [ "$client" = urlsession ] || vs_u=$(ratio "${lmbps[$tag]}" "${lmbps[urlsession-$mode]:-}")
-            printf '%-11s %-14s %9s %9s %8s %9s %7s %8s\n' "$client" "$mode" "${lsecs[$tag]}" "${lmbps[$tag]}" \
-                "${lcpu[$tag]}" "${lrss[$tag]}" "${vs_c:+${vs_c}x}" "${vs_u:+${vs_u}x}"
+            [ "$client" = ahc ] || vs_a=$(ratio "${lmbps[$tag]}" "${lmbps[ahc-$mode]:-}")
+            printf '%-11s %-14s %9s %9s %8s %9s %7s %8s %7s\n' "$client" "$mode" "${lsecs[$tag]}" "${lmbps[$tag]}" \
+                "${lcpu[$tag]}" "${lrss[$tag]}" "${vs_c:+${vs_c}x}" "${vs_u:+${vs_u}x}" "${vs_a:+${vs_a}x}"
         done
     done
     if [[ " $clients " == *" herald "* ]]; then
@@ -498,6 +435,11 @@ if [ -n "$json_file" ]; then
                     if [ -n "$r" ]; then extra+=", \"req_per_s_vs_urlsession\": $r"; fi
                     r=$(ratio "${rps[herald-$n]}" "${rps[c-$n]:-}")
                     if [ -n "$r" ]; then extra+=", \"req_per_s_vs_c\": $r"; fi
+                    r=$(ratio "${rps[herald-$n]}" "${rps[ahc-$n]:-}")
+                    if [ -n "$r" ]; then extra+=", \"req_per_s_vs_ahc\": $r"; fi
+                elif [ "$client" = ahc ]; then
+                    r=$(ratio "${rps[ahc-$n]}" "${rps[c-$n]:-}")
+                    if [ -n "$r" ]; then extra+=", \"req_per_s_vs_c\": $r"; fi
                 fi
                 [ $first = 1 ] || echo ","
                 first=0
@@ -517,8 +459,13 @@ if [ -n "$json_file" ]; then
                         if [ -n "$r" ]; then extra+=", \"mb_per_s_vs_c\": $r"; fi
                         r=$(ratio "${lmbps[$tag]}" "${lmbps[urlsession-$mode]:-}")
                         if [ -n "$r" ]; then extra+=", \"mb_per_s_vs_urlsession\": $r"; fi
+                        r=$(ratio "${lmbps[$tag]}" "${lmbps[ahc-$mode]:-}")
+                        if [ -n "$r" ]; then extra+=", \"mb_per_s_vs_ahc\": $r"; fi
                         large_verdict "$mode"
                         extra+=", \"meets_target\": $meets"
+                    elif [ "$client" = ahc ]; then
+                        r=$(ratio "${lmbps[$tag]}" "${lmbps[c-$mode]:-}")
+                        if [ -n "$r" ]; then extra+=", \"mb_per_s_vs_c\": $r"; fi
                     fi
                     [ $first = 1 ] || echo ","
                     first=0

@@ -1,9 +1,9 @@
 // TransferBench: one client of `make bench-transfers` (Benchmarks/run-transfers.sh).
 //
-//   TransferBench --client urlsession|herald|herald-observed --url URL --concurrency N --requests R
+//   TransferBench --client urlsession|herald|herald-observed|ahc --url URL --concurrency N --requests R
 //                 [--expect-bytes B]
 //   TransferBench --client herald --url URL --idle-seconds S
-//   TransferBench --client urlsession|herald --url URL --mode download-file|data-memory --expect-bytes B
+//   TransferBench --client urlsession|herald|ahc --url URL --mode download-file|data-memory --expect-bytes B
 //                 [--destination PATH]
 //
 // The second form measures an idle session (target in Docs/Performance.md: ≤ 10 ms CPU in 5 s): one request to bring the
@@ -11,7 +11,7 @@
 //
 // `herald-observed` is Herald with the activity indicator, the logging observer (at debug level, into a
 // handler that formats and discards) and the metrics observer (into swift-metrics' no-op backend)
-// attached: the "with observers" row of Docs/Performance.md.
+// attached: the "with observers" row of Docs/Performance.md. `ahc` is AsyncHTTPClient (AHCClient.swift).
 //
 // Keeps N GETs in flight (each completion starts the next) until R have completed, checks every
 // response (status 200, B body bytes), and prints one JSON line:
@@ -41,10 +41,10 @@ func usage() -> Never {
     FileHandle.standardError.write(
         Data(
             """
-            usage: TransferBench --client urlsession|herald|herald-observed --url URL --concurrency N --requests R
+            usage: TransferBench --client urlsession|herald|herald-observed|ahc --url URL --concurrency N --requests R
                                  [--expect-bytes B]
                    TransferBench --client herald --url URL --idle-seconds S
-                   TransferBench --client urlsession|herald --url URL --mode download-file|data-memory
+                   TransferBench --client urlsession|herald|ahc --url URL --mode download-file|data-memory
                                  --expect-bytes B [--destination PATH]
 
             """.utf8))
@@ -91,6 +91,10 @@ func runClient() -> Never {
         outcome = runURLSession(
             url: url, concurrency: options.concurrency, requests: options.requests,
             expectedBytes: options.expectedBytes)
+    case "ahc":
+        outcome = runAHC(
+            url: url, concurrency: options.concurrency, requests: options.requests,
+            expectedBytes: options.expectedBytes)
     case "herald", "herald-observed":
         outcome = runHerald(
             url: url, concurrency: options.concurrency, requests: options.requests,
@@ -106,6 +110,12 @@ func runClient() -> Never {
 
 // The load runs on its own thread and the main thread serves the main queue, so a client that
 // delivers completions on the main queue (as AFNetworking does by default) works too.
+// TRANSFERBENCH_NO_DISPATCH_MAIN=1 (set by Benchmarks/run-instructions.sh) runs the load on the main
+// thread instead: valgrind 3.19 crashes in the main thread's exit that `dispatchMain()` makes, and
+// none of Herald, the C client or AsyncHTTPClient needs the main queue.
+if ProcessInfo.processInfo.environment["TRANSFERBENCH_NO_DISPATCH_MAIN"] == "1" {
+    runClient()
+}
 Thread.detachNewThread { runClient() }
 dispatchMain()
 
@@ -114,6 +124,9 @@ func runLarge(url: URL, mode: LargeMode) -> Never {
     switch (options.client, mode) {
     case ("urlsession", _):
         outcome = runURLSessionLarge(
+            url: url, mode: mode, destination: options.destination, expectedBytes: options.expectedBytes)
+    case ("ahc", _):
+        outcome = runAHCLarge(
             url: url, mode: mode, destination: options.destination, expectedBytes: options.expectedBytes)
     case ("herald", .downloadFile):
         outcome = runHeraldDownload(url: url, destination: options.destination!, expectedBytes: options.expectedBytes)

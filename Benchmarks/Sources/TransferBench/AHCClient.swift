@@ -1,0 +1,106 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// AsyncHTTPClient as a Swift-on-server user sets it up: its own event loop group (NIO's singleton,
+/// one loop per core), HTTP/1.1 only, and a connection pool of `connections` per host.
+func makeAHCClient(connections: Int) -> HTTPClient {
+    var configuration = HTTPClient.Configuration()
+    configuration.httpVersion = .http1Only
+    configuration.connectionPool = .init(
+        idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(connections, 1))
+    return HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
+}
+
+/// 1 KiB GETs through AsyncHTTPClient's future-based `execute(request:)`, which collects the body.
+func runAHC(url: URL, concurrency: Int, requests: Int, expectedBytes: Int) -> LoadOutcome {
+    let client = makeAHCClient(connections: concurrency)
+    let request: HTTPClient.Request
+    do {
+        request = try HTTPClient.Request(url: url.absoluteString, method: .GET)
+    } catch {
+        FileHandle.standardError.write(Data("bad URL \(url): \(error)\n".utf8))
+        exit(2)
+    }
+    let generator = LoadGenerator(total: requests, concurrency: concurrency) { generator in
+        client.execute(request: request).whenComplete { result in
+            var failure: String?
+            switch result {
+            case .failure(let error):
+                failure = "\(error)"
+            case .success(let response):
+                let count = response.body?.readableBytes ?? 0
+                if response.status != .ok {
+                    failure = "status \(response.status.code)"
+                } else if count != expectedBytes {
+                    failure = "\(count) body bytes, expected \(expectedBytes)"
+                }
+            }
+            generator.finished(failure: failure)
+        }
+    }
+    let outcome = generator.run()
+    try? client.syncShutdown()
+    return outcome
+}
+
+/// One large GET through AsyncHTTPClient: `download-file` streams the body to `destination` with its
+/// `FileDownloadDelegate` (writes through NIO's `NonBlockingFileIO` thread pool); `data-memory` collects
+/// the body with `execute(request:)`.
+func runAHCLarge(url: URL, mode: LargeMode, destination: URL?, expectedBytes: Int) -> LargeOutcome {
+    let client = makeAHCClient(connections: 1)
+    defer { try? client.syncShutdown() }
+    let request: HTTPClient.Request
+    do {
+        request = try HTTPClient.Request(url: url.absoluteString, method: .GET)
+    } catch {
+        return LargeOutcome(failure: "bad URL \(url): \(error)")
+    }
+    switch mode {
+    case .dataMemory:
+        return measureLarge { finish in
+            client.execute(request: request).whenComplete { result in
+                var outcome = LargeOutcome()
+                switch result {
+                case .failure(let error):
+                    outcome.failure = "\(error)"
+                case .success(let response):
+                    outcome.bytes = response.body?.readableBytes ?? 0
+                    if response.status != .ok {
+                        outcome.failure = "status \(response.status.code)"
+                    } else if outcome.bytes != expectedBytes {
+                        outcome.failure = "\(outcome.bytes) body bytes, expected \(expectedBytes)"
+                    }
+                }
+                finish(outcome)
+            }
+        }
+    case .downloadFile:
+        guard let destination else { return LargeOutcome(failure: "no destination") }
+        removeStaleDestination(destination)
+        let status = Mutex<UInt?>(nil)
+        let delegate: FileDownloadDelegate
+        do {
+            delegate = try FileDownloadDelegate(
+                path: destination.path, reportHead: { _, head in status.withLock { $0 = head.status.code } })
+        } catch {
+            return LargeOutcome(failure: "FileDownloadDelegate: \(error)")
+        }
+        return measureLarge { finish in
+            client.execute(request: request, delegate: delegate).futureResult.whenComplete { result in
+                var outcome: LargeOutcome
+                switch result {
+                case .failure(let error):
+                    outcome = LargeOutcome(failure: "\(error)")
+                case .success:
+                    outcome = checkDownloadedFile(
+                        at: destination, destination: destination, expectedBytes: expectedBytes)
+                    if let code = status.withLock({ $0 }), code != 200 { outcome.failure = "status \(code)" }
+                }
+                finish(outcome)
+            }
+        }
+    }
+}

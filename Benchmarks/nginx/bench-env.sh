@@ -1,0 +1,83 @@
+# Shared by Benchmarks/run-transfers.sh and Benchmarks/run-instructions.sh (sourced, not run):
+# installs what the loopback benchmarks need and starts the nginx they measure against.
+#
+# Sourcing it (with `here` = Benchmarks/ and a `log` function defined) installs nginx, pkg-config,
+# libcurl's and libuv's headers and a C compiler when missing, and sets NGINX and CC.
+# `start_nginx PREFIX` then starts nginx from Benchmarks/nginx/nginx.conf.template, serving
+# PREFIX/www on a free loopback port, and sets `port` and `nginx_pid` (the caller stops it); it exits
+# when nginx can't be started.
+
+if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+apt_install() {
+    log "installing: $*"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$@" >&2
+}
+
+find_nginx() { command -v nginx 2>/dev/null || { [ -x /usr/sbin/nginx ] && echo /usr/sbin/nginx; } || true; }
+NGINX=${NGINX:-$(find_nginx)}
+if [ -z "$NGINX" ]; then
+    had_system_nginx=0
+    [ -e /run/nginx.pid ] && had_system_nginx=1
+    apt_install nginx-light || apt_install nginx
+    NGINX=$(find_nginx)
+    [ -n "$NGINX" ] || { log "nginx still missing after installing nginx-light"; exit 1; }
+    # The package's postinst may start the system-wide nginx (port 80); we didn't want that one.
+    if [ "$had_system_nginx" = 0 ] && [ -e /run/nginx.pid ]; then
+        log "stopping the system nginx that the package installation started"
+        $SUDO "$NGINX" -s stop 2>/dev/null || true
+    fi
+fi
+
+command -v pkg-config >/dev/null || apt_install pkg-config
+missing=()
+pkg-config --exists libcurl || missing+=(libcurl4-openssl-dev)
+pkg-config --exists libuv || missing+=(libuv1-dev)
+[ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
+
+CC=${CC:-$(command -v cc || command -v clang || command -v gcc || true)}
+if [ -z "$CC" ]; then
+    apt_install gcc libc6-dev
+    CC=$(command -v gcc)
+fi
+
+
+start_nginx() { # prefix
+    local prefix=$1
+    mkdir -p "$prefix/www" "$prefix/temp"
+    user_directive=""
+    [ "$(id -u)" != 0 ] || user_directive="user $(id -un) $(id -gn);"
+    nginx_build=$("$NGINX" -V 2>&1)
+    temp_paths="    client_body_temp_path $prefix/temp/client_body;"
+    for module in proxy fastcgi uwsgi scgi; do
+        if [[ "$nginx_build" != *"--without-http_${module}_module"* ]]; then
+            temp_paths+=$'\n'"    ${module}_temp_path $prefix/temp/$module;"
+        fi
+    done
+
+    port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+    port=""
+    for attempt in $(seq 10); do
+        candidate=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+        port_in_use "$candidate" && continue
+        sed -e "s|@PREFIX@|$prefix|g" -e "s|@PORT@|$candidate|g" -e "s|@USER_DIRECTIVE@|$user_directive|" \
+            "$here/nginx/nginx.conf.template" |
+            awk -v temp="$temp_paths" '{ if ($0 == "@TEMP_PATHS@") print temp; else print }' >"$prefix/nginx.conf"
+        : >"$prefix/error.log"
+        "$NGINX" -p "$prefix" -e "$prefix/error.log" -c "$prefix/nginx.conf" >"$prefix/stdout.log" 2>&1 &
+        nginx_pid=$!
+        for _ in $(seq 100); do
+            port_in_use "$candidate" && { port=$candidate; break; }
+            kill -0 "$nginx_pid" 2>/dev/null || break
+            sleep 0.05
+        done
+        [ -n "$port" ] && break
+        log "nginx did not come up on port $candidate (attempt $attempt):"
+        cat "$prefix/error.log" "$prefix/stdout.log" >&2 || true
+        kill "$nginx_pid" 2>/dev/null || true
+        wait "$nginx_pid" 2>/dev/null || true
+        nginx_pid=""
+    done
+    [ -n "$port" ] || { log "could not start nginx"; exit 1; }
+}
