@@ -107,6 +107,10 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         downloadProgress.bind(to: self)
     }
 
+    /// Whether a transfer finished while the task was suspended and its outcome waits for ``resume()``
+    /// or ``cancel()``; what tests await to know the hold has happened.
+    var isHoldingOutcome: Bool { core.withLock { $0.heldOutcome != nil } }
+
     /// The task that lifecycle notifications and task hooks name.
     var lifecycleSubject: SessionTask { announcedAs ?? self }
 

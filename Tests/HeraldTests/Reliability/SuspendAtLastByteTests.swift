@@ -7,6 +7,10 @@ import Testing
 
 /// A suspended task never completes successfully without a resume, even when `suspend()` lands after
 /// the transfer's last byte has been counted, while the engine is finishing it.
+///
+/// This is the race as users meet it, run many times; whether `suspend()` wins it in a given round depends
+/// on the scheduler (on a busy machine it can lose every round). `HeldOutcomeTests` pins the held outcome
+/// itself, with the suspension placed inside the window in every run.
 @Suite("Suspending at the last byte")
 struct SuspendAtLastByteTests {
     @Test(
@@ -18,11 +22,7 @@ struct SuspendAtLastByteTests {
         let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
         var violations: [String] = []
         var suspendedBeforeCompletion = 0
-        var round = 0
-        // At least 150 rounds, and more (up to 600) until suspend() has won the race at least once: on a
-        // loaded machine the watcher thread can lose every one of the first 150.
-        while round < rounds || (suspendedBeforeCompletion == 0 && round < 4 * rounds) {
-            defer { round += 1 }
+        for round in 0..<rounds {
             let task = try fixture.session.dataTask(with: Request(url: fixture.server.url("/bytes/\(size)")))
             // A thread of its own watches the count, and suspends as soon as it reaches the total.
             let suspended = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
@@ -51,11 +51,9 @@ struct SuspendAtLastByteTests {
             }
         }
         print(
-            "SUSPEND-AT-LAST-BYTE rounds=\(round) suspended=\(suspendedBeforeCompletion) violations=\(violations.count)"
+            "SUSPEND-AT-LAST-BYTE rounds=\(rounds) suspended=\(suspendedBeforeCompletion) violations=\(violations.count)"
         )
-        // The race is real only if suspend() won it in some rounds.
-        #expect(suspendedBeforeCompletion > 0)
-        #expect(violations.isEmpty, "\(violations.count) of \(round): \(violations.prefix(3))")
+        #expect(violations.isEmpty, "\(violations.count) of \(rounds): \(violations.prefix(3))")
         try await fixture.tearDown()
     }
 }
