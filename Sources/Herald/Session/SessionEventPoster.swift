@@ -11,8 +11,9 @@ import HeraldNotifications
 /// the state changed: what AFNetworking gets by swizzling `resume`/`suspend`.
 ///
 /// One per session, posting only on that session's center, so a task never announces itself to another
-/// session's observers. Events are queued on the event queue from inside the task's lock, which fixes
-/// their order to the order of the state changes themselves.
+/// session's observers. Each event is an effect of the task's transition, carried out after the task's lock
+/// is released but in the order of the transitions (see `TaskEffectQueue`), which fixes their order to the
+/// order of the state changes themselves.
 final class SessionEventPoster: Sendable {
     let center: NotificationHub
     let sessionIdentifier: Int
@@ -25,7 +26,7 @@ final class SessionEventPoster: Sendable {
         self.eventQueue = DispatchQueue(label: "herald.session.\(sessionIdentifier).events")
     }
 
-    /// Called with the task's lock held, right after a real transition to `running` or `suspended`.
+    /// Called right after a real transition to `running` or `suspended`, in the order of the transitions.
     func taskDidTransition(_ task: SessionTask, to state: TaskState) {
         // Nobody observes this name: nothing to order, so no hop to the event queue (a thread wake-up
         // per resume otherwise). An observer added later sees the events that follow its registration.

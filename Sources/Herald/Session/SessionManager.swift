@@ -13,7 +13,7 @@ import Synchronization
 /// A session keeps its connection pool until ``invalidate(cancelingTasks:)``; a session that is no
 /// longer referenced releases it too.
 public final class SessionManager: Sendable {
-    private struct State {
+    struct State {
         var nextTaskIdentifier = 1
         var tasks: [Int: SessionTask] = [:]
         var isInvalidated = false
@@ -58,8 +58,8 @@ public final class SessionManager: Sendable {
     /// The session's cookies: ``SessionConfiguration/httpCookieStore``, or an in-memory store of its own.
     /// Used only when ``SessionConfiguration/httpShouldSetCookies`` is `true`.
     public let cookieStore: CookieStore
-    private let multi: MultiHandle?
-    private let state = Locked(State())
+    let multi: MultiHandle?
+    let state = Locked(State())
 
     /// Creates a session.
     /// - Parameters:
@@ -263,117 +263,5 @@ public final class SessionManager: Sendable {
         eventPoster.eventQueue.async { [self] in
             if state.withLock({ $0.didFinishInvalidating }) { rmdir(downloadDirectory.path) }
         }
-    }
-
-    // MARK: - invalidation
-
-    /// Invalidates the session: it creates no more tasks, and once its last task has completed it posts
-    /// `sessionDidInvalidate` and releases its connection pool.
-    ///
-    /// - Parameter cancelingTasks: `false` lets outstanding tasks finish (AF's
-    ///   `finishTasksAndInvalidate`; a task that is never resumed keeps the session from finishing);
-    ///   `true` cancels them all first (AF's `invalidateAndCancel`). Calling it again does nothing more,
-    ///   except that `true` still cancels what is outstanding.
-    public func invalidate(cancelingTasks: Bool) {
-        let outstanding = state.withLock { state -> [SessionTask] in
-            state.isInvalidated = true
-            return Array(state.tasks.values)
-        }
-        if cancelingTasks {
-            for task in outstanding { task.cancel() }
-        }
-        eventPoster.eventQueue.async { [self] in finishInvalidatingIfDone() }
-    }
-
-    /// Forgets a completed task: it leaves the task lists before `taskDidComplete` is posted. Event queue.
-    func forget(_ task: SessionTask) {
-        _ = state.withLock { $0.tasks.removeValue(forKey: task.taskIdentifier) }
-    }
-
-    /// Posts `sessionDidInvalidate` and closes the pool once invalidated with no task left. Event queue.
-    func finishInvalidatingIfDone() {
-        let finish = state.withLock { state -> Bool in
-            guard state.isInvalidated, state.tasks.isEmpty, !state.didFinishInvalidating else { return false }
-            state.didFinishInvalidating = true
-            return true
-        }
-        guard finish else { return }
-        // Only an empty directory goes: a kept download (a failed move, resume data) keeps it.
-        rmdir(downloadDirectory.path)
-        // Release the pool first, so that by the time observers hear of the invalidation the engine has
-        // already been told to close every connection, socket and timer of this session.
-        if let multi {
-            engine.execute {
-                multi.close(cancellingWith: HeraldError(.sessionInvalidated, "The session was invalidated."))
-            }
-        }
-        // AF's order: the hook first, then the notification, both after every task's completion.
-        readHooks { $0.sessionDidBecomeInvalid }?(self, nil)
-        notificationCenter.post(
-            .sessionDidInvalidate, object: self,
-            userInfo: SessionInvalidation(sessionIdentifier: identifier, date: Date(), error: nil))
-        let waiters = state.withLock { state in
-            state.didPostInvalidation = true
-            defer { state.invalidationWaiters = [] }
-            return state.invalidationWaiters
-        }
-        for waiter in waiters { waiter() }
-    }
-
-    /// Calls `body` once `sessionDidInvalidate` has been posted: at once if it already has, otherwise on
-    /// the event queue right after the post returns.
-    func whenInvalidationPosted(_ body: @escaping @Sendable () -> Void) {
-        let posted = state.withLock { state in
-            if !state.didPostInvalidation { state.invalidationWaiters.append(body) }
-            return state.didPostInvalidation
-        }
-        if posted { body() }
-    }
-
-    // MARK: - engine plumbing
-
-    /// Waits until the engine has run every command enqueued before this call. For tests: `package`, so the
-    /// package's test targets and `HeraldTesting` can reach it and users of the library can't.
-    package func engineBarrier() async {
-        await withCheckedContinuation { continuation in engine.execute { continuation.resume() } }
-    }
-
-    /// The number of transfers and polled sockets in this session's pool, read on the loop thread. For
-    /// tests: `package`, like `engineBarrier()`.
-    package func poolCounts() async -> (transfers: Int, sockets: Int) {
-        guard let multi else { return (0, 0) }
-        return await withCheckedContinuation { continuation in
-            engine.execute { continuation.resume(returning: (multi.activeTransferCount, multi.pollCount)) }
-        }
-    }
-
-    /// Runs `work` on the engine's loop thread with this session's connection pool.
-    func enqueue(_ work: @escaping @Sendable (MultiHandle) -> Void) {
-        guard let multi else { return }
-        engine.execute { work(multi) }
-    }
-
-    func transferRequest(
-        for request: Request, body: TransferBody?, sink: TransferSink = .memory
-    ) -> TransferRequest {
-        var headers = request.headers
-        for field in configuration.httpAdditionalHeaders where !headers.contains(field.name) {
-            headers.add(name: field.name, value: field.value)
-        }
-        if !headers.contains("User-Agent") { headers.add(name: "User-Agent", value: DefaultHeaders.userAgent) }
-        if !headers.contains("Accept-Language") {
-            headers.add(name: "Accept-Language", value: DefaultHeaders.acceptLanguage)
-        }
-        return TransferRequest(
-            url: request.url, method: request.method, headers: headers, body: body, sink: sink,
-            requestTimeout: request.timeoutInterval ?? configuration.timeoutIntervalForRequest,
-            resourceTimeout: configuration.timeoutIntervalForResource,
-            httpVersion: configuration.httpVersion,
-            allowedProtocols: allowedProtocolList,
-            followsRedirects: configuration.followsRedirects,
-            maximumRedirects: configuration.maximumRedirects,
-            maximumResponseSize: configuration.maximumResponseSize,
-            maximumHeaderSize: configuration.maximumHeaderSize,
-            securityPolicy: configuration.securityPolicy)
     }
 }

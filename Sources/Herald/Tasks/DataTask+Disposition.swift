@@ -5,7 +5,7 @@ extension DataTask {
     func apply(_ disposition: ResponseDisposition, to transfer: Transfer) {
         switch disposition {
         case .allow:
-            session.enqueue { _ in transfer.allowResponse() }
+            session.send(.allowResponse(transfer))
         case .cancel:
             cancel()
         case .becomeDownload:
@@ -39,13 +39,7 @@ extension DataTask {
         let isListed = session.replace(self, with: download)
         let isLive =
             isListed
-            && core.withLock { core -> Bool in
-                guard core.machine.state == .running || core.machine.state == .suspended,
-                    core.transfer === transfer
-                else { return false }
-                core.downloadFace = download
-                return true
-            }
+            && core.withLock { $0.machine.becomeDownload(download, runningTransfer: transfer) }
         guard isLive else {
             // Cancelled while the hook ran: it completes as the data task it was, and its progress objects
             // (bound to the download task by its init) go back to it.
@@ -55,14 +49,10 @@ extension DataTask {
             return
         }
         session.dataTaskDidBecomeDownloadTask?(self, download)
-        session.enqueue { multi in
-            if let error = transfer.becomeDownload(sink: .file(temporaryURL, resumeOffset: 0), delegate: download) {
-                multi.remove(transfer, error: error)
-            }
-        }
+        session.send(.becomeDownload(transfer, sink: .file(temporaryURL, resumeOffset: 0), delegate: download))
     }
 
     private func fail(_ transfer: Transfer, _ error: HeraldError) {
-        session.enqueue { multi in multi.remove(transfer, error: error) }
+        session.send(.remove(transfer, error: error))
     }
 }

@@ -20,7 +20,7 @@ extension SessionTask {
         guard let space = AuthenticationChallenge.parse(response, url: current.url) else {
             return finishHop(outcome, error: nil)
         }
-        let failures = core.withLock { $0.hops.authenticationFailures }
+        let failures = core.withLock { $0.machine.hops.authenticationFailures }
         guard failures < Self.maximumAuthenticationAttempts else { return finishHop(outcome, error: nil) }
         let stored = session.credentialStore.credential(for: space)
         let challenge = AuthenticationChallenge(
@@ -54,6 +54,6 @@ extension SessionTask {
         if let failure = rewindBody(of: &next) {
             return finishHop(outcome, error: failure)
         }
-        startHop(next)
+        startTransfer(next)
     }
 }

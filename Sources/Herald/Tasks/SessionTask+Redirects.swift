@@ -7,9 +7,9 @@ import Foundation
 //
 // Threading: the decision and the session's redirection hook run on a global queue — never on the loop
 // thread, where a slow hook would stall every transfer of the engine — and the next transfer is then
-// handed to the engine like a first resume. The task stays `running` (or `suspended`) in between: a
-// `cancel()` arriving then completes the task at once with `cancelled`; a `suspend()` holds the next
-// transfer until `resume()`.
+// handed to the engine like the first one (``TaskStateMachine/transferPrepared(_:)``). The task stays
+// `running` (or `suspended`) in between: a `cancel()` arriving then completes the task at once with
+// `cancelled`; a `suspend()` holds the next transfer until `resume()`.
 extension SessionTask {
     /// Where hooks and hop decisions run: never the loop thread, never the caller's completion queue
     /// (on Linux the main queue does not run while the main thread is blocked).
@@ -25,15 +25,12 @@ extension SessionTask {
         let isChallenge = !isRedirect && response.statusCode == 401 && wantsAuthenticationHop(for: response)
         guard isRedirect || isChallenge else { return false }
         let current = core.withLock { core -> TransferRequest? in
-            guard core.machine.state == .running || core.machine.state == .suspended,
-                let transfer = core.transfer
-            else { return nil }
-            core.transfer = nil
+            guard let transfer = core.machine.transferEndsBetweenTransfers() else { return nil }
             core.response = response
-            core.hops.isBetweenHops = true
-            core.hops.visited.insert(TaskHops.key(method: transfer.request.method, url: transfer.request.url))
-            if let metrics = outcome.metrics { core.hops.metrics.append(metrics) }
-            if isChallenge, core.hops.sentCredential { core.hops.authenticationFailures += 1 }
+            core.machine.hops.visited.insert(
+                TaskHops.key(method: transfer.request.method, url: transfer.request.url))
+            if let metrics = outcome.metrics { core.machine.hops.metrics.append(metrics) }
+            if isChallenge, core.machine.hops.sentCredential { core.machine.hops.authenticationFailures += 1 }
             return transfer.request
         }
         guard let current else { return false }
@@ -50,7 +47,7 @@ extension SessionTask {
     /// Decides the redirect and starts the next hop, or completes the task. Hop queue.
     private func followRedirect(_ outcome: TransferOutcome, response: HTTPResponse, from current: TransferRequest) {
         let configuration = session.configuration
-        let redirectCount = core.withLock { $0.hops.redirectCount }
+        let redirectCount = core.withLock { $0.machine.hops.redirectCount }
         guard redirectCount < configuration.maximumRedirects else {
             return finishHop(
                 outcome,
@@ -105,8 +102,8 @@ extension SessionTask {
         }
         let key = TaskHops.key(method: next.method, url: next.url)
         let isLoop = core.withLock { core -> Bool in
-            guard !core.hops.visited.contains(key) else { return true }
-            core.hops.redirectCount += 1
+            guard !core.machine.hops.visited.contains(key) else { return true }
+            core.machine.hops.redirectCount += 1
             return false
         }
         if isLoop {
@@ -120,68 +117,6 @@ extension SessionTask {
         if let failure = rewindBody(of: &next) {
             return finishHop(outcome, error: failure)
         }
-        startHop(next)
-    }
-
-    /// Prepares a body for sending again: data and file bodies reopen from their start when the transfer
-    /// opens them; a stream is replaced through ``SessionManager/taskNeedNewBodyStream``. Hop queue.
-    func rewindBody(of request: inout TransferRequest) -> HeraldError? {
-        guard case .stream(_, let renew) = request.body else { return nil }
-        guard let fresh = renew() else {
-            return HeraldError(
-                .bodyStream,
-                "The request body must be sent again (a 307/308 redirect or an authentication challenge), but a "
-                    + "streamed body cannot be rewound and SessionManager.taskNeedNewBodyStream provided no new stream.",
-                url: request.url)
-        }
-        request.body = .stream(fresh, renew: renew)
-        return nil
-    }
-
-    /// Starts the next transfer for this task, unless it was cancelled meanwhile; a suspended task keeps it
-    /// until ``resume()``. Hop queue.
-    func startHop(_ request: TransferRequest) {
-        var request = request
-        // Every hop carries the trace context, whatever a redirection hook did to the headers.
-        trace?.inject(into: &request.headers)
-        request.cookieHeader = session.cookieHeader(for: request.url)
-        core.withLock { core in
-            guard core.machine.state == .running || core.machine.state == .suspended else { return }
-            if request.resourceTimeout > 0, let first = core.hops.metrics.first?.startDate {
-                // The resource timeout covers the whole task, every hop included: the next transfer gets
-                // what is left (a minimal value when nothing is, so curl fails it with timedOut at once).
-                request.resourceTimeout = max(0.001, request.resourceTimeout - Date().timeIntervalSince(first))
-            }
-            let transfer = Transfer(request: request, delegate: self)
-            core.transfer = transfer
-            core.hops.isBetweenHops = false
-            core.hops.sentCredential = request.credential != nil
-            if core.machine.state == .running {
-                session.enqueue { multi in multi.add(transfer) }
-            } else {
-                core.hops.isWaitingToStart = true
-            }
-        }
-    }
-
-    /// Completes the task with the hop's response (its 3xx or 401) and `error`. Hop queue.
-    func finishHop(_ outcome: TransferOutcome, error: HeraldError?) {
-        var outcome = outcome
-        outcome.error = error
-        core.withLock { $0.hops.isBetweenHops = false }
-        completeTransfer(outcome)
-    }
-
-    /// The transfer that must be stopped for `cancel()`, or `nil` when the task is between two transfers
-    /// (then `cancel()` completes it at once). Called with the lock held.
-    static func transferToStop(in core: inout Core) -> Transfer? {
-        core.hops.retryTimer?.cancel()
-        core.hops.retryTimer = nil
-        if core.hops.isWaitingToStart {
-            core.hops.isWaitingToStart = false
-            core.transfer = nil
-            return nil
-        }
-        return core.transfer
+        startTransfer(next)
     }
 }

@@ -6,9 +6,9 @@ import HeraldNotifications
 // task starts with the adapter, run on a Swift concurrency task; a failed attempt goes to the retrier,
 // and a retry is one more hop of the same task, like a redirect: the task stays `running` (or
 // `suspended`) in between, so `cancel()` completes it at once with `cancelled` and `suspend()` holds the
-// next attempt until `resume()`. Each retry is announced with `taskWillRetry`, queued on the session's
-// event queue under the task's lock, so it always lands between the task's `taskDidResume` and its
-// `taskDidComplete`.
+// next attempt until `resume()`. Each retry is announced with `taskWillRetry`, an effect of the machine's
+// transition carried out in order with the task's others, so it always lands between the task's
+// `taskDidResume` and its `taskDidComplete`.
 extension SessionTask {
     /// An interceptor for this task alone, Alamofire's per-request interceptor.
     ///
@@ -20,10 +20,11 @@ extension SessionTask {
         set { core.withLock { $0.interceptor = newValue } }
     }
 
-    /// The interceptor that applies: `own` (the task's), the session's, or both. Called with the task's
-    /// lock held (it takes the session's, as reading its hooks does).
-    func effectiveInterceptor(_ own: (any RequestInterceptor)?) -> (any RequestInterceptor)? {
-        switch (own, session.interceptor) {
+    /// The interceptor that applies: `own` (the task's), `shared` (the session's), or both.
+    static func combined(
+        _ own: (any RequestInterceptor)?, _ shared: (any RequestInterceptor)?
+    ) -> (any RequestInterceptor)? {
+        switch (own, shared) {
         case (nil, nil): nil
         case (let own?, nil): own
         case (nil, let shared?): shared
@@ -32,7 +33,7 @@ extension SessionTask {
     }
 
     /// The transfer request for one attempt of `request`, with a stale cache entry's `validators` and the
-    /// data-task hook flags. Called with the task's lock held.
+    /// data-task hook flags. Never with the task's lock held: it reads the session's hooks and cookies.
     func attemptTransferRequest(for request: Request, validators: HTTPHeaders?) -> TransferRequest {
         var transfer = makeTransferRequest(for: request)
         transfer.cookieHeader = session.cookieHeader(for: transfer.url)
@@ -64,18 +65,16 @@ extension SessionTask {
         } catch {
             return failAttempt(Self.adaptationError(error, url: originalRequest.url))
         }
-        let prepared = core.withLock { core -> (TransferRequest, attempt: Int)? in
-            core.hops.retryTimer = nil
-            guard core.machine.state == .running || core.machine.state == .suspended else { return nil }
-            core.hops.attemptRequest = request
-            return (attemptTransferRequest(for: request, validators: core.hops.cacheValidators), core.hops.attempt)
+        let prepared = core.withLock { core -> (attempt: Int, validators: HTTPHeaders?)? in
+            guard core.machine.attemptStarts() else { return nil }
+            core.machine.hops.attemptRequest = request
+            return (core.machine.hops.attempt, core.machine.hops.cacheValidators)
         }
         guard let prepared else { return }
-        var transfer = prepared.0
-        let attempt = prepared.attempt
+        var transfer = attemptTransferRequest(for: request, validators: prepared.validators)
         // The first attempt sends the body as it is; a retry sends it again (a stream asks for a new one).
-        if attempt > 1, let failure = rewindBody(of: &transfer) { return failAttempt(failure) }
-        startHop(transfer)
+        if prepared.attempt > 1, let failure = rewindBody(of: &transfer) { return failAttempt(failure) }
+        startTransfer(transfer)
     }
 
     /// Completes the task with `error`, keeping the last response that arrived. Between hops.
@@ -93,14 +92,15 @@ extension SessionTask {
     /// Loop thread.
     func beginRetry(after outcome: TransferOutcome) -> Bool {
         guard !outcome.isFromCache, let failure = Self.retryableFailure(of: outcome) else { return false }
+        // The session's interceptor is read before taking the task's lock: it has a lock of its own.
+        let shared = session.interceptor
         let asked = core.withLock { core -> (any RequestInterceptor, Request, attempt: Int)? in
-            guard core.machine.state == .running || core.machine.state == .suspended, core.transfer != nil,
-                core.downloadFace == nil, let interceptor = effectiveInterceptor(core.interceptor)
+            guard core.machine.currentTransfer != nil, core.machine.downloadTask == nil,
+                let interceptor = Self.combined(core.interceptor, shared),
+                core.machine.transferEndsBetweenTransfers() != nil
             else { return nil }
-            core.transfer = nil
             if let response = outcome.response { core.response = response }
-            core.hops.isBetweenHops = true
-            return (interceptor, core.hops.attemptRequest ?? originalRequest, core.hops.attempt)
+            return (interceptor, core.machine.hops.attemptRequest ?? originalRequest, core.machine.hops.attempt)
         }
         guard let (interceptor, request, attempt) = asked else { return false }
         let context = RetryContext(
@@ -127,19 +127,18 @@ extension SessionTask {
         after outcome: TransferOutcome, failure: HeraldError, delay: TimeInterval, interceptor: any RequestInterceptor
     ) {
         let delay = delay.isNaN ? 0 : min(Self.maximumRetryDelay, max(0, delay))
-        core.withLock { core in
-            guard core.machine.state == .running || core.machine.state == .suspended else { return }
-            if let metrics = outcome.metrics { core.hops.metrics.append(metrics) }
-            core.hops.attempt += 1
+        let timer = DispatchWorkItem { [self] in startAttempt(with: interceptor) }
+        transition { core -> ((), [TaskEffect]) in
+            guard core.machine.retryScheduled(timer) else { return ((), []) }
+            if let metrics = outcome.metrics { core.machine.hops.metrics.append(metrics) }
+            core.machine.hops.attempt += 1
             // Each attempt follows its own redirects and answers its own challenges.
-            core.hops.redirectCount = 0
-            core.hops.visited = []
-            core.hops.authenticationFailures = 0
-            session.eventPoster.postRetry(
-                of: self, attempt: core.hops.attempt, error: failure, response: outcome.response, delay: delay)
-            let timer = DispatchWorkItem { [self] in startAttempt(with: interceptor) }
-            core.hops.retryTimer = timer
-            Self.hopQueue.asyncAfter(deadline: .now() + delay, execute: timer)
+            core.machine.hops.redirectCount = 0
+            core.machine.hops.visited = []
+            core.machine.hops.authenticationFailures = 0
+            let retry = RetryAnnouncement(
+                attempt: core.machine.hops.attempt, error: failure, response: outcome.response, delay: delay)
+            return ((), [.announceRetry(self, retry), .schedule(timer, delay: delay)])
         }
     }
 
@@ -155,18 +154,16 @@ extension SessionTask {
 }
 
 extension SessionEventPoster {
-    /// Queues `taskWillRetry` on the event queue. Called with the task's lock held, after its resume
-    /// and before anything can complete it, so the notification lands between the two.
-    func postRetry(
-        of task: SessionTask, attempt: Int, error: HeraldError, response: HTTPResponse?, delay: TimeInterval
-    ) {
+    /// Queues `taskWillRetry` on the event queue: an effect of the task's transition, carried out in order
+    /// with its others, after its resume and before anything can complete it.
+    func postRetry(of task: SessionTask, _ retry: RetryAnnouncement) {
         guard center.hasObservers(for: .taskWillRetry) else { return }
         let subject = task.lifecycleSubject
-        let retry = TaskRetry(
+        let payload = TaskRetry(
             taskIdentifier: subject.taskIdentifier, sessionIdentifier: sessionIdentifier,
             request: task.requestSummary, date: Date(),
-            attempt: attempt, error: error, response: response, delay: delay)
+            attempt: retry.attempt, error: retry.error, response: retry.response, delay: retry.delay)
         let center = center
-        eventQueue.async { center.post(.taskWillRetry, object: subject, userInfo: retry) }
+        eventQueue.async { center.post(.taskWillRetry, object: subject, userInfo: payload) }
     }
 }

@@ -28,7 +28,8 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
 
     struct Core {
         var machine = TaskStateMachine()
-        var transfer: Transfer?
+        /// The effects of transitions, waiting to be carried out outside the lock (see ``transition(_:)``).
+        var effects = TaskEffectQueue()
         var response: HTTPResponse?
         var error: HeraldError?
         var metrics: TransferMetrics?
@@ -36,19 +37,12 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         var completionHandler: TaskCompletionHandler?
         var uploadProgressHandler: (@Sendable (TransferProgress) -> Void)?
         var downloadProgressHandler: (@Sendable (TransferProgress) -> Void)?
-        /// The download task this data task became (`dataTaskDidReceiveResponse` → `.becomeDownload`);
-        /// it finishes the task. Cleared at completion.
-        var downloadFace: DownloadTask?
         /// The request body total at the last `taskDidSendBodyData`, for its deltas.
         var lastBodyBytesSent: Int64 = 0
         /// The stale cache entry this task's request revalidates (a `304` answer completes from it).
         var revalidating: CachedResponse?
-        var hops = TaskHops()
         /// This task's own interceptor (see ``SessionTask/interceptor``).
         var interceptor: (any RequestInterceptor)?
-        /// A transfer that finished without error while the task was suspended: the task completes with
-        /// it on the next ``resume()`` (or as cancelled on ``cancel()``), never while suspended.
-        var heldOutcome: TransferOutcome?
     }
 
     /// The task's identifier, unique within its session.
@@ -72,9 +66,9 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     let trace: TaskTraceContext?
     /// What every lifecycle payload says about the request, made once.
     let requestSummary: RequestSummary
-    /// The task lifecycle notifications and task hooks name: the data task, for the download task it
-    /// became; `nil` for the task itself.
-    let announcedAs: SessionTask?
+    /// The data task this download task was made from, when a data task became a download
+    /// (``ResponseDisposition/becomeDownload``); `nil` otherwise. See ``lifecycleSubject``.
+    private let madeFrom: SessionTask?
 
     init(session: SessionManager, identifier: Int, request: Request, completionHandler: TaskCompletionHandler?) {
         self.session = session
@@ -86,7 +80,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         self.core = Locked(Core(completionHandler: completionHandler))
         self.uploadProgress = TransferProgress()
         self.downloadProgress = TransferProgress()
-        self.announcedAs = nil
+        self.madeFrom = nil
         uploadProgress.bind(to: self)
         downloadProgress.bind(to: self)
     }
@@ -102,17 +96,23 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         self.core = task.core
         self.uploadProgress = task.uploadProgress
         self.downloadProgress = task.downloadProgress
-        self.announcedAs = task.lifecycleSubject
+        self.madeFrom = task.lifecycleSubject
         uploadProgress.bind(to: self)
         downloadProgress.bind(to: self)
     }
 
     /// Whether a transfer finished while the task was suspended and its outcome waits for ``resume()``
     /// or ``cancel()``; what tests await to know the hold has happened.
-    var isHoldingOutcome: Bool { core.withLock { $0.heldOutcome != nil } }
+    var isHoldingOutcome: Bool {
+        core.withLock { core in
+            if case .holding = core.machine.work { return true }
+            return false
+        }
+    }
 
-    /// The task that lifecycle notifications and task hooks name.
-    var lifecycleSubject: SessionTask { announcedAs ?? self }
+    /// The task that lifecycle notifications and task hooks name: for a download task a data task became,
+    /// the data task the caller holds; otherwise the task itself.
+    var lifecycleSubject: SessionTask { madeFrom ?? self }
 
     /// The task's current state.
     public var state: TaskState { core.withLock { $0.machine.state } }
@@ -129,7 +129,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// The metrics of every transfer the task ran, in order, once it has completed: one per redirect
     /// followed and per authentication round-trip, then the final one (the same as ``metrics``). Empty
     /// before completion and for a task that never reached the network.
-    public var hopMetrics: [TransferMetrics] { core.withLock { $0.machine.state == .completed ? $0.hops.metrics : [] } }
+    public var hopMetrics: [TransferMetrics] { core.withLock { $0.machine.state == .completed ? $0.machine.hops.metrics : [] } }
 
     /// A description for your own use, such as a label for logs. Herald never reads it — in particular
     /// it plays no part in deciding which session owns the task.
@@ -146,63 +146,31 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     open func resume() {
         // The cache is the caller's code: consulted before taking the task's lock, and only for a first resume.
         let cached = cacheLookup()
-        // The instrument is the application's code too: asked before taking the lock, for a first resume.
-        let traceHeaders = firstTransferTraceHeaders()
-        var held: TransferOutcome?
-        let servesCached = core.withLock { core -> Bool in
-            switch core.machine.resume() {
+        let action = transition { core -> (TaskStateMachine.ResumeAction, [TaskEffect]) in
+            let action = core.machine.resume()
+            let announce = TaskEffect.announce(self, .running)
+            switch action {
             case .none:
-                return false
+                return (action, [])
             case .start:
-                session.eventPoster.taskDidTransition(self, to: .running)
-                if case .fresh = cached { return true }
                 if case .stale(let entry, let validators) = cached {
                     core.revalidating = entry
-                    core.hops.cacheValidators = validators
+                    core.machine.hops.cacheValidators = validators
                 }
-                if let interceptor = effectiveInterceptor(core.interceptor) {
-                    // The adapter runs first, off this thread: until it has, the task is between hops.
-                    core.hops.isBetweenHops = true
-                    startAttempt(with: interceptor)
-                    return false
-                }
-                var request = attemptTransferRequest(for: originalRequest, validators: core.hops.cacheValidators)
-                for field in traceHeaders ?? [:] { request.headers.replaceOrAdd(name: field.name, value: field.value) }
-                let transfer = Transfer(request: request, delegate: self)
-                core.transfer = transfer
-                session.enqueue { multi in multi.add(transfer) }
-                return false
-            case .unpause:
-                session.eventPoster.taskDidTransition(self, to: .running)
-                if let outcome = core.heldOutcome {
-                    // The transfer finished while suspended: complete now that the task runs again.
-                    core.heldOutcome = nil
-                    held = outcome
-                } else if let transfer = core.transfer, core.hops.isWaitingToStart {
-                    // The next hop was prepared while suspended: it starts now.
-                    core.hops.isWaitingToStart = false
-                    session.enqueue { multi in multi.add(transfer) }
-                } else if let transfer = core.transfer {
-                    session.enqueue { _ in transfer.unpause() }
-                }
-                return false
+                return (action, [announce])
+            case .unpause(let transfer):
+                return (action, [announce, .engine(.unpause(transfer))])
+            case .startTransfer(let transfer):
+                return (action, [announce, .engine(.start(transfer))])
+            case .complete(let outcome):
+                // The transfer finished while suspended: the task completes now that it runs again.
+                return (action, [announce, .complete(self, outcome)])
+            case .announce:
+                return (action, [announce])
             }
         }
-        if let held {
-            completeTransfer(held)
-        } else if servesCached, case .fresh(let entry) = cached {
-            transferDidFinish(
-                TransferOutcome(
-                    response: entry.response, body: entry.data, error: nil, metrics: nil, isFromCache: true))
-        }
-    }
-
-    /// What the session's cache holds for this task's first resume, or `nil`.
-    private func cacheLookup() -> ResponseCachePolicy.Lookup? {
-        guard let cache = session.configuration.responseCache, usesResponseCache,
-            core.withLock({ !$0.machine.hasStarted })
-        else { return nil }
-        return ResponseCachePolicy.lookup(for: originalRequest, in: cache)
+        guard case .start = action else { return }
+        startFirstTransfer(cached: cached)
     }
 
     /// Pauses a running task; the connection stays open and the transfer continues from the same byte
@@ -218,11 +186,11 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// with ``HeraldError/Code/networkConnectionLost`` after resuming. The session's resource timeout
     /// keeps running while suspended.
     open func suspend() {
-        core.withLock { core in
-            guard core.machine.suspend() else { return }
-            session.eventPoster.taskDidTransition(self, to: .suspended)
-            if let transfer = core.transfer {
-                session.enqueue { _ in transfer.pause() }
+        transition { core -> ((), [TaskEffect]) in
+            switch core.machine.suspend() {
+            case .none: ((), [])
+            case .announce: ((), [.announce(self, .suspended)])
+            case .pause(let transfer): ((), [.announce(self, .suspended), .engine(.pause(transfer))])
             }
         }
     }
@@ -231,31 +199,23 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// and `taskDidComplete` is posted, exactly once. Does nothing once the task is canceling or
     /// completed.
     open func cancel() {
-        var held: TransferOutcome?
-        let (action, betweenHops) = core.withLock { core -> (TaskStateMachine.CancelAction, HTTPResponse??) in
-            let action = core.machine.cancel()
-            guard action == .stopTransfer else { return (action, nil) }
-            if let outcome = core.heldOutcome {
-                // Finished while suspended: nothing left in the engine; complete (as cancelled) with it.
-                core.heldOutcome = nil
-                held = outcome
-                return (action, nil)
+        transition { core -> ((), [TaskEffect]) in
+            switch core.machine.cancel() {
+            case .none:
+                return ((), [])
+            case .completeUnstarted:
+                return ((), [.complete(self, TransferOutcome(response: nil, body: Data(), error: nil, metrics: nil))])
+            case .stop(let transfer):
+                return ((), [.engine(.remove(transfer, error: Self.cancellation(for: transfer.request.url)))])
+            case .complete(let held):
+                // Finished while suspended: nothing left in the engine; it completes (as cancelled) with it.
+                return ((), [.complete(self, held)])
+            case .completeBetweenTransfers(let retryTimer):
+                let outcome = TransferOutcome(
+                    response: core.response, body: Data(), error: Self.cancellation(for: originalRequest.url),
+                    metrics: nil)
+                return ((), (retryTimer.map { [.cancelTimer($0)] } ?? []) + [.complete(self, outcome)])
             }
-            guard let transfer = Self.transferToStop(in: &core) else {
-                // Between two hops (a redirect or an authentication round-trip): nothing in the engine.
-                return (action, .some(core.response))
-            }
-            session.enqueue { multi in multi.remove(transfer, error: Self.cancellation(for: transfer.request.url)) }
-            return (action, nil)
-        }
-        if let held {
-            completeTransfer(held)
-        } else if action == .completeWithoutTransfer {
-            transferDidFinish(TransferOutcome(response: nil, body: Data(), error: nil, metrics: nil))
-        } else if let response = betweenHops {
-            completeTransfer(
-                TransferOutcome(
-                    response: response, body: Data(), error: Self.cancellation(for: originalRequest.url), metrics: nil))
         }
     }
 
@@ -263,7 +223,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         HeraldError(.cancelled, "The task was cancelled.", url: url)
     }
 
-    // MARK: - TransferDelegate (engine loop thread)
+    // MARK: - TransferDelegate (engine loop thread; the kinds override what differs)
 
     func transferDidReceiveResponse(_ response: HTTPResponse) {
         core.withLock { $0.response = response }
@@ -294,7 +254,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// The final response, paused for the `dataTaskDidReceiveResponse` hook: only data tasks have one, so
     /// other tasks let the transfer continue.
     func transferNeedsResponseDisposition(_ response: HTTPResponse, transfer: Transfer) {
-        session.enqueue { _ in transfer.allowResponse() }
+        session.send(.allowResponse(transfer))
     }
 
     func transferDidFinish(_ outcome: TransferOutcome) {
@@ -303,47 +263,6 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         if beginNextHop(after: outcome) { return }
         if beginRetry(after: outcome) { return }
         completeTransfer(outcome)
-    }
-
-    /// Completes the task with `outcome`, exactly once whichever path gets here first.
-    func completeTransfer(_ outcome: TransferOutcome) {
-        var outcome = outcome
-        let finisher = core.withLock { core -> (wasCancelled: Bool, task: SessionTask)? in
-            if core.machine.state == .suspended, outcome.error == nil {
-                // `suspend()` won the race against the transfer's end: hold the result for `resume()`.
-                core.heldOutcome = outcome
-                return nil
-            }
-            guard let wasCancelled = core.machine.complete() else { return nil }
-            if let stale = core.revalidating, outcome.error == nil, let notModified = outcome.response,
-                notModified.statusCode == 304
-            {
-                // The server confirmed the cached response: complete with it, refreshed by the 304's fields.
-                outcome.response = ResponseCachePolicy.refreshed(stale.response, with: notModified)
-                outcome.body = stale.data
-            }
-            core.revalidating = nil
-            core.transfer = nil
-            if var metrics = outcome.metrics {
-                // curl follows no redirect itself any more: the count is Herald's.
-                metrics.redirectCount = core.hops.redirectCount
-                outcome.metrics = metrics
-                core.hops.metrics.append(metrics)
-            } else if outcome.response != nil, let last = core.hops.metrics.last {
-                outcome.metrics = last
-            }
-            core.metrics = outcome.metrics
-            if let response = outcome.response { core.response = response }
-            // A data task that became a download finishes as the download task, whichever face curl told.
-            let task: SessionTask = core.downloadFace ?? self
-            core.downloadFace = nil
-            return (wasCancelled, task)
-        }
-        guard let finisher else { return }
-        if finisher.wasCancelled, outcome.error?.code != .cancelled {
-            outcome.error = Self.cancellation(for: originalRequest.url)
-        }
-        session.complete(finisher.task, with: outcome)
     }
 
     // MARK: - task kinds (overridden by DataTask, UploadTask and DownloadTask)
@@ -371,22 +290,5 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         return CompletionResult(
             handlerObject: object, serializedResponse: object, responseData: responseData, assetPath: nil,
             error: error)
-    }
-
-    // MARK: - completion (called by the session)
-
-    /// Records the final error and runs the completion handler. Completion queue.
-    func runCompletionHandler(response: HTTPResponse?, object: (any Sendable)?, error: HeraldError?) {
-        let (handler, uploadHandler, downloadHandler) = core.withLock { core in
-            core.error = error
-            let handlers = (core.completionHandler, core.uploadProgressHandler, core.downloadProgressHandler)
-            core.completionHandler = nil
-            core.uploadProgressHandler = nil
-            core.downloadProgressHandler = nil
-            return handlers
-        }
-        uploadProgress.finish(deliveringFinalUpdateTo: uploadHandler)
-        downloadProgress.finish(deliveringFinalUpdateTo: downloadHandler)
-        handler?(response, object, error)
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 
 /// What a task remembers across the transfers it runs for one request: redirects Herald follows by hand,
-/// authentication round-trips and retries. Guarded by the task's lock.
+/// authentication round-trips and retries. Part of ``TaskStateMachine``, guarded by the task's lock.
 struct TaskHops {
     /// Redirects followed so far.
     var redirectCount = 0
@@ -9,10 +9,6 @@ struct TaskHops {
     var visited: Set<String> = []
     /// Metrics of each finished hop before the current one, in order.
     var metrics: [TransferMetrics] = []
-    /// Between two transfers: the previous one finished, the next is being prepared off the loop thread.
-    var isBetweenHops = false
-    /// The next transfer was made while the task was suspended; `resume()` hands it to the engine.
-    var isWaitingToStart = false
     /// Credentials sent for this task that the server answered with another 401.
     var authenticationFailures = 0
     /// Whether the transfer running now sends a credential (so a 401 answering it is a failure).
@@ -23,8 +19,6 @@ struct TaskHops {
     var attemptRequest: Request?
     /// The conditional fields revalidating a stale cache entry, added to every attempt.
     var cacheValidators: HTTPHeaders?
-    /// Starts the next attempt when a retry's delay has passed; cancelled by `cancel()`.
-    var retryTimer: DispatchWorkItem?
 
     static func key(method: String, url: URL) -> String { "\(method) \(url.absoluteString)" }
 }

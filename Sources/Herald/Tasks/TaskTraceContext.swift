@@ -35,14 +35,3 @@ struct HTTPHeadersInjector: Injector {
         headers.replaceOrAdd(name: key, value: value)
     }
 }
-
-extension SessionTask {
-    /// The fields the instrument injects for the task's first transfer; `nil` when the task belongs to no
-    /// trace or has already started (a later `resume()` only unpauses).
-    func firstTransferTraceHeaders() -> HTTPHeaders? {
-        guard let trace, core.withLock({ !$0.machine.hasStarted }) else { return nil }
-        var headers: HTTPHeaders = [:]
-        trace.inject(into: &headers)
-        return headers
-    }
-}

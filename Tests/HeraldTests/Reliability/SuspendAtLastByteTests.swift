@@ -22,7 +22,10 @@ struct SuspendAtLastByteTests {
         let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
         var violations: [String] = []
         var suspendedBeforeCompletion = 0
-        for round in 0..<rounds {
+        var round = 0
+        // At least 150 rounds, and more (up to 600) until suspend() has won the race at least once.
+        while round < rounds || (suspendedBeforeCompletion == 0 && round < 4 * rounds) {
+            defer { round += 1 }
             let task = try fixture.session.dataTask(with: Request(url: fixture.server.url("/bytes/\(size)")))
             // A thread of its own watches the count, and suspends as soon as it reaches the total.
             let suspended = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
@@ -51,9 +54,16 @@ struct SuspendAtLastByteTests {
             }
         }
         print(
-            "SUSPEND-AT-LAST-BYTE rounds=\(rounds) suspended=\(suspendedBeforeCompletion) violations=\(violations.count)"
+            "SUSPEND-AT-LAST-BYTE rounds=\(round) suspended=\(suspendedBeforeCompletion) violations=\(violations.count)"
         )
-        #expect(violations.isEmpty, "\(violations.count) of \(rounds): \(violations.prefix(3))")
+        if suspendedBeforeCompletion == 0 {
+            // The scheduler never let suspend() land in the window: these rounds showed nothing about the
+            // hold, which HeldOutcomeTests pins deterministically. Said, not failed: a timing is no verdict.
+            Issue.record(
+                "suspend() never landed between the last byte and the completion in \(round) rounds",
+                severity: .warning)
+        }
+        #expect(violations.isEmpty, "\(violations.count) of \(round): \(violations.prefix(3))")
         try await fixture.tearDown()
     }
 }

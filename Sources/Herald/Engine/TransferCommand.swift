@@ -1,0 +1,39 @@
+/// What a task asks the engine to do with one of its transfers: the whole vocabulary between the task layer
+/// and the engine. The session sends commands to its engine (``SessionManager/send(_:)``), which carries
+/// them out on the loop thread, in the order they were sent.
+enum TransferCommand: Sendable {
+    /// Add the transfer to the connection pool.
+    case start(Transfer)
+    /// Pause receiving and sending (``Transfer/pause()``).
+    case pause(Transfer)
+    /// Continue a paused transfer where it stopped (``Transfer/unpause()``).
+    case unpause(Transfer)
+    /// The task allowed the response its transfer is paused at (``Transfer/allowResponse()``).
+    case allowResponse(Transfer)
+    /// The data task became a download: the body goes to `sink`, and `delegate` hears about the transfer.
+    case becomeDownload(Transfer, sink: TransferSink, delegate: any TransferDelegate)
+    /// Stop the transfer and finish it with `error`.
+    case remove(Transfer, error: HeraldError)
+}
+
+extension MultiHandle {
+    /// Carries out `command`. Loop thread only, outside curl callbacks.
+    func perform(_ command: TransferCommand) {
+        switch command {
+        case .start(let transfer):
+            add(transfer)
+        case .pause(let transfer):
+            transfer.pause()
+        case .unpause(let transfer):
+            transfer.unpause()
+        case .allowResponse(let transfer):
+            transfer.allowResponse()
+        case .becomeDownload(let transfer, let sink, let delegate):
+            if let error = transfer.becomeDownload(sink: sink, delegate: delegate) {
+                remove(transfer, error: error)
+            }
+        case .remove(let transfer, let error):
+            remove(transfer, error: error)
+        }
+    }
+}

@@ -1,0 +1,51 @@
+import Foundation
+
+// The session's side of the engine: the commands its tasks send, the transfer requests it builds from a
+// task's request and its configuration, and two test-only probes.
+extension SessionManager {
+    /// Waits until the engine has run every command enqueued before this call. For tests: `package`, so the
+    /// package's test targets and `HeraldTesting` can reach it and users of the library can't.
+    package func engineBarrier() async {
+        await withCheckedContinuation { continuation in engine.execute { continuation.resume() } }
+    }
+
+    /// The number of transfers and polled sockets in this session's pool, read on the loop thread. For
+    /// tests: `package`, like `engineBarrier()`.
+    package func poolCounts() async -> (transfers: Int, sockets: Int) {
+        guard let multi else { return (0, 0) }
+        return await withCheckedContinuation { continuation in
+            engine.execute { continuation.resume(returning: (multi.activeTransferCount, multi.pollCount)) }
+        }
+    }
+
+    /// Has the engine carry out `command` on this session's connection pool, on its loop thread, after every
+    /// command sent before it.
+    func send(_ command: TransferCommand) {
+        guard let multi else { return }
+        engine.execute { multi.perform(command) }
+    }
+
+    func transferRequest(
+        for request: Request, body: TransferBody?, sink: TransferSink = .memory
+    ) -> TransferRequest {
+        var headers = request.headers
+        for field in configuration.httpAdditionalHeaders where !headers.contains(field.name) {
+            headers.add(name: field.name, value: field.value)
+        }
+        if !headers.contains("User-Agent") { headers.add(name: "User-Agent", value: DefaultHeaders.userAgent) }
+        if !headers.contains("Accept-Language") {
+            headers.add(name: "Accept-Language", value: DefaultHeaders.acceptLanguage)
+        }
+        return TransferRequest(
+            url: request.url, method: request.method, headers: headers, body: body, sink: sink,
+            requestTimeout: request.timeoutInterval ?? configuration.timeoutIntervalForRequest,
+            resourceTimeout: configuration.timeoutIntervalForResource,
+            httpVersion: configuration.httpVersion,
+            allowedProtocols: allowedProtocolList,
+            followsRedirects: configuration.followsRedirects,
+            maximumRedirects: configuration.maximumRedirects,
+            maximumResponseSize: configuration.maximumResponseSize,
+            maximumHeaderSize: configuration.maximumHeaderSize,
+            securityPolicy: configuration.securityPolicy)
+    }
+}

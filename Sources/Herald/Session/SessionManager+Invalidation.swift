@@ -1,0 +1,70 @@
+import Dispatch
+import Foundation
+import HeraldNotifications
+
+// Invalidation: the session stops creating tasks, and once its last task has completed (or been cancelled)
+// it releases its connection pool and posts `sessionDidInvalidate`, last of all its notifications.
+extension SessionManager {
+    /// Invalidates the session: it creates no more tasks, and once its last task has completed it posts
+    /// `sessionDidInvalidate` and releases its connection pool.
+    ///
+    /// - Parameter cancelingTasks: `false` lets outstanding tasks finish (AF's
+    ///   `finishTasksAndInvalidate`; a task that is never resumed keeps the session from finishing);
+    ///   `true` cancels them all first (AF's `invalidateAndCancel`). Calling it again does nothing more,
+    ///   except that `true` still cancels what is outstanding.
+    public func invalidate(cancelingTasks: Bool) {
+        let outstanding = state.withLock { state -> [SessionTask] in
+            state.isInvalidated = true
+            return Array(state.tasks.values)
+        }
+        if cancelingTasks {
+            for task in outstanding { task.cancel() }
+        }
+        eventPoster.eventQueue.async { [self] in finishInvalidatingIfDone() }
+    }
+
+    /// Forgets a completed task: it leaves the task lists before `taskDidComplete` is posted. Event queue.
+    func forget(_ task: SessionTask) {
+        _ = state.withLock { $0.tasks.removeValue(forKey: task.taskIdentifier) }
+    }
+
+    /// Posts `sessionDidInvalidate` and closes the pool once invalidated with no task left. Event queue.
+    func finishInvalidatingIfDone() {
+        let finish = state.withLock { state -> Bool in
+            guard state.isInvalidated, state.tasks.isEmpty, !state.didFinishInvalidating else { return false }
+            state.didFinishInvalidating = true
+            return true
+        }
+        guard finish else { return }
+        // Only an empty directory goes: a kept download (a failed move, resume data) keeps it.
+        rmdir(downloadDirectory.path)
+        // Release the pool first, so that by the time observers hear of the invalidation the engine has
+        // already been told to close every connection, socket and timer of this session.
+        if let multi {
+            engine.execute {
+                multi.close(cancellingWith: HeraldError(.sessionInvalidated, "The session was invalidated."))
+            }
+        }
+        // AF's order: the hook first, then the notification, both after every task's completion.
+        readHooks { $0.sessionDidBecomeInvalid }?(self, nil)
+        notificationCenter.post(
+            .sessionDidInvalidate, object: self,
+            userInfo: SessionInvalidation(sessionIdentifier: identifier, date: Date(), error: nil))
+        let waiters = state.withLock { state in
+            state.didPostInvalidation = true
+            defer { state.invalidationWaiters = [] }
+            return state.invalidationWaiters
+        }
+        for waiter in waiters { waiter() }
+    }
+
+    /// Calls `body` once `sessionDidInvalidate` has been posted: at once if it already has, otherwise on
+    /// the event queue right after the post returns.
+    func whenInvalidationPosted(_ body: @escaping @Sendable () -> Void) {
+        let posted = state.withLock { state in
+            if !state.didPostInvalidation { state.invalidationWaiters.append(body) }
+            return state.didPostInvalidation
+        }
+        if posted { body() }
+    }
+}

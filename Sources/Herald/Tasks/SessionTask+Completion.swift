@@ -1,0 +1,54 @@
+import Foundation
+
+// Completing a task: the machine decides whether the outcome completes the task (exactly once), waits for
+// `resume()` (the task is suspended), or arrives too late; the session then serializes, runs the
+// completion handler and posts `taskDidComplete`.
+extension SessionTask {
+    /// Completes the task with `outcome`, exactly once whichever path gets here first.
+    func completeTransfer(_ outcome: TransferOutcome) {
+        transition { core -> ((), [TaskEffect]) in
+            guard case .finish(let wasCancelled, let downloadTask) = core.machine.complete(with: outcome) else {
+                return ((), [])
+            }
+            var outcome = outcome
+            if let stale = core.revalidating, outcome.error == nil, let notModified = outcome.response,
+                notModified.statusCode == 304
+            {
+                // The server confirmed the cached response: complete with it, refreshed by the 304's fields.
+                outcome.response = ResponseCachePolicy.refreshed(stale.response, with: notModified)
+                outcome.body = stale.data
+            }
+            core.revalidating = nil
+            if var metrics = outcome.metrics {
+                // curl follows no redirect itself: the count is Herald's.
+                metrics.redirectCount = core.machine.hops.redirectCount
+                outcome.metrics = metrics
+                core.machine.hops.metrics.append(metrics)
+            } else if outcome.response != nil, let last = core.machine.hops.metrics.last {
+                outcome.metrics = last
+            }
+            core.metrics = outcome.metrics
+            if let response = outcome.response { core.response = response }
+            if wasCancelled, outcome.error?.code != .cancelled {
+                outcome.error = Self.cancellation(for: originalRequest.url)
+            }
+            // A data task that became a download completes as the download task, whichever face curl told.
+            return ((), [.deliver(downloadTask ?? self, outcome)])
+        }
+    }
+
+    /// Records the final error and runs the completion handler. Completion queue.
+    func runCompletionHandler(response: HTTPResponse?, object: (any Sendable)?, error: HeraldError?) {
+        let (handler, uploadHandler, downloadHandler) = core.withLock { core in
+            core.error = error
+            let handlers = (core.completionHandler, core.uploadProgressHandler, core.downloadProgressHandler)
+            core.completionHandler = nil
+            core.uploadProgressHandler = nil
+            core.downloadProgressHandler = nil
+            return handlers
+        }
+        uploadProgress.finish(deliveringFinalUpdateTo: uploadHandler)
+        downloadProgress.finish(deliveringFinalUpdateTo: downloadHandler)
+        handler?(response, object, error)
+    }
+}

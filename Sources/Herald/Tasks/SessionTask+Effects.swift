@@ -1,0 +1,103 @@
+import Dispatch
+import Foundation
+
+/// A side effect of a task's transition: what ``TaskStateMachine`` decided, carried out after the task's
+/// lock is released.
+enum TaskEffect {
+    /// Post `taskDidResume` or `taskDidSuspend` for the task.
+    case announce(SessionTask, TaskState)
+    /// Post `taskWillRetry`.
+    case announceRetry(SessionTask, RetryAnnouncement)
+    /// Send the engine a command.
+    case engine(TransferCommand)
+    /// Complete the task with an outcome (held while suspended, or a cancellation between transfers).
+    case complete(SessionTask, TransferOutcome)
+    /// Hand a completed task to the session: serialize, run the completion handler, post `taskDidComplete`.
+    case deliver(SessionTask, TransferOutcome)
+    /// Start a retry's timer.
+    case schedule(DispatchWorkItem, delay: TimeInterval)
+    /// Cancel a retry's timer.
+    case cancelTimer(DispatchWorkItem)
+}
+
+/// What `taskWillRetry` says.
+struct RetryAnnouncement {
+    var attempt: Int
+    var error: HeraldError
+    var response: HTTPResponse?
+    var delay: TimeInterval
+}
+
+/// The effects waiting to be carried out, in the order of the transitions that produced them.
+///
+/// One thread at a time carries them out: the first to submit effects while nobody else does. A thread
+/// that submits while another is at it leaves its effects to that thread, so effects never run under the
+/// lock and never out of order — a `taskDidSuspend` can't overtake the `taskDidResume` before it, and a
+/// pause can't reach the engine before the unpause it follows.
+struct TaskEffectQueue {
+    private var pending: [TaskEffect] = []
+    private var isRunning = false
+
+    /// Queues `effects`; returns them when the caller is to carry them out now (then it must call
+    /// ``next()`` until that returns nothing), or nothing when another thread is at it.
+    mutating func submit(_ effects: [TaskEffect]) -> [TaskEffect] {
+        guard !effects.isEmpty else { return [] }
+        if isRunning {
+            pending.append(contentsOf: effects)
+            return []
+        }
+        isRunning = true
+        return effects
+    }
+
+    /// The effects queued meanwhile; an empty answer ends the caller's turn.
+    mutating func next() -> [TaskEffect] {
+        guard !pending.isEmpty else {
+            isRunning = false
+            return []
+        }
+        defer { pending = [] }
+        return pending
+    }
+}
+
+extension SessionTask {
+    /// Runs `body` on the task's state under its lock, then carries out the effects it returned, in order,
+    /// after releasing the lock. Returns `body`'s result.
+    @discardableResult
+    func transition<Result>(_ body: (inout Core) -> (Result, [TaskEffect])) -> Result {
+        let (result, effects) = core.withLock { core -> (Result, [TaskEffect]) in
+            let (result, effects) = body(&core)
+            return (result, core.effects.submit(effects))
+        }
+        carryOut(effects)
+        return result
+    }
+
+    private func carryOut(_ effects: [TaskEffect]) {
+        var batch = effects
+        while !batch.isEmpty {
+            for effect in batch { perform(effect) }
+            batch = core.withLock { $0.effects.next() }
+        }
+    }
+
+    private func perform(_ effect: TaskEffect) {
+        switch effect {
+        case .announce(let task, let state):
+            session.eventPoster.taskDidTransition(task, to: state)
+        case .announceRetry(let task, let retry):
+            session.eventPoster.postRetry(of: task, retry)
+        case .engine(let command):
+            session.send(command)
+        case .complete(let task, let outcome):
+            task.completeTransfer(outcome)
+        case .deliver(let task, let outcome):
+            session.complete(task, with: outcome)
+        case .schedule(let timer, let delay):
+            Self.hopQueue.asyncAfter(deadline: .now() + delay, execute: timer)
+        case .cancelTimer(let timer):
+            timer.cancel()
+        }
+    }
+}

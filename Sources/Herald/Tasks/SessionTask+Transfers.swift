@@ -1,0 +1,82 @@
+import Foundation
+
+// Preparing and starting a task's transfers. The first transfer, a redirect's, an authentication
+// round-trip's and a retry's all start the same way: prepared off the loop thread and outside the task's
+// lock (the trace instrument, the cookie store and the session's hooks are read here), then handed to the
+// state machine, which starts it, keeps it for `resume()`, or drops it when the task was cancelled meanwhile.
+extension SessionTask {
+    /// What the session's cache holds for this task's first resume, or `nil`.
+    func cacheLookup() -> ResponseCachePolicy.Lookup? {
+        guard let cache = session.configuration.responseCache, usesResponseCache,
+            core.withLock({ !$0.machine.hasStarted })
+        else { return nil }
+        return ResponseCachePolicy.lookup(for: originalRequest, in: cache)
+    }
+
+    /// Serves a fresh cached response, or runs the adapter, or prepares and starts the first transfer.
+    func startFirstTransfer(cached: ResponseCachePolicy.Lookup?) {
+        if case .fresh(let entry) = cached {
+            return transferDidFinish(
+                TransferOutcome(
+                    response: entry.response, body: entry.data, error: nil, metrics: nil, isFromCache: true))
+        }
+        let (own, validators) = core.withLock { ($0.interceptor, $0.machine.hops.cacheValidators) }
+        if let interceptor = Self.combined(own, session.interceptor) {
+            // The adapter runs first, off this thread; it starts the transfer.
+            return startAttempt(with: interceptor)
+        }
+        startTransfer(attemptTransferRequest(for: originalRequest, validators: validators))
+    }
+
+    /// Prepares a body for sending again: data and file bodies reopen from their start when the transfer
+    /// opens them; a stream is replaced through ``SessionManager/taskNeedNewBodyStream``. Hop queue.
+    func rewindBody(of request: inout TransferRequest) -> HeraldError? {
+        guard case .stream(_, let renew) = request.body else { return nil }
+        guard let fresh = renew() else {
+            return HeraldError(
+                .bodyStream,
+                "The request body must be sent again (a 307/308 redirect or an authentication challenge), but a "
+                    + "streamed body cannot be rewound and SessionManager.taskNeedNewBodyStream provided no new stream.",
+                url: request.url)
+        }
+        request.body = .stream(fresh, renew: renew)
+        return nil
+    }
+
+    /// Starts the task's next transfer (its first one too), unless it was cancelled meanwhile; a suspended
+    /// task keeps it until ``resume()``. Never the loop thread, never with the task's lock held: the trace
+    /// instrument and the cookie store run here.
+    func startTransfer(_ request: TransferRequest) {
+        var request = request
+        // Every transfer carries the trace context, whatever a redirection hook or an adapter did to the headers.
+        trace?.inject(into: &request.headers)
+        request.cookieHeader = session.cookieHeader(for: request.url)
+        let firstStart = core.withLock { $0.machine.hops.metrics.first?.startDate }
+        if request.resourceTimeout > 0, let firstStart {
+            // The resource timeout covers the whole task, every hop included: the next transfer gets what is
+            // left (a minimal value when nothing is, so curl fails it with timedOut at once).
+            request.resourceTimeout = max(0.001, request.resourceTimeout - Date().timeIntervalSince(firstStart))
+        }
+        let transfer = Transfer(request: request, delegate: self)
+        let sendsCredential = request.credential != nil
+        transition { core -> ((), [TaskEffect]) in
+            switch core.machine.transferPrepared(transfer) {
+            case .none:
+                return ((), [])
+            case .start(let transfer):
+                core.machine.hops.sentCredential = sendsCredential
+                return ((), [.engine(.start(transfer))])
+            case .wait:
+                core.machine.hops.sentCredential = sendsCredential
+                return ((), [])
+            }
+        }
+    }
+
+    /// Completes the task with the hop's response (its 3xx or 401) and `error`. Hop queue.
+    func finishHop(_ outcome: TransferOutcome, error: HeraldError?) {
+        var outcome = outcome
+        outcome.error = error
+        completeTransfer(outcome)
+    }
+}

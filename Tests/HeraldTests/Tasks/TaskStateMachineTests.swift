@@ -1,0 +1,286 @@
+import Foundation
+@testable import Herald
+import HeraldNotifications
+import Testing
+
+/// The task state machine on its own: each transition's answer and the state it leaves, without an engine,
+/// a server or a thread. The transfers and tasks here are real objects that are never started.
+@Suite("The task state machine")
+struct TaskStateMachineTests {
+    /// A session whose tasks and transfers are only made, never run.
+    final class Parts: Sendable {
+        let session = SessionManager()
+        let url = URL(string: "http://127.0.0.1:9/never-sent")!
+
+        func transfer() throws -> Transfer {
+            let task = try session.dataTask(with: Request(url: url))
+            return Transfer(request: session.transferRequest(for: Request(url: url), body: nil), delegate: task)
+        }
+
+        func downloadTask() throws -> DownloadTask {
+            try session.downloadTask(with: Request(url: url))
+        }
+
+        func outcome(status: Int = 200, error: HeraldError? = nil) -> TransferOutcome {
+            let response = HTTPResponse(url: url, statusCode: status, headers: [:])
+            return TransferOutcome(response: response, body: Data("body".utf8), error: error, metrics: nil)
+        }
+
+        deinit { session.invalidate(cancelingTasks: true) }
+    }
+
+    /// A machine that has started and runs `transfer`.
+    static func running(_ transfer: Transfer) -> TaskStateMachine {
+        var machine = TaskStateMachine()
+        _ = machine.resume()
+        _ = machine.transferPrepared(transfer)
+        return machine
+    }
+
+    @Test("a new task is suspended and not started; the first resume asks for the first transfer")
+    func firstResume() throws {
+        var machine = TaskStateMachine()
+        #expect(machine.state == .suspended)
+        #expect(!machine.hasStarted)
+        guard case .start = machine.resume() else { Issue.record("expected .start"); return }
+        #expect(machine.state == .running)
+        #expect(machine.hasStarted)
+        guard case .none = machine.resume() else { Issue.record("a second resume changes nothing"); return }
+    }
+
+    @Test("the prepared transfer starts when running, and waits for resume() when suspended")
+    func preparedTransfer() throws {
+        let parts = Parts()
+        let first = try parts.transfer()
+        var machine = TaskStateMachine()
+        _ = machine.resume()
+        guard case .start(let started) = machine.transferPrepared(first) else { Issue.record("expected .start"); return }
+        #expect(started === first)
+        #expect(machine.currentTransfer === first)
+
+        var suspended = TaskStateMachine()
+        _ = suspended.resume()
+        guard case .announce = suspended.suspend() else { Issue.record("no transfer to pause yet"); return }
+        guard case .wait = suspended.transferPrepared(first) else { Issue.record("expected .wait"); return }
+        #expect(suspended.currentTransfer == nil)
+        guard case .startTransfer(let waiting) = suspended.resume() else {
+            Issue.record("resume() starts the waiting transfer")
+            return
+        }
+        #expect(waiting === first)
+        #expect(suspended.currentTransfer === first)
+    }
+
+    @Test("suspend pauses the running transfer; resume unpauses it; each only from the other state")
+    func suspendAndResume() throws {
+        let parts = Parts()
+        let transfer = try parts.transfer()
+        var machine = Self.running(transfer)
+        guard case .pause(let paused) = machine.suspend() else { Issue.record("expected .pause"); return }
+        #expect(paused === transfer)
+        #expect(machine.state == .suspended)
+        guard case .none = machine.suspend() else { Issue.record("a second suspend changes nothing"); return }
+        guard case .unpause(let unpaused) = machine.resume() else { Issue.record("expected .unpause"); return }
+        #expect(unpaused === transfer)
+        #expect(machine.state == .running)
+    }
+
+    @Test("cancel: before the start, while transferring, between transfers, after completion")
+    func cancelEverywhere() throws {
+        let parts = Parts()
+        var unstarted = TaskStateMachine()
+        guard case .completeUnstarted = unstarted.cancel() else { Issue.record("expected .completeUnstarted"); return }
+        #expect(unstarted.state == .canceling)
+        guard case .none = unstarted.cancel() else { Issue.record("cancel is once"); return }
+
+        let transfer = try parts.transfer()
+        var transferring = Self.running(transfer)
+        guard case .stop(let stopped) = transferring.cancel() else { Issue.record("expected .stop"); return }
+        #expect(stopped === transfer)
+
+        var between = Self.running(transfer)
+        let ended = between.transferEndsBetweenTransfers()
+        #expect(ended === transfer)
+        let timer = DispatchWorkItem {}
+        let scheduled = between.retryScheduled(timer)
+        #expect(scheduled)
+        guard case .completeBetweenTransfers(let pending) = between.cancel() else {
+            Issue.record("expected .completeBetweenTransfers")
+            return
+        }
+        #expect(pending === timer)
+        // Cancelled between transfers: the next one is dropped, and a retry's next attempt does not start.
+        guard case .none = between.transferPrepared(transfer) else { Issue.record("expected .none"); return }
+        let attemptStarted = between.attemptStarts()
+        #expect(!attemptStarted)
+
+        var done = Self.running(transfer)
+        guard case .finish = done.complete(with: parts.outcome()) else { Issue.record("expected .finish"); return }
+        guard case .none = done.cancel() else { Issue.record("a completed task ignores cancel"); return }
+        guard case .none = done.resume() else { Issue.record("a completed task ignores resume"); return }
+        guard case .none = done.suspend() else { Issue.record("a completed task ignores suspend"); return }
+    }
+
+    @Test("a transfer that succeeds while the task is suspended is held: resume() completes with it")
+    func heldUntilResume() throws {
+        let parts = Parts()
+        let transfer = try parts.transfer()
+        var machine = Self.running(transfer)
+        _ = machine.suspend()
+        guard case .hold = machine.complete(with: parts.outcome()) else { Issue.record("expected .hold"); return }
+        #expect(machine.state == .suspended)
+        guard case .complete(let held) = machine.resume() else { Issue.record("expected .complete"); return }
+        #expect(held.response?.statusCode == 200)
+        guard case .finish(let wasCancelled, _) = machine.complete(with: held) else {
+            Issue.record("expected .finish")
+            return
+        }
+        #expect(!wasCancelled)
+        #expect(machine.state == .completed)
+        guard case .none = machine.complete(with: held) else { Issue.record("completion is exactly once"); return }
+    }
+
+    @Test("a held outcome is given up by cancel(): the task completes as cancelled")
+    func heldThenCancelled() throws {
+        let parts = Parts()
+        var machine = Self.running(try parts.transfer())
+        _ = machine.suspend()
+        _ = machine.complete(with: parts.outcome())
+        guard case .complete(let held) = machine.cancel() else { Issue.record("expected .complete"); return }
+        guard case .finish(let wasCancelled, _) = machine.complete(with: held) else {
+            Issue.record("expected .finish")
+            return
+        }
+        #expect(wasCancelled)
+    }
+
+    @Test("a failure while suspended completes at once: only a success waits for resume()")
+    func failureWhileSuspended() throws {
+        let parts = Parts()
+        var machine = Self.running(try parts.transfer())
+        _ = machine.suspend()
+        let failure = HeraldError(.timedOut, "timed out")
+        guard case .finish(let wasCancelled, _) = machine.complete(with: parts.outcome(error: failure)) else {
+            Issue.record("expected .finish")
+            return
+        }
+        #expect(!wasCancelled)
+        #expect(machine.state == .completed)
+    }
+
+    @Test("only the running transfer can end in another hop, and only once")
+    func hopsOnlyFromTheRunningTransfer() throws {
+        let parts = Parts()
+        let transfer = try parts.transfer()
+        var machine = Self.running(transfer)
+        let first = machine.transferEndsBetweenTransfers()
+        let second = machine.transferEndsBetweenTransfers()
+        #expect(first === transfer)
+        #expect(second == nil)
+        let attemptStarted = machine.attemptStarts()
+        #expect(attemptStarted)
+        #expect(machine.currentTransfer == nil)
+
+        var cancelled = Self.running(transfer)
+        _ = cancelled.cancel()
+        let afterCancel = cancelled.transferEndsBetweenTransfers()
+        #expect(afterCancel == nil)
+    }
+
+    @Test("a data task becomes a download only while its transfer runs; the download task completes it")
+    func becomingADownload() throws {
+        let parts = Parts()
+        let transfer = try parts.transfer()
+        let other = try parts.transfer()
+        let download = try parts.downloadTask()
+        var machine = Self.running(transfer)
+        let becameWithOther = machine.becomeDownload(download, runningTransfer: other)
+        #expect(!becameWithOther)
+        #expect(machine.downloadTask == nil)
+        let became = machine.becomeDownload(download, runningTransfer: transfer)
+        #expect(became)
+        guard case .finish(_, let finisher) = machine.complete(with: parts.outcome()) else {
+            Issue.record("expected .finish")
+            return
+        }
+        #expect(finisher === download)
+        #expect(machine.downloadTask == nil)
+
+        var cancelled = Self.running(transfer)
+        _ = cancelled.cancel()
+        let becameAfterCancel = cancelled.becomeDownload(download, runningTransfer: transfer)
+        #expect(!becameAfterCancel)
+    }
+}
+
+/// The effect queue: effects are carried out outside the lock by one thread at a time, in the order of
+/// the transitions that produced them.
+@Suite("The task effect queue")
+struct TaskEffectQueueTests {
+    static func markers(_ effects: [TaskEffect]) -> [TimeInterval] {
+        effects.compactMap { effect in
+            if case .schedule(_, let delay) = effect { return delay }
+            return nil
+        }
+    }
+
+    static func effect(_ marker: TimeInterval) -> TaskEffect { .schedule(DispatchWorkItem {}, delay: marker) }
+
+    @Test("the first submitter carries out its effects; later ones queue theirs for it, in order")
+    func oneRunnerInOrder() {
+        var queue = TaskEffectQueue()
+        let first = Self.markers(queue.submit([Self.effect(1), Self.effect(2)]))
+        let second = queue.submit([Self.effect(3)])
+        let third = queue.submit([Self.effect(4), Self.effect(5)])
+        let queued = Self.markers(queue.next())
+        let end = queue.next()
+        #expect(first == [1, 2])
+        #expect(second.isEmpty && third.isEmpty)
+        #expect(queued == [3, 4, 5])
+        #expect(end.isEmpty)
+        // The turn has ended: the next submitter runs its own effects.
+        let next = Self.markers(queue.submit([Self.effect(6)]))
+        let nextEnd = queue.next()
+        #expect(next == [6])
+        #expect(nextEnd.isEmpty)
+    }
+
+    @Test("submitting nothing never takes the turn")
+    func emptySubmission() {
+        var queue = TaskEffectQueue()
+        let nothing = queue.submit([])
+        let first = Self.markers(queue.submit([Self.effect(1)]))
+        #expect(nothing.isEmpty)
+        #expect(first == [1])
+    }
+
+    @Test("4 threads submitting 2,000 effects each: every effect carried out once, each thread's in its order")
+    func concurrentSubmitters() async {
+        let queue = Locked(TaskEffectQueue())
+        let carriedOut = Locked<[TimeInterval]>([])
+        let threads = 4
+        let perThread = 2_000
+        await withTaskGroup(of: Void.self) { group in
+            for thread in 0..<threads {
+                group.addTask {
+                    for index in 0..<perThread {
+                        var batch = queue.withLock { $0.submit([Self.effect(Double(thread * perThread + index))]) }
+                        while !batch.isEmpty {
+                            let markers = Self.markers(batch)
+                            carriedOut.withLock { $0 += markers }
+                            batch = queue.withLock { $0.next() }
+                        }
+                    }
+                }
+            }
+        }
+        let all = carriedOut.withLock { $0 }
+        #expect(all.count == threads * perThread)
+        #expect(Set(all).count == threads * perThread)
+        for thread in 0..<threads {
+            let range = Double(thread * perThread)..<Double((thread + 1) * perThread)
+            let own = all.filter { range.contains($0) }
+            #expect(own == own.sorted(), "thread \(thread)'s effects were carried out out of order")
+        }
+    }
+}
