@@ -78,7 +78,7 @@ final class MultiHandle: @unchecked Sendable {
         if let easy = transfer.easyHandle, transfers.removeValue(forKey: easy) != nil {
             curl_multi_remove_handle(multi, easy)
             transfer.finish(error: error)
-        } else if transfer.deferredResult != nil {
+        } else if transfer.isHoldingResult {
             // Done on the wire and out of the pool, but held for the task's answer to its response.
             transfer.finish(error: error)
         }

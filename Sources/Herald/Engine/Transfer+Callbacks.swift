@@ -40,37 +40,36 @@ extension Transfer {
     // MARK: - receiving
 
     private func received(_ buffer: UnsafeMutablePointer<CChar>?, length: Int) -> Int {
-        if abortError != nil { return 0 }
-        if pendingPause {
-            // A suspend arrived before the connection existed; curl keeps this chunk and hands it back
-            // when the transfer is unpaused.
-            pendingPause = false
-            isPaused = true
-            return Int(herald_writefunc_pause)
+        switch machine.callbackDidRun() {
+        case .abort: return 0
+        case .pause: return Int(herald_writefunc_pause)
+        case .proceed: break
         }
         lastActivity = .now
         if response == nil {
             announceResponse()
         }
-        if request.asksForResponseDisposition, !hasDisposition, let response,
+        if request.asksForResponseDisposition, let response,
             request.asksForDisposition(status: response.statusCode, headers: response.headers)
         {
-            // Wait for the task's answer without blocking the loop: curl keeps this chunk and hands it
-            // back when the transfer is unpaused.
-            if !isAwaitingDisposition {
-                isAwaitingDisposition = true
+            switch machine.responseNeedsDisposition() {
+            case .askDelegate:
                 delegate.transferNeedsResponseDisposition(response, transfer: self)
+                return Int(herald_writefunc_pause)
+            case .keepWaiting:
+                return Int(herald_writefunc_pause)
+            case .proceed:
+                break
             }
-            return Int(herald_writefunc_pause)
         }
-        if !sinkDidBegin, let response, let error = beginSink(for: response) {
-            abortError = error
+        if !machine.sinkDidBegin, let response, let error = beginSink(for: response) {
+            machine.abort(with: error)
             return 0
         }
         if exceedsResponseLimit(adding: length) { return 0 }
         if let buffer, length > 0, let error = sink.write(UnsafeRawBufferPointer(start: buffer, count: length)) {
             // Returning less than `length` makes curl stop with CURLE_WRITE_ERROR; the error says why.
-            abortError = error
+            machine.abort(with: error)
             return 0
         }
         bodyBytesReceived += Int64(length)
@@ -97,7 +96,7 @@ extension Transfer {
             responseHeaders = HTTPHeaders()
             response = nil
             // The sink is told again at the next body byte, and drops what an earlier response left.
-            sinkDidBegin = false
+            machine.responseHeadDidStart()
             bodyBytesReceived = 0
             bodyStartOffset = 0
             headerBytesReceived = 0
@@ -122,18 +121,17 @@ extension Transfer {
     // MARK: - sending
 
     private func fillBody(_ buffer: UnsafeMutablePointer<CChar>, capacity: Int) -> Int {
-        if abortError != nil { return Int(herald_readfunc_abort) }
-        if pendingPause {
-            pendingPause = false
-            isPaused = true
-            return Int(herald_readfunc_pause)
+        switch machine.callbackDidRun() {
+        case .abort: return Int(herald_readfunc_abort)
+        case .pause: return Int(herald_readfunc_pause)
+        case .proceed: break
         }
         guard let source else { return 0 }
         switch source.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: capacity)) {
         case .end:
             return 0
         case .failed(let error):
-            abortError = error
+            machine.abort(with: error)
             return Int(herald_readfunc_abort)
         case .bytes(let count):
             bodyBytesSent += Int64(count)
@@ -149,7 +147,7 @@ extension Transfer {
         guard origin == SEEK_SET, let source else { return CURL_SEEKFUNC_CANTSEEK }
         if let error = source.rewind(to: Int64(offset)) {
             // curl then fails with CURLE_SEND_FAIL_REWIND; the recorded error says why, clearly.
-            abortError = error
+            machine.abort(with: error)
             return CURL_SEEKFUNC_CANTSEEK
         }
         bodyBytesSent = Int64(offset)
@@ -159,16 +157,24 @@ extension Transfer {
     // MARK: - progress
 
     private func progressTick() -> Int32 {
-        if abortError != nil { return 1 }
-        if pendingPause, let easyHandle, curl_easy_pause(easyHandle, CURLPAUSE_ALL) == CURLE_OK {
-            pendingPause = false
-            isPaused = true
+        switch machine.progressDidTick() {
+        case .abort:
+            return 1
+        case .tryPause:
+            // curl_easy_pause may still fail here (no connection yet): the pause then stays pending for a
+            // later callback.
+            if let easyHandle {
+                machine.didTryPause(accepted: curl_easy_pause(easyHandle, CURLPAUSE_ALL) == CURLE_OK)
+            }
+        case .proceed:
+            break
         }
-        if !isPaused, !isAwaitingDisposition, request.requestTimeout > 0 {
+        if machine.isIdleTimeoutRunning, request.requestTimeout > 0 {
             let idle = ContinuousClock.now - lastActivity
             if idle > .milliseconds(Int64(request.requestTimeout * 1000)) {
-                abortError = HeraldError(
-                    .timedOut, "No data moved for \(request.requestTimeout) seconds.", url: request.url)
+                machine.abort(
+                    with: HeraldError(
+                        .timedOut, "No data moved for \(request.requestTimeout) seconds.", url: request.url))
                 return 1
             }
         }

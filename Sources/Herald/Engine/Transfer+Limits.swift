@@ -3,8 +3,8 @@ import Foundation
 
 // The limits that protect the process from a server: the size of a body held in memory and of a
 // response head. Each check runs inside a curl callback on the loop thread; past a limit it records
-// why in `abortError` and the callback returns 0, which makes curl stop the transfer (CURLE_WRITE_ERROR)
-// and `finish(result:)` report the recorded error instead of curl's.
+// why with the state machine's `abort(with:)` and the callback returns 0, which makes curl stop the
+// transfer (CURLE_WRITE_ERROR) and `finish(result:)` report the recorded error instead of curl's.
 extension Transfer {
     /// Whether `length` more body bytes would take an in-memory body past
     /// ``TransferRequest/maximumResponseSize``. When they would, records ``HeraldError/Code/responseTooLarge``
@@ -23,7 +23,7 @@ extension Transfer {
             reason = "The response declares \(declared) bytes, more than the maximum of \(limit)."
         }
         guard let reason else { return false }
-        abortError = HeraldError(.responseTooLarge, reason, url: request.url)
+        machine.abort(with: HeraldError(.responseTooLarge, reason, url: request.url))
         // The body is discarded, not handed to the caller: free it now rather than when the task ends.
         sink = MemoryBodySink()
         return true
@@ -35,9 +35,11 @@ extension Transfer {
     func exceedsHeaderLimit(adding length: Int) -> Bool {
         headerBytesReceived += length
         let limit = request.maximumHeaderSize
-        guard limit > 0, headerBytesReceived > limit, abortError == nil else { return false }
-        abortError = HeraldError(
-            .badServerResponse, "The response head is larger than the maximum of \(limit) bytes.", url: request.url)
+        guard limit > 0, headerBytesReceived > limit, machine.abortError == nil else { return false }
+        machine.abort(
+            with: HeraldError(
+                .badServerResponse, "The response head is larger than the maximum of \(limit) bytes.",
+                url: request.url))
         return true
     }
 

@@ -1,0 +1,112 @@
+import CCurl
+import Foundation
+
+// The easy handle's options, set once on the loop thread before the transfer joins its multi handle.
+extension Transfer {
+    /// Sets every option on `easy`; the error says which option libcurl refused, if one was.
+    func configure(_ easy: UnsafeMutableRawPointer) -> HeraldError? {
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        var failed: (String, CURLcode)?
+        func check(_ option: String, _ code: CURLcode) {
+            if code != CURLE_OK, failed == nil { failed = (option, code) }
+        }
+        check("URL", herald_easy_setopt_string(easy, CURLOPT_URL, request.url.absoluteString))
+        check("NOSIGNAL", herald_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1))
+        check("ERRORBUFFER", herald_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer))
+        let protocols = request.allowedProtocols.joined(separator: ",")
+        // PROTOCOLS_STR from libcurl 7.85, the PROTOCOLS bitmask before it (see the shim).
+        check("PROTOCOLS", herald_easy_setopt_protocols(easy, protocols))
+        // Herald follows redirects itself (SessionTask+Redirects) so a hook sees and may veto every hop.
+        check("FOLLOWLOCATION", herald_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0))
+        if let credential = request.credential {
+            // curl computes the header: Basic at once, Digest after its own unauthenticated round-trip
+            // for a fresh nonce (the one in the 401 Herald saw belongs to another request).
+            check("USERNAME", herald_easy_setopt_string(easy, CURLOPT_USERNAME, credential.credential.user))
+            check("PASSWORD", herald_easy_setopt_string(easy, CURLOPT_PASSWORD, credential.credential.password))
+            let scheme = credential.scheme == .digest ? herald_curlauth_digest : herald_curlauth_basic
+            check("HTTPAUTH", herald_easy_setopt_long(easy, CURLOPT_HTTPAUTH, scheme))
+        }
+        if case .file = request.sink {
+            // A file holds the representation's bytes as sent, so a resumed Range lines up with it
+            // (decoded bytes would not); larger buffers mean fewer write callbacks and writes.
+            check("BUFFERSIZE", herald_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, 256 * 1024))
+        } else {
+            check("ACCEPT_ENCODING", herald_easy_setopt_string(easy, CURLOPT_ACCEPT_ENCODING, ""))
+        }
+        check("HTTP_VERSION", herald_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, request.httpVersion.curlValue))
+        configureTimeouts(easy, check: check)
+        configureSecurity(easy, check: check)
+        configureProxy(easy, check: check)
+        configureMethodAndBody(easy, check: check)
+        configureHeaders(easy, check: check)
+
+        check("WRITEDATA", herald_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context))
+        check("WRITEFUNCTION", herald_easy_setopt_data_cb(easy, CURLOPT_WRITEFUNCTION, Transfer.writeCallback))
+        check("HEADERDATA", herald_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context))
+        check("HEADERFUNCTION", herald_easy_setopt_data_cb(easy, CURLOPT_HEADERFUNCTION, Transfer.headerCallback))
+        check("READDATA", herald_easy_setopt_pointer(easy, CURLOPT_READDATA, context))
+        check("READFUNCTION", herald_easy_setopt_data_cb(easy, CURLOPT_READFUNCTION, Transfer.readCallback))
+        check("SEEKDATA", herald_easy_setopt_pointer(easy, CURLOPT_SEEKDATA, context))
+        check("SEEKFUNCTION", herald_easy_setopt_seek_cb(easy, Transfer.seekCallback))
+        check("XFERINFODATA", herald_easy_setopt_pointer(easy, CURLOPT_XFERINFODATA, context))
+        check("XFERINFOFUNCTION", herald_easy_setopt_xferinfo_cb(easy, Transfer.progressCallback))
+        check("NOPROGRESS", herald_easy_setopt_long(easy, CURLOPT_NOPROGRESS, 0))
+        if let (option, code) = failed {
+            return HeraldError(
+                .invalidRequest, "libcurl refused option \(option).", curlCode: Int32(code.rawValue),
+                curlMessage: String(cString: curl_easy_strerror(code)), url: request.url)
+        }
+        return nil
+    }
+
+    private func configureTimeouts(_ easy: UnsafeMutableRawPointer, check: (String, CURLcode) -> Void) {
+        if request.requestTimeout > 0 {
+            let milliseconds = max(1, Int(request.requestTimeout * 1000))
+            check("CONNECTTIMEOUT_MS", herald_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, milliseconds))
+            // The low-speed check makes curl wake up at least once a second on a silent connection, so
+            // the progress callback can enforce the idle timeout with sub-second precision.
+            let seconds = max(1, Int(request.requestTimeout.rounded(.up)))
+            check("LOW_SPEED_LIMIT", herald_easy_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1))
+            check("LOW_SPEED_TIME", herald_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, seconds))
+        }
+        if request.resourceTimeout > 0 {
+            let milliseconds = max(1, Int(request.resourceTimeout * 1000))
+            check("TIMEOUT_MS", herald_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, milliseconds))
+        }
+    }
+
+    private func configureMethodAndBody(_ easy: UnsafeMutableRawPointer, check: (String, CURLcode) -> Void) {
+        let method = request.method
+        let sendsBody = source != nil || ["POST", "PUT", "PATCH"].contains(method)
+        if method == "HEAD" {
+            check("NOBODY", herald_easy_setopt_long(easy, CURLOPT_NOBODY, 1))
+        } else if sendsBody {
+            // UPLOAD + a custom method sends any method with a body from the read callback: with a known
+            // length curl sends Content-Length, with -1 (a stream) it sends chunks.
+            check("UPLOAD", herald_easy_setopt_long(easy, CURLOPT_UPLOAD, 1))
+            let length = source.map { $0.length ?? -1 } ?? 0
+            check("INFILESIZE", herald_easy_setopt_off(easy, CURLOPT_INFILESIZE_LARGE, curl_off_t(length)))
+            check("CUSTOMREQUEST", herald_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, method))
+        } else if method != "GET" {
+            check("CUSTOMREQUEST", herald_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, method))
+        }
+    }
+
+    private func configureHeaders(_ easy: UnsafeMutableRawPointer, check: (String, CURLcode) -> Void) {
+        var list: UnsafeMutablePointer<curl_slist>?
+        for field in request.headers {
+            // "Name:" alone would tell curl to remove the header; "Name;" sends it with an empty value.
+            let line = field.value.isEmpty ? "\(field.name);" : "\(field.name): \(field.value)"
+            list = curl_slist_append(list, line)
+        }
+        if let cookie = request.cookieHeader, !request.headers.contains("Cookie") {
+            list = curl_slist_append(list, "Cookie: \(cookie)")
+        }
+        if !request.headers.contains("Expect") {
+            // curl waits up to a second for "100 Continue" on larger bodies; never stall an upload on it.
+            list = curl_slist_append(list, "Expect:")
+        }
+        headerList = list
+        check("HTTPHEADER", herald_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, list))
+    }
+}

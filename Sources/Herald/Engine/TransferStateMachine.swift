@@ -1,0 +1,297 @@
+/// The life of one ``Transfer`` as a value: the user's pause, the task's answer to the response
+/// (``TransferRequest/asksForResponseDisposition``), a result held for that answer, an abort of ours, and
+/// the end.
+///
+/// Each event is a `mutating` function that moves to the next state and returns what the transfer must
+/// do; the transfer does it afterwards. The machine holds no C handles. Loop thread only, like its transfer.
+///
+/// `running` ⇄ `pausePending` → `paused` ⇄ `running`; `running` → `awaitingDisposition` → `running`; a
+/// body-less response that needs an answer → `heldForDisposition` → (`heldForResume` →) `finished`; a
+/// callback's abort → `aborted` → `finished`; every state → `finished`, once.
+struct TransferStateMachine {
+    private enum State {
+        /// curl moves bytes, or is still resolving and connecting.
+        case running(ResponseStage)
+        /// The user paused, but curl_easy_pause fails before a connection exists, so the pause is
+        /// remembered and applied from the next write, read or progress callback.
+        case pausePending(ResponseStage)
+        /// The user paused and curl holds the transfer.
+        case paused(ResponseStage)
+        /// The write callback paused at the first body byte until the task answers; curl keeps that chunk.
+        /// A user pause is separate: an answer never undoes it.
+        case awaitingDisposition(isUserPaused: Bool)
+        /// curl finished, successfully, a response whose body never reached the write callback; the
+        /// transfer is out of curl and its completion waits for the task's answer (and the user's resume).
+        case heldForDisposition(isUserPaused: Bool)
+        /// The task allowed a held response while the user had paused: the user's resume finishes it.
+        case heldForResume
+        /// A callback told curl to stop; curl's result is replaced by `error`. The transfer still obeys a
+        /// user pause until curl reports its end.
+        case aborted(HeraldError, isUserPaused: Bool)
+        /// Delivered to the delegate; nothing more happens.
+        case finished
+    }
+
+    private var state = State.running(.head)
+
+    // MARK: - the user
+
+    /// The user suspended the task.
+    mutating func pause() -> PauseAction {
+        switch state {
+        case .running, .pausePending, .awaitingDisposition(isUserPaused: false), .aborted(_, isUserPaused: false):
+            // A write callback paused for the task's answer stops receiving only, so curl is paused here
+            // too; an aborted transfer runs until curl reports its end, and obeys the pause meanwhile.
+            return .pauseCurl
+        case .heldForDisposition(isUserPaused: false):
+            // The transfer is over on the wire and out of curl; holding its completion is the pause.
+            state = .heldForDisposition(isUserPaused: true)
+            return .none
+        case .paused, .awaitingDisposition(isUserPaused: true), .heldForDisposition(isUserPaused: true),
+            .heldForResume, .aborted(_, isUserPaused: true), .finished:
+            return .none
+        }
+    }
+
+    /// Reports whether `curl_easy_pause(CURLPAUSE_ALL)`, asked for by ``PauseAction/pauseCurl`` or
+    /// ``ProgressAction/tryPause``, took effect.
+    mutating func didTryPause(accepted: Bool) {
+        switch state {
+        case .running(let stage), .pausePending(let stage):
+            // No connection yet (CURLE_BAD_FUNCTION_ARGUMENT): apply it from the first callback.
+            state = accepted ? .paused(stage) : .pausePending(stage)
+        case .awaitingDisposition(isUserPaused: false):
+            if accepted { state = .awaitingDisposition(isUserPaused: true) }
+        case .aborted(let error, isUserPaused: false):
+            if accepted { state = .aborted(error, isUserPaused: true) }
+        case .paused, .awaitingDisposition, .heldForDisposition, .heldForResume, .aborted, .finished:
+            break
+        }
+    }
+
+    /// The user resumed the task. ``ContinueAction/continueCurl`` delivers buffered data synchronously,
+    /// inside `curl_easy_pause`, so the write callback runs before it returns — in the state set here.
+    mutating func unpause() -> ContinueAction {
+        switch state {
+        case .pausePending(let stage):
+            state = .running(stage)
+            return .none
+        case .paused(let stage):
+            state = .running(stage)
+            return .continueCurl
+        case .awaitingDisposition(isUserPaused: true):
+            // Still waiting for the task's answer to the response: that answer unpauses.
+            state = .awaitingDisposition(isUserPaused: false)
+            return .none
+        case .heldForDisposition(isUserPaused: true):
+            state = .heldForDisposition(isUserPaused: false)
+            return .none
+        case .heldForResume:
+            state = .finished
+            return .finishHeldResult
+        case .aborted(let error, isUserPaused: true):
+            state = .aborted(error, isUserPaused: false)
+            return .continueCurl
+        case .running, .awaitingDisposition(isUserPaused: false), .heldForDisposition(isUserPaused: false),
+            .aborted(_, isUserPaused: false), .finished:
+            return .none
+        }
+    }
+
+    // MARK: - the task's answer
+
+    /// The write callback met a response that needs the task's answer
+    /// (``TransferRequest/asksForDisposition(status:headers:)``).
+    mutating func responseNeedsDisposition() -> DispositionAction {
+        switch state {
+        case .running(let stage), .pausePending(let stage), .paused(let stage):
+            guard !stage.isAllowed else { return .proceed }
+            // Wait for the task's answer without blocking the loop: curl keeps this chunk and hands it
+            // back when the transfer is unpaused.
+            if case .paused = state {
+                state = .awaitingDisposition(isUserPaused: true)
+            } else {
+                state = .awaitingDisposition(isUserPaused: false)
+            }
+            return .askDelegate
+        case .awaitingDisposition:
+            return .keepWaiting
+        case .heldForDisposition, .heldForResume, .aborted, .finished:
+            return .proceed
+        }
+    }
+
+    /// The task allowed the response: continue, unless the user suspended the task meanwhile — then
+    /// their resume continues it. Outside curl callbacks.
+    mutating func allowResponse() -> ContinueAction {
+        switch state {
+        case .awaitingDisposition(isUserPaused: false):
+            // Delivers the chunk curl kept when the write callback paused, synchronously, then goes on.
+            state = .running(.allowed)
+            return .continueCurl
+        case .awaitingDisposition(isUserPaused: true):
+            state = .paused(.allowed)
+            return .none
+        case .heldForDisposition(isUserPaused: false):
+            state = .finished
+            return .finishHeldResult
+        case .heldForDisposition(isUserPaused: true):
+            state = .heldForResume
+            return .none
+        case .running, .pausePending, .paused, .heldForResume, .aborted, .finished:
+            return .none
+        }
+    }
+
+    // MARK: - curl's callbacks
+
+    /// The write or read callback runs (a connection exists).
+    mutating func callbackDidRun() -> CallbackAction {
+        switch state {
+        case .pausePending(let stage):
+            // A suspend arrived before the connection existed; curl keeps this chunk and hands it back
+            // when the transfer is unpaused.
+            state = .paused(stage)
+            return .pause
+        case .aborted, .finished:
+            return .abort
+        case .running, .paused, .awaitingDisposition, .heldForDisposition, .heldForResume:
+            return .proceed
+        }
+    }
+
+    /// The progress callback runs.
+    func progressDidTick() -> ProgressAction {
+        switch state {
+        case .pausePending: .tryPause
+        case .aborted, .finished: .abort
+        case .running, .paused, .awaitingDisposition, .heldForDisposition, .heldForResume: .proceed
+        }
+    }
+
+    /// A status line starts a new response head: an interim 1xx, a 401 curl answers itself, or the final
+    /// one. The sink is told again at the next body byte; the task's answer, once given, stands.
+    mutating func responseHeadDidStart() {
+        switch state {
+        case .running(let stage): state = .running(stage.restarted)
+        case .pausePending(let stage): state = .pausePending(stage.restarted)
+        case .paused(let stage): state = .paused(stage.restarted)
+        case .awaitingDisposition, .heldForDisposition, .heldForResume, .aborted, .finished: break
+        }
+    }
+
+    /// The sink was told about the current response.
+    mutating func sinkDidBeginResponse() {
+        switch state {
+        case .running(let stage): state = .running(stage.begun)
+        case .pausePending(let stage): state = .pausePending(stage.begun)
+        case .paused(let stage): state = .paused(stage.begun)
+        case .awaitingDisposition, .heldForDisposition, .heldForResume, .aborted, .finished: break
+        }
+    }
+
+    /// A callback stops the transfer because of `error` (its return value makes curl stop); the first
+    /// reason stands.
+    mutating func abort(with error: HeraldError) {
+        switch state {
+        case .running, .pausePending, .awaitingDisposition(isUserPaused: false):
+            state = .aborted(error, isUserPaused: false)
+        case .paused, .awaitingDisposition(isUserPaused: true):
+            state = .aborted(error, isUserPaused: true)
+        case .heldForDisposition, .heldForResume, .aborted, .finished:
+            break
+        }
+    }
+
+    // MARK: - the end
+
+    /// curl reports the transfer's end. `needsDisposition`: it succeeded, and its response needs the
+    /// task's answer.
+    mutating func curlDidFinish(needsDisposition: Bool) -> CurlFinishAction {
+        switch state {
+        case .running(let stage), .pausePending(let stage), .paused(let stage):
+            guard needsDisposition, stage == .head else {
+                state = .finished
+                return .finish(sinkDidBegin: stage.didBegin)
+            }
+            // A response without a body never reached the write callback: ask now, finish on the answer.
+            // A pause still pending is dropped: no callback is left to apply it.
+            if case .paused = state {
+                state = .heldForDisposition(isUserPaused: true)
+            } else {
+                state = .heldForDisposition(isUserPaused: false)
+            }
+            return .holdAndAskDelegate
+        case .awaitingDisposition(let isUserPaused):
+            guard needsDisposition else {
+                state = .finished
+                return .finish(sinkDidBegin: false)
+            }
+            state = .heldForDisposition(isUserPaused: isUserPaused)
+            return .hold
+        case .aborted(let error, _):
+            state = .finished
+            return .fail(error)
+        case .heldForDisposition, .heldForResume, .finished:
+            return .none
+        }
+    }
+
+    /// The transfer ends for a reason of ours (cancelled, invalid, a sink that can't open), or is delivered
+    /// after curl's end. Exactly once.
+    mutating func finish() -> FinishAction {
+        let sinkDidBegin = self.sinkDidBegin
+        guard !isFinished else { return .none }
+        state = .finished
+        return .finish(sinkDidBegin: sinkDidBegin)
+    }
+
+    // MARK: - queries
+
+    /// Whether the task's answer to the response is awaited (curl paused in the write callback, or the
+    /// result held).
+    var isAwaitingDisposition: Bool {
+        switch state {
+        case .awaitingDisposition, .heldForDisposition: true
+        default: false
+        }
+    }
+
+    /// Whether curl is done with the transfer but its completion is held for the task or the user.
+    var isHoldingResult: Bool {
+        switch state {
+        case .heldForDisposition, .heldForResume: true
+        default: false
+        }
+    }
+
+    /// Whether the sink has been told about the current response (it is, at its first body byte).
+    var sinkDidBegin: Bool { stage?.didBegin ?? false }
+
+    /// Whether silence counts against the idle timeout: not while the user or the task holds the transfer.
+    var isIdleTimeoutRunning: Bool {
+        switch state {
+        case .running, .pausePending: true
+        default: false
+        }
+    }
+
+    /// Why a callback stopped the transfer, if one did.
+    var abortError: HeraldError? {
+        guard case .aborted(let error, _) = state else { return nil }
+        return error
+    }
+
+    /// Whether the transfer has been delivered.
+    var isFinished: Bool {
+        guard case .finished = state else { return false }
+        return true
+    }
+
+    private var stage: ResponseStage? {
+        switch state {
+        case .running(let stage), .pausePending(let stage), .paused(let stage): stage
+        default: nil
+        }
+    }
+}
