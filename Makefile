@@ -8,7 +8,8 @@ SYSTEM_DEPS := libcurl4-openssl-dev:libcurl libuv1-dev:libuv pkg-config:
 
 ## deps: install libcurl and libuv development files when pkg-config can't find them, the openssl CLI
 ## when it is missing (the TLS tests make a throwaway CA and run `openssl s_server` on loopback), and
-## python3 and binutils' strings for check-libcurl-minimum.
+## python3 and binutils' strings for check-libcurl-minimum, and iproute2's ip, with which the tests bring up the
+## loopback interface of the network namespace they run in.
 ## Also Debian's publicsuffix list (cookie domains are checked against it at run time), tinyproxy (HTTP
 ## proxy) and dante-server (SOCKS5 proxy): the proxy tests start their own on a loopback port, in the
 ## foreground, and stop it; on a machine whose package manager starts services on install,
@@ -23,6 +24,7 @@ deps:
 	[ -x /usr/sbin/danted ] || missing="$$missing dante-server"; \
 	command -v python3 >/dev/null || missing="$$missing python3"; \
 	command -v strings >/dev/null || missing="$$missing binutils"; \
+	command -v ip >/dev/null || missing="$$missing iproute2"; \
 	for pair in $(SYSTEM_DEPS); do \
 		pkg=$${pair%%:*}; mod=$${pair##*:}; \
 		[ -z "$$mod" ] && continue; \
@@ -51,23 +53,26 @@ check-libcurl-minimum: deps
 	.ci/check-libcurl-minimum.sh
 
 RACE_SUITES := CancelRaceStressTests|SuspendAtLastByteTests
+LOOPBACK_ONLY := $(CURDIR)/.ci/loopback-only
 
 ## test: the whole test suite (what CI runs): the library's, then the samples' (their own package, in Samples/).
 test: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build --skip LargeTransferTests --skip LoadTests --skip StressTests --skip '$(RACE_SUITES)'
+	@# Every test process runs in a network namespace whose only interface is loopback (.ci/loopback-only),
+	@# so no test can send a packet to any other address, even by mistake.
+	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --skip LargeTransferTests --skip LoadTests --skip StressTests --skip '$(RACE_SUITES)'
 	@# The contract-breach races: one burns both cores beside a poster and a canceller, the other needs suspend()
 	@# to land within microseconds of a transfer's last byte. Beside other suites they would starve those
 	@# suites' timeouts and be starved themselves, so they run in a process of their own.
-	$(SWIFT) test --skip-build --filter '$(RACE_SUITES)'
+	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --filter '$(RACE_SUITES)'
 	@# The load and stress tests keep both cores busy for seconds (10,000 connections; 12 threads posting and
 	@# churning): in a process of their own, so that other suites' idle timeouts don't fire beside them.
-	$(SWIFT) test --skip-build --filter 'LoadTests|StressTests' --skip '$(RACE_SUITES)'
+	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --filter 'LoadTests|StressTests' --skip '$(RACE_SUITES)'
 	@# The 256 MiB transfers measure their own RSS growth, so they run alone in a process of their own.
-	$(SWIFT) test --skip-build --filter LargeTransferTests
+	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --filter LargeTransferTests
 	@# The samples (activity-counter and its CLI tests) build against Herald by path in a package of their own,
 	@# so that users of Herald never resolve swift-argument-parser.
-	cd Samples && $(SWIFT) build --build-tests && $(SWIFT) test --skip-build
+	cd Samples && $(SWIFT) build --build-tests && $(LOOPBACK_ONLY) $(SWIFT) test --skip-build
 
 ## test-tsan: the notification-center, engine and session tests under ThreadSanitizer.
 test-tsan: deps
@@ -77,7 +82,7 @@ test-tsan: deps
 	@# and under TSan it needs ~10x the time and memory; the stress tests, where races would show, do run.
 	@# Suspend-at-the-last-byte is skipped too: it needs suspend() to land within microseconds of a transfer's
 	@# end, which TSan's slowdown never let happen (0 of 150 rounds), so under TSan it would test nothing.
-	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --skip LargeTransferTests --skip LoadTests \
+	$(LOOPBACK_ONLY) $(SWIFT) test --sanitize=thread --scratch-path .build-tsan --skip LargeTransferTests --skip LoadTests \
 		--skip SuspendAtLastByteTests --no-parallel
 
 ## test-asan: the whole suite under AddressSanitizer, in its own scratch path (leaks: see leak-check).
@@ -89,9 +94,9 @@ test-asan: deps
 	@# packed into enum payloads (static test data) give LeakSanitizer reports that are not Herald's.
 	@# As in `test`, the load and stress tests run in a process of their own: beside them, ASan's slowdown
 	@# made other suites' 3-5 s timeouts fire.
-	ASAN_OPTIONS=detect_leaks=0:suppressions=$(CURDIR)/.ci/asan.supp $(SWIFT) test --skip-build --sanitize=address \
+	ASAN_OPTIONS=detect_leaks=0:suppressions=$(CURDIR)/.ci/asan.supp $(LOOPBACK_ONLY) $(SWIFT) test --skip-build --sanitize=address \
 		--scratch-path .build-asan --skip LargeTransferTests --skip LoadTests --skip StressTests
-	ASAN_OPTIONS=detect_leaks=0:suppressions=$(CURDIR)/.ci/asan.supp $(SWIFT) test --skip-build --sanitize=address \
+	ASAN_OPTIONS=detect_leaks=0:suppressions=$(CURDIR)/.ci/asan.supp $(LOOPBACK_ONLY) $(SWIFT) test --skip-build --sanitize=address \
 		--scratch-path .build-asan --filter 'LoadTests|StressTests'
 
 ## leak-check: the activity-counter demo built with AddressSanitizer; LeakSanitizer fails it on any leak.

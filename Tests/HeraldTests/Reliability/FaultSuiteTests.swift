@@ -20,11 +20,11 @@ struct FaultSuiteTests {
         #expect(call.response == nil)
     }
 
-    @Test("an unresolvable host (.invalid) → cannotFindHost")
+    @Test("an unresolvable host → cannotFindHost")
     func unresolvableHost() async throws {
         let harness = try await FaultHarness.make()
         let call = try await harness.expectFailure(
-            Request(url: URL(string: "http://herald-test.invalid/json")!), code: .cannotFindHost)
+            Request(url: URL(string: "http://\(unresolvableHost)/json")!), code: .cannotFindHost)
         #expect(call.error?.curlCode == 6)
     }
 
