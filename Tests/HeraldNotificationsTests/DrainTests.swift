@@ -4,7 +4,7 @@ import HeraldNotifications
 import Synchronization
 import Testing
 
-@Suite("Draining a hub")
+@Suite("Draining a hub", .timeLimit(.minutes(1)))
 struct DrainTests {
     let hub = NotificationHub()
     let name = NotificationName<Int>("test.drain.event")

@@ -194,6 +194,39 @@ struct SinkContractTests {
     }
 }
 
+extension SinkContractTests {
+    /// A log handler that records the thread each entry reached it on.
+    struct ThreadRecordingLogHandler: LogHandler {
+        let threads: Locked<[pthread_t]>
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            threads.withLock { $0.append(pthread_self()) }
+        }
+    }
+
+    @Test("the logger's handler never runs on the posting thread")
+    func loggerHandlerOffThePostingThread() async throws {
+        let threads = Locked<[pthread_t]>([])
+        var logger = Logger(label: "herald.test") { _ in ThreadRecordingLogHandler(threads: threads) }
+        logger.logLevel = .debug
+        let observer = LoggingObserver(logger: logger)
+        let poster = pthread_self()
+        for task in 1...20 { observer.taskDidResume(Payloads.resume(task: task)) }
+        observer.sessionDidInvalidate(Payloads.invalidate())
+        await observer.flush()
+        let seen = threads.withLock { $0 }
+        #expect(seen.count == 21)
+        #expect(!seen.contains { pthread_equal($0, poster) != 0 })
+    }
+}
+
 /// Counts threads that finished and lets the test await a number of them.
 private final class Recorder: Sendable {
     private let finished = Locked(0)

@@ -174,30 +174,26 @@ public struct DownloadMoveFailure: Sendable {
 
 extension NotificationName where UserInfo == TaskLifecycleEvent {
     /// A task really went from suspended to running (`herald.task.resume`). Object: the task.
-    public static var taskDidResume: NotificationName<TaskLifecycleEvent> { .init("herald.task.resume") }
+    public static let taskDidResume = NotificationName<TaskLifecycleEvent>("herald.task.resume")
     /// A task really went from running to suspended (`herald.task.suspend`). Object: the task.
-    public static var taskDidSuspend: NotificationName<TaskLifecycleEvent> { .init("herald.task.suspend") }
+    public static let taskDidSuspend = NotificationName<TaskLifecycleEvent>("herald.task.suspend")
 }
 
 extension NotificationName where UserInfo == TaskCompletion {
     /// A task completed, after its completion handler ran (`herald.task.complete`). Object: the task.
     /// Posted exactly once per task, whatever ended it.
-    public static var taskDidComplete: NotificationName<TaskCompletion> { .init("herald.task.complete") }
+    public static let taskDidComplete = NotificationName<TaskCompletion>("herald.task.complete")
 }
 
 extension NotificationName where UserInfo == SessionInvalidation {
     /// A session finished invalidating, after its last task completed (`herald.session.invalidate`).
     /// Object: the session. Posted exactly once per session.
-    public static var sessionDidInvalidate: NotificationName<SessionInvalidation> {
-        .init("herald.session.invalidate")
-    }
+    public static let sessionDidInvalidate = NotificationName<SessionInvalidation>("herald.session.invalidate")
 }
 
 extension NotificationName where UserInfo == DownloadMoveFailure {
     /// A finished download could not be moved to its destination (`herald.download.move-file-failed`).
     /// Object: the download task. Posted at most once per task, before its `taskDidComplete`; the
     /// temporary file named in the payload is kept.
-    public static var downloadDidFailToMoveFile: NotificationName<DownloadMoveFailure> {
-        .init("herald.download.move-file-failed")
-    }
+    public static let downloadDidFailToMoveFile = NotificationName<DownloadMoveFailure>("herald.download.move-file-failed")
 }

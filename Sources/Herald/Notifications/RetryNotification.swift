@@ -51,5 +51,5 @@ extension NotificationName where UserInfo == TaskRetry {
     /// Posted between the task's `taskDidResume` and its `taskDidComplete`, once per retry, when the
     /// retrier has decided and before the delay starts. The task stays one task: it is not resumed again
     /// (no second `taskDidResume`), and it completes once.
-    public static var taskWillRetry: NotificationName<TaskRetry> { .init("herald.task.retry") }
+    public static let taskWillRetry = NotificationName<TaskRetry>("herald.task.retry")
 }

@@ -47,11 +47,8 @@ struct HTTPSessionManagerTests {
         let manager = HTTPSessionManager(session: SessionManager(notificationCenter: NotificationHub()))
         #expect(try manager.url(for: "http://127.0.0.1:1/x").absoluteString == "http://127.0.0.1:1/x")
         #expect(throws: HeraldError.self) { try manager.url(for: "users/1") }
-        do {
-            _ = try manager.get("users/1") { _, _, _ in }
-        } catch {
-            #expect(error.code == .badURL)
-        }
+        let error = #expect(throws: HeraldError.self) { _ = try manager.get("users/1") { _, _, _ in } }
+        #expect(error?.code == .badURL)
         #expect(manager.session.tasks.isEmpty)
     }
 

@@ -7,8 +7,8 @@ import Testing
 /// 256 MiB each way in constant memory. Serialized so the transfers don't share the RSS budget.
 ///
 /// Memory is measured in-process: the peak (`VmHWM`, reset just before the transfer) minus the resident
-/// size before it. Other suites run in parallel in the same process, so the figure is an upper bound
-/// on what the transfer itself costs.
+/// size before it. `make test` runs this suite alone in a process of its own; run beside other suites, the
+/// figure is an upper bound on what the transfer itself costs.
 @Suite("256 MiB uploads and downloads in constant memory", .serialized)
 struct LargeTransferTests {
     static let size = 256 * 1024 * 1024
@@ -92,9 +92,13 @@ struct LargeTransferTests {
     {
         ResidentMemory.resetPeak()
         let before = ResidentMemory.current
+        // A zero would make any growth look small: the measurement must have read /proc.
+        #expect(before > 0, "VmRSS could not be read from /proc/self/status")
         task.resume()
         try await fixture.recorder.waitForCompletions(1, timeout: .seconds(120))
-        let growth = ResidentMemory.peak - before
+        let peak = ResidentMemory.peak
+        #expect(peak >= before, "VmHWM could not be read from /proc/self/status")
+        let growth = peak - before
         print("\(label): peak RSS growth \(growth / 1024) KiB")
         return growth
     }
