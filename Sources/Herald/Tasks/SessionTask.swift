@@ -276,8 +276,8 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     var receivesDataTaskHooks: Bool { false }
 
     /// What the engine must do for one attempt of this task: `request` (the original, or an adapter's
-    /// version of it), its body source and its body sink. Called with the task's lock held, once per
-    /// attempt; must not take that lock.
+    /// version of it), its body source and its body sink. Called once per attempt, never with the task's
+    /// lock held.
     func makeTransferRequest(for request: Request) -> TransferRequest {
         session.transferRequest(for: request, body: request.body.map { .data($0) })
     }

@@ -8,13 +8,13 @@ import Testing
 /// completion handler runs once, a task running next to it and a task started after it on the same session
 /// succeed, the pool holds no transfer afterwards, and once the session is invalidated no socket of this
 /// process is still connected to the server.
-/// A host name no resolver can answer and none is asked about: its first label is 64 octets, over DNS's
-/// limit of 63, so the system resolver refuses it before building a query and no packet leaves the machine
-/// (a name under `.invalid` would still be sent to the configured name server). libcurl reports it as
-/// `CURLE_COULDNT_RESOLVE_HOST`, as it does a name that doesn't exist.
-let unresolvableHost = String(repeating: "h", count: 64) + ".invalid"
-
 struct FaultHarness {
+    /// A host name no resolver can answer and none is asked about: its first label is 64 octets, over DNS's
+    /// limit of 63, so the system resolver refuses it before building a query and no packet leaves the
+    /// machine (a name under `.invalid` would still be sent to the configured name server). libcurl reports
+    /// it as `CURLE_COULDNT_RESOLVE_HOST`, as it does a name that doesn't exist.
+    static let unresolvableHost = String(repeating: "h", count: 64) + ".invalid"
+
     let fixture: SessionFixture
 
     static func make(configuration: SessionConfiguration = .default) async throws -> FaultHarness {

@@ -24,7 +24,7 @@ struct FaultSuiteTests {
     func unresolvableHost() async throws {
         let harness = try await FaultHarness.make()
         let call = try await harness.expectFailure(
-            Request(url: URL(string: "http://\(unresolvableHost)/json")!), code: .cannotFindHost)
+            Request(url: URL(string: "http://\(FaultHarness.unresolvableHost)/json")!), code: .cannotFindHost)
         #expect(call.error?.curlCode == 6)
     }
 
