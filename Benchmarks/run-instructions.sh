@@ -4,11 +4,14 @@
 # make bench-transfers. Instruction counts don't depend on what else the machine does, so a change to
 # the hot path can be judged without the noise of req/s.
 #
-# usage: Benchmarks/run-instructions.sh [--requests N] [--concurrency C] [--baseline B] [--top K] [--keep]
+# usage: Benchmarks/run-instructions.sh [--requests N] [--concurrency C] [--baseline B] [--runs R] [--top K] [--keep]
 #
 # Each client runs twice under callgrind, for B (default 200) and N (default 2000) GETs of 1 KiB with C
 # (default 64) in flight; instructions per request = (Ir(N) − Ir(B)) / (N − B), so start-up and
-# shut-down cancel out. Then Herald's top K (default 20) functions by self cost (Ir) of the N run,
+# shut-down cancel out. The count still moves a little from run to run (how many events libuv and curl
+# batch into one call depends on timing even under valgrind), so each client is measured R times (default
+# 3) and every figure is printed with the median. Then Herald's top K (default 20) functions by self cost
+# (Ir) of the last N run,
 # from callgrind_annotate, demangled. Release builds: the C client at -O2, TransferBench with
 # `swift build -c release`. --keep keeps the temp dir with the callgrind.out files.
 set -euo pipefail
@@ -18,6 +21,7 @@ requests=2000
 baseline=200
 concurrency=64
 top=20
+runs=3
 keep=0
 
 usage() { awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "${BASH_SOURCE[0]}"; }
@@ -28,12 +32,13 @@ while [ $# -gt 0 ]; do
         --baseline) baseline=${2:?}; shift 2 ;;
         --concurrency) concurrency=${2:?}; shift 2 ;;
         --top) top=${2:?}; shift 2 ;;
+        --runs) runs=${2:?}; shift 2 ;;
         --keep) keep=1; shift ;;
         -h | --help) usage; exit 0 ;;
         *) echo "run-instructions: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
     esac
 done
-for v in "$requests" "$baseline" "$concurrency" "$top"; do
+for v in "$requests" "$baseline" "$concurrency" "$top" "$runs"; do
     [[ "$v" =~ ^[1-9][0-9]*$ ]] || { echo "run-instructions: '$v' is not a positive integer" >&2; exit 2; }
 done
 [ "$baseline" -lt "$requests" ] || { echo "run-instructions: --baseline must be below --requests" >&2; exit 2; }
@@ -105,19 +110,24 @@ measure() { # client n
     echo "$total"
 }
 
-declare -A per_request
+declare -A per_request runs_of
 for client in c herald; do
-    log "$client: $baseline and $requests GETs at concurrency $concurrency under callgrind"
-    low=$(measure "$client" "$baseline")
-    high=$(measure "$client" "$requests")
-    per_request[$client]=$(awk -v h="$high" -v l="$low" -v n="$requests" -v b="$baseline" \
-        'BEGIN { printf "%.0f", (h - l) / (n - b) }')
-    log "$client: Ir($baseline) = $low, Ir($requests) = $high"
+    counts=()
+    for run in $(seq 1 "$runs"); do
+        log "$client, run $run of $runs: $baseline and $requests GETs at concurrency $concurrency under callgrind"
+        low=$(measure "$client" "$baseline")
+        high=$(measure "$client" "$requests")
+        counts+=("$(awk -v h="$high" -v l="$low" -v n="$requests" -v b="$baseline" \
+            'BEGIN { printf "%.0f", (h - l) / (n - b) }')")
+        log "$client: Ir($baseline) = $low, Ir($requests) = $high"
+    done
+    runs_of[$client]="${counts[*]}"
+    per_request[$client]=$(printf '%s\n' "${counts[@]}" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
 done
 
 echo
-echo "Instructions per request (callgrind, 1 KiB GETs at concurrency $concurrency, (Ir($requests) - Ir($baseline)) / $((requests - baseline))):"
-printf '  %-7s %10s\n' c "${per_request[c]}" herald "${per_request[herald]}"
+echo "Instructions per request (callgrind, 1 KiB GETs at concurrency $concurrency, (Ir($requests) - Ir($baseline)) / $((requests - baseline))), median of $runs runs:"
+printf '  %-7s %10s   (runs: %s)\n' c "${per_request[c]}" "${runs_of[c]}" herald "${per_request[herald]}" "${runs_of[herald]}"
 printf '  herald/c %.2fx\n' "$(awk -v h="${per_request[herald]}" -v c="${per_request[c]}" 'BEGIN { print h / c }')"
 echo
 echo "Herald's top $top functions by self cost per request (Ir($requests) - Ir($baseline) of each function, / $((requests - baseline))):"

@@ -7,6 +7,6 @@ public enum HeraldVersion {
     public static let string = "0.9.0"
 
     /// A `User-Agent` product list naming Herald and the libcurl it runs on, such as
-    /// `"Herald/0.9.0 libcurl/7.88.1"`.
-    public static var userAgent: String { "Herald/\(string) libcurl/\(LibraryVersions.curl)" }
+    /// `"Herald/0.9.0 libcurl/7.88.1"`. Made once: every request without a `User-Agent` of its own sends it.
+    public static let userAgent = "Herald/\(string) libcurl/\(LibraryVersions.curl)"
 }

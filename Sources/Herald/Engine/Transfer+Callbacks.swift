@@ -80,7 +80,7 @@ extension Transfer {
         }
         delegate.transferDidReceiveBytes(
             total: bodyStartOffset + bodyBytesReceived,
-            expected: response?.expectedContentLength.map { bodyStartOffset + $0 })
+            expected: expectedBodyLength.map { bodyStartOffset + $0 })
         return length
     }
 
@@ -95,6 +95,7 @@ extension Transfer {
             responseStatus = statusCode
             responseHeaders = HTTPHeaders()
             response = nil
+            expectedBodyLength = nil
             // The sink is told again at the next body byte, and drops what an earlier response left.
             machine.responseHeadDidStart()
             bodyBytesReceived = 0
@@ -115,6 +116,7 @@ extension Transfer {
     private func announceResponse() {
         let head = makeResponse()
         response = head
+        expectedBodyLength = head.expectedContentLength
         delegate.transferDidReceiveResponse(head)
     }
 
@@ -169,9 +171,8 @@ extension Transfer {
         case .proceed:
             break
         }
-        if machine.isIdleTimeoutRunning, request.requestTimeout > 0 {
-            let idle = ContinuousClock.now - lastActivity
-            if idle > .milliseconds(Int64(request.requestTimeout * 1000)) {
+        if let idleTimeout, machine.isIdleTimeoutRunning {
+            if ContinuousClock.now - lastActivity > idleTimeout {
                 machine.abort(
                     with: HeraldError(
                         .timedOut, "No data moved for \(request.requestTimeout) seconds.", url: request.url))

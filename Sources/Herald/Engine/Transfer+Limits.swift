@@ -16,7 +16,7 @@ extension Transfer {
         if bodyBytesReceived + Int64(length) > limit {
             reason = "The response body grew past the maximum of \(limit) bytes."
         } else if bodyBytesReceived == 0, let response, response.headers["Content-Encoding"] == nil,
-            let declared = response.expectedContentLength, declared > limit
+            let declared = expectedBodyLength, declared > limit
         {
             // Refuse at the first byte what can't fit rather than receive `limit` bytes first. Only for
             // an unencoded body: a declared compressed length says nothing certain about the decoded one.

@@ -26,6 +26,9 @@ final class Transfer: @unchecked Sendable {
     var responseVersion = "HTTP/1.1"
     var responseHeaders = HTTPHeaders()
     var response: HTTPResponse?
+    /// The current response's declared `Content-Length`, read once when it is announced: every body chunk
+    /// reports progress against it.
+    var expectedBodyLength: Int64?
     var bodyBytesReceived: Int64 = 0
     /// The bytes of the current response head so far, for the header size limit.
     var headerBytesReceived = 0
@@ -41,11 +44,15 @@ final class Transfer: @unchecked Sendable {
     var collectsBodyInMemory: Bool
 
     var lastActivity = ContinuousClock.now
+    /// How long no byte may move before the transfer fails with `timedOut` (the request timeout), made once
+    /// for the progress callback that checks it; `nil` for none.
+    let idleTimeout: Duration?
     let startDate = Date()
 
     init(request: TransferRequest, delegate: any TransferDelegate) {
         self.request = request
         self.delegate = delegate
+        self.idleTimeout = request.requestTimeout > 0 ? .milliseconds(Int64(request.requestTimeout * 1000)) : nil
         if case .memory = request.sink { collectsBodyInMemory = true } else { collectsBodyInMemory = false }
         self.errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
         self.errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))

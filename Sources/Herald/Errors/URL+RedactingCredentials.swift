@@ -12,8 +12,9 @@ extension URL {
     /// - Parameter placeholder: What replaces the user name and the password; default `***`.
     package func redactingCredentials(placeholder: String = redactedCredential) -> URL {
         let absolute = absoluteString
-        // Cheap exit for the common case: credentials need an "@" in the authority.
-        guard absolute.contains("@") else { return self }
+        // Cheap exit for the common case: credentials need an "@" in the authority. A byte scan: Foundation's
+        // `contains` on a String would search through CFString, and this runs for every task.
+        guard absolute.utf8.contains(UInt8(ascii: "@")) else { return self }
         if var components = URLComponents(url: self, resolvingAgainstBaseURL: true) {
             guard components.percentEncodedUser != nil || components.percentEncodedPassword != nil else { return self }
             if components.percentEncodedUser != nil { components.percentEncodedUser = placeholder }

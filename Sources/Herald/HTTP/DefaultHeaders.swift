@@ -6,7 +6,7 @@ import Foundation
 /// empty.
 public enum DefaultHeaders {
     /// The default `User-Agent`: `HeraldVersion.userAgent`, such as `"Herald/0.9.0 libcurl/7.88.1"`.
-    public static var userAgent: String { HeraldVersion.userAgent }
+    public static let userAgent: String = HeraldVersion.userAgent
 
     /// The default `Accept-Language`, from this process's locale environment, read once: see
     /// ``acceptLanguage(environment:)``.
