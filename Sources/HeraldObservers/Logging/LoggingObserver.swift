@@ -234,8 +234,15 @@ public final class LoggingObserver: SessionObserver {
         ]
     }
 
-    /// Seconds with millisecond precision, such as `"0.125"`.
+    /// Seconds with millisecond precision, such as `"0.125"`. Built from whole milliseconds rather than with
+    /// `String(format:)`, which goes through Foundation's formatter for every completion logged.
     static func seconds(_ interval: TimeInterval) -> String {
-        String(format: "%.3f", interval)
+        let milliseconds = (interval * 1000).rounded()
+        guard milliseconds.isFinite, abs(milliseconds) < 1e15 else { return "\(interval)" }
+        let whole = Int64(milliseconds)
+        let magnitude = whole.magnitude
+        let fraction = magnitude % 1000
+        let padding = fraction < 10 ? "00" : fraction < 100 ? "0" : ""
+        return "\(whole < 0 ? "-" : "")\(magnitude / 1000).\(padding)\(fraction)"
     }
 }
