@@ -195,5 +195,6 @@ extension NotificationName where UserInfo == DownloadMoveFailure {
     /// A finished download could not be moved to its destination (`herald.download.move-file-failed`).
     /// Object: the download task. Posted at most once per task, before its `taskDidComplete`; the
     /// temporary file named in the payload is kept.
-    public static let downloadDidFailToMoveFile = NotificationName<DownloadMoveFailure>("herald.download.move-file-failed")
+    public static let downloadDidFailToMoveFile = NotificationName<DownloadMoveFailure>(
+        "herald.download.move-file-failed")
 }

@@ -129,7 +129,9 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// The metrics of every transfer the task ran, in order, once it has completed: one per redirect
     /// followed and per authentication round-trip, then the final one (the same as ``metrics``). Empty
     /// before completion and for a task that never reached the network.
-    public var hopMetrics: [TransferMetrics] { core.withLock { $0.machine.state == .completed ? $0.machine.hops.metrics : [] } }
+    public var hopMetrics: [TransferMetrics] {
+        core.withLock { $0.machine.state == .completed ? $0.machine.hops.metrics : [] }
+    }
 
     /// A description for your own use, such as a label for logs. Herald never reads it — in particular
     /// it plays no part in deciding which session owns the task.

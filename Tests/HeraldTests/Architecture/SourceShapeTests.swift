@@ -35,8 +35,9 @@ struct SourceShapeTests {
     func detectors() {
         let long = (0..<(Self.lineLimit + 1)).map { "let a\($0) = \($0)" }.joined(separator: "\n")
         let explained = "// \(Self.reasonPhrase) it is a table.\n" + long
-        #expect(Self.oversized([("long.swift", long), ("explained.swift", explained), ("short.swift", "let a = 1")])
-            == ["long.swift: \(Self.lineLimit + 1) lines"])
+        #expect(
+            Self.oversized([("long.swift", long), ("explained.swift", explained), ("short.swift", "let a = 1")])
+                == ["long.swift: \(Self.lineLimit + 1) lines"])
         #expect("if self is DataTask { }".contains(Self.selfTypeTest))
         #expect("let d = self as? DownloadTask".contains(Self.selfTypeTest))
         #expect(!"let isSelf = other is DataTask".contains(Self.selfTypeTest))

@@ -111,7 +111,8 @@ struct HostileInputTests {
         try await closed.shutdown()
         let fixture = try await SessionFixture.make()
         let urls = [
-            "http://alice:s3cr3t-pw@127.0.0.1:\(port)/private", "http://alice:s3cr3t-pw@\(FaultHarness.unresolvableHost)/private",
+            "http://alice:s3cr3t-pw@127.0.0.1:\(port)/private",
+            "http://alice:s3cr3t-pw@\(FaultHarness.unresolvableHost)/private",
         ]
         for text in urls {
             let log = CompletionLog()

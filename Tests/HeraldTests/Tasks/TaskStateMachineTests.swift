@@ -54,7 +54,9 @@ struct TaskStateMachineTests {
         let first = try parts.transfer()
         var machine = TaskStateMachine()
         _ = machine.resume()
-        guard case .start(let started) = machine.transferPrepared(first) else { Issue.record("expected .start"); return }
+        guard case .start(let started) = machine.transferPrepared(first) else {
+            Issue.record("expected .start"); return
+        }
         #expect(started === first)
         #expect(machine.currentTransfer === first)
 
