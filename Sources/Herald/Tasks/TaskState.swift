@@ -1,4 +1,4 @@
-/// Where a task is in its life (the transitions are ``TaskStateMachine``'s).
+/// Where a task is in its life.
 ///
 /// `suspended` (new tasks start here) → `running` ⇄ `suspended`; `running`/`suspended` → `canceling` →
 /// `completed`; `running` → `completed`. Every call on a completed task does nothing.
