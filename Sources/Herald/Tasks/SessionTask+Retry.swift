@@ -33,10 +33,10 @@ extension SessionTask {
     }
 
     /// The transfer request for one attempt of `request`, with a stale cache entry's `validators` and the
-    /// data-task hook flags. Never with the task's lock held: it reads the session's hooks and cookies.
+    /// data-task hook flags. Never with the task's lock held: it reads the session's hooks.
     func attemptTransferRequest(for request: Request, validators: HTTPHeaders?) -> TransferRequest {
+        // The `Cookie` field is added by `startTransfer(_:)`, as for every hop.
         var transfer = makeTransferRequest(for: request)
-        transfer.cookieHeader = session.cookieHeader(for: transfer.url)
         transfer.proxy = session.configuration.proxy
         if let validators {
             transfer.revalidatesCachedResponse = true

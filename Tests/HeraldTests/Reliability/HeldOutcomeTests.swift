@@ -29,9 +29,15 @@ struct HeldOutcomeTests {
         }
     }
 
-    /// The task's kinds of events so far.
-    private static func timeline(of task: SessionTask, in fixture: SessionFixture) -> [RecordingObserver.Kind] {
-        fixture.recorder.events.filter { $0.taskIdentifier == task.taskIdentifier }.map(\.kind)
+    /// The task's kinds of events once its `taskDidSuspend` has reached the recorder (notifications arrive
+    /// from the session's event queue, after the state change itself).
+    private static func timelineAfterSuspend(
+        of task: SessionTask, in fixture: SessionFixture
+    ) async throws -> [RecordingObserver.Kind] {
+        let events = try await fixture.recorder.waitUntil { events in
+            events.contains { $0.kind == .suspend && $0.taskIdentifier == task.taskIdentifier }
+        }
+        return events.filter { $0.taskIdentifier == task.taskIdentifier }.map(\.kind)
     }
 
     /// A data task on `path` whose retrier suspends it and declines to retry.
@@ -57,7 +63,7 @@ struct HeldOutcomeTests {
 
         #expect(task.state == .suspended)
         #expect(calls.all.count == 0)
-        #expect(Self.timeline(of: task, in: fixture) == [.resume, .suspend])
+        #expect(try await Self.timelineAfterSuspend(of: task, in: fixture) == [.resume, .suspend])
 
         task.resume()
         let events = try await fixture.recorder.waitForCompletions(1)
@@ -105,7 +111,7 @@ struct HeldOutcomeTests {
 
         #expect(task.state == .suspended)
         #expect(calls.all.count == 0)
-        #expect(Self.timeline(of: task, in: fixture) == [.resume, .suspend])
+        #expect(try await Self.timelineAfterSuspend(of: task, in: fixture) == [.resume, .suspend])
 
         task.resume()
         let events = try await fixture.recorder.waitForCompletions(1)
