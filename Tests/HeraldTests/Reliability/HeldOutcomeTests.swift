@@ -67,7 +67,10 @@ struct HeldOutcomeTests {
 
         task.resume()
         let events = try await fixture.recorder.waitForCompletions(1)
-        #expect(events.filter { $0.taskIdentifier == task.taskIdentifier }.map(\.kind) == [.resume, .suspend, .resume, .complete])
+        #expect(
+            events.filter { $0.taskIdentifier == task.taskIdentifier }.map(\.kind) == [
+                .resume, .suspend, .resume, .complete,
+            ])
         #expect(task.state == .completed)
         #expect(task.response?.statusCode == 503)
         #expect(task.error?.code == .unacceptableStatusCode)
@@ -86,7 +89,8 @@ struct HeldOutcomeTests {
 
         task.cancel()
         let events = try await fixture.recorder.waitForCompletions(1)
-        #expect(events.filter { $0.taskIdentifier == task.taskIdentifier }.map(\.kind) == [.resume, .suspend, .complete])
+        #expect(
+            events.filter { $0.taskIdentifier == task.taskIdentifier }.map(\.kind) == [.resume, .suspend, .complete])
         #expect(task.error?.code == .cancelled)
         #expect(calls.all.count == 1)
         #expect(calls.all.first?.error?.code == .cancelled)
@@ -115,7 +119,10 @@ struct HeldOutcomeTests {
 
         task.resume()
         let events = try await fixture.recorder.waitForCompletions(1)
-        #expect(events.filter { $0.taskIdentifier == task.taskIdentifier }.map(\.kind) == [.resume, .suspend, .resume, .complete])
+        #expect(
+            events.filter { $0.taskIdentifier == task.taskIdentifier }.map(\.kind) == [
+                .resume, .suspend, .resume, .complete,
+            ])
         #expect(task.response?.statusCode == 401)
         #expect(fixture.server.requests(forPath: "/auth/basic").map(\.responseStatus) == [401])
         #expect(calls.all.count == 1)
