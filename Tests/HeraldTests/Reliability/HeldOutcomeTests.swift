@@ -40,6 +40,27 @@ struct HeldOutcomeTests {
         return events.filter { $0.taskIdentifier == task.taskIdentifier }.map(\.kind)
     }
 
+    /// Resumes `task`, which suspends itself after its transfer ended: its outcome is held (suspended, no
+    /// completion, `resume, suspend`) until the next `resume()`, after which it completes at once
+    /// (`resume, suspend, resume, complete`).
+    private static func expectHeldUntilResume(
+        _ task: SessionTask, in fixture: SessionFixture, calls: CompletionLog
+    ) async throws {
+        task.resume()
+        try await waitUntilHolding(task)
+
+        #expect(task.state == .suspended)
+        #expect(calls.all.count == 0)
+        #expect(try await timelineAfterSuspend(of: task, in: fixture) == [.resume, .suspend])
+
+        task.resume()
+        let events = try await fixture.recorder.waitForCompletions(1)
+        #expect(
+            events.filter { $0.taskIdentifier == task.taskIdentifier }.map(\.kind) == [
+                .resume, .suspend, .resume, .complete,
+            ])
+    }
+
     /// A data task on `path` whose retrier suspends it and declines to retry.
     private static func taskSuspendedByItsRetrier(
         _ fixture: SessionFixture, path: String, calls: CompletionLog
@@ -58,19 +79,7 @@ struct HeldOutcomeTests {
         let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
         let calls = CompletionLog()
         let task = try Self.taskSuspendedByItsRetrier(fixture, path: "/status/503", calls: calls)
-        task.resume()
-        try await Self.waitUntilHolding(task)
-
-        #expect(task.state == .suspended)
-        #expect(calls.all.count == 0)
-        #expect(try await Self.timelineAfterSuspend(of: task, in: fixture) == [.resume, .suspend])
-
-        task.resume()
-        let events = try await fixture.recorder.waitForCompletions(1)
-        #expect(
-            events.filter { $0.taskIdentifier == task.taskIdentifier }.map(\.kind) == [
-                .resume, .suspend, .resume, .complete,
-            ])
+        try await Self.expectHeldUntilResume(task, in: fixture, calls: calls)
         #expect(task.state == .completed)
         #expect(task.response?.statusCode == 503)
         #expect(task.error?.code == .unacceptableStatusCode)
@@ -110,19 +119,7 @@ struct HeldOutcomeTests {
         let task = try fixture.session.dataTask(
             with: Request(url: fixture.server.url("/auth/basic?user=alice&password=s3cret")),
             completionHandler: calls.handler)
-        task.resume()
-        try await Self.waitUntilHolding(task)
-
-        #expect(task.state == .suspended)
-        #expect(calls.all.count == 0)
-        #expect(try await Self.timelineAfterSuspend(of: task, in: fixture) == [.resume, .suspend])
-
-        task.resume()
-        let events = try await fixture.recorder.waitForCompletions(1)
-        #expect(
-            events.filter { $0.taskIdentifier == task.taskIdentifier }.map(\.kind) == [
-                .resume, .suspend, .resume, .complete,
-            ])
+        try await Self.expectHeldUntilResume(task, in: fixture, calls: calls)
         #expect(task.response?.statusCode == 401)
         #expect(fixture.server.requests(forPath: "/auth/basic").map(\.responseStatus) == [401])
         #expect(calls.all.count == 1)
