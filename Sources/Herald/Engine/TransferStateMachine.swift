@@ -172,20 +172,20 @@ struct TransferStateMachine {
     /// A status line starts a new response head: an interim 1xx, a 401 curl answers itself, or the final
     /// one. The sink is told again at the next body byte; the task's answer, once given, stands.
     mutating func responseHeadDidStart() {
-        switch state {
-        case .running(let stage): state = .running(stage.restarted)
-        case .pausePending(let stage): state = .pausePending(stage.restarted)
-        case .paused(let stage): state = .paused(stage.restarted)
-        case .awaitingDisposition, .heldForDisposition, .heldForResume, .aborted, .finished: break
-        }
+        updateStage(\.restarted)
     }
 
     /// The sink was told about the current response.
     mutating func sinkDidBeginResponse() {
+        updateStage(\.begun)
+    }
+
+    /// Moves the response stage on in the states that track one; the others have no stage to move.
+    private mutating func updateStage(_ next: (ResponseStage) -> ResponseStage) {
         switch state {
-        case .running(let stage): state = .running(stage.begun)
-        case .pausePending(let stage): state = .pausePending(stage.begun)
-        case .paused(let stage): state = .paused(stage.begun)
+        case .running(let stage): state = .running(next(stage))
+        case .pausePending(let stage): state = .pausePending(next(stage))
+        case .paused(let stage): state = .paused(next(stage))
         case .awaitingDisposition, .heldForDisposition, .heldForResume, .aborted, .finished: break
         }
     }
