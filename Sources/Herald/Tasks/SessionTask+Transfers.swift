@@ -13,19 +13,25 @@ extension SessionTask {
         return ResponseCachePolicy.lookup(for: originalRequest, in: cache)
     }
 
+    /// What a first resume read under the task's lock for starting: the task's own interceptor and a stale
+    /// cache entry's validators.
+    struct FirstStart {
+        var interceptor: (any RequestInterceptor)?
+        var validators: HTTPHeaders?
+    }
+
     /// Serves a fresh cached response, or runs the adapter, or prepares and starts the first transfer.
-    func startFirstTransfer(cached: ResponseCachePolicy.Lookup?) {
+    func startFirstTransfer(cached: ResponseCachePolicy.Lookup?, _ start: FirstStart) {
         if case .fresh(let entry) = cached {
             return transferDidFinish(
                 TransferOutcome(
                     response: entry.response, body: entry.data, error: nil, metrics: nil, isFromCache: true))
         }
-        let (own, validators) = core.withLock { ($0.interceptor, $0.machine.hops.cacheValidators) }
-        if let interceptor = Self.combined(own, session.interceptor) {
+        if let interceptor = Self.combined(start.interceptor, session.interceptor) {
             // The adapter runs first, off this thread; it starts the transfer.
             return startAttempt(with: interceptor)
         }
-        startTransfer(attemptTransferRequest(for: originalRequest, validators: validators))
+        startTransfer(attemptTransferRequest(for: originalRequest, validators: start.validators))
     }
 
     /// Prepares a body for sending again: data and file bodies reopen from their start when the transfer

@@ -148,31 +148,33 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     open func resume() {
         // The cache is the caller's code: consulted before taking the task's lock, and only for a first resume.
         let cached = cacheLookup()
-        let action = transition { core -> (TaskStateMachine.ResumeAction, [TaskEffect]) in
+        // For a first resume, what starting needs is read in the same critical section as the transition.
+        let (action, start) = transition { core -> ((TaskStateMachine.ResumeAction, FirstStart?), [TaskEffect]) in
             let action = core.machine.resume()
             let announce = TaskEffect.announce(self, .running)
             switch action {
             case .none:
-                return (action, [])
+                return ((action, nil), [])
             case .start:
                 if case .stale(let entry, let validators) = cached {
                     core.revalidating = entry
                     core.machine.hops.cacheValidators = validators
                 }
-                return (action, [announce])
+                let start = FirstStart(interceptor: core.interceptor, validators: core.machine.hops.cacheValidators)
+                return ((action, start), [announce])
             case .unpause(let transfer):
-                return (action, [announce, .engine(.unpause(transfer))])
+                return ((action, nil), [announce, .engine(.unpause(transfer))])
             case .startTransfer(let transfer):
-                return (action, [announce, .engine(.start(transfer))])
+                return ((action, nil), [announce, .engine(.start(transfer))])
             case .complete(let outcome):
                 // The transfer finished while suspended: the task completes now that it runs again.
-                return (action, [announce, .complete(self, outcome)])
+                return ((action, nil), [announce, .complete(self, outcome)])
             case .announce:
-                return (action, [announce])
+                return ((action, nil), [announce])
             }
         }
-        guard case .start = action else { return }
-        startFirstTransfer(cached: cached)
+        guard case .start = action, let start else { return }
+        startFirstTransfer(cached: cached, start)
     }
 
     /// Pauses a running task; the connection stays open and the transfer continues from the same byte
