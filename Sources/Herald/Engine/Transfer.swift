@@ -7,8 +7,10 @@ import Foundation
 /// keeps it alive while curl holds its pointer (it is the `userdata` of every callback), and
 /// ``finish(result:)`` / ``finish(error:)`` end it exactly once.
 final class Transfer: @unchecked Sendable {
-    // Safety: created on any thread, then used only on the engine's loop thread (the delegate too is
-    // replaced only there, when a data task becomes a download); the request is immutable and Sendable.
+    // Safety: created and prepared (`prepare()`) on one thread before it is sent to the engine, then used
+    // only on the engine's loop thread, which the engine's command queue orders after the preparation (the
+    // delegate too is replaced only there, when a data task becomes a download); the request is immutable
+    // and Sendable.
 
     let request: TransferRequest
     /// Who hears about the transfer: the task, or the download task a data task became.
@@ -18,6 +20,8 @@ final class Transfer: @unchecked Sendable {
     var headerList: UnsafeMutablePointer<curl_slist>?
     /// Where curl writes its message for a failure (`CURLOPT_ERRORBUFFER`).
     let errorBuffer: UnsafeMutablePointer<CChar>
+    /// Whether ``prepare()`` ran, and how it went.
+    private var preparation = Preparation.unprepared
     /// Where the transfer is in its life: the user's pause, the task's answer, a held result, an abort, the end.
     var machine = TransferStateMachine()
 
@@ -35,7 +39,12 @@ final class Transfer: @unchecked Sendable {
     /// Where the current response's body starts in the representation (non-zero for a resumed download).
     var bodyStartOffset: Int64 = 0
 
-    // Request body state. The source and the sink are opened on the loop thread in makeEasyHandle.
+    private enum Preparation {
+        case unprepared, prepared
+        case failed(HeraldError)
+    }
+
+    // Request body state. The source is opened by `prepare()`, the sink on the loop thread in makeEasyHandle.
     var source: (any BodySource)?
     var sink: any BodySink = MemoryBodySink()
     var bodyBytesSent: Int64 = 0
@@ -193,6 +202,7 @@ final class Transfer: @unchecked Sendable {
         let body = sink.finish()
         let outcome = TransferOutcome(response: response, body: body, file: sink.file, error: error, metrics: metrics)
         if let easyHandle {
+            // Out of the multi handle by now (or never in it): freed off the loop thread.
             curl_easy_cleanup(easyHandle)
             self.easyHandle = nil
         }
@@ -229,24 +239,44 @@ final class Transfer: @unchecked Sendable {
 
     // MARK: - configuration
 
-    /// Creates and configures the easy handle; on failure finishes the transfer and returns `nil`.
-    func makeEasyHandle() -> UnsafeMutableRawPointer? {
+    /// Opens the request body and creates and configures the easy handle, before the engine sees the
+    /// transfer: on the thread that starts it, so the loop thread spends its time moving bytes. A failure is
+    /// kept for ``makeEasyHandle()`` to finish the transfer with, on the loop thread. Call once, before
+    /// sending the transfer to the engine.
+    func prepare() {
+        guard case .unprepared = preparation else { return }
         do throws(HeraldError) {
             source = try request.body?.open()
+        } catch {
+            preparation = .failed(error)
+            return
+        }
+        guard let easy = curl_easy_init() else {
+            preparation = .failed(HeraldError(.outOfMemory, "curl_easy_init failed."))
+            return
+        }
+        easyHandle = easy
+        if let failure = configure(easy) {
+            preparation = .failed(failure)
+            return
+        }
+        preparation = .prepared
+    }
+
+    /// Opens the sink and returns the prepared easy handle; on failure finishes the transfer and returns
+    /// `nil`. Loop thread.
+    func makeEasyHandle() -> UnsafeMutableRawPointer? {
+        prepare()
+        if case .failed(let error) = preparation {
+            finish(error: error)
+            return nil
+        }
+        do throws(HeraldError) {
             sink = try request.sink.open()
         } catch {
             finish(error: error)
             return nil
         }
-        guard let easy = curl_easy_init() else {
-            finish(error: HeraldError(.outOfMemory, "curl_easy_init failed."))
-            return nil
-        }
-        easyHandle = easy
-        if let failure = configure(easy) {
-            finish(error: failure)
-            return nil
-        }
-        return easy
+        return easyHandle
     }
 }

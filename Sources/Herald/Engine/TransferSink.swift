@@ -97,7 +97,7 @@ final class FileBodySink: BodySink {
                             + "\(resumeOffset) (Content-Range: \(response.headers["Content-Range"] ?? "none")).",
                         url: response.url))
             }
-            guard ftruncate(descriptor, off_t(resumeOffset)) == 0 else {
+            guard cut(to: resumeOffset) else {
                 return .failure(FileIOError.make("Cannot truncate the partial download file", url: url))
             }
             position = resumeOffset
@@ -112,11 +112,21 @@ final class FileBodySink: BodySink {
         }
         // A whole representation (the server ignored the range, or the resource changed and If-Range
         // made it send all of it): restart the file from zero, never splice two versions.
-        guard ftruncate(descriptor, 0) == 0 else {
+        guard cut(to: 0) else {
             return .failure(FileIOError.make("Cannot truncate the download file", url: url))
         }
         position = 0
         return .success(0)
+    }
+
+    /// Makes the file `length` bytes long; whether that worked. A file already that long is left alone:
+    /// on ext4, truncating a file to zero marks it so that closing it starts writing all its pages out
+    /// (the `auto_da_alloc` safeguard for programs that rewrite a file in place), which would make every
+    /// fresh download wait for the disk at its end.
+    private func cut(to length: Int64) -> Bool {
+        var status = stat()
+        if fstat(descriptor, &status) == 0, Int64(status.st_size) == length { return true }
+        return ftruncate(descriptor, off_t(length)) == 0
     }
 
     func write(_ bytes: UnsafeRawBufferPointer) -> HeraldError? {

@@ -64,6 +64,8 @@ extension SessionTask {
             request.resourceTimeout = max(0.001, request.resourceTimeout - Date().timeIntervalSince(firstStart))
         }
         let transfer = Transfer(request: request, delegate: self)
+        // The easy handle is made here, not on the loop thread that every transfer of the engine shares.
+        transfer.prepare()
         let sendsCredential = request.credential != nil
         transition { core -> ((), [TaskEffect]) in
             switch core.machine.transferPrepared(transfer) {
