@@ -45,7 +45,7 @@ extension Transfer {
         case .pause: return Int(herald_writefunc_pause)
         case .proceed: break
         }
-        lastActivity = .now
+        lastActivity = ActivityClock.now
         if response == nil {
             announceResponse()
         }
@@ -87,7 +87,7 @@ extension Transfer {
     /// Applies one header line to the response being received; `ResponseHeadLine.parse` does the parsing,
     /// straight from curl's bytes (this runs for every line of every response).
     private func receivedHeaderLine(_ raw: UnsafeRawBufferPointer) {
-        lastActivity = .now
+        lastActivity = ActivityClock.now
         switch ResponseHeadLine.parse(raw) {
         case .statusLine(let version, let statusCode):
             // A new response head: an interim 1xx, a 401 curl answers itself (Digest), or the final one.
@@ -137,7 +137,7 @@ extension Transfer {
             return Int(herald_readfunc_abort)
         case .bytes(let count):
             bodyBytesSent += Int64(count)
-            lastActivity = .now
+            lastActivity = ActivityClock.now
             delegate.transferDidSendBytes(total: bodyBytesSent, expected: source.length)
             return count
         }
@@ -172,7 +172,7 @@ extension Transfer {
             break
         }
         if let idleTimeout, machine.isIdleTimeoutRunning {
-            if ContinuousClock.now - lastActivity > idleTimeout {
+            if ActivityClock.now &- lastActivity > idleTimeout {
                 machine.abort(
                     with: HeraldError(
                         .timedOut, "No data moved for \(request.requestTimeout) seconds.", url: request.url))

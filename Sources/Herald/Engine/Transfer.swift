@@ -52,16 +52,17 @@ final class Transfer: @unchecked Sendable {
     /// Whether the body is collected in memory (and so subject to the response size limit).
     var collectsBodyInMemory: Bool
 
-    var lastActivity = ContinuousClock.now
-    /// How long no byte may move before the transfer fails with `timedOut` (the request timeout), made once
-    /// for the progress callback that checks it; `nil` for none.
-    let idleTimeout: Duration?
+    /// When a byte last moved, on ``ActivityClock``.
+    var lastActivity = ActivityClock.now
+    /// How long, in nanoseconds, no byte may move before the transfer fails with `timedOut` (the request
+    /// timeout), made once for the progress callback that checks it; `nil` for none.
+    let idleTimeout: UInt64?
     let startDate = Date()
 
     init(request: TransferRequest, delegate: any TransferDelegate) {
         self.request = request
         self.delegate = delegate
-        self.idleTimeout = request.requestTimeout > 0 ? .milliseconds(Int64(request.requestTimeout * 1000)) : nil
+        self.idleTimeout = request.requestTimeout > 0 ? ActivityClock.nanoseconds(request.requestTimeout) : nil
         if case .memory = request.sink { collectsBodyInMemory = true } else { collectsBodyInMemory = false }
         self.errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
         self.errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
@@ -124,7 +125,7 @@ final class Transfer: @unchecked Sendable {
             break
         case .continueCurl:
             guard let easyHandle else { return }
-            lastActivity = .now
+            lastActivity = ActivityClock.now
             // The machine is already running: the write callback curl calls from in here sees that.
             curl_easy_pause(easyHandle, CURLPAUSE_CONT)
         case .finishHeldResult:

@@ -45,22 +45,59 @@ protocol BodySink: AnyObject {
 }
 
 /// Collects the body in memory, once: the buffer is handed on as it is, never copied.
+///
+/// The buffer is sized from the response's declared `Content-Length` when there is one (which the transfer
+/// has already checked against the response size limit), so a body of known length takes one allocation;
+/// otherwise it doubles with `realloc`, which moves a large block by remapping its pages rather than
+/// copying them. Finishing hands the buffer to a `Data` without copying it. Running out of memory is an
+/// error that ends the transfer, not a crash.
 final class MemoryBodySink: BodySink {
-    private var data = Data()
+    /// The smallest buffer made for a body of unknown length.
+    static let initialCapacity = 16 * 1024
+
+    private var buffer: UnsafeMutableRawPointer?
+    private var count = 0
+    private var capacity = 0
+    /// The current response's declared body length, if it has one.
+    private var declaredLength: Int?
+
+    deinit { free(buffer) }
 
     func begin(response: HTTPResponse) -> Result<Int64, HeraldError> {
-        if !data.isEmpty { data = Data() }
+        // A new response replaces whatever an earlier one left.
+        count = 0
+        declaredLength = response.expectedContentLength.flatMap { $0 > 0 ? Int(exactly: $0) : nil }
         return .success(0)
     }
 
     func write(_ bytes: UnsafeRawBufferPointer) -> HeraldError? {
-        data.append(contentsOf: bytes)
+        guard let source = bytes.baseAddress, !bytes.isEmpty else { return nil }
+        let needed = count + bytes.count
+        if needed > capacity {
+            var target = max(needed, capacity * 2, Self.initialCapacity)
+            // The declared length, when it covers what has arrived, is what the body will need.
+            if let declaredLength, declaredLength >= needed { target = declaredLength }
+            guard let grown = realloc(buffer, target) else {
+                return HeraldError(.outOfMemory, "Cannot grow the response body's buffer to \(target) bytes.")
+            }
+            buffer = grown
+            capacity = target
+        }
+        guard let buffer else { return nil }
+        (buffer + count).copyMemory(from: source, byteCount: bytes.count)
+        count = needed
         return nil
     }
 
     func finish() -> Data {
-        defer { data = Data() }
-        return data
+        guard let buffer, count > 0 else { return Data() }
+        // Hand the memory over as it is; give back what a doubling left unused.
+        let fitted = count < capacity ? (realloc(buffer, count) ?? buffer) : buffer
+        let body = Data(bytesNoCopy: fitted, count: count, deallocator: .free)
+        self.buffer = nil
+        capacity = 0
+        count = 0
+        return body
     }
 
     var file: DownloadedFile? { nil }
