@@ -17,40 +17,53 @@ enum ResponseHeadLine: Equatable {
     case ignored
 
     static func parse(_ raw: UnsafeRawBufferPointer) -> ResponseHeadLine {
-        var line = raw[...]
-        while let last = line.last, last == 0x0D || last == 0x0A { line = line.dropLast() }
-        if line.starts(with: httpPrefix) {
-            let parts = line.split(separator: 0x20, maxSplits: 2, omittingEmptySubsequences: true)
-            let version = parts.first.map { String(decoding: $0, as: UTF8.self) } ?? "HTTP/1.1"
-            return .statusLine(version: version, statusCode: parts.count > 1 ? statusCode(parts[1]) : 0)
+        // Plain index arithmetic over the bytes: this runs for every header line of every response.
+        var end = raw.count
+        while end > 0, raw[end - 1] == 0x0D || raw[end - 1] == 0x0A { end -= 1 }
+        guard end > 0 else { return .ignored }
+        if end >= 5, raw[0] == 0x48, raw[1] == 0x54, raw[2] == 0x54, raw[3] == 0x50, raw[4] == 0x2F {  // "HTTP/"
+            var versionEnd = 0
+            while versionEnd < end, raw[versionEnd] != 0x20 { versionEnd += 1 }
+            var codeStart = versionEnd
+            while codeStart < end, raw[codeStart] == 0x20 { codeStart += 1 }
+            var codeEnd = codeStart
+            while codeEnd < end, raw[codeEnd] != 0x20 { codeEnd += 1 }
+            return .statusLine(
+                version: text(raw, 0, versionEnd), statusCode: statusCode(raw, from: codeStart, to: codeEnd))
         }
-        guard let first = line.first else { return .ignored }
+        let first = raw[0]
         if first == 0x20 || first == 0x09 {
-            return .continuation(String(decoding: trimmed(line), as: UTF8.self))
+            return .continuation(trimmedText(raw, 0, end))
         }
-        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return .ignored }
-        let name = String(decoding: trimmed(line[..<colon]), as: UTF8.self)
-        let value = String(decoding: trimmed(line[(colon + 1)...]), as: UTF8.self)
-        return .field(name: name, value: value)
+        var colon = 0
+        while colon < end, raw[colon] != 0x3A { colon += 1 }
+        guard colon < end else { return .ignored }
+        return .field(name: trimmedText(raw, 0, colon), value: trimmedText(raw, colon + 1, end))
     }
 
-    private static let httpPrefix: [UInt8] = Array("HTTP/".utf8)
-
     /// One to three ASCII digits, else 0: no sign, no overflow, no `Int(String)` allocation.
-    private static func statusCode(_ bytes: Slice<UnsafeRawBufferPointer>) -> Int {
-        guard (1...3).contains(bytes.count) else { return 0 }
+    private static func statusCode(_ raw: UnsafeRawBufferPointer, from start: Int, to end: Int) -> Int {
+        guard (1...3).contains(end - start) else { return 0 }
         var code = 0
-        for byte in bytes {
+        for index in start..<end {
+            let byte = raw[index]
             guard byte >= 0x30, byte <= 0x39 else { return 0 }
             code = code * 10 + Int(byte - 0x30)
         }
         return code
     }
 
-    private static func trimmed(_ bytes: Slice<UnsafeRawBufferPointer>) -> Slice<UnsafeRawBufferPointer> {
-        var bytes = bytes
-        while let first = bytes.first, first == 0x20 || first == 0x09 { bytes = bytes.dropFirst() }
-        while let last = bytes.last, last == 0x20 || last == 0x09 { bytes = bytes.dropLast() }
-        return bytes
+    /// The bytes `start..<end` without the spaces and tabs around them, decoded.
+    private static func trimmedText(_ raw: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> String {
+        var start = start
+        var end = end
+        while start < end, raw[start] == 0x20 || raw[start] == 0x09 { start += 1 }
+        while end > start, raw[end - 1] == 0x20 || raw[end - 1] == 0x09 { end -= 1 }
+        return text(raw, start, end)
+    }
+
+    /// The bytes `start..<end`, decoded as UTF-8 (lossily).
+    private static func text(_ raw: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> String {
+        String(decoding: UnsafeRawBufferPointer(rebasing: raw[start..<end]), as: UTF8.self)
     }
 }

@@ -93,7 +93,8 @@ extension Transfer {
             // A new response head: an interim 1xx, a 401 curl answers itself (Digest), or the final one.
             responseVersion = version
             responseStatus = statusCode
-            responseHeaders = HTTPHeaders()
+            // Room for a typical head's fields, so receiving one grows the list once at most.
+            responseHeaders = HTTPHeaders(capacity: 16)
             response = nil
             expectedBodyLength = nil
             // The sink is told again at the next body byte, and drops what an earlier response left.

@@ -213,7 +213,7 @@ final class Transfer: @unchecked Sendable {
     /// Tells the sink a response body starts; returns the error that must stop the transfer, if any.
     func beginSink(for response: HTTPResponse) -> HeraldError? {
         machine.sinkDidBeginResponse()
-        switch sink.begin(response: response) {
+        switch sink.begin(response: response, declaredLength: expectedBodyLength) {
         case .success(let offset):
             bodyStartOffset = offset
             return nil

@@ -33,9 +33,9 @@ struct DownloadedFile: Sendable {
 /// One protocol for every task kind, so the write callback has one code path.
 protocol BodySink: AnyObject {
     /// A final response head arrived and its body follows: prepare for it, discarding whatever an earlier
-    /// response left. Returns the representation offset at which this body starts, or why the transfer
-    /// must stop.
-    func begin(response: HTTPResponse) -> Result<Int64, HeraldError>
+    /// response left. `declaredLength` is the head's `Content-Length`, if it has one. Returns the
+    /// representation offset at which this body starts, or why the transfer must stop.
+    func begin(response: HTTPResponse, declaredLength: Int64?) -> Result<Int64, HeraldError>
     /// Stores body bytes; returns an error that aborts the transfer.
     func write(_ bytes: UnsafeRawBufferPointer) -> HeraldError?
     /// Ends the sink; the bytes collected in memory (empty for a file).
@@ -63,10 +63,10 @@ final class MemoryBodySink: BodySink {
 
     deinit { free(buffer) }
 
-    func begin(response: HTTPResponse) -> Result<Int64, HeraldError> {
+    func begin(response: HTTPResponse, declaredLength: Int64?) -> Result<Int64, HeraldError> {
         // A new response replaces whatever an earlier one left.
         count = 0
-        declaredLength = response.expectedContentLength.flatMap { $0 > 0 ? Int(exactly: $0) : nil }
+        self.declaredLength = declaredLength.flatMap { $0 > 0 ? Int(exactly: $0) : nil }
         return .success(0)
     }
 
@@ -122,7 +122,7 @@ final class FileBodySink: BodySink {
 
     deinit { closeDescriptor() }
 
-    func begin(response: HTTPResponse) -> Result<Int64, HeraldError> {
+    func begin(response: HTTPResponse, declaredLength: Int64?) -> Result<Int64, HeraldError> {
         didBegin = true
         if resumeOffset > 0, response.statusCode == 206 {
             // A range answer continues the partial file only if it starts exactly where the file ends.

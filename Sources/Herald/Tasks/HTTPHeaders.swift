@@ -25,6 +25,12 @@ public struct HTTPHeaders: Sendable, Hashable {
         self.fields = fields
     }
 
+    /// Empty headers with room for `capacity` fields, for a response head being received.
+    init(capacity: Int) {
+        fields = []
+        fields.reserveCapacity(capacity)
+    }
+
     /// Creates headers from name–value pairs, keeping their order.
     public init(_ pairs: [(String, String)]) {
         self.fields = pairs.map { Field(name: $0.0, value: $0.1) }
