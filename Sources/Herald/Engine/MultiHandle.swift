@@ -18,6 +18,8 @@ final class MultiHandle: @unchecked Sendable {
     }
 
     let engine: Engine
+    /// The easy handles this pool's finished transfers leave for its next ones; any thread.
+    let easyHandles: EasyHandlePool
     private let multi: UnsafeMutableRawPointer
     private let timer: UnsafeMutablePointer<uv_timer_t>
     private var polls: [curl_socket_t: UnsafeMutablePointer<uv_poll_t>] = [:]
@@ -28,6 +30,9 @@ final class MultiHandle: @unchecked Sendable {
         guard let multi = curl_multi_init() else { return nil }
         self.engine = engine
         self.multi = multi
+        // As many as the transfers that may run at once, within reason.
+        let concurrent = options.maximumConnectionsTotal > 0 ? options.maximumConnectionsTotal : 64
+        self.easyHandles = EasyHandlePool(capacity: min(max(concurrent, 8), 256))
         self.timer = .allocate(capacity: 1)
         let context = Unmanaged.passUnretained(self).toOpaque()
         herald_multi_setopt_pointer(multi, CURLMOPT_SOCKETDATA, context)
@@ -64,7 +69,7 @@ final class MultiHandle: @unchecked Sendable {
             transfer.finish(error: HeraldError(.sessionInvalidated, "The session's connection pool is closed."))
             return
         }
-        guard let easy = transfer.makeEasyHandle() else { return }
+        guard let easy = transfer.makeEasyHandle(from: easyHandles) else { return }
         transfers[easy] = transfer
         let code = curl_multi_add_handle(multi, easy)
         if code != CURLM_OK {
@@ -107,6 +112,7 @@ final class MultiHandle: @unchecked Sendable {
         // Cleanup may still report REMOVE for cached connections and -1 for the timer; both callbacks
         // are valid until it returns.
         curl_multi_cleanup(multi)
+        easyHandles.close()
         for poll in polls.values {
             uv_poll_stop(poll)
             Engine.close(poll)

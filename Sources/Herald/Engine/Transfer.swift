@@ -7,7 +7,7 @@ import Foundation
 /// keeps it alive while curl holds its pointer (it is the `userdata` of every callback), and
 /// ``finish(result:)`` / ``finish(error:)`` end it exactly once.
 final class Transfer: @unchecked Sendable {
-    // Safety: created and prepared (`prepare()`) on one thread before it is sent to the engine, then used
+    // Safety: created and prepared (`prepare(from:)`) on one thread before it is sent to the engine, then used
     // only on the engine's loop thread, which the engine's command queue orders after the preparation (the
     // delegate too is replaced only there, when a data task becomes a download); the request is immutable
     // and Sendable.
@@ -20,7 +20,9 @@ final class Transfer: @unchecked Sendable {
     var headerList: UnsafeMutablePointer<curl_slist>?
     /// Where curl writes its message for a failure (`CURLOPT_ERRORBUFFER`).
     let errorBuffer: UnsafeMutablePointer<CChar>
-    /// Whether ``prepare()`` ran, and how it went.
+    /// Where the easy handle came from and goes back to when the transfer finishes.
+    private var pool: EasyHandlePool?
+    /// Whether ``prepare(from:)`` ran, and how it went.
     private var preparation = Preparation.unprepared
     /// Where the transfer is in its life: the user's pause, the task's answer, a held result, an abort, the end.
     var machine = TransferStateMachine()
@@ -44,7 +46,7 @@ final class Transfer: @unchecked Sendable {
         case failed(HeraldError)
     }
 
-    // Request body state. The source is opened by `prepare()`, the sink on the loop thread in makeEasyHandle.
+    // Request body state. The source is opened by `prepare(from:)`, the sink on the loop thread in makeEasyHandle.
     var source: (any BodySource)?
     var sink: any BodySink = MemoryBodySink()
     var bodyBytesSent: Int64 = 0
@@ -204,7 +206,8 @@ final class Transfer: @unchecked Sendable {
         let outcome = TransferOutcome(response: response, body: body, file: sink.file, error: error, metrics: metrics)
         if let easyHandle {
             // Out of the multi handle by now (or never in it): freed off the loop thread.
-            curl_easy_cleanup(easyHandle)
+            // Out of the multi handle by now (or never in it): the next transfer may have it.
+            if let pool { pool.give(easyHandle) } else { curl_easy_cleanup(easyHandle) }
             self.easyHandle = nil
         }
         delegate.transferDidFinish(outcome)
@@ -242,9 +245,9 @@ final class Transfer: @unchecked Sendable {
 
     /// Opens the request body and creates and configures the easy handle, before the engine sees the
     /// transfer: on the thread that starts it, so the loop thread spends its time moving bytes. A failure is
-    /// kept for ``makeEasyHandle()`` to finish the transfer with, on the loop thread. Call once, before
+    /// kept for ``makeEasyHandle(from:)`` to finish the transfer with, on the loop thread. Call once, before
     /// sending the transfer to the engine.
-    func prepare() {
+    func prepare(from pool: EasyHandlePool?) {
         guard case .unprepared = preparation else { return }
         do throws(HeraldError) {
             source = try request.body?.open()
@@ -252,11 +255,12 @@ final class Transfer: @unchecked Sendable {
             preparation = .failed(error)
             return
         }
-        guard let easy = curl_easy_init() else {
+        guard let easy = pool.map({ $0.take() }) ?? curl_easy_init() else {
             preparation = .failed(HeraldError(.outOfMemory, "curl_easy_init failed."))
             return
         }
         easyHandle = easy
+        self.pool = pool
         if let failure = configure(easy) {
             preparation = .failed(failure)
             return
@@ -266,8 +270,8 @@ final class Transfer: @unchecked Sendable {
 
     /// Opens the sink and returns the prepared easy handle; on failure finishes the transfer and returns
     /// `nil`. Loop thread.
-    func makeEasyHandle() -> UnsafeMutableRawPointer? {
-        prepare()
+    func makeEasyHandle(from pool: EasyHandlePool) -> UnsafeMutableRawPointer? {
+        prepare(from: pool)
         if case .failed(let error) = preparation {
             finish(error: error)
             return nil

@@ -65,7 +65,7 @@ extension SessionTask {
         }
         let transfer = Transfer(request: request, delegate: self)
         // The easy handle is made here, not on the loop thread that every transfer of the engine shares.
-        transfer.prepare()
+        transfer.prepare(from: session.multi?.easyHandles)
         let sendsCredential = request.credential != nil
         transition { core -> ((), [TaskEffect]) in
             switch core.machine.transferPrepared(transfer) {

@@ -1,0 +1,68 @@
+import CCurl
+import HeraldNotifications
+
+/// The easy handles of one connection pool's finished transfers, kept for its next transfers.
+///
+/// Making an easy handle and freeing it costs more than resetting one: `curl_easy_init` allocates and
+/// initialises the handle's state, `curl_easy_cleanup` frees it and its buffers. A finished transfer gives
+/// its handle back here (on the loop thread: one lock and an append), and the next transfer takes it on the
+/// thread that prepares it, where `curl_easy_reset` returns every option to its default. Handles never move
+/// between sessions, so nothing one session's transfers left in a handle (curl's TLS session IDs) reaches
+/// another session's, whose security policy may differ. At most ``capacity`` handles wait; once the pool is
+/// closed every handle given back is freed.
+final class EasyHandlePool: @unchecked Sendable {
+    // Safety: `state` is guarded by its lock; a handle in `idle` belongs to the pool alone, one taken or
+    // given belongs to the caller alone.
+
+    /// How many idle handles the pool keeps.
+    let capacity: Int
+
+    private struct Handle: @unchecked Sendable {
+        // Safety: see the class.
+        let easy: UnsafeMutableRawPointer
+    }
+
+    private struct State {
+        var idle: [Handle] = []
+        var isClosed = false
+    }
+
+    private let state = Locked(State())
+
+    init(capacity: Int) {
+        self.capacity = capacity
+    }
+
+    /// A handle with every option at its default: a reset idle one, or a new one; `nil` when curl can't
+    /// allocate one.
+    func take() -> UnsafeMutableRawPointer? {
+        if let handle = state.withLock({ $0.idle.popLast() }) {
+            curl_easy_reset(handle.easy)
+            return handle.easy
+        }
+        return curl_easy_init()
+    }
+
+    /// Takes back the handle of a finished transfer. It must be out of its multi handle.
+    func give(_ easy: UnsafeMutableRawPointer) {
+        let kept = state.withLock { state -> Bool in
+            guard !state.isClosed, state.idle.count < capacity else { return false }
+            state.idle.append(Handle(easy: easy))
+            return true
+        }
+        if !kept { curl_easy_cleanup(easy) }
+    }
+
+    /// Frees the idle handles, and from now on every handle given back.
+    func close() {
+        let idle = state.withLock { state -> [Handle] in
+            state.isClosed = true
+            defer { state.idle = [] }
+            return state.idle
+        }
+        for handle in idle { curl_easy_cleanup(handle.easy) }
+    }
+
+    /// How many handles wait to be reused. For tests.
+    var idleCount: Int { state.withLock { $0.idle.count } }
+}

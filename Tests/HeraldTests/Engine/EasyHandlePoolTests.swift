@@ -1,0 +1,57 @@
+import CCurl
+import Foundation
+import HeraldTesting
+import Testing
+
+@testable import Herald
+
+@Suite("Easy handle reuse")
+struct EasyHandlePoolTests {
+    @Test("a pool hands back the handle given to it, keeps at most its capacity, and frees all once closed")
+    func poolKeepsAndFrees() throws {
+        let pool = EasyHandlePool(capacity: 2)
+        let first = try #require(pool.take())
+        let second = try #require(pool.take())
+        let third = try #require(pool.take())
+        #expect(Set([first, second, third]).count == 3)
+        pool.give(first)
+        pool.give(second)
+        pool.give(third)  // over capacity: freed
+        #expect(pool.idleCount == 2)
+        let reused = try #require(pool.take())
+        #expect(reused == second || reused == first)
+        #expect(pool.idleCount == 1)
+        pool.close()
+        #expect(pool.idleCount == 0)
+        pool.give(reused)  // closed: freed, not kept
+        #expect(pool.idleCount == 0)
+    }
+
+    @Test("a reused handle carries nothing over: method, body, HEAD and headers are each request's own")
+    func reusedHandleStartsClean() async throws {
+        let fixture = try await SessionFixture.make()
+        let session = fixture.session
+        let echo = fixture.server.url("/echo")
+        func echoed(_ data: Data) throws -> EchoedRequest { try JSONDecoder().decode(EchoedRequest.self, from: data) }
+
+        var put = Request(url: echo, method: "PUT", headers: ["X-Only-First": "1"])
+        put.timeoutInterval = 5
+        let (putData, _) = try await session.upload(for: put, from: Data("first body".utf8))
+        let putEcho = try echoed(putData)
+        #expect(putEcho.method == "PUT" && putEcho.body == "first body" && putEcho.headers["x-only-first"] == "1")
+
+        let (headData, head) = try await session.data(for: Request(url: echo, method: "HEAD"))
+        #expect(head.statusCode == 200 && headData.isEmpty)
+
+        let (getData, _) = try await session.data(for: Request(url: echo))
+        let getEcho = try echoed(getData)
+        #expect(getEcho.method == "GET")
+        #expect(getEcho.bodyLength == 0)
+        #expect(getEcho.headers["x-only-first"] == nil)
+        #expect(getEcho.headers["content-length"] == nil && getEcho.headers["transfer-encoding"] == nil)
+
+        // One request at a time: every transfer after the first ran on the first one's handle.
+        #expect(session.multi?.easyHandles.idleCount == 1)
+        try await fixture.tearDown()
+    }
+}
