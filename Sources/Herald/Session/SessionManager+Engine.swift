@@ -25,6 +25,14 @@ extension SessionManager {
         engine.execute { multi.perform(command) }
     }
 
+    /// Runs what follows a finished transfer — cookies, the next hop or retry, completing the task — off the
+    /// loop thread, which every transfer of the engine shares: on the completion queue the session owns
+    /// (where the task's completion goes next), else on a global queue, never on a queue the caller passed
+    /// in. From the loop thread, the transfers that finish in one loop iteration share one dispatch.
+    func afterTransfer(_ work: @escaping @Sendable () -> Void) {
+        engine.deliver(on: ownsCompletionQueue ? completionQueue : SessionTask.hopQueue, group: completionGroup, work)
+    }
+
     func transferRequest(
         for request: Request, body: TransferBody?, sink: TransferSink = .memory
     ) -> TransferRequest {

@@ -10,7 +10,7 @@ extension SessionTask {
     /// keeps returning the same wrong password must not keep the task busy forever.
     static let maximumAuthenticationAttempts = 8
 
-    /// Whether a 401 carries a challenge Herald can answer. Loop thread.
+    /// Whether a 401 carries a challenge Herald can answer. After the transfer ended.
     func wantsAuthenticationHop(for response: HTTPResponse) -> Bool {
         response.headers.contains("WWW-Authenticate")
     }

@@ -16,7 +16,8 @@ extension SessionTask {
     static let hopQueue = DispatchQueue.global(qos: .userInitiated)
 
     /// Whether `outcome` leads to another transfer for this task (a redirect to follow, an authentication
-    /// challenge to answer); if so the task does not complete now. Loop thread.
+    /// challenge to answer); if so the task does not complete now. After
+    /// the transfer ended, off the loop thread (see `SessionManager.afterTransfer(_:)`).
     func beginNextHop(after outcome: TransferOutcome) -> Bool {
         guard outcome.error == nil, let response = outcome.response else { return false }
         let isRedirect =

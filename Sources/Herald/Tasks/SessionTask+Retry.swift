@@ -89,7 +89,7 @@ extension SessionTask {
     }
 
     /// Whether `outcome`, a failed attempt, goes to the retrier; if so the task does not complete now.
-    /// Loop thread.
+    /// After the transfer ended, off the loop thread.
     func beginRetry(after outcome: TransferOutcome) -> Bool {
         guard !outcome.isFromCache, let failure = Self.retryableFailure(of: outcome) else { return false }
         // The session's interceptor is read before taking the task's lock: it has a lock of its own.

@@ -229,9 +229,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
 
     // MARK: - TransferDelegate (engine loop thread; the kinds override what differs)
 
-    func transferDidReceiveResponse(_ response: HTTPResponse) {
-        core.withLock { $0.response = response }
-    }
+    func transferDidReceiveResponse(_ response: HTTPResponse) { core.withLock { $0.response = response } }
 
     func transferDidReceiveBytes(total received: Int64, expected: Int64?) {
         let handler = core.withLock { $0.downloadProgressHandler }
@@ -262,11 +260,13 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     }
 
     func transferDidFinish(_ outcome: TransferOutcome) {
-        // Before the next hop is built: a Set-Cookie on a 302 or a 401 goes with the next request.
-        if let response = outcome.response { session.storeCookies(from: response) }
-        if beginNextHop(after: outcome) { return }
-        if beginRetry(after: outcome) { return }
-        completeTransfer(outcome)
+        session.afterTransfer { [self] in
+            // Before the next hop is built: a Set-Cookie on a 302 or a 401 goes with the next request.
+            if let response = outcome.response { session.storeCookies(from: response) }
+            if beginNextHop(after: outcome) { return }
+            if beginRetry(after: outcome) { return }
+            completeTransfer(outcome)
+        }
     }
 
     // MARK: - task kinds (overridden by DataTask, UploadTask and DownloadTask)

@@ -37,7 +37,8 @@ struct BodySinkTests {
         for (index, (declared, sent)) in cases.enumerated() {
             let sink = MemoryBodySink()
             let body = Self.bytes(sent, seed: UInt8(index))
-            let start = try? sink.begin(response: Self.response(contentLength: declared), declaredLength: declared.map(Int64.init)).get()
+            let head = Self.response(contentLength: declared)
+            let start = try? sink.begin(response: head, declaredLength: declared.map(Int64.init)).get()
             #expect(start == 0)
             #expect(Self.write(body, to: sink, piece: 4096) == nil)
             let result = sink.finish()
