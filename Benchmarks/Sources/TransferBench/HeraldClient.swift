@@ -25,18 +25,10 @@ import HeraldObservers
 import Logging
 import Metrics
 
-/// Formats every log message like a real handler would, then drops it.
-struct DiscardingLogHandler: LogHandler {
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .trace
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-    func log(event: LogEvent) {
-        let line = "\(event.level) \(event.message) \(event.metadata ?? [:])"
-        if line.isEmpty { print(line) }
-    }
+/// Where the observed client's log lines go: swift-log's own `StreamLogHandler` formats every message (a
+/// timestamp, the level, the label, the sorted metadata) and hands the line here, which drops it.
+struct DiscardingStream: TextOutputStream, Sendable {
+    mutating func write(_ string: String) {}
 }
 
 /// Herald's SessionManager with a DataResponseSerializer, the way an app would use it; with `observed`,
@@ -49,7 +41,7 @@ func runHerald(url: URL, concurrency: Int, requests: Int, expectedBytes: Int, ob
     manager.responseSerializer = DataResponseSerializer()
     var tokens: [ObservationToken] = []
     if observed {
-        var logger = Logger(label: "transferbench") { _ in DiscardingLogHandler() }
+        var logger = Logger(label: "transferbench") { StreamLogHandler(label: $0, stream: DiscardingStream()) }
         logger.logLevel = .debug
         tokens = [
             NetworkActivityIndicator().observe(manager.notificationCenter),

@@ -3,7 +3,8 @@ import CUV
 import Foundation
 import HeraldNotifications
 
-/// A libuv loop on its own thread: the only thread that ever calls libuv or libcurl.
+/// A libuv loop on its own thread: the only thread that calls libuv, or libcurl on a multi handle and the
+/// easy handles in it (an easy handle not yet added is configured by the thread that prepares its transfer).
 ///
 /// Other threads hand it work through ``execute(_:)``: the closure is appended to a lock-guarded
 /// queue and the loop is woken with `uv_async_send`. libuv coalesces sends, so the async callback

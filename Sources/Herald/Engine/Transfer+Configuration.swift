@@ -77,7 +77,6 @@ extension Transfer {
 
     private func configureMethodAndBody(_ easy: UnsafeMutableRawPointer, check: (String, CURLcode) -> Void) {
         let method = request.method
-        let sendsBody = source != nil || ["POST", "PUT", "PATCH"].contains(method)
         if method == "HEAD" {
             check("NOBODY", herald_easy_setopt_long(easy, CURLOPT_NOBODY, 1))
         } else if sendsBody {
@@ -92,6 +91,9 @@ extension Transfer {
         }
     }
 
+    /// Whether the request goes out with a body (curl's upload mode).
+    private var sendsBody: Bool { source != nil || ["POST", "PUT", "PATCH"].contains(request.method) }
+
     private func configureHeaders(_ easy: UnsafeMutableRawPointer, check: (String, CURLcode) -> Void) {
         var list: UnsafeMutablePointer<curl_slist>?
         for field in request.headers {
@@ -102,7 +104,7 @@ extension Transfer {
         if let cookie = request.cookieHeader, !request.headers.contains("Cookie") {
             list = curl_slist_append(list, "Cookie: \(cookie)")
         }
-        if !request.headers.contains("Expect") {
+        if sendsBody, !request.headers.contains("Expect") {
             // curl waits up to a second for "100 Continue" on larger bodies; never stall an upload on it.
             list = curl_slist_append(list, "Expect:")
         }

@@ -75,8 +75,10 @@ public final class LoggingObserver: SessionObserver {
         _ level: Logger.Level, _ message: Logger.Message, metadata: Logger.Metadata, request: RequestSummary? = nil
     ) {
         guard logger.logLevel <= level else { return }
-        var merged = providedMetadata(for: request)
-        merged.merge(metadata) { _, explicit in explicit }
+        let provided = providedMetadata(for: request)
+        // Without a provider (or when it gives nothing) the entry's own metadata is used as it is: merging
+        // into an empty dictionary would hash every key again.
+        let merged = provided.isEmpty ? metadata : provided.merging(metadata) { _, explicit in explicit }
         entries.submit(Entry(level: level, message: message, metadata: merged))
     }
 
