@@ -26,11 +26,15 @@ extension Transfer {
             let scheme = credential.scheme == .digest ? herald_curlauth_digest : herald_curlauth_basic
             check("HTTPAUTH", herald_easy_setopt_long(easy, CURLOPT_HTTPAUTH, scheme))
         }
+        // A larger receive buffer means fewer reads and write callbacks for a large body (a 256 MiB body in
+        // memory arrives about 20% sooner with 64 KiB than with curl's 16 KiB); a small response only
+        // touches the buffer's first page.
         if case .file = request.sink {
             // A file holds the representation's bytes as sent, so a resumed Range lines up with it
             // (decoded bytes would not); larger buffers mean fewer write callbacks and writes.
             check("BUFFERSIZE", herald_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, 256 * 1024))
         } else {
+            check("BUFFERSIZE", herald_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, 64 * 1024))
             check("ACCEPT_ENCODING", herald_easy_setopt_string(easy, CURLOPT_ACCEPT_ENCODING, ""))
         }
         check("HTTP_VERSION", herald_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, request.httpVersion.curlValue))
