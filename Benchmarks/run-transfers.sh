@@ -27,7 +27,7 @@
 # MiB/s is N MiB over the client's own wall time of the transfer (resume to the end of the completion
 # handler, the move included); CPU seconds and peak RSS are of the whole process, from wait4(2).
 # Each large run starts after a `sync` (not timed), so that writeback of earlier writes doesn't land in it.
-# The C client uses Herald's curl receive buffer size (CURLOPT_BUFFERSIZE 256 KiB) for these rows,
+# The C client uses Herald's curl receive buffer sizes (CURLOPT_BUFFERSIZE 256 KiB to a file, 64 KiB in memory),
 # so the ratio compares the libraries, not the buffer size. --skip-large leaves them out.
 # Missing a target (Docs/Performance.md) is reported, never fatal: the exit status is non-zero only for wrong bytes,
 # failed transfers or clients that could not run.
@@ -43,7 +43,9 @@ keep=0
 runs=1
 large_mib=256
 skip_large=0
-c_large_buffer=$((256 * 1024)) # Herald's CURLOPT_BUFFERSIZE (Sources/Herald/Engine/Transfer.swift)
+# Herald's CURLOPT_BUFFERSIZE for each sink (Sources/Herald/Engine/Transfer+Configuration.swift).
+c_file_buffer=$((256 * 1024))
+c_memory_buffer=$((64 * 1024))
 
 usage() { awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "${BASH_SOURCE[0]}"; }
 
@@ -231,9 +233,9 @@ run_large() { # client mode run → results under "client-mode#run"
     # files; this flushes whatever else on the machine wrote meanwhile). Not timed.
     sync
     case "$client/$mode" in
-        c/download-file) cmd=("$here/CClient/curl-uv-client" --buffer-size "$c_large_buffer" --expect-bytes "$large_bytes"
+        c/download-file) cmd=("$here/CClient/curl-uv-client" --buffer-size "$c_file_buffer" --expect-bytes "$large_bytes"
             --download-to "$dest" "$large_url" 1 1) ;;
-        c/data-memory) cmd=("$here/CClient/curl-uv-client" --buffer-size "$c_large_buffer" --expect-bytes "$large_bytes"
+        c/data-memory) cmd=("$here/CClient/curl-uv-client" --buffer-size "$c_memory_buffer" --expect-bytes "$large_bytes"
             --in-memory "$large_url" 1 1) ;;
         *) cmd=("$swift_bin" --client "$client" --url "$large_url" --mode "$mode" --expect-bytes "$large_bytes")
             if [ "$mode" = download-file ]; then cmd+=(--destination "$dest"); fi ;;
