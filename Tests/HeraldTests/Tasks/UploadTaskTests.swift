@@ -164,6 +164,30 @@ struct UploadTaskTests {
         try await fixture.tearDown()
     }
 
+    @Test("an upload file removed before resume() fails the task with fileIO, once, and nothing is sent")
+    func fileRemovedBeforeStart() async throws {
+        let fixture = try await SessionFixture.make()
+        let scratch = try ScratchDirectory()
+        let file = try PatternFile.make(count: 10_000, in: scratch.url)
+        let log = CompletionLog()
+        let task = try fixture.session.uploadTask(
+            with: Request(url: fixture.server.url("/echo"), method: "PUT"), fromFile: file,
+            completionHandler: log.handler)
+        try FileManager.default.removeItem(at: file)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
+        #expect(log.all.count == 1)
+        #expect(log.all.first?.error?.code == .fileIO)
+        #expect(log.all.first?.error?.message.contains(file.lastPathComponent) == true)
+        #expect(fixture.server.requests(forPath: "/echo").isEmpty)
+        // The session's pool got the prepared handle back or freed it; the next request still works.
+        let (_, response) = try await fixture.session.data(for: Request(url: fixture.server.url("/status/204")))
+        #expect(response.statusCode == 204)
+        scratch.remove()
+        try await fixture.tearDown()
+    }
+
     @Test("suspending and resuming an upload posts suspend and resume once each and sends every byte once")
     func suspendResumeUpload() async throws {
         let fixture = try await SessionFixture.make()
