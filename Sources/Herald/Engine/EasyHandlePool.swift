@@ -3,6 +3,10 @@ import HeraldNotifications
 
 /// The easy handles of one connection pool's finished transfers, kept for its next transfers.
 ///
+/// Only the handle of a transfer curl finished normally comes back: after a failure curl may keep state
+/// that `curl_easy_reset` leaves alone (the receive buffer of a connection that failed), and then refuses
+/// options such as `CURLOPT_BUFFERSIZE` on the handle.
+///
 /// Making an easy handle and freeing it costs more than resetting one: `curl_easy_init` allocates and
 /// initialises the handle's state, `curl_easy_cleanup` frees it and its buffers. A finished transfer gives
 /// its handle back here (on the loop thread: one lock and an append), and the next transfer takes it on the
@@ -33,14 +37,15 @@ final class EasyHandlePool: @unchecked Sendable {
         self.capacity = capacity
     }
 
-    /// A handle with every option at its default: a reset idle one, or a new one; `nil` when curl can't
-    /// allocate one.
+    deinit {
+        for handle in state.withLock({ $0.idle }) { curl_easy_cleanup(handle.easy) }
+    }
+
+    /// An idle handle with every option reset to its default, or `nil` when none waits.
     func take() -> UnsafeMutableRawPointer? {
-        if let handle = state.withLock({ $0.idle.popLast() }) {
-            curl_easy_reset(handle.easy)
-            return handle.easy
-        }
-        return curl_easy_init()
+        guard let handle = state.withLock({ $0.idle.popLast() }) else { return nil }
+        curl_easy_reset(handle.easy)
+        return handle.easy
     }
 
     /// Takes back the handle of a finished transfer. It must be out of its multi handle.

@@ -1,8 +1,61 @@
 import CCurl
 import Foundation
 
-// The easy handle's options, set once on the loop thread before the transfer joins its multi handle.
+// The easy handle: taken from the session's pool (or made) and given every option by the thread that
+// prepares the transfer, before the engine sees it; the body sink is opened on the loop thread.
 extension Transfer {
+    /// Opens the request body and creates and configures the easy handle, before the engine sees the
+    /// transfer: on the thread that starts it, so the loop thread spends its time moving bytes. A failure is
+    /// kept for ``makeEasyHandle(from:)`` to finish the transfer with, on the loop thread. Call once, before
+    /// sending the transfer to the engine.
+    func prepare(from pool: EasyHandlePool?) {
+        guard case .unprepared = preparation else { return }
+        do throws(HeraldError) {
+            source = try request.body?.open()
+        } catch {
+            preparation = .failed(error)
+            return
+        }
+        self.pool = pool
+        var reused = pool?.take()
+        while true {
+            guard let easy = reused ?? curl_easy_init() else {
+                preparation = .failed(HeraldError(.outOfMemory, "curl_easy_init failed."))
+                return
+            }
+            easyHandle = easy
+            guard let failure = configure(easy) else { break }
+            guard reused != nil else {
+                preparation = .failed(failure)
+                return
+            }
+            // A reused handle that refuses an option is dropped, and a new one configured in its place.
+            curl_easy_cleanup(easy)
+            easyHandle = nil
+            reused = nil
+        }
+        preparation = .prepared
+    }
+
+    /// Opens the sink and returns the prepared easy handle; on failure finishes the transfer and returns
+    /// `nil`. Loop thread.
+    func makeEasyHandle(from pool: EasyHandlePool) -> UnsafeMutableRawPointer? {
+        prepare(from: pool)
+        if case .failed(let error) = preparation {
+            finish(error: error)
+            return nil
+        }
+        do throws(HeraldError) {
+            sink = try request.sink.open()
+        } catch {
+            finish(error: error)
+            return nil
+        }
+        // The idle timeout counts from here, not from when a suspended task prepared the transfer.
+        lastActivity = ActivityClock.now
+        return easyHandle
+    }
+
     /// Sets every option on `easy`; the error says which option libcurl refused, if one was.
     func configure(_ easy: UnsafeMutableRawPointer) -> HeraldError? {
         let context = Unmanaged.passUnretained(self).toOpaque()

@@ -15,15 +15,15 @@ final class Transfer: @unchecked Sendable {
     let request: TransferRequest
     /// Who hears about the transfer: the task, or the download task a data task became.
     private(set) var delegate: any TransferDelegate
-    private(set) var easyHandle: UnsafeMutableRawPointer?
+    var easyHandle: UnsafeMutableRawPointer?
     /// The request's header fields, which curl reads until the handle is cleaned up.
     var headerList: UnsafeMutablePointer<curl_slist>?
     /// Where curl writes its message for a failure (`CURLOPT_ERRORBUFFER`).
     let errorBuffer: UnsafeMutablePointer<CChar>
     /// Where the easy handle came from and goes back to when the transfer finishes.
-    private var pool: EasyHandlePool?
+    var pool: EasyHandlePool?
     /// Whether ``prepare(from:)`` ran, and how it went.
-    private var preparation = Preparation.unprepared
+    var preparation = Preparation.unprepared
     /// Where the transfer is in its life: the user's pause, the task's answer, a held result, an abort, the end.
     var machine = TransferStateMachine()
 
@@ -41,7 +41,8 @@ final class Transfer: @unchecked Sendable {
     /// Where the current response's body starts in the representation (non-zero for a resumed download).
     var bodyStartOffset: Int64 = 0
 
-    private enum Preparation {
+    /// How ``prepare(from:)`` went, if it ran.
+    enum Preparation {
         case unprepared, prepared
         case failed(HeraldError)
     }
@@ -205,9 +206,10 @@ final class Transfer: @unchecked Sendable {
         let body = sink.finish()
         let outcome = TransferOutcome(response: response, body: body, file: sink.file, error: error, metrics: metrics)
         if let easyHandle {
-            // Out of the multi handle by now (or never in it): freed off the loop thread.
-            // Out of the multi handle by now (or never in it): the next transfer may have it.
-            if let pool { pool.give(easyHandle) } else { curl_easy_cleanup(easyHandle) }
+            // Out of the multi handle by now (or never in it). Only a transfer curl finished normally leaves
+            // its handle fit for another: after a failure curl may still hold state that `curl_easy_reset`
+            // keeps (its receive buffer, after a failed connect), and then refuses options on it.
+            if let pool, error == nil { pool.give(easyHandle) } else { curl_easy_cleanup(easyHandle) }
             self.easyHandle = nil
         }
         delegate.transferDidFinish(outcome)
@@ -216,7 +218,11 @@ final class Transfer: @unchecked Sendable {
     /// Tells the sink a response body starts; returns the error that must stop the transfer, if any.
     func beginSink(for response: HTTPResponse) -> HeraldError? {
         machine.sinkDidBeginResponse()
-        switch sink.begin(response: response, declaredLength: expectedBodyLength) {
+        // A size to start from, never more than the response size limit or 64 MiB whatever the server
+        // declares (a lie costs at most that much address space, not memory: the pages stay untouched).
+        let limit = request.maximumResponseSize > 0 ? Int64(request.maximumResponseSize) : Int64.max
+        let sizeHint = expectedBodyLength.map { min($0, limit, 64 << 20) }
+        switch sink.begin(response: response, declaredLength: sizeHint) {
         case .success(let offset):
             bodyStartOffset = offset
             return nil
@@ -239,49 +245,5 @@ final class Transfer: @unchecked Sendable {
         }
         return HTTPResponse(
             url: url, statusCode: responseStatus, headers: responseHeaders, httpVersion: responseVersion)
-    }
-
-    // MARK: - configuration
-
-    /// Opens the request body and creates and configures the easy handle, before the engine sees the
-    /// transfer: on the thread that starts it, so the loop thread spends its time moving bytes. A failure is
-    /// kept for ``makeEasyHandle(from:)`` to finish the transfer with, on the loop thread. Call once, before
-    /// sending the transfer to the engine.
-    func prepare(from pool: EasyHandlePool?) {
-        guard case .unprepared = preparation else { return }
-        do throws(HeraldError) {
-            source = try request.body?.open()
-        } catch {
-            preparation = .failed(error)
-            return
-        }
-        guard let easy = pool.map({ $0.take() }) ?? curl_easy_init() else {
-            preparation = .failed(HeraldError(.outOfMemory, "curl_easy_init failed."))
-            return
-        }
-        easyHandle = easy
-        self.pool = pool
-        if let failure = configure(easy) {
-            preparation = .failed(failure)
-            return
-        }
-        preparation = .prepared
-    }
-
-    /// Opens the sink and returns the prepared easy handle; on failure finishes the transfer and returns
-    /// `nil`. Loop thread.
-    func makeEasyHandle(from pool: EasyHandlePool) -> UnsafeMutableRawPointer? {
-        prepare(from: pool)
-        if case .failed(let error) = preparation {
-            finish(error: error)
-            return nil
-        }
-        do throws(HeraldError) {
-            sink = try request.sink.open()
-        } catch {
-            finish(error: error)
-            return nil
-        }
-        return easyHandle
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 
-/// A request body as handed to the engine: a Sendable description, opened into a ``BodySource`` on the
-/// loop thread when the transfer starts.
+/// A request body as handed to the engine: a Sendable description, opened into a ``BodySource`` when the
+/// transfer is prepared (on the thread that starts it, before the engine sees it) and read on the loop thread.
 enum TransferBody: Sendable {
     /// Bytes in memory.
     case data(Data)
@@ -11,10 +11,11 @@ enum TransferBody: Sendable {
     /// resent, and returns `nil` when there is none.
     case stream(BodyStream, renew: @Sendable () -> BodyStream?)
     /// A stream of a known length, sent with `Content-Length`: `open` makes a fresh stream from the
-    /// start, when the transfer starts and whenever the body must be resent. Loop thread.
+    /// start, when the transfer is prepared (the preparing thread) and whenever the body must be resent (the
+    /// loop thread).
     case sized(length: Int64, open: @Sendable () throws(HeraldError) -> BodyStream)
 
-    /// Opens the body for reading. Loop thread.
+    /// Opens the body for reading, when the transfer is prepared.
     func open() throws(HeraldError) -> any BodySource {
         switch self {
         case .data(let data): DataBodySource(data)

@@ -33,8 +33,9 @@ struct DownloadedFile: Sendable {
 /// One protocol for every task kind, so the write callback has one code path.
 protocol BodySink: AnyObject {
     /// A final response head arrived and its body follows: prepare for it, discarding whatever an earlier
-    /// response left. `declaredLength` is the head's `Content-Length`, if it has one. Returns the
-    /// representation offset at which this body starts, or why the transfer must stop.
+    /// response left. `declaredLength` is the size the body is expected to have, from the head's
+    /// `Content-Length` capped by the transfer, if it has one; only a hint. Returns the representation
+    /// offset at which this body starts, or why the transfer must stop.
     func begin(response: HTTPResponse, declaredLength: Int64?) -> Result<Int64, HeraldError>
     /// Stores body bytes; returns an error that aborts the transfer.
     func write(_ bytes: UnsafeRawBufferPointer) -> HeraldError?
@@ -46,8 +47,8 @@ protocol BodySink: AnyObject {
 
 /// Collects the body in memory, once: the buffer is handed on as it is, never copied.
 ///
-/// The buffer is sized from the response's declared `Content-Length` when there is one (which the transfer
-/// has already checked against the response size limit), so a body of known length takes one allocation;
+/// The buffer is sized from the response's declared `Content-Length` when there is one (capped by the
+/// response size limit and 64 MiB), so a body of known length takes one allocation;
 /// otherwise it doubles with `realloc`, which moves a large block by remapping its pages rather than
 /// copying them. Finishing hands the buffer to a `Data` without copying it. Running out of memory is an
 /// error that ends the transfer, not a crash.

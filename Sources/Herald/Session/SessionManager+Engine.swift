@@ -27,8 +27,11 @@ extension SessionManager {
 
     /// Runs what follows a finished transfer — cookies, the next hop or retry, completing the task — off the
     /// loop thread, which every transfer of the engine shares: on the completion queue the session owns
-    /// (where the task's completion goes next), else on a global queue, never on a queue the caller passed
-    /// in. From the loop thread, the transfers that finish in one loop iteration share one dispatch.
+    /// (where the task's completion goes next, so no thread hand-off is added), else on a global queue,
+    /// never on a queue the caller passed in. From the loop thread, the transfers that finish in one loop
+    /// iteration share one dispatch. On the session's own queue this work waits behind a running completion
+    /// handler or response hook, as the other tasks' completion handlers do; a queue of its own measured
+    /// 2% fewer requests per second at 64 concurrent and 7% fewer one at a time.
     func afterTransfer(_ work: @escaping @Sendable () -> Void) {
         engine.deliver(on: ownsCompletionQueue ? completionQueue : SessionTask.hopQueue, group: completionGroup, work)
     }

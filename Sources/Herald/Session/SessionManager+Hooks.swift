@@ -55,7 +55,10 @@ extension SessionManager {
     ///
     /// The transfer pauses at the response — before the first body byte is stored, or for a response
     /// without a body before the task completes — and the hook runs on ``completionQueue``, never on the
-    /// engine's loop thread, so it may take its time; no other transfer waits for it. The answer then
+    /// engine's loop thread, so it may take its time: other transfers keep moving bytes meanwhile. What
+    /// runs on the completion queue waits for it, as for a completion handler: other tasks' completion
+    /// handlers and, on the session's own completion queue, the step after each finished transfer (its
+    /// redirect, retry or completion). The answer then
     /// takes effect on the loop thread. A user ``SessionTask/suspend()`` while the hook runs stays in
     /// force: `.allow` does not continue a suspended task, its ``SessionTask/resume()`` does. A
     /// ``SessionTask/cancel()`` meanwhile wins over any answer. A response served from ``SessionConfiguration/responseCache``

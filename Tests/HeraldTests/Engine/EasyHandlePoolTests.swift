@@ -10,9 +10,10 @@ struct EasyHandlePoolTests {
     @Test("a pool hands back the handle given to it, keeps at most its capacity, and frees all once closed")
     func poolKeepsAndFrees() throws {
         let pool = EasyHandlePool(capacity: 2)
-        let first = try #require(pool.take())
-        let second = try #require(pool.take())
-        let third = try #require(pool.take())
+        #expect(pool.take() == nil)
+        let first = try #require(curl_easy_init())
+        let second = try #require(curl_easy_init())
+        let third = try #require(curl_easy_init())
         #expect(Set([first, second, third]).count == 3)
         pool.give(first)
         pool.give(second)
@@ -52,6 +53,36 @@ struct EasyHandlePoolTests {
 
         // One request at a time: every transfer after the first ran on the first one's handle.
         #expect(session.multi?.easyHandles.idleCount == 1)
+        try await fixture.tearDown()
+    }
+
+    @Test("after transfers that fail before a connection (an unresolvable host, a refused port), the next ones succeed")
+    func failedTransfersDoNotSpoilHandles() async throws {
+        let fixture = try await SessionFixture.make()
+        let session = fixture.session
+        let refused = try await TestServer.start()
+        let refusedURL = refused.url("/status/200")
+        try await refused.shutdown()
+        let failing = [URL(string: "http://\(FaultHarness.unresolvableHost)/")!, refusedURL]
+        for (round, url) in failing.enumerated() {
+            await #expect(throws: HeraldError.self, "round \(round)") {
+                _ = try await session.data(for: Request(url: url))
+            }
+            for kind in ["memory", "file"] {
+                let target = fixture.server.url("/bytes/1000")
+                if kind == "memory" {
+                    let (data, response) = try await session.data(for: Request(url: target))
+                    #expect(response.statusCode == 200 && data.count == 1000, "round \(round), \(kind)")
+                } else {
+                    let scratch = try ScratchDirectory()
+                    let destination = scratch.url.appendingPathComponent("body")
+                    let (file, response) = try await session.download(for: Request(url: target), to: destination)
+                    #expect(response.statusCode == 200, "round \(round), \(kind)")
+                    #expect((try? Data(contentsOf: file).count) == 1000, "round \(round), \(kind)")
+                    scratch.remove()
+                }
+            }
+        }
         try await fixture.tearDown()
     }
 }
