@@ -26,8 +26,9 @@ final class Engine: @unchecked Sendable {
     /// Keeps the loop from blocking in `epoll_wait` while deliveries wait for the iteration's end (they
     /// may be queued from a timer, before the poll phase).
     private let deliveriesWaiting: UnsafeMutablePointer<uv_idle_t>
-    /// This iteration's deliveries, by queue, in order. Loop thread only.
-    private var deliveries: [Delivery] = []
+    /// This iteration's deliveries, by queue, in order. Loop thread only, so without Swift's run-time
+    /// exclusivity check (see `Transfer`).
+    @exclusivity(unchecked) private var deliveries: [Delivery] = []
 
     private struct Delivery {
         let queue: DispatchQueue

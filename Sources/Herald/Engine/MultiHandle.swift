@@ -9,7 +9,8 @@ import CUV
 /// `curl_multi_socket_action`, and completions are delivered from there — never from inside a curl
 /// callback, where `curl_multi_*` would fail with `CURLM_RECURSIVE_API_CALL`.
 final class MultiHandle: @unchecked Sendable {
-    // Safety: every member is used on the engine's loop thread only. `init` runs on any thread but only
+    // Safety: every member is used on the engine's loop thread only (hence `@exclusivity(unchecked)` on the
+    // stored properties the loop thread touches per transfer: see `Transfer`). `init` runs on any thread but only
     // configures a multi handle nobody else can see yet; the libuv timer is initialised on the loop.
 
     struct Options: Sendable {
@@ -22,9 +23,9 @@ final class MultiHandle: @unchecked Sendable {
     let easyHandles: EasyHandlePool
     private let multi: UnsafeMutableRawPointer
     private let timer: UnsafeMutablePointer<uv_timer_t>
-    private var polls: [curl_socket_t: UnsafeMutablePointer<uv_poll_t>] = [:]
-    private var transfers: [UnsafeMutableRawPointer: Transfer] = [:]
-    private var isClosed = false
+    @exclusivity(unchecked) private var polls: [curl_socket_t: UnsafeMutablePointer<uv_poll_t>] = [:]
+    @exclusivity(unchecked) private var transfers: [UnsafeMutableRawPointer: Transfer] = [:]
+    @exclusivity(unchecked) private var isClosed = false
 
     init?(engine: Engine, options: Options) {
         guard let multi = curl_multi_init() else { return nil }

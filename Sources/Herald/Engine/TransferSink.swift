@@ -53,14 +53,16 @@ protocol BodySink: AnyObject {
 /// copying them. Finishing hands the buffer to a `Data` without copying it. Running out of memory is an
 /// error that ends the transfer, not a crash.
 final class MemoryBodySink: BodySink {
+    // The stored properties are `@exclusivity(unchecked)`: used on the loop thread only (see `Transfer`).
+
     /// The smallest buffer made for a body of unknown length.
     static let initialCapacity = 16 * 1024
 
-    private var buffer: UnsafeMutableRawPointer?
-    private var count = 0
-    private var capacity = 0
+    @exclusivity(unchecked) private var buffer: UnsafeMutableRawPointer?
+    @exclusivity(unchecked) private var count = 0
+    @exclusivity(unchecked) private var capacity = 0
     /// The current response's declared body length, if it has one.
-    private var declaredLength: Int?
+    @exclusivity(unchecked) private var declaredLength: Int?
 
     deinit { free(buffer) }
 
