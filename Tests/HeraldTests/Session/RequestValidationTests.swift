@@ -1,5 +1,5 @@
 import Foundation
-import Herald
+@testable import Herald
 import Testing
 
 @Suite("Requests are validated before any byte is sent")
@@ -21,6 +21,14 @@ struct RequestValidationTests {
         #expect(creationError(Request(url: url, headers: ["X-A": "1\r\nX-Injected: 1"]))?.code == .invalidRequest)
         #expect(creationError(Request(url: url, headers: ["X-A\n": "1"]))?.code == .invalidRequest)
         #expect(creationError(Request(url: url, headers: ["Bad Name": "1"]))?.code == .invalidRequest)
+    }
+
+    @Test("a header name may use exactly RFC 9110's token characters", arguments: 0...255)
+    func tokenCharacters(byte: Int) {
+        let scalar = Character(Unicode.Scalar(UInt8(byte)))
+        let isToken = (scalar.isASCII && (scalar.isLetter || scalar.isNumber)) || "!#$%&'*+-.^_`|~".contains(scalar)
+        let name = "X" + String(scalar) + "Y"
+        #expect(Request.isValidField(name: name, value: "v") == isToken, "byte \(byte)")
     }
 
     @Test("a method that is not an HTTP token is refused with invalidRequest")
