@@ -17,22 +17,27 @@ extension Transfer {
             return
         }
         self.pool = pool
-        var reused = pool?.take()
-        while true {
-            guard let easy = reused ?? curl_easy_init() else {
-                preparation = .failed(HeraldError(.outOfMemory, "curl_easy_init failed."))
+        if let reused = pool?.take() {
+            easyHandle = reused
+            guard configure(reused) != nil else {
+                preparation = .prepared
                 return
             }
-            easyHandle = easy
-            guard let failure = configure(easy) else { break }
-            guard reused != nil else {
-                preparation = .failed(failure)
-                return
-            }
-            // A reused handle that refuses an option is dropped, and a new one configured in its place.
-            curl_easy_cleanup(easy)
+            // A reused handle that refuses an option is dropped, with the header list made for it, and a new
+            // one configured in its place.
+            curl_easy_cleanup(reused)
             easyHandle = nil
-            reused = nil
+            if let headerList { curl_slist_free_all(headerList) }
+            headerList = nil
+        }
+        guard let easy = curl_easy_init() else {
+            preparation = .failed(HeraldError(.outOfMemory, "curl_easy_init failed."))
+            return
+        }
+        easyHandle = easy
+        if let failure = configure(easy) {
+            preparation = .failed(failure)
+            return
         }
         preparation = .prepared
     }
