@@ -154,7 +154,13 @@ extension Transfer {
     }
 
     /// Whether the request goes out with a body (curl's upload mode).
-    private var sendsBody: Bool { source != nil || ["POST", "PUT", "PATCH"].contains(request.method) }
+    private var sendsBody: Bool {
+        guard source == nil else { return true }
+        switch request.method {
+        case "POST", "PUT", "PATCH": return true
+        default: return false
+        }
+    }
 
     private func configureHeaders(_ easy: UnsafeMutableRawPointer, check: (String, CURLcode) -> Void) {
         var list: UnsafeMutablePointer<curl_slist>?
