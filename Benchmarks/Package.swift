@@ -27,14 +27,25 @@ let package = Package(
                 .product(name: "HeraldTesting", package: "Herald"),
             ]
         ),
+        // TransferBench's command line, load generator and output, shared by its two binaries.
+        .target(name: "TransferBenchKit"),
+        // Herald's clients only: a process that measures Herald loads no other HTTP client.
         .executableTarget(
             name: "TransferBench",
             dependencies: [
+                "TransferBenchKit",
                 .product(name: "Herald", package: "Herald"),
                 .product(name: "HeraldNotifications", package: "Herald"),
                 .product(name: "HeraldObservers", package: "Herald"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+            ]
+        ),
+        // URLSession and AsyncHTTPClient, which `TransferBench --client urlsession|ahc` runs.
+        .executableTarget(
+            name: "TransferBenchPeers",
+            dependencies: [
+                "TransferBenchKit",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -6,6 +6,8 @@
 # For every concurrency and client it runs the client as its own process, takes the wall time
 # of the measured phase from the client's own JSON line, and user+sys CPU and peak RSS of the
 # whole process from wait4(2) (Benchmarks/CClient/rusage-run.c). Docs/Performance.md has the targets.
+# Herald's clients run in TransferBench, which links no other HTTP client; URLSession and AsyncHTTPClient
+# run in TransferBenchPeers (TransferBench execs it for them), so no client's RSS carries another's libraries.
 #
 # usage: Benchmarks/run-transfers.sh [--requests N] [--concurrency "1 16 64"]
 #                                    [--clients "c urlsession herald ahc"] [--json FILE]
@@ -130,8 +132,11 @@ if [[ " $clients " == *" urlsession "* || " $clients " == *" herald "* || " $cli
         herald_download_missing=1
         build_note=", without the Herald download client: Herald has no downloadTask(with:progress:destination:completionHandler:)"
     fi
-    log "building TransferBench (release${build_note:-})"
+    log "building TransferBench and TransferBenchPeers (release${build_note:-})"
+    # TransferBench holds Herald's clients and hands --client urlsession|ahc to TransferBenchPeers, so each
+    # client's peak RSS is that of a process which loads only that client.
     "$SWIFT" build -c release --package-path "$here" --product TransferBench "${swift_flags[@]}" >&2
+    "$SWIFT" build -c release --package-path "$here" --product TransferBenchPeers >&2
     swift_bin="$("$SWIFT" build -c release --package-path "$here" --show-bin-path)/TransferBench"
 fi
 

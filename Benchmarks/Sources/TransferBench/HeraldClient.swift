@@ -1,4 +1,5 @@
 import Foundation
+import TransferBenchKit
 
 // Compile-time split while Herald's session API (SessionManager & co.) is being written:
 // `-Xswiftc -DTRANSFERBENCH_NO_HERALD` (run-transfers.sh --without-herald-client) builds TransferBench

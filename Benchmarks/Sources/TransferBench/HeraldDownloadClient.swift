@@ -1,4 +1,5 @@
 import Foundation
+import TransferBenchKit
 
 // A second compile-time split for Herald's download API (`downloadTask(with:progress:destination:
 // completionHandler:)`), which may not be in the Herald checkout being measured:

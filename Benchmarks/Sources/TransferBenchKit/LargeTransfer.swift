@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 
 /// The two large-body modes of Docs/Performance.md's 256 MiB rows (`--mode`): one GET of the whole body.
-enum LargeMode: String {
+public enum LargeMode: String, Sendable {
     /// The body goes to a file (`--destination`) as it arrives; the client's download API.
     case downloadFile = "download-file"
     /// The body is collected in memory; the client's data task.
@@ -12,17 +12,24 @@ enum LargeMode: String {
 /// What one large transfer produced: the body size the client saw, the wall time from `resume()` to the
 /// end of the completion handler (including, for downloads, moving the file to its destination), and
 /// what was wrong, if anything.
-struct LargeOutcome: Sendable {
-    var bytes = 0
-    var seconds = 0.0
-    var failure: String?
+public struct LargeOutcome: Sendable {
+    public var bytes = 0
+    public var seconds = 0.0
+    public var failure: String?
     /// How many times the client's progress handler ran, when it has one.
-    var progressCalls: Int?
+    public var progressCalls: Int?
+
+    public init(bytes: Int = 0, seconds: Double = 0, failure: String? = nil, progressCalls: Int? = nil) {
+        self.bytes = bytes
+        self.seconds = seconds
+        self.failure = failure
+        self.progressCalls = progressCalls
+    }
 }
 
 /// Runs one large transfer: `start` is handed a `finish` callback that it must call exactly once, from
 /// any thread, when the transfer is over; blocks until then and times it.
-func measureLarge(_ start: (@escaping @Sendable (LargeOutcome) -> Void) -> Void) -> LargeOutcome {
+public func measureLarge(_ start: (@escaping @Sendable (LargeOutcome) -> Void) -> Void) -> LargeOutcome {
     let result = Mutex<LargeOutcome?>(nil)
     let done = DispatchSemaphore(value: 0)
     let begin = DispatchTime.now().uptimeNanoseconds
@@ -38,14 +45,14 @@ func measureLarge(_ start: (@escaping @Sendable (LargeOutcome) -> Void) -> Void)
 }
 
 /// The size of the file at `path`, or nil when it can't be read.
-func fileSize(atPath path: String) -> Int? {
+public func fileSize(atPath path: String) -> Int? {
     var info = stat()
     guard stat(path, &info) == 0 else { return nil }
     return Int(info.st_size)
 }
 
 /// Checks a finished download: the file is where we asked, with the expected size.
-func checkDownloadedFile(at fileURL: URL?, destination: URL, expectedBytes: Int) -> LargeOutcome {
+public func checkDownloadedFile(at fileURL: URL?, destination: URL, expectedBytes: Int) -> LargeOutcome {
     var outcome = LargeOutcome()
     guard let fileURL else {
         outcome.failure = "no file URL"
@@ -65,6 +72,6 @@ func checkDownloadedFile(at fileURL: URL?, destination: URL, expectedBytes: Int)
 }
 
 /// Removes a stale file from an earlier run so that a client's move into `destination` can succeed.
-func removeStaleDestination(_ destination: URL) {
+public func removeStaleDestination(_ destination: URL) {
     try? FileManager.default.removeItem(at: destination)
 }

@@ -1,4 +1,5 @@
 import Foundation
+import TransferBenchKit
 import FoundationNetworking
 
 /// Foundation's URLSession, one large transfer: `downloadTask(with:)` moving the temporary file to

@@ -1,4 +1,5 @@
 import Foundation
+import TransferBenchKit
 import FoundationNetworking
 
 /// Foundation's URLSession (swift-corelibs-foundation's FoundationNetworking on Linux).

@@ -2,10 +2,10 @@ import Foundation
 import Synchronization
 
 /// What one measured run produced.
-struct LoadOutcome {
-    var completed: Int
-    var failures: Int
-    var seconds: Double
+public struct LoadOutcome: Sendable {
+    public var completed: Int
+    public var failures: Int
+    public var seconds: Double
 }
 
 /// Keeps `concurrency` requests in flight until `total` have completed.
@@ -13,7 +13,7 @@ struct LoadOutcome {
 /// `start` issues one request and must call `finished(ok:)` exactly once when it completes, from any
 /// thread. Each completion starts the next request, so the client's own completion path is what
 /// is measured.
-final class LoadGenerator: Sendable {
+public final class LoadGenerator: Sendable {
     private struct Counts {
         var started = 0
         var completed = 0
@@ -21,20 +21,20 @@ final class LoadGenerator: Sendable {
         var firstErrors: [String] = []
     }
 
-    let total: Int
-    let concurrency: Int
+    public let total: Int
+    public let concurrency: Int
     private let counts = Mutex(Counts())
     private let done = DispatchSemaphore(value: 0)
     private let start: @Sendable (LoadGenerator) -> Void
 
-    init(total: Int, concurrency: Int, start: @escaping @Sendable (LoadGenerator) -> Void) {
+    public init(total: Int, concurrency: Int, start: @escaping @Sendable (LoadGenerator) -> Void) {
         self.total = total
         self.concurrency = concurrency
         self.start = start
     }
 
     /// Starts the first `concurrency` requests and blocks until all `total` have completed.
-    func run() -> LoadOutcome {
+    public func run() -> LoadOutcome {
         let begin = DispatchTime.now().uptimeNanoseconds
         for _ in 0..<min(concurrency, total) { startNext() }
         done.wait()
@@ -49,7 +49,7 @@ final class LoadGenerator: Sendable {
     }
 
     /// Records one completed request; `failure` describes what was wrong with it, if anything.
-    func finished(failure: String?) {
+    public func finished(failure: String?) {
         let allDone = counts.withLock { counts in
             counts.completed += 1
             if let failure {

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import TransferBenchKit
 import NIOCore
 import NIOPosix
 import Synchronization

@@ -1,0 +1,26 @@
+// TransferBenchPeers: the peers' clients of TransferBench — Foundation's URLSession and AsyncHTTPClient —
+// in a binary of their own. `TransferBench --client urlsession|ahc …` replaces itself with this program,
+// given the same arguments (TransferBench/main.swift has the command line and the output).
+import Foundation
+import TransferBenchKit
+
+let options = Options.parse()
+guard options.idleSeconds == nil, ["urlsession", "ahc"].contains(options.client) else { usage() }
+
+runClient {
+    if let mode = options.mode {
+        let outcome =
+            options.client == "ahc"
+            ? runAHCLarge(url: options.url, mode: mode, destination: options.destination, expectedBytes: options.expectedBytes)
+            : runURLSessionLarge(
+                url: options.url, mode: mode, destination: options.destination, expectedBytes: options.expectedBytes)
+        report(outcome, mode: mode, options: options)
+    }
+    let outcome =
+        options.client == "ahc"
+        ? runAHC(url: options.url, concurrency: options.concurrency, requests: options.requests, expectedBytes: options.expectedBytes)
+        : runURLSession(
+            url: options.url, concurrency: options.concurrency, requests: options.requests,
+            expectedBytes: options.expectedBytes)
+    report(outcome, options: options)
+}
