@@ -71,4 +71,52 @@ struct BodySinkTests {
         }
         #expect([UInt8](body) == expected)
     }
+
+    @Test("large bodies keep every byte while their pages are mapped ahead: declared, growing, and after a first response")
+    func largeBodiesKeepEveryByte() {
+        let large = MemoryBodySink.prefaultThreshold
+        let cases: [(declared: Int?, sent: Int, piece: Int)] = [
+            (5 * large + 5, 5 * large + 5, 16_384), (nil, 5 * large + 3, 65_536), (large, 2 * large, 4093),
+            (9 * large, 2 * large, 100_000),
+        ]
+        for (index, (declared, sent, piece)) in cases.enumerated() {
+            let sink = MemoryBodySink()
+            // A first, small response (a redirect's body) that the real one replaces.
+            _ = sink.begin(response: Self.response(contentLength: 700, status: 302), declaredLength: 700)
+            #expect(Self.write(Self.bytes(700, seed: 3), to: sink, piece: 700) == nil)
+            let body = Self.bytes(sent, seed: UInt8(index))
+            _ = sink.begin(response: Self.response(contentLength: declared), declaredLength: declared.map(Int64.init))
+            #expect(Self.write(body, to: sink, piece: piece) == nil)
+            #expect([UInt8](sink.finish()) == body, "declared \(String(describing: declared)), sent \(sent)")
+        }
+    }
+
+    @Test("a large buffer's pages ahead of the bytes are mapped in one go, where the kernel can")
+    func largeBufferIsMappedAhead() throws {
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        // Whether this kernel has MADV_POPULATE_WRITE (Linux 5.14); without it the sink falls back to
+        // ordinary page faults and there is nothing to see.
+        let probe = mmap(nil, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        let probeAddress = try #require(probe == MAP_FAILED ? nil : probe)
+        let supported = madvise(probeAddress, page, MADV_POPULATE_WRITE) == 0
+        munmap(probeAddress, page)
+
+        let declared = 16 * MemoryBodySink.prefaultThreshold
+        let sink = MemoryBodySink()
+        _ = sink.begin(response: Self.response(contentLength: declared), declaredLength: Int64(declared))
+        #expect(Self.write(Self.bytes(1000, seed: 5), to: sink, piece: 1000) == nil)
+        let (start, mapped) = sink.mappedRegion
+        let buffer = try #require(start)
+        // Up to a chunk past the bytes, rounded down to a page boundary.
+        #expect(mapped > 1000 + MemoryBodySink.prefaultChunk - page && mapped <= 1000 + MemoryBodySink.prefaultChunk)
+        guard supported else { return }
+        // The whole pages from the second to the last one the chunk covers are resident before any byte
+        // was written to them.
+        let first = (Int(bitPattern: buffer) + 1000 + page - 1) & ~(page - 1)
+        let end = (Int(bitPattern: buffer) + mapped) & ~(page - 1)
+        var residency = [UInt8](repeating: 0, count: (end - first) / page)
+        #expect(mincore(UnsafeMutableRawPointer(bitPattern: first), end - first, &residency) == 0)
+        #expect(residency.allSatisfy { $0 & 1 == 1 }, "\(residency.filter { $0 & 1 == 0 }.count) pages not resident")
+        _ = sink.finish()
+    }
 }
