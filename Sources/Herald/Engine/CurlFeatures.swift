@@ -6,4 +6,24 @@ import CCurl
 enum CurlFeatures {
     /// Whether a CA bundle can be handed over in memory (`CURLOPT_CAINFO_BLOB`, libcurl 7.77.0).
     static let inMemoryCertificateAuthorities = herald_has_cainfo_blob != 0
+
+    /// The `Accept-Encoding` value libcurl sends for `CURLOPT_ACCEPT_ENCODING` `""`: every content coding the
+    /// library at run time can decode, in libcurl's order (`deflate, gzip` with zlib, then `br`, then
+    /// `zstd`); `nil` when it can decode none.
+    ///
+    /// Herald sends it as a header of its own: libcurl 7.88 would format its `Accept-Encoding` line twice,
+    /// a byte at a time through its own `printf`, on the loop thread for every request. Decoding stays on
+    /// (`CURLOPT_ACCEPT_ENCODING` is still set), and a header the caller set wins as before.
+    static let contentEncodings: String? = {
+        guard let info = herald_curl_version_info() else { return nil }
+        let features = info.pointee.features
+        var codings: [String] = []
+        if features & CURL_VERSION_LIBZ != 0 { codings += ["deflate", "gzip"] }
+        if features & CURL_VERSION_BROTLI != 0 { codings.append("br") }
+        if features & CURL_VERSION_ZSTD != 0 { codings.append("zstd") }
+        return codings.isEmpty ? nil : codings.joined(separator: ", ")
+    }()
+
+    /// The header line `Accept-Encoding: <contentEncodings>`, made once.
+    static let acceptEncodingHeader: String? = contentEncodings.map { "Accept-Encoding: \($0)" }
 }

@@ -61,6 +61,13 @@ extension Transfer {
         return easyHandle
     }
 
+    /// Whether the body is decoded (`Content-Encoding`) before it reaches the sink: for bodies in memory;
+    /// a file keeps the representation's bytes as sent.
+    private var decodesContent: Bool {
+        if case .file = request.sink { return false }
+        return true
+    }
+
     /// Sets every option on `easy`; the error says which option libcurl refused, if one was.
     func configure(_ easy: UnsafeMutableRawPointer) -> HeraldError? {
         let context = Unmanaged.passUnretained(self).toOpaque()
@@ -87,13 +94,14 @@ extension Transfer {
         // A larger receive buffer means fewer reads and write callbacks for a large body (a 256 MiB body in
         // memory arrives about 20% sooner with 64 KiB than with curl's 16 KiB); a small response only
         // touches the buffer's first page.
-        if case .file = request.sink {
+        if decodesContent {
+            check("BUFFERSIZE", herald_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, 64 * 1024))
+            // Decodes what the server encoded; the Accept-Encoding header itself is sent by configureHeaders.
+            check("ACCEPT_ENCODING", herald_easy_setopt_string(easy, CURLOPT_ACCEPT_ENCODING, ""))
+        } else {
             // A file holds the representation's bytes as sent, so a resumed Range lines up with it
             // (decoded bytes would not); larger buffers mean fewer write callbacks and writes.
             check("BUFFERSIZE", herald_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, 256 * 1024))
-        } else {
-            check("BUFFERSIZE", herald_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, 64 * 1024))
-            check("ACCEPT_ENCODING", herald_easy_setopt_string(easy, CURLOPT_ACCEPT_ENCODING, ""))
         }
         check("HTTP_VERSION", herald_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, request.httpVersion.curlValue))
         configureTimeouts(easy, check: check)
@@ -171,6 +179,10 @@ extension Transfer {
         }
         if let cookie = request.cookieHeader, !request.headers.contains("Cookie") {
             list = curl_slist_append(list, "Cookie: \(cookie)")
+        }
+        if decodesContent, let line = CurlFeatures.acceptEncodingHeader, !request.headers.contains("Accept-Encoding") {
+            // What curl would send for CURLOPT_ACCEPT_ENCODING "", at a fraction of its cost (see CurlFeatures).
+            list = curl_slist_append(list, line)
         }
         if sendsBody, !request.headers.contains("Expect") {
             // curl waits up to a second for "100 Continue" on larger bodies; never stall an upload on it.

@@ -44,6 +44,11 @@ extension Route {
                 contentType: "text/html; charset=utf-8",
                 body: "<!DOCTYPE html>\n<html><head><title>Herald</title></head><body><p>Hello</p></body></html>\n"
             )
+        case .gzip:
+            var response = CannedResponse(
+                status: .ok, contentType: "text/plain; charset=utf-8", headers: ["Content-Encoding": "gzip"])
+            response.body = ByteBuffer(bytes: TestServer.gzipBody)
+            return response
         case .echo:
             return echoResponse(for: request)
         case .multipart:

@@ -11,6 +11,7 @@ enum Route: Sendable {
     case text
     case empty
     case html
+    case gzip
     case echo
     case multipart
     case bytes(ByteStreamOptions)
@@ -81,6 +82,8 @@ enum Route: Sendable {
             return .html
         case "echo" where segments.count == 1:
             return .echo
+        case "gzip" where segments.count == 1:
+            return .gzip
         case "multipart" where segments.count == 1:
             return .multipart
         case "bytes" where segments.count == 2:

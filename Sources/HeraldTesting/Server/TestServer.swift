@@ -33,6 +33,8 @@ import NIOPosix
 /// - `/text`: `200`, `text/plain; charset=utf-8`, body `"Hello, Herald!\n"`.
 /// - `/html`: `200`, `text/html; charset=utf-8`, a small HTML document.
 /// - `/empty`: `204 No Content`.
+/// - `/gzip`: `200`, `text/plain; charset=utf-8`, `Content-Encoding: gzip`: the bytes ``gzipBody``, which
+///   decode to ``gzipDecodedText``, whatever `Accept-Encoding` the request sent.
 /// - `/echo`: `200`, `application/json`: the request as an ``EchoedRequest`` (method, target, headers, body as
 ///   UTF-8 or base64, body length). Bodies over 32 MiB get `413`.
 /// - `/multipart`: parses a `multipart/form-data` body as it streams in (a streaming parser checked against multipart-kit's) and answers `200`

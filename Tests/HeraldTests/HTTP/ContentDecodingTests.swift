@@ -1,0 +1,58 @@
+import Foundation
+import HeraldTesting
+import Testing
+
+@testable import Herald
+
+@Suite("Content decoding: Accept-Encoding and encoded bodies")
+struct ContentDecodingTests {
+    @Test("a request into memory asks for every coding libcurl decodes, once, on every hop")
+    func acceptEncodingSent() async throws {
+        let codings = try #require(CurlFeatures.contentEncodings)
+        // This machine's libcurl: zlib, brotli and zstd, in libcurl's own order.
+        #expect(codings == "deflate, gzip, br, zstd")
+        let fixture = try await SessionFixture.make()
+        _ = try await fixture.session.data(for: Request(url: fixture.server.url("/redirect/1")))
+        #expect(fixture.server.requests.count == 2)
+        for recorded in fixture.server.requests {
+            #expect(recorded.headers.filter { $0.name.lowercased() == "accept-encoding" }.map(\.value) == [codings])
+        }
+        try await fixture.tearDown()
+    }
+
+    @Test("a gzip body is decoded before the data task sees it")
+    func gzipDecoded() async throws {
+        let fixture = try await SessionFixture.make()
+        let (data, response) = try await fixture.session.data(for: Request(url: fixture.server.url("/gzip")))
+        #expect(response.statusCode == 200)
+        #expect(response.headers["Content-Encoding"] == "gzip")
+        #expect(String(decoding: data, as: UTF8.self) == TestServer.gzipDecodedText)
+        try await fixture.tearDown()
+    }
+
+    @Test("a caller's own Accept-Encoding is sent alone, as it is, and decoding still applies")
+    func callersAcceptEncodingWins() async throws {
+        let fixture = try await SessionFixture.make()
+        let request = Request(url: fixture.server.url("/gzip"), headers: ["Accept-Encoding": "gzip"])
+        let (data, _) = try await fixture.session.data(for: request)
+        #expect(String(decoding: data, as: UTF8.self) == TestServer.gzipDecodedText)
+        let recorded = try #require(fixture.server.requests.first)
+        #expect(recorded.headers.filter { $0.name.lowercased() == "accept-encoding" }.map(\.value) == ["gzip"])
+        try await fixture.tearDown()
+    }
+
+    @Test("a download to a file asks for no coding and keeps the bytes as the server sent them")
+    func downloadKeepsEncodedBytes() async throws {
+        let fixture = try await SessionFixture.make()
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let destination = scratch.url.appendingPathComponent("body.gz")
+        let (fileURL, response) = try await fixture.session.download(
+            for: Request(url: fixture.server.url("/gzip")), to: destination)
+        #expect(response.statusCode == 200)
+        #expect([UInt8](try Data(contentsOf: fileURL)) == TestServer.gzipBody)
+        let recorded = try #require(fixture.server.requests.first)
+        #expect(recorded.headerValue("Accept-Encoding") == nil)
+        try await fixture.tearDown()
+    }
+}

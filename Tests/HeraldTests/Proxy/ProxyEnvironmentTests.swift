@@ -1,0 +1,42 @@
+import Testing
+
+@testable import Herald
+
+@Suite("Proxy environment variables")
+struct ProxyEnvironmentTests {
+    private static func names(_ environment: [String: String], scheme: String) -> Bool {
+        Transfer.environmentMayNameProxy(forScheme: scheme, lookup: { environment[$0] })
+    }
+
+    @Test("the variables libcurl reads for a scheme's proxy are the ones checked, and only those")
+    func variablesPerScheme() {
+        #expect(!Self.names([:], scheme: "http"))
+        #expect(!Self.names([:], scheme: "https"))
+        #expect(Self.names(["http_proxy": "http://127.0.0.1:3128"], scheme: "http"))
+        // libcurl ignores HTTP_PROXY (a CGI program would find a request's Proxy header there).
+        #expect(!Self.names(["HTTP_PROXY": "http://127.0.0.1:3128"], scheme: "http"))
+        #expect(Self.names(["https_proxy": "http://127.0.0.1:3128"], scheme: "https"))
+        #expect(Self.names(["HTTPS_PROXY": "http://127.0.0.1:3128"], scheme: "https"))
+        #expect(Self.names(["HTTPS_PROXY": "http://127.0.0.1:3128"], scheme: "HTTPS"))
+        #expect(!Self.names(["https_proxy": "http://127.0.0.1:3128"], scheme: "http"))
+        #expect(!Self.names(["http_proxy": "http://127.0.0.1:3128"], scheme: "https"))
+        #expect(Self.names(["all_proxy": "socks5://127.0.0.1:1080"], scheme: "https"))
+        #expect(Self.names(["ALL_PROXY": "socks5://127.0.0.1:1080"], scheme: "http"))
+        // Only a proxy can make one be used; a no-proxy list alone can't.
+        #expect(!Self.names(["no_proxy": "*", "NO_PROXY": "localhost"], scheme: "http"))
+    }
+
+    @Test("an empty variable is unset, as libcurl's curl_getenv treats it")
+    func emptyIsUnset() {
+        #expect(!Self.names(["http_proxy": "", "all_proxy": "", "ALL_PROXY": ""], scheme: "http"))
+        #expect(Self.names(["http_proxy": "", "ALL_PROXY": "http://127.0.0.1:3128"], scheme: "http"))
+    }
+
+    @Test("the names for http and https, kept ready, are the ones any other scheme's are derived like")
+    func namesAreDerivedAlike() {
+        #expect(Transfer.proxyVariables(forScheme: "http") == ["http_proxy", "all_proxy", "ALL_PROXY"])
+        #expect(Transfer.proxyVariables(forScheme: "https") == ["https_proxy", "all_proxy", "ALL_PROXY", "HTTPS_PROXY"])
+        #expect(Transfer.proxyVariables(forScheme: "HTTPS") == ["https_proxy", "all_proxy", "ALL_PROXY", "HTTPS_PROXY"])
+        #expect(Transfer.proxyVariables(forScheme: "ftp") == ["ftp_proxy", "all_proxy", "ALL_PROXY", "FTP_PROXY"])
+    }
+}
