@@ -40,14 +40,29 @@ public struct HTTPResponse: Sendable, Hashable {
         return nil
     }
 
-    /// The declared `Content-Length`, or `nil` when absent, negative or not a number.
+    /// The declared `Content-Length`, or `nil` when absent or not a number: one or more ASCII digits
+    /// (no sign), with spaces and tabs around them allowed, that fits in an `Int64`.
     public var expectedContentLength: Int64? {
-        // Read at every body chunk a transfer receives, so no Foundation trimming here.
+        // Read for every response on the engine's loop thread: bytes, not Characters.
         guard let value = headers["Content-Length"] else { return nil }
-        var digits = Substring(value)
-        while let first = digits.first, first == " " || first == "\t" { digits = digits.dropFirst() }
-        while let last = digits.last, last == " " || last == "\t" { digits = digits.dropLast() }
-        guard let length = Int64(digits), length >= 0 else { return nil }
-        return length
+        var length: Int64 = 0
+        var digits = 0
+        var trailing = false
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"):
+                guard !trailing else { return nil }
+                let (times10, overflow1) = length.multipliedReportingOverflow(by: 10)
+                let (sum, overflow2) = times10.addingReportingOverflow(Int64(byte &- UInt8(ascii: "0")))
+                guard !overflow1, !overflow2 else { return nil }
+                length = sum
+                digits += 1
+            case UInt8(ascii: " "), UInt8(ascii: "\t"):
+                if digits > 0 { trailing = true }
+            default:
+                return nil
+            }
+        }
+        return digits > 0 ? length : nil
     }
 }

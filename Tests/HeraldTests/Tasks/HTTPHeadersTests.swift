@@ -34,5 +34,12 @@ struct HTTPHeadersTests {
         #expect(length("-1") == nil)
         #expect(length("12abc") == nil)
         #expect(length("99999999999999999999") == nil)
+        #expect(length("9223372036854775807") == Int64.max)
+        #expect(length("9223372036854775808") == nil)
+        #expect(length("0") == 0)
+        #expect(length("+5") == nil)
+        #expect(length("1 2") == nil)
+        #expect(length(" \t ") == nil)
+        #expect(length("٣") == nil)
     }
 }
