@@ -7,7 +7,6 @@ extension NotificationHub {
     func deliver<UserInfo: Sendable>(_ notification: TypedNotification<UserInfo>, from snapshot: Snapshot) {
         let nameIndex = notification.name.index
         guard nameIndex < snapshot.entries.count else { return }
-        let anySender = snapshot.entries[nameIndex].anySender
         guard let object = notification.object, !snapshot.entries[nameIndex].bySender.isEmpty,
             let sender = snapshot.entries[nameIndex].bySender[ObjectIdentifier(object)]
         else {
@@ -25,7 +24,9 @@ extension NotificationHub {
             }
             return
         }
-        // Both lists are in registration order; merge them so that order holds across the two.
+        // Both lists are in registration order; merge them so that order holds across the two. (Read only
+        // here: a copy of the list costs a retain and a release, which the plain path above does without.)
+        let anySender = snapshot.entries[nameIndex].anySender
         var foundGoneSender = false
         var a = anySender.startIndex
         var s = sender.startIndex

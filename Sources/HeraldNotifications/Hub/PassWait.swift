@@ -11,15 +11,14 @@ import Dispatch
 /// handlers, per posting thread of a hub. Waiting for it waits for those deliveries only, never for
 /// passes that start later.
 struct PassWait: Sendable {
-    private var passes: [(slot: SnapshotSlot, epoch: UInt64)] = []
+    private var passes: [(slot: SnapshotSlot, marker: UInt)] = []
     private var deferred: [(slot: SnapshotSlot, queued: UInt64)] = []
 
     /// Reads the posting threads' state. Sequentially consistent, after the caller's own store (a
     /// cancelled flag): a pass that began before that store is seen here, any later one sees the flag.
     init(slots: [SnapshotSlot], includingDeferredPosts: Bool) {
         for slot in slots {
-            let epoch = slot.passEpoch.load(ordering: .sequentiallyConsistent)
-            if epoch & 1 == 1 { passes.append((slot, epoch)) }
+            if let marker = slot.passMarker(first: true) { passes.append((slot, marker)) }
             guard includingDeferredPosts else { continue }
             let queued = slot.deferredQueued.load(ordering: .acquiring)
             if slot.deferredDelivered.load(ordering: .acquiring) != queued { deferred.append((slot, queued)) }
@@ -28,7 +27,7 @@ struct PassWait: Sendable {
 
     /// Whether every pass seen has ended and every post seen queued has been delivered.
     var isOver: Bool {
-        passes.allSatisfy { $0.slot.passEpoch.load(ordering: .acquiring) != $0.epoch }
+        passes.allSatisfy { $0.slot.passMarker(first: false) != $0.marker }
             && deferred.allSatisfy { $0.slot.deferredDelivered.load(ordering: .acquiring) &- $0.queued < 1 << 63 }
     }
 

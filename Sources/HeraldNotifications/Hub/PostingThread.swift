@@ -103,7 +103,8 @@ final class PostingThread {
     /// Calls `body` with the registry snapshot of `hub` that a post from this thread delivers from.
     ///
     /// Lock-free while the hub's registry is unchanged: a version load and two uncontended exchanges on
-    /// this thread's slot. Takes the hub's lock once per registry change per thread.
+    /// this thread's slot, which also mark the pass (see ``SnapshotSlot``). Takes the hub's lock once per
+    /// registry change per thread.
     private func withSnapshot(of hub: NotificationHub, _ body: (Snapshot) -> Void) {
         let index = Int(truncatingIfNeeded: hub.id & 3)
         if slots[index]?.hubID != hub.id {
@@ -115,7 +116,8 @@ final class PostingThread {
         // Safety: `slots` keeps the slot alive for the whole call (it is only replaced above, and this
         // thread never re-enters `withSnapshot` while delivering), so borrow it without a retain.
         Unmanaged.passUnretained(slots[index]!)._withUnsafeGuaranteedRef { slot in
-            var snapshot = slot.take()
+            // The pass begins here, before any observer's cancelled flag is read.
+            var snapshot = slot.beginPass()
             if let taken = snapshot,
                 taken._withUnsafeGuaranteedRef({ $0.version }) != hub.version.load(ordering: .sequentiallyConsistent)
             {
@@ -123,12 +125,10 @@ final class PostingThread {
                 snapshot = nil
             }
             let current = snapshot ?? Unmanaged.passRetained(hub.currentSnapshot())
-            slot.beginPass()
             current._withUnsafeGuaranteedRef(body)
-            slot.endPass()
             // Read before the put: once in the slot, the hub may take the snapshot and release it.
             let currentVersion = current._withUnsafeGuaranteedRef { $0.version }
-            slot.put(current)?.release()
+            slot.endPass(putting: current)
             if currentVersion != hub.version.load(ordering: .sequentiallyConsistent) {
                 // The registry changed during the delivery and the hub may have emptied the slot before the
                 // put: make sure the stale snapshot does not stay here.
