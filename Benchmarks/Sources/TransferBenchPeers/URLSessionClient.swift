@@ -2,15 +2,21 @@ import Foundation
 import TransferBenchKit
 import FoundationNetworking
 
-/// Foundation's URLSession (swift-corelibs-foundation's FoundationNetworking on Linux).
-func runURLSession(url: URL, concurrency: Int, requests: Int, expectedBytes: Int) -> LoadOutcome {
+/// The configuration every URLSession client here uses: every GET goes to the network, with no cache to
+/// answer from and no cookies to store.
+func uncachedSessionConfiguration() -> URLSessionConfiguration {
     let configuration = URLSessionConfiguration.default
-    configuration.httpMaximumConnectionsPerHost = concurrency
-    // Every GET goes to the network: no cache to answer from, no cookies to store.
     configuration.urlCache = nil
     configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
     configuration.httpCookieStorage = nil
     configuration.httpShouldSetCookies = false
+    return configuration
+}
+
+/// Foundation's URLSession (swift-corelibs-foundation's FoundationNetworking on Linux).
+func runURLSession(url: URL, concurrency: Int, requests: Int, expectedBytes: Int) -> LoadOutcome {
+    let configuration = uncachedSessionConfiguration()
+    configuration.httpMaximumConnectionsPerHost = concurrency
     let session = URLSession(configuration: configuration)
     let request = URLRequest(url: url)
 

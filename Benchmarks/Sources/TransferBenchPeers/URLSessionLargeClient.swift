@@ -6,12 +6,7 @@ import FoundationNetworking
 /// `destination` in its completion handler (the file is deleted once the handler returns), or
 /// `dataTask(with:)` collecting the body in memory.
 func runURLSessionLarge(url: URL, mode: LargeMode, destination: URL?, expectedBytes: Int) -> LargeOutcome {
-    let configuration = URLSessionConfiguration.default
-    configuration.urlCache = nil
-    configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-    configuration.httpCookieStorage = nil
-    configuration.httpShouldSetCookies = false
-    let session = URLSession(configuration: configuration)
+    let session = URLSession(configuration: uncachedSessionConfiguration())
     let request = URLRequest(url: url)
     if let destination { removeStaleDestination(destination) }
 
