@@ -10,17 +10,14 @@ extension NotificationHub {
         guard let object = notification.object, !snapshot.entries[nameIndex].bySender.isEmpty,
             let sender = snapshot.entries[nameIndex].bySender[ObjectIdentifier(object)]
         else {
-            // Safety: `snapshot` is alive for this whole call and its `anySender` retains every observation
-            // these pointers designate; borrowing them skips a retain/release pair per observer.
-            snapshot.entries.withUnsafeBufferPointer { entries in
-                entries[nameIndex].anySenderPointers.withUnsafeBufferPointer { pointers in
-                    for pointer in pointers {
-                        Unmanaged<Observation<UserInfo>>.fromOpaque(UnsafeRawPointer(bitPattern: pointer)!)
-                            ._withUnsafeGuaranteedRef {
-                                $0.deliver(notification)
-                            }
+            // Safety: `snapshot` is alive for this whole call and its `entries` retain every observation
+            // the table's pointers designate; borrowing them skips a retain/release pair per observer.
+            let table = snapshot.anySenderTable
+            for index in snapshot.anySenderRanges[nameIndex] {
+                Unmanaged<Observation<UserInfo>>.fromOpaque(UnsafeRawPointer(bitPattern: table[index])!)
+                    ._withUnsafeGuaranteedRef {
+                        $0.deliver(notification)
                     }
-                }
             }
             return
         }

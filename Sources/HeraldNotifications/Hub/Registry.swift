@@ -11,9 +11,6 @@ struct Registry: Sendable {
     struct Entry: Sendable {
         /// Observers of every sender (registered with `object: nil`), in registration order.
         @usableFromInline var anySender: List = []
-        /// `anySender`'s objects, unretained, in the same order: a post iterates these without a
-        /// retain/release pair per observer. Valid while `anySender` (in the same snapshot) holds them.
-        @usableFromInline var anySenderPointers: ContiguousArray<UInt> = []
         /// Observers of one sender, keyed by its identity, each list in registration order.
         @usableFromInline var bySender: [ObjectIdentifier: List] = [:]
         var count = 0
@@ -89,8 +86,6 @@ struct Registry: Sendable {
             entries[index].bySender[senderID, default: []].append(observation)
         } else {
             entries[index].anySender.append(observation)
-            entries[index].anySenderPointers.append(
-                UInt(bitPattern: Unmanaged<AnyObject>.passUnretained(observation).toOpaque()))
         }
         entries[index].count += 1
         return (entries[index].count == 1, garbage)
@@ -117,7 +112,6 @@ struct Registry: Sendable {
                 return (false, garbage)
             }
             garbage.observations.append(entries[index].anySender.remove(at: position))
-            entries[index].anySenderPointers.remove(at: position)
         }
         garbage.snapshot = snapshot.take()
         entries[index].count -= 1
@@ -162,9 +156,34 @@ final class Snapshot: Sendable {
     @usableFromInline let entries: ContiguousArray<Registry.Entry>
     /// The hub's version when the snapshot was current.
     @usableFromInline let version: UInt64
+    /// Where each name's observers of any sender are in ``anySenderTable``, by name index.
+    @usableFromInline let anySenderRanges: ContiguousArray<Range<Int>>
+    /// Every name's observers of any sender (`Entry.anySender`) as unretained object pointers, in
+    /// registration order, name after name. `entries` retains them for as long as this snapshot lives, so a
+    /// post walks this memory without retaining or releasing anything: not an observer, and not the list
+    /// (reading a list out of `entries` costs a retain and a release of its buffer).
+    @usableFromInline nonisolated(unsafe) let anySenderTable: UnsafeMutableBufferPointer<UInt>
 
     init(entries: ContiguousArray<Registry.Entry>, version: UInt64) {
         self.entries = entries
         self.version = version
+        let table = UnsafeMutableBufferPointer<UInt>.allocate(capacity: entries.reduce(0) { $0 + $1.anySender.count })
+        var ranges = ContiguousArray<Range<Int>>()
+        ranges.reserveCapacity(entries.count)
+        var next = 0
+        for entry in entries {
+            let start = next
+            for observation in entry.anySender {
+                table[next] = UInt(bitPattern: Unmanaged<AnyObject>.passUnretained(observation).toOpaque())
+                next += 1
+            }
+            ranges.append(start..<next)
+        }
+        anySenderRanges = ranges
+        anySenderTable = table
+    }
+
+    deinit {
+        anySenderTable.deallocate()
     }
 }
