@@ -31,6 +31,26 @@ func postToOneObserver() -> Row {
     return Row(name: "post, 1 observer", ns: herald, foundationNs: foundation)
 }
 
+/// The same post as `postToOneObserver` but naming a sender, as every lifecycle notification does: the
+/// baseline of the filtered row below, which differs from it only by the sender filter.
+func postToOneObserverWithSender() -> Row {
+    let sender = BenchSender()
+    let hub = NotificationHub()
+    let token = hub.addObserver(for: .benchOne) { sink &+= $0.userInfo }
+    let herald = bestNanoseconds(iterations: postIterations) { n in
+        for i in 0..<n { hub.post(.benchOne, object: sender, userInfo: i) }
+    }
+    token.cancel()
+
+    let center = NotificationCenter()
+    let observer = center.addObserver(forName: .benchOne, object: nil, queue: nil) { _ in sink &+= 1 }
+    let foundation = bestNanoseconds(iterations: postIterations / 10) { n in
+        for _ in 0..<n { center.post(name: .benchOne, object: sender) }
+    }
+    center.removeObserver(observer)
+    return Row(name: "post, 1 observer, naming a sender", ns: herald, foundationNs: foundation)
+}
+
 func postToOneOfTenThousand() -> Row {
     let senders = (0..<10_001).map { _ in BenchSender() }
     let target = senders[5_000]

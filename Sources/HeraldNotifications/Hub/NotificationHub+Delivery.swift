@@ -3,51 +3,55 @@ import Synchronization
 extension NotificationHub {
     /// Hands `notification` to every matching observer in `snapshot`, in registration order, with no
     /// lock held.
+    ///
+    /// Safety: `snapshot` is alive for this whole call and its `entries` retain every observation its
+    /// tables' pointers designate; borrowing them skips a retain and a release per observer.
     @inlinable
     func deliver<UserInfo: Sendable>(_ notification: TypedNotification<UserInfo>, from snapshot: Snapshot) {
         let nameIndex = notification.name.index
-        guard nameIndex < snapshot.entries.count else { return }
-        guard let object = notification.object, !snapshot.entries[nameIndex].bySender.isEmpty,
-            let sender = snapshot.entries[nameIndex].bySender[ObjectIdentifier(object)]
+        guard nameIndex < snapshot.anySenderRanges.count else { return }
+        let anySender = snapshot.anySenderRanges[nameIndex]
+        let anySenderTable = snapshot.anySenderTable
+        // The sender's identity only: binding the sender itself would retain it for the whole walk.
+        guard let senderID = notification.object.map({ ObjectIdentifier($0) }),
+            let bySender = snapshot.senderIndex.observers(of: senderID, nameIndex: nameIndex)
         else {
-            // Safety: `snapshot` is alive for this whole call and its `entries` retain every observation
-            // the table's pointers designate; borrowing them skips a retain/release pair per observer.
-            let table = snapshot.anySenderTable
-            for index in snapshot.anySenderRanges[nameIndex] {
-                Unmanaged<Observation<UserInfo>>.fromOpaque(UnsafeRawPointer(bitPattern: table[index])!)
-                    ._withUnsafeGuaranteedRef {
-                        $0.deliver(notification)
-                    }
+            for index in anySender {
+                Self.deliver(notification, to: anySenderTable[index])
             }
             return
         }
-        // Both lists are in registration order; merge them so that order holds across the two. (Read only
-        // here: a copy of the list costs a retain and a release, which the plain path above does without.)
-        let anySender = snapshot.entries[nameIndex].anySender
-        var foundGoneSender = false
-        var a = anySender.startIndex
-        var s = sender.startIndex
-        while a < anySender.endIndex || s < sender.endIndex {
-            if s == sender.endIndex
-                || (a < anySender.endIndex && anySender[a].sequenceNumber < sender[s].sequenceNumber)
+        // Both ranges are in registration order; merge them so that order holds across the two.
+        let bySenderTable = snapshot.senderIndex.observers
+        var a = anySender.lowerBound
+        var s = bySender.lowerBound
+        while a < anySender.upperBound || s < bySender.upperBound {
+            if s == bySender.upperBound
+                || (a < anySender.upperBound
+                    && Self.sequenceNumber(of: anySenderTable[a], UserInfo.self)
+                        < Self.sequenceNumber(of: bySenderTable[s], UserInfo.self))
             {
-                unsafeDowncast(anySender[a], to: Observation<UserInfo>.self).deliver(notification)
+                Self.deliver(notification, to: anySenderTable[a])
                 a += 1
             } else {
-                let observation = unsafeDowncast(sender[s], to: Observation<UserInfo>.self)
+                Self.deliver(notification, to: bySenderTable[s])
                 s += 1
-                // Same ObjectIdentifier but not the same object: the observed sender died and this one
-                // reuses its address.
-                guard observation.sender === object else {
-                    foundGoneSender = true
-                    continue
-                }
-                observation.deliver(notification)
             }
         }
-        if foundGoneSender {
-            removeGoneSenders(nameIndex: nameIndex, senderID: ObjectIdentifier(object))
-        }
+    }
+
+    /// Delivers to the observation at `pointer` (an unretained ``Observation`` of the notification's type).
+    @inlinable @inline(__always)
+    static func deliver<UserInfo: Sendable>(_ notification: TypedNotification<UserInfo>, to pointer: UInt) {
+        Unmanaged<Observation<UserInfo>>.fromOpaque(UnsafeRawPointer(bitPattern: pointer)!)
+            ._withUnsafeGuaranteedRef { $0.deliver(notification) }
+    }
+
+    /// The registration order of the observation at `pointer` (an unretained ``Observation`` of `UserInfo`).
+    @inlinable @inline(__always)
+    static func sequenceNumber<UserInfo: Sendable>(of pointer: UInt, _: UserInfo.Type) -> UInt64 {
+        Unmanaged<Observation<UserInfo>>.fromOpaque(UnsafeRawPointer(bitPattern: pointer)!)
+            ._withUnsafeGuaranteedRef { $0.sequenceNumber }
     }
 
     /// The current snapshot, built if a change invalidated the previous one.
@@ -60,19 +64,6 @@ extension NotificationHub {
     /// Registers a posting thread's cache of this hub, to be emptied on every change.
     func register(_ slot: SnapshotSlot) {
         registry.withLock { $0.register(slot) }
-    }
-
-    @usableFromInline
-    func removeGoneSenders(nameIndex: Int, senderID: ObjectIdentifier) {
-        let garbage = registry.withLock { registry in
-            let (nameIsUnobserved, garbage) = registry.removeGoneSenders(nameIndex: nameIndex, senderID: senderID)
-            // Another thread may have pruned them first: then nothing changed.
-            if garbage.observations.isEmpty { return (garbage, [Unmanaged<Snapshot>]()) }
-            let cached = registryDidChange(registry, nameIndex: nameIndex, isObserved: nameIsUnobserved ? false : nil)
-            return (garbage, cached)
-        }
-        // Released here, outside the lock: handler captures may run deinits.
-        for snapshot in garbage.1 { snapshot.release() }
     }
 
     func remove(_ observation: any AnyObservation) {

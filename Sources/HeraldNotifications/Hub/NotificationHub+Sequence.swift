@@ -17,7 +17,8 @@ extension NotificationHub {
     ///
     /// - Parameters:
     ///   - name: The name to observe.
-    ///   - object: The only sender to observe, or `nil` for every sender; held weakly.
+    ///   - object: The only sender to observe, or `nil` for every sender. Never kept alive (see
+    ///     ``addObserver(for:object:delivery:_:)``).
     ///   - bufferingPolicy: How many notifications to buffer and which to drop when full;
     ///     `.bufferingNewest(256)` by default. Negative limits are treated as zero.
     /// - Returns: A sequence of the notifications.

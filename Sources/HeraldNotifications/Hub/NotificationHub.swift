@@ -58,9 +58,10 @@ public final class NotificationHub: Sendable {
     ///
     /// - Parameters:
     ///   - name: The name to observe.
-    ///   - object: The only sender to observe, or `nil` to observe every sender. Held weakly: observing
-    ///     an object never keeps it alive, and once it is gone the observation matches nothing, even a
-    ///     new object at the same address.
+    ///   - object: The only sender to observe, or `nil` to observe every sender. Observing an object
+    ///     never keeps it alive: its deinit runs when its last strong reference goes. Until the token is
+    ///     cancelled, the observation keeps only the dead object's memory (its instance size) allocated,
+    ///     so that no new object can take its address and be mistaken for it.
     ///   - delivery: Where the handler runs; ``NotificationDelivery/posting`` by default.
     ///   - handler: The closure to call with each notification.
     /// - Returns: A token that removes the observer when cancelled or released. Keep it for as long as

@@ -118,30 +118,6 @@ struct Registry: Sendable {
         return (entries[index].count == 0, garbage)
     }
 
-    /// Removes the observations of `senderID` whose sender is gone.
-    ///
-    /// - Returns: Whether the name is now unobserved, and what to release after unlocking.
-    mutating func removeGoneSenders(nameIndex: Int, senderID: ObjectIdentifier) -> (
-        nameIsUnobserved: Bool, garbage: Garbage
-    ) {
-        guard nameIndex < entries.count, var list = entries[nameIndex].bySender.removeValue(forKey: senderID) else {
-            return (false, Garbage())
-        }
-        var garbage = Garbage()
-        list.removeAll { observation in
-            guard observation.isSenderGone else { return false }
-            garbage.observations.append(observation)
-            return true
-        }
-        if !list.isEmpty {
-            entries[nameIndex].bySender[senderID] = list
-        }
-        guard !garbage.observations.isEmpty else { return (false, garbage) }
-        garbage.snapshot = snapshot.take()
-        entries[nameIndex].count -= garbage.observations.count
-        return (entries[nameIndex].count == 0, garbage)
-    }
-
     /// References a change dropped from the registry. Released by the caller after unlocking: the last
     /// reference to an observation releases its handler, whose captures may run any code.
     struct Garbage: Sendable {
@@ -163,10 +139,13 @@ final class Snapshot: Sendable {
     /// post walks this memory without retaining or releasing anything: not an observer, and not the list
     /// (reading a list out of `entries` costs a retain and a release of its buffer).
     @usableFromInline nonisolated(unsafe) let anySenderTable: UnsafeMutableBufferPointer<UInt>
+    /// Every name's observers of one sender, found by (name, sender) and walked the same way.
+    @usableFromInline nonisolated(unsafe) let senderIndex: SenderIndex
 
     init(entries: ContiguousArray<Registry.Entry>, version: UInt64) {
         self.entries = entries
         self.version = version
+        self.senderIndex = SenderIndex(entries: entries)
         let table = UnsafeMutableBufferPointer<UInt>.allocate(capacity: entries.reduce(0) { $0 + $1.anySender.count })
         var ranges = ContiguousArray<Range<Int>>()
         ranges.reserveCapacity(entries.count)
@@ -185,5 +164,6 @@ final class Snapshot: Sendable {
 
     deinit {
         anySenderTable.deallocate()
+        senderIndex.deallocate()
     }
 }

@@ -10,8 +10,6 @@ protocol AnyObservation: AnyObject, Sendable {
     var nameIndex: Int { get }
     /// The identity of the observed sender when the observation filters by sender.
     var senderID: ObjectIdentifier? { get }
-    /// Whether the observation filters by sender and that sender no longer exists.
-    var isSenderGone: Bool { get }
     /// Whether ``markCancelled()`` has been called.
     var isCancelled: Bool { get }
     /// Stops all future handler calls; returns `true` for the first call only.

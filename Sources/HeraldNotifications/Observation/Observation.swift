@@ -7,10 +7,13 @@ final class Observation<UserInfo: Sendable>: AnyObservation {
     @usableFromInline let sequenceNumber: UInt64
     @usableFromInline let nameIndex: Int
     @usableFromInline let senderID: ObjectIdentifier?
-    /// Weak so that observing a sender never keeps it alive. Delivery compares identity with `===`:
-    /// a new object allocated at a dead sender's address has the same `ObjectIdentifier` but never
-    /// matches, because this reference reads `nil` once the original sender is gone.
-    @usableFromInline weak let sender: (any AnyObject & Sendable)?
+    /// Never read: it is here for what an unowned reference does to the sender's memory. Observing never
+    /// keeps the sender alive (its deinit runs when its last strong reference goes), but the runtime keeps
+    /// an object's memory allocated until its last unowned reference is gone, so no other object can be
+    /// given the sender's address while this observation exists, and matching by `senderID` alone is
+    /// exact. A weak reference would give the sender a side table instead, which moves every retain and
+    /// release of the sender, the post's own included, onto the runtime's slow path.
+    private unowned let pinnedSender: (any AnyObject & Sendable)?
     @usableFromInline let queue: DispatchQueue?
     @usableFromInline let handler: @Sendable (TypedNotification<UserInfo>) -> Void
     @usableFromInline let cancelled = Atomic<Bool>(false)
@@ -28,15 +31,13 @@ final class Observation<UserInfo: Sendable>: AnyObservation {
         self.sequenceNumber = sequenceNumber
         self.nameIndex = nameIndex
         self.senderID = sender.map { ObjectIdentifier($0) }
-        self.sender = sender
+        self.pinnedSender = sender
         switch delivery {
         case .posting: self.queue = nil
         case .queue(let queue): self.queue = queue
         }
         self.handler = handler
     }
-
-    @usableFromInline var isSenderGone: Bool { senderID != nil && sender == nil }
 
     /// Sequentially consistent: paired with the posting thread's pass marker and the `.queue` drain
     /// block's `runningQueuedHandler` (see `ObservationToken.cancel()`). A plain load on x86 and arm64.
