@@ -43,7 +43,9 @@ struct SenderFilterTests {
         _ = (tokens, targetToken)
     }
 
-    @Test("with many senders on several names, each post reaches exactly its (name, sender) observers, in registration order")
+    @Test(
+        "with many senders on several names, each post reaches exactly its (name, sender) observers, in registration order"
+    )
     func manySendersOnSeveralNames() {
         let other = NotificationName<Int>("test.sender.other")
         let senders = (0..<600).map { Sender("s\($0)") }
@@ -75,7 +77,9 @@ struct SenderFilterTests {
         tokens.forEach { $0.cancel() }
     }
 
-    @Test("a dropped sender is not kept alive by its observers, and no new object takes its address while it is observed")
+    @Test(
+        "a dropped sender is not kept alive by its observers, and no new object takes its address while it is observed"
+    )
     func droppedSenderStopsMatching() {
         let calls = Counter()
         var sender: Sender? = Sender("short-lived")

@@ -75,7 +75,9 @@ struct BodySinkTests {
         #expect([UInt8](body) == expected)
     }
 
-    @Test("large bodies keep every byte while their pages are mapped ahead: declared, growing, and after a first response")
+    @Test(
+        "large bodies keep every byte while their pages are mapped ahead: declared, growing, and after a first response"
+    )
     func largeBodiesKeepEveryByte() {
         let large = MemoryBodySink.prefaultThreshold
         let cases: [(declared: Int?, sent: Int, piece: Int)] = [
