@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import TransferBenchKit
 
 // Compile-time split while Herald's session API (SessionManager & co.) is being written:
@@ -10,7 +11,9 @@ func measureHeraldIdle(url: URL, seconds: Double) -> Never {
     exit(3)
 }
 
-func runHerald(url: URL, concurrency: Int, requests: Int, expectedBytes: Int, observed: Bool) -> LoadOutcome {
+func runHerald(
+    url: URL, concurrency: Int, requests: Int, expectedBytes: Int, observedLogLevel: Logger.Level?
+) -> LoadOutcome {
     FileHandle.standardError.write(Data("TransferBench was built without the Herald client (TRANSFERBENCH_NO_HERALD)\n".utf8))
     exit(3)
 }
@@ -23,7 +26,6 @@ func runHeraldDataMemory(url: URL, expectedBytes: Int) -> LargeOutcome {
 import Herald
 import HeraldNotifications
 import HeraldObservers
-import Logging
 import Metrics
 
 /// Where the observed client's log lines go: swift-log's own `StreamLogHandler` formats every message (a
@@ -32,18 +34,21 @@ struct DiscardingStream: TextOutputStream, Sendable {
     mutating func write(_ string: String) {}
 }
 
-/// Herald's SessionManager with a DataResponseSerializer, the way an app would use it; with `observed`,
-/// the activity indicator, logging and metrics observers are attached to its notification center.
-func runHerald(url: URL, concurrency: Int, requests: Int, expectedBytes: Int, observed: Bool) -> LoadOutcome {
+/// Herald's SessionManager with a DataResponseSerializer, the way an app would use it; with
+/// `observedLogLevel`, the activity indicator, logging (at that level) and metrics observers are attached to
+/// its notification center.
+func runHerald(
+    url: URL, concurrency: Int, requests: Int, expectedBytes: Int, observedLogLevel: Logger.Level?
+) -> LoadOutcome {
     var configuration = SessionConfiguration()
     configuration.maximumConnectionsPerHost = concurrency
     configuration.maximumConnectionsTotal = max(concurrency, configuration.maximumConnectionsTotal)
     let manager = SessionManager(configuration: configuration)
     manager.responseSerializer = DataResponseSerializer()
     var tokens: [ObservationToken] = []
-    if observed {
+    if let observedLogLevel {
         var logger = Logger(label: "transferbench") { StreamLogHandler(label: $0, stream: DiscardingStream()) }
-        logger.logLevel = .debug
+        logger.logLevel = observedLogLevel
         tokens = [
             NetworkActivityIndicator().observe(manager.notificationCenter),
             LoggingObserver(logger: logger).observe(manager.notificationCenter),

@@ -1,7 +1,7 @@
 // TransferBench: one client of `make bench-transfers` (Benchmarks/run-transfers.sh).
 //
 //   TransferBench --client urlsession|herald|herald-observed|ahc --url URL --concurrency N --requests R
-//                 [--expect-bytes B]
+//                 [--expect-bytes B] [--log-level LEVEL]
 //   TransferBench --client herald --url URL --idle-seconds S
 //   TransferBench --client urlsession|herald|ahc --url URL --mode download-file|data-memory --expect-bytes B
 //                 [--destination PATH]
@@ -14,9 +14,11 @@
 // request to bring the engine and a pooled connection up, then S seconds of nothing, printing the
 // process CPU time spent.
 //
-// `herald-observed` is Herald with the activity indicator, the logging observer (at debug level, into a
-// handler that formats and discards) and the metrics observer (into swift-metrics' no-op backend)
-// attached: the "with observers" row of Docs/Performance.md.
+// `herald-observed` is Herald with the activity indicator, the logging observer (into swift-log's
+// StreamLogHandler, whose lines are formatted and discarded) and the metrics observer (into swift-metrics'
+// no-op backend) attached: the "with observers" rows of Docs/Performance.md. The logger's level is
+// `--log-level` (default `debug`, where every task's start and end are logged; at `info`, swift-log's
+// default, the logging observer writes nothing for a request that succeeds).
 //
 // Keeps N GETs in flight (each completion starts the next) until R have completed, checks every
 // response (status 200, B body bytes), and prints one JSON line:
@@ -31,6 +33,7 @@
 //   {"client":…,"mode":…,"requests":1,"failures":0|1,"bytes":B,"seconds":S}
 // where S runs from resume() to the end of the completion handler (the move included).
 import Foundation
+import Logging
 import TransferBenchKit
 
 let options = Options.parse()
@@ -39,6 +42,7 @@ case "urlsession", "ahc": execSibling("TransferBenchPeers")
 case "herald", "herald-observed": break
 default: usage()
 }
+guard let logLevel = Logger.Level(rawValue: options.logLevel) else { usage() }
 
 runClient {
     if let idleSeconds = options.idleSeconds {
@@ -59,6 +63,7 @@ runClient {
     report(
         runHerald(
             url: options.url, concurrency: options.concurrency, requests: options.requests,
-            expectedBytes: options.expectedBytes, observed: options.client == "herald-observed"),
+            expectedBytes: options.expectedBytes,
+            observedLogLevel: options.client == "herald-observed" ? logLevel : nil),
         options: options)
 }

@@ -4,7 +4,7 @@ import Foundation
 /// clients) and `TransferBenchPeers` (URLSession and AsyncHTTPClient).
 ///
 ///     TransferBench --client urlsession|herald|herald-observed|ahc --url URL --concurrency N --requests R
-///                   [--expect-bytes B]
+///                   [--expect-bytes B] [--log-level LEVEL]
 ///     TransferBench --client herald --url URL --idle-seconds S
 ///     TransferBench --client urlsession|herald|ahc --url URL --mode download-file|data-memory --expect-bytes B
 ///                   [--destination PATH]
@@ -17,6 +17,8 @@ public struct Options: Sendable {
     public var idleSeconds: Double?
     public var mode: LargeMode?
     public var destination: URL?
+    /// `herald-observed`'s logger level (a swift-log level name); `debug` logs every task's start and end.
+    public var logLevel = "debug"
 
     /// Parses the process's arguments; prints the usage and exits with status 2 when they don't parse.
     public static func parse() -> Options {
@@ -36,6 +38,7 @@ public struct Options: Sendable {
                 guard let mode = LargeMode(rawValue: value) else { usage() }
                 options.mode = mode
             case "--destination": options.destination = URL(fileURLWithPath: value)
+            case "--log-level": options.logLevel = value
             default: usage()
             }
         }
@@ -52,7 +55,7 @@ public func usage() -> Never {
         Data(
             """
             usage: TransferBench --client urlsession|herald|herald-observed|ahc --url URL --concurrency N --requests R
-                                 [--expect-bytes B]
+                                 [--expect-bytes B] [--log-level trace|debug|info|notice|warning|error|critical]
                    TransferBench --client herald --url URL --idle-seconds S
                    TransferBench --client urlsession|herald|ahc --url URL --mode download-file|data-memory
                                  --expect-bytes B [--destination PATH]
