@@ -52,27 +52,30 @@ extension NotificationHub {
     public func addObserver(_ observer: some SessionObserver, delivery: NotificationDelivery = .posting)
         -> ObservationToken
     {
-        let forward: @Sendable (@escaping @Sendable () -> Void) -> Void
-        var drainToken: [ObservationToken] = []
+        // `.posting` registers the observer's methods as the handlers themselves; `.queue` wraps each call
+        // for the serial queue. (Wrapping on `.posting` too would allocate a closure per notification and
+        // copy the payload into it.)
+        let serial: DispatchQueue?
         switch delivery {
-        case .posting:
-            forward = { $0() }
-        case .queue(let queue):
-            let serial = DispatchQueue(label: "herald.session-observer", target: queue)
-            forward = { call in serial.async { NotificationHub.runAsHandler(call) } }
-            // `drain()` and `invalidateAndWait` wait for what was forwarded to the serial queue.
-            drainToken = [drainAlso(serial)]
+        case .posting: serial = nil
+        case .queue(let queue): serial = DispatchQueue(label: "herald.session-observer", target: queue)
         }
+        func observe<UserInfo: Sendable>(
+            _ name: NotificationName<UserInfo>, _ method: @escaping @Sendable (TypedNotification<UserInfo>) -> Void
+        ) -> ObservationToken {
+            guard let serial else { return addObserver(for: name, method) }
+            return addObserver(for: name) { note in serial.async { NotificationHub.runAsHandler { method(note) } } }
+        }
+        // `drain()` and `invalidateAndWait` wait for what was forwarded to the serial queue.
+        let drainToken = serial.map { [drainAlso($0)] } ?? []
         return ObservationToken(
             combining: drainToken + [
-                addObserver(for: .taskDidResume) { note in forward { observer.taskDidResume(note) } },
-                addObserver(for: .taskDidSuspend) { note in forward { observer.taskDidSuspend(note) } },
-                addObserver(for: .taskDidComplete) { note in forward { observer.taskDidComplete(note) } },
-                addObserver(for: .sessionDidInvalidate) { note in forward { observer.sessionDidInvalidate(note) } },
-                addObserver(for: .downloadDidFailToMoveFile) { note in
-                    forward { observer.downloadDidFailToMoveFile(note) }
-                },
-                addObserver(for: .taskWillRetry) { note in forward { observer.taskWillRetry(note) } },
+                observe(.taskDidResume) { observer.taskDidResume($0) },
+                observe(.taskDidSuspend) { observer.taskDidSuspend($0) },
+                observe(.taskDidComplete) { observer.taskDidComplete($0) },
+                observe(.sessionDidInvalidate) { observer.sessionDidInvalidate($0) },
+                observe(.downloadDidFailToMoveFile) { observer.downloadDidFailToMoveFile($0) },
+                observe(.taskWillRetry) { observer.taskWillRetry($0) },
             ])
     }
 }
