@@ -17,7 +17,7 @@ extension NotificationName where UserInfo == DownloadProgress {
     static let downloadDidProgress = NotificationName("example.download.progress")
 }
 
-/// A sender. Observers can filter on it; the hub holds it weakly.
+/// A sender. Observers can filter on it; observing it never keeps it alive.
 final class Download: Sendable, CustomStringConvertible {
     let file: String
     init(file: String) { self.file = file }

@@ -157,7 +157,7 @@ public struct MultipartFormData: Sendable {
     ///   HTTP token or a value containing CR, LF or NUL.
     public mutating func append(headers: HTTPHeaders, body: Data) throws(HeraldError) {
         for field in headers {
-            guard !field.name.isEmpty, field.name.utf8.allSatisfy(Request.isTokenCharacter) else {
+            guard Request.isToken(field.name) else {
                 throw HeraldError(.invalidRequest, "The part header name '\(field.name)' is not an HTTP token.")
             }
             try Self.check(field.value, what: "The value of part header '\(field.name)'", refusingQuotes: false)

@@ -33,7 +33,7 @@ struct NotificationsCatalogSnippets {
             print("[any sender]   \(note.object.map { "\($0)" } ?? "nil"): \(note.userInfo.bytes) bytes")
         }
 
-        // Only `report`; the hub holds `report` weakly.
+        // Only `report`; observing it never keeps it alive.
         let reportOnly = hub.addObserver(for: .downloadDidProgress, object: report) { note in
             print("[report only]  \(note.userInfo.file): \(note.userInfo.bytes) bytes")
         }
