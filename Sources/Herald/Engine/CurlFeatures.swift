@@ -24,6 +24,8 @@ enum CurlFeatures {
         return codings.isEmpty ? nil : codings.joined(separator: ", ")
     }()
 
-    /// The header line `Accept-Encoding: <contentEncodings>`, made once.
-    static let acceptEncodingHeader: String? = contentEncodings.map { "Accept-Encoding: \($0)" }
+    /// The header line `Accept-Encoding: <contentEncodings>` as a C string, made once.
+    static let acceptEncodingHeader: ContiguousArray<CChar>? = contentEncodings.map {
+        "Accept-Encoding: \($0)".utf8CString
+    }
 }
