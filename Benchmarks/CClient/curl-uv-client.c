@@ -21,8 +21,10 @@
  * Both need CONCURRENCY = REQUESTS = 1 and --expect-bytes, and print
  *   {"client":"c","mode":"download-file"|"data-memory","bytes":B,"seconds":S,...}
  * --buffer-size N sets CURLOPT_BUFFERSIZE (curl's default is 16 KiB).
+ * --header LINE (repeatable) adds a request header line (CURLOPT_HTTPHEADER), to measure what the
+ * request headers a library sends by default cost libcurl itself.
  *
- * usage: curl-uv-client [--fresh] [--expect-bytes N] [--buffer-size N]
+ * usage: curl-uv-client [--fresh] [--expect-bytes N] [--buffer-size N] [--header LINE]...
  *                       [--download-to PATH | --in-memory] URL CONCURRENCY REQUESTS
  */
 #include <curl/curl.h>
@@ -58,6 +60,7 @@ static transfer *transfers; /* CONCURRENCY slots */
 static const char *download_path; /* --download-to */
 static int in_memory;            /* --in-memory */
 static long buffer_size;         /* --buffer-size, 0: curl's default */
+static struct curl_slist *extra_headers; /* --header lines, on every easy handle */
 
 static size_t on_write(char *data, size_t size, size_t nmemb, void *user) {
     (void)data;
@@ -111,6 +114,7 @@ static CURL *make_easy(transfer *t) {
     if (buffer_size > 0) curl_easy_setopt(easy, CURLOPT_BUFFERSIZE, buffer_size);
     curl_easy_setopt(easy, CURLOPT_WRITEDATA, t);
     curl_easy_setopt(easy, CURLOPT_PRIVATE, t);
+    if (extra_headers) curl_easy_setopt(easy, CURLOPT_HTTPHEADER, extra_headers);
     return easy;
 }
 
@@ -244,7 +248,7 @@ static double now_seconds(void) {
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: curl-uv-client [--fresh] [--expect-bytes N] [--buffer-size N]\n"
+    fprintf(stderr, "usage: curl-uv-client [--fresh] [--expect-bytes N] [--buffer-size N] [--header LINE]...\n"
                     "                      [--download-to PATH | --in-memory] URL CONCURRENCY REQUESTS\n");
     exit(2);
 }
@@ -262,6 +266,13 @@ int main(int argc, char **argv) {
             download_path = argv[++argi];
         } else if (strcmp(argv[argi], "--in-memory") == 0) {
             in_memory = 1;
+        } else if (strcmp(argv[argi], "--header") == 0 && argi + 1 < argc) {
+            struct curl_slist *grown = curl_slist_append(extra_headers, argv[++argi]);
+            if (!grown) {
+                fprintf(stderr, "curl_slist_append failed\n");
+                exit(1);
+            }
+            extra_headers = grown;
         } else {
             usage();
         }
