@@ -14,27 +14,9 @@ struct Row {
 
 let postIterations = 2_000_000
 
-func postToOneObserver() -> Row {
-    let hub = NotificationHub()
-    let token = hub.addObserver(for: .benchOne) { sink &+= $0.userInfo }
-    let herald = bestNanoseconds(iterations: postIterations) { n in
-        for i in 0..<n { hub.post(.benchOne, userInfo: i) }
-    }
-    token.cancel()
-
-    let center = NotificationCenter()
-    let observer = center.addObserver(forName: .benchOne, object: nil, queue: nil) { _ in sink &+= 1 }
-    let foundation = bestNanoseconds(iterations: postIterations / 10) { n in
-        for _ in 0..<n { center.post(name: .benchOne, object: nil) }
-    }
-    center.removeObserver(observer)
-    return Row(name: "post, 1 observer", ns: herald, foundationNs: foundation)
-}
-
-/// The same post as `postToOneObserver` but naming a sender, as every lifecycle notification does: the
-/// baseline of the filtered row below, which differs from it only by the sender filter.
-func postToOneObserverWithSender() -> Row {
-    let sender = BenchSender()
+/// A post to one observer of every sender; with `sender`, each post names it, as every lifecycle
+/// notification does: the baseline of the filtered row, which differs from it only by the sender filter.
+func postToOneObserver(naming sender: BenchSender? = nil) -> Row {
     let hub = NotificationHub()
     let token = hub.addObserver(for: .benchOne) { sink &+= $0.userInfo }
     let herald = bestNanoseconds(iterations: postIterations) { n in
@@ -48,7 +30,9 @@ func postToOneObserverWithSender() -> Row {
         for _ in 0..<n { center.post(name: .benchOne, object: sender) }
     }
     center.removeObserver(observer)
-    return Row(name: "post, 1 observer, naming a sender", ns: herald, foundationNs: foundation)
+    return Row(
+        name: sender == nil ? "post, 1 observer" : "post, 1 observer, naming a sender", ns: herald,
+        foundationNs: foundation)
 }
 
 func postToOneOfTenThousand() -> Row {

@@ -8,8 +8,8 @@
 import Foundation
 
 let allRows: KeyValuePairs<String, () -> Row> = [
-    "one": postToOneObserver,
-    "sender": postToOneObserverWithSender,
+    "one": { postToOneObserver() },
+    "sender": { postToOneObserver(naming: BenchSender()) },
     "filtered": postToOneOfTenThousand,
     "thousand": postToThousandObservers,
     "payload": postFiveFieldPayload,
