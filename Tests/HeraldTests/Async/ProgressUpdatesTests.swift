@@ -10,13 +10,33 @@ struct ProgressUpdatesTests {
     func downloadProgressIncreasesAndFinishes() async throws {
         let fixture = try await SessionFixture.make()
         let count = 4 * 1024 * 1024
-        // 8 writes 200 ms apart — far over the 20 ms handler throttle — so the consumer reads several
-        // snapshots even on a loaded machine (the buffer keeps only the newest unread one).
+        // The buffer keeps only the newest unread snapshot, and with the whole suite running the consumer
+        // may not run for seconds. So the task suspends itself at its first bytes and resumes only once the
+        // consumer has read a snapshot: at least one partial count, then the final one.
+        let pause = ActionAtProgress<DownloadTask> { $0.suspend() }
         let task = try fixture.session.downloadTask(
-            with: Request(url: fixture.server.url("/bytes/\(count)?chunkSize=524288&delayMs=200")))
+            with: Request(url: fixture.server.url("/bytes/\(count)?chunkSize=524288&delayMs=200")),
+            progress: pause.handler)
+        pause.attach(task)
         let updates = task.downloadProgressUpdates
+        let firstRead = OneShot<Void>()
+        let resumed = OneShot<Void>()
+        let collected = OneShot<[TransferProgress.Snapshot]>()
+        Task {
+            var all: [TransferProgress.Snapshot] = []
+            var iterator = updates.makeAsyncIterator()
+            if let first = await iterator.next() { all.append(first) }
+            firstRead.send(())
+            try? await resumed.value()
+            while let next = await iterator.next() { all.append(next) }
+            collected.send(all)
+        }
         task.resume()
-        let snapshots = try await collect(updates)
+        try await fixture.recorder.waitUntil { $0.contains { $0.kind == .suspend } }
+        try await firstRead.value()
+        task.resume()
+        resumed.send(())
+        let snapshots = try await collected.value()
         #expect(snapshots.count >= 2)
         let completed = snapshots.map(\.completedUnitCount)
         #expect(zip(completed, completed.dropFirst()).allSatisfy { $0 < $1 }, "not increasing: \(snapshots)")
@@ -26,7 +46,7 @@ struct ProgressUpdatesTests {
         // The sequence finishes when the completion handler runs, which is after the task completed.
         #expect(task.state == .completed)
         let events = try await fixture.recorder.waitForCompletions(1)
-        #expect(events.map(\.kind) == [.resume, .complete])
+        #expect(events.map(\.kind) == [.resume, .suspend, .resume, .complete])
         try await fixture.tearDown()
     }
 

@@ -224,16 +224,14 @@ struct DownloadTaskTests {
     func suspendResumeDownload() async throws {
         let fixture = try await SessionFixture.make()
         let size = 2 * 1024 * 1024
-        let started = OneShot<Void>()
         let log = DownloadLog()
+        let suspend = ActionAtProgress<DownloadTask> { $0.suspend() }
         // Paced over >= 2.5 s so the suspend after the first bytes always lands mid-body.
         let task = try fixture.session.downloadTask(
             with: Request(url: fixture.server.url("/bytes/\(size)?chunkSize=16384&delayMs=20")),
-            progress: { progress in if progress.completedUnitCount > 0 { started.send(()) } },
-            completionHandler: log.handler)
+            progress: suspend.handler, completionHandler: log.handler)
+        suspend.attach(task)
         task.resume()
-        try await started.value()
-        task.suspend()
         try await fixture.recorder.waitUntil { $0.contains { $0.kind == .suspend } }
         #expect(task.downloadProgress.completedUnitCount < Int64(size))
         task.resume()

@@ -19,23 +19,24 @@ struct ResumeDataOrderTests {
         let session = SessionManager(
             notificationCenter: NotificationHub(), completionQueue: callerSuppliesQueue ? queue : nil)
         let calls = Mutex<[String]>([])
-        let started = OneShot<Void>()
         let completed = OneShot<Void>()
+        let sessionQueue = session.completionQueue
+        let cancel = ActionAtProgress<DownloadTask> { task in
+            task.cancel(byProducingResumeData: { data in
+                dispatchPrecondition(condition: .onQueue(sessionQueue))
+                calls.withLock { $0.append("resume data \(data == nil ? "nil" : "present")") }
+            })
+        }
         let task = try session.downloadTask(
             // Paced over >= 2.5 s so the cancel after the first bytes always lands mid-body.
             with: Request(url: server.url("/bytes/2097152?chunkSize=16384&delayMs=20")),
-            progress: { progress in if progress.completedUnitCount > 0 { started.send(()) } },
+            progress: cancel.handler,
             completionHandler: { _, _, error in
                 calls.withLock { $0.append("completion \(error?.code.description ?? "none")") }
                 completed.send(())
             })
+        cancel.attach(task)
         task.resume()
-        try await started.value()
-        let sessionQueue = session.completionQueue
-        task.cancel(byProducingResumeData: { data in
-            dispatchPrecondition(condition: .onQueue(sessionQueue))
-            calls.withLock { $0.append("resume data \(data == nil ? "nil" : "present")") }
-        })
         try await completed.value()
         #expect(calls.withLock { $0 } == ["resume data present", "completion cancelled"])
         session.invalidate(cancelingTasks: true)

@@ -10,16 +10,15 @@ struct ResumeDataTests {
     private func cancelMidway(
         _ fixture: SessionFixture, path: String, size: Int
     ) async throws -> (task: DownloadTask, resumeData: Data?, log: DownloadLog) {
-        let started = OneShot<Void>()
         let log = DownloadLog()
-        let task = try fixture.session.downloadTask(
-            with: Request(url: fixture.server.url(path)),
-            progress: { progress in if progress.completedUnitCount >= 256 * 1024 { started.send(()) } },
-            completionHandler: log.handler)
-        task.resume()
-        try await started.value()
         let resumeData = OneShot<Data?>()
-        task.cancel(byProducingResumeData: { resumeData.send($0) })
+        let cancel = ActionAtProgress<DownloadTask>(atLeast: 256 * 1024) {
+            $0.cancel(byProducingResumeData: { resumeData.send($0) })
+        }
+        let task = try fixture.session.downloadTask(
+            with: Request(url: fixture.server.url(path)), progress: cancel.handler, completionHandler: log.handler)
+        cancel.attach(task)
+        task.resume()
         let data = try await resumeData.value()
         try await fixture.recorder.waitForCompletions(1)
         return (task, data, log)
@@ -129,14 +128,13 @@ struct ResumeDataTests {
     @Test("cancel without resume data deletes the partial file; resume data of a task never started is nil")
     func cancelWithoutResumeData() async throws {
         let fixture = try await SessionFixture.make()
-        let started = OneShot<Void>()
+        let cancel = ActionAtProgress<DownloadTask> { $0.cancel() }
         let task = try fixture.session.downloadTask(
             // Paced over >= 2.5 s so the cancel after the first bytes always lands mid-body.
             with: Request(url: fixture.server.url("/bytes/2097152?chunkSize=16384&delayMs=20")),
-            progress: { progress in if progress.completedUnitCount > 0 { started.send(()) } })
+            progress: cancel.handler)
+        cancel.attach(task)
         task.resume()
-        try await started.value()
-        task.cancel()
         try await fixture.recorder.waitForCompletions(1)
         #expect(task.error?.code == .cancelled)
         #expect(!FileManager.default.fileExists(atPath: task.temporaryURL.path))

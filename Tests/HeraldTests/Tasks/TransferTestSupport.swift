@@ -105,6 +105,38 @@ final class OneShot<Value: Sendable>: Sendable {
     }
 }
 
+/// Acts on a task once, from its progress handler, the first time its count reaches a threshold.
+///
+/// The progress handler runs on the session's completion queue, so the action lands mid-body however long
+/// the test task waits for a cooperative thread: with the whole suite running that can be seconds, long
+/// enough for a paced body to finish before an action taken after an `await`.
+final class ActionAtProgress<Task: SessionTask>: Sendable {
+    private let state = Locked<(task: Task?, done: Bool)>((nil, false))
+    private let threshold: Int64
+    private let action: @Sendable (Task) -> Void
+
+    init(atLeast threshold: Int64 = 1, _ action: @escaping @Sendable (Task) -> Void) {
+        self.threshold = threshold
+        self.action = action
+    }
+
+    /// The task to act on; set it before resuming the task.
+    func attach(_ task: Task) { state.withLock { $0.task = task } }
+
+    /// The progress handler to pass to the task factory.
+    var handler: @Sendable (TransferProgress) -> Void {
+        { [self] progress in
+            guard progress.completedUnitCount >= threshold else { return }
+            let task = state.withLock { state -> Task? in
+                guard !state.done else { return nil }
+                state.done = true
+                return state.task
+            }
+            if let task { action(task) }
+        }
+    }
+}
+
 /// The process's resident memory, from `/proc/self/status`.
 enum ResidentMemory {
     /// `VmRSS` in bytes.
