@@ -60,7 +60,11 @@ test: deps
 	$(SWIFT) build --build-tests
 	@# Every test process runs in a network namespace whose only interface is loopback (.ci/loopback-only),
 	@# so no test can send a packet to any other address, even by mistake.
-	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --skip LargeTransferTests --skip LoadTests --skip StressTests --skip '$(RACE_SUITES)'
+	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --skip LargeTransferTests --skip LoadTests --skip StressTests --skip '$(RACE_SUITES)' \
+		--skip ClosedPipeSignalTests
+	@# The closed-pipe test counts every SIGPIPE the process receives: beside the other suites' test servers
+	@# (SwiftNIO ignores SIGPIPE process-wide and lets socket writes raise it) it would count theirs too.
+	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --filter ClosedPipeSignalTests
 	@# The contract-breach races: one burns both cores beside a poster and a canceller, the other needs suspend()
 	@# to land within microseconds of a transfer's last byte. Beside other suites they would starve those
 	@# suites' timeouts and be starved themselves, so they run in a process of their own.
