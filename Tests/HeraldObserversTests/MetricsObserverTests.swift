@@ -146,6 +146,52 @@ struct MetricsObserverTests {
         #expect(metrics.test.timers(label: MetricsObserver.Name.requestDuration).flatMap(\.values).count == 1)
     }
 
+    @Test("alternating dimension sets each record under their own instruments")
+    func alternatingDimensionSets() throws {
+        let metrics = CountingMetrics()
+        let observer = MetricsObserver(factory: metrics)
+        let task = try tasks.task("http://example.com/a")
+        let statuses = [200, 404, 200, 200, 503, 404]
+        for (index, status) in statuses.enumerated() {
+            let response = Payloads.response(status, url: task.originalRequest.url)
+            observer.taskDidResume(Payloads.resume(task: index, request: task.summary))
+            observer.taskDidComplete(
+                Payloads.complete(
+                    task: index, request: task.summary, response: response,
+                    metrics: Payloads.metrics(total: Double(index + 1))))
+        }
+        func seconds(_ statusClass: String) throws -> [Int64] {
+            try metrics.test.expectTimer(
+                MetricsObserver.Name.requestDuration,
+                [("http.request.method", "GET"), ("http.response.status_class", statusClass)]
+            ).values
+        }
+        #expect(try seconds("2xx") == [1_000_000_000, 3_000_000_000, 4_000_000_000])
+        #expect(try seconds("4xx") == [2_000_000_000, 6_000_000_000])
+        #expect(try seconds("5xx") == [5_000_000_000])
+        #expect(metrics.count(MetricsObserver.Name.requestDuration) == 3)
+    }
+
+    @Test("a suspended task leaves active requests, and without metrics is timed from its first resume")
+    func suspendAndResumeAgain() throws {
+        let metrics = CountingMetrics()
+        let observer = MetricsObserver(factory: metrics)
+        let start = Date(timeIntervalSince1970: 1_000)
+        observer.taskDidResume(Payloads.resume(task: 1, date: start))
+        let active = try metrics.test.expectMeter(MetricsObserver.Name.activeRequests)
+        #expect(active.lastValue == 1)
+        observer.taskDidSuspend(Payloads.suspend(task: 1))
+        #expect(active.lastValue == 0)
+        observer.taskDidSuspend(Payloads.suspend(task: 1))
+        #expect(active.lastValue == 0)
+        observer.taskDidResume(Payloads.resume(task: 1, date: start.addingTimeInterval(5)))
+        #expect(active.lastValue == 1)
+        observer.taskDidComplete(Payloads.complete(task: 1, date: start.addingTimeInterval(7)))
+        #expect(active.lastValue == 0)
+        let durations = metrics.test.timers(label: MetricsObserver.Name.requestDuration).flatMap(\.values)
+        #expect(durations == [7_000_000_000])
+    }
+
     @Test("failed download moves are counted by error type, one counter made per type")
     func moveFailuresCounted() throws {
         let metrics = CountingMetrics()

@@ -56,10 +56,43 @@ public final class MetricsObserver: SessionObserver {
         let responseBodySize: Recorder
     }
 
+    /// The dimension values of a completion: method, status class, error type and server address, each
+    /// empty when absent.
+    private struct DimensionValues: Hashable {
+        var method: String
+        var statusClass: String
+        var errorType: String
+        var serverAddress: String
+
+        /// The values with every present one replaced by `_OTHER`, for combinations past the limit.
+        var folded: DimensionValues {
+            func fold(_ value: String) -> String { value.isEmpty ? "" : "_OTHER" }
+            return DimensionValues(
+                method: fold(method), statusClass: fold(statusClass), errorType: fold(errorType),
+                serverAddress: fold(serverAddress))
+        }
+    }
+
+    /// A task seen resuming and not yet complete.
+    private struct TaskRecord {
+        /// When it first resumed: the duration of a task that never reached the network counts from here.
+        var started: Date
+        /// Whether it counts in `http.client.active_requests` now (resumed, not suspended).
+        var isRunning: Bool
+
+        /// Marks the task running; `wasRunning` says whether it already was.
+        mutating func markRunning(_ wasRunning: inout Bool) {
+            wasRunning = isRunning
+            isRunning = true
+        }
+    }
+
     private struct State {
-        var instruments: [[String]: Instruments] = [:]
-        var running: Set<TaskKey> = []
-        var started: [TaskKey: Date] = [:]
+        var instruments: [DimensionValues: Instruments] = [:]
+        /// The dimension set of the last completion and its instruments: consecutive completions mostly share
+        /// one, and comparing four short strings costs less than hashing them.
+        var lastInstruments: (values: DimensionValues, instruments: Instruments)?
+        var tasks: [TaskKey: TaskRecord] = [:]
         var moveFailures: [String: Counter] = [:]
         var retryCounters: [[String]: Counter] = [:]
     }
@@ -85,8 +118,10 @@ public final class MetricsObserver: SessionObserver {
         let key = TaskKey(notification.userInfo)
         let date = notification.userInfo.date
         let added = state.withLock { state -> Bool in
-            if state.started[key] == nil { state.started[key] = date }
-            return state.running.insert(key).inserted
+            // One lookup: the first resume records the start, a later one only counts the task again.
+            var wasRunning = true
+            state.tasks[key, default: TaskRecord(started: date, isRunning: false)].markRunning(&wasRunning)
+            return !wasRunning
         }
         if added { activeRequests.increment() }
     }
@@ -95,7 +130,12 @@ public final class MetricsObserver: SessionObserver {
     /// - Parameter notification: `taskDidSuspend`.
     public func taskDidSuspend(_ notification: TypedNotification<TaskLifecycleEvent>) {
         let key = TaskKey(notification.userInfo)
-        if state.withLock({ $0.running.remove(key) }) != nil { activeRequests.decrement() }
+        let removed = state.withLock { state -> Bool in
+            guard state.tasks[key]?.isRunning == true else { return false }
+            state.tasks[key]?.isRunning = false
+            return true
+        }
+        if removed { activeRequests.decrement() }
     }
 
     /// Counts one retry under `herald.client.request.retries`.
@@ -125,20 +165,23 @@ public final class MetricsObserver: SessionObserver {
     /// Records duration and body sizes, and stops counting the task as running.
     /// - Parameter notification: `taskDidComplete`.
     public func taskDidComplete(_ notification: TypedNotification<TaskCompletion>) {
-        let completion = notification.userInfo
+        // The payload is read in place, not copied: it is large, and this runs for every task.
+        record(notification.userInfo)
+    }
+
+    private func record(_ completion: TaskCompletion) {
         let key = TaskKey(completion)
-        let dimensions = dimensions(for: completion)
-        let (wasRunning, started, instruments) = state.withLock { state in
-            let wasRunning = state.running.remove(key) != nil
-            let started = state.started.removeValue(forKey: key)
-            return (wasRunning, started, instrumentsLocked(for: dimensions, in: &state))
+        let values = dimensionValues(for: completion)
+        let (record, instruments) = state.withLock { state in
+            (state.tasks.removeValue(forKey: key), instrumentsLocked(for: values, in: &state))
         }
-        if wasRunning { activeRequests.decrement() }
+        if record?.isRunning == true { activeRequests.decrement() }
         // A task that never resumed (cancelled while suspended) made no request: nothing to time.
-        guard completion.metrics != nil || started != nil else { return }
-        let seconds = completion.metrics?.total ?? started.map { completion.date.timeIntervalSince($0) } ?? 0
+        let metrics = completion.metrics
+        guard metrics != nil || record != nil else { return }
+        let seconds = metrics?.total ?? record.map { completion.date.timeIntervalSince($0.started) } ?? 0
         instruments.duration.recordNanoseconds(Int64(max(0, seconds) * 1_000_000_000))
-        if let metrics = completion.metrics {
+        if let metrics {
             instruments.requestBodySize.record(metrics.requestBodyBytes)
             instruments.responseBodySize.record(metrics.responseBodyBytes)
         }
@@ -165,39 +208,44 @@ public final class MetricsObserver: SessionObserver {
     public func sessionDidInvalidate(_ notification: TypedNotification<SessionInvalidation>) {
         let session = notification.userInfo.sessionIdentifier
         let removed = state.withLock { state -> Int in
-            let before = state.running.count
-            state.running = state.running.filter { $0.sessionIdentifier != session }
-            state.started = state.started.filter { $0.key.sessionIdentifier != session }
-            return before - state.running.count
+            let running = state.tasks.lazy.filter { $0.key.sessionIdentifier == session && $0.value.isRunning }.count
+            state.tasks = state.tasks.filter { $0.key.sessionIdentifier != session }
+            return running
         }
         if removed > 0 { activeRequests.decrement(by: Double(removed)) }
     }
 
     // MARK: - dimensions
 
-    private func dimensions(for completion: TaskCompletion) -> [String] {
-        [
-            KnownHTTPMethod.bounded(completion.request.method),
-            completion.response?.statusClass ?? "",
-            completion.error?.code.description ?? "",
-            configuration.includesServerAddress ? (completion.request.url.host ?? "") : "",
-        ]
+    private func dimensionValues(for completion: TaskCompletion) -> DimensionValues {
+        DimensionValues(
+            method: KnownHTTPMethod.bounded(completion.request.method),
+            statusClass: completion.response?.statusClass ?? "",
+            errorType: completion.error?.code.description ?? "",
+            serverAddress: configuration.includesServerAddress ? (completion.request.url.host ?? "") : "")
     }
 
     /// The cached instruments for a dimension set, created on first use. Called with the lock held:
     /// creating a metric calls only the factory, never user code, and doing it under the lock is what
     /// guarantees each one is created exactly once.
-    private func instrumentsLocked(for values: [String], in state: inout State) -> Instruments {
+    private func instrumentsLocked(for values: DimensionValues, in state: inout State) -> Instruments {
+        if let last = state.lastInstruments, last.values == values { return last.instruments }
+        let instruments = cachedInstrumentsLocked(for: values, in: &state)
+        state.lastInstruments = (values, instruments)
+        return instruments
+    }
+
+    private func cachedInstrumentsLocked(for values: DimensionValues, in state: inout State) -> Instruments {
         if let existing = state.instruments[values] { return existing }
         var values = values
         if state.instruments.count >= configuration.maximumDimensionSets {
-            values = values.map { $0.isEmpty ? "" : "_OTHER" }
+            values = values.folded
             if let existing = state.instruments[values] { return existing }
         }
-        var dimensions = [("http.request.method", values[0])]
-        if !values[1].isEmpty { dimensions.append(("http.response.status_class", values[1])) }
-        if !values[2].isEmpty { dimensions.append(("error.type", values[2])) }
-        if !values[3].isEmpty { dimensions.append(("server.address", values[3])) }
+        var dimensions = [("http.request.method", values.method)]
+        if !values.statusClass.isEmpty { dimensions.append(("http.response.status_class", values.statusClass)) }
+        if !values.errorType.isEmpty { dimensions.append(("error.type", values.errorType)) }
+        if !values.serverAddress.isEmpty { dimensions.append(("server.address", values.serverAddress)) }
         let instruments = Instruments(
             duration: Metrics.Timer(
                 label: Name.requestDuration, dimensions: dimensions, preferredDisplayUnit: .seconds, factory: factory),

@@ -7,8 +7,10 @@ enum KnownHTTPMethod {
 
     /// `method` when it is a known method, otherwise `_OTHER`.
     static func bounded(_ method: String?) -> String {
-        guard let method, all.contains(method) else { return "_OTHER" }
-        return method
+        guard let method else { return "_OTHER" }
+        // The common methods without hashing: this runs for every completion.
+        if method == "GET" || method == "POST" { return method }
+        return all.contains(method) ? method : "_OTHER"
     }
 }
 
@@ -33,8 +35,16 @@ extension URL {
 }
 
 extension HTTPResponse {
-    /// `"2xx"`…`"5xx"`, or `"other"` for a status outside 100…599.
+    /// `"1xx"`…`"5xx"`, or `"other"` for a status outside 100…599.
     var statusClass: String {
-        (100...599).contains(statusCode) ? "\(statusCode / 100)xx" : "other"
+        // Constant strings: this runs for every completion a metrics or tracing observer sees.
+        switch statusCode {
+        case 100...199: "1xx"
+        case 200...299: "2xx"
+        case 300...399: "3xx"
+        case 400...499: "4xx"
+        case 500...599: "5xx"
+        default: "other"
+        }
     }
 }
