@@ -78,9 +78,8 @@ extension Transfer {
         check("URL", herald_easy_setopt_string(easy, CURLOPT_URL, request.url.absoluteString))
         check("NOSIGNAL", herald_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1))
         check("ERRORBUFFER", herald_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer))
-        let protocols = request.allowedProtocols.joined(separator: ",")
         // PROTOCOLS_STR from libcurl 7.85, the PROTOCOLS bitmask before it (see the shim).
-        check("PROTOCOLS", herald_easy_setopt_protocols(easy, protocols))
+        check("PROTOCOLS", herald_easy_setopt_protocols(easy, request.allowedProtocols))
         // Herald follows redirects itself (SessionTask+Redirects) so a hook sees and may veto every hop.
         check("FOLLOWLOCATION", herald_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0))
         if let credential = request.credential {
@@ -204,7 +203,9 @@ extension Transfer {
         if let cookie = request.cookieHeader, !request.headers.contains("Cookie") {
             append(name: "Cookie", value: cookie)
         }
-        if decodesContent, let header = CurlFeatures.acceptEncodingHeader, !request.headers.contains("Accept-Encoding") {
+        if decodesContent, let header = CurlFeatures.acceptEncodingHeader,
+            !request.headers.contains("Accept-Encoding")
+        {
             // What curl would send for CURLOPT_ACCEPT_ENCODING "", at a fraction of its cost (see CurlFeatures).
             list = header.withUnsafeBufferPointer { curl_slist_append(list, $0.baseAddress) }
         }

@@ -13,7 +13,8 @@ struct TransferRequest: Sendable {
     /// Whole-transfer timeout, including time spent suspended (0 = none).
     var resourceTimeout: TimeInterval
     var httpVersion: HTTPVersion
-    var allowedProtocols: [String]
+    /// The schemes curl may use, comma-separated (curl's `PROTOCOLS_STR` form), such as `"http,https"`.
+    var allowedProtocols: String
     var followsRedirects: Bool
     var maximumRedirects: Int
     /// The most body bytes collected for a `.memory` sink (0 = no limit); file sinks are not limited.

@@ -50,8 +50,9 @@ public final class SessionManager: Sendable {
     /// serialization runs on it directly instead of on a global queue first: one thread hand-off fewer per
     /// task, and the caller's code never waits behind it because nothing else runs there.
     let ownsCompletionQueue: Bool
-    /// ``SessionConfiguration/allowedProtocols`` sorted once, for curl's protocol list on every transfer.
-    let allowedProtocolList: [String]
+    /// ``SessionConfiguration/allowedProtocols`` sorted and joined with commas once: curl's protocol list,
+    /// set on every transfer.
+    let allowedProtocolList: String
     /// Where download tasks write their temporary files; created with the first download task.
     let downloadDirectory: URL
     let engine: Engine
@@ -90,7 +91,7 @@ public final class SessionManager: Sendable {
         self.notificationCenter = notificationCenter
         self.completionQueue = completionQueue ?? DispatchQueue(label: "herald.session.\(identifier).completion")
         self.ownsCompletionQueue = completionQueue == nil
-        self.allowedProtocolList = configuration.allowedProtocols.sorted()
+        self.allowedProtocolList = configuration.allowedProtocols.sorted().joined(separator: ",")
         self.completionGroup = completionGroup
         self.engine = engine
         self.downloadDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(
