@@ -9,11 +9,13 @@ import HeraldNotifications
 ///
 /// Making an easy handle and freeing it costs more than resetting one: `curl_easy_init` allocates and
 /// initialises the handle's state, `curl_easy_cleanup` frees it and its buffers. A finished transfer gives
-/// its handle back here (on the loop thread: one lock and an append), and the next transfer takes it on the
-/// thread that prepares it, where `curl_easy_reset` returns every option to its default. Handles never move
-/// between sessions, so nothing one session's transfers left in a handle (curl's TLS session IDs) reaches
-/// another session's, whose security policy may differ. At most ``capacity`` handles wait; once the pool is
-/// closed every handle given back is freed.
+/// its handle back here (on the loop thread: one lock and an append) with the ``EasyHandleProfile`` it was
+/// configured with, and the next transfer takes both on the thread that prepares it. When its own profile is
+/// the same, it sets only the options that differ for every transfer (the URL, the header list, the
+/// callbacks' data); otherwise `curl_easy_reset` returns every option to its default and it sets them all.
+/// Handles never move between sessions, so nothing one session's transfers left in a handle (curl's TLS
+/// session IDs) reaches another session's, whose security policy may differ. At most ``capacity`` handles
+/// wait; once the pool is closed every handle given back is freed.
 final class EasyHandlePool: @unchecked Sendable {
     // Safety: `state` is guarded by its lock; a handle in `idle` belongs to the pool alone, one taken or
     // given belongs to the caller alone.
@@ -24,6 +26,7 @@ final class EasyHandlePool: @unchecked Sendable {
     private struct Handle: @unchecked Sendable {
         // Safety: see the class.
         let easy: UnsafeMutableRawPointer
+        let profile: EasyHandleProfile?
     }
 
     private struct State {
@@ -41,18 +44,19 @@ final class EasyHandlePool: @unchecked Sendable {
         for handle in state.withLock({ $0.idle }) { curl_easy_cleanup(handle.easy) }
     }
 
-    /// An idle handle with every option reset to its default, or `nil` when none waits.
-    func take() -> UnsafeMutableRawPointer? {
+    /// An idle handle, with the options it was last given still set, and the profile they were set from
+    /// (`nil`: reset it before use); `nil` when none waits.
+    func take() -> (easy: UnsafeMutableRawPointer, profile: EasyHandleProfile?)? {
         guard let handle = state.withLock({ $0.idle.popLast() }) else { return nil }
-        curl_easy_reset(handle.easy)
-        return handle.easy
+        return (handle.easy, handle.profile)
     }
 
-    /// Takes back the handle of a finished transfer. It must be out of its multi handle.
-    func give(_ easy: UnsafeMutableRawPointer) {
+    /// Takes back the handle of a finished transfer, configured from `profile` (`nil` when not from one).
+    /// It must be out of its multi handle.
+    func give(_ easy: UnsafeMutableRawPointer, profile: EasyHandleProfile?) {
         let kept = state.withLock { state -> Bool in
             guard !state.isClosed, state.idle.count < capacity else { return false }
-            state.idle.append(Handle(easy: easy))
+            state.idle.append(Handle(easy: easy, profile: profile))
             return true
         }
         if !kept { curl_easy_cleanup(easy) }

@@ -17,9 +17,13 @@ extension Transfer {
             return
         }
         self.pool = pool
-        if let reused = pool?.take() {
+        profile = makeProfile()
+        if let (reused, previous) = pool?.take() {
             easyHandle = reused
-            guard configure(reused) != nil else {
+            let carriesOver = profile != nil && profile == previous
+            // The same profile: every option but the per-transfer ones is already set as this transfer needs.
+            if !carriesOver { curl_easy_reset(reused) }
+            guard configure(reused, onlyPerTransferOptions: carriesOver) != nil else {
                 preparation = .prepared
                 return
             }
@@ -35,7 +39,7 @@ extension Transfer {
             return
         }
         easyHandle = easy
-        if let failure = configure(easy) {
+        if let failure = configure(easy, onlyPerTransferOptions: false) {
             preparation = .failed(failure)
             return
         }
@@ -68,14 +72,34 @@ extension Transfer {
         return true
     }
 
-    /// Sets every option on `easy`; the error says which option libcurl refused, if one was.
-    func configure(_ easy: UnsafeMutableRawPointer) -> HeraldError? {
+    /// What this transfer's options are set from, apart from the per-transfer ones; `nil` when the request
+    /// has a credential or a body, whose options are set afresh on a reset handle every time.
+    private func makeProfile() -> EasyHandleProfile? {
+        guard request.credential == nil, !sendsBody else { return nil }
+        return EasyHandleProfile(
+            allowedProtocols: request.allowedProtocols, method: request.method, decodesContent: decodesContent,
+            httpVersion: request.httpVersion, requestTimeout: request.requestTimeout,
+            resourceTimeout: request.resourceTimeout, securityPolicy: request.securityPolicy, proxy: request.proxy,
+            environmentMayNameProxy: request.proxy == nil && environmentMayNameProxy)
+    }
+
+    /// Sets the options on `easy`: all of them, or with `onlyPerTransferOptions` (a handle whose options were
+    /// set from this transfer's ``profile``) only those that change with every transfer: the URL, the error
+    /// buffer, the header list and the callbacks' data. The error says which option libcurl refused, if one
+    /// was.
+    func configure(_ easy: UnsafeMutableRawPointer, onlyPerTransferOptions: Bool) -> HeraldError? {
         let context = Unmanaged.passUnretained(self).toOpaque()
         var failed: (String, CURLcode)?
         func check(_ option: String, _ code: CURLcode) {
             if code != CURLE_OK, failed == nil { failed = (option, code) }
         }
         check("URL", herald_easy_setopt_string(easy, CURLOPT_URL, request.url.absoluteString))
+        if onlyPerTransferOptions {
+            check("ERRORBUFFER", herald_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer))
+            configureHeaders(easy, check: check)
+            configureCallbackData(easy, context: context, check: check)
+            return failed.map(refusal)
+        }
         check("NOSIGNAL", herald_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1))
         check("ERRORBUFFER", herald_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer))
         // PROTOCOLS_STR from libcurl 7.85, the PROTOCOLS bitmask before it (see the shim).
@@ -109,23 +133,32 @@ extension Transfer {
         configureMethodAndBody(easy, check: check)
         configureHeaders(easy, check: check)
 
-        check("WRITEDATA", herald_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context))
+        configureCallbackData(easy, context: context, check: check)
         check("WRITEFUNCTION", herald_easy_setopt_data_cb(easy, CURLOPT_WRITEFUNCTION, Transfer.writeCallback))
-        check("HEADERDATA", herald_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context))
         check("HEADERFUNCTION", herald_easy_setopt_data_cb(easy, CURLOPT_HEADERFUNCTION, Transfer.headerCallback))
-        check("READDATA", herald_easy_setopt_pointer(easy, CURLOPT_READDATA, context))
         check("READFUNCTION", herald_easy_setopt_data_cb(easy, CURLOPT_READFUNCTION, Transfer.readCallback))
-        check("SEEKDATA", herald_easy_setopt_pointer(easy, CURLOPT_SEEKDATA, context))
         check("SEEKFUNCTION", herald_easy_setopt_seek_cb(easy, Transfer.seekCallback))
-        check("XFERINFODATA", herald_easy_setopt_pointer(easy, CURLOPT_XFERINFODATA, context))
         check("XFERINFOFUNCTION", herald_easy_setopt_xferinfo_cb(easy, Transfer.progressCallback))
         check("NOPROGRESS", herald_easy_setopt_long(easy, CURLOPT_NOPROGRESS, 0))
-        if let (option, code) = failed {
-            return HeraldError(
-                .invalidRequest, "libcurl refused option \(option).", curlCode: Int32(code.rawValue),
-                curlMessage: String(cString: curl_easy_strerror(code)), url: request.url)
-        }
-        return nil
+        return failed.map(refusal)
+    }
+
+    /// Points every callback's data at this transfer.
+    private func configureCallbackData(
+        _ easy: UnsafeMutableRawPointer, context: UnsafeMutableRawPointer, check: (String, CURLcode) -> Void
+    ) {
+        check("WRITEDATA", herald_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context))
+        check("HEADERDATA", herald_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context))
+        check("READDATA", herald_easy_setopt_pointer(easy, CURLOPT_READDATA, context))
+        check("SEEKDATA", herald_easy_setopt_pointer(easy, CURLOPT_SEEKDATA, context))
+        check("XFERINFODATA", herald_easy_setopt_pointer(easy, CURLOPT_XFERINFODATA, context))
+    }
+
+    /// The error for an option libcurl refused.
+    private func refusal(_ failure: (option: String, code: CURLcode)) -> HeraldError {
+        HeraldError(
+            .invalidRequest, "libcurl refused option \(failure.option).", curlCode: Int32(failure.code.rawValue),
+            curlMessage: String(cString: curl_easy_strerror(failure.code)), url: request.url)
     }
 
     private func configureTimeouts(_ easy: UnsafeMutableRawPointer, check: (String, CURLcode) -> Void) {

@@ -13,10 +13,7 @@ extension Transfer {
     /// what it would have concluded. When one is set, libcurl reads them itself as before.
     func configureProxy(_ easy: UnsafeMutableRawPointer, check: (String, CURLcode) -> Void) {
         guard let proxy = request.proxy else {
-            let names = Self.proxyVariables(forScheme: request.url.scheme ?? "")
-            // A C string compared in place: this runs for every transfer.
-            let named = names.contains { name in name.withCString { getenv($0).map { $0.pointee != 0 } ?? false } }
-            if !named {
+            if !environmentMayNameProxy {
                 check("PROXY", herald_easy_setopt_string(easy, CURLOPT_PROXY, ""))
                 check("NOPROXY", herald_easy_setopt_string(easy, CURLOPT_NOPROXY, ""))
             }
@@ -32,6 +29,14 @@ extension Transfer {
             if proxy.kind == .http || proxy.kind == .https {
                 check("PROXYAUTH", herald_easy_setopt_long(easy, CURLOPT_PROXYAUTH, herald_curlauth_basic))
             }
+        }
+    }
+
+    /// Whether an environment variable libcurl reads for a proxy for this transfer's URL is set to something.
+    var environmentMayNameProxy: Bool {
+        // A C string compared in place: this runs for every transfer.
+        Self.proxyVariables(forScheme: request.url.scheme ?? "").contains { name in
+            name.withCString { getenv($0).map { $0.pointee != 0 } ?? false }
         }
     }
 

@@ -26,6 +26,9 @@ final class Transfer: @unchecked Sendable {
     let errorBuffer: UnsafeMutablePointer<CChar>
     /// Where the easy handle came from and goes back to when the transfer finishes.
     @exclusivity(unchecked) var pool: EasyHandlePool?
+    /// What the easy handle's options were set from, given back to the pool with the handle; `nil` when
+    /// the request has options that are never carried over (a credential, a body).
+    @exclusivity(unchecked) var profile: EasyHandleProfile?
     /// Whether ``prepare(from:)`` ran, and how it went.
     @exclusivity(unchecked) var preparation = Preparation.unprepared
     /// Where the transfer is in its life: the user's pause, the task's answer, a held result, an abort, the end.
@@ -213,7 +216,7 @@ final class Transfer: @unchecked Sendable {
             // Out of the multi handle by now (or never in it). Only a transfer curl finished normally leaves
             // its handle fit for another: after a failure curl may still hold state that `curl_easy_reset`
             // keeps (its receive buffer, after a failed connect), and then refuses options on it.
-            if let pool, error == nil { pool.give(easyHandle) } else { curl_easy_cleanup(easyHandle) }
+            if let pool, error == nil { pool.give(easyHandle, profile: profile) } else { curl_easy_cleanup(easyHandle) }
             self.easyHandle = nil
         }
         delegate.transferDidFinish(outcome)

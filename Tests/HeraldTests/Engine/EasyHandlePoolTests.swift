@@ -15,16 +15,17 @@ struct EasyHandlePoolTests {
         let second = try #require(curl_easy_init())
         let third = try #require(curl_easy_init())
         #expect(Set([first, second, third]).count == 3)
-        pool.give(first)
-        pool.give(second)
-        pool.give(third)  // over capacity: freed
+        pool.give(first, profile: nil)
+        pool.give(second, profile: nil)
+        pool.give(third, profile: nil)  // over capacity: freed
         #expect(pool.idleCount == 2)
         let reused = try #require(pool.take())
-        #expect(reused == second || reused == first)
+        #expect(reused.easy == second || reused.easy == first)
+        #expect(reused.profile == nil)
         #expect(pool.idleCount == 1)
         pool.close()
         #expect(pool.idleCount == 0)
-        pool.give(reused)  // closed: freed, not kept
+        pool.give(reused.easy, profile: nil)  // closed: freed, not kept
         #expect(pool.idleCount == 0)
     }
 
@@ -52,6 +53,49 @@ struct EasyHandlePoolTests {
         #expect(getEcho.headers["content-length"] == nil && getEcho.headers["transfer-encoding"] == nil)
 
         // One request at a time: every transfer after the first ran on the first one's handle.
+        #expect(session.multi?.easyHandles.idleCount == 1)
+        try await fixture.tearDown()
+    }
+
+    @Test("requests with the same options reuse a handle's settings, and each still sends its own URL and headers")
+    func sameProfileSetsOnlyItsOwnOptions() async throws {
+        let fixture = try await SessionFixture.make()
+        let session = fixture.session
+        let fields: [[String: String]] = [["X-First": "1"], [:], ["X-Third": "3", "X-Also": "yes"]]
+        for (index, extra) in fields.enumerated() {
+            var request = Request(url: fixture.server.url("/echo?n=\(index)"))
+            for (name, value) in extra { request.headers.add(name: name, value: value) }
+            let (data, _) = try await session.data(for: request)
+            let echo = try JSONDecoder().decode(EchoedRequest.self, from: data)
+            #expect(echo.uri == "/echo?n=\(index)")
+            let custom = echo.headers.filter { $0.key.hasPrefix("x-") }
+            #expect(custom == Dictionary(uniqueKeysWithValues: extra.map { ($0.key.lowercased(), $0.value) }))
+            #expect(echo.headers["user-agent"] == DefaultHeaders.userAgent)
+        }
+        // One handle served all three, and it went back with the profile its options were set from.
+        let pool = try #require(session.multi?.easyHandles)
+        #expect(pool.idleCount == 1)
+        let idle = try #require(pool.take())
+        #expect(idle.profile?.method == "GET")
+        #expect(idle.profile?.decodesContent == true)
+        pool.give(idle.easy, profile: idle.profile)
+        try await fixture.tearDown()
+    }
+
+    @Test("a request with other options starts from a reset handle: a download after a data task never decodes")
+    func otherProfileResetsTheHandle() async throws {
+        let fixture = try await SessionFixture.make()
+        let session = fixture.session
+        let gzip = fixture.server.url("/gzip")
+        // In memory the body is decoded; a download keeps the bytes as sent, on the same handle.
+        let (decoded, _) = try await session.data(for: Request(url: gzip))
+        #expect(String(decoding: decoded, as: UTF8.self) == TestServer.gzipDecodedText)
+        let scratch = try ScratchDirectory()
+        let (file, _) = try await session.download(for: Request(url: gzip), to: scratch.url.appendingPathComponent("z"))
+        #expect([UInt8](try Data(contentsOf: file)) == TestServer.gzipBody)
+        let (again, _) = try await session.data(for: Request(url: gzip))
+        #expect(again == decoded)
+        scratch.remove()
         #expect(session.multi?.easyHandles.idleCount == 1)
         try await fixture.tearDown()
     }

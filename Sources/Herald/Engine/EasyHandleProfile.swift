@@ -1,0 +1,22 @@
+import Foundation
+
+/// What a transfer sets an easy handle's options from, apart from what changes with every transfer (the
+/// URL, the header list, the error buffer, the callbacks' data).
+///
+/// A pooled handle keeps the options it was last given. When the next transfer's profile is equal, setting
+/// the per-transfer options is all it needs: the reset and the thirty-odd other options would set the same
+/// values again. A request with a credential or a body has no profile, so its options are always set afresh
+/// on a reset handle, and the handle it leaves is reset before the next transfer.
+struct EasyHandleProfile: Equatable, Sendable {
+    var allowedProtocols: String
+    var method: String
+    /// Whether the body is decoded before it reaches the sink (a body in memory; a file keeps the bytes sent).
+    var decodesContent: Bool
+    var httpVersion: HTTPVersion
+    var requestTimeout: TimeInterval
+    var resourceTimeout: TimeInterval
+    var securityPolicy: SecurityPolicy
+    var proxy: Proxy?
+    /// Without an explicit proxy: whether a proxy variable was set, so libcurl was left to read them.
+    var environmentMayNameProxy: Bool
+}
