@@ -32,6 +32,8 @@ final class EasyHandlePool: @unchecked Sendable {
     private struct State {
         var idle: [Handle] = []
         var isClosed = false
+        /// The header list of the last transfer prepared.
+        var lastHeaderList: HeaderList?
     }
 
     private let state = Locked(State())
@@ -60,6 +62,16 @@ final class EasyHandlePool: @unchecked Sendable {
             return true
         }
         if !kept { curl_easy_cleanup(easy) }
+    }
+
+    /// The header list for `key`: the last one made when it has the same key, otherwise a new one, which
+    /// becomes the last unless it carries a credential or cookies (kept no longer than its transfers). Any
+    /// thread.
+    func headerList(for key: HeaderList.Key) -> HeaderList {
+        if let last = state.withLock({ $0.lastHeaderList }), last.key == key { return last }
+        let list = HeaderList(key: key)
+        if !key.carriesSecrets { state.withLock { $0.lastHeaderList = list } }
+        return list
     }
 
     /// Frees the idle handles, and from now on every handle given back.

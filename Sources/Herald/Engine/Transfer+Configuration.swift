@@ -31,7 +31,6 @@ extension Transfer {
             // one configured in its place.
             curl_easy_cleanup(reused)
             easyHandle = nil
-            if let headerList { curl_slist_free_all(headerList) }
             headerList = nil
         }
         guard let easy = curl_easy_init() else {
@@ -203,50 +202,12 @@ extension Transfer {
     }
 
     private func configureHeaders(_ easy: UnsafeMutableRawPointer, check: (String, CURLcode) -> Void) {
-        var list: UnsafeMutablePointer<curl_slist>?
-        // Each line is assembled as bytes in one buffer reused for every field (curl copies it): building a
-        // String per line cost about four appends and an allocation each.
-        var line = ContiguousArray<UInt8>()
-        line.reserveCapacity(256)
-        func appendBytes(of text: String) {
-            // A native string's bytes are contiguous: one copy, not an element-by-element append.
-            if text.utf8.withContiguousStorageIfAvailable({ line.append(contentsOf: $0) }) == nil {
-                line.append(contentsOf: text.utf8)
-            }
-        }
-        func append(name: String, value: String) {
-            line.removeAll(keepingCapacity: true)
-            appendBytes(of: name)
-            if value.isEmpty {
-                // "Name:" alone would tell curl to remove the header; "Name;" sends it with an empty value.
-                line.append(UInt8(ascii: ";"))
-            } else {
-                line.append(UInt8(ascii: ":"))
-                line.append(UInt8(ascii: " "))
-                appendBytes(of: value)
-            }
-            line.append(0)
-            list = line.withUnsafeBufferPointer { bytes in
-                bytes.withMemoryRebound(to: CChar.self) { curl_slist_append(list, $0.baseAddress) }
-            }
-        }
-        for field in request.headers {
-            append(name: field.name, value: field.value)
-        }
-        if let cookie = request.cookieHeader, !request.headers.contains("Cookie") {
-            append(name: "Cookie", value: cookie)
-        }
-        if decodesContent, let header = CurlFeatures.acceptEncodingHeader,
-            !request.headers.contains("Accept-Encoding")
-        {
-            // What curl would send for CURLOPT_ACCEPT_ENCODING "", at a fraction of its cost (see CurlFeatures).
-            list = header.withUnsafeBufferPointer { curl_slist_append(list, $0.baseAddress) }
-        }
-        if sendsBody, !request.headers.contains("Expect") {
-            // curl waits up to a second for "100 Continue" on larger bodies; never stall an upload on it.
-            list = curl_slist_append(list, "Expect:")
-        }
+        let key = HeaderList.Key(
+            headers: request.headers, cookie: request.cookieHeader, decodesContent: decodesContent,
+            sendsBody: sendsBody)
+        // Consecutive requests mostly send the same fields: the session's last list serves them.
+        let list = pool?.headerList(for: key) ?? HeaderList(key: key)
         headerList = list
-        check("HTTPHEADER", herald_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, list))
+        check("HTTPHEADER", herald_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, list.head))
     }
 }

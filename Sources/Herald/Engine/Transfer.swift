@@ -21,7 +21,8 @@ final class Transfer: @unchecked Sendable {
     @exclusivity(unchecked) private(set) var delegate: any TransferDelegate
     @exclusivity(unchecked) var easyHandle: UnsafeMutableRawPointer?
     /// The request's header fields, which curl reads until the handle is cleaned up.
-    @exclusivity(unchecked) var headerList: UnsafeMutablePointer<curl_slist>?
+    /// The header lines curl sends for this transfer, held while curl may read them.
+    @exclusivity(unchecked) var headerList: HeaderList?
     /// Where curl writes its message for a failure (`CURLOPT_ERRORBUFFER`).
     let errorBuffer: UnsafeMutablePointer<CChar>
     /// Where the easy handle came from and goes back to when the transfer finishes.
@@ -80,7 +81,6 @@ final class Transfer: @unchecked Sendable {
 
     deinit {
         if let easyHandle { curl_easy_cleanup(easyHandle) }
-        if let headerList { curl_slist_free_all(headerList) }
         errorBuffer.deallocate()
     }
 

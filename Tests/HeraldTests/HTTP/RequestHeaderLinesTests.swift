@@ -23,4 +23,56 @@ struct RequestHeaderLinesTests {
         #expect(sent.map(\.value) == ["", "caf\u{E9} \u{1F600}", "one", "two"])
         try await fixture.tearDown()
     }
+
+    /// The lines of a list, in order.
+    private func lines(_ list: HeaderList) -> [String] {
+        var lines: [String] = []
+        var node = list.head
+        while let current = node {
+            if let data = current.pointee.data { lines.append(String(cString: data)) }
+            node = current.pointee.next
+        }
+        return lines
+    }
+
+    @Test("a list holds the fields in order, then the cookies, Accept-Encoding and Expect unless the fields have them")
+    func listLines() throws {
+        let acceptEncoding = try #require(CurlFeatures.acceptEncodingHeader)
+        let encodingLine = acceptEncoding.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        var key = HeaderList.Key(
+            headers: ["A": "1", "Empty": ""], cookie: "c=1", decodesContent: true, sendsBody: true)
+        #expect(lines(HeaderList(key: key)) == ["A: 1", "Empty;", "Cookie: c=1", encodingLine, "Expect:"])
+        key.headers = ["cookie": "mine", "accept-encoding": "identity", "EXPECT": "100-continue"]
+        #expect(lines(HeaderList(key: key)) == ["cookie: mine", "accept-encoding: identity", "EXPECT: 100-continue"])
+        key = HeaderList.Key(headers: [:], cookie: nil, decodesContent: false, sendsBody: false)
+        #expect(lines(HeaderList(key: key)).isEmpty)
+        #expect(HeaderList(key: key).head == nil)
+    }
+
+    @Test("a session shares its last list with the next transfer of the same fields, but never keeps credentials")
+    func sessionSharesLastList() throws {
+        let pool = EasyHandlePool(capacity: 1)
+        let plain = HeaderList.Key(headers: ["User-Agent": "x"], cookie: nil, decodesContent: true, sendsBody: false)
+        let first = pool.headerList(for: plain)
+        #expect(pool.headerList(for: plain) === first)
+        var other = plain
+        other.headers.add(name: "X-More", value: "1")
+        let second = pool.headerList(for: other)
+        #expect(second !== first)
+        #expect(pool.headerList(for: other) === second)
+        #expect(pool.headerList(for: plain) !== first)  // only the last list is kept
+        func key(_ headers: HTTPHeaders, cookie: String? = nil) -> HeaderList.Key {
+            HeaderList.Key(headers: headers, cookie: cookie, decodesContent: true, sendsBody: false)
+        }
+        let secrets = [
+            key(["authorization": "Basic eDp5"]), key(["Proxy-Authorization": "p"]), key(["Cookie": "a=b"]),
+            key([:], cookie: "session=1"),
+        ]
+        for secret in secrets {
+            #expect(secret.carriesSecrets)
+            #expect(pool.headerList(for: secret) !== pool.headerList(for: secret))
+        }
+        #expect(!plain.carriesSecrets)
+        pool.close()
+    }
 }
