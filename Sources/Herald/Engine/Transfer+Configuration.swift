@@ -20,7 +20,8 @@ extension Transfer {
         profile = makeProfile()
         if let (reused, previous) = pool?.take() {
             easyHandle = reused
-            let carriesOver = profile != nil && profile == previous
+            let carriesOver: Bool
+            if let profile, let previous { carriesOver = profile == previous } else { carriesOver = false }
             // The same profile: every option but the per-transfer ones is already set as this transfer needs.
             if !carriesOver { curl_easy_reset(reused) }
             guard configure(reused, onlyPerTransferOptions: carriesOver) != nil else {
