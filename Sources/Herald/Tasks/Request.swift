@@ -120,11 +120,40 @@ extension Request {
         isToken(name) && !containsLineBreakOrNUL(value)
     }
 
-    /// Whether `text` contains CR, LF or NUL. A plain loop over the bytes: the same test through
-    /// `contains(where:)` made an indirect call per byte (about 1,500 instructions for a short URL).
+    /// Whether `text` contains CR, LF or NUL. A native string's bytes are tested eight at a time (this runs
+    /// for the URL and every header value of every request); others byte by byte.
     static func containsLineBreakOrNUL(_ text: String) -> Bool {
+        if let found = text.utf8.withContiguousStorageIfAvailable(containsLineBreakOrNUL(bytes:)) { return found }
         for byte in text.utf8 where byte == 0x0D || byte == 0x0A || byte == 0x00 { return true }
         return false
+    }
+
+    /// Whether `bytes` contain CR, LF or NUL.
+    static func containsLineBreakOrNUL(bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var index = 0
+        if let base = bytes.baseAddress {
+            let raw = UnsafeRawPointer(base)
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            while index + 8 <= bytes.count {
+                let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                if hasZeroByte(word) || hasZeroByte(word ^ (ones &* 0x0A)) || hasZeroByte(word ^ (ones &* 0x0D)) {
+                    return true
+                }
+                index += 8
+            }
+        }
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == 0x0D || byte == 0x0A || byte == 0x00 { return true }
+            index += 1
+        }
+        return false
+    }
+
+    /// Whether any of the word's eight bytes is zero (exact: the borrow never reaches a byte above a zero
+    /// one unless that byte is zero as well).
+    private static func hasZeroByte(_ word: UInt64) -> Bool {
+        (word &- 0x0101_0101_0101_0101) & ~word & 0x8080_8080_8080_8080 != 0
     }
 
     /// Whether `text` is a non-empty RFC 9110 token.

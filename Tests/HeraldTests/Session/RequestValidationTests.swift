@@ -59,4 +59,26 @@ struct RequestValidationTests {
         #expect(task.state == .suspended)
         task.cancel()
     }
+
+    @Test("CR, LF and NUL are found at every position of strings of every length up to 40, and nothing else is")
+    func lineBreakScan() {
+        // Bytes one away from the three, and bytes with the high bit set, which a word-wide test could confuse.
+        let innocent: [UInt8] = [0x01, 0x09, 0x0B, 0x0C, 0x0E, 0x1A, 0x20, 0x7F, 0x80, 0x8A, 0x8D, 0xFF]
+        for length in 0...40 {
+            let clean = (0..<length).map { innocent[$0 % innocent.count] }
+            #expect(!clean.withUnsafeBufferPointer(Request.containsLineBreakOrNUL(bytes:)), "length \(length)")
+            for position in 0..<length {
+                for bad: UInt8 in [0x0D, 0x0A, 0x00] {
+                    var bytes = clean
+                    bytes[position] = bad
+                    #expect(
+                        bytes.withUnsafeBufferPointer(Request.containsLineBreakOrNUL(bytes:)),
+                        "length \(length), byte \(bad) at \(position)")
+                }
+            }
+        }
+        #expect(!Request.containsLineBreakOrNUL("https://example.com/caf\u{E9}?q=\u{1F600}&x=1"))
+        #expect(Request.containsLineBreakOrNUL("https://example.com/a-long-path-before-the-break\r\nX: y"))
+        #expect(Request.containsLineBreakOrNUL("short\n"))
+    }
 }
