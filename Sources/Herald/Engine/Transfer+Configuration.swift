@@ -77,10 +77,11 @@ extension Transfer {
     private func makeProfile() -> EasyHandleProfile? {
         guard request.credential == nil, !sendsBody else { return nil }
         return EasyHandleProfile(
-            allowedProtocols: request.allowedProtocols, method: request.method, decodesContent: decodesContent,
-            httpVersion: request.httpVersion, requestTimeout: request.requestTimeout,
-            resourceTimeout: request.resourceTimeout, securityPolicy: request.securityPolicy, proxy: request.proxy,
-            environmentMayNameProxy: request.proxy == nil && environmentMayNameProxy)
+            .init(
+                allowedProtocols: request.allowedProtocols, method: request.method, decodesContent: decodesContent,
+                httpVersion: request.httpVersion, requestTimeout: request.requestTimeout,
+                resourceTimeout: request.resourceTimeout, securityPolicy: request.securityPolicy,
+                proxy: request.proxy, environmentMayNameProxy: request.proxy == nil && environmentMayNameProxy))
     }
 
     /// Sets the options on `easy`: all of them, or with `onlyPerTransferOptions` (a handle whose options were

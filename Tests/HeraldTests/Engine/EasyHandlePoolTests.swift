@@ -76,8 +76,8 @@ struct EasyHandlePoolTests {
         let pool = try #require(session.multi?.easyHandles)
         #expect(pool.idleCount == 1)
         let idle = try #require(pool.take())
-        #expect(idle.profile?.method == "GET")
-        #expect(idle.profile?.decodesContent == true)
+        #expect(idle.profile?.options.method == "GET")
+        #expect(idle.profile?.options.decodesContent == true)
         pool.give(idle.easy, profile: idle.profile)
         try await fixture.tearDown()
     }
