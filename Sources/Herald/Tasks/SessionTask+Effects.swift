@@ -3,17 +3,20 @@ import Foundation
 
 /// A side effect of a task's transition: what ``TaskStateMachine`` decided, carried out after the task's
 /// lock is released.
+///
+/// The cases with an outcome or a retry's announcement are `indirect`: those payloads are hundreds of bytes,
+/// and every array of effects and every pass over one copied them whole.
 enum TaskEffect {
     /// Post `taskDidResume` or `taskDidSuspend` for the task.
     case announce(SessionTask, TaskState)
     /// Post `taskWillRetry`.
-    case announceRetry(SessionTask, RetryAnnouncement)
+    indirect case announceRetry(SessionTask, RetryAnnouncement)
     /// Send the engine a command.
     case engine(TransferCommand)
     /// Complete the task with an outcome (held while suspended, or a cancellation between transfers).
-    case complete(SessionTask, TransferOutcome)
+    indirect case complete(SessionTask, TransferOutcome)
     /// Hand a completed task to the session: serialize, run the completion handler, post `taskDidComplete`.
-    case deliver(SessionTask, TransferOutcome)
+    indirect case deliver(SessionTask, TransferOutcome)
     /// Start a retry's timer.
     case schedule(DispatchWorkItem, delay: TimeInterval)
     /// Cancel a retry's timer.
