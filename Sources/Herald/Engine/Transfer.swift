@@ -70,13 +70,14 @@ final class Transfer: @unchecked Sendable {
     let idleTimeout: UInt64?
     let startDate = Date()
 
-    init(request: TransferRequest, delegate: any TransferDelegate) {
-        self.request = request
+    init(request: consuming TransferRequest, delegate: any TransferDelegate) {
         self.delegate = delegate
         self.idleTimeout = request.requestTimeout > 0 ? ActivityClock.nanoseconds(request.requestTimeout) : nil
         if case .memory = request.sink { collectsBodyInMemory = true } else { collectsBodyInMemory = false }
         self.errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
         self.errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
+        // Last: the request moves in rather than being copied.
+        self.request = request
     }
 
     deinit {

@@ -52,7 +52,7 @@ extension SessionTask {
     /// Starts the task's next transfer (its first one too), unless it was cancelled meanwhile; a suspended
     /// task keeps it until ``resume()``. Never the loop thread, never with the task's lock held: the trace
     /// instrument and the cookie store run here.
-    func startTransfer(_ request: TransferRequest) {
+    func startTransfer(_ request: consuming TransferRequest) {
         var request = request
         // Every transfer carries the trace context, whatever a redirection hook or an adapter did to the headers.
         trace?.inject(into: &request.headers)
@@ -63,10 +63,11 @@ extension SessionTask {
             // left (a minimal value when nothing is, so curl fails it with timedOut at once).
             request.resourceTimeout = max(0.001, request.resourceTimeout - Date().timeIntervalSince(firstStart))
         }
+        let sendsCredential = request.credential != nil
+        // The request moves into the transfer: it is about 350 bytes, and copying it is not free.
         let transfer = Transfer(request: request, delegate: self)
         // The easy handle is made here, not on the loop thread that every transfer of the engine shares.
         transfer.prepare(from: session.multi?.easyHandles)
-        let sendsCredential = request.credential != nil
         transition { core -> ((), [TaskEffect]) in
             switch core.machine.transferPrepared(transfer) {
             case .none:

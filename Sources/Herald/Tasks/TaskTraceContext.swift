@@ -6,7 +6,10 @@ import Instrumentation
 /// Both are taken when the task is created, on the creator's thread, because that is where the task-local
 /// `ServiceContext.current` and a `withTracer` scope's instrument exist; transfers start later on other
 /// threads (a redirect's on the hop queue), where neither does.
-struct TaskTraceContext: Sendable {
+///
+/// A class: an optional struct holding an existential and a `ServiceContext` was copied through the
+/// runtime's generic witnesses, absent or not, each time a task read it.
+final class TaskTraceContext: Sendable {
     let serviceContext: ServiceContext
     let instrument: any Instrument
 
