@@ -17,6 +17,7 @@ extension Transfer {
             return
         }
         self.pool = pool
+        proxyFromEnvironment = request.proxy == nil && environmentMayNameProxy
         profile = makeProfile()
         if let (reused, previous) = pool?.take() {
             easyHandle = reused
@@ -81,7 +82,7 @@ extension Transfer {
                 allowedProtocols: request.allowedProtocols, method: request.method, decodesContent: decodesContent,
                 httpVersion: request.httpVersion, requestTimeout: request.requestTimeout,
                 resourceTimeout: request.resourceTimeout, securityPolicy: request.securityPolicy,
-                proxy: request.proxy, environmentMayNameProxy: request.proxy == nil && environmentMayNameProxy))
+                proxy: request.proxy, environmentMayNameProxy: proxyFromEnvironment))
     }
 
     /// Sets the options on `easy`: all of them, or with `onlyPerTransferOptions` (a handle whose options were

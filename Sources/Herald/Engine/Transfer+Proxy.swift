@@ -13,7 +13,7 @@ extension Transfer {
     /// what it would have concluded. When one is set, libcurl reads them itself as before.
     func configureProxy(_ easy: UnsafeMutableRawPointer, check: (String, CURLcode) -> Void) {
         guard let proxy = request.proxy else {
-            if !environmentMayNameProxy {
+            if !proxyFromEnvironment {
                 check("PROXY", herald_easy_setopt_string(easy, CURLOPT_PROXY, ""))
                 check("NOPROXY", herald_easy_setopt_string(easy, CURLOPT_NOPROXY, ""))
             }

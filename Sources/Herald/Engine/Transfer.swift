@@ -30,6 +30,9 @@ final class Transfer: @unchecked Sendable {
     /// What the easy handle's options were set from, given back to the pool with the handle; `nil` when
     /// the request has options that are never carried over (a credential, a body).
     @exclusivity(unchecked) var profile: EasyHandleProfile?
+    /// Without an explicit proxy, whether a proxy environment variable is set for the URL's scheme: read once,
+    /// when the transfer is prepared, for its profile and its options.
+    @exclusivity(unchecked) var proxyFromEnvironment = false
     /// Whether ``prepare(from:)`` ran, and how it went.
     @exclusivity(unchecked) var preparation = Preparation.unprepared
     /// Where the transfer is in its life: the user's pause, the task's answer, a held result, an abort, the end.
