@@ -20,10 +20,13 @@ final class SessionEventPoster: Sendable {
     /// Every lifecycle notification of the session is posted from this serial queue, in causal order.
     let eventQueue: DispatchQueue
 
-    init(center: NotificationHub, sessionIdentifier: Int) {
+    /// - Parameter target: The queue the event queue runs its work on (`target` of `DispatchQueue`), or
+    ///   `nil` for a global one. With the session's own serial completion queue, notifications and
+    ///   completion handlers take turns on one queue and never run at the same time.
+    init(center: NotificationHub, sessionIdentifier: Int, target: DispatchQueue?) {
         self.center = center
         self.sessionIdentifier = sessionIdentifier
-        self.eventQueue = DispatchQueue(label: "herald.session.\(sessionIdentifier).events")
+        self.eventQueue = DispatchQueue(label: "herald.session.\(sessionIdentifier).events", target: target)
     }
 
     /// Called right after a real transition to `running` or `suspended`, in the order of the transitions.

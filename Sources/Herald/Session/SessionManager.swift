@@ -96,7 +96,12 @@ public final class SessionManager: Sendable {
         self.engine = engine
         self.downloadDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "herald-\(getpid())-session-\(identifier)", isDirectory: true)
-        self.eventPoster = SessionEventPoster(center: notificationCenter, sessionIdentifier: identifier)
+        // On the session's own completion queue, the event queue runs its work on that queue's thread: a
+        // completion handler that resumes the next task, and the completion it posts after, wake no third
+        // thread. A caller's queue may be concurrent, the main queue, or busy with other code.
+        self.eventPoster = SessionEventPoster(
+            center: notificationCenter, sessionIdentifier: identifier,
+            target: completionQueue == nil ? self.completionQueue : nil)
         self.cookieStore = configuration.httpCookieStore ?? CookieStore()
         queueMarker.mark(eventPoster.eventQueue)
         // Only a queue of the session's own: a caller's queue may be concurrent, or shared with other code.

@@ -33,6 +33,41 @@ private final class EveryMethodObserver: SessionObserver {
     }
 }
 
+/// Counts the times a completion handler and a `.posting` observer of the same session ran at once.
+private final class OverlapDetector: SessionObserver {
+    private struct State {
+        var running = 0
+        var overlaps = 0
+        var runs = 0
+        var checksum: UInt64 = 0
+    }
+
+    private let state = Locked(State())
+
+    var overlaps: Int { state.withLock { $0.overlaps } }
+    var runs: Int { state.withLock { $0.runs } }
+
+    /// Enters, works for some microseconds outside the lock (so that a run on another thread would meet
+    /// it), and leaves.
+    func run() {
+        state.withLock {
+            $0.running += 1
+            $0.runs += 1
+            if $0.running > 1 { $0.overlaps += 1 }
+        }
+        var value: UInt64 = 0x9E37_79B9_7F4A_7C15
+        for step in 0..<20_000 { value = (value ^ UInt64(step)) &* 0x100_0000_01B3 }
+        state.withLock {
+            $0.checksum ^= value
+            $0.running -= 1
+        }
+    }
+
+    func taskDidResume(_ notification: TypedNotification<TaskLifecycleEvent>) { run() }
+
+    func taskDidComplete(_ notification: TypedNotification<TaskCompletion>) { run() }
+}
+
 @Suite("SessionObserver protocol form")
 struct SessionObserverTests {
     @Test("every SessionObserver method is dispatched, in posting order, on a concurrent queue too")
@@ -81,6 +116,27 @@ struct SessionObserverTests {
         directToken.cancel()
         queuedToken.cancel()
         try await fixture.server.shutdown()
+    }
+
+    @Test("with the session's own completion queue, completion handlers and .posting observers never overlap")
+    func ownCompletionQueueSerializesObservers() async throws {
+        let fixture = try await SessionFixture.make()
+        let detector = OverlapDetector()
+        let token = fixture.center.addObserver(detector)
+        let count = 40
+        for index in 0..<count {
+            let task = try fixture.session.dataTask(with: Request(url: fixture.server.url("/json?n=\(index)"))) {
+                _, _, _ in detector.run()
+            }
+            task.resume()
+        }
+        try await fixture.recorder.waitForCompletions(count)
+        await fixture.center.drain()
+        // Each task: a resume and a completion observed, and its completion handler.
+        #expect(detector.runs == 3 * count)
+        #expect(detector.overlaps == 0)
+        token.cancel()
+        try await fixture.tearDown()
     }
 
     @Test("tasks of a session post nothing on another session's center")
