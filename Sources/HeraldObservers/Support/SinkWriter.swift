@@ -63,6 +63,16 @@ final class SinkWriter<Item: Sendable>: Sendable {
             var waiters: [(count: UInt64, resume: @Sendable () -> Void)] = []
             var isClosing = false
             var hasEnded = false
+            /// Whether the thread waits on `wake` (or is about to): only then does a submit signal it. A
+            /// signal per item would cost a futex call each, and wake the thread once per item for a
+            /// batch it had already taken.
+            var isWaiting = false
+
+            /// Marks the thread awake and returns whether it was waiting, so the caller signals it.
+            mutating func wakeIfWaiting() -> Bool {
+                defer { isWaiting = false }
+                return isWaiting
+            }
         }
 
         private let state = Locked(State())
@@ -76,11 +86,12 @@ final class SinkWriter<Item: Sendable>: Sendable {
         var hasEnded: Bool { state.withLock { $0.hasEnded } }
 
         func submit(_ item: Item) {
-            state.withLock { state in
+            let mustWake = state.withLock { state in
                 state.items.append(item)
                 state.submitted += 1
+                return state.wakeIfWaiting()
             }
-            wake.signal()
+            if mustWake { wake.signal() }
         }
 
         func whenConsumed(_ resume: @escaping @Sendable () -> Void) {
@@ -93,18 +104,27 @@ final class SinkWriter<Item: Sendable>: Sendable {
         }
 
         func close() {
-            state.withLock { $0.isClosing = true }
-            wake.signal()
+            let mustWake = state.withLock { state in
+                state.isClosing = true
+                return state.wakeIfWaiting()
+            }
+            if mustWake { wake.signal() }
         }
 
         /// The thread's body: consume until closed and empty.
         func run() {
             Self.blockSIGPIPE()
             while true {
-                wake.wait()
                 let (batch, isClosing, hasEnded) = state.withLock { state in
                     defer { state.items.removeAll(keepingCapacity: true) }
+                    if state.items.isEmpty, !state.isClosing { state.isWaiting = true }
                     return (state.items, state.isClosing, state.hasEnded)
+                }
+                if batch.isEmpty {
+                    if isClosing { return }
+                    // Marked waiting above: the next submit (or close) signals once.
+                    wake.wait()
+                    continue
                 }
                 var ended = hasEnded
                 for item in batch where !ended {
@@ -119,7 +139,6 @@ final class SinkWriter<Item: Sendable>: Sendable {
                     return ready
                 }
                 for resume in ready { resume() }
-                if isClosing, state.withLock({ $0.items.isEmpty }) { return }
             }
         }
 
