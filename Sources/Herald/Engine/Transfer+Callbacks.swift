@@ -5,36 +5,43 @@ import Foundation
 // `curl_multi_*`; they record what happened and return. `userdata` is the transfer, kept alive by its
 // multi handle while curl can call back.
 extension Transfer {
+    /// Runs `body` with the transfer `userdata` points to, borrowed without a retain. Safe because its multi
+    /// handle holds it while curl can call back, and lets it go only on the loop thread outside any curl
+    /// call: a callback can't outlive it. libcurl calls the progress callback about ten times per request
+    /// and the header callback once per line, so a retain and a release each time would add up.
+    @inline(__always)
+    private static func borrowing<Result>(_ userdata: UnsafeMutableRawPointer, _ body: (Transfer) -> Result) -> Result {
+        Unmanaged<Transfer>.fromOpaque(userdata)._withUnsafeGuaranteedRef(body)
+    }
+
     static let writeCallback: herald_curl_data_cb = { buffer, size, count, userdata in
         guard let userdata else { return 0 }
-        let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
-        return transfer.received(buffer, length: size * count)
+        return borrowing(userdata) { $0.received(buffer, length: size * count) }
     }
 
     static let headerCallback: herald_curl_data_cb = { buffer, size, count, userdata in
         guard let userdata else { return 0 }
-        let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
         let length = size * count
         guard let buffer else { return length }
-        transfer.receivedHeaderLine(UnsafeRawBufferPointer(start: buffer, count: length))
-        return transfer.exceedsHeaderLimit(adding: length) ? 0 : length
+        return borrowing(userdata) { transfer in
+            transfer.receivedHeaderLine(UnsafeRawBufferPointer(start: buffer, count: length))
+            return transfer.exceedsHeaderLimit(adding: length) ? 0 : length
+        }
     }
 
     static let readCallback: herald_curl_data_cb = { buffer, size, count, userdata in
         guard let userdata, let buffer else { return Int(herald_readfunc_abort) }
-        let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
-        return transfer.fillBody(buffer, capacity: size * count)
+        return borrowing(userdata) { $0.fillBody(buffer, capacity: size * count) }
     }
 
     static let seekCallback: herald_curl_seek_cb = { userdata, offset, origin in
         guard let userdata else { return CURL_SEEKFUNC_FAIL }
-        let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
-        return transfer.rewindBody(to: offset, origin: origin)
+        return borrowing(userdata) { $0.rewindBody(to: offset, origin: origin) }
     }
 
     static let progressCallback: herald_curl_xferinfo_cb = { userdata, _, _, _, _ in
         guard let userdata else { return 1 }
-        return Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue().progressTick()
+        return borrowing(userdata) { $0.progressTick() }
     }
 
     // MARK: - receiving
