@@ -11,17 +11,37 @@ import Instrumentation
 /// a URL without a host, a scheme the session does not allow, a method that is not an HTTP token, or a
 /// header name or value containing CR, LF or NUL is refused with a ``HeraldError`` before any byte is sent.
 public struct Request: Sendable {
+    /// The fields, in one reference-counted box shared by copies until one of them is changed (as `Array`
+    /// does): a task copies its request several times on the way to the wire, and a copy is then one
+    /// reference instead of one per field.
+    private var storage: Storage
+
     /// The URL to request.
-    public var url: URL
+    public var url: URL {
+        get { storage.url }
+        _modify { yield &uniqueStorage().url }
+    }
     /// The HTTP method, such as `"GET"` or `"POST"`; case-sensitive, as HTTP methods are.
-    public var method: String
+    public var method: String {
+        get { storage.method }
+        _modify { yield &uniqueStorage().method }
+    }
     /// The header fields, sent in order after the session's additional headers that they don't override.
-    public var headers: HTTPHeaders
+    public var headers: HTTPHeaders {
+        get { storage.headers }
+        _modify { yield &uniqueStorage().headers }
+    }
     /// The body sent with the request, if any. Its length is sent as `Content-Length`.
-    public var body: Data?
+    public var body: Data? {
+        get { storage.body }
+        _modify { yield &uniqueStorage().body }
+    }
     /// The idle timeout for this request in seconds, overriding the session's
     /// ``SessionConfiguration/timeoutIntervalForRequest`` when set.
-    public var timeoutInterval: TimeInterval?
+    public var timeoutInterval: TimeInterval? {
+        get { storage.timeoutInterval }
+        _modify { yield &uniqueStorage().timeoutInterval }
+    }
     /// The trace context the task belongs to, overriding the task-local `ServiceContext.current` of the code
     /// that creates the task; `nil` (the default) takes that one.
     ///
@@ -38,7 +58,10 @@ public struct Request: Sendable {
     /// Herald starts no span of its own. The `traceparent` sent names the span of this context, so the
     /// server's span is a child of the caller's span (a sibling of `TracingObserver`'s client span).
     /// Not part of the request's identity: ``==(_:_:)`` and ``hash(into:)`` ignore it.
-    public var serviceContext: ServiceContext?
+    public var serviceContext: ServiceContext? {
+        get { storage.serviceContext }
+        _modify { yield &uniqueStorage().serviceContext }
+    }
 
     /// Creates a request.
     /// - Parameters:
@@ -53,12 +76,45 @@ public struct Request: Sendable {
         url: URL, method: String = "GET", headers: HTTPHeaders = [:], body: Data? = nil,
         timeoutInterval: TimeInterval? = nil, serviceContext: ServiceContext? = nil
     ) {
-        self.url = url
-        self.method = method
-        self.headers = headers
-        self.body = body
-        self.timeoutInterval = timeoutInterval
-        self.serviceContext = serviceContext
+        storage = Storage(
+            url: url, method: method, headers: headers, body: body, timeoutInterval: timeoutInterval,
+            serviceContext: serviceContext)
+    }
+
+    /// The box, copied first if another request shares it.
+    private mutating func uniqueStorage() -> Storage {
+        if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
+        return storage
+    }
+
+    /// A request's fields.
+    private final class Storage: @unchecked Sendable {
+        // Safety: a box is only written through `uniqueStorage()`, when the request writing it holds the
+        // only reference; a box that two requests (or two threads) share is never written, only copied.
+        @exclusivity(unchecked) var url: URL
+        @exclusivity(unchecked) var method: String
+        @exclusivity(unchecked) var headers: HTTPHeaders
+        @exclusivity(unchecked) var body: Data?
+        @exclusivity(unchecked) var timeoutInterval: TimeInterval?
+        @exclusivity(unchecked) var serviceContext: ServiceContext?
+
+        init(
+            url: URL, method: String, headers: HTTPHeaders, body: Data?, timeoutInterval: TimeInterval?,
+            serviceContext: ServiceContext?
+        ) {
+            self.url = url
+            self.method = method
+            self.headers = headers
+            self.body = body
+            self.timeoutInterval = timeoutInterval
+            self.serviceContext = serviceContext
+        }
+
+        func copy() -> Storage {
+            Storage(
+                url: url, method: method, headers: headers, body: body, timeoutInterval: timeoutInterval,
+                serviceContext: serviceContext)
+        }
     }
 }
 
