@@ -38,7 +38,9 @@ public final class SessionManager: Sendable {
     /// Where the session's and its tasks' lifecycle notifications are posted.
     public let notificationCenter: NotificationHub
     /// Where completion handlers and progress handlers run. Default: a serial queue the session owns
-    /// (never the main queue, which on Linux does not run while the main thread is blocked).
+    /// (never the main queue, which on Linux does not run while the main thread is blocked). The session's
+    /// notifications are then posted on that queue too, in turns with the handlers, so a `.posting`
+    /// observer must not call `completionQueue.sync`: it would wait for itself.
     public let completionQueue: DispatchQueue
     /// When set, every completion handler runs inside this group.
     public let completionGroup: DispatchGroup?
