@@ -3,20 +3,12 @@ import CUV
 import Foundation
 import HeraldNotifications
 
-#if canImport(Glibc)
-    import Glibc
-    private let closeDescriptor = Glibc.close
-#elseif canImport(Musl)
-    import Musl
-    private let closeDescriptor = Musl.close
-#endif
-
 /// A libuv loop on its own thread: the only thread that calls libuv, or libcurl on a multi handle and the
 /// easy handles in it (an easy handle not yet added is configured by the thread that prepares its transfer).
 ///
 /// Other threads hand it work through ``execute(_:)``: the closure is appended to a lock-guarded
-/// queue and, when the queue was empty, the loop is woken through an eventfd of its own (``Wakeup``);
-/// the loop drains the whole queue each time. An idle engine sleeps in `epoll_wait`: no timers, no polling.
+/// queue and the loop is woken with `uv_async_send`. libuv coalesces sends, so the async callback
+/// drains the whole queue each time. An idle engine sleeps in `epoll_wait`: no timers, no polling.
 final class Engine: @unchecked Sendable {
     // Safety: `loop`, `wakeup` and every libuv/libcurl object reachable from them are touched only on
     // `loopThread` (inside `uv_run`); `pending` is guarded by its lock; `loopThreadID` is written once,
@@ -26,7 +18,7 @@ final class Engine: @unchecked Sendable {
     static let shared = Engine(name: "herald.engine.shared")
 
     private let loop: UnsafeMutablePointer<uv_loop_t>
-    private let wakeup: Wakeup
+    private let wakeup: UnsafeMutablePointer<uv_async_t>
     private let pending = Locked<[@Sendable () -> Void]>([])
     private let loopThreadID = Locked<pthread_t?>(nil)
     /// Runs after each loop iteration's I/O to hand that iteration's deliveries to their queues.
@@ -49,15 +41,18 @@ final class Engine: @unchecked Sendable {
         curl_global_init(Int(CURL_GLOBAL_DEFAULT))
         loop = .allocate(capacity: 1)
         uv_loop_init(loop)
+        wakeup = .allocate(capacity: 1)
+        uv_async_init(loop, wakeup) { handle in
+            guard let handle, let context = handle.pointee.data else { return }
+            Unmanaged<Engine>.fromOpaque(context).takeUnretainedValue().drain()
+        }
         iterationEnd = .allocate(capacity: 1)
         uv_check_init(loop, iterationEnd)
         deliveriesWaiting = .allocate(capacity: 1)
         uv_idle_init(loop, deliveriesWaiting)
-        wakeup = Wakeup(loop: loop)
         // The engine lives as long as its thread runs; sessions keep it alive in the meantime.
-        let context = Unmanaged.passRetained(self).toOpaque()
-        wakeup.start(context: context)
-        iterationEnd.pointee.data = context
+        wakeup.pointee.data = Unmanaged.passRetained(self).toOpaque()
+        iterationEnd.pointee.data = wakeup.pointee.data
         let thread = Thread { [self] in
             loopThreadID.withLock { $0 = pthread_self() }
             uv_run(loop, UV_RUN_DEFAULT)
@@ -69,13 +64,8 @@ final class Engine: @unchecked Sendable {
 
     /// Runs `work` on the loop thread, after every command enqueued before it.
     func execute(_ work: @escaping @Sendable () -> Void) {
-        let wasEmpty = pending.withLock { queue in
-            defer { queue.append(work) }
-            return queue.isEmpty
-        }
-        // A non-empty queue has a wake-up on its way already: the loop empties the queue only after it
-        // was woken, and drains until it finds it empty.
-        if wasEmpty { wakeup.signal() }
+        pending.withLock { $0.append(work) }
+        uv_async_send(wakeup)
     }
 
     /// Runs `work` on `queue` (in `group`): from the loop thread, at the end of the current loop
@@ -124,14 +114,6 @@ final class Engine: @unchecked Sendable {
     /// The loop, for handles created on the loop thread.
     var uvLoop: UnsafeMutablePointer<uv_loop_t> { loop }
 
-    /// The wake-up fired: runs every queued command. Loop thread.
-    fileprivate static func wakeupFired(_ context: UnsafeMutableRawPointer) {
-        Unmanaged<Engine>.fromOpaque(context)._withUnsafeGuaranteedRef { engine in
-            engine.wakeup.clear()
-            engine.drain()
-        }
-    }
-
     private func drain() {
         while true {
             let batch = pending.withLock { queue -> [@Sendable () -> Void] in
@@ -146,83 +128,6 @@ final class Engine: @unchecked Sendable {
 }
 
 extension Engine {
-    /// How other threads wake the loop: an eventfd of the engine's own that the loop polls, or libuv's
-    /// `uv_async_t` if the process can't make one (it is out of descriptors when the engine starts).
-    ///
-    /// `uv_async_t` alone would do, but in libuv 1.44 a loop woken while the sending thread is still on
-    /// its way out of `write(2)` spins (997 `pause` instructions, then `sched_yield`, over and over) until
-    /// the sender marks its send done. With one request at a time that happened on about a third of the
-    /// requests, each time for tens of microseconds. Here the `write` is the whole send: the loop reads
-    /// the counter and runs the commands, with nothing to wait for. ``Engine/execute(_:)`` signals only when
-    /// its queue was empty, so a burst of commands costs one `write`.
-    final class Wakeup: @unchecked Sendable {
-        // Safety: every stored property is written once, in `init`. `signal()` only writes to the
-        // descriptor (or calls `uv_async_send`, which libuv allows from any thread); `start` runs before
-        // the loop thread does, and `clear` on the loop thread.
-
-        /// The eventfd, or -1 when the `uv_async_t` stands in.
-        private let descriptor: Int32
-        private let poll: UnsafeMutablePointer<uv_poll_t>?
-        private let async: UnsafeMutablePointer<uv_async_t>?
-
-        init(loop: UnsafeMutablePointer<uv_loop_t>) {
-            let descriptor = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
-            if descriptor >= 0 {
-                let poll = UnsafeMutablePointer<uv_poll_t>.allocate(capacity: 1)
-                if uv_poll_init(loop, poll, descriptor) == 0 {
-                    self.descriptor = descriptor
-                    self.poll = poll
-                    self.async = nil
-                    return
-                }
-                poll.deallocate()
-                _ = closeDescriptor(descriptor)
-            }
-            let async = UnsafeMutablePointer<uv_async_t>.allocate(capacity: 1)
-            uv_async_init(loop, async) { handle in
-                guard let handle, let context = handle.pointee.data else { return }
-                Engine.wakeupFired(context)
-            }
-            self.descriptor = -1
-            self.poll = nil
-            self.async = async
-        }
-
-        /// Starts watching, with `context` (the engine) handed to ``Engine/wakeupFired(_:)``. Before the loop
-        /// thread runs.
-        func start(context: UnsafeMutableRawPointer) {
-            if let poll {
-                poll.pointee.data = context
-                uv_poll_start(poll, Int32(UV_READABLE.rawValue)) { handle, _, _ in
-                    // An error on an eventfd can't happen; draining the queue is right either way.
-                    guard let handle, let context = handle.pointee.data else { return }
-                    Engine.wakeupFired(context)
-                }
-            } else if let async {
-                async.pointee.data = context
-            }
-        }
-
-        /// Wakes the loop. Any thread.
-        func signal() {
-            guard descriptor >= 0, async == nil else {
-                if let async { uv_async_send(async) }
-                return
-            }
-            var one: UInt64 = 1
-            // EAGAIN means the counter is full: the descriptor is readable already.
-            while write(descriptor, &one, 8) < 0, errno == EINTR {}
-        }
-
-        /// Resets the counter, before the queue is drained: a signal after this makes the descriptor
-        /// readable again. Loop thread.
-        func clear() {
-            guard descriptor >= 0 else { return }
-            var count: UInt64 = 0
-            while read(descriptor, &count, 8) < 0, errno == EINTR {}
-        }
-    }
-
     /// Closes a libuv handle and frees its memory once libuv is done with it.
     ///
     /// The memory must stay valid until the close callback runs, so it is freed there, never before.
