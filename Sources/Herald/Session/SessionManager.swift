@@ -39,8 +39,9 @@ public final class SessionManager: Sendable {
     public let notificationCenter: NotificationHub
     /// Where completion handlers and progress handlers run. Default: a serial queue the session owns
     /// (never the main queue, which on Linux does not run while the main thread is blocked). The session's
-    /// notifications are then posted on that queue too, in turns with the handlers, so a `.posting`
-    /// observer must not call `completionQueue.sync`: it would wait for itself.
+    /// notifications are then posted on that queue too, in turns with the handlers, so neither may block
+    /// waiting for the other: a `.posting` observer must not call `completionQueue.sync` or wait on
+    /// ``completionGroup``, and a handler must not wait for an observer to see an event.
     public let completionQueue: DispatchQueue
     /// When set, every completion handler runs inside this group.
     public let completionGroup: DispatchGroup?

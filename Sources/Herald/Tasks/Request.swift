@@ -118,6 +118,20 @@ public struct Request: Sendable {
     }
 }
 
+extension Request: CustomReflectable {
+    /// The request's fields, so that `print`, `String(describing:)` and `dump` show them as they would for a
+    /// struct storing them directly, not the box that holds them.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "url": url, "method": method, "headers": headers, "body": body as Any,
+                "timeoutInterval": timeoutInterval as Any, "serviceContext": serviceContext as Any,
+            ],
+            displayStyle: .struct)
+    }
+}
+
 extension Request: Hashable {
     /// Whether two requests send the same thing: URL, method, headers, body and timeout. The
     /// ``serviceContext`` is not compared (a context is not `Equatable`, and it does not change what is sent

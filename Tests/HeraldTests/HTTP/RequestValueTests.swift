@@ -58,6 +58,23 @@ struct RequestValueTests {
     }
 }
 
+extension RequestValueTests {
+    @Test("a request prints and dumps its fields, not the box that holds them")
+    func printsItsFields() {
+        let request = Self.original()
+        let printed = String(describing: request)
+        #expect(printed.hasPrefix("Request(url: http://127.0.0.1:8080/a, method: \"POST\", headers: "))
+        #expect(printed.contains("timeoutInterval: Optional(5.0)"))
+        #expect(printed.hasSuffix("serviceContext: nil)"))
+        #expect(!printed.contains("storage"))
+        var dumped = ""
+        dump(request, to: &dumped)
+        #expect(dumped.contains("- method: \"POST\""))
+        let labels = Mirror(reflecting: request).children.map(\.label)
+        #expect(labels == ["url", "method", "headers", "body", "timeoutInterval", "serviceContext"])
+    }
+}
+
 private enum CopyMarkerKey: ServiceContextKey {
     typealias Value = String
 }
