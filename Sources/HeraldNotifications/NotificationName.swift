@@ -17,12 +17,17 @@
 /// the other.
 public struct NotificationName<UserInfo: Sendable>: Hashable, Sendable, CustomStringConvertible {
     /// The stable string that identifies the name in logs and when bridging to string-based APIs.
-    public let rawValue: String
+    public var rawValue: String { entry.rawValue }
 
     /// A dense, process-wide index for `(rawValue, UserInfo)`.
     ///
     /// Hubs keep their observers in arrays indexed by it, so posting never hashes a string.
     @usableFromInline let index: Int
+
+    /// Where the raw value is kept. Safety: the process-wide name table never frees an entry, so a name
+    /// refers to it unretained, and copying a name (every post copies it into the notification) costs no
+    /// reference counting.
+    private unowned(unsafe) let entry: NameTable.Entry
 
     /// Creates a name with a stable raw value.
     ///
@@ -31,8 +36,9 @@ public struct NotificationName<UserInfo: Sendable>: Hashable, Sendable, CustomSt
     ///
     /// - Parameter rawValue: The stable string for logs and interop, for example `"herald.task.resume"`.
     public init(_ rawValue: String) {
-        self.rawValue = rawValue
-        self.index = NameTable.shared.index(of: rawValue, payload: UserInfo.self)
+        let entry = NameTable.shared.entry(of: rawValue, payload: UserInfo.self)
+        self.entry = entry
+        self.index = entry.index
     }
 
     /// The name's ``rawValue``.

@@ -10,15 +10,29 @@ final class NameTable: Sendable {
         let payload: ObjectIdentifier
     }
 
-    private let indices = Locked<[Key: Int]>([:])
+    /// Every entry ever made: the table keeps them for the life of the process, so names may refer to
+    /// them without retaining them.
+    private let entries = Locked<[Key: Entry]>([:])
 
-    func index(of rawValue: String, payload: Any.Type) -> Int {
+    /// One `(raw value, payload type)` pair's index and raw value, never freed.
+    final class Entry: Sendable {
+        let rawValue: String
+        let index: Int
+
+        init(rawValue: String, index: Int) {
+            self.rawValue = rawValue
+            self.index = index
+        }
+    }
+
+    /// The entry of `(rawValue, payload)`, made on first use.
+    func entry(of rawValue: String, payload: Any.Type) -> Entry {
         let key = Key(rawValue: rawValue, payload: ObjectIdentifier(payload))
-        return indices.withLock { indices in
-            if let index = indices[key] { return index }
-            let index = indices.count
-            indices[key] = index
-            return index
+        return entries.withLock { entries in
+            if let entry = entries[key] { return entry }
+            let entry = Entry(rawValue: rawValue, index: entries.count)
+            entries[key] = entry
+            return entry
         }
     }
 }
