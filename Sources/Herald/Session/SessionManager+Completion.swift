@@ -50,15 +50,6 @@ extension SessionManager {
     func complete(_ task: SessionTask, with outcome: TransferOutcome) {
         let serializer = responseSerializer
         if ownsCompletionQueue {
-            // Already on that queue (the usual case: the end of a transfer is handled there): finish now,
-            // instead of queueing a block behind the work the queue already has.
-            if queueMarker.isOnOwnCompletionQueue {
-                completionGroup?.enter()
-                let result = task.completionResult(for: outcome, serializer: serializer)
-                deliver(task, outcome: outcome, result: result, serializer: serializer)
-                completionGroup?.leave()
-                return
-            }
             engine.deliver(on: completionQueue, group: completionGroup) { [self] in
                 let result = task.completionResult(for: outcome, serializer: serializer)
                 deliver(task, outcome: outcome, result: result, serializer: serializer)

@@ -71,32 +71,17 @@ extension SessionManager {
 }
 
 /// Marks the queues a blocking wait for the session's invalidation must not run on: its event queue and
-/// the completion queue it owns. Keys of its own per session.
+/// the completion queue it owns. A key of its own per session.
 final class SessionQueueMarker: @unchecked Sendable {
-    // Safety: the keys are immutable after init; libdispatch keys are safe to use from any thread.
+    // Safety: the key is immutable after init; libdispatch keys are safe to use from any thread.
     private let key = DispatchSpecificKey<Bool>()
-    /// Set on the completion queue the session owns, and cleared on the event queue that targets it (a
-    /// queue's value is found through its targets otherwise).
-    private let completionKey = DispatchSpecificKey<Bool>()
 
     func mark(_ queue: DispatchQueue) {
         queue.setSpecific(key: key, value: true)
     }
 
-    /// Marks `queue` as the session's own completion queue, and `eventQueue` (which targets it) as not.
-    func markOwnCompletionQueue(_ queue: DispatchQueue, eventQueue: DispatchQueue) {
-        queue.setSpecific(key: completionKey, value: true)
-        eventQueue.setSpecific(key: completionKey, value: false)
-    }
-
     /// Whether the calling code runs on a marked queue.
     var isCurrentQueueMarked: Bool {
         DispatchQueue.getSpecific(key: key) == true
-    }
-
-    /// Whether the calling code runs on the completion queue the session owns (marked with
-    /// ``markOwnCompletionQueue(_:eventQueue:)``).
-    var isOnOwnCompletionQueue: Bool {
-        DispatchQueue.getSpecific(key: completionKey) == true
     }
 }

@@ -108,10 +108,7 @@ public final class SessionManager: Sendable {
         self.cookieStore = configuration.httpCookieStore ?? CookieStore()
         queueMarker.mark(eventPoster.eventQueue)
         // Only a queue of the session's own: a caller's queue may be concurrent, or shared with other code.
-        if completionQueue == nil {
-            queueMarker.mark(self.completionQueue)
-            queueMarker.markOwnCompletionQueue(self.completionQueue, eventQueue: eventPoster.eventQueue)
-        }
+        if completionQueue == nil { queueMarker.mark(self.completionQueue) }
         self.multi = MultiHandle(
             engine: engine,
             options: .init(
