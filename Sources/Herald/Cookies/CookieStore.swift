@@ -97,7 +97,7 @@ public final class CookieStore: Sendable {
     ///   - date: The time of the request; default now.
     /// - Returns: The matching cookies.
     public func cookies(for url: URL, at date: Date = Date()) -> [Cookie] {
-        cookies.withLock { Array($0.values) }.filter { $0.matches(url, at: date) }
+        cookies.withLock { $0.isEmpty ? [] : Array($0.values) }.filter { $0.matches(url, at: date) }
             .sorted { lhs, rhs in
                 lhs.path.count != rhs.path.count
                     ? lhs.path.count > rhs.path.count : lhs.creationDate < rhs.creationDate
@@ -108,6 +108,8 @@ public final class CookieStore: Sendable {
     /// - Parameter url: The request URL.
     /// - Returns: The field value.
     public func cookieHeader(for url: URL) -> String? {
+        // Every request of a session asks, most of them of an empty store.
+        guard !cookies.withLock({ $0.isEmpty }) else { return nil }
         let matching = cookies(for: url)
         guard !matching.isEmpty else { return nil }
         return matching.map { "\($0.name)=\($0.value)" }.joined(separator: "; ")

@@ -165,7 +165,9 @@ extension Request {
         guard allowedProtocols.contains(scheme) else {
             throw HeraldError(.unsupportedURL, "The URL scheme '\(scheme)' is not allowed by this session.", url: url)
         }
-        guard let host = url.host, !host.isEmpty else {
+        // Percent-encoded: whether the host is empty doesn't depend on decoding it, which costs more than
+        // the rest of this check.
+        guard let host = url.host(percentEncoded: true), !host.isEmpty else {
             throw HeraldError(.badURL, "The URL has no host.", url: url)
         }
         guard !Self.containsLineBreakOrNUL(url.absoluteString) else {

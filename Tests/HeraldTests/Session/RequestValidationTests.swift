@@ -50,6 +50,9 @@ struct RequestValidationTests {
     func missingHost() throws {
         let url = try #require(URL(string: "http:///path"))
         #expect(creationError(Request(url: url))?.code == .badURL)
+        // The host is checked as written: a percent-encoded one is still a host.
+        let encoded = try #require(URL(string: "http://%6C%6F%63%61%6C%68%6F%73%74:1/"))
+        #expect(creationError(Request(url: encoded)) == nil)
     }
 
     @Test("new tasks start suspended and a valid request is accepted")
