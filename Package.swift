@@ -33,7 +33,9 @@ let package = Package(
             pkgConfig: "libuv",
             providers: [.apt(["libuv1-dev"]), .yum(["libuv-devel"])]
         ),
-        .target(name: "HeraldNotifications"),
+        // The notification center's per-thread state as a C thread-local: Swift has no thread-local storage.
+        .target(name: "CHeraldThread"),
+        .target(name: "HeraldNotifications", dependencies: ["CHeraldThread"]),
         .target(
             name: "Herald",
             dependencies: [

@@ -19,7 +19,10 @@ mkdir -p "$BUILD/modules" "$BUILD/crashes"
 
 flags=(-sanitize=fuzzer,address -parse-as-library -swift-version 6 -package-name herald -O -g)
 echo "fuzz: building (swiftc ${flags[*]})"
-"$SWIFTC" "${flags[@]}" -module-name HeraldNotifications -wmo -emit-module \
+# HeraldNotifications keeps its per-thread state in a C thread-local (Sources/CHeraldThread).
+clang -fsanitize=fuzzer-no-link,address -O2 -g -c Sources/CHeraldThread/posting_thread.c \
+    -I Sources/CHeraldThread/include -o "$BUILD/CHeraldThread.o"
+"$SWIFTC" "${flags[@]}" -module-name HeraldNotifications -wmo -emit-module -I Sources/CHeraldThread/include \
     -emit-module-path "$BUILD/modules/HeraldNotifications.swiftmodule" -c \
     $(find Sources/HeraldNotifications -name '*.swift' | sort) -o "$BUILD/HeraldNotifications.o"
 # Herald carries a task's trace context through swift-distributed-tracing's Instrumentation module: built the
@@ -32,8 +35,10 @@ tracing=$(pwd)/.build/checkouts/swift-distributed-tracing/Sources/Instrumentatio
 # Run from the build directory: the driver leaves a Herald-*.swiftmodule for the debugger in the current one.
 root=$(pwd)
 (cd "$BUILD" && "$SWIFTC" "${flags[@]}" -module-name Herald -wmo -I modules -I "$root/Sources/CCurl" \
-    -I "$root/Sources/CUV" $(find "$root/Sources/Herald" -name '*.swift' | sort) "$root/Fuzz/HeraldFuzzTargets.swift" \
-    HeraldNotifications.o Instrumentation.o -lcurl -luv -o herald-fuzz 2> >(grep -v "Cannot export local symbol" >&2))
+    -I "$root/Sources/CUV" -I "$root/Sources/CHeraldThread/include" \
+    $(find "$root/Sources/Herald" -name '*.swift' | sort) "$root/Fuzz/HeraldFuzzTargets.swift" \
+    HeraldNotifications.o CHeraldThread.o Instrumentation.o -lcurl -luv -o herald-fuzz \
+    2> >(grep -v "Cannot export local symbol" >&2))
 
 # Partial files the resume-data seeds name, so that decoding succeeds and the round trip is exercised.
 mkdir -p /tmp/herald-fuzz

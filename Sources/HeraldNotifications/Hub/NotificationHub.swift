@@ -32,9 +32,6 @@ public final class NotificationHub: Sendable {
     /// Unique for the life of the process (unlike an address), so a thread's cache never confuses a new
     /// hub with a dead one.
     @usableFromInline let id = NotificationHub.makeID()
-    /// The posting-thread key, copied here so that posts read a stored property instead of checking a
-    /// lazily initialised global.
-    @usableFromInline let postingThreadKey = HeraldNotifications.postingThreadKey
 
     private static let nextID = Atomic<UInt64>(0)
     private static func makeID() -> UInt64 { nextID.wrappingAdd(1, ordering: .relaxed).oldValue }

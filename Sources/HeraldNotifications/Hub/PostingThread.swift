@@ -1,3 +1,5 @@
+import CHeraldThread
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
@@ -36,11 +38,8 @@ final class PostingThread {
         _ deliver: (Snapshot) -> Void,
         deferred: () -> ((Snapshot) -> Void)
     ) {
-        let key = hub.postingThreadKey
-        guard let state = pthread_getspecific(key) else {
-            let thread = PostingThread()
-            pthread_setspecific(key, Unmanaged.passRetained(thread).toOpaque())
-            thread.post(to: hub, deliver, deferred: deferred)
+        guard let state = hn_posting_thread() else {
+            current().post(to: hub, deliver, deferred: deferred)
             return
         }
         // The thread-specific slot owns the state until the thread exits: borrow it, no retain.
@@ -49,6 +48,7 @@ final class PostingThread {
         }
     }
 
+    @inline(__always)
     private func post(
         to hub: NotificationHub,
         _ deliver: (Snapshot) -> Void,
@@ -79,19 +79,24 @@ final class PostingThread {
     /// Whether the calling thread is inside a handler of any hub: a `.posting` delivery (a post is under
     /// way on this thread) or a `.queue` observer's handler.
     static var isInsideHandler: Bool {
-        guard let state = pthread_getspecific(postingThreadKey) else { return false }
+        guard let state = hn_posting_thread() else { return false }
         return Unmanaged<PostingThread>.fromOpaque(state)._withUnsafeGuaranteedRef {
             $0.isDelivering || $0.queueHandlerDepth > 0
         }
     }
 
     /// The calling thread's state, created on first use.
+    ///
+    /// The state is found through a C thread-local (one load; `pthread_getspecific` is a call), and owned by
+    /// a pthread key's slot, whose destructor releases it when the thread exits and clears the thread-local.
     static func current() -> PostingThread {
-        if let state = pthread_getspecific(postingThreadKey) {
+        if let state = hn_posting_thread() {
             return Unmanaged<PostingThread>.fromOpaque(state).takeUnretainedValue()
         }
         let thread = PostingThread()
-        pthread_setspecific(postingThreadKey, Unmanaged.passRetained(thread).toOpaque())
+        let state = Unmanaged.passRetained(thread).toOpaque()
+        pthread_setspecific(postingThreadKey, state)
+        hn_set_posting_thread(state)
         return thread
     }
 
@@ -105,6 +110,7 @@ final class PostingThread {
     /// Lock-free while the hub's registry is unchanged: a version load and two uncontended exchanges on
     /// this thread's slot, which also mark the pass (see ``SnapshotSlot``). Takes the hub's lock once per
     /// registry change per thread.
+    @inline(__always)
     private func withSnapshot(of hub: NotificationHub, _ body: (Snapshot) -> Void) {
         let index = Int(truncatingIfNeeded: hub.id & 3)
         if slots[index]?.hubID != hub.id {
@@ -166,10 +172,12 @@ final class PostingThread {
     }
 }
 
-/// Read once per hub (``NotificationHub/postingThreadKey``), so posts skip the lazy-global check.
+/// The key whose slot owns each thread's ``PostingThread`` and releases it when the thread exits.
 let postingThreadKey: pthread_key_t = {
     var key = pthread_key_t()
     let status = pthread_key_create(&key) { state in
+        // A post from a later destructor of this thread makes a new state, which this runs for again.
+        hn_set_posting_thread(nil)
         #if canImport(Darwin)
             Unmanaged<PostingThread>.fromOpaque(state).release()
         #else
