@@ -97,7 +97,7 @@ public final class CookieStore: Sendable {
     ///   - date: The time of the request; default now.
     /// - Returns: The matching cookies.
     public func cookies(for url: URL, at date: Date = Date()) -> [Cookie] {
-        cookies.withLock { $0.isEmpty ? [] : Array($0.values) }.filter { $0.matches(url, at: date) }
+        cookies.withLock { Array($0.values) }.filter { $0.matches(url, at: date) }
             .sorted { lhs, rhs in
                 lhs.path.count != rhs.path.count
                     ? lhs.path.count > rhs.path.count : lhs.creationDate < rhs.creationDate
