@@ -257,7 +257,12 @@ public final class SessionManager: Sendable {
             state.tasks[identifier] = task
             return true
         }
-        guard isListed else { throw Self.refusal }
+        guard isListed else {
+            // Its progress objects hold it until it completes, which it never will.
+            task.uploadProgress.finish(deliveringFinalUpdateTo: nil)
+            task.downloadProgress.finish(deliveringFinalUpdateTo: nil)
+            throw Self.refusal
+        }
         return task
     }
 

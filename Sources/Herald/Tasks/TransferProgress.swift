@@ -13,7 +13,11 @@ public final class TransferProgress: Sendable {
     private struct State {
         var totalUnitCount: Int64 = -1
         var completedUnitCount: Int64 = 0
-        weak var task: SessionTask?
+        /// The task, held until it completes (``finish(deliveringFinalUpdateTo:)``). A strong reference keeps
+        /// nothing alive longer than before: the session lists every task from its creation to its
+        /// completion, and the task holds the session. A weak one would give every task a side table and
+        /// send each retain and release of it through the runtime's slow path.
+        var task: SessionTask?
         var isFinished = false
         var isCallbackScheduled = false
         var lastScheduled: ContinuousClock.Instant?
@@ -29,8 +33,11 @@ public final class TransferProgress: Sendable {
 
     init() {}
 
+    /// Makes `task` the one the progress controls, unless the progress has finished (its task completed).
     func bind(to task: SessionTask) {
-        state.withLock { $0.task = task }
+        state.withLock { state in
+            if !state.isFinished { state.task = task }
+        }
     }
 
     /// The number of bytes expected in all, or -1 when unknown (chunked responses, streamed bodies).
@@ -101,11 +108,14 @@ public final class TransferProgress: Sendable {
         }
     }
 
-    /// Marks the progress finished: no handler call starts after this. Called on the completion queue
-    /// just before the completion handler; if the handler has not seen the final count yet (updates are
-    /// throttled), it gets one last call here, so a progress bar always ends where the transfer did.
+    /// Marks the progress finished and lets its task go: no handler call starts after this, and
+    /// ``cancel()``, ``pause()`` and ``resume()`` do nothing, as they would on the completed task. Called on
+    /// the completion queue just before the completion handler; if the handler has not seen the final count
+    /// yet (updates are throttled), it gets one last call here, so a progress bar always ends where the
+    /// transfer did.
     func finish(deliveringFinalUpdateTo handler: (@Sendable (TransferProgress) -> Void)?) {
         let needsFinalCall = state.withLock { state -> Bool in
+            state.task = nil
             guard !state.isFinished else { return false }
             state.isFinished = true
             return handler != nil && state.deliveredCount != state.completedUnitCount
