@@ -23,7 +23,9 @@ extension SessionTask {
                 // curl follows no redirect itself: the count is Herald's.
                 metrics.redirectCount = core.machine.hops.redirectCount
                 outcome.metrics = metrics
-                core.machine.hops.metrics.append(metrics)
+                // It ends `hopMetrics`, kept apart from the earlier hops': most tasks have none, and so no
+                // list to allocate.
+                core.metricsEndHops = true
             } else if outcome.response != nil, let last = core.machine.hops.metrics.last {
                 outcome.metrics = last
             }

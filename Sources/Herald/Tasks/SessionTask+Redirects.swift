@@ -30,7 +30,7 @@ extension SessionTask {
             core.response = response
             core.machine.hops.visited.insert(
                 TaskHops.key(method: transfer.request.method, url: transfer.request.url))
-            if let metrics = outcome.metrics { core.machine.hops.metrics.append(metrics) }
+            core.machine.hops.recordHop(outcome.metrics)
             if isChallenge, core.machine.hops.sentCredential { core.machine.hops.authenticationFailures += 1 }
             return transfer.request
         }

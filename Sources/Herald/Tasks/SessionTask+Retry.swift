@@ -130,7 +130,7 @@ extension SessionTask {
         let timer = DispatchWorkItem { [self] in startAttempt(with: interceptor) }
         transition { core -> ((), [TaskEffect]) in
             guard core.machine.retryScheduled(timer) else { return ((), []) }
-            if let metrics = outcome.metrics { core.machine.hops.metrics.append(metrics) }
+            core.machine.hops.recordHop(outcome.metrics)
             core.machine.hops.attempt += 1
             // Each attempt follows its own redirects and answers its own challenges.
             core.machine.hops.redirectCount = 0

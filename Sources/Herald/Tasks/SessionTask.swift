@@ -33,6 +33,9 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         var response: HTTPResponse?
         var error: HeraldError?
         var metrics: TransferMetrics?
+        /// Whether ``metrics`` are the final transfer's, which end ``SessionTask/hopMetrics`` after the
+        /// earlier hops' (`machine.hops.metrics`), rather than a repeat of the last of those.
+        var metricsEndHops = false
         var taskDescription: String?
         var completionHandler: TaskCompletionHandler?
         var uploadProgressHandler: (@Sendable (TransferProgress) -> Void)?
@@ -130,7 +133,11 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// followed and per authentication round-trip, then the final one (the same as ``metrics``). Empty
     /// before completion and for a task that never reached the network.
     public var hopMetrics: [TransferMetrics] {
-        core.withLock { $0.machine.state == .completed ? $0.machine.hops.metrics : [] }
+        core.withLock { core in
+            guard core.machine.state == .completed else { return [] }
+            guard core.metricsEndHops, let last = core.metrics else { return core.machine.hops.metrics }
+            return core.machine.hops.metrics + [last]
+        }
     }
 
     /// A description for your own use, such as a label for logs. Herald never reads it — in particular

@@ -20,5 +20,13 @@ struct TaskHops {
     /// The conditional fields revalidating a stale cache entry, added to every attempt.
     var cacheValidators: HTTPHeaders?
 
+    /// Keeps the metrics of a transfer that leads to another (a redirect, a challenge, a retry), with the
+    /// number of redirects followed before it: curl follows none itself, so the count is Herald's.
+    mutating func recordHop(_ metrics: TransferMetrics?) {
+        guard var metrics else { return }
+        metrics.redirectCount = redirectCount
+        self.metrics.append(metrics)
+    }
+
     static func key(method: String, url: URL) -> String { "\(method) \(url.absoluteString)" }
 }

@@ -37,6 +37,9 @@ struct DataTaskTimelineTests {
         #expect(metrics.remotePort == fixture.server.port)
         #expect(metrics.connectionReused == false)
         #expect(metrics.httpVersion == "HTTP/1.1")
+        // One transfer: the task's metrics are the payload's, and its list of hops holds just them.
+        #expect(task.metrics == metrics)
+        #expect(task.hopMetrics == [metrics])
         try await fixture.tearDown()
     }
 

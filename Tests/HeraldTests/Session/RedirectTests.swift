@@ -96,6 +96,8 @@ struct RedirectTests {
         #expect(hops.map(\.from) == ["/redirect/3", "/redirect/2", "/redirect/1"])
         #expect(hops.map(\.to) == ["/redirect/2", "/redirect/1", "/redirect/0"])
         #expect(task.hopMetrics.count == 4)
+        #expect(task.hopMetrics.map(\.redirectCount) == [0, 1, 2, 3])
+        #expect(task.hopMetrics.last == task.metrics)
         #expect(task.metrics?.redirectCount == 3)
         #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
         try await fixture.tearDown()
