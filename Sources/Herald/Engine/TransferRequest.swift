@@ -77,16 +77,74 @@ protocol TransferDelegate: AnyObject, Sendable {
 }
 
 /// How a transfer ended.
+///
+/// The fields live in one copy-on-write box: an outcome is about 370 bytes, and on its way from the loop
+/// thread through the task's state machine to the completion handler it is copied about a dozen times
+/// (into closures, effects, the task's transition). A copy of the box is one retain; only a write to an
+/// outcome that shares its box copies the fields.
 struct TransferOutcome: Sendable {
-    var response: HTTPResponse?
+    private var box: Box
+
+    init(
+        response: HTTPResponse?, body: Data, file: DownloadedFile? = nil, error: HeraldError?,
+        metrics: TransferMetrics?, isFromCache: Bool = false
+    ) {
+        box = Box(
+            Fields(
+                response: response, body: body, file: file, error: error, metrics: metrics,
+                isFromCache: isFromCache))
+    }
+
+    var response: HTTPResponse? {
+        get { box.fields.response }
+        _modify { yield &uniqueBox().fields.response }
+    }
     /// The body collected in memory; empty for downloads.
-    var body: Data
+    var body: Data {
+        get { box.fields.body }
+        _modify { yield &uniqueBox().fields.body }
+    }
     /// The file the body was written to, for downloads.
-    var file: DownloadedFile?
-    var error: HeraldError?
-    var metrics: TransferMetrics?
+    var file: DownloadedFile? {
+        get { box.fields.file }
+        _modify { yield &uniqueBox().fields.file }
+    }
+    var error: HeraldError? {
+        get { box.fields.error }
+        _modify { yield &uniqueBox().fields.error }
+    }
+    var metrics: TransferMetrics? {
+        get { box.fields.metrics }
+        _modify { yield &uniqueBox().fields.metrics }
+    }
     /// Whether the response came from the session's response cache instead of the network.
-    var isFromCache = false
+    var isFromCache: Bool {
+        get { box.fields.isFromCache }
+        _modify { yield &uniqueBox().fields.isFromCache }
+    }
+
+    /// The box, copied first if another outcome shares it.
+    private mutating func uniqueBox() -> Box {
+        if !isKnownUniquelyReferenced(&box) { box = Box(box.fields) }
+        return box
+    }
+
+    private struct Fields {
+        var response: HTTPResponse?
+        var body: Data
+        var file: DownloadedFile?
+        var error: HeraldError?
+        var metrics: TransferMetrics?
+        var isFromCache: Bool
+    }
+
+    private final class Box: @unchecked Sendable {
+        // Safety: a box is only written through `uniqueBox()`, when the outcome writing it holds the only
+        // reference; a box that two outcomes (or two threads) share is never written, only copied.
+        @exclusivity(unchecked) var fields: Fields
+
+        init(_ fields: Fields) { self.fields = fields }
+    }
 }
 
 /// A credential for one transfer and the scheme to answer with.

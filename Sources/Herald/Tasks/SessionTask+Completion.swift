@@ -4,6 +4,17 @@ import Foundation
 // `resume()` (the task is suspended), or arrives too late; the session then serializes, runs the
 // completion handler and posts `taskDidComplete`.
 extension SessionTask {
+    /// The metrics of every transfer the task ran, in order, once it has completed: one per redirect
+    /// followed and per authentication round-trip, then the final one (the same as ``metrics``). Empty
+    /// before completion and for a task that never reached the network.
+    public var hopMetrics: [TransferMetrics] {
+        core.withLock { core in
+            guard core.machine.state == .completed else { return [] }
+            guard core.metricsEndHops, let last = core.metrics else { return core.machine.hops.metrics }
+            return core.machine.hops.metrics + [last]
+        }
+    }
+
     /// Completes the task with `outcome`, exactly once whichever path gets here first.
     func completeTransfer(_ outcome: TransferOutcome) {
         transition { core -> ((), [TaskEffect]) in

@@ -4,8 +4,8 @@ import Foundation
 /// A side effect of a task's transition: what ``TaskStateMachine`` decided, carried out after the task's
 /// lock is released.
 ///
-/// The cases with an outcome or a retry's announcement are `indirect`: those payloads are hundreds of bytes,
-/// and every array of effects and every pass over one copied them whole.
+/// The retry's announcement is `indirect`: it is hundreds of bytes, and every array of effects and every pass
+/// over one would copy it whole. An outcome is one reference to its box.
 enum TaskEffect {
     /// Post `taskDidResume` or `taskDidSuspend` for the task.
     case announce(SessionTask, TaskState)
@@ -14,9 +14,9 @@ enum TaskEffect {
     /// Send the engine a command.
     case engine(TransferCommand)
     /// Complete the task with an outcome (held while suspended, or a cancellation between transfers).
-    indirect case complete(SessionTask, TransferOutcome)
+    case complete(SessionTask, TransferOutcome)
     /// Hand a completed task to the session: serialize, run the completion handler, post `taskDidComplete`.
-    indirect case deliver(SessionTask, TransferOutcome)
+    case deliver(SessionTask, TransferOutcome)
     /// Start a retry's timer.
     case schedule(DispatchWorkItem, delay: TimeInterval)
     /// Cancel a retry's timer.

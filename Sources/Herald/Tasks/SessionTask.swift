@@ -129,17 +129,6 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// curl's metrics, once the task has completed after reaching the network.
     public var metrics: TransferMetrics? { core.withLock { $0.metrics } }
 
-    /// The metrics of every transfer the task ran, in order, once it has completed: one per redirect
-    /// followed and per authentication round-trip, then the final one (the same as ``metrics``). Empty
-    /// before completion and for a task that never reached the network.
-    public var hopMetrics: [TransferMetrics] {
-        core.withLock { core in
-            guard core.machine.state == .completed else { return [] }
-            guard core.metricsEndHops, let last = core.metrics else { return core.machine.hops.metrics }
-            return core.machine.hops.metrics + [last]
-        }
-    }
-
     /// A description for your own use, such as a label for logs. Herald never reads it — in particular
     /// it plays no part in deciding which session owns the task.
     public var taskDescription: String? {

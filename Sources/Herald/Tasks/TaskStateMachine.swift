@@ -26,9 +26,8 @@ struct TaskStateMachine {
         /// The next transfer was prepared while the task was suspended: ``resume()`` starts it.
         case readyToStart(Transfer)
         /// The transfer finished without an error while the task was suspended: ``resume()`` completes the
-        /// task with this outcome. `indirect`: an outcome is hundreds of bytes, the other cases a word, and
-        /// every transition copies the work.
-        indirect case holding(TransferOutcome)
+        /// task with this outcome.
+        case holding(TransferOutcome)
         /// The task completed.
         case finished
     }
@@ -68,8 +67,8 @@ struct TaskStateMachine {
         case unpause(Transfer)
         /// Announce, and hand the engine the transfer prepared while suspended.
         case startTransfer(Transfer)
-        /// Announce, and complete the task with the outcome held while suspended (`indirect`, as in ``Work``).
-        indirect case complete(TransferOutcome)
+        /// Announce, and complete the task with the outcome held while suspended.
+        case complete(TransferOutcome)
         /// Announce only: the task is between two transfers, and the next starts when it is ready.
         case announce
     }
@@ -117,8 +116,8 @@ struct TaskStateMachine {
         case completeUnstarted
         /// Stop the transfer; the engine finishes it with `cancelled`, which completes the task.
         case stop(Transfer)
-        /// Complete (as cancelled) with the outcome held while suspended (`indirect`, as in ``Work``).
-        indirect case complete(TransferOutcome)
+        /// Complete (as cancelled) with the outcome held while suspended.
+        case complete(TransferOutcome)
         /// Between two transfers, nothing is in the engine: complete at once with `cancelled`, after
         /// cancelling a retry's pending timer.
         case completeBetweenTransfers(retryTimer: DispatchWorkItem?)
