@@ -15,8 +15,8 @@ extension Transfer {
         var reason: String?
         if bodyBytesReceived + Int64(length) > limit {
             reason = "The response body grew past the maximum of \(limit) bytes."
-        } else if bodyBytesReceived == 0, let response, response.headers["Content-Encoding"] == nil,
-            let declared = expectedBodyLength, declared > limit
+        } else if bodyBytesReceived == 0, let declared = expectedBodyLength, declared > limit, let response,
+            response.headers["Content-Encoding"] == nil
         {
             // Refuse at the first byte what can't fit rather than receive `limit` bytes first. Only for
             // an unencoded body: a declared compressed length says nothing certain about the decoded one.
