@@ -258,9 +258,8 @@ public final class SessionManager: Sendable {
             return true
         }
         guard isListed else {
-            // Its progress objects hold it until it completes, which it never will.
-            task.uploadProgress.finish(deliveringFinalUpdateTo: nil)
-            task.downloadProgress.finish(deliveringFinalUpdateTo: nil)
+            // Progress objects its initializer made hold it until it completes, which it never will.
+            task.abandonProgress()
             throw Self.refusal
         }
         return task

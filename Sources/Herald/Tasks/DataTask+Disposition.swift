@@ -39,13 +39,17 @@ extension DataTask {
         let isListed = session.replace(self, with: download)
         let isLive =
             isListed
-            && core.withLock { $0.machine.becomeDownload(download, runningTransfer: transfer) }
+            && core.withLock { core in
+                guard core.machine.becomeDownload(download, runningTransfer: transfer) else { return false }
+                // The progress objects made so far control the download task from now on; those made later
+                // are bound to it when they are made.
+                core.progress.upload?.bind(to: download)
+                core.progress.download?.bind(to: download)
+                return true
+            }
         guard isLive else {
-            // Cancelled while the hook ran: it completes as the data task it was, and its progress objects
-            // (bound to the download task by its init) go back to it.
+            // Cancelled while the hook ran: it completes as the data task it was.
             if isListed { _ = session.replace(download, with: self) }
-            uploadProgress.bind(to: self)
-            downloadProgress.bind(to: self)
             return
         }
         session.dataTaskDidBecomeDownloadTask?(self, download)

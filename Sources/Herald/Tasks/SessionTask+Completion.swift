@@ -52,16 +52,21 @@ extension SessionTask {
 
     /// Records the final error and runs the completion handler. Completion queue.
     func runCompletionHandler(response: HTTPResponse?, object: (any Sendable)?, error: HeraldError?) {
-        let (handler, uploadHandler, downloadHandler) = core.withLock { core in
+        let (handler, uploadHandler, downloadHandler, upload, download) = core.withLock { core in
             core.error = error
             let handlers = (core.completionHandler, core.uploadProgressHandler, core.downloadProgressHandler)
             core.completionHandler = nil
             core.uploadProgressHandler = nil
             core.downloadProgressHandler = nil
-            return handlers
+            // A progress handler gets its final call from its object, so that one is made now; the
+            // objects made from here on are born finished.
+            let upload = handlers.1 == nil ? core.progress.upload : self.progress(upload: true, in: &core)
+            let download = handlers.2 == nil ? core.progress.download : self.progress(upload: false, in: &core)
+            core.progress.isFinished = true
+            return (handlers.0, handlers.1, handlers.2, upload, download)
         }
-        uploadProgress.finish(deliveringFinalUpdateTo: uploadHandler)
-        downloadProgress.finish(deliveringFinalUpdateTo: downloadHandler)
+        upload?.finish(deliveringFinalUpdateTo: uploadHandler)
+        download?.finish(deliveringFinalUpdateTo: downloadHandler)
         handler?(response, object, error)
     }
 }

@@ -40,6 +40,8 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         var completionHandler: TaskCompletionHandler?
         var uploadProgressHandler: (@Sendable (TransferProgress) -> Void)?
         var downloadProgressHandler: (@Sendable (TransferProgress) -> Void)?
+        /// The progress objects, made on first use, and the counts they start from.
+        var progress = ProgressSlots()
         /// The request body total at the last `taskDidSendBodyData`, for its deltas.
         var lastBodyBytesSent: Int64 = 0
         /// The stale cache entry this task's request revalidates (a `304` answer completes from it).
@@ -52,10 +54,6 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     public let taskIdentifier: Int
     /// The request as it was given to the factory.
     public let originalRequest: Request
-    /// Progress of the request body; controls the task (see ``TransferProgress``).
-    public let uploadProgress: TransferProgress
-    /// Progress of the response body; controls the task (see ``TransferProgress``).
-    public let downloadProgress: TransferProgress
 
     /// The trace context the task belongs to: ``Request/serviceContext`` when the request carried one,
     /// otherwise the task-local `ServiceContext.current` of the code that created the task; `nil` when there
@@ -81,11 +79,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         self.trace = trace
         self.requestSummary = RequestSummary(request, serviceContext: trace?.serviceContext)
         self.core = Locked(Core(completionHandler: completionHandler))
-        self.uploadProgress = TransferProgress()
-        self.downloadProgress = TransferProgress()
         self.madeFrom = nil
-        uploadProgress.bind(to: self)
-        downloadProgress.bind(to: self)
     }
 
     /// A second face of `task`: the same identifier, request, state, transfer, progress and completion
@@ -97,11 +91,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         self.trace = task.trace
         self.requestSummary = task.requestSummary
         self.core = task.core
-        self.uploadProgress = task.uploadProgress
-        self.downloadProgress = task.downloadProgress
         self.madeFrom = task.lifecycleSubject
-        uploadProgress.bind(to: self)
-        downloadProgress.bind(to: self)
     }
 
     /// Whether a transfer finished while the task was suspended and its outcome waits for ``resume()``
@@ -228,14 +218,22 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     func transferDidReceiveResponse(_ response: HTTPResponse) { core.withLock { $0.response = response } }
 
     func transferDidReceiveBytes(total received: Int64, expected: Int64?) {
-        let handler = core.withLock { $0.downloadProgressHandler }
-        downloadProgress.update(
-            completed: received, total: expected, queue: session.completionQueue, handler: handler)
+        let (object, handler) = core.withLock { core -> (TransferProgress?, ProgressHandler?) in
+            core.progress.downloadCounts.record(completed: received, total: expected)
+            let handler = core.downloadProgressHandler
+            // A handler needs the object, which coalesces its calls; without one, only a made object counts.
+            return (handler == nil ? core.progress.download : self.progress(upload: false, in: &core), handler)
+        }
+        object?.update(completed: received, total: expected, queue: session.completionQueue, handler: handler)
     }
 
     func transferDidSendBytes(total sent: Int64, expected: Int64?) {
-        let handler = core.withLock { $0.uploadProgressHandler }
-        uploadProgress.update(completed: sent, total: expected, queue: session.completionQueue, handler: handler)
+        let (object, handler) = core.withLock { core -> (TransferProgress?, ProgressHandler?) in
+            core.progress.uploadCounts.record(completed: sent, total: expected)
+            let handler = core.uploadProgressHandler
+            return (handler == nil ? core.progress.upload : self.progress(upload: true, in: &core), handler)
+        }
+        object?.update(completed: sent, total: expected, queue: session.completionQueue, handler: handler)
         guard let hook = session.taskDidSendBodyData else { return }
         let delta = core.withLock { core -> Int64 in
             defer { core.lastBodyBytesSent = sent }

@@ -29,9 +29,14 @@ public final class TransferProgress: Sendable {
     /// download would otherwise wake the completion queue tens of thousands of times.
     static let handlerInterval = Duration.milliseconds(20)
 
-    private let state = Locked(State())
+    private let state: Locked<State>
 
-    init() {}
+    /// A progress object at `completed` of `total` bytes (-1: unknown), controlling `task`, or nothing
+    /// once `isFinished`.
+    init(completed: Int64, total: Int64, task: SessionTask?, isFinished: Bool) {
+        state = Locked(
+            State(totalUnitCount: total, completedUnitCount: completed, task: task, isFinished: isFinished))
+    }
 
     /// Makes `task` the one the progress controls, unless the progress has finished (its task completed).
     func bind(to task: SessionTask) {

@@ -1,0 +1,67 @@
+// A task's progress objects: made on first use, since most tasks never ask for them, and each holds its
+// task until the task completes (see `TransferProgress`).
+
+/// A task's two progress objects, once made, and the counts a newly made one starts from. Part of the
+/// task's locked state, which the faces of a data task that became a download share.
+struct ProgressSlots {
+    /// The counts of one direction, as the transfer reports them.
+    struct Counts {
+        var completed: Int64 = 0
+        /// -1 while unknown; a known total is kept when a later report doesn't repeat it.
+        var total: Int64 = -1
+
+        mutating func record(completed: Int64, total: Int64?) {
+            self.completed = completed
+            if let total, total >= 0 { self.total = total }
+        }
+    }
+
+    var upload: TransferProgress?
+    var download: TransferProgress?
+    var uploadCounts = Counts()
+    var downloadCounts = Counts()
+    /// Whether the completion has finished the objects made so far: those made later are born finished.
+    var isFinished = false
+}
+
+extension SessionTask {
+    /// A progress handler, as the task factories take it.
+    typealias ProgressHandler = @Sendable (TransferProgress) -> Void
+
+    /// Progress of the request body; controls the task (see ``TransferProgress``).
+    ///
+    /// Made when first asked for, with the counts so far; the same object from then on, from either face
+    /// of a data task that became a download. Asked for after the task completed, it holds the final counts
+    /// and controls nothing.
+    public var uploadProgress: TransferProgress { core.withLock { progress(upload: true, in: &$0) } }
+
+    /// Progress of the response body; controls the task (see ``TransferProgress``).
+    ///
+    /// Made when first asked for, like ``uploadProgress``.
+    public var downloadProgress: TransferProgress { core.withLock { progress(upload: false, in: &$0) } }
+
+    /// The progress object of one direction, made now if it doesn't exist yet: with the counts so far, bound
+    /// to the face that runs the task (the download task a data task became, once it became one), or
+    /// finished when the completion has finished the others. Under the task's lock.
+    func progress(upload: Bool, in core: inout Core) -> TransferProgress {
+        if let made = upload ? core.progress.upload : core.progress.download { return made }
+        let counts = upload ? core.progress.uploadCounts : core.progress.downloadCounts
+        let isFinished = core.progress.isFinished
+        let made = TransferProgress(
+            completed: counts.completed, total: counts.total,
+            task: isFinished ? nil : (core.machine.downloadTask ?? self), isFinished: isFinished)
+        if upload { core.progress.upload = made } else { core.progress.download = made }
+        return made
+    }
+
+    /// Finishes the progress objects made so far, without a final handler call, for a task that will never
+    /// complete (one its factory refused): they let it go.
+    func abandonProgress() {
+        let (upload, download) = core.withLock { core in
+            core.progress.isFinished = true
+            return (core.progress.upload, core.progress.download)
+        }
+        upload?.finish(deliveringFinalUpdateTo: nil)
+        download?.finish(deliveringFinalUpdateTo: nil)
+    }
+}
