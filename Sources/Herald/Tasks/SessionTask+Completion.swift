@@ -58,10 +58,9 @@ extension SessionTask {
             core.completionHandler = nil
             core.uploadProgressHandler = nil
             core.downloadProgressHandler = nil
-            // A progress handler gets its final call from its object, so that one is made now; the
-            // objects made from here on are born finished.
-            let upload = handlers.1 == nil ? core.progress.upload : self.progress(upload: true, in: &core)
-            let download = handlers.2 == nil ? core.progress.download : self.progress(upload: false, in: &core)
+            // Objects made from here on are born finished.
+            let upload = self.progress(upload: true, forHandler: handlers.1, in: &core)
+            let download = self.progress(upload: false, forHandler: handlers.2, in: &core)
             core.progress.isFinished = true
             return (handlers.0, handlers.1, handlers.2, upload, download)
         }

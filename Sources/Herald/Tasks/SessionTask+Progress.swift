@@ -4,7 +4,8 @@
 /// A task's two progress objects, once made, and the counts a newly made one starts from. Part of the
 /// task's locked state, which the faces of a data task that became a download share.
 struct ProgressSlots {
-    /// The counts of one direction, as the transfer reports them.
+    /// The counts of one direction, as the transfer reports them: kept by the task for objects not yet made,
+    /// and by each ``TransferProgress``.
     struct Counts {
         var completed: Int64 = 0
         /// -1 while unknown; a known total is kept when a later report doesn't repeat it.
@@ -52,6 +53,14 @@ extension SessionTask {
             task: isFinished ? nil : (core.machine.downloadTask ?? self), isFinished: isFinished)
         if upload { core.progress.upload = made } else { core.progress.download = made }
         return made
+    }
+
+    /// The object of one direction that new counts must reach: made now when a handler needs it (the object
+    /// coalesces the handler's calls and gives it its final one), otherwise only one already made. Under
+    /// the task's lock.
+    func progress(upload: Bool, forHandler handler: ProgressHandler?, in core: inout Core) -> TransferProgress? {
+        guard handler != nil else { return upload ? core.progress.upload : core.progress.download }
+        return progress(upload: upload, in: &core)
     }
 
     /// Finishes the progress objects made so far, without a final handler call, for a task that will never

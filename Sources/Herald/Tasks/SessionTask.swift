@@ -38,8 +38,8 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         var metricsEndHops = false
         var taskDescription: String?
         var completionHandler: TaskCompletionHandler?
-        var uploadProgressHandler: (@Sendable (TransferProgress) -> Void)?
-        var downloadProgressHandler: (@Sendable (TransferProgress) -> Void)?
+        var uploadProgressHandler: ProgressHandler?
+        var downloadProgressHandler: ProgressHandler?
         /// The progress objects, made on first use, and the counts they start from.
         var progress = ProgressSlots()
         /// The request body total at the last `taskDidSendBodyData`, for its deltas.
@@ -221,8 +221,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         let (object, handler) = core.withLock { core -> (TransferProgress?, ProgressHandler?) in
             core.progress.downloadCounts.record(completed: received, total: expected)
             let handler = core.downloadProgressHandler
-            // A handler needs the object, which coalesces its calls; without one, only a made object counts.
-            return (handler == nil ? core.progress.download : self.progress(upload: false, in: &core), handler)
+            return (self.progress(upload: false, forHandler: handler, in: &core), handler)
         }
         object?.update(completed: received, total: expected, queue: session.completionQueue, handler: handler)
     }
@@ -231,7 +230,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         let (object, handler) = core.withLock { core -> (TransferProgress?, ProgressHandler?) in
             core.progress.uploadCounts.record(completed: sent, total: expected)
             let handler = core.uploadProgressHandler
-            return (handler == nil ? core.progress.upload : self.progress(upload: true, in: &core), handler)
+            return (self.progress(upload: true, forHandler: handler, in: &core), handler)
         }
         object?.update(completed: sent, total: expected, queue: session.completionQueue, handler: handler)
         guard let hook = session.taskDidSendBodyData else { return }

@@ -11,8 +11,7 @@ import HeraldNotifications
 /// completion handler has started; the last call before it always carries the final count.
 public final class TransferProgress: Sendable {
     private struct State {
-        var totalUnitCount: Int64 = -1
-        var completedUnitCount: Int64 = 0
+        var counts: ProgressSlots.Counts
         /// The task, held until it completes (``finish(deliveringFinalUpdateTo:)``). A strong reference keeps
         /// nothing alive longer than before: the session lists every task from its creation to its
         /// completion, and the task holds the session. A weak one would give every task a side table and
@@ -35,7 +34,7 @@ public final class TransferProgress: Sendable {
     /// once `isFinished`.
     init(completed: Int64, total: Int64, task: SessionTask?, isFinished: Bool) {
         state = Locked(
-            State(totalUnitCount: total, completedUnitCount: completed, task: task, isFinished: isFinished))
+            State(counts: ProgressSlots.Counts(completed: completed, total: total), task: task, isFinished: isFinished))
     }
 
     /// Makes `task` the one the progress controls, unless the progress has finished (its task completed).
@@ -46,10 +45,10 @@ public final class TransferProgress: Sendable {
     }
 
     /// The number of bytes expected in all, or -1 when unknown (chunked responses, streamed bodies).
-    public var totalUnitCount: Int64 { state.withLock { $0.totalUnitCount } }
+    public var totalUnitCount: Int64 { state.withLock { $0.counts.total } }
 
     /// The number of bytes transferred so far.
-    public var completedUnitCount: Int64 { state.withLock { $0.completedUnitCount } }
+    public var completedUnitCount: Int64 { state.withLock { $0.counts.completed } }
 
     /// Whether the total is unknown.
     public var isIndeterminate: Bool { totalUnitCount < 0 }
@@ -57,8 +56,8 @@ public final class TransferProgress: Sendable {
     /// The fraction done, from 0 to 1; 0 while the total is unknown.
     public var fractionCompleted: Double {
         state.withLock { state in
-            guard state.totalUnitCount > 0 else { return 0 }
-            return min(1, Double(state.completedUnitCount) / Double(state.totalUnitCount))
+            guard state.counts.total > 0 else { return 0 }
+            return min(1, Double(state.counts.completed) / Double(state.counts.total))
         }
     }
 
@@ -82,8 +81,7 @@ public final class TransferProgress: Sendable {
         // nil: nothing to schedule; otherwise how long to wait before delivering.
         let delay = state.withLock { state -> Duration? in
             guard !state.isFinished else { return nil }
-            state.completedUnitCount = completed
-            if let total, total >= 0 { state.totalUnitCount = total }
+            state.counts.record(completed: completed, total: total)
             guard handler != nil, !state.isCallbackScheduled else { return nil }
             let now = ContinuousClock.now
             var wait = Duration.zero
@@ -100,7 +98,7 @@ public final class TransferProgress: Sendable {
         let deliver: @Sendable () -> Void = { [self] in
             let isLive = state.withLock { state -> Bool in
                 state.isCallbackScheduled = false
-                if !state.isFinished { state.deliveredCount = state.completedUnitCount }
+                if !state.isFinished { state.deliveredCount = state.counts.completed }
                 return !state.isFinished
             }
             if isLive { handler(self) }
@@ -123,7 +121,7 @@ public final class TransferProgress: Sendable {
             state.task = nil
             guard !state.isFinished else { return false }
             state.isFinished = true
-            return handler != nil && state.deliveredCount != state.completedUnitCount
+            return handler != nil && state.deliveredCount != state.counts.completed
         }
         if needsFinalCall, let handler { handler(self) }
     }
