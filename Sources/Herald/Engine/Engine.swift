@@ -29,6 +29,9 @@ final class Engine: @unchecked Sendable {
     /// This iteration's deliveries, by queue, in order. Loop thread only, so without Swift's run-time
     /// exclusivity check (see `Transfer`).
     @exclusivity(unchecked) private var deliveries: [Delivery] = []
+    /// The storage of the last batch of commands drained, emptied and kept for the next, so that taking a
+    /// batch off `pending` allocates nothing: the two arrays trade buffers. Loop thread only.
+    @exclusivity(unchecked) private var drained: [@Sendable () -> Void] = []
 
     private struct Delivery {
         let queue: DispatchQueue
@@ -95,14 +98,19 @@ final class Engine: @unchecked Sendable {
     private func flushDeliveries() {
         uv_check_stop(iterationEnd)
         uv_idle_stop(deliveriesWaiting)
-        let batches = deliveries
-        deliveries.removeAll(keepingCapacity: true)
+        // Taken whole, so that emptying it afterwards keeps its buffer for the next iteration's deliveries
+        // (`removeAll(keepingCapacity:)` on a shared buffer would allocate a new one).
+        var batches: [Delivery] = []
+        swap(&batches, &deliveries)
         for batch in batches {
             let work = batch.work
             batch.queue.async(group: batch.group) {
                 for item in work { item() }
             }
         }
+        batches.removeAll(keepingCapacity: true)
+        // `async` never runs its work here, so nothing was delivered meanwhile.
+        if deliveries.isEmpty { deliveries = batches }
     }
 
     /// Whether the caller is on the loop thread.
@@ -116,13 +124,15 @@ final class Engine: @unchecked Sendable {
 
     private func drain() {
         while true {
-            let batch = pending.withLock { queue -> [@Sendable () -> Void] in
-                let batch = queue
-                queue.removeAll(keepingCapacity: true)
-                return batch
-            }
-            if batch.isEmpty { return }
+            // `pending` gets the kept (empty) buffer and the commands come out in theirs: no allocation.
+            var batch: [@Sendable () -> Void] = []
+            swap(&batch, &drained)
+            pending.withLock { swap(&$0, &batch) }
+            let isEmpty = batch.isEmpty
             for work in batch { work() }
+            batch.removeAll(keepingCapacity: true)
+            drained = batch
+            if isEmpty { return }
         }
     }
 }

@@ -242,6 +242,21 @@ final class Transfer: @unchecked Sendable {
         }
     }
 
+    /// Whether the NUL-terminated `cString` holds exactly `text`'s UTF-8 bytes.
+    static func sameText(_ cString: UnsafePointer<CChar>, _ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { bytes in
+            var index = 0
+            while index < bytes.count {
+                let byte = UInt8(bitPattern: cString[index])
+                // A NUL in `cString` ends it early; one in `text` can't match the terminator.
+                guard byte == bytes[index], byte != 0 else { return false }
+                index += 1
+            }
+            return cString[index] == 0
+        }
+    }
+
     func makeResponse() -> HTTPResponse {
         var url = request.url
         if let easyHandle {
@@ -249,9 +264,13 @@ final class Transfer: @unchecked Sendable {
             if herald_easy_getinfo_string(easyHandle, CURLINFO_EFFECTIVE_URL, &effective) == CURLE_OK,
                 let effective
             {
-                // Parse only when a redirect changed it: URL parsing costs more than the comparison.
-                let text = String(cString: effective)
-                if text != request.url.absoluteString, let parsed = URL(string: text) { url = parsed }
+                // Parse only when a redirect changed it: URL parsing costs more than the comparison, which
+                // reads curl's bytes in place rather than copying them into a string first.
+                if !Self.sameText(effective, request.url.absoluteString),
+                    let parsed = URL(string: String(cString: effective))
+                {
+                    url = parsed
+                }
             }
         }
         return HTTPResponse(

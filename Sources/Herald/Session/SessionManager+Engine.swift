@@ -39,14 +39,9 @@ extension SessionManager {
     func transferRequest(
         for request: Request, body: TransferBody?, sink: TransferSink = .memory
     ) -> TransferRequest {
-        var headers = request.headers
-        for field in configuration.httpAdditionalHeaders where !headers.contains(field.name) {
-            headers.add(name: field.name, value: field.value)
-        }
-        if !headers.contains("User-Agent") { headers.add(name: "User-Agent", value: DefaultHeaders.userAgent) }
-        if !headers.contains("Accept-Language") {
-            headers.add(name: "Accept-Language", value: DefaultHeaders.acceptLanguage)
-        }
+        let headers =
+            request.headers.fields.isEmpty
+            ? defaultRequestHeaders : Self.requestHeaders(request.headers, adding: configuration.httpAdditionalHeaders)
         return TransferRequest(
             url: request.url, method: request.method, headers: headers, body: body, sink: sink,
             requestTimeout: request.timeoutInterval ?? configuration.timeoutIntervalForRequest,
@@ -58,5 +53,20 @@ extension SessionManager {
             maximumResponseSize: configuration.maximumResponseSize,
             maximumHeaderSize: configuration.maximumHeaderSize,
             securityPolicy: configuration.securityPolicy)
+    }
+
+    /// `own` followed by each of `additional`'s fields whose name isn't there yet, then `User-Agent` and
+    /// `Accept-Language` from ``DefaultHeaders`` when neither list has them.
+    static func requestHeaders(_ own: HTTPHeaders, adding additional: HTTPHeaders) -> HTTPHeaders {
+        var headers = own
+        headers.reserveCapacity(own.count + additional.count + 2)
+        for field in additional where !headers.contains(field.name) {
+            headers.add(name: field.name, value: field.value)
+        }
+        if !headers.contains("User-Agent") { headers.add(name: "User-Agent", value: DefaultHeaders.userAgent) }
+        if !headers.contains("Accept-Language") {
+            headers.add(name: "Accept-Language", value: DefaultHeaders.acceptLanguage)
+        }
+        return headers
     }
 }

@@ -56,6 +56,9 @@ public final class SessionManager: Sendable {
     /// ``SessionConfiguration/allowedProtocols`` sorted and joined with commas once: curl's protocol list,
     /// set on every transfer.
     let allowedProtocolList: String
+    /// What a request with no header fields of its own sends: the session's additional headers, then
+    /// ``DefaultHeaders``' fields. Made once and shared, so such a request copies no list.
+    let defaultRequestHeaders: HTTPHeaders
     /// Where download tasks write their temporary files; created with the first download task.
     let downloadDirectory: URL
     let engine: Engine
@@ -95,6 +98,7 @@ public final class SessionManager: Sendable {
         self.completionQueue = completionQueue ?? DispatchQueue(label: "herald.session.\(identifier).completion")
         self.ownsCompletionQueue = completionQueue == nil
         self.allowedProtocolList = configuration.allowedProtocols.sorted().joined(separator: ",")
+        self.defaultRequestHeaders = Self.requestHeaders(HTTPHeaders(), adding: configuration.httpAdditionalHeaders)
         self.completionGroup = completionGroup
         self.engine = engine
         self.downloadDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(

@@ -31,6 +31,11 @@ public struct HTTPHeaders: Sendable, Hashable {
         fields.reserveCapacity(capacity)
     }
 
+    /// Makes room for `capacity` fields in all, so adding up to that many allocates once at most.
+    mutating func reserveCapacity(_ capacity: Int) {
+        fields.reserveCapacity(capacity)
+    }
+
     /// Creates headers from name–value pairs, keeping their order.
     public init(_ pairs: [(String, String)]) {
         self.fields = pairs.map { Field(name: $0.0, value: $0.1) }

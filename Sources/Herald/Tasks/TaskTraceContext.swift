@@ -15,10 +15,17 @@ final class TaskTraceContext: Sendable {
 
     /// The context of a task made for `request` now: the request's own, else the task-local one; `nil`
     /// when there is neither, and then Herald adds no header and touches no instrument.
-    init?(for request: Request) {
+    ///
+    /// A factory, not a failable initializer: a class's failable initializer allocates the instance before
+    /// it can fail, and most tasks have no context.
+    static func make(for request: Request) -> TaskTraceContext? {
         guard let context = request.serviceContext ?? ServiceContext.current else { return nil }
-        self.serviceContext = context
-        self.instrument = InstrumentationSystem.instrument
+        return TaskTraceContext(serviceContext: context, instrument: InstrumentationSystem.instrument)
+    }
+
+    private init(serviceContext: ServiceContext, instrument: any Instrument) {
+        self.serviceContext = serviceContext
+        self.instrument = instrument
     }
 
     /// Sets the fields the instrument injects for the context (with a W3C propagator, `traceparent` and

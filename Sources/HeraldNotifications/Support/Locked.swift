@@ -34,8 +34,11 @@ package final class Locked<Value>: @unchecked Sendable {
     @usableFromInline @exclusivity(unchecked) var value: Value
 
     /// Creates a lock guarding `value`.
+    ///
+    /// `consuming`, so the value moves in: without it, a caller building the value in place
+    /// (`Locked(State(…))`) had it copied in and the temporary destroyed.
     @inlinable
-    package init(_ value: Value) {
+    package init(_ value: consuming Value) {
         self.value = value
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())

@@ -35,6 +35,30 @@ struct DefaultHeadersTests {
         try await fixture.tearDown()
     }
 
+    @Test("a request without fields of its own sends the configuration's, in order, then the defaults")
+    func sharedListInOrder() async throws {
+        var configuration = SessionConfiguration()
+        configuration.httpAdditionalHeaders = HTTPHeaders([("X-First", "1"), ("X-Second", "2"), ("x-first", "dup")])
+        let fixture = try await SessionFixture.make(configuration: configuration)
+        // Twice with no fields (the session's shared list), then once with one of its own.
+        for _ in 0..<2 { _ = try await fixture.session.data(for: Request(url: fixture.server.url("/status/204"))) }
+        let own = Request(url: fixture.server.url("/status/204"), headers: ["X-Second": "mine", "X-Own": "o"])
+        _ = try await fixture.session.data(for: own)
+        let sent = fixture.server.requests.map { recorded in
+            recorded.headers.filter { $0.name.lowercased().hasPrefix("x-") }.map { "\($0.name): \($0.value)" }
+        }
+        #expect(
+            sent == [
+                ["X-First: 1", "X-Second: 2"], ["X-First: 1", "X-Second: 2"],
+                ["X-Second: mine", "X-Own: o", "X-First: 1"],
+            ])
+        for recorded in fixture.server.requests {
+            #expect(recorded.headerValue("User-Agent") == HeraldVersion.userAgent)
+            #expect(recorded.headerValue("Accept-Language") == DefaultHeaders.acceptLanguage)
+        }
+        try await fixture.tearDown()
+    }
+
     @Test("the default User-Agent is also sent on every redirect hop")
     func redirectHops() async throws {
         let fixture = try await SessionFixture.make()

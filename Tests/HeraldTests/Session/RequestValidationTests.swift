@@ -46,6 +46,22 @@ struct RequestValidationTests {
         }
     }
 
+    @Test("the scheme is checked against the session's allowed list, short or long, ignoring case")
+    func allowedSchemes() throws {
+        let url = try #require(URL(string: "HTTP://127.0.0.1:1/"))
+        let ftp = try #require(URL(string: "ftp://127.0.0.1:1/"))
+        let short: Set = ["http", "https"]
+        let long: Set = ["http", "https", "ftp", "ftps", "ws", "wss"]
+        for allowed in [short, long] {
+            #expect(throws: Never.self) { try Request(url: url).validate(allowedProtocols: allowed) }
+            #expect(throws: Never.self) { try Request(url: ftp).validate(allowedProtocols: allowed.union(["ftp"])) }
+            let refused = #expect(throws: HeraldError.self) {
+                try Request(url: ftp).validate(allowedProtocols: allowed.subtracting(["ftp"]))
+            }
+            #expect(refused?.code == .unsupportedURL)
+        }
+    }
+
     @Test("a URL without a host is refused with badURL")
     func missingHost() throws {
         let url = try #require(URL(string: "http:///path"))
