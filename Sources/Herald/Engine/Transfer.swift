@@ -205,7 +205,6 @@ final class Transfer: @unchecked Sendable {
     /// Hands the outcome to the delegate. The machine has just moved to `finished`, which it does once.
     private func deliver(error: HeraldError?, sinkDidBegin: Bool) {
         var error = error
-        let metrics = easyHandle.map { TransferMetrics(easyHandle: $0, startDate: startDate) }
         if response == nil, responseStatus >= 200 {
             response = makeResponse()
         }
@@ -215,14 +214,16 @@ final class Transfer: @unchecked Sendable {
             error = failure
         }
         let body = sink.finish()
-        let outcome = TransferOutcome(response: response, body: body, file: sink.file, error: error, metrics: metrics)
-        if let easyHandle {
-            // Out of the multi handle by now (or never in it). Only a transfer curl finished normally leaves
-            // its handle fit for another: after a failure curl may still hold state that `curl_easy_reset`
-            // keeps (its receive buffer, after a failed connect), and then refuses options on it.
-            if let pool, error == nil { pool.give(easyHandle, profile: profile) } else { curl_easy_cleanup(easyHandle) }
-            self.easyHandle = nil
+        // Out of the multi handle by now (or never in it): the completing thread reads the metrics from it
+        // and lets it go. Only a transfer curl finished normally leaves its handle fit for another: after a
+        // failure curl may still hold state that `curl_easy_reset` keeps (its receive buffer, after a failed
+        // connect), and then refuses options on it.
+        let handle = easyHandle.map {
+            FinishedEasyHandle($0, returningTo: error == nil ? pool : nil, profile: profile, startDate: startDate)
         }
+        easyHandle = nil
+        let outcome = TransferOutcome(
+            response: response, body: body, file: sink.file, error: error, metrics: nil, finishedHandle: handle)
         delegate.transferDidFinish(outcome)
     }
 

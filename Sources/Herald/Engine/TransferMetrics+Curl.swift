@@ -2,7 +2,8 @@ import CCurl
 import Foundation
 
 extension TransferMetrics {
-    /// Reads the metrics of a finished (or stopped) easy handle. Loop thread only.
+    /// Reads the metrics of a finished (or stopped) easy handle, on the one thread using it (see
+    /// ``FinishedEasyHandle``).
     init(easyHandle easy: UnsafeMutableRawPointer, startDate: Date) {
         func seconds(_ info: CURLINFO) -> TimeInterval {
             var microseconds: curl_off_t = 0

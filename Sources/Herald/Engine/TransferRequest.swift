@@ -72,7 +72,9 @@ protocol TransferDelegate: AnyObject, Sendable {
     func transferDidReceiveBody(_ bytes: UnsafeRawBufferPointer)
     /// Request body bytes were sent; `expected` is the body's length when known.
     func transferDidSendBytes(total sent: Int64, expected: Int64?)
-    /// The transfer ended. Called exactly once per transfer.
+    /// The transfer ended. Called exactly once per transfer. The delegate calls
+    /// ``TransferOutcome/settleFinishedHandle()`` first, off the loop thread, before it copies the outcome
+    /// anywhere: until then the outcome has no metrics.
     func transferDidFinish(_ outcome: TransferOutcome)
 }
 
@@ -87,12 +89,24 @@ struct TransferOutcome: Sendable {
 
     init(
         response: HTTPResponse?, body: Data, file: DownloadedFile? = nil, error: HeraldError?,
-        metrics: TransferMetrics?, isFromCache: Bool = false
+        metrics: TransferMetrics?, isFromCache: Bool = false, finishedHandle: consuming FinishedEasyHandle? = nil
     ) {
         box = Box(
             Fields(
                 response: response, body: body, file: file, error: error, metrics: metrics,
                 isFromCache: isFromCache))
+        box.finishedHandle = finishedHandle
+    }
+
+    /// Reads the metrics of the transfer's easy handle into the outcome and lets the handle go (see
+    /// ``FinishedEasyHandle``); nothing when there is none or it was settled already.
+    ///
+    /// Called by the transfer's delegate on the thread that completes the task, before the outcome is
+    /// copied anywhere. It writes the box in place although the transfer's copy of the outcome may not
+    /// have been released yet: that copy is never read again.
+    func settleFinishedHandle() {
+        guard let handle = box.finishedHandle.take() else { return }
+        box.fields.metrics = handle.settle()
     }
 
     var response: HTTPResponse? {
@@ -140,10 +154,18 @@ struct TransferOutcome: Sendable {
 
     private final class Box: @unchecked Sendable {
         // Safety: a box is only written through `uniqueBox()`, when the outcome writing it holds the only
-        // reference; a box that two outcomes (or two threads) share is never written, only copied.
+        // reference, and by `settleFinishedHandle()` before the outcome reaches any reader; a box that two
+        // outcomes (or two threads) read is never written, only copied.
         @exclusivity(unchecked) var fields: Fields
+        /// The transfer's easy handle until `settleFinishedHandle()`; not copied with the fields.
+        @exclusivity(unchecked) var finishedHandle: FinishedEasyHandle?
 
         init(_ fields: Fields) { self.fields = fields }
+
+        deinit {
+            // An outcome dropped before it was settled: its handle still goes back.
+            finishedHandle.take()?.letGo()
+        }
     }
 }
 

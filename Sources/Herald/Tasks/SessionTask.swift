@@ -254,6 +254,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
 
     func transferDidFinish(_ outcome: TransferOutcome) {
         session.afterTransfer { [self] in
+            outcome.settleFinishedHandle()
             // Before the next hop is built: a Set-Cookie on a 302 or a 401 goes with the next request.
             if let response = outcome.response { session.storeCookies(from: response) }
             if beginNextHop(after: outcome) { return }

@@ -29,6 +29,57 @@ struct EasyHandlePoolTests {
         #expect(pool.idleCount == 0)
     }
 
+    @Test("a finished handle goes back to its pool once its outcome is settled, or dropped unsettled")
+    func finishedHandleGoesBack() throws {
+        let pool = EasyHandlePool(capacity: 4)
+        let settled = TransferOutcome(
+            response: nil, body: Data(), error: nil, metrics: nil,
+            finishedHandle: FinishedEasyHandle(
+                try #require(curl_easy_init()), returningTo: pool, profile: nil, startDate: Date()))
+        #expect(settled.metrics == nil)
+        #expect(pool.idleCount == 0)
+        settled.settleFinishedHandle()
+        // A handle that never ran reports zero counts, but it reports them.
+        #expect(settled.metrics?.responseBodyBytes == 0)
+        #expect(pool.idleCount == 1)
+        settled.settleFinishedHandle()  // once only
+        #expect(pool.idleCount == 1)
+
+        var dropped: TransferOutcome? = TransferOutcome(
+            response: nil, body: Data(), error: nil, metrics: nil,
+            finishedHandle: FinishedEasyHandle(
+                try #require(curl_easy_init()), returningTo: pool, profile: nil, startDate: Date()))
+        #expect(dropped != nil)
+        dropped = nil
+        #expect(pool.idleCount == 2)
+
+        // Without a pool (a failed transfer's handle) it is freed: the pool keeps nothing.
+        let freed = TransferOutcome(
+            response: nil, body: Data(), error: nil, metrics: nil,
+            finishedHandle: FinishedEasyHandle(
+                try #require(curl_easy_init()), returningTo: nil, profile: nil, startDate: Date()))
+        freed.settleFinishedHandle()
+        #expect(freed.metrics != nil)
+        #expect(pool.idleCount == 2)
+    }
+
+    @Test("a session's finished transfers report their metrics and leave their handle in the pool")
+    func metricsAfterHandOver() async throws {
+        let fixture = try await SessionFixture.make()
+        let log = CompletionLog()
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/bytes/100")), completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        // The session's default serializer reads JSON, so these bytes fail it; the transfer itself succeeded.
+        #expect(try #require(log.all.first).response?.statusCode == 200)
+        let metrics = try #require(task.metrics)
+        #expect(metrics.responseBodyBytes == 100)
+        #expect(metrics.remotePort == fixture.server.port)
+        #expect(fixture.session.multi?.easyHandles.idleCount == 1)
+        try await fixture.tearDown()
+    }
+
     @Test("a reused handle carries nothing over: method, body, HEAD and headers are each request's own")
     func reusedHandleStartsClean() async throws {
         let fixture = try await SessionFixture.make()
