@@ -214,16 +214,24 @@ final class Transfer: @unchecked Sendable {
             error = failure
         }
         let body = sink.finish()
-        // Out of the multi handle by now (or never in it): the completing thread reads the metrics from it
-        // and lets it go. Only a transfer curl finished normally leaves its handle fit for another: after a
+        // Out of the multi handle by now (or never in it). A handle its pool has a place for goes back through
+        // the completing thread, which reads the metrics from it (see FinishedEasyHandle); any other is read
+        // and freed here. Only a transfer curl finished normally leaves its handle fit for another: after a
         // failure curl may still hold state that `curl_easy_reset` keeps (its receive buffer, after a failed
         // connect), and then refuses options on it.
-        let handle = easyHandle.map {
-            FinishedEasyHandle($0, returningTo: error == nil ? pool : nil, profile: profile, startDate: startDate)
+        var metrics: TransferMetrics?
+        var handle: FinishedEasyHandle?
+        if let easyHandle {
+            if error == nil, let pool, pool.reserveReturn() {
+                handle = FinishedEasyHandle(easyHandle, returningTo: pool, profile: profile, startDate: startDate)
+            } else {
+                metrics = TransferMetrics(easyHandle: easyHandle, startDate: startDate)
+                curl_easy_cleanup(easyHandle)
+            }
+            self.easyHandle = nil
         }
-        easyHandle = nil
         let outcome = TransferOutcome(
-            response: response, body: body, file: sink.file, error: error, metrics: nil, finishedHandle: handle)
+            response: response, body: body, file: sink.file, error: error, metrics: metrics, finishedHandle: handle)
         delegate.transferDidFinish(outcome)
     }
 

@@ -74,7 +74,7 @@ protocol TransferDelegate: AnyObject, Sendable {
     func transferDidSendBytes(total sent: Int64, expected: Int64?)
     /// The transfer ended. Called exactly once per transfer. The delegate calls
     /// ``TransferOutcome/settleFinishedHandle()`` first, off the loop thread, before it copies the outcome
-    /// anywhere: until then the outcome has no metrics.
+    /// anywhere: until then an outcome whose easy handle travels with it has no metrics.
     func transferDidFinish(_ outcome: TransferOutcome)
 }
 
@@ -161,11 +161,6 @@ struct TransferOutcome: Sendable {
         @exclusivity(unchecked) var finishedHandle: FinishedEasyHandle?
 
         init(_ fields: Fields) { self.fields = fields }
-
-        deinit {
-            // An outcome dropped before it was settled: its handle still goes back.
-            finishedHandle.take()?.letGo()
-        }
     }
 }
 
