@@ -32,6 +32,9 @@ final class Engine: @unchecked Sendable {
     /// The storage of the last batch of commands drained, emptied and kept for the next, so that taking a
     /// batch off `pending` allocates nothing: the two arrays trade buffers. Loop thread only.
     @exclusivity(unchecked) private var drained: [@Sendable () -> Void] = []
+    /// The poll handles of every multi handle on this loop, kept across the transfers on a connection.
+    /// Loop thread only.
+    @exclusivity(unchecked) var pollHandles = PollHandles()
 
     private struct Delivery {
         let queue: DispatchQueue

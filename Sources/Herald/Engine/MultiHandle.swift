@@ -3,9 +3,10 @@ import CUV
 
 /// One curl multi handle — one connection pool — driven by an engine's libuv loop.
 ///
-/// Follows curl's `multi-uv.c`: one `uv_poll_t` per curl socket, opened on the first interest and
-/// closed synchronously on `CURL_POLL_REMOVE` (curl reports the removal before it closes the fd), and
-/// one non-repeating `uv_timer_t` for curl's timeout. Messages are drained after every
+/// Follows curl's `multi-uv.c`: one `uv_poll_t` per curl socket, started on the first interest and
+/// stopped synchronously on `CURL_POLL_REMOVE` (curl reports the removal before it closes the fd), and
+/// one non-repeating `uv_timer_t` for curl's timeout. A stopped handle isn't closed: the engine keeps it for
+/// the next socket with its number (``PollHandles``), usually the same connection's next transfer. Messages are drained after every
 /// `curl_multi_socket_action`, and completions are delivered from there — never from inside a curl
 /// callback, where `curl_multi_*` would fail with `CURLM_RECURSIVE_API_CALL`.
 final class MultiHandle: @unchecked Sendable {
@@ -23,7 +24,13 @@ final class MultiHandle: @unchecked Sendable {
     let easyHandles: EasyHandlePool
     private let multi: UnsafeMutableRawPointer
     private let timer: UnsafeMutablePointer<uv_timer_t>
-    @exclusivity(unchecked) private var polls: [curl_socket_t: UnsafeMutablePointer<uv_poll_t>] = [:]
+    /// The handles polling this pool's sockets, by socket number.
+    @exclusivity(unchecked) private var polls: [UnsafeMutablePointer<uv_poll_t>?] = []
+    @exclusivity(unchecked) private(set) var pollCount = 0
+    /// How many times a socket started being watched, and how many of those opened a new poll handle rather
+    /// than start a kept one. Loop thread only.
+    @exclusivity(unchecked) private(set) var socketsWatched = 0
+    @exclusivity(unchecked) private(set) var pollHandlesOpened = 0
     @exclusivity(unchecked) private var transfers: [UnsafeMutableRawPointer: Transfer] = [:]
     @exclusivity(unchecked) private var isClosed = false
 
@@ -58,9 +65,6 @@ final class MultiHandle: @unchecked Sendable {
 
     /// The number of transfers currently in this pool. Loop thread only.
     var activeTransferCount: Int { transfers.count }
-
-    /// The number of sockets being polled. Loop thread only.
-    var pollCount: Int { polls.count }
 
     // MARK: - transfers
 
@@ -114,11 +118,12 @@ final class MultiHandle: @unchecked Sendable {
         // are valid until it returns.
         curl_multi_cleanup(multi)
         easyHandles.close()
-        for poll in polls.values {
-            uv_poll_stop(poll)
-            Engine.close(poll)
+        for (socket, poll) in polls.enumerated() {
+            guard let poll else { continue }
+            engine.pollHandles.stop(poll, socket: curl_socket_t(socket))
         }
         polls.removeAll()
+        pollCount = 0
         uv_timer_stop(timer)
         Engine.close(timer)
     }
@@ -126,21 +131,32 @@ final class MultiHandle: @unchecked Sendable {
     // MARK: - curl callbacks
 
     private func socketChanged(_ socket: curl_socket_t, what: Int32) {
+        let index = Int(socket)
+        let existing = index >= 0 && index < polls.count ? polls[index] : nil
         if what == CURL_POLL_REMOVE {
-            if let poll = polls.removeValue(forKey: socket) {
-                uv_poll_stop(poll)
-                Engine.close(poll)
+            if let existing {
+                polls[index] = nil
+                pollCount -= 1
+                engine.pollHandles.stop(existing, socket: socket)
             }
             return
         }
         let poll: UnsafeMutablePointer<uv_poll_t>
-        if let existing = polls[socket] {
+        if let existing {
             poll = existing
         } else {
-            poll = .allocate(capacity: 1)
-            uv_poll_init_socket(engine.uvLoop, poll, socket)
+            // libuv polls any socket; curl hands it nothing else. Left unwatched, a transfer on such a
+            // descriptor would end by its timeout.
+            guard let taken = engine.pollHandles.take(for: socket, on: engine.uvLoop) else { return }
+            poll = taken.handle
+            if taken.opened { pollHandlesOpened += 1 }
+            socketsWatched += 1
             poll.pointee.data = Unmanaged.passUnretained(self).toOpaque()
-            polls[socket] = poll
+            if index >= polls.count {
+                polls.append(contentsOf: repeatElement(nil, count: index + 1 - polls.count))
+            }
+            polls[index] = poll
+            pollCount += 1
         }
         var events: Int32 = 0
         if what == CURL_POLL_IN || what == CURL_POLL_INOUT { events |= Int32(UV_READABLE.rawValue) }

@@ -9,12 +9,18 @@ extension SessionManager {
         await withCheckedContinuation { continuation in engine.execute { continuation.resume() } }
     }
 
-    /// The number of transfers and polled sockets in this session's pool, read on the loop thread. For
+    /// The number of transfers and polled sockets in this session's pool, how many times a socket started
+    /// being polled, and how many of those opened a new libuv poll handle; read on the loop thread. For
     /// tests: `package`, like `engineBarrier()`.
-    package func poolCounts() async -> (transfers: Int, sockets: Int) {
-        guard let multi else { return (0, 0) }
+    package func poolCounts() async -> (transfers: Int, sockets: Int, socketsWatched: Int, pollHandlesOpened: Int) {
+        guard let multi else { return (0, 0, 0, 0) }
         return await withCheckedContinuation { continuation in
-            engine.execute { continuation.resume(returning: (multi.activeTransferCount, multi.pollCount)) }
+            engine.execute {
+                continuation.resume(
+                    returning: (
+                        multi.activeTransferCount, multi.pollCount, multi.socketsWatched, multi.pollHandlesOpened
+                    ))
+            }
         }
     }
 

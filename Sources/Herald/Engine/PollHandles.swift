@@ -1,0 +1,61 @@
+import CCurl
+import CUV
+
+/// An engine's libuv poll handles, at most one per socket number, kept when curl stops watching a socket.
+///
+/// curl reports `CURL_POLL_REMOVE` for a kept-alive connection each time a transfer leaves it, and asks for the
+/// same socket again when the next transfer on that connection starts: at 64 concurrent transfers that is
+/// nearly every request. Opening a handle costs libuv three system calls (an `epoll_ctl` add and delete to
+/// check the socket, and making it non-blocking) and closing one another `epoll_ctl`; a stopped handle is
+/// started again for the socket's next use instead.
+///
+/// `uv_poll_stop` takes the socket out of epoll at once, so curl may close it right after, as it does when a
+/// connection ends. A later socket with the same number starts the same handle: libuv keeps a watcher per
+/// number, not per socket, and a handle holds nothing else about its socket. Every multi handle on the loop
+/// takes its handles from here, so one number never has two handles: stopping or closing either would take
+/// the number out of epoll under the other. Loop thread only.
+struct PollHandles: ~Copyable {
+    /// Stopped handles by socket number.
+    private var stopped: [UnsafeMutablePointer<uv_poll_t>?] = []
+
+    /// The number of stopped handles kept.
+    private(set) var stoppedCount = 0
+
+    /// A handle for `socket`, stopped: the one kept for its number, or a new one opened on `loop` (`opened`);
+    /// `nil` if libuv can't poll the socket.
+    mutating func take(for socket: curl_socket_t, on loop: UnsafeMutablePointer<uv_loop_t>)
+        -> (handle: UnsafeMutablePointer<uv_poll_t>, opened: Bool)?
+    {
+        let index = Int(socket)
+        guard index >= 0 else { return nil }
+        if index < stopped.count, let poll = stopped[index] {
+            stopped[index] = nil
+            stoppedCount -= 1
+            return (poll, false)
+        }
+        let poll = UnsafeMutablePointer<uv_poll_t>.allocate(capacity: 1)
+        guard uv_poll_init_socket(loop, poll, socket) == 0 else {
+            poll.deallocate()
+            return nil
+        }
+        return (poll, true)
+    }
+
+    /// Stops `poll`, which watches `socket`, and keeps it for the number's next socket. The socket may be
+    /// closed as soon as this returns.
+    mutating func stop(_ poll: UnsafeMutablePointer<uv_poll_t>, socket: curl_socket_t) {
+        uv_poll_stop(poll)
+        poll.pointee.data = nil
+        let index = Int(socket)
+        if index >= stopped.count {
+            stopped.append(contentsOf: repeatElement(nil, count: index + 1 - stopped.count))
+        }
+        if let previous = stopped[index] {
+            // Not reached while every handle comes from `take`; closing the extra one keeps the count right.
+            Engine.close(previous)
+            stoppedCount -= 1
+        }
+        stopped[index] = poll
+        stoppedCount += 1
+    }
+}
