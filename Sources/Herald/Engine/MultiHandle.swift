@@ -57,6 +57,13 @@ final class MultiHandle: @unchecked Sendable {
         }
         herald_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(0, options.maximumConnectionsPerHost))
         herald_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, max(0, options.maximumConnectionsTotal))
+        if options.maximumConnectionsTotal > 0 {
+            // Keep every connection the limit allows. Without this curl sizes its connection cache at four
+            // times the transfers in the pool at the moment one finishes, and closes the oldest idle
+            // connections beyond that whenever fewer transfers than usual are running: the next burst opens
+            // them again, a TCP handshake each.
+            herald_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, options.maximumConnectionsTotal)
+        }
         engine.execute { [self] in
             uv_timer_init(engine.uvLoop, timer)
             timer.pointee.data = Unmanaged.passUnretained(self).toOpaque()

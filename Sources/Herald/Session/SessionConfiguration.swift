@@ -31,6 +31,10 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// The most connections open to one host at a time; further requests wait for one. Default 6.
     public var maximumConnectionsPerHost: Int = 6
     /// The most connections open in all at a time; 0 means no limit. Default 0.
+    ///
+    /// With a limit, every connection it allows stays open after its transfer for the next ones, until the
+    /// server closes it. Without one, curl's own rule applies: it keeps four idle connections for each transfer
+    /// running when one finishes, so a quiet spell after a burst closes some that the next burst opens again.
     public var maximumConnectionsTotal: Int = 0
     /// The protocol version to negotiate. Default ``HTTPVersion/automatic``.
     public var httpVersion: HTTPVersion = .automatic
