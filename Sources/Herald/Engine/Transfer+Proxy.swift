@@ -34,16 +34,26 @@ extension Transfer {
 
     /// Whether an environment variable libcurl reads for a proxy for this transfer's URL is set to something.
     var environmentMayNameProxy: Bool {
-        // A C string compared in place: this runs for every transfer.
-        Self.proxyVariables(forScheme: request.url.scheme ?? "").contains { name in
-            name.withCString { getenv($0).map { $0.pointee != 0 } ?? false }
-        }
+        Self.environmentMayNameProxy(forScheme: request.url.scheme ?? "", entries: UnsafePointer(environ))
     }
 
-    /// Whether any environment variable libcurl reads for a proxy for `scheme` (``proxyVariables(forScheme:)``)
-    /// is set to something, as `lookup` reads them. libcurl treats an empty value as unset.
-    static func environmentMayNameProxy(forScheme scheme: String, lookup: (String) -> String?) -> Bool {
-        proxyVariables(forScheme: scheme).contains { lookup($0).map { !$0.isEmpty } ?? false }
+    /// Whether `entries` (a list of `NAME=value` C strings ended by a null pointer, as `environ`) sets any
+    /// variable libcurl reads for a proxy for `scheme` (``proxyVariables(forScheme:)``) to something. libcurl
+    /// treats an empty value as unset.
+    ///
+    /// One pass over the list, comparing in place: this runs for every transfer, and `getenv` for each of
+    /// the three or four names would walk the whole environment each time. An entry whose first byte starts
+    /// no name is passed over at once.
+    static func environmentMayNameProxy(
+        forScheme scheme: String, entries: UnsafePointer<UnsafeMutablePointer<CChar>?>?
+    ) -> Bool {
+        guard var entry = entries else { return false }
+        let names = ProxyVariableNames.forScheme(scheme)
+        while let variable = entry.pointee {
+            if names.mayStart(variable[0]), names.isSet(by: variable) { return true }
+            entry += 1
+        }
+        return false
     }
 
     /// The environment variables libcurl reads for a proxy for `scheme`: `<scheme>_proxy`, its upper-case
@@ -63,4 +73,55 @@ extension Transfer {
 
     private static let httpProxyVariables = ["http_proxy", "all_proxy", "ALL_PROXY"]
     private static let httpsProxyVariables = ["https_proxy", "all_proxy", "ALL_PROXY", "HTTPS_PROXY"]
+}
+
+/// The names ``Transfer/proxyVariables(forScheme:)`` lists for one scheme, as C strings, and the bytes they start
+/// with; made once for `http` and `https`.
+struct ProxyVariableNames: Sendable {
+    private let names: [ContiguousArray<CChar>]
+    /// Bit `b` set when a name starts with the ASCII byte `b`.
+    private let firstBytes: (low: UInt64, high: UInt64)
+
+    private init(_ names: [String]) {
+        self.names = names.map { $0.utf8CString }
+        var low: UInt64 = 0
+        var high: UInt64 = 0
+        for name in names {
+            guard let first = name.utf8.first, first < 128 else { continue }
+            if first < 64 { low |= 1 << first } else { high |= 1 << (first - 64) }
+        }
+        firstBytes = (low, high)
+    }
+
+    private static let http = ProxyVariableNames(Transfer.proxyVariables(forScheme: "http"))
+    private static let https = ProxyVariableNames(Transfer.proxyVariables(forScheme: "https"))
+
+    static func forScheme(_ scheme: String) -> ProxyVariableNames {
+        switch scheme {
+        case "http": return http
+        case "https": return https
+        default: return ProxyVariableNames(Transfer.proxyVariables(forScheme: scheme))
+        }
+    }
+
+    /// Whether some name starts with `byte`.
+    func mayStart(_ byte: CChar) -> Bool {
+        let value = UInt8(bitPattern: byte)
+        guard value < 128 else { return false }
+        return value < 64 ? firstBytes.low & (1 << value) != 0 : firstBytes.high & (1 << (value - 64)) != 0
+    }
+
+    /// Whether the C string `entry` is one of the names, `=` and at least one more byte.
+    func isSet(by entry: UnsafeMutablePointer<CChar>) -> Bool {
+        for name in names {
+            let matches = name.withUnsafeBufferPointer { name in
+                // `strncmp` stops at the entry's end; the name's length excludes its NUL.
+                let length = name.count - 1
+                guard let start = name.baseAddress, strncmp(entry, start, length) == 0 else { return false }
+                return entry[length] == 0x3D && entry[length + 1] != 0
+            }
+            if matches { return true }
+        }
+        return false
+    }
 }

@@ -1,11 +1,23 @@
+import Foundation
 import Testing
 
 @testable import Herald
 
 @Suite("Proxy environment variables")
 struct ProxyEnvironmentTests {
+    /// Whether an environment of these `NAME=value` entries (in this order) names a proxy for `scheme`.
+    private static func names(entries: [String], scheme: String) -> Bool {
+        let strings = entries.map { strdup($0) } + [nil]
+        defer { strings.forEach { free($0) } }
+        return strings.withUnsafeBufferPointer {
+            Transfer.environmentMayNameProxy(forScheme: scheme, entries: $0.baseAddress)
+        }
+    }
+
     private static func names(_ environment: [String: String], scheme: String) -> Bool {
-        Transfer.environmentMayNameProxy(forScheme: scheme, lookup: { environment[$0] })
+        // Among other variables, as in a real environment.
+        let others = ["PATH=/usr/bin:/bin", "HOME=/root", "LANG=C.UTF-8", "A=", "H="]
+        return names(entries: others + environment.map { "\($0.key)=\($0.value)" } + ["TERM=xterm"], scheme: scheme)
     }
 
     @Test("the variables libcurl reads for a scheme's proxy are the ones checked, and only those")
@@ -24,6 +36,20 @@ struct ProxyEnvironmentTests {
         #expect(Self.names(["ALL_PROXY": "socks5://127.0.0.1:1080"], scheme: "http"))
         // Only a proxy can make one be used; a no-proxy list alone can't.
         #expect(!Self.names(["no_proxy": "*", "NO_PROXY": "localhost"], scheme: "http"))
+    }
+
+    @Test("only a whole name followed by '=' counts: longer and shorter names, and an entry without '=', don't")
+    func wholeNamesOnly() {
+        let url = "http://127.0.0.1:3128"
+        #expect(!Self.names(entries: ["http_proxyX=\(url)", "http_prox=\(url)", "xhttp_proxy=\(url)"], scheme: "http"))
+        #expect(!Self.names(entries: ["http_proxy", "all_proxy"], scheme: "http"))
+        #expect(!Self.names(entries: ["Http_proxy=\(url)", "all_PROXY=\(url)"], scheme: "http"))
+        #expect(Self.names(entries: ["http_proxyX=\(url)", "http_proxy=\(url)"], scheme: "http"))
+        #expect(!Self.names(entries: [], scheme: "https"))
+        #expect(Self.names(entries: ["gopher_proxy=\(url)"], scheme: "gopher"))
+        #expect(Self.names(entries: ["GOPHER_PROXY=\(url)"], scheme: "gopher"))
+        #expect(!Self.names(entries: ["http_proxy=\(url)"], scheme: "gopher"))
+        #expect(!Transfer.environmentMayNameProxy(forScheme: "http", entries: nil))
     }
 
     @Test("an empty variable is unset, as libcurl's curl_getenv treats it")
