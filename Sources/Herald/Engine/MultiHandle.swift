@@ -24,9 +24,8 @@ final class MultiHandle: @unchecked Sendable {
     let easyHandles: EasyHandlePool
     private let multi: UnsafeMutableRawPointer
     private let timer: UnsafeMutablePointer<uv_timer_t>
-    /// The handles polling this pool's sockets, by socket number.
-    @exclusivity(unchecked) private var polls: [UnsafeMutablePointer<uv_poll_t>?] = []
-    @exclusivity(unchecked) private(set) var pollCount = 0
+    /// The handles polling this pool's sockets.
+    @exclusivity(unchecked) private var polls: [curl_socket_t: UnsafeMutablePointer<uv_poll_t>] = [:]
     /// How many times a socket started being watched, and how many of those opened a new poll handle rather
     /// than start a kept one. Loop thread only.
     @exclusivity(unchecked) private(set) var socketsWatched = 0
@@ -45,9 +44,9 @@ final class MultiHandle: @unchecked Sendable {
         let context = Unmanaged.passUnretained(self).toOpaque()
         herald_multi_setopt_pointer(multi, CURLMOPT_SOCKETDATA, context)
         herald_multi_setopt_pointer(multi, CURLMOPT_TIMERDATA, context)
-        herald_multi_setopt_socket_cb(multi) { _, socket, what, context, _ in
+        herald_multi_setopt_socket_cb(multi) { easy, socket, what, context, _ in
             guard let context else { return -1 }
-            Unmanaged<MultiHandle>.fromOpaque(context).takeUnretainedValue().socketChanged(socket, what: what)
+            Unmanaged<MultiHandle>.fromOpaque(context).takeUnretainedValue().socketChanged(easy, socket, what: what)
             return 0
         }
         herald_multi_setopt_timer_cb(multi) { _, timeoutMilliseconds, context in
@@ -72,6 +71,9 @@ final class MultiHandle: @unchecked Sendable {
 
     /// The number of transfers currently in this pool. Loop thread only.
     var activeTransferCount: Int { transfers.count }
+
+    /// The number of sockets being polled. Loop thread only.
+    var pollCount: Int { polls.count }
 
     // MARK: - transfers
 
@@ -125,50 +127,41 @@ final class MultiHandle: @unchecked Sendable {
         // are valid until it returns.
         curl_multi_cleanup(multi)
         easyHandles.close()
-        for (socket, poll) in polls.enumerated() {
-            guard let poll else { continue }
-            engine.pollHandles.stop(poll, socket: curl_socket_t(socket))
+        for (socket, poll) in polls {
+            engine.pollHandles.stop(poll, socket: socket)
         }
         polls.removeAll()
-        pollCount = 0
         uv_timer_stop(timer)
         Engine.close(timer)
     }
 
     // MARK: - curl callbacks
 
-    private func socketChanged(_ socket: curl_socket_t, what: Int32) {
-        let index = Int(socket)
-        let existing = index >= 0 && index < polls.count ? polls[index] : nil
+    private func socketChanged(_ easy: UnsafeMutableRawPointer?, _ socket: curl_socket_t, what: Int32) {
         if what == CURL_POLL_REMOVE {
-            if let existing {
-                polls[index] = nil
-                pollCount -= 1
-                engine.pollHandles.stop(existing, socket: socket)
+            if let poll = polls.removeValue(forKey: socket) {
+                engine.pollHandles.stop(poll, socket: socket)
             }
             return
         }
         let poll: UnsafeMutablePointer<uv_poll_t>
-        if let existing {
+        if let existing = polls[socket] {
             poll = existing
         } else {
-            // libuv polls any socket; curl hands it nothing else. Left unwatched, a transfer on such a
-            // descriptor would end by its timeout.
-            guard let taken = engine.pollHandles.take(for: socket, on: engine.uvLoop) else { return }
+            guard let taken = engine.pollHandles.take(for: socket, on: engine.uvLoop) else {
+                failTransfer(of: easy, socket: socket, reason: "libuv cannot poll it")
+                return
+            }
             poll = taken.handle
             if taken.opened { pollHandlesOpened += 1 }
             socketsWatched += 1
             poll.pointee.data = Unmanaged.passUnretained(self).toOpaque()
-            if index >= polls.count {
-                polls.append(contentsOf: repeatElement(nil, count: index + 1 - polls.count))
-            }
-            polls[index] = poll
-            pollCount += 1
+            polls[socket] = poll
         }
         var events: Int32 = 0
         if what == CURL_POLL_IN || what == CURL_POLL_INOUT { events |= Int32(UV_READABLE.rawValue) }
         if what == CURL_POLL_OUT || what == CURL_POLL_INOUT { events |= Int32(UV_WRITABLE.rawValue) }
-        uv_poll_start(poll, events) { poll, status, events in
+        let started = uv_poll_start(poll, events) { poll, status, events in
             guard let poll, let context = poll.pointee.data else { return }
             var socket: uv_os_fd_t = -1
             uv_fileno(UnsafeMutableRawPointer(poll).assumingMemoryBound(to: uv_handle_t.self), &socket)
@@ -180,6 +173,22 @@ final class MultiHandle: @unchecked Sendable {
                 if events & Int32(UV_WRITABLE.rawValue) != 0 { flags |= CURL_CSELECT_OUT }
             }
             Unmanaged<MultiHandle>.fromOpaque(context).takeUnretainedValue().socketAction(socket, flags: flags)
+        }
+        if started != 0 {
+            failTransfer(of: easy, socket: socket, reason: String(cString: uv_strerror(started)))
+        }
+    }
+
+    /// Ends the transfer of `easy` with an error when its socket can't be watched: left unwatched, it would
+    /// wait for its timeout, or forever without one. curl hands libuv only sockets, and one socket number has
+    /// one handle (``PollHandles``), so this is for a socket curl closed without reporting it first. From
+    /// inside curl's callback, so through a command: never a `curl_multi_*` call here.
+    private func failTransfer(of easy: UnsafeMutableRawPointer?, socket: curl_socket_t, reason: String) {
+        guard let easy, let transfer = transfers[easy] else { return }
+        let error = HeraldError(.internal, "Cannot watch socket \(socket): \(reason).", url: transfer.request.url)
+        engine.execute { [self] in
+            // Only while it is still in the pool: one that finished meanwhile keeps its own outcome.
+            if let easy = transfer.easyHandle, transfers[easy] === transfer { remove(transfer, error: error) }
         }
     }
 

@@ -13,7 +13,8 @@ import CUV
 /// connection ends. A later socket with the same number starts the same handle: libuv keeps a watcher per
 /// number, not per socket, and a handle holds nothing else about its socket. Every multi handle on the loop
 /// takes its handles from here, so one number never has two handles: stopping or closing either would take
-/// the number out of epoll under the other. Loop thread only.
+/// the number out of epoll under the other. The handles are kept for the engine's life: one at most for each
+/// socket number curl has used, and a table as long as the highest. Loop thread only.
 struct PollHandles: ~Copyable {
     /// Stopped handles by socket number.
     private var stopped: [UnsafeMutablePointer<uv_poll_t>?] = []
