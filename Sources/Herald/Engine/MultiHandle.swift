@@ -6,9 +6,9 @@ import CUV
 /// Follows curl's `multi-uv.c`: one `uv_poll_t` per curl socket, started on the first interest and
 /// stopped synchronously on `CURL_POLL_REMOVE` (curl reports the removal before it closes the fd), and
 /// one non-repeating `uv_timer_t` for curl's timeout. A stopped handle isn't closed: the engine keeps it for
-/// the next socket with its number (``PollHandles``), usually the same connection's next transfer. Messages are drained after every
-/// `curl_multi_socket_action`, and completions are delivered from there — never from inside a curl
-/// callback, where `curl_multi_*` would fail with `CURLM_RECURSIVE_API_CALL`.
+/// the next socket with its number (``PollHandles``), usually the same connection's next transfer.
+/// Messages are drained after every `curl_multi_socket_action`, and completions are delivered from there —
+/// never from inside a curl callback, where `curl_multi_*` would fail with `CURLM_RECURSIVE_API_CALL`.
 final class MultiHandle: @unchecked Sendable {
     // Safety: every member is used on the engine's loop thread only (hence `@exclusivity(unchecked)` on the
     // stored properties the loop thread touches per transfer: see `Transfer`). `init` runs on any thread but only

@@ -28,7 +28,7 @@ public struct HTTPHeaders: Sendable, Hashable {
     /// Empty headers with room for `capacity` fields, for a response head being received.
     init(capacity: Int) {
         fields = []
-        fields.reserveCapacity(capacity)
+        reserveCapacity(capacity)
     }
 
     /// Makes room for `capacity` fields in all, so adding up to that many allocates once at most.
