@@ -114,6 +114,7 @@ final class Engine: @unchecked Sendable {
         batches.removeAll(keepingCapacity: true)
         // `async` never runs its work here, so nothing was delivered meanwhile.
         if deliveries.isEmpty { deliveries = batches }
+        LoopThreadFrees.shared.drain()
     }
 
     /// Whether the caller is on the loop thread.
@@ -135,7 +136,10 @@ final class Engine: @unchecked Sendable {
             for work in batch { work() }
             batch.removeAll(keepingCapacity: true)
             drained = batch
-            if isEmpty { return }
+            if isEmpty {
+                LoopThreadFrees.shared.drain()
+                return
+            }
         }
     }
 }

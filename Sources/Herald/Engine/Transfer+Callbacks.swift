@@ -100,8 +100,9 @@ extension Transfer {
             // A new response head: an interim 1xx, a 401 curl answers itself (Digest), or the final one.
             responseVersion = version
             responseStatus = statusCode
-            // Room for a typical head's fields, so receiving one grows the list once at most.
-            responseHeaders = HTTPHeaders(capacity: 16)
+            // The list made with the transfer serves the first head; a later one (after an interim 1xx or a
+            // 401 curl answered) gets its own, with room for a typical head's fields.
+            if responseHeaders.count > 0 { responseHeaders = HTTPHeaders(capacity: 16) }
             response = nil
             expectedBodyLength = nil
             // The sink is told again at the next body byte, and drops what an earlier response left.

@@ -56,7 +56,8 @@ extension Transfer {
             return nil
         }
         do throws(HeraldError) {
-            sink = try request.sink.open()
+            // A body in memory goes to the sink made with the transfer, still empty: no second one.
+            if !collectsBodyInMemory { sink = try request.sink.open() }
         } catch {
             finish(error: error)
             return nil

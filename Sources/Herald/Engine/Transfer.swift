@@ -41,7 +41,10 @@ final class Transfer: @unchecked Sendable {
     // Response state, filled by the header and write callbacks.
     @exclusivity(unchecked) var responseStatus = 0
     @exclusivity(unchecked) var responseVersion = "HTTP/1.1"
-    @exclusivity(unchecked) var responseHeaders = HTTPHeaders()
+    /// Made with room for a typical head's fields by the thread that makes the transfer, so that the thread
+    /// that ends up releasing the response frees memory of its own arena rather than the loop thread's (see
+    /// `LoopThreadFrees`).
+    @exclusivity(unchecked) var responseHeaders = HTTPHeaders(capacity: 16)
     @exclusivity(unchecked) var response: HTTPResponse?
     /// The current response's declared `Content-Length`, read once when it is announced: every body chunk
     /// reports progress against it.
@@ -58,7 +61,8 @@ final class Transfer: @unchecked Sendable {
         case failed(HeraldError)
     }
 
-    // Request body state. The source is opened by `prepare(from:)`, the sink on the loop thread in makeEasyHandle.
+    // Request body state. The source is opened by `prepare(from:)`; a body in memory goes to the sink made
+    // here, and any other sink is opened on the loop thread in makeEasyHandle.
     @exclusivity(unchecked) var source: (any BodySource)?
     @exclusivity(unchecked) var sink: any BodySink = MemoryBodySink()
     @exclusivity(unchecked) var bodyBytesSent: Int64 = 0

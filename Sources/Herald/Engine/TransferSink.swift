@@ -75,6 +75,13 @@ final class MemoryBodySink: BodySink {
     /// The current response's declared body length, if it has one.
     @exclusivity(unchecked) private var declaredLength: Int?
 
+    /// Where a finished body's memory goes back when its last `Data` lets go of it.
+    private let frees: LoopThreadFrees
+
+    init(frees: LoopThreadFrees = .shared) {
+        self.frees = frees
+    }
+
     deinit { free(buffer) }
 
     func begin(response: HTTPResponse, declaredLength: Int64?) -> Result<Int64, HeraldError> {
@@ -127,7 +134,15 @@ final class MemoryBodySink: BodySink {
         guard let buffer, count > 0 else { return Data() }
         // Hand the memory over as it is; give back what a doubling left unused.
         let fitted = count < capacity ? (realloc(buffer, count) ?? buffer) : buffer
-        let body = Data(bytesNoCopy: fitted, count: count, deallocator: .free)
+        // Freed on a loop thread, which allocated it, whichever thread lets go of it (see LoopThreadFrees);
+        // the shared one through a function that captures nothing, so the deallocator allocates nothing.
+        let deallocator: Data.Deallocator
+        if frees === LoopThreadFrees.shared {
+            deallocator = .custom(LoopThreadFrees.releaseToShared)
+        } else {
+            deallocator = .custom { [frees] pointer, bytes in frees.release(pointer, bytes: bytes) }
+        }
+        let body = Data(bytesNoCopy: fitted, count: count, deallocator: deallocator)
         self.buffer = nil
         capacity = 0
         count = 0

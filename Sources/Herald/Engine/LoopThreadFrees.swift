@@ -1,0 +1,85 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+import HeraldNotifications
+
+/// Gives memory that a loop thread allocated back on a loop thread, whichever thread is done with it.
+///
+/// glibc's allocator gives each thread an arena of its own. A thread that frees a chunk from another
+/// thread's arena takes that arena's lock, and a response body is such a chunk: the loop thread allocates
+/// it as the bytes arrive, and the completion handler's thread lets go of it. With transfers finishing
+/// all the time, that thread and the loop thread, itself allocating for libcurl under the same lock, meet
+/// there often enough for each meeting to cost a `futex` system call and often a thread switch. So a
+/// small body's memory is queued here instead and freed by the loop thread, without a lock of the
+/// allocator's to wait for, the next time it finishes a loop iteration that delivered something or ran a
+/// command.
+///
+/// What waits here is bounded (``byteLimit``): past it, or for a block over ``largestDeferred`` bytes
+/// (which glibc maps on its own rather than carving from an arena, for the large ones), the memory is freed
+/// at once on the releasing thread, as `free` would.
+final class LoopThreadFrees: Sendable {
+    /// The one every engine drains and every response body in memory is released to.
+    static let shared = LoopThreadFrees()
+
+    /// The largest block that waits for a loop thread; anything larger is freed at once.
+    let largestDeferred: Int
+    /// How many bytes may wait for a loop thread at most.
+    let byteLimit: Int
+
+    init(largestDeferred: Int = 64 * 1024, byteLimit: Int = 1 << 20) {
+        self.largestDeferred = largestDeferred
+        self.byteLimit = byteLimit
+    }
+
+    private struct Waiting {
+        var pointers: [UInt] = []
+        var bytes = 0
+        /// The buffer the last drain emptied, kept so that neither side allocates a new one each time.
+        var spare: [UInt] = []
+    }
+
+    private let waiting = Locked(Waiting())
+
+    /// ``release(_:bytes:)`` on ``shared``: a `Data` deallocator that captures nothing.
+    static func releaseToShared(_ pointer: UnsafeMutableRawPointer, bytes: Int) {
+        shared.release(pointer, bytes: bytes)
+    }
+
+    /// Frees `pointer` (from `malloc`, `bytes` long) now or on the next loop iteration. Any thread.
+    func release(_ pointer: UnsafeMutableRawPointer, bytes: Int) {
+        if bytes <= largestDeferred {
+            let queued = waiting.withLock { waiting in
+                guard waiting.bytes + bytes <= byteLimit else { return false }
+                waiting.pointers.append(UInt(bitPattern: pointer))
+                waiting.bytes += bytes
+                return true
+            }
+            if queued { return }
+        }
+        free(pointer)
+    }
+
+    /// Frees everything waiting. Called by a loop thread at the end of a busy loop iteration.
+    func drain() {
+        var pointers: [UInt] = []
+        let any = waiting.withLock { waiting in
+            guard !waiting.pointers.isEmpty else { return false }
+            swap(&pointers, &waiting.pointers)
+            swap(&waiting.pointers, &waiting.spare)
+            waiting.bytes = 0
+            return true
+        }
+        guard any else { return }
+        // Freed outside the lock, so that a releasing thread never waits for them.
+        for address in pointers { free(UnsafeMutableRawPointer(bitPattern: address)) }
+        pointers.removeAll(keepingCapacity: true)
+        waiting.withLock { waiting in
+            if waiting.spare.capacity < pointers.capacity { swap(&waiting.spare, &pointers) }
+        }
+    }
+
+    /// How many blocks wait for a loop thread now.
+    var waitingCount: Int { waiting.withLock { $0.pointers.count } }
+}
