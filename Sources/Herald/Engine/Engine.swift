@@ -19,7 +19,7 @@ final class Engine: @unchecked Sendable {
 
     private let loop: UnsafeMutablePointer<uv_loop_t>
     private let wakeup: UnsafeMutablePointer<uv_async_t>
-    private let pending = Locked<[@Sendable () -> Void]>([])
+    private let pending = Locked<[Work]>([])
     private let loopThreadID = Locked<pthread_t?>(nil)
     /// Runs after each loop iteration's I/O to hand that iteration's deliveries to their queues.
     private let iterationEnd: UnsafeMutablePointer<uv_check_t>
@@ -31,10 +31,18 @@ final class Engine: @unchecked Sendable {
     @exclusivity(unchecked) private var deliveries: [Delivery] = []
     /// The storage of the last batch of commands drained, emptied and kept for the next, so that taking a
     /// batch off `pending` allocates nothing: the two arrays trade buffers. Loop thread only.
-    @exclusivity(unchecked) private var drained: [@Sendable () -> Void] = []
+    @exclusivity(unchecked) private var drained: [Work] = []
     /// The poll handles of every multi handle on this loop, kept across the transfers on a connection.
     /// Loop thread only.
     @exclusivity(unchecked) var pollHandles = PollHandles()
+
+    /// What other threads hand the loop thread: a closure, or a transfer command for a multi handle. A
+    /// command is kept as a value, so the one every task start sends allocates nothing (a closure capturing
+    /// it did, on the sending thread, and the loop thread freed it into that thread's arena).
+    private enum Work {
+        case closure(@Sendable () -> Void)
+        case command(TransferCommand, MultiHandle)
+    }
 
     private struct Delivery {
         let queue: DispatchQueue
@@ -70,7 +78,13 @@ final class Engine: @unchecked Sendable {
 
     /// Runs `work` on the loop thread, after every command enqueued before it.
     func execute(_ work: @escaping @Sendable () -> Void) {
-        pending.withLock { $0.append(work) }
+        pending.withLock { $0.append(.closure(work)) }
+        uv_async_send(wakeup)
+    }
+
+    /// Carries out `command` on `multi` on the loop thread, after every command enqueued before it.
+    func execute(_ command: TransferCommand, on multi: MultiHandle) {
+        pending.withLock { $0.append(.command(command, multi)) }
         uv_async_send(wakeup)
     }
 
@@ -129,11 +143,16 @@ final class Engine: @unchecked Sendable {
     private func drain() {
         while true {
             // `pending` gets the kept (empty) buffer and the commands come out in theirs: no allocation.
-            var batch: [@Sendable () -> Void] = []
+            var batch: [Work] = []
             swap(&batch, &drained)
             pending.withLock { swap(&$0, &batch) }
             let isEmpty = batch.isEmpty
-            for work in batch { work() }
+            for work in batch {
+                switch work {
+                case .closure(let closure): closure()
+                case .command(let command, let multi): multi.perform(command)
+                }
+            }
             batch.removeAll(keepingCapacity: true)
             drained = batch
             if isEmpty {

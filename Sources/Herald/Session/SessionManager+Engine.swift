@@ -28,7 +28,7 @@ extension SessionManager {
     /// command sent before it.
     func send(_ command: TransferCommand) {
         guard let multi else { return }
-        engine.execute { multi.perform(command) }
+        engine.execute(command, on: multi)
     }
 
     /// Runs what follows a finished transfer — cookies, the next hop or retry, completing the task — off the
