@@ -26,9 +26,9 @@ final class Engine: @unchecked Sendable {
     /// Keeps the loop from blocking in `epoll_wait` while deliveries wait for the iteration's end (they
     /// may be queued from a timer, before the poll phase).
     private let deliveriesWaiting: UnsafeMutablePointer<uv_idle_t>
-    /// This iteration's deliveries, by queue, in order. Loop thread only, so without Swift's run-time
-    /// exclusivity check (see `Transfer`).
-    @exclusivity(unchecked) private var deliveries: [Delivery] = []
+    /// The lanes with deliveries collected in this iteration, in the order of their first delivery. Loop
+    /// thread only, so without Swift's run-time exclusivity check (see `Transfer`).
+    @exclusivity(unchecked) private var collectingLanes: [DeliveryLane] = []
     /// The storage of the last batch of commands drained, emptied and kept for the next, so that taking a
     /// batch off `pending` allocates nothing: the two arrays trade buffers. Loop thread only.
     @exclusivity(unchecked) private var drained: [Work] = []
@@ -42,12 +42,6 @@ final class Engine: @unchecked Sendable {
     private enum Work {
         case closure(@Sendable () -> Void)
         case command(TransferCommand, MultiHandle)
-    }
-
-    private struct Delivery {
-        let queue: DispatchQueue
-        let group: DispatchGroup?
-        var work: [@Sendable () -> Void]
     }
 
     init(name: String) {
@@ -88,46 +82,42 @@ final class Engine: @unchecked Sendable {
         uv_async_send(wakeup)
     }
 
-    /// Runs `work` on `queue` (in `group`): from the loop thread, at the end of the current loop
-    /// iteration, batched with the iteration's other work for the same queue into one dispatch — a burst
-    /// of transfers finishing together costs one thread wake-up, not one each; from any other thread, at
-    /// once. Work for one queue runs in the order it was submitted, and after anything the loop thread
-    /// dispatched to that queue directly before submitting it.
-    func deliver(on queue: DispatchQueue, group: DispatchGroup?, _ work: @escaping @Sendable () -> Void) {
+    /// Runs `delivery` on `lane`'s queue (in its group): from the loop thread, at the end of the current
+    /// loop iteration, batched with the iteration's other deliveries to the same lane into one dispatch — a
+    /// burst of transfers finishing together costs one thread wake-up, not one each; from any other thread,
+    /// at once. Deliveries to one lane run in the order they were submitted, and after anything the loop
+    /// thread dispatched to that lane's queue directly before submitting them.
+    func deliver(_ delivery: consuming Delivery, to lane: DeliveryLane) {
         guard isOnLoopThread else {
-            queue.async(group: group, execute: work)
+            let delivery = delivery
+            lane.queue.async(group: lane.group) { delivery.run() }
             return
         }
-        if deliveries.isEmpty {
+        if collectingLanes.isEmpty {
             uv_check_start(iterationEnd) { handle in
                 guard let handle, let context = handle.pointee.data else { return }
                 Unmanaged<Engine>.fromOpaque(context).takeUnretainedValue().flushDeliveries()
             }
             uv_idle_start(deliveriesWaiting) { _ in }
         }
-        if let index = deliveries.firstIndex(where: { $0.queue === queue && $0.group === group }) {
-            deliveries[index].work.append(work)
-        } else {
-            deliveries.append(Delivery(queue: queue, group: group, work: [work]))
+        if !lane.isCollecting {
+            lane.isCollecting = true
+            collectingLanes.append(lane)
         }
+        lane.collect(delivery)
     }
 
     private func flushDeliveries() {
         uv_check_stop(iterationEnd)
         uv_idle_stop(deliveriesWaiting)
-        // Taken whole, so that emptying it afterwards keeps its buffer for the next iteration's deliveries
+        // Taken whole, so that emptying it afterwards keeps its buffer for the next iteration's lanes
         // (`removeAll(keepingCapacity:)` on a shared buffer would allocate a new one).
-        var batches: [Delivery] = []
-        swap(&batches, &deliveries)
-        for batch in batches {
-            let work = batch.work
-            batch.queue.async(group: batch.group) {
-                for item in work { item() }
-            }
-        }
-        batches.removeAll(keepingCapacity: true)
+        var lanes: [DeliveryLane] = []
+        swap(&lanes, &collectingLanes)
+        for lane in lanes { lane.publish() }
+        lanes.removeAll(keepingCapacity: true)
         // `async` never runs its work here, so nothing was delivered meanwhile.
-        if deliveries.isEmpty { deliveries = batches }
+        if collectingLanes.isEmpty { collectingLanes = lanes }
         LoopThreadFrees.shared.drain()
     }
 

@@ -76,6 +76,9 @@ protocol TransferDelegate: AnyObject, Sendable {
     /// ``TransferOutcome/settleFinishedHandle()`` first, off the loop thread, before it copies the outcome
     /// anywhere: until then an outcome whose easy handle travels with it has no metrics.
     func transferDidFinish(_ outcome: TransferOutcome)
+    /// The rest of a transfer's end, off the loop thread: where the delegate's session runs it, after
+    /// `transferDidFinish(_:)` handed the outcome there as a ``Delivery/finishedTransfer(_:_:)``.
+    func transferDidFinishOffLoop(_ outcome: TransferOutcome)
 }
 
 /// How a transfer ended.

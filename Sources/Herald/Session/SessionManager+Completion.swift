@@ -50,10 +50,11 @@ extension SessionManager {
     func complete(_ task: SessionTask, with outcome: TransferOutcome) {
         let serializer = responseSerializer
         if ownsCompletionQueue {
-            engine.deliver(on: completionQueue, group: completionGroup) { [self] in
-                let result = task.completionResult(for: outcome, serializer: serializer)
-                deliver(task, outcome: outcome, result: result, serializer: serializer)
-            }
+            engine.deliver(
+                .work { [self] in
+                    let result = task.completionResult(for: outcome, serializer: serializer)
+                    deliver(task, outcome: outcome, result: result, serializer: serializer)
+                }, to: afterTransferLane)
         } else {
             // The caller's queue (perhaps the main queue) is not the place for parsing or file moves.
             DispatchQueue.global(qos: .userInitiated).async { [self] in

@@ -53,6 +53,9 @@ public final class SessionManager: Sendable {
     /// serialization runs on it directly instead of on a global queue first: one thread hand-off fewer per
     /// task, and the caller's code never waits behind it because nothing else runs there.
     let ownsCompletionQueue: Bool
+    /// Where what follows a finished transfer waits for its turn on the queue that runs it (see
+    /// `afterTransfer(_:outcome:)`); the completion lane itself when the session owns its completion queue.
+    let afterTransferLane: DeliveryLane
     /// ``SessionConfiguration/allowedProtocols`` sorted and joined with commas once: curl's protocol list,
     /// set on every transfer.
     let allowedProtocolList: String
@@ -100,6 +103,8 @@ public final class SessionManager: Sendable {
         self.allowedProtocolList = configuration.allowedProtocols.sorted().joined(separator: ",")
         self.defaultRequestHeaders = Self.requestHeaders(HTTPHeaders(), adding: configuration.httpAdditionalHeaders)
         self.completionGroup = completionGroup
+        self.afterTransferLane = DeliveryLane(
+            queue: completionQueue == nil ? self.completionQueue : SessionTask.hopQueue, group: completionGroup)
         self.engine = engine
         self.downloadDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "herald-\(getpid())-session-\(identifier)", isDirectory: true)

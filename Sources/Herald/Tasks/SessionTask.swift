@@ -253,14 +253,16 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     }
 
     func transferDidFinish(_ outcome: TransferOutcome) {
-        session.afterTransfer { [self] in
-            outcome.settleFinishedHandle()
-            // Before the next hop is built: a Set-Cookie on a 302 or a 401 goes with the next request.
-            if let response = outcome.response { session.storeCookies(from: response) }
-            if beginNextHop(after: outcome) { return }
-            if beginRetry(after: outcome) { return }
-            completeTransfer(outcome)
-        }
+        session.afterTransfer(self, outcome: outcome)
+    }
+
+    func transferDidFinishOffLoop(_ outcome: TransferOutcome) {
+        outcome.settleFinishedHandle()
+        // Before the next hop is built: a Set-Cookie on a 302 or a 401 goes with the next request.
+        if let response = outcome.response { session.storeCookies(from: response) }
+        if beginNextHop(after: outcome) { return }
+        if beginRetry(after: outcome) { return }
+        completeTransfer(outcome)
     }
 
     // MARK: - task kinds (overridden by DataTask, UploadTask and DownloadTask)
