@@ -45,6 +45,8 @@ final class Transfer: @unchecked Sendable {
     /// that ends up releasing the response frees memory of its own arena rather than the loop thread's (see
     /// `LoopThreadFrees`).
     @exclusivity(unchecked) var responseHeaders = HTTPHeaders(capacity: 16)
+    /// The outcome's box, made with the transfer for the same reason; `nil` once delivered.
+    @exclusivity(unchecked) private var reservedOutcome: TransferOutcome? = .reserved()
     @exclusivity(unchecked) var response: HTTPResponse?
     /// The current response's declared `Content-Length`, read once when it is announced: every body chunk
     /// reports progress against it.
@@ -234,7 +236,9 @@ final class Transfer: @unchecked Sendable {
             }
             self.easyHandle = nil
         }
-        let outcome = TransferOutcome(
+        var outcome = reservedOutcome ?? .reserved()
+        reservedOutcome = nil
+        outcome.fill(
             response: response, body: body, file: sink.file, error: error, metrics: metrics, finishedHandle: handle)
         delegate.transferDidFinish(outcome)
     }

@@ -101,6 +101,24 @@ struct TransferOutcome: Sendable {
         box.finishedHandle = finishedHandle
     }
 
+    /// An empty outcome whose box the calling thread allocates now, for ``fill(response:body:file:error:metrics:finishedHandle:)``
+    /// to write into later, on the loop thread: the thread that ends up releasing the outcome then frees
+    /// memory of its own arena rather than the loop thread's (see `LoopThreadFrees`).
+    static func reserved() -> TransferOutcome {
+        TransferOutcome(response: nil, body: Data(), error: nil, metrics: nil)
+    }
+
+    /// Sets every field of a finished transfer, in this outcome's own box when no other outcome shares it.
+    mutating func fill(
+        response: HTTPResponse?, body: Data, file: DownloadedFile?, error: HeraldError?, metrics: TransferMetrics?,
+        finishedHandle: consuming FinishedEasyHandle?
+    ) {
+        let box = uniqueBox()
+        box.fields = Fields(
+            response: response, body: body, file: file, error: error, metrics: metrics, isFromCache: false)
+        box.finishedHandle = finishedHandle
+    }
+
     /// Reads the metrics of the transfer's easy handle into the outcome and lets the handle go (see
     /// ``FinishedEasyHandle``); nothing when there is none or it was settled already.
     ///
