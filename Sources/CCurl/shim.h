@@ -6,6 +6,7 @@
 // and every callback signature Herald passes gets one `static inline` function here.
 
 #include <curl/curl.h>
+#include <malloc.h>
 #include <stddef.h>
 #include <string.h>
 #include <strings.h>
@@ -202,5 +203,10 @@ static const long herald_curlauth_digest = (long)CURLAUTH_DIGEST;
 static const long herald_readfunc_pause = (long)CURL_READFUNC_PAUSE;
 static const long herald_readfunc_abort = (long)CURL_READFUNC_ABORT;
 static const curl_socket_t herald_socket_timeout = CURL_SOCKET_TIMEOUT;
+
+// MARK: - memory
+
+// How many bytes a block from malloc really holds (Swift's Glibc module doesn't export <malloc.h>).
+static inline size_t herald_malloc_usable_size(void *pointer) { return malloc_usable_size(pointer); }
 
 #endif

@@ -16,13 +16,17 @@ enum Delivery: Sendable {
     }
 }
 
-/// Where the deliveries to one queue (in one group) wait between the loop thread and that queue.
+/// Where the deliveries to one queue (in one group) wait between the loop thread and that queue; one
+/// per session.
 ///
 /// The loop thread collects a loop iteration's deliveries here (``collect(_:)``), hands them over as one
 /// batch at the iteration's end (``publish()``) and dispatches one block for them. Each block runs one
-/// batch, the oldest, so a batch never runs ahead of what the loop thread dispatched to the queue directly
-/// before publishing it. The lists are kept and trade buffers: in a steady flow of deliveries neither side
-/// allocates, and neither frees memory the other allocated.
+/// batch, the oldest. On a serial queue (the completion queue a session owns) the batches therefore run
+/// in the order they were published, and none runs ahead of what the loop thread dispatched to that queue
+/// directly before publishing it. On a concurrent queue (the global queue a session uses when its caller
+/// passed the completion queue) the blocks, and so the batches, may run at the same time, as any two
+/// dispatches there may. The batches' arrays are kept and reused: in a steady flow of deliveries neither
+/// side allocates for them.
 final class DeliveryLane: @unchecked Sendable {
     // Safety: `collected` and `isCollecting` are used on the loop thread only; `handedOver` is guarded by
     // its lock.
@@ -30,11 +34,14 @@ final class DeliveryLane: @unchecked Sendable {
     let group: DispatchGroup?
 
     private struct HandedOver {
-        var deliveries: [Delivery] = []
-        /// How many of `deliveries`, from the front, each published batch holds, oldest first.
-        var batchSizes: [Int] = []
-        var spare: [Delivery] = []
+        /// The published batches, oldest first; one dispatched block is on its way for each.
+        var batches: [[Delivery]] = []
+        /// Emptied batch arrays, kept for the loop thread to fill again.
+        var empties: [[Delivery]] = []
     }
+
+    /// How many emptied arrays are kept; a burst's extra ones are let go of.
+    private static let keptEmpties = 4
 
     @exclusivity(unchecked) private var collected: [Delivery] = []
     /// Whether this lane has deliveries collected in the current loop iteration. Loop thread only.
@@ -54,39 +61,27 @@ final class DeliveryLane: @unchecked Sendable {
     /// Hands the iteration's batch over and dispatches the block that will run it. Loop thread only.
     func publish() {
         isCollecting = false
-        let count = collected.count
-        guard count > 0 else { return }
+        guard !collected.isEmpty else { return }
+        var batch: [Delivery] = []
+        swap(&batch, &collected)
         handedOver.withLock { lists in
-            if lists.deliveries.isEmpty {
-                // The lists trade buffers: the loop thread keeps the emptied one for its next batch.
-                swap(&lists.deliveries, &collected)
-            } else {
-                lists.deliveries.append(contentsOf: collected)
-            }
-            lists.batchSizes.append(count)
+            lists.batches.append(batch)
+            if let empty = lists.empties.popLast() { collected = empty }
         }
-        collected.removeAll(keepingCapacity: true)
         queue.async(group: group) { [self] in runOldestBatch() }
     }
 
     /// Runs the oldest published batch. On `queue`.
     private func runOldestBatch() {
-        var batch: [Delivery] = []
-        handedOver.withLock { lists in
-            guard !lists.batchSizes.isEmpty else { return }
-            let size = lists.batchSizes.removeFirst()
-            if size == lists.deliveries.count {
-                swap(&batch, &lists.deliveries)
-                swap(&lists.deliveries, &lists.spare)
-            } else {
-                batch = Array(lists.deliveries[..<size])
-                lists.deliveries.removeFirst(size)
-            }
+        var batch = handedOver.withLock { lists in
+            // One block per published batch, so there is always one here; a list of a few batches at most,
+            // so taking the first shifts a few references.
+            lists.batches.isEmpty ? [] : lists.batches.removeFirst()
         }
         for delivery in batch { delivery.run() }
         batch.removeAll(keepingCapacity: true)
         handedOver.withLock { lists in
-            if lists.spare.capacity < batch.capacity { swap(&lists.spare, &batch) }
+            if lists.empties.count < Self.keptEmpties { lists.empties.append(batch) }
         }
     }
 }

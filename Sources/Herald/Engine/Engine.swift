@@ -6,8 +6,8 @@ import HeraldNotifications
 /// A libuv loop on its own thread: the only thread that calls libuv, or libcurl on a multi handle and the
 /// easy handles in it (an easy handle not yet added is configured by the thread that prepares its transfer).
 ///
-/// Other threads hand it work through ``execute(_:)``: the closure is appended to a lock-guarded
-/// queue and the loop is woken with `uv_async_send`. libuv coalesces sends, so the async callback
+/// Other threads hand it work through ``execute(_:)`` (a closure) or ``execute(_:on:)`` (a transfer
+/// command): it is appended to a lock-guarded queue and the loop is woken with `uv_async_send`. libuv coalesces sends, so the async callback
 /// drains the whole queue each time. An idle engine sleeps in `epoll_wait`: no timers, no polling.
 final class Engine: @unchecked Sendable {
     // Safety: `loop`, `wakeup` and every libuv/libcurl object reachable from them are touched only on
@@ -85,8 +85,10 @@ final class Engine: @unchecked Sendable {
     /// Runs `delivery` on `lane`'s queue (in its group): from the loop thread, at the end of the current
     /// loop iteration, batched with the iteration's other deliveries to the same lane into one dispatch — a
     /// burst of transfers finishing together costs one thread wake-up, not one each; from any other thread,
-    /// at once. Deliveries to one lane run in the order they were submitted, and after anything the loop
-    /// thread dispatched to that lane's queue directly before submitting them.
+    /// at once. On a serial queue, deliveries to one lane run in the order they were submitted, and after
+    /// anything the loop thread dispatched to that queue directly before submitting them; on a concurrent
+    /// queue, one iteration's batch runs in order, and batches may run at the same time (see
+    /// ``DeliveryLane``).
     func deliver(_ delivery: consuming Delivery, to lane: DeliveryLane) {
         guard isOnLoopThread else {
             let delivery = delivery

@@ -3,6 +3,7 @@
 #elseif canImport(Musl)
     import Musl
 #endif
+import CCurl
 import HeraldNotifications
 
 /// Gives memory that a loop thread allocated back on a loop thread, whichever thread is done with it.
@@ -16,9 +17,12 @@ import HeraldNotifications
 /// allocator's to wait for, the next time it finishes a loop iteration that delivered something or ran a
 /// command.
 ///
-/// What waits here is bounded (``byteLimit``): past it, or for a block over ``largestDeferred`` bytes
-/// (which glibc maps on its own rather than carving from an arena, for the large ones), the memory is freed
-/// at once on the releasing thread, as `free` would.
+/// What waits here is bounded (``byteLimit``, counted in the blocks' usable sizes): past it, or for a
+/// block over ``largestDeferred`` bytes, the memory is freed at once on the releasing thread, as `free`
+/// would. A large body is one block among many bytes of transfer, so its one meeting on the lock doesn't
+/// matter; the largest (over glibc's mapping threshold, 128 KiB to 32 MiB as glibc adjusts it) are mapped
+/// on their own and take no arena's lock at all. Blocks wait only until a loop thread next works: an
+/// engine that goes quiet leaves up to ``byteLimit`` bytes waiting until its next transfer or command.
 final class LoopThreadFrees: Sendable {
     /// The one every engine drains and every response body in memory is released to.
     static let shared = LoopThreadFrees()
@@ -49,6 +53,8 @@ final class LoopThreadFrees: Sendable {
 
     /// Frees `pointer` (from `malloc`, `bytes` long) now or on the next loop iteration. Any thread.
     func release(_ pointer: UnsafeMutableRawPointer, bytes: Int) {
+        // What the block really holds: a Data may have been given fewer bytes than were allocated.
+        let bytes = max(bytes, herald_malloc_usable_size(pointer))
         if bytes <= largestDeferred {
             let queued = waiting.withLock { waiting in
                 guard waiting.bytes + bytes <= byteLimit else { return false }

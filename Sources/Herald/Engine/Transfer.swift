@@ -41,8 +41,9 @@ final class Transfer: @unchecked Sendable {
     // Response state, filled by the header and write callbacks.
     @exclusivity(unchecked) var responseStatus = 0
     @exclusivity(unchecked) var responseVersion = "HTTP/1.1"
-    /// Made with room for a typical head's fields by the thread that makes the transfer, so that the thread
-    /// that ends up releasing the response frees memory of its own arena rather than the loop thread's (see
+    /// Made with room for a typical head's fields (about 550 bytes) by the thread that makes the transfer,
+    /// the one calling `resume()` (often the completion queue's, where the response is released again), so
+    /// that the list isn't memory of the loop thread's arena that another thread frees (see
     /// `LoopThreadFrees`).
     @exclusivity(unchecked) var responseHeaders = HTTPHeaders(capacity: 16)
     /// The outcome's box, made with the transfer for the same reason; `nil` once delivered.

@@ -72,12 +72,13 @@ protocol TransferDelegate: AnyObject, Sendable {
     func transferDidReceiveBody(_ bytes: UnsafeRawBufferPointer)
     /// Request body bytes were sent; `expected` is the body's length when known.
     func transferDidSendBytes(total sent: Int64, expected: Int64?)
-    /// The transfer ended. Called exactly once per transfer. The delegate calls
-    /// ``TransferOutcome/settleFinishedHandle()`` first, off the loop thread, before it copies the outcome
-    /// anywhere: until then an outcome whose easy handle travels with it has no metrics.
+    /// The transfer ended. Called exactly once per transfer. The delegate hands the outcome, as it is, to
+    /// where ``transferDidFinishOffLoop(_:)`` runs.
     func transferDidFinish(_ outcome: TransferOutcome)
     /// The rest of a transfer's end, off the loop thread: where the delegate's session runs it, after
-    /// `transferDidFinish(_:)` handed the outcome there as a ``Delivery/finishedTransfer(_:_:)``.
+    /// `transferDidFinish(_:)` handed the outcome there as a ``Delivery/finishedTransfer(_:_:)``. The
+    /// delegate calls ``TransferOutcome/settleFinishedHandle()`` first, before it copies the outcome
+    /// anywhere or reads its metrics: until then an outcome whose easy handle travels with it has none.
     func transferDidFinishOffLoop(_ outcome: TransferOutcome)
 }
 
@@ -101,9 +102,11 @@ struct TransferOutcome: Sendable {
         box.finishedHandle = finishedHandle
     }
 
-    /// An empty outcome whose box the calling thread allocates now, for ``fill(response:body:file:error:metrics:finishedHandle:)``
-    /// to write into later, on the loop thread: the thread that ends up releasing the outcome then frees
-    /// memory of its own arena rather than the loop thread's (see `LoopThreadFrees`).
+    /// An empty outcome whose box the calling thread allocates now, for
+    /// ``fill(response:body:file:error:metrics:finishedHandle:)`` to write into later, on the loop thread.
+    /// Made by the thread that prepares the transfer (the one calling `resume()`, often the completion
+    /// queue's, where the outcome is released again), so the box isn't memory of the loop thread's arena
+    /// that another thread frees (see `LoopThreadFrees`). About 400 bytes held from then on.
     static func reserved() -> TransferOutcome {
         TransferOutcome(response: nil, body: Data(), error: nil, metrics: nil)
     }

@@ -17,7 +17,7 @@ extension SessionTask {
 
     /// Whether `outcome` leads to another transfer for this task (a redirect to follow, an authentication
     /// challenge to answer); if so the task does not complete now. After
-    /// the transfer ended, off the loop thread (see `SessionManager.afterTransfer(_:)`).
+    /// the transfer ended, off the loop thread (see `SessionManager.afterTransfer(_:outcome:)`).
     func beginNextHop(after outcome: TransferOutcome) -> Bool {
         guard outcome.error == nil, let response = outcome.response else { return false }
         let isRedirect =
