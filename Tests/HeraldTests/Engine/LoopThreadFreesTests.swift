@@ -11,6 +11,17 @@ struct LoopThreadFreesTests {
         try #require(malloc(bytes))
     }
 
+    /// `bytes` received by a memory sink whose body goes back to `frees`, as the sink hands it over.
+    private static func collect(_ bytes: Data, releasingTo frees: LoopThreadFrees) throws -> Data {
+        let sink = MemoryBodySink(frees: frees)
+        let response = HTTPResponse(
+            url: try #require(URL(string: "http://127.0.0.1/")), statusCode: 200, headers: [:],
+            httpVersion: "HTTP/1.1")
+        _ = sink.begin(response: response, declaredLength: Int64(bytes.count))
+        bytes.withUnsafeBytes { #expect(sink.write($0) == nil) }
+        return sink.finish()
+    }
+
     /// How many bytes a `malloc(bytes)` block really holds, which is what the queue counts.
     private static func usableSize(of bytes: Int) throws -> Int {
         let probe = try block(bytes)
@@ -92,14 +103,8 @@ struct LoopThreadFreesTests {
     @Test("a body collected in memory goes back to its sink's queue when its last Data lets go of it")
     func memoryBodyIsReleasedToTheQueue() throws {
         let frees = LoopThreadFrees()
-        let sink = MemoryBodySink(frees: frees)
         let bytes = Data((0..<3_000).map { UInt8($0 % 251) })
-        let response = HTTPResponse(
-            url: try #require(URL(string: "http://127.0.0.1/")), statusCode: 200, headers: [:],
-            httpVersion: "HTTP/1.1")
-        _ = sink.begin(response: response, declaredLength: Int64(bytes.count))
-        bytes.withUnsafeBytes { #expect(sink.write($0) == nil) }
-        var body: Data? = sink.finish()
+        var body: Data? = try Self.collect(bytes, releasingTo: frees)
         #expect(body == bytes)
         #expect(frees.waitingCount == 0)
         var copy = body
@@ -118,14 +123,8 @@ struct LoopThreadFreesTests {
     @Test("a body short enough to be kept inline gives its block back at once, still correct")
     func inlineBodyGivesItsBlockBackAtOnce() throws {
         let frees = LoopThreadFrees()
-        let sink = MemoryBodySink(frees: frees)
         let bytes = Data("short".utf8)
-        let response = HTTPResponse(
-            url: try #require(URL(string: "http://127.0.0.1/")), statusCode: 200, headers: [:],
-            httpVersion: "HTTP/1.1")
-        _ = sink.begin(response: response, declaredLength: Int64(bytes.count))
-        bytes.withUnsafeBytes { #expect(sink.write($0) == nil) }
-        let body = sink.finish()
+        let body = try Self.collect(bytes, releasingTo: frees)
         #expect(body == bytes)
         // Data copies a few bytes into itself and lets go of the block right away.
         #expect(frees.waitingCount == 1)
