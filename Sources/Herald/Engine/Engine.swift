@@ -7,8 +7,9 @@ import HeraldNotifications
 /// easy handles in it (an easy handle not yet added is configured by the thread that prepares its transfer).
 ///
 /// Other threads hand it work through ``execute(_:)`` (a closure) or ``execute(_:on:)`` (a transfer
-/// command): it is appended to a lock-guarded queue and the loop is woken with `uv_async_send`. libuv coalesces sends, so the async callback
-/// drains the whole queue each time. An idle engine sleeps in `epoll_wait`: no timers, no polling.
+/// command): it is appended to a lock-guarded queue and the loop is woken with `uv_async_send`. libuv
+/// coalesces sends, so the async callback drains the whole queue each time. An idle engine sleeps in
+/// `epoll_wait`: no timers, no polling.
 final class Engine: @unchecked Sendable {
     // Safety: `loop`, `wakeup` and every libuv/libcurl object reachable from them are touched only on
     // `loopThread` (inside `uv_run`); `pending` is guarded by its lock; `loopThreadID` is written once,

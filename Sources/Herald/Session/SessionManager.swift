@@ -54,7 +54,8 @@ public final class SessionManager: Sendable {
     /// task, and the caller's code never waits behind it because nothing else runs there.
     let ownsCompletionQueue: Bool
     /// Where what follows a finished transfer waits for its turn on the queue that runs it (see
-    /// `afterTransfer(_:outcome:)`); the completion lane itself when the session owns its completion queue.
+    /// `afterTransfer(_:outcome:)`): the session's own completion queue, or a global queue when the caller
+    /// passed one. On its own queue the session also finishes a task through this lane (`complete`).
     let afterTransferLane: DeliveryLane
     /// ``SessionConfiguration/allowedProtocols`` sorted and joined with commas once: curl's protocol list,
     /// set on every transfer.
