@@ -9,7 +9,8 @@ import HeraldNotifications
 /// Other threads hand it work through ``execute(_:)`` (a closure) or ``execute(_:on:)`` (a transfer
 /// command): it is appended to a lock-guarded queue and the loop is woken with `uv_async_send`. libuv
 /// coalesces sends, so the async callback drains the whole queue each time. An idle engine sleeps in
-/// `epoll_wait`: no timers, no polling.
+/// `epoll_wait`: no timers, no polling — except for at most ``FollowUpWait/duration`` after its only
+/// running transfer finishes, when it polls for the next request instead of sleeping.
 final class Engine: @unchecked Sendable {
     // Safety: `loop`, `wakeup` and every libuv/libcurl object reachable from them are touched only on
     // `loopThread` (inside `uv_run`); `pending` is guarded by its lock; `loopThreadID` is written once,
@@ -27,6 +28,14 @@ final class Engine: @unchecked Sendable {
     /// Keeps the loop from blocking in `epoll_wait` while deliveries wait for the iteration's end (they
     /// may be queued from a timer, before the poll phase).
     private let deliveriesWaiting: UnsafeMutablePointer<uv_idle_t>
+    /// Keeps the loop from blocking in `epoll_wait` while it waits for a follow-up request.
+    private let followUpPoll: UnsafeMutablePointer<uv_idle_t>
+    /// Whether to wait for a follow-up request now, and the count of running transfers it depends on. Loop
+    /// thread only.
+    @exclusivity(unchecked) private(set) var followUp = FollowUpWait()
+    /// Called on the loop thread when a wait for a follow-up ends, with whether a transfer started in it;
+    /// for tests. Set and cleared on the loop thread.
+    @exclusivity(unchecked) var followUpWaitEnded: ((_ answered: Bool) -> Void)?
     /// The lanes with deliveries collected in this iteration, in the order of their first delivery. Loop
     /// thread only, so without Swift's run-time exclusivity check (see `Transfer`).
     @exclusivity(unchecked) private var collectingLanes: [DeliveryLane] = []
@@ -59,9 +68,12 @@ final class Engine: @unchecked Sendable {
         uv_check_init(loop, iterationEnd)
         deliveriesWaiting = .allocate(capacity: 1)
         uv_idle_init(loop, deliveriesWaiting)
+        followUpPoll = .allocate(capacity: 1)
+        uv_idle_init(loop, followUpPoll)
         // The engine lives as long as its thread runs; sessions keep it alive in the meantime.
         wakeup.pointee.data = Unmanaged.passRetained(self).toOpaque()
         iterationEnd.pointee.data = wakeup.pointee.data
+        followUpPoll.pointee.data = wakeup.pointee.data
         let thread = Thread { [self] in
             loopThreadID.withLock { $0 = pthread_self() }
             uv_run(loop, UV_RUN_DEFAULT)
@@ -122,6 +134,24 @@ final class Engine: @unchecked Sendable {
         // `async` never runs its work here, so nothing was delivered meanwhile.
         if collectingLanes.isEmpty { collectingLanes = lanes }
         LoopThreadFrees.shared.drain()
+        if followUp.handedOver(at: uv_hrtime()) {
+            uv_idle_start(followUpPoll) { handle in
+                guard let handle, let context = handle.pointee.data else { return }
+                let engine = Unmanaged<Engine>.fromOpaque(context).takeUnretainedValue()
+                if engine.followUp.turned(at: uv_hrtime()) { engine.endFollowUpWait(answered: false) }
+            }
+        }
+    }
+
+    /// A transfer entered one of this engine's pools. Loop thread only.
+    func transferStarted() { followUp.transferStarted() }
+
+    /// A transfer left one of this engine's pools. Loop thread only.
+    func transferEnded() { followUp.transferEnded() }
+
+    private func endFollowUpWait(answered: Bool) {
+        uv_idle_stop(followUpPoll)
+        followUpWaitEnded?(answered)
     }
 
     /// Whether the caller is on the loop thread.
@@ -148,6 +178,7 @@ final class Engine: @unchecked Sendable {
             }
             batch.removeAll(keepingCapacity: true)
             drained = batch
+            if !isEmpty && followUp.commandsRan() { endFollowUpWait(answered: true) }
             if isEmpty {
                 LoopThreadFrees.shared.drain()
                 return

@@ -85,9 +85,11 @@ final class MultiHandle: @unchecked Sendable {
         }
         guard let easy = transfer.makeEasyHandle(from: easyHandles) else { return }
         transfers[easy] = transfer
+        engine.transferStarted()
         let code = curl_multi_add_handle(multi, easy)
         if code != CURLM_OK {
             transfers[easy] = nil
+            engine.transferEnded()
             transfer.finish(error: HeraldError(.internal, "curl_multi_add_handle failed (\(code.rawValue))."))
         }
     }
@@ -95,6 +97,7 @@ final class MultiHandle: @unchecked Sendable {
     /// Stops a transfer that is still in the pool and finishes it with `error`. Loop thread only.
     func remove(_ transfer: Transfer, error: HeraldError) {
         if let easy = transfer.easyHandle, transfers.removeValue(forKey: easy) != nil {
+            engine.transferEnded()
             curl_multi_remove_handle(multi, easy)
             transfer.finish(error: error)
         } else if transfer.isHoldingResult {
@@ -111,6 +114,7 @@ final class MultiHandle: @unchecked Sendable {
             // Copy before removing the handle: the message does not survive curl_multi_remove_handle.
             let result = herald_msg_result(message)
             guard let transfer = transfers.removeValue(forKey: easy) else { continue }
+            engine.transferEnded()
             curl_multi_remove_handle(multi, easy)
             transfer.finish(result: result)
         }

@@ -1,0 +1,139 @@
+import Foundation
+import HeraldNotifications
+import HeraldTesting
+import Testing
+
+@testable import Herald
+
+/// The loop thread waits awake for a follow-up request only after the engine's last running transfer is
+/// handed over alone, and never for long.
+@Suite("Waiting for a follow-up request", .timeLimit(.minutes(1)))
+struct FollowUpWaitTests {
+    @Test("a lone transfer's hand-over starts a wait that a started transfer ends")
+    func loneTransferWaits() {
+        var wait = FollowUpWait()
+        wait.transferStarted()
+        wait.transferEnded()
+        #expect(wait.step { $0.handedOver(at: 1_000) })
+        #expect(wait.isWaiting)
+        #expect(wait.deadline == 1_000 + FollowUpWait.duration)
+        // A command that starts nothing (a cancellation, a closure) leaves the wait running.
+        #expect(!wait.step { $0.commandsRan() })
+        #expect(wait.isWaiting)
+        wait.transferStarted()
+        #expect(wait.step { $0.commandsRan() })
+        #expect(!wait.isWaiting)
+        #expect(wait.waitsStarted == 1)
+        #expect(wait.waitsAnswered == 1)
+    }
+
+    @Test("the wait ends at its deadline, not before")
+    func deadlineEndsTheWait() {
+        var wait = FollowUpWait()
+        wait.transferStarted()
+        wait.transferEnded()
+        #expect(wait.step { $0.handedOver(at: 0) })
+        #expect(!wait.step { $0.turned(at: FollowUpWait.duration - 1) })
+        #expect(wait.isWaiting)
+        #expect(wait.step { $0.turned(at: FollowUpWait.duration) })
+        #expect(!wait.isWaiting)
+        // Ended, a later turn changes nothing.
+        #expect(!wait.step { $0.turned(at: FollowUpWait.duration * 2) })
+        #expect(wait.waitsAnswered == 0)
+    }
+
+    @Test("no wait while another transfer runs, after several end together, or with nothing ended")
+    func noWaitOtherwise() {
+        var wait = FollowUpWait()
+        // Two running, one ends: the loop has the other's I/O to wait for.
+        wait.transferStarted()
+        wait.transferStarted()
+        wait.transferEnded()
+        #expect(!wait.step { $0.handedOver(at: 0) })
+        // The other ends in a later iteration, alone and last: that one waits.
+        wait.transferEnded()
+        #expect(wait.step { $0.handedOver(at: 10) })
+        wait.transferStarted()
+        #expect(wait.step { $0.commandsRan() })
+        // A burst ending in one iteration: its handlers run first, so no wait.
+        wait.transferStarted()
+        wait.transferStarted()
+        wait.transferEnded()
+        wait.transferEnded()
+        wait.transferEnded()
+        #expect(wait.transfersRunning == 0)
+        #expect(!wait.step { $0.handedOver(at: 20) })
+        // A hand-over with no transfer ended since the last (a response head, a progress report).
+        #expect(!wait.step { $0.handedOver(at: 30) })
+        #expect(wait.waitsStarted == 1)
+    }
+
+    @Test("one request at a time: a wait after each, and the last one ends on its own")
+    func sequentialRequestsWait() async throws {
+        let server = try await TestServer.start()
+        let engine = Engine(name: "herald.engine.follow-up-test")
+        let session = SessionManager(
+            configuration: .default, notificationCenter: NotificationHub(), completionQueue: nil,
+            completionGroup: nil, engine: engine)
+        let count = 10
+        let ended = Locked<[Bool]>([])
+        let allWaitsEnded = Countdown(count)
+        await engine.run {
+            engine.followUpWaitEnded = { answered in
+                ended.withLock { $0.append(answered) }
+                allWaitsEnded.countDown()
+            }
+        }
+        for _ in 0..<count {
+            let (body, response) = try await session.data(for: Request(url: server.url("/json")))
+            #expect(response.statusCode == 200)
+            #expect(!body.isEmpty)
+        }
+        // Each wait ends once: answered by the next request's start, or at its deadline, as the last must.
+        #expect(await allWaitsEnded.wait(timeout: .seconds(10)))
+        let counts = await engine.run { (engine.followUp.waitsStarted, engine.followUp.waitsAnswered) }
+        #expect(counts.0 == count)
+        #expect(ended.withLock { $0.count } == count)
+        #expect(counts.1 == ended.withLock { $0.filter { $0 }.count })
+        // Nothing followed the last request: its wait ran to the deadline.
+        #expect(ended.withLock { $0.last } == false)
+        #expect(await engine.run { engine.followUp.isWaiting } == false)
+        session.invalidate(cancelingTasks: true)
+        try await server.shutdown()
+    }
+
+    @Test("a burst finishing together starts at most one wait, for its last transfer")
+    func burstStartsAtMostOneWait() async throws {
+        let server = try await TestServer.start()
+        let engine = Engine(name: "herald.engine.follow-up-burst-test")
+        // The barrier answers none of the eight until all wait: each needs a connection of its own.
+        var configuration = SessionConfiguration.default
+        configuration.maximumConnectionsPerHost = 8
+        let session = SessionManager(
+            configuration: configuration, notificationCenter: NotificationHub(), completionQueue: nil,
+            completionGroup: nil, engine: engine)
+        let url = server.url("/barrier/8?key=follow-up")
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<8 { group.addTask { try await session.data(for: Request(url: url)).1.statusCode } }
+            for try await status in group { #expect(status == 200) }
+        }
+        #expect(await engine.run { engine.followUp.waitsStarted } <= 1)
+        #expect(await engine.run { engine.followUp.transfersRunning } == 0)
+        session.invalidate(cancelingTasks: true)
+        try await server.shutdown()
+    }
+}
+
+extension FollowUpWait {
+    /// Applies a mutating call and returns its result, so that `#expect` can check it.
+    fileprivate mutating func step(_ call: (inout FollowUpWait) -> Bool) -> Bool { call(&self) }
+}
+
+extension Engine {
+    /// Runs `body` on the loop thread and returns its result.
+    fileprivate func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            execute { continuation.resume(returning: body()) }
+        }
+    }
+}
