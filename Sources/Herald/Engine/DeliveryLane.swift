@@ -1,5 +1,8 @@
+import CCurl
+import CUV
 import Dispatch
 import HeraldNotifications
+import Synchronization
 
 /// Something the loop thread hands to a dispatch queue: a closure, or a finished transfer's outcome for its
 /// delegate. A finished transfer travels as a value, so handing one over allocates nothing on the loop
@@ -27,11 +30,40 @@ enum Delivery: Sendable {
 /// passed the completion queue) the blocks, and so the batches, may run at the same time, as any two
 /// dispatches there may. The batches' arrays are kept and reused: in a steady flow of deliveries neither
 /// side allocates for them.
+///
+/// On the session's own completion queue, the lane can also keep that queue's thread awake for the next
+/// batch (``awaitNextBatch(otherWorkQueued:)``): a program that sends one request at a time starts the
+/// next from a completion handler, and when the session's only transfer is that request, its batch is the
+/// queue's next work, due in the time loopback takes to answer. Waiting for it awake, for at most
+/// ``waitDuration``, spares the thread going back to the pool and the loop thread a wake-up to bring it
+/// back: with ``FollowUpWait`` on the loop thread, such a request costs one context switch, as a single
+/// thread running curl does. The wait ends as soon as a batch is published; it holds up whatever else is
+/// dispatched to the queue meanwhile by at most ``waitDuration``, and ``WaitBackoff`` turns it off while
+/// the batches come later than that.
 final class DeliveryLane: @unchecked Sendable {
     // Safety: `collected` and `isCollecting` are used on the loop thread only; `handedOver` is guarded by
-    // its lock.
+    // its lock; `batchesRun`, `backoff` and the wait counts are used on `queue` only, and only when it is
+    // serial (`waitsForNextBatch`); the other counters are atomic.
     let queue: DispatchQueue
     let group: DispatchGroup?
+    /// Whether this lane may wait for its next batch: only on a serial queue the session owns.
+    let waitsForNextBatch: Bool
+
+    /// How long the completion queue's thread waits awake for the next batch.
+    static let waitDuration: UInt64 = 100_000
+
+    /// The session's transfers started and not yet handed over to this lane; any thread.
+    private let transfersOutstanding = Atomic<Int>(0)
+    /// Batches published, and when the last was (`uv_hrtime()`); written by the loop thread.
+    private let batchesPublished = Atomic<Int>(0)
+    private let lastPublished = Atomic<UInt64>(0)
+    /// Batches run; on `queue`.
+    @exclusivity(unchecked) private var batchesRun = 0
+    /// Whether waiting pays; on `queue`.
+    @exclusivity(unchecked) private var backoff = WaitBackoff(duration: DeliveryLane.waitDuration)
+    /// How many waits started and how many a batch ended, for tests; on `queue`.
+    @exclusivity(unchecked) private(set) var waitsStarted = 0
+    @exclusivity(unchecked) private(set) var waitsAnswered = 0
 
     private struct HandedOver {
         /// The published batches, oldest first; one dispatched block is on its way for each.
@@ -48,9 +80,45 @@ final class DeliveryLane: @unchecked Sendable {
     @exclusivity(unchecked) var isCollecting = false
     private let handedOver = Locked(HandedOver())
 
-    init(queue: DispatchQueue, group: DispatchGroup?) {
+    init(queue: DispatchQueue, group: DispatchGroup?, waitsForNextBatch: Bool = false) {
         self.queue = queue
         self.group = group
+        self.waitsForNextBatch = waitsForNextBatch
+    }
+
+    /// A transfer of the session was sent to start; its outcome will come through this lane. Any thread.
+    func transferStarted() {
+        transfersOutstanding.add(1, ordering: .relaxed)
+    }
+
+    /// A transfer of the session ended and its outcome is being handed to this lane. Loop thread.
+    func transferHandedOver() {
+        transfersOutstanding.subtract(1, ordering: .relaxed)
+    }
+
+    /// At the end of a completion's work on `queue`: when the session's only outstanding transfer is the
+    /// queue's next work and nothing else of the session's is queued (`otherWorkQueued`), waits awake for
+    /// its batch, for at most ``waitDuration``. Returns at once in every other case.
+    func awaitNextBatch(otherWorkQueued: Bool) {
+        guard waitsForNextBatch, !otherWorkQueued, transfersOutstanding.load(ordering: .relaxed) == 1 else {
+            return
+        }
+        let published = batchesPublished.load(ordering: .acquiring)
+        // A batch on its way already: the queue's thread runs it next without sleeping.
+        guard published == batchesRun else { return }
+        let start = uv_hrtime()
+        guard backoff.shouldWait(at: start) else { return }
+        waitsStarted += 1
+        let deadline = start + Self.waitDuration
+        while batchesPublished.load(ordering: .acquiring) == published {
+            if uv_hrtime() >= deadline {
+                backoff.waitEnded(answered: false)
+                return
+            }
+            herald_cpu_relax()
+        }
+        waitsAnswered += 1
+        backoff.waitEnded(answered: true)
     }
 
     /// Adds a delivery to the current loop iteration's batch. Loop thread only.
@@ -69,10 +137,20 @@ final class DeliveryLane: @unchecked Sendable {
             if let empty = lists.empties.popLast() { collected = empty }
         }
         queue.async(group: group) { [self] in runOldestBatch() }
+        // After the dispatch: a thread waiting for this count finds the block already queued, and runs it
+        // next without going to sleep.
+        if waitsForNextBatch {
+            lastPublished.store(uv_hrtime(), ordering: .relaxed)
+            batchesPublished.add(1, ordering: .releasing)
+        }
     }
 
     /// Runs the oldest published batch. On `queue`.
     private func runOldestBatch() {
+        if waitsForNextBatch {
+            batchesRun += 1
+            backoff.handOffArrived(at: lastPublished.load(ordering: .relaxed))
+        }
         var batch = handedOver.withLock { lists in
             // One block per published batch, so there is always one here; a list of a few batches at most,
             // so taking the first shifts a few references.

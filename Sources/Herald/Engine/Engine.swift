@@ -178,7 +178,7 @@ final class Engine: @unchecked Sendable {
             }
             batch.removeAll(keepingCapacity: true)
             drained = batch
-            if !isEmpty && followUp.commandsRan() { endFollowUpWait(answered: true) }
+            if !isEmpty && followUp.commandsRan(at: uv_hrtime()) { endFollowUpWait(answered: true) }
             if isEmpty {
                 LoopThreadFrees.shared.drain()
                 return

@@ -10,7 +10,9 @@
 /// a transfer, or at the deadline, after which the loop sleeps as before. Nothing else starts it: with other
 /// transfers running the loop has I/O to wait for, and after a burst finishes together the completion
 /// queue has a batch of handlers to run first, so there polling would only take a core from them (and, on a
-/// small machine, from the server).
+/// small machine, from the server). A wait that runs out turns waiting off until a follow-up is seen to
+/// come within ``duration`` again (``WaitBackoff``): a program that pauses between requests, or a slow
+/// server, costs one wait, not one per request.
 ///
 /// Loop thread only; the times are `uv_hrtime()` nanoseconds.
 struct FollowUpWait {
@@ -24,6 +26,8 @@ struct FollowUpWait {
     private var transfersEnded = 0
     /// When the current wait ends; `nil` when the loop isn't waiting.
     private(set) var deadline: UInt64?
+    /// Whether waiting pays now.
+    private(set) var backoff = WaitBackoff(duration: FollowUpWait.duration)
     /// How many waits started, and how many of them ended because a transfer started: for tests and
     /// measurement.
     private(set) var waitsStarted = 0
@@ -42,21 +46,27 @@ struct FollowUpWait {
     }
 
     /// The iteration's deliveries went to their queues at `now`. Returns whether a wait starts: only when the
-    /// one transfer that ended since the last hand-over was the last one running.
+    /// one transfer that ended since the last hand-over was the last one running, and waiting pays.
     mutating func handedOver(at now: UInt64) -> Bool {
         defer { transfersEnded = 0 }
-        guard transfersRunning == 0, transfersEnded == 1, deadline == nil else { return false }
+        guard transfersRunning == 0, transfersEnded == 1, deadline == nil, backoff.shouldWait(at: now) else {
+            return false
+        }
         deadline = now + Self.duration
         waitsStarted += 1
         return true
     }
 
-    /// Commands ran. Returns whether the wait ends: a transfer is running again, so the loop has its I/O to
-    /// wait for. A command that starts none (a cancellation, a closure) leaves the wait to its deadline.
-    mutating func commandsRan() -> Bool {
-        guard deadline != nil, transfersRunning > 0 else { return false }
+    /// Commands ran at `now`. Returns whether the wait ends: a transfer is running again, so the loop has
+    /// its I/O to wait for. A command that starts none (a cancellation, a closure) leaves the wait to its
+    /// deadline.
+    mutating func commandsRan(at now: UInt64) -> Bool {
+        guard transfersRunning > 0 else { return false }
+        backoff.handOffArrived(at: now)
+        guard deadline != nil else { return false }
         deadline = nil
         waitsAnswered += 1
+        backoff.waitEnded(answered: true)
         return true
     }
 
@@ -64,6 +74,7 @@ struct FollowUpWait {
     mutating func turned(at now: UInt64) -> Bool {
         guard let deadline, now >= deadline else { return false }
         self.deadline = nil
+        backoff.waitEnded(answered: false)
         return true
     }
 }

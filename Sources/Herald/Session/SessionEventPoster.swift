@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import HeraldNotifications
+import Synchronization
 
 /// Posts a session's task lifecycle notifications — `taskDidResume`, `taskDidSuspend`,
 /// `downloadDidFailToMoveFile`, `taskWillRetry`, `taskDidComplete` — from the session's serial event queue.
@@ -19,14 +20,38 @@ final class SessionEventPoster: Sendable {
     let sessionIdentifier: Int
     /// Every lifecycle notification of the session is posted from this serial queue, in causal order.
     let eventQueue: DispatchQueue
+    /// The lane whose next batch the completion queue may wait for after the session's last queued event
+    /// block (``DeliveryLane/awaitNextBatch(otherWorkQueued:)``); `nil` unless the event queue runs on the
+    /// session's own completion queue.
+    private let lane: DeliveryLane?
+    /// Event blocks queued and not yet run.
+    private let queuedBlocks = Atomic<Int>(0)
 
     /// - Parameter target: The queue the event queue runs its work on (`target` of `DispatchQueue`), or
     ///   `nil` for a global one. With the session's own serial completion queue, notifications and
     ///   completion handlers take turns on one queue and never run at the same time.
-    init(center: NotificationHub, sessionIdentifier: Int, target: DispatchQueue?) {
+    ///   - lane: The lane of the session's work after its transfers, when `target` is the session's own
+    ///     completion queue.
+    init(center: NotificationHub, sessionIdentifier: Int, target: DispatchQueue?, lane: DeliveryLane?) {
         self.center = center
         self.sessionIdentifier = sessionIdentifier
         self.eventQueue = DispatchQueue(label: "herald.session.\(sessionIdentifier).events", target: target)
+        self.lane = lane
+    }
+
+    /// Whether event blocks are queued and not yet run.
+    var hasQueuedBlocks: Bool { queuedBlocks.load(ordering: .relaxed) > 0 }
+
+    /// Runs `work` on the event queue. The last queued block to run lets the completion queue wait for the
+    /// lane's next batch.
+    func async(_ work: @escaping @Sendable () -> Void) {
+        queuedBlocks.add(1, ordering: .relaxed)
+        eventQueue.async { [self] in
+            work()
+            if queuedBlocks.subtract(1, ordering: .relaxed).newValue == 0 {
+                lane?.awaitNextBatch(otherWorkQueued: false)
+            }
+        }
     }
 
     /// Called right after a real transition to `running` or `suspended`, in the order of the transitions.
@@ -43,7 +68,7 @@ final class SessionEventPoster: Sendable {
         let taskIdentifier = task.taskIdentifier
         let center = center
         let sessionIdentifier = sessionIdentifier
-        eventQueue.async {
+        async {
             let event = TaskLifecycleEvent(
                 taskIdentifier: taskIdentifier, sessionIdentifier: sessionIdentifier, date: date,
                 request: task.requestSummary)
@@ -63,7 +88,7 @@ final class SessionEventPoster: Sendable {
             request: task.requestSummary, error: error, sourceURL: sourceURL, destinationURL: destinationURL)
         let center = center
         let subject = task.lifecycleSubject
-        eventQueue.async { center.post(.downloadDidFailToMoveFile, object: subject, userInfo: failure) }
+        async { center.post(.downloadDidFailToMoveFile, object: subject, userInfo: failure) }
     }
 
     /// Posts `taskDidComplete`; called on the event queue after the completion handler ran.

@@ -54,6 +54,8 @@ extension SessionManager {
                 .work { [self] in
                     let result = task.completionResult(for: outcome, serializer: serializer)
                     deliver(task, outcome: outcome, result: result, serializer: serializer)
+                    // A handler that started the next request: its batch may be this queue's next work.
+                    afterTransferLane.awaitNextBatch(otherWorkQueued: eventPoster.hasQueuedBlocks)
                 }, to: afterTransferLane)
         } else {
             // The caller's queue (perhaps the main queue) is not the place for parsing or file moves.
@@ -95,11 +97,11 @@ extension SessionManager {
             // every event already queued there.
             forget(task)
             if isInvalidated {
-                eventPoster.eventQueue.async { [self] in finishInvalidatingIfDone() }
+                eventPoster.async { [self] in finishInvalidatingIfDone() }
             }
             return
         }
-        eventPoster.eventQueue.async { [self] in
+        eventPoster.async { [self] in
             forget(task)
             eventPoster.postCompletion(
                 of: task,

@@ -28,6 +28,7 @@ extension SessionManager {
     /// command sent before it.
     func send(_ command: TransferCommand) {
         guard let multi else { return }
+        if case .start = command { afterTransferLane.transferStarted() }
         engine.execute(command, on: multi)
     }
 
@@ -40,6 +41,7 @@ extension SessionManager {
     /// 2% fewer requests per second at 64 concurrent and 7% fewer one at a time. There `task` hears of its
     /// transfer's end in ``SessionTask/transferDidFinishOffLoop(_:)``.
     func afterTransfer(_ task: SessionTask, outcome: TransferOutcome) {
+        afterTransferLane.transferHandedOver()
         engine.deliver(.finishedTransfer(task, outcome), to: afterTransferLane)
     }
 

@@ -20,7 +20,7 @@ extension SessionManager {
         if cancelingTasks {
             for task in outstanding { task.cancel() }
         }
-        eventPoster.eventQueue.async { [self] in finishInvalidatingIfDone() }
+        eventPoster.async { [self] in finishInvalidatingIfDone() }
     }
 
     /// Forgets a completed task: it leaves the task lists before `taskDidComplete` is posted. Event queue.

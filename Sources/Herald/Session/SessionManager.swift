@@ -105,7 +105,8 @@ public final class SessionManager: Sendable {
         self.defaultRequestHeaders = Self.requestHeaders(HTTPHeaders(), adding: configuration.httpAdditionalHeaders)
         self.completionGroup = completionGroup
         self.afterTransferLane = DeliveryLane(
-            queue: completionQueue == nil ? self.completionQueue : SessionTask.hopQueue, group: completionGroup)
+            queue: completionQueue == nil ? self.completionQueue : SessionTask.hopQueue, group: completionGroup,
+            waitsForNextBatch: completionQueue == nil)
         self.engine = engine
         self.downloadDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "herald-\(getpid())-session-\(identifier)", isDirectory: true)
@@ -114,7 +115,8 @@ public final class SessionManager: Sendable {
         // thread. A caller's queue may be concurrent, the main queue, or busy with other code.
         self.eventPoster = SessionEventPoster(
             center: notificationCenter, sessionIdentifier: identifier,
-            target: completionQueue == nil ? self.completionQueue : nil)
+            target: completionQueue == nil ? self.completionQueue : nil,
+            lane: completionQueue == nil ? afterTransferLane : nil)
         self.cookieStore = configuration.httpCookieStore ?? CookieStore()
         queueMarker.mark(eventPoster.eventQueue)
         // Only a queue of the session's own: a caller's queue may be concurrent, or shared with other code.
@@ -283,7 +285,7 @@ public final class SessionManager: Sendable {
     /// Removes the download directory (if empty) once invalidation has finished; before that, finishing
     /// the invalidation removes it. On the event queue, where invalidation finishes.
     func removeDownloadDirectoryAfterInvalidation() {
-        eventPoster.eventQueue.async { [self] in
+        eventPoster.async { [self] in
             if state.withLock({ $0.didFinishInvalidating }) { rmdir(downloadDirectory.path) }
         }
     }

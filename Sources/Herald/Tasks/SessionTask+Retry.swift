@@ -164,6 +164,6 @@ extension SessionEventPoster {
             request: task.requestSummary, date: Date(),
             attempt: retry.attempt, error: retry.error, response: retry.response, delay: retry.delay)
         let center = center
-        eventQueue.async { center.post(.taskWillRetry, object: subject, userInfo: payload) }
+        async { center.post(.taskWillRetry, object: subject, userInfo: payload) }
     }
 }

@@ -1,0 +1,41 @@
+/// Whether a thread that may wait awake for a hand-off (``FollowUpWait``, ``NextBatchWait``) should.
+///
+/// Waiting awake pays when the hand-off comes within the wait, as it does when a program sends one
+/// request at a time to a fast server. When one comes later (a slow server, a program that pauses between
+/// requests), the wait only burns a core. So a wait that runs out turns waiting off, and it comes back on
+/// only when a hand-off is seen to arrive within the wait's duration of an opportunity declined meanwhile.
+///
+/// Used by one thread at a time; the times are `uv_hrtime()` nanoseconds.
+struct WaitBackoff {
+    /// How long a wait lasts.
+    let duration: UInt64
+    /// Whether the next opportunity waits.
+    private(set) var isWaiting = true
+    /// When an opportunity was declined while waiting was off, until the hand-off after it arrives.
+    private var declinedAt: UInt64?
+
+    init(duration: UInt64) {
+        self.duration = duration
+    }
+
+    /// An opportunity to wait at `now`. Returns whether to take it; one declined is remembered, to see how
+    /// soon its hand-off comes.
+    mutating func shouldWait(at now: UInt64) -> Bool {
+        if isWaiting { return true }
+        declinedAt = now
+        return false
+    }
+
+    /// A wait ended: `answered` when the hand-off came within it; a wait that ran out turns waiting off.
+    mutating func waitEnded(answered: Bool) {
+        if !answered { isWaiting = false }
+    }
+
+    /// A hand-off arrived at `time`. After a declined opportunity, waiting comes back on if it arrived within
+    /// the wait's duration of it.
+    mutating func handOffArrived(at time: UInt64) {
+        guard let declined = declinedAt else { return }
+        declinedAt = nil
+        if time >= declined, time - declined <= duration { isWaiting = true }
+    }
+}

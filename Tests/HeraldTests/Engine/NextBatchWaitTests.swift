@@ -1,0 +1,138 @@
+import Dispatch
+import Foundation
+import HeraldNotifications
+import HeraldTesting
+import Testing
+
+@testable import Herald
+
+/// A session's completion queue waits awake for the loop thread's next batch only when the session's one
+/// outstanding transfer is its next work, never for long, and not while waiting doesn't pay.
+@Suite("Waiting for the next batch", .timeLimit(.minutes(1)))
+struct NextBatchWaitTests {
+    @Test("the backoff turns waiting off after a wait runs out, and on when a hand-off comes soon")
+    func backoff() {
+        var backoff = WaitBackoff(duration: 100)
+        #expect(backoff.step { $0.shouldWait(at: 0) })
+        backoff.waitEnded(answered: true)
+        #expect(backoff.isWaiting)
+        backoff.waitEnded(answered: false)
+        #expect(!backoff.isWaiting)
+        // Declined at 1,000; its hand-off came 500 later, past the duration: still off.
+        #expect(!backoff.step { $0.shouldWait(at: 1_000) })
+        backoff.handOffArrived(at: 1_500)
+        #expect(!backoff.isWaiting)
+        // A hand-off without a declined opportunity before it changes nothing.
+        backoff.handOffArrived(at: 1_600)
+        #expect(!backoff.isWaiting)
+        // Declined at 2,000, hand-off at 2,100: back on.
+        #expect(!backoff.step { $0.shouldWait(at: 2_000) })
+        backoff.handOffArrived(at: 2_100)
+        #expect(backoff.isWaiting)
+    }
+
+    @Test("no wait unless exactly one transfer is outstanding and nothing else is queued; one that runs out backs off")
+    func waitConditions() async {
+        let queue = DispatchQueue(label: "herald.test.next-batch")
+        let lane = DeliveryLane(queue: queue, group: nil, waitsForNextBatch: true)
+        let counts = await Self.on(queue) { () -> [Int] in
+            var counts: [Int] = []
+            lane.awaitNextBatch(otherWorkQueued: false)  // nothing outstanding
+            counts.append(lane.waitsStarted)
+            lane.transferStarted()
+            lane.transferStarted()
+            lane.awaitNextBatch(otherWorkQueued: false)  // two outstanding
+            counts.append(lane.waitsStarted)
+            lane.transferHandedOver()
+            lane.awaitNextBatch(otherWorkQueued: true)  // an event block queued behind
+            counts.append(lane.waitsStarted)
+            lane.awaitNextBatch(otherWorkQueued: false)  // waits; nothing is published, so it runs out
+            counts.append(lane.waitsStarted)
+            lane.awaitNextBatch(otherWorkQueued: false)  // backed off
+            counts.append(lane.waitsStarted)
+            counts.append(lane.waitsAnswered)
+            return counts
+        }
+        #expect(counts == [0, 0, 0, 1, 1, 0])
+
+        let caller = DeliveryLane(queue: queue, group: nil)
+        let started = await Self.on(queue) { () -> Int in
+            caller.transferStarted()
+            caller.awaitNextBatch(otherWorkQueued: false)
+            return caller.waitsStarted
+        }
+        #expect(started == 0)
+    }
+
+    @Test("requests started one after another from completion handlers all complete, in order, with a wait")
+    func sequentialHandlers() async throws {
+        let server = try await TestServer.start()
+        let session = SessionManager(notificationCenter: NotificationHub())
+        let count = 20
+        let finished = OneShot<[Int]>()
+        let statuses = Locked<[Int]>([])
+        @Sendable func start(_ index: Int) {
+            do {
+                try session.dataTask(with: Request(url: server.url("/json?n=\(index)"))) { response, _, error in
+                    statuses.withLock { $0.append(error == nil ? response?.statusCode ?? 0 : -index) }
+                    if index + 1 < count { start(index + 1) } else { finished.send(statuses.withLock { $0 }) }
+                }.resume()
+            } catch {
+                finished.send([-1])
+            }
+        }
+        start(0)
+        let result = try await finished.value(timeout: .seconds(20))
+        #expect(result == Array(repeating: 200, count: count))
+        // Each handler left the session's only transfer outstanding: the first of them waited at least.
+        let lane = session.afterTransferLane
+        #expect(await Self.on(session.completionQueue) { lane.waitsStarted } >= 1)
+        session.invalidate(cancelingTasks: true)
+        try await server.shutdown()
+    }
+
+    @Test("a wait never holds the completion queue until its transfer ends")
+    func waitIsBounded() async throws {
+        let server = try await TestServer.start()
+        var configuration = SessionConfiguration.default
+        configuration.maximumConnectionsPerHost = 4
+        let session = SessionManager(configuration: configuration, notificationCenter: NotificationHub())
+        let url = server.url("/barrier/2?key=bounded")
+        let bothDone = Countdown(2)
+        let failures = Locked(0)
+        @Sendable func barrierRequest() {
+            do {
+                try session.dataTask(with: Request(url: url)) { response, _, _ in
+                    if response?.statusCode != 200 { failures.withLock { $0 += 1 } }
+                    bothDone.countDown()
+                }.resume()
+            } catch {
+                failures.withLock { $0 += 1 }
+                bothDone.countDown()
+            }
+        }
+        // The first request's handler starts a request the server parks until a second one arrives; the
+        // second is started from a block queued behind that handler. A wait held until the parked request's
+        // answer would keep that block from ever running.
+        try session.dataTask(with: Request(url: server.url("/json"))) { _, _, _ in
+            barrierRequest()
+            session.completionQueue.async { barrierRequest() }
+        }.resume()
+        #expect(await bothDone.wait(timeout: .seconds(20)))
+        #expect(failures.withLock { $0 } == 0)
+        session.invalidate(cancelingTasks: true)
+        try await server.shutdown()
+    }
+
+    /// Runs `body` on `queue` and returns its result.
+    private static func on<T: Sendable>(_ queue: DispatchQueue, _ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            queue.async { continuation.resume(returning: body()) }
+        }
+    }
+}
+
+extension WaitBackoff {
+    /// Applies a mutating call and returns its result, so that `#expect` can check it.
+    fileprivate mutating func step(_ call: (inout WaitBackoff) -> Bool) -> Bool { call(&self) }
+}
