@@ -41,7 +41,10 @@ public final class SessionManager: Sendable {
     /// (never the main queue, which on Linux does not run while the main thread is blocked). The session's
     /// notifications are then posted on that queue too, in turns with the handlers, so neither may block
     /// waiting for the other: a `.posting` observer must not call `completionQueue.sync` or wait on
-    /// ``completionGroup``, and a handler must not wait for an observer to see an event.
+    /// ``completionGroup``, and a handler must not wait for an observer to see an event. When a handler on
+    /// the session's own queue starts the session's only transfer, the queue's thread may stay on it for up
+    /// to 100 µs waiting for that transfer's answer (one request at a time costs no thread wake-up then):
+    /// work you dispatch to it meanwhile starts at most that much later.
     public let completionQueue: DispatchQueue
     /// When set, every completion handler runs inside this group.
     public let completionGroup: DispatchGroup?
