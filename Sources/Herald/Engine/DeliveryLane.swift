@@ -32,18 +32,21 @@ enum Delivery: Sendable {
 /// side allocates for them.
 ///
 /// On the session's own completion queue, the lane can also keep that queue's thread awake for the next
-/// batch (``awaitNextBatch(otherWorkQueued:)``): a program that sends one request at a time starts the
-/// next from a completion handler, and when the session's only transfer is that request, its batch is the
-/// queue's next work, due in the time loopback takes to answer. Waiting for it awake, for at most
-/// ``waitDuration``, spares the thread going back to the pool and the loop thread a wake-up to bring it
-/// back: with ``FollowUpWait`` on the loop thread, such a request costs one context switch, as a single
-/// thread running curl does. The wait ends as soon as a batch is published; it holds up whatever else is
-/// dispatched to the queue meanwhile by at most ``waitDuration``, and ``WaitBackoff`` turns it off while
-/// the batches come later than that.
+/// batch (``awaitNextBatch()``): a program that sends one request at a time starts the next from a
+/// completion handler, and when the session's only transfer is that request, its batch is the queue's next
+/// work, due in the time loopback takes to answer. Waiting for it awake, for at most ``waitDuration``, spares
+/// the thread going back to the pool and the loop thread a wake-up to bring it back: with ``FollowUpWait``
+/// on the loop thread, such a request costs one context switch, as a single thread running curl does. The
+/// library's blocks for the session's queue (its completion work, hooks, event blocks) go through
+/// ``enqueue(on:_:)``, which counts them: the last of them to run may wait, none waits while another is
+/// queued, and one queued during a wait ends it. The wait also ends as soon as a batch is published; it
+/// holds up what else is dispatched to the queue (a caller's own blocks, progress handlers) by at most
+/// ``waitDuration``, and ``WaitBackoff`` turns it off while the batches come later than that.
 final class DeliveryLane: @unchecked Sendable {
     // Safety: `collected` and `isCollecting` are used on the loop thread only; `handedOver` is guarded by
-    // its lock; `batchesRun`, `backoff` and the wait counts are used on `queue` only, and only when it is
-    // serial (`waitsForNextBatch`); the other counters are atomic.
+    // its lock; `batchesRun`, `backoff` and the wait counts are used on `queue` only (or on the event queue
+    // that targets it, which runs in turns with it), and only when it is serial (`waitsForNextBatch`); the
+    // other counters are atomic.
     let queue: DispatchQueue
     let group: DispatchGroup?
     /// Whether this lane may wait for its next batch: only on a serial queue the session owns.
@@ -57,6 +60,8 @@ final class DeliveryLane: @unchecked Sendable {
     /// Batches published, and when the last was (`uv_hrtime()`); written by the loop thread.
     private let batchesPublished = Atomic<Int>(0)
     private let lastPublished = Atomic<UInt64>(0)
+    /// The library's blocks queued for `queue` (or a queue that targets it) and not yet finished; any thread.
+    private let queuedWork = Atomic<Int>(0)
     /// Batches run; on `queue`.
     @exclusivity(unchecked) private var batchesRun = 0
     /// Whether waiting pays; on `queue`.
@@ -64,6 +69,7 @@ final class DeliveryLane: @unchecked Sendable {
     /// How many waits started and how many a batch ended, for tests; on `queue`.
     @exclusivity(unchecked) private(set) var waitsStarted = 0
     @exclusivity(unchecked) private(set) var waitsAnswered = 0
+    @exclusivity(unchecked) private(set) var waitsInterrupted = 0
 
     private struct HandedOver {
         /// The published batches, oldest first; one dispatched block is on its way for each.
@@ -86,23 +92,45 @@ final class DeliveryLane: @unchecked Sendable {
         self.waitsForNextBatch = waitsForNextBatch
     }
 
-    /// A transfer of the session was sent to start; its outcome will come through this lane. Any thread.
+    /// A transfer of the session is about to start (or a cached response stands in for one); its outcome
+    /// will come through this lane. Any thread.
     func transferStarted() {
         transfersOutstanding.add(1, ordering: .relaxed)
     }
 
-    /// A transfer of the session ended and its outcome is being handed to this lane. Loop thread.
+    /// A transfer of the session ended and its outcome is being handed to this lane: on the loop thread, or
+    /// on the thread that found a fresh cached response.
     func transferHandedOver() {
         transfersOutstanding.subtract(1, ordering: .relaxed)
     }
 
-    /// At the end of a completion's work on `queue`: when the session's only outstanding transfer is the
-    /// queue's next work and nothing else of the session's is queued (`otherWorkQueued`), waits awake for
-    /// its batch, for at most ``waitDuration``. Returns at once in every other case.
-    func awaitNextBatch(otherWorkQueued: Bool) {
-        guard waitsForNextBatch, !otherWorkQueued, transfersOutstanding.load(ordering: .relaxed) == 1 else {
-            return
+    /// The session's transfers started and not yet handed over, for tests.
+    var outstandingTransfers: Int { transfersOutstanding.load(ordering: .relaxed) }
+
+    /// Runs `work` on `queue` (default this lane's queue; else one that targets it, as the session's event
+    /// queue does), in the lane's group when on the lane's queue, counted as the library's work: the last
+    /// such block to finish may wait for the next batch (``awaitNextBatch()``).
+    func enqueue(on queue: DispatchQueue? = nil, _ work: @escaping @Sendable () -> Void) {
+        queuedWork.add(1, ordering: .relaxed)
+        let block: @Sendable () -> Void = { [self] in
+            work()
+            if queuedWork.subtract(1, ordering: .relaxed).newValue == 0 { awaitNextBatch() }
         }
+        if let queue {
+            queue.async(execute: block)
+        } else {
+            self.queue.async(group: group, execute: block)
+        }
+    }
+
+    /// On `queue`, after the library's last queued block for it: when the session's only outstanding
+    /// transfer is the queue's next work, waits awake for its batch, for at most ``waitDuration``. A block of
+    /// the library's queued meanwhile (a hook the transfer needs answered, another task's completion) ends
+    /// the wait at once. Returns at once in every other case.
+    func awaitNextBatch() {
+        guard waitsForNextBatch, queuedWork.load(ordering: .relaxed) == 0,
+            transfersOutstanding.load(ordering: .relaxed) == 1
+        else { return }
         let published = batchesPublished.load(ordering: .acquiring)
         // A batch on its way already: the queue's thread runs it next without sleeping.
         guard published == batchesRun else { return }
@@ -111,6 +139,11 @@ final class DeliveryLane: @unchecked Sendable {
         waitsStarted += 1
         let deadline = start + Self.waitDuration
         while batchesPublished.load(ordering: .acquiring) == published {
+            if queuedWork.load(ordering: .relaxed) > 0 {
+                // Work that may be what the transfer waits for: neither an answer nor a miss.
+                waitsInterrupted += 1
+                return
+            }
             if uv_hrtime() >= deadline {
                 backoff.waitEnded(answered: false)
                 return
@@ -136,13 +169,11 @@ final class DeliveryLane: @unchecked Sendable {
             lists.batches.append(batch)
             if let empty = lists.empties.popLast() { collected = empty }
         }
+        if waitsForNextBatch { lastPublished.store(uv_hrtime(), ordering: .relaxed) }
         queue.async(group: group) { [self] in runOldestBatch() }
         // After the dispatch: a thread waiting for this count finds the block already queued, and runs it
         // next without going to sleep.
-        if waitsForNextBatch {
-            lastPublished.store(uv_hrtime(), ordering: .relaxed)
-            batchesPublished.add(1, ordering: .releasing)
-        }
+        if waitsForNextBatch { batchesPublished.add(1, ordering: .releasing) }
     }
 
     /// Runs the oldest published batch. On `queue`.
@@ -161,5 +192,7 @@ final class DeliveryLane: @unchecked Sendable {
         handedOver.withLock { lists in
             if lists.empties.count < Self.keptEmpties { lists.empties.append(batch) }
         }
+        // The batch may have started the next hop of a redirect, the session's only transfer now.
+        awaitNextBatch()
     }
 }

@@ -105,7 +105,7 @@ final class Engine: @unchecked Sendable {
     func deliver(_ delivery: consuming Delivery, to lane: DeliveryLane) {
         guard isOnLoopThread else {
             let delivery = delivery
-            lane.queue.async(group: lane.group) { delivery.run() }
+            lane.enqueue { delivery.run() }
             return
         }
         if collectingLanes.isEmpty {

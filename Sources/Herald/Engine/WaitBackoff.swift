@@ -1,9 +1,12 @@
-/// Whether a thread that may wait awake for a hand-off (``FollowUpWait``, ``NextBatchWait``) should.
+/// Whether a thread that may wait awake for a hand-off (``FollowUpWait``, ``DeliveryLane``) should.
 ///
 /// Waiting awake pays when the hand-off comes within the wait, as it does when a program sends one
 /// request at a time to a fast server. When one comes later (a slow server, a program that pauses between
-/// requests), the wait only burns a core. So a wait that runs out turns waiting off, and it comes back on
+/// requests), the wait only burns a core. So a wait that runs out turns waiting off for the next 2, 4, …
+/// up to 64 opportunities (doubling with each wait in a row that runs out), and after those it comes back on
 /// only when a hand-off is seen to arrive within the wait's duration of an opportunity declined meanwhile.
+/// A pattern where waiting itself delays the hand-off (the hand-off needs the waiting thread) so costs at
+/// most one wait in 64 opportunities.
 ///
 /// Used by one thread at a time; the times are `uv_hrtime()` nanoseconds.
 struct WaitBackoff {
@@ -13,6 +16,9 @@ struct WaitBackoff {
     private(set) var isWaiting = true
     /// When an opportunity was declined while waiting was off, until the hand-off after it arrives.
     private var declinedAt: UInt64?
+    /// Waits in a row that ran out, and the opportunities still to decline before waiting may come back.
+    private var failures = 0
+    private var declinesLeft = 0
 
     init(duration: UInt64) {
         self.duration = duration
@@ -22,20 +28,27 @@ struct WaitBackoff {
     /// soon its hand-off comes.
     mutating func shouldWait(at now: UInt64) -> Bool {
         if isWaiting { return true }
+        if declinesLeft > 0 { declinesLeft -= 1 }
         declinedAt = now
         return false
     }
 
     /// A wait ended: `answered` when the hand-off came within it; a wait that ran out turns waiting off.
     mutating func waitEnded(answered: Bool) {
-        if !answered { isWaiting = false }
+        if answered {
+            failures = 0
+        } else {
+            isWaiting = false
+            failures += 1
+            declinesLeft = 1 << min(failures, 6)
+        }
     }
 
-    /// A hand-off arrived at `time`. After a declined opportunity, waiting comes back on if it arrived within
-    /// the wait's duration of it.
+    /// A hand-off arrived at `time`. After a declined opportunity, once the opportunities to decline are
+    /// used up, waiting comes back on if it arrived within the wait's duration of it.
     mutating func handOffArrived(at time: UInt64) {
         guard let declined = declinedAt else { return }
         declinedAt = nil
-        if time >= declined, time - declined <= duration { isWaiting = true }
+        if declinesLeft == 0, time >= declined, time - declined <= duration { isWaiting = true }
     }
 }

@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import HeraldNotifications
-import Synchronization
 
 /// Posts a session's task lifecycle notifications — `taskDidResume`, `taskDidSuspend`,
 /// `downloadDidFailToMoveFile`, `taskWillRetry`, `taskDidComplete` — from the session's serial event queue.
@@ -20,12 +19,10 @@ final class SessionEventPoster: Sendable {
     let sessionIdentifier: Int
     /// Every lifecycle notification of the session is posted from this serial queue, in causal order.
     let eventQueue: DispatchQueue
-    /// The lane whose next batch the completion queue may wait for after the session's last queued event
-    /// block (``DeliveryLane/awaitNextBatch(otherWorkQueued:)``); `nil` unless the event queue runs on the
-    /// session's own completion queue.
+    /// The lane that counts the library's blocks for the session's own completion queue, which the event
+    /// queue then runs on (``DeliveryLane/enqueue(on:_:)``); `nil` when the caller passed the completion
+    /// queue.
     private let lane: DeliveryLane?
-    /// Event blocks queued and not yet run.
-    private let queuedBlocks = Atomic<Int>(0)
 
     /// - Parameter target: The queue the event queue runs its work on (`target` of `DispatchQueue`), or
     ///   `nil` for a global one. With the session's own serial completion queue, notifications and
@@ -39,18 +36,13 @@ final class SessionEventPoster: Sendable {
         self.lane = lane
     }
 
-    /// Whether event blocks are queued and not yet run.
-    var hasQueuedBlocks: Bool { queuedBlocks.load(ordering: .relaxed) > 0 }
-
-    /// Runs `work` on the event queue. The last queued block to run lets the completion queue wait for the
-    /// lane's next batch.
+    /// Runs `work` on the event queue, counted with the library's other blocks for the session's own
+    /// completion queue when the event queue runs on it.
     func async(_ work: @escaping @Sendable () -> Void) {
-        queuedBlocks.add(1, ordering: .relaxed)
-        eventQueue.async { [self] in
-            work()
-            if queuedBlocks.subtract(1, ordering: .relaxed).newValue == 0 {
-                lane?.awaitNextBatch(otherWorkQueued: false)
-            }
+        if let lane {
+            lane.enqueue(on: eventQueue, work)
+        } else {
+            eventQueue.async(execute: work)
         }
     }
 

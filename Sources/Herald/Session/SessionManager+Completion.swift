@@ -54,8 +54,6 @@ extension SessionManager {
                 .work { [self] in
                     let result = task.completionResult(for: outcome, serializer: serializer)
                     deliver(task, outcome: outcome, result: result, serializer: serializer)
-                    // A handler that started the next request: its batch may be this queue's next work.
-                    afterTransferLane.awaitNextBatch(otherWorkQueued: eventPoster.hasQueuedBlocks)
                 }, to: afterTransferLane)
         } else {
             // The caller's queue (perhaps the main queue) is not the place for parsing or file moves.

@@ -41,10 +41,12 @@ public final class SessionManager: Sendable {
     /// (never the main queue, which on Linux does not run while the main thread is blocked). The session's
     /// notifications are then posted on that queue too, in turns with the handlers, so neither may block
     /// waiting for the other: a `.posting` observer must not call `completionQueue.sync` or wait on
-    /// ``completionGroup``, and a handler must not wait for an observer to see an event. When a handler on
-    /// the session's own queue starts the session's only transfer, the queue's thread may stay on it for up
-    /// to 100 µs waiting for that transfer's answer (one request at a time costs no thread wake-up then):
-    /// work you dispatch to it meanwhile starts at most that much later.
+    /// ``completionGroup``, and a handler must not wait for an observer to see an event. On the session's
+    /// own queue, when the library's last queued block (a handler, a hook, a notification) finishes while
+    /// exactly one of the session's transfers is outstanding, the queue's thread may stay on it for up to
+    /// 100 µs waiting for that transfer's outcome (one request at a time then costs no thread wake-up):
+    /// work you dispatch to the queue yourself meanwhile starts at most that much later. Waiting turns
+    /// itself off while outcomes come later than that.
     public let completionQueue: DispatchQueue
     /// When set, every completion handler runs inside this group.
     public let completionGroup: DispatchGroup?

@@ -28,14 +28,14 @@ open class DataTask: SessionTask, @unchecked Sendable {
     override func transferDidReceiveBody(_ bytes: UnsafeRawBufferPointer) {
         guard let hook = session.dataTaskDidReceiveData else { return }
         let data = Data(bytes)
-        session.completionQueue.async(group: session.completionGroup) { hook(self, data) }
+        session.runOnCompletionQueue { hook(self, data) }
     }
 
     override func transferNeedsResponseDisposition(_ response: HTTPResponse, transfer: Transfer) {
         guard let hook = session.dataTaskDidReceiveResponse else {
             return super.transferNeedsResponseDisposition(response, transfer: transfer)
         }
-        session.completionQueue.async(group: session.completionGroup) {
+        session.runOnCompletionQueue {
             self.apply(hook(self, response), to: transfer)
         }
     }

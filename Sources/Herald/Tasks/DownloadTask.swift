@@ -111,7 +111,7 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
             return true
         }
         guard accepted else {
-            session.completionQueue.async(group: session.completionGroup) { completionHandler(nil) }
+            session.runOnCompletionQueue { completionHandler(nil) }
             return
         }
         cancel()
@@ -127,7 +127,7 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
         download.withLock { $0.lastTotalWritten = offset }
         guard resumedFrom != nil, let hook = session.downloadTaskDidResume else { return }
         let expected = response.expectedContentLength.map { offset + $0 }
-        session.completionQueue.async(group: session.completionGroup) { hook(self, offset, expected) }
+        session.runOnCompletionQueue { hook(self, offset, expected) }
     }
 
     override func transferDidReceiveBytes(total received: Int64, expected: Int64?) {
@@ -137,7 +137,7 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
             defer { state.lastTotalWritten = received }
             return received - state.lastTotalWritten
         }
-        session.completionQueue.async(group: session.completionGroup) { hook(self, written, received, expected) }
+        session.runOnCompletionQueue { hook(self, written, received, expected) }
     }
 
     // MARK: - task kind
@@ -173,7 +173,7 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
             } else {
                 // This runs on a global queue and the completion handler is enqueued on the completion queue
                 // after this block: enqueued first, the handler runs first.
-                session.completionQueue.async(group: session.completionGroup) { resumeDataHandler(resumeData) }
+                session.runOnCompletionQueue { resumeDataHandler(resumeData) }
             }
         }
         if let error = outcome.error {

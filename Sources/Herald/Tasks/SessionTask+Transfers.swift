@@ -23,6 +23,8 @@ extension SessionTask {
     /// Serves a fresh cached response, or runs the adapter, or prepares and starts the first transfer.
     func startFirstTransfer(cached: ResponseCachePolicy.Lookup?, _ start: FirstStart) {
         if case .fresh(let entry) = cached {
+            // Counted as a transfer, so that its hand-over balances the session's count of outstanding ones.
+            session.afterTransferLane.transferStarted()
             return transferDidFinish(
                 TransferOutcome(
                     response: entry.response, body: entry.data, error: nil, metrics: nil, isFromCache: true))

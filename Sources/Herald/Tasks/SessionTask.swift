@@ -240,7 +240,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
             return sent >= core.lastBodyBytesSent ? sent - core.lastBodyBytesSent : sent
         }
         let subject = lifecycleSubject
-        session.completionQueue.async(group: session.completionGroup) { hook(subject, delta, sent, expected) }
+        session.runOnCompletionQueue { hook(subject, delta, sent, expected) }
     }
 
     /// A piece of the response body, for the `dataTaskDidReceiveData` hook: only data tasks have one.

@@ -133,26 +133,6 @@ struct FollowUpWaitTests {
         try await server.shutdown()
     }
 
-    @Test("a burst finishing together starts at most one wait, for its last transfer")
-    func burstStartsAtMostOneWait() async throws {
-        let server = try await TestServer.start()
-        let engine = Engine(name: "herald.engine.follow-up-burst-test")
-        // The barrier answers none of the eight until all wait: each needs a connection of its own.
-        var configuration = SessionConfiguration.default
-        configuration.maximumConnectionsPerHost = 8
-        let session = SessionManager(
-            configuration: configuration, notificationCenter: NotificationHub(), completionQueue: nil,
-            completionGroup: nil, engine: engine)
-        let url = server.url("/barrier/8?key=follow-up")
-        try await withThrowingTaskGroup(of: Int.self) { group in
-            for _ in 0..<8 { group.addTask { try await session.data(for: Request(url: url)).1.statusCode } }
-            for try await status in group { #expect(status == 200) }
-        }
-        #expect(await engine.run { engine.followUp.waitsStarted } <= 1)
-        #expect(await engine.run { engine.followUp.transfersRunning } == 0)
-        session.invalidate(cancelingTasks: true)
-        try await server.shutdown()
-    }
 }
 
 extension FollowUpWait {

@@ -25,40 +25,61 @@ struct NextBatchWaitTests {
         // A hand-off without a declined opportunity before it changes nothing.
         backoff.handOffArrived(at: 1_600)
         #expect(!backoff.isWaiting)
-        // Declined at 2,000, hand-off at 2,100: back on.
+        // Declined at 2,000 (the second of two declines after one miss), hand-off at 2,100: back on.
         #expect(!backoff.step { $0.shouldWait(at: 2_000) })
         backoff.handOffArrived(at: 2_100)
         #expect(backoff.isWaiting)
+        // A second miss in a row: four opportunities declined, however soon their hand-offs come.
+        backoff.waitEnded(answered: false)
+        for opportunity in 0..<4 {
+            let time = UInt64(4_000 + opportunity * 1_000)
+            #expect(!backoff.step { $0.shouldWait(at: time) })
+            backoff.handOffArrived(at: time + 10)
+            #expect(backoff.isWaiting == (opportunity == 3))
+        }
+        // An answered wait starts the count of misses again: one miss, two declines.
+        backoff.waitEnded(answered: true)
+        backoff.waitEnded(answered: false)
+        for opportunity in 0..<2 {
+            let time = UInt64(10_000 + opportunity * 1_000)
+            #expect(!backoff.step { $0.shouldWait(at: time) })
+            backoff.handOffArrived(at: time + 10)
+            #expect(backoff.isWaiting == (opportunity == 1))
+        }
     }
 
-    @Test("no wait unless exactly one transfer is outstanding and nothing else is queued; one that runs out backs off")
+    @Test("no wait unless one transfer is outstanding and nothing else of the library is queued; a miss backs off")
     func waitConditions() async {
         let queue = DispatchQueue(label: "herald.test.next-batch")
         let lane = DeliveryLane(queue: queue, group: nil, waitsForNextBatch: true)
-        let counts = await Self.on(queue) { () -> [Int] in
+        let early = await Self.on(queue) { () -> [Int] in
             var counts: [Int] = []
-            lane.awaitNextBatch(otherWorkQueued: false)  // nothing outstanding
+            lane.awaitNextBatch()  // nothing outstanding
             counts.append(lane.waitsStarted)
             lane.transferStarted()
             lane.transferStarted()
-            lane.awaitNextBatch(otherWorkQueued: false)  // two outstanding
+            lane.awaitNextBatch()  // two outstanding
             counts.append(lane.waitsStarted)
             lane.transferHandedOver()
-            lane.awaitNextBatch(otherWorkQueued: true)  // an event block queued behind
+            lane.enqueue {}  // a block of the library's queued behind this one
+            lane.awaitNextBatch()
             counts.append(lane.waitsStarted)
-            lane.awaitNextBatch(otherWorkQueued: false)  // waits; nothing is published, so it runs out
-            counts.append(lane.waitsStarted)
-            lane.awaitNextBatch(otherWorkQueued: false)  // backed off
-            counts.append(lane.waitsStarted)
-            counts.append(lane.waitsAnswered)
             return counts
         }
-        #expect(counts == [0, 0, 0, 1, 1, 0])
+        #expect(early == [0, 0, 0])
+        // The queued block was the last: it waited, nothing was published, so the wait ran out; the next
+        // opportunity is declined.
+        let late = await Self.on(queue) { () -> [Int] in
+            let afterQueuedBlock = lane.waitsStarted
+            lane.awaitNextBatch()
+            return [afterQueuedBlock, lane.waitsStarted, lane.waitsAnswered, lane.waitsInterrupted]
+        }
+        #expect(late == [1, 1, 0, 0])
 
         let caller = DeliveryLane(queue: queue, group: nil)
         let started = await Self.on(queue) { () -> Int in
             caller.transferStarted()
-            caller.awaitNextBatch(otherWorkQueued: false)
+            caller.awaitNextBatch()
             return caller.waitsStarted
         }
         #expect(started == 0)
@@ -120,6 +141,27 @@ struct NextBatchWaitTests {
         }.resume()
         #expect(await bothDone.wait(timeout: .seconds(20)))
         #expect(failures.withLock { $0 } == 0)
+        // The first handler's block did wait (the session's only transfer was the parked one), and ran out.
+        let lane = session.afterTransferLane
+        #expect(await Self.on(session.completionQueue) { lane.waitsStarted } >= 1)
+        session.invalidate(cancelingTasks: true)
+        try await server.shutdown()
+    }
+
+    @Test("a fresh cached response counts as a transfer: the session's count of outstanding ones stays balanced")
+    func cacheHitKeepsTheCountBalanced() async throws {
+        let server = try await TestServer.start()
+        var configuration = SessionConfiguration.default
+        configuration.responseCache = InMemoryResponseCache(capacity: 1 << 20)
+        let session = SessionManager(configuration: configuration, notificationCenter: NotificationHub())
+        let request = Request(url: server.url("/headers?Cache-Control=max-age%3D60"))
+        for _ in 0..<3 {
+            let (_, response) = try await session.data(for: request)
+            #expect(response.statusCode == 200)
+        }
+        #expect(server.requestCount == 1)
+        let lane = session.afterTransferLane
+        #expect(await Self.on(session.completionQueue) { lane.outstandingTransfers } == 0)
         session.invalidate(cancelingTasks: true)
         try await server.shutdown()
     }
