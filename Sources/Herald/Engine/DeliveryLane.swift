@@ -114,13 +114,27 @@ final class DeliveryLane: @unchecked Sendable {
         queuedWork.add(1, ordering: .relaxed)
         let block: @Sendable () -> Void = { [self] in
             work()
-            if queuedWork.subtract(1, ordering: .relaxed).newValue == 0 { awaitNextBatch() }
+            finishedQueuedWork()
         }
         if let queue {
             queue.async(execute: block)
         } else {
             self.queue.async(group: group, execute: block)
         }
+    }
+
+    /// Runs `delivery` on this lane's queue, in its group, counted as the library's work (as
+    /// ``enqueue(on:_:)``, in one closure instead of two).
+    func enqueue(_ delivery: Delivery) {
+        queuedWork.add(1, ordering: .relaxed)
+        queue.async(group: group) { [self] in
+            delivery.run()
+            finishedQueuedWork()
+        }
+    }
+
+    private func finishedQueuedWork() {
+        if queuedWork.subtract(1, ordering: .relaxed).newValue == 0 { awaitNextBatch() }
     }
 
     /// On `queue`, after the library's last queued block for it: when the session's only outstanding

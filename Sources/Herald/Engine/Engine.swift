@@ -104,8 +104,7 @@ final class Engine: @unchecked Sendable {
     /// ``DeliveryLane``).
     func deliver(_ delivery: consuming Delivery, to lane: DeliveryLane) {
         guard isOnLoopThread else {
-            let delivery = delivery
-            lane.enqueue { delivery.run() }
+            lane.enqueue(delivery)
             return
         }
         if collectingLanes.isEmpty {
