@@ -2,11 +2,11 @@
 ///
 /// Waiting awake pays when the hand-off comes within the wait, as it does when a program sends one
 /// request at a time to a fast server. When one comes later (a slow server, a program that pauses between
-/// requests), the wait only burns a core. So a wait that runs out turns waiting off for the next 2, 4, …
-/// up to 64 opportunities (doubling with each wait in a row that runs out), and after those it comes back on
+/// requests), the wait only burns a core. So a wait that runs out turns waiting off, and it comes back on
 /// only when a hand-off is seen to arrive within the wait's duration of an opportunity declined meanwhile.
-/// A pattern where waiting itself delays the hand-off (the hand-off needs the waiting thread) so costs at
-/// most one wait in 64 opportunities.
+/// (Declining more opportunities after each miss in a row was tried: on a noisy machine both sides of a
+/// hand-off then backed off together, each making the other's hand-offs slow, and stayed off for whole
+/// runs.)
 ///
 /// Used by one thread at a time; the times are `uv_hrtime()` nanoseconds.
 struct WaitBackoff {
@@ -16,8 +16,7 @@ struct WaitBackoff {
     private(set) var isWaiting = true
     /// When an opportunity was declined while waiting was off, until the hand-off after it arrives.
     private var declinedAt: UInt64?
-    /// Waits in a row that ran out, and the opportunities still to decline before waiting may come back.
-    private var failures = 0
+    /// Whether an opportunity has been declined since the last miss: waiting comes back only after one.
     private var declinesLeft = 0
 
     init(duration: UInt64) {
@@ -35,12 +34,9 @@ struct WaitBackoff {
 
     /// A wait ended: `answered` when the hand-off came within it; a wait that ran out turns waiting off.
     mutating func waitEnded(answered: Bool) {
-        if answered {
-            failures = 0
-        } else {
+        if !answered {
             isWaiting = false
-            failures += 1
-            declinesLeft = 1 << min(failures, 6)
+            declinesLeft = 1
         }
     }
 
