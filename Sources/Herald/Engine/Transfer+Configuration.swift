@@ -96,7 +96,14 @@ extension Transfer {
         func check(_ option: String, _ code: CURLcode) {
             if code != CURLE_OK, failed == nil { failed = (option, code) }
         }
-        check("URL", herald_easy_setopt_string(easy, CURLOPT_URL, request.url.absoluteString))
+        let url = request.url.absoluteString
+        check("URL", herald_easy_setopt_string(easy, CURLOPT_URL, url))
+        // Parsed once, here, for every handle this transfer configures; set even when nil, so that a handle
+        // from the pool never starts with the URL handle of the transfer before.
+        if parsedURL == nil { parsedURL = ParsedURL(url) }
+        check(
+            "CURLU",
+            herald_easy_setopt_pointer(easy, CURLOPT_CURLU, parsedURL.map { UnsafeMutableRawPointer($0.handle) }))
         if onlyPerTransferOptions {
             check("ERRORBUFFER", herald_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer))
             configureHeaders(easy, check: check)

@@ -23,6 +23,8 @@ final class Transfer: @unchecked Sendable {
     /// The request's header fields, which curl reads until the handle is cleaned up.
     /// The header lines curl sends for this transfer, held while curl may read them.
     @exclusivity(unchecked) var headerList: HeaderList?
+    /// The URL as libcurl parsed it when the transfer was prepared (`CURLOPT_CURLU`), held while curl may read it.
+    @exclusivity(unchecked) var parsedURL: ParsedURL?
     /// Where curl writes its message for a failure (`CURLOPT_ERRORBUFFER`).
     let errorBuffer: UnsafeMutablePointer<CChar>
     /// Where the easy handle came from and goes back to when the transfer finishes.
