@@ -36,6 +36,8 @@ final class EasyHandlePool: @unchecked Sendable {
         var returning = 0
         /// The header list of the last transfer prepared.
         var lastHeaderList: HeaderList?
+        /// The parsed URL of the last transfer prepared, without a credential in it.
+        var lastParsedURL: ParsedURL?
     }
 
     private let state = Locked(State())
@@ -87,6 +89,19 @@ final class EasyHandlePool: @unchecked Sendable {
         let list = HeaderList(key: key)
         if !key.carriesSecrets { state.withLock { $0.lastHeaderList = list } }
         return list
+    }
+
+    /// The URL `text` parsed by libcurl: the last one parsed when it has the same text, otherwise a new one,
+    /// which becomes the last unless the URL names a user or password (kept no longer than its transfers);
+    /// `nil` when libcurl's parser refuses `text`. Any thread.
+    ///
+    /// Requests one after another to the same URL (polling, a service's one endpoint) share one parse: libcurl
+    /// only copies a parsed URL's parts (when a transfer starts), never changes them.
+    func parsedURL(for text: String) -> ParsedURL? {
+        if let last = state.withLock({ $0.lastParsedURL }), last.text == text { return last }
+        guard let parsed = ParsedURL(text) else { return nil }
+        if !parsed.namesCredential { state.withLock { $0.lastParsedURL = parsed } }
+        return parsed
     }
 
     /// Frees the idle handles, and from now on every handle given back.

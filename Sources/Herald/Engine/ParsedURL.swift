@@ -9,12 +9,18 @@ import CCurl
 /// `CURLOPT_URL` too, with the same text, which libcurl then reports as the effective URL without formatting
 /// it again.
 ///
-/// libcurl reads the handle only while a transfer it was set for runs (and never frees it), so the transfer
-/// that sets it owns it, and every transfer sets the option afresh (to its own handle, or to none) before it
-/// starts on a handle from the pool.
-final class ParsedURL {
+/// libcurl reads the handle only while a transfer it was set for runs, and never changes or frees it: each
+/// transfer holds the one it sets (the session's transfers of one URL may share it, see
+/// ``EasyHandlePool/parsedURL(for:)``), and every transfer sets the option afresh (to its own, or to none)
+/// before it starts on a handle from the pool.
+final class ParsedURL: @unchecked Sendable {
+    // Safety: both properties are set once, in `init`; libcurl only reads the handle (it copies the parts
+    // when a transfer starts), so transfers on any thread may share one.
+
     /// The parsed URL, owned here.
     let handle: OpaquePointer
+    /// The text it was parsed from.
+    let text: String
 
     /// Parses `text` as libcurl parses `CURLOPT_URL` (a scheme guessed when missing, schemes it doesn't
     /// support accepted, so that the protocol check reports them); `nil` when libcurl refuses it, and then
@@ -27,6 +33,19 @@ final class ParsedURL {
             return nil
         }
         self.handle = handle
+        self.text = text
+    }
+
+    /// Whether the URL has a user name or password in it (`http://user:secret@host/`).
+    var namesCredential: Bool {
+        for part in [CURLUPART_USER, CURLUPART_PASSWORD] {
+            var value: UnsafeMutablePointer<CChar>?
+            if curl_url_get(handle, part, &value, 0) == CURLUE_OK {
+                curl_free(value)
+                return true
+            }
+        }
+        return false
     }
 
     deinit { curl_url_cleanup(handle) }

@@ -98,9 +98,10 @@ extension Transfer {
         }
         let url = request.url.absoluteString
         check("URL", herald_easy_setopt_string(easy, CURLOPT_URL, url))
-        // Parsed once, here, for every handle this transfer configures; set even when nil, so that a handle
-        // from the pool never starts with the URL handle of the transfer before.
-        if parsedURL == nil { parsedURL = ParsedURL(url) }
+        // Parsed once, here, for every handle this transfer configures (or the session's last parse of the
+        // same URL); set even when nil, so that a handle from the pool never starts with the URL handle of
+        // the transfer before.
+        if parsedURL == nil { parsedURL = pool.map { $0.parsedURL(for: url) } ?? ParsedURL(url) }
         check(
             "CURLU",
             herald_easy_setopt_pointer(easy, CURLOPT_CURLU, parsedURL.map { UnsafeMutableRawPointer($0.handle) }))

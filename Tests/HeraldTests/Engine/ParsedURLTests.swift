@@ -37,6 +37,24 @@ struct ParsedURLTests {
         #expect(ParsedURL(text) == nil)
     }
 
+    @Test("a session's requests to the URL of the one before share its parse, unless it names a credential")
+    func sessionKeepsTheLastParse() throws {
+        let pool = EasyHandlePool(capacity: 4)
+        let first = try #require(pool.parsedURL(for: "http://127.0.0.1:8080/a?b=1"))
+        #expect(pool.parsedURL(for: "http://127.0.0.1:8080/a?b=1") === first)
+        let other = try #require(pool.parsedURL(for: "http://127.0.0.1:8080/a?b=2"))
+        #expect(other !== first)
+        #expect(pool.parsedURL(for: "http://127.0.0.1:8080/a?b=2") === other)
+        #expect(pool.parsedURL(for: "http://127.0.0.1:99999/") == nil)
+        #expect(pool.parsedURL(for: "http://127.0.0.1:8080/a?b=2") === other)
+        for secret in ["http://user:pw@127.0.0.1:8080/a", "http://user@127.0.0.1:8080/a", "http://:pw@127.0.0.1/"] {
+            let parsed = try #require(pool.parsedURL(for: secret))
+            #expect(parsed.namesCredential)
+            #expect(pool.parsedURL(for: secret) !== parsed)
+        }
+        #expect(try #require(ParsedURL("http://127.0.0.1:8080/a")).namesCredential == false)
+    }
+
     @Test("requests one after another on a pooled handle each go to their own URL and report it")
     func pooledHandleTakesEachURL() async throws {
         let server = try await TestServer.start()
