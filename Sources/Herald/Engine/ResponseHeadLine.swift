@@ -1,3 +1,5 @@
+import Glibc
+
 /// One line of a response head as curl hands it to the header callback, parsed straight from the bytes.
 ///
 /// Pure and Foundation-free: the header callback runs for every line of every response, and the fuzz target
@@ -29,7 +31,8 @@ enum ResponseHeadLine: Equatable {
             var codeEnd = codeStart
             while codeEnd < end, raw[codeEnd] != 0x20 { codeEnd += 1 }
             return .statusLine(
-                version: text(raw, 0, versionEnd), statusCode: statusCode(raw, from: codeStart, to: codeEnd))
+                version: common(raw, 0, versionEnd) ?? text(raw, 0, versionEnd),
+                statusCode: statusCode(raw, from: codeStart, to: codeEnd))
         }
         let first = raw[0]
         if first == 0x20 || first == 0x09 {
@@ -38,7 +41,7 @@ enum ResponseHeadLine: Equatable {
         var colon = 0
         while colon < end, raw[colon] != 0x3A { colon += 1 }
         guard colon < end else { return .ignored }
-        return .field(name: trimmedText(raw, 0, colon), value: trimmedText(raw, colon + 1, end))
+        return .field(name: trimmedText(raw, 0, colon, common: true), value: trimmedText(raw, colon + 1, end))
     }
 
     /// One to three ASCII digits, else 0: no sign, no overflow, no `Int(String)` allocation.
@@ -53,12 +56,58 @@ enum ResponseHeadLine: Equatable {
         return code
     }
 
+    /// The field names most responses carry and the versions of status lines, spelled as servers send them:
+    /// bytes that spell one of them exactly are that string literal, not a new string made from the bytes
+    /// (about a hundred instructions each, eight or so times per response). `nil` for any other bytes.
+    private static func common(_ raw: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> String? {
+        guard end > start, let base = raw.baseAddress else { return nil }
+        let bytes = base + start
+        let count = end - start
+        func spelled(_ text: StaticString) -> Bool {
+            text.utf8CodeUnitCount == count && memcmp(bytes, text.utf8Start, count) == 0
+        }
+        // By length, then by first byte: at most two comparisons of the bytes.
+        switch (count, bytes.load(as: UInt8.self)) {
+        case (4, UInt8(ascii: "D")): return spelled("Date") ? "Date" : nil
+        case (4, UInt8(ascii: "E")): return spelled("ETag") ? "ETag" : nil
+        case (4, UInt8(ascii: "V")): return spelled("Vary") ? "Vary" : nil
+        case (4, UInt8(ascii: "d")): return spelled("date") ? "date" : nil
+        case (6, UInt8(ascii: "H")): return spelled("HTTP/2") ? "HTTP/2" : nil
+        case (6, UInt8(ascii: "S")): return spelled("Server") ? "Server" : nil
+        case (6, UInt8(ascii: "s")): return spelled("server") ? "server" : nil
+        case (7, UInt8(ascii: "E")): return spelled("Expires") ? "Expires" : nil
+        case (8, UInt8(ascii: "H")):
+            if spelled("HTTP/1.1") { return "HTTP/1.1" }
+            return spelled("HTTP/1.0") ? "HTTP/1.0" : nil
+        case (8, UInt8(ascii: "L")): return spelled("Location") ? "Location" : nil
+        case (10, UInt8(ascii: "C")): return spelled("Connection") ? "Connection" : nil
+        case (10, UInt8(ascii: "K")): return spelled("Keep-Alive") ? "Keep-Alive" : nil
+        case (10, UInt8(ascii: "S")): return spelled("Set-Cookie") ? "Set-Cookie" : nil
+        case (12, UInt8(ascii: "C")): return spelled("Content-Type") ? "Content-Type" : nil
+        case (12, UInt8(ascii: "c")): return spelled("content-type") ? "content-type" : nil
+        case (13, UInt8(ascii: "A")): return spelled("Accept-Ranges") ? "Accept-Ranges" : nil
+        case (13, UInt8(ascii: "C")):
+            if spelled("Cache-Control") { return "Cache-Control" }
+            return spelled("Content-Range") ? "Content-Range" : nil
+        case (13, UInt8(ascii: "L")): return spelled("Last-Modified") ? "Last-Modified" : nil
+        case (14, UInt8(ascii: "C")): return spelled("Content-Length") ? "Content-Length" : nil
+        case (14, UInt8(ascii: "c")): return spelled("content-length") ? "content-length" : nil
+        case (16, UInt8(ascii: "C")): return spelled("Content-Encoding") ? "Content-Encoding" : nil
+        case (17, UInt8(ascii: "T")): return spelled("Transfer-Encoding") ? "Transfer-Encoding" : nil
+        default: return nil
+        }
+    }
+
     /// The bytes `start..<end` without the spaces and tabs around them, decoded.
-    private static func trimmedText(_ raw: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> String {
+    /// With `common`, a ``commonTexts`` entry when the bytes are one.
+    private static func trimmedText(
+        _ raw: UnsafeRawBufferPointer, _ start: Int, _ end: Int, common: Bool = false
+    ) -> String {
         var start = start
         var end = end
         while start < end, raw[start] == 0x20 || raw[start] == 0x09 { start += 1 }
         while end > start, raw[end - 1] == 0x20 || raw[end - 1] == 0x09 { end -= 1 }
+        if common, let known = Self.common(raw, start, end) { return known }
         return text(raw, start, end)
     }
 

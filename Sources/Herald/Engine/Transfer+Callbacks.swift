@@ -103,6 +103,7 @@ extension Transfer {
             // The list made with the transfer serves the first head; a later one (after an interim 1xx or a
             // 401 curl answered) gets its own, with room for a typical head's fields.
             if responseHeaders.count > 0 { responseHeaders = HTTPHeaders(capacity: 16) }
+            contentLengthIndex = nil
             response = nil
             expectedBodyLength = nil
             // The sink is told again at the next body byte, and drops what an earlier response left.
@@ -116,6 +117,9 @@ extension Transfer {
             fields[fields.count - 1].value += " " + more
             responseHeaders = HTTPHeaders(fields)
         case .field(let name, let value):
+            if contentLengthIndex == nil, name.utf8.count == 14, name.caseInsensitiveEquals("Content-Length") {
+                contentLengthIndex = responseHeaders.count
+            }
             responseHeaders.add(name: name, value: value)
         case .ignored:
             break
@@ -125,7 +129,10 @@ extension Transfer {
     private func announceResponse() {
         let head = makeResponse()
         response = head
-        expectedBodyLength = head.expectedContentLength
+        // The same as `head.expectedContentLength`, without looking the field up by name.
+        expectedBodyLength = contentLengthIndex.flatMap {
+            HTTPResponse.contentLength(from: head.headers.fields[$0].value)
+        }
         delegate.transferDidReceiveResponse(head)
     }
 

@@ -48,6 +48,9 @@ final class Transfer: @unchecked Sendable {
     /// that the list isn't memory of the loop thread's arena that another thread frees (see
     /// `LoopThreadFrees`).
     @exclusivity(unchecked) var responseHeaders = HTTPHeaders(capacity: 16)
+    /// Where the current head's first `Content-Length` field is in `responseHeaders`, if it has one: the
+    /// declared length is read from it without looking the name up again.
+    @exclusivity(unchecked) var contentLengthIndex: Int?
     /// The outcome's box, made with the transfer for the same reason; `nil` once delivered.
     @exclusivity(unchecked) private var reservedOutcome: TransferOutcome? = .reserved()
     @exclusivity(unchecked) var response: HTTPResponse?
@@ -262,38 +265,11 @@ final class Transfer: @unchecked Sendable {
         }
     }
 
-    /// Whether the NUL-terminated `cString` holds exactly `text`'s UTF-8 bytes.
-    static func sameText(_ cString: UnsafePointer<CChar>, _ text: String) -> Bool {
-        var text = text
-        return text.withUTF8 { bytes in
-            var index = 0
-            while index < bytes.count {
-                let byte = UInt8(bitPattern: cString[index])
-                // A NUL in `cString` ends it early; one in `text` can't match the terminator.
-                guard byte == bytes[index], byte != 0 else { return false }
-                index += 1
-            }
-            return cString[index] == 0
-        }
-    }
-
+    /// The response head received so far. Its URL is the request's: curl follows no redirect (Herald
+    /// follows them itself, each hop a transfer of its own), so the URL curl would report is the text this
+    /// transfer gave it.
     func makeResponse() -> HTTPResponse {
-        var url = request.url
-        if let easyHandle {
-            var effective: UnsafeMutablePointer<CChar>?
-            if herald_easy_getinfo_string(easyHandle, CURLINFO_EFFECTIVE_URL, &effective) == CURLE_OK,
-                let effective
-            {
-                // Parse only when a redirect changed it: URL parsing costs more than the comparison, which
-                // reads curl's bytes in place rather than copying them into a string first.
-                if !Self.sameText(effective, request.url.absoluteString),
-                    let parsed = URL(string: String(cString: effective))
-                {
-                    url = parsed
-                }
-            }
-        }
-        return HTTPResponse(
-            url: url, statusCode: responseStatus, headers: responseHeaders, httpVersion: responseVersion)
+        HTTPResponse(
+            url: request.url, statusCode: responseStatus, headers: responseHeaders, httpVersion: responseVersion)
     }
 }

@@ -43,8 +43,12 @@ public struct HTTPResponse: Sendable, Hashable {
     /// The declared `Content-Length`, or `nil` when absent or not a number: one or more ASCII digits
     /// (no sign), with spaces and tabs around them allowed, that fits in an `Int64`.
     public var expectedContentLength: Int64? {
-        // Read for every response on the engine's loop thread: bytes, not Characters.
-        guard let value = headers["Content-Length"] else { return nil }
+        headers["Content-Length"].flatMap(Self.contentLength(from:))
+    }
+
+    /// A `Content-Length` value read as ``expectedContentLength`` reads it. Run for every response on the
+    /// engine's loop thread: bytes, not Characters.
+    static func contentLength(from value: String) -> Int64? {
         var length: Int64 = 0
         var digits = 0
         var trailing = false

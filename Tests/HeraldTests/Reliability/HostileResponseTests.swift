@@ -131,6 +131,14 @@ struct HostileResponseTests {
         arguments: [
             ("HTTP/1.1 200 OK\r\n", ResponseHeadLine.statusLine(version: "HTTP/1.1", statusCode: 200)),
             ("HTTP/2 204\r\n", .statusLine(version: "HTTP/2", statusCode: 204)),
+            ("HTTP/1.0 404 Not Found\r\n", .statusLine(version: "HTTP/1.0", statusCode: 404)),
+            ("HTTP/1.1x 200\r\n", .statusLine(version: "HTTP/1.1x", statusCode: 200)),
+            ("Content-Length: 1024\r\n", .field(name: "Content-Length", value: "1024")),
+            ("content-LENGTH: 7\r\n", .field(name: "content-LENGTH", value: "7")),
+            ("Content-Lengths: 7\r\n", .field(name: "Content-Lengths", value: "7")),
+            ("Transfer-Encoding: chunked\r\n", .field(name: "Transfer-Encoding", value: "chunked")),
+            ("Date: Fri, 27 Nov 2026 10:40:55 GMT\r\n", .field(name: "Date", value: "Fri, 27 Nov 2026 10:40:55 GMT")),
+            ("Dat\u{E9}: x\r\n", .field(name: "Dat\u{E9}", value: "x")),
             ("HTTP/1.1 99999999999999999999999 Big\r\n", .statusLine(version: "HTTP/1.1", statusCode: 0)),
             ("HTTP/1.1 -20 Negative\r\n", .statusLine(version: "HTTP/1.1", statusCode: 0)),
             ("HTTP/\r\n", .statusLine(version: "HTTP/", statusCode: 0)),
@@ -146,6 +154,22 @@ struct HostileResponseTests {
     func headLineParser(line: String, expected: ResponseHeadLine) {
         let parsed = Array(line.utf8).withUnsafeBytes { ResponseHeadLine.parse($0) }
         #expect(parsed == expected)
+    }
+
+    @Test(
+        "a field name comes back exactly as sent, common or not",
+        arguments: [
+            "Date", "ETag", "Vary", "date", "Server", "server", "Expires", "Location", "Connection", "Keep-Alive",
+            "Set-Cookie", "Content-Type", "content-type", "Accept-Ranges", "Cache-Control", "Content-Range",
+            "Last-Modified", "Content-Length", "content-length", "Content-Encoding", "Transfer-Encoding",
+            // Near misses: the same length and first byte as a common name.
+            "Dato", "EType", "Vars", "dote", "Serves", "sErver", "Expired", "Locatio", "Connectio", "Keep-Alivf",
+            "Set-Cookiz", "Content-Typo", "content-typo", "Accept-Range5", "Cache-Contro1", "Content-Rang3",
+            "Last-Modifie", "Content-Lengtx", "content-lengtx", "Content-Encodinx", "Transfer-Encodinx",
+        ])
+    func fieldNameAsSent(name: String) {
+        let parsed = Array("\(name): v\r\n".utf8).withUnsafeBytes { ResponseHeadLine.parse($0) }
+        #expect(parsed == .field(name: name, value: "v"))
     }
 
     @Test("crafted resume data is refused with cannotResume: truncated, wrong types, huge numbers, foreign files")
