@@ -45,6 +45,8 @@ final class Engine: @unchecked Sendable {
     /// The poll handles of every multi handle on this loop, kept across the transfers on a connection.
     /// Loop thread only.
     @exclusivity(unchecked) var pollHandles = PollHandles()
+    /// The common response fields' last values, shared by every transfer on this loop. Loop thread only.
+    let recentFieldValues = RecentFieldValues()
 
     /// What other threads hand the loop thread: a closure, or a transfer command for a multi handle. A
     /// command is kept as a value, so the one every task start sends allocates nothing (a closure capturing

@@ -84,6 +84,7 @@ final class MultiHandle: @unchecked Sendable {
             return
         }
         guard let easy = transfer.makeEasyHandle(from: easyHandles) else { return }
+        transfer.recentFieldValues = engine.recentFieldValues
         transfers[easy] = transfer
         engine.transferStarted()
         let code = curl_multi_add_handle(multi, easy)

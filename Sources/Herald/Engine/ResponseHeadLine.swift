@@ -18,7 +18,9 @@ enum ResponseHeadLine: Equatable {
     /// The blank line that ends a head, or a line without a colon: nothing to record.
     case ignored
 
-    static func parse(_ raw: UnsafeRawBufferPointer) -> ResponseHeadLine {
+    /// Parses one line; with `recentValues`, the value of a common field that repeats the last one received
+    /// (byte for byte) is that string again rather than a new one.
+    static func parse(_ raw: UnsafeRawBufferPointer, recentValues: RecentFieldValues? = nil) -> ResponseHeadLine {
         // Plain index arithmetic over the bytes: this runs for every header line of every response.
         var end = raw.count
         while end > 0, raw[end - 1] == 0x0D || raw[end - 1] == 0x0A { end -= 1 }
@@ -31,7 +33,7 @@ enum ResponseHeadLine: Equatable {
             var codeEnd = codeStart
             while codeEnd < end, raw[codeEnd] != 0x20 { codeEnd += 1 }
             return .statusLine(
-                version: common(raw, 0, versionEnd) ?? text(raw, 0, versionEnd),
+                version: common(raw, 0, versionEnd)?.text ?? text(raw, 0, versionEnd),
                 statusCode: statusCode(raw, from: codeStart, to: codeEnd))
         }
         let first = raw[0]
@@ -41,7 +43,14 @@ enum ResponseHeadLine: Equatable {
         var colon = 0
         while colon < end, raw[colon] != 0x3A { colon += 1 }
         guard colon < end else { return .ignored }
-        return .field(name: trimmedText(raw, 0, colon, common: true), value: trimmedText(raw, colon + 1, end))
+        let (nameStart, nameEnd) = trimmed(raw, 0, colon)
+        let (valueStart, valueEnd) = trimmed(raw, colon + 1, end)
+        guard let name = common(raw, nameStart, nameEnd) else {
+            return .field(name: text(raw, nameStart, nameEnd), value: text(raw, valueStart, valueEnd))
+        }
+        let value =
+            recentValues?.value(of: name, raw, valueStart, valueEnd) ?? text(raw, valueStart, valueEnd)
+        return .field(name: name.text, value: value)
     }
 
     /// One to three ASCII digits, else 0: no sign, no overflow, no `Int(String)` allocation.
@@ -56,63 +65,137 @@ enum ResponseHeadLine: Equatable {
         return code
     }
 
-    /// The field names most responses carry and the versions of status lines, spelled as servers send them:
-    /// bytes that spell one of them exactly are that string literal, not a new string made from the bytes
-    /// (about a hundred instructions each, eight or so times per response). `nil` for any other bytes.
-    private static func common(_ raw: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> String? {
+    /// The common text (``CommonText``) with exactly the bytes `start..<end`, if there is one.
+    static func common(_ raw: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> CommonText? {
         guard end > start, let base = raw.baseAddress else { return nil }
         let bytes = base + start
         let count = end - start
-        func spelled(_ text: StaticString) -> Bool {
-            text.utf8CodeUnitCount == count && memcmp(bytes, text.utf8Start, count) == 0
+        func spelled(_ candidate: CommonText) -> CommonText? {
+            let spelling = candidate.spelling
+            return spelling.utf8CodeUnitCount == count && memcmp(bytes, spelling.utf8Start, count) == 0
+                ? candidate : nil
         }
         // By length, then by first byte: at most two comparisons of the bytes.
         switch (count, bytes.load(as: UInt8.self)) {
-        case (4, UInt8(ascii: "D")): return spelled("Date") ? "Date" : nil
-        case (4, UInt8(ascii: "E")): return spelled("ETag") ? "ETag" : nil
-        case (4, UInt8(ascii: "V")): return spelled("Vary") ? "Vary" : nil
-        case (4, UInt8(ascii: "d")): return spelled("date") ? "date" : nil
-        case (6, UInt8(ascii: "H")): return spelled("HTTP/2") ? "HTTP/2" : nil
-        case (6, UInt8(ascii: "S")): return spelled("Server") ? "Server" : nil
-        case (6, UInt8(ascii: "s")): return spelled("server") ? "server" : nil
-        case (7, UInt8(ascii: "E")): return spelled("Expires") ? "Expires" : nil
-        case (8, UInt8(ascii: "H")):
-            if spelled("HTTP/1.1") { return "HTTP/1.1" }
-            return spelled("HTTP/1.0") ? "HTTP/1.0" : nil
-        case (8, UInt8(ascii: "L")): return spelled("Location") ? "Location" : nil
-        case (10, UInt8(ascii: "C")): return spelled("Connection") ? "Connection" : nil
-        case (10, UInt8(ascii: "K")): return spelled("Keep-Alive") ? "Keep-Alive" : nil
-        case (10, UInt8(ascii: "S")): return spelled("Set-Cookie") ? "Set-Cookie" : nil
-        case (12, UInt8(ascii: "C")): return spelled("Content-Type") ? "Content-Type" : nil
-        case (12, UInt8(ascii: "c")): return spelled("content-type") ? "content-type" : nil
-        case (13, UInt8(ascii: "A")): return spelled("Accept-Ranges") ? "Accept-Ranges" : nil
-        case (13, UInt8(ascii: "C")):
-            if spelled("Cache-Control") { return "Cache-Control" }
-            return spelled("Content-Range") ? "Content-Range" : nil
-        case (13, UInt8(ascii: "L")): return spelled("Last-Modified") ? "Last-Modified" : nil
-        case (14, UInt8(ascii: "C")): return spelled("Content-Length") ? "Content-Length" : nil
-        case (14, UInt8(ascii: "c")): return spelled("content-length") ? "content-length" : nil
-        case (16, UInt8(ascii: "C")): return spelled("Content-Encoding") ? "Content-Encoding" : nil
-        case (17, UInt8(ascii: "T")): return spelled("Transfer-Encoding") ? "Transfer-Encoding" : nil
+        case (4, UInt8(ascii: "D")): return spelled(.date)
+        case (4, UInt8(ascii: "E")): return spelled(.eTag)
+        case (4, UInt8(ascii: "V")): return spelled(.vary)
+        case (4, UInt8(ascii: "d")): return spelled(.lowercaseDate)
+        case (6, UInt8(ascii: "H")): return spelled(.http2)
+        case (6, UInt8(ascii: "S")): return spelled(.server)
+        case (6, UInt8(ascii: "s")): return spelled(.lowercaseServer)
+        case (7, UInt8(ascii: "E")): return spelled(.expires)
+        case (8, UInt8(ascii: "H")): return spelled(.http11) ?? spelled(.http10)
+        case (8, UInt8(ascii: "L")): return spelled(.location)
+        case (10, UInt8(ascii: "C")): return spelled(.connection)
+        case (10, UInt8(ascii: "K")): return spelled(.keepAlive)
+        case (10, UInt8(ascii: "S")): return spelled(.setCookie)
+        case (12, UInt8(ascii: "C")): return spelled(.contentType)
+        case (12, UInt8(ascii: "c")): return spelled(.lowercaseContentType)
+        case (13, UInt8(ascii: "A")): return spelled(.acceptRanges)
+        case (13, UInt8(ascii: "C")): return spelled(.cacheControl) ?? spelled(.contentRange)
+        case (13, UInt8(ascii: "L")): return spelled(.lastModified)
+        case (14, UInt8(ascii: "C")): return spelled(.contentLength)
+        case (14, UInt8(ascii: "c")): return spelled(.lowercaseContentLength)
+        case (16, UInt8(ascii: "C")): return spelled(.contentEncoding)
+        case (17, UInt8(ascii: "T")): return spelled(.transferEncoding)
         default: return nil
         }
     }
 
     /// The bytes `start..<end` without the spaces and tabs around them, decoded.
-    /// With `common`, a ``commonTexts`` entry when the bytes are one.
-    private static func trimmedText(
-        _ raw: UnsafeRawBufferPointer, _ start: Int, _ end: Int, common: Bool = false
-    ) -> String {
+    private static func trimmedText(_ raw: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> String {
+        let (start, end) = trimmed(raw, start, end)
+        return text(raw, start, end)
+    }
+
+    /// The range `start..<end` without the spaces and tabs at its ends.
+    private static func trimmed(_ raw: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> (Int, Int) {
         var start = start
         var end = end
         while start < end, raw[start] == 0x20 || raw[start] == 0x09 { start += 1 }
         while end > start, raw[end - 1] == 0x20 || raw[end - 1] == 0x09 { end -= 1 }
-        if common, let known = Self.common(raw, start, end) { return known }
-        return text(raw, start, end)
+        return (start, end)
     }
 
     /// The bytes `start..<end`, decoded as UTF-8 (lossily).
-    private static func text(_ raw: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> String {
+    static func text(_ raw: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> String {
         String(decoding: UnsafeRawBufferPointer(rebasing: raw[start..<end]), as: UTF8.self)
+    }
+}
+
+/// The field names most responses carry and the versions of status lines, spelled as servers send them.
+/// Bytes that spell one exactly become its string literal (which has no reference count to touch), not a
+/// new string made from the bytes: about a hundred instructions each, eight or so times per response.
+enum CommonText: Int, CaseIterable {
+    case date
+    case eTag
+    case vary
+    case lowercaseDate
+    case http2
+    case server
+    case lowercaseServer
+    case expires
+    case http11
+    case http10
+    case location
+    case connection
+    case keepAlive
+    case setCookie
+    case contentType
+    case lowercaseContentType
+    case acceptRanges
+    case cacheControl
+    case contentRange
+    case lastModified
+    case contentLength
+    case lowercaseContentLength
+    case contentEncoding
+    case transferEncoding
+
+    /// How the text is spelled, compared with the bytes in place.
+    var spelling: StaticString {
+        switch self {
+        case .date: "Date"
+        case .eTag: "ETag"
+        case .vary: "Vary"
+        case .lowercaseDate: "date"
+        case .http2: "HTTP/2"
+        case .server: "Server"
+        case .lowercaseServer: "server"
+        case .expires: "Expires"
+        case .http11: "HTTP/1.1"
+        case .http10: "HTTP/1.0"
+        case .location: "Location"
+        case .connection: "Connection"
+        case .keepAlive: "Keep-Alive"
+        case .setCookie: "Set-Cookie"
+        case .contentType: "Content-Type"
+        case .lowercaseContentType: "content-type"
+        case .acceptRanges: "Accept-Ranges"
+        case .cacheControl: "Cache-Control"
+        case .contentRange: "Content-Range"
+        case .lastModified: "Last-Modified"
+        case .contentLength: "Content-Length"
+        case .lowercaseContentLength: "content-length"
+        case .contentEncoding: "Content-Encoding"
+        case .transferEncoding: "Transfer-Encoding"
+        }
+    }
+
+    /// The text as a string, made once (a string of at most 15 bytes, as all but two of these are, is
+    /// stored inline and has no reference count to touch).
+    var text: String { Self.texts[rawValue] }
+
+    private static let texts = ContiguousArray(allCases.map { $0.spelling.description })
+
+    /// Whether the field's last value is kept for the next response that repeats it
+    /// (``RecentFieldValues``): not `Set-Cookie`, whose values are credentials, nor `Location`, whose
+    /// URLs may carry tokens; nor the status-line versions, which are no field.
+    var keepsRecentValue: Bool {
+        switch self {
+        case .setCookie, .location, .http2, .http11, .http10: false
+        default: true
+        }
     }
 }

@@ -48,6 +48,9 @@ final class Transfer: @unchecked Sendable {
     /// that the list isn't memory of the loop thread's arena that another thread frees (see
     /// `LoopThreadFrees`).
     @exclusivity(unchecked) var responseHeaders = HTTPHeaders(capacity: 16)
+    /// The last values of common response fields on the engine's loop thread, set when the transfer joins
+    /// its multi handle. Loop thread only.
+    @exclusivity(unchecked) var recentFieldValues: RecentFieldValues?
     /// Where the current head's first `Content-Length` field is in `responseHeaders`, if it has one: the
     /// declared length is read from it without looking the name up again.
     @exclusivity(unchecked) var contentLengthIndex: Int?
