@@ -134,7 +134,7 @@ final class Engine: @unchecked Sendable {
         lanes.removeAll(keepingCapacity: true)
         // `async` never runs its work here, so nothing was delivered meanwhile.
         if collectingLanes.isEmpty { collectingLanes = lanes }
-        LoopThreadFrees.shared.drain()
+        LoopThreadFrees.shared.drain(keeping: LoopThreadFrees.keptForReuse)
         if followUp.handedOver(at: uv_hrtime()) {
             uv_idle_start(followUpPoll) { handle in
                 guard let handle, let context = handle.pointee.data else { return }
@@ -181,7 +181,7 @@ final class Engine: @unchecked Sendable {
             drained = batch
             if !isEmpty && followUp.commandsRan(at: uv_hrtime()) { endFollowUpWait(answered: true) }
             if isEmpty {
-                LoopThreadFrees.shared.drain()
+                LoopThreadFrees.shared.drain(keeping: LoopThreadFrees.keptForReuse)
                 return
             }
         }

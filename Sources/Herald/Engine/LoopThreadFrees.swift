@@ -24,6 +24,12 @@ import Synchronization
 /// matter; the largest (over glibc's mapping threshold, 128 KiB to 32 MiB as glibc adjusts it) are mapped
 /// on their own and take no arena's lock at all. Blocks wait only until a loop thread next works: an
 /// engine that goes quiet leaves up to ``byteLimit`` bytes waiting until its next transfer or command.
+///
+/// A loop thread's drain leaves the newest few blocks (``keptForReuse``) waiting, and a new body in memory
+/// takes one of about its size (``take(atLeast:)``) instead of allocating: with transfers finishing all the
+/// time, a body is made in the memory of one that just finished, and neither the allocation nor the free
+/// happens. Allocating a block of 1 KiB or more also makes glibc merge every small chunk freed since the
+/// last such allocation (`malloc_consolidate`), which reuse avoids too.
 final class LoopThreadFrees: Sendable {
     /// The one every engine drains and every response body in memory is released to.
     static let shared = LoopThreadFrees()
@@ -40,6 +46,8 @@ final class LoopThreadFrees: Sendable {
 
     private struct Waiting {
         var pointers: [UInt] = []
+        /// Each waiting block's usable size, beside its pointer.
+        var sizes: [Int] = []
         var bytes = 0
         /// The buffer the last drain emptied, kept so that neither side allocates a new one each time.
         var spare: [UInt] = []
@@ -63,6 +71,7 @@ final class LoopThreadFrees: Sendable {
             let queued = waiting.withLock { waiting in
                 guard waiting.bytes + bytes <= byteLimit else { return false }
                 waiting.pointers.append(UInt(bitPattern: pointer))
+                waiting.sizes.append(bytes)
                 waiting.bytes += bytes
                 waitingBlocks.store(waiting.pointers.count, ordering: .relaxed)
                 return true
@@ -72,17 +81,46 @@ final class LoopThreadFrees: Sendable {
         free(pointer)
     }
 
-    /// Frees everything waiting. Called by a loop thread at the end of a busy loop iteration.
-    func drain() {
+    /// A waiting block of `bytes` to twice as many usable bytes, taken out of the queue for a new body, or
+    /// `nil` when none waits. Loop thread only: the block is a loop thread's, as a new one would be, and
+    /// reusing it saves an allocation and the free it would have waited for. With transfers finishing all
+    /// the time, the bodies of the last ones are the right size for the next.
+    func take(atLeast bytes: Int) -> (block: UnsafeMutableRawPointer, size: Int)? {
+        guard waitingBlocks.load(ordering: .relaxed) > 0 else { return nil }
+        return waiting.withLock { waiting in
+            // From the newest: its memory is the likeliest still to be in the cache.
+            guard let index = waiting.sizes.lastIndex(where: { $0 >= bytes && $0 / 2 <= bytes }),
+                let block = UnsafeMutableRawPointer(bitPattern: waiting.pointers[index])
+            else { return nil }
+            let size = waiting.sizes[index]
+            waiting.pointers.remove(at: index)
+            waiting.sizes.remove(at: index)
+            waiting.bytes -= size
+            waitingBlocks.store(waiting.pointers.count, ordering: .relaxed)
+            return (block, size)
+        }
+    }
+
+    /// How many of the newest waiting blocks an engine's drain leaves for the next bodies to take
+    /// (``take(atLeast:)``): as many as finish in a busy loop iteration or two, so that a body is usually
+    /// made in the memory of one that finished just before.
+    static let keptForReuse = 16
+
+    /// Frees everything waiting but the newest `kept` blocks. Called by a loop thread at the end of a busy
+    /// loop iteration (with ``keptForReuse``).
+    func drain(keeping kept: Int = 0) {
         // A block queued just after this load waits for the next drain, as it would behind the lock.
-        guard waitingBlocks.load(ordering: .relaxed) > 0 else { return }
+        guard waitingBlocks.load(ordering: .relaxed) > kept else { return }
         var pointers: [UInt] = []
         let any = waiting.withLock { waiting in
-            guard !waiting.pointers.isEmpty else { return false }
-            swap(&pointers, &waiting.pointers)
-            swap(&waiting.pointers, &waiting.spare)
-            waiting.bytes = 0
-            waitingBlocks.store(0, ordering: .relaxed)
+            let surplus = waiting.pointers.count - kept
+            guard surplus > 0 else { return false }
+            swap(&pointers, &waiting.spare)
+            pointers.append(contentsOf: waiting.pointers[..<surplus])
+            waiting.bytes -= waiting.sizes[..<surplus].reduce(0, +)
+            waiting.pointers.removeFirst(surplus)
+            waiting.sizes.removeFirst(surplus)
+            waitingBlocks.store(waiting.pointers.count, ordering: .relaxed)
             return true
         }
         guard any else { return }

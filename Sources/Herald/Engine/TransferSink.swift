@@ -98,11 +98,17 @@ final class MemoryBodySink: BodySink {
             var target = max(needed, capacity * 2, Self.initialCapacity)
             // The declared length, when it covers what has arrived, is what the body will need.
             if let declaredLength, declaredLength >= needed { target = declaredLength }
-            guard let grown = realloc(buffer, target) else {
-                return HeraldError(.outOfMemory, "Cannot grow the response body's buffer to \(target) bytes.")
+            if buffer == nil, let (block, size) = frees.take(atLeast: target) {
+                // A finished body's memory, waiting to be freed: reused instead.
+                buffer = block
+                capacity = size
+            } else {
+                guard let grown = realloc(buffer, target) else {
+                    return HeraldError(.outOfMemory, "Cannot grow the response body's buffer to \(target) bytes.")
+                }
+                buffer = grown
+                capacity = target
             }
-            buffer = grown
-            capacity = target
             // What was copied or remapped is mapped; nothing beyond it is known to be.
             mapped = count
         }
@@ -132,8 +138,9 @@ final class MemoryBodySink: BodySink {
 
     func finish() -> Data {
         guard let buffer, count > 0 else { return Data() }
-        // Hand the memory over as it is; give back what a doubling left unused.
-        let fitted = count < capacity ? (realloc(buffer, count) ?? buffer) : buffer
+        // Hand the memory over as it is; give back what a doubling left unused (not the few bytes a reused
+        // block has beyond the body: shrinking by less than a page returns nothing to anyone).
+        let fitted = capacity - count > 4096 ? (realloc(buffer, count) ?? buffer) : buffer
         // Freed on a loop thread, which allocated it, whichever thread lets go of it (see LoopThreadFrees);
         // the shared one through a function that captures nothing, so the deallocator allocates nothing.
         let deallocator: Data.Deallocator

@@ -22,13 +22,6 @@ struct LoopThreadFreesTests {
         return sink.finish()
     }
 
-    /// How many bytes a `malloc(bytes)` block really holds, which is what the queue counts.
-    private static func usableSize(of bytes: Int) throws -> Int {
-        let probe = try block(bytes)
-        defer { free(probe) }
-        return herald_malloc_usable_size(probe)
-    }
-
     @Test("a small block waits for the next drain; a drain frees all that waits, and keeps nothing")
     func smallBlocksWaitForTheDrain() throws {
         let frees = LoopThreadFrees(largestDeferred: 1024, byteLimit: 8192)
@@ -46,11 +39,14 @@ struct LoopThreadFreesTests {
 
     @Test("a block over the size limit, or past the byte limit, is freed at once instead of waiting")
     func limitsFreeAtOnce() throws {
-        let unit = try Self.usableSize(of: 1000)
-        let frees = LoopThreadFrees(largestDeferred: 2000, byteLimit: 4 * unit)
+        // The limit is the four blocks' usable sizes, as the queue counts them (glibc may hand out a chunk a
+        // little larger than asked for, depending on what was freed before).
+        let four = try (0..<4).map { _ in try Self.block(1000) }
+        let frees = LoopThreadFrees(
+            largestDeferred: 2000, byteLimit: four.reduce(0) { $0 + herald_malloc_usable_size($1) })
         frees.release(try Self.block(2048), bytes: 2048)
         #expect(frees.waitingCount == 0)
-        for _ in 0..<4 { frees.release(try Self.block(1000), bytes: 1000) }
+        for block in four { frees.release(block, bytes: 1000) }
         #expect(frees.waitingCount == 4)
         frees.release(try Self.block(1000), bytes: 1000)
         frees.release(try Self.block(1), bytes: 1)
@@ -97,6 +93,66 @@ struct LoopThreadFreesTests {
                 frees.drain()
             }
         }
+        #expect(frees.waitingCount == 0)
+    }
+
+    @Test("a new body takes a waiting block of its size to twice its size, instead of allocating")
+    func waitingBlockIsReused() throws {
+        let frees = LoopThreadFrees()
+        let small = try Self.block(1000)
+        let large = try Self.block(8000)
+        frees.release(small, bytes: 1000)
+        frees.release(large, bytes: 8000)
+        #expect(frees.take(atLeast: 20_000) == nil)
+        #expect(frees.take(atLeast: 100) == nil)  // 1,000 bytes is more than twice 100
+        let taken = try #require(frees.take(atLeast: 900))
+        #expect(taken.block == small)
+        #expect(taken.size == herald_malloc_usable_size(small))
+        #expect(frees.waitingCount == 1)
+        free(taken.block)
+        frees.drain()
+        #expect(frees.take(atLeast: 8000) == nil)
+    }
+
+    @Test("an engine's drain leaves the newest blocks waiting for reuse, and frees the older ones")
+    func drainKeepsTheNewest() throws {
+        let frees = LoopThreadFrees()
+        var blocks: [UnsafeMutableRawPointer] = []
+        for _ in 0..<5 {
+            let block = try Self.block(2000)
+            blocks.append(block)
+            frees.release(block, bytes: 2000)
+        }
+        frees.drain(keeping: 2)
+        #expect(frees.waitingCount == 2)
+        // Taken newest first.
+        let newest = try #require(frees.take(atLeast: 2000))
+        #expect(newest.block == blocks[4])
+        let next = try #require(frees.take(atLeast: 2000))
+        #expect(next.block == blocks[3])
+        #expect(frees.take(atLeast: 2000) == nil)
+        free(newest.block)
+        free(next.block)
+        // Nothing beyond what is kept: nothing to free.
+        frees.release(try Self.block(2000), bytes: 2000)
+        frees.drain(keeping: LoopThreadFrees.keptForReuse)
+        #expect(frees.waitingCount == 1)
+        frees.drain()
+        #expect(frees.waitingCount == 0)
+    }
+
+    @Test("a finished body's waiting memory becomes the next body's, and both read back intact")
+    func nextBodyReusesTheLastOnesMemory() throws {
+        let frees = LoopThreadFrees()
+        let first = Data((0..<3_000).map { UInt8($0 % 251) })
+        var body: Data? = try Self.collect(first, releasingTo: frees)
+        let address = body?.withUnsafeBytes { UInt(bitPattern: $0.baseAddress) }
+        body = nil
+        #expect(frees.waitingCount == 1)
+        let second = Data((0..<2_900).map { UInt8(($0 * 7) % 251) })
+        let next = try Self.collect(second, releasingTo: frees)
+        #expect(next == second)
+        #expect(next.withUnsafeBytes { UInt(bitPattern: $0.baseAddress) } == address)
         #expect(frees.waitingCount == 0)
     }
 
