@@ -36,7 +36,7 @@ final class EasyHandlePool: @unchecked Sendable {
         var returning = 0
         /// The header list of the last transfer prepared.
         var lastHeaderList: HeaderList?
-        /// The parsed URL of the last transfer prepared, without a credential in it.
+        /// The parsed URL of the last transfer prepared, without a credential or a query in it.
         var lastParsedURL: ParsedURL?
     }
 
@@ -91,17 +91,31 @@ final class EasyHandlePool: @unchecked Sendable {
         return list
     }
 
-    /// The URL `text` parsed by libcurl: the last one parsed when it has the same text, otherwise a new one,
-    /// which becomes the last unless the URL names a user or password (kept no longer than its transfers);
-    /// `nil` when libcurl's parser refuses `text`. Any thread.
+    /// The URL `text` parsed by libcurl: the last one parsed when it has the same text, byte for byte,
+    /// otherwise a new one, which becomes the last unless the URL names a user or password or has a query
+    /// (which may carry a token or a signature: kept no longer than its transfers); `nil` when libcurl's
+    /// parser refuses `text`. Any thread.
     ///
     /// Requests one after another to the same URL (polling, a service's one endpoint) share one parse: libcurl
     /// only copies a parsed URL's parts (when a transfer starts), never changes them.
     func parsedURL(for text: String) -> ParsedURL? {
-        if let last = state.withLock({ $0.lastParsedURL }), last.text == text { return last }
+        if let last = state.withLock({ $0.lastParsedURL }), Self.sameBytes(last.text, text) { return last }
         guard let parsed = ParsedURL(text) else { return nil }
-        if !parsed.namesCredential { state.withLock { $0.lastParsedURL = parsed } }
+        if !parsed.namesCredential, !parsed.hasQuery { state.withLock { $0.lastParsedURL = parsed } }
         return parsed
+    }
+
+    /// Whether two texts have the same UTF-8 bytes (`==` compares canonical equivalence).
+    private static func sameBytes(_ a: String, _ b: String) -> Bool {
+        var a = a
+        var b = b
+        return a.withUTF8 { x in
+            b.withUTF8 { y in
+                guard x.count == y.count else { return false }
+                guard let first = x.baseAddress, let second = y.baseAddress else { return true }
+                return memcmp(first, second, x.count) == 0
+            }
+        }
     }
 
     /// Frees the idle handles, and from now on every handle given back.

@@ -25,8 +25,10 @@ import Synchronization
 /// on their own and take no arena's lock at all. Blocks wait only until a loop thread next works: an
 /// engine that goes quiet leaves up to ``byteLimit`` bytes waiting until its next transfer or command.
 ///
-/// A loop thread's drain leaves the newest few blocks (``keptForReuse``) waiting, and a new body in memory
-/// takes one of about its size (``take(atLeast:)``) instead of allocating: with transfers finishing all the
+/// A loop thread's drain leaves the newest few small blocks (``keptForReuse``, of at most
+/// ``largestKeptForReuse`` bytes) waiting, so an engine that goes quiet keeps up to 256 KiB of them until its
+/// next transfer or command; a new body in memory takes one of about its size (``take(atLeast:)``) instead
+/// of allocating: with transfers finishing all the
 /// time, a body is made in the memory of one that just finished, and neither the allocation nor the free
 /// happens. Allocating a block of 1 KiB or more also makes glibc merge every small chunk freed since the
 /// last such allocation (`malloc_consolidate`), which reuse avoids too.
@@ -57,6 +59,9 @@ final class LoopThreadFrees: Sendable {
     /// How many blocks wait, kept beside the list (written under its lock) so that a drain with nothing to
     /// free, at the end of every busy loop iteration, is one load instead of a lock and an unlock.
     private let waitingBlocks = Atomic<Int>(0)
+    /// How many of them are larger than a drain keeps (``largestKeptForReuse``), kept the same way, so that a
+    /// drain with only blocks to keep waiting is one load more, not a lock.
+    private let largeWaitingBlocks = Atomic<Int>(0)
 
     /// ``release(_:bytes:)`` on ``shared``: a `Data` deallocator that captures nothing.
     static func releaseToShared(_ pointer: UnsafeMutableRawPointer, bytes: Int) {
@@ -74,6 +79,7 @@ final class LoopThreadFrees: Sendable {
                 waiting.sizes.append(bytes)
                 waiting.bytes += bytes
                 waitingBlocks.store(waiting.pointers.count, ordering: .relaxed)
+                if bytes > Self.largestKeptForReuse { largeWaitingBlocks.add(1, ordering: .relaxed) }
                 return true
             }
             if queued { return }
@@ -97,6 +103,7 @@ final class LoopThreadFrees: Sendable {
             waiting.sizes.remove(at: index)
             waiting.bytes -= size
             waitingBlocks.store(waiting.pointers.count, ordering: .relaxed)
+            if size > Self.largestKeptForReuse { largeWaitingBlocks.subtract(1, ordering: .relaxed) }
             return (block, size)
         }
     }
@@ -105,22 +112,47 @@ final class LoopThreadFrees: Sendable {
     /// (``take(atLeast:)``): as many as finish in a busy loop iteration or two, so that a body is usually
     /// made in the memory of one that finished just before.
     static let keptForReuse = 16
+    /// The largest block a drain leaves for reuse: the kept blocks hold at most a quarter of the default
+    /// ``byteLimit``, so they never crowd out the blocks still to be released.
+    static let largestKeptForReuse = 16 * 1024
 
-    /// Frees everything waiting but the newest `kept` blocks. Called by a loop thread at the end of a busy
-    /// loop iteration (with ``keptForReuse``).
+    /// Frees everything waiting but the newest `kept` blocks of at most ``largestKeptForReuse`` bytes.
+    /// Called by a loop thread at the end of a busy loop iteration (with ``keptForReuse``).
     func drain(keeping kept: Int = 0) {
         // A block queued just after this load waits for the next drain, as it would behind the lock.
-        guard waitingBlocks.load(ordering: .relaxed) > kept else { return }
+        guard waitingBlocks.load(ordering: .relaxed) > kept || largeWaitingBlocks.load(ordering: .relaxed) > 0
+        else { return }
         var pointers: [UInt] = []
         let any = waiting.withLock { waiting in
-            let surplus = waiting.pointers.count - kept
-            guard surplus > 0 else { return false }
+            let count = waiting.pointers.count
+            // From the newest back: the blocks from `start` on that are small enough stay.
+            var start = count
+            var found = 0
+            while start > 0, found < kept {
+                start -= 1
+                if waiting.sizes[start] <= Self.largestKeptForReuse { found += 1 }
+            }
+            guard found < count else {
+                largeWaitingBlocks.store(0, ordering: .relaxed)
+                return false
+            }
             swap(&pointers, &waiting.spare)
-            pointers.append(contentsOf: waiting.pointers[..<surplus])
-            waiting.bytes -= waiting.sizes[..<surplus].reduce(0, +)
-            waiting.pointers.removeFirst(surplus)
-            waiting.sizes.removeFirst(surplus)
-            waitingBlocks.store(waiting.pointers.count, ordering: .relaxed)
+            var staying = 0
+            for index in 0..<count {
+                let size = waiting.sizes[index]
+                if index >= start, size <= Self.largestKeptForReuse {
+                    waiting.pointers[staying] = waiting.pointers[index]
+                    waiting.sizes[staying] = size
+                    staying += 1
+                } else {
+                    pointers.append(waiting.pointers[index])
+                    waiting.bytes -= size
+                }
+            }
+            waiting.pointers.removeLast(count - staying)
+            waiting.sizes.removeLast(count - staying)
+            waitingBlocks.store(staying, ordering: .relaxed)
+            largeWaitingBlocks.store(0, ordering: .relaxed)
             return true
         }
         guard any else { return }

@@ -125,8 +125,8 @@ enum ResponseHeadLine: Equatable {
 }
 
 /// The field names most responses carry and the versions of status lines, spelled as servers send them.
-/// Bytes that spell one exactly become its string literal (which has no reference count to touch), not a
-/// new string made from the bytes: about a hundred instructions each, eight or so times per response.
+/// Bytes that spell one exactly become its string, made once, not a new string made from the bytes: about a
+/// hundred instructions each, eight or so times per response.
 enum CommonText: Int, CaseIterable {
     case date
     case eTag

@@ -97,14 +97,14 @@ extension Transfer {
             if code != CURLE_OK, failed == nil { failed = (option, code) }
         }
         let url = request.url.absoluteString
-        check("URL", herald_easy_setopt_string(easy, CURLOPT_URL, url))
         // Parsed once, here, for every handle this transfer configures (or the session's last parse of the
         // same URL); set even when nil, so that a handle from the pool never starts with the URL handle of
-        // the transfer before.
+        // the transfer before. Then the text: libcurl 8.12 and later drop CURLOPT_URL when CURLOPT_CURLU is set.
         if parsedURL == nil { parsedURL = pool.map { $0.parsedURL(for: url) } ?? ParsedURL(url) }
         check(
             "CURLU",
             herald_easy_setopt_pointer(easy, CURLOPT_CURLU, parsedURL.map { UnsafeMutableRawPointer($0.handle) }))
+        check("URL", herald_easy_setopt_string(easy, CURLOPT_URL, url))
         if onlyPerTransferOptions {
             check("ERRORBUFFER", herald_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer))
             configureHeaders(easy, check: check)

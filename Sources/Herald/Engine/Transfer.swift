@@ -268,11 +268,13 @@ final class Transfer: @unchecked Sendable {
         }
     }
 
-    /// The response head received so far. Its URL is the request's: curl follows no redirect (Herald
-    /// follows them itself, each hop a transfer of its own), so the URL curl would report is the text this
-    /// transfer gave it.
+    /// The response head received so far. Its URL is the request's as libcurl writes it back (an empty path
+    /// as `/`, dot segments removed; see ``ParsedURL/effectiveURL``), found when the URL was parsed: curl
+    /// follows no redirect (Herald follows them itself, each hop a transfer of its own), so there is nothing
+    /// to ask curl.
     func makeResponse() -> HTTPResponse {
         HTTPResponse(
-            url: request.url, statusCode: responseStatus, headers: responseHeaders, httpVersion: responseVersion)
+            url: parsedURL?.effectiveURL ?? request.url, statusCode: responseStatus, headers: responseHeaders,
+            httpVersion: responseVersion)
     }
 }

@@ -133,10 +133,17 @@ struct LoopThreadFreesTests {
         #expect(frees.take(atLeast: 2000) == nil)
         free(newest.block)
         free(next.block)
+        // A block over the largest kept for reuse is freed, however new.
+        frees.release(try Self.block(2000), bytes: 2000)
+        frees.release(
+            try Self.block(LoopThreadFrees.largestKeptForReuse + 1), bytes: LoopThreadFrees.largestKeptForReuse + 1)
+        frees.drain(keeping: LoopThreadFrees.keptForReuse)
+        #expect(frees.waitingCount == 1)
+        #expect(frees.take(atLeast: LoopThreadFrees.largestKeptForReuse) == nil)
         // Nothing beyond what is kept: nothing to free.
         frees.release(try Self.block(2000), bytes: 2000)
         frees.drain(keeping: LoopThreadFrees.keptForReuse)
-        #expect(frees.waitingCount == 1)
+        #expect(frees.waitingCount == 2)
         frees.drain()
         #expect(frees.waitingCount == 0)
     }

@@ -37,22 +37,42 @@ struct ParsedURLTests {
         #expect(ParsedURL(text) == nil)
     }
 
-    @Test("a session's requests to the URL of the one before share its parse, unless it names a credential")
+    @Test(
+        "a session's requests to the URL of the one before share its parse, unless it names a credential or has a query"
+    )
     func sessionKeepsTheLastParse() throws {
         let pool = EasyHandlePool(capacity: 4)
-        let first = try #require(pool.parsedURL(for: "http://127.0.0.1:8080/a?b=1"))
-        #expect(pool.parsedURL(for: "http://127.0.0.1:8080/a?b=1") === first)
-        let other = try #require(pool.parsedURL(for: "http://127.0.0.1:8080/a?b=2"))
+        let first = try #require(pool.parsedURL(for: "http://127.0.0.1:8080/a/b"))
+        #expect(pool.parsedURL(for: "http://127.0.0.1:8080/a/b") === first)
+        let other = try #require(pool.parsedURL(for: "http://127.0.0.1:8080/a/c"))
         #expect(other !== first)
-        #expect(pool.parsedURL(for: "http://127.0.0.1:8080/a?b=2") === other)
+        #expect(pool.parsedURL(for: "http://127.0.0.1:8080/a/c") === other)
         #expect(pool.parsedURL(for: "http://127.0.0.1:99999/") == nil)
-        #expect(pool.parsedURL(for: "http://127.0.0.1:8080/a?b=2") === other)
-        for secret in ["http://user:pw@127.0.0.1:8080/a", "http://user@127.0.0.1:8080/a", "http://:pw@127.0.0.1/"] {
-            let parsed = try #require(pool.parsedURL(for: secret))
-            #expect(parsed.namesCredential)
-            #expect(pool.parsedURL(for: secret) !== parsed)
+        #expect(pool.parsedURL(for: "http://127.0.0.1:8080/a/c") === other)
+        let kept = [
+            "http://user:pw@127.0.0.1:8080/a", "http://user@127.0.0.1:8080/a", "http://:pw@127.0.0.1/",
+            "http://127.0.0.1:8080/a?token=secret", "http://127.0.0.1:8080/a?",
+        ]
+        for text in kept {
+            let parsed = try #require(pool.parsedURL(for: text))
+            #expect(parsed.namesCredential || parsed.hasQuery)
+            #expect(pool.parsedURL(for: text) !== parsed)
         }
-        #expect(try #require(ParsedURL("http://127.0.0.1:8080/a")).namesCredential == false)
+        let plain = try #require(ParsedURL("http://127.0.0.1:8080/a"))
+        #expect(!plain.namesCredential && !plain.hasQuery)
+    }
+
+    @Test(
+        "the response's URL is the request's as libcurl writes it back",
+        arguments: [
+            ("http://127.0.0.1:8080", "http://127.0.0.1:8080/"),
+            ("http://127.0.0.1:8080/a/../b/./c", "http://127.0.0.1:8080/b/c"),
+            ("HTTP://127.0.0.1:8080/a", "http://127.0.0.1:8080/a"),
+            ("http://127.0.0.1:8080/a?b=1", nil),
+        ])
+    func effectiveURL(text: String, written: String?) throws {
+        let parsed = try #require(ParsedURL(text))
+        #expect(parsed.effectiveURL?.absoluteString == written)
     }
 
     @Test("requests one after another on a pooled handle each go to their own URL and report it")
@@ -72,6 +92,22 @@ struct ParsedURLTests {
             #expect(responseURL == url)
         }
         #expect(server.requests.map(\.uri) == targets)
+        session.invalidate(cancelingTasks: true)
+        try await server.shutdown()
+    }
+
+    @Test("a URL with dot segments is sent without them, and its response names the URL sent")
+    func dotSegments() async throws {
+        let server = try await TestServer.start()
+        let session = SessionManager(notificationCenter: NotificationHub())
+        let done = OneShot<(Int, URL?)>()
+        try session.dataTask(with: Request(url: server.url("/x/../json"))) { response, _, _ in
+            done.send((response?.statusCode ?? 0, response?.url))
+        }.resume()
+        let (status, url) = try await done.value(timeout: .seconds(10))
+        #expect(status == 200)
+        #expect(url == server.url("/json"))
+        #expect(server.requests.map(\.uri) == ["/json"])
         session.invalidate(cancelingTasks: true)
         try await server.shutdown()
     }
