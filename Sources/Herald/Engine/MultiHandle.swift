@@ -9,6 +9,7 @@ import CUV
 /// the next socket with its number (``PollHandles``), usually the same connection's next transfer.
 /// Messages are drained after every `curl_multi_socket_action`, and completions are delivered from there —
 /// never from inside a curl callback, where `curl_multi_*` would fail with `CURLM_RECURSIVE_API_CALL`.
+/// A second timer enforces the transfers' idle timeouts (``checkIdleTransfers()``).
 final class MultiHandle: @unchecked Sendable {
     // Safety: every member is used on the engine's loop thread only (hence `@exclusivity(unchecked)` on the
     // stored properties the loop thread touches per transfer: see `Transfer`). `init` runs on any thread but only
@@ -24,6 +25,10 @@ final class MultiHandle: @unchecked Sendable {
     let easyHandles: EasyHandlePool
     private let multi: UnsafeMutableRawPointer
     private let timer: UnsafeMutablePointer<uv_timer_t>
+    /// The timer of the idle check (``checkIdleTransfers()``), and when it is due on ``ActivityClock``
+    /// (`nil` while it is stopped).
+    private let idleTimer: UnsafeMutablePointer<uv_timer_t>
+    @exclusivity(unchecked) private var idleCheckDue: UInt64?
     /// The handles polling this pool's sockets.
     @exclusivity(unchecked) private var polls: [curl_socket_t: UnsafeMutablePointer<uv_poll_t>] = [:]
     /// How many times a socket started being watched, and how many of those opened a new poll handle rather
@@ -41,6 +46,7 @@ final class MultiHandle: @unchecked Sendable {
         let concurrent = options.maximumConnectionsTotal > 0 ? options.maximumConnectionsTotal : 64
         self.easyHandles = EasyHandlePool(capacity: min(max(concurrent, 8), 256))
         self.timer = .allocate(capacity: 1)
+        self.idleTimer = .allocate(capacity: 1)
         let context = Unmanaged.passUnretained(self).toOpaque()
         herald_multi_setopt_pointer(multi, CURLMOPT_SOCKETDATA, context)
         herald_multi_setopt_pointer(multi, CURLMOPT_TIMERDATA, context)
@@ -66,6 +72,8 @@ final class MultiHandle: @unchecked Sendable {
         engine.execute { [self] in
             uv_timer_init(engine.uvLoop, timer)
             timer.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+            uv_timer_init(engine.uvLoop, idleTimer)
+            idleTimer.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         }
     }
 
@@ -92,6 +100,10 @@ final class MultiHandle: @unchecked Sendable {
             transfers[easy] = nil
             engine.transferEnded()
             transfer.finish(error: HeraldError(.internal, "curl_multi_add_handle failed (\(code.rawValue))."))
+            return
+        }
+        if let idleTimeout = transfer.idleTimeout {
+            scheduleIdleCheck(at: transfer.lastActivity &+ idleTimeout &+ 1)
         }
     }
 
@@ -138,6 +150,60 @@ final class MultiHandle: @unchecked Sendable {
         polls.removeAll()
         uv_timer_stop(timer)
         Engine.close(timer)
+        uv_timer_stop(idleTimer)
+        Engine.close(idleTimer)
+        idleCheckDue = nil
+    }
+
+    // MARK: - idle timeout
+
+    /// Fails every running transfer no byte moved for within its idle timeout, with `timedOut`, and sets the
+    /// timer for the next transfer that may go idle. Loop thread only, outside curl callbacks.
+    ///
+    /// One timer for the pool rather than a check in curl's progress callback: the callback ran about ten
+    /// times per request to find nothing, and on a silent connection only as often as curl woke up (once a
+    /// second with its low-speed check), so a timeout fired up to a second late. The timer fires when the
+    /// first transfer's timeout is due, and the check walks the pool's transfers only then.
+    func checkIdleTransfers() {
+        idleCheckDue = nil
+        let now = ActivityClock.now
+        var idle: [Transfer] = []
+        var next: UInt64?
+        for transfer in transfers.values {
+            guard let idleTimeout = transfer.idleTimeout else { continue }
+            // Held by the user or its task, a transfer isn't idle: look at it again a timeout from now.
+            var due = now &+ idleTimeout
+            if transfer.machine.isIdleTimeoutRunning {
+                // The clock is monotonic, and the transfer's last activity was read from it on this thread.
+                let last = min(transfer.lastActivity, now)
+                if now - last > idleTimeout {
+                    idle.append(transfer)
+                    continue
+                }
+                due = last &+ idleTimeout &+ 1
+            }
+            next = min(next ?? due, due)
+        }
+        for transfer in idle {
+            remove(transfer, error: transfer.idleTimeoutError)
+        }
+        if let next { scheduleIdleCheck(at: next) }
+    }
+
+    /// Makes the idle check run at `due` (on ``ActivityClock``) at the latest.
+    private func scheduleIdleCheck(at due: UInt64) {
+        guard !isClosed else { return }
+        if let scheduled = idleCheckDue, scheduled <= due { return }
+        idleCheckDue = due
+        let now = ActivityClock.now
+        // Rounded up: libuv counts whole milliseconds, and a check that comes early only sets the timer again.
+        let milliseconds = due > now ? (due - now + 999_999) / 1_000_000 : 0
+        uv_timer_start(
+            idleTimer,
+            { timer in
+                guard let timer, let context = timer.pointee.data else { return }
+                Unmanaged<MultiHandle>.fromOpaque(context).takeUnretainedValue().checkIdleTransfers()
+            }, milliseconds, 0)
     }
 
     // MARK: - curl callbacks

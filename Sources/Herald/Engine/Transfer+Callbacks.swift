@@ -174,6 +174,8 @@ extension Transfer {
 
     // MARK: - progress
 
+    /// The progress callback is on only while a pause is pending (``pause()``), and ends a transfer our
+    /// callbacks aborted. The idle timeout is the multi handle's (``MultiHandle/checkIdleTransfers()``).
     private func progressTick() -> Int32 {
         switch machine.progressDidTick() {
         case .abort:
@@ -186,14 +188,6 @@ extension Transfer {
             }
         case .proceed:
             break
-        }
-        if let idleTimeout, machine.isIdleTimeoutRunning {
-            if ActivityClock.now &- lastActivity > idleTimeout {
-                machine.abort(
-                    with: HeraldError(
-                        .timedOut, "No data moved for \(request.requestTimeout) seconds.", url: request.url))
-                return 1
-            }
         }
         return 0
     }

@@ -109,6 +109,8 @@ extension Transfer {
             check("ERRORBUFFER", herald_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer))
             configureHeaders(easy, check: check)
             configureCallbackData(easy, context: context, check: check)
+            // A pause pending in the handle's last transfer turned the progress callback on.
+            check("NOPROGRESS", herald_easy_setopt_long(easy, CURLOPT_NOPROGRESS, 1))
             return failed.map(refusal)
         }
         check("NOSIGNAL", herald_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1))
@@ -150,7 +152,9 @@ extension Transfer {
         check("READFUNCTION", herald_easy_setopt_data_cb(easy, CURLOPT_READFUNCTION, Transfer.readCallback))
         check("SEEKFUNCTION", herald_easy_setopt_seek_cb(easy, Transfer.seekCallback))
         check("XFERINFOFUNCTION", herald_easy_setopt_xferinfo_cb(easy, Transfer.progressCallback))
-        check("NOPROGRESS", herald_easy_setopt_long(easy, CURLOPT_NOPROGRESS, 0))
+        // Off until a pause is refused before the connection exists (Transfer.pause): called about ten
+        // times per request, the callback had nothing else to do once the idle timeout moved out of it.
+        check("NOPROGRESS", herald_easy_setopt_long(easy, CURLOPT_NOPROGRESS, 1))
         return failed.map(refusal)
     }
 
@@ -176,11 +180,9 @@ extension Transfer {
         if request.requestTimeout > 0 {
             let milliseconds = max(1, Int(request.requestTimeout * 1000))
             check("CONNECTTIMEOUT_MS", herald_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, milliseconds))
-            // The low-speed check makes curl wake up at least once a second on a silent connection, so
-            // the progress callback can enforce the idle timeout with sub-second precision.
-            let seconds = max(1, Int(request.requestTimeout.rounded(.up)))
-            check("LOW_SPEED_LIMIT", herald_easy_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1))
-            check("LOW_SPEED_TIME", herald_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, seconds))
+            // The idle timeout itself is the multi handle's timer (MultiHandle.checkIdleTransfers), not
+            // curl's low-speed check: that one fires up to a second late, and costs a timer update in curl
+            // at every read.
         }
         if request.resourceTimeout > 0 {
             let milliseconds = max(1, Int(request.resourceTimeout * 1000))

@@ -84,7 +84,7 @@ final class Transfer: @unchecked Sendable {
     /// When a byte last moved, on ``ActivityClock``.
     @exclusivity(unchecked) var lastActivity = ActivityClock.now
     /// How long, in nanoseconds, no byte may move before the transfer fails with `timedOut` (the request
-    /// timeout), made once for the progress callback that checks it; `nil` for none.
+    /// timeout), made once for the multi handle's idle check; `nil` for none.
     let idleTimeout: UInt64?
     let startDate = Date()
 
@@ -103,13 +103,24 @@ final class Transfer: @unchecked Sendable {
         errorBuffer.deallocate()
     }
 
+    /// The error of a transfer no byte moved for within its idle timeout.
+    var idleTimeoutError: HeraldError {
+        HeraldError(.timedOut, "No data moved for \(request.requestTimeout) seconds.", url: request.url)
+    }
+
     // MARK: - pause
 
     /// Pauses receiving and sending. Loop thread only.
     func pause() {
         guard case .pauseCurl = machine.pause(), let easyHandle else { return }
-        // Refused before a connection exists: the machine keeps the pause pending for the next callback.
-        machine.didTryPause(accepted: curl_easy_pause(easyHandle, CURLPAUSE_ALL) == CURLE_OK)
+        let accepted = curl_easy_pause(easyHandle, CURLPAUSE_ALL) == CURLE_OK
+        machine.didTryPause(accepted: accepted)
+        if !accepted {
+            // Refused before a connection exists: the machine keeps the pause pending for the next callback,
+            // and the progress callback, off otherwise, is turned on to try again as soon as curl runs the
+            // transfer (libcurl reads the option at each progress update).
+            herald_easy_setopt_long(easyHandle, CURLOPT_NOPROGRESS, 0)
+        }
     }
 
     /// Continues a paused transfer where it stopped. Loop thread only.

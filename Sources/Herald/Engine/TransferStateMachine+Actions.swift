@@ -31,7 +31,7 @@ extension TransferStateMachine {
 
     /// What the progress callback does.
     enum ProgressAction: Equatable {
-        /// Go on (and enforce the idle timeout if ``isIdleTimeoutRunning``).
+        /// Go on.
         case proceed
         /// A pause is pending: try `curl_easy_pause(CURLPAUSE_ALL)`, then ``didTryPause(accepted:)``.
         case tryPause

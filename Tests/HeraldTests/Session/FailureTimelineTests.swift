@@ -42,6 +42,26 @@ struct FailureTimelineTests {
         try await fixture.tearDown()
     }
 
+    @Test("an idle timeout after part of the body fails the transfer when it is due, with timedOut")
+    func idleTimeoutMidBody() async throws {
+        let fixture = try await SessionFixture.make()
+        let log = CompletionLog()
+        let started = ContinuousClock.now
+        // The first 1,000 bytes at once, then a minute of silence.
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/bytes/2000?chunkSize=1000&delayMs=60000"), timeoutInterval: 0.3),
+            completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        let elapsed = ContinuousClock.now - started
+        #expect(log.all.first?.error?.code == .timedOut)
+        #expect(log.all.first?.error?.message == "No data moved for 0.3 seconds.")
+        #expect(elapsed >= .milliseconds(300))
+        // The multi handle's idle timer failed it (the message is Herald's, not curl's).
+        #expect(elapsed < .seconds(30))  // generous: a loaded or sanitized run is slow
+        try await fixture.tearDown()
+    }
+
     @Test("a reset in the middle of the body completes once with networkConnectionLost")
     func resetMidBody() async throws {
         let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
