@@ -13,23 +13,54 @@ import Foundation
 /// messages, URLs and underlying errors, and `underlying` cannot be compared. Compare ``code`` instead.
 public struct HeraldError: Error, Sendable {
     /// What went wrong, as a small extensible set suitable for `switch`-like matching and metric labels.
-    public let code: Code
+    public var code: Code { storage.code }
     /// A human-readable explanation. Not stable: don't parse it, match ``code``.
-    public let message: String
+    public var message: String { storage.message }
     /// The error that caused this one, such as a `DecodingError` for ``Code/serializationFailed``.
-    public let underlying: (any Error & Sendable)?
+    public var underlying: (any Error & Sendable)? { storage.underlying }
     /// The raw `CURLcode` when the failure was reported by libcurl.
-    public let curlCode: Int32?
+    public var curlCode: Int32? { storage.curlCode }
     /// libcurl's own description of the failure (`CURLOPT_ERRORBUFFER`, or `curl_easy_strerror` when that is empty).
-    public let curlMessage: String?
+    public var curlMessage: String? { storage.curlMessage }
     /// The request URL, with any `user:password` replaced by `***` so the error can be logged safely.
-    public let url: URL?
+    public var url: URL? { storage.url }
     /// The HTTP status code, set for ``Code/unacceptableStatusCode``.
-    public let statusCode: Int?
+    public var statusCode: Int? { storage.statusCode }
     /// A file Herald kept on disk instead of deleting, yours to move or delete: for
     /// ``Code/downloadMoveFailed``, the temporary file holding the whole download (the same as
     /// ``DownloadMoveFailure/sourceURL``); `nil` for other errors.
-    public let keptFileURL: URL?
+    public var keptFileURL: URL? { storage.keptFileURL }
+
+    /// The values, in one immutable object: an error, or the absence of one, is copied several times on
+    /// its way from a transfer to a completion handler. Held inline, the `URL`s (whose layout Foundation
+    /// keeps to itself) made each copy of a `HeraldError?`, even a `nil` one, go through the runtime's
+    /// generic copy; a reference is one retain, and nothing for `nil`.
+    private let storage: Storage
+
+    private final class Storage: Sendable {
+        let code: Code
+        let message: String
+        let underlying: (any Error & Sendable)?
+        let curlCode: Int32?
+        let curlMessage: String?
+        let url: URL?
+        let statusCode: Int?
+        let keptFileURL: URL?
+
+        init(
+            code: Code, message: String, underlying: (any Error & Sendable)?, curlCode: Int32?, curlMessage: String?,
+            url: URL?, statusCode: Int?, keptFileURL: URL?
+        ) {
+            self.code = code
+            self.message = message
+            self.underlying = underlying
+            self.curlCode = curlCode
+            self.curlMessage = curlMessage
+            self.url = url
+            self.statusCode = statusCode
+            self.keptFileURL = keptFileURL
+        }
+    }
 
     /// Creates an error.
     ///
@@ -52,15 +83,10 @@ public struct HeraldError: Error, Sendable {
         statusCode: Int? = nil,
         keptFileURL: URL? = nil
     ) {
-        self.code = code
-        self.message = message
-        self.underlying = underlying
-        self.curlCode = curlCode
-        self.curlMessage = curlMessage
         // Redacting here, not at each call site, means no path can store a password by forgetting to.
-        self.url = url?.redactingCredentials()
-        self.statusCode = statusCode
-        self.keptFileURL = keptFileURL
+        storage = Storage(
+            code: code, message: message, underlying: underlying, curlCode: curlCode, curlMessage: curlMessage,
+            url: url?.redactingCredentials(), statusCode: statusCode, keptFileURL: keptFileURL)
     }
 }
 
