@@ -3,20 +3,76 @@ import Foundation
 /// The head of an HTTP response: status, headers, the URL it answered and the protocol version.
 public struct HTTPResponse: Sendable, Hashable {
     /// The URL this response answered (after any redirects Herald followed).
-    public var url: URL
+    public var url: URL {
+        get { storage.url }
+        set { uniqueStorage().url = newValue }
+    }
     /// The status code, such as 200 or 404.
-    public var statusCode: Int
+    public var statusCode: Int {
+        get { storage.statusCode }
+        set { uniqueStorage().statusCode = newValue }
+    }
     /// The response header fields in the order received.
-    public var headers: HTTPHeaders
+    public var headers: HTTPHeaders {
+        get { storage.headers }
+        set { uniqueStorage().headers = newValue }
+    }
     /// The protocol version as curl reported it, such as `"HTTP/1.1"` or `"HTTP/2"`.
-    public var httpVersion: String
+    public var httpVersion: String {
+        get { storage.httpVersion }
+        set { uniqueStorage().httpVersion = newValue }
+    }
+
+    /// The values, in one object shared by copies until one of them changes a value (copy on write). A
+    /// response is copied several times between the engine's loop thread, the task and its completion
+    /// handler. Held inline, the `URL` (whose layout Foundation keeps to itself) made every copy go through
+    /// the runtime's generic copy, with a reference count to update for each of its fields; a reference is
+    /// one.
+    private var storage: Storage
+
+    private final class Storage: @unchecked Sendable {
+        // Safety: changed only through `uniqueStorage()`, by the one value that holds it.
+        var url: URL
+        var statusCode: Int
+        var headers: HTTPHeaders
+        var httpVersion: String
+
+        init(url: URL, statusCode: Int, headers: HTTPHeaders, httpVersion: String) {
+            self.url = url
+            self.statusCode = statusCode
+            self.headers = headers
+            self.httpVersion = httpVersion
+        }
+    }
+
+    /// The storage, copied first if another value shares it.
+    private mutating func uniqueStorage() -> Storage {
+        if !isKnownUniquelyReferenced(&storage) {
+            storage = Storage(
+                url: storage.url, statusCode: storage.statusCode, headers: storage.headers,
+                httpVersion: storage.httpVersion)
+        }
+        return storage
+    }
 
     /// Creates a response head.
     public init(url: URL, statusCode: Int, headers: HTTPHeaders, httpVersion: String = "HTTP/1.1") {
-        self.url = url
-        self.statusCode = statusCode
-        self.headers = headers
-        self.httpVersion = httpVersion
+        storage = Storage(url: url, statusCode: statusCode, headers: headers, httpVersion: httpVersion)
+    }
+
+    /// Whether the two have the same URL, status code, headers and version.
+    public static func == (lhs: HTTPResponse, rhs: HTTPResponse) -> Bool {
+        lhs.storage === rhs.storage
+            || (lhs.statusCode == rhs.statusCode && lhs.url == rhs.url && lhs.headers == rhs.headers
+                && lhs.httpVersion == rhs.httpVersion)
+    }
+
+    /// Hashes the URL, status code, headers and version.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(url)
+        hasher.combine(statusCode)
+        hasher.combine(headers)
+        hasher.combine(httpVersion)
     }
 
     /// The media type of `Content-Type` without parameters, lowercased (`"application/json"`), or `nil`.

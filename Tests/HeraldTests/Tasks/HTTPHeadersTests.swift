@@ -42,4 +42,29 @@ struct HTTPHeadersTests {
         #expect(length(" \t ") == nil)
         #expect(length("٣") == nil)
     }
+
+    @Test("a response is a value: changing a copy leaves the original, and equality and hashing compare values")
+    func responseIsAValue() throws {
+        let url = try #require(URL(string: "http://127.0.0.1/a"))
+        let original = HTTPResponse(url: url, statusCode: 200, headers: ["Content-Length": "3"])
+        var copy = original
+        #expect(copy == original)
+        copy.statusCode = 404
+        copy.headers.add(name: "X-Extra", value: "1")
+        copy.url = try #require(URL(string: "http://127.0.0.1/b"))
+        copy.httpVersion = "HTTP/2"
+        #expect(original.statusCode == 200)
+        #expect(original.headers.fields.count == 1)
+        #expect(original.url.absoluteString == "http://127.0.0.1/a")
+        #expect(original.httpVersion == "HTTP/1.1")
+        #expect(copy.statusCode == 404 && copy.headers["X-Extra"] == "1" && copy.httpVersion == "HTTP/2")
+        #expect(copy != original)
+        // Made apart, with the same values: equal, and the same hash.
+        let twin = HTTPResponse(url: url, statusCode: 200, headers: ["Content-Length": "3"])
+        #expect(twin == original)
+        #expect(Set([twin, original]).count == 1)
+        var unique = twin
+        unique.statusCode = 201
+        #expect(unique.statusCode == 201 && twin.statusCode == 200)
+    }
 }
