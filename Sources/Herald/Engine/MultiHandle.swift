@@ -27,16 +27,23 @@ final class MultiHandle: @unchecked Sendable {
     private let timer: UnsafeMutablePointer<uv_timer_t>
     /// The timer of the idle check (``checkIdleTransfers()``), and when it is due on ``ActivityClock``
     /// (`nil` while it is stopped).
-    private let idleTimer: UnsafeMutablePointer<uv_timer_t>
-    @exclusivity(unchecked) private var idleCheckDue: UInt64?
-    /// The handles polling this pool's sockets.
-    @exclusivity(unchecked) private var polls: [curl_socket_t: UnsafeMutablePointer<uv_poll_t>] = [:]
+    let idleTimer: UnsafeMutablePointer<uv_timer_t>
+    @exclusivity(unchecked) var idleCheckDue: UInt64?
+    /// The handles polling this pool's sockets, by socket number (a table as long as the highest, as
+    /// ``PollHandles`` keeps): curl asks for a connection's socket again at every transfer, and hashing the
+    /// number for a dictionary cost more than the rest of the lookup.
+    @exclusivity(unchecked) private var polls: [UnsafeMutablePointer<uv_poll_t>?] = []
+    /// The number of sockets being polled. Loop thread only.
+    @exclusivity(unchecked) private(set) var pollCount = 0
     /// How many times a socket started being watched, and how many of those opened a new poll handle rather
     /// than start a kept one. Loop thread only.
     @exclusivity(unchecked) private(set) var socketsWatched = 0
     @exclusivity(unchecked) private(set) var pollHandlesOpened = 0
-    @exclusivity(unchecked) private var transfers: [UnsafeMutableRawPointer: Transfer] = [:]
-    @exclusivity(unchecked) private var isClosed = false
+    /// The transfers in the pool, in no order: each knows its place (``Transfer/poolSlot``), and a
+    /// finished one's easy handle leads to it through `CURLINFO_PRIVATE`, so adding and removing one hashes
+    /// nothing.
+    @exclusivity(unchecked) private(set) var transfers: [Transfer] = []
+    @exclusivity(unchecked) private(set) var isClosed = false
 
     init?(engine: Engine, options: Options) {
         guard let multi = curl_multi_init() else { return nil }
@@ -80,9 +87,6 @@ final class MultiHandle: @unchecked Sendable {
     /// The number of transfers currently in this pool. Loop thread only.
     var activeTransferCount: Int { transfers.count }
 
-    /// The number of sockets being polled. Loop thread only.
-    var pollCount: Int { polls.count }
-
     // MARK: - transfers
 
     /// Starts a transfer. Loop thread only.
@@ -93,11 +97,11 @@ final class MultiHandle: @unchecked Sendable {
         }
         guard let easy = transfer.makeEasyHandle(from: easyHandles) else { return }
         transfer.recentFieldValues = engine.recentFieldValues
-        transfers[easy] = transfer
+        insert(transfer)
         engine.transferStarted()
         let code = curl_multi_add_handle(multi, easy)
         if code != CURLM_OK {
-            transfers[easy] = nil
+            _ = takeOut(transfer)
             engine.transferEnded()
             transfer.finish(error: HeraldError(.internal, "curl_multi_add_handle failed (\(code.rawValue))."))
             return
@@ -109,7 +113,7 @@ final class MultiHandle: @unchecked Sendable {
 
     /// Stops a transfer that is still in the pool and finishes it with `error`. Loop thread only.
     func remove(_ transfer: Transfer, error: HeraldError) {
-        if let easy = transfer.easyHandle, transfers.removeValue(forKey: easy) != nil {
+        if let easy = transfer.easyHandle, takeOut(transfer) {
             engine.transferEnded()
             curl_multi_remove_handle(multi, easy)
             transfer.finish(error: error)
@@ -126,7 +130,7 @@ final class MultiHandle: @unchecked Sendable {
             guard herald_msg_is_done(message) != 0, let easy = herald_msg_easy(message) else { continue }
             // Copy before removing the handle: the message does not survive curl_multi_remove_handle.
             let result = herald_msg_result(message)
-            guard let transfer = transfers.removeValue(forKey: easy) else { continue }
+            guard let transfer = transfer(of: easy), takeOut(transfer) else { continue }
             engine.transferEnded()
             curl_multi_remove_handle(multi, easy)
             transfer.finish(result: result)
@@ -137,17 +141,18 @@ final class MultiHandle: @unchecked Sendable {
     func close(cancellingWith error: HeraldError) {
         guard !isClosed else { return }
         isClosed = true
-        for transfer in Array(transfers.values) {
+        for transfer in transfers {
             remove(transfer, error: error)
         }
         // Cleanup may still report REMOVE for cached connections and -1 for the timer; both callbacks
         // are valid until it returns.
         curl_multi_cleanup(multi)
         easyHandles.close()
-        for (socket, poll) in polls {
-            engine.pollHandles.stop(poll, socket: socket)
+        for (socket, poll) in polls.enumerated() {
+            if let poll { engine.pollHandles.stop(poll, socket: curl_socket_t(socket)) }
         }
         polls.removeAll()
+        pollCount = 0
         uv_timer_stop(timer)
         Engine.close(timer)
         uv_timer_stop(idleTimer)
@@ -155,68 +160,54 @@ final class MultiHandle: @unchecked Sendable {
         idleCheckDue = nil
     }
 
-    // MARK: - idle timeout
+    // MARK: - the pool's transfers
 
-    /// Fails every running transfer no byte moved for within its idle timeout, with `timedOut`, and sets the
-    /// timer for the next transfer that may go idle. Loop thread only, outside curl callbacks.
-    ///
-    /// One timer for the pool rather than a check in curl's progress callback: the callback ran about ten
-    /// times per request to find nothing, and on a silent connection only as often as curl woke up (once a
-    /// second with its low-speed check), so a timeout fired up to a second late. The timer fires when the
-    /// first transfer's timeout is due, and the check walks the pool's transfers only then.
-    func checkIdleTransfers() {
-        idleCheckDue = nil
-        let now = ActivityClock.now
-        var idle: [Transfer] = []
-        var next: UInt64?
-        for transfer in transfers.values {
-            guard let idleTimeout = transfer.idleTimeout else { continue }
-            // Held by the user or its task, a transfer isn't idle: look at it again a timeout from now.
-            var due = now &+ idleTimeout
-            if transfer.machine.isIdleTimeoutRunning {
-                // The clock is monotonic, and the transfer's last activity was read from it on this thread.
-                let last = min(transfer.lastActivity, now)
-                if now - last > idleTimeout {
-                    idle.append(transfer)
-                    continue
-                }
-                due = last &+ idleTimeout &+ 1
-            }
-            next = min(next ?? due, due)
-        }
-        for transfer in idle {
-            remove(transfer, error: transfer.idleTimeoutError)
-        }
-        if let next { scheduleIdleCheck(at: next) }
+    private func insert(_ transfer: Transfer) {
+        transfer.poolSlot = transfers.count
+        transfers.append(transfer)
     }
 
-    /// Makes the idle check run at `due` (on ``ActivityClock``) at the latest.
-    private func scheduleIdleCheck(at due: UInt64) {
-        guard !isClosed else { return }
-        if let scheduled = idleCheckDue, scheduled <= due { return }
-        idleCheckDue = due
-        let now = ActivityClock.now
-        // Rounded up: libuv counts whole milliseconds, and a check that comes early only sets the timer again.
-        let milliseconds = due > now ? (due - now + 999_999) / 1_000_000 : 0
-        uv_timer_start(
-            idleTimer,
-            { timer in
-                guard let timer, let context = timer.pointee.data else { return }
-                Unmanaged<MultiHandle>.fromOpaque(context).takeUnretainedValue().checkIdleTransfers()
-            }, milliseconds, 0)
+    private func isInPool(_ transfer: Transfer) -> Bool {
+        let slot = transfer.poolSlot
+        return slot >= 0 && slot < transfers.count && transfers[slot] === transfer
+    }
+
+    /// Takes `transfer` out of the pool's list, if it is there: the last one moves into its place.
+    private func takeOut(_ transfer: Transfer) -> Bool {
+        guard isInPool(transfer) else { return false }
+        let slot = transfer.poolSlot
+        let last = transfers.removeLast()
+        if slot < transfers.count {
+            transfers[slot] = last
+            last.poolSlot = slot
+        }
+        transfer.poolSlot = -1
+        return true
+    }
+
+    /// The transfer whose easy handle `easy` is (`CURLOPT_PRIVATE`, set by the transfer's options), while it
+    /// is in this pool: the pool holds it, so the pointer is alive.
+    private func transfer(of easy: UnsafeMutableRawPointer) -> Transfer? {
+        var pointer: UnsafeMutableRawPointer?
+        guard herald_easy_getinfo_pointer(easy, CURLINFO_PRIVATE, &pointer) == CURLE_OK, let pointer else { return nil }
+        let transfer = Unmanaged<Transfer>.fromOpaque(pointer).takeUnretainedValue()
+        return isInPool(transfer) ? transfer : nil
     }
 
     // MARK: - curl callbacks
 
     private func socketChanged(_ easy: UnsafeMutableRawPointer?, _ socket: curl_socket_t, what: Int32) {
+        let index = Int(socket)
         if what == CURL_POLL_REMOVE {
-            if let poll = polls.removeValue(forKey: socket) {
+            if index >= 0, index < polls.count, let poll = polls[index] {
+                polls[index] = nil
+                pollCount -= 1
                 engine.pollHandles.stop(poll, socket: socket)
             }
             return
         }
         let poll: UnsafeMutablePointer<uv_poll_t>
-        if let existing = polls[socket] {
+        if index >= 0, index < polls.count, let existing = polls[index] {
             poll = existing
         } else {
             guard let taken = engine.pollHandles.take(for: socket, on: engine.uvLoop) else {
@@ -227,7 +218,10 @@ final class MultiHandle: @unchecked Sendable {
             if taken.opened { pollHandlesOpened += 1 }
             socketsWatched += 1
             poll.pointee.data = Unmanaged.passUnretained(self).toOpaque()
-            polls[socket] = poll
+            // PollHandles.take refuses a negative number, so the index is one.
+            if index >= polls.count { polls.append(contentsOf: repeatElement(nil, count: index + 1 - polls.count)) }
+            polls[index] = poll
+            pollCount += 1
         }
         var events: Int32 = 0
         if what == CURL_POLL_IN || what == CURL_POLL_INOUT { events |= Int32(UV_READABLE.rawValue) }
@@ -255,11 +249,11 @@ final class MultiHandle: @unchecked Sendable {
     /// one handle (``PollHandles``), so this is for a socket curl closed without reporting it first. From
     /// inside curl's callback, so through a command: never a `curl_multi_*` call here.
     private func failTransfer(of easy: UnsafeMutableRawPointer?, socket: curl_socket_t, reason: String) {
-        guard let easy, let transfer = transfers[easy] else { return }
+        guard let easy, let transfer = transfer(of: easy), isInPool(transfer) else { return }
         let error = HeraldError(.internal, "Cannot watch socket \(socket): \(reason).", url: transfer.request.url)
         engine.execute { [self] in
             // Only while it is still in the pool: one that finished meanwhile keeps its own outcome.
-            if let easy = transfer.easyHandle, transfers[easy] === transfer { remove(transfer, error: error) }
+            if isInPool(transfer) { remove(transfer, error: error) }
         }
     }
 

@@ -167,6 +167,8 @@ extension Transfer {
         check("READDATA", herald_easy_setopt_pointer(easy, CURLOPT_READDATA, context))
         check("SEEKDATA", herald_easy_setopt_pointer(easy, CURLOPT_SEEKDATA, context))
         check("XFERINFODATA", herald_easy_setopt_pointer(easy, CURLOPT_XFERINFODATA, context))
+        // How the multi handle finds the transfer of a finished easy handle (CURLINFO_PRIVATE).
+        check("PRIVATE", herald_easy_setopt_pointer(easy, CURLOPT_PRIVATE, context))
     }
 
     /// The error for an option libcurl refused.
@@ -181,8 +183,7 @@ extension Transfer {
             let milliseconds = max(1, Int(request.requestTimeout * 1000))
             check("CONNECTTIMEOUT_MS", herald_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, milliseconds))
             // The idle timeout itself is the multi handle's timer (MultiHandle.checkIdleTransfers), not
-            // curl's low-speed check: that one fires up to a second late, and costs a timer update in curl
-            // at every read.
+            // curl's low-speed check, which costs a timer update in curl at every read.
         }
         if request.resourceTimeout > 0 {
             let milliseconds = max(1, Int(request.resourceTimeout * 1000))

@@ -81,6 +81,8 @@ final class Transfer: @unchecked Sendable {
     /// Whether the body is collected in memory (and so subject to the response size limit).
     @exclusivity(unchecked) var collectsBodyInMemory: Bool
 
+    /// Where the transfer is in its multi handle's list while it is in the pool, else -1. Loop thread only.
+    @exclusivity(unchecked) var poolSlot = -1
     /// When a byte last moved, on ``ActivityClock``.
     @exclusivity(unchecked) var lastActivity = ActivityClock.now
     /// How long, in nanoseconds, no byte may move before the transfer fails with `timedOut` (the request

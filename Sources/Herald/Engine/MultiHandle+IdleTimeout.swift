@@ -1,0 +1,54 @@
+import CUV
+
+// The idle timeout: one libuv timer per multi handle (`idleTimer`), due when the first running transfer's
+// timeout is. Loop thread only.
+extension MultiHandle {
+    /// Fails every running transfer no byte moved for within its idle timeout, with `timedOut`, and sets the
+    /// timer for the next transfer that may go idle. Loop thread only, outside curl callbacks.
+    ///
+    /// One timer for the pool rather than a check in curl's progress callback: the callback ran about ten
+    /// times per request to find nothing, and curl's low-speed check, set only to wake the callback on a
+    /// silent connection, updated curl's timers at every read. The timer fires when the first transfer's
+    /// timeout is due, and the check walks the pool's transfers only then.
+    func checkIdleTransfers() {
+        idleCheckDue = nil
+        let now = ActivityClock.now
+        var idle: [Transfer] = []
+        var next: UInt64?
+        for transfer in transfers {
+            guard let idleTimeout = transfer.idleTimeout else { continue }
+            // Held by the user or its task, a transfer isn't idle: look at it again a timeout from now.
+            var due = now &+ idleTimeout
+            if transfer.machine.isIdleTimeoutRunning {
+                // The clock is monotonic, and the transfer's last activity was read from it on this thread.
+                let last = min(transfer.lastActivity, now)
+                if now - last > idleTimeout {
+                    idle.append(transfer)
+                    continue
+                }
+                due = last &+ idleTimeout &+ 1
+            }
+            next = min(next ?? due, due)
+        }
+        for transfer in idle {
+            remove(transfer, error: transfer.idleTimeoutError)
+        }
+        if let next { scheduleIdleCheck(at: next) }
+    }
+
+    /// Makes the idle check run at `due` (on ``ActivityClock``) at the latest.
+    func scheduleIdleCheck(at due: UInt64) {
+        guard !isClosed else { return }
+        if let scheduled = idleCheckDue, scheduled <= due { return }
+        idleCheckDue = due
+        let now = ActivityClock.now
+        // Rounded up: libuv counts whole milliseconds, and a check that comes early only sets the timer again.
+        let milliseconds = due > now ? (due - now + 999_999) / 1_000_000 : 0
+        uv_timer_start(
+            idleTimer,
+            { timer in
+                guard let timer, let context = timer.pointee.data else { return }
+                Unmanaged<MultiHandle>.fromOpaque(context).takeUnretainedValue().checkIdleTransfers()
+            }, milliseconds, 0)
+    }
+}
