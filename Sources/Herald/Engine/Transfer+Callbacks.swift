@@ -117,7 +117,11 @@ extension Transfer {
             fields[fields.count - 1].value += " " + more
             responseHeaders = HTTPHeaders(fields)
         case .field(let name, let value):
-            if contentLengthIndex == nil, name.utf8.count == 14, name.caseInsensitiveEquals("Content-Length") {
+            // The common spelling is the parser's own string, and comparing a short string with it is a
+            // comparison of two words; any other spelling of the name is compared ignoring case.
+            if contentLengthIndex == nil, name.utf8.count == 14,
+                name == "Content-Length" || name.caseInsensitiveEquals("Content-Length")
+            {
                 contentLengthIndex = responseHeaders.count
             }
             responseHeaders.add(name: name, value: value)

@@ -36,12 +36,14 @@ extension TransferMetrics {
             tlsHandshake: seconds(CURLINFO_APPCONNECT_TIME_T),
             timeToFirstByte: seconds(CURLINFO_STARTTRANSFER_TIME_T),
             total: seconds(CURLINFO_TOTAL_TIME_T),
-            redirectTime: seconds(CURLINFO_REDIRECT_TIME_T),
+            // Herald follows redirects as transfers of their own (CURLOPT_FOLLOWLOCATION is 0), so curl's
+            // redirect time and count are zero; the task sets the count of the hops it followed.
+            redirectTime: 0,
             requestHeaderBytes: Int64(long(CURLINFO_REQUEST_SIZE)),
             requestBodyBytes: offset(CURLINFO_SIZE_UPLOAD_T),
             responseHeaderBytes: Int64(long(CURLINFO_HEADER_SIZE)),
             responseBodyBytes: offset(CURLINFO_SIZE_DOWNLOAD_T),
-            redirectCount: long(CURLINFO_REDIRECT_COUNT),
+            redirectCount: 0,
             connectionReused: connects == 0 && remotePort != 0,
             remoteAddress: string(CURLINFO_PRIMARY_IP),
             remotePort: remotePort == 0 ? nil : remotePort,
