@@ -24,42 +24,44 @@ struct FailureTimelineTests {
         try await fixture.tearDown()
     }
 
-    @Test("a server that never answers times out with timedOut after the request timeout")
-    func stallTimesOut() async throws {
+    /// Runs one task to `path` with an idle timeout of `timeout` seconds on a fresh fixture (torn down after)
+    /// and returns its timeline, its completion's error and how long it took from `resume()`.
+    private static func runIdle(path: String, timeout: TimeInterval) async throws -> (
+        timeline: [RecordingObserver.Kind], error: HeraldError?, elapsed: Duration
+    ) {
         let fixture = try await SessionFixture.make()
         let log = CompletionLog()
         let started = ContinuousClock.now
         let task = try fixture.session.dataTask(
-            with: Request(url: fixture.server.url("/fault/stall"), timeoutInterval: 0.5),
-            completionHandler: log.handler)
+            with: Request(url: fixture.server.url(path), timeoutInterval: timeout), completionHandler: log.handler)
         task.resume()
         try await fixture.recorder.waitForCompletions(1)
         let elapsed = ContinuousClock.now - started
-        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
-        #expect(log.all.first?.error?.code == .timedOut)
-        #expect(elapsed >= .milliseconds(500))
-        #expect(elapsed < .seconds(30))  // generous: a loaded or sanitized run is slow
+        let timeline = fixture.recorder.timeline(ofTask: task.taskIdentifier)
+        #expect(log.all.count == 1)
         try await fixture.tearDown()
+        return (timeline, log.all.first?.error, elapsed)
+    }
+
+    @Test("a server that never answers times out with timedOut after the request timeout")
+    func stallTimesOut() async throws {
+        let run = try await Self.runIdle(path: "/fault/stall", timeout: 0.5)
+        #expect(run.timeline == [.resume, .complete])
+        #expect(run.error?.code == .timedOut)
+        #expect(run.elapsed >= .milliseconds(500))
+        #expect(run.elapsed < .seconds(30))  // generous: a loaded or sanitized run is slow
     }
 
     @Test("an idle timeout after part of the body fails the transfer when it is due, with timedOut")
     func idleTimeoutMidBody() async throws {
-        let fixture = try await SessionFixture.make()
-        let log = CompletionLog()
-        let started = ContinuousClock.now
         // The first 1,000 bytes at once, then a minute of silence.
-        let task = try fixture.session.dataTask(
-            with: Request(url: fixture.server.url("/bytes/2000?chunkSize=1000&delayMs=60000"), timeoutInterval: 0.3),
-            completionHandler: log.handler)
-        task.resume()
-        try await fixture.recorder.waitForCompletions(1)
-        let elapsed = ContinuousClock.now - started
-        #expect(log.all.first?.error?.code == .timedOut)
-        #expect(log.all.first?.error?.message == "No data moved for 0.3 seconds.")
-        #expect(elapsed >= .milliseconds(300))
+        let run = try await Self.runIdle(path: "/bytes/2000?chunkSize=1000&delayMs=60000", timeout: 0.3)
+        #expect(run.timeline == [.resume, .complete])
+        #expect(run.error?.code == .timedOut)
         // The multi handle's idle timer failed it (the message is Herald's, not curl's).
-        #expect(elapsed < .seconds(30))  // generous: a loaded or sanitized run is slow
-        try await fixture.tearDown()
+        #expect(run.error?.message == "No data moved for 0.3 seconds.")
+        #expect(run.elapsed >= .milliseconds(300))
+        #expect(run.elapsed < .seconds(30))  // generous: a loaded or sanitized run is slow
     }
 
     @Test("a reset in the middle of the body completes once with networkConnectionLost")
