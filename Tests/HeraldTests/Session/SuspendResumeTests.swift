@@ -1,5 +1,6 @@
 import Foundation
 import Herald
+import HeraldNotifications
 import HeraldTesting
 import Testing
 
@@ -10,17 +11,22 @@ struct SuspendResumeTests {
         let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
         let size = 8 * 1024 * 1024
         let log = CompletionLog()
-        let firstBytes = AsyncStream<Void>.makeStream()
+        // Suspended from the progress handler at the first bytes, not from the test's own task: beside the
+        // other suites, the test's task could wait longer than the whole 2.5 s stream before it ran again.
+        let suspender = Locked<(task: SessionTask?, done: Bool)>((nil, false))
         let task = try fixture.session.dataTask(
             with: Request(url: fixture.server.url("/bytes/\(size)?chunkSize=65536&delayMs=20")),
             downloadProgress: { progress in
-                if progress.completedUnitCount > 0 { firstBytes.continuation.yield() }
+                guard progress.completedUnitCount > 0 else { return }
+                let first = suspender.withLock { state -> SessionTask? in
+                    defer { state.done = true }
+                    return state.done ? nil : state.task
+                }
+                first?.suspend()
             },
             completionHandler: log.handler)
+        suspender.withLock { $0.task = task }
         task.resume()
-        var iterator = firstBytes.stream.makeAsyncIterator()
-        _ = await iterator.next()
-        task.suspend()
         try await fixture.recorder.waitUntil { $0.contains { $0.kind == .suspend } }
         let receivedWhenSuspended = task.downloadProgress.completedUnitCount
         #expect(receivedWhenSuspended > 0)
