@@ -145,14 +145,17 @@ final class DeliveryLane: @unchecked Sendable {
         guard waitsForNextBatch, queuedWork.load(ordering: .relaxed) == 0,
             transfersOutstanding.load(ordering: .relaxed) == 1
         else { return }
-        let published = batchesPublished.load(ordering: .acquiring)
-        // A batch on its way already: the queue's thread runs it next without sleeping.
-        guard published == batchesRun else { return }
+        // A batch counted and not yet run is on its way: the queue's thread runs it next without sleeping.
+        // The count may also trail the batches run, by the one whose block ran before the loop thread
+        // counted it (it counts after dispatching); that one is no answer to wait for, so the wait is for a
+        // count beyond the batches run, not for any change of it.
+        let run = batchesRun
+        guard batchesPublished.load(ordering: .acquiring) <= run else { return }
         let start = uv_hrtime()
         guard backoff.shouldWait(at: start) else { return }
         waitsStarted += 1
         let deadline = start + Self.waitDuration
-        while batchesPublished.load(ordering: .acquiring) == published {
+        while batchesPublished.load(ordering: .acquiring) <= run {
             if queuedWork.load(ordering: .relaxed) > 0 {
                 // Work that may be what the transfer waits for: neither an answer nor a miss.
                 waitsInterrupted += 1
