@@ -104,7 +104,8 @@ extension Transfer {
         check(
             "CURLU",
             herald_easy_setopt_pointer(easy, CURLOPT_CURLU, parsedURL.map { UnsafeMutableRawPointer($0.handle) }))
-        check("URL", herald_easy_setopt_string(easy, CURLOPT_URL, url))
+        // `withCString`: a `String` passed straight to a C parameter is copied into a new array first.
+        check("URL", url.withCString { herald_easy_setopt_string(easy, CURLOPT_URL, $0) })
         if onlyPerTransferOptions {
             check("ERRORBUFFER", herald_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer))
             configureHeaders(easy, check: check)
