@@ -53,7 +53,7 @@ final class DeliveryLane: @unchecked Sendable {
     let waitsForNextBatch: Bool
 
     /// How long the completion queue's thread waits awake for the next batch.
-    static let waitDuration: UInt64 = 100_000
+    static let waitDuration: UInt64 = 300_000
 
     /// The session's transfers started and not yet handed over to this lane; any thread.
     private let transfersOutstanding = Atomic<Int>(0)

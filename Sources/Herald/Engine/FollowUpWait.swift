@@ -17,8 +17,10 @@
 /// Loop thread only; the times are `uv_hrtime()` nanoseconds.
 struct FollowUpWait {
     /// How long the loop waits without sleeping: enough for a completion queue's thread to wake and run a
-    /// handler that starts the next request, short enough that an idle program pays for it once.
-    static let duration: UInt64 = 100_000
+    /// handler that starts the next request, short enough that an idle program pays for it once. On a
+    /// virtual machine that wake-up can take more than 100 µs: waits that short ran out, turned waiting off
+    /// and kept it off, since every hand-off then took a wake-up.
+    static let duration: UInt64 = 300_000
 
     /// The transfers in this engine's pools now.
     private(set) var transfersRunning = 0

@@ -44,7 +44,7 @@ public final class SessionManager: Sendable {
     /// ``completionGroup``, and a handler must not wait for an observer to see an event. On the session's
     /// own queue, when the library's last queued block (a handler, a hook, a notification) finishes while
     /// exactly one of the session's transfers is outstanding, the queue's thread may stay on it for up to
-    /// 100 µs waiting for that transfer's outcome (one request at a time then costs no thread wake-up):
+    /// 300 µs waiting for that transfer's outcome (one request at a time then costs no thread wake-up):
     /// work you dispatch to the queue yourself meanwhile starts at most that much later. Waiting turns
     /// itself off while outcomes come later than that.
     public let completionQueue: DispatchQueue
