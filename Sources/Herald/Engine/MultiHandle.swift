@@ -29,12 +29,10 @@ final class MultiHandle: @unchecked Sendable {
     /// (`nil` while it is stopped).
     let idleTimer: UnsafeMutablePointer<uv_timer_t>
     @exclusivity(unchecked) var idleCheckDue: UInt64?
-    /// The handles polling this pool's sockets, by socket number (a table as long as the highest, as
-    /// ``PollHandles`` keeps): curl asks for a connection's socket again at every transfer, and hashing the
-    /// number for a dictionary cost more than the rest of the lookup.
-    @exclusivity(unchecked) private var polls: [UnsafeMutablePointer<uv_poll_t>?] = []
+    /// The handles polling this pool's sockets, by socket number.
+    @exclusivity(unchecked) private var polls = PollHandleTable()
     /// The number of sockets being polled. Loop thread only.
-    @exclusivity(unchecked) private(set) var pollCount = 0
+    var pollCount: Int { polls.count }
     /// How many times a socket started being watched, and how many of those opened a new poll handle rather
     /// than start a kept one. Loop thread only.
     @exclusivity(unchecked) private(set) var socketsWatched = 0
@@ -148,11 +146,9 @@ final class MultiHandle: @unchecked Sendable {
         // are valid until it returns.
         curl_multi_cleanup(multi)
         easyHandles.close()
-        for (socket, poll) in polls.enumerated() {
-            if let poll { engine.pollHandles.stop(poll, socket: curl_socket_t(socket)) }
+        for (socket, poll) in polls.removeAll() {
+            engine.pollHandles.stop(poll, socket: socket)
         }
-        polls.removeAll()
-        pollCount = 0
         uv_timer_stop(timer)
         Engine.close(timer)
         uv_timer_stop(idleTimer)
@@ -197,17 +193,14 @@ final class MultiHandle: @unchecked Sendable {
     // MARK: - curl callbacks
 
     private func socketChanged(_ easy: UnsafeMutableRawPointer?, _ socket: curl_socket_t, what: Int32) {
-        let index = Int(socket)
         if what == CURL_POLL_REMOVE {
-            if index >= 0, index < polls.count, let poll = polls[index] {
-                polls[index] = nil
-                pollCount -= 1
+            if let poll = polls.remove(socket) {
                 engine.pollHandles.stop(poll, socket: socket)
             }
             return
         }
         let poll: UnsafeMutablePointer<uv_poll_t>
-        if index >= 0, index < polls.count, let existing = polls[index] {
+        if let existing = polls[socket] {
             poll = existing
         } else {
             guard let taken = engine.pollHandles.take(for: socket, on: engine.uvLoop) else {
@@ -218,10 +211,8 @@ final class MultiHandle: @unchecked Sendable {
             if taken.opened { pollHandlesOpened += 1 }
             socketsWatched += 1
             poll.pointee.data = Unmanaged.passUnretained(self).toOpaque()
-            // PollHandles.take refuses a negative number, so the index is one.
-            if index >= polls.count { polls.append(contentsOf: repeatElement(nil, count: index + 1 - polls.count)) }
-            polls[index] = poll
-            pollCount += 1
+            // PollHandles.take refuses a negative number, so the socket is one; nothing was held for it.
+            _ = polls.insert(poll, for: socket)
         }
         var events: Int32 = 0
         if what == CURL_POLL_IN || what == CURL_POLL_INOUT { events |= Int32(UV_READABLE.rawValue) }
@@ -249,7 +240,7 @@ final class MultiHandle: @unchecked Sendable {
     /// one handle (``PollHandles``), so this is for a socket curl closed without reporting it first. From
     /// inside curl's callback, so through a command: never a `curl_multi_*` call here.
     private func failTransfer(of easy: UnsafeMutableRawPointer?, socket: curl_socket_t, reason: String) {
-        guard let easy, let transfer = transfer(of: easy), isInPool(transfer) else { return }
+        guard let easy, let transfer = transfer(of: easy) else { return }
         let error = HeraldError(.internal, "Cannot watch socket \(socket): \(reason).", url: transfer.request.url)
         engine.execute { [self] in
             // Only while it is still in the pool: one that finished meanwhile keeps its own outcome.

@@ -17,23 +17,18 @@ import CUV
 /// socket number curl has used, and a table as long as the highest. Loop thread only.
 struct PollHandles: ~Copyable {
     /// Stopped handles by socket number.
-    private var stopped: [UnsafeMutablePointer<uv_poll_t>?] = []
+    private var stopped = PollHandleTable()
 
     /// The number of stopped handles kept.
-    private(set) var stoppedCount = 0
+    var stoppedCount: Int { stopped.count }
 
     /// A handle for `socket`, stopped: the one kept for its number, or a new one opened on `loop` (`opened`);
     /// `nil` if libuv can't poll the socket.
     mutating func take(for socket: curl_socket_t, on loop: UnsafeMutablePointer<uv_loop_t>)
         -> (handle: UnsafeMutablePointer<uv_poll_t>, opened: Bool)?
     {
-        let index = Int(socket)
-        guard index >= 0 else { return nil }
-        if index < stopped.count, let poll = stopped[index] {
-            stopped[index] = nil
-            stoppedCount -= 1
-            return (poll, false)
-        }
+        guard socket >= 0 else { return nil }
+        if let poll = stopped.remove(socket) { return (poll, false) }
         let poll = UnsafeMutablePointer<uv_poll_t>.allocate(capacity: 1)
         guard uv_poll_init_socket(loop, poll, socket) == 0 else {
             poll.deallocate()
@@ -47,16 +42,56 @@ struct PollHandles: ~Copyable {
     mutating func stop(_ poll: UnsafeMutablePointer<uv_poll_t>, socket: curl_socket_t) {
         uv_poll_stop(poll)
         poll.pointee.data = nil
-        let index = Int(socket)
-        if index >= stopped.count {
-            stopped.append(contentsOf: repeatElement(nil, count: index + 1 - stopped.count))
-        }
-        if let previous = stopped[index] {
-            // Not reached while every handle comes from `take`; closing the extra one keeps the count right.
+        if let previous = stopped.insert(poll, for: socket) {
+            // Not reached while every handle comes from `take` (one already kept for the number, or a
+            // negative number); closing the extra one keeps the count right.
             Engine.close(previous)
-            stoppedCount -= 1
         }
-        stopped[index] = poll
-        stoppedCount += 1
+    }
+}
+
+/// Poll handles by socket number, at most one for each: an array as long as the highest number, where a
+/// dictionary would hash the number at every lookup (curl asks for a connection's socket at every
+/// transfer). Kept by ``PollHandles`` for its stopped handles and by each multi handle for the ones it
+/// polls with. Loop thread only.
+struct PollHandleTable {
+    private var slots: [UnsafeMutablePointer<uv_poll_t>?] = []
+    /// The number of handles held.
+    private(set) var count = 0
+
+    /// The handle held for `socket`, if any.
+    subscript(socket: curl_socket_t) -> UnsafeMutablePointer<uv_poll_t>? {
+        let index = Int(socket)
+        return index >= 0 && index < slots.count ? slots[index] : nil
+    }
+
+    /// Holds `poll` for `socket` and returns the handle it replaces; for a negative number, which no socket
+    /// has, holds nothing and returns `poll` itself, for the caller to close.
+    mutating func insert(_ poll: UnsafeMutablePointer<uv_poll_t>, for socket: curl_socket_t)
+        -> UnsafeMutablePointer<uv_poll_t>?
+    {
+        let index = Int(socket)
+        guard index >= 0 else { return poll }
+        if index >= slots.count { slots.append(contentsOf: repeatElement(nil, count: index + 1 - slots.count)) }
+        let previous = slots[index]
+        slots[index] = poll
+        if previous == nil { count += 1 }
+        return previous
+    }
+
+    /// Lets go of the handle held for `socket` and returns it, if there is one.
+    mutating func remove(_ socket: curl_socket_t) -> UnsafeMutablePointer<uv_poll_t>? {
+        guard let poll = self[socket] else { return nil }
+        slots[Int(socket)] = nil
+        count -= 1
+        return poll
+    }
+
+    /// Lets go of every handle, and returns them with their sockets.
+    mutating func removeAll() -> [(socket: curl_socket_t, poll: UnsafeMutablePointer<uv_poll_t>)] {
+        let held = slots.enumerated().compactMap { index, poll in poll.map { (curl_socket_t(index), $0) } }
+        slots.removeAll()
+        count = 0
+        return held
     }
 }

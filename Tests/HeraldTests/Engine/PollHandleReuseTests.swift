@@ -122,3 +122,35 @@ struct PollHandleReuseTests {
         #expect(uv_loop_close(loop) == 0)
     }
 }
+
+/// The table of poll handles by socket number that the engine's kept handles and each multi handle's
+/// polled ones share. The handles are only stored, never started, so plain allocations stand in for them.
+@Suite("The poll-handle table")
+struct PollHandleTableTests {
+    @Test("holds one handle per number, replaces and removes it, and counts what it holds")
+    func insertReplaceRemove() {
+        let first = UnsafeMutablePointer<uv_poll_t>.allocate(capacity: 1)
+        let second = UnsafeMutablePointer<uv_poll_t>.allocate(capacity: 1)
+        let third = UnsafeMutablePointer<uv_poll_t>.allocate(capacity: 1)
+        defer { [first, second, third].forEach { $0.deallocate() } }
+        var table = PollHandleTable()
+        #expect(table[7] == nil && table[-1] == nil && table.count == 0)
+        #expect(table.insert(first, for: 7) == nil)
+        #expect(table.insert(second, for: 2) == nil)
+        #expect(table[7] == first && table[2] == second && table[3] == nil && table[1_000] == nil)
+        #expect(table.count == 2)
+        // Another handle for a held number replaces it and hands the old one back.
+        #expect(table.insert(third, for: 7) == first)
+        #expect(table[7] == third && table.count == 2)
+        #expect(table.remove(7) == third)
+        #expect(table.remove(7) == nil && table.remove(500) == nil && table.remove(-3) == nil)
+        #expect(table[7] == nil && table.count == 1)
+        // A negative number holds nothing: the handle comes back for the caller to close.
+        #expect(table.insert(first, for: -1) == first)
+        #expect(table.count == 1)
+        #expect(table.insert(first, for: 0) == nil)
+        let all = table.removeAll().sorted { $0.socket < $1.socket }
+        #expect(all.map(\.socket) == [0, 2] && all.map(\.poll) == [first, second])
+        #expect(table.count == 0 && table[0] == nil && table[2] == nil)
+    }
+}
