@@ -29,7 +29,7 @@
 # MiB/s is N MiB over the client's own wall time of the transfer (resume to the end of the completion
 # handler, the move included); CPU seconds and peak RSS are of the whole process, from wait4(2).
 # Each large run starts after a `sync` (not timed), so that writeback of earlier writes doesn't land in it.
-# The C client uses Herald's curl receive buffer sizes (CURLOPT_BUFFERSIZE 256 KiB to a file, 64 KiB in memory),
+# The C client uses Herald's curl receive buffer sizes (CURLOPT_BUFFERSIZE 512 KiB to a file, 64 KiB in memory),
 # so the ratio compares the libraries, not the buffer size. --skip-large leaves them out.
 # Missing a target (Docs/Performance.md) is reported, never fatal: the exit status is non-zero only for wrong bytes,
 # failed transfers or clients that could not run.
@@ -46,7 +46,7 @@ runs=1
 large_mib=256
 skip_large=0
 # Herald's CURLOPT_BUFFERSIZE for each sink (Sources/Herald/Engine/Transfer+Configuration.swift).
-c_file_buffer=$((256 * 1024))
+c_file_buffer=$((512 * 1024))
 c_memory_buffer=$((64 * 1024))
 
 usage() { awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "${BASH_SOURCE[0]}"; }

@@ -6,10 +6,12 @@
 // and every callback signature Herald passes gets one `static inline` function here.
 
 #include <curl/curl.h>
+#include <linux/falloc.h>
 #include <malloc.h>
 #include <stddef.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/types.h>
 
 // MARK: - libcurl versions
 //
@@ -203,6 +205,17 @@ static const long herald_curlauth_digest = (long)CURLAUTH_DIGEST;
 static const long herald_readfunc_pause = (long)CURL_READFUNC_PAUSE;
 static const long herald_readfunc_abort = (long)CURL_READFUNC_ABORT;
 static const curl_socket_t herald_socket_timeout = CURL_SOCKET_TIMEOUT;
+
+// MARK: - files
+
+// glibc declares fallocate(2) only under _GNU_SOURCE, which Swift's Glibc module is built without.
+extern int fallocate(int fd, int mode, off_t offset, off_t length);
+
+// Reserves the file's blocks for [offset, offset + length) without changing its size
+// (FALLOC_FL_KEEP_SIZE): 0, or -1 with errno set (EOPNOTSUPP where the file system has no such thing).
+static inline int herald_reserve_file_blocks(int fd, off_t offset, off_t length) {
+    return fallocate(fd, FALLOC_FL_KEEP_SIZE, offset, length);
+}
 
 // MARK: - memory
 

@@ -1,3 +1,4 @@
+import CCurl
 import Foundation
 
 /// Where a transfer's response body goes, as handed to the engine: a Sendable description, opened into a
@@ -162,12 +163,33 @@ final class MemoryBodySink: BodySink {
 
 /// Writes the body to a file with `pwrite` as it arrives: small sequential writes on the loop thread,
 /// constant memory for any size.
+///
+/// A large body's blocks are reserved ahead of the writes, a few MiB at a time, with
+/// `fallocate(FALLOC_FL_KEEP_SIZE)`: the file's size still grows only with the bytes written (a resumed
+/// download still starts where the bytes end), and the kernel's page-cache writes into reserved blocks are
+/// cheaper than allocating as they go (on ext4, about a third less system time for 256 MiB in 256 KiB
+/// writes). Whatever is reserved beyond the last byte is given back when the file closes. Reserving is
+/// only a speed-up: where the file system cannot, or the disk is too full for a step, the sink stops
+/// reserving and the writes themselves report any real shortage.
 final class FileBodySink: BodySink {
+    /// How far ahead of the bytes each reservation reaches, at least.
+    static let reservationStep: Int64 = 8 << 20
+    /// A body reserves nothing until it is declared or seen to be at least this long: for a small file the
+    /// two extra system calls would cost more than they save.
+    static let smallestReservedBody: Int64 = 1 << 20
+
     private let url: URL
     private var descriptor: Int32
     private let resumeOffset: Int64
     private var position: Int64
     private var didBegin = false
+    /// Where this response's body starts in the file.
+    private var bodyStart: Int64 = 0
+    /// Where the body is declared to end, if the response says.
+    private var declaredEnd: Int64?
+    /// The end of the blocks reserved so far; `bodyStart` while nothing is.
+    private var reservedEnd: Int64 = 0
+    private var reserves = true
 
     init(url: URL, resumeOffset: Int64) throws(HeraldError) {
         self.url = url
@@ -195,6 +217,7 @@ final class FileBodySink: BodySink {
                 return .failure(FileIOError.make("Cannot truncate the partial download file", url: url))
             }
             position = resumeOffset
+            startBody(declaredLength: declaredLength)
             return .success(resumeOffset)
         }
         if resumeOffset > 0, !(200..<300).contains(response.statusCode) {
@@ -210,7 +233,32 @@ final class FileBodySink: BodySink {
             return .failure(FileIOError.make("Cannot truncate the download file", url: url))
         }
         position = 0
+        startBody(declaredLength: declaredLength)
         return .success(0)
+    }
+
+    private func startBody(declaredLength: Int64?) {
+        bodyStart = position
+        reservedEnd = position
+        declaredEnd = declaredLength.map { position + $0 }
+    }
+
+    /// Reserves the blocks from the reservation's end to a step beyond it, and to `end` at least; no further
+    /// than the declared end while the body is within it.
+    private func reserve(through end: Int64) {
+        if reservedEnd == bodyStart, end - bodyStart < Self.smallestReservedBody,
+            (declaredEnd ?? 0) - bodyStart < Self.smallestReservedBody
+        {
+            return
+        }
+        var next = reservedEnd + Self.reservationStep
+        if let declaredEnd, declaredEnd >= end { next = min(next, declaredEnd) }
+        next = max(next, end)
+        guard herald_reserve_file_blocks(descriptor, off_t(reservedEnd), off_t(next - reservedEnd)) == 0 else {
+            reserves = false
+            return
+        }
+        reservedEnd = next
     }
 
     /// Makes the file `length` bytes long; whether that worked. A file already that long is left alone:
@@ -224,6 +272,7 @@ final class FileBodySink: BodySink {
     }
 
     func write(_ bytes: UnsafeRawBufferPointer) -> HeraldError? {
+        if reserves, position + Int64(bytes.count) > reservedEnd { reserve(through: position + Int64(bytes.count)) }
         var written = 0
         while written < bytes.count {
             let count = pwrite(
@@ -249,6 +298,9 @@ final class FileBodySink: BodySink {
 
     private func closeDescriptor() {
         guard descriptor >= 0 else { return }
+        // Gives back the blocks reserved beyond the last byte (truncating to the file's own size frees
+        // them; a size above zero leaves ext4's flush-on-close safeguard, described at `cut`, unarmed).
+        if reservedEnd > position, position > 0 { _ = ftruncate(descriptor, off_t(position)) }
         close(descriptor)
         descriptor = -1
     }

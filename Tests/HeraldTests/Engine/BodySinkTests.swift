@@ -1,3 +1,4 @@
+import CCurl
 import Foundation
 import Testing
 
@@ -123,5 +124,102 @@ struct BodySinkTests {
         #expect(mincore(UnsafeMutableRawPointer(bitPattern: first), end - first, &residency) == 0)
         #expect(residency.allSatisfy { $0 & 1 == 1 }, "\(residency.filter { $0 & 1 == 0 }.count) pages not resident")
         _ = sink.finish()
+    }
+
+    // MARK: - file sink
+
+    /// The file's size and the bytes the file system holds for it (blocks reserved past its end included).
+    private static func footprint(_ url: URL) -> (size: Int64, allocated: Int64) {
+        var status = stat()
+        guard stat(url.path, &status) == 0 else { return (-1, -1) }
+        return (Int64(status.st_size), Int64(status.st_blocks) * 512)
+    }
+
+    private static func write(_ bytes: [UInt8], to sink: FileBodySink, piece: Int) -> HeraldError? {
+        var start = 0
+        while start < bytes.count {
+            let end = min(start + piece, bytes.count)
+            let failure = bytes[start..<end].withUnsafeBytes { sink.write($0) }
+            if let failure { return failure }
+            start = end
+        }
+        return nil
+    }
+
+    /// Whether the file system under `directory` reserves blocks past a file's end.
+    private static func reservesBlocks(in directory: URL) -> Bool {
+        let probe = directory.appendingPathComponent("probe")
+        let descriptor = open(probe.path, O_WRONLY | O_CREAT, 0o600)
+        defer {
+            close(descriptor)
+            unlink(probe.path)
+        }
+        return descriptor >= 0 && herald_reserve_file_blocks(descriptor, 0, 1 << 20) == 0
+    }
+
+    @Test("a large file body's blocks are reserved ahead of the writes and the rest given back at close")
+    func fileSinkReservesAheadAndGivesBack() throws {
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let url = scratch.url.appendingPathComponent("large.bin")
+        let step = FileBodySink.reservationStep
+        let sink = try FileBodySink(url: url, resumeOffset: 0)
+        // Declared far longer than what arrives: a server that stops early, or lies.
+        let declared = 5 * step
+        #expect(
+            try sink.begin(response: Self.response(contentLength: Int(declared)), declaredLength: declared).get() == 0)
+        let first = Self.bytes(3 << 20, seed: 7)
+        #expect(Self.write(first, to: sink, piece: 256 << 10) == nil)
+        let during = Self.footprint(url)
+        // The size is the bytes written, whatever is reserved: a resumed download starts where the bytes end.
+        #expect(during.size == Int64(first.count))
+        if Self.reservesBlocks(in: scratch.url) {
+            #expect(during.allocated >= step, "\(during.allocated) bytes allocated after \(first.count) written")
+        }
+        _ = sink.finish()
+        let after = Self.footprint(url)
+        #expect(after.size == Int64(first.count))
+        // Given back: no more than the bytes and a few blocks of the file system's own.
+        #expect(after.allocated <= Int64(first.count) + (64 << 10), "\(after.allocated) bytes allocated at close")
+        #expect(sink.file?.byteCount == Int64(first.count))
+        #expect(try Data(contentsOf: url) == Data(first))
+    }
+
+    @Test("a small file body reserves nothing; a resumed one reserves from where the file ends")
+    func fileSinkSmallAndResumedBodies() throws {
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+
+        let small = scratch.url.appendingPathComponent("small.bin")
+        let smallSink = try FileBodySink(url: small, resumeOffset: 0)
+        _ = smallSink.begin(response: Self.response(contentLength: 1024), declaredLength: 1024)
+        #expect(Self.write(Self.bytes(1024, seed: 1), to: smallSink, piece: 1024) == nil)
+        #expect(Self.footprint(small).allocated <= 64 << 10)
+        _ = smallSink.finish()
+        #expect(Self.footprint(small).size == 1024)
+
+        // Two MiB already on disk; the server continues with a range from there.
+        let partial = scratch.url.appendingPathComponent("partial.bin")
+        let head = Self.bytes(2 << 20, seed: 2)
+        try Data(head).write(to: partial)
+        let sink = try FileBodySink(url: partial, resumeOffset: Int64(head.count))
+        var headers = HTTPHeaders()
+        headers.add(
+            name: "Content-Range",
+            value: "bytes \(head.count)-\(head.count + (10 << 20) - 1)/\(head.count + (10 << 20))")
+        let ranged = HTTPResponse(url: URL(string: "http://127.0.0.1/")!, statusCode: 206, headers: headers)
+        #expect(try sink.begin(response: ranged, declaredLength: 10 << 20).get() == Int64(head.count))
+        let tail = Self.bytes(1 << 20, seed: 3)
+        #expect(Self.write(tail, to: sink, piece: 100_000) == nil)
+        let during = Self.footprint(partial)
+        #expect(during.size == Int64(head.count + tail.count))
+        if Self.reservesBlocks(in: scratch.url) {
+            #expect(during.allocated >= Int64(head.count) + FileBodySink.reservationStep)
+        }
+        _ = sink.finish()
+        let after = Self.footprint(partial)
+        #expect(after.size == Int64(head.count + tail.count))
+        #expect(after.allocated <= Int64(head.count + tail.count) + (64 << 10))
+        #expect(try Data(contentsOf: partial) == Data(head + tail))
     }
 }
