@@ -29,6 +29,8 @@
 # MiB/s is N MiB over the client's own wall time of the transfer (resume to the end of the completion
 # handler, the move included); CPU seconds and peak RSS are of the whole process, from wait4(2).
 # Each large run starts after a `sync` (not timed), so that writeback of earlier writes doesn't land in it.
+# The source file stays mapped in memory for the whole run (CClient/hold-resident.c), so that no download
+# waits for nginx to read back pages the kernel dropped.
 # The C client uses Herald's curl receive buffer sizes (CURLOPT_BUFFERSIZE 512 KiB to a file, 64 KiB in memory),
 # so the ratio compares the libraries, not the buffer size. --skip-large leaves them out.
 # Missing a target (Docs/Performance.md) is reported, never fatal: the exit status is non-zero only for wrong bytes,
@@ -89,8 +91,13 @@ source "$here/nginx/bench-env.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/herald-bench-transfers.XXXXXX")
 nginx_pid=""
 client_pid=""
+holder_pid=""
 cleanup() {
     local status=$?
+    if [ -n "$holder_pid" ]; then
+        kill -TERM "$holder_pid" 2>/dev/null || true
+        wait "$holder_pid" 2>/dev/null || true
+    fi
     if [ -n "$client_pid" ]; then
         kill -TERM "$client_pid" 2>/dev/null || true # rusage-run passes it on to the client
         wait "$client_pid" 2>/dev/null || true
@@ -113,6 +120,7 @@ log "building the C client and the rusage wrapper"
 "$CC" -O2 -Wall -o "$here/CClient/curl-uv-client" "$here/CClient/curl-uv-client.c" \
     $(pkg-config --cflags --libs libcurl libuv)
 "$CC" -O2 -Wall -o "$work/rusage-run" "$here/CClient/rusage-run.c"
+"$CC" -O2 -Wall -o "$work/hold-resident" "$here/CClient/hold-resident.c"
 
 swift_bin=""
 herald_download_missing=0
@@ -151,6 +159,20 @@ if [ "$skip_large" = 0 ]; then
     [ "$(stat -c %s "$prefix/www/large.bin")" = "$large_bytes" ] || { log "could not generate $prefix/www/large.bin"; exit 1; }
     # On disk now, so that its writeback doesn't land in the middle of a measured download.
     sync "$prefix/www/large.bin"
+    # And in memory until the end, mapped (and locked where allowed): the kernel may drop page-cache pages
+    # that look idle, and then a download would wait for nginx to read the file back from the disk
+    # (CClient/hold-resident.c says when).
+    mkfifo "$work/hold.fifo"
+    "$work/hold-resident" "$prefix/www/large.bin" >"$work/hold.fifo" 2>"$work/hold.err" &
+    holder_pid=$!
+    holder_line=""
+    read -r holder_line <"$work/hold.fifo" || true
+    if [ -n "$holder_line" ]; then
+        log "source file $holder_line$(sed 's/^hold-resident: / — /' "$work/hold.err" | head -n 1)"
+    else
+        log "could not keep the source file in memory: $(head -n 1 "$work/hold.err")"
+        holder_pid=""
+    fi
     mkdir -p "$work/downloads"
 fi
 chmod -R a+rX "$work"
