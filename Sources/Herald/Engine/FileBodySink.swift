@@ -1,0 +1,157 @@
+import CCurl
+import Foundation
+
+/// Writes the body to a file with `pwrite` as it arrives: small sequential writes on the loop thread,
+/// constant memory for any size.
+///
+/// A large body's blocks are reserved ahead of the writes, a few MiB at a time, with
+/// `fallocate(FALLOC_FL_KEEP_SIZE)`: the file's size still grows only with the bytes written (a resumed
+/// download still starts where the bytes end), and the kernel's page-cache writes into reserved blocks are
+/// cheaper than allocating as they go (on ext4, about a third less system time for 256 MiB in 256 KiB
+/// writes). Whatever is reserved beyond the last byte is given back when the file closes. Reserving is
+/// only a speed-up: where the file system cannot, or the disk is too full for a step, the sink stops
+/// reserving and the writes themselves report any real shortage.
+final class FileBodySink: BodySink {
+    /// How far ahead of the bytes each reservation reaches, at least.
+    static let reservationStep: Int64 = 8 << 20
+    /// A body reserves nothing until it is declared or seen to be at least this long: for a small file the
+    /// two extra system calls would cost more than they save.
+    static let smallestReservedBody: Int64 = 1 << 20
+
+    private let url: URL
+    private var descriptor: Int32
+    private let resumeOffset: Int64
+    private var position: Int64
+    private var didBegin = false
+    /// Where this response's body starts in the file.
+    private var bodyStart: Int64 = 0
+    /// Where the body is declared to end, if the response says.
+    private var declaredEnd: Int64?
+    /// The end of the blocks reserved so far; `bodyStart` while nothing is.
+    private var reservedEnd: Int64 = 0
+    private var reserves = true
+
+    init(url: URL, resumeOffset: Int64) throws(HeraldError) {
+        self.url = url
+        self.resumeOffset = resumeOffset
+        self.position = resumeOffset
+        descriptor = open(url.path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw FileIOError.make("Cannot open the download file", url: url) }
+    }
+
+    deinit { closeDescriptor() }
+
+    func begin(response: HTTPResponse, declaredLength: Int64?) -> Result<Int64, HeraldError> {
+        didBegin = true
+        if resumeOffset > 0, response.statusCode == 206 {
+            // A range answer continues the partial file only if it starts exactly where the file ends.
+            guard let start = Self.rangeStart(response.headers["Content-Range"]), start == resumeOffset else {
+                return .failure(
+                    HeraldError(
+                        .cannotResume,
+                        "The server answered the resumed download with a range that does not start at byte "
+                            + "\(resumeOffset) (Content-Range: \(response.headers["Content-Range"] ?? "none")).",
+                        url: response.url))
+            }
+            guard cut(to: resumeOffset) else {
+                return .failure(FileIOError.make("Cannot truncate the partial download file", url: url))
+            }
+            position = resumeOffset
+            startBody(declaredLength: declaredLength)
+            return .success(resumeOffset)
+        }
+        if resumeOffset > 0, !(200..<300).contains(response.statusCode) {
+            // Not a representation at all (416, 412, 5xx…): never overwrite the partial file with an error page.
+            return .failure(
+                HeraldError(
+                    .cannotResume, "The server refused to resume the download (status \(response.statusCode)).",
+                    url: response.url, statusCode: response.statusCode))
+        }
+        // A whole representation (the server ignored the range, or the resource changed and If-Range
+        // made it send all of it): restart the file from zero, never splice two versions.
+        guard cut(to: 0) else {
+            return .failure(FileIOError.make("Cannot truncate the download file", url: url))
+        }
+        position = 0
+        startBody(declaredLength: declaredLength)
+        return .success(0)
+    }
+
+    private func startBody(declaredLength: Int64?) {
+        bodyStart = position
+        reservedEnd = position
+        declaredEnd = declaredLength.map { position + $0 }
+    }
+
+    /// Reserves the blocks from the reservation's end to a step beyond it, and to `end` at least; no further
+    /// than the declared end while the body is within it.
+    private func reserve(through end: Int64) {
+        if reservedEnd == bodyStart, end - bodyStart < Self.smallestReservedBody,
+            (declaredEnd ?? 0) - bodyStart < Self.smallestReservedBody
+        {
+            return
+        }
+        var next = reservedEnd + Self.reservationStep
+        if let declaredEnd, declaredEnd >= end { next = min(next, declaredEnd) }
+        next = max(next, end)
+        guard herald_reserve_file_blocks(descriptor, off_t(reservedEnd), off_t(next - reservedEnd)) == 0 else {
+            reserves = false
+            return
+        }
+        reservedEnd = next
+    }
+
+    /// Makes the file `length` bytes long; whether that worked. A file already that long is left alone:
+    /// on ext4, truncating a file to zero marks it so that closing it starts writing all its pages out
+    /// (the `auto_da_alloc` safeguard for programs that rewrite a file in place), which would make every
+    /// fresh download wait for the disk at its end.
+    private func cut(to length: Int64) -> Bool {
+        var status = stat()
+        if fstat(descriptor, &status) == 0, Int64(status.st_size) == length { return true }
+        return ftruncate(descriptor, off_t(length)) == 0
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer) -> HeraldError? {
+        if reserves, position + Int64(bytes.count) > reservedEnd { reserve(through: position + Int64(bytes.count)) }
+        var written = 0
+        while written < bytes.count {
+            let count = pwrite(
+                descriptor, bytes.baseAddress.map { $0 + written }, bytes.count - written, off_t(position))
+            if count < 0 {
+                if errno == EINTR { continue }
+                return FileIOError.make("Writing the download file failed", url: url)
+            }
+            written += count
+            position += Int64(count)
+        }
+        return nil
+    }
+
+    func finish() -> Data {
+        closeDescriptor()
+        return Data()
+    }
+
+    var file: DownloadedFile? {
+        DownloadedFile(url: url, byteCount: position, receivedBody: didBegin)
+    }
+
+    private func closeDescriptor() {
+        guard descriptor >= 0 else { return }
+        // Gives back the blocks reserved beyond the last byte (truncating to the file's own size frees
+        // them; a size above zero leaves ext4's flush-on-close safeguard, described at `cut`, unarmed).
+        if reservedEnd > position, position > 0 { _ = ftruncate(descriptor, off_t(position)) }
+        close(descriptor)
+        descriptor = -1
+    }
+
+    /// The first byte of `Content-Range: bytes a-b/n`.
+    static func rangeStart(_ value: String?) -> Int64? {
+        guard let value else { return nil }
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
+        let spec = trimmed.dropFirst("bytes ".count).trimmingCharacters(in: .whitespaces)
+        guard let dash = spec.firstIndex(of: "-") else { return nil }
+        return Int64(spec[..<dash])
+    }
+}
