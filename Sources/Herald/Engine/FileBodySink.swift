@@ -83,22 +83,22 @@ final class FileBodySink: BodySink {
         declaredEnd = declaredLength.map { position + $0 }
     }
 
-    /// Reserves the blocks from the reservation's end to a step beyond it, and to `end` at least; no further
-    /// than the declared end while the body is within it.
+    /// Reserves the blocks from the bytes (or the reservation's end, if further) to a step beyond, and to
+    /// `end` at least; no further than the declared end while the body is within it.
     private func reserve(through end: Int64) {
         if reservedEnd == bodyStart, end - bodyStart < Self.smallestReservedBody,
             (declaredEnd ?? 0) - bodyStart < Self.smallestReservedBody
         {
             return
         }
-        var next = reservedEnd + Self.reservationStep
+        let start = max(reservedEnd, position)
+        var next = start + Self.reservationStep
         if let declaredEnd, declaredEnd >= end { next = min(next, declaredEnd) }
         next = max(next, end)
-        guard herald_reserve_file_blocks(descriptor, off_t(reservedEnd), off_t(next - reservedEnd)) == 0 else {
-            reserves = false
-            return
-        }
+        // Counted before the call: a call that fails may still have reserved part of the range, which the
+        // close gives back with the rest.
         reservedEnd = next
+        if herald_reserve_file_blocks(descriptor, off_t(start), off_t(next - start)) != 0 { reserves = false }
     }
 
     /// Makes the file `length` bytes long; whether that worked. A file already that long is left alone:
