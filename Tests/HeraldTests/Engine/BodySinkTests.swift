@@ -19,7 +19,7 @@ struct BodySinkTests {
         }
     }
 
-    private static func write(_ bytes: [UInt8], to sink: MemoryBodySink, piece: Int) -> HeraldError? {
+    private static func write(_ bytes: [UInt8], to sink: some BodySink, piece: Int) -> HeraldError? {
         var start = 0
         while start < bytes.count {
             let end = min(start + piece, bytes.count)
@@ -133,17 +133,6 @@ struct BodySinkTests {
         var status = stat()
         guard stat(url.path, &status) == 0 else { return (-1, -1) }
         return (Int64(status.st_size), Int64(status.st_blocks) * 512)
-    }
-
-    private static func write(_ bytes: [UInt8], to sink: FileBodySink, piece: Int) -> HeraldError? {
-        var start = 0
-        while start < bytes.count {
-            let end = min(start + piece, bytes.count)
-            let failure = bytes[start..<end].withUnsafeBytes { sink.write($0) }
-            if let failure { return failure }
-            start = end
-        }
-        return nil
     }
 
     /// Whether the file system under `directory` reserves blocks past a file's end.
