@@ -7,11 +7,14 @@
 
 #include <curl/curl.h>
 #include <linux/falloc.h>
+#include <linux/magic.h>
 #include <malloc.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/types.h>
+#include <sys/vfs.h>
 
 // MARK: - libcurl versions
 //
@@ -215,6 +218,13 @@ extern int fallocate(int fd, int mode, off_t offset, off_t length);
 // (FALLOC_FL_KEEP_SIZE): 0, or -1 with errno set (EOPNOTSUPP where the file system has no such thing).
 static inline int herald_reserve_file_blocks(int fd, off_t offset, off_t length) {
     return fallocate(fd, FALLOC_FL_KEEP_SIZE, offset, length);
+}
+
+// Whether the file open at `fd` is on ext2, ext3 or ext4 (which share one magic number); false if
+// fstatfs fails. Swift's Glibc module has no <sys/vfs.h>.
+static inline bool herald_file_is_on_ext4(int fd) {
+    struct statfs info;
+    return fstatfs(fd, &info) == 0 && info.f_type == EXT4_SUPER_MAGIC;
 }
 
 // MARK: - memory

@@ -4,19 +4,25 @@ import Foundation
 /// Writes the body to a file with `pwrite` as it arrives: small sequential writes on the loop thread,
 /// constant memory for any size.
 ///
-/// A large body's blocks are reserved ahead of the writes, a few MiB at a time, with
-/// `fallocate(FALLOC_FL_KEEP_SIZE)`: the file's size still grows only with the bytes written (a resumed
-/// download still starts where the bytes end), and the kernel's page-cache writes into reserved blocks are
-/// cheaper than allocating as they go (on ext4, about a third less system time for 256 MiB in 256 KiB
-/// writes). Whatever is reserved beyond the last byte is given back when the file closes. Reserving is
-/// only a speed-up: where the file system cannot, or the disk is too full for a step, the sink stops
-/// reserving and the writes themselves report any real shortage.
+/// On ext4, a large body's blocks are reserved ahead of the writes, a few MiB at a time and never past the
+/// declared length, with `fallocate(FALLOC_FL_KEEP_SIZE)`: the file's size still grows only with the bytes
+/// written (a resumed download still starts where the bytes end), and the kernel's page-cache writes into
+/// reserved blocks are cheaper than allocating as they go (about a third less system time for 256 MiB in
+/// 256 KiB writes). Whatever is reserved beyond the last byte (a body of unknown length, one that ended
+/// early) is given back when the file closes, by truncating the file to its own size, which on ext4 only
+/// frees those blocks. Other file systems are written as they come: that is where this was measured, and
+/// there the give-back could cost more (on XFS, truncating to the same size waits for the file's dirty
+/// pages to reach the disk). Reserving is only a speed-up: where it fails, or the disk is too full for a
+/// step, the sink stops reserving and the writes themselves report any real shortage.
 final class FileBodySink: BodySink {
     /// How far ahead of the bytes each reservation reaches, at least.
     static let reservationStep: Int64 = 8 << 20
     /// A body reserves nothing until it is declared or seen to be at least this long: for a small file the
-    /// two extra system calls would cost more than they save.
+    /// extra system calls would cost more than they save.
     static let smallestReservedBody: Int64 = 1 << 20
+
+    /// Whether the sink reserves blocks for the file open at `descriptor`: whether its file system is ext4.
+    static func reservesBlocks(forFileAt descriptor: Int32) -> Bool { herald_file_is_on_ext4(descriptor) }
 
     private let url: URL
     private var descriptor: Int32
@@ -29,7 +35,10 @@ final class FileBodySink: BodySink {
     private var declaredEnd: Int64?
     /// The end of the blocks reserved so far; `bodyStart` while nothing is.
     private var reservedEnd: Int64 = 0
-    private var reserves = true
+    /// Whether to reserve: unknown until the first reservation, false once one fails.
+    private var reserves: Bool?
+    /// Whether blocks past the last byte may be reserved, to be given back at close.
+    private var mayHoldBlocksPastEnd = false
 
     init(url: URL, resumeOffset: Int64) throws(HeraldError) {
         self.url = url
@@ -91,14 +100,20 @@ final class FileBodySink: BodySink {
         {
             return
         }
+        if reserves == nil { reserves = Self.reservesBlocks(forFileAt: descriptor) }
+        guard reserves == true else { return }
         let start = max(reservedEnd, position)
         var next = start + Self.reservationStep
         if let declaredEnd, declaredEnd >= end { next = min(next, declaredEnd) }
         next = max(next, end)
-        // Counted before the call: a call that fails may still have reserved part of the range, which the
-        // close gives back with the rest.
         reservedEnd = next
-        if herald_reserve_file_blocks(descriptor, off_t(start), off_t(next - start)) != 0 { reserves = false }
+        if herald_reserve_file_blocks(descriptor, off_t(start), off_t(next - start)) == 0 {
+            mayHoldBlocksPastEnd = true
+        } else {
+            reserves = false
+            // A step the disk could not hold whole may have been reserved in part.
+            if errno == ENOSPC { mayHoldBlocksPastEnd = true }
+        }
     }
 
     /// Makes the file `length` bytes long; whether that worked. A file already that long is left alone:
@@ -112,7 +127,9 @@ final class FileBodySink: BodySink {
     }
 
     func write(_ bytes: UnsafeRawBufferPointer) -> HeraldError? {
-        if reserves, position + Int64(bytes.count) > reservedEnd { reserve(through: position + Int64(bytes.count)) }
+        if reserves != false, position + Int64(bytes.count) > reservedEnd {
+            reserve(through: position + Int64(bytes.count))
+        }
         var written = 0
         while written < bytes.count {
             let count = pwrite(
@@ -138,9 +155,10 @@ final class FileBodySink: BodySink {
 
     private func closeDescriptor() {
         guard descriptor >= 0 else { return }
-        // Gives back the blocks reserved beyond the last byte (truncating to the file's own size frees
-        // them; a size above zero leaves ext4's flush-on-close safeguard, described at `cut`, unarmed).
-        if reservedEnd > position, position > 0 { _ = ftruncate(descriptor, off_t(position)) }
+        // Gives back the blocks reserved beyond the last byte: on ext4, truncating a file to its own size
+        // frees them and nothing else (at zero it arms the flush-on-close safeguard described at `cut`,
+        // which then finds nothing written to flush).
+        if mayHoldBlocksPastEnd, reservedEnd > position { _ = ftruncate(descriptor, off_t(position)) }
         close(descriptor)
         descriptor = -1
     }

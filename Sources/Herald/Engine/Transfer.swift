@@ -268,10 +268,10 @@ final class Transfer: @unchecked Sendable {
     /// Tells the sink a response body starts; returns the error that must stop the transfer, if any.
     func beginSink(for response: HTTPResponse) -> HeraldError? {
         machine.sinkDidBeginResponse()
-        // A size to start from, never more than the response size limit or 64 MiB whatever the server
-        // declares (a lie costs at most that much address space, not memory: the pages stay untouched).
+        // The declared length, never more than the response size limit (each sink decides how far to trust
+        // it: the memory sink starts no larger than 64 MiB, the file sink reserves a step at a time).
         let limit = request.maximumResponseSize > 0 ? Int64(request.maximumResponseSize) : Int64.max
-        let sizeHint = expectedBodyLength.map { min($0, limit, 64 << 20) }
+        let sizeHint = expectedBodyLength.map { min($0, limit) }
         switch sink.begin(response: response, declaredLength: sizeHint) {
         case .success(let offset):
             bodyStartOffset = offset

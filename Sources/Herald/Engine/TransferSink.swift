@@ -34,7 +34,8 @@ struct DownloadedFile: Sendable {
 protocol BodySink: AnyObject {
     /// A final response head arrived and its body follows: prepare for it, discarding whatever an earlier
     /// response left. `declaredLength` is the size the body is expected to have, from the head's
-    /// `Content-Length` capped by the transfer, if it has one; only a hint. Returns the representation
+    /// `Content-Length` capped by the response size limit, if it has one; only a hint, which a server may
+    /// get wrong or lie about. Returns the representation
     /// offset at which this body starts, or why the transfer must stop.
     func begin(response: HTTPResponse, declaredLength: Int64?) -> Result<Int64, HeraldError>
     /// Stores body bytes; returns an error that aborts the transfer.
@@ -62,6 +63,9 @@ final class MemoryBodySink: BodySink {
 
     /// The smallest buffer made for a body of unknown length.
     static let initialCapacity = 16 * 1024
+    /// The largest buffer made from a declared length before the bytes arrive: a lie costs at most that much
+    /// address space, not memory (the pages stay untouched until written).
+    static let largestDeclaredCapacity = 64 << 20
     /// The buffer size from which pages are mapped ahead of the bytes.
     static let prefaultThreshold = 1 << 20
     /// How far ahead of the bytes pages are mapped, in one call.
@@ -87,7 +91,9 @@ final class MemoryBodySink: BodySink {
     func begin(response: HTTPResponse, declaredLength: Int64?) -> Result<Int64, HeraldError> {
         // A new response replaces whatever an earlier one left.
         count = 0
-        self.declaredLength = declaredLength.flatMap { $0 > 0 ? Int(exactly: $0) : nil }
+        self.declaredLength = declaredLength.flatMap {
+            $0 > 0 ? Int(exactly: min($0, Int64(Self.largestDeclaredCapacity))) : nil
+        }
         return .success(0)
     }
 
