@@ -10,9 +10,9 @@ import Foundation
 /// reserved blocks are cheaper than allocating as they go (about a third less system time for 256 MiB in
 /// 256 KiB writes). Whatever is reserved beyond the last byte (a body of unknown length, one that ended
 /// early) is given back when the file closes, by truncating the file to its own size, which on ext4 only
-/// frees those blocks. Other file systems are written as they come: that is where this was measured, and
-/// there the give-back could cost more (on XFS, truncating to the same size waits for the file's dirty
-/// pages to reach the disk). Reserving is only a speed-up: where it fails, or the disk is too full for a
+/// frees those blocks. Other file systems are written as they come: ext4 is where the gain was measured,
+/// and elsewhere the give-back could cost more (on XFS, truncating to the same size waits for the file's
+/// dirty pages to reach the disk). Reserving is only a speed-up: where it fails, or the disk is too full for a
 /// step, the sink stops reserving and the writes themselves report any real shortage.
 final class FileBodySink: BodySink {
     /// How far ahead of the bytes each reservation reaches, at least.
