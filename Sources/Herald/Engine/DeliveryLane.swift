@@ -14,7 +14,7 @@ enum Delivery: Sendable {
     func run() {
         switch self {
         case .work(let work): work()
-        case .finishedTransfer(let delegate, let outcome): delegate.transferDidFinishOffLoop(outcome)
+        case .finishedTransfer(let delegate, let outcome): delegate.proceed(after: outcome)
         }
     }
 }
@@ -38,15 +38,14 @@ enum Delivery: Sendable {
 /// the thread going back to the pool and the loop thread a wake-up to bring it back: with ``FollowUpWait``
 /// on the loop thread, such a request costs one context switch, as a single thread running curl does. The
 /// library's blocks for the session's queue (its completion work, hooks, event blocks) go through
-/// ``enqueue(on:_:)``, which counts them: the last of them to run may wait, none waits while another is
+/// `enqueue(_:)`, which counts them: the last of them to run may wait, none waits while another is
 /// queued, and one queued during a wait ends it. The wait also ends as soon as a batch is published; it
 /// holds up what else is dispatched to the queue (a caller's own blocks, progress handlers) by at most
 /// ``waitDuration``, and ``WaitBackoff`` turns it off while the batches come later than that.
 final class DeliveryLane: @unchecked Sendable {
     // Safety: `collected` and `isCollecting` are used on the loop thread only; `handedOver` is guarded by
-    // its lock; `batchesRun`, `backoff` and the wait counts are used on `queue` only (or on the event queue
-    // that targets it, which runs in turns with it), and only when it is serial (`waitsForNextBatch`); the
-    // other counters are atomic.
+    // its lock; `batchesRun`, `backoff` and the wait counts are used on `queue` only, and only when it is
+    // serial (`waitsForNextBatch`); the other counters are atomic.
     let queue: DispatchQueue
     let group: DispatchGroup?
     /// Whether this lane may wait for its next batch: only on a serial queue the session owns.
@@ -107,24 +106,13 @@ final class DeliveryLane: @unchecked Sendable {
     /// The session's transfers started and not yet handed over, for tests.
     var outstandingTransfers: Int { transfersOutstanding.load(ordering: .relaxed) }
 
-    /// Runs `work` on `queue` (default this lane's queue; else one that targets it, as the session's event
-    /// queue does), in the lane's group when on the lane's queue, counted as the library's work: the last
-    /// such block to finish may wait for the next batch (``awaitNextBatch()``).
-    func enqueue(on queue: DispatchQueue? = nil, _ work: @escaping @Sendable () -> Void) {
-        queuedWork.add(1, ordering: .relaxed)
-        let block: @Sendable () -> Void = { [self] in
-            work()
-            finishedQueuedWork()
-        }
-        if let queue {
-            queue.async(execute: block)
-        } else {
-            self.queue.async(group: group, execute: block)
-        }
+    /// Runs `work` on this lane's queue, in its group, counted as the library's work: the last such block to
+    /// finish may wait for the next batch (``awaitNextBatch()``).
+    func enqueue(_ work: @escaping @Sendable () -> Void) {
+        enqueue(.work(work))
     }
 
-    /// Runs `delivery` on this lane's queue, in its group, counted as the library's work (as
-    /// ``enqueue(on:_:)``, in one closure instead of two).
+    /// Runs `delivery` on this lane's queue, in its group, counted as the library's work.
     func enqueue(_ delivery: Delivery) {
         queuedWork.add(1, ordering: .relaxed)
         queue.async(group: group) { [self] in

@@ -14,6 +14,9 @@ enum TransferCommand: Sendable {
     case becomeDownload(Transfer, sink: TransferSink, delegate: any TransferDelegate)
     /// Stop the transfer and finish it with `error`.
     case remove(Transfer, error: HeraldError)
+    /// Close the session's connection pool: every transfer still in it finishes with `error`, and its
+    /// connections, sockets and timers close (``MultiHandle/close(cancellingWith:)``).
+    case closePool(HeraldError)
 }
 
 extension MultiHandle {
@@ -34,6 +37,8 @@ extension MultiHandle {
             }
         case .remove(let transfer, let error):
             remove(transfer, error: error)
+        case .closePool(let error):
+            close(cancellingWith: error)
         }
     }
 }

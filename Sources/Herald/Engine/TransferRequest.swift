@@ -73,13 +73,15 @@ protocol TransferDelegate: AnyObject, Sendable {
     /// Request body bytes were sent; `expected` is the body's length when known.
     func transferDidSendBytes(total sent: Int64, expected: Int64?)
     /// The transfer ended. Called exactly once per transfer. The delegate hands the outcome, as it is, to
-    /// where ``transferDidFinishOffLoop(_:)`` runs.
+    /// where ``proceed(after:)`` runs.
     func transferDidFinish(_ outcome: TransferOutcome)
-    /// The rest of a transfer's end, off the loop thread: where the delegate's session runs it, after
-    /// `transferDidFinish(_:)` handed the outcome there as a ``Delivery/finishedTransfer(_:_:)``. The
+    /// What follows the transfer's end (the next hop, a retry, completing the task), on the session's
+    /// transport lane: on the loop thread itself when it was the session's only transfer, else on the
+    /// session's transport queue, where `transferDidFinish(_:)` handed the outcome as a
+    /// ``Delivery/finishedTransfer(_:_:)``. Never where user code runs. The
     /// delegate calls ``TransferOutcome/settleFinishedHandle()`` first, before it copies the outcome
     /// anywhere or reads its metrics: until then an outcome whose easy handle travels with it has none.
-    func transferDidFinishOffLoop(_ outcome: TransferOutcome)
+    func proceed(after outcome: TransferOutcome)
 }
 
 /// How a transfer ended.

@@ -17,33 +17,20 @@ import HeraldNotifications
 final class SessionEventPoster: Sendable {
     let center: NotificationHub
     let sessionIdentifier: Int
-    /// Every lifecycle notification of the session is posted from this serial queue, in causal order.
+    /// Every lifecycle notification of the session is posted from this serial queue, in causal order. It
+    /// is a queue of its own, targeting no queue the session's transfers or completion handlers use: a
+    /// `.posting` observer that takes its time delays the session's later notifications and nothing else.
     let eventQueue: DispatchQueue
-    /// The lane that counts the library's blocks for the session's own completion queue, which the event
-    /// queue then runs on (``DeliveryLane/enqueue(on:_:)``); `nil` when the caller passed the completion
-    /// queue.
-    private let lane: DeliveryLane?
 
-    /// - Parameter target: The queue the event queue runs its work on (`target` of `DispatchQueue`), or
-    ///   `nil` for a global one. With the session's own serial completion queue, notifications and
-    ///   completion handlers take turns on one queue and never run at the same time.
-    ///   - lane: The lane of the session's work after its transfers, when `target` is the session's own
-    ///     completion queue.
-    init(center: NotificationHub, sessionIdentifier: Int, target: DispatchQueue?, lane: DeliveryLane?) {
+    init(center: NotificationHub, sessionIdentifier: Int) {
         self.center = center
         self.sessionIdentifier = sessionIdentifier
-        self.eventQueue = DispatchQueue(label: "herald.session.\(sessionIdentifier).events", target: target)
-        self.lane = lane
+        self.eventQueue = DispatchQueue(label: "herald.session.\(sessionIdentifier).events")
     }
 
-    /// Runs `work` on the event queue, counted with the library's other blocks for the session's own
-    /// completion queue when the event queue runs on it.
+    /// Runs `work` on the event queue.
     func async(_ work: @escaping @Sendable () -> Void) {
-        if let lane {
-            lane.enqueue(on: eventQueue, work)
-        } else {
-            eventQueue.async(execute: work)
-        }
+        eventQueue.async(execute: work)
     }
 
     /// Called right after a real transition to `running` or `suspended`, in the order of the transitions.

@@ -54,7 +54,7 @@ extension SessionManager {
                 .work { [self] in
                     let result = task.completionResult(for: outcome, serializer: serializer)
                     deliver(task, outcome: outcome, result: result, serializer: serializer)
-                }, to: afterTransferLane)
+                }, to: completionLane)
         } else {
             // The caller's queue (perhaps the main queue) is not the place for parsing or file moves.
             DispatchQueue.global(qos: .userInitiated).async { [self] in

@@ -28,32 +28,40 @@ extension SessionManager {
     /// command sent before it.
     func send(_ command: TransferCommand) {
         guard let multi else { return }
-        if case .start = command { afterTransferLane.transferStarted() }
+        if case .start = command { completionLane.transferStarted() }
         engine.execute(command, on: multi)
     }
 
-    /// Runs what follows a finished transfer — cookies, the next hop or retry, completing the task — off the
-    /// loop thread, which every transfer of the engine shares: on the completion queue the session owns
-    /// (where the task's completion goes next, so no thread hand-off is added), else on a global queue,
-    /// never on a queue the caller passed in. From the loop thread, the transfers that finish in one loop
-    /// iteration share one dispatch. On the session's own queue this work waits behind a running completion
-    /// handler or response hook, as the other tasks' completion handlers do; a queue of its own measured
-    /// 2% fewer requests per second at 64 concurrent and 7% fewer one at a time. There `task` hears of its
-    /// transfer's end in ``SessionTask/transferDidFinishOffLoop(_:)``.
-    /// Runs one of the library's blocks (a hook, a handler of the library's) on the completion queue, in
-    /// ``completionGroup``; on the session's own queue, counted by its lane (see
-    /// ``DeliveryLane/enqueue(on:_:)``).
+    /// Runs one of the library's blocks (a progress or body hook, a handler of the library's) on the
+    /// completion queue, in ``completionGroup``; on the session's own queue, counted by its lane (see
+    /// `DeliveryLane.enqueue(_:)`). Nothing the transport waits for goes this way.
     func runOnCompletionQueue(_ work: @escaping @Sendable () -> Void) {
         if ownsCompletionQueue {
-            afterTransferLane.enqueue(work)
+            completionLane.enqueue(work)
         } else {
             completionQueue.async(group: completionGroup, execute: work)
         }
     }
 
+    /// Runs what follows a finished transfer — its metrics, cookies, the next hop or retry, completing the
+    /// task — on the transport lane, never where user code runs: called on the loop thread when curl
+    /// reports the transfer done (or where a fresh cached response stood in for one).
+    ///
+    /// When it was the session's only transfer in flight, the loop thread does this work itself, at once:
+    /// nothing else of the session waits for the loop, and a request sent one at a time then costs two
+    /// thread hand-offs (to the loop and back to the completion queue), not three. With other transfers in
+    /// flight it goes to the session's transport queue, batched with the loop iteration's other finished
+    /// transfers into one dispatch, so that the loop thread, which every transfer of the engine shares,
+    /// spends its time on transfers. Either way a slow completion handler, observer or another task's hook
+    /// never holds it back. `task` hears of its transfer's end in ``SessionTask/proceed(after:)``.
     func afterTransfer(_ task: SessionTask, outcome: TransferOutcome) {
-        afterTransferLane.transferHandedOver()
-        engine.deliver(.finishedTransfer(task, outcome), to: afterTransferLane)
+        let wasAlone = completionLane.outstandingTransfers == 1
+        completionLane.transferHandedOver()
+        if wasAlone, engine.isOnLoopThread {
+            task.proceed(after: outcome)
+        } else {
+            engine.deliver(.finishedTransfer(task, outcome), to: transportLane)
+        }
     }
 
     func transferRequest(

@@ -54,11 +54,10 @@ extension SessionManager {
     /// ``ResponseDisposition/becomeDownload``.
     ///
     /// The transfer pauses at the response — before the first body byte is stored, or for a response
-    /// without a body before the task completes — and the hook runs on ``completionQueue``, never on the
-    /// engine's loop thread, so it may take its time: other transfers keep moving bytes meanwhile. What
-    /// runs on the completion queue waits for it, as for a completion handler: other tasks' completion
-    /// handlers and, on the session's own completion queue, the step after each finished transfer (its
-    /// redirect, retry or completion). The answer then
+    /// without a body before the task completes — and the hook runs on a global dispatch queue, never on
+    /// the engine's loop thread nor on ``completionQueue``, so it may take its time: it holds back its own
+    /// task only, while other transfers keep moving bytes and other tasks' redirects, retries and
+    /// completions go on. Its answer is not ordered with other tasks' hooks. The answer then
     /// takes effect on the loop thread. A user ``SessionTask/suspend()`` while the hook runs stays in
     /// force: `.allow` does not continue a suspended task, its ``SessionTask/resume()`` does. A
     /// ``SessionTask/cancel()`` meanwhile wins over any answer. A response served from ``SessionConfiguration/responseCache``
@@ -92,7 +91,7 @@ extension SessionManager {
     /// `taskDidResume`, and it is announced by exactly one `taskDidComplete`, whose payload has the
     /// file's ``TaskCompletion/assetPath`` and no response data.
     ///
-    /// Runs on ``completionQueue`` right after ``dataTaskDidReceiveResponse`` returned, before any body
+    /// Runs right after ``dataTaskDidReceiveResponse`` returned, on the same global queue, before any body
     /// byte is written. Default `nil`.
     public var dataTaskDidBecomeDownloadTask: (@Sendable (_ dataTask: DataTask, _ downloadTask: DownloadTask) -> Void)?
     {

@@ -14,12 +14,9 @@ extension SessionManager {
     ///   except that `true` still cancels what is outstanding.
     public func invalidate(cancelingTasks: Bool) {
         let outstanding = state.withLock { state -> [SessionTask] in
-            state.isInvalidated = true
-            return Array(state.tasks.values)
+            state.lifecycle.invalidate(cancellingTasks: cancelingTasks) ? Array(state.tasks.values) : []
         }
-        if cancelingTasks {
-            for task in outstanding { task.cancel() }
-        }
+        for task in outstanding { task.cancel() }
         eventPoster.async { [self] in finishInvalidatingIfDone() }
     }
 
@@ -30,41 +27,24 @@ extension SessionManager {
 
     /// Posts `sessionDidInvalidate` and closes the pool once invalidated with no task left. Event queue.
     func finishInvalidatingIfDone() {
-        let finish = state.withLock { state -> Bool in
-            guard state.isInvalidated, state.tasks.isEmpty, !state.didFinishInvalidating else { return false }
-            state.didFinishInvalidating = true
-            return true
-        }
-        guard finish else { return }
+        guard state.withLock({ $0.lifecycle.tasksRemaining($0.tasks.count) }) else { return }
         // Only an empty directory goes: a kept download (a failed move, resume data) keeps it.
         rmdir(downloadDirectory.path)
         // Release the pool first, so that by the time observers hear of the invalidation the engine has
         // already been told to close every connection, socket and timer of this session.
-        if let multi {
-            engine.execute {
-                multi.close(cancellingWith: HeraldError(.sessionInvalidated, "The session was invalidated."))
-            }
-        }
+        send(.closePool(HeraldError(.sessionInvalidated, "The session was invalidated.")))
         // AF's order: the hook first, then the notification, both after every task's completion.
         readHooks { $0.sessionDidBecomeInvalid }?(self, nil)
         notificationCenter.post(
             .sessionDidInvalidate, object: self,
             userInfo: SessionInvalidation(sessionIdentifier: identifier, date: Date(), error: nil))
-        let waiters = state.withLock { state in
-            state.didPostInvalidation = true
-            defer { state.invalidationWaiters = [] }
-            return state.invalidationWaiters
-        }
+        let waiters = state.withLock { $0.lifecycle.announced() }
         for waiter in waiters { waiter() }
     }
 
     /// Calls `body` once `sessionDidInvalidate` has been posted: at once if it already has, otherwise on
     /// the event queue right after the post returns.
     func whenInvalidationPosted(_ body: @escaping @Sendable () -> Void) {
-        let posted = state.withLock { state in
-            if !state.didPostInvalidation { state.invalidationWaiters.append(body) }
-            return state.didPostInvalidation
-        }
-        if posted { body() }
+        if state.withLock({ $0.lifecycle.whenAnnounced(body) }) { body() }
     }
 }

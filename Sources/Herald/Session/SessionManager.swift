@@ -16,12 +16,8 @@ public final class SessionManager: Sendable {
     struct State {
         var nextTaskIdentifier = 1
         var tasks: [Int: SessionTask] = [:]
-        var isInvalidated = false
-        var didFinishInvalidating = false
-        /// Set once `sessionDidInvalidate` has been posted (the post has returned).
-        var didPostInvalidation = false
-        /// Called once `sessionDidInvalidate` has been posted; see `whenInvalidationPosted(_:)`.
-        var invalidationWaiters: [@Sendable () -> Void] = []
+        /// Active, invalidating, closing or invalidated (see ``SessionStateMachine``).
+        var lifecycle = SessionStateMachine()
         var responseSerializer: any ResponseSerializer = JSONResponseSerializer()
         /// Every hook of the session, in one value (see `SessionHooks`).
         var hooks = SessionHooks()
@@ -38,15 +34,14 @@ public final class SessionManager: Sendable {
     /// Where the session's and its tasks' lifecycle notifications are posted.
     public let notificationCenter: NotificationHub
     /// Where completion handlers and progress handlers run. Default: a serial queue the session owns
-    /// (never the main queue, which on Linux does not run while the main thread is blocked). The session's
-    /// notifications are then posted on that queue too, in turns with the handlers, so neither may block
-    /// waiting for the other: a `.posting` observer must not call `completionQueue.sync` or wait on
-    /// ``completionGroup``, and a handler must not wait for an observer to see an event. On the session's
-    /// own queue, when the library's last queued block (a handler, a hook, a notification) finishes while
-    /// exactly one of the session's transfers is outstanding, the queue's thread may stay on it for up to
-    /// 300 µs waiting for that transfer's outcome (one request at a time then costs no thread wake-up):
-    /// work you dispatch to the queue yourself meanwhile starts at most that much later. Waiting turns
-    /// itself off while outcomes come later than that.
+    /// (never the main queue, which on Linux does not run while the main thread is blocked). Nothing the
+    /// session's transfers need runs here: a slow handler delays the handlers and hooks queued behind it,
+    /// never another task's redirect, retry, authentication round-trip or response. On the session's own
+    /// queue, when the library's last queued block (a handler, a hook) finishes while exactly one of the
+    /// session's transfers is outstanding, the queue's thread may stay on it for up to 300 µs waiting for
+    /// that transfer's completion (one request at a time then costs no thread wake-up): work you dispatch
+    /// to the queue yourself meanwhile starts at most that much later. Waiting turns itself off while
+    /// completions come later than that.
     public let completionQueue: DispatchQueue
     /// When set, every completion handler runs inside this group.
     public let completionGroup: DispatchGroup?
@@ -58,10 +53,17 @@ public final class SessionManager: Sendable {
     /// serialization runs on it directly instead of on a global queue first: one thread hand-off fewer per
     /// task, and the caller's code never waits behind it because nothing else runs there.
     let ownsCompletionQueue: Bool
-    /// Where what follows a finished transfer waits for its turn on the queue that runs it (see
-    /// `afterTransfer(_:outcome:)`): the session's own completion queue, or a global queue when the caller
-    /// passed one. On its own queue the session also finishes a task through this lane (`complete`).
-    let afterTransferLane: DeliveryLane
+    /// The session's transport lane: what follows a finished transfer (reading its metrics, cookies, the
+    /// next redirect hop, a retry's start, completing the task) runs here while other transfers of the
+    /// session are in flight. A serial queue of the session's own on which no user code ever runs, so
+    /// neither a slow completion handler nor a slow observer holds back the transfers (see
+    /// `afterTransfer(_:outcome:)`).
+    let transportLane: DeliveryLane
+    /// Where a completed task's last steps (serialization, the completion handler) wait for the completion
+    /// queue: the session's own completion queue, or a global queue when the caller passed one. It counts
+    /// the session's outstanding transfers, and on the session's own queue it keeps that queue's thread
+    /// awake for a lone request's completion (``DeliveryLane/awaitNextBatch()``).
+    let completionLane: DeliveryLane
     /// ``SessionConfiguration/allowedProtocols`` sorted and joined with commas once: curl's protocol list,
     /// set on every transfer.
     let allowedProtocolList: String
@@ -109,19 +111,17 @@ public final class SessionManager: Sendable {
         self.allowedProtocolList = configuration.allowedProtocols.sorted().joined(separator: ",")
         self.defaultRequestHeaders = Self.requestHeaders(HTTPHeaders(), adding: configuration.httpAdditionalHeaders)
         self.completionGroup = completionGroup
-        self.afterTransferLane = DeliveryLane(
+        self.completionLane = DeliveryLane(
             queue: completionQueue == nil ? self.completionQueue : SessionTask.hopQueue, group: completionGroup,
             waitsForNextBatch: completionQueue == nil)
+        self.transportLane = DeliveryLane(
+            queue: DispatchQueue(label: "herald.session.\(identifier).transport"), group: nil)
         self.engine = engine
         self.downloadDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "herald-\(getpid())-session-\(identifier)", isDirectory: true)
-        // On the session's own completion queue, the event queue runs its work on that queue's thread: a
-        // completion handler that resumes the next task, and the completion it posts after, wake no third
-        // thread. A caller's queue may be concurrent, the main queue, or busy with other code.
-        self.eventPoster = SessionEventPoster(
-            center: notificationCenter, sessionIdentifier: identifier,
-            target: completionQueue == nil ? self.completionQueue : nil,
-            lane: completionQueue == nil ? afterTransferLane : nil)
+        // The event queue is a serial queue of its own: a slow `.posting` observer delays the session's
+        // later notifications, never a completion handler or a transfer.
+        self.eventPoster = SessionEventPoster(center: notificationCenter, sessionIdentifier: identifier)
         self.cookieStore = configuration.httpCookieStore ?? CookieStore()
         queueMarker.mark(eventPoster.eventQueue)
         // Only a queue of the session's own: a caller's queue may be concurrent, or shared with other code.
@@ -135,9 +135,7 @@ public final class SessionManager: Sendable {
 
     deinit {
         if let multi {
-            engine.execute {
-                multi.close(cancellingWith: HeraldError(.sessionInvalidated, "The session was released."))
-            }
+            engine.execute(.closePool(HeraldError(.sessionInvalidated, "The session was released.")), on: multi)
         }
     }
 
@@ -213,7 +211,7 @@ public final class SessionManager: Sendable {
     public var downloadTasks: [DownloadTask] { tasks.compactMap { $0 as? DownloadTask } }
 
     /// Whether ``invalidate(cancelingTasks:)`` has been called.
-    public var isInvalidated: Bool { state.withLock { $0.isInvalidated } }
+    public var isInvalidated: Bool { state.withLock { $0.lifecycle.isInvalidated } }
 
     // MARK: - factories
 
@@ -262,7 +260,7 @@ public final class SessionManager: Sendable {
             throw HeraldError(.internal, "libcurl could not create a connection pool for this session.")
         }
         let identifier = state.withLock { state -> Int? in
-            guard !state.isInvalidated else { return nil }
+            guard state.lifecycle.acceptsTasks else { return nil }
             defer { state.nextTaskIdentifier += 1 }
             return state.nextTaskIdentifier
         }
@@ -270,7 +268,7 @@ public final class SessionManager: Sendable {
         let task = make(identifier)
         let isListed = state.withLock { state -> Bool in
             // Invalidated while `make` ran: the task, never resumed nor listed, is dropped.
-            guard !state.isInvalidated else { return false }
+            guard state.lifecycle.acceptsTasks else { return false }
             state.tasks[identifier] = task
             return true
         }
@@ -291,7 +289,7 @@ public final class SessionManager: Sendable {
     /// the invalidation removes it. On the event queue, where invalidation finishes.
     func removeDownloadDirectoryAfterInvalidation() {
         eventPoster.async { [self] in
-            if state.withLock({ $0.didFinishInvalidating }) { rmdir(downloadDirectory.path) }
+            if state.withLock({ $0.lifecycle.hasFinishedInvalidating }) { rmdir(downloadDirectory.path) }
         }
     }
 }

@@ -18,8 +18,16 @@ extension SessionTask {
     /// Completes the task with `outcome`, exactly once whichever path gets here first.
     func completeTransfer(_ outcome: TransferOutcome) {
         transition { core -> ((), [TaskEffect]) in
-            guard case .finish(let wasCancelled, let downloadTask) = core.machine.complete(with: outcome) else {
+            let wasCancelled: Bool
+            let downloadTask: DownloadTask?
+            switch core.machine.complete(with: outcome) {
+            case .none:
                 return ((), [])
+            case .hold:
+                defer { core.holdWaiters = [] }
+                return ((), core.holdWaiters.isEmpty ? [] : [.notify(core.holdWaiters)])
+            case .finish(let cancelled, let download):
+                (wasCancelled, downloadTask) = (cancelled, download)
             }
             var outcome = outcome
             if let stale = core.revalidating, outcome.error == nil, let notModified = outcome.response,

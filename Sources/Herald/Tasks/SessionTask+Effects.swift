@@ -21,6 +21,9 @@ enum TaskEffect {
     case schedule(DispatchWorkItem, delay: TimeInterval)
     /// Cancel a retry's timer.
     case cancelTimer(DispatchWorkItem)
+    /// Tell those waiting for a state of the task that it has been reached (see
+    /// `SessionTask.whenHoldingOutcome(_:)`).
+    case notify([@Sendable () -> Void])
 }
 
 /// What `taskWillRetry` says.
@@ -101,6 +104,8 @@ extension SessionTask {
             Self.hopQueue.asyncAfter(deadline: .now() + delay, execute: timer)
         case .cancelTimer(let timer):
             timer.cancel()
+        case .notify(let waiters):
+            for waiter in waiters { waiter() }
         }
     }
 }

@@ -24,7 +24,7 @@ extension SessionTask {
     func startFirstTransfer(cached: ResponseCachePolicy.Lookup?, _ start: FirstStart) {
         if case .fresh(let entry) = cached {
             // Counted as a transfer, so that its hand-over balances the session's count of outstanding ones.
-            session.afterTransferLane.transferStarted()
+            session.completionLane.transferStarted()
             return transferDidFinish(
                 TransferOutcome(
                     response: entry.response, body: entry.data, error: nil, metrics: nil, isFromCache: true))

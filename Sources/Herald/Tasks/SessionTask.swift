@@ -48,6 +48,8 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         var revalidating: CachedResponse?
         /// This task's own interceptor (see ``SessionTask/interceptor``).
         var interceptor: (any RequestInterceptor)?
+        /// Called once the task holds a finished transfer's outcome (see `whenHoldingOutcome(_:)`).
+        var holdWaiters: [@Sendable () -> Void] = []
     }
 
     /// The task's identifier, unique within its session.
@@ -95,12 +97,24 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     }
 
     /// Whether a transfer finished while the task was suspended and its outcome waits for ``resume()``
-    /// or ``cancel()``; what tests await to know the hold has happened.
+    /// or ``cancel()``.
     var isHoldingOutcome: Bool {
         core.withLock { core in
             if case .holding = core.machine.work { return true }
             return false
         }
+    }
+
+    /// Calls `action` once a transfer has finished while the task was suspended and its outcome is held
+    /// (at once when it already is): what tests await to know the hold has happened, without polling.
+    /// `action` runs on the thread that made the hold, after the task's lock is released.
+    func whenHoldingOutcome(_ action: @escaping @Sendable () -> Void) {
+        let isHolding = core.withLock { core -> Bool in
+            if case .holding = core.machine.work { return true }
+            core.holdWaiters.append(action)
+            return false
+        }
+        if isHolding { action() }
     }
 
     /// The task that lifecycle notifications and task hooks name: for a download task a data task became,
@@ -256,7 +270,10 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         session.afterTransfer(self, outcome: outcome)
     }
 
-    func transferDidFinishOffLoop(_ outcome: TransferOutcome) {
+    /// What follows a finished transfer, on the session's transport lane (see
+    /// `SessionManager.afterTransfer(_:outcome:)`): cookies, then the next hop, a retry, or completing the
+    /// task. It never waits for user code: the hooks a hop needs run elsewhere and start the next transfer.
+    func proceed(after outcome: TransferOutcome) {
         outcome.settleFinishedHandle()
         // Before the next hop is built: a Set-Cookie on a 302 or a 401 goes with the next request.
         if let response = outcome.response { session.storeCookies(from: response) }

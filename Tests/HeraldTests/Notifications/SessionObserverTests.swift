@@ -33,41 +33,6 @@ private final class EveryMethodObserver: SessionObserver {
     }
 }
 
-/// Counts the times a completion handler and a `.posting` observer of the same session ran at once.
-private final class OverlapDetector: SessionObserver {
-    private struct State {
-        var running = 0
-        var overlaps = 0
-        var runs = 0
-        var checksum: UInt64 = 0
-    }
-
-    private let state = Locked(State())
-
-    var overlaps: Int { state.withLock { $0.overlaps } }
-    var runs: Int { state.withLock { $0.runs } }
-
-    /// Enters, works for some microseconds outside the lock (so that a run on another thread would meet
-    /// it), and leaves.
-    func run() {
-        state.withLock {
-            $0.running += 1
-            $0.runs += 1
-            if $0.running > 1 { $0.overlaps += 1 }
-        }
-        var value: UInt64 = 0x9E37_79B9_7F4A_7C15
-        for step in 0..<20_000 { value = (value ^ UInt64(step)) &* 0x100_0000_01B3 }
-        state.withLock {
-            $0.checksum ^= value
-            $0.running -= 1
-        }
-    }
-
-    func taskDidResume(_ notification: TypedNotification<TaskLifecycleEvent>) { run() }
-
-    func taskDidComplete(_ notification: TypedNotification<TaskCompletion>) { run() }
-}
-
 @Suite("SessionObserver protocol form")
 struct SessionObserverTests {
     @Test("every SessionObserver method is dispatched, in posting order, on a concurrent queue too")
@@ -118,24 +83,46 @@ struct SessionObserverTests {
         try await fixture.server.shutdown()
     }
 
-    @Test("with the session's own completion queue, completion handlers and .posting observers never overlap")
-    func ownCompletionQueueSerializesObservers() async throws {
+    @Test("a .posting observer runs apart from the completion queue: it may wait for a handler")
+    func observerMayWaitForTheCompletionQueue() async throws {
         let fixture = try await SessionFixture.make()
-        let detector = OverlapDetector()
-        let token = fixture.center.addObserver(detector)
-        let count = 40
+        let session = fixture.session
+        let count = 20
+        let observed = Countdown(count)
+        // Waits on the completion queue from the event queue: were the two one thread, it would wait for
+        // itself.
+        let token = fixture.center.addObserver(for: .taskDidComplete, delivery: .posting) { _ in
+            session.completionQueue.sync {}
+            observed.countDown()
+        }
         for index in 0..<count {
+            try session.dataTask(with: Request(url: fixture.server.url("/json?n=\(index)"))) { _, _, _ in }.resume()
+        }
+        #expect(await observed.wait(timeout: .seconds(30)), "\(observed.remaining) completions never observed")
+        token.cancel()
+        try await fixture.tearDown()
+    }
+
+    @Test("a completion handler may wait for a .posting observer to see an event")
+    func handlerMayWaitForAnObserver() async throws {
+        let fixture = try await SessionFixture.make()
+        let count = 20
+        let handlersSawResume = Countdown(count)
+        var tokens: [ObservationToken] = []
+        for index in 0..<count {
+            let seen = DispatchSemaphore(value: 0)
             let task = try fixture.session.dataTask(with: Request(url: fixture.server.url("/json?n=\(index)"))) {
-                _, _, _ in detector.run()
+                _, _, _ in
+                // On the completion queue, waiting for the event queue: were the two one thread, it would
+                // wait for itself until the timeout.
+                if seen.wait(timeout: .now() + 10) == .success { handlersSawResume.countDown() }
             }
+            tokens.append(fixture.center.addObserver(for: .taskDidResume, object: task) { _ in seen.signal() })
             task.resume()
         }
-        try await fixture.recorder.waitForCompletions(count)
-        await fixture.center.drain()
-        // Each task: a resume and a completion observed, and its completion handler.
-        #expect(detector.runs == 3 * count)
-        #expect(detector.overlaps == 0)
-        token.cancel()
+        let allSaw = await handlersSawResume.wait(timeout: .seconds(30))
+        #expect(allSaw, "\(handlersSawResume.remaining) handlers waited in vain")
+        for token in tokens { token.cancel() }
         try await fixture.tearDown()
     }
 

@@ -18,14 +18,14 @@ struct HeldOutcomeTests {
         var description: String { "task \(taskIdentifier) held no outcome within \(timeout)" }
     }
 
-    /// Waits, yielding between looks, until the task holds a finished transfer's outcome.
+    /// Waits until the task holds a finished transfer's outcome: told by the task, never by looking again.
     private static func waitUntilHolding(_ task: SessionTask, timeout: Duration = .seconds(10)) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while !task.isHoldingOutcome {
-            guard ContinuousClock.now < deadline else {
-                throw NeverHeld(taskIdentifier: task.taskIdentifier, timeout: timeout)
-            }
-            await Task.yield()
+        let held = OneShot<Void>()
+        task.whenHoldingOutcome { held.send(()) }
+        do {
+            try await held.value(timeout: timeout)
+        } catch {
+            throw NeverHeld(taskIdentifier: task.taskIdentifier, timeout: timeout)
         }
     }
 

@@ -5,12 +5,33 @@ import Testing
 
 @testable import Herald
 
-/// A weak reference to a task, to see whether anything still holds it.
+/// A weak reference to a task, to see whether anything still holds it, and a signal when it goes: the
+/// task's class (``ReleaseSignallingDataTask``) reports its `deinit`.
 private final class WeakTask: @unchecked Sendable {
     // Safety: written once, in `init`; Swift's weak references are safe to read from any thread.
     weak var task: SessionTask?
+    let released = OneShot<Void>()
 
-    init(_ task: SessionTask) { self.task = task }
+    init(_ task: SessionTask) {
+        self.task = task
+        ReleaseSignallingDataTask.watch(task, signalling: released)
+    }
+}
+
+/// A data task that says when it is released, so that a test awaits the release instead of looking again
+/// and again.
+private class ReleaseSignallingDataTask: DataTask, @unchecked Sendable {
+    // Safety: adds no stored state; the watch list is a lock.
+    private static let watched = Locked<[ObjectIdentifier: OneShot<Void>]>([:])
+
+    static func watch(_ task: SessionTask, signalling released: OneShot<Void>) {
+        watched.withLock { $0[ObjectIdentifier(task)] = released }
+    }
+
+    deinit {
+        let identifier = ObjectIdentifier(self)
+        Self.watched.withLock { $0.removeValue(forKey: identifier) }?.send(())
+    }
 }
 
 /// What a test waited for did not happen in time.
@@ -19,17 +40,18 @@ private struct StillAlive: Error, CustomStringConvertible {
     var description: String { "the task was still alive after \(timeout)" }
 }
 
-/// Waits, yielding between looks, until nothing holds the task any more.
+/// Waits until nothing holds the task any more: told by the task's `deinit`, never by looking again.
 private func waitUntilReleased(_ reference: WeakTask, timeout: Duration = .seconds(10)) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while reference.task != nil {
-        guard ContinuousClock.now < deadline else { throw StillAlive(timeout: timeout) }
-        await Task.yield()
+    do {
+        try await reference.released.value(timeout: timeout)
+    } catch {
+        throw StillAlive(timeout: timeout)
     }
+    #expect(reference.task == nil)
 }
 
 /// A data task whose initializer invalidates its session: the factory that makes it then refuses it.
-private final class SelfRefusingDataTask: DataTask, @unchecked Sendable {
+private final class SelfRefusingDataTask: ReleaseSignallingDataTask, @unchecked Sendable {
     // Safety: adds one lock.
     static let made = Locked<[WeakTask]>([])
 
@@ -45,6 +67,7 @@ struct TaskLifetimeTests {
     @Test("a completed task is released even while the caller keeps its progress objects")
     func completedTaskIsReleased() async throws {
         let fixture = try await SessionFixture.make()
+        fixture.session.taskClasses = TaskClasses(dataTask: ReleaseSignallingDataTask.self)
         let (reference, upload, download) = try {
             let task = try fixture.session.dataTask(with: Request(url: fixture.server.url("/bytes/4096")))
             task.resume()
@@ -64,6 +87,7 @@ struct TaskLifetimeTests {
     @Test("a task cancelled before it ever resumed is released")
     func cancelledUnresumedTaskIsReleased() async throws {
         let fixture = try await SessionFixture.make()
+        fixture.session.taskClasses = TaskClasses(dataTask: ReleaseSignallingDataTask.self)
         let (reference, download) = try {
             let task = try fixture.session.dataTask(with: Request(url: fixture.server.url("/bytes/16")))
             task.downloadProgress.cancel()

@@ -1,0 +1,152 @@
+import Foundation
+import Herald
+import HeraldNotifications
+import HeraldTesting
+import Testing
+
+/// What a task's transport needs between its transfers — the next redirect hop, here — runs on a lane no
+/// user code runs on: slow observers, slow completion handlers and another task's slow hook leave every
+/// other task's hops on time. Timed at the server: when each hop's request arrived.
+@Suite("The transport never waits for user code")
+struct TransportLaneTests {
+    /// What a round slows down on purpose.
+    enum Slowness: Sendable, CustomStringConvertible {
+        case none
+        /// A `.posting` observer of `taskDidComplete` that takes 100 ms.
+        case postingObserver
+        /// Completion handlers that take 100 ms each.
+        case completionHandlers
+        /// The redirection hook takes 2 s for task 0's first hop (and returns at once for every other).
+        case redirectionHookOfOneTask
+
+        var description: String {
+            switch self {
+            case .none: "nothing"
+            case .postingObserver: "a 100 ms .posting observer"
+            case .completionHandlers: "100 ms completion handlers"
+            case .redirectionHookOfOneTask: "one task's 2 s redirection hook"
+            }
+        }
+    }
+
+    static let taskCount = 16
+    static let userDelay: TimeInterval = 0.1
+    static let hookDelay: TimeInterval = 2
+
+    /// Runs 16 data tasks on a fresh session, task `i` following `i % 8 + 1` redirects, all resumed at once,
+    /// and returns the time from the round's first request reaching the server to the last hop of the tasks
+    /// not slowed on purpose (task 0 is left out of every round, so that the rounds compare alike).
+    static func spread(_ slowness: Slowness, round: String, server: TestServer) async throws -> Duration {
+        var configuration = SessionConfiguration.default
+        configuration.maximumConnectionsPerHost = taskCount
+        let center = NotificationHub()
+        let session = SessionManager(configuration: configuration, notificationCenter: center)
+        session.responseSerializer = DataResponseSerializer()
+        var token: ObservationToken?
+        if case .postingObserver = slowness {
+            token = center.addObserver(for: .taskDidComplete, delivery: .posting) { _ in
+                Thread.sleep(forTimeInterval: userDelay)
+            }
+        }
+        if case .redirectionHookOfOneTask = slowness {
+            session.taskWillPerformHTTPRedirection = { _, _, proposed in
+                if proposed.headers["X-Task"] == "0", proposed.url.path == "/redirect/0" {
+                    Thread.sleep(forTimeInterval: hookDelay)
+                }
+                return proposed
+            }
+        }
+        let done = Countdown(taskCount)
+        let failures = Locked<[String]>([])
+        let slowHandlers: Bool = if case .completionHandlers = slowness { true } else { false }
+        var tasks: [DataTask] = []
+        for index in 0..<taskCount {
+            let hops = index % 8 + 1
+            let request = Request(
+                url: server.url("/redirect/\(hops)"), headers: ["X-Task": "\(index)", "X-Round": round])
+            tasks.append(
+                try session.dataTask(with: request) { response, _, error in
+                    if error != nil || response?.statusCode != 200 {
+                        failures.withLock { $0.append("task \(index): \(String(describing: error))") }
+                    }
+                    if slowHandlers { Thread.sleep(forTimeInterval: userDelay) }
+                    done.countDown()
+                })
+        }
+        for task in tasks { task.resume() }
+        let finished = await done.wait(timeout: .seconds(60))
+        try #require(finished, "\(slowness): \(done.remaining) tasks never completed")
+        #expect(failures.withLock { $0 }.isEmpty, "\(slowness): \(failures.withLock { $0 })")
+        await session.invalidateAndWait(cancelingTasks: true)
+        token?.cancel()
+
+        let requests = server.statistics.requests.filter { $0.headerValue("X-Round") == round }
+        let expectedHops = (0..<taskCount).reduce(0) { $0 + $1 % 8 + 2 }
+        #expect(requests.count == expectedHops, "\(slowness): \(requests.count) requests, \(expectedHops) expected")
+        let first = try #require(requests.map(\.receivedAt).min())
+        let measured = requests.filter { $0.headerValue("X-Task") != "0" }.map(\.receivedAt)
+        let last = try #require(measured.max())
+        return first.duration(to: last)
+    }
+
+    /// The slowed round keeps within 1.5× of the unslowed one, in at least one of three rounds of each (a
+    /// busy machine may stretch either of one pair). With the slow work on the transport's queue the hops
+    /// spread over 9–20× as long.
+    static func expectOnTime(_ slowness: Slowness) async throws {
+        let server = try await TestServer.start()
+        var rounds: [(baseline: Duration, slowed: Duration)] = []
+        for attempt in 0..<3 {
+            let baseline = try await spread(.none, round: "baseline-\(attempt)", server: server)
+            let slowed = try await spread(slowness, round: "slowed-\(attempt)", server: server)
+            rounds.append((baseline, slowed))
+            // A floor of 50 ms for the baseline: loopback answers 60 requests far faster than a thread wakes
+            // on a busy machine, and 1.5× of a few milliseconds would measure the scheduler.
+            if slowed <= max(baseline, .milliseconds(50)) * 1.5 { break }
+        }
+        try await server.shutdown()
+        print("transport-lane rounds with \(slowness):", rounds.map { "\($0.baseline) → \($0.slowed)" })
+        let met = rounds.contains { $0.slowed <= max($0.baseline, .milliseconds(50)) * 1.5 }
+        #expect(met, "with \(slowness), every hop should reach the server within 1.5× of the run without: \(rounds)")
+    }
+
+    @Test("a 100 ms .posting observer of taskDidComplete leaves every task's redirect hops on time")
+    func slowPostingObserver() async throws {
+        try await Self.expectOnTime(.postingObserver)
+    }
+
+    @Test("100 ms completion handlers leave every other task's redirect hops on time")
+    func slowCompletionHandlers() async throws {
+        try await Self.expectOnTime(.completionHandlers)
+    }
+
+    @Test("one task's 2 s redirection hook holds back that task alone")
+    func slowRedirectionHook() async throws {
+        try await Self.expectOnTime(.redirectionHookOfOneTask)
+    }
+
+    @Test("a slow dataTaskDidReceiveResponse answer for one task leaves the others' transfers and completions on time")
+    func slowDispositionHook() async throws {
+        let server = try await TestServer.start()
+        let session = SessionManager(notificationCenter: NotificationHub())
+        let release = DispatchSemaphore(value: 0)
+        session.dataTaskDidReceiveResponse = { task, _ in
+            if task.originalRequest.url.path == "/text" {
+                // Held until the other tasks have completed: on the completion queue this would never end.
+                _ = release.wait(timeout: .now() + 30)
+            }
+            return .allow
+        }
+        let held = try session.dataTask(with: Request(url: server.url("/text")))
+        let others = Countdown(4)
+        held.resume()
+        for _ in 0..<4 {
+            try session.dataTask(with: Request(url: server.url("/json"))) { response, _, _ in
+                if response?.statusCode == 200 { others.countDown() }
+            }.resume()
+        }
+        #expect(await others.wait(timeout: .seconds(20)), "\(others.remaining) tasks waited behind one task's hook")
+        release.signal()
+        session.invalidate(cancelingTasks: true)
+        try await server.shutdown()
+    }
+}
