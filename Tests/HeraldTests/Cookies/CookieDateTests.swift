@@ -130,41 +130,34 @@ struct CookieDateTests {
 
     @Test("through the store: a future date keeps, a past one deletes, an invalid one leaves a session cookie")
     func throughTheStore() throws {
-        let url = URL(string: "http://h.example/")!
-        let store = CookieStore()
-        store.store(
-            setCookieFields: [
+        let store = CookieStore.after(
+            [
                 "future=1; Expires=Thu, 31 Dec 23:55:55 2037 GMT",
                 "short=1; Expires=Wed, 15 Apr 37 21:01:22 GMT",
                 "invalid=1; Expires=Thu, 12-Aug-31841 20:49:07 GMT",
                 "gone=1",
-            ], from: url)
-        store.store(setCookieFields: ["gone=2; Expires=Thu Apr 18 22:50:12 2007 GMT"], from: url)
-        let byName = Dictionary(uniqueKeysWithValues: store.allCookies.map { ($0.name, $0) })
+                // An invalid Expires after a valid one leaves the valid one in force (§5.2.1: it is ignored).
+                "both=1; Expires=Thu, 31 Dec 23:55:55 2037 GMT; Expires=Thu, 012-Aug-2008 20:49:07 GMT",
+            ],
+            ["gone=2; Expires=Thu Apr 18 22:50:12 2007 GMT"])
+        let byName = store.byName
         #expect(byName["future"]?.expiresAt == Self.utc("2037-12-31 23:55:55"))
         #expect(byName["short"]?.expiresAt == Self.utc("2037-04-15 21:01:22"))
+        #expect(byName["both"]?.expiresAt == Self.utc("2037-12-31 23:55:55"))
         let invalid = try #require(byName["invalid"])
         #expect(invalid.expiresAt == nil)
         #expect(byName["gone"] == nil)
-        // An invalid Expires after a valid one leaves the valid one in force (§5.2.1: the attribute is ignored).
-        let kept = store.store(
-            setCookieFields: ["both=1; Expires=Thu, 31 Dec 23:55:55 2037 GMT; Expires=Thu, 012-Aug-2008 20:49:07 GMT"],
-            from: url)
-        #expect(kept.first?.expiresAt == Self.utc("2037-12-31 23:55:55"))
     }
 
     @Test("Max-Age: digits with an optional minus; zero or less deletes; too many digits is the longest lifetime")
     func maxAge() throws {
-        let url = URL(string: "http://h.example/")!
-        let store = CookieStore()
-        store.store(
-            setCookieFields: [
+        let byName = CookieStore.after(
+            [
                 "plus=1; Max-Age=+60", "space=1; Max-Age=6 0", "huge=1; Max-Age=99999999999999999999999",
                 "negative=1", "hugeNegative=1",
-            ], from: url)
-        store.store(
-            setCookieFields: ["negative=1; Max-Age=-1", "hugeNegative=1; Max-Age=-99999999999999999999999"], from: url)
-        let byName = Dictionary(uniqueKeysWithValues: store.allCookies.map { ($0.name, $0) })
+            ],
+            ["negative=1; Max-Age=-1", "hugeNegative=1; Max-Age=-99999999999999999999999"]
+        ).byName
         #expect(byName["plus"]?.expiresAt == nil)
         #expect(byName["space"]?.expiresAt == nil)
         let huge = try #require(byName["huge"]?.expiresAt)
