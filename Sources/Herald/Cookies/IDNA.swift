@@ -5,10 +5,12 @@ import CIDN2
 /// same name in punycode (`公司` and `xn--55qx5d`) compare equal.
 enum IDNA {
     /// `label` (one label, without dots) in ASCII, lowercased: as it is when it is ASCII already, else its
-    /// `xn--` form; `nil` when it has no valid ASCII form.
+    /// `xn--` form; `nil` when it has no valid ASCII form, or when it is more than one label (UTS #46 maps
+    /// dots of other scripts, such as `。`, to `.`).
     static func asciiLabel(_ label: some StringProtocol) -> String? {
         if label.utf8.allSatisfy({ $0 < 0x80 }) { return asciiLowercased(label) }
-        return convert(String(label), flags: nonTransitional) ?? convert(String(label), flags: transitional)
+        let ascii = convert(String(label), flags: nonTransitional) ?? convert(String(label), flags: transitional)
+        return ascii?.contains(".") == true ? nil : ascii
     }
 
     /// `name` with each of its labels in ASCII (``asciiLabel(_:)``); empty labels stay empty. `nil` when a

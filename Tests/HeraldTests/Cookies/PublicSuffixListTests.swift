@@ -122,7 +122,9 @@ struct PublicSuffixListTests {
     @Test("not domain names: IP addresses, empty labels, a label with no ASCII form")
     func notDomainNames() {
         let list = PublicSuffixList.shared
-        for host in ["127.0.0.1", "::1", "", ".", "example.com.", "a..example.com", "x.\u{0301}a.com"] {
+        for host in [
+            "127.0.0.1", "::1", "", ".", "example.com.", "a..example.com", "x.\u{0301}a.com", "www.example\u{3002}com",
+        ] {
             #expect(list.registrableDomain(for: host) == nil, "\(host)")
         }
     }
