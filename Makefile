@@ -2,11 +2,11 @@
 SHELL := /bin/bash
 SWIFT ?= swift
 # Debian package → pkg-config module it provides.
-SYSTEM_DEPS := libcurl4-openssl-dev:libcurl libuv1-dev:libuv pkg-config:
+SYSTEM_DEPS := libcurl4-openssl-dev:libcurl libuv1-dev:libuv libidn2-dev:libidn2 pkg-config:
 
 .PHONY: deps build build-strict check-libcurl-minimum test test-tsan test-asan leak-check fuzz soak demo docs docs-coverage lint bench-notifications bench-json bench-transfers bench-instructions clean
 
-## deps: install libcurl and libuv development files when pkg-config can't find them, the openssl CLI
+## deps: install libcurl, libuv and libidn2 development files when pkg-config can't find them, the openssl CLI
 ## when it is missing (the TLS tests make a throwaway CA and run `openssl s_server` on loopback), and
 ## python3 and binutils' strings for check-libcurl-minimum, and iproute2's ip, with which the tests bring up the
 ## loopback interface of the network namespace they run in.

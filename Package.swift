@@ -33,13 +33,19 @@ let package = Package(
             pkgConfig: "libuv",
             providers: [.apt(["libuv1-dev"]), .yum(["libuv-devel"])]
         ),
+        // Internationalized domain names to ASCII: the public suffix list's Unicode rules against punycode hosts.
+        .systemLibrary(
+            name: "CIDN2",
+            pkgConfig: "libidn2",
+            providers: [.apt(["libidn2-dev"]), .yum(["libidn2-devel"])]
+        ),
         // The notification center's per-thread state as a C thread-local: Swift has no thread-local storage.
         .target(name: "CHeraldThread"),
         .target(name: "HeraldNotifications", dependencies: ["CHeraldThread"]),
         .target(
             name: "Herald",
             dependencies: [
-                "HeraldNotifications", "CCurl", "CUV",
+                "HeraldNotifications", "CCurl", "CUV", "CIDN2",
                 // ServiceContext and the bootstrapped instrument only: never a tracing backend.
                 .product(name: "Instrumentation", package: "swift-distributed-tracing"),
             ]

@@ -33,6 +33,7 @@ command -v pkg-config >/dev/null || apt_install pkg-config
 missing=()
 pkg-config --exists libcurl || missing+=(libcurl4-openssl-dev)
 pkg-config --exists libuv || missing+=(libuv1-dev)
+pkg-config --exists libidn2 || missing+=(libidn2-dev)
 [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
 
 CC=${CC:-$(command -v cc || command -v clang || command -v gcc || true)}

@@ -16,7 +16,8 @@ public struct Cookie: Sendable, Hashable, Codable {
     public var name: String
     /// The cookie's value, as the server sent it.
     public var value: String
-    /// The host (for a host-only cookie) or the domain it is sent to, lowercased, without a leading dot.
+    /// The host (for a host-only cookie) or the domain it is sent to, lowercased, without a leading dot; an
+    /// internationalized name in its ASCII (punycode) form.
     public var domain: String
     /// Whether the cookie goes to ``domain`` alone (no `Domain` attribute) rather than to its subdomains too.
     public var isHostOnly: Bool
@@ -40,7 +41,8 @@ public struct Cookie: Sendable, Hashable, Codable {
     /// - Parameters:
     ///   - name: The name.
     ///   - value: The value.
-    ///   - domain: The host or domain; lowercased, a leading dot dropped.
+    ///   - domain: The host or domain; lowercased, one leading dot dropped (RFC 6265 §5.2.3). Give an
+    ///     internationalized name in its ASCII (punycode) form, the form requests are matched in.
     ///   - isHostOnly: Whether it goes to `domain` alone; default `true`.
     ///   - path: The path prefix; default `/`.
     ///   - expiresAt: The expiry; default none (a session cookie).
@@ -55,9 +57,7 @@ public struct Cookie: Sendable, Hashable, Codable {
     ) {
         self.name = name
         self.value = value
-        var domain = domain.lowercased()
-        while domain.hasPrefix(".") { domain.removeFirst() }
-        self.domain = domain
+        self.domain = (domain.hasPrefix(".") ? String(domain.dropFirst()) : domain).lowercased()
         self.isHostOnly = isHostOnly
         self.path = path
         self.expiresAt = expiresAt
@@ -81,7 +81,8 @@ public struct Cookie: Sendable, Hashable, Codable {
     ///   - date: The time of the request.
     /// - Returns: Whether it is sent.
     public func matches(_ url: URL, at date: Date) -> Bool {
-        guard let host = url.host?.lowercased(), !isExpired(at: date) else { return false }
+        guard let urlHost = url.host, !isExpired(at: date) else { return false }
+        let host = IDNA.asciiName(urlHost) ?? urlHost.lowercased()
         if isSecure, url.scheme?.lowercased() != "https" { return false }
         let domainMatches = isHostOnly ? host == domain : CookieRules.domainMatches(host, domain)
         return domainMatches && CookieRules.pathMatches(CookieRules.requestPath(of: url), path)

@@ -9,12 +9,17 @@ import HeraldNotifications
 /// Each ``SessionManager`` has one (``SessionManager/cookieStore``), in memory unless the configuration
 /// gives one (``SessionConfiguration/httpCookieStore``) — for example one that persists to a file:
 ///
-/// - Domains: a cookie without `Domain` goes back to its host alone; with `Domain`, to that domain and its
-///   subdomains, provided the host is inside it and it is not a public suffix (see
-///   ``PublicSuffixList``): `Domain=co.uk` or `Domain=com` is refused. IP addresses match only themselves.
+/// - Domains: a cookie without `Domain` goes back to its host alone; with `Domain` (one leading dot
+///   dropped), to that domain and its subdomains, provided the host is inside it, it is not a public suffix
+///   and it is not broader than the host's registrable domain (see ``PublicSuffixList``): `Domain=co.uk`,
+///   `Domain=com`, and `Domain=kobe.jp` from `city.kobe.jp`, are refused. Names compare in their ASCII
+///   (punycode) form. IP addresses match only themselves.
 /// - Paths: a cookie goes to its path and below it; without `Path`, the directory of the request's path.
 /// - `Secure` cookies are sent only over `https`, and one set by an `http` response is refused.
-/// - `Max-Age` wins over `Expires`; an expired cookie removes the one of the same name, domain and path.
+/// - `Expires` is read with RFC 6265 §5.1.1's algorithm (tokens in any order, two-digit years, range
+///   checks); a date it refuses leaves the attribute ignored. `Max-Age` wins over `Expires` and is capped at
+///   400 days; an expired cookie removes the one of the same name, domain and path.
+/// - The `Set-Cookie` fields of one response are applied in order, each as if it came alone.
 /// - `HttpOnly` and `SameSite` are kept (and persisted) as received; `SameSite` is not enforced, as a
 ///   client has no top-level site.
 /// - Limits: a name and value over 4096 bytes together are ignored; at most 50 cookies per domain (the
@@ -116,15 +121,19 @@ public final class CookieStore: Sendable {
     }
 
     /// Stores what the `Set-Cookie` fields of a response to `url` set, as Herald does for every response.
+    ///
+    /// The fields are applied one after the other, in the order given (RFC 6265 §5.3 processes each as it
+    /// is received): a later field replaces or removes what an earlier one of the same name, domain and
+    /// path set, so `a=1` followed by `a=; Max-Age=0` leaves no `a`.
     /// - Parameters:
-    ///   - setCookieFields: The values of the response's `Set-Cookie` fields.
+    ///   - setCookieFields: The values of the response's `Set-Cookie` fields, in the response's order.
     ///   - url: The URL the response answered.
-    /// - Returns: The cookies stored (expired ones, which only remove, are not listed).
+    /// - Returns: The cookies the response leaves stored, in the order of the fields that last set them (one
+    ///   that a later field removed or that had already expired, which only removes, is not listed).
     @discardableResult
     public func store(setCookieFields: [String], from url: URL) -> [Cookie] {
         let now = Date()
-        var stored: [Cookie] = []
-        var removals: [Cookie] = []
+        var parsed: [Cookie] = []
         for (index, field) in setCookieFields.enumerated() {
             guard
                 case .store(var cookie) = SetCookieParser.parse(
@@ -132,17 +141,25 @@ public final class CookieStore: Sendable {
             else { continue }
             // Fields of one response keep their order among cookies of the same path length.
             cookie.creationDate = now.addingTimeInterval(Double(index) * 1e-6)
-            if cookie.isExpired(at: now) { removals.append(cookie) } else { stored.append(cookie) }
+            parsed.append(cookie)
         }
-        guard !stored.isEmpty || !removals.isEmpty else { return [] }
+        guard !parsed.isEmpty else { return [] }
+        var stored: [Cookie?] = []
         update { cookies in
-            for cookie in removals { cookies[cookie.key] = nil }
-            for var cookie in stored {
+            var setHere: [String: Int] = [:]  // key → index in `stored`, of the cookies this response set
+            for var cookie in parsed {
+                if let index = setHere.removeValue(forKey: cookie.key) { stored[index] = nil }
+                if cookie.isExpired(at: now) {
+                    cookies[cookie.key] = nil
+                    continue
+                }
                 if let old = cookies[cookie.key] { cookie.creationDate = old.creationDate }
                 cookies[cookie.key] = cookie
+                setHere[cookie.key] = stored.count
+                stored.append(cookie)
             }
         }
-        return stored
+        return stored.compactMap { $0 }
     }
 
     /// Stores `cookie`, replacing the one of the same name, domain and path; an expired cookie removes it.

@@ -6,8 +6,17 @@ import Foundation
 /// ``shared`` reads the list Debian's `publicsuffix` package installs,
 /// `/usr/share/publicsuffix/public_suffix_list.dat`, when it is first used; when that file is missing or
 /// unreadable it falls back to a small built-in list of common suffixes (every top-level domain is a public
-/// suffix in any case, by the list's implicit `*` rule). Names are compared as written in the list and in
-/// URLs: an internationalized domain in its punycode form is matched only by rules written that way.
+/// suffix in any case, by the list's implicit `*` rule).
+///
+/// The list writes internationalized rules in Unicode (`公司.cn`) while hosts arrive in punycode
+/// (`xn--55qx5d.cn`): each rule is converted once, when the list is read, to its ASCII form (IDNA 2008
+/// with the UTS #46 mapping, by libidn2), and each name asked about is converted the same way, so either
+/// form of a name matches either form of a rule.
+///
+/// Rules are applied as the list's own algorithm says: the rule matching the most labels prevails, a
+/// wildcard rule (`*.kobe.jp`) stands for any one label in its place, an exception rule (`!city.kobe.jp`)
+/// prevails over every other and makes the name it names registrable, and a name no rule matches has its
+/// last label as its public suffix.
 public struct PublicSuffixList: Sendable {
     /// Where a list came from.
     public enum Source: Sendable, Hashable {
@@ -23,7 +32,8 @@ public struct PublicSuffixList: Sendable {
     /// The list every ``CookieStore`` uses: the system's, or the built-in fallback.
     public static let shared: PublicSuffixList = (try? PublicSuffixList(contentsOf: systemListPath)) ?? .builtIn
 
-    /// The built-in fallback: common generic and country suffixes and a few well-known private ones.
+    /// The built-in fallback: common generic and country suffixes, China's internationalized ones and a few
+    /// well-known private ones.
     public static let builtIn = PublicSuffixList(
         rules: """
             com net org edu gov mil int info biz io co dev app
@@ -35,6 +45,7 @@ public struct PublicSuffixList: Sendable {
             cn com.cn net.cn org.cn
             in co.in net.in org.in
             de fr it es nl be ch at se no dk fi pl ru eu us ca
+            中国 中國 公司.cn 网络.cn 網絡.cn
             github.io gitlab.io herokuapp.com appspot.com blogspot.com cloudfront.net
             """.split(whereSeparator: \.isWhitespace).joined(separator: "\n"), source: .builtIn)
 
@@ -45,7 +56,9 @@ public struct PublicSuffixList: Sendable {
     private let exceptions: Set<String>
 
     /// Parses a list in the Public Suffix List's format: one rule per line (`com`, `*.ck`, `!www.ck`),
-    /// comments starting with `//`, blank lines ignored.
+    /// each read up to its first blank, comments starting with `//`, blank lines ignored. Rules written in
+    /// Unicode are kept in their ASCII form; one that has none (not a valid domain name) can match nothing
+    /// and is dropped.
     /// - Parameters:
     ///   - rules: The list's text.
     ///   - source: Where it came from.
@@ -69,7 +82,11 @@ public struct PublicSuffixList: Sendable {
                 index = lineEnd + 1
                 let token = UnsafeBufferPointer(rebasing: bytes[start..<end])
                 guard !token.isEmpty, !(token.count >= 2 && token[0] == 0x2F && token[1] == 0x2F) else { continue }
-                let rule = String(decoding: token.lazy.map(Self.asciiLowercased), as: UTF8.self)
+                var rule = String(decoding: token.lazy.map(Self.asciiLowercased), as: UTF8.self)
+                if token.contains(where: { $0 >= 0x80 }) {
+                    guard let ascii = Self.asciiRule(rule) else { continue }
+                    rule = ascii
+                }
                 if rule.hasPrefix("!") {
                     exceptions.insert(String(rule.dropFirst()))
                 } else if rule.hasPrefix("*.") {
@@ -83,6 +100,12 @@ public struct PublicSuffixList: Sendable {
         self.wildcards = wildcards
         self.exceptions = exceptions
         self.source = source
+    }
+
+    /// A rule's ASCII form: its `!` or `*.` kept, every label after it converted.
+    private static func asciiRule(_ rule: String) -> String? {
+        let marker = rule.hasPrefix("!") ? "!" : rule.hasPrefix("*.") ? "*." : ""
+        return IDNA.asciiName(rule.dropFirst(marker.count)).map { marker + $0 }
     }
 
     private static func isBlank(_ byte: UInt8) -> Bool {
@@ -112,17 +135,64 @@ public struct PublicSuffixList: Sendable {
     /// The number of rules (plain, wildcard and exception).
     public var count: Int { rules.count + wildcards.count + exceptions.count }
 
-    /// Whether `domain` is a public suffix: a rule names it, a wildcard rule covers it and no exception
-    /// rule does, or it is a single label (a top-level domain).
-    /// - Parameter domain: A host name, any case, with or without a trailing dot.
-    /// - Returns: Whether cookies may not be set for it.
+    /// Whether `domain` is a public suffix: its own public suffix by the list's algorithm (a rule names it, a
+    /// wildcard rule covers it and no exception rule names it, or it is a single label, a top-level domain).
+    ///
+    /// Either form of an internationalized name is understood (`公司.cn` and `xn--55qx5d.cn` answer alike),
+    /// in any case. A name with an empty label (a leading or trailing dot, `..`), an IP address, and a label
+    /// with no valid ASCII form are not domain names: the answer is `false`.
+    /// - Parameter domain: A domain name.
+    /// - Returns: Whether it is a public suffix, so that cookies may not be set for it.
     public func isPublicSuffix(_ domain: String) -> Bool {
-        var name = domain.lowercased()
-        while name.hasSuffix(".") { name.removeLast() }
-        while name.hasPrefix(".") { name.removeFirst() }
-        if name.isEmpty || exceptions.contains(name) { return false }
-        if rules.contains(name) { return true }
-        guard let dot = name.firstIndex(of: ".") else { return true }
-        return wildcards.contains(String(name[name.index(after: dot)...]))
+        guard let labels = Self.asciiLabels(of: domain) else { return false }
+        return publicSuffixLabelCount(of: labels) >= labels.count
+    }
+
+    /// The registrable domain of `host`: its public suffix and the one label before it (`example.co.uk` for
+    /// `www.example.co.uk`), what the Public Suffix List's test file calls `checkPublicSuffix`.
+    ///
+    /// The answer is lowercased and keeps the form each label was given in (`食狮.公司.cn` for
+    /// `www.食狮.公司.cn`, `xn--85x722f.xn--55qx5d.cn` for its punycode form). It is `nil` when `host` is
+    /// `nil`, is a public suffix itself (`com`, `co.uk`, an unlisted top-level domain), is an IP address, has
+    /// an empty label (a leading or trailing dot, `..`), or has a label with no valid ASCII form.
+    /// - Parameter host: A host name, any case, in Unicode or punycode; `nil` is accepted (a URL without a
+    ///   host has none).
+    /// - Returns: The registrable domain, or `nil`.
+    public func registrableDomain(for host: String?) -> String? {
+        guard let host, let labels = Self.asciiLabels(of: host) else { return nil }
+        let suffixCount = publicSuffixLabelCount(of: labels)
+        guard suffixCount < labels.count else { return nil }
+        let given = host.split(separator: ".", omittingEmptySubsequences: false)
+        return given.suffix(suffixCount + 1).map { $0.lowercased() }.joined(separator: ".")
+    }
+
+    /// The labels of `name` in ASCII, lowercased; `nil` when it is not a domain name (see
+    /// ``registrableDomain(for:)``).
+    private static func asciiLabels(of name: String) -> [String]? {
+        guard !name.isEmpty, !CookieRules.isIPAddress(name) else { return nil }
+        var labels: [String] = []
+        for label in name.split(separator: ".", omittingEmptySubsequences: false) {
+            guard !label.isEmpty, let ascii = IDNA.asciiLabel(label) else { return nil }
+            labels.append(ascii)
+        }
+        return labels
+    }
+
+    /// How many of `labels`' last labels its public suffix has, by the list's algorithm.
+    private func publicSuffixLabelCount(of labels: [String]) -> Int {
+        // suffixes[i]: the name from label i on.
+        var suffixes = labels
+        for index in labels.indices.dropLast().reversed() {
+            suffixes[index] = labels[index] + "." + suffixes[index + 1]
+        }
+        // An exception rule prevails over every other; its public suffix is the rule without its first label.
+        if let index = suffixes.firstIndex(where: exceptions.contains) { return labels.count - index - 1 }
+        // Otherwise the rule matching the most labels, a wildcard standing for the label before its base.
+        for index in labels.indices {
+            if rules.contains(suffixes[index]) { return labels.count - index }
+            if index + 1 < labels.count, wildcards.contains(suffixes[index + 1]) { return labels.count - index }
+        }
+        // The implicit `*` rule: the top-level domain.
+        return 1
     }
 }

@@ -4,6 +4,8 @@ import Foundation
 enum SetCookieParser {
     /// The most bytes of name and value together; a longer cookie is ignored (RFC 6265bis).
     static let maximumNameValueLength = 4096
+    /// The most bytes of an attribute's value; a longer attribute is ignored (RFC 6265bis).
+    static let maximumAttributeValueLength = 1024
 
     /// What a `Set-Cookie` field asks the store to do.
     enum Outcome: Equatable {
@@ -17,7 +19,13 @@ enum SetCookieParser {
     static func parse(
         _ field: String, from url: URL, now: Date, publicSuffixes: PublicSuffixList
     ) -> Outcome {
-        guard let host = url.host?.lowercased(), !host.isEmpty else { return .ignored("the URL has no host") }
+        guard let urlHost = url.host, !urlHost.isEmpty else { return .ignored("the URL has no host") }
+        // RFC 6265bis: a control character other than a tab anywhere in the field (RFC 6265 has no such rule).
+        guard !field.utf8.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) else {
+            return .ignored("a control character")
+        }
+        // Names compare in ASCII: an internationalized host or Domain in Unicode as in punycode.
+        let host = IDNA.asciiName(urlHost) ?? urlHost.lowercased()
         var parts = field.split(separator: ";", omittingEmptySubsequences: false).map(String.init)
         let pair = parts.removeFirst()
         guard let equals = pair.firstIndex(of: "=") else { return .ignored("no name=value pair") }
@@ -25,9 +33,6 @@ enum SetCookieParser {
         let value = pair[pair.index(after: equals)...].trimmingCharacters(in: .whitespaces)
         guard !name.isEmpty else { return .ignored("an empty name") }
         guard name.utf8.count + value.utf8.count <= maximumNameValueLength else { return .ignored("too long") }
-        guard !(name + value).unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
-            return .ignored("a control character")
-        }
 
         var expires: Date?
         var maxAge: Date?
@@ -38,17 +43,18 @@ enum SetCookieParser {
         var sameSite: Cookie.SameSite?
         for attribute in parts {
             let (key, rawValue) = split(attribute)
+            // RFC 6265bis: an attribute value over 1024 bytes is ignored.
+            guard rawValue.utf8.count <= maximumAttributeValueLength else { continue }
             switch key.lowercased() {
             case "expires":
-                if let date = RetryAfter.httpDate(rawValue) ?? lenientDate(rawValue) { expires = date }
+                // §5.2.1: a date the algorithm refuses leaves the attribute ignored.
+                if let date = CookieDate.parse(rawValue) { expires = date }
             case "max-age":
-                guard let seconds = Int(rawValue), rawValue.first == "-" || rawValue.first?.isNumber == true
-                else { break }
-                maxAge = seconds <= 0 ? .distantPast : now.addingTimeInterval(TimeInterval(min(seconds, 400 * 86_400)))
+                if let date = maxAgeExpiry(rawValue, now: now) { maxAge = date }
             case "domain":
-                var domain = rawValue.lowercased()
-                while domain.hasPrefix(".") { domain.removeFirst() }
-                if !domain.isEmpty { domainAttribute = domain }
+                // §5.2.3: one leading dot is dropped, no more (`..example.org` names no domain).
+                let domain = rawValue.hasPrefix(".") ? rawValue.dropFirst() : Substring(rawValue)
+                if !domain.isEmpty { domainAttribute = IDNA.asciiName(domain) ?? domain.lowercased() }
             case "path":
                 path = rawValue.hasPrefix("/") ? rawValue : nil
             case "secure":
@@ -74,6 +80,17 @@ enum SetCookieParser {
                 guard CookieRules.domainMatches(host, domainAttribute) else {
                     return .ignored("the domain \(domainAttribute) does not match the host \(host)")
                 }
+                // What browsers do beyond §5.3 step 5: a domain broader than the host's registrable domain is
+                // refused even when no rule names it (`kobe.jp` from `city.kobe.jp`, which `!city.kobe.jp`
+                // makes registrable under the wildcard `*.kobe.jp`).
+                if domainAttribute != host {
+                    guard let registrable = publicSuffixes.registrableDomain(for: host),
+                        CookieRules.domainMatches(domainAttribute, registrable)
+                    else {
+                        return .ignored(
+                            "the domain \(domainAttribute) is broader than the registrable domain of \(host)")
+                    }
+                }
                 isHostOnly = false
                 domain = domainAttribute
             }
@@ -98,15 +115,18 @@ enum SetCookieParser {
         )
     }
 
-    /// The `Expires` forms servers send besides the HTTP date: dashes (`Wed, 21-Oct-2015 07:28:00 GMT`).
-    private static func lenientDate(_ text: String) -> Date? {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        for format in ["EEE, dd-MMM-yyyy HH:mm:ss 'GMT'", "EEE, dd MMM yyyy HH:mm:ss Z"] {
-            formatter.dateFormat = format
-            if let date = formatter.date(from: text) { return date }
-        }
-        return nil
+    /// The expiry a `Max-Age` value sets (§5.2.2): a number of seconds, optionally negative; zero or less
+    /// is the earliest date, and a lifetime is capped at 400 days (RFC 6265bis). `nil` (the attribute
+    /// ignored) for anything but an optional `-` and digits.
+    private static func maxAgeExpiry(_ text: String, now: Date) -> Date? {
+        let digits = text.hasPrefix("-") ? text.utf8.dropFirst() : text.utf8[...]
+        guard !digits.isEmpty, digits.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
+        // More digits than an Int holds still name a lifetime: the longest, or (negative) none.
+        let seconds = Int(text) ?? (text.hasPrefix("-") ? 0 : Int.max)
+        guard seconds > 0 else { return .distantPast }
+        return now.addingTimeInterval(TimeInterval(min(seconds, maximumLifetime)))
     }
+
+    /// The longest lifetime `Max-Age` gives a cookie, 400 days (RFC 6265bis).
+    static let maximumLifetime = 400 * 86_400
 }

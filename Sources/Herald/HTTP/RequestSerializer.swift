@@ -22,6 +22,11 @@ public protocol RequestSerializer: Sendable {
 /// Both use ``FormURLEncoding`` (AF's escaping, sorted keys, `a[b]=c` and `a[]=1` for nested containers).
 /// A query is appended to the URL's own with `&`, or after `?`. A body replaces `request.body`, with
 /// `Content-Type: application/x-www-form-urlencoded` unless the request sets its own.
+///
+/// Without parameters (`nil`), a method that would carry them in its body (`POST`, `PUT`, `PATCH`…) is
+/// still sent as AF sends it: an empty form body and `Content-Type: application/x-www-form-urlencoded`
+/// (an empty string is a valid form payload). A request that has a body of its own keeps it untouched, and
+/// ``sendsEmptyFormWithoutParameters`` set to `false` leaves every request without parameters as it is.
 public struct FormRequestSerializer: RequestSerializer {
     /// The methods whose parameters go into the URL's query by default, AF's
     /// `HTTPMethodsEncodingParametersInURI`: `GET`, `HEAD` and `DELETE`.
@@ -30,25 +35,44 @@ public struct FormRequestSerializer: RequestSerializer {
     /// The methods whose parameters go into the query; default `GET`, `HEAD` and `DELETE`.
     public var methodsEncodingParametersInURI: Set<String>
 
+    /// Whether a request without parameters, of a method not in ``methodsEncodingParametersInURI`` and
+    /// without a body of its own, is sent with an empty form body and
+    /// `Content-Type: application/x-www-form-urlencoded`, as AF's `AFHTTPRequestSerializer` sends it;
+    /// default `true`. `false` leaves such a request without a body or `Content-Type`.
+    public var sendsEmptyFormWithoutParameters: Bool
+
     /// Creates the serializer.
     ///
-    /// - Parameter methodsEncodingParametersInURI: The methods whose parameters go into the query.
+    /// - Parameters:
+    ///   - methodsEncodingParametersInURI: The methods whose parameters go into the query.
+    ///   - sendsEmptyFormWithoutParameters: Whether a request without parameters gets an empty form body, as
+    ///     in AF; default `true`.
     public init(
-        methodsEncodingParametersInURI: Set<String> = FormRequestSerializer.defaultMethodsEncodingParametersInURI
+        methodsEncodingParametersInURI: Set<String> = FormRequestSerializer.defaultMethodsEncodingParametersInURI,
+        sendsEmptyFormWithoutParameters: Bool = true
     ) {
         self.methodsEncodingParametersInURI = methodsEncodingParametersInURI
+        self.sendsEmptyFormWithoutParameters = sendsEmptyFormWithoutParameters
     }
 
     /// Encodes `parameters` (an object, or `nil`) into the query or the body, as described above.
     ///
     /// - Parameters:
     ///   - request: The request to complete.
-    ///   - parameters: A JSON object of names and values, or `nil`.
+    ///   - parameters: A JSON object of names and values, or `nil` (an empty form body for a method that
+    ///     carries its parameters in the body, see ``sendsEmptyFormWithoutParameters``).
     /// - Returns: The request with its query or body set.
     /// - Throws: ``HeraldError`` with ``HeraldError/Code/invalidRequest`` when `parameters` is not an object or
     ///   holds a number that is not finite.
     public func serialize(_ request: Request, parameters: JSONValue?) throws(HeraldError) -> Request {
-        guard let parameters else { return request }
+        guard let parameters else {
+            guard sendsEmptyFormWithoutParameters, request.body == nil,
+                !methodsEncodingParametersInURI.contains(request.method.uppercased())
+            else { return request }
+            var request = request
+            request.setBody(Data(), contentType: "application/x-www-form-urlencoded")
+            return request
+        }
         let query = try FormURLEncoding.query(from: parameters)
         var request = request
         if methodsEncodingParametersInURI.contains(request.method.uppercased()) {

@@ -67,8 +67,9 @@ extension RequestInterceptor {
 public enum RetryDecision: Sendable, Hashable {
     /// Send the request again at once.
     case retry
-    /// Send the request again after this many seconds. The task stays `running` while it waits;
-    /// `suspend()` holds the next attempt until `resume()`, `cancel()` completes the task at once.
+    /// Send the request again after this many seconds. The task keeps its state while it waits: the delay
+    /// runs on if it is suspended, and the next attempt is then sent once it is resumed; `cancel()`
+    /// completes the task at once.
     case retryWithDelay(TimeInterval)
     /// Complete the task with the attempt's outcome.
     case doNotRetry

@@ -5,21 +5,19 @@ import Testing
 /// The cookie store's RFC 6265 rules as pure functions: no traffic, any domain.
 @Suite("Cookie store rules")
 struct CookieStoreTests {
-    private static func url(_ text: String) -> URL { URL(string: text)! }
-
     @Test("a host-only cookie goes back to its host alone; a Domain cookie to the domain and its subdomains")
     func domainMatching() {
         let store = CookieStore()
         store.store(
-            setCookieFields: ["host=1", "wide=2; Domain=example.com"], from: Self.url("http://www.example.com/"))
-        #expect(store.cookieHeader(for: Self.url("http://www.example.com/")) == "host=1; wide=2")
-        #expect(store.cookieHeader(for: Self.url("http://a.b.example.com/")) == "wide=2")
-        #expect(store.cookieHeader(for: Self.url("http://example.com/")) == "wide=2")
-        #expect(store.cookieHeader(for: Self.url("http://notexample.com/")) == nil)
-        #expect(store.cookieHeader(for: Self.url("http://example.org/")) == nil)
+            setCookieFields: ["host=1", "wide=2; Domain=example.com"], from: testURL("http://www.example.com/"))
+        #expect(store.cookieHeader(for: testURL("http://www.example.com/")) == "host=1; wide=2")
+        #expect(store.cookieHeader(for: testURL("http://a.b.example.com/")) == "wide=2")
+        #expect(store.cookieHeader(for: testURL("http://example.com/")) == "wide=2")
+        #expect(store.cookieHeader(for: testURL("http://notexample.com/")) == nil)
+        #expect(store.cookieHeader(for: testURL("http://example.org/")) == nil)
         // A Domain the host is not inside is refused.
-        store.store(setCookieFields: ["other=3; Domain=example.org"], from: Self.url("http://www.example.com/"))
-        #expect(store.cookieHeader(for: Self.url("http://www.example.org/")) == nil)
+        store.store(setCookieFields: ["other=3; Domain=example.org"], from: testURL("http://www.example.com/"))
+        #expect(store.cookieHeader(for: testURL("http://www.example.org/")) == nil)
     }
 
     @Test("domain matching as a pure function: suffixes on a label boundary, never for IP addresses")
@@ -38,27 +36,27 @@ struct CookieStoreTests {
         #expect(CookieRules.pathMatches("/docs", "/docs"))
         #expect(!CookieRules.pathMatches("/docsets", "/docs"))
         #expect(!CookieRules.pathMatches("/", "/docs"))
-        #expect(CookieRules.defaultPath(for: Self.url("http://h.example/a/b/c")) == "/a/b")
-        #expect(CookieRules.defaultPath(for: Self.url("http://h.example/a")) == "/")
-        #expect(CookieRules.defaultPath(for: Self.url("http://h.example")) == "/")
+        #expect(CookieRules.defaultPath(for: testURL("http://h.example/a/b/c")) == "/a/b")
+        #expect(CookieRules.defaultPath(for: testURL("http://h.example/a")) == "/")
+        #expect(CookieRules.defaultPath(for: testURL("http://h.example")) == "/")
 
         let store = CookieStore()
         store.store(
             setCookieFields: ["dir=1", "root=2; Path=/", "deep=3; Path=/app/admin"],
-            from: Self.url("http://h.example/app/login"))
+            from: testURL("http://h.example/app/login"))
         // Longer paths first.
-        #expect(store.cookieHeader(for: Self.url("http://h.example/app/admin/users")) == "deep=3; dir=1; root=2")
-        #expect(store.cookieHeader(for: Self.url("http://h.example/app")) == "dir=1; root=2")
-        #expect(store.cookieHeader(for: Self.url("http://h.example/other")) == "root=2")
+        #expect(store.cookieHeader(for: testURL("http://h.example/app/admin/users")) == "deep=3; dir=1; root=2")
+        #expect(store.cookieHeader(for: testURL("http://h.example/app")) == "dir=1; root=2")
+        #expect(store.cookieHeader(for: testURL("http://h.example/other")) == "root=2")
     }
 
     @Test("a Secure cookie is sent only over https, and one set over http is refused")
     func secure() {
         let store = CookieStore()
-        store.store(setCookieFields: ["token=abc; Secure"], from: Self.url("https://api.example.com/"))
-        #expect(store.cookieHeader(for: Self.url("https://api.example.com/")) == "token=abc")
-        #expect(store.cookieHeader(for: Self.url("http://api.example.com/")) == nil)
-        let stored = store.store(setCookieFields: ["spoof=1; Secure"], from: Self.url("http://api.example.com/"))
+        store.store(setCookieFields: ["token=abc; Secure"], from: testURL("https://api.example.com/"))
+        #expect(store.cookieHeader(for: testURL("https://api.example.com/")) == "token=abc")
+        #expect(store.cookieHeader(for: testURL("http://api.example.com/")) == nil)
+        let stored = store.store(setCookieFields: ["spoof=1; Secure"], from: testURL("http://api.example.com/"))
         #expect(stored.isEmpty)
         #expect(store.allCookies.map(\.name) == ["token"])
     }
@@ -67,15 +65,15 @@ struct CookieStoreTests {
     func publicSuffixes() {
         let store = CookieStore()
         #expect(
-            store.store(setCookieFields: ["a=1; Domain=co.uk"], from: Self.url("http://www.example.co.uk/")).isEmpty)
-        #expect(store.store(setCookieFields: ["b=1; Domain=com"], from: Self.url("http://example.com/")).isEmpty)
-        #expect(store.store(setCookieFields: ["c=1; Domain=.uk"], from: Self.url("http://www.example.co.uk/")).isEmpty)
+            store.store(setCookieFields: ["a=1; Domain=co.uk"], from: testURL("http://www.example.co.uk/")).isEmpty)
+        #expect(store.store(setCookieFields: ["b=1; Domain=com"], from: testURL("http://example.com/")).isEmpty)
+        #expect(store.store(setCookieFields: ["c=1; Domain=.uk"], from: testURL("http://www.example.co.uk/")).isEmpty)
         let allowed = store.store(
-            setCookieFields: ["d=1; Domain=example.co.uk"], from: Self.url("http://www.example.co.uk/"))
+            setCookieFields: ["d=1; Domain=example.co.uk"], from: testURL("http://www.example.co.uk/"))
         #expect(allowed.map(\.domain) == ["example.co.uk"])
-        let own = store.store(setCookieFields: ["e=1; Domain=github.io"], from: Self.url("https://github.io/"))
+        let own = store.store(setCookieFields: ["e=1; Domain=github.io"], from: testURL("https://github.io/"))
         #expect(own.first?.isHostOnly == true)
-        #expect(store.cookieHeader(for: Self.url("https://someone.github.io/")) == nil)
+        #expect(store.cookieHeader(for: testURL("https://someone.github.io/")) == nil)
     }
 
     @Test("the system list from Debian's publicsuffix package is read at run time")
@@ -109,7 +107,7 @@ struct CookieStoreTests {
     @Test("Max-Age wins over Expires; Max-Age=0 and a past Expires remove the cookie; HttpOnly and SameSite are kept")
     func expiryAndAttributes() throws {
         let store = CookieStore()
-        let url = Self.url("http://h.example/")
+        let url = testURL("http://h.example/")
         store.store(
             setCookieFields: [
                 "a=1; Max-Age=3600; Expires=Wed, 21 Oct 2015 07:28:00 GMT; HttpOnly; SameSite=Strict",
@@ -134,7 +132,7 @@ struct CookieStoreTests {
         let store = CookieStore()
         let stored = store.store(
             setCookieFields: ["novalue", "=x", "a=b\u{7}c", "big=" + String(repeating: "x", count: 5000), "ok=1"],
-            from: Self.url("http://h.example/"))
+            from: testURL("http://h.example/"))
         #expect(stored.map(\.name) == ["ok"])
     }
 
@@ -145,7 +143,7 @@ struct CookieStoreTests {
         let store = try CookieStore(persistingTo: file)
         store.store(
             setCookieFields: ["kept=1; Max-Age=600; Secure; HttpOnly; SameSite=None", "session=2"],
-            from: Self.url("https://h.example/"))
+            from: testURL("https://h.example/"))
         store.flush()
         let lines = try String(contentsOf: file, encoding: .utf8).split(separator: "\n")
         #expect(lines.count == 1)
@@ -158,7 +156,7 @@ struct CookieStoreTests {
 
         let reloaded = try CookieStore(persistingTo: file)
         #expect(reloaded.allCookies.map(\.name) == ["kept"])
-        #expect(reloaded.cookieHeader(for: Self.url("https://h.example/x")) == "kept=1")
+        #expect(reloaded.cookieHeader(for: testURL("https://h.example/x")) == "kept=1")
 
         try Data("{\"name\":\"broken\"}\n".utf8).write(to: file)
         let error = #expect(throws: HeraldError.self) { try CookieStore(persistingTo: file) }

@@ -129,4 +129,38 @@ struct RequestSerializerTests {
         #expect(fixture.server.requestCount == 0)
         try await fixture.tearDown()
     }
+
+    @Test("a POST without parameters is sent as AF sends it: an empty form body with its Content-Type")
+    func emptyParametersPost() async throws {
+        let fixture = try await HTTPFixture.make()
+        let request = try #require(echoed(try await fixture.manager.post("echo")))
+        #expect(request.method == "POST")
+        #expect(request.headers["content-type"] == "application/x-www-form-urlencoded")
+        #expect(request.headers["content-length"] == "0")
+        #expect(request.bodyLength == 0)
+        // GET, HEAD and DELETE carry no body, parameters or not.
+        let get = try #require(echoed(try await fixture.manager.get("echo")))
+        #expect(get.headers["content-type"] == nil && get.bodyLength == 0)
+        try await fixture.tearDown()
+    }
+
+    @Test("without parameters: the option off sends neither, a body of the caller's own stays, JSON adds nothing")
+    func emptyParametersChoices() throws {
+        let url = URL(string: "http://127.0.0.1/echo")!
+        let post = Request(url: url, method: "POST")
+        let form = try FormRequestSerializer().serialize(post, parameters: nil)
+        #expect(form.body == Data() && form.headers["Content-Type"] == "application/x-www-form-urlencoded")
+        let put = try FormRequestSerializer().serialize(Request(url: url, method: "put"), parameters: nil)
+        #expect(put.body == Data() && put.headers["Content-Type"] == "application/x-www-form-urlencoded")
+
+        let off = try FormRequestSerializer(sendsEmptyFormWithoutParameters: false).serialize(post, parameters: nil)
+        #expect(off.body == nil && off.headers["Content-Type"] == nil)
+
+        let own = Request(url: url, method: "POST", headers: ["Content-Type": "text/plain"], body: Data("hi".utf8))
+        #expect(try FormRequestSerializer().serialize(own, parameters: nil) == own)
+        let delete = Request(url: url, method: "DELETE")
+        #expect(try FormRequestSerializer().serialize(delete, parameters: nil) == delete)
+        // AF's JSON serializer sets a body only for parameters it was given.
+        #expect(try JSONRequestSerializer().serialize(post, parameters: nil) == post)
+    }
 }
