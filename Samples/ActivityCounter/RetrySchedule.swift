@@ -28,17 +28,10 @@ struct RetrySchedule: Sendable {
         return ceiling * random()
     }
 
-    /// `Retry-After` in seconds: delta-seconds or an IMF-fixdate (RFC 9110 §10.2.3); `nil` when absent or invalid.
+    /// `Retry-After` in seconds, as Herald's ``RetryAfter`` reads it (delta-seconds or any of the three HTTP
+    /// date forms); `nil` when absent or invalid.
     static func retryAfter(_ value: String?, now: Date = Date()) -> Double? {
-        guard let value = value?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
-        if value.allSatisfy(\.isASCII), value.allSatisfy(\.isNumber) {
-            return Double(value)
-        }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        guard let date = formatter.date(from: value) else { return nil }
-        return max(0, date.timeIntervalSince(now))
+        guard let value else { return nil }
+        return RetryAfter.seconds(value, now: now)
     }
 }

@@ -104,7 +104,7 @@ final class Engine: @unchecked Sendable {
     /// anything the loop thread dispatched to that queue directly before submitting them; on a concurrent
     /// queue, one iteration's batch runs in order, and batches may run at the same time (see
     /// ``DeliveryLane``).
-    func deliver(_ delivery: consuming Delivery, to lane: DeliveryLane) {
+    func handOver(_ delivery: consuming Delivery, to lane: DeliveryLane) {
         guard isOnLoopThread else {
             lane.enqueue(delivery)
             return

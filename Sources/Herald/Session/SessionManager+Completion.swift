@@ -50,17 +50,17 @@ extension SessionManager {
     func complete(_ task: SessionTask, with outcome: TransferOutcome) {
         let serializer = responseSerializer
         if ownsCompletionQueue {
-            engine.deliver(
+            engine.handOver(
                 .work { [self] in
                     let result = task.completionResult(for: outcome, serializer: serializer)
-                    deliver(task, outcome: outcome, result: result, serializer: serializer)
+                    finishCompletion(task, outcome: outcome, result: result, serializer: serializer)
                 }, to: completionLane)
         } else {
             // The caller's queue (perhaps the main queue) is not the place for parsing or file moves.
             DispatchQueue.global(qos: .userInitiated).async { [self] in
                 let result = task.completionResult(for: outcome, serializer: serializer)
                 completionQueue.async(group: completionGroup) { [self] in
-                    deliver(task, outcome: outcome, result: result, serializer: serializer)
+                    finishCompletion(task, outcome: outcome, result: result, serializer: serializer)
                 }
             }
         }
@@ -81,7 +81,7 @@ extension SessionManager {
 
     /// Stores a cacheable response, runs the `taskDidComplete` hook and the completion handler
     /// (completion queue), then forgets the task and posts `taskDidComplete` on the event queue.
-    private func deliver(
+    private func finishCompletion(
         _ task: SessionTask, outcome: TransferOutcome, result: CompletionResult, serializer: any ResponseSerializer
     ) {
         if let cache = configuration.responseCache, task.usesResponseCache, let dataTask = task as? DataTask {

@@ -60,7 +60,7 @@ extension SessionManager {
         if wasAlone, engine.isOnLoopThread {
             task.proceed(after: outcome)
         } else {
-            engine.deliver(.finishedTransfer(task, outcome), to: transportLane)
+            engine.handOver(.finishedTransfer(task, outcome), to: transportLane)
         }
     }
 

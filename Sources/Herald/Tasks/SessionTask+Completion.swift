@@ -54,7 +54,7 @@ extension SessionTask {
                 outcome.error = Self.cancellation(for: originalRequest.url)
             }
             // A data task that became a download completes as the download task, whichever face curl told.
-            return ((), [.deliver(downloadTask ?? self, outcome)])
+            return ((), [.finish(downloadTask ?? self, outcome)])
         }
     }
 

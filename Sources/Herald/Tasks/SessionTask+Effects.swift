@@ -16,7 +16,7 @@ enum TaskEffect {
     /// Complete the task with an outcome (held while suspended, or a cancellation between transfers).
     case complete(SessionTask, TransferOutcome)
     /// Hand a completed task to the session: serialize, run the completion handler, post `taskDidComplete`.
-    case deliver(SessionTask, TransferOutcome)
+    case finish(SessionTask, TransferOutcome)
     /// Start a retry's timer.
     case schedule(DispatchWorkItem, delay: TimeInterval)
     /// Cancel a retry's timer.
@@ -98,7 +98,7 @@ extension SessionTask {
             session.send(command)
         case .complete(let task, let outcome):
             task.completeTransfer(outcome)
-        case .deliver(let task, let outcome):
+        case .finish(let task, let outcome):
             session.complete(task, with: outcome)
         case .schedule(let timer, let delay):
             Self.hopQueue.asyncAfter(deadline: .now() + delay, execute: timer)

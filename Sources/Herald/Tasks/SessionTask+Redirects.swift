@@ -7,7 +7,7 @@ import Foundation
 //
 // Threading: the decision and the session's redirection hook run on a global queue — never on the loop
 // thread, where a slow hook would stall every transfer of the engine — and the next transfer is then
-// handed to the engine like the first one (``TaskStateMachine/transferPrepared(_:)``). The task stays
+// handed to the engine like the first one (`TaskStateMachine.transferPrepared(_:sendsCredential:)`). The task stays
 // `running` (or `suspended`) in between: a `cancel()` arriving then completes the task at once with
 // `cancelled`; a `suspend()` holds the next transfer until `resume()`.
 extension SessionTask {
@@ -26,12 +26,11 @@ extension SessionTask {
         let isChallenge = !isRedirect && response.statusCode == 401 && wantsAuthenticationHop(for: response)
         guard isRedirect || isChallenge else { return false }
         let current = core.withLock { core -> TransferRequest? in
-            guard let transfer = core.machine.transferEndsBetweenTransfers() else { return nil }
+            guard let ended = core.machine.currentTransfer else { return nil }
+            let key = TaskHops.key(method: ended.request.method, url: ended.request.url)
+            guard let transfer = core.machine.hopEnds(sent: key, metrics: outcome.metrics, isChallenge: isChallenge)
+            else { return nil }
             core.response = response
-            core.machine.hops.visited.insert(
-                TaskHops.key(method: transfer.request.method, url: transfer.request.url))
-            core.machine.hops.recordHop(outcome.metrics)
-            if isChallenge, core.machine.hops.sentCredential { core.machine.hops.authenticationFailures += 1 }
             return transfer.request
         }
         guard let current else { return false }
@@ -102,11 +101,7 @@ extension SessionTask {
             proposed = chosen
         }
         let key = TaskHops.key(method: next.method, url: next.url)
-        let isLoop = core.withLock { core -> Bool in
-            guard !core.machine.hops.visited.contains(key) else { return true }
-            core.machine.hops.redirectCount += 1
-            return false
-        }
+        let isLoop = core.withLock { !$0.machine.redirectFollowed(to: key) }
         if isLoop {
             return finishHop(
                 outcome,

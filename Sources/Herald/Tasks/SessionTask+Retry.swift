@@ -65,11 +65,7 @@ extension SessionTask {
         } catch {
             return failAttempt(Self.adaptationError(error, url: originalRequest.url))
         }
-        let prepared = core.withLock { core -> (attempt: Int, validators: HTTPHeaders?)? in
-            guard core.machine.attemptStarts() else { return nil }
-            core.machine.hops.attemptRequest = request
-            return (core.machine.hops.attempt, core.machine.hops.cacheValidators)
-        }
+        let prepared = core.withLock { $0.machine.attemptStarts(with: request) }
         guard let prepared else { return }
         var transfer = attemptTransferRequest(for: request, validators: prepared.validators)
         // The first attempt sends the body as it is; a retry sends it again (a stream asks for a new one).
@@ -129,15 +125,8 @@ extension SessionTask {
         let delay = delay.isNaN ? 0 : min(Self.maximumRetryDelay, max(0, delay))
         let timer = DispatchWorkItem { [self] in startAttempt(with: interceptor) }
         transition { core -> ((), [TaskEffect]) in
-            guard core.machine.retryScheduled(timer) else { return ((), []) }
-            core.machine.hops.recordHop(outcome.metrics)
-            core.machine.hops.attempt += 1
-            // Each attempt follows its own redirects and answers its own challenges.
-            core.machine.hops.redirectCount = 0
-            core.machine.hops.visited = []
-            core.machine.hops.authenticationFailures = 0
-            let retry = RetryAnnouncement(
-                attempt: core.machine.hops.attempt, error: failure, response: outcome.response, delay: delay)
+            guard let attempt = core.machine.retryScheduled(timer, after: outcome.metrics) else { return ((), []) }
+            let retry = RetryAnnouncement(attempt: attempt, error: failure, response: outcome.response, delay: delay)
             return ((), [.announceRetry(self, retry), .schedule(timer, delay: delay)])
         }
     }

@@ -71,15 +71,11 @@ extension SessionTask {
         // The easy handle is made here, not on the loop thread that every transfer of the engine shares.
         transfer.prepare(from: session.multi?.easyHandles)
         transition { core -> ((), [TaskEffect]) in
-            switch core.machine.transferPrepared(transfer) {
-            case .none:
+            switch core.machine.transferPrepared(transfer, sendsCredential: sendsCredential) {
+            case .none, .wait:
                 return ((), [])
             case .start(let transfer):
-                core.machine.hops.sentCredential = sendsCredential
                 return ((), [.engine(.start(transfer))])
-            case .wait:
-                core.machine.hops.sentCredential = sendsCredential
-                return ((), [])
             }
         }
     }

@@ -26,8 +26,11 @@ public typealias TaskCompletionHandler =
 open class SessionTask: @unchecked Sendable, TransferDelegate {
     // Safety: every mutable member lives in `core`, a lock; the others are immutable and Sendable.
 
+    /// The task's state machine, over the engine's transfers and the download task a data task becomes.
+    typealias TaskMachine = TaskStateMachine<Transfer, DownloadTask>
+
     struct Core {
-        var machine = TaskStateMachine()
+        var machine = TaskMachine()
         /// The effects of transitions, waiting to be carried out outside the lock (see ``transition(_:)``).
         var effects = TaskEffectQueue()
         var response: HTTPResponse?
@@ -99,10 +102,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// Whether a transfer finished while the task was suspended and its outcome waits for ``resume()``
     /// or ``cancel()``.
     var isHoldingOutcome: Bool {
-        core.withLock { core in
-            if case .holding = core.machine.work { return true }
-            return false
-        }
+        core.withLock { $0.machine.isHoldingOutcome }
     }
 
     /// Calls `action` once a transfer has finished while the task was suspended and its outcome is held
@@ -110,7 +110,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// `action` runs on the thread that made the hold, after the task's lock is released.
     func whenHoldingOutcome(_ action: @escaping @Sendable () -> Void) {
         let isHolding = core.withLock { core -> Bool in
-            if case .holding = core.machine.work { return true }
+            if core.machine.isHoldingOutcome { return true }
             core.holdWaiters.append(action)
             return false
         }
@@ -149,7 +149,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         // The cache is the caller's code: consulted before taking the task's lock, and only for a first resume.
         let cached = cacheLookup()
         // For a first resume, what starting needs is read in the same critical section as the transition.
-        let (action, start) = transition { core -> ((TaskStateMachine.ResumeAction, FirstStart?), [TaskEffect]) in
+        let (action, start) = transition { core -> ((TaskMachine.ResumeAction, FirstStart?), [TaskEffect]) in
             let action = core.machine.resume()
             let announce = TaskEffect.announce(self, .running)
             switch action {
@@ -158,7 +158,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
             case .start:
                 if case .stale(let entry, let validators) = cached {
                     core.revalidating = entry
-                    core.machine.hops.cacheValidators = validators
+                    core.machine.revalidates(with: validators)
                 }
                 let start = FirstStart(interceptor: core.interceptor, validators: core.machine.hops.cacheValidators)
                 return ((action, start), [announce])

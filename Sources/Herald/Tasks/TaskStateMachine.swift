@@ -1,58 +1,98 @@
 import Dispatch
 import Foundation
 
-/// A task's whole lifecycle as a value: the state its user sees, where its transfer work stands, what it
-/// remembers across transfers (redirects, authentication round-trips, retries), and the download task a
-/// data task became.
+/// A task's whole lifecycle as a value: the state its user sees with the data of that state (where its
+/// transfer work stands), what it remembers across transfers (``TaskHops``: redirects, authentication
+/// round-trips, retries) and the download task a data task became.
 ///
-/// Every transition is a `mutating` method that returns what the owner must do. ``SessionTask`` calls it
+/// Every change is a `mutating` transition that returns what the owner must do. ``SessionTask`` calls it
 /// under the task's lock and carries the answer out after releasing the lock, through its effect
 /// pipeline (`SessionTask+Effects.swift`), so no notification is posted, no engine command sent and no
-/// hook run while the lock is held.
+/// hook run while the lock is held. Nothing outside changes the machine's state or its hops: both are
+/// read-only from outside.
 ///
 /// `suspended` (new tasks start here) → `running` ⇄ `suspended`; `running`/`suspended` → `canceling` →
 /// `completed`; `running` → `completed`. A transfer that finishes while the task is suspended never
 /// completes it: its outcome is held until ``resume()`` (or completes as cancelled on ``cancel()``).
-struct TaskStateMachine {
-    /// Where the task's transfers stand, beside ``state``.
-    enum Work {
-        /// Never resumed.
-        case notStarted
+///
+/// The machine knows its transfer and its download task only as objects (`Handle`, `Download`): its tests
+/// build it alone, with no session, engine or libcurl. An event that cannot happen in a state — a second
+/// transfer prepared while one runs, say — is a bug of the caller: it fails an assertion in debug builds
+/// and changes nothing in release builds.
+struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
+    /// Where a running task's transfer work stands.
+    private enum Running {
         /// Between two transfers: the first is being prepared, an adapter runs, the next hop or a retry is
-        /// being decided off the loop thread, or a retry waits for its delay on `retryTimer`.
+        /// being decided, or a retry waits for its delay on `retryTimer`.
         case betweenTransfers(retryTimer: DispatchWorkItem?)
         /// A transfer is in the engine, or on its way there.
-        case transferring(Transfer)
-        /// The next transfer was prepared while the task was suspended: ``resume()`` starts it.
-        case readyToStart(Transfer)
-        /// The transfer finished without an error while the task was suspended: ``resume()`` completes the
-        /// task with this outcome.
-        case holding(TransferOutcome)
-        /// The task completed.
-        case finished
+        case transferring(Handle)
     }
 
-    private(set) var state: TaskState = .suspended
-    private(set) var work: Work = .notStarted
-    /// What the task remembers across the transfers it runs.
-    var hops = TaskHops()
+    /// Where a suspended task's transfer work stands.
+    private enum Suspended {
+        /// Never resumed.
+        case notStarted
+        /// Between two transfers (see ``Running/betweenTransfers(retryTimer:)``); the next one waits for
+        /// ``resume()``.
+        case betweenTransfers(retryTimer: DispatchWorkItem?)
+        /// The transfer is in the engine, paused.
+        case transferring(Handle)
+        /// The next transfer was prepared while suspended: ``resume()`` starts it.
+        case readyToStart(Handle)
+        /// The transfer finished without an error while suspended: ``resume()`` completes the task with it.
+        case holding(TransferOutcome)
+    }
+
+    /// The state the user sees, each with its own data.
+    private enum Phase {
+        case suspended(Suspended)
+        case running(Running)
+        /// ``cancel()`` happened: the engine finishes the transfer it is `stopping` with `cancelled`, or,
+        /// with none, the task completes at once.
+        case canceling(stopping: Handle?)
+        case completed
+    }
+
+    private var phase: Phase = .suspended(.notStarted)
+    /// What the task remembers across the transfers it runs; changed only by the transitions.
+    private(set) var hops = TaskHops()
     /// The download task this data task became (``ResponseDisposition/becomeDownload``); it is the task that
     /// completes. Set while the transfer runs, cleared at completion.
-    private(set) var downloadTask: DownloadTask?
+    private(set) var downloadTask: Download?
+
+    /// The state the task's user sees.
+    var state: TaskState {
+        switch phase {
+        case .suspended: .suspended
+        case .running: .running
+        case .canceling: .canceling
+        case .completed: .completed
+        }
+    }
 
     /// Whether ``resume()`` has ever started the task.
     var hasStarted: Bool {
-        if case .notStarted = work { return false }
+        if case .suspended(.notStarted) = phase { return false }
         return true
     }
 
     /// Whether the task can still change: neither cancelled nor completed.
     var isLive: Bool { state == .running || state == .suspended }
 
-    /// The transfer running now, if any.
-    var currentTransfer: Transfer? {
-        if case .transferring(let transfer) = work { return transfer }
-        return nil
+    /// The transfer in the engine now, if any: running, paused, or being stopped by a cancel.
+    var currentTransfer: Handle? {
+        switch phase {
+        case .running(.transferring(let transfer)), .suspended(.transferring(let transfer)): transfer
+        case .canceling(let stopping): stopping
+        default: nil
+        }
+    }
+
+    /// Whether a transfer finished while the task was suspended and its outcome waits for ``resume()``.
+    var isHoldingOutcome: Bool {
+        if case .suspended(.holding) = phase { return true }
+        return false
     }
 
     // MARK: - the user's calls
@@ -61,12 +101,12 @@ struct TaskStateMachine {
         /// Not suspended: nothing changes.
         case none
         /// The first resume: announce it, then prepare the first transfer (or serve the cache, or run the
-        /// adapter) and hand it over with ``transferPrepared(_:)``.
+        /// adapter) and hand it over with ``transferPrepared(_:sendsCredential:)``.
         case start
         /// Announce, and continue the paused transfer where it stopped.
-        case unpause(Transfer)
+        case unpause(Handle)
         /// Announce, and hand the engine the transfer prepared while suspended.
-        case startTransfer(Transfer)
+        case startTransfer(Handle)
         /// Announce, and complete the task with the outcome held while suspended.
         case complete(TransferOutcome)
         /// Announce only: the task is between two transfers, and the next starts when it is ready.
@@ -74,23 +114,29 @@ struct TaskStateMachine {
     }
 
     mutating func resume() -> ResumeAction {
-        guard state == .suspended else { return .none }
-        state = .running
+        guard case .suspended(let work) = phase else { return .none }
         switch work {
         case .notStarted:
-            work = .betweenTransfers(retryTimer: nil)
+            phase = .running(.betweenTransfers(retryTimer: nil))
             return .start
         case .transferring(let transfer):
+            phase = .running(.transferring(transfer))
             return .unpause(transfer)
         case .readyToStart(let transfer):
-            work = .transferring(transfer)
+            phase = .running(.transferring(transfer))
             return .startTransfer(transfer)
         case .holding(let outcome):
-            work = .betweenTransfers(retryTimer: nil)
+            phase = .running(.betweenTransfers(retryTimer: nil))
             return .complete(outcome)
-        case .betweenTransfers, .finished:
+        case .betweenTransfers(let timer):
+            phase = .running(.betweenTransfers(retryTimer: timer))
             return .announce
         }
+    }
+
+    /// The first resume found a stale cache entry: every attempt sends `validators` with its request.
+    mutating func revalidates(with validators: HTTPHeaders) {
+        hops.cacheValidators = validators
     }
 
     enum SuspendAction {
@@ -99,14 +145,19 @@ struct TaskStateMachine {
         /// Announce only: no transfer runs now (the next one waits for ``resume()``).
         case announce
         /// Announce, and pause the transfer.
-        case pause(Transfer)
+        case pause(Handle)
     }
 
     mutating func suspend() -> SuspendAction {
-        guard state == .running else { return .none }
-        state = .suspended
-        if case .transferring(let transfer) = work { return .pause(transfer) }
-        return .announce
+        guard case .running(let work) = phase else { return .none }
+        switch work {
+        case .transferring(let transfer):
+            phase = .suspended(.transferring(transfer))
+            return .pause(transfer)
+        case .betweenTransfers(let timer):
+            phase = .suspended(.betweenTransfers(retryTimer: timer))
+            return .announce
+        }
     }
 
     enum CancelAction {
@@ -115,7 +166,7 @@ struct TaskStateMachine {
         /// Never started: complete with `cancelled` without touching the engine.
         case completeUnstarted
         /// Stop the transfer; the engine finishes it with `cancelled`, which completes the task.
-        case stop(Transfer)
+        case stop(Handle)
         /// Complete (as cancelled) with the outcome held while suspended.
         case complete(TransferOutcome)
         /// Between two transfers, nothing is in the engine: complete at once with `cancelled`, after
@@ -124,76 +175,141 @@ struct TaskStateMachine {
     }
 
     mutating func cancel() -> CancelAction {
-        guard isLive else { return .none }
-        state = .canceling
-        switch work {
-        case .notStarted:
-            return .completeUnstarted
-        case .transferring(let transfer):
-            return .stop(transfer)
-        case .holding(let outcome):
-            work = .betweenTransfers(retryTimer: nil)
-            return .complete(outcome)
-        case .readyToStart:
-            work = .betweenTransfers(retryTimer: nil)
-            return .completeBetweenTransfers(retryTimer: nil)
-        case .betweenTransfers(let timer):
-            work = .betweenTransfers(retryTimer: nil)
-            return .completeBetweenTransfers(retryTimer: timer)
-        case .finished:
+        switch phase {
+        case .canceling, .completed:
             return .none
+        case .suspended(.notStarted):
+            phase = .canceling(stopping: nil)
+            return .completeUnstarted
+        case .running(.transferring(let transfer)), .suspended(.transferring(let transfer)):
+            phase = .canceling(stopping: transfer)
+            return .stop(transfer)
+        case .suspended(.holding(let outcome)):
+            phase = .canceling(stopping: nil)
+            return .complete(outcome)
+        case .suspended(.readyToStart):
+            phase = .canceling(stopping: nil)
+            return .completeBetweenTransfers(retryTimer: nil)
+        case .running(.betweenTransfers(let timer)), .suspended(.betweenTransfers(let timer)):
+            phase = .canceling(stopping: nil)
+            return .completeBetweenTransfers(retryTimer: timer)
         }
     }
 
     // MARK: - between transfers
 
-    /// The running transfer ended with a response that leads to another transfer (a redirect to follow,
-    /// a challenge to answer, a failure to show the retrier). Returns the transfer that ended, or `nil` when
-    /// the task is no longer running it (cancelled meanwhile): then the task completes instead.
-    mutating func transferEndsBetweenTransfers() -> Transfer? {
-        guard isLive, case .transferring(let transfer) = work else { return nil }
-        work = .betweenTransfers(retryTimer: nil)
+    /// The running transfer ended with a response that leads to another transfer (a failure to show the
+    /// retrier). Returns the transfer that ended, or `nil` when the task is no longer running it (cancelled
+    /// meanwhile): then the task completes instead.
+    mutating func transferEndsBetweenTransfers() -> Handle? {
+        switch phase {
+        case .running(.transferring(let transfer)):
+            phase = .running(.betweenTransfers(retryTimer: nil))
+            return transfer
+        case .suspended(.transferring(let transfer)):
+            phase = .suspended(.betweenTransfers(retryTimer: nil))
+            return transfer
+        case .canceling, .completed:
+            return nil
+        case .running, .suspended:
+            assertionFailure("a transfer ended while the task had none in the engine: \(phase)")
+            return nil
+        }
+    }
+
+    /// The running transfer ended with a redirect to follow or a challenge to answer: records the hop (the
+    /// request sent, its metrics, a refused credential) and returns the transfer that ended, or `nil` when
+    /// the task no longer runs it.
+    mutating func hopEnds(sent key: String, metrics: TransferMetrics?, isChallenge: Bool) -> Handle? {
+        guard let transfer = transferEndsBetweenTransfers() else { return nil }
+        hops.visited.insert(key)
+        hops.recordHop(metrics)
+        if isChallenge, hops.sentCredential { hops.authenticationFailures += 1 }
         return transfer
     }
 
-    /// A retry waits `timer`'s delay. Returns `false` when the task was cancelled meanwhile.
-    mutating func retryScheduled(_ timer: DispatchWorkItem) -> Bool {
-        guard isLive, case .betweenTransfers = work else { return false }
-        work = .betweenTransfers(retryTimer: timer)
+    /// The next hop follows a redirect to the request `key`: counts it, or returns `false` when this task
+    /// already sent that request (a loop).
+    mutating func redirectFollowed(to key: String) -> Bool {
+        guard !hops.visited.contains(key) else { return false }
+        hops.redirectCount += 1
         return true
     }
 
-    /// A new attempt starts (its delay is over). Returns `false` when the task was cancelled meanwhile.
-    mutating func attemptStarts() -> Bool {
-        guard isLive, case .betweenTransfers = work else { return false }
-        work = .betweenTransfers(retryTimer: nil)
-        return true
+    /// A retry waits `timer`'s delay after a failed attempt (whose metrics are kept): returns the number of
+    /// the attempt to come, or `nil` when the task was cancelled meanwhile. Each attempt follows its own
+    /// redirects and answers its own challenges.
+    mutating func retryScheduled(_ timer: DispatchWorkItem, after metrics: TransferMetrics?) -> Int? {
+        switch phase {
+        case .running(.betweenTransfers):
+            phase = .running(.betweenTransfers(retryTimer: timer))
+        case .suspended(.betweenTransfers):
+            phase = .suspended(.betweenTransfers(retryTimer: timer))
+        case .canceling, .completed:
+            return nil
+        case .running, .suspended:
+            assertionFailure("a retry scheduled while the task is not between transfers: \(phase)")
+            return nil
+        }
+        hops.recordHop(metrics)
+        hops.attempt += 1
+        hops.redirectCount = 0
+        hops.visited = []
+        hops.authenticationFailures = 0
+        return hops.attempt
+    }
+
+    /// A new attempt starts (its delay is over, its adapter returned `request`). Returns the attempt's
+    /// number and the cache validators it sends, or `nil` when the task was cancelled meanwhile.
+    mutating func attemptStarts(with request: Request) -> (attempt: Int, validators: HTTPHeaders?)? {
+        switch phase {
+        case .running(.betweenTransfers):
+            phase = .running(.betweenTransfers(retryTimer: nil))
+        case .suspended(.betweenTransfers):
+            phase = .suspended(.betweenTransfers(retryTimer: nil))
+        case .canceling, .completed:
+            return nil
+        case .running, .suspended:
+            assertionFailure("an attempt started while the task is not between transfers: \(phase)")
+            return nil
+        }
+        hops.attemptRequest = request
+        return (hops.attempt, hops.cacheValidators)
     }
 
     enum PreparedAction {
         /// Cancelled meanwhile: drop the transfer.
         case none
         /// Running: hand the transfer to the engine.
-        case start(Transfer)
+        case start(Handle)
         /// Suspended: keep the transfer until ``resume()``.
         case wait
     }
 
-    /// The next transfer (the first one too) is ready.
-    mutating func transferPrepared(_ transfer: Transfer) -> PreparedAction {
-        guard isLive, case .betweenTransfers = work else { return .none }
-        if state == .running {
-            work = .transferring(transfer)
+    /// The next transfer (the first one too) is ready; `sendsCredential` says whether it sends one (so a
+    /// 401 answering it counts as a refusal).
+    mutating func transferPrepared(_ transfer: Handle, sendsCredential: Bool = false) -> PreparedAction {
+        switch phase {
+        case .running(.betweenTransfers):
+            phase = .running(.transferring(transfer))
+            hops.sentCredential = sendsCredential
             return .start(transfer)
+        case .suspended(.betweenTransfers):
+            phase = .suspended(.readyToStart(transfer))
+            hops.sentCredential = sendsCredential
+            return .wait
+        case .canceling, .completed:
+            return .none
+        case .running, .suspended:
+            assertionFailure("a transfer prepared while the task is not between transfers: \(phase)")
+            return .none
         }
-        work = .readyToStart(transfer)
-        return .wait
     }
 
     /// The data task becomes `download` while `transfer` runs. Returns `false` when the task no longer runs
     /// it (cancelled while the hook ran).
-    mutating func becomeDownload(_ download: DownloadTask, runningTransfer transfer: Transfer) -> Bool {
-        guard isLive, case .transferring(let running) = work, running === transfer else { return false }
+    mutating func becomeDownload(_ download: Download, runningTransfer transfer: Handle) -> Bool {
+        guard isLive, let running = currentTransfer, running === transfer else { return false }
         downloadTask = download
         return true
     }
@@ -207,22 +323,24 @@ struct TaskStateMachine {
         case hold
         /// The task completes; `wasCancelled` says its error must be `cancelled`, and `downloadTask` is the
         /// download task a data task became, which completes it.
-        case finish(wasCancelled: Bool, downloadTask: DownloadTask?)
+        case finish(wasCancelled: Bool, downloadTask: Download?)
     }
 
     /// The task's last transfer (or the cache, or a cancellation) produced `outcome`.
     mutating func complete(with outcome: TransferOutcome) -> CompleteAction {
-        if state == .suspended, outcome.error == nil {
+        switch phase {
+        case .completed:
+            return .none
+        case .suspended where outcome.error == nil:
             // `suspend()` won the race against the transfer's end: a suspended task never completes
             // successfully, so the result waits for `resume()`.
-            work = .holding(outcome)
+            phase = .suspended(.holding(outcome))
             return .hold
+        case .canceling, .running, .suspended:
+            let wasCancelled = state == .canceling
+            phase = .completed
+            defer { downloadTask = nil }
+            return .finish(wasCancelled: wasCancelled, downloadTask: downloadTask)
         }
-        guard state != .completed else { return .none }
-        let wasCancelled = state == .canceling
-        state = .completed
-        work = .finished
-        defer { downloadTask = nil }
-        return .finish(wasCancelled: wasCancelled, downloadTask: downloadTask)
     }
 }

@@ -4,34 +4,33 @@ import HeraldNotifications
 import Testing
 
 /// The task state machine on its own: each transition's answer and the state it leaves, without an engine,
-/// a server or a thread. The transfers and tasks here are real objects that are never started.
+/// a server or a thread. The machine is built alone: its transfers and download tasks are plain objects.
 @Suite("The task state machine")
 struct TaskStateMachineTests {
-    /// A session whose tasks and transfers are only made, never run.
-    final class Parts: Sendable {
-        let session = SessionManager()
+    /// A transfer as the machine knows it: an object. No session, engine or libcurl.
+    final class FakeTransfer {}
+    /// A download task as the machine knows it.
+    final class FakeDownload {}
+
+    typealias Machine = TaskStateMachine<FakeTransfer, FakeDownload>
+
+    /// What the tests make: transfers, download tasks and outcomes, nothing that runs.
+    struct Parts {
         let url = URL(string: "http://127.0.0.1:9/never-sent")!
 
-        func transfer() throws -> Transfer {
-            let task = try session.dataTask(with: Request(url: url))
-            return Transfer(request: session.transferRequest(for: Request(url: url), body: nil), delegate: task)
-        }
+        func transfer() -> FakeTransfer { FakeTransfer() }
 
-        func downloadTask() throws -> DownloadTask {
-            try session.downloadTask(with: Request(url: url))
-        }
+        func downloadTask() -> FakeDownload { FakeDownload() }
 
         func outcome(status: Int = 200, error: HeraldError? = nil) -> TransferOutcome {
             let response = HTTPResponse(url: url, statusCode: status, headers: [:])
             return TransferOutcome(response: response, body: Data("body".utf8), error: error, metrics: nil)
         }
-
-        deinit { session.invalidate(cancelingTasks: true) }
     }
 
     /// A machine that has started and runs `transfer`.
-    static func running(_ transfer: Transfer) -> TaskStateMachine {
-        var machine = TaskStateMachine()
+    static func running(_ transfer: FakeTransfer) -> Machine {
+        var machine = Machine()
         _ = machine.resume()
         _ = machine.transferPrepared(transfer)
         return machine
@@ -39,7 +38,7 @@ struct TaskStateMachineTests {
 
     @Test("a new task is suspended and not started; the first resume asks for the first transfer")
     func firstResume() throws {
-        var machine = TaskStateMachine()
+        var machine = Machine()
         #expect(machine.state == .suspended)
         #expect(!machine.hasStarted)
         guard case .start = machine.resume() else { Issue.record("expected .start"); return }
@@ -51,8 +50,8 @@ struct TaskStateMachineTests {
     @Test("the prepared transfer starts when running, and waits for resume() when suspended")
     func preparedTransfer() throws {
         let parts = Parts()
-        let first = try parts.transfer()
-        var machine = TaskStateMachine()
+        let first = parts.transfer()
+        var machine = Machine()
         _ = machine.resume()
         guard case .start(let started) = machine.transferPrepared(first) else {
             Issue.record("expected .start"); return
@@ -60,7 +59,7 @@ struct TaskStateMachineTests {
         #expect(started === first)
         #expect(machine.currentTransfer === first)
 
-        var suspended = TaskStateMachine()
+        var suspended = Machine()
         _ = suspended.resume()
         guard case .announce = suspended.suspend() else { Issue.record("no transfer to pause yet"); return }
         guard case .wait = suspended.transferPrepared(first) else { Issue.record("expected .wait"); return }
@@ -76,7 +75,7 @@ struct TaskStateMachineTests {
     @Test("suspend pauses the running transfer; resume unpauses it; each only from the other state")
     func suspendAndResume() throws {
         let parts = Parts()
-        let transfer = try parts.transfer()
+        let transfer = parts.transfer()
         var machine = Self.running(transfer)
         guard case .pause(let paused) = machine.suspend() else { Issue.record("expected .pause"); return }
         #expect(paused === transfer)
@@ -90,12 +89,12 @@ struct TaskStateMachineTests {
     @Test("cancel: before the start, while transferring, between transfers, after completion")
     func cancelEverywhere() throws {
         let parts = Parts()
-        var unstarted = TaskStateMachine()
+        var unstarted = Machine()
         guard case .completeUnstarted = unstarted.cancel() else { Issue.record("expected .completeUnstarted"); return }
         #expect(unstarted.state == .canceling)
         guard case .none = unstarted.cancel() else { Issue.record("cancel is once"); return }
 
-        let transfer = try parts.transfer()
+        let transfer = parts.transfer()
         var transferring = Self.running(transfer)
         guard case .stop(let stopped) = transferring.cancel() else { Issue.record("expected .stop"); return }
         #expect(stopped === transfer)
@@ -104,8 +103,8 @@ struct TaskStateMachineTests {
         let ended = between.transferEndsBetweenTransfers()
         #expect(ended === transfer)
         let timer = DispatchWorkItem {}
-        let scheduled = between.retryScheduled(timer)
-        #expect(scheduled)
+        let scheduled = between.retryScheduled(timer, after: nil)
+        #expect(scheduled == 2)
         guard case .completeBetweenTransfers(let pending) = between.cancel() else {
             Issue.record("expected .completeBetweenTransfers")
             return
@@ -113,8 +112,8 @@ struct TaskStateMachineTests {
         #expect(pending === timer)
         // Cancelled between transfers: the next one is dropped, and a retry's next attempt does not start.
         guard case .none = between.transferPrepared(transfer) else { Issue.record("expected .none"); return }
-        let attemptStarted = between.attemptStarts()
-        #expect(!attemptStarted)
+        let attemptStarted = between.attemptStarts(with: Request(url: parts.url))
+        #expect(attemptStarted == nil)
 
         var done = Self.running(transfer)
         guard case .finish = done.complete(with: parts.outcome()) else { Issue.record("expected .finish"); return }
@@ -126,7 +125,7 @@ struct TaskStateMachineTests {
     @Test("a transfer that succeeds while the task is suspended is held: resume() completes with it")
     func heldUntilResume() throws {
         let parts = Parts()
-        let transfer = try parts.transfer()
+        let transfer = parts.transfer()
         var machine = Self.running(transfer)
         _ = machine.suspend()
         guard case .hold = machine.complete(with: parts.outcome()) else { Issue.record("expected .hold"); return }
@@ -145,7 +144,7 @@ struct TaskStateMachineTests {
     @Test("a held outcome is given up by cancel(): the task completes as cancelled")
     func heldThenCancelled() throws {
         let parts = Parts()
-        var machine = Self.running(try parts.transfer())
+        var machine = Self.running(parts.transfer())
         _ = machine.suspend()
         _ = machine.complete(with: parts.outcome())
         guard case .complete(let held) = machine.cancel() else { Issue.record("expected .complete"); return }
@@ -159,7 +158,7 @@ struct TaskStateMachineTests {
     @Test("a failure while suspended completes at once: only a success waits for resume()")
     func failureWhileSuspended() throws {
         let parts = Parts()
-        var machine = Self.running(try parts.transfer())
+        var machine = Self.running(parts.transfer())
         _ = machine.suspend()
         let failure = HeraldError(.timedOut, "timed out")
         guard case .finish(let wasCancelled, _) = machine.complete(with: parts.outcome(error: failure)) else {
@@ -170,18 +169,31 @@ struct TaskStateMachineTests {
         #expect(machine.state == .completed)
     }
 
-    @Test("only the running transfer can end in another hop, and only once")
+    @Test("only the running transfer can end in another hop; the hop is recorded in the machine")
     func hopsOnlyFromTheRunningTransfer() throws {
         let parts = Parts()
-        let transfer = try parts.transfer()
+        let transfer = parts.transfer()
         var machine = Self.running(transfer)
-        let first = machine.transferEndsBetweenTransfers()
-        let second = machine.transferEndsBetweenTransfers()
+        let first = machine.hopEnds(sent: "GET /a", metrics: nil, isChallenge: false)
         #expect(first === transfer)
-        #expect(second == nil)
-        let attemptStarted = machine.attemptStarts()
-        #expect(attemptStarted)
+        #expect(machine.hops.visited == ["GET /a"])
         #expect(machine.currentTransfer == nil)
+        let followed = machine.redirectFollowed(to: "GET /b")
+        #expect(followed)
+        #expect(machine.hops.redirectCount == 1)
+        // A redirect back to a request this task sent is a loop, and is not counted.
+        let loop = machine.redirectFollowed(to: "GET /a")
+        #expect(!loop)
+        #expect(machine.hops.redirectCount == 1)
+        let next = parts.transfer()
+        guard case .start(let started) = machine.transferPrepared(next, sendsCredential: true) else {
+            Issue.record("expected .start")
+            return
+        }
+        #expect(started === next)
+        // A 401 answering a transfer that sent a credential is a refusal.
+        _ = machine.hopEnds(sent: "GET /b", metrics: nil, isChallenge: true)
+        #expect(machine.hops.authenticationFailures == 1)
 
         var cancelled = Self.running(transfer)
         _ = cancelled.cancel()
@@ -189,12 +201,61 @@ struct TaskStateMachineTests {
         #expect(afterCancel == nil)
     }
 
+    @Test("a retry counts the attempt and starts its hops afresh; the attempt's request is kept")
+    func retryAttempts() throws {
+        let parts = Parts()
+        var machine = Self.running(parts.transfer())
+        _ = machine.hopEnds(sent: "GET /a", metrics: nil, isChallenge: false)
+        _ = machine.redirectFollowed(to: "GET /b")
+        _ = machine.transferPrepared(parts.transfer())
+        _ = machine.transferEndsBetweenTransfers()
+        let attempt = machine.retryScheduled(DispatchWorkItem {}, after: nil)
+        #expect(attempt == 2)
+        #expect(machine.hops.redirectCount == 0)
+        #expect(machine.hops.visited.isEmpty)
+        machine.revalidates(with: ["If-None-Match": "\"v1\""])
+        let request = Request(url: parts.url)
+        let started = machine.attemptStarts(with: request)
+        #expect(started?.attempt == 2)
+        #expect(started?.validators?["If-None-Match"] == "\"v1\"")
+        #expect(machine.hops.attemptRequest?.url == parts.url)
+        // Suspended before the delay ran out: the attempt starts, its transfer waits for resume().
+        guard case .announce = machine.suspend() else { Issue.record("expected .announce"); return }
+        let transfer = parts.transfer()
+        guard case .wait = machine.transferPrepared(transfer) else { Issue.record("expected .wait"); return }
+        guard case .startTransfer(let waiting) = machine.resume() else { Issue.record("expected .startTransfer"); return }
+        #expect(waiting === transfer)
+    }
+
+    #if DEBUG
+        @Test("an impossible event fails loudly in a debug build: a second transfer prepared while one runs")
+        func impossibleEventTraps() async {
+            await #expect(processExitsWith: .failure) {
+                var machine = TaskStateMachine<TaskStateMachineTests.FakeTransfer, TaskStateMachineTests.FakeDownload>()
+                _ = machine.resume()
+                _ = machine.transferPrepared(TaskStateMachineTests.FakeTransfer())
+                _ = machine.transferPrepared(TaskStateMachineTests.FakeTransfer())
+            }
+        }
+
+        @Test("an impossible event fails loudly in a debug build: a transfer ends twice")
+        func transferEndingTwiceTraps() async {
+            await #expect(processExitsWith: .failure) {
+                var machine = TaskStateMachine<TaskStateMachineTests.FakeTransfer, TaskStateMachineTests.FakeDownload>()
+                _ = machine.resume()
+                _ = machine.transferPrepared(TaskStateMachineTests.FakeTransfer())
+                _ = machine.transferEndsBetweenTransfers()
+                _ = machine.transferEndsBetweenTransfers()
+            }
+        }
+    #endif
+
     @Test("a data task becomes a download only while its transfer runs; the download task completes it")
     func becomingADownload() throws {
         let parts = Parts()
-        let transfer = try parts.transfer()
-        let other = try parts.transfer()
-        let download = try parts.downloadTask()
+        let transfer = parts.transfer()
+        let other = parts.transfer()
+        let download = parts.downloadTask()
         var machine = Self.running(transfer)
         let becameWithOther = machine.becomeDownload(download, runningTransfer: other)
         #expect(!becameWithOther)
