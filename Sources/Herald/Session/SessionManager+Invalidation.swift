@@ -37,7 +37,7 @@ extension SessionManager {
         }
         guard finish else { return }
         // Only an empty directory goes: a kept download (a failed move, resume data) keeps it.
-        rmdir(downloadDirectory.path)
+        downloadDirectory.removeIfEmpty()
         // Release the pool first, so that by the time observers hear of the invalidation the engine has
         // already been told to close every connection, socket and timer of this session.
         if let multi {

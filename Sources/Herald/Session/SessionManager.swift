@@ -68,8 +68,8 @@ public final class SessionManager: Sendable {
     /// What a request with no header fields of its own sends: the session's additional headers, then
     /// ``DefaultHeaders``' fields. Made once and shared, so such a request copies no list.
     let defaultRequestHeaders: HTTPHeaders
-    /// Where download tasks write their temporary files; created with the first download task.
-    let downloadDirectory: URL
+    /// Where download tasks write their temporary files: a private folder made with the first download task.
+    let downloadDirectory: SessionTemporaryDirectory
     let engine: Engine
     /// The session's cookies: ``SessionConfiguration/httpCookieStore``, or an in-memory store of its own.
     /// Used only when ``SessionConfiguration/httpShouldSetCookies`` is `true`.
@@ -113,8 +113,7 @@ public final class SessionManager: Sendable {
             queue: completionQueue == nil ? self.completionQueue : SessionTask.hopQueue, group: completionGroup,
             waitsForNextBatch: completionQueue == nil)
         self.engine = engine
-        self.downloadDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "herald-\(getpid())-session-\(identifier)", isDirectory: true)
+        self.downloadDirectory = SessionTemporaryDirectory(parent: configuration.temporaryDirectory)
         // On the session's own completion queue, the event queue runs its work on that queue's thread: a
         // completion handler that resumes the next task, and the completion it posts after, wake no third
         // thread. A caller's queue may be concurrent, the main queue, or busy with other code.
@@ -291,7 +290,7 @@ public final class SessionManager: Sendable {
     /// the invalidation removes it. On the event queue, where invalidation finishes.
     func removeDownloadDirectoryAfterInvalidation() {
         eventPoster.async { [self] in
-            if state.withLock({ $0.didFinishInvalidating }) { rmdir(downloadDirectory.path) }
+            if state.withLock({ $0.didFinishInvalidating }) { downloadDirectory.removeIfEmpty() }
         }
     }
 }
