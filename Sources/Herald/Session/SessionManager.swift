@@ -257,6 +257,7 @@ public final class SessionManager: Sendable {
     /// outside it: it runs the initializer of the class ``taskClasses`` names, which may be the caller's.
     func register<T: SessionTask>(_ make: (Int) -> T) throws(HeraldError) -> T {
         try configuration.proxy?.validate()
+        try configuration.validateAdditionalHeaders()
         guard multi != nil else {
             throw HeraldError(.internal, "libcurl could not create a connection pool for this session.")
         }

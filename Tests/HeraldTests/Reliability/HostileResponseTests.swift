@@ -212,6 +212,8 @@ struct HostileResponseTests {
             ("url with a file scheme", resume(["url": #""file:///etc/passwd""#])),
             ("url with a gopher scheme", resume(["url": #""gopher://127.0.0.1/""#])),
             ("no validator", resume(["entityTag": "null"])),
+            ("ETag with CR LF", resume(["entityTag": #""\"e\"\r\nX-Injected: 1""#])),
+            ("Last-Modified with LF", resume(["entityTag": "null", "lastModified": #""Wed\nX-Injected: 1""#])),
             ("path to a non-Herald file", resume(["partialFilePath": "\"\(victim.path)\""])),
             ("path through a symbolic link", resume(["partialFilePath": "\"\(link.path)\""])),
             ("relative path", resume(["partialFilePath": #""download-1-x.part""#])),
