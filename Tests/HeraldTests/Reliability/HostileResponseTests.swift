@@ -26,6 +26,8 @@ struct HostileResponseTests {
             ("attachment; filename=\"a\u{0}b.txt\"", "ab.txt"),
             ("attachment; filename=\"a\r\nX-Evil: 1.txt\"", "aX-Evil: 1.txt"),
             ("attachment; filename=\"invoice\u{202E}fdp.exe\"", "invoicefdp.exe"),
+            ("attachment; filename=\"invoice\u{061C}fdp.exe\"", "invoicefdp.exe"),
+            ("attachment; filename=\"a\u{200E}\u{2067}b\u{2069}.txt\"", "ab.txt"),
             (#"attachment; filename*=UTF-8''%2e%2e%2f%2e%2e%2fetc%2fpasswd"#, "passwd"),
             (#"attachment; filename*=UTF-8''%00%2e%2e"#, "report.pdf"),
             (#"attachment; filename*=UTF-8''%E2%82%AC%20rates.txt"#, "€ rates.txt"),
