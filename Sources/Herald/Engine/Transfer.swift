@@ -211,6 +211,18 @@ final class Transfer: @unchecked Sendable {
             return HeraldError(
                 .badServerResponse, "The server's status line is malformed or not HTTP.",
                 curlCode: Int32(result.rawValue), curlMessage: text, url: request.url)
+        } else if result == CURLE_RECV_ERROR, text.localizedCaseInsensitiveContains("chunk") {
+            // curl reports a chunk size that is not one ("… in the chunky parser") as a receive error: the
+            // connection was fine, the bytes were not HTTP, and sending the request again would get the same.
+            return HeraldError(
+                .badServerResponse, "The response's chunked framing is malformed.",
+                curlCode: Int32(result.rawValue), curlMessage: text, url: request.url)
+        } else if result == CURLE_SEND_ERROR, responseStatus != 0 {
+            // curl can notice a reset on a write it makes while the response arrives and report it as a send
+            // failure; a status line had arrived, so it is the response that broke off.
+            return HeraldError(
+                .networkConnectionLost, "the connection broke while receiving the response",
+                curlCode: Int32(result.rawValue), curlMessage: text, url: request.url)
         }
         return HeraldError.fromCurl(
             result, osErrno: Int32(truncatingIfNeeded: osErrno), errorBuffer: text, url: request.url)
