@@ -217,11 +217,13 @@ final class Transfer: @unchecked Sendable {
             return HeraldError(
                 .badServerResponse, "The response's chunked framing is malformed.",
                 curlCode: Int32(result.rawValue), curlMessage: text, url: request.url)
-        } else if result == CURLE_SEND_ERROR, responseStatus != 0 {
-            // curl can notice a reset on a write it makes while the response arrives and report it as a send
-            // failure; a status line had arrived, so it is the response that broke off.
+        } else if result == CURLE_SEND_ERROR, responseStatus != 0 || requestWasSent {
+            // curl can notice a reset on a write it makes after the request went out and report it as a send
+            // failure: say what was under way, the response arriving or being waited for. (A reset discards
+            // what the kernel had received and curl had not read, so a response under way may look unstarted.)
+            let stage = responseStatus != 0 ? "while receiving the response" : "after the request was sent"
             return HeraldError(
-                .networkConnectionLost, "the connection broke while receiving the response",
+                .networkConnectionLost, "the connection broke \(stage)",
                 curlCode: Int32(result.rawValue), curlMessage: text, url: request.url)
         }
         return HeraldError.fromCurl(

@@ -89,7 +89,7 @@ struct FaultSuiteTests {
         #expect(call.error?.curlCode == 56)
     }
 
-    @Test("a reset while the body arrives → networkConnectionLost, said to have broken while receiving")
+    @Test("a reset while the body arrives → networkConnectionLost, never said to have broken while sending")
     func resetWhileReceiving() async throws {
         let harness = try await FaultHarness.make()
         let call = try await harness.expectFailure(
