@@ -11,8 +11,9 @@ import Testing
 
 @Suite("Temporary files no other user can touch")
 struct TemporaryFolderTests {
-    /// Whether the tests that act as another user, or mount a file system, can run: they need root.
-    static let isRoot = geteuid() == 0
+    /// The tests that act as the user nobody (with setpriv), or mount a tmpfs, need root; CI runs as root.
+    static let needsRoot = ConditionTrait.enabled(
+        if: geteuid() == 0, "acts as another user or mounts a file system: needs root (CI runs as root)")
 
     @Test("a session's temporary folder has a random name, mode 0700, and belongs to the process's user")
     func privateFolder() async throws {
@@ -34,7 +35,7 @@ struct TemporaryFolderTests {
 
     @Test(
         "another user's planted folders and symlinks are never used; nothing is written outside the chosen folders",
-        .enabled(if: isRoot, "acts as the user nobody with setpriv: needs root (CI runs as root)"),
+        needsRoot,
         arguments: [true, false])
     func plantedFoldersAreIgnored(usesOption: Bool) async throws {
         let scratch = try ScratchDirectory()
@@ -107,9 +108,7 @@ struct TemporaryFolderTests {
         try await fixture.server.shutdown()
     }
 
-    @Test(
-        "a chosen folder others could rename entries in is refused before anything is made there",
-        .enabled(if: isRoot, "gives a folder to the user nobody: needs root (CI runs as root)"))
+    @Test("a chosen folder others could rename entries in is refused before anything is made there", needsRoot)
     func unsafeChosenFolders() async throws {
         let scratch = try ScratchDirectory()
         defer { scratch.remove() }
@@ -162,8 +161,7 @@ struct TemporaryFolderTests {
     }
 
     @Test(
-        "a download larger than a small temporary file system succeeds with the folder on the destination's",
-        .enabled(if: isRoot, "mounts a 1 MiB tmpfs: needs root (CI runs as root)"))
+        "a download larger than a small temporary file system succeeds with the folder on the destination's", needsRoot)
     func largerThanSmallTemporaryFileSystem() async throws {
         let scratch = try ScratchDirectory()
         defer { scratch.remove() }
