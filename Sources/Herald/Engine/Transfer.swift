@@ -214,23 +214,11 @@ final class Transfer: @unchecked Sendable {
             return HeraldError(
                 .badServerResponse, "The server's status line is malformed or not HTTP.",
                 curlCode: Int32(result.rawValue), curlMessage: text, url: request.url)
-        } else if result == CURLE_RECV_ERROR, text.localizedCaseInsensitiveContains("chunk") {
-            // curl reports a chunk size that is not one ("… in the chunky parser") as a receive error: the
-            // connection was fine, the bytes were not HTTP, and sending the request again would get the same.
-            return HeraldError(
-                .badServerResponse, "The response's chunked framing is malformed.",
-                curlCode: Int32(result.rawValue), curlMessage: text, url: request.url)
-        } else if result == CURLE_SEND_ERROR, responseStatus != 0 || requestWasSent {
-            // curl can notice a reset on a write it makes after the request went out and report it as a send
-            // failure: say what was under way, the response arriving or being waited for. (A reset discards
-            // what the kernel had received and curl had not read, so a response under way may look unstarted.)
-            let stage = responseStatus != 0 ? "while receiving the response" : "after the request was sent"
-            return HeraldError(
-                .networkConnectionLost, "the connection broke \(stage)",
-                curlCode: Int32(result.rawValue), curlMessage: text, url: request.url)
         }
+        let stage: CurlErrorMapping.Stage =
+            responseStatus != 0 ? .receivingResponse : requestWasSent ? .awaitingResponse : .sending
         return HeraldError.fromCurl(
-            result, osErrno: Int32(truncatingIfNeeded: osErrno), errorBuffer: text, url: request.url)
+            result, osErrno: Int32(truncatingIfNeeded: osErrno), errorBuffer: text, url: request.url, stage: stage)
     }
 
     /// Whether curl sent the request (any request bytes), so that a failure is about the server's answer.
