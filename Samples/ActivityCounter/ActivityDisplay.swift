@@ -12,12 +12,15 @@ import Synchronization
 
 /// Shows the activity indicator on stderr while transfers run.
 ///
-/// On a terminal: an animated line (spinner, running count, bytes, rate), redrawn ten times a second
-/// while the indicator is visible and erased when it hides; colour unless `NO_COLOR` is set. Otherwise:
+/// On a terminal: an animated line (spinner, running count, bytes, rate, then each unfinished file of known
+/// length with its percentage and estimated time left, up to three), redrawn ten times a second while the
+/// indicator is visible and erased when it hides; colour unless `NO_COLOR` is set. Otherwise:
 /// a plain line when the indicator shows or hides, and a progress line at most once a second between.
 final class ActivityDisplay: Sendable {
     private struct State {
         var bytesByTask: [Int: Int64] = [:]
+        /// Each download's declared length and when its first bytes were seen, for its percentage and ETA.
+        var filesByTask: [Int: (total: Int64, start: ContinuousClock.Instant)] = [:]
         var isVisible = false
         var spinnerFrame = 0
         var lastPlainLine: ContinuousClock.Instant?
@@ -26,6 +29,9 @@ final class ActivityDisplay: Sendable {
         var hiddenWaiters: [CheckedContinuation<Void, Never>] = []
         var timer: RedrawTimer?
         var lineIsDrawn = false
+        /// Set once stderr refused a write (closed, full, its reader gone): the display stops for good and
+        /// the downloads go on.
+        var isBroken = false
     }
 
     private static let spinner = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
@@ -72,10 +78,12 @@ final class ActivityDisplay: Sendable {
         queue.sync { erase() }
     }
 
-    /// Records the bytes a download has received so far.
-    func progress(_ task: Int, bytes: Int64) {
+    /// Records the bytes a download has received so far, and its length when declared (`total > 0`).
+    func progress(_ task: Int, bytes: Int64, total: Int64 = 0) {
+        let now = clock.now
         let plain = state.withLock { state -> Bool in
             state.bytesByTask[task] = max(state.bytesByTask[task] ?? 0, bytes)
+            if total > 0, state.filesByTask[task]?.total != total { state.filesByTask[task] = (total, now) }
             guard !isTerminal, state.isVisible else { return false }
             let now = clock.now
             if let last = state.lastPlainLine, last.duration(to: now) < .seconds(1) { return false }
@@ -144,7 +152,37 @@ final class ActivityDisplay: Sendable {
             }
             return (bytes, state.rate)
         }
-        return "\(running) active, \(ByteFormat.string(bytes)), \(ByteFormat.string(Int64(rate)))/s"
+        var line = "\(running) active, \(ByteFormat.string(bytes)), \(ByteFormat.string(Int64(rate)))/s"
+        if isTerminal {
+            let now = clock.now
+            let files = state.withLock { state in
+                state.filesByTask.sorted { $0.key < $1.key }.compactMap { task, file -> String? in
+                    let received = state.bytesByTask[task] ?? 0
+                    guard received < file.total else { return nil }
+                    let elapsed = file.start.duration(to: now)
+                    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                    return Self.fileProgress(received: received, total: file.total, seconds: seconds)
+                }
+            }
+            for file in files.prefix(3) { line += " · " + file }
+        }
+        return line
+    }
+
+    /// `"45% ETA 0:12"`: how much of a file of `total` bytes has arrived, and the time left at the average rate
+    /// since its first bytes (`seconds` ago); `"45%"` alone until there is a rate to go by.
+    static func fileProgress(received: Int64, total: Int64, seconds: Double) -> String {
+        guard total > 0 else { return "" }
+        let percent = Int(min(received, total) * 100 / total)
+        guard received > 0, seconds >= 0.5 else { return "\(percent)%" }
+        let left = Double(total - min(received, total)) / (Double(received) / seconds)
+        guard left.isFinite, left < 360_000 else { return "\(percent)%" }
+        let whole = Int(left.rounded(.up))
+        let clock =
+            whole >= 3600
+            ? String(format: "%d:%02d:%02d", whole / 3600, whole / 60 % 60, whole % 60)
+            : String(format: "%d:%02d", whole / 60, whole % 60)
+        return "\(percent)% ETA \(clock)"
     }
 
     private func redraw() {
@@ -175,7 +213,14 @@ final class ActivityDisplay: Sendable {
     }
 
     private func writeRaw(_ text: String) {
-        FileHandle.standardError.write(Data(text.utf8))
+        guard !state.withLock({ $0.isBroken }) else { return }
+        guard StandardStream.write(text, to: STDERR_FILENO) != nil else { return }
+        let timer = state.withLock { state -> RedrawTimer? in
+            state.isBroken = true
+            defer { state.timer = nil }
+            return state.timer
+        }
+        timer?.source.cancel()
     }
 }
 

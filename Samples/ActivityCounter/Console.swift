@@ -1,4 +1,10 @@
 import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 import HeraldObservers
 
 /// The lines `activity-counter` writes for a person, on stderr: retries and warnings unless `--quiet`, errors
@@ -28,6 +34,7 @@ struct Console: Sendable {
     }
 
     private func write(_ line: String) {
-        try? FileHandle.standardError.write(contentsOf: Data((line + "\n").utf8))
+        // A closed or full stderr loses the line, never the run.
+        StandardStream.write(line + "\n", to: STDERR_FILENO)
     }
 }

@@ -12,7 +12,7 @@ extension Downloader {
         let display = self.display
         let progress: @Sendable (TransferProgress) -> Void = { progress in
             let received = progress.completedUnitCount
-            display.progress(index, bytes: received)
+            display.progress(index, bytes: received, total: progress.totalUnitCount)
             let tooLarge = maximumSize.map { received > $0 || progress.totalUnitCount > $0 } ?? false
             let task = state.fields.withLock { fields -> DownloadTask? in
                 fields.bytes = max(fields.bytes, received)
@@ -69,8 +69,9 @@ extension Downloader {
             } else {
                 attempt.resumeData = fields.task?.resumeDataAfterFailure
             }
-            if error.code == .downloadMoveFailed, let fileURL {
-                // Herald kept the downloaded file where it was written: say where, never delete it.
+            if error.code == .downloadMoveFailed, let fileURL, FileManager.default.fileExists(atPath: fileURL.path) {
+                // Herald kept the downloaded file where it was written: say where, never delete it. (Not when
+                // that place is gone too: the temporary folder is inside --output-dir.)
                 attempt.file = .keptAfterFailedMove(fileURL.path)
             }
             return attempt
@@ -85,7 +86,8 @@ extension Downloader {
         let saved =
             output.map { fileURL.deletingLastPathComponent().standardizedFileURL == $0.url.standardizedFileURL }
             ?? false
-        if saved {
+        if saved, let output {
+            output.applyFileMode(to: fileURL)
             attempt.file = .saved(fileURL.path)
         } else {
             try? FileManager.default.removeItem(at: fileURL)

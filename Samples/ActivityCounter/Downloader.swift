@@ -14,12 +14,19 @@ struct Downloader: Sendable {
     let console: Console
 
     /// Downloads `target`, trying again after transient failures; returns when it is saved, has failed for
-    /// good, or was interrupted (Swift task cancellation: SIGINT or SIGTERM).
+    /// good, or was interrupted (Swift task cancellation: SIGHUP, SIGINT or SIGTERM).
     func fetch(_ target: FetchTarget, index: Int) async -> FetchResult {
         let clock = ContinuousClock()
         let start = clock.now
         var result = FetchResult(target: target)
         var resumeData = resumeStore?.load(for: target.url)
+        if resumeStore != nil, resumeData == nil, let existing = output?.existingFile(for: target.url) {
+            // --continue with the file already there and nothing left to resume: complete, not fetched again.
+            result.file = .alreadyThere(existing.path)
+            let size = try? FileManager.default.attributesOfItem(atPath: existing.path)[.size] as? NSNumber
+            result.bytes = size?.int64Value ?? 0
+            return result
+        }
         while true {
             let attempt = await attemptOnce(target.url, index: index, resumeData: resumeData)
             resumeData = attempt.resumeData

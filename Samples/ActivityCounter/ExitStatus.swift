@@ -15,6 +15,8 @@ enum ExitStatus: Int32, CaseIterable, Comparable {
     /// A local file error: `--output-dir` can't be created or written (sysexits' EX_CANTCREAT), or a download
     /// could not be saved.
     case localFileError = 73
+    /// Hung up: SIGHUP (the terminal closed, the ssh connection dropped): 128 + 1.
+    case hungUp = 129
     /// Interrupted by SIGINT (Ctrl-C): 128 + 2.
     case interrupted = 130
     /// Terminated by SIGTERM: 128 + 15.
@@ -30,7 +32,7 @@ enum ExitStatus: Int32, CaseIterable, Comparable {
         case .tlsError: 3
         case .usage: 4
         case .localFileError: 5
-        case .interrupted, .terminated: 6
+        case .hungUp, .interrupted, .terminated: 6
         }
     }
 
@@ -43,7 +45,8 @@ enum ExitStatus: Int32, CaseIterable, Comparable {
             case .networkError: "a network error: no host, refused, reset, timeout, size or time limit"
             case .tlsError: "a TLS error: handshake, untrusted certificate, --pin mismatch"
             case .usage: "bad arguments"
-            case .localFileError: "a local file error: --output-dir unusable, a file not saved"
+            case .localFileError: "a local file error: --output-dir unusable, a file not saved, --events not written"
+            case .hungUp: "hung up: SIGHUP (the terminal closed)"
             case .interrupted: "interrupted by SIGINT (Ctrl-C)"
             case .terminated: "terminated by SIGTERM"
             }

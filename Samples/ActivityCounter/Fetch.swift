@@ -15,8 +15,10 @@ struct Fetch: AsyncParsableCommand {
 
             Files are named after Content-Disposition, else the URL's last path component, reduced to one safe \
             path component; names that collide get -2, -3…; nothing is ever written outside --output-dir, and an \
-            existing file is never replaced without --overwrite. Ctrl-C (SIGINT) or SIGTERM cancel the transfers, \
-            remove their temporary files (or keep them with --continue), print the summary and exit 130 or 143.
+            existing file is never replaced without --overwrite; with --continue a file already there under its \
+            name is skipped, not fetched again (as wget -nc -c). Ctrl-C (SIGINT), SIGTERM or SIGHUP cancel the \
+            transfers, remove their temporary files (or keep them with --continue), print the summary and exit \
+            130, 143 or 129; a second signal never cuts that cleanup short.
 
             Exit status:
             \(ExitStatus.helpText)
@@ -53,11 +55,20 @@ struct Fetch: AsyncParsableCommand {
         if outcome.exitStatus != .success { throw ExitCode(outcome.exitStatus.rawValue) }
     }
 
+    /// `text`, a URL that does not parse, with whatever stands where its user and password would be replaced
+    /// by `***:***`: the part of the authority (after `//`, before the first `/`, `?` or `#`) up to its last `@`.
+    static func redactingUserInfo(_ text: String) -> String {
+        guard let slashes = text.range(of: "//") else { return text }
+        let authorityEnd = text[slashes.upperBound...].firstIndex { "/?#".contains($0) } ?? text.endIndex
+        guard let at = text[slashes.upperBound..<authorityEnd].lastIndex(of: "@") else { return text }
+        return String(text[..<slashes.upperBound]) + "***:***" + String(text[at...])
+    }
+
     /// The arguments' URLs, then the input file's, each checked.
     private func allURLs() throws -> [URL] {
         // An error message quotes the URL as the log would show it: credentials never reach the terminal.
         func quoted(_ text: String) -> String {
-            "'" + (URL(string: text).map { LogRedaction.default.redacting($0) } ?? text) + "'"
+            "'" + (URL(string: text).map { LogRedaction.default.redacting($0) } ?? Self.redactingUserInfo(text)) + "'"
         }
         var texts = urls.map { (text: $0, origin: quoted($0)) }
         if let inputFile {
@@ -78,6 +89,26 @@ struct Fetch: AsyncParsableCommand {
 
 /// `--input-file`: one URL a line; blank lines and lines starting with `#` are skipped.
 enum InputFile {
+    /// The lines of `text`, whatever ends them: LF, CRLF or a lone CR. Split on scalars: `"\r\n"` is one
+    /// `Character`, so splitting the characters on `"\n"` would never split a CRLF file.
+    static func splitLines(_ text: String) -> [String] {
+        var lines: [String] = []
+        var line = String.UnicodeScalarView()
+        var afterCR = false
+        for scalar in text.unicodeScalars {
+            defer { afterCR = scalar == "\r" }
+            if scalar == "\n", afterCR { continue }
+            if scalar == "\n" || scalar == "\r" {
+                lines.append(String(line))
+                line = String.UnicodeScalarView()
+            } else {
+                line.append(scalar)
+            }
+        }
+        lines.append(String(line))
+        return lines
+    }
+
     static func lines(of path: String) throws -> [(number: Int, text: String)] {
         let data: Data
         do {
@@ -90,7 +121,7 @@ enum InputFile {
         guard let text = String(data: data, encoding: .utf8) else {
             throw ValidationError("--input-file \(path) is not UTF-8 text.")
         }
-        return text.split(separator: "\n", omittingEmptySubsequences: false).enumerated().compactMap { index, line in
+        return splitLines(text).enumerated().compactMap { index, line in
             let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
             guard !trimmed.isEmpty, !trimmed.hasPrefix("#") else { return nil }
             return (index + 1, trimmed)

@@ -11,7 +11,7 @@ enum FetchFailure: Sendable, Equatable {
     case tooLarge(limit: Int64)
     /// The download could not be saved in `--output-dir`.
     case notSaved
-    /// SIGINT or SIGTERM arrived while it ran.
+    /// SIGHUP, SIGINT or SIGTERM arrived while it ran.
     case interrupted
 
     init(_ error: HeraldError) {

@@ -16,10 +16,12 @@ struct FetchResult: Sendable {
         case keptAfterFailedMove(String)
         /// Interrupted; the bytes so far are kept for `--continue`.
         case partial(String)
+        /// With `--continue`, already in `--output-dir` under the URL's name: not fetched again.
+        case alreadyThere(String)
 
         var path: String {
             switch self {
-            case .saved(let path), .keptAfterFailedMove(let path), .partial(let path): path
+            case .saved(let path), .keptAfterFailedMove(let path), .partial(let path), .alreadyThere(let path): path
             }
         }
     }

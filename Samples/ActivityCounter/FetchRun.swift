@@ -16,16 +16,21 @@ struct FetchRun {
         var results: [FetchResult]
         var notStarted: Int
         var interruptedBy: ExitStatus?
+        /// Why the `--events` lines could not all be written, if so: a local file error.
+        var eventsFailure: String?
 
-        /// The exit status: the interruption's, else the most severe failure's (the demo's planned 404 is none).
+        /// The exit status: the interruption's, else the most severe failure's (the demo's planned 404 is none),
+        /// an unwritable `--events` counting as a local file error.
         var exitStatus: ExitStatus {
             if let interruptedBy { return interruptedBy }
-            return results.filter { !$0.behavedAsExpected }.compactMap { $0.failure?.exitStatus }.max() ?? .success
+            let failures = results.filter { !$0.behavedAsExpected }.compactMap { $0.failure?.exitStatus }
+            return (failures + (eventsFailure == nil ? [] : [.localFileError])).max() ?? .success
         }
     }
 
     /// Runs the downloads and prints the summary; the exit status is the outcome's.
     func run() async throws(ExitCode) -> Outcome {
+        let closedStreams = StandardStream.fillClosedDescriptors()
         let console = Console(quiet: options.quiet)
         let output: OutputDirectory?
         do throws(OutputDirectory.Unusable) {
@@ -39,7 +44,9 @@ struct FetchRun {
         }
         let session: SessionManager
         do {
-            session = SessionManager(configuration: try makeConfiguration(), notificationCenter: NotificationHub())
+            session = SessionManager(
+                configuration: try makeConfiguration(output: output, console: console),
+                notificationCenter: NotificationHub())
         } catch {
             console.error("\(error)")
             throw ExitCode(ExitStatus.usage.rawValue)
@@ -49,7 +56,9 @@ struct FetchRun {
                 "--insecure: TLS certificates are NOT verified; anyone on the path can read and change this traffic.")
         }
         let display = ActivityDisplay(enabled: !options.quiet)
-        let observers = Observers(session: session, options: options, display: display)
+        let observers = Observers(
+            session: session, options: options, display: display,
+            stdoutIsClosed: closedStreams.contains(STDOUT_FILENO))
         let downloader = Downloader(
             session: session, output: output,
             resumeStore: transfer.resume ? output.map { ResumeStore(directory: $0.url) } : nil,
@@ -76,13 +85,27 @@ struct FetchRun {
 
         let finished = results.compactMap { $0 }
         let outcome = Outcome(
-            results: finished, notStarted: results.count - finished.count, interruptedBy: interruptedBy)
+            results: finished, notStarted: results.count - finished.count, interruptedBy: interruptedBy,
+            eventsFailure: observers.eventsFailure)
         report(outcome, console: console)
+        if let failure = outcome.eventsFailure {
+            console.error("--events: stdout could not be written (\(failure)); the event log is incomplete.")
+        }
         return outcome
     }
 
-    private func makeConfiguration() throws -> SessionConfiguration {
+    private func makeConfiguration(output: OutputDirectory?, console: Console) throws -> SessionConfiguration {
         var configuration = SessionConfiguration()
+        if let output {
+            // Temporary files beside the saved ones (in a hidden private folder Herald makes there): the final
+            // move is a rename on the same file system, and $TMPDIR's size no longer limits a download.
+            do throws(HeraldError) {
+                try SessionConfiguration.validateTemporaryDirectory(output.url)
+                configuration.temporaryDirectory = output.url
+            } catch {
+                console.warn("temporary files go in $TMPDIR: \(error.message)")
+            }
+        }
         if let timeout = transfer.timeout { configuration.timeoutIntervalForRequest = timeout }
         if let maxTime = transfer.maxTime { configuration.timeoutIntervalForResource = maxTime }
         configuration.httpAdditionalHeaders = try transfer.headerFields()
@@ -120,7 +143,7 @@ struct FetchRun {
                     "\(console.redacted(result.target.url)): downloaded but not saved; the file is kept at \(path)")
             case .partial(let path):
                 console.note("\(console.redacted(result.target.url)): partial download kept for --continue at \(path)")
-            case .saved, nil:
+            case .saved, .alreadyThere, nil:
                 break
             }
             if options.quiet, let failure = result.failure, !result.behavedAsExpected {
@@ -129,7 +152,6 @@ struct FetchRun {
         }
         guard !options.quiet else { return }
         let table = SummaryTable(outcome: outcome, console: console).render()
-        let stream: FileHandle = options.events ? .standardError : .standardOutput
-        try? stream.write(contentsOf: Data(table.utf8))
+        StandardStream.write(table, to: options.events ? STDERR_FILENO : STDOUT_FILENO)
     }
 }

@@ -7,12 +7,13 @@ import Synchronization
     import Darwin
 #endif
 
-/// SIGINT and SIGTERM, turned into a cancellation the run can clean up after.
+/// SIGHUP, SIGINT and SIGTERM, turned into a cancellation the run can clean up after.
 ///
 /// The default handlers (which end the process at once) are ignored, and dispatch signal sources receive the
 /// signals instead: the handler runs on a queue as ordinary Swift code, not in a signal context. The first signal
-/// runs the action given to ``whenSignalled(_:)`` once; a second one ends the process at once with the first one's
-/// status, for a user who does not want to wait for the cleanup.
+/// runs the action given to ``whenSignalled(_:)`` once; later ones change nothing: the cleanup (partial files
+/// removed or kept for `--continue`, every event written) always runs to its end. It is short: the transfers
+/// are cancelled, not waited for.
 final class Interruption: Sendable {
     private let state = Mutex<(received: Int32?, action: (@Sendable () -> Void)?)>((nil, nil))
     private let sources: Mutex<[SignalSource]> = Mutex([])
@@ -21,19 +22,20 @@ final class Interruption: Sendable {
     /// The signal that arrived first, if any.
     var receivedSignal: Int32? { state.withLock { $0.received } }
 
-    /// The exit status for ``receivedSignal``: 130 for SIGINT, 143 for SIGTERM.
+    /// The exit status for ``receivedSignal``: 129 for SIGHUP, 130 for SIGINT, 143 for SIGTERM.
     var exitStatus: ExitStatus? {
         switch receivedSignal {
+        case SIGHUP: .hungUp
         case SIGINT: .interrupted
         case SIGTERM: .terminated
         default: nil
         }
     }
 
-    /// Starts watching: from now on SIGINT and SIGTERM no longer end the process.
+    /// Starts watching: from now on SIGHUP, SIGINT and SIGTERM no longer end the process.
     func watch() {
         var started: [SignalSource] = []
-        for number in [SIGINT, SIGTERM] {
+        for number in [SIGHUP, SIGINT, SIGTERM] {
             // A signal source sees a signal only once its default action is out of the way.
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
@@ -55,14 +57,11 @@ final class Interruption: Sendable {
     }
 
     private func deliver(_ number: Int32) {
-        let (first, action) = state.withLock { state -> (Int32?, (@Sendable () -> Void)?) in
-            guard state.received == nil else { return (state.received, nil) }
+        let action = state.withLock { state -> (@Sendable () -> Void)? in
+            guard state.received == nil else { return nil }
             state.received = number
             defer { state.action = nil }
-            return (nil, state.action)
-        }
-        if let first {
-            exit(128 + first)
+            return state.action
         }
         action?()
     }

@@ -3,6 +3,13 @@ import Herald
 import HeraldNotifications
 import HeraldObservers
 import Logging
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// The observers a run attaches to its session: the activity indicator, the logger, and with `--events` the
 /// JSON-lines event log on stdout.
@@ -10,8 +17,17 @@ struct Observers {
     let eventLog: JSONLinesEventLog?
     let logger: LoggingObserver
     private let tokens: [ObservationToken]
+    /// The `errno` of the first `--events` line stdout refused, if any.
+    private let eventsError = EventsError()
 
-    init(session: SessionManager, options: RunOptions, display: ActivityDisplay) {
+    /// Why `--events` could not be written (closed or full stdout), once ``finish(session:)`` returned.
+    var eventsFailure: String? {
+        eventsError.errno.withLock { $0 }.map { String(cString: strerror($0)) }
+    }
+
+    /// Attaches the indicator, the logger and, with `--events`, the event log to `session`'s center.
+    /// - Parameter stdoutIsClosed: Whether stdout was closed when the run started: `--events` then fails.
+    init(session: SessionManager, options: RunOptions, display: ActivityDisplay, stdoutIsClosed: Bool) {
         let center = session.notificationCenter
         let indicator = NetworkActivityIndicator(
             activationDelay: options.activationDelay, completionDelay: options.completionDelay,
@@ -20,7 +36,17 @@ struct Observers {
         var logger = Logger(label: "activity-counter") { label in StreamLogHandler.standardError(label: label) }
         logger.logLevel = options.effectiveLogLevel
         self.logger = LoggingObserver(logger: logger)
-        eventLog = options.events ? JSONLinesEventLog(fileHandle: .standardOutput) : nil
+        let eventsError = self.eventsError
+        if stdoutIsClosed { eventsError.errno.withLock { $0 = EBADF } }
+        eventLog =
+            options.events
+            ? JSONLinesEventLog { line in
+                // After a failed write the log has ended: later lines are dropped, the first error kept.
+                guard eventsError.errno.withLock({ $0 == nil }) else { return }
+                if let error = StandardStream.write(line, to: STDOUT_FILENO) {
+                    eventsError.errno.withLock { $0 = error }
+                }
+            } : nil
         var tokens = [indicator.observe(center), self.logger.observe(center)]
         if let eventLog { tokens.append(eventLog.observe(center)) }
         self.tokens = tokens
@@ -37,4 +63,9 @@ struct Observers {
         await logger.flush()
         tokens.forEach { $0.cancel() }
     }
+}
+
+/// The `errno` of the first `--events` line that could not be written, shared with the log's writing thread.
+private final class EventsError: Sendable {
+    let errno = Mutex<Int32?>(nil)
 }

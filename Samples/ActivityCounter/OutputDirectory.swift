@@ -19,6 +19,9 @@ final class OutputDirectory: Sendable {
     /// The directory, absolute and standardized.
     let url: URL
     let overwrite: Bool
+    /// The permissions a saved file gets: `0666 & ~umask`, as `open(2)` would give a new file (Herald writes
+    /// its temporary files as 0600, readable by no one else while they are incomplete).
+    let fileMode: mode_t
     private let claimed = Mutex<Set<String>>([])
 
     /// Why the directory can't be used: one line for the user.
@@ -59,6 +62,10 @@ final class OutputDirectory: Sendable {
         }
         self.url = url
         self.overwrite = overwrite
+        // umask can only be read by setting it: set it back at once, before any download starts.
+        let mask = umask(0o022)
+        umask(mask)
+        self.fileMode = 0o666 & ~mask
     }
 
     /// Reserves a file name for `response` and returns where to save it: inside ``url``, not used by another
@@ -80,6 +87,24 @@ final class OutputDirectory: Sendable {
                 attempt += 1
             }
         }
+    }
+
+    /// The file a download of `url` would be saved as by the URL's last path component, when one is already
+    /// there (a regular file, not a symlink): what `--continue` skips, as `wget -nc -c` does.
+    func existingFile(for url: URL) -> URL? {
+        let name = HTTPResponse.safeFilename(url.lastPathComponent) ?? "download"
+        let file = self.url.appendingPathComponent(name, isDirectory: false)
+        var status = stat()
+        guard lstat(file.path, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return nil }
+        return file
+    }
+
+    /// Gives a saved file ``fileMode``, on the file itself, never through a symlink put in its place.
+    func applyFileMode(to file: URL) {
+        let descriptor = open(file.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        fchmod(descriptor, fileMode)
+        close(descriptor)
     }
 
     private func isFree(_ name: String) -> Bool {

@@ -1,18 +1,34 @@
 import Foundation
+import HeraldObservers
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// `--continue`: where an interrupted download's bytes and resume data are kept between runs.
 ///
-/// Beside the saved files in `--output-dir`, a download that was interrupted (Ctrl-C, SIGTERM, a connection
+/// Beside the saved files in `--output-dir`, a download that was interrupted (Ctrl-C, SIGHUP, SIGTERM, a connection
 /// lost for good) leaves `download-KEY.part` (the bytes so far) and `download-KEY.resume` (Herald's resume data:
 /// the URL, the validator, how many bytes). `KEY` is a hash of the URL, so the next run with `--continue` finds
 /// them again and asks the server only for the rest. Both files go once the download is saved.
+///
+/// Both are readable by their owner only (0600), and neither holds the URL's credentials: the resume file
+/// stores the URL redacted, `KEY` hashes the redacted URL, and the URL given on the next run, credentials
+/// and all, is the one the download continues with.
 struct ResumeStore: Sendable {
     let directory: URL
+
+    /// The URL as the resume file keeps it: without user name and password.
+    private func stored(_ url: URL) -> String {
+        LogRedaction.default.redacting(url)
+    }
 
     private func key(for url: URL) -> String {
         // FNV-1a: stable across runs and processes (Swift's hashValue is seeded per process).
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in url.absoluteString.utf8 {
+        for byte in stored(url).utf8 {
             hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
         }
         return String(hash, radix: 16)
@@ -33,8 +49,9 @@ struct ResumeStore: Sendable {
     func load(for url: URL) -> Data? {
         guard let data = try? Data(contentsOf: resumeFile(for: url)),
             var object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-            let saved = object["url"] as? String, URL(string: saved)?.absoluteString == url.absoluteString
+            let saved = object["url"] as? String, saved == stored(url)
         else { return nil }
+        object["url"] = url.absoluteString
         object["partialFilePath"] = partialFile(for: url).path
         return try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
     }
@@ -54,13 +71,34 @@ struct ResumeStore: Sendable {
                 try manager.moveItem(at: URL(fileURLWithPath: source), to: partial)
             }
             object["partialFilePath"] = partial.path
+            object["url"] = stored(url)
             let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
-            try data.write(to: resumeFile(for: url), options: .atomic)
+            try Self.writePrivately(data, to: resumeFile(for: url))
             return partial.path
         } catch {
             try? manager.removeItem(atPath: source)
             try? manager.removeItem(at: partial)
             return nil
+        }
+    }
+
+    /// Writes `data` to `file` whole or not at all, readable by its owner only: into a new file made with
+    /// `O_EXCL | O_NOFOLLOW`, mode 0600, renamed over `file`.
+    private static func writePrivately(_ data: Data, to file: URL) throws {
+        let temporary = file.deletingLastPathComponent()
+            .appendingPathComponent(".\(file.lastPathComponent).\(UUID().uuidString)")
+        let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        do {
+            try handle.write(contentsOf: data)
+            try handle.close()
+            guard rename(temporary.path, file.path) == 0 else {
+                throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+            }
+        } catch {
+            unlink(temporary.path)
+            throw error
         }
     }
 

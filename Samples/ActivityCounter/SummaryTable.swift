@@ -25,6 +25,7 @@ struct SummaryTable {
                 case .saved(let path): row.append(path)
                 case .keptAfterFailedMove(let path): row.append("kept at " + path)
                 case .partial(let path): row.append("partial, kept at " + path)
+                case .alreadyThere(let path): row.append("already there: " + path)
                 case nil: row.append("")
                 }
             }
@@ -48,6 +49,7 @@ struct SummaryTable {
         text += failed == 0 ? "all as expected" : "\(failed) failed"
         if outcome.notStarted > 0 { text += ", \(outcome.notStarted) not started" }
         switch outcome.interruptedBy {
+        case .hungUp: text += " (hung up by SIGHUP)"
         case .interrupted: text += " (interrupted by SIGINT)"
         case .terminated: text += " (terminated by SIGTERM)"
         default: break

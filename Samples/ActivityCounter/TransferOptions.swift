@@ -105,19 +105,28 @@ struct TransferOptions: ParsableArguments {
             let name = line[..<colon].trimmingCharacters(in: .whitespaces)
             let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
             guard !name.isEmpty, name.unicodeScalars.allSatisfy(Self.isTokenCharacter),
-                !value.unicodeScalars.contains(where: { $0.value < 0x20 && $0 != "\t" || $0.value == 0x7F })
+                Self.isValidFieldValue(value)
             else {
                 throw ValidationError("-H '\(line)' is not a valid header field.")
             }
             headers.add(name: name, value: value)
         }
         if let userAgent {
+            // Refused like a bad -H value: a CR or LF would end the field and start one of the user's making.
+            guard Self.isValidFieldValue(userAgent) else {
+                throw ValidationError("--user-agent must not contain control characters such as CR or LF.")
+            }
             headers.replaceOrAdd(name: "User-Agent", value: userAgent)
         } else if !headers.contains("User-Agent") {
             headers.add(
                 name: "User-Agent", value: "activity-counter/\(HeraldVersion.string) \(HeraldVersion.userAgent)")
         }
         return headers
+    }
+
+    /// Whether `value` can be sent as a header field's value: no control character but tab.
+    private static func isValidFieldValue(_ value: String) -> Bool {
+        !value.unicodeScalars.contains { $0.value < 0x20 && $0 != "\t" || $0.value == 0x7F }
     }
 
     /// `--cacert`, `--pin` and `--insecure` as Herald's security policy.

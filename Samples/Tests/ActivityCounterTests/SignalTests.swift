@@ -6,7 +6,7 @@ import Testing
     import Glibc
 #endif
 
-/// SIGINT and SIGTERM sent to the CLI as a child process, mid-download. Nothing sleeps: the test awaits the
+/// SIGINT, SIGTERM and SIGHUP sent to the CLI as a child process, mid-download. Nothing sleeps: the test awaits the
 /// server having sent bytes, then the child's exit, each with a timeout.
 @Suite("activity-counter: signals", .serialized)
 struct SignalTests {
@@ -16,11 +16,11 @@ struct SignalTests {
 
     /// Starts `fetch` of the slow download and returns once the server has sent at least 256 KiB of it.
     private func startMidDownload(
-        _ server: TestServer, scratch: Scratch, extra: [String] = []
+        _ server: TestServer, scratch: Scratch, extra: [String] = [], url: URL? = nil
     ) async throws -> ActivityCounterProcess {
         let process = try ActivityCounterProcess(
             [
-                "fetch", server.url(Self.path).absoluteString, server.url("/json").absoluteString,
+                "fetch", (url ?? server.url(Self.path)).absoluteString, server.url("/json").absoluteString,
                 "--output-dir", scratch.path("out"),
             ] + extra,
             environment: ["TMPDIR": scratch.path("tmp")])
@@ -32,6 +32,7 @@ struct SignalTests {
         "SIGINT mid-download: exit 130 within a second, the summary printed, no temporary file left",
         arguments: [
             (SIGINT, Int32(130), "interrupted by SIGINT"), (SIGTERM, Int32(143), "terminated by SIGTERM"),
+            (SIGHUP, Int32(129), "hung up by SIGHUP"),
         ])
     func interrupt(signal: Int32, status: Int32, summary: String) async throws {
         let scratch = try Scratch()
@@ -54,20 +55,32 @@ struct SignalTests {
         #expect(try scratch.files(in: "tmp") == [])
     }
 
-    @Test("--continue: SIGINT keeps the partial file; a second run fetches only the rest, byte-exact")
-    func continueAfterInterrupt() async throws {
+    @Test(
+        "--continue: SIGINT or SIGHUP keeps the partial file, private and password-free; the next run fetches the rest",
+        arguments: [(SIGINT, Int32(130)), (SIGHUP, Int32(129))])
+    func continueAfterInterrupt(signal: Int32, status: Int32) async throws {
         let scratch = try Scratch()
         defer { scratch.remove() }
         try FileManager.default.createDirectory(atPath: scratch.path("tmp"), withIntermediateDirectories: true)
         let server = try await TestServer.start()
-        let process = try await startMidDownload(server, scratch: scratch, extra: ["--continue"])
-        process.send(SIGINT)
+        var components = try #require(URLComponents(url: server.url(Self.path), resolvingAgainstBaseURL: false))
+        components.user = "user"
+        components.password = "s3cretPW9"
+        let url = try #require(components.url)
+        let process = try await startMidDownload(server, scratch: scratch, extra: ["--continue"], url: url)
+        process.send(signal)
         let first = try await process.finish(timeout: .seconds(10))
-        #expect(first.status == 130, "stderr: \(first.stderr)")
+        #expect(first.status == status, "stderr: \(first.stderr)")
         let kept = try scratch.files(in: "out")
         #expect(kept.count == 3, "\(kept)")
         let partialName = try #require(kept.first { $0.hasSuffix(".part") })
-        #expect(kept.contains { $0.hasSuffix(".resume") })
+        let resumeName = try #require(kept.first { $0.hasSuffix(".resume") })
+        #expect(!String(decoding: try scratch.contents("out/" + resumeName), as: UTF8.self).contains("s3cretPW9"))
+        for name in [partialName, resumeName] {
+            var status = stat()
+            #expect(stat(scratch.path("out/" + name), &status) == 0)
+            #expect(status.st_mode & 0o077 == 0, "\(name) is readable by others")
+        }
         #expect(kept.contains("json"))
         #expect(try scratch.files(in: "tmp") == [])
         let partialSize = try scratch.contents("out/" + partialName).count
@@ -75,7 +88,7 @@ struct SignalTests {
         #expect(first.stdout.contains("partial, kept at"))
 
         let second = try await ActivityCounterProcess.run(
-            ["fetch", server.url(Self.path).absoluteString, "--output-dir", scratch.path("out"), "--continue"],
+            ["fetch", url.absoluteString, "--output-dir", scratch.path("out"), "--continue"],
             environment: ["TMPDIR": scratch.path("tmp")])
         #expect(second.status == 0, "stderr: \(second.stderr)")
         let name = "\(Self.size)"
@@ -91,5 +104,26 @@ struct SignalTests {
         #expect(requests.last?.responseStatus == 206)
         #expect(requests.last?.bodyBytesSent == Self.size - partialSize)
         try await server.shutdown()
+    }
+
+    @Test("a second signal right after the first never skips the cleanup: summary printed, nothing left behind")
+    func secondSignal() async throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        try FileManager.default.createDirectory(atPath: scratch.path("tmp"), withIntermediateDirectories: true)
+        let server = try await TestServer.start()
+        let process = try await startMidDownload(server, scratch: scratch)
+        process.send(SIGINT)
+        process.send(SIGTERM)
+        process.send(SIGINT)
+        let run = try await process.finish(timeout: .seconds(10))
+        try await server.shutdown()
+        // Whichever of the two the process took first decides the status; the other changes nothing.
+        #expect(run.status == 130 || run.status == 143, "stderr: \(run.stderr)")
+        #expect(
+            run.stdout.contains("interrupted by SIGINT") || run.stdout.contains("terminated by SIGTERM"),
+            "\(run.stdout)")
+        #expect(try scratch.files(in: "out") == ["json"])
+        #expect(try scratch.files(in: "tmp") == [])
     }
 }

@@ -44,8 +44,7 @@ final class FileBodySink: BodySink {
         self.url = url
         self.resumeOffset = resumeOffset
         self.position = resumeOffset
-        descriptor = open(url.path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw FileIOError.make("Cannot open the download file", url: url) }
+        descriptor = try PrivateFile.openForWriting(url)
     }
 
     deinit { closeDescriptor() }

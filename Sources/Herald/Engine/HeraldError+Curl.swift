@@ -16,14 +16,17 @@ extension HeraldError {
     ///   - osErrno: `CURLINFO_OS_ERRNO` for the transfer (0 when unknown).
     ///   - errorBuffer: The text curl wrote to `CURLOPT_ERRORBUFFER`; may be empty.
     ///   - url: The request URL (redacted by the initializer).
+    ///   - stage: How far the exchange had gone.
     /// - Returns: The error to report.
-    static func fromCurl(_ code: CURLcode, osErrno: Int32, errorBuffer: String, url: URL?) -> HeraldError {
+    static func fromCurl(
+        _ code: CURLcode, osErrno: Int32, errorBuffer: String, url: URL?, stage: CurlErrorMapping.Stage = .sending
+    ) -> HeraldError {
         let raw = Int32(bitPattern: code.rawValue)
         var curlText = errorBuffer.trimmingCharacters(in: .whitespacesAndNewlines)
         if curlText.isEmpty, let strerror = curl_easy_strerror(code) {
             curlText = String(cString: strerror)
         }
-        return fromCurl(rawCode: raw, osErrno: osErrno, curlMessage: curlText, url: url)
+        return fromCurl(rawCode: raw, osErrno: osErrno, curlMessage: curlText, url: url, stage: stage)
     }
 
     /// The mapping itself, on the raw value, so it can be tested without a transfer.
@@ -33,9 +36,12 @@ extension HeraldError {
     ///   - osErrno: `CURLINFO_OS_ERRNO` (0 when unknown).
     ///   - curlMessage: curl's description of the failure (error buffer or `curl_easy_strerror`).
     ///   - url: The request URL.
+    ///   - stage: How far the exchange had gone.
     /// - Returns: The error to report.
-    static func fromCurl(rawCode: Int32, osErrno: Int32, curlMessage: String, url: URL?) -> HeraldError {
-        let mapping = CurlErrorMapping.map(rawCode, osErrno: osErrno)
+    static func fromCurl(
+        rawCode: Int32, osErrno: Int32, curlMessage: String, url: URL?, stage: CurlErrorMapping.Stage = .sending
+    ) -> HeraldError {
+        let mapping = CurlErrorMapping.map(rawCode, osErrno: osErrno, curlMessage: curlMessage, stage: stage)
         let statusCode =
             mapping.code == .unacceptableStatusCode ? CurlErrorMapping.trailingStatus(in: curlMessage) : nil
         return HeraldError(
@@ -52,18 +58,44 @@ extension HeraldError {
 /// The `CURLcode` → ``HeraldError/Code`` table (libcurl 7.88.1, codes 0–99), after
 /// swift-corelibs-foundation's `urlErrorCode(for:)`.
 enum CurlErrorMapping {
+    /// How far a transfer's exchange had gone when it failed, which some codes need to say what happened.
+    enum Stage {
+        /// The request was not all sent (or nothing more is known).
+        case sending
+        /// The request was sent; no status line had arrived.
+        case awaitingResponse
+        /// A status line had arrived.
+        case receivingResponse
+    }
+
     /// The code and a short message for a raw `CURLcode` and OS errno.
     ///
     /// `errno` refines two cases, as FoundationNetworking does: `ECONNREFUSED` on a transport failure
     /// means the host refused the connection (``HeraldError/Code/cannotConnect``), and
     /// `CURLE_COULDNT_CONNECT` with `ETIMEDOUT` is a connect timeout (``HeraldError/Code/timedOut``).
-    static func map(_ rawCode: Int32, osErrno: Int32) -> (code: HeraldError.Code, message: String) {
+    /// curl's text and the stage refine two more: a receive error about chunks is a malformed response, and a
+    /// send error once the request went out is the connection breaking after it.
+    static func map(
+        _ rawCode: Int32, osErrno: Int32, curlMessage: String = "", stage: Stage = .sending
+    ) -> (code: HeraldError.Code, message: String) {
         let base = baseMapping(rawCode)
         if osErrno == ECONNREFUSED, refusalRefines.contains(base.code) {
             return (.cannotConnect, "the server refused the connection")
         }
         if rawCode == 7, osErrno == ETIMEDOUT {
             return (.timedOut, "the connection attempt timed out")
+        }
+        if rawCode == 56, curlMessage.localizedCaseInsensitiveContains("chunk") {
+            // curl reports a chunk size that is not one ("… in the chunky parser") as a receive error: the
+            // connection was fine, the bytes were not HTTP, and sending the request again would get the same.
+            return (.badServerResponse, "the response's chunked framing is malformed")
+        }
+        if rawCode == 55, stage != .sending {
+            // curl can notice a reset on a write it makes after the request went out and report it as a send
+            // failure: say what was under way. (A reset discards what the kernel had received and curl had not
+            // read, so a response under way may look unstarted.)
+            let what = stage == .receivingResponse ? "while receiving the response" : "after the request was sent"
+            return (.networkConnectionLost, "the connection broke \(what)")
         }
         return base
     }

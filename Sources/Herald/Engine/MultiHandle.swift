@@ -128,9 +128,14 @@ final class MultiHandle: @unchecked Sendable {
             guard herald_msg_is_done(message) != 0, let easy = herald_msg_easy(message) else { continue }
             // Copy before removing the handle: the message does not survive curl_multi_remove_handle.
             let result = herald_msg_result(message)
-            guard let transfer = transfer(of: easy), takeOut(transfer) else { continue }
-            engine.transferEnded()
+            guard let transfer = transfer(of: easy) else { continue }
             curl_multi_remove_handle(multi, easy)
+            // Still in the pool: the same transfer starts again on a fresh connection.
+            if transfer.retriesOnFreshConnection(after: result), curl_multi_add_handle(multi, easy) == CURLM_OK {
+                continue
+            }
+            guard takeOut(transfer) else { continue }
+            engine.transferEnded()
             transfer.finish(result: result)
         }
     }

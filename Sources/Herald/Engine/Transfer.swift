@@ -85,6 +85,9 @@ final class Transfer: @unchecked Sendable {
     @exclusivity(unchecked) var poolSlot = -1
     /// When a byte last moved, on ``ActivityClock``.
     @exclusivity(unchecked) var lastActivity = ActivityClock.now
+    /// Whether the request was sent again on a fresh connection, a reused one having died under it (see
+    /// `retriesOnFreshConnection(after:)`). Loop thread only.
+    @exclusivity(unchecked) var didRetryOnFreshConnection = false
     /// How long, in nanoseconds, no byte may move before the transfer fails with `timedOut` (the request
     /// timeout), made once for the multi handle's idle check; `nil` for none.
     let idleTimeout: UInt64?
@@ -212,8 +215,10 @@ final class Transfer: @unchecked Sendable {
                 .badServerResponse, "The server's status line is malformed or not HTTP.",
                 curlCode: Int32(result.rawValue), curlMessage: text, url: request.url)
         }
+        let stage: CurlErrorMapping.Stage =
+            responseStatus != 0 ? .receivingResponse : requestWasSent ? .awaitingResponse : .sending
         return HeraldError.fromCurl(
-            result, osErrno: Int32(truncatingIfNeeded: osErrno), errorBuffer: text, url: request.url)
+            result, osErrno: Int32(truncatingIfNeeded: osErrno), errorBuffer: text, url: request.url, stage: stage)
     }
 
     /// Whether curl sent the request (any request bytes), so that a failure is about the server's answer.
@@ -250,7 +255,8 @@ final class Transfer: @unchecked Sendable {
         var metrics: TransferMetrics?
         var handle: FinishedEasyHandle?
         if let easyHandle {
-            if error == nil, let pool, pool.reserveReturn() {
+            // A handle set to open a fresh connection would keep doing so: it is not used again.
+            if error == nil, !didRetryOnFreshConnection, let pool, pool.reserveReturn() {
                 handle = FinishedEasyHandle(easyHandle, returningTo: pool, profile: profile, startDate: startDate)
             } else {
                 metrics = TransferMetrics(easyHandle: easyHandle, startDate: startDate)

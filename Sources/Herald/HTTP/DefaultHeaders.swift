@@ -18,7 +18,8 @@ public enum DefaultHeaders {
     ///
     /// The languages are those of `LANGUAGE` (a colon-separated list, as GNU gettext reads it) followed by
     /// the first of `LC_ALL`, `LC_MESSAGES` and `LANG` that is set; POSIX names become language tags
-    /// (`de_AT.UTF-8@euro` → `de-AT`), `C` and `POSIX` are skipped, and repeats are dropped. With none left
+    /// (`de_AT.UTF-8@euro` → `de-AT`), `C` and `POSIX` are skipped, as is a name with anything but ASCII letters, digits and hyphens left
+    /// (a CR or LF there would split the request), and repeats are dropped. With none left
     /// the value is `"en;q=1"`.
     ///
     /// - Parameter environment: Environment variables, such as `ProcessInfo.processInfo.environment`.
@@ -35,11 +36,24 @@ public enum DefaultHeaders {
             let base = name.prefix { $0 != "." && $0 != "@" }
             guard !base.isEmpty, base != "C", base != "POSIX" else { continue }
             let tag = base.replacingOccurrences(of: "_", with: "-")
+            // A language tag is letters, digits and hyphens: anything else in the environment (a CR or LF
+            // that would split the request) is not a language and is skipped.
+            guard tag.utf8.allSatisfy(isLanguageTagByte) else { continue }
             if !tags.contains(tag) { tags.append(tag) }
         }
         if tags.isEmpty { tags = ["en"] }
         return tags.prefix(6).enumerated().map { index, tag in
             "\(tag);q=\(index == 0 ? "1" : "0.\(10 - index)")"
         }.joined(separator: ", ")
+    }
+
+    /// Whether `byte` is an ASCII letter, digit or hyphen.
+    private static func isLanguageTagByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"):
+            true
+        default: false
+        }
     }
 }

@@ -67,6 +67,18 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// How download tasks move their file to the destination: replace an existing file, create missing
     /// directories. Default none (see ``DownloadMoveOptions``).
     public var downloadMoveOptions: DownloadMoveOptions = []
+    /// The folder in which the session makes its private folder for download tasks' temporary files, or
+    /// `nil` (the default) for the process's temporary directory (`TMPDIR`, else `/tmp`).
+    ///
+    /// Choose a folder on the file system of the downloads' destinations: the final move is then a
+    /// `rename`, and the size of `TMPDIR` (often a small `tmpfs` in memory) no longer limits a download.
+    /// The session makes its folder there with a random name, mode 0700 (hidden, `.herald-XXXXXX`, in a
+    /// folder you chose; `herald-XXXXXX` in the temporary directory), with the first download task, and
+    /// opens each temporary file with `O_EXCL | O_NOFOLLOW`, mode 0600. The folder must be a directory
+    /// owned by the process's effective user or by root, and not writable by group or others unless it is
+    /// sticky (as `/tmp` is): another user who can rename entries in it could swap the session's folder.
+    /// Otherwise a download task factory throws ``HeraldError/Code/fileIO`` and nothing is written.
+    public var temporaryDirectory: URL?
     /// Where data tasks' responses are kept for reuse, or `nil` (the default) for no caching.
     ///
     /// With a cache, a data task's `GET` that finds a fresh entry completes from it **without touching the

@@ -29,7 +29,7 @@ extension SessionManager {
     func finishInvalidatingIfDone() {
         guard state.withLock({ $0.lifecycle.tasksRemaining($0.tasks.count) }) else { return }
         // Only an empty directory goes: a kept download (a failed move, resume data) keeps it.
-        rmdir(downloadDirectory.path)
+        downloadDirectory.removeIfEmpty()
         // Release the pool first, so that by the time observers hear of the invalidation the engine has
         // already been told to close every connection, socket and timer of this session.
         send(.closePool(HeraldError(.sessionInvalidated, "The session was invalidated.")))

@@ -133,8 +133,7 @@ extension SessionManager {
         try request.validate(allowedProtocols: configuration.allowedProtocols)
         // A refused task creates nothing on disk: refuse before making the directory.
         guard !isInvalidated else { throw Self.refusal }
-        try makeDownloadDirectory()
-        let directory = downloadDirectory
+        let directory = try makeDownloadDirectory()
         let downloadTaskClass = taskClasses.downloadTask
         do {
             return try register { identifier in
@@ -204,14 +203,9 @@ extension SessionManager {
         return task
     }
 
-    func makeDownloadDirectory() throws(HeraldError) {
-        do {
-            try FileManager.default.createDirectory(at: downloadDirectory, withIntermediateDirectories: true)
-        } catch {
-            throw HeraldError(
-                .fileIO,
-                "Cannot create the download directory \(downloadDirectory.path): \(error.localizedDescription)",
-                underlying: error)
-        }
+    /// The session's private folder for temporary files, made if it is not there (see
+    /// ``SessionConfiguration/temporaryDirectory``).
+    func makeDownloadDirectory() throws(HeraldError) -> URL {
+        try downloadDirectory.url()
     }
 }

@@ -70,8 +70,8 @@ public final class SessionManager: Sendable {
     /// What a request with no header fields of its own sends: the session's additional headers, then
     /// ``DefaultHeaders``' fields. Made once and shared, so such a request copies no list.
     let defaultRequestHeaders: HTTPHeaders
-    /// Where download tasks write their temporary files; created with the first download task.
-    let downloadDirectory: URL
+    /// Where download tasks write their temporary files: a private folder made with the first download task.
+    let downloadDirectory: SessionTemporaryDirectory
     let engine: Engine
     /// The session's cookies: ``SessionConfiguration/httpCookieStore``, or an in-memory store of its own.
     /// Used only when ``SessionConfiguration/httpShouldSetCookies`` is `true`.
@@ -117,8 +117,7 @@ public final class SessionManager: Sendable {
         self.transportLane = DeliveryLane(
             queue: DispatchQueue(label: "herald.session.\(identifier).transport"), group: nil)
         self.engine = engine
-        self.downloadDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "herald-\(getpid())-session-\(identifier)", isDirectory: true)
+        self.downloadDirectory = SessionTemporaryDirectory(parent: configuration.temporaryDirectory)
         // The event queue is a serial queue of its own: a slow `.posting` observer delays the session's
         // later notifications, never a completion handler or a transfer.
         self.eventPoster = SessionEventPoster(center: notificationCenter, sessionIdentifier: identifier)
@@ -256,6 +255,7 @@ public final class SessionManager: Sendable {
     /// outside it: it runs the initializer of the class ``taskClasses`` names, which may be the caller's.
     func register<T: SessionTask>(_ make: (Int) -> T) throws(HeraldError) -> T {
         try configuration.proxy?.validate()
+        try configuration.validateAdditionalHeaders()
         guard multi != nil else {
             throw HeraldError(.internal, "libcurl could not create a connection pool for this session.")
         }
@@ -289,7 +289,7 @@ public final class SessionManager: Sendable {
     /// the invalidation removes it. On the event queue, where invalidation finishes.
     func removeDownloadDirectoryAfterInvalidation() {
         eventPoster.async { [self] in
-            if state.withLock({ $0.lifecycle.hasFinishedInvalidating }) { rmdir(downloadDirectory.path) }
+            if state.withLock({ $0.lifecycle.hasFinishedInvalidating }) { downloadDirectory.removeIfEmpty() }
         }
     }
 }

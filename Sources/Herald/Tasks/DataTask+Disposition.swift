@@ -23,12 +23,13 @@ extension DataTask {
                         + "memory (data(for:) or upload(for:)); use download(for:) to get a file.",
                     url: originalRequest.url))
         }
+        let directory: URL
         do throws(HeraldError) {
-            try session.makeDownloadDirectory()
+            directory = try session.makeDownloadDirectory()
         } catch {
             return fail(transfer, error)
         }
-        let temporaryURL = session.downloadDirectory.appendingPathComponent(
+        let temporaryURL = directory.appendingPathComponent(
             "download-\(taskIdentifier)-\(UUID().uuidString).part")
         let download = session.taskClasses.downloadTask.init(
             TaskCreation(

@@ -57,9 +57,14 @@ struct DownloadResumeData: Codable, Sendable, Equatable {
         guard resume.bytesReceived >= 0, resume.headers.allSatisfy({ $0.count == 2 }) else {
             throw HeraldError(.cannotResume, "The resume data is corrupt.")
         }
-        guard resume.validator != nil else {
+        guard let validator = resume.validator else {
             throw HeraldError(
                 .cannotResume, "The resume data has no ETag or Last-Modified to check the resource is unchanged.")
+        }
+        // Sent as `If-Range`: a CR or LF would split the request. (The stored header fields are checked with
+        // the request, as any request's are.)
+        guard !Request.containsLineBreakOrNUL(validator) else {
+            throw HeraldError(.cannotResume, "The resume data's ETag or Last-Modified contains CR, LF or NUL.")
         }
         // Resuming appends to this file, so it must be one Herald made: an absolute path to a
         // `download-….part` file, reached without `..` and not through a symbolic link. Otherwise crafted

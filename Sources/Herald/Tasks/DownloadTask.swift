@@ -76,8 +76,12 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
                 completionHandler: creation.completionHandler)
         case .data, .upload:
             // Only a download factory makes a download task; anything else downloads the request to a new
-            // temporary file.
-            self.temporaryURL = creation.session.downloadDirectory.appendingPathComponent(
+            // temporary file. Where the private folder can't be made, a path in a folder that does not exist
+            // (random, so no one can make it first): opening the file fails the task.
+            let directory =
+                (try? creation.session.makeDownloadDirectory())
+                ?? URL(fileURLWithPath: "/nonexistent-herald-\(UUID().uuidString)", isDirectory: true)
+            self.temporaryURL = directory.appendingPathComponent(
                 "download-\(creation.identifier)-\(UUID().uuidString).part")
             self.destination = nil
             self.resumedFrom = nil

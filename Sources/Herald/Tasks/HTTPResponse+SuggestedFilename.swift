@@ -57,11 +57,13 @@ extension HTTPResponse {
     }
 
     private static func isUnsafe(_ scalar: Unicode.Scalar) -> Bool {
+        // Bidi_Control by its Unicode property, not a list: marks, embeddings, overrides and isolates, U+061C
+        // ARABIC LETTER MARK included, all of which can disguise an extension.
+        if scalar.properties.isBidiControl { return true }
         switch scalar.value {
-        case 0x00...0x1F, 0x7F...0x9F: true  // C0 and C1 controls, NUL and DEL included.
-        case 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: true  // Bidi marks that disguise an extension.
-        case 0xFEFF: true
-        default: false
+        case 0x00...0x1F, 0x7F...0x9F: return true  // C0 and C1 controls, NUL and DEL included.
+        case 0xFEFF: return true
+        default: return false
         }
     }
 

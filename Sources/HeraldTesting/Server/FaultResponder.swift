@@ -16,12 +16,20 @@ struct FaultResponder {
 
     private var context: ChannelHandlerContext { writer.context }
 
-    /// Performs `fault`. Every fault except ``Route/Fault/stall`` and ``Route/Fault/redirectLoop`` ends by closing
-    /// the connection.
-    func perform(_ fault: Route.Fault) {
+    /// Performs `fault`. Every fault except ``Route/Fault/stall``, ``Route/Fault/redirectLoop`` and the first
+    /// request of ``Route/Fault/resetWhenReused`` ends by closing the connection.
+    /// - Parameter isFirstOnConnection: Whether the request is the first its connection carried.
+    func perform(_ fault: Route.Fault, isFirstOnConnection: Bool) {
         switch fault {
         case .resetBeforeHeaders:
             reset()
+        case .resetWhenReused:
+            // A server whose keep-alive timeout ran out just as the next request arrived.
+            if isFirstOnConnection {
+                writer.write(CannedResponse(status: .ok, contentType: "text/plain", body: "ok\n"))
+            } else {
+                reset()
+            }
         case .resetMidBody(let bytes, let declared):
             writer.writeHead(status: .ok, headers: octetStreamHeaders(contentLength: declared))
             let written = writer.writePatternBody(0..<bytes)

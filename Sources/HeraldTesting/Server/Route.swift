@@ -39,6 +39,7 @@ enum Route: Sendable {
         case hugeHeader(bytes: Int, lines: Int)
         case redirectLoop
         case rawHeaders
+        case resetWhenReused
     }
 
     /// The largest head `/fault/huge-header` writes.
@@ -129,6 +130,8 @@ enum Route: Sendable {
         switch name {
         case "reset-before-headers":
             return .resetBeforeHeaders
+        case "reset-when-reused":
+            return .resetWhenReused
         case "reset-mid-body":
             let bytes = try query.integer("bytes", default: 1024, in: limit)
             let declared = try query.integer("declared", default: bytes + 1024, in: (bytes + 1)...Int.max)

@@ -18,6 +18,8 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var request: ReceivedRequest?
     private var stream: ByteStreamResponder?
     private var pendingDelay: Scheduled<Void>?
+    /// How many request heads this connection has carried, the current one included.
+    private var requestsOnConnection = 0
 
     init(recorder: RequestRecorder, barriers: BarrierRegistry, counters: RequestCounters) {
         self.recorder = recorder
@@ -28,6 +30,7 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
+            requestsOnConnection += 1
             let (path, route) = Route.parse(uri: head.uri)
             let sequenceNumber = recorder.requestReceived(
                 on: context.channel,
@@ -100,7 +103,7 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
                 parked.eventLoop.execute { parked.value.write(.json(["released": count])) }
             }
         case .fault(let fault):
-            FaultResponder(writer: writer).perform(fault)
+            FaultResponder(writer: writer).perform(fault, isFirstOnConnection: requestsOnConnection == 1)
         case .session(let route):
             writer.write(route.response(for: request, counters: counters))
         default:

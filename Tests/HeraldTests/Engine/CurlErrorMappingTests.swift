@@ -58,6 +58,27 @@ struct CurlErrorMappingTests {
                 == .networkConnectionLost)
     }
 
+    @Test("a receive error about chunk framing is badServerResponse; another stays networkConnectionLost")
+    func chunkFraming() {
+        let chunky = "Received problem 2 in the chunky parser"
+        #expect(HeraldError.fromCurl(rawCode: 56, osErrno: 0, curlMessage: chunky, url: nil).code == .badServerResponse)
+        #expect(
+            HeraldError.fromCurl(rawCode: 56, osErrno: ECONNRESET, curlMessage: "Recv failure", url: nil).code
+                == .networkConnectionLost)
+    }
+
+    @Test(
+        "a send error says what was under way",
+        arguments: [
+            (CurlErrorMapping.Stage.sending, "while sending"),
+            (.awaitingResponse, "after the request was sent"), (.receivingResponse, "while receiving the response"),
+        ])
+    func sendErrorStage(stage: CurlErrorMapping.Stage, wording: String) {
+        let error = HeraldError.fromCurl(rawCode: 55, osErrno: ECONNRESET, curlMessage: "", url: nil, stage: stage)
+        #expect(error.code == .networkConnectionLost)
+        #expect(error.message.hasSuffix(wording))
+    }
+
     @Test("HTTP_RETURNED_ERROR carries the status from curl's text")
     func httpReturnedError() {
         let error = HeraldError.fromCurl(

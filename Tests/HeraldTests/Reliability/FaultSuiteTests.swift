@@ -79,14 +79,22 @@ struct FaultSuiteTests {
         #expect(call.object == nil)
     }
 
-    @Test("bad chunked encoding → an error, never a success")
+    @Test("bad chunked encoding → badServerResponse, never a success")
     func badChunked() async throws {
         let harness = try await FaultHarness.make()
         let call = try await harness.expectFailure(
-            Request(url: harness.server.url("/fault/bad-chunked")), code: nil)
+            Request(url: harness.server.url("/fault/bad-chunked")), code: .badServerResponse)
         #expect(call.object == nil)
-        // curl reports broken chunk framing as CURLE_RECV_ERROR (56).
+        // curl reports broken chunk framing as CURLE_RECV_ERROR (56); Herald says what happened.
         #expect(call.error?.curlCode == 56)
+    }
+
+    @Test("a reset while the body arrives → networkConnectionLost, never said to have broken while sending")
+    func resetWhileReceiving() async throws {
+        let harness = try await FaultHarness.make()
+        let call = try await harness.expectFailure(
+            Request(url: harness.server.url("/fault/reset-mid-body?bytes=65536")), code: .networkConnectionLost)
+        #expect(call.error?.message.contains("sending") == false, "\(call.error.map { "\($0)" } ?? "")")
     }
 
     @Test("a garbage status line → badServerResponse")

@@ -11,14 +11,20 @@ struct HostileInputTests {
     /// server saw nothing.
     private func expectRefused(
         _ makeRequest: (TestServer) -> Request, code: HeraldError.Code,
-        sourceLocation: SourceLocation = #_sourceLocation
+        configuration: SessionConfiguration = .default, sourceLocation: SourceLocation = #_sourceLocation
     ) async throws {
-        let fixture = try await SessionFixture.make()
+        let fixture = try await SessionFixture.make(configuration: configuration)
         let request = makeRequest(fixture.server)
         do throws(HeraldError) {
             // Never resumed even if accepted: the refusal must come from creating the task.
             _ = try fixture.session.dataTask(with: request)
             Issue.record("the request was accepted: \(request.method) \(request.url)", sourceLocation: sourceLocation)
+        } catch {
+            #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
+        }
+        do throws(HeraldError) {
+            _ = try fixture.session.downloadTask(with: request)
+            Issue.record("the download was accepted: \(request.method) \(request.url)", sourceLocation: sourceLocation)
         } catch {
             #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
         }
@@ -31,6 +37,45 @@ struct HostileInputTests {
     @Test("CR or LF in a header value is refused", arguments: ["a\r\nX-Injected: 1", "a\nb", "a\rb", "a\u{0}b"])
     func lineBreakInHeaderValue(value: String) async throws {
         try await expectRefused({ Request(url: $0.url("/echo"), headers: ["X-Test": value]) }, code: .invalidRequest)
+    }
+
+    @Test(
+        "CR or LF in a session configuration's header, User-Agent included, is refused",
+        arguments: ["X-Test", "User-Agent", "Accept-Language"], ["a\r\nX-Injected: 1", "a\nb", "a\rb", "a\u{0}b"])
+    func lineBreakInConfigurationHeader(name: String, value: String) async throws {
+        var configuration = SessionConfiguration()
+        configuration.httpAdditionalHeaders = [name: value]
+        try await expectRefused({ Request(url: $0.url("/echo")) }, code: .invalidRequest, configuration: configuration)
+    }
+
+    @Test("CR or LF in a request's own User-Agent is refused")
+    func lineBreakInUserAgent() async throws {
+        try await expectRefused(
+            { Request(url: $0.url("/echo"), headers: ["User-Agent": "ua\r\nX-Injected: yes"]) }, code: .invalidRequest)
+    }
+
+    @Test("CR or LF in a locale environment variable never reaches Accept-Language")
+    func lineBreakInLocaleEnvironment() {
+        let value = DefaultHeaders.acceptLanguage(environment: [
+            "LANGUAGE": "fr\r\nX-Injected: 1:de_DE", "LANG": "en_US\n.UTF-8",
+        ])
+        #expect(value == "de-DE;q=1")
+    }
+
+    @Test("an interceptor's adapted request with CR or LF in a header fails the task before anything is sent")
+    func lineBreakFromInterceptor() async throws {
+        let fixture = try await SessionFixture.make()
+        fixture.session.interceptor = Interceptor(adapters: [InjectingAdapter()])
+        let log = CompletionLog()
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/echo")), completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(log.all.count == 1)
+        #expect(log.all.first?.error?.code == .invalidRequest)
+        #expect(fixture.server.statistics.acceptedConnections == 0)
+        #expect(fixture.server.statistics.requestCount == 0)
+        try await fixture.tearDown()
     }
 
     @Test("CR, LF, space or colon in a header name is refused", arguments: ["X-A\r\nX-B", "X-A\n", "X A", "X:A", ""])
@@ -134,5 +179,14 @@ struct HostileInputTests {
             #expect(error.url?.absoluteString.contains("***:***@") == true)
         }
         try await fixture.tearDown()
+    }
+}
+
+/// Adds a header value that would split the request, as a careless adapter might.
+private struct InjectingAdapter: RequestAdapter {
+    func adapt(_ request: Request, for task: SessionTask) async throws -> Request {
+        var adapted = request
+        adapted.headers.add(name: "X-Token", value: "t\r\nX-Injected: 1")
+        return adapted
     }
 }

@@ -70,8 +70,7 @@ struct InvalidationTests {
     @Test("refusing a download task on an invalidated session creates nothing on disk")
     func refusedDownloadCreatesNothing() async throws {
         let fixture = try await SessionFixture.make()
-        let directory = fixture.session.downloadDirectory.path
-        #expect(!FileManager.default.fileExists(atPath: directory))
+        #expect(fixture.session.downloadDirectory.madeURL == nil)
         await fixture.session.invalidateAndWait()
         for _ in 0..<3 {
             #expect(throws: HeraldError.self) {
@@ -83,7 +82,7 @@ struct InvalidationTests {
         } catch {
             #expect(error.code == .sessionInvalidated)
         }
-        #expect(!FileManager.default.fileExists(atPath: directory))
+        #expect(fixture.session.downloadDirectory.madeURL == nil)
         try await fixture.server.shutdown()
     }
 

@@ -36,12 +36,20 @@ final class ActivityCounterProcess: Sendable {
     /// Kept open until the reading threads are done with them.
     private let pipes: [Pipe]
 
-    /// Starts `activity-counter arguments…` with `NO_COLOR=1` and `environment` added.
-    init(_ arguments: [String], environment extra: [String: String] = [:], stdin: Data? = nil) throws {
+    /// Starts `activity-counter arguments…` with `NO_COLOR=1` and `environment` added; with `shell`, through
+    /// `bash -c shell`, in which `"$0" "$@"` is the command (`'"$0" "$@" 2>/dev/full'`).
+    init(
+        _ arguments: [String], environment extra: [String: String] = [:], stdin: Data? = nil, shell: String? = nil
+    ) throws {
         let binary = try #require(Self.binary, "build the executable first: swift build --build-tests")
         process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
+        if let shell {
+            process.executableURL = URL(fileURLWithPath: "/bin/bash")
+            process.arguments = ["-c", shell, binary.path] + arguments
+        } else {
+            process.executableURL = binary
+            process.arguments = arguments
+        }
         var environment = ProcessInfo.processInfo.environment
         environment["NO_COLOR"] = "1"
         environment.merge(extra) { $1 }
@@ -117,9 +125,11 @@ final class ActivityCounterProcess: Sendable {
 
     /// Runs `activity-counter arguments…` to its exit.
     static func run(
-        _ arguments: [String], environment: [String: String] = [:], stdin: Data? = nil, timeout: Duration = .seconds(60)
+        _ arguments: [String], environment: [String: String] = [:], stdin: Data? = nil, shell: String? = nil,
+        timeout: Duration = .seconds(60)
     ) async throws -> Run {
-        try await ActivityCounterProcess(arguments, environment: environment, stdin: stdin).finish(timeout: timeout)
+        try await ActivityCounterProcess(arguments, environment: environment, stdin: stdin, shell: shell)
+            .finish(timeout: timeout)
     }
 
     deinit {

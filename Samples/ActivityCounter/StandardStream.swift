@@ -1,0 +1,49 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Writes text for a person or a program on stdout or stderr with `write(2)`, never with a call that ends the
+/// process when the stream is closed or full (`FileHandle.write(_:)` traps on `EPIPE`, `EBADF` and `ENOSPC`).
+enum StandardStream {
+    /// Writes all of `text` to `descriptor`, retrying after interruptions and partial writes.
+    /// - Returns: `nil` once everything is written, else the `errno` of the write that failed (`EPIPE`: the
+    ///   reader has gone; `EBADF`: the stream is closed; `ENOSPC`: it is full).
+    @discardableResult
+    static func write(_ text: String, to descriptor: Int32) -> Int32? {
+        var text = text
+        return text.withUTF8 { bytes -> Int32? in
+            guard let base = bytes.baseAddress else { return nil }
+            var offset = 0
+            while offset < bytes.count {
+                let written = systemWrite(descriptor, base + offset, bytes.count - offset)
+                if written >= 0 {
+                    offset += written
+                } else if errno != EINTR {
+                    return errno
+                }
+            }
+            return nil
+        }
+    }
+
+    /// Opens `/dev/null` on each of stdin, stdout and stderr that was closed (`2>&-`), so that no file or
+    /// socket the run opens takes its number: a display line must never land in a download.
+    /// - Returns: The descriptors that were closed.
+    static func fillClosedDescriptors() -> Set<Int32> {
+        var closed: Set<Int32> = []
+        for descriptor in [STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO] where fcntl(descriptor, F_GETFD) == -1 {
+            closed.insert(descriptor)
+            // open(2) returns the lowest free number: this one, the lower ones being open by now.
+            _ = open("/dev/null", descriptor == STDIN_FILENO ? O_RDONLY : O_WRONLY)
+        }
+        return closed
+    }
+
+    #if canImport(Glibc)
+        private static let systemWrite = Glibc.write
+    #elseif canImport(Darwin)
+        private static let systemWrite = Darwin.write
+    #endif
+}

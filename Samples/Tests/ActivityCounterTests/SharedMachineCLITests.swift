@@ -1,0 +1,177 @@
+import Foundation
+import HeraldTesting
+import Testing
+
+@testable import ActivityCounter
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The CLI on a machine it shares, with streams that close or fill, and with input people really have: each
+/// test is one defect a probe found.
+@Suite("activity-counter: closed streams, shared machines, odd input", .serialized)
+struct SharedMachineCLITests {
+    /// A download paced over about a second, so the display has something to say while it runs.
+    static let pacedPath = "/bytes/300000?chunkSize=16384&delayMs=40"
+
+    @Test(
+        "a closed, full or abandoned stderr never stops the download: the file is saved, exit 0",
+        arguments: [
+            #""$0" "$@" 2>&-"#, #""$0" "$@" 2>/dev/full"#,
+            #""$0" "$@" 2>&1 >/dev/null | head -c 1 >/dev/null; exit ${PIPESTATUS[0]}"#,
+        ])
+    func brokenStderr(shell: String) async throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let server = try await TestServer.start()
+        let run = try await ActivityCounterProcess.run(
+            [
+                "fetch", server.url(Self.pacedPath).absoluteString, "--output-dir", scratch.path("out"),
+                "--activation-delay", "0",
+            ],
+            shell: shell)
+        try await server.shutdown()
+        #expect(run.status == 0, "stdout: \(run.stdout) stderr: \(run.stderr)")
+        #expect(try scratch.files(in: "out") == ["300000"])
+        #expect(try scratch.contents("out/300000") == Data(TestServer.expectedBytes(in: 0..<300_000)))
+    }
+
+    @Test(
+        "--events on a stdout that can't be written is an error in the exit status; the file is still saved",
+        arguments: [#""$0" "$@" >/dev/full"#, #""$0" "$@" >&-"#])
+    func unwritableEvents(shell: String) async throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let server = try await TestServer.start()
+        let run = try await ActivityCounterProcess.run(
+            ["fetch", server.url("/bytes/5000").absoluteString, "--output-dir", scratch.path("out"), "--events"],
+            shell: shell)
+        try await server.shutdown()
+        #expect(run.status == 73, "stderr: \(run.stderr)")
+        #expect(run.stderr.contains("--events"))
+        #expect(try scratch.files(in: "out") == ["5000"])
+    }
+
+    @Test("--input-file lines end with LF, CRLF or a lone CR: each is its own URL")
+    func inputFileLineEndings() async throws {
+        let server = try await TestServer.start()
+        let urls = ["/bytes/10", "/bytes/20", "/bytes/30", "/bytes/40"].map { server.url($0).absoluteString }
+        let text = "\(urls[0])\r\n# a comment\r\n\(urls[1])\r\(urls[2])\n\r\n\(urls[3])\r\n"
+        let run = try await ActivityCounterProcess.run(["fetch", "--input-file", "-"], stdin: Data(text.utf8))
+        try await server.shutdown()
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        #expect(run.stdout.contains("4 URLs"), "\(run.stdout)")
+        #expect(server.requestCount == 4)
+    }
+
+    @Test("a URL that does not parse is quoted without its password")
+    func unparsableURLRedacted() async throws {
+        let run = try await ActivityCounterProcess.run(["fetch", "http://user:s3cretPW9@[::1/"])
+        #expect(run.status == 64)
+        #expect(run.stderr.contains("***:***@[::1/"), "\(run.stderr)")
+        #expect(!run.stderr.contains("s3cretPW9"))
+    }
+
+    @Test("--user-agent with CR or LF is refused like -H", arguments: ["ua\r\nX-Injected: yes", "ua\nx", "ua\rx"])
+    func userAgentLineBreak(value: String) async throws {
+        let run = try await ActivityCounterProcess.run(["fetch", "http://127.0.0.1:1/", "--user-agent", value])
+        #expect(run.status == 64)
+        #expect(run.stderr.contains("--user-agent"))
+    }
+
+    @Test("a bad chunk size is a malformed response, never retried")
+    func badChunking() async throws {
+        let server = try await TestServer.start()
+        let run = try await ActivityCounterProcess.run([
+            "fetch", server.url("/fault/bad-chunked").absoluteString, "--retry", "2", "--retry-delay", "0",
+        ])
+        try await server.shutdown()
+        #expect(run.status == 2)
+        #expect(run.stdout.contains("malformed server response"), "\(run.stdout)")
+        #expect(!run.stdout.contains("connection lost"))
+        #expect(server.requests(forPath: "/fault/bad-chunked").count == 1)
+    }
+
+    @Test("a reset while the body arrives is reported as such, never as a failure to send")
+    func resetMidBody() async throws {
+        let server = try await TestServer.start()
+        let run = try await ActivityCounterProcess.run([
+            "fetch", server.url("/fault/reset-mid-body?bytes=65536").absoluteString, "-v",
+        ])
+        try await server.shutdown()
+        #expect(run.status == 2)
+        #expect(run.stdout.contains("connection lost"), "\(run.stdout)")
+        #expect(!(run.stdout + run.stderr).contains("sending"), "\(run.stderr)")
+    }
+
+    @Test("the mirror recipe run twice fetches nothing again: complete files are skipped, not renamed -2")
+    func mirrorIsIdempotent() async throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let server = try await TestServer.start()
+        let arguments = [
+            "fetch", server.url("/bytes/1000").absoluteString, server.url("/bytes/2000").absoluteString,
+            "--continue", "--output-dir", scratch.path("mirror"),
+        ]
+        let first = try await ActivityCounterProcess.run(arguments)
+        #expect(first.status == 0, "stderr: \(first.stderr)")
+        let second = try await ActivityCounterProcess.run(arguments)
+        try await server.shutdown()
+        #expect(second.status == 0, "stderr: \(second.stderr)")
+        #expect(try scratch.files(in: "mirror") == ["1000", "2000"])
+        #expect(server.requestCount == 2)
+        #expect(second.stdout.contains("already there"), "\(second.stdout)")
+    }
+
+    @Test("saved files get 0666 & ~umask, as a new file would", arguments: [(0o022, 0o644), (0o027, 0o640)])
+    func fileModeFollowsUmask(mask: Int, expected: Int) async throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let server = try await TestServer.start()
+        let run = try await ActivityCounterProcess.run(
+            ["fetch", server.url("/bytes/100").absoluteString, "--output-dir", scratch.path("out")],
+            shell: "umask \(String(mask, radix: 8)); exec \"$0\" \"$@\"")
+        try await server.shutdown()
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        var status = stat()
+        #expect(stat(scratch.path("out/100"), &status) == 0)
+        #expect(Int(status.st_mode & 0o777) == expected)
+    }
+
+    @Test(
+        "temporary files go in the output folder: a download larger than a small $TMPDIR succeeds",
+        .enabled(if: geteuid() == 0, "mounts a 1 MiB tmpfs: needs root (CI runs as root)"))
+    func largerThanTemporaryDirectory() async throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let small = scratch.path("tmp")
+        try FileManager.default.createDirectory(atPath: small, withIntermediateDirectories: true)
+        guard mount("tmpfs", small, "tmpfs", 0, "size=1m,mode=1777") == 0 else {
+            Issue.record("mounting a tmpfs failed: \(String(cString: strerror(errno)))")
+            return
+        }
+        defer { umount2(small, Int32(MNT_DETACH)) }
+        let server = try await TestServer.start()
+        let size = 3 << 20
+        let run = try await ActivityCounterProcess.run(
+            ["fetch", server.url("/bytes/\(size)").absoluteString, "--output-dir", scratch.path("out")],
+            environment: ["TMPDIR": small])
+        try await server.shutdown()
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        #expect(try scratch.files(in: "out") == ["\(size)"])
+        #expect(try scratch.contents("out/\(size)") == Data(TestServer.expectedBytes(in: 0..<size)))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: small) == [])
+    }
+
+    @Test(
+        "a file's line on a terminal shows its percentage and the time left",
+        arguments: [
+            (Int64(0), Int64(1000), 0.0, "0%"), (Int64(450), Int64(1000), 0.2, "45%"),
+            (Int64(450), Int64(1000), 9.0, "45% ETA 0:11"), (Int64(1), Int64(1000), 1.0, "0% ETA 16:39"),
+            (Int64(10), Int64(10_000), 100.0, "0% ETA 27:45:00"), (Int64(1000), Int64(1000), 3.0, "100% ETA 0:00"),
+        ])
+    func fileProgress(received: Int64, total: Int64, seconds: Double, expected: String) {
+        #expect(ActivityDisplay.fileProgress(received: received, total: total, seconds: seconds) == expected)
+    }
+}

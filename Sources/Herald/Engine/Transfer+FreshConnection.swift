@@ -1,0 +1,31 @@
+import CCurl
+
+extension Transfer {
+    /// Whether the transfer, which curl ended with `result`, is to be sent once more on a fresh connection; if
+    /// so, it is set up for that and the caller adds its handle to the multi handle again. Loop thread only.
+    ///
+    /// A server may close a kept-alive connection just as a request goes out on it (its idle timeout ran
+    /// out). libcurl sends such a request again by itself when the connection ends cleanly, but not when it is
+    /// reset: the transfer fails with a send or receive error although the server never saw the request
+    /// through. Browsers, curl's tool, URLSession and AsyncHTTPClient send it again once, on a fresh
+    /// connection, when nothing of a response arrived and sending it twice can do no harm: an idempotent
+    /// method with no body to send again. The task sees one transfer.
+    func retriesOnFreshConnection(after result: CURLcode) -> Bool {
+        guard !didRetryOnFreshConnection, let easyHandle,
+            result == CURLE_SEND_ERROR || result == CURLE_RECV_ERROR || result == CURLE_GOT_NOTHING,
+            responseStatus == 0, headerBytesReceived == 0, request.body == nil,
+            Self.idempotentMethods.contains(request.method.uppercased()), !machine.isHoldingResult
+        else { return false }
+        // No new connection made for this transfer: it ran on one a previous transfer had opened.
+        var connects = 0
+        herald_easy_getinfo_long(easyHandle, CURLINFO_NUM_CONNECTS, &connects)
+        guard connects == 0 else { return false }
+        guard herald_easy_setopt_long(easyHandle, CURLOPT_FRESH_CONNECT, 1) == CURLE_OK else { return false }
+        didRetryOnFreshConnection = true
+        lastActivity = ActivityClock.now
+        return true
+    }
+
+    /// The methods RFC 9110 calls idempotent.
+    private static let idempotentMethods: Set<String> = ["GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"]
+}

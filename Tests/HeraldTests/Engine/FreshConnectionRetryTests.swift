@@ -1,0 +1,43 @@
+import Foundation
+import Herald
+import HeraldNotifications
+import HeraldTesting
+import Testing
+
+@Suite("A request on a kept-alive connection the server reset is sent once more on a fresh one")
+struct FreshConnectionRetryTests {
+    /// The loopback server resets a kept-alive connection when a second request arrives on it.
+    private static let path = "/fault/reset-when-reused"
+
+    @Test("a GET on a reused connection that is reset is sent again once: one task, one resume, one complete")
+    func reusedConnectionReset() async throws {
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        _ = try await fixture.session.data(for: Request(url: fixture.server.url(Self.path)))
+        let (data, response) = try await fixture.session.data(for: Request(url: fixture.server.url(Self.path)))
+        try await fixture.recorder.waitForCompletions(2)
+        #expect(response.statusCode == 200)
+        #expect(String(decoding: data, as: UTF8.self) == "ok\n")
+        let task = try #require(fixture.recorder.completions.last?.taskIdentifier)
+        #expect(fixture.recorder.timeline(ofTask: task) == [.resume, .complete])
+        // The first request and the second on one connection (reset), the second again on a new one.
+        #expect(fixture.server.requests(forPath: Self.path).count == 3)
+        #expect(fixture.server.statistics.acceptedConnections == 2)
+        try await fixture.tearDown()
+    }
+
+    @Test("a same-origin redirect whose hop meets a reset connection completes as one task")
+    func redirectHopRetried() async throws {
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        let url = fixture.server.url("/redirect-to?url=\(Self.path)")
+        let (data, response) = try await fixture.session.data(for: Request(url: url))
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(response.statusCode == 200)
+        #expect(String(decoding: data, as: UTF8.self) == "ok\n")
+        let task = try #require(fixture.recorder.completions.first?.taskIdentifier)
+        #expect(
+            fixture.recorder.timeline(ofTask: task).filter { $0 == .resume || $0 == .complete } == [.resume, .complete])
+        #expect(fixture.server.requests(forPath: Self.path).count == 2)
+        try await fixture.tearDown()
+    }
+
+}
