@@ -223,7 +223,10 @@ struct TaskStateMachineTests {
         guard case .announce = machine.suspend() else { Issue.record("expected .announce"); return }
         let transfer = parts.transfer()
         guard case .wait = machine.transferPrepared(transfer) else { Issue.record("expected .wait"); return }
-        guard case .startTransfer(let waiting) = machine.resume() else { Issue.record("expected .startTransfer"); return }
+        guard case .startTransfer(let waiting) = machine.resume() else {
+            Issue.record("expected .startTransfer")
+            return
+        }
         #expect(waiting === transfer)
     }
 
