@@ -66,7 +66,7 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
             self.temporaryURL = temporaryURL
             self.destination = nil
             self.resumedFrom = nil
-            super.init(sharingStateOf: dataTask)
+            super.init(continuing: dataTask)
         case .download(let temporaryURL, let resumedFrom, let destination):
             self.temporaryURL = temporaryURL
             self.destination = destination

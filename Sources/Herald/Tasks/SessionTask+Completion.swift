@@ -53,7 +53,8 @@ extension SessionTask {
             if wasCancelled, outcome.error?.code != .cancelled {
                 outcome.error = Self.cancellation(for: originalRequest.url)
             }
-            // A data task that became a download completes as the download task, whichever face curl told.
+            // A data task that became a download completes as the download task that continues it, whichever of
+            // the two curl told.
             return ((), [.finish(downloadTask ?? self, outcome)])
         }
     }

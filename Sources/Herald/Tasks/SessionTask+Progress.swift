@@ -2,7 +2,8 @@
 // task until the task completes (see `TransferProgress`).
 
 /// A task's two progress objects, once made, and the counts a newly made one starts from. Part of the
-/// task's locked state, which the faces of a data task that became a download share.
+/// task's locked state, which a data task that became a download shares with the download task that
+/// continues it.
 struct ProgressSlots {
     /// The counts of one direction, as the transfer reports them: kept by the task for objects not yet made,
     /// and by each ``TransferProgress``.
@@ -31,9 +32,9 @@ extension SessionTask {
 
     /// Progress of the request body; controls the task (see ``TransferProgress``).
     ///
-    /// Made when first asked for, with the counts so far; the same object from then on, from either face
-    /// of a data task that became a download. Asked for after the task completed, it holds the final counts
-    /// and controls nothing.
+    /// Made when first asked for, with the counts so far; the same object from then on, asked of a data task
+    /// that became a download or of the download task that continues it. Asked for after the task completed,
+    /// it holds the final counts and controls nothing.
     public var uploadProgress: TransferProgress { core.withLock { progress(upload: true, in: &$0) } }
 
     /// Progress of the response body; controls the task (see ``TransferProgress``).
@@ -42,7 +43,7 @@ extension SessionTask {
     public var downloadProgress: TransferProgress { core.withLock { progress(upload: false, in: &$0) } }
 
     /// The progress object of one direction, made now if it doesn't exist yet: with the counts so far, bound
-    /// to the face that runs the task (the download task a data task became, once it became one), or
+    /// to the task object that runs the task (the download task a data task became, once it became one), or
     /// finished when the completion has finished the others. Under the task's lock.
     func progress(upload: Bool, in core: inout Core) -> TransferProgress {
         if let made = upload ? core.progress.upload : core.progress.download { return made }

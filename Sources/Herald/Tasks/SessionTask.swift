@@ -72,9 +72,9 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     let trace: TaskTraceContext?
     /// What every lifecycle payload says about the request, made once.
     let requestSummary: RequestSummary
-    /// The data task this download task was made from, when a data task became a download
+    /// The data task this download task continues, when a data task became a download
     /// (``ResponseDisposition/becomeDownload``); `nil` otherwise. See ``lifecycleSubject``.
-    private let madeFrom: SessionTask?
+    private let continued: SessionTask?
 
     init(session: SessionManager, identifier: Int, request: Request, completionHandler: TaskCompletionHandler?) {
         self.session = session
@@ -84,19 +84,19 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         self.trace = trace
         self.requestSummary = RequestSummary(request, serviceContext: trace?.serviceContext)
         self.core = Locked(Core(completionHandler: completionHandler))
-        self.madeFrom = nil
+        self.continued = nil
     }
 
-    /// A second face of `task`: the same identifier, request, state, transfer, progress and completion
-    /// handler (a data task that became a download task).
-    init(sharingStateOf task: SessionTask) {
+    /// A download task that continues the data task `task`, which became a download: the same identifier,
+    /// request, state, transfer, progress and completion handler.
+    init(continuing task: SessionTask) {
         self.session = task.session
         self.taskIdentifier = task.taskIdentifier
         self.originalRequest = task.originalRequest
         self.trace = task.trace
         self.requestSummary = task.requestSummary
         self.core = task.core
-        self.madeFrom = task.lifecycleSubject
+        self.continued = task.lifecycleSubject
     }
 
     /// Whether a transfer finished while the task was suspended and its outcome waits for ``resume()``
@@ -119,7 +119,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
 
     /// The task that lifecycle notifications and task hooks name: for a download task a data task became,
     /// the data task the caller holds; otherwise the task itself.
-    var lifecycleSubject: SessionTask { madeFrom ?? self }
+    var lifecycleSubject: SessionTask { continued ?? self }
 
     /// The task's current state.
     public var state: TaskState { core.withLock { $0.machine.state } }
