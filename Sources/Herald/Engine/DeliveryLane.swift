@@ -1,6 +1,7 @@
 import CCurl
 import CUV
 import Dispatch
+import Glibc
 import HeraldNotifications
 import Synchronization
 
@@ -81,6 +82,12 @@ final class DeliveryLane: @unchecked Sendable {
     private static let keptEmpties = 4
 
     @exclusivity(unchecked) private var collected: [Delivery] = []
+    /// The thread running one of this lane's batches (`pthread_self()`), or 0: what
+    /// ``deferUntilBatchEnds(_:to:)`` asks. Written on `queue`, read by any thread.
+    private let batchThread = Atomic<UInt>(0)
+    /// Deliveries for another lane made while a batch of this one runs, and that lane; on `queue`.
+    @exclusivity(unchecked) private var deferred: [Delivery] = []
+    @exclusivity(unchecked) private var deferredLane: DeliveryLane?
     /// Whether this lane has deliveries collected in the current loop iteration. Loop thread only.
     @exclusivity(unchecked) var isCollecting = false
     private let handedOver = Locked(HandedOver())
@@ -110,6 +117,28 @@ final class DeliveryLane: @unchecked Sendable {
     /// finish may wait for the next batch (``awaitNextBatch()``).
     func enqueue(_ work: @escaping @Sendable () -> Void) {
         enqueue(.work(work))
+    }
+
+    /// When called from a batch this lane is running, keeps `delivery` for `lane` and hands every delivery
+    /// kept so over in one block when the batch ends, and returns `true`; elsewhere returns `false`. The
+    /// transport lane's batches complete several tasks at once: one block for their completions costs the
+    /// completion queue one hand-off, not one each.
+    func deferUntilBatchEnds(_ delivery: Delivery, to lane: DeliveryLane) -> Bool {
+        guard batchThread.load(ordering: .relaxed) == UInt(pthread_self())
+        else { return false }
+        deferred.append(delivery)
+        deferredLane = lane
+        return true
+    }
+
+    /// Runs `deliveries` on this lane's queue in one block, in order, in its group, counted as one of the
+    /// library's blocks.
+    func enqueue(batch deliveries: [Delivery]) {
+        queuedWork.add(1, ordering: .relaxed)
+        queue.async(group: group) { [self] in
+            for delivery in deliveries { delivery.run() }
+            finishedQueuedWork()
+        }
     }
 
     /// Runs `delivery` on this lane's queue, in its group, counted as the library's work.
@@ -192,7 +221,15 @@ final class DeliveryLane: @unchecked Sendable {
             // so taking the first shifts a few references.
             lists.batches.isEmpty ? [] : lists.batches.removeFirst()
         }
+        batchThread.store(UInt(pthread_self()), ordering: .relaxed)
         for delivery in batch { delivery.run() }
+        batchThread.store(0, ordering: .relaxed)
+        if let lane = deferredLane, !deferred.isEmpty {
+            var handed: [Delivery] = []
+            swap(&handed, &deferred)
+            deferredLane = nil
+            lane.enqueue(batch: handed)
+        }
         batch.removeAll(keepingCapacity: true)
         handedOver.withLock { lists in
             if lists.empties.count < Self.keptEmpties { lists.empties.append(batch) }

@@ -9,17 +9,23 @@ extension Transfer {
     /// reset: the transfer fails with a send or receive error although the server never saw the request
     /// through. Browsers, curl's tool, URLSession and AsyncHTTPClient send it again once, on a fresh
     /// connection, when nothing of a response arrived and sending it twice can do no harm: an idempotent
-    /// method with no body to send again. The task sees one transfer.
+    /// method whose body, if it has one, can be read again from its first byte (data, a file, a stream that
+    /// can rewind). The task sees one transfer.
     func retriesOnFreshConnection(after result: CURLcode) -> Bool {
         guard !didRetryOnFreshConnection, let easyHandle,
             result == CURLE_SEND_ERROR || result == CURLE_RECV_ERROR || result == CURLE_GOT_NOTHING,
-            responseStatus == 0, headerBytesReceived == 0, request.body == nil,
+            responseStatus == 0, headerBytesReceived == 0,
             Self.idempotentMethods.contains(request.method.uppercased()), !machine.isHoldingResult
         else { return false }
         // No new connection made for this transfer: it ran on one a previous transfer had opened.
         var connects = 0
         herald_easy_getinfo_long(easyHandle, CURLINFO_NUM_CONNECTS, &connects)
         guard connects == 0 else { return false }
+        if request.body != nil {
+            // The new connection reads the body through the read callback from where the source stands.
+            guard let source, source.rewind(to: 0) == nil else { return false }
+            bodyBytesSent = 0
+        }
         guard herald_easy_setopt_long(easyHandle, CURLOPT_FRESH_CONNECT, 1) == CURLE_OK else { return false }
         didRetryOnFreshConnection = true
         lastActivity = ActivityClock.now

@@ -50,11 +50,14 @@ extension SessionManager {
     func complete(_ task: SessionTask, with outcome: TransferOutcome) {
         let serializer = responseSerializer
         if ownsCompletionQueue {
-            engine.handOver(
-                .work { [self] in
-                    let result = task.completionResult(for: outcome, serializer: serializer)
-                    finishCompletion(task, outcome: outcome, result: result, serializer: serializer)
-                }, to: completionLane)
+            let completion = Delivery.work { [self] in
+                let result = task.completionResult(for: outcome, serializer: serializer)
+                finishCompletion(task, outcome: outcome, result: result, serializer: serializer)
+            }
+            // From a transport batch, the batch's completions go to the completion queue together.
+            if !transportLane.deferUntilBatchEnds(completion, to: completionLane) {
+                engine.handOver(completion, to: completionLane)
+            }
         } else {
             // The caller's queue (perhaps the main queue) is not the place for parsing or file moves.
             DispatchQueue.global(qos: .userInitiated).async { [self] in

@@ -40,4 +40,22 @@ struct FreshConnectionRetryTests {
         try await fixture.tearDown()
     }
 
+    @Test("an idempotent request with a body that can be read again is sent again whole, as one task")
+    func bodySentAgain() async throws {
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        let url = fixture.server.url(Self.path)
+        _ = try await fixture.session.data(for: Request(url: url))
+        let body = Data(repeating: UInt8(ascii: "x"), count: 4096)
+        let (data, response) = try await fixture.session.data(for: Request(url: url, method: "PUT", body: body))
+        #expect(response.statusCode == 200)
+        #expect(String(decoding: data, as: UTF8.self) == "ok\n")
+        let puts = fixture.server.requests(forPath: Self.path).filter { $0.method == "PUT" }
+        // The PUT that met the reset, then the whole PUT again on a fresh connection.
+        #expect(puts.count == 2)
+        #expect(puts.last?.bodyByteCount == body.count)
+        try await fixture.recorder.waitForCompletions(2)
+        let task = try #require(fixture.recorder.completions.last?.taskIdentifier)
+        #expect(fixture.recorder.timeline(ofTask: task) == [.resume, .complete])
+        try await fixture.tearDown()
+    }
 }
