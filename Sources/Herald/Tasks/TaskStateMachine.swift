@@ -240,17 +240,7 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
     /// the attempt to come, or `nil` when the task was cancelled meanwhile. Each attempt follows its own
     /// redirects and answers its own challenges.
     mutating func retryScheduled(_ timer: DispatchWorkItem, after metrics: TransferMetrics?) -> Int? {
-        switch phase {
-        case .running(.betweenTransfers):
-            phase = .running(.betweenTransfers(retryTimer: timer))
-        case .suspended(.betweenTransfers):
-            phase = .suspended(.betweenTransfers(retryTimer: timer))
-        case .canceling, .completed:
-            return nil
-        case .running, .suspended:
-            assertionFailure("a retry scheduled while the task is not between transfers: \(phase)")
-            return nil
-        }
+        guard setRetryTimer(timer, for: "a retry scheduled") else { return nil }
         hops.recordHop(metrics)
         hops.attempt += 1
         hops.redirectCount = 0
@@ -262,19 +252,27 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
     /// A new attempt starts (its delay is over, its adapter returned `request`). Returns the attempt's
     /// number and the cache validators it sends, or `nil` when the task was cancelled meanwhile.
     mutating func attemptStarts(with request: Request) -> (attempt: Int, validators: HTTPHeaders?)? {
-        switch phase {
-        case .running(.betweenTransfers):
-            phase = .running(.betweenTransfers(retryTimer: nil))
-        case .suspended(.betweenTransfers):
-            phase = .suspended(.betweenTransfers(retryTimer: nil))
-        case .canceling, .completed:
-            return nil
-        case .running, .suspended:
-            assertionFailure("an attempt started while the task is not between transfers: \(phase)")
-            return nil
-        }
+        guard setRetryTimer(nil, for: "an attempt started") else { return nil }
         hops.attemptRequest = request
         return (hops.attempt, hops.cacheValidators)
+    }
+
+    /// Between transfers, running or suspended: keeps `timer` as the retry's pending timer (`nil`: none)
+    /// and returns `true`. Returns `false` once cancelled or completed; any other state is not between
+    /// transfers, and `event` (what happened) is an impossible event there.
+    private mutating func setRetryTimer(_ timer: DispatchWorkItem?, for event: String) -> Bool {
+        switch phase {
+        case .running(.betweenTransfers):
+            phase = .running(.betweenTransfers(retryTimer: timer))
+        case .suspended(.betweenTransfers):
+            phase = .suspended(.betweenTransfers(retryTimer: timer))
+        case .canceling, .completed:
+            return false
+        case .running, .suspended:
+            assertionFailure("\(event) while the task is not between transfers: \(phase)")
+            return false
+        }
+        return true
     }
 
     enum PreparedAction {
