@@ -4,28 +4,18 @@
     import Darwin
 #endif
 
-/// Writes text for a person or a program on stdout or stderr with `write(2)`, never with a call that ends the
-/// process when the stream is closed or full (`FileHandle.write(_:)` traps on `EPIPE`, `EBADF` and `ENOSPC`).
+import HeraldObservers
+
+/// stdout and stderr for a person or a program: written with HeraldObservers' ``FileDescriptorOutput``, which
+/// never ends the process when the stream is closed or full (`FileHandle.write(_:)` traps on `EPIPE`, `EBADF`
+/// and `ENOSPC`).
 enum StandardStream {
-    /// Writes all of `text` to `descriptor`, retrying after interruptions and partial writes.
+    /// Writes all of `text` to `descriptor`.
     /// - Returns: `nil` once everything is written, else the `errno` of the write that failed (`EPIPE`: the
     ///   reader has gone; `EBADF`: the stream is closed; `ENOSPC`: it is full).
     @discardableResult
     static func write(_ text: String, to descriptor: Int32) -> Int32? {
-        var text = text
-        return text.withUTF8 { bytes -> Int32? in
-            guard let base = bytes.baseAddress else { return nil }
-            var offset = 0
-            while offset < bytes.count {
-                let written = systemWrite(descriptor, base + offset, bytes.count - offset)
-                if written >= 0 {
-                    offset += written
-                } else if errno != EINTR {
-                    return errno
-                }
-            }
-            return nil
-        }
+        FileDescriptorOutput.write(text, to: descriptor)
     }
 
     /// Opens `/dev/null` on each of stdin, stdout and stderr that was closed (`2>&-`), so that no file or
@@ -40,10 +30,4 @@ enum StandardStream {
         }
         return closed
     }
-
-    #if canImport(Glibc)
-        private static let systemWrite = Glibc.write
-    #elseif canImport(Darwin)
-        private static let systemWrite = Darwin.write
-    #endif
 }

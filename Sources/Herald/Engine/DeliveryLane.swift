@@ -104,10 +104,12 @@ final class DeliveryLane: @unchecked Sendable {
         transfersOutstanding.add(1, ordering: .relaxed)
     }
 
-    /// A transfer of the session ended and its outcome is being handed to this lane: on the loop thread, or
-    /// on the thread that found a fresh cached response.
-    func transferHandedOver() {
-        transfersOutstanding.subtract(1, ordering: .relaxed)
+    /// A transfer of the session ended and its outcome is being handed over: on the loop thread, or on the
+    /// thread that found a fresh cached response. Returns how many of the session's transfers are still
+    /// outstanding.
+    @discardableResult
+    func transferHandedOver() -> Int {
+        transfersOutstanding.subtract(1, ordering: .relaxed).newValue
     }
 
     /// The session's transfers started and not yet handed over, for tests.

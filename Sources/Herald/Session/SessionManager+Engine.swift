@@ -55,8 +55,7 @@ extension SessionManager {
     /// spends its time on transfers. Either way a slow completion handler, observer or another task's hook
     /// never holds it back. `task` hears of its transfer's end in ``SessionTask/proceed(after:)``.
     func afterTransfer(_ task: SessionTask, outcome: TransferOutcome) {
-        let wasAlone = completionLane.outstandingTransfers == 1
-        completionLane.transferHandedOver()
+        let wasAlone = completionLane.transferHandedOver() == 0
         if wasAlone, engine.isOnLoopThread {
             task.proceed(after: outcome)
         } else {

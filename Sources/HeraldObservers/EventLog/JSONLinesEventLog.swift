@@ -51,7 +51,7 @@ public final class JSONLinesEventLog: SessionObserver {
         self.init(
             redaction: redaction,
             writeLine: { line in
-                withExtendedLifetime(fileHandle) { FileDescriptorOutput.write(line, to: descriptor) }
+                withExtendedLifetime(fileHandle) { FileDescriptorOutput.write(line, to: descriptor) == nil }
             })
     }
 

@@ -159,17 +159,26 @@ final class SinkWriter<Item: Sendable>: Sendable {
     private let systemWrite = Darwin.write
 #endif
 
-/// Writes lines to a file descriptor with `write(2)`, whole, for ``SinkWriter`` consumers.
-enum FileDescriptorOutput {
-    /// Writes all of `line`, retrying after interruptions and partial writes (a pipe takes at most its
-    /// free space at once) and waiting while a non-blocking descriptor is full.
+/// Writes text to a file descriptor with `write(2)`, whole, never with a call that ends the process when
+/// the descriptor is closed or full (`FileHandle.write(_:)` traps on `EPIPE`, `EBADF` and `ENOSPC`): what
+/// the shipped sinks write with, and what a program writing to stdout or stderr itself can use.
+public enum FileDescriptorOutput {
+    /// Writes all of `text`, retrying after interruptions and partial writes (a pipe takes at most its
+    /// free space at once) and waiting while a non-blocking descriptor is full. A write to a pipe whose
+    /// reader has gone also raises `SIGPIPE`: the calling thread must block or ignore it (as the sinks'
+    /// thread does), or the process ends there.
     ///
-    /// - Returns: `false` when the descriptor can't be written any more (`EPIPE`: the reader has gone;
-    ///   or another error): the sink has ended.
-    static func write(_ line: String, to descriptor: Int32) -> Bool {
-        var line = line
-        return line.withUTF8 { bytes in
-            guard let base = bytes.baseAddress else { return true }  // An empty line: nothing to write.
+    /// - Parameters:
+    ///   - text: What to write, as UTF-8.
+    ///   - descriptor: An open file descriptor, such as `STDOUT_FILENO`.
+    /// - Returns: `nil` once everything is written; otherwise the `errno` of the write that failed (`EPIPE`:
+    ///   the reader has gone; `EBADF`: the descriptor is closed; `ENOSPC`: the device is full), after which
+    ///   the descriptor is not to be written again.
+    @discardableResult
+    public static func write(_ text: String, to descriptor: Int32) -> Int32? {
+        var text = text
+        return text.withUTF8 { bytes -> Int32? in
+            guard let base = bytes.baseAddress else { return nil }  // Empty: nothing to write.
             var offset = 0
             while offset < bytes.count {
                 let written = systemWrite(descriptor, base + offset, bytes.count - offset)
@@ -177,20 +186,21 @@ enum FileDescriptorOutput {
                     offset += written
                     continue
                 }
-                switch errno {
+                let failure = errno
+                switch failure {
                 case EINTR:
                     continue
                 case EAGAIN:
                     var request = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
                     _ = poll(&request, 1, -1)
                 default:
-                    // EPIPE raised SIGPIPE at this thread, which blocks it: take it off the pending set so
-                    // that it can never be delivered later.
-                    if errno == EPIPE { discardPendingSIGPIPE() }
-                    return false
+                    // EPIPE raised SIGPIPE at this thread: where the thread blocks it (the sinks' thread
+                    // does), take it off the pending set so that it can never be delivered later.
+                    if failure == EPIPE { discardPendingSIGPIPE() }
+                    return failure
                 }
             }
-            return true
+            return nil
         }
     }
 

@@ -30,6 +30,12 @@ struct TransportLaneTests {
     }
 
     static let taskCount = 16
+
+    /// The slow user code under test, not a wait: a handler, observer or hook that keeps its thread for
+    /// `seconds`, as one writing a log file or calling out would. Nothing here waits for an event with it.
+    static func occupyThread(for seconds: TimeInterval) {
+        Thread.sleep(forTimeInterval: seconds)
+    }
     static let userDelay: TimeInterval = 0.1
     static let hookDelay: TimeInterval = 2
 
@@ -45,13 +51,13 @@ struct TransportLaneTests {
         var token: ObservationToken?
         if case .postingObserver = slowness {
             token = center.addObserver(for: .taskDidComplete, delivery: .posting) { _ in
-                Thread.sleep(forTimeInterval: userDelay)
+                occupyThread(for: userDelay)
             }
         }
         if case .redirectionHookOfOneTask = slowness {
             session.taskWillPerformHTTPRedirection = { _, _, proposed in
                 if proposed.headers["X-Task"] == "0", proposed.url.path == "/redirect/0" {
-                    Thread.sleep(forTimeInterval: hookDelay)
+                    occupyThread(for: hookDelay)
                 }
                 return proposed
             }
@@ -69,7 +75,7 @@ struct TransportLaneTests {
                     if error != nil || response?.statusCode != 200 {
                         failures.withLock { $0.append("task \(index): \(String(describing: error))") }
                     }
-                    if slowHandlers { Thread.sleep(forTimeInterval: userDelay) }
+                    if slowHandlers { occupyThread(for: userDelay) }
                     done.countDown()
                 })
         }
