@@ -39,13 +39,14 @@ let package = Package(
             pkgConfig: "libidn2",
             providers: [.apt(["libidn2-dev"]), .yum(["libidn2-devel"])]
         ),
-        // The notification center's per-thread state as a C thread-local: Swift has no thread-local storage.
+        // The notification center's per-thread state as a C thread-local (Swift has no thread-local storage), and
+        // the spin-wait hint of the hand-off waits.
         .target(name: "CHeraldThread"),
         .target(name: "HeraldNotifications", dependencies: ["CHeraldThread"]),
         .target(
             name: "Herald",
             dependencies: [
-                "HeraldNotifications", "CCurl", "CUV", "CIDN2",
+                "HeraldNotifications", "CHeraldThread", "CCurl", "CUV", "CIDN2",
                 // ServiceContext and the bootstrapped instrument only: never a tracing backend.
                 .product(name: "Instrumentation", package: "swift-distributed-tracing"),
             ]

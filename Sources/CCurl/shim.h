@@ -229,15 +229,6 @@ static inline bool herald_file_is_on_ext4(int fd) {
 
 // MARK: - memory
 
-// A hint to the processor that the caller is spinning: lets a sibling hardware thread run and saves power.
-static inline void herald_cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
 // How many bytes a block from malloc really holds (Swift's Glibc module doesn't export <malloc.h>).
 static inline size_t herald_malloc_usable_size(void *pointer) { return malloc_usable_size(pointer); }
 

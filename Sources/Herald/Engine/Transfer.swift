@@ -19,6 +19,8 @@ final class Transfer: @unchecked Sendable {
     let request: TransferRequest
     /// Who hears about the transfer: the task, or the download task a data task became.
     @exclusivity(unchecked) private(set) var delegate: any TransferDelegate
+    /// Where the outcome goes when the transfer ends: its session's lanes.
+    let lanes: OutcomeLanes
     @exclusivity(unchecked) var easyHandle: UnsafeMutableRawPointer?
     /// The request's header fields, which curl reads until the handle is cleaned up.
     /// The header lines curl sends for this transfer, held while curl may read them.
@@ -93,8 +95,9 @@ final class Transfer: @unchecked Sendable {
     let idleTimeout: UInt64?
     let startDate = Date()
 
-    init(request: consuming TransferRequest, delegate: any TransferDelegate) {
+    init(request: consuming TransferRequest, delegate: any TransferDelegate, lanes: OutcomeLanes) {
         self.delegate = delegate
+        self.lanes = lanes
         self.idleTimeout = request.requestTimeout > 0 ? ActivityClock.nanoseconds(request.requestTimeout) : nil
         if case .memory = request.sink { collectsBodyInMemory = true } else { collectsBodyInMemory = false }
         self.errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
@@ -268,7 +271,7 @@ final class Transfer: @unchecked Sendable {
         reservedOutcome = nil
         outcome.fill(
             response: response, body: body, file: sink.file, error: error, metrics: metrics, finishedHandle: handle)
-        delegate.transferDidFinish(outcome)
+        lanes.transferFinished(delegate, outcome)
     }
 
     /// Tells the sink a response body starts; returns the error that must stop the transfer, if any.

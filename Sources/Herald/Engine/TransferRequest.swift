@@ -72,13 +72,10 @@ protocol TransferDelegate: AnyObject, Sendable {
     func transferDidReceiveBody(_ bytes: UnsafeRawBufferPointer)
     /// Request body bytes were sent; `expected` is the body's length when known.
     func transferDidSendBytes(total sent: Int64, expected: Int64?)
-    /// The transfer ended. Called exactly once per transfer. The delegate hands the outcome, as it is, to
-    /// where ``proceed(after:)`` runs.
-    func transferDidFinish(_ outcome: TransferOutcome)
-    /// What follows the transfer's end (the next hop, a retry, completing the task), on the session's
-    /// transport lane: on the loop thread itself when it was the session's only transfer, else on the
-    /// session's transport queue, where `transferDidFinish(_:)` handed the outcome as a
-    /// ``Delivery/finishedTransfer(_:_:)``. Never where user code runs. The
+    /// What follows the transfer's end (the next hop, a retry, completing the task), exactly once per
+    /// transfer, on the session's transport lane: the transfer hands its outcome to
+    /// ``OutcomeLanes/transferFinished(_:_:)``, which runs this on the loop thread itself when it was the
+    /// session's only transfer, else on the session's transport queue. Never where user code runs. The
     /// delegate calls ``TransferOutcome/settleFinishedHandle()`` first, before it copies the outcome
     /// anywhere or reads its metrics: until then an outcome whose easy handle travels with it has none.
     func proceed(after outcome: TransferOutcome)

@@ -43,28 +43,20 @@ struct CompletionResult: Sendable {
 }
 
 extension SessionManager {
-    /// Finishes a task off the loop thread (serializing, or moving a download — on the session's own
-    /// completion queue, or on a global queue when the caller supplied the completion queue), runs the
-    /// completion handler on the completion queue, then posts `taskDidComplete` on the event queue and
-    /// forgets the task (AF's order).
-    func complete(_ task: SessionTask, with outcome: TransferOutcome) {
+    /// A completed task's outcome, delivered by its completion lane (see ``OutcomeLanes/complete(_:with:)``).
+    /// On the session's own completion queue, serializes it (or moves a download), stores a cacheable
+    /// response, runs the `taskDidComplete` hook and the completion handler, then posts `taskDidComplete` on
+    /// the event queue and forgets the task (AF's order). With a completion queue the caller passed in, this
+    /// runs on a global queue — the caller's queue (perhaps the main queue) is not the place for parsing or
+    /// file moves — and the rest on the caller's queue, in ``completionGroup``.
+    func completionArrived(_ task: SessionTask, outcome: TransferOutcome) {
         let serializer = responseSerializer
-        if ownsCompletionQueue {
-            let completion = Delivery.work { [self] in
-                let result = task.completionResult(for: outcome, serializer: serializer)
-                finishCompletion(task, outcome: outcome, result: result, serializer: serializer)
-            }
-            // From a transport batch, the batch's completions go to the completion queue together.
-            if !transportLane.deferUntilBatchEnds(completion, to: completionLane) {
-                engine.handOver(completion, to: completionLane)
-            }
+        let result = task.completionResult(for: outcome, serializer: serializer)
+        if lanes.completion.waitsForNextBatch {
+            finishCompletion(task, outcome: outcome, result: result, serializer: serializer)
         } else {
-            // The caller's queue (perhaps the main queue) is not the place for parsing or file moves.
-            DispatchQueue.global(qos: .userInitiated).async { [self] in
-                let result = task.completionResult(for: outcome, serializer: serializer)
-                completionQueue.async(group: completionGroup) { [self] in
-                    finishCompletion(task, outcome: outcome, result: result, serializer: serializer)
-                }
+            completionQueue.async(group: completionGroup) { [self] in
+                finishCompletion(task, outcome: outcome, result: result, serializer: serializer)
             }
         }
     }

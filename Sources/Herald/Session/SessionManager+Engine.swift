@@ -28,7 +28,7 @@ extension SessionManager {
     /// command sent before it.
     func send(_ command: TransferCommand) {
         guard let multi else { return }
-        if case .start = command { completionLane.transferStarted() }
+        if case .start = command { lanes.transferStarted() }
         engine.execute(command, on: multi)
     }
 
@@ -37,29 +37,9 @@ extension SessionManager {
     /// `DeliveryLane.enqueue(_:)`). Nothing the transport waits for goes this way.
     func runOnCompletionQueue(_ work: @escaping @Sendable () -> Void) {
         if ownsCompletionQueue {
-            completionLane.enqueue(work)
+            lanes.completion.enqueue(work)
         } else {
             completionQueue.async(group: completionGroup, execute: work)
-        }
-    }
-
-    /// Runs what follows a finished transfer — its metrics, cookies, the next hop or retry, completing the
-    /// task — on the transport lane, never where user code runs: called on the loop thread when curl
-    /// reports the transfer done (or where a fresh cached response stood in for one).
-    ///
-    /// When it was the session's only transfer in flight, the loop thread does this work itself, at once:
-    /// nothing else of the session waits for the loop, and a request sent one at a time then costs two
-    /// thread hand-offs (to the loop and back to the completion queue), not three. With other transfers in
-    /// flight it goes to the session's transport queue, batched with the loop iteration's other finished
-    /// transfers into one dispatch, so that the loop thread, which every transfer of the engine shares,
-    /// spends its time on transfers. Either way a slow completion handler, observer or another task's hook
-    /// never holds it back. `task` hears of its transfer's end in ``SessionTask/proceed(after:)``.
-    func afterTransfer(_ task: SessionTask, outcome: TransferOutcome) {
-        let wasAlone = completionLane.transferHandedOver() == 0
-        if wasAlone, engine.isOnLoopThread {
-            task.proceed(after: outcome)
-        } else {
-            engine.handOver(.finishedTransfer(task, outcome), to: transportLane)
         }
     }
 

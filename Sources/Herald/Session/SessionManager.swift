@@ -53,17 +53,10 @@ public final class SessionManager: Sendable {
     /// serialization runs on it directly instead of on a global queue first: one thread hand-off fewer per
     /// task, and the caller's code never waits behind it because nothing else runs there.
     let ownsCompletionQueue: Bool
-    /// The session's transport lane: what follows a finished transfer (reading its metrics, cookies, the
-    /// next redirect hop, a retry's start, completing the task) runs here while other transfers of the
-    /// session are in flight. A serial queue of the session's own on which no user code ever runs, so
-    /// neither a slow completion handler nor a slow observer holds back the transfers (see
-    /// `afterTransfer(_:outcome:)`).
-    let transportLane: DeliveryLane
-    /// Where a completed task's last steps (serialization, the completion handler) wait for the completion
-    /// queue: the session's own completion queue, or a global queue when the caller passed one. It counts
-    /// the session's outstanding transfers, and on the session's own queue it keeps that queue's thread
-    /// awake for a lone request's completion (``DeliveryLane/awaitNextBatch()``).
-    let completionLane: DeliveryLane
+    /// The path of the session's transfer outcomes: the transport lane, on which no user code ever runs,
+    /// so that neither a slow completion handler nor a slow observer holds back the transfers, and the
+    /// completion lane (see ``OutcomeLanes``).
+    let lanes: OutcomeLanes
     /// ``SessionConfiguration/allowedProtocols`` sorted and joined with commas once: curl's protocol list,
     /// set on every transfer.
     let allowedProtocolList: String
@@ -111,11 +104,9 @@ public final class SessionManager: Sendable {
         self.allowedProtocolList = configuration.allowedProtocols.sorted().joined(separator: ",")
         self.defaultRequestHeaders = Self.requestHeaders(HTTPHeaders(), adding: configuration.httpAdditionalHeaders)
         self.completionGroup = completionGroup
-        self.completionLane = DeliveryLane(
-            queue: completionQueue == nil ? self.completionQueue : SessionTask.hopQueue, group: completionGroup,
-            waitsForNextBatch: completionQueue == nil)
-        self.transportLane = DeliveryLane(
-            queue: DispatchQueue(label: "herald.session.\(identifier).transport"), group: nil)
+        self.lanes = OutcomeLanes(
+            sessionIdentifier: identifier, completionQueue: self.completionQueue,
+            ownsCompletionQueue: completionQueue == nil, group: completionGroup, engine: engine)
         self.engine = engine
         self.downloadDirectory = SessionTemporaryDirectory(parent: configuration.temporaryDirectory)
         // The event queue is a serial queue of its own: a slow `.posting` observer delays the session's

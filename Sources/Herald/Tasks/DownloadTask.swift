@@ -37,8 +37,6 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
     // Safety: mutable state lives in `download`, a lock; the rest is immutable and Sendable.
 
     struct DownloadState {
-        var resumeDataHandler: (@Sendable (Data?) -> Void)?
-        var didComplete = false
         /// The file's size at the last write, for the did-write-data hook's deltas.
         var lastTotalWritten: Int64 = 0
         var resumeDataAfterFailure: Data?
@@ -109,9 +107,11 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
     ///
     /// - Parameter completionHandler: Receives the resume data (format: see `DownloadResumeData`) or `nil`.
     public func cancel(byProducingResumeData completionHandler: @escaping @Sendable (Data?) -> Void) {
-        let accepted = download.withLock { state -> Bool in
-            guard !state.didComplete, state.resumeDataHandler == nil else { return false }
-            state.resumeDataHandler = completionHandler
+        // Under the task's lock, beside its state machine: a handler is taken only while the task has not
+        // completed, and every handler taken is answered where the completion is (`completionResult`).
+        let accepted = core.withLock { core -> Bool in
+            guard core.machine.state != .completed, core.resumeDataHandler == nil else { return false }
+            core.resumeDataHandler = completionHandler
             return true
         }
         guard accepted else {
@@ -161,10 +161,9 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
 
     override func completionResult(for outcome: TransferOutcome, serializer: any ResponseSerializer) -> CompletionResult
     {
-        let resumeDataHandler = download.withLock { state in
-            state.didComplete = true
-            defer { state.resumeDataHandler = nil }
-            return state.resumeDataHandler
+        let resumeDataHandler = core.withLock { core in
+            defer { core.resumeDataHandler = nil }
+            return core.resumeDataHandler
         }
         var keepTemporaryFile = false
         if let resumeDataHandler {

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import HeraldNotifications
 
 /// A side effect of a task's transition: what ``TaskStateMachine`` decided, carried out after the task's
 /// lock is released.
@@ -34,42 +35,10 @@ struct RetryAnnouncement {
     var delay: TimeInterval
 }
 
-/// The effects waiting to be carried out, in the order of the transitions that produced them.
-///
-/// One thread at a time carries them out: the first to submit effects while nobody else does. A thread
-/// that submits while another is at it leaves its effects to that thread, so effects never run under the
-/// lock and never out of order — a `taskDidSuspend` can't overtake the `taskDidResume` before it, and a
-/// pause can't reach the engine before the unpause it follows.
-struct TaskEffectQueue {
-    private var pending: [TaskEffect] = []
-    private var isRunning = false
-
-    /// Queues `effects`; returns them when the caller is to carry them out now (then it must call
-    /// ``next()`` until that returns nothing), or nothing when another thread is at it.
-    mutating func submit(_ effects: [TaskEffect]) -> [TaskEffect] {
-        guard !effects.isEmpty else { return [] }
-        if isRunning {
-            pending.append(contentsOf: effects)
-            return []
-        }
-        isRunning = true
-        return effects
-    }
-
-    /// The effects queued meanwhile; an empty answer ends the caller's turn.
-    mutating func next() -> [TaskEffect] {
-        guard !pending.isEmpty else {
-            isRunning = false
-            return []
-        }
-        defer { pending = [] }
-        return pending
-    }
-}
-
 extension SessionTask {
     /// Runs `body` on the task's state under its lock, then carries out the effects it returned, in order,
-    /// after releasing the lock. Returns `body`'s result.
+    /// after releasing the lock, one thread at a time and in the order of the transitions (``OrderedTurns``).
+    /// Returns `body`'s result.
     @discardableResult
     func transition<Result>(_ body: (inout Core) -> (Result, [TaskEffect])) -> Result {
         let (result, effects) = core.withLock { core -> (Result, [TaskEffect]) in
@@ -99,7 +68,7 @@ extension SessionTask {
         case .complete(let task, let outcome):
             task.completeTransfer(outcome)
         case .finish(let task, let outcome):
-            session.complete(task, with: outcome)
+            session.lanes.complete(task, with: outcome)
         case .schedule(let timer, let delay):
             Self.hopQueue.asyncAfter(deadline: .now() + delay, execute: timer)
         case .cancelTimer(let timer):

@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 
 // Following redirects by hand. libcurl's FOLLOWLOCATION is off, so a 3xx ends its transfer like any
-// response; `transferDidFinish` asks `beginNextHop(after:)` first, which may start a new transfer for
+// response; `proceed(after:)` asks `beginNextHop(after:)` first, which may start a new transfer for
 // the same task instead of completing it.
 //
 // Threading: the decision and the session's redirection hook run on a global queue — never on the loop
@@ -17,7 +17,7 @@ extension SessionTask {
 
     /// Whether `outcome` leads to another transfer for this task (a redirect to follow, an authentication
     /// challenge to answer); if so the task does not complete now. After
-    /// the transfer ended, off the loop thread (see `SessionManager.afterTransfer(_:outcome:)`).
+    /// the transfer ended, off the loop thread (see ``OutcomeLanes/transferFinished(_:_:)``).
     func beginNextHop(after outcome: TransferOutcome) -> Bool {
         guard outcome.error == nil, let response = outcome.response else { return false }
         let isRedirect =
@@ -30,7 +30,7 @@ extension SessionTask {
             let key = TaskHops.key(method: ended.request.method, url: ended.request.url)
             guard let transfer = core.machine.hopEnds(sent: key, metrics: outcome.metrics, isChallenge: isChallenge)
             else { return nil }
-            core.response = response
+            core.machine.responseArrived(response)
             return transfer.request
         }
         guard let current else { return false }

@@ -75,7 +75,7 @@ extension SessionTask {
 
     /// Completes the task with `error`, keeping the last response that arrived. Between hops.
     private func failAttempt(_ error: HeraldError) {
-        let response = core.withLock { $0.response }
+        let response = core.withLock { $0.machine.report.response }
         finishHop(TransferOutcome(response: response, body: Data(), error: error, metrics: nil), error: error)
     }
 
@@ -95,7 +95,7 @@ extension SessionTask {
                 let interceptor = Self.combined(core.interceptor, shared),
                 core.machine.transferEndsBetweenTransfers() != nil
             else { return nil }
-            if let response = outcome.response { core.response = response }
+            if let response = outcome.response { core.machine.responseArrived(response) }
             return (interceptor, core.machine.hops.attemptRequest ?? originalRequest, core.machine.hops.attempt)
         }
         guard let (interceptor, request, attempt) = asked else { return false }

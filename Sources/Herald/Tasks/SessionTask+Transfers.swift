@@ -24,8 +24,9 @@ extension SessionTask {
     func startFirstTransfer(cached: ResponseCachePolicy.Lookup?, _ start: FirstStart) {
         if case .fresh(let entry) = cached {
             // Counted as a transfer, so that its hand-over balances the session's count of outstanding ones.
-            session.completionLane.transferStarted()
-            return transferDidFinish(
+            session.lanes.transferStarted()
+            return session.lanes.transferFinished(
+                self,
                 TransferOutcome(
                     response: entry.response, body: entry.data, error: nil, metrics: nil, isFromCache: true))
         }
@@ -67,7 +68,7 @@ extension SessionTask {
         }
         let sendsCredential = request.credential != nil
         // The request moves into the transfer: it is about 350 bytes, and copying it is not free.
-        let transfer = Transfer(request: request, delegate: self)
+        let transfer = Transfer(request: request, delegate: self, lanes: session.lanes)
         // The easy handle is made here, not on the loop thread that every transfer of the engine shares.
         transfer.prepare(from: session.multi?.easyHandles)
         transition { core -> ((), [TaskEffect]) in

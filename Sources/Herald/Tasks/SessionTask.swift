@@ -32,13 +32,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     struct Core {
         var machine = TaskMachine()
         /// The effects of transitions, waiting to be carried out outside the lock (see ``transition(_:)``).
-        var effects = TaskEffectQueue()
-        var response: HTTPResponse?
-        var error: HeraldError?
-        var metrics: TransferMetrics?
-        /// Whether ``metrics`` are the final transfer's, which end ``SessionTask/hopMetrics`` after the
-        /// earlier hops' (`machine.hops.metrics`), rather than a repeat of the last of those.
-        var metricsEndHops = false
+        var effects = OrderedTurns<TaskEffect>()
         var taskDescription: String?
         var completionHandler: TaskCompletionHandler?
         var uploadProgressHandler: ProgressHandler?
@@ -47,10 +41,11 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         var progress = ProgressSlots()
         /// The request body total at the last `taskDidSendBodyData`, for its deltas.
         var lastBodyBytesSent: Int64 = 0
-        /// The stale cache entry this task's request revalidates (a `304` answer completes from it).
-        var revalidating: CachedResponse?
         /// This task's own interceptor (see ``SessionTask/interceptor``).
         var interceptor: (any RequestInterceptor)?
+        /// A download task's ``DownloadTask/cancel(byProducingResumeData:)`` handler, taken only before the
+        /// task completes and answered with its completion.
+        var resumeDataHandler: (@Sendable (Data?) -> Void)?
         /// Called once the task holds a finished transfer's outcome (see `whenHoldingOutcome(_:)`).
         var holdWaiters: [@Sendable () -> Void] = []
     }
@@ -125,13 +120,13 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     public var state: TaskState { core.withLock { $0.machine.state } }
 
     /// The response head, once it has arrived.
-    public var response: HTTPResponse? { core.withLock { $0.response } }
+    public var response: HTTPResponse? { core.withLock { $0.machine.report.response } }
 
     /// The error the task completed with, once completed with one.
-    public var error: HeraldError? { core.withLock { $0.error } }
+    public var error: HeraldError? { core.withLock { $0.machine.report.error } }
 
     /// curl's metrics, once the task has completed after reaching the network.
-    public var metrics: TransferMetrics? { core.withLock { $0.metrics } }
+    public var metrics: TransferMetrics? { core.withLock { $0.machine.report.metrics } }
 
     /// A description for your own use, such as a label for logs. Herald never reads it — in particular
     /// it plays no part in deciding which session owns the task.
@@ -157,8 +152,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
                 return ((action, nil), [])
             case .start:
                 if case .stale(let entry, let validators) = cached {
-                    core.revalidating = entry
-                    core.machine.revalidates(with: validators)
+                    core.machine.revalidates(entry, with: validators)
                 }
                 let start = FirstStart(interceptor: core.interceptor, validators: core.machine.hops.cacheValidators)
                 return ((action, start), [announce])
@@ -216,8 +210,8 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
                 return ((), [.complete(self, held)])
             case .completeBetweenTransfers(let retryTimer):
                 let outcome = TransferOutcome(
-                    response: core.response, body: Data(), error: Self.cancellation(for: originalRequest.url),
-                    metrics: nil)
+                    response: core.machine.report.response, body: Data(),
+                    error: Self.cancellation(for: originalRequest.url), metrics: nil)
                 return ((), (retryTimer.map { [.cancelTimer($0)] } ?? []) + [.complete(self, outcome)])
             }
         }
@@ -229,7 +223,9 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
 
     // MARK: - TransferDelegate (engine loop thread; the kinds override what differs)
 
-    func transferDidReceiveResponse(_ response: HTTPResponse) { core.withLock { $0.response = response } }
+    func transferDidReceiveResponse(_ response: HTTPResponse) {
+        core.withLock { $0.machine.responseArrived(response) }
+    }
 
     func transferDidReceiveBytes(total received: Int64, expected: Int64?) {
         let (object, handler) = core.withLock { core -> (TransferProgress?, ProgressHandler?) in
@@ -266,12 +262,8 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         session.send(.allowResponse(transfer))
     }
 
-    func transferDidFinish(_ outcome: TransferOutcome) {
-        session.afterTransfer(self, outcome: outcome)
-    }
-
     /// What follows a finished transfer, on the session's transport lane (see
-    /// `SessionManager.afterTransfer(_:outcome:)`): cookies, then the next hop, a retry, or completing the
+    /// ``OutcomeLanes/transferFinished(_:_:)``): cookies, then the next hop, a retry, or completing the
     /// task. It never waits for user code: the hooks a hop needs run elsewhere and start the next transfer.
     func proceed(after outcome: TransferOutcome) {
         outcome.settleFinishedHandle()

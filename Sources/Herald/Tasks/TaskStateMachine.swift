@@ -3,7 +3,8 @@ import Foundation
 
 /// A task's whole lifecycle as a value: the state its user sees with the data of that state (where its
 /// transfer work stands), what it remembers across transfers (``TaskHops``: redirects, authentication
-/// round-trips, retries) and the download task a data task became.
+/// round-trips, retries), what it reports of them (``TaskReport``: response, metrics, error) and the
+/// download task a data task became.
 ///
 /// Every change is a `mutating` transition that returns what the owner must do. ``SessionTask`` calls it
 /// under the task's lock and carries the answer out after releasing the lock, through its effect
@@ -57,6 +58,8 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
     private var phase: Phase = .suspended(.notStarted)
     /// What the task remembers across the transfers it runs; changed only by the transitions.
     private(set) var hops = TaskHops()
+    /// What the task reports: its last response, its final metrics and error.
+    private(set) var report = TaskReport()
     /// The download task this data task became (``ResponseDisposition/becomeDownload``); it is the task that
     /// completes. Set while the transfer runs, cleared at completion.
     private(set) var downloadTask: Download?
@@ -134,9 +137,34 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
         }
     }
 
-    /// The first resume found a stale cache entry: every attempt sends `validators` with its request.
-    mutating func revalidates(with validators: HTTPHeaders) {
+    /// The first resume found `stale`, a stale cache entry: every attempt sends `validators` with its
+    /// request, and a `304` answer completes the task from the entry.
+    mutating func revalidates(_ stale: CachedResponse, with validators: HTTPHeaders) {
         hops.cacheValidators = validators
+        report.revalidating = stale
+    }
+
+    /// A response head arrived: a transfer's, or a hop's or a retry's that ends one. Kept until the next.
+    mutating func responseArrived(_ response: HTTPResponse) {
+        report.response = response
+    }
+
+    /// The metrics of every transfer the task ran, in order, once it has completed: one per hop, then the
+    /// final one. Empty before completion.
+    var hopMetrics: [TransferMetrics] {
+        guard case .completed = phase else { return [] }
+        guard report.metricsEndHops, let last = report.metrics else { return hops.metrics }
+        return hops.metrics + [last]
+    }
+
+    /// The completed task's final error (the serializer may have added one): what ``TaskReport/error``
+    /// says from now on.
+    mutating func completionReported(error: HeraldError?) {
+        guard case .completed = phase else {
+            assertionFailure("a completion reported while the task is \(phase)")
+            return
+        }
+        report.error = error
     }
 
     enum SuspendAction {
@@ -319,12 +347,16 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
         case none
         /// The task is suspended: the outcome is held for ``resume()``.
         case hold
-        /// The task completes; `wasCancelled` says its error must be `cancelled`, and `downloadTask` is the
-        /// download task a data task became, which completes it.
-        case finish(wasCancelled: Bool, downloadTask: Download?)
+        /// The task completes with `outcome`, as the task reports it (see ``complete(with:)``);
+        /// `wasCancelled` says its error must be `cancelled`, and `downloadTask` is the download task a data
+        /// task became, which completes it.
+        case finish(TransferOutcome, wasCancelled: Bool, downloadTask: Download?)
     }
 
-    /// The task's last transfer (or the cache, or a cancellation) produced `outcome`.
+    /// The task's last transfer (or the cache, or a cancellation) produced `outcome`. When it completes
+    /// the task, the outcome it completes with is the task's report: a `304` answering a revalidation
+    /// completes with the cached response, refreshed; the metrics count the redirects Herald followed
+    /// (curl follows none itself), or are the last hop's when the final answer came without any.
     mutating func complete(with outcome: TransferOutcome) -> CompleteAction {
         switch phase {
         case .completed:
@@ -338,7 +370,32 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
             let wasCancelled = state == .canceling
             phase = .completed
             defer { downloadTask = nil }
-            return .finish(wasCancelled: wasCancelled, downloadTask: downloadTask)
+            return .finish(reported(outcome), wasCancelled: wasCancelled, downloadTask: downloadTask)
         }
+    }
+
+    /// Records the completing `outcome` in the report and returns it as the task reports it.
+    private mutating func reported(_ outcome: TransferOutcome) -> TransferOutcome {
+        var outcome = outcome
+        if let stale = report.revalidating, outcome.error == nil, let notModified = outcome.response,
+            notModified.statusCode == 304
+        {
+            // The server confirmed the cached response: complete with it, refreshed by the 304's fields.
+            outcome.response = ResponseCachePolicy.refreshed(stale.response, with: notModified)
+            outcome.body = stale.data
+        }
+        report.revalidating = nil
+        if var metrics = outcome.metrics {
+            metrics.redirectCount = hops.redirectCount
+            outcome.metrics = metrics
+            // It ends `hopMetrics`, kept apart from the earlier hops': most tasks have none, and so no list
+            // to allocate.
+            report.metricsEndHops = true
+        } else if outcome.response != nil, let last = hops.metrics.last {
+            outcome.metrics = last
+        }
+        report.metrics = outcome.metrics
+        if let response = outcome.response { report.response = response }
+        return outcome
     }
 }

@@ -95,7 +95,7 @@ struct NextBatchWaitTests {
         let result = try await finished.value(timeout: .seconds(20))
         #expect(result == Array(repeating: 200, count: count))
         // Each handler left the session's only transfer outstanding: the first of them waited at least.
-        let lane = session.completionLane
+        let lane = session.lanes.completion
         #expect(await Self.on(session.completionQueue) { lane.waitsStarted } >= 1)
         session.invalidate(cancelingTasks: true)
         try await server.shutdown()
@@ -131,7 +131,7 @@ struct NextBatchWaitTests {
         #expect(await bothDone.wait(timeout: .seconds(20)))
         #expect(failures.withLock { $0 } == 0)
         // The first handler's block did wait (the session's only transfer was the parked one), and ran out.
-        let lane = session.completionLane
+        let lane = session.lanes.completion
         #expect(await Self.on(session.completionQueue) { lane.waitsStarted } >= 1)
         session.invalidate(cancelingTasks: true)
         try await server.shutdown()
@@ -149,7 +149,7 @@ struct NextBatchWaitTests {
             #expect(response.statusCode == 200)
         }
         #expect(server.requestCount == 1)
-        let lane = session.completionLane
+        let lane = session.lanes.completion
         #expect(await Self.on(session.completionQueue) { lane.outstandingTransfers } == 0)
         session.invalidate(cancelingTasks: true)
         try await server.shutdown()

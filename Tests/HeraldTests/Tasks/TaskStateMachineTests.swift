@@ -132,7 +132,7 @@ struct TaskStateMachineTests {
         #expect(machine.state == .suspended)
         guard case .complete(let held) = machine.resume() else { Issue.record("expected .complete"); return }
         #expect(held.response?.statusCode == 200)
-        guard case .finish(let wasCancelled, _) = machine.complete(with: held) else {
+        guard case .finish(_, let wasCancelled, _) = machine.complete(with: held) else {
             Issue.record("expected .finish")
             return
         }
@@ -148,7 +148,7 @@ struct TaskStateMachineTests {
         _ = machine.suspend()
         _ = machine.complete(with: parts.outcome())
         guard case .complete(let held) = machine.cancel() else { Issue.record("expected .complete"); return }
-        guard case .finish(let wasCancelled, _) = machine.complete(with: held) else {
+        guard case .finish(_, let wasCancelled, _) = machine.complete(with: held) else {
             Issue.record("expected .finish")
             return
         }
@@ -161,7 +161,7 @@ struct TaskStateMachineTests {
         var machine = Self.running(parts.transfer())
         _ = machine.suspend()
         let failure = HeraldError(.timedOut, "timed out")
-        guard case .finish(let wasCancelled, _) = machine.complete(with: parts.outcome(error: failure)) else {
+        guard case .finish(_, let wasCancelled, _) = machine.complete(with: parts.outcome(error: failure)) else {
             Issue.record("expected .finish")
             return
         }
@@ -213,7 +213,9 @@ struct TaskStateMachineTests {
         #expect(attempt == 2)
         #expect(machine.hops.redirectCount == 0)
         #expect(machine.hops.visited.isEmpty)
-        machine.revalidates(with: ["If-None-Match": "\"v1\""])
+        let stale = CachedResponse(
+            response: HTTPResponse(url: parts.url, statusCode: 200, headers: [:]), data: Data("cached".utf8))
+        machine.revalidates(stale, with: ["If-None-Match": "\"v1\""])
         let request = Request(url: parts.url)
         let started = machine.attemptStarts(with: request)
         #expect(started?.attempt == 2)
@@ -265,7 +267,7 @@ struct TaskStateMachineTests {
         #expect(machine.downloadTask == nil)
         let became = machine.becomeDownload(download, runningTransfer: transfer)
         #expect(became)
-        guard case .finish(_, let finisher) = machine.complete(with: parts.outcome()) else {
+        guard case .finish(_, _, let finisher) = machine.complete(with: parts.outcome()) else {
             Issue.record("expected .finish")
             return
         }
@@ -277,76 +279,74 @@ struct TaskStateMachineTests {
         let becameAfterCancel = cancelled.becomeDownload(download, runningTransfer: transfer)
         #expect(!becameAfterCancel)
     }
-}
 
-/// The effect queue: effects are carried out outside the lock by one thread at a time, in the order of
-/// the transitions that produced them.
-@Suite("The task effect queue")
-struct TaskEffectQueueTests {
-    static func markers(_ effects: [TaskEffect]) -> [TimeInterval] {
-        effects.compactMap { effect in
-            if case .schedule(_, let delay) = effect { return delay }
-            return nil
-        }
+    static func metrics(total: TimeInterval) -> TransferMetrics {
+        TransferMetrics(
+            startDate: Date(), nameLookup: 0, connect: 0, tlsHandshake: 0, timeToFirstByte: 0, total: total,
+            redirectTime: 0, requestHeaderBytes: 0, requestBodyBytes: 0, responseHeaderBytes: 0, responseBodyBytes: 0,
+            redirectCount: 0, connectionReused: false, remoteAddress: nil, remotePort: nil, localPort: nil,
+            httpVersion: nil)
     }
 
-    static func effect(_ marker: TimeInterval) -> TaskEffect { .schedule(DispatchWorkItem {}, delay: marker) }
-
-    @Test("the first submitter carries out its effects; later ones queue theirs for it, in order")
-    func oneRunnerInOrder() {
-        var queue = TaskEffectQueue()
-        let first = Self.markers(queue.submit([Self.effect(1), Self.effect(2)]))
-        let second = queue.submit([Self.effect(3)])
-        let third = queue.submit([Self.effect(4), Self.effect(5)])
-        let queued = Self.markers(queue.next())
-        let end = queue.next()
-        #expect(first == [1, 2])
-        #expect(second.isEmpty && third.isEmpty)
-        #expect(queued == [3, 4, 5])
-        #expect(end.isEmpty)
-        // The turn has ended: the next submitter runs its own effects.
-        let next = Self.markers(queue.submit([Self.effect(6)]))
-        let nextEnd = queue.next()
-        #expect(next == [6])
-        #expect(nextEnd.isEmpty)
+    @Test("the report: the last response, the hops' metrics then the final one, Herald's redirect count, the error")
+    func report() throws {
+        let parts = Parts()
+        var machine = Self.running(parts.transfer())
+        let redirect = HTTPResponse(url: parts.url, statusCode: 302, headers: ["Location": "/b"])
+        machine.responseArrived(redirect)
+        #expect(machine.report.response?.statusCode == 302)
+        _ = machine.hopEnds(sent: "GET /a", metrics: Self.metrics(total: 1), isChallenge: false)
+        _ = machine.redirectFollowed(to: "GET /b")
+        _ = machine.transferPrepared(parts.transfer())
+        #expect(machine.hopMetrics.isEmpty, "no hop metrics before completion")
+        var final = parts.outcome()
+        final.metrics = Self.metrics(total: 2)
+        guard case .finish(let reported, let wasCancelled, _) = machine.complete(with: final) else {
+            Issue.record("expected .finish")
+            return
+        }
+        #expect(!wasCancelled)
+        #expect(reported.metrics?.redirectCount == 1)
+        #expect(machine.report.metrics?.total == 2)
+        #expect(machine.report.response?.statusCode == 200)
+        #expect(machine.hopMetrics.map(\.total) == [1, 2])
+        #expect(machine.hopMetrics.map(\.redirectCount) == [0, 1])
+        #expect(machine.report.error == nil)
+        let refused = HeraldError(.badServerResponse, "refused by the serializer", url: parts.url)
+        machine.completionReported(error: refused)
+        #expect(machine.report.error?.code == .badServerResponse)
     }
 
-    @Test("submitting nothing never takes the turn")
-    func emptySubmission() {
-        var queue = TaskEffectQueue()
-        let nothing = queue.submit([])
-        let first = Self.markers(queue.submit([Self.effect(1)]))
-        #expect(nothing.isEmpty)
-        #expect(first == [1])
-    }
+    @Test("a 304 answering a revalidation completes with the cached body and response; another status does not")
+    func revalidation() throws {
+        let parts = Parts()
+        let stale = CachedResponse(
+            response: HTTPResponse(url: parts.url, statusCode: 200, headers: ["ETag": "\"v1\""]),
+            data: Data("cached".utf8))
+        var machine = Machine()
+        _ = machine.resume()
+        machine.revalidates(stale, with: ["If-None-Match": "\"v1\""])
+        _ = machine.transferPrepared(parts.transfer())
+        let notModified = TransferOutcome(
+            response: HTTPResponse(url: parts.url, statusCode: 304, headers: [:]), body: Data(), error: nil,
+            metrics: nil)
+        guard case .finish(let reported, _, _) = machine.complete(with: notModified) else {
+            Issue.record("expected .finish")
+            return
+        }
+        #expect(reported.response?.statusCode == 200)
+        #expect(reported.body == Data("cached".utf8))
+        #expect(machine.report.revalidating == nil)
 
-    @Test("4 threads submitting 2,000 effects each: every effect carried out once, each thread's in its order")
-    func concurrentSubmitters() async {
-        let queue = Locked(TaskEffectQueue())
-        let carriedOut = Locked<[TimeInterval]>([])
-        let threads = 4
-        let perThread = 2_000
-        await withTaskGroup(of: Void.self) { group in
-            for thread in 0..<threads {
-                group.addTask {
-                    for index in 0..<perThread {
-                        var batch = queue.withLock { $0.submit([Self.effect(Double(thread * perThread + index))]) }
-                        while !batch.isEmpty {
-                            let markers = Self.markers(batch)
-                            carriedOut.withLock { $0 += markers }
-                            batch = queue.withLock { $0.next() }
-                        }
-                    }
-                }
-            }
+        var fresh = Machine()
+        _ = fresh.resume()
+        fresh.revalidates(stale, with: ["If-None-Match": "\"v1\""])
+        _ = fresh.transferPrepared(parts.transfer())
+        guard case .finish(let changed, _, _) = fresh.complete(with: parts.outcome()) else {
+            Issue.record("expected .finish")
+            return
         }
-        let all = carriedOut.withLock { $0 }
-        #expect(all.count == threads * perThread)
-        #expect(Set(all).count == threads * perThread)
-        for thread in 0..<threads {
-            let range = Double(thread * perThread)..<Double((thread + 1) * perThread)
-            let own = all.filter { range.contains($0) }
-            #expect(own == own.sorted(), "thread \(thread)'s effects were carried out out of order")
-        }
+        #expect(changed.body == Data("body".utf8))
+        #expect(changed.response?.statusCode == 200)
     }
 }

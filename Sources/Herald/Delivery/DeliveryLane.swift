@@ -1,21 +1,25 @@
-import CCurl
-import CUV
+import CHeraldThread
 import Dispatch
 import Glibc
 import HeraldNotifications
 import Synchronization
 
-/// Something the loop thread hands to a dispatch queue: a closure, or a finished transfer's outcome for its
-/// delegate. A finished transfer travels as a value, so handing one over allocates nothing on the loop
-/// thread for the receiving thread to free (see ``LoopThreadFrees`` for why that matters).
+/// Something handed to a lane's queue (see ``OutcomeLanes``): a closure, a finished transfer's outcome for
+/// its delegate, or a completed task's outcome for its session. The outcomes travel as values, so handing
+/// one over allocates nothing on the loop thread for the receiving thread to free (see ``LoopThreadFrees``
+/// for why that matters).
 enum Delivery: Sendable {
     case work(@Sendable () -> Void)
+    /// On the transport lane: what follows the transfer.
     case finishedTransfer(any TransferDelegate, TransferOutcome)
+    /// On the completion lane: serialization, the completion handler, `taskDidComplete`.
+    case completion(SessionTask, TransferOutcome)
 
     func run() {
         switch self {
         case .work(let work): work()
         case .finishedTransfer(let delegate, let outcome): delegate.proceed(after: outcome)
+        case .completion(let task, let outcome): task.session.completionArrived(task, outcome: outcome)
         }
     }
 }
@@ -57,7 +61,7 @@ final class DeliveryLane: @unchecked Sendable {
 
     /// The session's transfers started and not yet handed over to this lane; any thread.
     private let transfersOutstanding = Atomic<Int>(0)
-    /// Batches published, and when the last was (`uv_hrtime()`); written by the loop thread.
+    /// Batches published, and when the last was (``HandOffClock``); written by the loop thread.
     private let batchesPublished = Atomic<Int>(0)
     private let lastPublished = Atomic<UInt64>(0)
     /// The library's blocks queued for `queue` (or a queue that targets it) and not yet finished; any thread.
@@ -170,7 +174,7 @@ final class DeliveryLane: @unchecked Sendable {
         // count beyond the batches run, not for any change of it.
         let run = batchesRun
         guard batchesPublished.load(ordering: .acquiring) <= run else { return }
-        let start = uv_hrtime()
+        let start = HandOffClock.now
         guard backoff.shouldWait(at: start) else { return }
         waitsStarted += 1
         let deadline = start + Self.waitDuration
@@ -180,11 +184,11 @@ final class DeliveryLane: @unchecked Sendable {
                 waitsInterrupted += 1
                 return
             }
-            if uv_hrtime() >= deadline {
+            if HandOffClock.now >= deadline {
                 backoff.waitEnded(answered: false)
                 return
             }
-            herald_cpu_relax()
+            hn_cpu_relax()
         }
         waitsAnswered += 1
         backoff.waitEnded(answered: true)
@@ -205,7 +209,7 @@ final class DeliveryLane: @unchecked Sendable {
             lists.batches.append(batch)
             if let empty = lists.empties.popLast() { collected = empty }
         }
-        if waitsForNextBatch { lastPublished.store(uv_hrtime(), ordering: .relaxed) }
+        if waitsForNextBatch { lastPublished.store(HandOffClock.now, ordering: .relaxed) }
         queue.async(group: group) { [self] in runOldestBatch() }
         // After the dispatch: a thread waiting for this count finds the block already queued, and runs it
         // next without going to sleep.

@@ -1,3 +1,5 @@
+import Glibc
+
 /// Whether a thread that may wait awake for a hand-off (``FollowUpWait``, ``DeliveryLane``) should.
 ///
 /// Waiting awake pays when the hand-off comes within the wait, as it does when a program sends one
@@ -8,7 +10,7 @@
 /// hand-off then backed off together, each making the other's hand-offs slow, and stayed off for whole
 /// runs.)
 ///
-/// Used by one thread at a time; the times are `uv_hrtime()` nanoseconds.
+/// Used by one thread at a time; the times are ``HandOffClock`` nanoseconds.
 struct WaitBackoff {
     /// How long a wait lasts.
     let duration: UInt64
@@ -46,5 +48,16 @@ struct WaitBackoff {
         guard let declined = declinedAt else { return }
         declinedAt = nil
         if declinesLeft == 0, time >= declined, time - declined <= duration { isWaiting = true }
+    }
+}
+
+/// The clock of the hand-off waits: the monotonic clock, in nanoseconds since an arbitrary start — the clock
+/// libuv's loop reads, so the loop thread's waits and the lanes' measure time alike.
+enum HandOffClock {
+    /// Now.
+    static var now: UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
     }
 }

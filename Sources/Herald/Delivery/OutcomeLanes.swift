@@ -1,0 +1,71 @@
+import Dispatch
+
+/// The path of one session's transfer outcomes, from libcurl's "done" to the completion handler: two lanes
+/// and the rule for each.
+///
+/// 1. **The transport lane** (``transferFinished(_:_:)``): the transfer hands its outcome here, on the loop
+///    thread. What follows it — metrics, the easy handle back to its pool, cookies, the next hop, a retry,
+///    the task's state machine — runs in the task's ``TransferDelegate/proceed(after:)``, on the loop thread
+///    itself when it was the session's only transfer in flight, else on the session's transport queue. No
+///    user code runs on either.
+/// 2. **The completion lane** (``complete(_:with:)``): the task's machine decided the outcome completes the
+///    task; one delivery takes it to the completion queue, where the session serializes it, runs the
+///    completion handler and queues `taskDidComplete`.
+///
+/// So an outcome crosses three layers — the engine's transfer, the task's machine, the session's completion
+/// — and makes at most two thread hand-offs: the loop thread to the transport queue (only while other
+/// transfers of the session are in flight), and to the completion queue. With a completion queue the
+/// caller passed in, serialization runs on a global queue first, one more.
+final class OutcomeLanes: Sendable {
+    /// The session's transport queue's lane: follow-ups of finished transfers, while others are in flight.
+    let transport: DeliveryLane
+    /// Where completed tasks, and the library's own blocks for the completion queue, wait for it: the
+    /// session's own completion queue, or a global queue when the caller passed one. It counts the session's
+    /// outstanding transfers, and on the session's own queue keeps that queue's thread awake for a lone
+    /// request's completion (``DeliveryLane/awaitNextBatch()``).
+    let completion: DeliveryLane
+    let engine: Engine
+
+    init(
+        sessionIdentifier: Int, completionQueue: DispatchQueue, ownsCompletionQueue: Bool, group: DispatchGroup?,
+        engine: Engine
+    ) {
+        self.completion = DeliveryLane(
+            queue: ownsCompletionQueue ? completionQueue : SessionTask.hopQueue, group: group,
+            waitsForNextBatch: ownsCompletionQueue)
+        self.transport = DeliveryLane(
+            queue: DispatchQueue(label: "herald.session.\(sessionIdentifier).transport"), group: nil)
+        self.engine = engine
+    }
+
+    /// A transfer of the session is about to start (or a cached response stands in for one): its outcome
+    /// will come through ``transferFinished(_:_:)``. Any thread.
+    func transferStarted() {
+        completion.transferStarted()
+    }
+
+    /// The transfer `delegate` ran ended with `outcome`: on the loop thread (or where a fresh cached
+    /// response stood in for a transfer). When it was the session's only transfer in flight, the loop
+    /// thread runs what follows at once: nothing else of the session waits for the loop, and a request sent
+    /// one at a time then costs two thread hand-offs (to the loop and back to the completion queue), not
+    /// three. With others in flight it goes to the transport queue, batched with the loop iteration's other
+    /// finished transfers into one dispatch, so that the loop thread, which every transfer of the engine
+    /// shares, spends its time on transfers.
+    func transferFinished(_ delegate: any TransferDelegate, _ outcome: TransferOutcome) {
+        let wasAlone = completion.transferHandedOver() == 0
+        if wasAlone, engine.isOnLoopThread {
+            delegate.proceed(after: outcome)
+        } else {
+            engine.handOver(.finishedTransfer(delegate, outcome), to: transport)
+        }
+    }
+
+    /// The one delivery of a completed task's outcome to the completion lane. From a transport batch, the
+    /// batch's completions go together, in one block.
+    func complete(_ task: SessionTask, with outcome: TransferOutcome) {
+        let delivery = Delivery.completion(task, outcome)
+        if !transport.deferUntilBatchEnds(delivery, to: completion) {
+            engine.handOver(delivery, to: completion)
+        }
+    }
+}
