@@ -178,7 +178,7 @@ final class Transfer: @unchecked Sendable {
             curl_easy_pause(easyHandle, CURLPAUSE_CONT)
         case .finishHeldResult:
             // Held only when curl succeeded, with no abort of ours and no body begun.
-            deliver(error: nil, sinkDidBegin: false)
+            handOverOutcome(error: nil, sinkDidBegin: false)
         }
     }
 
@@ -196,9 +196,9 @@ final class Transfer: @unchecked Sendable {
             if response == nil { response = makeResponse() }
             if let response { delegate.transferNeedsResponseDisposition(response, transfer: self) }
         case .fail(let abortError):
-            deliver(error: abortError, sinkDidBegin: false)
+            handOverOutcome(error: abortError, sinkDidBegin: false)
         case .finish(let sinkDidBegin):
-            deliver(error: result == CURLE_OK ? nil : error(for: result), sinkDidBegin: sinkDidBegin)
+            handOverOutcome(error: result == CURLE_OK ? nil : error(for: result), sinkDidBegin: sinkDidBegin)
         }
     }
 
@@ -235,11 +235,12 @@ final class Transfer: @unchecked Sendable {
     /// Ends the transfer with an error of ours (cancelled, invalid, …). Loop thread only.
     func finish(error: HeraldError) {
         guard case .finish(let sinkDidBegin) = machine.finish() else { return }
-        deliver(error: error, sinkDidBegin: sinkDidBegin)
+        handOverOutcome(error: error, sinkDidBegin: sinkDidBegin)
     }
 
-    /// Hands the outcome to the delegate. The machine has just moved to `finished`, which it does once.
-    private func deliver(error: HeraldError?, sinkDidBegin: Bool) {
+    /// Hands the outcome to the session's lanes (``OutcomeLanes/transferFinished(_:_:)``). The machine has just
+    /// moved to `finished`, which it does once.
+    private func handOverOutcome(error: HeraldError?, sinkDidBegin: Bool) {
         var error = error
         if response == nil, responseStatus >= 200 {
             response = makeResponse()

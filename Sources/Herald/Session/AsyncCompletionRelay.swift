@@ -11,22 +11,22 @@ final class AsyncCompletionRelay<Value: Sendable>: Sendable {
         /// The result arrived first and is kept for the caller.
         case finished(Result<Value, HeraldError>)
         /// The caller has its result; anything later is ignored.
-        case delivered
+        case answered
     }
 
     private let state = Locked(State.idle)
 
     /// Records the result and resumes the caller if it is waiting. Only the first call counts.
-    func deliver(_ result: Result<Value, HeraldError>) {
+    func resume(with result: Result<Value, HeraldError>) {
         let continuation = state.withLock { state -> CheckedContinuation<Result<Value, HeraldError>, Never>? in
             switch state {
             case .idle:
                 state = .finished(result)
                 return nil
             case .awaiting(let continuation):
-                state = .delivered
+                state = .answered
                 return continuation
-            case .finished, .delivered:
+            case .finished, .answered:
                 return nil
             }
         }
@@ -34,7 +34,7 @@ final class AsyncCompletionRelay<Value: Sendable>: Sendable {
         continuation?.resume(returning: result)
     }
 
-    /// Suspends until ``deliver(_:)`` has been called, or returns at once if it already was. Call once.
+    /// Suspends until ``resume(with:)`` has been called, or returns at once if it already was. Call once.
     func result() async -> Result<Value, HeraldError> {
         await withCheckedContinuation { continuation in
             let ready = state.withLock { state -> Result<Value, HeraldError>? in
@@ -43,9 +43,9 @@ final class AsyncCompletionRelay<Value: Sendable>: Sendable {
                     state = .awaiting(continuation)
                     return nil
                 case .finished(let result):
-                    state = .delivered
+                    state = .answered
                     return result
-                case .awaiting, .delivered:
+                case .awaiting, .answered:
                     return .failure(HeraldError(.internal, "A task's completion was awaited twice."))
                 }
             }
@@ -62,10 +62,10 @@ extension SessionManager {
     /// task is cancelled while still suspended: no transfer starts, the later `resume()` does nothing, and the
     /// task completes (one `taskDidComplete`) with ``HeraldError/Code/cancelled``.
     func performAsync<Value: Sendable>(
-        _ make: (_ deliver: @escaping @Sendable (Result<Value, HeraldError>) -> Void) throws(HeraldError) -> SessionTask
+        _ make: (_ answer: @escaping @Sendable (Result<Value, HeraldError>) -> Void) throws(HeraldError) -> SessionTask
     ) async throws(HeraldError) -> Value {
         let relay = AsyncCompletionRelay<Value>()
-        let task = try make { relay.deliver($0) }
+        let task = try make { relay.resume(with: $0) }
         let result = await withTaskCancellationHandler {
             task.resume()
             return await relay.result()
