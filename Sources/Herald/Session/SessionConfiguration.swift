@@ -128,7 +128,8 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// route appears, then makes the attempt again — still one task, one `taskDidResume`, one
     /// `taskDidComplete`. It waits at most what is left of ``timeoutIntervalForResource``, then fails with
     /// ``HeraldError/Code/timedOut``; ``SessionTask/cancel()`` ends the wait at once. A failure while a route
-    /// exists (a refused connection, a name that doesn't exist) fails as without this option. The routes are
+    /// exists (a refused connection, a name that doesn't exist) fails as without this option. A wait comes
+    /// before an interceptor's retrier is asked: an attempt that found no network is not shown to it. The routes are
     /// watched as ``NetworkReachability`` does, from the first wait on; where the kernel refuses a routing
     /// netlink socket, tasks fail as without this option.
     public var waitsForConnectivity: Bool = false

@@ -20,7 +20,7 @@ extension SessionTask {
         else { return false }
         let target = ReachabilityTarget(host: url.host ?? "")
         // A route exists: the failure is the server's (refused, unknown name), not the network's.
-        guard let table = try? NetlinkQuery().readTable(), let query = try? NetlinkQuery(),
+        guard let query = try? NetlinkQuery(), let table = try? query.readTable(),
             let now = try? query.status(of: target, in: table), !now.isReachable,
             let monitor = ConnectivityMonitors.monitor(for: session.engine)
         else { return false }

@@ -14,7 +14,7 @@ import HeraldNotifications
 /// can't leave it stuck on or make it negative, and `sessionDidInvalidate` clears whatever is left of
 /// that session. A task waiting for a network (`taskIsWaitingForConnectivity`) stays in the set but is no
 /// activity: it doesn't keep the indicator up, and ``waitingTaskCount`` counts it until it completes,
-/// pauses, or a ``Herald/NetworkReachability`` posting on the same center announces a reachable network
+/// pauses, or a `NetworkReachability` posting on the same center announces a reachable network
 /// (``networkStatus``).
 ///
 /// ```swift
@@ -79,8 +79,8 @@ public final class NetworkActivityIndicator: SessionObserver {
     /// How many running tasks wait for a network ("waiting for the network"), not counted as activity.
     public var waitingTaskCount: Int { machine.read { $0.waiting.count } }
 
-    /// The last status a ``Herald/NetworkReachability`` posting on the observed center announced;
-    /// ``Herald/NetworkReachabilityStatus/unknown`` before any.
+    /// The last status a `NetworkReachability` posting on the observed center announced;
+    /// `NetworkReachabilityStatus.unknown` before any.
     public var networkStatus: NetworkReachabilityStatus { machine.read { $0.networkStatus } }
 
     /// Whether the indicator reacts to activity. Disabling it hides it at once (moving to

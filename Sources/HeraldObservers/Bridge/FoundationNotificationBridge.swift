@@ -17,12 +17,12 @@ import HeraldNotifications
 /// | `taskDidComplete` | `taskDidComplete` | the task | the serializer; the body (`responseDataKey`) or, for a download, its file (`assetPathKey`); the serialized response on success; the error; the metrics |
 /// | `sessionDidInvalidate` | `sessionDidInvalidate` | the session | none (AFNetworking's had none); the error under `errorKey` if the invalidation had one |
 /// | `downloadDidFailToMoveFile` | `downloadTaskDidFailToMoveFile` | the download task | `NSUnderlyingErrorKey`: the `HeraldError`; `NSFilePathErrorKey`: the kept temporary file; `NSURLErrorKey`: the destination |
-/// | `reachabilityDidChange` | `reachabilityDidChange` | the ``Herald/NetworkReachability`` | `reachabilityStatusItemKey`: AFNetworking's status number (``AFNetworkingNotifications/reachabilityStatusValue(_:)``); `reachabilityStatusKey`: Herald's ``Herald/NetworkReachabilityStatus`` |
+/// | `reachabilityDidChange` | `reachabilityDidChange` | the `NetworkReachability` | `reachabilityStatusItemKey`: AFNetworking's status number (``AFNetworkingNotifications/reachabilityStatusValue(_:)``); `reachabilityStatusKey`: Herald's `NetworkReachabilityStatus` |
 ///
 /// A download that completes without error also gets AFNetworking 4's `downloadTaskDidMoveFileSuccessfully`
 /// (object the task, no `userInfo`) just before its `taskDidComplete`. `taskWillRetry` and
 /// `taskIsWaitingForConnectivity` have no AFNetworking counterpart and are not re-posted. Reachability changes
-/// reach the bridge when the monitor posts on the center the bridge observes (``Herald/NetworkReachability``
+/// reach the bridge when the monitor posts on the center the bridge observes (`NetworkReachability`
 /// posts on `NotificationHub.shared` unless given another).
 ///
 /// Each notification is posted from wherever the bridge is called: with the default `.posting`
@@ -35,7 +35,7 @@ public final class FoundationNotificationBridge: SessionObserver {
     public let center: NotificationCenter
 
     /// The `userInfo` key under which ``reachabilityDidChange(_:)`` also passes Herald's own status (a
-    /// ``Herald/NetworkReachabilityStatus``, with the interface), beside AFNetworking's number.
+    /// `NetworkReachabilityStatus`, with the interface), beside AFNetworking's number.
     public static let reachabilityStatusKey = "herald.reachability.status"
 
     /// Creates a bridge.
