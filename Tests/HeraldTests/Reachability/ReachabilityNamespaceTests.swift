@@ -151,6 +151,26 @@ struct ReachabilityNamespaceTests {
         }
     }
 
+    @Test("an IPv6 default route alone makes the network reachable")
+    func ipv6() async throws {
+        try await restoringNetwork {
+            let changes = Changes()
+            let reachability = NetworkReachability(notificationCenter: changes.center, debounceInterval: 0.05)
+            try reachability.startMonitoring()
+            defer { reachability.stopMonitoring() }
+            var expected = ["unknown→not_reachable"]
+            #expect(try await changes.labels(count: 1) == expected)
+            try await NetworkNamespace.ip(
+                "link add hr0 type veth peer name hr0p", "link set hr0 up", "link set hr0p up",
+                "addr add fd00:48::1/64 dev hr0 nodad", "route add default via fd00:48::2 dev hr0")
+            expected.append("not_reachable→reachable_via_ethernet(hr0)")
+            #expect(try await changes.labels(count: 2) == expected)
+            try await NetworkNamespace.ip("route del default via fd00:48::2 dev hr0")
+            expected.append("reachable_via_ethernet(hr0)→not_reachable")
+            #expect(try await changes.labels(count: 3) == expected)
+        }
+    }
+
     @Test("a link flapping within the debounce delay posts once; a flap that ends where it began posts nothing")
     func flap() async throws {
         try await restoringNetwork {
