@@ -18,7 +18,8 @@ extension SessionTask {
             let failure = outcome.error, Self.connectivityFailures.contains(failure.code),
             let url = core.withLock({ $0.machine.currentTransfer?.request.url })
         else { return false }
-        let target = ReachabilityTarget(host: url.host ?? "")
+        // Through an explicit proxy the connection that failed was the proxy's: the network in general decides.
+        let target = session.configuration.proxy == nil ? ReachabilityTarget(host: url.host ?? "") : .anyNetwork
         // A route exists: the failure is the server's (refused, unknown name), not the network's.
         guard let query = try? NetlinkQuery(), let table = try? query.readTable(),
             let now = try? query.status(of: target, in: table), !now.isReachable,
