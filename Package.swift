@@ -42,11 +42,13 @@ let package = Package(
         // The notification center's per-thread state as a C thread-local (Swift has no thread-local storage), and
         // the spin-wait hint of the hand-off waits.
         .target(name: "CHeraldThread"),
+        // The kernel's routing netlink headers, and the socket calls Swift can't spell, for reachability.
+        .target(name: "CNetlink"),
         .target(name: "HeraldNotifications", dependencies: ["CHeraldThread"]),
         .target(
             name: "Herald",
             dependencies: [
-                "HeraldNotifications", "CHeraldThread", "CCurl", "CUV", "CIDN2",
+                "HeraldNotifications", "CHeraldThread", "CCurl", "CUV", "CIDN2", "CNetlink",
                 // ServiceContext and the bootstrapped instrument only: never a tracing backend.
                 .product(name: "Instrumentation", package: "swift-distributed-tracing"),
             ]
@@ -72,7 +74,7 @@ let package = Package(
         ),
         .executableTarget(name: "HeraldTestServer", dependencies: ["HeraldTesting"]),
         .testTarget(name: "HeraldNotificationsTests", dependencies: ["HeraldNotifications", "HeraldTesting"]),
-        .testTarget(name: "HeraldTests", dependencies: ["Herald", "HeraldTesting"]),
+        .testTarget(name: "HeraldTests", dependencies: ["Herald", "HeraldTesting", "CNetlink"]),
         .testTarget(
             name: "HeraldTestingTests",
             dependencies: ["HeraldTesting", .product(name: "MultipartKit", package: "multipart-kit")]

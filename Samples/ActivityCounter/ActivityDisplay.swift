@@ -29,6 +29,8 @@ final class ActivityDisplay: Sendable {
         var hiddenWaiters: [CheckedContinuation<Void, Never>] = []
         var timer: RedrawTimer?
         var lineIsDrawn = false
+        /// Whether "waiting for the network" was said: once per run, however many transfers wait.
+        var saidWaiting = false
         /// Set once stderr refused a write (closed, full, its reader gone): the display stops for good and
         /// the downloads go on.
         var isBroken = false
@@ -198,6 +200,21 @@ final class ActivityDisplay: Sendable {
         let text = usesColor ? "\u{1B}[36m\(spinner)\u{1B}[0m \(progressLine())" : "\(spinner) \(progressLine())"
         state.withLock { $0.lineIsDrawn = true }
         writeRaw("\r\u{1B}[2K" + text)
+    }
+
+    /// A transfer found no network and waits for one (`--wait-for-network`): says so on stderr, once per run,
+    /// on a line of its own (the animated line is erased first and redrawn at its next tick).
+    func waitingForNetwork(because error: HeraldError) {
+        guard isEnabled else { return }
+        let first = state.withLock { state -> Bool in
+            defer { state.saidWaiting = true }
+            return !state.saidWaiting
+        }
+        guard first else { return }
+        queue.async { [self] in
+            erase()
+            writePlain("waiting for the network (\(error.message)); the transfers start when a route appears")
+        }
     }
 
     private func erase() {

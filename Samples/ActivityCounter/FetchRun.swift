@@ -112,6 +112,8 @@ struct FetchRun {
         configuration.securityPolicy = try transfer.securityPolicy()
         // Only ever one path component inside --output-dir: no directories to create.
         configuration.downloadMoveOptions = options.overwrite ? [.replaceExistingFile] : []
+        // Off by default, like curl: a script run offline should fail, not hang until --max-time.
+        configuration.waitsForConnectivity = options.waitForNetwork
         return configuration
     }
 

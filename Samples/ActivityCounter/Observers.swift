@@ -11,8 +11,8 @@ import Synchronization
     import Darwin
 #endif
 
-/// The observers a run attaches to its session: the activity indicator, the logger, and with `--events` the
-/// JSON-lines event log on stdout.
+/// The observers a run attaches to its session: the activity indicator, the logger, the "waiting for the
+/// network" line, and with `--events` the JSON-lines event log on stdout.
 struct Observers {
     let eventLog: JSONLinesEventLog?
     let logger: LoggingObserver
@@ -48,6 +48,11 @@ struct Observers {
                 }
             } : nil
         var tokens = [indicator.observe(center), self.logger.observe(center)]
+        // With --wait-for-network, a transfer that finds no route waits for one: say so instead of staying silent.
+        tokens.append(
+            center.addObserver(for: .taskIsWaitingForConnectivity) { note in
+                display.waitingForNetwork(because: note.userInfo.error)
+            })
         if let eventLog { tokens.append(eventLog.observe(center)) }
         self.tokens = tokens
     }

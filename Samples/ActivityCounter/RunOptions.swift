@@ -38,6 +38,13 @@ struct RunOptions: ParsableArguments {
         help: "Log Herald's lifecycle on stderr at this level: trace, debug, info… (e.g. --log-level debug).")
     var logLevel: Logger.Level = .warning
 
+    @Flag(
+        name: .long,
+        help: ArgumentHelp(
+            "When no network reaches a server, say \"waiting for the network\" and wait for a route (up to "
+                + "--max-time) instead of failing at once (e.g. --wait-for-network)."))
+    var waitForNetwork = false
+
     @Flag(name: [.short, .long], help: "Print nothing but errors: no indicator, no summary (e.g. -q).")
     var quiet = false
 

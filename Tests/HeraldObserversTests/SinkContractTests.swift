@@ -121,7 +121,7 @@ struct SinkContractTests {
         #expect(lines.count == 200)
         let records = try lines.map { try JSONDecoder().decode(EventRecord.self, from: Data($0.utf8)) }
         for record in records {
-            #expect(record.errorMessage == "\(record.session)/\(record.task ?? -1) \(message)")
+            #expect(record.errorMessage == "\(record.session ?? -1)/\(record.task ?? -1) \(message)")
         }
         #expect(!log.hasEnded)
     }

@@ -11,7 +11,7 @@ extension HeraldError {
             case tooManyRedirects, redirectLoop, badURL, unsupportedURL, invalidRequest, cannotResume,
                 sessionInvalidated, downloadMoveFailed, serializationFailed
             case unacceptableStatusCode, unacceptableContentType, bodyStream, fileIO, responseTooLarge, decoding, proxy,
-                authentication, outOfMemory, `internal`, unknown
+                authentication, outOfMemory, reachabilityUnavailable, `internal`, unknown
         }
 
         private let base: Base
@@ -82,6 +82,10 @@ extension HeraldError {
         public static let authentication = Code(.authentication)
         /// A memory allocation failed.
         public static let outOfMemory = Code(.outOfMemory)
+        /// The kernel's routing information could not be read: a routing netlink socket was refused (a sandbox
+        /// without `AF_NETLINK`) or its answer was unreadable. Thrown by
+        /// ``NetworkReachability/startMonitoring()``.
+        public static let reachabilityUnavailable = Code(.reachabilityUnavailable)
         /// An unexpected failure inside Herald or libcurl (a bug, not a network condition).
         public static let `internal` = Code(.internal)
         /// A failure Herald does not classify; ``HeraldError/curlMessage`` says more.
@@ -124,6 +128,7 @@ extension HeraldError.Code: CustomStringConvertible {
         case .proxy: "proxy"
         case .authentication: "authentication"
         case .outOfMemory: "out_of_memory"
+        case .reachabilityUnavailable: "reachability_unavailable"
         case .internal: "internal"
         case .unknown: "unknown"
         }

@@ -21,6 +21,10 @@ public protocol SessionObserver: AnyObject, Sendable {
     func downloadDidFailToMoveFile(_ notification: TypedNotification<DownloadMoveFailure>)
     /// A task's attempt failed and it will be sent again, between its resume and its completion.
     func taskWillRetry(_ notification: TypedNotification<TaskRetry>)
+    /// A task found no network and waits for one, between its resume and its completion.
+    func taskIsWaitingForConnectivity(_ notification: TypedNotification<TaskConnectivityWait>)
+    /// A ``NetworkReachability`` monitor posting on this center announced a new status.
+    func reachabilityDidChange(_ notification: TypedNotification<ReachabilityChange>)
 }
 
 extension SessionObserver {
@@ -36,10 +40,15 @@ extension SessionObserver {
     public func downloadDidFailToMoveFile(_ notification: TypedNotification<DownloadMoveFailure>) {}
     /// Does nothing.
     public func taskWillRetry(_ notification: TypedNotification<TaskRetry>) {}
+    /// Does nothing.
+    public func taskIsWaitingForConnectivity(_ notification: TypedNotification<TaskConnectivityWait>) {}
+    /// Does nothing.
+    public func reachabilityDidChange(_ notification: TypedNotification<ReachabilityChange>) {}
 }
 
 extension NotificationHub {
-    /// Registers `observer` for every Herald lifecycle notification posted on this center.
+    /// Registers `observer` for every Herald lifecycle notification posted on this center, and for the
+    /// reachability changes posted there.
     ///
     /// The observer receives the notifications in the order they were posted, whatever the delivery:
     /// with `.queue(q)` they go through one serial queue targeting `q`, so even on a concurrent queue a
@@ -76,6 +85,8 @@ extension NotificationHub {
                 observe(.sessionDidInvalidate) { observer.sessionDidInvalidate($0) },
                 observe(.downloadDidFailToMoveFile) { observer.downloadDidFailToMoveFile($0) },
                 observe(.taskWillRetry) { observer.taskWillRetry($0) },
+                observe(.taskIsWaitingForConnectivity) { observer.taskIsWaitingForConnectivity($0) },
+                observe(.reachabilityDidChange) { observer.reachabilityDidChange($0) },
             ])
     }
 }

@@ -117,6 +117,22 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// factory: with an invalid proxy (see ``Proxy/validate()``) they throw
     /// ``HeraldError/Code/invalidRequest`` and nothing is sent.
     public var proxy: Proxy?
+    /// Whether a task that finds no network waits for one instead of failing: URLSession's
+    /// `waitsForConnectivity`. Default `false`.
+    ///
+    /// With `true`, an attempt that fails before any response arrived — it could not connect, could not
+    /// resolve the host, or lost the connection — while the kernel has no route for it (for a host given as
+    /// an IP address or `localhost`, no route to that address; for a name, no default route through an
+    /// interface that is up), does not fail the task: the task posts
+    /// ``HeraldNotifications/NotificationName/taskIsWaitingForConnectivity`` (once per task), waits until a
+    /// route appears, then makes the attempt again — still one task, one `taskDidResume`, one
+    /// `taskDidComplete`. It waits at most what is left of ``timeoutIntervalForResource``, then fails with
+    /// ``HeraldError/Code/timedOut``; ``SessionTask/cancel()`` ends the wait at once. A failure while a route
+    /// exists (a refused connection, a name that doesn't exist) fails as without this option. A wait comes
+    /// before an interceptor's retrier is asked: an attempt that found no network is not shown to it. The routes are
+    /// watched as ``NetworkReachability`` does, from the first wait on; where the kernel refuses a routing
+    /// netlink socket, tasks fail as without this option.
+    public var waitsForConnectivity: Bool = false
 
     /// A configuration with the defaults above.
     public init() {}

@@ -12,6 +12,8 @@ enum TaskEffect {
     case announce(SessionTask, TaskState)
     /// Post `taskWillRetry`.
     indirect case announceRetry(SessionTask, RetryAnnouncement)
+    /// Post `taskIsWaitingForConnectivity`, with the failure that showed there was no network.
+    case announceConnectivityWait(SessionTask, HeraldError)
     /// Send the engine a command.
     case engine(TransferCommand)
     /// Complete the task with an outcome (held while suspended, or a cancellation between transfers).
@@ -63,6 +65,8 @@ extension SessionTask {
             session.eventPoster.taskDidTransition(task, to: state)
         case .announceRetry(let task, let retry):
             session.eventPoster.postRetry(of: task, retry)
+        case .announceConnectivityWait(let task, let error):
+            session.eventPoster.postConnectivityWait(of: task, error: error)
         case .engine(let command):
             session.send(command)
         case .complete(let task, let outcome):

@@ -270,6 +270,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         // Before the next hop is built: a Set-Cookie on a 302 or a 401 goes with the next request.
         if let response = outcome.response { session.storeCookies(from: response) }
         if beginNextHop(after: outcome) { return }
+        if beginWaitingForConnectivity(after: outcome) { return }
         if beginRetry(after: outcome) { return }
         completeTransfer(outcome)
     }

@@ -19,6 +19,9 @@ struct TaskHops {
     var attemptRequest: Request?
     /// The conditional fields revalidating a stale cache entry, added to every attempt.
     var cacheValidators: HTTPHeaders?
+    /// How many times the task has waited for a network (`SessionConfiguration.waitsForConnectivity`); the
+    /// first wait is announced.
+    var connectivityWaits = 0
 
     /// Keeps the metrics of a transfer that leads to another (a redirect, a challenge, a retry), with the
     /// number of redirects followed before it: curl follows none itself, so the count is Herald's.

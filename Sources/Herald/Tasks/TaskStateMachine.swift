@@ -277,6 +277,20 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
         return hops.attempt
     }
 
+    /// The failed transfer found no network: the task waits for one with `timer`, which starts the attempt
+    /// again when a network comes back (the failed transfer's metrics are kept). The attempt keeps its number:
+    /// it was never answered. Returns whether this is the task's first wait (the one announced), or `nil` when
+    /// the task was cancelled meanwhile.
+    mutating func connectivityWaitBegins(_ timer: DispatchWorkItem, after metrics: TransferMetrics?) -> Bool? {
+        guard setRetryTimer(timer, for: "a wait for connectivity") else { return nil }
+        hops.recordHop(metrics)
+        hops.redirectCount = 0
+        hops.visited = []
+        hops.authenticationFailures = 0
+        hops.connectivityWaits += 1
+        return hops.connectivityWaits == 1
+    }
+
     /// A new attempt starts (its delay is over, its adapter returned `request`). Returns the attempt's
     /// number and the cache validators it sends, or `nil` when the task was cancelled meanwhile.
     mutating func attemptStarts(with request: Request) -> (attempt: Int, validators: HTTPHeaders?)? {

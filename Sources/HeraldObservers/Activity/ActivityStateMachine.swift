@@ -1,3 +1,5 @@
+import Herald
+
 /// The activity indicator's logic as a value: events in, transitions and timer requests out.
 ///
 /// Kept free of locks, clocks and callbacks so that every rule is plain code: the owner mutates it under
@@ -13,6 +15,12 @@ struct ActivityStateMachine {
 
     private(set) var state = ActivityIndicatorState.notActive
     private(set) var running: Set<TaskKey> = []
+    /// Running tasks that wait for a network (`taskIsWaitingForConnectivity`): no network activity, so they
+    /// don't keep the indicator up. They leave this set when they complete or pause, or when a network
+    /// comes back (they start again then, without another resume).
+    private(set) var waiting: Set<TaskKey> = []
+    /// The last reachability status seen.
+    private(set) var networkStatus = NetworkReachabilityStatus.unknown
     private(set) var isEnabled: Bool
     let activationDelay: Double
     let completionDelay: Double
@@ -34,14 +42,33 @@ struct ActivityStateMachine {
     /// A task paused or completed. Removing a task that is not running does nothing, so a duplicated
     /// completion, or a completion without a resume, can never drive the count below zero.
     mutating func taskStopped(_ key: TaskKey) -> Action {
+        waiting.remove(key)
         guard running.remove(key) != nil else { return Action() }
         return reevaluate()
     }
+
+    /// A running task found no network and waits for one. A task that is not running is not added.
+    mutating func taskWaiting(_ key: TaskKey) -> Action {
+        guard running.contains(key), waiting.insert(key).inserted else { return Action() }
+        return reevaluate()
+    }
+
+    /// A reachability monitor announced `status`; a reachable one ends every wait.
+    mutating func reachabilityChanged(to status: NetworkReachabilityStatus) -> Action {
+        networkStatus = status
+        guard status.isReachable, !waiting.isEmpty else { return Action() }
+        waiting = []
+        return reevaluate()
+    }
+
+    /// The tasks that count as network activity: running, not waiting for a network.
+    private var active: Set<TaskKey> { waiting.isEmpty ? running : running.subtracting(waiting) }
 
     /// A session finished invalidating: none of its tasks can still be running, whatever was missed.
     mutating func sessionEnded(_ sessionIdentifier: Int) -> Action {
         let before = running.count
         running = running.filter { $0.sessionIdentifier != sessionIdentifier }
+        waiting = waiting.filter { $0.sessionIdentifier != sessionIdentifier }
         return running.count == before ? Action() : reevaluate()
     }
 
@@ -58,7 +85,7 @@ struct ActivityStateMachine {
         switch state {
         case .delayingStart:
             // Everything that started during the delay may already be done: then it is never shown.
-            move(to: running.isEmpty ? .notActive : .active, &action)
+            move(to: active.isEmpty ? .notActive : .active, &action)
         case .delayingEnd:
             move(to: .notActive, &action)
         case .notActive, .active:
@@ -77,15 +104,15 @@ struct ActivityStateMachine {
             return action
         }
         switch state {
-        case .notActive where !running.isEmpty:
+        case .notActive where !active.isEmpty:
             move(to: .delayingStart, &action)
             generation += 1
             action.timer = (activationDelay, generation)
-        case .active where running.isEmpty:
+        case .active where active.isEmpty:
             move(to: .delayingEnd, &action)
             generation += 1
             action.timer = (completionDelay, generation)
-        case .delayingEnd where !running.isEmpty:
+        case .delayingEnd where !active.isEmpty:
             generation += 1  // the pending completion timer is no longer wanted
             move(to: .active, &action)
         case .notActive, .active, .delayingStart, .delayingEnd:

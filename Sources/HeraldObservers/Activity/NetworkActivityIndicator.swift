@@ -12,7 +12,10 @@ import HeraldNotifications
 /// identifier: a task is added on `taskDidResume` and removed on `taskDidSuspend` or `taskDidComplete`,
 /// and removing one that isn't there does nothing. Duplicated, missing or out-of-order events therefore
 /// can't leave it stuck on or make it negative, and `sessionDidInvalidate` clears whatever is left of
-/// that session.
+/// that session. A task waiting for a network (`taskIsWaitingForConnectivity`) stays in the set but is no
+/// activity: it doesn't keep the indicator up, and ``waitingTaskCount`` counts it until it completes,
+/// pauses, or a `NetworkReachability` posting on the same center announces a reachable network
+/// (``networkStatus``).
 ///
 /// ```swift
 /// let indicator = NetworkActivityIndicator { change in
@@ -73,6 +76,13 @@ public final class NetworkActivityIndicator: SessionObserver {
     /// The tasks running now.
     public var runningTasks: Set<TaskKey> { machine.read { $0.running } }
 
+    /// How many running tasks wait for a network ("waiting for the network"), not counted as activity.
+    public var waitingTaskCount: Int { machine.read { $0.waiting.count } }
+
+    /// The last status a `NetworkReachability` posting on the observed center announced;
+    /// `NetworkReachabilityStatus.unknown` before any.
+    public var networkStatus: NetworkReachabilityStatus { machine.read { $0.networkStatus } }
+
     /// Whether the indicator reacts to activity. Disabling it hides it at once (moving to
     /// ``ActivityIndicatorState/notActive``) while it keeps tracking tasks, so enabling it again starts
     /// from the tasks actually running.
@@ -102,6 +112,20 @@ public final class NetworkActivityIndicator: SessionObserver {
     public func taskDidComplete(_ notification: TypedNotification<TaskCompletion>) {
         let key = TaskKey(notification.userInfo)
         perform { $0.taskStopped(key) }
+    }
+
+    /// Marks the task as waiting for a network: it no longer keeps the indicator up.
+    /// - Parameter notification: `taskIsWaitingForConnectivity`.
+    public func taskIsWaitingForConnectivity(_ notification: TypedNotification<TaskConnectivityWait>) {
+        let key = TaskKey(notification.userInfo)
+        perform { $0.taskWaiting(key) }
+    }
+
+    /// Records the status; a reachable network ends every wait (the tasks start again).
+    /// - Parameter notification: `reachabilityDidChange`.
+    public func reachabilityDidChange(_ notification: TypedNotification<ReachabilityChange>) {
+        let status = notification.userInfo.status
+        perform { $0.reachabilityChanged(to: status) }
     }
 
     /// Removes every task of the session that is still in the running set.

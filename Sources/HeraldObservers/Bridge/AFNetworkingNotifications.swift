@@ -1,4 +1,5 @@
 import Foundation
+import Herald
 
 /// AFNetworking's notification names and `userInfo` keys, with AFNetworking's string values, for code that
 /// observes them on Foundation's `NotificationCenter` (see ``FoundationNotificationBridge``).
@@ -19,6 +20,26 @@ public enum AFNetworkingNotifications {
     /// `com.alamofire.networking.session.download.file-manager-succeed`.
     public static let downloadTaskDidMoveFileSuccessfully = Notification.Name(
         "com.alamofire.networking.session.download.file-manager-succeed")
+
+    /// `AFNetworkingReachabilityDidChangeNotification`: `com.alamofire.networking.reachability.change`.
+    public static let reachabilityDidChange = Notification.Name("com.alamofire.networking.reachability.change")
+
+    /// `AFNetworkingReachabilityNotificationStatusItem`: the new status as AFNetworking's
+    /// `AFNetworkReachabilityStatus` raw value (an `Int`, see ``reachabilityStatusValue(_:)``).
+    public static let reachabilityStatusItemKey = "AFNetworkingReachabilityNotificationStatusItem"
+
+    /// AFNetworking's `AFNetworkReachabilityStatus` raw value for `status`: `-1` unknown, `0` not reachable,
+    /// `1` through a cellular modem (`ReachableViaWWAN`), `2` through anything else (`ReachableViaWiFi`, which
+    /// on Apple platforms means "not cellular": ethernet, wireless, a VPN).
+    /// - Parameter status: A Herald status.
+    /// - Returns: The raw value AFNetworking's observers compare against.
+    public static func reachabilityStatusValue(_ status: NetworkReachabilityStatus) -> Int {
+        switch status {
+        case .unknown: -1
+        case .notReachable: 0
+        case .reachable(let interface): interface.kind == .cellular ? 1 : 2
+        }
+    }
 
     /// `AFNetworkingTaskDidCompleteResponseSerializerKey`: the serializer used (an `any ResponseSerializer`).
     public static let responseSerializerKey = "com.alamofire.networking.task.complete.responseserializer"

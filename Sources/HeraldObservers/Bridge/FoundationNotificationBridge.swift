@@ -17,10 +17,13 @@ import HeraldNotifications
 /// | `taskDidComplete` | `taskDidComplete` | the task | the serializer; the body (`responseDataKey`) or, for a download, its file (`assetPathKey`); the serialized response on success; the error; the metrics |
 /// | `sessionDidInvalidate` | `sessionDidInvalidate` | the session | none (AFNetworking's had none); the error under `errorKey` if the invalidation had one |
 /// | `downloadDidFailToMoveFile` | `downloadTaskDidFailToMoveFile` | the download task | `NSUnderlyingErrorKey`: the `HeraldError`; `NSFilePathErrorKey`: the kept temporary file; `NSURLErrorKey`: the destination |
+/// | `reachabilityDidChange` | `reachabilityDidChange` | the `NetworkReachability` | `reachabilityStatusItemKey`: AFNetworking's status number (``AFNetworkingNotifications/reachabilityStatusValue(_:)``); `reachabilityStatusKey`: Herald's `NetworkReachabilityStatus` |
 ///
 /// A download that completes without error also gets AFNetworking 4's `downloadTaskDidMoveFileSuccessfully`
-/// (object the task, no `userInfo`) just before its `taskDidComplete`. `taskWillRetry` has no
-/// AFNetworking counterpart and is not re-posted.
+/// (object the task, no `userInfo`) just before its `taskDidComplete`. `taskWillRetry` and
+/// `taskIsWaitingForConnectivity` have no AFNetworking counterpart and are not re-posted. Reachability changes
+/// reach the bridge when the monitor posts on the center the bridge observes (`NetworkReachability`
+/// posts on `NotificationHub.shared` unless given another).
 ///
 /// Each notification is posted from wherever the bridge is called: with the default `.posting`
 /// delivery, synchronously on the session's event queue, in Herald's causal order, so a Foundation
@@ -30,6 +33,10 @@ import HeraldNotifications
 public final class FoundationNotificationBridge: SessionObserver {
     /// Where notifications are re-posted.
     public let center: NotificationCenter
+
+    /// The `userInfo` key under which ``reachabilityDidChange(_:)`` also passes Herald's own status (a
+    /// `NetworkReachabilityStatus`, with the interface), beside AFNetworking's number.
+    public static let reachabilityStatusKey = "herald.reachability.status"
 
     /// Creates a bridge.
     /// - Parameter center: The Foundation center to post on; default `NotificationCenter.default`.
@@ -97,6 +104,21 @@ public final class FoundationNotificationBridge: SessionObserver {
             userInfo: [
                 NSUnderlyingErrorKey: failure.error, NSFilePathErrorKey: failure.sourceURL.path,
                 NSURLErrorKey: failure.destinationURL,
+            ])
+    }
+
+    /// Posts `com.alamofire.networking.reachability.change` with the monitor, AFNetworking's status number
+    /// under `AFNetworkingReachabilityNotificationStatusItem`, and Herald's status under
+    /// ``reachabilityStatusKey``.
+    /// - Parameter notification: `reachabilityDidChange`.
+    public func reachabilityDidChange(_ notification: TypedNotification<ReachabilityChange>) {
+        let status = notification.userInfo.status
+        center.post(
+            name: AFNetworkingNotifications.reachabilityDidChange, object: notification.object,
+            userInfo: [
+                AFNetworkingNotifications.reachabilityStatusItemKey: AFNetworkingNotifications.reachabilityStatusValue(
+                    status),
+                Self.reachabilityStatusKey: status,
             ])
     }
 }

@@ -10,13 +10,16 @@ import Herald
 /// download's file; for `herald.download.move-file-failed`, the kept temporary file), `destination` (for
 /// `herald.download.move-file-failed`, where the file was meant to go). `method` and `url` are on every
 /// task event, `herald.download.move-file-failed` included. `attempt` and `delay` (seconds) are on retries only.
+/// `herald.task.waiting-for-connectivity` has `error` and `errorMessage` (the attempt that found no network).
+/// `herald.reachability.change` has no `session`: `reachability` and `previousReachability` (status labels
+/// such as `reachable_via_ethernet`), `interface` (its name) and `host` (the host followed, if any).
 public struct EventRecord: Codable, Sendable, Hashable {
     /// The notification's raw name.
     public var event: String
     /// When it happened, ISO 8601.
     public var time: String
-    /// The session identifier.
-    public var session: Int
+    /// The session identifier; `nil` for reachability changes, which belong to no session.
+    public var session: Int?
     /// The task identifier; `nil` for session events.
     public var task: Int?
     /// The request method.
@@ -47,4 +50,12 @@ public struct EventRecord: Codable, Sendable, Hashable {
     public var attempt: Int?
     /// For a retry: the seconds waited before it.
     public var delay: Double?
+    /// For a reachability change: the new status's label.
+    public var reachability: String?
+    /// For a reachability change: the previous status's label.
+    public var previousReachability: String?
+    /// For a reachability change to a reachable status: the interface's name.
+    public var interface: String?
+    /// For a reachability change of a monitor that follows a host: the host.
+    public var host: String?
 }

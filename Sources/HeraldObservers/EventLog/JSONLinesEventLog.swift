@@ -165,6 +165,32 @@ public final class JSONLinesEventLog: SessionObserver {
         emit(record)
     }
 
+    /// Writes the `herald.task.waiting-for-connectivity` line, with the error of the attempt that found no
+    /// network.
+    /// - Parameter notification: `taskIsWaitingForConnectivity`.
+    public func taskIsWaitingForConnectivity(_ notification: TypedNotification<TaskConnectivityWait>) {
+        let wait = notification.userInfo
+        var record = EventRecord(
+            event: notification.name.rawValue, time: Self.timestamp(wait.date), session: wait.sessionIdentifier,
+            task: wait.taskIdentifier)
+        addRequest(wait.request, to: &record)
+        record.error = wait.error.code.description
+        record.errorMessage = wait.error.message
+        emit(record)
+    }
+
+    /// Writes the `herald.reachability.change` line: the new and previous status, the interface, the host.
+    /// - Parameter notification: `reachabilityDidChange`.
+    public func reachabilityDidChange(_ notification: TypedNotification<ReachabilityChange>) {
+        let change = notification.userInfo
+        var record = EventRecord(event: notification.name.rawValue, time: Self.timestamp(change.date), session: nil)
+        record.reachability = change.status.label
+        record.previousReachability = change.previousStatus.label
+        record.interface = change.status.interface?.name
+        record.host = change.host
+        emit(record)
+    }
+
     // MARK: - helpers
 
     private func lifecycle(_ notification: TypedNotification<TaskLifecycleEvent>) -> EventRecord {

@@ -12,7 +12,9 @@ import Logging
 /// `herald.bytes.received`, `error.type`; request and response headers and curl's timings are logged at
 /// `trace`. Messages are constant, so log backends can group them. Secrets are handled by
 /// ``LogRedaction``. A download that could not be moved (`downloadDidFailToMoveFile`) is logged at
-/// `warning`, with the kept file's path.
+/// `warning`, with the kept file's path. A task waiting for a network (`taskIsWaitingForConnectivity`) and a
+/// reachability change (`reachabilityDidChange`, from a `NetworkReachability` posting on the same center)
+/// are logged at `debug`.
 ///
 /// **Trace ids.** Each line about a task is logged with the task's trace context — the payload's
 /// `RequestSummary/serviceContext` — bound as the task-local `ServiceContext.current`, so the logger's
@@ -120,6 +122,34 @@ public final class LoggingObserver: SessionObserver {
             metadata["http.response.status_code"] = .stringConvertible(response.statusCode)
         }
         write(.debug, "task will retry", metadata: metadata, request: retry.request)
+    }
+
+    /// Logs `task waiting for connectivity` at `debug`, with the error of the attempt that found no network.
+    /// - Parameter notification: `taskIsWaitingForConnectivity`.
+    public func taskIsWaitingForConnectivity(_ notification: TypedNotification<TaskConnectivityWait>) {
+        guard logger.logLevel <= .debug else { return }
+        let wait = notification.userInfo
+        var metadata = Self.identity(session: wait.sessionIdentifier, task: wait.taskIdentifier)
+        metadata["http.request.method"] = .string(wait.request.method)
+        metadata["url.full"] = .string(redaction.redacting(wait.request.url))
+        metadata["error.type"] = .string(wait.error.code.description)
+        write(.debug, "task waiting for connectivity", metadata: metadata, request: wait.request)
+    }
+
+    /// Logs `network reachability changed` at `debug`: the new and previous status
+    /// (`herald.reachability.status`, `herald.reachability.previous_status`: bounded labels such as
+    /// `reachable_via_ethernet`), the interface (`network.interface.name`) and the host followed, if any.
+    /// - Parameter notification: `reachabilityDidChange`.
+    public func reachabilityDidChange(_ notification: TypedNotification<ReachabilityChange>) {
+        guard logger.logLevel <= .debug else { return }
+        let change = notification.userInfo
+        var metadata: Logger.Metadata = [
+            "herald.reachability.status": .string(change.status.label),
+            "herald.reachability.previous_status": .string(change.previousStatus.label),
+        ]
+        if let interface = change.status.interface { metadata["network.interface.name"] = .string(interface.name) }
+        if let host = change.host { metadata["server.address"] = .string(host) }
+        write(.debug, "network reachability changed", metadata: metadata)
     }
 
     /// Logs `task completed` at `debug` (with status, duration, bytes and error code) and the response

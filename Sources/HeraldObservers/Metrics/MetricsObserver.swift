@@ -13,6 +13,11 @@ import Metrics
 ///   destination (`downloadDidFailToMoveFile`; the file was kept), with the dimension `error.type`.
 /// - `herald.client.request.retries`: a counter of retries (`taskWillRetry`), with the method and the
 ///   failed attempt's status class and error type as dimensions.
+/// - `herald.client.request.connectivity_waits`: a counter of tasks that waited for a network
+///   (`taskIsWaitingForConnectivity`), with the method and the error type as dimensions.
+/// - `herald.network.reachable`: a meter, 1 while the last reachability status announced on the center was
+///   reachable, 0 while not (`reachabilityDidChange`); and `herald.network.reachability.changes`, a counter
+///   of changes with the new status's label (`reachable_via_ethernet`, `not_reachable` …) as dimension.
 ///
 /// Dimensions are bounded, never taken from the URL path: `http.request.method` (unknown methods become
 /// `_OTHER`), `http.response.status_class` (`2xx`…`5xx`, absent without a response) and `error.type`
@@ -48,6 +53,12 @@ public final class MetricsObserver: SessionObserver {
         public static let downloadMoveFailures = "herald.download.move_failures"
         /// Retries counter (one per `taskWillRetry`).
         public static let retries = "herald.client.request.retries"
+        /// Connectivity waits counter (one per `taskIsWaitingForConnectivity`).
+        public static let connectivityWaits = "herald.client.request.connectivity_waits"
+        /// Reachability meter: 1 reachable, 0 not (from `reachabilityDidChange`).
+        public static let networkReachable = "herald.network.reachable"
+        /// Reachability changes counter (one per `reachabilityDidChange`).
+        public static let reachabilityChanges = "herald.network.reachability.changes"
     }
 
     private struct Instruments: Sendable {
@@ -95,6 +106,8 @@ public final class MetricsObserver: SessionObserver {
         var tasks: [TaskKey: TaskRecord] = [:]
         var moveFailures: [String: Counter] = [:]
         var retryCounters: [[String]: Counter] = [:]
+        var waitCounters: [[String]: Counter] = [:]
+        var reachabilityCounters: [String: Counter] = [:]
     }
 
     private let factory: any MetricsFactory
@@ -110,6 +123,46 @@ public final class MetricsObserver: SessionObserver {
         self.factory = factory
         self.configuration = configuration
         self.activeRequests = Meter(label: Name.activeRequests, dimensions: [], factory: factory)
+        self.networkReachable = Meter(label: Name.networkReachable, dimensions: [], factory: factory)
+    }
+
+    private let networkReachable: Meter
+
+    /// Counts one wait under `herald.client.request.connectivity_waits`.
+    /// - Parameter notification: `taskIsWaitingForConnectivity`.
+    public func taskIsWaitingForConnectivity(_ notification: TypedNotification<TaskConnectivityWait>) {
+        let wait = notification.userInfo
+        let values = [KnownHTTPMethod.bounded(wait.request.method), wait.error.code.description]
+        let counter = state.withLock { state -> Counter in
+            if let existing = state.waitCounters[values] { return existing }
+            // Both dimensions are bounded (known methods, error codes): no folding needed.
+            let counter = Counter(
+                label: Name.connectivityWaits,
+                dimensions: [("http.request.method", values[0]), ("error.type", values[1])], factory: factory)
+            state.waitCounters[values] = counter
+            return counter
+        }
+        counter.increment()
+    }
+
+    /// Sets `herald.network.reachable` and counts the change under `herald.network.reachability.changes`.
+    /// - Parameter notification: `reachabilityDidChange`.
+    public func reachabilityDidChange(_ notification: TypedNotification<ReachabilityChange>) {
+        let status = notification.userInfo.status
+        let label = status.label
+        let counter = state.withLock { state -> Counter in
+            if let existing = state.reachabilityCounters[label] { return existing }
+            let counter = Counter(
+                label: Name.reachabilityChanges, dimensions: [("herald.reachability.status", label)], factory: factory)
+            state.reachabilityCounters[label] = counter
+            return counter
+        }
+        counter.increment()
+        switch status {
+        case .unknown: break
+        case .notReachable: networkReachable.set(0)
+        case .reachable: networkReachable.set(1)
+        }
     }
 
     /// Counts the task as running.

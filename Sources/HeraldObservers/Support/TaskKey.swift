@@ -35,6 +35,12 @@ public struct TaskKey: Hashable, Sendable, CustomStringConvertible {
         self.init(sessionIdentifier: retry.sessionIdentifier, taskIdentifier: retry.taskIdentifier)
     }
 
+    /// The key of the task a wait for connectivity is about.
+    /// - Parameter wait: A `taskIsWaitingForConnectivity` payload.
+    public init(_ wait: TaskConnectivityWait) {
+        self.init(sessionIdentifier: wait.sessionIdentifier, taskIdentifier: wait.taskIdentifier)
+    }
+
     /// `"session/task"`, such as `"3/17"`.
     public var description: String { "\(sessionIdentifier)/\(taskIdentifier)" }
 }

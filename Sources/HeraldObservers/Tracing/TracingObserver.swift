@@ -22,7 +22,10 @@ import Tracing
 /// server (`traceparent` with a W3C propagator), so the server's span is this span's sibling, under the
 /// caller's span.
 /// Suspensions and later resumes are recorded as span events, and so is each retry (`herald.task.retry`,
-/// with `herald.retry.attempt`, `herald.retry.delay`, `error.type` and the failed status).
+/// with `herald.retry.attempt`, `herald.retry.delay`, `error.type` and the failed status). A wait for a
+/// network is a `herald.task.waiting_for_connectivity` event with `error.type`; a reachability change posted
+/// on the same center while spans are open is a `herald.network.reachability_changed` event on each of them,
+/// with `herald.reachability.status` and `herald.reachability.previous_status`.
 ///
 /// Pass the tracer your application uses (`InstrumentationSystem.tracer`, or any `Tracer`);
 /// the observer never bootstraps one.
@@ -105,6 +108,33 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
         attributes["error.type"] = retry.error.code.description
         if let status = retry.response?.statusCode { attributes["http.response.status_code"] = status }
         span.addEvent(SpanEvent(name: "herald.task.retry", attributes: attributes))
+    }
+
+    /// Records a `herald.task.waiting_for_connectivity` event on the task's span, with the error type of the
+    /// attempt that found no network.
+    /// - Parameter notification: `taskIsWaitingForConnectivity`.
+    public func taskIsWaitingForConnectivity(_ notification: TypedNotification<TaskConnectivityWait>) {
+        let wait = notification.userInfo
+        guard let span = spans.withLock({ $0[TaskKey(wait)] }) else { return }
+        span.addEvent(
+            SpanEvent(
+                name: "herald.task.waiting_for_connectivity",
+                attributes: ["error.type": .string(wait.error.code.description)]))
+    }
+
+    /// Records a `herald.network.reachability_changed` event on every open span: the network changed while
+    /// those requests were under way.
+    /// - Parameter notification: `reachabilityDidChange`.
+    public func reachabilityDidChange(_ notification: TypedNotification<ReachabilityChange>) {
+        let change = notification.userInfo
+        let open = spans.withLock { Array($0.values) }
+        guard !open.isEmpty else { return }
+        var attributes: SpanAttributes = [:]
+        attributes["herald.reachability.status"] = change.status.label
+        attributes["herald.reachability.previous_status"] = change.previousStatus.label
+        for span in open {
+            span.addEvent(SpanEvent(name: "herald.network.reachability_changed", attributes: attributes))
+        }
     }
 
     /// Sets the response attributes and ends the task's span. A task that never resumed has no span.

@@ -24,6 +24,8 @@ public final class RecordingObserver: Sendable {
         case moveFailed
         /// `taskWillRetry`.
         case retry
+        /// `taskIsWaitingForConnectivity`.
+        case waiting
 
         /// The kind's name.
         public var description: String { rawValue }
@@ -43,10 +45,13 @@ public final class RecordingObserver: Sendable {
         public let moveFailure: DownloadMoveFailure?
         /// The retry payload, for `taskWillRetry`.
         public let retry: TaskRetry?
+        /// The wait's payload, for `taskIsWaitingForConnectivity`.
+        public let connectivityWait: TaskConnectivityWait?
 
         init(
             kind: Kind, taskIdentifier: Int?, sessionIdentifier: Int, completion: TaskCompletion? = nil,
-            moveFailure: DownloadMoveFailure? = nil, retry: TaskRetry? = nil
+            moveFailure: DownloadMoveFailure? = nil, retry: TaskRetry? = nil,
+            connectivityWait: TaskConnectivityWait? = nil
         ) {
             self.kind = kind
             self.taskIdentifier = taskIdentifier
@@ -54,9 +59,10 @@ public final class RecordingObserver: Sendable {
             self.completion = completion
             self.moveFailure = moveFailure
             self.retry = retry
+            self.connectivityWait = connectivityWait
         }
 
-        /// `"resume#3"`, `"retry#3"`, `"complete#3"`, `"moveFailed#3"`, `"invalidate"`.
+        /// `"resume#3"`, `"retry#3"`, `"waiting#3"`, `"complete#3"`, `"moveFailed#3"`, `"invalidate"`.
         public var description: String {
             taskIdentifier.map { "\(kind)#\($0)" } ?? kind.rawValue
         }
@@ -124,7 +130,13 @@ public final class RecordingObserver: Sendable {
                     kind: .retry, taskIdentifier: note.userInfo.taskIdentifier,
                     sessionIdentifier: note.userInfo.sessionIdentifier, retry: note.userInfo))
         }
-        tokens.withLock { $0 = [resume, suspend, complete, invalidate, moveFailed, retry] }
+        let waiting = center.addObserver(for: .taskIsWaitingForConnectivity) { [weak self] note in
+            self?.record(
+                Event(
+                    kind: .waiting, taskIdentifier: note.userInfo.taskIdentifier,
+                    sessionIdentifier: note.userInfo.sessionIdentifier, connectivityWait: note.userInfo))
+        }
+        tokens.withLock { $0 = [resume, suspend, complete, invalidate, moveFailed, retry, waiting] }
     }
 
     /// Every event recorded so far, in order.

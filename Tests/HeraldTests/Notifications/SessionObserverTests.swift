@@ -31,10 +31,36 @@ private final class EveryMethodObserver: SessionObserver {
     func taskWillRetry(_ notification: TypedNotification<TaskRetry>) {
         calls.withLock { $0.append("retry") }
     }
+
+    func taskIsWaitingForConnectivity(_ notification: TypedNotification<TaskConnectivityWait>) {
+        calls.withLock { $0.append("waiting") }
+    }
+
+    func reachabilityDidChange(_ notification: TypedNotification<ReachabilityChange>) {
+        calls.withLock { $0.append("reachability") }
+    }
 }
 
 @Suite("SessionObserver protocol form")
 struct SessionObserverTests {
+    @Test("the connectivity wait and the reachability change are dispatched to their methods")
+    func connectivityMethodsDispatched() {
+        let center = NotificationHub()
+        let observer = EveryMethodObserver()
+        let token = center.addObserver(observer)
+        defer { token.cancel() }
+        let request = RequestSummary(method: "GET", url: URL(string: "http://127.0.0.1/")!)
+        center.post(
+            .taskIsWaitingForConnectivity,
+            userInfo: TaskConnectivityWait(
+                taskIdentifier: 1, sessionIdentifier: 1, request: request, date: Date(),
+                error: HeraldError(.cannotConnect, "no route")))
+        center.post(
+            .reachabilityDidChange,
+            userInfo: ReachabilityChange(status: .notReachable, previousStatus: .unknown, host: nil, date: Date()))
+        #expect(observer.calls.withLock { $0 } == ["waiting", "reachability"])
+    }
+
     @Test("every SessionObserver method is dispatched, in posting order, on a concurrent queue too")
     func everyMethodDispatched() async throws {
         let fixture = try await SessionFixture.make()

@@ -1,0 +1,94 @@
+import CCurl
+import CUV
+
+/// A file descriptor of the library's own (not curl's) watched for reading on an engine's loop: a libuv poll
+/// handle, taken from and given back to the engine's ``PollHandles`` so that one descriptor number never has
+/// two handles, whoever opened the descriptor. What the reachability monitor reads its netlink socket with.
+///
+/// Made, started and stopped on the loop thread; `onReadable` runs there, at each loop iteration in which the
+/// descriptor has something to read (libuv polls level-triggered: read until it would block).
+final class DescriptorWatch {
+    private let engine: Engine
+    private let descriptor: Int32
+    private var poll: UnsafeMutablePointer<uv_poll_t>?
+    private let onReadable: () -> Void
+
+    /// Starts watching `descriptor`; `nil` when libuv can't poll it. Loop thread only.
+    init?(descriptor: Int32, on engine: Engine, onReadable: @escaping () -> Void) {
+        guard let (poll, _) = engine.pollHandles.take(for: curl_socket_t(descriptor), on: engine.uvLoop) else {
+            return nil
+        }
+        self.engine = engine
+        self.descriptor = descriptor
+        self.poll = poll
+        self.onReadable = onReadable
+        // Unretained: the owner keeps the watch until `stop()`, which clears the handle's pointer to it.
+        poll.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        let started = uv_poll_start(poll, Int32(UV_READABLE.rawValue)) { handle, _, _ in
+            guard let handle, let context = handle.pointee.data else { return }
+            Unmanaged<DescriptorWatch>.fromOpaque(context).takeUnretainedValue().onReadable()
+        }
+        guard started == 0 else {
+            engine.pollHandles.stop(poll, socket: curl_socket_t(descriptor))
+            self.poll = nil
+            return nil
+        }
+    }
+
+    /// Stops watching; the descriptor may be closed as soon as this returns. Loop thread only.
+    func stop() {
+        guard let poll else { return }
+        self.poll = nil
+        engine.pollHandles.stop(poll, socket: curl_socket_t(descriptor))
+    }
+
+    deinit {
+        assert(poll == nil, "a descriptor watch released while still watching")
+    }
+}
+
+/// A one-shot timer on an engine's loop, for delays of the library's own (the reachability monitor's debounce).
+/// Made, started, stopped and closed on the loop thread; `fire` runs there.
+final class LoopTimer {
+    private let handle: UnsafeMutablePointer<uv_timer_t>
+    private var fire: (() -> Void)?
+
+    /// A stopped timer on `engine`'s loop. Loop thread only.
+    init(on engine: Engine) {
+        handle = .allocate(capacity: 1)
+        uv_timer_init(engine.uvLoop, handle)
+        handle.pointee.data = nil
+    }
+
+    /// Calls `fire` once after `milliseconds`, replacing a start not yet fired. Loop thread only.
+    func start(after milliseconds: UInt64, _ fire: @escaping () -> Void) {
+        self.fire = fire
+        handle.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        uv_timer_start(
+            handle,
+            { timer in
+                guard let timer, let context = timer.pointee.data else { return }
+                let owner = Unmanaged<LoopTimer>.fromOpaque(context).takeUnretainedValue()
+                let fire = owner.fire
+                owner.fire = nil
+                fire?()
+            }, milliseconds, 0)
+    }
+
+    /// Whether a start waits to fire.
+    var isPending: Bool { fire != nil }
+
+    /// Cancels a start not yet fired. Loop thread only.
+    func stop() {
+        fire = nil
+        uv_timer_stop(handle)
+    }
+
+    /// Stops the timer and frees its handle once libuv is done with it. Loop thread only; the timer can't be
+    /// used after.
+    func close() {
+        stop()
+        handle.pointee.data = nil
+        Engine.close(handle)
+    }
+}

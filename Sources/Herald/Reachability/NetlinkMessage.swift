@@ -1,0 +1,188 @@
+import CNetlink
+
+/// A routing-netlink message, decoded to what reachability needs: which links exist and in what state,
+/// that an address changed, which routes exist, and the end of a request's answer.
+struct NetlinkMessage: Equatable {
+    /// The request this answers (`0` for the kernel's announcements).
+    var sequence: UInt32
+    /// What the message says.
+    var event: Event
+
+    enum Event: Equatable {
+        /// A link exists (`RTM_NEWLINK`: new, or changed).
+        case link(NetlinkLink)
+        /// A link is gone (`RTM_DELLINK`).
+        case linkRemoved(index: Int32)
+        /// An address was added to or removed from a link (`RTM_NEWADDR`, `RTM_DELADDR`).
+        case address(linkIndex: Int32, removed: Bool)
+        /// A route exists, or is gone (`RTM_NEWROUTE`, `RTM_DELROUTE`); also the answer to a route request.
+        case route(NetlinkRoute, removed: Bool)
+        /// The end of a dump (`NLMSG_DONE`); `interrupted` when the tables changed while it was read
+        /// (`NLM_F_DUMP_INTR` on one of its messages), so it must be read again.
+        case done(interrupted: Bool)
+        /// An error answer (`NLMSG_ERROR`) with the kernel's errno; `0` is an acknowledgement.
+        case error(code: Int32)
+    }
+}
+
+/// What a link message says about a link.
+struct NetlinkLink: Equatable {
+    var index: Int32
+    var name: String
+    /// `IFF_*` flags (`IFF_UP`, `IFF_RUNNING`, `IFF_LOOPBACK`, `IFF_LOWER_UP` …).
+    var flags: UInt32
+    /// The link layer (`ARPHRD_*`).
+    var hardwareType: UInt16
+    /// The driver's kind (`IFLA_INFO_KIND`: "veth", "tun", "wireguard", "bridge" …), when it says one.
+    var kind: String?
+
+    /// Up, with a carrier: packets can leave through it.
+    var isOperational: Bool {
+        flags & UInt32(IFF_UP.rawValue) != 0
+            && flags & (UInt32(IFF_RUNNING.rawValue) | UInt32(IFF_LOWER_UP.rawValue)) != 0
+    }
+
+    var isLoopback: Bool {
+        flags & UInt32(IFF_LOOPBACK.rawValue) != 0 || hardwareType == UInt16(ARPHRD_LOOPBACK)
+    }
+}
+
+/// What a route message says about a route.
+struct NetlinkRoute: Hashable {
+    /// `AF_INET` or `AF_INET6`.
+    var family: UInt8
+    var destination: [UInt8]
+    var destinationLength: UInt8
+    /// The table (`RTA_TABLE`, which holds ids above 255, else `rtm_table`).
+    var table: UInt32
+    /// `RTN_UNICAST`, `RTN_LOCAL`, `RTN_UNREACHABLE` …
+    var type: UInt8
+    /// `RTNH_F_*` flags: `RTNH_F_LINKDOWN`, `RTNH_F_DEAD`.
+    var flags: UInt32
+    var priority: UInt32
+    /// The link packets leave through (`RTA_OIF`, or the first hop of `RTA_MULTIPATH`); `nil` when none is named.
+    var outputLink: Int32?
+
+    var isDefault: Bool { destinationLength == 0 }
+
+    /// Whether the route sends packets somewhere: not a blackhole, an unreachable or a prohibit route. Its
+    /// link's carrier is read from the link, not from the route's `RTNH_F_LINKDOWN` flag: the kernel sets
+    /// that flag on IPv4 routes without announcing it.
+    var delivers: Bool { type == UInt8(RTN_UNICAST) || type == UInt8(RTN_LOCAL) }
+}
+
+/// Decodes the messages of one netlink datagram.
+enum NetlinkDecoder {
+    /// The messages in `datagram`, in order. Messages of other types are skipped; a message whose length
+    /// runs past the datagram ends the decoding (the kernel never sends one: the rest is unreadable).
+    static func messages(in datagram: UnsafeRawBufferPointer) -> [NetlinkMessage] {
+        var messages: [NetlinkMessage] = []
+        var offset = 0
+        let headerSize = MemoryLayout<nlmsghdr>.size
+        while datagram.count - offset >= headerSize {
+            let length = Int(datagram.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+            guard length >= headerSize, length <= datagram.count - offset else { break }
+            let type = datagram.loadUnaligned(fromByteOffset: offset + 4, as: UInt16.self)
+            let flags = datagram.loadUnaligned(fromByteOffset: offset + 6, as: UInt16.self)
+            let sequence = datagram.loadUnaligned(fromByteOffset: offset + 8, as: UInt32.self)
+            let body = UnsafeRawBufferPointer(rebasing: datagram[(offset + headerSize)..<(offset + length)])
+            if let event = event(type: type, flags: flags, body: body) {
+                messages.append(NetlinkMessage(sequence: sequence, event: event))
+            }
+            offset += hnl_message_align(length)
+        }
+        return messages
+    }
+
+    private static func event(type: UInt16, flags: UInt16, body: UnsafeRawBufferPointer) -> NetlinkMessage.Event? {
+        switch Int32(type) {
+        case NLMSG_DONE:
+            return .done(interrupted: flags & UInt16(NLM_F_DUMP_INTR) != 0)
+        case NLMSG_ERROR:
+            guard body.count >= 4 else { return nil }
+            // The kernel's negative errno, or 0 for an acknowledgement.
+            return .error(code: -body.loadUnaligned(as: Int32.self))
+        case Int32(RTM_NEWLINK), Int32(RTM_DELLINK):
+            guard let link = link(body) else { return nil }
+            return Int32(type) == Int32(RTM_NEWLINK) ? .link(link) : .linkRemoved(index: link.index)
+        case Int32(RTM_NEWADDR), Int32(RTM_DELADDR):
+            guard body.count >= MemoryLayout<ifaddrmsg>.size else { return nil }
+            let index = Int32(bitPattern: body.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
+            return .address(linkIndex: index, removed: Int32(type) == Int32(RTM_DELADDR))
+        case Int32(RTM_NEWROUTE), Int32(RTM_DELROUTE):
+            guard let route = route(body) else { return nil }
+            return .route(route, removed: Int32(type) == Int32(RTM_DELROUTE))
+        default:
+            return nil
+        }
+    }
+
+    /// `ifinfomsg` (family, type, index, flags, change), then attributes.
+    private static func link(_ body: UnsafeRawBufferPointer) -> NetlinkLink? {
+        let size = MemoryLayout<ifinfomsg>.size
+        guard body.count >= size else { return nil }
+        var link = NetlinkLink(
+            index: body.loadUnaligned(fromByteOffset: 4, as: Int32.self), name: "",
+            flags: body.loadUnaligned(fromByteOffset: 8, as: UInt32.self),
+            hardwareType: body.loadUnaligned(fromByteOffset: 2, as: UInt16.self), kind: nil)
+        forEachAttribute(in: body, from: size) { type, value in
+            switch Int32(type) {
+            case Int32(IFLA_IFNAME): link.name = string(value)
+            case Int32(IFLA_LINKINFO):
+                forEachAttribute(in: value, from: 0) { nested, kind in
+                    if Int32(nested) == Int32(IFLA_INFO_KIND) { link.kind = string(kind) }
+                }
+            default: break
+            }
+        }
+        return link
+    }
+
+    /// `rtmsg` (family, destination length, source length, tos, table, protocol, scope, type, flags), then
+    /// attributes.
+    private static func route(_ body: UnsafeRawBufferPointer) -> NetlinkRoute? {
+        let size = MemoryLayout<rtmsg>.size
+        guard body.count >= size else { return nil }
+        var route = NetlinkRoute(
+            family: body[0], destination: [], destinationLength: body[1], table: UInt32(body[4]), type: body[7],
+            flags: body.loadUnaligned(fromByteOffset: 8, as: UInt32.self), priority: 0, outputLink: nil)
+        forEachAttribute(in: body, from: size) { type, value in
+            switch type {
+            case UInt16(RTA_DST.rawValue): route.destination = Array(value)
+            case UInt16(RTA_TABLE.rawValue) where value.count >= 4: route.table = value.loadUnaligned(as: UInt32.self)
+            case UInt16(RTA_PRIORITY.rawValue) where value.count >= 4:
+                route.priority = value.loadUnaligned(as: UInt32.self)
+            case UInt16(RTA_OIF.rawValue) where value.count >= 4: route.outputLink = value.loadUnaligned(as: Int32.self)
+            case UInt16(RTA_MULTIPATH.rawValue) where value.count >= MemoryLayout<rtnexthop>.size:
+                // The first hop's link: rtnexthop is (length, flags, hops, ifindex).
+                if route.outputLink == nil { route.outputLink = value.loadUnaligned(fromByteOffset: 4, as: Int32.self) }
+            default: break
+            }
+        }
+        return route
+    }
+
+    /// Calls `body` with each attribute's type (without the nested and byte-order bits) and value, from
+    /// `start` in `buffer`; stops at the first attribute whose length is wrong.
+    private static func forEachAttribute(
+        in buffer: UnsafeRawBufferPointer, from start: Int, _ body: (UInt16, UnsafeRawBufferPointer) -> Void
+    ) {
+        let headerSize = MemoryLayout<rtattr>.size
+        var offset = hnl_attribute_align(start)
+        while buffer.count - offset >= headerSize {
+            let length = Int(buffer.loadUnaligned(fromByteOffset: offset, as: UInt16.self))
+            guard length >= headerSize, length <= buffer.count - offset else { return }
+            let type =
+                buffer.loadUnaligned(fromByteOffset: offset + 2, as: UInt16.self)
+                & ~(UInt16(NLA_F_NESTED) | UInt16(NLA_F_NET_BYTEORDER))
+            body(type, UnsafeRawBufferPointer(rebasing: buffer[(offset + headerSize)..<(offset + length)]))
+            offset += hnl_attribute_align(length)
+        }
+    }
+
+    /// A NUL-terminated string attribute.
+    private static func string(_ value: UnsafeRawBufferPointer) -> String {
+        let bytes = value.prefix { $0 != 0 }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

@@ -1,0 +1,132 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+// Waiting for a network (`SessionConfiguration.waitsForConnectivity`). An attempt that failed before any
+// response arrived, while the kernel has no route for it, doesn't fail the task: the task goes between
+// transfers, as for a retry, and waits for the routing monitor to see a route; then the attempt starts again.
+// The first wait is announced with `taskIsWaitingForConnectivity`, an effect of the transition carried out in
+// order with the task's others, so it lands between the task's `taskDidResume` and its `taskDidComplete`.
+extension SessionTask {
+    /// The failures that can mean "no network": nothing was answered, and there may have been no route.
+    static let connectivityFailures: Set<HeraldError.Code> = [.cannotConnect, .cannotFindHost, .networkConnectionLost]
+
+    /// Whether `outcome`, a failed attempt, makes the task wait for a network; if so the task does not
+    /// complete now. After the transfer ended, off the loop thread or on it for a lone transfer.
+    func beginWaitingForConnectivity(after outcome: TransferOutcome) -> Bool {
+        guard session.configuration.waitsForConnectivity, !outcome.isFromCache, outcome.response == nil,
+            let failure = outcome.error, Self.connectivityFailures.contains(failure.code),
+            let url = core.withLock({ $0.machine.currentTransfer?.request.url })
+        else { return false }
+        // Through an explicit proxy the connection that failed was the proxy's: the network in general decides.
+        let target = session.configuration.proxy == nil ? ReachabilityTarget(host: url.host ?? "") : .anyNetwork
+        // A route exists: the failure is the server's (refused, unknown name), not the network's.
+        guard let query = try? NetlinkQuery(), let table = try? query.readTable(),
+            let now = try? query.status(of: target, in: table), !now.isReachable,
+            let monitor = ConnectivityMonitors.monitor(for: session.engine)
+        else { return false }
+        let wait = ConnectivityWait()
+        let timer = DispatchWorkItem { [weak self] in
+            guard wait.end() else { return }
+            self?.startAttemptAfterWaiting(failure: failure)
+        }
+        let resourceTimeout = session.configuration.timeoutIntervalForResource
+        let began = transition { core -> (Date?, [TaskEffect]) in
+            guard core.machine.downloadTask == nil, core.machine.transferEndsBetweenTransfers() != nil,
+                let first = core.machine.connectivityWaitBegins(timer, after: outcome.metrics)
+            else { return (nil, []) }
+            let start = core.machine.hops.metrics.first?.startDate ?? Date()
+            return (start, first ? [.announceConnectivityWait(self, failure)] : [])
+        }
+        guard let started = began else { return false }
+        let held = HeldWorkItem(item: timer)
+        session.engine.execute { monitor.whenReachable(target, run: held.item, on: Self.hopQueue) }
+        if resourceTimeout > 0 {
+            let left = max(0, resourceTimeout - Date().timeIntervalSince(started))
+            Self.hopQueue.asyncAfter(deadline: .now() + min(left, Self.maximumRetryDelay)) { [weak self] in
+                guard wait.end() else { return }
+                held.item.cancel()
+                self?.connectivityWaitTimedOut(failure: failure, timeout: resourceTimeout)
+            }
+        }
+        return true
+    }
+
+    /// A network came back: the attempt starts again, through the adapter when there is an interceptor.
+    /// Hop queue.
+    private func startAttemptAfterWaiting(failure: HeraldError) {
+        let shared = session.interceptor
+        let (own, request) = core.withLock { ($0.interceptor, $0.machine.hops.attemptRequest ?? originalRequest) }
+        if let interceptor = Self.combined(own, shared) { return startAttempt(with: interceptor) }
+        guard let prepared = core.withLock({ $0.machine.attemptStarts(with: request) }) else { return }
+        var transfer = attemptTransferRequest(for: request, validators: prepared.validators)
+        // The failed attempt may have read some of a streamed body: it is sent again from its start.
+        if let bodyFailure = rewindBody(of: &transfer) {
+            return finishHop(
+                TransferOutcome(response: nil, body: Data(), error: bodyFailure, metrics: nil), error: bodyFailure)
+        }
+        startTransfer(transfer)
+    }
+
+    /// No network came back within the resource timeout: the task fails with `timedOut`. Hop queue.
+    private func connectivityWaitTimedOut(failure: HeraldError, timeout: TimeInterval) {
+        let error = HeraldError(
+            .timedOut,
+            "No network came back within the session's resource timeout (\(timeout) s) while the task waited for "
+                + "connectivity; the last attempt failed with: \(failure.message)",
+            underlying: failure, url: originalRequest.url)
+        finishHop(TransferOutcome(response: nil, body: Data(), error: error, metrics: nil), error: error)
+    }
+}
+
+/// One wait for a network, ended once: by the network coming back or by the resource timeout, whichever is
+/// first.
+final class ConnectivityWait: Sendable {
+    private let ended = Atomic<Bool>(false)
+
+    /// Ends the wait; `false` when it had already ended.
+    func end() -> Bool {
+        ended.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+    }
+}
+
+/// A work item handed across threads: libdispatch makes running, cancelling and querying one safe from any
+/// thread, but `DispatchWorkItem` is not annotated `Sendable`.
+struct HeldWorkItem: @unchecked Sendable {
+    // Safety: only `DispatchWorkItem`'s own thread-safe operations are used (`perform` through a queue,
+    // `cancel`, `isCancelled`).
+    let item: DispatchWorkItem
+}
+
+/// The routing monitor each engine's waiting tasks share, opened with the first wait and kept for the engine's
+/// life (engines live as long as the process): zero CPU while nothing changes.
+enum ConnectivityMonitors {
+    private static let monitors = Mutex<[ObjectIdentifier: RoutingMonitor]>([:])
+
+    /// `engine`'s monitor, opened and started on first use; `nil` when the kernel refuses a netlink socket.
+    static func monitor(for engine: Engine) -> RoutingMonitor? {
+        monitors.withLock { monitors in
+            if let monitor = monitors[ObjectIdentifier(engine)] { return monitor }
+            guard let monitor = try? RoutingMonitor(target: .anyNetwork, debounce: 0, engine: engine) else {
+                return nil
+            }
+            monitors[ObjectIdentifier(engine)] = monitor
+            engine.execute { monitor.start(reporting: nil) }
+            return monitor
+        }
+    }
+}
+
+extension SessionEventPoster {
+    /// Queues `taskIsWaitingForConnectivity` on the event queue: an effect of the task's transition, carried
+    /// out in order with its others, after its resume and before anything can complete it.
+    func postConnectivityWait(of task: SessionTask, error: HeraldError) {
+        guard center.hasObservers(for: .taskIsWaitingForConnectivity) else { return }
+        let subject = task.lifecycleSubject
+        let payload = TaskConnectivityWait(
+            taskIdentifier: subject.taskIdentifier, sessionIdentifier: sessionIdentifier,
+            request: task.requestSummary, date: Date(), error: error)
+        let center = center
+        async { center.post(.taskIsWaitingForConnectivity, object: subject, userInfo: payload) }
+    }
+}
