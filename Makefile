@@ -60,8 +60,8 @@ test: deps
 	$(SWIFT) build --build-tests
 	@# Every test process runs in a network namespace whose only interface is loopback (.ci/loopback-only),
 	@# so no test can send a packet to any other address, even by mistake.
-	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --skip LargeTransferTests --skip LoadTests --skip StressTests --skip '$(RACE_SUITES)' \
-		--skip ClosedPipeSignalTests
+	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --skip LargeTransferTests --skip LargeStreamingTests --skip LoadTests \
+		--skip StressTests --skip '$(RACE_SUITES)' --skip ClosedPipeSignalTests
 	@# The closed-pipe test counts every SIGPIPE the process receives: beside the other suites' test servers
 	@# (SwiftNIO ignores SIGPIPE process-wide and lets socket writes raise it) it would count theirs too.
 	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --filter ClosedPipeSignalTests
@@ -74,25 +74,28 @@ test: deps
 	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --filter 'LoadTests|StressTests' --skip '$(RACE_SUITES)'
 	@# The 256 MiB transfers measure their own RSS growth, so they run alone in a process of their own.
 	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --filter LargeTransferTests
+	@# The 1 GiB slow-consumer stream measures its own RSS growth too: alone, in a process of its own.
+	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --filter LargeStreamingTests
 	@# The samples (activity-counter and its CLI tests) build against Herald by path in a package of their own,
 	@# so that users of Herald never resolve swift-argument-parser.
 	cd Samples && $(SWIFT) build --build-tests && $(LOOPBACK_ONLY) $(SWIFT) test --skip-build
 
 ## test-tsan: the notification-center, engine and session tests under ThreadSanitizer.
 test-tsan: deps
-	@# The 256 MiB RSS-budget tests are memory measurements, meaningless under TSan shadow memory.
+	@# The 256 MiB and 1 GiB RSS-budget tests are memory measurements, meaningless under TSan shadow memory.
 	@# One test at a time: TSan slows everything ~10x, and parallel suites would starve the timeout tests.
 	@# The 10,000-connection load test is skipped: it checks counts and timelines, which test and test-asan cover,
 	@# and under TSan it needs ~10x the time and memory; the stress tests, where races would show, do run.
 	@# Suspend-at-the-last-byte is skipped too: it needs suspend() to land within microseconds of a transfer's
 	@# end, which TSan's slowdown never let happen (0 of 150 rounds), so under TSan it would test nothing.
 	@# .ci/tsan.supp names the one false positive outside Herald (a continuation resumed by SwiftNIO).
-	TSAN_OPTIONS=suppressions=$(CURDIR)/.ci/tsan.supp $(LOOPBACK_ONLY) $(SWIFT) test --sanitize=thread --scratch-path .build-tsan --skip LargeTransferTests --skip LoadTests \
+	TSAN_OPTIONS=suppressions=$(CURDIR)/.ci/tsan.supp $(LOOPBACK_ONLY) $(SWIFT) test --sanitize=thread --scratch-path .build-tsan --skip LargeTransferTests --skip LargeStreamingTests --skip LoadTests \
 		--skip SuspendAtLastByteTests --no-parallel
 
 ## test-asan: the whole suite under AddressSanitizer, in its own scratch path (leaks: see leak-check).
 test-asan: deps
-	@# The 256 MiB RSS-budget tests are memory measurements, meaningless with ASan's shadow memory and quarantine.
+	@# The 256 MiB and 1 GiB RSS-budget tests are memory measurements, meaningless with ASan's shadow memory and
+	@# quarantine.
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build-asan
 	@# Leaks are checked by leak-check on a whole demo run: in the test process, XCTest's runner, Foundation's
 	@# URLSession (used as a reference client by HeraldTesting's tests) and Swift values whose pointers are
@@ -101,7 +104,8 @@ test-asan: deps
 	@# made other suites' 3-5 s timeouts fire.
 	@# The closed-pipe test counts every SIGPIPE the process receives: in a process of its own, as in `test`.
 	ASAN_OPTIONS=detect_leaks=0:suppressions=$(CURDIR)/.ci/asan.supp $(LOOPBACK_ONLY) $(SWIFT) test --skip-build --sanitize=address \
-		--scratch-path .build-asan --skip LargeTransferTests --skip LoadTests --skip StressTests --skip ClosedPipeSignalTests
+		--scratch-path .build-asan --skip LargeTransferTests --skip LargeStreamingTests --skip LoadTests --skip StressTests \
+		--skip ClosedPipeSignalTests
 	ASAN_OPTIONS=detect_leaks=0:suppressions=$(CURDIR)/.ci/asan.supp $(LOOPBACK_ONLY) $(SWIFT) test --skip-build --sanitize=address \
 		--scratch-path .build-asan --filter ClosedPipeSignalTests
 	ASAN_OPTIONS=detect_leaks=0:suppressions=$(CURDIR)/.ci/asan.supp $(LOOPBACK_ONLY) $(SWIFT) test --skip-build --sanitize=address \
