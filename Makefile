@@ -4,7 +4,7 @@ SWIFT ?= swift
 # Debian package → pkg-config module it provides.
 SYSTEM_DEPS := libcurl4-openssl-dev:libcurl libuv1-dev:libuv libidn2-dev:libidn2 pkg-config:
 
-.PHONY: deps build build-strict check-libcurl-minimum test test-tsan test-asan leak-check fuzz soak demo docs docs-coverage lint bench-notifications bench-json bench-transfers bench-instructions clean
+.PHONY: deps build build-strict check-libcurl-minimum test test-tsan test-asan leak-check fuzz soak demo docs docs-coverage lint bench-notifications bench-json bench-transfers bench-streaming bench-instructions clean
 
 ## deps: install libcurl, libuv and libidn2 development files when pkg-config can't find them, the openssl CLI
 ## when it is missing (the TLS tests make a throwaway CA and run `openssl s_server` on loopback), and
@@ -166,6 +166,11 @@ fuzz: deps
 ## bench-transfers: Herald vs URLSession vs AsyncHTTPClient vs a C libcurl+libuv client against a loopback nginx.
 bench-transfers: deps
 	Benchmarks/run-transfers.sh $(ARGS)
+
+## bench-streaming: a 256 MiB body streamed (bytes(for:)) and collected (data(for:)) and 1 KiB server-sent events
+## through Herald, against AsyncHTTPClient's streamed body and mattt/EventSource's parser (ARGS="--mib N --runs K").
+bench-streaming: deps
+	cd Benchmarks && $(SWIFT) build -c release --product StreamBenchPeers && $(SWIFT) run -c release StreamBench $(ARGS)
 
 ## bench-instructions: instructions per 1 KiB GET for Herald and the C client under valgrind's callgrind
 ## (installed with apt when missing), and Herald's top 20 functions (ARGS="--requests N --concurrency C").

@@ -56,8 +56,9 @@ struct StreamingTests {
             for: Request(url: fixture.server.url("/bytes/\(size)")), bufferPolicy: Self.smallPolicy)
         // Nobody reads: the server must find its socket full.
         try await fixture.server.waitUntil { $0.sendBlockedCount > 0 }
-        // Before the write callback pauses it hands over at most one more of curl's reads (16 KiB).
-        let limit = Self.smallPolicy.highWatermark + 16 << 10
+        // Before the write callback pauses it hands over at most one more of curl's reads (64 KiB for a
+        // streamed body).
+        let limit = Self.smallPolicy.highWatermark + 64 << 10
         #expect(body.consumer.buffer.waitingByteCount <= limit)
         #expect(body.task.downloadProgress.completedUnitCount <= Int64(limit))
         #expect(fixture.server.bodyBytesSent < size)
