@@ -8,8 +8,8 @@ extension HTTPSessionManager {
     /// ``request(_:_:parameters:headers:)``.
     ///
     /// - Parameters:
-    ///   - method: The HTTP method; default `"GET"`.
     ///   - path: Resolved with ``url(for:)``.
+    ///   - method: The HTTP method; default `"GET"`.
     ///   - parameters: Encoded by ``requestSerializer``; default none.
     ///   - headers: Header fields of this request; default none.
     ///   - bufferPolicy: The watermarks and the largest chunk; default ``StreamBufferPolicy/default``.
@@ -17,7 +17,7 @@ extension HTTPSessionManager {
     /// - Throws: ``HeraldError``: what building the request throws, then what
     ///   ``SessionManager/bytes(for:bufferPolicy:)`` throws.
     public func bytes(
-        _ method: String = "GET", _ path: String, parameters: JSONValue? = nil, headers: HTTPHeaders = [:],
+        _ path: String, method: String = "GET", parameters: JSONValue? = nil, headers: HTTPHeaders = [:],
         bufferPolicy: StreamBufferPolicy = .default
     ) async throws(HeraldError) -> (HTTPResponse, ResponseBodyStream) {
         try await session.bytes(

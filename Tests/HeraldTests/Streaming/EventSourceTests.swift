@@ -106,3 +106,21 @@ struct EventSourceTests {
         try await fixture.tearDown()
     }
 }
+
+@Suite("HTTPSessionManager's streamed forms")
+struct HTTPSessionManagerStreamingTests {
+    @Test("bytes and events resolve their path against the base URL and send the serializer's query")
+    func relativeStreams() async throws {
+        let fixture = try await SessionFixture.make()
+        let manager = HTTPSessionManager(baseURL: fixture.server.url("/"), session: fixture.session)
+        let (response, body) = try await manager.bytes("bytes/1000", parameters: ["chunkSize": 100])
+        #expect(response.statusCode == 200)
+        #expect(try await readAll(body).get().count == 1000)
+        #expect(fixture.server.requests.first?.uri == "/bytes/1000?chunkSize=100")
+        let events = try manager.events("events/2", parameters: ["retry": 1])
+        let (received, error) = try await readAll(events)
+        #expect(error == nil)
+        #expect(received.map(\.id) == ["1", "2"])
+        try await fixture.tearDown()
+    }
+}
