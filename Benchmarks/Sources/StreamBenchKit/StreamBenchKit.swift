@@ -115,6 +115,9 @@ public func measure(
         let row = Row(name: name, seconds: seconds, cpuSeconds: cpuSeconds() - cpuBefore, amount: amount, unit: unit)
         if best == nil || row.seconds < best!.seconds { best = row }
     }
-    if let best { print(best.json) }
+    if let best {
+        // Written at once, in order with the other binary's rows, whose output shares the terminal or pipe.
+        FileHandle.standardOutput.write(Data((best.json + "\n").utf8))
+    }
     return best
 }
