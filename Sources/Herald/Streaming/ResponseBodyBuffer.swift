@@ -139,13 +139,12 @@ final class ResponseBodyBuffer: Sendable {
             var head: Result<HTTPResponse, HeraldError>?
             if state.head == nil {
                 if error == nil, let response {
-                    headWaiter = Self.handOver(response, in: &state)
-                    head = .success(response)
                     // Held for the last response begun, which a task that completes without an error
                     // completes with.
-                    if let held = state.held {
-                        Self.append(held, to: &state, maximumChunkSize: policy.maximumChunkSize)
-                    }
+                    let held = state.held
+                    headWaiter = Self.handOver(response, in: &state)
+                    head = .success(response)
+                    if let held { Self.append(held, to: &state, maximumChunkSize: policy.maximumChunkSize) }
                 } else {
                     headWaiter = state.headWaiter
                     state.headWaiter = nil

@@ -197,7 +197,8 @@ struct StreamingTests {
         #expect(response.statusCode == 404)
         // The head came after the task completed, the body held until then.
         #expect(body.task.state == .completed)
-        _ = try await readAll(body).get()
+        let text = String(decoding: try await readAll(body).get(), as: UTF8.self)
+        #expect(text.contains("404"))
         _ = try await fixture.recorder.waitForCompletions(1)
         #expect(fixture.recorder.completions.first?.error == nil)
         try await fixture.tearDown()
