@@ -4,7 +4,7 @@ SWIFT ?= swift
 # Debian package → pkg-config module it provides.
 SYSTEM_DEPS := libcurl4-openssl-dev:libcurl libuv1-dev:libuv libidn2-dev:libidn2 pkg-config:
 
-.PHONY: deps build build-strict check-libcurl-minimum test test-tsan test-asan leak-check fuzz soak demo docs docs-coverage lint bench-notifications bench-json bench-transfers bench-instructions clean
+.PHONY: deps build build-strict check-libcurl-minimum test test-tsan test-asan leak-check fuzz soak demo docs docs-coverage lint bench-notifications bench-json bench-transfers bench-streaming bench-instructions clean
 
 ## deps: install libcurl, libuv and libidn2 development files when pkg-config can't find them, the openssl CLI
 ## when it is missing (the TLS tests make a throwaway CA and run `openssl s_server` on loopback), and
@@ -60,8 +60,8 @@ test: deps
 	$(SWIFT) build --build-tests
 	@# Every test process runs in a network namespace whose only interface is loopback (.ci/loopback-only),
 	@# so no test can send a packet to any other address, even by mistake.
-	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --skip LargeTransferTests --skip LoadTests --skip StressTests --skip '$(RACE_SUITES)' \
-		--skip ClosedPipeSignalTests --skip ReachabilityNamespaceTests
+	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --skip LargeTransferTests --skip LargeStreamingTests --skip LoadTests \
+		--skip StressTests --skip '$(RACE_SUITES)' --skip ClosedPipeSignalTests --skip ReachabilityNamespaceTests
 	@# The reachability tests add and remove links, addresses and routes, and take loopback's routes away: in a
 	@# process and a namespace of their own, where no other suite's server needs loopback meanwhile.
 	HERALD_NETNS_TESTS=1 $(LOOPBACK_ONLY) $(SWIFT) test --skip-build --filter ReachabilityNamespaceTests
@@ -77,25 +77,28 @@ test: deps
 	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --filter 'LoadTests|StressTests' --skip '$(RACE_SUITES)'
 	@# The 256 MiB transfers measure their own RSS growth, so they run alone in a process of their own.
 	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --filter LargeTransferTests
+	@# The 1 GiB slow-consumer stream measures its own RSS growth too: alone, in a process of its own.
+	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --filter LargeStreamingTests
 	@# The samples (activity-counter and its CLI tests) build against Herald by path in a package of their own,
 	@# so that users of Herald never resolve swift-argument-parser.
 	cd Samples && $(SWIFT) build --build-tests && $(LOOPBACK_ONLY) $(SWIFT) test --skip-build
 
 ## test-tsan: the notification-center, engine and session tests under ThreadSanitizer.
 test-tsan: deps
-	@# The 256 MiB RSS-budget tests are memory measurements, meaningless under TSan shadow memory.
+	@# The 256 MiB and 1 GiB RSS-budget tests are memory measurements, meaningless under TSan shadow memory.
 	@# One test at a time: TSan slows everything ~10x, and parallel suites would starve the timeout tests.
 	@# The 10,000-connection load test is skipped: it checks counts and timelines, which test and test-asan cover,
 	@# and under TSan it needs ~10x the time and memory; the stress tests, where races would show, do run.
 	@# Suspend-at-the-last-byte is skipped too: it needs suspend() to land within microseconds of a transfer's
 	@# end, which TSan's slowdown never let happen (0 of 150 rounds), so under TSan it would test nothing.
 	@# .ci/tsan.supp names the one false positive outside Herald (a continuation resumed by SwiftNIO).
-	TSAN_OPTIONS=suppressions=$(CURDIR)/.ci/tsan.supp $(LOOPBACK_ONLY) $(SWIFT) test --sanitize=thread --scratch-path .build-tsan --skip LargeTransferTests --skip LoadTests \
+	TSAN_OPTIONS=suppressions=$(CURDIR)/.ci/tsan.supp $(LOOPBACK_ONLY) $(SWIFT) test --sanitize=thread --scratch-path .build-tsan --skip LargeTransferTests --skip LargeStreamingTests --skip LoadTests \
 		--skip SuspendAtLastByteTests --no-parallel
 
 ## test-asan: the whole suite under AddressSanitizer, in its own scratch path (leaks: see leak-check).
 test-asan: deps
-	@# The 256 MiB RSS-budget tests are memory measurements, meaningless with ASan's shadow memory and quarantine.
+	@# The 256 MiB and 1 GiB RSS-budget tests are memory measurements, meaningless with ASan's shadow memory and
+	@# quarantine.
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build-asan
 	@# Leaks are checked by leak-check on a whole demo run: in the test process, XCTest's runner, Foundation's
 	@# URLSession (used as a reference client by HeraldTesting's tests) and Swift values whose pointers are
@@ -104,7 +107,8 @@ test-asan: deps
 	@# made other suites' 3-5 s timeouts fire.
 	@# The closed-pipe test counts every SIGPIPE the process receives: in a process of its own, as in `test`.
 	ASAN_OPTIONS=detect_leaks=0:suppressions=$(CURDIR)/.ci/asan.supp $(LOOPBACK_ONLY) $(SWIFT) test --skip-build --sanitize=address \
-		--scratch-path .build-asan --skip LargeTransferTests --skip LoadTests --skip StressTests --skip ClosedPipeSignalTests
+		--scratch-path .build-asan --skip LargeTransferTests --skip LargeStreamingTests --skip LoadTests --skip StressTests \
+		--skip ClosedPipeSignalTests
 	ASAN_OPTIONS=detect_leaks=0:suppressions=$(CURDIR)/.ci/asan.supp $(LOOPBACK_ONLY) $(SWIFT) test --skip-build --sanitize=address \
 		--scratch-path .build-asan --filter ClosedPipeSignalTests
 	ASAN_OPTIONS=detect_leaks=0:suppressions=$(CURDIR)/.ci/asan.supp $(LOOPBACK_ONLY) $(SWIFT) test --skip-build --sanitize=address \
@@ -165,6 +169,11 @@ fuzz: deps
 ## bench-transfers: Herald vs URLSession vs AsyncHTTPClient vs a C libcurl+libuv client against a loopback nginx.
 bench-transfers: deps
 	Benchmarks/run-transfers.sh $(ARGS)
+
+## bench-streaming: a 256 MiB body streamed (bytes(for:)) and collected (data(for:)) and 1 KiB server-sent events
+## through Herald, against AsyncHTTPClient's streamed body and mattt/EventSource's parser (ARGS="--mib N --runs K").
+bench-streaming: deps
+	cd Benchmarks && $(SWIFT) build -c release --product StreamBenchPeers && $(SWIFT) run -c release StreamBench $(ARGS)
 
 ## bench-instructions: instructions per 1 KiB GET for Herald and the C client under valgrind's callgrind
 ## (installed with apt when missing), and Herald's top 20 functions (ARGS="--requests N --concurrency C").

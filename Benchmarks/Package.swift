@@ -51,6 +51,27 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
+        // StreamBench's command line, event stream and output, shared by its two binaries.
+        .target(name: "StreamBenchKit"),
+        // Streamed bodies and server-sent events through Herald, against HeraldTesting's loopback server.
+        .executableTarget(
+            name: "StreamBench",
+            dependencies: [
+                "StreamBenchKit",
+                .product(name: "Herald", package: "Herald"),
+                .product(name: "HeraldTesting", package: "Herald"),
+            ]
+        ),
+        // AsyncHTTPClient's streamed body and mattt/EventSource's parser, which StreamBench runs.
+        .executableTarget(
+            name: "StreamBenchPeers",
+            dependencies: [
+                "StreamBenchKit",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

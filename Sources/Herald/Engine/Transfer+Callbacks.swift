@@ -73,6 +73,11 @@ extension Transfer {
             machine.abort(with: error)
             return 0
         }
+        if length > 0, sink.isFull(pausing: self), machine.consumerIsBehind() {
+            // A streamed body's consumer is above its high watermark: curl keeps this chunk and stops reading
+            // the socket, so the sender slows down; the consumer's drain sends `resumeReceiving`.
+            return Int(herald_writefunc_pause)
+        }
         if exceedsResponseLimit(adding: length) { return 0 }
         if let buffer, length > 0, let error = sink.write(UnsafeRawBufferPointer(start: buffer, count: length)) {
             // Returning less than `length` makes curl stop with CURLE_WRITE_ERROR; the error says why.
@@ -126,7 +131,10 @@ extension Transfer {
             }
             responseHeaders.add(name: name, value: value)
         case .ignored:
-            break
+            // The blank line that ends a head: a streamed body's sink may hand a final head on before the body.
+            if responseStatus >= 200, response == nil, raw.count <= 2, raw.first == 0x0D || raw.first == 0x0A {
+                sink.headDidEnd { makeResponse() }
+            }
         }
     }
 

@@ -139,6 +139,12 @@ final class Transfer: @unchecked Sendable {
         perform(machine.unpause())
     }
 
+    /// A streamed body's consumer drained below its low watermark: continues a transfer its write callback
+    /// paused for it, unless the user paused it meanwhile.
+    func consumerDidDrain() {
+        perform(machine.consumerDidDrain())
+    }
+
     // MARK: - response disposition
 
     /// The task allowed the response: continue (unless the user suspended the task meanwhile — then their

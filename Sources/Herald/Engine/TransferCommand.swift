@@ -8,6 +8,9 @@ enum TransferCommand: Sendable {
     case pause(Transfer)
     /// Continue a paused transfer where it stopped (``Transfer/unpause()``).
     case unpause(Transfer)
+    /// A streamed body's consumer drained its buffer below the low watermark: continue receiving
+    /// (``Transfer/consumerDidDrain()``). Not the user's resume; it posts nothing.
+    case resumeReceiving(Transfer)
     /// The task allowed the response its transfer is paused at (``Transfer/allowResponse()``).
     case allowResponse(Transfer)
     /// The data task became a download: the body goes to `sink`, and `delegate` hears about the transfer.
@@ -29,6 +32,8 @@ extension MultiHandle {
             transfer.pause()
         case .unpause(let transfer):
             transfer.unpause()
+        case .resumeReceiving(let transfer):
+            transfer.consumerDidDrain()
         case .allowResponse(let transfer):
             transfer.allowResponse()
         case .becomeDownload(let transfer, let sink, let delegate):

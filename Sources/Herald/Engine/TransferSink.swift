@@ -8,12 +8,16 @@ enum TransferSink: Sendable {
     /// Written to `url` as bytes arrive (download tasks). With `resumeOffset > 0` the file already holds
     /// that many bytes of the representation, and a `206` answering the `Range` request appends to them.
     case file(URL, resumeOffset: Int64)
+    /// Handed to a consumer as bytes arrive, through `buffer`, whose watermarks pause and continue receiving
+    /// (streamed data tasks).
+    case stream(ResponseBodyBuffer)
 
     /// Opens the sink. Loop thread.
     func open() throws(HeraldError) -> any BodySink {
         switch self {
         case .memory: MemoryBodySink()
         case .file(let url, let resumeOffset): try FileBodySink(url: url, resumeOffset: resumeOffset)
+        case .stream(let buffer): StreamBodySink(buffer: buffer)
         }
     }
 }
@@ -44,6 +48,18 @@ protocol BodySink: AnyObject {
     func finish() -> Data
     /// The file written, for file sinks.
     var file: DownloadedFile? { get }
+    /// Whether the write callback must pause before handing over more bytes, because the consumer is behind;
+    /// when it returns `true`, the sink has noted `transfer` and has it sent `resumeReceiving` once the
+    /// consumer catches up. Only a streamed body's sink ever returns `true`.
+    func isFull(pausing transfer: Transfer) -> Bool
+    /// The head of a final response ended (its body, if any, follows); `makeResponse` builds it. A streamed
+    /// body's sink hands it to its consumer before the first body byte; other sinks ignore it.
+    func headDidEnd(_ makeResponse: () -> HTTPResponse)
+}
+
+extension BodySink {
+    func isFull(pausing transfer: Transfer) -> Bool { false }
+    func headDidEnd(_ makeResponse: () -> HTTPResponse) {}
 }
 
 /// Collects the body in memory, once: the buffer is handed on as it is, never copied.

@@ -5,7 +5,8 @@
 /// Each event is a `mutating` function that moves to the next state and returns what the transfer must
 /// do; the transfer does it afterwards. The machine holds no C handles. Loop thread only, like its transfer.
 ///
-/// `running` ⇄ `pausePending` → `paused` ⇄ `running`; `running` → `awaitingDisposition` → `running`; a
+/// `running` ⇄ `pausePending` → `paused` ⇄ `running`; `running` ⇄ `waitingForConsumer` (a streamed body's
+/// consumer is behind); `running` → `awaitingDisposition` → `running`; a
 /// body-less response that needs an answer → `heldForDisposition` → (`heldForResume` →) `finished`; a
 /// callback's abort → `aborted` → `finished`; every state → `finished`, once.
 struct TransferStateMachine {
@@ -17,6 +18,10 @@ struct TransferStateMachine {
         case pausePending(ResponseStage)
         /// The user paused and curl holds the transfer.
         case paused(ResponseStage)
+        /// The write callback returned its pause code because a streamed body's consumer is above its high
+        /// watermark; curl keeps the chunk. Not the user's pause: it posts nothing, and the consumer's drain
+        /// below its low watermark continues the transfer (``consumerDidDrain()``).
+        case waitingForConsumer(ResponseStage)
         /// The write callback paused at the first body byte until the task answers; curl keeps that chunk.
         /// A user pause is separate: an answer never undoes it.
         case awaitingDisposition(isUserPaused: Bool)
@@ -39,7 +44,8 @@ struct TransferStateMachine {
     /// The user suspended the task.
     mutating func pause() -> PauseAction {
         switch state {
-        case .running, .pausePending, .awaitingDisposition(isUserPaused: false), .aborted(_, isUserPaused: false):
+        case .running, .pausePending, .waitingForConsumer, .awaitingDisposition(isUserPaused: false),
+            .aborted(_, isUserPaused: false):
             // A write callback paused for the task's answer stops receiving only, so curl is paused here
             // too; an aborted transfer runs until curl reports its end, and obeys the pause meanwhile.
             return .pauseCurl
@@ -60,6 +66,10 @@ struct TransferStateMachine {
         case .running(let stage), .pausePending(let stage):
             // No connection yet (CURLE_BAD_FUNCTION_ARGUMENT): apply it from the first callback.
             state = accepted ? .paused(stage) : .pausePending(stage)
+        case .waitingForConsumer(let stage):
+            // The user's resume continues curl; the write callback then pauses again if the consumer is still
+            // behind.
+            if accepted { state = .paused(stage) }
         case .awaitingDisposition(isUserPaused: false):
             if accepted { state = .awaitingDisposition(isUserPaused: true) }
         case .aborted(let error, isUserPaused: false):
@@ -92,10 +102,28 @@ struct TransferStateMachine {
         case .aborted(let error, isUserPaused: true):
             state = .aborted(error, isUserPaused: false)
             return .continueCurl
-        case .running, .awaitingDisposition(isUserPaused: false), .heldForDisposition(isUserPaused: false),
-            .aborted(_, isUserPaused: false), .finished:
+        case .running, .waitingForConsumer, .awaitingDisposition(isUserPaused: false),
+            .heldForDisposition(isUserPaused: false), .aborted(_, isUserPaused: false), .finished:
             return .none
         }
+    }
+
+    // MARK: - a streamed body's consumer
+
+    /// The write callback found the streamed body's consumer above its high watermark: returns whether it
+    /// pauses (it does while curl runs the transfer normally).
+    mutating func consumerIsBehind() -> Bool {
+        guard case .running(let stage) = state else { return false }
+        state = .waitingForConsumer(stage)
+        return true
+    }
+
+    /// The consumer drained below its low watermark. Outside curl callbacks. A user's pause meanwhile
+    /// stands: their resume continues the transfer.
+    mutating func consumerDidDrain() -> ContinueAction {
+        guard case .waitingForConsumer(let stage) = state else { return .none }
+        state = .running(stage)
+        return .continueCurl
     }
 
     // MARK: - the task's answer
@@ -104,7 +132,7 @@ struct TransferStateMachine {
     /// (``TransferRequest/asksForDisposition(status:headers:)``).
     mutating func responseNeedsDisposition() -> DispositionAction {
         switch state {
-        case .running(let stage), .pausePending(let stage), .paused(let stage):
+        case .running(let stage), .pausePending(let stage), .paused(let stage), .waitingForConsumer(let stage):
             guard !stage.isAllowed else { return .proceed }
             // Wait for the task's answer without blocking the loop: curl keeps this chunk and hands it
             // back when the transfer is unpaused.
@@ -138,7 +166,7 @@ struct TransferStateMachine {
         case .heldForDisposition(isUserPaused: true):
             state = .heldForResume
             return .none
-        case .running, .pausePending, .paused, .heldForResume, .aborted, .finished:
+        case .running, .pausePending, .paused, .waitingForConsumer, .heldForResume, .aborted, .finished:
             return .none
         }
     }
@@ -155,6 +183,11 @@ struct TransferStateMachine {
             return .pause
         case .aborted, .finished:
             return .abort
+        case .waitingForConsumer(let stage):
+            // curl hands back the kept chunk (a user's resume continued it): the write callback asks the
+            // consumer again.
+            state = .running(stage)
+            return .proceed
         case .running, .paused, .awaitingDisposition, .heldForDisposition, .heldForResume:
             return .proceed
         }
@@ -165,7 +198,8 @@ struct TransferStateMachine {
         switch state {
         case .pausePending: .tryPause
         case .aborted, .finished: .abort
-        case .running, .paused, .awaitingDisposition, .heldForDisposition, .heldForResume: .proceed
+        case .running, .paused, .waitingForConsumer, .awaitingDisposition, .heldForDisposition, .heldForResume:
+            .proceed
         }
     }
 
@@ -186,6 +220,7 @@ struct TransferStateMachine {
         case .running(let stage): state = .running(next(stage))
         case .pausePending(let stage): state = .pausePending(next(stage))
         case .paused(let stage): state = .paused(next(stage))
+        case .waitingForConsumer(let stage): state = .waitingForConsumer(next(stage))
         case .awaitingDisposition, .heldForDisposition, .heldForResume, .aborted, .finished: break
         }
     }
@@ -194,7 +229,7 @@ struct TransferStateMachine {
     /// reason stands.
     mutating func abort(with error: HeraldError) {
         switch state {
-        case .running, .pausePending, .awaitingDisposition(isUserPaused: false):
+        case .running, .pausePending, .waitingForConsumer, .awaitingDisposition(isUserPaused: false):
             state = .aborted(error, isUserPaused: false)
         case .paused, .awaitingDisposition(isUserPaused: true):
             state = .aborted(error, isUserPaused: true)
@@ -209,7 +244,7 @@ struct TransferStateMachine {
     /// task's answer.
     mutating func curlDidFinish(needsDisposition: Bool) -> CurlFinishAction {
         switch state {
-        case .running(let stage), .pausePending(let stage), .paused(let stage):
+        case .running(let stage), .pausePending(let stage), .paused(let stage), .waitingForConsumer(let stage):
             guard needsDisposition, stage == .head else {
                 state = .finished
                 return .finish(sinkDidBegin: stage.didBegin)
@@ -268,7 +303,8 @@ struct TransferStateMachine {
     /// Whether the sink has been told about the current response (it is, at its first body byte).
     var sinkDidBegin: Bool { stage?.didBegin ?? false }
 
-    /// Whether silence counts against the idle timeout: not while the user or the task holds the transfer.
+    /// Whether silence counts against the idle timeout: not while the user, the task or a streamed body's
+    /// consumer holds the transfer.
     var isIdleTimeoutRunning: Bool {
         switch state {
         case .running, .pausePending: true
@@ -290,7 +326,7 @@ struct TransferStateMachine {
 
     private var stage: ResponseStage? {
         switch state {
-        case .running(let stage), .pausePending(let stage), .paused(let stage): stage
+        case .running(let stage), .pausePending(let stage), .paused(let stage), .waitingForConsumer(let stage): stage
         default: nil
         }
     }

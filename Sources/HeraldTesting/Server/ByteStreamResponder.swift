@@ -7,7 +7,10 @@ import NIOHTTP1
 /// about one high-water mark (64 KiB by default) plus one chunk is ever queued, however large `n` is. Each chunk is a
 /// slice of ``BytePattern/buffer``, so no body storage is allocated at all. With a delay, one chunk is written per
 /// tick of `delayMs`. Lives on the channel's event loop; owned by ``TestServerHandler``.
-final class ByteStreamResponder {
+///
+/// Each time it finds the channel unwritable — NIO holds more than its high-water mark because the socket's
+/// send buffer is full, the client not reading — it counts a blocked send (``TestServerStatistics/sendBlockedCount``).
+final class ByteStreamResponder: StreamingResponder {
     private static let lastModified = "Mon, 01 Jan 2024 00:00:00 GMT"
 
     private let writer: ResponseWriter
@@ -121,6 +124,7 @@ final class ByteStreamResponder {
             finish()
         } else {
             // Not writable: flush what is queued and wait for channelWritabilityChanged.
+            writer.recorder.sendBlocked()
             writer.context.flush()
         }
     }
@@ -142,4 +146,12 @@ final class ByteStreamResponder {
         writer.writeEnd()
         onFinish()
     }
+}
+
+/// A response that writes its body over time, as the connection accepts it.
+protocol StreamingResponder: AnyObject {
+    /// The channel's writability changed: continue writing if it is writable.
+    func writabilityChanged()
+    /// The connection has gone away: stop.
+    func cancel()
 }

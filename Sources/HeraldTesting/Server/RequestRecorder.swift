@@ -21,6 +21,7 @@ final class RequestRecorder: Sendable {
         var bodyBytesSent = 0
         var bytesSent = 0
         var peakQueuedBodyBytes = 0
+        var sendBlockedCount = 0
         var isShutDown = false
         var nextWaiterID = 0
         var waiters: [Int: Waiter] = [:]
@@ -32,6 +33,7 @@ final class RequestRecorder: Sendable {
                 acceptedConnections: acceptedConnections,
                 bodyBytesSent: bodyBytesSent,
                 bytesSent: bytesSent,
+                sendBlockedCount: sendBlockedCount,
                 requests: requests
             )
         }
@@ -129,6 +131,11 @@ final class RequestRecorder: Sendable {
 
     func bytesSent(_ byteCount: Int) {
         update { $0.bytesSent += byteCount }
+    }
+
+    /// A streaming response found its connection unwritable and waits for the client to read.
+    func sendBlocked() {
+        update { $0.sendBlockedCount += 1 }
     }
 
     func queuedBodyBytes(_ byteCount: Int) {

@@ -72,7 +72,7 @@ extension Route {
             return .status(.notFound)
         case .badRequest(let message):
             return .badRequest(message)
-        case .bytes, .delay, .barrier, .fault, .session:
+        case .bytes, .events, .delay, .barrier, .fault, .session:
             return nil
         }
     }

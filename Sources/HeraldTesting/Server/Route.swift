@@ -15,6 +15,8 @@ enum Route: Sendable {
     case echo
     case multipart
     case bytes(ByteStreamOptions)
+    /// Server-sent events: see ``EventStreamResponder``.
+    case events(EventStreamOptions)
     case delay(milliseconds: Int)
     case barrier(count: Int, key: String)
     case redirect(remaining: Int, status: Int)
@@ -89,6 +91,8 @@ enum Route: Sendable {
             return .multipart
         case "bytes" where segments.count == 2:
             return .bytes(try ByteStreamOptions(count: segments[1], query: query))
+        case "events" where segments.count == 2:
+            return .events(try EventStreamOptions(count: segments[1], query: query))
         case "delay" where segments.count == 2:
             return .delay(milliseconds: try RouteQuery.integer(segments[1], named: "delay", in: 0...600_000))
         case "barrier" where segments.count == 2:

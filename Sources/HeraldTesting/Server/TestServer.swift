@@ -52,6 +52,13 @@ import NIOPosix
 ///   A single `Range: bytes=a-b`, `bytes=a-` or `bytes=-s` gets `206 Partial Content` with `Content-Range`; a range
 ///   starting at or past `n` gets `416` with `Content-Range: bytes */n`; a multi-range is ignored. `If-Range` with a
 ///   validator that does not match serves the whole body with `200`.
+/// - `/events/{n}`: server-sent events (`text/event-stream`, chunked): event `i` is `id: i`, `event: tick`,
+///   `data: i xxx…`, from the one after the request's `Last-Event-ID` (or the first) to `n`, then the response
+///   ends; a request whose `Last-Event-ID` is `n` or more gets `204 No Content`. Written with backpressure.
+///   - `?size=S`: each `data` value is `S` bytes (1...1 MiB, default 16).
+///   - `?retry=R`: each connection's stream starts with `retry: R`.
+///   - `?dropEvery=K`: after `K` events on one connection, half of the next is written and the connection
+///     closed mid-response (a dropped connection for reconnection tests).
 /// - `/delay/{ms}`: waits `ms` milliseconds (0...600000) on the event loop, then `200` with
 ///   `{"delayMilliseconds":ms}`.
 /// - `/barrier/{n}?key=K`: parks the request until `n` requests with the same key `K` (default empty) are parked,

@@ -16,7 +16,7 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
     private let barriers: BarrierRegistry
     private let counters: RequestCounters
     private var request: ReceivedRequest?
-    private var stream: ByteStreamResponder?
+    private var stream: (any StreamingResponder)?
     private var pendingDelay: Scheduled<Void>?
     /// How many request heads this connection has carried, the current one included.
     private var requestsOnConnection = 0
@@ -89,6 +89,10 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
         switch request.route {
         case .bytes(let options):
             let stream = ByteStreamResponder(writer: writer, options: options) { [weak self] in self?.stream = nil }
+            self.stream = stream
+            stream.start()
+        case .events(let options):
+            let stream = EventStreamResponder(writer: writer, options: options) { [weak self] in self?.stream = nil }
             self.stream = stream
             stream.start()
         case .delay(let milliseconds):

@@ -16,6 +16,10 @@ public struct TestServerStatistics: Sendable {
     public var bodyBytesSent: Int
     /// The total number of bytes handed to sockets, including status lines, headers and chunk framing.
     public var bytesSent: Int
+    /// How many times a streaming response (`/bytes`, `/events`) found its connection unwritable and had to wait
+    /// for the client to read: NIO's outbound buffer was above its high-water mark because the socket's send
+    /// buffer was full. A client that reads slower than the server writes makes this grow.
+    public var sendBlockedCount: Int
     /// Every request received, in arrival order.
     public var requests: [RecordedRequest]
 }

@@ -23,6 +23,48 @@ struct TransferStateMachineTests {
         #expect(machine.unpause() == .none)
     }
 
+    // MARK: - a streamed body's consumer
+
+    @Test("a consumer behind pauses the write callback; its drain continues curl; the idle timeout doesn't count it")
+    func consumerBehindAndDrained() {
+        var machine = Machine()
+        #expect(machine.consumerIsBehind() == true)
+        #expect(!machine.isIdleTimeoutRunning)
+        // Paused already: a second report changes nothing.
+        #expect(machine.consumerIsBehind() == false)
+        #expect(machine.consumerDidDrain() == .continueCurl)
+        #expect(machine.isIdleTimeoutRunning)
+        #expect(machine.consumerDidDrain() == .none)
+        #expect(machine.callbackDidRun() == .proceed)
+    }
+
+    @Test("the user's pause while the consumer is behind stands through the drain; their resume continues curl")
+    func userPauseWhileConsumerBehind() {
+        var machine = Machine()
+        #expect(machine.consumerIsBehind() == true)
+        #expect(machine.pause() == .pauseCurl)
+        machine.didTryPause(accepted: true)
+        #expect(machine.consumerDidDrain() == .none)
+        #expect(machine.unpause() == .continueCurl)
+        // curl hands the kept chunk back: the write callback asks the consumer again.
+        #expect(machine.callbackDidRun() == .proceed)
+        #expect(machine.consumerIsBehind() == true)
+    }
+
+    @Test("curl's end while the consumer is behind finishes the transfer once")
+    func endWhileConsumerBehind() {
+        var machine = Machine()
+        machine.sinkDidBeginResponse()
+        #expect(machine.consumerIsBehind() == true)
+        guard case .finish(let sinkDidBegin) = machine.curlDidFinish(needsDisposition: false) else {
+            Issue.record("curl's end did not finish the transfer")
+            return
+        }
+        #expect(sinkDidBegin)
+        #expect(machine.finish() == .none)
+        #expect(machine.consumerDidDrain() == .none)
+    }
+
     @Test("a pause curl refuses before the connection exists is applied by the first write or read callback")
     func pendingPauseAppliedByFirstCallback() {
         var machine = Machine()

@@ -1,0 +1,271 @@
+import Foundation
+import Synchronization
+
+/// The bounded buffer between a streamed data task's transfers (the producer, on the engine's loop thread)
+/// and the consumer of its ``ResponseBodyStream``.
+///
+/// A final response with a status below 300 is handed to the consumer as soon as its head ends: its head, then
+/// its body bytes as they arrive. The body of any other response (a redirect, an authentication challenge, an
+/// error a retrier may retry) is held back until the task completes, so that a next hop or a retry can still
+/// replace it; a held body that reaches the high watermark is handed over instead, and from then on it is the
+/// task's response. Once the head is out, the task neither follows another hop nor retries
+/// (``StreamedDataTask``): a consumer never sees bytes of two responses.
+///
+/// Backpressure: the write callback asks ``isFull(pausing:)`` before each chunk; at the high watermark the
+/// buffer keeps the transfer and the callback pauses curl; the consumer taking bytes down to the low watermark
+/// sends the transfer `resumeReceiving` through `resume`.
+final class ResponseBodyBuffer: Sendable {
+    let policy: StreamBufferPolicy
+    /// Sends the engine `resumeReceiving` for a transfer paused for the consumer.
+    private let resume: @Sendable (Transfer) -> Void
+    private let state: Mutex<State>
+
+    private struct State {
+        /// Handed over, not yet taken, in order; then `tail`.
+        var chunks: [Data] = []
+        /// Handed-over bytes collecting into the next element.
+        var tail = Data()
+        /// Bytes in `chunks` and `tail`.
+        var waiting = 0
+        /// The current response's body while it is held back; `nil` while bytes go to the consumer.
+        var held: Data?
+        /// The current response while its body is held back.
+        var heldResponse: HTTPResponse?
+        /// The head given to the consumer: set once.
+        var head: HTTPResponse?
+        /// How the stream ended, once the task completed.
+        var end: Result<Void, HeraldError>?
+        var headWaiter: CheckedContinuation<Result<HTTPResponse, HeraldError>, Never>?
+        var consumer: CheckedContinuation<Result<Data?, HeraldError>, Never>?
+        /// The transfer whose write callback paused for the consumer.
+        var paused: Transfer?
+        /// Bytes the consumer has taken.
+        var taken: Int64 = 0
+    }
+
+    init(policy: StreamBufferPolicy, resume: @escaping @Sendable (Transfer) -> Void) {
+        self.policy = policy
+        self.resume = resume
+        self.state = Mutex(State())
+    }
+
+    // MARK: - the producer (loop thread)
+
+    /// A final head ended: a status below 300 goes to the consumer now.
+    func headDidEnd(_ response: HTTPResponse) {
+        guard response.statusCode < 300 else { return }
+        let waiter = state.withLock { state -> CheckedContinuation<Result<HTTPResponse, HeraldError>, Never>? in
+            guard state.head == nil else { return nil }
+            return Self.handOver(response, in: &state)
+        }
+        waiter?.resume(returning: .success(response))
+    }
+
+    /// The body of `response` begins (at its first byte, or at the end of a transfer without one).
+    func begin(_ response: HTTPResponse) {
+        let waiter = state.withLock { state -> CheckedContinuation<Result<HTTPResponse, HeraldError>, Never>? in
+            // Once a head is out, the task has no further hop: this is the same response.
+            guard state.head == nil else { return nil }
+            if response.statusCode < 300 { return Self.handOver(response, in: &state) }
+            // What an earlier response of the task left held is replaced.
+            state.held = Data()
+            state.heldResponse = response
+            return nil
+        }
+        waiter?.resume(returning: .success(response))
+    }
+
+    /// Whether the consumer is behind (at the high watermark); if so, keeps `transfer` for the drain.
+    func isFull(pausing transfer: Transfer) -> Bool {
+        let (full, waiter, response) = state.withLock {
+            state -> (Bool, CheckedContinuation<Result<HTTPResponse, HeraldError>, Never>?, HTTPResponse?) in
+            var waiter: CheckedContinuation<Result<HTTPResponse, HeraldError>, Never>?
+            var response: HTTPResponse?
+            if let held = state.held, held.count >= policy.highWatermark, let heldResponse = state.heldResponse {
+                // Too large to hold back: the held response becomes the task's, and its body flows.
+                waiter = Self.handOver(heldResponse, in: &state)
+                response = heldResponse
+                Self.append(held, to: &state, maximumChunkSize: policy.maximumChunkSize)
+            }
+            guard state.held == nil, state.waiting >= policy.highWatermark else { return (false, waiter, response) }
+            state.paused = transfer
+            return (true, waiter, response)
+        }
+        if let waiter, let response { waiter.resume(returning: .success(response)) }
+        return full
+    }
+
+    /// Bytes of the current response's body.
+    func write(_ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+        let handOff = state.withLock { state -> (CheckedContinuation<Result<Data?, HeraldError>, Never>, Data)? in
+            if state.held != nil {
+                state.held?.append(base.assumingMemoryBound(to: UInt8.self), count: bytes.count)
+                return nil
+            }
+            // Into the tail up to the largest element, the rest into the next.
+            var offset = 0
+            while offset < bytes.count {
+                if state.tail.isEmpty { state.tail.reserveCapacity(min(policy.maximumChunkSize, 64 << 10)) }
+                let count = min(bytes.count - offset, policy.maximumChunkSize - state.tail.count)
+                state.tail.append((base + offset).assumingMemoryBound(to: UInt8.self), count: count)
+                offset += count
+                if state.tail.count == policy.maximumChunkSize {
+                    state.chunks.append(state.tail)
+                    state.tail = Data()
+                }
+            }
+            state.waiting += bytes.count
+            guard let consumer = state.consumer, let chunk = Self.takeChunk(from: &state) else { return nil }
+            state.consumer = nil
+            return (consumer, chunk)
+        }
+        // Taken straight from a write: the consumer was waiting, so the buffer was empty and nobody is paused.
+        handOff?.0.resume(returning: .success(handOff?.1))
+    }
+
+    // MARK: - the task
+
+    /// The task completed with `response` and `error` (its completion step, on the completion queue): a body
+    /// still held back goes to the consumer now, then the end.
+    func finish(response: HTTPResponse?, error: HeraldError?) {
+        let (headWaiter, head, consumer, next) = state.withLock {
+            state -> (
+                CheckedContinuation<Result<HTTPResponse, HeraldError>, Never>?, Result<HTTPResponse, HeraldError>?,
+                CheckedContinuation<Result<Data?, HeraldError>, Never>?, Result<Data?, HeraldError>?
+            ) in
+            guard state.end == nil else { return (nil, nil, nil, nil) }
+            var headWaiter: CheckedContinuation<Result<HTTPResponse, HeraldError>, Never>?
+            var head: Result<HTTPResponse, HeraldError>?
+            if state.head == nil {
+                if error == nil, let response {
+                    // Held for the last response begun, which a task that completes without an error
+                    // completes with.
+                    let held = state.held
+                    headWaiter = Self.handOver(response, in: &state)
+                    head = .success(response)
+                    if let held { Self.append(held, to: &state, maximumChunkSize: policy.maximumChunkSize) }
+                } else {
+                    headWaiter = state.headWaiter
+                    state.headWaiter = nil
+                    head = .failure(error ?? HeraldError(.badServerResponse, "The transfer ended without a response."))
+                }
+            }
+            state.held = nil
+            state.heldResponse = nil
+            state.paused = nil
+            state.end = error.map { .failure($0) } ?? .success(())
+            guard let consumer = state.consumer else { return (headWaiter, head, nil, nil) }
+            state.consumer = nil
+            return (headWaiter, head, consumer, Self.next(from: &state))
+        }
+        if let headWaiter, let head { headWaiter.resume(returning: head) }
+        if let consumer, let next { consumer.resume(returning: next) }
+    }
+
+    // MARK: - the consumer
+
+    /// The response head, once a final response is handed over, or the error the task completed with first.
+    func head() async -> Result<HTTPResponse, HeraldError> {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> Result<HTTPResponse, HeraldError>? in
+                if let head = state.head { return .success(head) }
+                if case .failure(let error) = state.end { return .failure(error) }
+                state.headWaiter = continuation
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+
+    /// The next element, `nil` at the end, or the error the task completed with after the last element.
+    func next() async -> Result<Data?, HeraldError> {
+        let (result, wake) = await withCheckedContinuation {
+            (continuation: CheckedContinuation<Result<Data?, HeraldError>, Never>) in
+            let ready = state.withLock { state -> Result<Data?, HeraldError>? in
+                if state.chunks.isEmpty, state.tail.isEmpty, state.end == nil {
+                    state.consumer = continuation
+                    return nil
+                }
+                return Self.next(from: &state)
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }.withDrain(of: self)
+        if let wake { resume(wake) }
+        return result
+    }
+
+    /// Whether the consumer has the head: from then on the task's response is fixed.
+    var hasHandedOverHead: Bool { state.withLock { $0.head != nil } }
+
+    /// Bytes handed over and not yet taken, for tests.
+    var waitingByteCount: Int { state.withLock { $0.waiting } }
+
+    /// After the consumer took an element: the transfer to continue, when the bytes waiting fell to the low
+    /// watermark.
+    fileprivate func drained() -> Transfer? {
+        state.withLock { state in
+            guard let paused = state.paused, state.waiting <= policy.lowWatermark else { return nil }
+            state.paused = nil
+            return paused
+        }
+    }
+
+    // MARK: - helpers (under the lock)
+
+    private static func handOver(
+        _ response: HTTPResponse, in state: inout State
+    ) -> CheckedContinuation<Result<HTTPResponse, HeraldError>, Never>? {
+        state.head = response
+        state.held = nil
+        state.heldResponse = nil
+        defer { state.headWaiter = nil }
+        return state.headWaiter
+    }
+
+    private static func append(_ bytes: Data, to state: inout State, maximumChunkSize: Int) {
+        guard !bytes.isEmpty else { return }
+        if !state.tail.isEmpty {
+            state.chunks.append(state.tail)
+            state.tail = Data()
+        }
+        var start = bytes.startIndex
+        while start < bytes.endIndex {
+            let end = min(start + maximumChunkSize, bytes.endIndex)
+            state.chunks.append(bytes[start..<end])
+            start = end
+        }
+        state.waiting += bytes.count
+    }
+
+    private static func takeChunk(from state: inout State) -> Data? {
+        let chunk: Data
+        if !state.chunks.isEmpty {
+            chunk = state.chunks.removeFirst()
+        } else if !state.tail.isEmpty {
+            chunk = state.tail
+            state.tail = Data()
+        } else {
+            return nil
+        }
+        state.waiting -= chunk.count
+        state.taken += Int64(chunk.count)
+        return chunk
+    }
+
+    private static func next(from state: inout State) -> Result<Data?, HeraldError> {
+        if let chunk = takeChunk(from: &state) { return .success(chunk) }
+        switch state.end {
+        case .failure(let error): return .failure(error)
+        case .success, nil: return .success(nil)
+        }
+    }
+}
+
+extension Result where Success == Data?, Failure == HeraldError {
+    /// The element, with the transfer to continue if taking it drained the buffer to its low watermark.
+    fileprivate func withDrain(of buffer: ResponseBodyBuffer) -> (Self, Transfer?) {
+        guard case .success(.some) = self else { return (self, nil) }
+        return (self, buffer.drained())
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+
+/// A response body as an asynchronous sequence of chunks, in the order they arrived: what
+/// ``SessionManager/bytes(for:bufferPolicy:)`` returns.
+///
+/// Iterate it once, from one Swift task. Each element is one or more of curl's reads joined, at most
+/// ``StreamBufferPolicy/maximumChunkSize`` bytes. The sequence ends after the last byte when the task
+/// completes successfully, and throws the task's ``HeraldError`` after the last byte that arrived when it
+/// fails (a connection lost mid-body: ``HeraldError/Code/networkConnectionLost``).
+///
+/// **Backpressure.** At most ``StreamBufferPolicy/highWatermark`` bytes wait for you: past it the transfer
+/// stops reading from the socket until you have taken them down to the low watermark. A slow consumer slows
+/// the sender instead of growing memory.
+///
+/// **Cancellation.** Cancelling the Swift task that iterates, or dropping the sequence and its iterator
+/// before the end, cancels the ``task``: the transfer stops and the task completes once, with
+/// ``HeraldError/Code/cancelled``. A cancelled iteration throws ``HeraldError/Code/cancelled`` at once.
+public struct ResponseBodyStream: AsyncSequence, Sendable {
+    /// A chunk of the body.
+    public typealias Element = Data
+    /// What iteration throws.
+    public typealias Failure = HeraldError
+
+    let consumer: StreamConsumer
+
+    /// The session task that runs the transfer: its ``SessionTask/downloadProgress`` counts every byte, and
+    /// ``SessionTask/suspend()`` and ``SessionTask/resume()`` pause and continue it (posting
+    /// `taskDidSuspend` and `taskDidResume`, as for any task).
+    public var task: DataTask { consumer.task }
+
+    /// The body as lines of text: see ``ResponseLines``.
+    public var lines: ResponseLines { ResponseLines(chunks: self) }
+
+    /// Makes the iterator; one per sequence.
+    public func makeAsyncIterator() -> Iterator { Iterator(consumer: consumer) }
+
+    /// Yields the chunks; see ``ResponseBodyStream``.
+    public struct Iterator: AsyncIteratorProtocol {
+        let consumer: StreamConsumer
+
+        /// The next chunk, or `nil` after the last.
+        /// - Throws: ``HeraldError``: the task's error after the last chunk that arrived, or
+        ///   ``HeraldError/Code/cancelled`` when the iterating Swift task is cancelled.
+        public mutating func next() async throws(HeraldError) -> Data? {
+            try await consumer.next()
+        }
+
+        /// The next chunk, or `nil` after the last, on the caller's isolation.
+        /// - Parameter actor: The caller's actor, if any.
+        /// - Throws: ``HeraldError`` as ``next()`` does.
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws(HeraldError) -> Data? {
+            try await consumer.next()
+        }
+    }
+}
+
+/// What a ``ResponseBodyStream`` and its iterator share: the buffer and the task. Dropping the last of them
+/// cancels the task (nothing once it completed).
+final class StreamConsumer: Sendable {
+    let buffer: ResponseBodyBuffer
+    let task: DataTask
+
+    init(buffer: ResponseBodyBuffer, task: DataTask) {
+        self.buffer = buffer
+        self.task = task
+    }
+
+    deinit { task.cancel() }
+
+    func next() async throws(HeraldError) -> Data? {
+        if Task.isCancelled {
+            task.cancel()
+            throw SessionTask.cancellation(for: task.originalRequest.url)
+        }
+        let result = await withTaskCancellationHandler {
+            await buffer.next()
+        } onCancel: {
+            task.cancel()
+        }
+        return try result.get()
+    }
+}

@@ -1,0 +1,253 @@
+import Foundation
+
+/// How ``SessionManager/events(for:options:)`` connects and reconnects.
+public struct EventSourceOptions: Sendable, Equatable {
+    /// The wait before reconnecting until the stream sets one with `retry`. Default 3 seconds.
+    public var defaultReconnectionTime: Duration
+    /// How many connections in a row may fail before any event arrives before the sequence throws the last
+    /// error; `nil` (the default) reconnects for as long as you iterate, as the standard's `EventSource` does.
+    public var maximumConsecutiveFailures: Int?
+    /// The watermarks of each connection's body; default ``StreamBufferPolicy/default``.
+    public var bufferPolicy: StreamBufferPolicy
+
+    /// The defaults: 3 seconds, no limit, the default buffer policy.
+    public static let `default` = EventSourceOptions()
+
+    /// Creates options.
+    /// - Parameters:
+    ///   - defaultReconnectionTime: The wait before reconnecting until the stream sets one; default 3 s.
+    ///   - maximumConsecutiveFailures: Failed connections in a row before giving up; default `nil`, no limit.
+    ///   - bufferPolicy: The watermarks of each connection's body.
+    public init(
+        defaultReconnectionTime: Duration = .seconds(3), maximumConsecutiveFailures: Int? = nil,
+        bufferPolicy: StreamBufferPolicy = .default
+    ) {
+        self.defaultReconnectionTime = defaultReconnectionTime
+        self.maximumConsecutiveFailures = maximumConsecutiveFailures
+        self.bufferPolicy = bufferPolicy
+    }
+}
+
+/// Server-sent events as an asynchronous sequence, reconnecting as the WHATWG HTML standard's `EventSource`
+/// does: what ``SessionManager/events(for:options:)`` returns.
+///
+/// Iterating connects (the request with `Accept: text/event-stream`, `Cache-Control: no-store`, and
+/// `Last-Event-ID` once an event set an ID) and yields each event as its blank line arrives. When the
+/// connection ends — the server closes it, or it fails with a transport error — the sequence waits the
+/// stream's `retry` time (``EventSourceOptions/defaultReconnectionTime`` until one is set), posts
+/// ``HeraldNotifications/NotificationName/eventSourceWillReconnect`` and connects again with `Last-Event-ID`;
+/// the incomplete event the ended connection was sending is discarded, so an event is neither lost (the server
+/// resends from the ID) nor repeated. Each connection is a streamed data task of the session, announced with
+/// `taskDidResume` and `taskDidComplete`.
+///
+/// It ends — returns `nil` — when the server answers `204 No Content`. It throws
+/// ``HeraldError/Code/unacceptableStatusCode`` for another status than 200,
+/// ``HeraldError/Code/unacceptableContentType`` for a type other than `text/event-stream` (neither is
+/// retried), ``HeraldError/Code/cancelled`` when the iterating Swift task is cancelled, and the last
+/// transport error after ``EventSourceOptions/maximumConsecutiveFailures`` failed connections in a row.
+/// Dropping the iterator stops the current connection.
+public struct ServerSentEvents: AsyncSequence, Sendable {
+    /// An event.
+    public typealias Element = ServerSentEvent
+    /// What iteration throws.
+    public typealias Failure = HeraldError
+
+    let session: SessionManager
+    let request: Request
+    let options: EventSourceOptions
+
+    /// Makes an iterator: each one has its own connections.
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(connection: EventSourceConnection(session: session, request: request, options: options))
+    }
+
+    /// Yields the events; see ``ServerSentEvents``.
+    public struct Iterator: AsyncIteratorProtocol {
+        let connection: EventSourceConnection
+
+        /// The next event, or `nil` after a `204`.
+        /// - Throws: ``HeraldError``, as ``ServerSentEvents`` says.
+        public mutating func next() async throws(HeraldError) -> ServerSentEvent? {
+            try await connection.next()
+        }
+
+        /// The next event, or `nil` after a `204`, on the caller's isolation.
+        /// - Parameter actor: The caller's actor, if any.
+        /// - Throws: ``HeraldError`` as ``next()`` does.
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws(HeraldError)
+            -> ServerSentEvent?
+        {
+            try await connection.next()
+        }
+    }
+}
+
+/// One iterator's connections, parser and reconnection state.
+final class EventSourceConnection: @unchecked Sendable {
+    // Safety: used by the one iterator that owns it, whose `next()` calls don't overlap (an async iterator is
+    // iterated from one task at a time).
+
+    let session: SessionManager
+    let request: Request
+    let options: EventSourceOptions
+    private var parser = ServerSentEventParser()
+    private var ready: [ServerSentEvent] = []
+    private var readyIndex = 0
+    private var body: ResponseBodyStream.Iterator?
+    private var currentTask: DataTask?
+    private var connections = 0
+    private var failuresInARow = 0
+    private var isFinished = false
+
+    init(session: SessionManager, request: Request, options: EventSourceOptions) {
+        self.session = session
+        self.request = request
+        self.options = options
+    }
+
+    func next() async throws(HeraldError) -> ServerSentEvent? {
+        while true {
+            if readyIndex < ready.count {
+                defer { readyIndex += 1 }
+                return ready[readyIndex]
+            }
+            ready.removeAll(keepingCapacity: true)
+            readyIndex = 0
+            if isFinished { return nil }
+            guard var stream = body else {
+                try await connect()
+                continue
+            }
+            do throws(HeraldError) {
+                let chunk = try await stream.next()
+                body = stream
+                if let chunk {
+                    ready = parser.parse(chunk)
+                    if !ready.isEmpty { failuresInARow = 0 }
+                } else {
+                    try await connectionEnded(error: nil)
+                }
+            } catch {
+                try await connectionEnded(error: error)
+            }
+        }
+    }
+
+    /// Opens the next connection; a transport error waits and tries again.
+    private func connect() async throws(HeraldError) {
+        var request = request
+        request.headers.replaceOrAdd(name: "Accept", value: "text/event-stream")
+        request.headers.replaceOrAdd(name: "Cache-Control", value: "no-store")
+        if parser.lastEventID.isEmpty {
+            request.headers.remove(name: "Last-Event-ID")
+        } else {
+            request.headers.replaceOrAdd(name: "Last-Event-ID", value: parser.lastEventID)
+        }
+        connections += 1
+        let consumer: StreamConsumer
+        let head: Result<HTTPResponse, HeraldError>
+        do throws(HeraldError) {
+            (consumer, head) = try await session.openStream(for: request, bufferPolicy: options.bufferPolicy)
+        } catch {
+            // The request or the policy is malformed, or the session is invalidated: nothing to retry.
+            isFinished = true
+            throw error
+        }
+        currentTask = consumer.task
+        let response: HTTPResponse
+        switch head {
+        case .success(let head): response = head
+        case .failure(let error): return try await connectionEnded(error: error)
+        }
+        if response.statusCode == 204 {
+            isFinished = true
+            return
+        }
+        guard response.statusCode == 200 else {
+            isFinished = true
+            throw HeraldError(
+                .unacceptableStatusCode, "The event stream answered \(response.statusCode).", url: response.url,
+                statusCode: response.statusCode)
+        }
+        let mediaType = response.headers["Content-Type"]?.split(separator: ";").first?
+            .trimmingCharacters(in: .whitespaces).lowercased()
+        guard mediaType == "text/event-stream" else {
+            isFinished = true
+            throw HeraldError(
+                .unacceptableContentType,
+                "The event stream's Content-Type is \(response.headers["Content-Type"] ?? "missing"), "
+                    + "not text/event-stream.", url: response.url, statusCode: response.statusCode)
+        }
+        body = ResponseBodyStream(consumer: consumer).makeAsyncIterator()
+    }
+
+    /// The connection ended (`error` nil: the server closed the stream): reconnect after the delay, or throw
+    /// an error that must not be retried.
+    private func connectionEnded(error: HeraldError?) async throws(HeraldError) {
+        body = nil
+        parser.endOfStream()
+        if let error {
+            guard Self.reconnects(after: error), !Task.isCancelled else {
+                isFinished = true
+                throw error
+            }
+            failuresInARow += 1
+            if let limit = options.maximumConsecutiveFailures, failuresInARow >= limit {
+                isFinished = true
+                throw error
+            }
+        }
+        let delay = parser.reconnectionTime.map { Duration.milliseconds($0) } ?? options.defaultReconnectionTime
+        if let task = currentTask {
+            session.eventPoster.postReconnection(
+                of: task, attempt: connections + 1, error: error, lastEventID: parser.lastEventID, delay: delay)
+        }
+        currentTask = nil
+        do {
+            try await Task.sleep(for: delay)
+        } catch {
+            isFinished = true
+            throw HeraldError(.cancelled, "The event stream was cancelled.", url: request.url)
+        }
+    }
+
+    /// Whether a failed connection is one the standard reconnects after: a network error, not a refusal.
+    private static func reconnects(after error: HeraldError) -> Bool {
+        switch error.code {
+        case .networkConnectionLost, .timedOut, .cannotConnect, .cannotFindHost, .badServerResponse: true
+        default: false
+        }
+    }
+}
+
+extension SessionEventPoster {
+    /// Queues `eventSourceWillReconnect` on the event queue.
+    func postReconnection(
+        of task: SessionTask, attempt: Int, error: HeraldError?, lastEventID: String, delay: Duration
+    ) {
+        guard center.hasObservers(for: .eventSourceWillReconnect) else { return }
+        let payload = EventSourceReconnection(
+            taskIdentifier: task.taskIdentifier, sessionIdentifier: sessionIdentifier, request: task.requestSummary,
+            date: Date(), attempt: attempt, error: error, lastEventID: lastEventID,
+            delay: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
+        let center = center
+        async { center.post(.eventSourceWillReconnect, object: task, userInfo: payload) }
+    }
+}
+
+extension SessionManager {
+    /// Server-sent events from `request`, reconnecting with `Last-Event-ID` as the WHATWG HTML standard's
+    /// `EventSource` does: see ``ServerSentEvents``.
+    ///
+    /// Nothing is sent until the sequence is iterated; each iterator has connections of its own. Every
+    /// connection is a streamed data task of the session (`taskDidResume`, `taskDidComplete`), and every
+    /// reconnection posts ``HeraldNotifications/NotificationName/eventSourceWillReconnect`` first.
+    ///
+    /// - Parameters:
+    ///   - request: The request; `Accept`, `Cache-Control` and `Last-Event-ID` are set on each connection.
+    ///   - options: Reconnection and buffering; default ``EventSourceOptions/default``.
+    /// - Returns: The events, in order.
+    public func events(for request: Request, options: EventSourceOptions = .default) -> ServerSentEvents {
+        ServerSentEvents(session: self, request: request, options: options)
+    }
+}

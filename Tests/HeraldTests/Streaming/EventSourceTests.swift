@@ -1,0 +1,126 @@
+import Foundation
+import Herald
+import HeraldNotifications
+import HeraldTesting
+import Testing
+
+@Suite("Server-sent events: events(for:) and reconnection with Last-Event-ID")
+struct EventSourceTests {
+    @Test("a stream dropped mid-event twice: every event exactly once, in order, each reconnection after retry ms")
+    func reconnectsWithLastEventID() async throws {
+        let fixture = try await SessionFixture.make()
+        let reconnections = ReconnectionLog(center: fixture.center)
+        let retry = 50
+        let events = fixture.session.events(
+            for: Request(url: fixture.server.url("/events/10?dropEvery=4&retry=\(retry)&size=64")))
+        let (received, error) = try await readAll(events)
+        #expect(error == nil)
+        #expect(received.map(\.id) == (1...10).map(String.init))
+        #expect(
+            received.allSatisfy { $0.event == "tick" && $0.data.hasPrefix("\($0.id) ") && $0.data.utf8.count == 64 })
+        // Three connections served events (dropped after 4 and after 8, ended normally after 10); the fourth,
+        // asking from 10, got 204 and ended the sequence.
+        let requests = fixture.server.requests(forPath: "/events/10")
+        #expect(requests.map { $0.headerValue("Last-Event-ID") } == [nil, "4", "8", "10"])
+        #expect(requests.allSatisfy { $0.headerValue("Accept") == "text/event-stream" })
+        for (earlier, later) in zip(requests, requests.dropFirst()) {
+            // The connection ended after its request arrived, and the next waited `retry` ms after that.
+            #expect(later.receivedAt - earlier.receivedAt >= .milliseconds(retry))
+        }
+        _ = try await fixture.recorder.waitForCompletions(4)
+        let log = reconnections.all
+        #expect(log.map(\.lastEventID) == ["4", "8", "10"])
+        #expect(log.map(\.attempt) == [2, 3, 4])
+        #expect(log.allSatisfy { abs($0.delay - Double(retry) / 1000) < 1e-9 })
+        #expect(log.prefix(2).allSatisfy { $0.error != nil })
+        #expect(log.last?.error == nil)
+        // Each connection is a task of its own, announced as every task is.
+        #expect(fixture.recorder.events.filter { $0.kind == .resume }.count == 4)
+        #expect(fixture.recorder.completions.count == 4)
+        try await fixture.tearDown()
+    }
+
+    @Test("a wrong content type ends the sequence with unacceptableContentType, without reconnecting")
+    func wrongContentType() async throws {
+        let fixture = try await SessionFixture.make()
+        let (received, error) = try await readAll(
+            fixture.session.events(for: Request(url: fixture.server.url("/text"))))
+        #expect(received.isEmpty)
+        #expect(error?.code == .unacceptableContentType)
+        #expect(fixture.server.requestCount == 1)
+        try await fixture.tearDown()
+    }
+
+    @Test("204 No Content ends the sequence without an error")
+    func noContentEnds() async throws {
+        let fixture = try await SessionFixture.make()
+        let (received, error) = try await readAll(
+            fixture.session.events(for: Request(url: fixture.server.url("/status/204"))))
+        #expect(received.isEmpty)
+        #expect(error == nil)
+        #expect(fixture.server.requestCount == 1)
+        try await fixture.tearDown()
+    }
+
+    @Test("another status ends the sequence with unacceptableStatusCode, without reconnecting")
+    func errorStatus() async throws {
+        let fixture = try await SessionFixture.make()
+        let (_, error) = try await readAll(fixture.session.events(for: Request(url: fixture.server.url("/status/500"))))
+        #expect(error?.code == .unacceptableStatusCode)
+        #expect(error?.statusCode == 500)
+        #expect(fixture.server.requestCount == 1)
+        try await fixture.tearDown()
+    }
+
+    @Test("failed connections in a row up to the limit, then the last error")
+    func failureLimit() async throws {
+        let fixture = try await SessionFixture.make()
+        let options = EventSourceOptions(defaultReconnectionTime: .milliseconds(10), maximumConsecutiveFailures: 3)
+        let (_, error) = try await readAll(
+            fixture.session.events(
+                for: Request(url: fixture.server.url("/fault/reset-before-headers")), options: options))
+        #expect(error != nil)
+        #expect(fixture.server.requestCount == 3)
+        try await fixture.tearDown()
+    }
+
+    @Test("cancelling the iterating task ends the stream with cancelled, and its connection")
+    func cancelIteration() async throws {
+        let fixture = try await SessionFixture.make()
+        let events = fixture.session.events(for: Request(url: fixture.server.url("/events/100000000?size=1024")))
+        let first = OneShot<Void>()
+        let consumer = Task { () -> HeraldError? in
+            do throws(HeraldError) {
+                for try await _ in events { first.send(()) }
+                return nil
+            } catch {
+                return error
+            }
+        }
+        try await first.value()
+        consumer.cancel()
+        #expect(await consumer.value?.code == .cancelled)
+        _ = try await fixture.recorder.waitForCompletions(1)
+        #expect(fixture.recorder.completions.first?.error?.code == .cancelled)
+        try await fixture.server.waitForOpenConnections(0)
+        try await fixture.tearDown()
+    }
+}
+
+@Suite("HTTPSessionManager's streamed forms")
+struct HTTPSessionManagerStreamingTests {
+    @Test("bytes and events resolve their path against the base URL and send the serializer's query")
+    func relativeStreams() async throws {
+        let fixture = try await SessionFixture.make()
+        let manager = HTTPSessionManager(baseURL: fixture.server.url("/"), session: fixture.session)
+        let (response, body) = try await manager.bytes("bytes/1000", parameters: ["chunkSize": 100])
+        #expect(response.statusCode == 200)
+        #expect(try await readAll(body).get().count == 1000)
+        #expect(fixture.server.requests.first?.uri == "/bytes/1000?chunkSize=100")
+        let events = try manager.events("events/2", parameters: ["retry": 1])
+        let (received, error) = try await readAll(events)
+        #expect(error == nil)
+        #expect(received.map(\.id) == ["1", "2"])
+        try await fixture.tearDown()
+    }
+}

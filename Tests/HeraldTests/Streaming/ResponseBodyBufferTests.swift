@@ -1,0 +1,125 @@
+import Foundation
+import HeraldNotifications
+import Testing
+
+@testable import Herald
+
+/// The buffer between a streamed task's transfers and its consumer, fed by hand: what the consumer sees of
+/// held responses, and how lines split across elements. No transfer runs: the task is never resumed.
+@Suite("ResponseBodyBuffer and ResponseLines, fed by hand")
+struct ResponseBodyBufferTests {
+    static let url = URL(string: "http://127.0.0.1:9/stream")!
+
+    /// A streamed task that is never resumed, and its buffer; dropping the stream cancels the task.
+    private static func stream(
+        policy: StreamBufferPolicy = .default
+    ) throws -> (SessionManager, ResponseBodyBuffer, ResponseBodyStream) {
+        let session = SessionManager(notificationCenter: NotificationHub())
+        let (task, buffer) = try session.makeStreamedTask(with: Request(url: url), bufferPolicy: policy)
+        return (session, buffer, ResponseBodyStream(consumer: StreamConsumer(buffer: buffer, task: task)))
+    }
+
+    private static func response(_ status: Int) -> HTTPResponse {
+        HTTPResponse(url: url, statusCode: status, headers: [:])
+    }
+
+    private static func write(_ text: String, to buffer: ResponseBodyBuffer) {
+        Array(text.utf8).withUnsafeBytes { buffer.write($0) }
+    }
+
+    @Test("lines split at CR, LF and CRLF wherever the elements break, the last line without an end too")
+    func linesAcrossElements() async throws {
+        let (session, buffer, body) = try Self.stream(
+            policy: StreamBufferPolicy(highWatermark: 1 << 20, lowWatermark: 0, maximumChunkSize: 3))
+        defer { session.invalidate(cancelingTasks: true) }
+        buffer.headDidEnd(Self.response(200))
+        // Elements of at most 3 bytes: "a\r\n" "b\rc" "\r\n\n" "d" split the CRLFs every way.
+        Self.write("a\r\nb\rc\r\n\nd", to: buffer)
+        buffer.finish(response: Self.response(200), error: nil)
+        var lines: [String] = []
+        for try await line in body.lines { lines.append(line) }
+        #expect(lines == ["a", "b", "c", "", "d"])
+    }
+
+    @Test("a 2xx head is handed over before its body; the body's bytes follow in order, then the end")
+    func headBeforeBody() async throws {
+        let (session, buffer, body) = try Self.stream()
+        defer { session.invalidate(cancelingTasks: true) }
+        buffer.headDidEnd(Self.response(200))
+        #expect(try await buffer.head().get().statusCode == 200)
+        #expect(buffer.hasHandedOverHead)
+        buffer.begin(Self.response(200))
+        Self.write("hello ", to: buffer)
+        Self.write("world", to: buffer)
+        buffer.finish(response: Self.response(200), error: nil)
+        var received = Data()
+        for try await chunk in body { received.append(chunk) }
+        #expect(String(decoding: received, as: UTF8.self) == "hello world")
+    }
+
+    @Test("a redirect's body is held and dropped when the next response begins; a 4xx is handed over at the end")
+    func heldResponses() async throws {
+        let (session, buffer, body) = try Self.stream()
+        defer { session.invalidate(cancelingTasks: true) }
+        buffer.headDidEnd(Self.response(302))
+        buffer.begin(Self.response(302))
+        Self.write("moved", to: buffer)
+        #expect(!buffer.hasHandedOverHead)
+        #expect(buffer.waitingByteCount == 0)
+        buffer.begin(Self.response(404))
+        Self.write("not here", to: buffer)
+        #expect(!buffer.hasHandedOverHead)
+        buffer.finish(response: Self.response(404), error: nil)
+        #expect(try await buffer.head().get().statusCode == 404)
+        var received = Data()
+        for try await chunk in body { received.append(chunk) }
+        #expect(String(decoding: received, as: UTF8.self) == "not here")
+    }
+
+    @Test("a held body that reaches the high watermark is handed over with its head")
+    func heldBodyTooLarge() async throws {
+        let (session, buffer, body) = try Self.stream(
+            policy: StreamBufferPolicy(highWatermark: 8, lowWatermark: 0, maximumChunkSize: 4))
+        defer { session.invalidate(cancelingTasks: true) }
+        buffer.begin(Self.response(500))
+        Self.write("0123456789", to: buffer)
+        #expect(!buffer.hasHandedOverHead)
+        // The write callback's question before the next read hands the held response over.
+        let transfer = Transfer(
+            request: session.transferRequest(for: Request(url: Self.url), body: nil), delegate: NoDelegate())
+        #expect(buffer.isFull(pausing: transfer))
+        #expect(buffer.hasHandedOverHead)
+        #expect(buffer.waitingByteCount == 10)
+        #expect(try await buffer.head().get().statusCode == 500)
+        buffer.finish(response: Self.response(500), error: nil)
+        var received = Data()
+        for try await chunk in body { received.append(chunk) }
+        #expect(String(decoding: received, as: UTF8.self) == "0123456789")
+    }
+
+    @Test("a failure before any head fails the head with the task's error")
+    func failureBeforeHead() async throws {
+        let (session, buffer, body) = try Self.stream()
+        defer { session.invalidate(cancelingTasks: true) }
+        // Kept: dropping the stream would cancel the task, whose completion would end the buffer first.
+        withExtendedLifetime(body) {
+            buffer.finish(response: nil, error: HeraldError(.cannotConnect, "refused"))
+        }
+        guard case .failure(let error) = await buffer.head() else {
+            Issue.record("the head did not fail")
+            return
+        }
+        #expect(error.code == .cannotConnect)
+    }
+}
+
+/// A transfer delegate that ignores everything: the buffer only keeps the transfer for its drain.
+private final class NoDelegate: TransferDelegate {
+    func transferDidReceiveResponse(_ response: HTTPResponse) {}
+    func transferDidReceiveBytes(total received: Int64, expected: Int64?) {}
+    func transferNeedsResponseDisposition(_ response: HTTPResponse, transfer: Transfer) {}
+    func transferDidReceiveBody(_ bytes: UnsafeRawBufferPointer) {}
+    func transferDidSendBytes(total sent: Int64, expected: Int64?) {}
+    func transferDidFinish(_ outcome: TransferOutcome) {}
+    func proceed(after outcome: TransferOutcome) {}
+}
