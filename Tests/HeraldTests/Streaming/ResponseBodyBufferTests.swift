@@ -86,7 +86,8 @@ struct ResponseBodyBufferTests {
         #expect(!buffer.hasHandedOverHead)
         // The write callback's question before the next read hands the held response over.
         let transfer = Transfer(
-            request: session.transferRequest(for: Request(url: Self.url), body: nil), delegate: NoDelegate())
+            request: session.transferRequest(for: Request(url: Self.url), body: nil), delegate: NoDelegate(),
+            lanes: session.lanes)
         #expect(buffer.isFull(pausing: transfer))
         #expect(buffer.hasHandedOverHead)
         #expect(buffer.waitingByteCount == 10)
@@ -120,6 +121,5 @@ private final class NoDelegate: TransferDelegate {
     func transferNeedsResponseDisposition(_ response: HTTPResponse, transfer: Transfer) {}
     func transferDidReceiveBody(_ bytes: UnsafeRawBufferPointer) {}
     func transferDidSendBytes(total sent: Int64, expected: Int64?) {}
-    func transferDidFinish(_ outcome: TransferOutcome) {}
     func proceed(after outcome: TransferOutcome) {}
 }
