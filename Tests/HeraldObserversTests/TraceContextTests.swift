@@ -24,6 +24,7 @@ struct TraceContextTests {
         let server: TestServer
         let session: SessionManager
         let tracer = W3CTestTracer()
+        let tracing: TracingObserver<W3CTestTracer>
         let recorder: RecordingObserver
         let tokens: [ObservationToken]
 
@@ -32,7 +33,8 @@ struct TraceContextTests {
             let center = NotificationHub()
             session = SessionManager(notificationCenter: center)
             session.responseSerializer = DataResponseSerializer()
-            tokens = ([TracingObserver(tracer: tracer)] + observers).map { $0.observe(center) }
+            tracing = TracingObserver(tracer: tracer)
+            tokens = ([tracing] + observers).map { $0.observe(center) }
             recorder = RecordingObserver(center: center)
         }
 
@@ -89,6 +91,30 @@ struct TraceContextTests {
         #expect(client.traceID == parent.traceID)
         #expect(client.parentSpanID == parent.spanID)
         #expect(client.spanID != parent.spanID)
+        try await traced.shutdown()
+    }
+
+    @Test("a request whose span startSpan(for:) started sends that span: the server's span is the client span's child")
+    func clientSpanPropagated() async throws {
+        let traced = try await Traced()
+        let (tracer, tracing, session) = (traced.tracer, traced.tracing, traced.session)
+        let url = traced.server.url("/text")
+        let parent = try await withTracer(tracer) {
+            try await tracer.withSpan("checkout") { span in
+                _ = try await session.data(for: tracing.startSpan(for: Request(url: url)))
+                return span.spanContext
+            }
+        }
+        _ = try await traced.recorder.waitForCompletions(1)
+
+        let client = try traced.clientSpan()
+        #expect(client.traceID == parent.traceID)
+        #expect(client.parentSpanID == parent.spanID)
+        #expect(client.attributes.get("http.response.status_code") == .int64(200))
+        #expect(client.attributes.get("herald.task.id") != nil)
+        let received = try traced.receivedContexts(path: "/text")
+        #expect(received.map(\.traceID.description) == [parent.traceID])
+        #expect(received.map(\.spanID.description) == [client.spanID])
         try await traced.shutdown()
     }
 

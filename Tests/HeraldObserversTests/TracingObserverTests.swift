@@ -106,4 +106,28 @@ struct TracingObserverTests {
         TracingObserver(tracer: tracer).downloadDidFailToMoveFile(Payloads.moveFailure(task: 9))
         #expect(tracer.activeSpans.isEmpty && tracer.finishedSpans.isEmpty)
     }
+
+    @Test("a span started for a request is adopted by its task, and still ends when the task is cancelled unsent")
+    func startedSpanAdopted() throws {
+        let tracer = InMemoryTracer()
+        let observer = TracingObserver(tracer: tracer)
+        let url = try #require(URL(string: "http://example.com/a"))
+        let sent = try tasks.session.dataTask(with: observer.startSpan(for: Request(url: url, method: "POST")))
+        let unsent = try tasks.session.dataTask(with: observer.startSpan(for: Request(url: url)))
+        #expect(tracer.activeSpans.count == 2)
+        observer.taskDidResume(Payloads.resume(task: 1, request: sent.summary))
+        #expect(tracer.activeSpans.count == 2)
+        observer.taskDidComplete(
+            Payloads.complete(task: 1, request: sent.summary, response: Payloads.response(201, url: url)))
+        observer.taskDidComplete(
+            Payloads.complete(task: 2, request: unsent.summary, error: HeraldError(.cancelled, "Cancelled.")))
+        #expect(tracer.activeSpans.isEmpty)
+        #expect(tracer.finishedSpans.map(\.operationName) == ["POST", "GET"])
+        let span = try #require(tracer.finishedSpans.first)
+        #expect(span.kind == .client)
+        #expect(span.attributes.get("herald.task.id") == .int64(1))
+        #expect(span.attributes.get("server.address") == .string("example.com"))
+        #expect(span.attributes.get("http.response.status_code") == .int64(201))
+        #expect(tracer.finishedSpans.last?.attributes.get("error.type") == .string("cancelled"))
+    }
 }
