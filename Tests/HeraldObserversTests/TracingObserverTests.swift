@@ -130,4 +130,24 @@ struct TracingObserverTests {
         #expect(span.attributes.get("http.response.status_code") == .int64(201))
         #expect(tracer.finishedSpans.last?.attributes.get("error.type") == .string("cancelled"))
     }
+
+    @Test("the span starts when the task resumed and ends when its transfer ended, not when the handlers ran")
+    func spanTimes() throws {
+        let tracer = InMemoryTracer()
+        let observer = TracingObserver(tracer: tracer)
+        let task = try tasks.task("http://example.com/a")
+        let resumed = Date(timeIntervalSince1970: 1_800_000_000)
+        observer.taskDidResume(Payloads.resume(task: 1, request: task.summary, date: resumed))
+        var metrics = Payloads.metrics(total: 0.25)
+        metrics.startDate = resumed.addingTimeInterval(0.5)
+        observer.taskDidComplete(
+            Payloads.complete(
+                task: 1, request: task.summary, response: Payloads.response(200, url: task.originalRequest.url),
+                metrics: metrics))
+        let span = try #require(tracer.finishedSpans.first)
+        // A Date holds seconds in a Double: near 1.8e9 s its resolution is about 240 ns.
+        func nanoseconds(_ instant: any TracerInstant) -> Int64 { Int64(instant.nanosecondsSinceEpoch) }
+        #expect(abs(nanoseconds(span.startInstant) - 1_800_000_000_000_000_000) < 1_000)
+        #expect(abs(nanoseconds(span.endInstant) - 1_800_000_000_750_000_000) < 1_000)
+    }
 }

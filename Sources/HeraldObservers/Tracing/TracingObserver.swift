@@ -6,7 +6,7 @@ import Tracing
 /// Traces every task as an OpenTelemetry HTTP client span on swift-distributed-tracing.
 ///
 /// A span of kind `client`, named after the method (`GET`), starts when the task first resumes and ends
-/// when it completes. It carries `http.request.method`, `url.full` (credentials replaced by `REDACTED`),
+/// when its last transfer ended (curl's measure; when the task completes, for a task that made none). It carries `http.request.method`, `url.full` (credentials replaced by `REDACTED`),
 /// `url.scheme`, `server.address`, `server.port`, and on completion `http.response.status_code`,
 /// `http.response.body.size`, `network.protocol.version` and, on failure, `error.type` (the error code's
 /// description, or the status code for a 4xx/5xx response) with the span status set to error.
@@ -125,8 +125,10 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
         if let pending = takePendingSpan(for: request) {
             span = pending
         } else {
+            // From the moment the task resumed: this handler runs later, on the session's event queue.
             span = tracer.startSpan(
-                Self.spanName(for: request.method), context: request.serviceContext ?? .topLevel, ofKind: .client)
+                Self.spanName(for: request.method), context: request.serviceContext ?? .topLevel, ofKind: .client,
+                at: Self.instant(notification.userInfo.date))
             Self.setRequestAttributes(on: span, method: request.method, url: request.url)
         }
         span.attributes["herald.session.id"] = notification.userInfo.sessionIdentifier
@@ -203,7 +205,18 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
                 span.setStatus(SpanStatus(code: .error))
             }
         }
-        span.end()
+        // At the moment the last transfer ended, when curl measured it: the notification arrives after the
+        // completion handler ran, and by then the caller's own span (a server's request) may have ended.
+        if let metrics = completion.metrics {
+            span.end(at: Self.instant(metrics.startDate.addingTimeInterval(metrics.total)))
+        } else {
+            span.end()
+        }
+    }
+
+    /// A date as a tracer's instant.
+    private static func instant(_ date: Date) -> DefaultTracerClock.Timestamp {
+        DefaultTracerClock.Timestamp(nanosecondsSinceEpoch: UInt64(max(0, date.timeIntervalSince1970 * 1e9)))
     }
 
     /// Ends the spans of the session's tasks that never completed (which Herald does not do, but a
