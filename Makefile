@@ -107,8 +107,7 @@ fleet-test: fleet-deps
 ## fleet-demo: starts the fleet and Prometheus on loopback, sends a few hundred requests, prints PromQL answers
 ## (request rate, p50/p99 latency by status class, active requests) and the trace tree of one request.
 fleet-demo: fleet-deps
-	cd $(FLEET) && $(SWIFT) build --product fleet-service && $(SWIFT) build --product fleet-demo
-	cd $(FLEET) && $(LOOPBACK_ONLY) .build/debug/fleet-demo
+	cd $(FLEET) && $(SWIFT) build && $(LOOPBACK_ONLY) .build/debug/fleet-demo
 
 ## test-tsan: the notification-center, engine and session tests under ThreadSanitizer.
 test-tsan: deps
