@@ -216,6 +216,45 @@ struct TraceContextTests {
         try await traced.shutdown()
     }
 
+    /// Like swift-otel's OTLP log handler: reads the span from `ServiceContext.current` when it logs.
+    struct ContextReadingHandler: LogHandler {
+        let logged = Locked<[(message: String, span: InMemorySpanContext?)]>([])
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(
+            level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
+            file: String, function: String, line: UInt
+        ) {
+            let span = ServiceContext.current?.inMemorySpanContext
+            logged.withLock { $0.append((message.description, span)) }
+        }
+    }
+
+    @Test("a log handler reading ServiceContext.current when it logs finds the task's context")
+    func logHandlerSeesContext() async throws {
+        let handler = ContextReadingHandler()
+        var logger = Logger(label: "traced") { _ in handler }
+        logger.logLevel = .debug
+        let observer = LoggingObserver(logger: logger)
+        let traced = try await Traced(observers: [observer])
+        let parent = try await traced.fetchInsideSpan(Request(url: traced.server.url("/text")))
+        await observer.flush()
+
+        let logged = handler.logged.withLock { $0 }
+        #expect(logged.map(\.message) == ["task resumed", "task completed"])
+        for entry in logged {
+            #expect(entry.span?.traceID == parent.traceID, "\(entry.message)")
+            #expect(entry.span?.spanID == parent.spanID, "\(entry.message)")
+        }
+        try await traced.shutdown()
+    }
+
     /// An instrument that tries to split the request through the header fields it injects.
     struct HeaderSplittingTracer: Tracer {
         let spans = InMemoryTracer()

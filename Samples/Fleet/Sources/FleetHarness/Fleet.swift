@@ -218,6 +218,11 @@ public final class Fleet: Sendable {
         try JSONDecoder().decode([ExportedMetricPoint].self, from: try await get(receiver.appending(path: "metrics")))
     }
 
+    /// Every log record the services exported so far.
+    public func logRecords() async throws -> [ExportedLogRecord] {
+        try JSONDecoder().decode([ExportedLogRecord].self, from: try await get(receiver.appending(path: "logs")))
+    }
+
     /// Polls the receiver (every 250 ms) until the trace has `count` spans, and returns them.
     /// - Throws: ``FleetError`` when `seconds` pass first.
     public func waitForTrace(_ traceID: String, spans count: Int, seconds: Double = 30) async throws -> [ExportedSpan] {

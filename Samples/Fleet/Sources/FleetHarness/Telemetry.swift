@@ -123,6 +123,22 @@ public struct ExportedMetricPoint: Decodable, Sendable {
     public let explicitBounds: [Double]?
 }
 
+/// A log record the OTLP receiver decoded from what a service exported.
+public struct ExportedLogRecord: Decodable, Sendable {
+    /// The exporting service's `service.name`.
+    public let service: String
+    /// The record's body: the log message.
+    public let body: AttributeValue?
+    /// The severity's name (`DEBUG`, `INFO`, …).
+    public let severity: String
+    /// The trace id the record was logged in, empty for none.
+    public let traceId: String
+    /// The span id the record was logged in, empty for none.
+    public let spanId: String
+    /// The record's attributes (the logger's metadata).
+    public let attributes: [String: AttributeValue]
+}
+
 /// A trace's spans as a tree, printed one span a line.
 public enum TraceTree {
     /// The spans of one trace, each under its parent; spans whose parent is not among them are roots.

@@ -106,6 +106,20 @@ struct FleetTests {
             #expect(client.attributes["network.protocol.version"] == .string("1.1"))
             #expect(client.startTimeUnixNano >= server.startTimeUnixNano)
             #expect(client.endTimeUnixNano <= server.endTimeUnixNano)
+
+            // LoggingObserver's line about the task, exported as an OTLP log record inside the client span.
+            let deadline = ContinuousClock.now + .seconds(30)
+            var completed: [ExportedLogRecord] = []
+            while ContinuousClock.now < deadline {
+                completed = try await fleet.logRecords().filter {
+                    $0.service == "service-a" && $0.body == .string("task completed") && $0.traceId == traceID
+                }
+                if !completed.isEmpty { break }
+                try await Task.sleep(for: .milliseconds(250))
+            }
+            #expect(completed.count == 1)
+            #expect(completed.first?.spanId == client.spanId)
+            #expect(completed.first?.attributes["http.response.status_code"] == .string("200"))
         }
     }
 
