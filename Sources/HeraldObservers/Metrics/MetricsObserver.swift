@@ -136,6 +136,8 @@ public final class MetricsObserver: SessionObserver {
     private struct TaskRecord {
         /// When it first resumed: the duration of a task that never reached the network counts from here.
         var started: Date
+        /// Its bounded dimensions, worked out once at the first resume and reused at completion.
+        var target: Target
         /// The `http.client.active_requests` meter it counts in while running.
         var meter: Meter
         /// Whether it counts in `http.client.active_requests` now (resumed, not suspended).
@@ -183,7 +185,7 @@ public final class MetricsObserver: SessionObserver {
             }
             let target = targetLocked(method: request.method, url: request.url, in: &state)
             let meter = activeMeterLocked(for: target, in: &state)
-            state.tasks[key] = TaskRecord(started: date, meter: meter, isRunning: true)
+            state.tasks[key] = TaskRecord(started: date, target: target, meter: meter, isRunning: true)
             return meter
         }
         meter?.increment()
@@ -238,7 +240,7 @@ public final class MetricsObserver: SessionObserver {
         let key = TaskKey(completion)
         let (record, instruments) = state.withLock { state in
             let record = state.tasks.removeValue(forKey: key)
-            let values = dimensionValuesLocked(for: completion, in: &state)
+            let values = dimensionValuesLocked(for: completion, target: record?.target, in: &state)
             return (record, instrumentsLocked(for: values, in: &state))
         }
         if let record, record.isRunning { record.meter.decrement() }
@@ -306,10 +308,14 @@ public final class MetricsObserver: SessionObserver {
         return target
     }
 
-    private func dimensionValuesLocked(for completion: TaskCompletion, in state: inout State) -> DimensionValues {
+    /// The dimensions of a completion; `target` is the task's, when it was seen resuming.
+    private func dimensionValuesLocked(
+        for completion: TaskCompletion, target: Target?, in state: inout State
+    ) -> DimensionValues {
         let response = completion.response
         return DimensionValues(
-            target: targetLocked(method: completion.request.method, url: completion.request.url, in: &state),
+            target: target
+                ?? targetLocked(method: completion.request.method, url: completion.request.url, in: &state),
             statusCode: response.map { HTTPAttributeValue.statusCode($0.statusCode) } ?? "",
             protocolVersion: response.map { HTTPAttributeValue.protocolVersion($0.httpVersion) } ?? "",
             errorType: HTTPAttributeValue.errorType(error: completion.error, response: response) ?? "")
