@@ -4,7 +4,7 @@ SWIFT ?= swift
 # Debian package → pkg-config module it provides.
 SYSTEM_DEPS := libcurl4-openssl-dev:libcurl libuv1-dev:libuv libidn2-dev:libidn2 pkg-config:
 
-.PHONY: deps build build-strict check-libcurl-minimum test test-tsan test-asan leak-check fuzz soak demo docs docs-coverage lint bench-notifications bench-json bench-transfers bench-streaming bench-instructions clean
+.PHONY: deps fleet-deps build build-strict check-libcurl-minimum test fleet-test fleet-demo test-tsan test-asan leak-check fuzz soak demo docs docs-coverage lint bench-notifications bench-json bench-transfers bench-streaming bench-instructions clean
 
 ## deps: install libcurl, libuv and libidn2 development files when pkg-config can't find them, the openssl CLI
 ## when it is missing (the TLS tests make a throwaway CA and run `openssl s_server` on loopback), and
@@ -82,6 +82,37 @@ test: deps
 	@# The samples (activity-counter and its CLI tests) build against Herald by path in a package of their own,
 	@# so that users of Herald never resolve swift-argument-parser.
 	cd Samples && $(SWIFT) build --build-tests && $(LOOPBACK_ONLY) $(SWIFT) test --skip-build
+	@# The fleet (Hummingbird services, swift-otel, swift-prometheus, a real Prometheus): a package of its own.
+	$(MAKE) fleet-test
+
+## fleet-deps: what the fleet sample (Samples/Fleet) needs beside Swift packages: Debian's prometheus (its tests
+## and demo start their own, in the foreground on a loopback port, with a temporary storage folder, and stop it;
+## on a machine whose package manager starts services on install, `systemctl disable --now prometheus` stops the
+## system one) and PyPI's opentelemetry-proto, in a venv under the fleet's build folder, for its OTLP receiver.
+FLEET := Samples/Fleet
+FLEET_VENV := $(FLEET)/.build/otlp-venv
+OTLP_PROTO_VERSION := 1.45.2
+fleet-deps: deps
+	@missing=""; \
+	[ -x /usr/bin/prometheus ] || missing="prometheus"; \
+	python3 -m venv --help >/dev/null 2>&1 || missing="$$missing python3-venv"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+	@$(FLEET_VENV)/bin/python3 -c 'import opentelemetry.proto' 2>/dev/null || { \
+		mkdir -p $(FLEET)/.build && python3 -m venv $(FLEET_VENV) && \
+		$(FLEET_VENV)/bin/pip install -q --disable-pip-version-check opentelemetry-proto==$(OTLP_PROTO_VERSION); }
+
+## fleet-test: the fleet's tests: Prometheus's answers about service A's Herald client, one trace through A and B.
+fleet-test: fleet-deps
+	cd $(FLEET) && $(SWIFT) build --build-tests && $(LOOPBACK_ONLY) $(SWIFT) test --skip-build
+
+## fleet-demo: starts the fleet and Prometheus on loopback, sends a few hundred requests, prints PromQL answers
+## (request rate, p50/p99 latency by status class, active requests) and the trace tree of one request.
+fleet-demo: fleet-deps
+	cd $(FLEET) && $(SWIFT) build && $(LOOPBACK_ONLY) .build/debug/fleet-demo
 
 ## test-tsan: the notification-center, engine and session tests under ThreadSanitizer.
 test-tsan: deps
@@ -183,4 +214,4 @@ bench-instructions: deps
 	Benchmarks/run-instructions.sh $(ARGS)
 
 clean:
-	rm -rf .build .build-* Benchmarks/.build Samples/.build Samples/.build-*
+	rm -rf .build .build-* Benchmarks/.build Samples/.build Samples/.build-* Samples/Fleet/.build

@@ -55,10 +55,12 @@ struct EndToEndTests {
         #expect(logHandler.entries.filter { $0.message.description == "task completed" }.count == 3)
         let timers = metrics.timers(label: MetricsObserver.Name.requestDuration)
         #expect(
-            Set(timers.compactMap { $0.dimensions.first { $0.0 == "http.response.status_class" }?.1 }) == [
-                "2xx", "4xx",
+            Set(timers.compactMap { $0.dimensions.first { $0.0 == "http.response.status_code" }?.1 }) == [
+                "200", "404",
             ])
-        #expect(try metrics.expectMeter(MetricsObserver.Name.activeRequests).lastValue == 0)
+        let active = metrics.meters(label: MetricsObserver.Name.activeRequests)
+        #expect(active.count == 1)
+        #expect(active.first?.lastValue == 0)
 
         let records = try lines.text.split(separator: "\n").map {
             try JSONDecoder().decode(EventRecord.self, from: Data($0.utf8))

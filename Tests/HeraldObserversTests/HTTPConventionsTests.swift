@@ -7,15 +7,45 @@ import Testing
 @Suite("HTTP conventions for dimensions")
 struct HTTPConventionsTests {
     @Test(
-        "a status class per hundred from 100 to 599, other outside",
+        "a status code from 100 to 599 is kept, anything else is _OTHER",
         arguments: [
-            (100, "1xx"), (199, "1xx"), (200, "2xx"), (204, "2xx"), (299, "2xx"), (300, "3xx"), (399, "3xx"),
-            (400, "4xx"), (499, "4xx"), (500, "5xx"), (599, "5xx"), (99, "other"), (600, "other"),
-            (0, "other"), (-200, "other"), (1_000, "other"),
+            (100, "100"), (200, "200"), (404, "404"), (599, "599"), (99, "_OTHER"), (600, "_OTHER"), (0, "_OTHER"),
+            (-200, "_OTHER"), (1_000, "_OTHER"),
         ])
-    func statusClass(_ status: Int, _ expected: String) throws {
+    func statusCode(_ status: Int, _ expected: String) {
+        #expect(HTTPAttributeValue.statusCode(status) == expected)
+    }
+
+    @Test(
+        "the protocol version is 1.0, 1.1, 2 or 3, anything else _OTHER",
+        arguments: [
+            ("HTTP/1.1", "1.1"), ("HTTP/1.0", "1.0"), ("HTTP/2", "2"), ("HTTP/2.0", "2"), ("HTTP/3", "3"),
+            ("HTTP/0.9", "_OTHER"), ("", "_OTHER"), ("SPDY/3", "_OTHER"),
+        ])
+    func protocolVersion(_ version: String, _ expected: String) {
+        #expect(HTTPAttributeValue.protocolVersion(version) == expected)
+    }
+
+    @Test("url.scheme is http or https, anything else _OTHER")
+    func scheme() throws {
+        #expect(HTTPAttributeValue.scheme(of: try #require(URL(string: "HTTPS://127.0.0.1/"))) == "https")
+        #expect(HTTPAttributeValue.scheme(of: try #require(URL(string: "http://127.0.0.1/"))) == "http")
+        #expect(HTTPAttributeValue.scheme(of: try #require(URL(string: "ftp://127.0.0.1/"))) == "_OTHER")
+    }
+
+    @Test("error.type is the status for a failed response, else the error code, else absent")
+    func errorType() throws {
         let url = try #require(URL(string: "http://127.0.0.1/"))
-        #expect(HTTPResponse(url: url, statusCode: status, headers: [:]).statusClass == expected)
+        let notFound = HTTPResponse(url: url, statusCode: 404, headers: [:])
+        let fine = HTTPResponse(url: url, statusCode: 200, headers: [:])
+        let unacceptable = HeraldError(.unacceptableStatusCode, "404.")
+        #expect(HTTPAttributeValue.errorType(error: nil, response: fine) == nil)
+        #expect(HTTPAttributeValue.errorType(error: nil, response: notFound) == "404")
+        #expect(HTTPAttributeValue.errorType(error: unacceptable, response: notFound) == "404")
+        #expect(HTTPAttributeValue.errorType(error: unacceptable, response: nil) == "unacceptable_status_code")
+        let lost = HeraldError(.networkConnectionLost, "Reset.")
+        #expect(HTTPAttributeValue.errorType(error: lost, response: fine) == "network_connection_lost")
+        #expect(HTTPAttributeValue.errorType(error: lost, response: nil) == "network_connection_lost")
     }
 
     @Test(

@@ -41,21 +41,27 @@ final class CountingMetrics: MetricsFactory {
 struct MetricsObserverTests {
     let tasks = OfflineTasks()
 
-    @Test("duration in seconds, body sizes and active requests under OpenTelemetry names")
+    /// `http.client.active_requests`' dimensions for a GET to `host` on port 80 over http.
+    static func target(_ host: String = "127.0.0.1", method: String = "GET") -> [(String, String)] {
+        [("http.request.method", method), ("server.address", host), ("server.port", "80"), ("url.scheme", "http")]
+    }
+
+    @Test("duration in seconds, body sizes and active requests under OpenTelemetry names and attributes")
     func recordsOTelMetrics() throws {
         let metrics = CountingMetrics()
         let observer = MetricsObserver(factory: metrics)
         let task = try tasks.task("http://example.com/a")
         observer.taskDidResume(Payloads.resume(task: 1, request: task.summary))
         observer.taskDidResume(Payloads.resume(task: 2, request: task.summary))
-        let active = try metrics.test.expectMeter(MetricsObserver.Name.activeRequests)
+        let active = try metrics.test.expectMeter(MetricsObserver.Name.activeRequests, Self.target("example.com"))
         #expect(active.lastValue == 2)
         observer.taskDidComplete(
             Payloads.complete(
                 task: 1, request: task.summary, response: Payloads.response(200, url: task.originalRequest.url),
                 metrics: Payloads.metrics(total: 0.5, sent: 3, received: 4096)))
         #expect(active.lastValue == 1)
-        let dimensions = [("http.request.method", "GET"), ("http.response.status_class", "2xx")]
+        let dimensions =
+            Self.target("example.com") + [("http.response.status_code", "200"), ("network.protocol.version", "1.1")]
         let timer = try metrics.test.expectTimer(MetricsObserver.Name.requestDuration, dimensions)
         #expect(timer.values == [500_000_000])
         #expect(timer.displayUnit == .seconds)
@@ -63,7 +69,15 @@ struct MetricsObserverTests {
         #expect(try metrics.test.expectRecorder(MetricsObserver.Name.requestBodySize, dimensions).values == [3])
     }
 
-    @Test("dimensions are bounded: method, status class, error code; never the URL path or host by default")
+    @Test("the advised duration buckets are OpenTelemetry's for http.client.request.duration")
+    func advisedBuckets() {
+        #expect(
+            MetricsObserver.advisedDurationBuckets == [
+                0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10,
+            ])
+    }
+
+    @Test("dimensions are bounded: the first hosts by name, later ones _OTHER; never the URL path")
     func boundedDimensions() throws {
         let metrics = CountingMetrics()
         let observer = MetricsObserver(factory: metrics)
@@ -76,19 +90,34 @@ struct MetricsObserverTests {
                     metrics: Payloads.metrics()))
         }
         let timers = metrics.test.timers(label: MetricsObserver.Name.requestDuration)
-        #expect(timers.count == 1)
-        #expect(timers.first?.values.count == 50)
+        // The default 32 hosts by name, and one set for the 18 after them.
+        #expect(timers.count == 33)
+        #expect(timers.flatMap(\.values).count == 50)
         let dimensionNames = Set(timers.flatMap { $0.dimensions.map(\.0) })
-        #expect(dimensionNames == ["http.request.method", "http.response.status_class"])
-        #expect(timers.first?.dimensions.first { $0.0 == "http.response.status_class" }?.1 == "4xx")
+        #expect(
+            dimensionNames == [
+                "http.request.method", "server.address", "server.port", "url.scheme", "http.response.status_code",
+                "network.protocol.version", "error.type",
+            ])
+        let failed =
+            Self.target("host0.example.com")
+            + [("http.response.status_code", "404"), ("network.protocol.version", "1.1"), ("error.type", "404")]
+        #expect(try metrics.test.expectTimer(MetricsObserver.Name.requestDuration, failed).values.count == 1)
+        let overflow =
+            [("http.request.method", "GET"), ("server.address", "_OTHER"), ("server.port", "_OTHER")]
+            + [("url.scheme", "http"), ("http.response.status_code", "404"), ("network.protocol.version", "1.1")]
+            + [("error.type", "404")]
+        #expect(try metrics.test.expectTimer(MetricsObserver.Name.requestDuration, overflow).values.count == 18)
+        #expect(!timers.contains { $0.dimensions.contains { $0.1.contains("items") } })
 
-        let odd = try tasks.task("http://example.com/", method: "BREW")
+        let odd = try tasks.task("http://host0.example.com/", method: "BREW")
         observer.taskDidResume(Payloads.resume(task: 99, request: odd.summary))
         observer.taskDidComplete(
             Payloads.complete(task: 99, request: odd.summary, error: HeraldError(.cannotConnect, "No.")))
-        let failed = try metrics.test.expectTimer(
-            MetricsObserver.Name.requestDuration, [("http.request.method", "_OTHER"), ("error.type", "cannot_connect")])
-        #expect(failed.values.count == 1)
+        let refused = try metrics.test.expectTimer(
+            MetricsObserver.Name.requestDuration,
+            Self.target("host0.example.com", method: "_OTHER") + [("error.type", "cannot_connect")])
+        #expect(refused.values.count == 1)
     }
 
     @Test("metric objects are created once per dimension set, not per request")
@@ -108,23 +137,50 @@ struct MetricsObserverTests {
         #expect(metrics.count(MetricsObserver.Name.activeRequests) == 1)
     }
 
-    @Test("server.address is opt-in, and the number of dimension sets is capped")
-    func serverAddressCapped() throws {
+    @Test("server.address can be left out, and the number of dimension sets is capped")
+    func dimensionSetsCapped() throws {
         let metrics = CountingMetrics()
         var configuration = MetricsObserver.Configuration()
-        configuration.includesServerAddress = true
+        configuration.includesServerAddress = false
         configuration.maximumDimensionSets = 4
         let observer = MetricsObserver(factory: metrics, configuration: configuration)
         for index in 0..<20 {
             let task = try tasks.task("http://host\(index).example.com/")
             observer.taskDidResume(Payloads.resume(task: index, request: task.summary))
-            observer.taskDidComplete(Payloads.complete(task: index, request: task.summary, metrics: Payloads.metrics()))
+            let response = Payloads.response(200 + index, url: task.originalRequest.url)
+            observer.taskDidComplete(
+                Payloads.complete(task: index, request: task.summary, response: response, metrics: Payloads.metrics()))
         }
         let timers = metrics.test.timers(label: MetricsObserver.Name.requestDuration)
         #expect(timers.count == 5)
+        #expect(!timers.contains { $0.dimensions.contains { $0.0 == "server.address" || $0.0 == "server.port" } })
         let overflow = try metrics.test.expectTimer(
-            MetricsObserver.Name.requestDuration, [("http.request.method", "_OTHER"), ("server.address", "_OTHER")])
+            MetricsObserver.Name.requestDuration,
+            [
+                ("http.request.method", "_OTHER"), ("url.scheme", "_OTHER"), ("http.response.status_code", "_OTHER"),
+                ("network.protocol.version", "_OTHER"),
+            ])
         #expect(overflow.values.count == 16)
+    }
+
+    @Test("active requests are counted per method, server and scheme")
+    func activeRequestsByTarget() throws {
+        let metrics = CountingMetrics()
+        let observer = MetricsObserver(factory: metrics)
+        let first = try tasks.task("http://a.example.com/")
+        let second = try tasks.task("http://b.example.com/", method: "POST")
+        observer.taskDidResume(Payloads.resume(task: 1, request: first.summary))
+        observer.taskDidResume(Payloads.resume(task: 2, request: second.summary))
+        observer.taskDidResume(Payloads.resume(task: 3, request: second.summary))
+        let toA = try metrics.test.expectMeter(MetricsObserver.Name.activeRequests, Self.target("a.example.com"))
+        let toB = try metrics.test.expectMeter(
+            MetricsObserver.Name.activeRequests, Self.target("b.example.com", method: "POST"))
+        #expect(toA.lastValue == 1)
+        #expect(toB.lastValue == 2)
+        observer.taskDidSuspend(Payloads.suspend(task: 2, request: second.summary))
+        observer.taskDidComplete(Payloads.complete(task: 1, request: first.summary))
+        #expect(toA.lastValue == 0)
+        #expect(toB.lastValue == 1)
     }
 
     @Test("duplicate and missing events never drive active requests negative")
@@ -139,7 +195,7 @@ struct MetricsObserverTests {
         observer.taskDidComplete(Payloads.complete(task: 2))
         observer.taskDidResume(Payloads.resume(task: 3, session: 5))
         observer.sessionDidInvalidate(Payloads.invalidate(session: 5))
-        let active = try metrics.test.expectMeter(MetricsObserver.Name.activeRequests)
+        let active = try metrics.test.expectMeter(MetricsObserver.Name.activeRequests, Self.target())
         #expect(active.values.allSatisfy { $0 >= 0 })
         #expect(active.lastValue == 0)
         // A task completed without ever resuming made no request: no duration recorded.
@@ -160,15 +216,17 @@ struct MetricsObserverTests {
                     task: index, request: task.summary, response: response,
                     metrics: Payloads.metrics(total: Double(index + 1))))
         }
-        func seconds(_ statusClass: String) throws -> [Int64] {
-            try metrics.test.expectTimer(
+        func seconds(_ status: String) throws -> [Int64] {
+            let failure = status.hasPrefix("2") ? [] : [("error.type", status)]
+            return try metrics.test.expectTimer(
                 MetricsObserver.Name.requestDuration,
-                [("http.request.method", "GET"), ("http.response.status_class", statusClass)]
+                Self.target("example.com")
+                    + [("http.response.status_code", status), ("network.protocol.version", "1.1")] + failure
             ).values
         }
-        #expect(try seconds("2xx") == [1_000_000_000, 3_000_000_000, 4_000_000_000])
-        #expect(try seconds("4xx") == [2_000_000_000, 6_000_000_000])
-        #expect(try seconds("5xx") == [5_000_000_000])
+        #expect(try seconds("200") == [1_000_000_000, 3_000_000_000, 4_000_000_000])
+        #expect(try seconds("404") == [2_000_000_000, 6_000_000_000])
+        #expect(try seconds("503") == [5_000_000_000])
         #expect(metrics.count(MetricsObserver.Name.requestDuration) == 3)
     }
 
@@ -178,7 +236,7 @@ struct MetricsObserverTests {
         let observer = MetricsObserver(factory: metrics)
         let start = Date(timeIntervalSince1970: 1_000)
         observer.taskDidResume(Payloads.resume(task: 1, date: start))
-        let active = try metrics.test.expectMeter(MetricsObserver.Name.activeRequests)
+        let active = try metrics.test.expectMeter(MetricsObserver.Name.activeRequests, Self.target())
         #expect(active.lastValue == 1)
         observer.taskDidSuspend(Payloads.suspend(task: 1))
         #expect(active.lastValue == 0)

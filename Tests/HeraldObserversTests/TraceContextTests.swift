@@ -24,6 +24,7 @@ struct TraceContextTests {
         let server: TestServer
         let session: SessionManager
         let tracer = W3CTestTracer()
+        let tracing: TracingObserver<W3CTestTracer>
         let recorder: RecordingObserver
         let tokens: [ObservationToken]
 
@@ -32,7 +33,8 @@ struct TraceContextTests {
             let center = NotificationHub()
             session = SessionManager(notificationCenter: center)
             session.responseSerializer = DataResponseSerializer()
-            tokens = ([TracingObserver(tracer: tracer)] + observers).map { $0.observe(center) }
+            tracing = TracingObserver(tracer: tracer)
+            tokens = ([tracing] + observers).map { $0.observe(center) }
             recorder = RecordingObserver(center: center)
         }
 
@@ -89,6 +91,30 @@ struct TraceContextTests {
         #expect(client.traceID == parent.traceID)
         #expect(client.parentSpanID == parent.spanID)
         #expect(client.spanID != parent.spanID)
+        try await traced.shutdown()
+    }
+
+    @Test("a request whose span startSpan(for:) started sends that span: the server's span is the client span's child")
+    func clientSpanPropagated() async throws {
+        let traced = try await Traced()
+        let (tracer, tracing, session) = (traced.tracer, traced.tracing, traced.session)
+        let url = traced.server.url("/text")
+        let parent = try await withTracer(tracer) {
+            try await tracer.withSpan("checkout") { span in
+                _ = try await session.data(for: tracing.startSpan(for: Request(url: url)))
+                return span.spanContext
+            }
+        }
+        _ = try await traced.recorder.waitForCompletions(1)
+
+        let client = try traced.clientSpan()
+        #expect(client.traceID == parent.traceID)
+        #expect(client.parentSpanID == parent.spanID)
+        #expect(client.attributes.get("http.response.status_code") == .int64(200))
+        #expect(client.attributes.get("herald.task.id") != nil)
+        let received = try traced.receivedContexts(path: "/text")
+        #expect(received.map(\.traceID.description) == [parent.traceID])
+        #expect(received.map(\.spanID.description) == [client.spanID])
         try await traced.shutdown()
     }
 
@@ -186,6 +212,45 @@ struct TraceContextTests {
         for entry in handler.entries {
             #expect(entry.metadata["trace_id"] == .string(parent.traceID), "\(entry.message)")
             #expect(entry.metadata["span_id"] == .string(parent.spanID), "\(entry.message)")
+        }
+        try await traced.shutdown()
+    }
+
+    /// Like swift-otel's OTLP log handler: reads the span from `ServiceContext.current` when it logs.
+    struct ContextReadingHandler: LogHandler {
+        let logged = Locked<[(message: String, span: InMemorySpanContext?)]>([])
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(
+            level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
+            file: String, function: String, line: UInt
+        ) {
+            let span = ServiceContext.current?.inMemorySpanContext
+            logged.withLock { $0.append((message.description, span)) }
+        }
+    }
+
+    @Test("a log handler reading ServiceContext.current when it logs finds the task's context")
+    func logHandlerSeesContext() async throws {
+        let handler = ContextReadingHandler()
+        var logger = Logger(label: "traced") { _ in handler }
+        logger.logLevel = .debug
+        let observer = LoggingObserver(logger: logger)
+        let traced = try await Traced(observers: [observer])
+        let parent = try await traced.fetchInsideSpan(Request(url: traced.server.url("/text")))
+        await observer.flush()
+
+        let logged = handler.logged.withLock { $0 }
+        #expect(logged.map(\.message) == ["task resumed", "task completed"])
+        for entry in logged {
+            #expect(entry.span?.traceID == parent.traceID, "\(entry.message)")
+            #expect(entry.span?.spanID == parent.spanID, "\(entry.message)")
         }
         try await traced.shutdown()
     }

@@ -106,4 +106,48 @@ struct TracingObserverTests {
         TracingObserver(tracer: tracer).downloadDidFailToMoveFile(Payloads.moveFailure(task: 9))
         #expect(tracer.activeSpans.isEmpty && tracer.finishedSpans.isEmpty)
     }
+
+    @Test("a span started for a request is adopted by its task, and still ends when the task is cancelled unsent")
+    func startedSpanAdopted() throws {
+        let tracer = InMemoryTracer()
+        let observer = TracingObserver(tracer: tracer)
+        let url = try #require(URL(string: "http://example.com/a"))
+        let sent = try tasks.session.dataTask(with: observer.startSpan(for: Request(url: url, method: "POST")))
+        let unsent = try tasks.session.dataTask(with: observer.startSpan(for: Request(url: url)))
+        #expect(tracer.activeSpans.count == 2)
+        observer.taskDidResume(Payloads.resume(task: 1, request: sent.summary))
+        #expect(tracer.activeSpans.count == 2)
+        observer.taskDidComplete(
+            Payloads.complete(task: 1, request: sent.summary, response: Payloads.response(201, url: url)))
+        observer.taskDidComplete(
+            Payloads.complete(task: 2, request: unsent.summary, error: HeraldError(.cancelled, "Cancelled.")))
+        #expect(tracer.activeSpans.isEmpty)
+        #expect(tracer.finishedSpans.map(\.operationName) == ["POST", "GET"])
+        let span = try #require(tracer.finishedSpans.first)
+        #expect(span.kind == .client)
+        #expect(span.attributes.get("herald.task.id") == .int64(1))
+        #expect(span.attributes.get("server.address") == .string("example.com"))
+        #expect(span.attributes.get("http.response.status_code") == .int64(201))
+        #expect(tracer.finishedSpans.last?.attributes.get("error.type") == .string("cancelled"))
+    }
+
+    @Test("the span starts when the task resumed and ends when its transfer ended, not when the handlers ran")
+    func spanTimes() throws {
+        let tracer = InMemoryTracer()
+        let observer = TracingObserver(tracer: tracer)
+        let task = try tasks.task("http://example.com/a")
+        let resumed = Date(timeIntervalSince1970: 1_800_000_000)
+        observer.taskDidResume(Payloads.resume(task: 1, request: task.summary, date: resumed))
+        var metrics = Payloads.metrics(total: 0.25)
+        metrics.startDate = resumed.addingTimeInterval(0.5)
+        observer.taskDidComplete(
+            Payloads.complete(
+                task: 1, request: task.summary, response: Payloads.response(200, url: task.originalRequest.url),
+                metrics: metrics))
+        let span = try #require(tracer.finishedSpans.first)
+        // A Date holds seconds in a Double: near 1.8e9 s its resolution is about 240 ns.
+        func nanoseconds(_ instant: any TracerInstant) -> Int64 { Int64(instant.nanosecondsSinceEpoch) }
+        #expect(abs(nanoseconds(span.startInstant) - 1_800_000_000_000_000_000) < 1_000)
+        #expect(abs(nanoseconds(span.endInstant) - 1_800_000_000_750_000_000) < 1_000)
+    }
 }

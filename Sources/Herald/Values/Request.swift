@@ -56,7 +56,9 @@ public struct Request: Sendable {
     ///   spans and tag their log lines with it.
     ///
     /// Herald starts no span of its own. The `traceparent` sent names the span of this context, so the
-    /// server's span is a child of the caller's span (a sibling of `TracingObserver`'s client span).
+    /// server's span is a child of the caller's span (a sibling of `TracingObserver`'s client span) — unless
+    /// the context is the client span's own, as in a request made by HeraldObservers'
+    /// `TracingObserver.startSpan(for:)`: the server's span is then the client span's child.
     /// Not part of the request's identity: ``==(_:_:)`` and ``hash(into:)`` ignore it.
     public var serviceContext: ServiceContext? {
         get { storage.serviceContext }

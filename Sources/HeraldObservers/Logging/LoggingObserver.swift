@@ -17,9 +17,10 @@ import Logging
 /// are logged at `debug`.
 ///
 /// **Trace ids.** Each line about a task is logged with the task's trace context — the payload's
-/// `RequestSummary/serviceContext` — bound as the task-local `ServiceContext.current`, so the logger's
-/// metadata provider (swift-otel's, or your own reading `ServiceContext.current`) adds the trace and span
-/// ids to it. Without that binding the provider would see nothing: handlers run on the session's event
+/// `RequestSummary/serviceContext` — bound as the task-local `ServiceContext.current`, both when its
+/// metadata is built and when it is handed to the logger, so the logger's metadata provider (swift-otel's,
+/// or your own reading `ServiceContext.current`) adds the trace and span ids to it, and a log handler that
+/// reads the context itself (swift-otel's OTLP one) sets them on the record. Without that binding the provider would see nothing: handlers run on the session's event
 /// queue, not in the task that made the request.
 ///
 /// As every library should, it takes the `Logger` it writes to and never bootstraps a backend.
@@ -49,7 +50,15 @@ public final class LoggingObserver: SessionObserver {
         self.logger = logger
         self.redaction = redaction
         self.entries = SinkWriter(name: "herald.logs") { entry in
-            logger.log(level: entry.level, entry.message, metadata: entry.metadata)
+            // Bound again here, on the observer's thread: a log handler may read the trace context itself
+            // when it logs (swift-otel's sets the OTLP record's trace and span ids from it).
+            if let context = entry.context {
+                ServiceContext.withValue(context) {
+                    logger.log(level: entry.level, entry.message, metadata: entry.metadata)
+                }
+            } else {
+                logger.log(level: entry.level, entry.message, metadata: entry.metadata)
+            }
             return true
         }
     }
@@ -67,6 +76,8 @@ public final class LoggingObserver: SessionObserver {
         let level: Logger.Level
         let message: Logger.Message
         let metadata: Logger.Metadata
+        /// The task's trace context, bound as `ServiceContext.current` while the entry is logged.
+        let context: ServiceContext?
     }
 
     private let entries: SinkWriter<Entry>
@@ -81,7 +92,7 @@ public final class LoggingObserver: SessionObserver {
         // Without a provider (or when it gives nothing) the entry's own metadata is used as it is: merging
         // into an empty dictionary would hash every key again.
         let merged = provided.isEmpty ? metadata : provided.merging(metadata) { _, explicit in explicit }
-        entries.submit(Entry(level: level, message: message, metadata: merged))
+        entries.submit(Entry(level: level, message: message, metadata: merged, context: request?.serviceContext))
     }
 
     /// Logs `task resumed` at `debug` and the request headers at `trace`.

@@ -3,36 +3,53 @@ import Herald
 import HeraldNotifications
 import Metrics
 
-/// Records HTTP client metrics on swift-metrics under OpenTelemetry's names.
+/// Records HTTP client metrics on swift-metrics under OpenTelemetry's names and attributes.
 ///
 /// - `http.client.request.duration`: a timer (preferred unit seconds) per completed task, from curl's
-///   total time, or from resume to completion when the task never reached the network.
-/// - `http.client.active_requests`: a meter of the tasks running now (resumed, not suspended or complete).
+///   total time, or from resume to completion when the task never reached the network. Backends choose
+///   histogram buckets themselves; give them ``advisedDurationBuckets`` (OpenTelemetry's advice for this
+///   metric) — Prometheus's default buckets stop at 10 s with too few below 100 ms.
+/// - `http.client.active_requests`: a meter of the tasks running now (resumed, not suspended or complete),
+///   with `http.request.method`, `server.address`, `server.port` and `url.scheme`.
 /// - `http.client.request.body.size` and `http.client.response.body.size`: recorders of body bytes.
 /// - `herald.download.move_failures`: a counter of finished downloads that could not be moved to their
 ///   destination (`downloadDidFailToMoveFile`; the file was kept), with the dimension `error.type`.
-/// - `herald.client.request.retries`: a counter of retries (`taskWillRetry`), with the method and the
-///   failed attempt's status class and error type as dimensions.
+/// - `herald.client.request.retries`: a counter of retries (`taskWillRetry`), with the method, the failed
+///   attempt's `http.response.status_code` and its `error.type` as dimensions.
 /// - `herald.client.request.connectivity_waits`: a counter of tasks that waited for a network
 ///   (`taskIsWaitingForConnectivity`), with the method and the error type as dimensions.
 /// - `herald.network.reachable`: a meter, 1 while the last reachability status announced on the center was
 ///   reachable, 0 while not (`reachabilityDidChange`); and `herald.network.reachability.changes`, a counter
 ///   of changes with the new status's label (`reachable_via_ethernet`, `not_reachable` …) as dimension.
 ///
-/// Dimensions are bounded, never taken from the URL path: `http.request.method` (unknown methods become
-/// `_OTHER`), `http.response.status_class` (`2xx`…`5xx`, absent without a response) and `error.type`
-/// (`HeraldError.Code`'s description, absent on success); `server.address` only when
-/// ``Configuration/includesServerAddress`` is set. Metric objects are created once per dimension set and
-/// cached; at most ``Configuration/maximumDimensionSets`` are made, after which further combinations are
-/// recorded under `_OTHER` values.
+/// The duration and body-size metrics carry OpenTelemetry's attributes for HTTP client requests:
+///
+/// | dimension | value | present |
+/// |---|---|---|
+/// | `http.request.method` | `GET`, `POST`, … (the nine known methods), anything else `_OTHER` | always |
+/// | `server.address` | the URL's host | always (see ``Configuration/includesServerAddress``) |
+/// | `server.port` | the port, or the scheme's default | always (with `server.address`) |
+/// | `url.scheme` | `http` or `https` | always |
+/// | `http.response.status_code` | `100`…`599`, anything else `_OTHER` | when a response arrived |
+/// | `network.protocol.version` | `1.0`, `1.1`, `2` or `3` | when a response arrived |
+/// | `error.type` | the status code for a response of 400 or more, else `HeraldError.Code`'s description | on failure |
+///
+/// Every value is bounded, none is taken from the URL's path or query: hosts past
+/// ``Configuration/maximumServerAddresses`` are recorded as `_OTHER` (address and port), and once
+/// ``Configuration/maximumDimensionSets`` sets exist, further combinations are recorded with every present
+/// value `_OTHER`. Metric objects are created once per dimension set and cached.
 ///
 /// It takes the `MetricsFactory` to use and never bootstraps `MetricsSystem`.
 public final class MetricsObserver: SessionObserver {
     /// Options.
     public struct Configuration: Sendable {
-        /// Adds a `server.address` dimension (the URL's host). Off by default: the host count may be unbounded.
-        public var includesServerAddress = false
-        /// The most dimension sets created before combinations are folded into `_OTHER`. Default 256.
+        /// Adds the `server.address` and `server.port` dimensions, which OpenTelemetry requires. On by default;
+        /// their values are bounded by ``maximumServerAddresses``.
+        public var includesServerAddress = true
+        /// The most distinct hosts (with their ports) named in `server.address`; later ones are recorded as
+        /// `_OTHER`. Default 32: a service calls a handful of others, a crawler calls any number.
+        public var maximumServerAddresses = 32
+        /// The most dimension sets created per metric before combinations are folded into `_OTHER`. Default 256.
         public var maximumDimensionSets = 256
 
         /// The default configuration.
@@ -61,26 +78,68 @@ public final class MetricsObserver: SessionObserver {
         public static let reachabilityChanges = "herald.network.reachability.changes"
     }
 
+    /// OpenTelemetry's advised histogram bucket boundaries for `http.client.request.duration`, in seconds:
+    /// 5 ms to 10 s, dense below one second where HTTP latencies mostly fall.
+    ///
+    /// swift-metrics leaves buckets to the backend, so hand these to yours, for example
+    /// `prometheusFactory.durationHistogramBuckets[MetricsObserver.Name.requestDuration] =
+    /// MetricsObserver.advisedDurationBuckets.map { .nanoseconds(Int64($0 * 1e9)) }`.
+    public static let advisedDurationBuckets: [Double] = [
+        0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10,
+    ]
+
     private struct Instruments: Sendable {
         let duration: Metrics.Timer
         let requestBodySize: Recorder
         let responseBodySize: Recorder
     }
 
-    /// The dimension values of a completion: method, status class, error type and server address, each
-    /// empty when absent.
-    private struct DimensionValues: Hashable {
+    /// Where a request went: the dimensions known when it starts (`http.client.active_requests`'s), each
+    /// already bounded; `serverAddress` and `serverPort` empty when not recorded.
+    private struct Target: Hashable {
         var method: String
-        var statusClass: String
-        var errorType: String
+        var scheme: String
         var serverAddress: String
+        var serverPort: String
+
+        /// The target with every present value replaced by `_OTHER`, for combinations past the limit.
+        var folded: Target {
+            Target(
+                method: fold(method), scheme: fold(scheme), serverAddress: fold(serverAddress),
+                serverPort: fold(serverPort))
+        }
+
+        var dimensions: [(String, String)] {
+            var dimensions = [("http.request.method", method)]
+            if !serverAddress.isEmpty {
+                dimensions.append(("server.address", serverAddress))
+                dimensions.append(("server.port", serverPort))
+            }
+            dimensions.append(("url.scheme", scheme))
+            return dimensions
+        }
+    }
+
+    /// The dimension values of a completion: where it went and how it ended, each empty when absent.
+    private struct DimensionValues: Hashable {
+        var target: Target
+        var statusCode: String
+        var protocolVersion: String
+        var errorType: String
 
         /// The values with every present one replaced by `_OTHER`, for combinations past the limit.
         var folded: DimensionValues {
-            func fold(_ value: String) -> String { value.isEmpty ? "" : "_OTHER" }
-            return DimensionValues(
-                method: fold(method), statusClass: fold(statusClass), errorType: fold(errorType),
-                serverAddress: fold(serverAddress))
+            DimensionValues(
+                target: target.folded, statusCode: fold(statusCode), protocolVersion: fold(protocolVersion),
+                errorType: fold(errorType))
+        }
+
+        var dimensions: [(String, String)] {
+            var dimensions = target.dimensions
+            if !statusCode.isEmpty { dimensions.append(("http.response.status_code", statusCode)) }
+            if !protocolVersion.isEmpty { dimensions.append(("network.protocol.version", protocolVersion)) }
+            if !errorType.isEmpty { dimensions.append(("error.type", errorType)) }
+            return dimensions
         }
     }
 
@@ -88,21 +147,22 @@ public final class MetricsObserver: SessionObserver {
     private struct TaskRecord {
         /// When it first resumed: the duration of a task that never reached the network counts from here.
         var started: Date
+        /// Its bounded dimensions, worked out once at the first resume and reused at completion.
+        var target: Target
+        /// The `http.client.active_requests` meter it counts in while running.
+        var meter: Meter
         /// Whether it counts in `http.client.active_requests` now (resumed, not suspended).
         var isRunning: Bool
-
-        /// Marks the task running; `wasRunning` says whether it already was.
-        mutating func markRunning(_ wasRunning: inout Bool) {
-            wasRunning = isRunning
-            isRunning = true
-        }
     }
 
     private struct State {
         var instruments: [DimensionValues: Instruments] = [:]
         /// The dimension set of the last completion and its instruments: consecutive completions mostly share
-        /// one, and comparing four short strings costs less than hashing them.
+        /// one, and comparing a few short strings costs less than hashing them.
         var lastInstruments: (values: DimensionValues, instruments: Instruments)?
+        var activeMeters: [Target: Meter] = [:]
+        /// The `host:port` pairs recorded under their own name in `server.address`.
+        var serverAddresses: Set<String> = []
         var tasks: [TaskKey: TaskRecord] = [:]
         var moveFailures: [String: Counter] = [:]
         var retryCounters: [[String]: Counter] = [:]
@@ -112,7 +172,6 @@ public final class MetricsObserver: SessionObserver {
 
     private let factory: any MetricsFactory
     private let configuration: Configuration
-    private let activeRequests: Meter
     private let state = Locked(State())
 
     /// Creates a metrics observer.
@@ -122,7 +181,6 @@ public final class MetricsObserver: SessionObserver {
     public init(factory: any MetricsFactory, configuration: Configuration = Configuration()) {
         self.factory = factory
         self.configuration = configuration
-        self.activeRequests = Meter(label: Name.activeRequests, dimensions: [], factory: factory)
         self.networkReachable = Meter(label: Name.networkReachable, dimensions: [], factory: factory)
     }
 
@@ -170,25 +228,32 @@ public final class MetricsObserver: SessionObserver {
     public func taskDidResume(_ notification: TypedNotification<TaskLifecycleEvent>) {
         let key = TaskKey(notification.userInfo)
         let date = notification.userInfo.date
-        let added = state.withLock { state -> Bool in
-            // One lookup: the first resume records the start, a later one only counts the task again.
-            var wasRunning = true
-            state.tasks[key, default: TaskRecord(started: date, isRunning: false)].markRunning(&wasRunning)
-            return !wasRunning
+        let request = notification.userInfo.request
+        let meter = state.withLock { state -> Meter? in
+            // One lookup for a task seen before: a later resume only counts it again.
+            if let record = state.tasks[key] {
+                guard !record.isRunning else { return nil }
+                state.tasks[key]?.isRunning = true
+                return record.meter
+            }
+            let target = targetLocked(method: request.method, url: request.url, in: &state)
+            let meter = activeMeterLocked(for: target, in: &state)
+            state.tasks[key] = TaskRecord(started: date, target: target, meter: meter, isRunning: true)
+            return meter
         }
-        if added { activeRequests.increment() }
+        meter?.increment()
     }
 
     /// Stops counting the task as running.
     /// - Parameter notification: `taskDidSuspend`.
     public func taskDidSuspend(_ notification: TypedNotification<TaskLifecycleEvent>) {
         let key = TaskKey(notification.userInfo)
-        let removed = state.withLock { state -> Bool in
-            guard state.tasks[key]?.isRunning == true else { return false }
+        let meter = state.withLock { state -> Meter? in
+            guard let record = state.tasks[key], record.isRunning else { return nil }
             state.tasks[key]?.isRunning = false
-            return true
+            return record.meter
         }
-        if removed { activeRequests.decrement() }
+        meter?.decrement()
     }
 
     /// Counts one retry under `herald.client.request.retries`.
@@ -197,16 +262,18 @@ public final class MetricsObserver: SessionObserver {
         let retry = notification.userInfo
         var values = [
             KnownHTTPMethod.bounded(retry.request.method),
-            retry.response?.statusClass ?? "", retry.error.code.description,
+            retry.response.map { HTTPAttributeValue.statusCode($0.statusCode) } ?? "",
+            HTTPAttributeValue.errorType(error: retry.error, response: retry.response) ?? "",
         ]
         let counter = state.withLock { state -> Counter in
             if let existing = state.retryCounters[values] { return existing }
             if state.retryCounters.count >= configuration.maximumDimensionSets {
-                values = values.map { $0.isEmpty ? "" : "_OTHER" }
+                values = values.map(fold)
                 if let existing = state.retryCounters[values] { return existing }
             }
-            var dimensions = [("http.request.method", values[0]), ("error.type", values[2])]
-            if !values[1].isEmpty { dimensions.append(("http.response.status_class", values[1])) }
+            var dimensions = [("http.request.method", values[0])]
+            if !values[1].isEmpty { dimensions.append(("http.response.status_code", values[1])) }
+            dimensions.append(("error.type", values[2]))
             // Created under the lock so each is made exactly once; the factory is not user code.
             let counter = Counter(label: Name.retries, dimensions: dimensions, factory: factory)
             state.retryCounters[values] = counter
@@ -224,11 +291,12 @@ public final class MetricsObserver: SessionObserver {
 
     private func record(_ completion: TaskCompletion) {
         let key = TaskKey(completion)
-        let values = dimensionValues(for: completion)
         let (record, instruments) = state.withLock { state in
-            (state.tasks.removeValue(forKey: key), instrumentsLocked(for: values, in: &state))
+            let record = state.tasks.removeValue(forKey: key)
+            let values = dimensionValuesLocked(for: completion, target: record?.target, in: &state)
+            return (record, instrumentsLocked(for: values, in: &state))
         }
-        if record?.isRunning == true { activeRequests.decrement() }
+        if let record, record.isRunning { record.meter.decrement() }
         // A task that never resumed (cancelled while suspended) made no request: nothing to time.
         let metrics = completion.metrics
         guard metrics != nil || record != nil else { return }
@@ -260,22 +328,63 @@ public final class MetricsObserver: SessionObserver {
     /// - Parameter notification: `sessionDidInvalidate`.
     public func sessionDidInvalidate(_ notification: TypedNotification<SessionInvalidation>) {
         let session = notification.userInfo.sessionIdentifier
-        let removed = state.withLock { state -> Int in
-            let running = state.tasks.lazy.filter { $0.key.sessionIdentifier == session && $0.value.isRunning }.count
+        let running = state.withLock { state -> [Meter] in
+            let running = state.tasks.lazy.filter { $0.key.sessionIdentifier == session && $0.value.isRunning }
+                .map(\.value.meter)
             state.tasks = state.tasks.filter { $0.key.sessionIdentifier != session }
-            return running
+            return Array(running)
         }
-        if removed > 0 { activeRequests.decrement(by: Double(removed)) }
+        for meter in running { meter.decrement() }
     }
 
     // MARK: - dimensions
 
-    private func dimensionValues(for completion: TaskCompletion) -> DimensionValues {
-        DimensionValues(
-            method: KnownHTTPMethod.bounded(completion.request.method),
-            statusClass: completion.response?.statusClass ?? "",
-            errorType: completion.error?.code.description ?? "",
-            serverAddress: configuration.includesServerAddress ? (completion.request.url.host ?? "") : "")
+    /// The bounded dimensions of a request to `url` with `method`. Called with the lock held: it counts the
+    /// distinct server addresses.
+    private func targetLocked(method: String, url: URL, in state: inout State) -> Target {
+        var target = Target(
+            method: KnownHTTPMethod.bounded(method), scheme: HTTPAttributeValue.scheme(of: url), serverAddress: "",
+            serverPort: "")
+        guard configuration.includesServerAddress else { return target }
+        let host = url.host ?? ""
+        let port = url.effectivePort.map(String.init) ?? ""
+        let address = "\(host):\(port)"
+        let isKnown = state.serverAddresses.contains(address)
+        if isKnown || state.serverAddresses.count < configuration.maximumServerAddresses {
+            state.serverAddresses.insert(address)
+            target.serverAddress = host.isEmpty ? HTTPAttributeValue.other : host
+            target.serverPort = port.isEmpty ? HTTPAttributeValue.other : port
+        } else {
+            target.serverAddress = HTTPAttributeValue.other
+            target.serverPort = HTTPAttributeValue.other
+        }
+        return target
+    }
+
+    /// The dimensions of a completion; `target` is the task's, when it was seen resuming.
+    private func dimensionValuesLocked(
+        for completion: TaskCompletion, target: Target?, in state: inout State
+    ) -> DimensionValues {
+        let response = completion.response
+        return DimensionValues(
+            target: target
+                ?? targetLocked(method: completion.request.method, url: completion.request.url, in: &state),
+            statusCode: response.map { HTTPAttributeValue.statusCode($0.statusCode) } ?? "",
+            protocolVersion: response.map { HTTPAttributeValue.protocolVersion($0.httpVersion) } ?? "",
+            errorType: HTTPAttributeValue.errorType(error: completion.error, response: response) ?? "")
+    }
+
+    /// The `http.client.active_requests` meter of a target, created on first use under the lock (so once).
+    private func activeMeterLocked(for target: Target, in state: inout State) -> Meter {
+        if let existing = state.activeMeters[target] { return existing }
+        var target = target
+        if state.activeMeters.count >= configuration.maximumDimensionSets {
+            target = target.folded
+            if let existing = state.activeMeters[target] { return existing }
+        }
+        let meter = Meter(label: Name.activeRequests, dimensions: target.dimensions, factory: factory)
+        state.activeMeters[target] = meter
+        return meter
     }
 
     /// The cached instruments for a dimension set, created on first use. Called with the lock held:
@@ -295,10 +404,7 @@ public final class MetricsObserver: SessionObserver {
             values = values.folded
             if let existing = state.instruments[values] { return existing }
         }
-        var dimensions = [("http.request.method", values.method)]
-        if !values.statusClass.isEmpty { dimensions.append(("http.response.status_class", values.statusClass)) }
-        if !values.errorType.isEmpty { dimensions.append(("error.type", values.errorType)) }
-        if !values.serverAddress.isEmpty { dimensions.append(("server.address", values.serverAddress)) }
+        let dimensions = values.dimensions
         let instruments = Instruments(
             duration: Metrics.Timer(
                 label: Name.requestDuration, dimensions: dimensions, preferredDisplayUnit: .seconds, factory: factory),
@@ -308,3 +414,6 @@ public final class MetricsObserver: SessionObserver {
         return instruments
     }
 }
+
+/// `value` with `_OTHER` in place of a present value, for dimension sets folded past their limit.
+private func fold(_ value: String) -> String { value.isEmpty ? "" : HTTPAttributeValue.other }

@@ -34,17 +34,45 @@ extension URL {
     }
 }
 
-extension HTTPResponse {
-    /// `"1xx"`…`"5xx"`, or `"other"` for a status outside 100…599.
-    var statusClass: String {
-        // Constant strings: this runs for every completion a metrics or tracing observer sees.
-        switch statusCode {
-        case 100...199: "1xx"
-        case 200...299: "2xx"
-        case 300...399: "3xx"
-        case 400...499: "4xx"
-        case 500...599: "5xx"
-        default: "other"
+/// OpenTelemetry's HTTP attribute values, each bounded to a known set so that a metric dimension made from it
+/// stays bounded whatever the server answers.
+enum HTTPAttributeValue {
+    /// The value standing for anything outside a known set, as OpenTelemetry spells it.
+    static let other = "_OTHER"
+
+    /// `url.scheme`: `http` or `https` (the schemes Herald sends), anything else `_OTHER`.
+    static func scheme(of url: URL) -> String {
+        switch url.scheme?.lowercased() {
+        case "http": "http"
+        case "https": "https"
+        default: other
         }
+    }
+
+    /// `http.response.status_code` as a dimension value: the code for 100…599, `_OTHER` outside it (a
+    /// server can send any three digits).
+    static func statusCode(_ code: Int) -> String {
+        (100...599).contains(code) ? String(code) : other
+    }
+
+    /// `network.protocol.version` from a status line's version (`HTTP/1.1` → `1.1`, `HTTP/2` → `2`): one of
+    /// `1.0`, `1.1`, `2`, `3`, anything else `_OTHER`.
+    static func protocolVersion(_ httpVersion: String) -> String {
+        switch httpVersion {
+        case "HTTP/1.1": "1.1"
+        case "HTTP/2", "HTTP/2.0": "2"
+        case "HTTP/1.0": "1.0"
+        case "HTTP/3", "HTTP/3.0": "3"
+        default: other
+        }
+    }
+
+    /// `error.type` of a finished request, as OpenTelemetry's HTTP conventions define it: the status code when
+    /// the response says the request failed (400 or more), else the error code's description
+    /// (``HeraldError/Code``'s: bounded), else `nil` for a success.
+    static func errorType(error: HeraldError?, response: HTTPResponse?) -> String? {
+        if let error, error.code != .unacceptableStatusCode { return error.code.description }
+        if let status = response?.statusCode, status >= 400 { return statusCode(status) }
+        return error?.code.description
     }
 }

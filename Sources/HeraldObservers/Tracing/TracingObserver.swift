@@ -6,7 +6,7 @@ import Tracing
 /// Traces every task as an OpenTelemetry HTTP client span on swift-distributed-tracing.
 ///
 /// A span of kind `client`, named after the method (`GET`), starts when the task first resumes and ends
-/// when it completes. It carries `http.request.method`, `url.full` (credentials replaced by `REDACTED`),
+/// when its last transfer ended (curl's measure; when the task completes, for a task that made none). It carries `http.request.method`, `url.full` (credentials replaced by `REDACTED`),
 /// `url.scheme`, `server.address`, `server.port`, and on completion `http.response.status_code`,
 /// `http.response.body.size`, `network.protocol.version` and, on failure, `error.type` (the error code's
 /// description, or the status code for a 4xx/5xx response) with the span status set to error.
@@ -18,9 +18,15 @@ import Tracing
 /// `RequestSummary/serviceContext` — the request's own `Request/serviceContext`, or the task-local
 /// `ServiceContext.current` of the code that created the task. Handlers run on the session's event
 /// queue, where the caller's task-local context no longer exists, so that is the context that counts; a
-/// task created outside any trace gets a top-level span. Herald also sends the same context to the
-/// server (`traceparent` with a W3C propagator), so the server's span is this span's sibling, under the
-/// caller's span.
+/// task created outside any trace gets a top-level span.
+///
+/// Herald sends the task's context to the server (`traceparent` with a W3C propagator). For the server's
+/// span to be a child of this client span — OpenTelemetry's shape, one trace through every service — the
+/// span must exist before the task sends its first byte, which an observer alone cannot guarantee: start
+/// it with ``startSpan(for:)`` and make the task from the request it returns. The observer then ends that
+/// span when the task completes, as it does its own. A task made without it gets a span started at its
+/// first resume, and the server's span is that span's sibling, under the caller's span.
+///
 /// Suspensions and later resumes are recorded as span events, and so is each retry (`herald.task.retry`,
 /// with `herald.retry.attempt`, `herald.retry.delay`, `error.type` and the failed status). A wait for a
 /// network is a `herald.task.waiting_for_connectivity` event with `error.type`; a reachability change posted
@@ -30,8 +36,16 @@ import Tracing
 /// Pass the tracer your application uses (`InstrumentationSystem.tracer`, or any `Tracer`);
 /// the observer never bootstraps one.
 public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sendable {
+    private struct State {
+        /// The spans of tasks seen resuming and not yet complete.
+        var spans: [TaskKey: T.Span] = [:]
+        /// Spans started by ``startSpan(for:)`` whose task has not resumed yet, by ``PendingSpanKey`` value.
+        var pending: [UInt64: T.Span] = [:]
+        var nextPendingIdentifier: UInt64 = 1
+    }
+
     private let tracer: T
-    private let spans = Locked<[TaskKey: T.Span]>([:])
+    private let state = Locked(State())
 
     /// Creates a tracing observer.
     /// - Parameter tracer: The tracer that creates and reports spans.
@@ -39,33 +53,92 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
         self.tracer = tracer
     }
 
-    /// Starts the task's span, or records a `resume` event on a span already started.
-    /// - Parameter notification: `taskDidResume`.
-    public func taskDidResume(_ notification: TypedNotification<TaskLifecycleEvent>) {
-        let key = TaskKey(notification.userInfo)
-        if let span = spans.withLock({ $0[key] }) {
-            span.addEvent("herald.task.resume")
-            return
+    deinit {
+        // Spans started for requests that never became tasks: a tracer must not hold them forever.
+        for span in state.withLock({ $0.pending.values }) {
+            span.setStatus(SpanStatus(code: .error, message: "The request was never sent."))
+            span.end()
         }
-        let request = notification.userInfo.request
-        let method = request.method
-        let span = tracer.startSpan(
-            KnownHTTPMethod.all.contains(method) ? method : "HTTP", context: request.serviceContext ?? .topLevel,
-            ofKind: .client)
+    }
+
+    /// Starts the client span of a request now, before its task exists, and returns the request carrying the
+    /// span's context, so that the `traceparent` Herald sends names this span and the server's span becomes
+    /// its child.
+    ///
+    /// The span is a child of `request`'s `serviceContext`, or else of the caller's task-local
+    /// `ServiceContext.current` (an incoming request's span, in a server), or else top-level. It carries the
+    /// attributes the observer sets at a first resume, and is the span the observer completes for the task
+    /// made from the returned request: make exactly one task from it. A span whose request is never sent is
+    /// ended, with an error status, when the observer is deinitialized.
+    ///
+    /// - Parameter request: The request about to be sent.
+    /// - Returns: `request` with its `serviceContext` set to the new span's context.
+    public func startSpan(for request: Request) -> Request {
+        let parent = request.serviceContext ?? ServiceContext.current ?? .topLevel
+        let span = tracer.startSpan(Self.spanName(for: request.method), context: parent, ofKind: .client)
+        Self.setRequestAttributes(on: span, method: request.method, url: request.url)
+        let identifier = state.withLock { state -> UInt64 in
+            let identifier = state.nextPendingIdentifier
+            state.nextPendingIdentifier += 1
+            state.pending[identifier] = span
+            return identifier
+        }
+        var context = span.context
+        context[PendingSpanKey.self] = identifier
+        var request = request
+        request.serviceContext = context
+        return request
+    }
+
+    /// The span ``startSpan(for:)`` started for the request, taken out of the pending ones; `nil` when the
+    /// request had none, or its span was already taken by another task made from the same request.
+    private func takePendingSpan(for request: RequestSummary) -> T.Span? {
+        guard let identifier = request.serviceContext?[PendingSpanKey.self] else { return nil }
+        return state.withLock { $0.pending.removeValue(forKey: identifier) }
+    }
+
+    /// OpenTelemetry's span name for an HTTP client request: the method, or `HTTP` for an unknown one.
+    private static func spanName(for method: String) -> String {
+        KnownHTTPMethod.all.contains(method) ? method : "HTTP"
+    }
+
+    /// The attributes known before the request is sent.
+    private static func setRequestAttributes(on span: T.Span, method: String, url: URL) {
         span.attributes["http.request.method"] = KnownHTTPMethod.bounded(method)
         if method != KnownHTTPMethod.bounded(method) {
             span.attributes["http.request.method_original"] = method
         }
-        let url = request.url
         span.attributes["url.full"] = url.redacted()
         if let scheme = url.scheme { span.attributes["url.scheme"] = scheme }
         if let host = url.host { span.attributes["server.address"] = host }
         if let port = url.effectivePort { span.attributes["server.port"] = port }
+    }
+
+    /// Starts the task's span (or adopts the one ``startSpan(for:)`` started for its request), or records a
+    /// `resume` event on a span already started.
+    /// - Parameter notification: `taskDidResume`.
+    public func taskDidResume(_ notification: TypedNotification<TaskLifecycleEvent>) {
+        let key = TaskKey(notification.userInfo)
+        if let span = state.withLock({ $0.spans[key] }) {
+            span.addEvent("herald.task.resume")
+            return
+        }
+        let request = notification.userInfo.request
+        let span: T.Span
+        if let pending = takePendingSpan(for: request) {
+            span = pending
+        } else {
+            // From the moment the task resumed: this handler runs later, on the session's event queue.
+            span = tracer.startSpan(
+                Self.spanName(for: request.method), context: request.serviceContext ?? .topLevel, ofKind: .client,
+                at: Self.instant(notification.userInfo.date))
+            Self.setRequestAttributes(on: span, method: request.method, url: request.url)
+        }
         span.attributes["herald.session.id"] = notification.userInfo.sessionIdentifier
         span.attributes["herald.task.id"] = notification.userInfo.taskIdentifier
-        let isDuplicate = spans.withLock { spans -> Bool in
-            guard spans[key] == nil else { return true }
-            spans[key] = span
+        let isDuplicate = state.withLock { state -> Bool in
+            guard state.spans[key] == nil else { return true }
+            state.spans[key] = span
             return false
         }
         // Two first resumes of one task racing on different threads cannot happen (a session posts from
@@ -76,7 +149,7 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
     /// Records a `suspend` event on the task's span.
     /// - Parameter notification: `taskDidSuspend`.
     public func taskDidSuspend(_ notification: TypedNotification<TaskLifecycleEvent>) {
-        spans.withLock { $0[TaskKey(notification.userInfo)] }?.addEvent("herald.task.suspend")
+        state.withLock { $0.spans[TaskKey(notification.userInfo)] }?.addEvent("herald.task.suspend")
     }
 
     /// Records a `herald.download.move_failed` event on the download's span: the move failed and the file
@@ -85,7 +158,7 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
     public func downloadDidFailToMoveFile(_ notification: TypedNotification<DownloadMoveFailure>) {
         let failure = notification.userInfo
         let key = TaskKey(sessionIdentifier: failure.sessionIdentifier, taskIdentifier: failure.taskIdentifier)
-        guard let span = spans.withLock({ $0[key] }) else { return }
+        guard let span = state.withLock({ $0.spans[key] }) else { return }
         span.addEvent(
             SpanEvent(
                 name: "herald.download.move_failed",
@@ -101,7 +174,7 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
     /// - Parameter notification: `taskWillRetry`.
     public func taskWillRetry(_ notification: TypedNotification<TaskRetry>) {
         let retry = notification.userInfo
-        guard let span = spans.withLock({ $0[TaskKey(retry)] }) else { return }
+        guard let span = state.withLock({ $0.spans[TaskKey(retry)] }) else { return }
         var attributes: SpanAttributes = [:]
         attributes["herald.retry.attempt"] = retry.attempt
         attributes["herald.retry.delay"] = retry.delay
@@ -141,25 +214,39 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
     /// - Parameter notification: `taskDidComplete`.
     public func taskDidComplete(_ notification: TypedNotification<TaskCompletion>) {
         let completion = notification.userInfo
-        guard let span = spans.withLock({ $0.removeValue(forKey: TaskKey(completion)) }) else { return }
+        // A task cancelled before it resumed has no span, unless startSpan(for:) started one for its request.
+        guard
+            let span = state.withLock({ $0.spans.removeValue(forKey: TaskKey(completion)) })
+                ?? takePendingSpan(for: completion.request)
+        else { return }
         if let response = completion.response {
             span.attributes["http.response.status_code"] = response.statusCode
-            if let version = response.httpVersion.split(separator: "/").last {
-                span.attributes["network.protocol.version"] = String(version)
-            }
+            span.attributes["network.protocol.version"] = HTTPAttributeValue.protocolVersion(response.httpVersion)
         }
         if let metrics = completion.metrics {
             span.attributes["http.response.body.size"] = Int(metrics.responseBodyBytes)
         }
-        if let error = completion.error {
-            span.attributes["error.type"] = error.code.description
-            span.recordError(error)
-            span.setStatus(SpanStatus(code: .error, message: error.message))
-        } else if let status = completion.response?.statusCode, status >= 400 {
-            span.attributes["error.type"] = String(status)
-            span.setStatus(SpanStatus(code: .error))
+        if let errorType = HTTPAttributeValue.errorType(error: completion.error, response: completion.response) {
+            span.attributes["error.type"] = errorType
+            if let error = completion.error {
+                span.recordError(error)
+                span.setStatus(SpanStatus(code: .error, message: error.message))
+            } else {
+                span.setStatus(SpanStatus(code: .error))
+            }
         }
-        span.end()
+        // At the moment the last transfer ended, when curl measured it: the notification arrives after the
+        // completion handler ran, and by then the caller's own span (a server's request) may have ended.
+        if let metrics = completion.metrics {
+            span.end(at: Self.instant(metrics.startDate.addingTimeInterval(metrics.total)))
+        } else {
+            span.end()
+        }
+    }
+
+    /// A date as a tracer's instant.
+    private static func instant(_ date: Date) -> DefaultTracerClock.Timestamp {
+        DefaultTracerClock.Timestamp(nanosecondsSinceEpoch: UInt64(max(0, date.timeIntervalSince1970 * 1e9)))
     }
 
     /// Ends the spans of the session's tasks that never completed (which Herald does not do, but a
@@ -167,9 +254,9 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
     /// - Parameter notification: `sessionDidInvalidate`.
     public func sessionDidInvalidate(_ notification: TypedNotification<SessionInvalidation>) {
         let session = notification.userInfo.sessionIdentifier
-        let orphans = spans.withLock { spans -> [T.Span] in
-            let orphans = spans.filter { $0.key.sessionIdentifier == session }
-            for key in orphans.keys { spans[key] = nil }
+        let orphans = state.withLock { state -> [T.Span] in
+            let orphans = state.spans.filter { $0.key.sessionIdentifier == session }
+            for key in orphans.keys { state.spans[key] = nil }
             return Array(orphans.values)
         }
         for span in orphans {
@@ -178,4 +265,10 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
             span.end()
         }
     }
+}
+
+/// Marks a context made by ``TracingObserver/startSpan(for:)``: its value names the pending span, so that the
+/// observer adopts it for the task instead of starting another. Never injected: it stays in the process.
+private enum PendingSpanKey: ServiceContextKey {
+    typealias Value = UInt64
 }

@@ -1,0 +1,180 @@
+"""A loopback OTLP/HTTP receiver for the fleet sample's tests and demo.
+
+It accepts what an OTLP/HTTP exporter sends (protobuf bodies on /v1/traces, /v1/metrics and /v1/logs,
+optionally gzip-compressed), decodes them with the opentelemetry-proto package, keeps them in memory and
+answers queries in JSON:
+
+    GET /spans     every span received: trace and span ids, parent, name, kind, service, attributes
+    GET /metrics   every metric data point received: name, kind, service, attributes, count or value
+    GET /logs      every log record received: service, body, severity, trace and span ids
+
+It binds 127.0.0.1 only, on the port given (0: any free one), and prints `listening on PORT` once ready.
+"""
+
+import gzip
+import json
+import signal
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
+from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+from opentelemetry.proto.trace.v1 import trace_pb2
+
+LOCK = threading.Lock()
+SPANS = []
+METRIC_POINTS = []
+LOGS = []
+
+
+def any_value(value):
+    kind = value.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind == "array_value":
+        return [any_value(v) for v in value.array_value.values]
+    if kind == "kvlist_value":
+        return attributes(value.kvlist_value.values)
+    if kind == "bytes_value":
+        return value.bytes_value.hex()
+    return getattr(value, kind)
+
+
+def attributes(key_values):
+    return {kv.key: any_value(kv.value) for kv in key_values}
+
+
+def service_name(resource):
+    return attributes(resource.attributes).get("service.name", "")
+
+
+def record_traces(body):
+    request = trace_service_pb2.ExportTraceServiceRequest()
+    request.ParseFromString(body)
+    spans = []
+    for resource_spans in request.resource_spans:
+        service = service_name(resource_spans.resource)
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                spans.append({
+                    "service": service,
+                    "traceId": span.trace_id.hex(),
+                    "spanId": span.span_id.hex(),
+                    "parentSpanId": span.parent_span_id.hex(),
+                    "name": span.name,
+                    "kind": trace_pb2.Span.SpanKind.Name(span.kind),
+                    "startTimeUnixNano": span.start_time_unix_nano,
+                    "endTimeUnixNano": span.end_time_unix_nano,
+                    "attributes": attributes(span.attributes),
+                    "statusCode": trace_pb2.Status.StatusCode.Name(span.status.code),
+                })
+    with LOCK:
+        SPANS.extend(spans)
+    return trace_service_pb2.ExportTraceServiceResponse()
+
+
+def record_metrics(body):
+    request = metrics_service_pb2.ExportMetricsServiceRequest()
+    request.ParseFromString(body)
+    points = []
+    for resource_metrics in request.resource_metrics:
+        service = service_name(resource_metrics.resource)
+        for scope_metrics in resource_metrics.scope_metrics:
+            for metric in scope_metrics.metrics:
+                kind = metric.WhichOneof("data")
+                if kind is None:
+                    continue
+                for point in getattr(metric, kind).data_points:
+                    entry = {"service": service, "name": metric.name, "kind": kind,
+                             "attributes": attributes(point.attributes)}
+                    if kind in ("histogram", "exponential_histogram"):
+                        entry["count"] = point.count
+                        entry["sum"] = point.sum
+                    if kind == "histogram":
+                        entry["explicitBounds"] = list(point.explicit_bounds)
+                        entry["bucketCounts"] = list(point.bucket_counts)
+                    if kind in ("sum", "gauge"):
+                        entry["value"] = point.as_double if point.WhichOneof("value") == "as_double" else point.as_int
+                    points.append(entry)
+    with LOCK:
+        METRIC_POINTS.extend(points)
+    return metrics_service_pb2.ExportMetricsServiceResponse()
+
+
+def record_logs(body):
+    request = logs_service_pb2.ExportLogsServiceRequest()
+    request.ParseFromString(body)
+    records = []
+    for resource_logs in request.resource_logs:
+        service = service_name(resource_logs.resource)
+        for scope_logs in resource_logs.scope_logs:
+            for record in scope_logs.log_records:
+                records.append({
+                    "service": service,
+                    "body": any_value(record.body),
+                    "severity": record.severity_text,
+                    "traceId": record.trace_id.hex(),
+                    "spanId": record.span_id.hex(),
+                    "attributes": attributes(record.attributes),
+                })
+    with LOCK:
+        LOGS.extend(records)
+    return logs_service_pb2.ExportLogsServiceResponse()
+
+
+EXPORTS = {"/v1/traces": record_traces, "/v1/metrics": record_metrics, "/v1/logs": record_logs}
+QUERIES = {"/spans": SPANS, "/metrics": METRIC_POINTS, "/logs": LOGS}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format, *args):  # noqa: A002 - the base class's name
+        pass
+
+    def answer(self, status, content_type, body):
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self):  # noqa: N802 - the base class's name
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length)
+        record = EXPORTS.get(self.path)
+        if record is None:
+            return self.answer(404, "text/plain", b"no such OTLP signal\n")
+        try:
+            if self.headers.get("Content-Encoding", "").lower() == "gzip":
+                body = gzip.decompress(body)
+            response = record(body)
+        except (DecodeError, OSError, EOFError) as error:
+            return self.answer(400, "text/plain", f"undecodable OTLP body: {error}\n".encode())
+        self.answer(200, "application/x-protobuf", response.SerializeToString())
+
+    def do_GET(self):  # noqa: N802 - the base class's name
+        store = QUERIES.get(self.path)
+        if store is None:
+            return self.answer(404, "text/plain", b"unknown query\n")
+        with LOCK:
+            body = json.dumps(store).encode()
+        self.answer(200, "application/json", body)
+
+
+def main():
+    # The harness stops the receiver with SIGTERM, but a child inherits its parent's signal mask, and the
+    # Swift thread that starts the receiver has SIGTERM blocked: unblock it and handle it.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
+    port = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    print(f"listening on {server.server_address[1]}", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

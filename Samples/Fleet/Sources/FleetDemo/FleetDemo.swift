@@ -1,0 +1,105 @@
+import FleetHarness
+import Foundation
+
+/// `make fleet-demo`: starts the fleet, sends it a few hundred requests, and prints what Prometheus answers
+/// about service A's Herald client and the trace tree of one request.
+@main
+enum FleetDemo {
+    static func main() async {
+        do {
+            try await run()
+        } catch {
+            FileHandle.standardError.write(Data("fleet-demo: \(error)\n".utf8))
+            exit(1)
+        }
+    }
+
+    static func run() async throws {
+        say("Starting the OTLP receiver, service B, service A and Prometheus on 127.0.0.1 …")
+        let fleet = try await Fleet.start()
+        do {
+            try await demonstrate(fleet)
+        } catch {
+            await fleet.stop(keepingLogs: true)
+            throw FleetError("\(error) (logs kept in \(fleet.directory.path))")
+        }
+        say()
+        say("Stopping the fleet …")
+        await fleet.stop()
+        say("Stopped.")
+    }
+
+    static func demonstrate(_ fleet: Fleet) async throws {
+        say("service A \(fleet.serviceA.absoluteString), service B \(fleet.serviceB.absoluteString)")
+        say("Prometheus \(fleet.prometheus.absoluteString), OTLP receiver \(fleet.receiver.absoluteString)")
+        say()
+        // 300 requests: B answers after 20…149 ms; one in ten is a 404, one in ten a 500.
+        let paths = (0..<300).map { index -> String in
+            let status = index % 10 == 3 ? 404 : index % 10 == 7 ? 500 : 200
+            return "/work?status=\(status)&delay_ms=\(20 + (index * 37) % 130)"
+        }
+        let started = ContinuousClock.now
+        let statuses = try await fleet.load(paths, concurrency: 16)
+        let elapsed = ContinuousClock.now - started
+        let answered = statuses.sorted { $0.key < $1.key }.map { "\($0.value) × \($0.key)" }.joined(separator: ", ")
+        say("Sent \(paths.count) requests to service A, 16 at a time, in \(elapsed): \(answered)")
+        let total = #"sum(http_client_request_duration_count{job="service-a"})"#
+        _ = try await fleet.waitForQuery(total) { $0.first?.value == Double(paths.count) }
+        say()
+
+        let client = #"job="service-a""#
+        let queries: [(String, String)] = [
+            ("Requests Herald sent from service A", total),
+            (
+                "Request rate (per second, over the last minute) by status",
+                "sum by (http_response_status_code) (rate(http_client_request_duration_count{\(client)}[1m]))"
+            ),
+            ("p50 latency (s) by status class", quantile(0.5, client)),
+            ("p99 latency (s) by status class", quantile(0.99, client)),
+            ("Active requests now", "sum(http_client_active_requests{\(client)})"),
+            (
+                "Active requests, highest scraped during the load",
+                "max_over_time(sum(http_client_active_requests{\(client)})[1m:1s])"
+            ),
+        ]
+        for (title, promQL) in queries {
+            say("\(title)\n  \(promQL)")
+            let samples = try await fleet.query(promQL)
+            if samples.isEmpty { say("    (no series)") }
+            for sample in samples.sorted(by: { $0.description < $1.description }) {
+                let labels = sample.labels.sorted { $0.key < $1.key }.map { "\($0.key)=\"\($0.value)\"" }
+                let value = sample.value.isNaN ? "NaN" : String(format: "%.4g", sample.value)
+                say("    {\(labels.joined(separator: ", "))} \(value)")
+            }
+        }
+        say()
+
+        let traceID = randomHex(bytes: 16)
+        let parentID = randomHex(bytes: 8)
+        let status = try await fleet.request("/work", traceParent: "00-\(traceID)-\(parentID)-01")
+        let spans = try await fleet.waitForTrace(traceID, spans: 3)
+        say("One request (status \(status)) sent with traceparent 00-\(traceID)-\(parentID)-01; its trace:")
+        say("  caller span \(parentID) (the demo's traceparent)")
+        for line in TraceTree.render(spans) { say("    " + line) }
+    }
+
+    /// The latency quantile of service A's Herald client by status class (the status code's first digit).
+    static func quantile(_ quantile: Double, _ selector: String) -> String {
+        """
+        histogram_quantile(\(quantile), sum by (le, status_class) (label_replace(\
+        rate(http_client_request_duration_bucket{\(selector)}[1m]), \
+        "status_class", "${1}xx", "http_response_status_code", "([0-9]).*")))
+        """
+    }
+
+    static func randomHex(bytes: Int) -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<bytes).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+    }
+
+    /// Writes a line to standard output at once (`print` buffers when the output is a pipe): the demo's
+    /// output is read as it runs.
+    static func say(_ line: String = "") {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+}

@@ -1,0 +1,273 @@
+import Foundation
+import Herald
+
+/// The sample fleet, running: an OTLP receiver, service B, service A (which calls B through Herald) and a
+/// Prometheus scraping both services, every one on 127.0.0.1, each a process of its own.
+///
+/// ``start(in:)`` starts them and waits until Prometheus has scraped both services once; ``stop()`` stops
+/// them and removes their temporary folder (Prometheus's storage, the configuration, the logs).
+public final class Fleet: Sendable {
+    /// Where the fleet's programs are.
+    public struct Locations: Sendable {
+        /// The fleet package's folder.
+        public var packageRoot: URL
+        /// The built `fleet-service`.
+        public var service: URL
+        /// The Python with `opentelemetry-proto` installed (`make fleet-deps` makes it).
+        public var python: URL
+        /// The OTLP receiver script.
+        public var receiverScript: URL
+        /// Debian's `prometheus`.
+        public var prometheus: URL
+
+        /// The locations in a checkout of the fleet package, debug build.
+        public static var checkout: Locations {
+            let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent()
+            return Locations(
+                packageRoot: root, service: root.appending(path: ".build/debug/fleet-service"),
+                python: root.appending(path: ".build/otlp-venv/bin/python3"),
+                receiverScript: root.appending(path: "OTLPReceiver/otlp_receiver.py"),
+                prometheus: URL(fileURLWithPath: "/usr/bin/prometheus"))
+        }
+    }
+
+    /// The services' and back ends' base URLs.
+    public let serviceA: URL
+    /// Service B's base URL.
+    public let serviceB: URL
+    /// Prometheus's base URL.
+    public let prometheus: URL
+    /// The OTLP receiver's base URL.
+    public let receiver: URL
+    /// The fleet's temporary folder.
+    public let directory: URL
+
+    private let processes: [ChildProcess]
+    /// The harness's own HTTP client: Herald.
+    private let session: SessionManager
+
+    private init(
+        serviceA: URL, serviceB: URL, prometheus: URL, receiver: URL, directory: URL, processes: [ChildProcess]
+    ) {
+        self.serviceA = serviceA
+        self.serviceB = serviceB
+        self.prometheus = prometheus
+        self.receiver = receiver
+        self.directory = directory
+        self.processes = processes
+        var configuration = SessionConfiguration()
+        configuration.maximumConnectionsPerHost = 64
+        self.session = SessionManager(configuration: configuration)
+    }
+
+    /// Starts the fleet and waits until Prometheus has scraped both services.
+    /// - Parameter locations: Where the programs are; default ``Locations/checkout``.
+    /// - Returns: The running fleet.
+    /// - Throws: ``FleetError`` when a program is missing, does not start, or Prometheus does not see both
+    ///   services within a minute; whatever was started is stopped again.
+    public static func start(_ locations: Locations = .checkout) async throws -> Fleet {
+        for (path, hint) in [
+            (locations.service, "build the fleet package (swift build)"),
+            (locations.python, "run `make fleet-deps`"),
+            (locations.prometheus, "run `make fleet-deps` (Debian's prometheus)"),
+        ] where !FileManager.default.isExecutableFile(atPath: path.path) {
+            throw FleetError("\(path.path) is missing: \(hint)")
+        }
+        let directory = FileManager.default.temporaryDirectory.appending(path: "herald-fleet-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var started: [ChildProcess] = []
+        do {
+            let receiver = try ChildProcess(
+                name: "otlp-receiver", executable: locations.python, arguments: [locations.receiverScript.path, "0"],
+                logDirectory: directory)
+            started.append(receiver)
+            let receiverURL = try loopback(await receiver.waitForPort())
+
+            let serviceB = try ChildProcess(
+                name: "service-b", executable: locations.service,
+                arguments: ["--name", "service-b", "--otlp", receiverURL.absoluteString], logDirectory: directory)
+            started.append(serviceB)
+            let serviceBURL = try loopback(await serviceB.waitForPort())
+            let serviceA = try ChildProcess(
+                name: "service-a", executable: locations.service,
+                arguments: [
+                    "--name", "service-a", "--otlp", receiverURL.absoluteString, "--downstream",
+                    serviceBURL.absoluteString,
+                ], logDirectory: directory)
+            started.append(serviceA)
+            let serviceAURL = try loopback(await serviceA.waitForPort())
+
+            let prometheusPort = try freeLoopbackPort()
+            let configuration = directory.appending(path: "prometheus.yml")
+            try prometheusConfiguration(serviceA: serviceAURL, serviceB: serviceBURL)
+                .write(to: configuration, atomically: true, encoding: .utf8)
+            let prometheus = try ChildProcess(
+                name: "prometheus", executable: locations.prometheus,
+                arguments: [
+                    "--config.file=\(configuration.path)",
+                    "--storage.tsdb.path=\(directory.appending(path: "prometheus-data").path)",
+                    "--web.listen-address=127.0.0.1:\(prometheusPort)", "--log.level=warn",
+                ], logDirectory: directory)
+            started.append(prometheus)
+            let fleet = Fleet(
+                serviceA: serviceAURL, serviceB: serviceBURL, prometheus: try loopback(prometheusPort),
+                receiver: receiverURL, directory: directory, processes: started)
+            do {
+                _ = try await fleet.waitForQuery("sum(up)", seconds: 60) { $0.first?.value == 2 }
+            } catch {
+                await fleet.stop(keepingLogs: true)
+                throw FleetError("\(error); Prometheus's log: \(prometheus.logTail())")
+            }
+            return fleet
+        } catch {
+            for process in started.reversed() { await process.stop() }
+            throw error
+        }
+    }
+
+    /// Stops every program (SIGTERM, so the services flush their telemetry) and removes the fleet's folder,
+    /// unless `keepingLogs`.
+    public func stop(keepingLogs: Bool = false) async {
+        for process in processes.reversed() { await process.stop() }
+        await session.invalidateAndWait(cancelingTasks: true)
+        if !keepingLogs { try? FileManager.default.removeItem(at: directory) }
+    }
+
+    // MARK: - load
+
+    /// Sends `GET path` to service A and returns the status.
+    /// - Parameters:
+    ///   - path: The path and query, such as `/work?status=404`.
+    ///   - traceParent: A `traceparent` to send, making A's span a child of a span the caller names.
+    /// - Throws: ``FleetError`` when the request fails.
+    public func request(_ path: String, traceParent: String? = nil) async throws -> Int {
+        guard let url = URL(string: path, relativeTo: serviceA)?.absoluteURL else {
+            throw FleetError("not a path: \(path)")
+        }
+        var headers = HTTPHeaders()
+        if let traceParent { headers.add(name: "traceparent", value: traceParent) }
+        do {
+            return try await session.data(for: Request(url: url, headers: headers)).1.statusCode
+        } catch {
+            throw FleetError("GET \(url.absoluteString): \(error)")
+        }
+    }
+
+    /// Sends the paths to service A, `concurrency` at a time, and returns how many got each status.
+    public func load(_ paths: [String], concurrency: Int = 16) async throws -> [Int: Int] {
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            var statuses: [Int: Int] = [:]
+            var next = paths.makeIterator()
+            for _ in 0..<max(1, concurrency) {
+                guard let path = next.next() else { break }
+                group.addTask { try await self.request(path) }
+            }
+            while let status = try await group.next() {
+                statuses[status, default: 0] += 1
+                if let path = next.next() { group.addTask { try await self.request(path) } }
+            }
+            return statuses
+        }
+    }
+
+    // MARK: - Prometheus
+
+    /// Runs an instant PromQL query.
+    /// - Throws: ``FleetError`` when Prometheus refuses the query or answers something else than a vector.
+    public func query(_ promQL: String) async throws -> [PromSample] {
+        var components = URLComponents(url: prometheus.appending(path: "api/v1/query"), resolvingAgainstBaseURL: false)
+        components?.queryItems = [URLQueryItem(name: "query", value: promQL)]
+        guard let url = components?.url else { throw FleetError("cannot encode the query \(promQL)") }
+        let answer = try JSONDecoder().decode(PromQueryAnswer.self, from: try await get(url))
+        guard answer.status == "success", let data = answer.data, data.resultType == "vector" else {
+            throw FleetError("Prometheus refused \(promQL): \(answer.error ?? answer.status)")
+        }
+        return data.result.map { PromSample(labels: $0.metric, value: $0.value.number) }
+    }
+
+    /// Polls a PromQL query (every 250 ms) until `isDone` accepts its answer.
+    /// - Throws: ``FleetError`` when `seconds` pass first, with the last answer.
+    public func waitForQuery(
+        _ promQL: String, seconds: Double = 30, until isDone: @escaping @Sendable ([PromSample]) -> Bool
+    ) async throws -> [PromSample] {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        var last: Result<[PromSample], any Error> = .success([])
+        while ContinuousClock.now < deadline {
+            do {
+                let samples = try await query(promQL)
+                if isDone(samples) { return samples }
+                last = .success(samples)
+            } catch {
+                last = .failure(error)
+            }
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        throw FleetError("\(promQL) did not reach the expected answer within \(seconds) s; last: \(last)")
+    }
+
+    // MARK: - OTLP receiver
+
+    /// Every span the services exported so far.
+    public func spans() async throws -> [ExportedSpan] {
+        try JSONDecoder().decode([ExportedSpan].self, from: try await get(receiver.appending(path: "spans")))
+    }
+
+    /// Every metric data point the services exported so far.
+    public func metricPoints() async throws -> [ExportedMetricPoint] {
+        try JSONDecoder().decode([ExportedMetricPoint].self, from: try await get(receiver.appending(path: "metrics")))
+    }
+
+    /// Every log record the services exported so far.
+    public func logRecords() async throws -> [ExportedLogRecord] {
+        try JSONDecoder().decode([ExportedLogRecord].self, from: try await get(receiver.appending(path: "logs")))
+    }
+
+    /// Polls the receiver (every 250 ms) until the trace has `count` spans, and returns them.
+    /// - Throws: ``FleetError`` when `seconds` pass first.
+    public func waitForTrace(_ traceID: String, spans count: Int, seconds: Double = 30) async throws -> [ExportedSpan] {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        var found: [ExportedSpan] = []
+        while ContinuousClock.now < deadline {
+            found = try await spans().filter { $0.traceId == traceID }
+            if found.count >= count { return found }
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        throw FleetError("trace \(traceID) has \(found.count) spans, not \(count), after \(seconds) s")
+    }
+
+    private func get(_ url: URL) async throws -> Data {
+        let (body, response): (Data, HTTPResponse)
+        do {
+            (body, response) = try await session.data(for: Request(url: url))
+        } catch {
+            throw FleetError("GET \(url.absoluteString): \(error)")
+        }
+        // Prometheus answers a refused query with 400 and a JSON body saying why.
+        guard response.statusCode == 200 || response.statusCode == 400 else {
+            throw FleetError("GET \(url.absoluteString): status \(response.statusCode)")
+        }
+        return body
+    }
+
+    private static func loopback(_ port: Int) throws -> URL {
+        guard let url = URL(string: "http://127.0.0.1:\(port)") else { throw FleetError("bad port \(port)") }
+        return url
+    }
+
+    private static func prometheusConfiguration(serviceA: URL, serviceB: URL) -> String {
+        """
+        global:
+          scrape_interval: 1s
+          scrape_timeout: 1s
+        scrape_configs:
+          - job_name: service-a
+            static_configs:
+              - targets: ['127.0.0.1:\(serviceA.port ?? 0)']
+          - job_name: service-b
+            static_configs:
+              - targets: ['127.0.0.1:\(serviceB.port ?? 0)']
+
+        """
+    }
+}

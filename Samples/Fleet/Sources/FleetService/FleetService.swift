@@ -1,0 +1,108 @@
+import Foundation
+import Herald
+import HeraldNotifications
+import HeraldObservers
+import Hummingbird
+import Logging
+import Metrics
+import NIOCore
+import ServiceLifecycle
+import Tracing
+
+/// One service of the sample fleet: a Hummingbird server on loopback whose `/work` either answers itself or,
+/// with a downstream, answers by calling the downstream's `/work` through a Herald session observed by
+/// HeraldObservers' metrics, tracing and logging observers.
+@main
+enum FleetService {
+    static func main() async {
+        let options: ServiceOptions
+        do {
+            options = try ServiceOptions(arguments: Array(CommandLine.arguments.dropFirst()))
+        } catch {
+            FileHandle.standardError.write(Data("fleet-service: \(error)\n".utf8))
+            exit(64)
+        }
+        do {
+            try await run(options)
+        } catch {
+            FileHandle.standardError.write(Data("fleet-service \(options.name): \(error)\n".utf8))
+            exit(1)
+        }
+    }
+
+    static func run(_ options: ServiceOptions) async throws {
+        let (telemetry, tracer) = try Telemetry.bootstrap(
+            serviceName: options.name, otlpEndpoint: options.otlpEndpoint)
+        let logger = Logger(label: options.name)
+        let router = Router()
+        router.middlewares.add(TracingMiddleware())
+        router.middlewares.add(MetricsMiddleware())
+        let registry = telemetry.registry
+        router.get("metrics") { _, _ -> Response in
+            var text: [UInt8] = []
+            registry.emit(into: &text)
+            return Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: text)))
+        }
+        router.get("health") { _, _ in "ok" }
+
+        var observations: [ObservationToken] = []
+        var session: SessionManager?
+        if let downstream = options.downstream {
+            let client = SessionManager()
+            let center = client.notificationCenter
+            let tracing = TracingObserver(tracer: tracer)
+            var clientLogger = Logger(label: "\(options.name).herald")
+            clientLogger.logLevel = .debug
+            observations = [
+                MetricsObserver(factory: MetricsSystem.factory).observe(center),
+                tracing.observe(center),
+                LoggingObserver(logger: clientLogger).observe(center),
+            ]
+            let relay = Relay(session: client, tracing: tracing, downstream: downstream)
+            router.get("work") { request, _ in await relay.forward(query: request.uri.query) }
+            session = client
+        } else {
+            router.get("work") { request, _ in try await Work.answer(query: request.uri.query) }
+        }
+
+        let app = Application(
+            router: router,
+            configuration: .init(address: .hostname("127.0.0.1", port: options.port), serverName: options.name),
+            services: telemetry.services,
+            onServerRunning: { channel in
+                // The harness reads the port from this line.
+                FileHandle.standardOutput.write(Data("listening on \(channel.localAddress?.port ?? 0)\n".utf8))
+            },
+            logger: logger)
+        try await app.runService()
+        observations.forEach { $0.cancel() }
+        await session?.invalidateAndWait()
+    }
+}
+
+/// Service A's `/work`: the same request to the downstream's `/work`, through Herald, inside the incoming
+/// request's span.
+struct Relay<T: Tracer>: Sendable where T.Span: Sendable {
+    let session: SessionManager
+    let tracing: TracingObserver<T>
+    let downstream: URL
+
+    func forward(query: String?) async -> Response {
+        var components = URLComponents(url: downstream.appending(path: "work"), resolvingAgainstBaseURL: false)
+        components?.percentEncodedQuery = query
+        guard let url = components?.url else { return Response(status: .badRequest) }
+        // The client span starts before the task exists, so the traceparent sent names it: B's server span
+        // becomes its child.
+        let outgoing = tracing.startSpan(for: Herald.Request(url: url))
+        do {
+            let (body, response) = try await session.data(for: outgoing)
+            return Response(
+                status: .init(code: response.statusCode),
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: Array("a>".utf8) + body)))
+        } catch {
+            return Response(status: .badGateway, body: ResponseBody(byteBuffer: ByteBuffer(string: "\(error.code)\n")))
+        }
+    }
+}

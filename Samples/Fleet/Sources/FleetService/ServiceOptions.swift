@@ -1,0 +1,58 @@
+import Foundation
+
+/// What one fleet service is told on its command line.
+///
+/// `fleet-service --name NAME --otlp URL [--port PORT] [--downstream URL]`: it listens on 127.0.0.1:PORT
+/// (0, the default, picks a free port; the port is printed as `listening on PORT`), exports logs, metrics and
+/// traces over OTLP/HTTP to URL, and, given `--downstream`, answers `/work` by calling that service's `/work`
+/// through a Herald session.
+struct ServiceOptions {
+    /// The service's name: OpenTelemetry's `service.name`, and its job's name in Prometheus.
+    var name: String
+    /// The loopback port to listen on; 0 for any free one.
+    var port: Int
+    /// The OTLP/HTTP receiver's base URL, such as `http://127.0.0.1:4318`.
+    var otlpEndpoint: URL
+    /// The service `/work` calls, if any.
+    var downstream: URL?
+
+    /// A command line that does not say what the service needs.
+    struct UsageError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Reads `arguments` (without the program name).
+    /// - Throws: ``UsageError`` for an unknown option, a missing or malformed value, or a missing `--name` or
+    ///   `--otlp`.
+    init(arguments: [String]) throws(UsageError) {
+        var values: [String: String] = [:]
+        var remaining = arguments[...]
+        while let option = remaining.popFirst() {
+            guard ["--name", "--port", "--otlp", "--downstream"].contains(option) else {
+                throw UsageError(description: "unknown option \(option)")
+            }
+            guard let value = remaining.popFirst() else { throw UsageError(description: "\(option) needs a value") }
+            values[option] = value
+        }
+        guard let name = values["--name"], !name.isEmpty else { throw UsageError(description: "--name is required") }
+        guard let otlp = values["--otlp"].flatMap(Self.httpURL) else {
+            throw UsageError(description: "--otlp needs an http URL")
+        }
+        let port = values["--port"].map { Int($0) } ?? 0
+        guard let port, (0...65_535).contains(port) else { throw UsageError(description: "--port needs 0…65535") }
+        var downstream: URL?
+        if let value = values["--downstream"] {
+            guard let url = Self.httpURL(value) else { throw UsageError(description: "--downstream needs an http URL") }
+            downstream = url
+        }
+        self.name = name
+        self.port = port
+        self.otlpEndpoint = otlp
+        self.downstream = downstream
+    }
+
+    private static func httpURL(_ text: String) -> URL? {
+        guard let url = URL(string: text), url.scheme == "http", url.host != nil else { return nil }
+        return url
+    }
+}
