@@ -188,7 +188,7 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
     /// - Parameter notification: `taskIsWaitingForConnectivity`.
     public func taskIsWaitingForConnectivity(_ notification: TypedNotification<TaskConnectivityWait>) {
         let wait = notification.userInfo
-        guard let span = spans.withLock({ $0[TaskKey(wait)] }) else { return }
+        guard let span = state.withLock({ $0.spans[TaskKey(wait)] }) else { return }
         span.addEvent(
             SpanEvent(
                 name: "herald.task.waiting_for_connectivity",
@@ -200,7 +200,7 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
     /// - Parameter notification: `reachabilityDidChange`.
     public func reachabilityDidChange(_ notification: TypedNotification<ReachabilityChange>) {
         let change = notification.userInfo
-        let open = spans.withLock { Array($0.values) }
+        let open = state.withLock { Array($0.spans.values) }
         guard !open.isEmpty else { return }
         var attributes: SpanAttributes = [:]
         attributes["herald.reachability.status"] = change.status.label
