@@ -118,6 +118,27 @@ struct TraceContextTests {
         try await traced.shutdown()
     }
 
+    @Test("with traceClientSpans(of:), a request from startSpan(for:) keeps its one span")
+    func startedSpanKeptUnderTheHook() async throws {
+        let traced = try await Traced()
+        let (tracer, tracing, session) = (traced.tracer, traced.tracing, traced.session)
+        tracing.traceClientSpans(of: session)
+        let url = traced.server.url("/text")
+        try await withTracer(tracer) {
+            try await tracer.withSpan("checkout") { _ in
+                _ = try await session.data(for: tracing.startSpan(for: Request(url: url)))
+            }
+        }
+        _ = try await traced.recorder.waitForCompletions(1)
+
+        let client = try traced.clientSpan()
+        let received = try traced.receivedContexts(path: "/text")
+        #expect(received.map(\.spanID.description) == [client.spanID])
+        // The hook started no second span for it: nothing is left open but the finished client span.
+        #expect(tracer.spans.activeSpans.filter { $0.kind == .client }.isEmpty)
+        try await traced.shutdown()
+    }
+
     @Test("every redirect hop carries the trace context, even when the redirection hook replaces the headers")
     func redirectHops() async throws {
         let traced = try await Traced()

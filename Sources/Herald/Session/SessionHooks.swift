@@ -1,4 +1,5 @@
 import Foundation
+import Instrumentation
 
 /// Every hook of a session — AF's block properties — in one value, kept in the session's locked state.
 ///
@@ -13,6 +14,7 @@ struct SessionHooks {
     var taskDidComplete: (@Sendable (SessionTask, HeraldError?) -> Void)?
     var taskNeedNewBodyStream: (@Sendable (SessionTask) -> BodyStream?)?
     var taskWillPerformHTTPRedirection: RedirectionHook?
+    var taskTraceContext: (@Sendable (Request, ServiceContext?) -> ServiceContext?)?
     var taskDidReceiveAuthenticationChallenge: TaskAuthenticationChallengeHandler?
     var sessionDidReceiveAuthenticationChallenge: SessionAuthenticationChallengeHandler?
 

@@ -1,6 +1,8 @@
 import Foundation
+import Instrumentation
 
-// The hooks that shape what is sent: a redirect's next request, a streamed body sent again.
+// The hooks that shape what is sent: a redirect's next request, a streamed body sent again, the trace context
+// a task carries.
 extension SessionManager {
     /// AF's `taskWillPerformHTTPRedirection`: decides each redirect before Herald follows it.
     ///
@@ -36,5 +38,21 @@ extension SessionManager {
     public var taskNeedNewBodyStream: (@Sendable (SessionTask) -> BodyStream?)? {
         get { readHooks { $0.taskNeedNewBodyStream } }
         set { updateHooks { $0.taskNeedNewBodyStream = newValue } }
+    }
+
+    /// Chooses the trace context a new task belongs to: called once per task, on the thread that creates
+    /// it, with the task's request and the context it would otherwise belong to — the request's
+    /// ``Request/serviceContext``, else the creating code's task-local `ServiceContext.current`, `nil` when
+    /// there is neither. The context returned (`nil`: none) is the task's ``SessionTask/serviceContext``: Herald
+    /// injects it into the header fields of every transfer the task runs (`traceparent`, with a W3C
+    /// propagator) and every notification's ``RequestSummary`` carries it.
+    ///
+    /// A tracing backend starts the request's client span here, so that the `traceparent` a server receives
+    /// names that span and the server's span becomes its child — HeraldObservers' `TracingObserver` does it
+    /// with `traceClientSpans(of:)`. It runs synchronously inside the task factory, before the task exists:
+    /// keep it short, and don't call the session from it. Default `nil`: the context as it is.
+    public var taskTraceContext: (@Sendable (_ request: Request, _ context: ServiceContext?) -> ServiceContext?)? {
+        get { readHooks { $0.taskTraceContext } }
+        set { updateHooks { $0.taskTraceContext = newValue } }
     }
 }

@@ -75,7 +75,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         self.session = session
         self.taskIdentifier = identifier
         self.originalRequest = request
-        let trace = TaskTraceContext.make(for: request)
+        let trace = TaskTraceContext.make(for: request, through: session.taskTraceContext)
         self.trace = trace
         self.requestSummary = RequestSummary(request, serviceContext: trace?.serviceContext)
         self.core = Locked(Core(completionHandler: completionHandler))

@@ -13,13 +13,18 @@ final class TaskTraceContext: Sendable {
     let serviceContext: ServiceContext
     let instrument: any Instrument
 
-    /// The context of a task made for `request` now: the request's own, else the task-local one; `nil`
-    /// when there is neither, and then Herald adds no header and touches no instrument.
+    /// The context of a task made for `request` now: the request's own, else the task-local one, as
+    /// `hook` (the session's ``SessionManager/taskTraceContext``) turns it, when the session has one; `nil`
+    /// when there is none, and then Herald adds no header and touches no instrument.
     ///
     /// A factory, not a failable initializer: a class's failable initializer allocates the instance before
     /// it can fail, and most tasks have no context.
-    static func make(for request: Request) -> TaskTraceContext? {
-        guard let context = request.serviceContext ?? ServiceContext.current else { return nil }
+    static func make(
+        for request: Request, through hook: (@Sendable (Request, ServiceContext?) -> ServiceContext?)? = nil
+    ) -> TaskTraceContext? {
+        var context = request.serviceContext ?? ServiceContext.current
+        if let hook { context = hook(request, context) }
+        guard let context else { return nil }
         return TaskTraceContext(serviceContext: context, instrument: InstrumentationSystem.instrument)
     }
 

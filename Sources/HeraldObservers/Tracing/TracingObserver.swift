@@ -74,8 +74,34 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
     /// - Parameter request: The request about to be sent.
     /// - Returns: `request` with its `serviceContext` set to the new span's context.
     public func startSpan(for request: Request) -> Request {
-        let parent = request.serviceContext ?? ServiceContext.current ?? .topLevel
-        let span = tracer.startSpan(Self.spanName(for: request.method), context: parent, ofKind: .client)
+        var request = request
+        request.serviceContext = startClientSpan(for: request, parent: request.serviceContext ?? ServiceContext.current)
+        return request
+    }
+
+    /// Starts the client span of every task `session` makes from now on, as the task is made, so that the
+    /// `traceparent` Herald sends names that span and the server's span becomes its child — with no change to
+    /// the code that makes the tasks. Sets the session's ``Herald/SessionManager/taskTraceContext`` (replacing
+    /// any other); a request that already carries a span from ``startSpan(for:)`` keeps it.
+    ///
+    /// Each span is a child of the context the task would belong to (the request's `serviceContext`, else the
+    /// creating code's `ServiceContext.current`, else top-level) and is the span this observer completes for
+    /// the task: observe the session's notification center with this observer too. A task that is made and
+    /// never resumed leaves its span open until this observer is deinitialized, which ends it with an error
+    /// status. The session holds the observer weakly.
+    ///
+    /// - Parameter session: The session whose tasks get their client span when they are made.
+    public func traceClientSpans(of session: SessionManager) {
+        session.taskTraceContext = { [weak self] request, context in
+            guard let self, context?[PendingSpanKey.self] == nil else { return context }
+            return self.startClientSpan(for: request, parent: context)
+        }
+    }
+
+    /// Starts a client span for `request` under `parent` (top-level when `nil`), keeps it for the task that
+    /// will carry the returned context, and returns the span's context marked with its key.
+    private func startClientSpan(for request: Request, parent: ServiceContext?) -> ServiceContext {
+        let span = tracer.startSpan(Self.spanName(for: request.method), context: parent ?? .topLevel, ofKind: .client)
         Self.setRequestAttributes(on: span, method: request.method, url: request.url)
         let identifier = state.withLock { state -> UInt64 in
             let identifier = state.nextPendingIdentifier
@@ -85,9 +111,7 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
         }
         var context = span.context
         context[PendingSpanKey.self] = identifier
-        var request = request
-        request.serviceContext = context
-        return request
+        return context
     }
 
     /// The span ``startSpan(for:)`` started for the request, taken out of the pending ones; `nil` when the
