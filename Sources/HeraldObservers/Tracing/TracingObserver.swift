@@ -81,7 +81,7 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
 
     /// Starts the client span of every task `session` makes from now on, as the task is made, so that the
     /// `traceparent` Herald sends names that span and the server's span becomes its child — with no change to
-    /// the code that makes the tasks. Sets the session's ``Herald/SessionManager/taskTraceContext`` (replacing
+    /// the code that makes the tasks. Sets the session's `taskTraceContext` hook (replacing
     /// any other); a request that already carries a span from ``startSpan(for:)`` keeps it.
     ///
     /// Each span is a child of the context the task would belong to (the request's `serviceContext`, else the
