@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import HeraldNotifications
-import Synchronization
 
 /// Watches whether the network — or one host — is reachable, and announces each change: Herald's
 /// `AFNetworkReachabilityManager`, on Linux.
@@ -41,7 +40,7 @@ public final class NetworkReachability: Sendable {
     private let engine: Engine
     /// Runs the status-change handler and posts, in the order of the changes.
     private let eventQueue: DispatchQueue
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     private struct State {
         var status = NetworkReachabilityStatus.unknown

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import HeraldNotifications
 
 /// The bounded buffer between a streamed data task's transfers (the producer, on the engine's loop thread)
 /// and the consumer of its ``ResponseBodyStream``.
@@ -18,7 +18,7 @@ final class ResponseBodyBuffer: Sendable {
     let policy: StreamBufferPolicy
     /// Sends the engine `resumeReceiving` for a transfer paused for the consumer.
     private let resume: @Sendable (Transfer) -> Void
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     private struct State {
         /// Handed over, not yet taken, in order; then `tail`.
@@ -46,7 +46,7 @@ final class ResponseBodyBuffer: Sendable {
     init(policy: StreamBufferPolicy, resume: @escaping @Sendable (Transfer) -> Void) {
         self.policy = policy
         self.resume = resume
-        self.state = Mutex(State())
+        self.state = Locked(State())
     }
 
     // MARK: - the producer (loop thread)

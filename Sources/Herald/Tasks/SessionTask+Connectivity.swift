@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import HeraldNotifications
 import Synchronization
 
 // Waiting for a network (`SessionConfiguration.waitsForConnectivity`). An attempt that failed before any
@@ -101,7 +102,7 @@ struct HeldWorkItem: @unchecked Sendable {
 /// The routing monitor each engine's waiting tasks share, opened with the first wait and kept for the engine's
 /// life (engines live as long as the process): zero CPU while nothing changes.
 enum ConnectivityMonitors {
-    private static let monitors = Mutex<[ObjectIdentifier: RoutingMonitor]>([:])
+    private static let monitors = Locked<[ObjectIdentifier: RoutingMonitor]>([:])
 
     /// `engine`'s monitor, opened and started on first use; `nil` when the kernel refuses a netlink socket.
     static func monitor(for engine: Engine) -> RoutingMonitor? {
