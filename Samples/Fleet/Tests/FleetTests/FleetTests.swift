@@ -115,6 +115,7 @@ struct FleetTests {
                     $0.service == "service-a" && $0.body == .string("task completed") && $0.traceId == traceID
                 }
                 if !completed.isEmpty { break }
+                // Another process exports on its own schedule and says nothing when it has: polled, with a deadline.
                 try await Task.sleep(for: .milliseconds(250))
             }
             #expect(completed.count == 1)
@@ -134,6 +135,7 @@ struct FleetTests {
                     $0.service == "service-a" && $0.name == "http.client.request.duration"
                 }
                 if !points.isEmpty { break }
+                // Another process exports on its own schedule and says nothing when it has: polled, with a deadline.
                 try await Task.sleep(for: .milliseconds(250))
             }
             let point = try #require(points.last)
