@@ -12,7 +12,11 @@
 # usage: Benchmarks/run-transfers.sh [--requests N] [--concurrency "1 16 64"]
 #                                    [--clients "c urlsession herald ahc"] [--json FILE]
 #                                    [--runs K] [--c-fresh-handles] [--keep]
-#                                    [--large-mib N] [--skip-large]
+#                                    [--large-mib N] [--skip-large] [--baseline BIN]
+#
+# --baseline BIN adds the client `baseline`: another build's TransferBench (say, of an earlier commit) running
+# its Herald client, interleaved with this checkout's runs, so that a change is measured against the code
+# before it under the same conditions; only for the 1 KiB rows.
 #
 # --runs K runs every client × concurrency K times (interleaved) and reports the run with the
 # median req/s, which helps on a busy machine. --c-fresh-handles makes the C client create an
@@ -47,6 +51,7 @@ keep=0
 runs=1
 large_mib=256
 skip_large=0
+baseline_bin=""
 # Herald's CURLOPT_BUFFERSIZE for each sink (Sources/Herald/Engine/Transfer+Configuration.swift).
 c_file_buffer=$((512 * 1024))
 c_memory_buffer=$((64 * 1024))
@@ -64,6 +69,7 @@ while [ $# -gt 0 ]; do
         --runs) runs=${2:?}; shift 2 ;;
         --large-mib) large_mib=${2:?}; shift 2 ;;
         --skip-large) skip_large=1; shift ;;
+        --baseline) baseline_bin=${2:?}; shift 2 ;;
         -h | --help) usage; exit 0 ;;
         *) echo "run-transfers: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
     esac
@@ -77,6 +83,12 @@ done
 for c in $clients; do
     case "$c" in c | urlsession | herald | ahc) ;; *) echo "run-transfers: unknown client '$c'" >&2; exit 2 ;; esac
 done
+# The large transfers are measured for the named clients only, never for the baseline.
+large_clients=$clients
+if [ -n "$baseline_bin" ]; then
+    [ -x "$baseline_bin" ] || { echo "run-transfers: --baseline $baseline_bin is not an executable" >&2; exit 2; }
+    clients="$clients baseline"
+fi
 if [ -n "$json_file" ]; then
     case "$json_file" in /*) ;; *) json_file="$PWD/$json_file" ;; esac
     mkdir -p "$(dirname "$json_file")"
@@ -193,6 +205,7 @@ run_one() { # client concurrency run → results under "client-concurrency#run"
     case "$client" in
         c) cmd=("$here/CClient/curl-uv-client" "${c_flags[@]}" "$url" "$n" "$requests") ;;
         urlsession | herald | ahc) cmd=("$swift_bin" --client "$client" --url "$url" --concurrency "$n" --requests "$requests") ;;
+        baseline) cmd=("$baseline_bin" --client herald --url "$url" --concurrency "$n" --requests "$requests") ;;
     esac
     local rc=0
     # In the background so that a signal to this script interrupts `wait` and runs the trap.
@@ -313,7 +326,7 @@ if [ "$skip_large" = 0 ]; then
     log "large transfers: one GET of $large_mib MiB per client and mode ($large_url)"
     for run in $(seq "$runs"); do
         for mode in $large_modes; do
-            for client in $clients; do
+            for client in $large_clients; do
                 if [ "$client/$mode" = herald/download-file ] && [ "$herald_download_missing" = 1 ]; then
                     lskip[$client-$mode]="not measured: Herald has no downloadTask(with:progress:destination:completionHandler:) in this checkout"
                     continue
@@ -324,7 +337,7 @@ if [ "$skip_large" = 0 ]; then
     done
     # Keep the run with the median MiB/s (the lower middle one for an even count).
     for mode in $large_modes; do
-        for client in $clients; do
+        for client in $large_clients; do
             tag="$client-$mode"
             chosen=$(for run in $(seq "$runs"); do
                 if [ -n "${lmbps[$tag#$run]:-}" ]; then echo "${lmbps[$tag#$run]} $run"; fi
@@ -363,7 +376,7 @@ done
 ratio_lines=""
 for n in $concurrencies; do
     line=""
-    for pair in herald/urlsession herald/c herald/ahc ahc/c c/urlsession; do
+    for pair in herald/urlsession herald/c herald/ahc herald/baseline baseline/c ahc/c c/urlsession; do
         a=${pair%/*} b=${pair#*/}
         r=$(ratio "${rps[$a-$n]:-}" "${rps[$b-$n]:-}")
         [ -n "$r" ] || continue
@@ -419,7 +432,7 @@ if [ "$skip_large" = 0 ]; then
     echo "Large transfers: one GET of $large_mib MiB$median; sizes checked, downloaded files compared with the source (cmp)"
     printf '%-11s %-14s %9s %9s %8s %9s %7s %8s %7s\n' client mode seconds "MiB/s" "CPU s" "RSS MiB" "vs C" "vs URLS" "vs AHC"
     for mode in $large_modes; do
-        for client in $clients; do
+        for client in $large_clients; do
             tag="$client-$mode"
             if [ -n "${lskip[$tag]:-}" ]; then
                 printf '%-11s %-14s %s\n' "$client" "$mode" "${lskip[$tag]}"
@@ -479,7 +492,7 @@ if [ -n "$json_file" ]; then
         done
         if [ "$skip_large" = 0 ]; then
             for mode in $large_modes; do
-                for client in $clients; do
+                for client in $large_clients; do
                     tag="$client-$mode"
                     [ -n "${lsecs[$tag]:-}" ] || continue
                     extra=""

@@ -207,7 +207,7 @@ extension SessionManager {
                 TaskCreation(
                     session: self, identifier: identifier, request: request,
                     completionHandler: Self.rawBodyHandler(deliver), kind: .upload(body)))
-            task.core.withLock { $0.uploadProgressHandler = progress }
+            task.core.withLock { $0.machine.progressHandlersGiven(upload: progress, download: nil) }
             return task
         }
     }

@@ -96,7 +96,7 @@ extension SessionManager {
                 TaskCreation(
                     session: self, identifier: identifier, request: request, completionHandler: completionHandler,
                     kind: .upload(body)))
-            task.core.withLock { $0.uploadProgressHandler = progress }
+            task.core.withLock { $0.machine.progressHandlersGiven(upload: progress, download: nil) }
             return task
         }
     }
@@ -199,7 +199,7 @@ extension SessionManager {
                 session: self, identifier: identifier, request: request,
                 completionHandler: DownloadTask.taskCompletionHandler(completionHandler),
                 kind: .download(temporaryURL: temporaryURL, resumedFrom: resumedFrom, destination: destination)))
-        task.core.withLock { $0.downloadProgressHandler = progress }
+        task.core.withLock { $0.machine.progressHandlersGiven(upload: nil, download: progress) }
         return task
     }
 

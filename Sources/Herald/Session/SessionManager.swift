@@ -235,8 +235,7 @@ public final class SessionManager: Sendable {
                     session: self, identifier: identifier, request: request, completionHandler: completionHandler,
                     kind: .data))
             task.core.withLock {
-                $0.uploadProgressHandler = uploadProgress
-                $0.downloadProgressHandler = downloadProgress
+                $0.machine.progressHandlersGiven(upload: uploadProgress, download: downloadProgress)
             }
             return task
         }

@@ -201,6 +201,10 @@ final class ResponseBodyBuffer: Sendable {
     /// Bytes handed over and not yet taken, for tests.
     var waitingByteCount: Int { state.withLock { $0.waiting } }
 
+    /// Whether the write callback paused the transfer for the consumer and the buffer keeps it for the
+    /// drain, for tests.
+    var isHoldingTransfer: Bool { state.withLock { $0.paused != nil } }
+
     /// After the consumer took an element: the transfer to continue, when the bytes waiting fell to the low
     /// watermark.
     fileprivate func drained() -> Transfer? {

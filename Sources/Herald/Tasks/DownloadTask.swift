@@ -107,13 +107,9 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
     ///
     /// - Parameter completionHandler: Receives the resume data (format: see `DownloadResumeData`) or `nil`.
     public func cancel(byProducingResumeData completionHandler: @escaping @Sendable (Data?) -> Void) {
-        // Under the task's lock, beside its state machine: a handler is taken only while the task has not
-        // completed, and every handler taken is answered where the completion is (`completionResult`).
-        let accepted = core.withLock { core -> Bool in
-            guard core.machine.state != .completed, core.resumeDataHandler == nil else { return false }
-            core.resumeDataHandler = completionHandler
-            return true
-        }
+        // The machine takes a handler only while the task has not completed, and every handler taken is
+        // answered where the completion is (`completionResult`).
+        let accepted = core.withLock { $0.machine.resumeDataRequested(completionHandler) }
         guard accepted else {
             session.runOnCompletionQueue { completionHandler(nil) }
             return
@@ -161,10 +157,7 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
 
     override func completionResult(for outcome: TransferOutcome, serializer: any ResponseSerializer) -> CompletionResult
     {
-        let resumeDataHandler = core.withLock { core in
-            defer { core.resumeDataHandler = nil }
-            return core.resumeDataHandler
-        }
+        let resumeDataHandler = core.withLock { $0.machine.resumeDataHandlerTaken() }
         var keepTemporaryFile = false
         if let resumeDataHandler {
             let resumeData = outcome.error == nil ? nil : makeResumeData(from: outcome)

@@ -31,20 +31,16 @@ extension SessionTask {
 
     /// Records the final error and runs the completion handler. Completion queue.
     func runCompletionHandler(response: HTTPResponse?, object: (any Sendable)?, error: HeraldError?) {
-        let (handler, uploadHandler, downloadHandler, upload, download) = core.withLock { core in
-            core.machine.completionReported(error: error)
-            let handlers = (core.completionHandler, core.uploadProgressHandler, core.downloadProgressHandler)
-            core.completionHandler = nil
-            core.uploadProgressHandler = nil
-            core.downloadProgressHandler = nil
+        let (callbacks, upload, download) = core.withLock { core in
+            let callbacks = core.machine.completionReported(error: error)
             // Objects made from here on are born finished.
-            let upload = self.progress(upload: true, forHandler: handlers.1, in: &core)
-            let download = self.progress(upload: false, forHandler: handlers.2, in: &core)
+            let upload = self.progress(upload: true, forHandler: callbacks.uploadProgress, in: &core)
+            let download = self.progress(upload: false, forHandler: callbacks.downloadProgress, in: &core)
             core.progress.isFinished = true
-            return (handlers.0, handlers.1, handlers.2, upload, download)
+            return (callbacks, upload, download)
         }
-        upload?.finish(deliveringFinalUpdateTo: uploadHandler)
-        download?.finish(deliveringFinalUpdateTo: downloadHandler)
-        handler?(response, object, error)
+        upload?.finish(deliveringFinalUpdateTo: callbacks.uploadProgress)
+        download?.finish(deliveringFinalUpdateTo: callbacks.downloadProgress)
+        callbacks.completion?(response, object, error)
     }
 }

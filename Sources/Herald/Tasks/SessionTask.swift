@@ -30,22 +30,16 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     typealias TaskMachine = TaskStateMachine<Transfer, DownloadTask>
 
     struct Core {
-        var machine = TaskMachine()
+        var machine: TaskMachine
         /// The effects of transitions, waiting to be carried out outside the lock (see ``transition(_:)``).
         var effects = OrderedTurns<TaskEffect>()
         var taskDescription: String?
-        var completionHandler: TaskCompletionHandler?
-        var uploadProgressHandler: ProgressHandler?
-        var downloadProgressHandler: ProgressHandler?
         /// The progress objects, made on first use, and the counts they start from.
         var progress = ProgressSlots()
         /// The request body total at the last `taskDidSendBodyData`, for its deltas.
         var lastBodyBytesSent: Int64 = 0
         /// This task's own interceptor (see ``SessionTask/interceptor``).
         var interceptor: (any RequestInterceptor)?
-        /// A download task's ``DownloadTask/cancel(byProducingResumeData:)`` handler, taken only before the
-        /// task completes and answered with its completion.
-        var resumeDataHandler: (@Sendable (Data?) -> Void)?
         /// Called once the task holds a finished transfer's outcome (see `whenHoldingOutcome(_:)`).
         var holdWaiters: [@Sendable () -> Void] = []
     }
@@ -78,7 +72,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         let trace = TaskTraceContext.make(for: request, through: session.taskTraceContext)
         self.trace = trace
         self.requestSummary = RequestSummary(request, serviceContext: trace?.serviceContext)
-        self.core = Locked(Core(completionHandler: completionHandler))
+        self.core = Locked(Core(machine: TaskMachine(completion: completionHandler)))
         self.continued = nil
     }
 
@@ -230,7 +224,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     func transferDidReceiveBytes(total received: Int64, expected: Int64?) {
         let (object, handler) = core.withLock { core -> (TransferProgress?, ProgressHandler?) in
             core.progress.downloadCounts.record(completed: received, total: expected)
-            let handler = core.downloadProgressHandler
+            let handler = core.machine.progressHandler(upload: false)
             return (self.progress(upload: false, forHandler: handler, in: &core), handler)
         }
         object?.update(completed: received, total: expected, queue: session.completionQueue, handler: handler)
@@ -239,7 +233,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     func transferDidSendBytes(total sent: Int64, expected: Int64?) {
         let (object, handler) = core.withLock { core -> (TransferProgress?, ProgressHandler?) in
             core.progress.uploadCounts.record(completed: sent, total: expected)
-            let handler = core.uploadProgressHandler
+            let handler = core.machine.progressHandler(upload: true)
             return (self.progress(upload: true, forHandler: handler, in: &core), handler)
         }
         object?.update(completed: sent, total: expected, queue: session.completionQueue, handler: handler)

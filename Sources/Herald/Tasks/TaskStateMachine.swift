@@ -3,8 +3,8 @@ import Foundation
 
 /// A task's whole lifecycle as a value: the state its user sees with the data of that state (where its
 /// transfer work stands), what it remembers across transfers (``TaskHops``: redirects, authentication
-/// round-trips, retries), what it reports of them (``TaskReport``: response, metrics, error) and the
-/// download task a data task became.
+/// round-trips, retries), what it reports of them (``TaskReport``: response, metrics, error), the caller's
+/// callbacks that report it (``TaskCallbacks``) and the download task a data task became.
 ///
 /// Every change is a `mutating` transition that returns what the owner must do. ``SessionTask`` calls it
 /// under the task's lock and carries the answer out after releasing the lock, through its effect
@@ -63,6 +63,13 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
     /// The download task this data task became (``ResponseDisposition/becomeDownload``); it is the task that
     /// completes. Set while the transfer runs, cleared at completion.
     private(set) var downloadTask: Download?
+    /// The caller's completion and progress handlers, until ``completionReported(error:)`` hands them out.
+    private var callbacks: TaskCallbacks
+
+    /// A new task's machine, suspended, with the completion handler its factory was given.
+    init(completion: TaskCompletionHandler? = nil) {
+        callbacks = TaskCallbacks(completion: completion)
+    }
 
     /// The state the task's user sees.
     var state: TaskState {
@@ -158,13 +165,71 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
     }
 
     /// The completed task's final error (the serializer may have added one): what ``TaskReport/error``
-    /// says from now on.
-    mutating func completionReported(error: HeraldError?) {
+    /// says from now on. Hands out the caller's callbacks, exactly once: the completion handler to run and
+    /// the progress handlers to give their final update; none are kept.
+    mutating func completionReported(error: HeraldError?) -> TaskCallbacks {
         guard case .completed = phase else {
             assertionFailure("a completion reported while the task is \(phase)")
-            return
+            return TaskCallbacks()
         }
         report.error = error
+        defer { callbacks = TaskCallbacks() }
+        return callbacks
+    }
+
+    // MARK: - the caller's callbacks
+
+    /// The progress handler of one direction, while the task has not reported its completion.
+    func progressHandler(upload: Bool) -> SessionTask.ProgressHandler? {
+        upload ? callbacks.uploadProgress : callbacks.downloadProgress
+    }
+
+    /// The factory gives the new task its progress handlers, before anyone can resume it.
+    mutating func progressHandlersGiven(upload: SessionTask.ProgressHandler?, download: SessionTask.ProgressHandler?) {
+        guard case .suspended(.notStarted) = phase else {
+            assertionFailure("progress handlers given to a task already \(phase)")
+            return
+        }
+        callbacks.uploadProgress = upload
+        callbacks.downloadProgress = download
+    }
+
+    /// A download task's caller asked for resume data as it cancels: returns whether `handler` is taken, as
+    /// it is once and only before the task completes (the completion answers it).
+    mutating func resumeDataRequested(_ handler: @escaping @Sendable (Data?) -> Void) -> Bool {
+        guard state != .completed, callbacks.resumeData == nil else { return false }
+        callbacks.resumeData = handler
+        return true
+    }
+
+    /// The completed task's resume-data handler, handed out once, for its completion to answer.
+    mutating func resumeDataHandlerTaken() -> (@Sendable (Data?) -> Void)? {
+        guard case .completed = phase else {
+            assertionFailure("resume data answered while the task is \(phase)")
+            return nil
+        }
+        defer { callbacks.resumeData = nil }
+        return callbacks.resumeData
+    }
+
+    /// An observer of one direction's progress joins the handlers: `onProgress` after that direction's
+    /// handler, `onCompletion` before the completion handler. Returns `false`, adding nothing, once the
+    /// task has completed: its counts are final, and its callbacks may already have run.
+    mutating func progressObserverAdded(
+        upload: Bool, onProgress: @escaping SessionTask.ProgressHandler, onCompletion: @escaping @Sendable () -> Void
+    ) -> Bool {
+        guard state != .completed else { return false }
+        if upload {
+            callbacks.uploadProgress = TaskCallbacks.chain(callbacks.uploadProgress, onProgress)
+        } else {
+            callbacks.downloadProgress = TaskCallbacks.chain(callbacks.downloadProgress, onProgress)
+        }
+        let previous = callbacks.completion
+        callbacks.completion = { response, object, error in
+            onCompletion()
+            previous?(response, object, error)
+        }
+        return true
     }
 
     enum SuspendAction {

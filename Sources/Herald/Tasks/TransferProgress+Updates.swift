@@ -102,33 +102,13 @@ extension SessionTask {
         // run the chained completion handler. A completed one may already have run it, but its transfer has
         // stopped reporting bytes, so its counts are final and the sequence can end now.
         let installed = core.withLock { core -> Bool in
-            guard core.machine.state != .completed else { return false }
-            let onProgress: @Sendable (TransferProgress) -> Void = { progress in forwarder.yield(progress.snapshot) }
-            if upload {
-                core.uploadProgressHandler = Self.chain(core.uploadProgressHandler, onProgress)
-            } else {
-                core.downloadProgressHandler = Self.chain(core.downloadProgressHandler, onProgress)
-            }
-            let previous = core.completionHandler
-            core.completionHandler = { response, object, error in
+            core.machine.progressObserverAdded(
+                upload: upload, onProgress: { progress in forwarder.yield(progress.snapshot) },
                 // The transfer has finished by now, so this count is final.
-                forwarder.finish(with: progress.snapshot)
-                previous?(response, object, error)
-            }
-            return true
+                onCompletion: { forwarder.finish(with: progress.snapshot) })
         }
         if !installed { forwarder.finish(with: progress.snapshot) }
         return TransferProgress.Updates(stream: stream)
-    }
-
-    private static func chain(
-        _ first: (@Sendable (TransferProgress) -> Void)?, _ second: @escaping @Sendable (TransferProgress) -> Void
-    ) -> @Sendable (TransferProgress) -> Void {
-        guard let first else { return second }
-        return { progress in
-            first(progress)
-            second(progress)
-        }
     }
 }
 

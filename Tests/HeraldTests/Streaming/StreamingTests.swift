@@ -5,7 +5,7 @@ import Testing
 
 @testable import Herald
 
-@Suite("Streamed response bodies: bytes(for:), backpressure, cancellation")
+@Suite("Streamed response bodies: bytes(for:), backpressure, cancellation", .timeLimit(.minutes(2)))
 struct StreamingTests {
     static let smallPolicy = StreamBufferPolicy(
         highWatermark: 256 << 10, lowWatermark: 64 << 10, maximumChunkSize: 32 << 10)
@@ -76,7 +76,12 @@ struct StreamingTests {
         let size = 16 << 20
         let (_, body) = try await fixture.session.bytes(
             for: Request(url: fixture.server.url("/bytes/\(size)")), bufferPolicy: Self.smallPolicy)
-        try await fixture.server.waitUntil { $0.sendBlockedCount > 0 }
+        // The server's sends block once the write callback has paused for the consumer, and, on a slow
+        // machine, also while the client merely reads slowly: only the first leaves the buffer at its high
+        // watermark, which the drain below needs. After that pause the server blocks again, so this is
+        // evaluated once more with the transfer held.
+        let buffer = body.consumer.buffer
+        try await fixture.server.waitUntil { $0.sendBlockedCount > 0 && buffer.isHoldingTransfer }
         body.task.suspend()
         // Draining while suspended asks the engine to continue; the user's pause must stand.
         var iterator = body.makeAsyncIterator()

@@ -243,6 +243,15 @@ struct TaskStateMachineTests {
             }
         }
 
+        @Test("an impossible event fails loudly in a debug build: progress handlers given to a started task")
+        func lateProgressHandlersTrap() async {
+            await #expect(processExitsWith: .failure) {
+                var machine = TaskStateMachine<TaskStateMachineTests.FakeTransfer, TaskStateMachineTests.FakeDownload>()
+                _ = machine.resume()
+                machine.progressHandlersGiven(upload: { _ in }, download: nil)
+            }
+        }
+
         @Test("an impossible event fails loudly in a debug build: a transfer ends twice")
         func transferEndingTwiceTraps() async {
             await #expect(processExitsWith: .failure) {
@@ -313,8 +322,65 @@ struct TaskStateMachineTests {
         #expect(machine.hopMetrics.map(\.redirectCount) == [0, 1])
         #expect(machine.report.error == nil)
         let refused = HeraldError(.badServerResponse, "refused by the serializer", url: parts.url)
-        machine.completionReported(error: refused)
+        _ = machine.completionReported(error: refused)
         #expect(machine.report.error?.code == .badServerResponse)
+    }
+
+    /// Counts calls from any thread; the callbacks under test only ever run inline here.
+    final class CallCounter: Sendable {
+        private let calls = Locked<[String]>([])
+        func record(_ name: String) { calls.withLock { $0.append(name) } }
+        var names: [String] { calls.withLock { $0 } }
+    }
+
+    @Test("the caller's callbacks: given at creation, joined by progress observers until completion, handed out once")
+    func callbacks() throws {
+        let parts = Parts()
+        let counter = CallCounter()
+        var machine = Machine(completion: { _, _, _ in counter.record("completion") })
+        machine.progressHandlersGiven(upload: nil, download: { _ in counter.record("download") })
+        #expect(machine.progressHandler(upload: true) == nil)
+        #expect(machine.progressHandler(upload: false) != nil)
+        _ = machine.resume()
+        _ = machine.transferPrepared(parts.transfer())
+        let added = machine.progressObserverAdded(
+            upload: false, onProgress: { _ in counter.record("observer progress") },
+            onCompletion: { counter.record("observer completion") })
+        #expect(added)
+        let progress = TransferProgress(completed: 1, total: 2, task: nil, isFinished: true)
+        machine.progressHandler(upload: false)?(progress)
+        #expect(counter.names == ["download", "observer progress"])
+
+        guard case .finish = machine.complete(with: parts.outcome()) else { Issue.record("expected .finish"); return }
+        let lateObserver = machine.progressObserverAdded(
+            upload: true, onProgress: { _ in counter.record("late") }, onCompletion: { counter.record("late") })
+        #expect(!lateObserver, "an observer added after completion is refused: the counts are final")
+
+        let handed = machine.completionReported(error: nil)
+        handed.completion?(nil, nil, nil)
+        #expect(counter.names == ["download", "observer progress", "observer completion", "completion"])
+        #expect(handed.downloadProgress != nil)
+        #expect(machine.progressHandler(upload: false) == nil, "handed out, none is kept")
+    }
+
+    @Test("resume data is requested once, only before completion, and its handler is handed out once")
+    func resumeDataHandler() throws {
+        let parts = Parts()
+        var machine = Self.running(parts.transfer())
+        let first = machine.resumeDataRequested { _ in }
+        let second = machine.resumeDataRequested { _ in }
+        #expect(first)
+        #expect(!second, "one request at a time: the second caller gets nil at once")
+        _ = machine.cancel()
+        guard case .finish(_, let wasCancelled, _) = machine.complete(with: parts.outcome()) else {
+            Issue.record("expected .finish")
+            return
+        }
+        #expect(wasCancelled)
+        let afterCompletion = machine.resumeDataRequested { _ in }
+        #expect(!afterCompletion)
+        #expect(machine.resumeDataHandlerTaken() != nil)
+        #expect(machine.resumeDataHandlerTaken() == nil)
     }
 
     @Test("a 304 answering a revalidation completes with the cached body and response; another status does not")
