@@ -53,7 +53,7 @@ check-libcurl-minimum: deps
 	.ci/check-libcurl-minimum.sh
 
 RACE_SUITES := CancelRaceStressTests|SuspendAtLastByteTests
-TIMED_TESTS := StreamingTests/cancelConsumer
+TIMED_TESTS := StreamingTests/cancelConsumer|TransportLaneTests
 LOOPBACK_ONLY := $(CURDIR)/.ci/loopback-only
 
 ## test: the whole test suite (what CI runs): the library's, then the samples' (their own package, in Samples/).
@@ -64,8 +64,9 @@ test: deps
 	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --skip LargeTransferTests --skip LargeStreamingTests --skip LoadTests \
 		--skip StressTests --skip '$(RACE_SUITES)' --skip ClosedPipeSignalTests --skip ReachabilityNamespaceTests \
 		--skip '$(TIMED_TESTS)'
-	@# Tests that time one reaction in milliseconds (a consumer's cancellation ending its transfer within 100 ms):
-	@# in a process of their own, where 150 other suites running at once on two cores don't decide the time.
+	@# Tests that time one reaction in milliseconds (a consumer's cancellation ending its transfer within 100 ms)
+	@# or compare two timed rounds (the transport lane's redirect hops with and without slow user code): in a
+	@# process of their own, where 150 other suites running at once on two cores don't decide the times.
 	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --filter '$(TIMED_TESTS)'
 	@# The reachability tests add and remove links, addresses and routes, and take loopback's routes away: in a
 	@# process and a namespace of their own, where no other suite's server needs loopback meanwhile.
