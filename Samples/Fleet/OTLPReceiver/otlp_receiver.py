@@ -8,6 +8,10 @@ answers queries in JSON:
     GET /metrics   every metric data point received: name, kind, service, attributes, count or value
     GET /logs      every log record received: service, body, severity, trace and span ids
 
+A query may wait for news: `?after=N&wait=S` answers once more than N records of its kind are held, or
+after S seconds (at most 60) with what there is. A test that expects an export then waits for the
+exporter's request to arrive instead of polling.
+
 It binds 127.0.0.1 only, on the port given (0: any free one), and prints `listening on PORT` once ready.
 """
 
@@ -17,6 +21,7 @@ import signal
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
 
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
@@ -25,6 +30,9 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 
 LOCK = threading.Lock()
+# Notified whenever an export adds records; a waiting query sleeps on it.
+CHANGED = threading.Condition(LOCK)
+MAXIMUM_WAIT = 60.0
 SPANS = []
 METRIC_POINTS = []
 LOGS = []
@@ -71,8 +79,9 @@ def record_traces(body):
                     "attributes": attributes(span.attributes),
                     "statusCode": trace_pb2.Status.StatusCode.Name(span.status.code),
                 })
-    with LOCK:
+    with CHANGED:
         SPANS.extend(spans)
+        CHANGED.notify_all()
     return trace_service_pb2.ExportTraceServiceResponse()
 
 
@@ -99,8 +108,9 @@ def record_metrics(body):
                     if kind in ("sum", "gauge"):
                         entry["value"] = point.as_double if point.WhichOneof("value") == "as_double" else point.as_int
                     points.append(entry)
-    with LOCK:
+    with CHANGED:
         METRIC_POINTS.extend(points)
+        CHANGED.notify_all()
     return metrics_service_pb2.ExportMetricsServiceResponse()
 
 
@@ -120,8 +130,9 @@ def record_logs(body):
                     "spanId": record.span_id.hex(),
                     "attributes": attributes(record.attributes),
                 })
-    with LOCK:
+    with CHANGED:
         LOGS.extend(records)
+        CHANGED.notify_all()
     return logs_service_pb2.ExportLogsServiceResponse()
 
 
@@ -157,10 +168,20 @@ class Handler(BaseHTTPRequestHandler):
         self.answer(200, "application/x-protobuf", response.SerializeToString())
 
     def do_GET(self):  # noqa: N802 - the base class's name
-        store = QUERIES.get(self.path)
+        url = urlsplit(self.path)
+        store = QUERIES.get(url.path)
         if store is None:
             return self.answer(404, "text/plain", b"unknown query\n")
-        with LOCK:
+        try:
+            query = parse_qs(url.query, strict_parsing=bool(url.query))
+            after = int(query.get("after", ["0"])[-1])
+            wait = float(query.get("wait", ["0"])[-1])
+        except ValueError as error:
+            return self.answer(400, "text/plain", f"bad query: {error}\n".encode())
+        if after < 0 or not 0 <= wait <= MAXIMUM_WAIT:
+            return self.answer(400, "text/plain", f"after must be >= 0, wait within 0...{MAXIMUM_WAIT}\n".encode())
+        with CHANGED:
+            CHANGED.wait_for(lambda: len(store) > after, timeout=wait)
             body = json.dumps(store).encode()
         self.answer(200, "application/json", body)
 

@@ -186,7 +186,8 @@ public final class Fleet: Sendable {
         return data.result.map { PromSample(labels: $0.metric, value: $0.value.number) }
     }
 
-    /// Polls a PromQL query (every 250 ms) until `isDone` accepts its answer.
+    /// Polls a PromQL query (every 250 ms) until `isDone` accepts its answer. Polled because Prometheus
+    /// scrapes on its own schedule (every second here) and its API has no way to wait for a result.
     /// - Throws: ``FleetError`` when `seconds` pass first, with the last answer.
     public func waitForQuery(
         _ promQL: String, seconds: Double = 30, until isDone: @escaping @Sendable ([PromSample]) -> Bool
@@ -223,17 +224,56 @@ public final class Fleet: Sendable {
         try JSONDecoder().decode([ExportedLogRecord].self, from: try await get(receiver.appending(path: "logs")))
     }
 
-    /// Polls the receiver (every 250 ms) until the trace has `count` spans, and returns them.
+    /// Waits until the trace has `count` spans, and returns them.
     /// - Throws: ``FleetError`` when `seconds` pass first.
     public func waitForTrace(_ traceID: String, spans count: Int, seconds: Double = 30) async throws -> [ExportedSpan] {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        var found: [ExportedSpan] = []
-        while ContinuousClock.now < deadline {
-            found = try await spans().filter { $0.traceId == traceID }
-            if found.count >= count { return found }
-            try await Task.sleep(for: .milliseconds(250))
+        let found: [ExportedSpan] = try await waitForRecords("spans", seconds: seconds) { spans in
+            spans.filter { $0.traceId == traceID }.count >= count
         }
-        throw FleetError("trace \(traceID) has \(found.count) spans, not \(count), after \(seconds) s")
+        return found.filter { $0.traceId == traceID }
+    }
+
+    /// Waits until the log records the services exported include one that `matches`, and returns those
+    /// that do.
+    /// - Throws: ``FleetError`` when `seconds` pass first.
+    public func waitForLogRecords(
+        seconds: Double = 30, matching matches: @escaping @Sendable (ExportedLogRecord) -> Bool
+    ) async throws -> [ExportedLogRecord] {
+        try await waitForRecords("logs", seconds: seconds) { $0.contains(where: matches) }.filter(matches)
+    }
+
+    /// Waits until the metric points the services exported include one that `matches`, and returns those
+    /// that do.
+    /// - Throws: ``FleetError`` when `seconds` pass first.
+    public func waitForMetricPoints(
+        seconds: Double = 30, matching matches: @escaping @Sendable (ExportedMetricPoint) -> Bool
+    ) async throws -> [ExportedMetricPoint] {
+        try await waitForRecords("metrics", seconds: seconds) { $0.contains(where: matches) }.filter(matches)
+    }
+
+    /// Every record of one kind the receiver holds, once `isDone` accepts them. The services' exporters run
+    /// in other processes and announce nothing, but their exports reach the receiver: each query asks it to
+    /// answer when it holds more records than the last answer had (`after`, `wait`), so this waits for the
+    /// exports themselves, not on a timer.
+    private func waitForRecords<Record: Decodable>(
+        _ kind: String, seconds: Double, until isDone: ([Record]) -> Bool
+    ) async throws -> [Record] {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        var records: [Record] = []
+        while true {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { break }
+            let wait = Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18
+            var components = URLComponents(url: receiver.appending(path: kind), resolvingAgainstBaseURL: false)
+            components?.queryItems = [
+                URLQueryItem(name: "after", value: String(records.count)),
+                URLQueryItem(name: "wait", value: String(format: "%.3f", min(wait, 30))),
+            ]
+            guard let url = components?.url else { throw FleetError("cannot encode a query for \(kind)") }
+            records = try JSONDecoder().decode([Record].self, from: try await get(url))
+            if isDone(records) { return records }
+        }
+        throw FleetError("the receiver's \(kind) did not reach the expected records within \(seconds) s")
     }
 
     private func get(_ url: URL) async throws -> Data {

@@ -108,15 +108,8 @@ struct FleetTests {
             #expect(client.endTimeUnixNano <= server.endTimeUnixNano)
 
             // LoggingObserver's line about the task, exported as an OTLP log record inside the client span.
-            let deadline = ContinuousClock.now + .seconds(30)
-            var completed: [ExportedLogRecord] = []
-            while ContinuousClock.now < deadline {
-                completed = try await fleet.logRecords().filter {
-                    $0.service == "service-a" && $0.body == .string("task completed") && $0.traceId == traceID
-                }
-                if !completed.isEmpty { break }
-                // Another process exports on its own schedule and says nothing when it has: polled, with a deadline.
-                try await Task.sleep(for: .milliseconds(250))
+            let completed = try await fleet.waitForLogRecords {
+                $0.service == "service-a" && $0.body == .string("task completed") && $0.traceId == traceID
             }
             #expect(completed.count == 1)
             #expect(completed.first?.spanId == client.spanId)
@@ -128,15 +121,8 @@ struct FleetTests {
     func otlpMetrics() async throws {
         try await withFleet { fleet in
             #expect(try await fleet.request("/work?status=503") == 503)
-            let deadline = ContinuousClock.now + .seconds(30)
-            var points: [ExportedMetricPoint] = []
-            while ContinuousClock.now < deadline {
-                points = try await fleet.metricPoints().filter {
-                    $0.service == "service-a" && $0.name == "http.client.request.duration"
-                }
-                if !points.isEmpty { break }
-                // Another process exports on its own schedule and says nothing when it has: polled, with a deadline.
-                try await Task.sleep(for: .milliseconds(250))
+            let points = try await fleet.waitForMetricPoints {
+                $0.service == "service-a" && $0.name == "http.client.request.duration"
             }
             let point = try #require(points.last)
             #expect(point.kind == "histogram")
