@@ -38,6 +38,13 @@ METRIC_POINTS = []
 LOGS = []
 
 
+def keep(records, store):
+    """Adds an export's records to their store and wakes the queries waiting for news."""
+    with CHANGED:
+        store.extend(records)
+        CHANGED.notify_all()
+
+
 def any_value(value):
     kind = value.WhichOneof("value")
     if kind is None:
@@ -79,9 +86,7 @@ def record_traces(body):
                     "attributes": attributes(span.attributes),
                     "statusCode": trace_pb2.Status.StatusCode.Name(span.status.code),
                 })
-    with CHANGED:
-        SPANS.extend(spans)
-        CHANGED.notify_all()
+    keep(spans, SPANS)
     return trace_service_pb2.ExportTraceServiceResponse()
 
 
@@ -108,9 +113,7 @@ def record_metrics(body):
                     if kind in ("sum", "gauge"):
                         entry["value"] = point.as_double if point.WhichOneof("value") == "as_double" else point.as_int
                     points.append(entry)
-    with CHANGED:
-        METRIC_POINTS.extend(points)
-        CHANGED.notify_all()
+    keep(points, METRIC_POINTS)
     return metrics_service_pb2.ExportMetricsServiceResponse()
 
 
@@ -130,9 +133,7 @@ def record_logs(body):
                     "spanId": record.span_id.hex(),
                     "attributes": attributes(record.attributes),
                 })
-    with CHANGED:
-        LOGS.extend(records)
-        CHANGED.notify_all()
+    keep(records, LOGS)
     return logs_service_pb2.ExportLogsServiceResponse()
 
 
