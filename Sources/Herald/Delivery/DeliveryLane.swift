@@ -10,15 +10,15 @@ import Synchronization
 /// for why that matters).
 enum Delivery: Sendable {
     case work(@Sendable () -> Void)
-    /// On the transport lane: what follows the transfer.
-    case finishedTransfer(any TransferDelegate, TransferOutcome)
+    /// On the transport lane: what follows the transfer (``OutcomeLanes/proceed(_:after:)``).
+    case finishedTransfer(OutcomeLanes, any TransferDelegate, TransferOutcome)
     /// On the completion lane: serialization, the completion handler, `taskDidComplete`.
     case completion(SessionTask, TransferOutcome)
 
     func run() {
         switch self {
         case .work(let work): work()
-        case .finishedTransfer(let delegate, let outcome): delegate.proceed(after: outcome)
+        case .finishedTransfer(let lanes, let delegate, let outcome): lanes.proceed(delegate, after: outcome)
         case .completion(let task, let outcome): task.session.completionArrived(task, outcome: outcome)
         }
     }
@@ -59,7 +59,9 @@ final class DeliveryLane: @unchecked Sendable {
     /// How long the completion queue's thread waits awake for the next batch.
     static let waitDuration: UInt64 = 300_000
 
-    /// The session's transfers started and not yet handed over to this lane; any thread.
+    /// The session's transfers started and not yet done with: a transfer is done with once what follows it
+    /// has run, on the transport lane or the loop thread, and has either started the next transfer or handed
+    /// the task's completion to this lane. Any thread.
     private let transfersOutstanding = Atomic<Int>(0)
     /// Batches published, and when the last was (``HandOffClock``); written by the loop thread.
     private let batchesPublished = Atomic<Int>(0)
@@ -89,8 +91,10 @@ final class DeliveryLane: @unchecked Sendable {
     /// The thread running one of this lane's batches (`pthread_self()`), or 0: what
     /// ``deferUntilBatchEnds(_:to:)`` asks. Written on `queue`, read by any thread.
     private let batchThread = Atomic<UInt>(0)
-    /// Deliveries for another lane made while a batch of this one runs, and that lane; on `queue`.
+    /// Deliveries for another lane made while a batch of this one runs, the transfers done with meanwhile
+    /// (``deferTransferProceeded(for:)``), and that lane; on `queue`.
     @exclusivity(unchecked) private var deferred: [Delivery] = []
+    @exclusivity(unchecked) private var proceededInBatch = 0
     @exclusivity(unchecked) private var deferredLane: DeliveryLane?
     /// Whether this lane has deliveries collected in the current loop iteration. Loop thread only.
     @exclusivity(unchecked) var isCollecting = false
@@ -108,15 +112,13 @@ final class DeliveryLane: @unchecked Sendable {
         transfersOutstanding.add(1, ordering: .relaxed)
     }
 
-    /// A transfer of the session ended and its outcome is being handed over: on the loop thread, or on the
-    /// thread that found a fresh cached response. Returns how many of the session's transfers are still
-    /// outstanding.
-    @discardableResult
-    func transferHandedOver() -> Int {
-        transfersOutstanding.subtract(1, ordering: .relaxed).newValue
+    /// `count` of the session's transfers are done with: what follows each has run, and any completion it
+    /// made is queued on this lane. Any thread.
+    func transfersProceeded(_ count: Int = 1) {
+        transfersOutstanding.subtract(count, ordering: .relaxed)
     }
 
-    /// The session's transfers started and not yet handed over, for tests.
+    /// The session's transfers started and not yet done with (see ``transfersProceeded(_:)``).
     var outstandingTransfers: Int { transfersOutstanding.load(ordering: .relaxed) }
 
     /// Runs `work` on this lane's queue, in its group, counted as the library's work: the last such block to
@@ -133,6 +135,18 @@ final class DeliveryLane: @unchecked Sendable {
         guard batchThread.load(ordering: .relaxed) == UInt(pthread_self())
         else { return false }
         deferred.append(delivery)
+        deferredLane = lane
+        return true
+    }
+
+    /// When called from a batch this lane is running, counts a transfer done with for `lane` when the batch
+    /// ends, after the batch's deferred deliveries are handed over, and returns `true`; elsewhere returns
+    /// `false`. Counted earlier, `lane`'s queue could see its outstanding transfers drop to one while the
+    /// others' completions are still on their way, and wait for the loop thread in vain.
+    func deferTransferProceeded(for lane: DeliveryLane) -> Bool {
+        guard batchThread.load(ordering: .relaxed) == UInt(pthread_self())
+        else { return false }
+        proceededInBatch += 1
         deferredLane = lane
         return true
     }
@@ -230,11 +244,17 @@ final class DeliveryLane: @unchecked Sendable {
         batchThread.store(UInt(pthread_self()), ordering: .relaxed)
         for delivery in batch { delivery.run() }
         batchThread.store(0, ordering: .relaxed)
-        if let lane = deferredLane, !deferred.isEmpty {
-            var handed: [Delivery] = []
-            swap(&handed, &deferred)
+        if let lane = deferredLane {
             deferredLane = nil
-            lane.enqueue(batch: handed)
+            if !deferred.isEmpty {
+                var handed: [Delivery] = []
+                swap(&handed, &deferred)
+                lane.enqueue(batch: handed)
+            }
+            if proceededInBatch > 0 {
+                lane.transfersProceeded(proceededInBatch)
+                proceededInBatch = 0
+            }
         }
         batch.removeAll(keepingCapacity: true)
         handedOver.withLock { lists in

@@ -52,12 +52,20 @@ final class OutcomeLanes: Sendable {
     /// finished transfers into one dispatch, so that the loop thread, which every transfer of the engine
     /// shares, spends its time on transfers.
     func transferFinished(_ delegate: any TransferDelegate, _ outcome: TransferOutcome) {
-        let wasAlone = completion.transferHandedOver() == 0
-        if wasAlone, engine.isOnLoopThread {
-            delegate.proceed(after: outcome)
+        if completion.outstandingTransfers == 1, engine.isOnLoopThread {
+            proceed(delegate, after: outcome)
         } else {
-            engine.handOver(.finishedTransfer(delegate, outcome), to: transport)
+            engine.handOver(.finishedTransfer(self, delegate, outcome), to: transport)
         }
+    }
+
+    /// Runs what follows a finished transfer (``TransferDelegate/proceed(after:)``), then counts the transfer
+    /// done with: from a transport batch, when the batch ends, after the completions it made are handed to
+    /// the completion lane. Until then the completion queue counts it as outstanding, so its thread doesn't
+    /// wait awake for the loop thread while the transfer's completion is still on the transport lane.
+    func proceed(_ delegate: any TransferDelegate, after outcome: TransferOutcome) {
+        delegate.proceed(after: outcome)
+        if !transport.deferTransferProceeded(for: completion) { completion.transfersProceeded() }
     }
 
     /// The one delivery of a completed task's outcome to the completion lane. From a transport batch, the

@@ -49,7 +49,7 @@ struct NextBatchWaitTests {
             lane.transferStarted()
             lane.awaitNextBatch()  // two outstanding
             counts.append(lane.waitsStarted)
-            lane.transferHandedOver()
+            lane.transfersProceeded()
             lane.enqueue {}  // a block of the library's queued behind this one
             lane.awaitNextBatch()
             counts.append(lane.waitsStarted)
@@ -72,6 +72,54 @@ struct NextBatchWaitTests {
             return caller.waitsStarted
         }
         #expect(started == 0)
+    }
+
+    @Test("a transfer whose follow-up runs in a transport batch stays outstanding until the batch's completions are queued")
+    func transportBatchCountsAfterItsCompletions() async {
+        let completionQueue = DispatchQueue(label: "herald.test.next-batch.completion")
+        let completion = DeliveryLane(queue: completionQueue, group: nil, waitsForNextBatch: true)
+        let transportQueue = DispatchQueue(label: "herald.test.next-batch.transport")
+        let transport = DeliveryLane(queue: transportQueue, group: nil)
+        completion.transferStarted()
+        completion.transferStarted()
+        // Outside a batch nothing is deferred: the caller counts at once.
+        #expect(!transport.deferTransferProceeded(for: completion))
+
+        struct Seen: Sendable {
+            var deferredInBatch = false
+            var outstandingInBatch = -1
+            var outstandingWhenCompletionRan = -1
+        }
+        let seen = Locked(Seen())
+        let done = OneShot<Void>()
+        // The loop thread's part, played here: one transport batch with one finished transfer, whose
+        // follow-up completes its task.
+        transport.collect(
+            .work {
+                let queued = transport.deferUntilBatchEnds(
+                    .work {
+                        seen.withLock { $0.outstandingWhenCompletionRan = completion.outstandingTransfers }
+                        done.send(())
+                    }, to: completion)
+                let deferred = transport.deferTransferProceeded(for: completion)
+                seen.withLock {
+                    $0.deferredInBatch = queued && deferred
+                    $0.outstandingInBatch = completion.outstandingTransfers
+                }
+            })
+        // Held until the batch's block is queued, so the completion block can't run before the count drops.
+        completionQueue.suspend()
+        transport.publish()
+        // A block queued on the transport queue after the batch's runs once the batch has ended.
+        let afterBatch = await Self.on(transportQueue) { completion.outstandingTransfers }
+        completionQueue.resume()
+        #expect(afterBatch == 1)
+        #expect((try? await done.value(timeout: .seconds(10))) != nil)
+        let result = seen.withLock { $0 }
+        #expect(result.deferredInBatch)
+        // During the batch the transfer was still outstanding: the other transfer isn't the queue's only one.
+        #expect(result.outstandingInBatch == 2)
+        #expect(result.outstandingWhenCompletionRan == 1)
     }
 
     @Test("requests started one after another from completion handlers all complete, in order, with a wait")
