@@ -16,7 +16,11 @@
 #
 # --baseline BIN adds the client `baseline`: another build's TransferBench (say, of an earlier commit) running
 # its Herald client, interleaved with this checkout's runs, so that a change is measured against the code
-# before it under the same conditions; only for the 1 KiB rows.
+# before it under the same conditions; only for the 1 KiB rows. Each run then starts the clients in a random order
+# of its own (a client's place in the sequence moves its rate on a small machine), and the script adds, per
+# concurrency, each run's herald/baseline ratio of req/s and their median: a pairing that takes out the
+# machine's drift from one run to the next, which moves every client's rate by 10-30% here. With --runs 20 the
+# median of the paired ratios tells a change of a few per cent from none; the median of three runs does not.
 #
 # --runs K runs every client × concurrency K times (interleaved) and reports the run with the
 # median req/s, which helps on a busy machine. --c-fresh-handles makes the C client create an
@@ -241,7 +245,10 @@ log "$requests GETs of 1 KiB per run; concurrency: $concurrencies; clients: $cli
 log "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for run in $(seq "$runs"); do
     for n in $concurrencies; do
-        for client in $clients; do
+        order=$clients
+        # Against a baseline, a random order per run, so that neither build always follows the same client.
+        if [ -n "$baseline_bin" ]; then order=$(printf '%s\n' $clients | shuf | tr '\n' ' '); fi
+        for client in $order; do
             run_one "$client" "$n" "$run"
         done
     done
@@ -389,6 +396,27 @@ if [ -n "$ratio_lines" ]; then
     echo
     echo "Ratios of req/s (of CPU per request in parentheses, lower is better):"
     printf '%s' "$ratio_lines"
+fi
+# Against a baseline: the runs paired, each run's herald/baseline ratio of req/s and CPU per request.
+if [ -n "$baseline_bin" ]; then
+    echo
+    echo "herald/baseline, run by run (req/s; CPU per request in parentheses) and the median of the runs' ratios:"
+    for n in $concurrencies; do
+        pairs=""
+        for run in $(seq "$runs"); do
+            a=${rps[herald-$n#$run]:-} b=${rps[baseline-$n#$run]:-}
+            [ -n "$a" ] && [ -n "$b" ] || continue
+            pairs+="$a $b ${cpu[herald-$n#$run]} ${cpu[baseline-$n#$run]}"$'\n'
+        done
+        [ -n "$pairs" ] || continue
+        printf '%s' "$pairs" | awk -v n="$n" '
+            { r[NR] = $1 / $2; c[NR] = $3 / $4; if (r[NR] >= 1) up++
+              line = line sprintf(" %.3f (%.3f)", r[NR], c[NR]) }
+            function median(v, count,   i, j, t) {
+                for (i = 2; i <= count; i++) { t = v[i]; for (j = i - 1; j >= 1 && v[j] > t; j--) v[j + 1] = v[j]; v[j + 1] = t }
+                return count % 2 ? v[(count + 1) / 2] : (v[count / 2] + v[count / 2 + 1]) / 2 }
+            END { printf "  concurrency %s: median %.3fx (CPU %.3fx), %d of %d runs >= 1x:%s\n", n, median(r, NR), median(c, NR), up, NR, line }'
+    done
 fi
 if [ -n "${rps[herald-64]:-}" ]; then
     echo "Targets at 64 concurrent (Docs/Performance.md): herald/urlsession >= 8x, herald/c >= 0.8x, herald/ahc > 1x"
