@@ -50,7 +50,9 @@ enum Delivery: Sendable {
 final class DeliveryLane: @unchecked Sendable {
     // Safety: `collected` and `isCollecting` are used on the loop thread only; `handedOver` is guarded by
     // its lock; `batchesRun`, `backoff` and the wait counts are used on `queue` only, and only when it is
-    // serial (`waitsForNextBatch`); the other counters are atomic.
+    // serial (`waitsForNextBatch`); `deferred`, `proceededInBatch` and `deferredLane` only by the thread
+    // running one of this lane's batches (`batchThread`), one at a time on the transport lane's serial
+    // queue; the other counters are atomic.
     let queue: DispatchQueue
     let group: DispatchGroup?
     /// Whether this lane may wait for its next batch: only on a serial queue the session owns.
