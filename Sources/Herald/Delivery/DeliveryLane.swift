@@ -93,6 +93,8 @@ final class DeliveryLane: @unchecked Sendable {
     /// The thread running one of this lane's batches (`pthread_self()`), or 0: what
     /// ``deferUntilBatchEnds(_:to:)`` asks. Written on `queue`, read by any thread.
     private let batchThread = Atomic<UInt>(0)
+    /// Whether the calling thread is running one of this lane's batches.
+    private var isRunningBatchHere: Bool { batchThread.load(ordering: .relaxed) == UInt(pthread_self()) }
     /// Deliveries for another lane made while a batch of this one runs, the transfers done with meanwhile
     /// (``deferTransferProceeded(for:)``), and that lane; on `queue`.
     @exclusivity(unchecked) private var deferred: [Delivery] = []
@@ -134,8 +136,7 @@ final class DeliveryLane: @unchecked Sendable {
     /// transport lane's batches complete several tasks at once: one block for their completions costs the
     /// completion queue one hand-off, not one each.
     func deferUntilBatchEnds(_ delivery: Delivery, to lane: DeliveryLane) -> Bool {
-        guard batchThread.load(ordering: .relaxed) == UInt(pthread_self())
-        else { return false }
+        guard isRunningBatchHere else { return false }
         deferred.append(delivery)
         deferredLane = lane
         return true
@@ -146,8 +147,7 @@ final class DeliveryLane: @unchecked Sendable {
     /// `false`. Counted earlier, `lane`'s queue could see its outstanding transfers drop to one while the
     /// others' completions are still on their way, and wait for the loop thread in vain.
     func deferTransferProceeded(for lane: DeliveryLane) -> Bool {
-        guard batchThread.load(ordering: .relaxed) == UInt(pthread_self())
-        else { return false }
+        guard isRunningBatchHere else { return false }
         proceededInBatch += 1
         deferredLane = lane
         return true
