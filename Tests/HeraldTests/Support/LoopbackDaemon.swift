@@ -27,7 +27,7 @@ final class LoopbackDaemon: Sendable {
     ///     forks workers: Foundation starts the child as the leader of a group of its own, so its pid is the
     ///     group id of every worker it forks.
     ///   - directory: Removed by ``stop()`` (the daemon's generated configuration).
-    ///   - onOutput: Called on the pipe's reader thread with everything printed so far, after each read.
+    ///   - onOutput: Called on the output's reader thread with everything printed so far, after each read.
     ///   - onExit: Called on Foundation's thread when the process has exited, before ``stop()`` returns.
     init(
         executable: URL, arguments: [String], killsProcessGroup: Bool = false, directory: URL? = nil,
@@ -43,21 +43,31 @@ final class LoopbackDaemon: Sendable {
         process.standardError = pipe
         let log = log
         let exited = exited
-        pipe.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            guard !data.isEmpty else {
-                handle.readabilityHandler = nil
-                return
+        // Read by a thread of its own, blocked in read(2) until the output ends, not by a readability
+        // handler: tearing one down races libdispatch's epoll bookkeeping on Linux, and its manager thread
+        // then crashes on a freed registration, taking the whole test process with it. The thread holds
+        // the handle, so the descriptor stays open until the last read has returned.
+        let output = pipe.fileHandleForReading
+        let reader = Thread {
+            var buffer = [UInt8](repeating: 0, count: 16_384)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { read(output.fileDescriptor, $0.baseAddress, $0.count) }
+                if count < 0, errno == EINTR { continue }
+                guard count > 0 else { return }
+                let text = log.append(Data(buffer[..<count]))
+                onOutput?(text)
             }
-            let text = log.append(data)
-            onOutput?(text)
         }
+        reader.name = "herald-test-daemon-output"
         process.terminationHandler = { _ in
             log.finish()
             onExit?()
             exited.send(())
         }
         try process.run()
+        // Started once the child runs: Foundation has closed this process's copy of the pipe's write end by
+        // then, so the child's exit ends the reads.
+        reader.start()
     }
 
     /// Everything the process printed so far.

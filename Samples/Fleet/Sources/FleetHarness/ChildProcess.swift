@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A program the harness runs: its standard output read line by line (the harness waits for the line that
 /// gives its port), its standard error kept in a file for when something fails.
@@ -26,25 +25,27 @@ final class ChildProcess: Sendable {
         process.standardError = try FileHandle(forWritingTo: logFile)
         process.standardInput = FileHandle.nullDevice
         let (lines, lineSink) = AsyncStream.makeStream(of: String.self)
-        let pending = Mutex(Data())
-        output.fileHandleForReading.readabilityHandler = { handle in
-            let chunk = handle.availableData
-            guard !chunk.isEmpty else {
-                handle.readabilityHandler = nil
-                lineSink.finish()
-                return
-            }
-            let complete = pending.withLock { buffer -> [String] in
-                buffer.append(chunk)
-                var found: [String] = []
-                while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
-                    found.append(String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self))
-                    buffer.removeSubrange(buffer.startIndex...newline)
+        // Read by a thread of its own, blocked in read(2) until the output ends. Not a readability handler:
+        // tearing one down at the end of the output races libdispatch's epoll bookkeeping on Linux, and its
+        // manager thread then crashes on a freed registration, taking the harness with it. The thread holds
+        // the handle, so the descriptor stays open until its last read has returned.
+        let reading = output.fileHandleForReading
+        let reader = Thread {
+            var buffer = [UInt8](repeating: 0, count: 16_384)
+            var pending = Data()
+            while true {
+                let count = buffer.withUnsafeMutableBytes { read(reading.fileDescriptor, $0.baseAddress, $0.count) }
+                if count < 0, errno == EINTR { continue }
+                guard count > 0 else { break }
+                pending.append(contentsOf: buffer[..<count])
+                while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                    lineSink.yield(String(decoding: pending[pending.startIndex..<newline], as: UTF8.self))
+                    pending.removeSubrange(pending.startIndex...newline)
                 }
-                return found
             }
-            for line in complete { lineSink.yield(line) }
+            lineSink.finish()
         }
+        reader.name = "fleet-\(name)-output"
         let (exited, exitSink) = AsyncStream.makeStream(of: Int32.self)
         process.terminationHandler = { finished in
             exitSink.yield(finished.terminationStatus)
@@ -58,6 +59,9 @@ final class ChildProcess: Sendable {
         } catch {
             throw FleetError("cannot start \(executable.path): \(error)")
         }
+        // Started once the program runs: Foundation has closed this process's copy of the pipe's write end
+        // by then, so the program's exit ends the reads.
+        reader.start()
     }
 
     /// Waits for the line `listening on PORT` and returns the port.
