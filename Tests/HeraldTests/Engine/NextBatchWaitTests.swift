@@ -197,6 +197,10 @@ struct NextBatchWaitTests {
             #expect(response.statusCode == 200)
         }
         #expect(server.requestCount == 1)
+        // A cached response's follow-up runs on the transport queue and counts the transfer done with right
+        // after it has queued the completion, so the completion may resume this test first: a block queued
+        // there after it runs once it has counted.
+        await Self.on(session.lanes.transport.queue) {}
         let lane = session.lanes.completion
         #expect(await Self.on(session.completionQueue) { lane.outstandingTransfers } == 0)
         session.invalidate(cancelingTasks: true)
