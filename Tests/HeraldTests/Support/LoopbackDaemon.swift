@@ -1,5 +1,6 @@
 import Foundation
 import HeraldNotifications
+import HeraldTesting
 import Herald
 
 #if canImport(Glibc)
@@ -43,31 +44,16 @@ final class LoopbackDaemon: Sendable {
         process.standardError = pipe
         let log = log
         let exited = exited
-        // Read by a thread of its own, blocked in read(2) until the output ends, not by a readability
-        // handler: tearing one down races libdispatch's epoll bookkeeping on Linux, and its manager thread
-        // then crashes on a freed registration, taking the whole test process with it. The thread holds
-        // the handle, so the descriptor stays open until the last read has returned.
-        let output = pipe.fileHandleForReading
-        let reader = Thread {
-            var buffer = [UInt8](repeating: 0, count: 16_384)
-            while true {
-                let count = buffer.withUnsafeMutableBytes { read(output.fileDescriptor, $0.baseAddress, $0.count) }
-                if count < 0, errno == EINTR { continue }
-                guard count > 0 else { return }
-                let text = log.append(Data(buffer[..<count]))
-                onOutput?(text)
-            }
-        }
-        reader.name = "herald-test-daemon-output"
         process.terminationHandler = { _ in
             log.finish()
             onExit?()
             exited.send(())
         }
         try process.run()
-        // Started once the child runs: Foundation has closed this process's copy of the pipe's write end by
-        // then, so the child's exit ends the reads.
-        reader.start()
+        PipeReader.start(reading: pipe.fileHandleForReading, name: "herald-test-daemon-output") { data in
+            let text = log.append(data)
+            onOutput?(text)
+        }
     }
 
     /// Everything the process printed so far.

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTesting
 import Synchronization
 import Testing
 
@@ -69,20 +70,16 @@ final class ActivityCounterProcess: Sendable {
         try input.fileHandleForWriting.close()
         for (pipe, isStdout) in [(out, true), (err, false)] {
             // A thread per pipe, reading until end of file: blocking reads see every byte and the end for sure.
-            let descriptor = pipe.fileHandleForReading.fileDescriptor
-            Thread.detachNewThread { [output, linesContinuation] in
-                var buffer = [UInt8](repeating: 0, count: 65536)
-                while true {
-                    let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-                    if count < 0, errno == EINTR { continue }
-                    guard count > 0 else { break }
-                    let data = Data(buffer[0..<count])
+            PipeReader.start(
+                reading: pipe.fileHandleForReading, name: isStdout ? "activity-counter-stdout" : "activity-counter-stderr",
+                onData: { [output, linesContinuation] data in
                     output.state.withLock { isStdout ? $0.stdout.append(data) : $0.stderr.append(data) }
                     linesContinuation.yield()
-                }
-                output.state.withLock { $0.openPipes -= 1 }
-                linesContinuation.yield()
-            }
+                },
+                onEnd: { [output, linesContinuation] in
+                    output.state.withLock { $0.openPipes -= 1 }
+                    linesContinuation.yield()
+                })
         }
         self.pipes = [out, err]
     }

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTesting
 import Synchronization
 
 #if canImport(Glibc)
@@ -49,19 +50,15 @@ final class TLSServer: Sendable {
             exitedContinuation.yield()
         }
         try process.run()
-        let descriptor = pipe.fileHandleForReading.fileDescriptor
-        Thread.detachNewThread {
-            var text = ""
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-                if count < 0, errno == EINTR { continue }
-                guard count > 0 else { return }
-                text += String(decoding: buffer[0..<count], as: UTF8.self)
-                for line in text.split(whereSeparator: \.isNewline) where line.hasPrefix("ACCEPT ") {
-                    if let colon = line.lastIndex(of: ":"), let port = Int(line[line.index(after: colon)...]) {
-                        portsContinuation.yield(port)
-                    }
+        let printed = Mutex("")
+        PipeReader.start(reading: pipe.fileHandleForReading, name: "openssl-s_server-output") { data in
+            let text = printed.withLock { text in
+                text += String(decoding: data, as: UTF8.self)
+                return text
+            }
+            for line in text.split(whereSeparator: \.isNewline) where line.hasPrefix("ACCEPT ") {
+                if let colon = line.lastIndex(of: ":"), let port = Int(line[line.index(after: colon)...]) {
+                    portsContinuation.yield(port)
                 }
             }
         }
