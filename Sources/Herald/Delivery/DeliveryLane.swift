@@ -51,10 +51,13 @@ final class DeliveryLane: @unchecked Sendable {
     // Safety: `collected` and `isCollecting` are used on the loop thread only; `handedOver` is guarded by
     // its lock; `batchesRun`, `backoff` and the wait counts are used on `queue` only, and only when it is
     // serial (`waitsForNextBatch`); `deferred`, `proceededInBatch` and `deferredLane` only by the thread
-    // running one of this lane's batches (`batchThread`), one at a time on the transport lane's serial
-    // queue; the other counters are atomic.
+    // running one of this lane's batches (`batchThread`), and only on a serial queue (`isSerial`), where the
+    // batches run one at a time; the other counters are atomic.
     let queue: DispatchQueue
     let group: DispatchGroup?
+    /// Whether the lane's queue is serial, so that its batches run one at a time: only then do they keep
+    /// deliveries for the batch's end (``deferUntilBatchEnds(_:to:)``).
+    let isSerial: Bool
     /// Whether this lane may wait for its next batch: only on a serial queue the session owns.
     let waitsForNextBatch: Bool
 
@@ -93,8 +96,11 @@ final class DeliveryLane: @unchecked Sendable {
     /// The thread running one of this lane's batches (`pthread_self()`), or 0: what
     /// ``deferUntilBatchEnds(_:to:)`` asks. Written on `queue`, read by any thread.
     private let batchThread = Atomic<UInt>(0)
-    /// Whether the calling thread is running one of this lane's batches.
-    private var isRunningBatchHere: Bool { batchThread.load(ordering: .relaxed) == UInt(pthread_self()) }
+    /// Whether the calling thread is running one of this lane's batches (never on a concurrent queue,
+    /// whose batches may run at the same time).
+    private var isRunningBatchHere: Bool {
+        isSerial && batchThread.load(ordering: .relaxed) == UInt(pthread_self())
+    }
     /// Deliveries for another lane made while a batch of this one runs, the transfers done with meanwhile
     /// (``deferTransferProceeded(for:)``), and that lane; on `queue`.
     @exclusivity(unchecked) private var deferred: [Delivery] = []
@@ -104,10 +110,11 @@ final class DeliveryLane: @unchecked Sendable {
     @exclusivity(unchecked) var isCollecting = false
     private let handedOver = Locked(HandedOver())
 
-    init(queue: DispatchQueue, group: DispatchGroup?, waitsForNextBatch: Bool = false) {
+    init(queue: DispatchQueue, group: DispatchGroup?, isSerial: Bool, waitsForNextBatch: Bool = false) {
         self.queue = queue
         self.group = group
-        self.waitsForNextBatch = waitsForNextBatch
+        self.isSerial = isSerial
+        self.waitsForNextBatch = isSerial && waitsForNextBatch
     }
 
     /// A transfer of the session is about to start (or a cached response stands in for one); its outcome
@@ -134,7 +141,8 @@ final class DeliveryLane: @unchecked Sendable {
     /// When called from a batch this lane is running, keeps `delivery` for `lane` and hands every delivery
     /// kept so over in one block when the batch ends, and returns `true`; elsewhere returns `false`. The
     /// transport lane's batches complete several tasks at once: one block for their completions costs the
-    /// completion queue one hand-off, not one each.
+    /// completion queue one hand-off, not one each. When `lane` is this lane, the kept deliveries run at the
+    /// batch's end, in the same block, after every delivery of the batch.
     func deferUntilBatchEnds(_ delivery: Delivery, to lane: DeliveryLane) -> Bool {
         guard isRunningBatchHere else { return false }
         deferred.append(delivery)
@@ -251,7 +259,13 @@ final class DeliveryLane: @unchecked Sendable {
             if !deferred.isEmpty {
                 var handed: [Delivery] = []
                 swap(&handed, &deferred)
-                lane.enqueue(batch: handed)
+                if lane === self {
+                    // On this lane's queue already: no other block, no hand-off. The batch has ended, so
+                    // what these deliveries deliver goes its usual way.
+                    for delivery in handed { delivery.run() }
+                } else {
+                    lane.enqueue(batch: handed)
+                }
             }
             if proceededInBatch > 0 {
                 lane.transfersProceeded(proceededInBatch)

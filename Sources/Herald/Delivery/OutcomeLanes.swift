@@ -12,10 +12,20 @@ import Dispatch
 ///    task; one delivery takes it to the completion queue, where the session serializes it, runs the
 ///    completion handler and queues `taskDidComplete`.
 ///
+/// An outcome that can only complete its task — a final response (2xx), no error, no cookies to store —
+/// has nothing on the transport lane that another task or a later hop waits for: no hop, retry or
+/// connectivity wait can follow it. While other transfers of the session are in flight, such an outcome
+/// skips the transport queue and is followed up on the completion lane, in the block that then runs its
+/// completion (on a serial completion queue the session owns). What waits there is its own bookkeeping,
+/// behind the completion handlers queued before it, as its own completion handler would; the transport
+/// queue stays free for the outcomes that lead somewhere. That spares a thread wake-up per loop
+/// iteration in the common case, where a burst of responses completes its tasks.
+///
 /// So an outcome crosses three layers — the engine's transfer, the task's machine, the session's completion
 /// — and makes at most two thread hand-offs: the loop thread to the transport queue (only while other
-/// transfers of the session are in flight), and to the completion queue. With a completion queue the
-/// caller passed in, serialization runs on a global queue first, one more.
+/// transfers of the session are in flight, and only for an outcome that may lead to another transfer), and
+/// to the completion queue. With a completion queue the caller passed in, serialization runs on a global
+/// queue first, one more.
 final class OutcomeLanes: Sendable {
     /// The session's transport queue's lane: follow-ups of finished transfers, while others are in flight.
     let transport: DeliveryLane
@@ -32,9 +42,10 @@ final class OutcomeLanes: Sendable {
     ) {
         self.completion = DeliveryLane(
             queue: ownsCompletionQueue ? completionQueue : SessionTask.hopQueue, group: group,
-            waitsForNextBatch: ownsCompletionQueue)
+            isSerial: ownsCompletionQueue, waitsForNextBatch: ownsCompletionQueue)
         self.transport = DeliveryLane(
-            queue: DispatchQueue(label: "herald.session.\(sessionIdentifier).transport"), group: nil)
+            queue: DispatchQueue(label: "herald.session.\(sessionIdentifier).transport"), group: nil,
+            isSerial: true)
         self.engine = engine
     }
 
@@ -48,15 +59,33 @@ final class OutcomeLanes: Sendable {
     /// response stood in for a transfer). When it was the session's only transfer in flight, the loop
     /// thread runs what follows at once: nothing else of the session waits for the loop, and a request sent
     /// one at a time then costs two thread hand-offs (to the loop and back to the completion queue), not
-    /// three. With others in flight it goes to the transport queue, batched with the loop iteration's other
-    /// finished transfers into one dispatch, so that the loop thread, which every transfer of the engine
-    /// shares, spends its time on transfers.
+    /// three. With others in flight, an outcome that can only complete its task
+    /// (``onlyCompletesItsTask(_:)``) goes to the completion lane, where what follows it runs in the block
+    /// that runs its completion; any other goes to the transport queue. Either way it is batched with the
+    /// loop iteration's other finished transfers into one dispatch per lane, so that the loop thread, which
+    /// every transfer of the engine shares, spends its time on transfers.
     func transferFinished(_ delegate: any TransferDelegate, _ outcome: TransferOutcome) {
-        if completion.outstandingTransfers == 1, engine.isOnLoopThread {
+        guard engine.isOnLoopThread else {
+            engine.handOver(.finishedTransfer(self, delegate, outcome), to: transport)
+            return
+        }
+        if completion.outstandingTransfers == 1 {
             proceed(delegate, after: outcome)
+        } else if completion.isSerial, Self.onlyCompletesItsTask(outcome) {
+            engine.handOver(.finishedTransfer(self, delegate, outcome), to: completion)
         } else {
             engine.handOver(.finishedTransfer(self, delegate, outcome), to: transport)
         }
+    }
+
+    /// Whether all that can follow `outcome` is its task's completion, whatever the task and the session:
+    /// a final response (2xx) with no error leads to no redirect, authentication round-trip, retry or wait
+    /// for connectivity, and one without a `Set-Cookie` field changes nothing the session's other transfers
+    /// read. Loop thread: a few comparisons and one pass over the response's fields.
+    static func onlyCompletesItsTask(_ outcome: TransferOutcome) -> Bool {
+        guard outcome.error == nil, let response = outcome.response, (200..<300).contains(response.statusCode)
+        else { return false }
+        return !response.headers.contains("Set-Cookie")
     }
 
     /// Runs what follows a finished transfer (``TransferDelegate/proceed(after:)``), then counts the transfer
@@ -69,11 +98,12 @@ final class OutcomeLanes: Sendable {
     }
 
     /// The one delivery of a completed task's outcome to the completion lane. From a transport batch, the
-    /// batch's completions go together, in one block.
+    /// batch's completions go together, in one block; from a batch of the completion lane itself (an
+    /// outcome followed up there), they run at that batch's end, in the same block.
     func complete(_ task: SessionTask, with outcome: TransferOutcome) {
         let delivery = Delivery.completion(task, outcome)
-        if !transport.deferUntilBatchEnds(delivery, to: completion) {
-            engine.handOver(delivery, to: completion)
-        }
+        if transport.deferUntilBatchEnds(delivery, to: completion) { return }
+        if completion.deferUntilBatchEnds(delivery, to: completion) { return }
+        engine.handOver(delivery, to: completion)
     }
 }

@@ -73,9 +73,10 @@ protocol TransferDelegate: AnyObject, Sendable {
     /// Request body bytes were sent; `expected` is the body's length when known.
     func transferDidSendBytes(total sent: Int64, expected: Int64?)
     /// What follows the transfer's end (the next hop, a retry, completing the task), exactly once per
-    /// transfer, on the session's transport lane: the transfer hands its outcome to
-    /// ``OutcomeLanes/transferFinished(_:_:)``, which runs this on the loop thread itself when it was the
-    /// session's only transfer, else on the session's transport queue. Never where user code runs. The
+    /// transfer: the transfer hands its outcome to ``OutcomeLanes/transferFinished(_:_:)``, which runs this
+    /// on the loop thread itself when it was the session's only transfer, else on the session's transport
+    /// queue, where no user code runs — or, for an outcome that can only complete its task, on the session's
+    /// own completion queue, in the block that then runs that completion. The
     /// delegate calls ``TransferOutcome/settleFinishedHandle()`` first, before it copies the outcome
     /// anywhere or reads its metrics: until then an outcome whose easy handle travels with it has none.
     func proceed(after outcome: TransferOutcome)

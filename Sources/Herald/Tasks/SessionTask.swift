@@ -256,9 +256,10 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         session.send(.allowResponse(transfer))
     }
 
-    /// What follows a finished transfer, on the session's transport lane (see
-    /// ``OutcomeLanes/transferFinished(_:_:)``): cookies, then the next hop, a retry, or completing the
-    /// task. It never waits for user code: the hooks a hop needs run elsewhere and start the next transfer.
+    /// What follows a finished transfer, on the session's transport lane, or on its completion lane for an
+    /// outcome that can only complete the task (see ``OutcomeLanes/transferFinished(_:_:)``): cookies, then
+    /// the next hop, a retry, or completing the task. It never waits for user code: the hooks a hop needs
+    /// run elsewhere and start the next transfer.
     func proceed(after outcome: TransferOutcome) {
         outcome.settleFinishedHandle()
         // Before the next hop is built: a Set-Cookie on a 302 or a 401 goes with the next request.

@@ -10,16 +10,22 @@
 /// leaves its items to that thread and returns at once. So items never run under the lock, never out of
 /// order and never concurrently: a `taskDidSuspend` can't overtake the `taskDidResume` before it, and a
 /// consumer is never re-entered.
+///
+/// Its members are `@inlinable` so that each client module specializes them for its item type: a task's
+/// transition submits and asks for the next items on every change, and the generic versions' witness-table
+/// lookups cost more than the rest of the turn. The type is `@usableFromInline` as well: without it the
+/// compiler accepts `@inlinable` on a `package` type's members but leaves every call to the generic code.
+@usableFromInline
 package struct OrderedTurns<Item> {
-    private var pending: [Item] = []
-    private var isRunning = false
+    @usableFromInline var pending: [Item] = []
+    @usableFromInline var isRunning = false
 
     /// No items, nobody's turn.
-    package init() {}
+    @inlinable package init() {}
 
     /// Queues `items`; returns them when the caller is to carry them out now (then it must call ``next()``
     /// until that returns nothing), or nothing when another thread has the turn.
-    package mutating func submit(_ items: [Item]) -> [Item] {
+    @inlinable package mutating func submit(_ items: [Item]) -> [Item] {
         guard !items.isEmpty else { return [] }
         if isRunning {
             pending.append(contentsOf: items)
@@ -30,7 +36,7 @@ package struct OrderedTurns<Item> {
     }
 
     /// The items queued meanwhile; an empty answer ends the caller's turn.
-    package mutating func next() -> [Item] {
+    @inlinable package mutating func next() -> [Item] {
         guard !pending.isEmpty else {
             isRunning = false
             return []

@@ -40,7 +40,7 @@ struct NextBatchWaitTests {
     @Test("no wait unless one transfer is outstanding and nothing else of the library is queued; a miss backs off")
     func waitConditions() async {
         let queue = DispatchQueue(label: "herald.test.next-batch")
-        let lane = DeliveryLane(queue: queue, group: nil, waitsForNextBatch: true)
+        let lane = DeliveryLane(queue: queue, group: nil, isSerial: true, waitsForNextBatch: true)
         let early = await Self.on(queue) { () -> [Int] in
             var counts: [Int] = []
             lane.awaitNextBatch()  // nothing outstanding
@@ -65,7 +65,7 @@ struct NextBatchWaitTests {
         }
         #expect(late == [1, 1, 0, 0])
 
-        let caller = DeliveryLane(queue: queue, group: nil)
+        let caller = DeliveryLane(queue: queue, group: nil, isSerial: false)
         let started = await Self.on(queue) { () -> Int in
             caller.transferStarted()
             caller.awaitNextBatch()
@@ -77,9 +77,9 @@ struct NextBatchWaitTests {
     @Test("a transfer whose follow-up runs in a transport batch stays outstanding until the batch's completions are queued")
     func transportBatchCountsAfterItsCompletions() async {
         let completionQueue = DispatchQueue(label: "herald.test.next-batch.completion")
-        let completion = DeliveryLane(queue: completionQueue, group: nil, waitsForNextBatch: true)
+        let completion = DeliveryLane(queue: completionQueue, group: nil, isSerial: true, waitsForNextBatch: true)
         let transportQueue = DispatchQueue(label: "herald.test.next-batch.transport")
-        let transport = DeliveryLane(queue: transportQueue, group: nil)
+        let transport = DeliveryLane(queue: transportQueue, group: nil, isSerial: true)
         completion.transferStarted()
         completion.transferStarted()
         // Outside a batch nothing is deferred: the caller counts at once.
