@@ -10,7 +10,8 @@ import Synchronization
 /// for why that matters).
 enum Delivery: Sendable {
     case work(@Sendable () -> Void)
-    /// On the transport lane: what follows the transfer (``OutcomeLanes/proceed(_:after:)``).
+    /// On the transport lane, or the completion lane for an outcome that can only complete its task: what
+    /// follows the transfer (``OutcomeLanes/proceed(_:after:)``).
     case finishedTransfer(OutcomeLanes, any TransferDelegate, TransferOutcome)
     /// On the completion lane: serialization, the completion handler, `taskDidComplete`.
     case completion(SessionTask, TransferOutcome)
@@ -66,7 +67,9 @@ final class DeliveryLane: @unchecked Sendable {
 
     /// The session's transfers started and not yet done with: a transfer is done with once what follows it
     /// has run, on the transport lane or the loop thread, and has either started the next transfer or handed
-    /// the task's completion to this lane. Any thread.
+    /// the task's completion to this lane; on this lane itself (an outcome that can only complete its task),
+    /// once its follow-up has run, its completion kept for the batch's end. Only this lane's queue waits on
+    /// the count, and only after a batch's end, so that order makes no difference to it. Any thread.
     private let transfersOutstanding = Atomic<Int>(0)
     /// Batches published, and when the last was (``HandOffClock``); written by the loop thread.
     private let batchesPublished = Atomic<Int>(0)
@@ -106,6 +109,9 @@ final class DeliveryLane: @unchecked Sendable {
     @exclusivity(unchecked) private var deferred: [Delivery] = []
     @exclusivity(unchecked) private var proceededInBatch = 0
     @exclusivity(unchecked) private var deferredLane: DeliveryLane?
+    /// Whether a finished transfer's follow-up runs now, in one of this lane's batches
+    /// (``followUp(_:)``): only then are deliveries to this lane itself kept for the batch's end; on `queue`.
+    @exclusivity(unchecked) private var isFollowingUp = false
     /// Whether this lane has deliveries collected in the current loop iteration. Loop thread only.
     @exclusivity(unchecked) var isCollecting = false
     private let handedOver = Locked(HandedOver())
@@ -145,9 +151,23 @@ final class DeliveryLane: @unchecked Sendable {
     /// batch's end, in the same block, after every delivery of the batch.
     func deferUntilBatchEnds(_ delivery: Delivery, to lane: DeliveryLane) -> Bool {
         guard isRunningBatchHere else { return false }
+        // To this lane itself, only the completion a follow-up makes: one that user code in the batch makes
+        // (a handler cancelling a task between transfers) goes behind what is queued already, that task's
+        // own earlier blocks among them, as from any other thread.
+        if lane === self, !isFollowingUp { return false }
         deferred.append(delivery)
         deferredLane = lane
         return true
+    }
+
+    /// Runs `followUp`, what follows a finished transfer. In one of this lane's batches, a completion it
+    /// delivers to this lane is kept for the batch's end (``deferUntilBatchEnds(_:to:)``), so that it runs in
+    /// the same block; anywhere else it just runs.
+    func followUp(_ followUp: () -> Void) {
+        guard isRunningBatchHere else { return followUp() }
+        isFollowingUp = true
+        followUp()
+        isFollowingUp = false
     }
 
     /// When called from a batch this lane is running, counts a transfer done with for `lane` when the batch

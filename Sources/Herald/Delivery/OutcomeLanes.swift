@@ -6,20 +6,23 @@ import Dispatch
 /// 1. **The transport lane** (``transferFinished(_:_:)``): the transfer hands its outcome here, on the loop
 ///    thread. What follows it — metrics, the easy handle back to its pool, cookies, the next hop, a retry,
 ///    the task's state machine — runs in the task's ``TransferDelegate/proceed(after:)``, on the loop thread
-///    itself when it was the session's only transfer in flight, else on the session's transport queue. No
-///    user code runs on either.
+///    itself when it was the session's only transfer in flight, else on the session's transport queue (or
+///    the completion lane, for an outcome that can only complete its task: below). No user code runs on
+///    the loop thread or the transport queue.
 /// 2. **The completion lane** (``complete(_:with:)``): the task's machine decided the outcome completes the
 ///    task; one delivery takes it to the completion queue, where the session serializes it, runs the
 ///    completion handler and queues `taskDidComplete`.
 ///
 /// An outcome that can only complete its task — a final response (2xx), no error, no cookies to store —
-/// has nothing on the transport lane that another task or a later hop waits for: no hop, retry or
-/// connectivity wait can follow it. While other transfers of the session are in flight, such an outcome
-/// skips the transport queue and is followed up on the completion lane, in the block that then runs its
-/// completion (on a serial completion queue the session owns). What waits there is its own bookkeeping,
-/// behind the completion handlers queued before it, as its own completion handler would; the transport
-/// queue stays free for the outcomes that lead somewhere. That spares a thread wake-up per loop
-/// iteration in the common case, where a burst of responses completes its tasks.
+/// leads to nothing another task or a later hop waits for: no hop, retry or connectivity wait can follow
+/// it. While other transfers of the session are in flight, such an outcome skips the transport queue and is
+/// followed up on the completion lane, in the block that then runs its completion (on a serial completion
+/// queue the session owns). What waits there is its own bookkeeping, behind the completion handlers queued
+/// before it, as its own completion handler would: the task stays `running` until then (so a `cancel()` or
+/// `suspend()` meanwhile still takes effect, as it would a moment before the last byte), and its easy handle
+/// goes back to the pool then (new transfers meanwhile make their own). The transport queue stays free for
+/// the outcomes that lead somewhere. That spares a thread wake-up per loop iteration in the common case,
+/// where a burst of responses completes its tasks.
 ///
 /// So an outcome crosses three layers — the engine's transfer, the task's machine, the session's completion
 /// — and makes at most two thread hand-offs: the loop thread to the transport queue (only while other
@@ -91,15 +94,16 @@ final class OutcomeLanes: Sendable {
     /// Runs what follows a finished transfer (``TransferDelegate/proceed(after:)``), then counts the transfer
     /// done with: from a transport batch, when the batch ends, after the completions it made are handed to
     /// the completion lane. Until then the completion queue counts it as outstanding, so its thread doesn't
-    /// wait awake for the loop thread while the transfer's completion is still on the transport lane.
+    /// wait awake for the loop thread while the transfer's completion is still on the transport lane. In a
+    /// batch of the completion lane, the completion it makes is kept for that batch's end.
     func proceed(_ delegate: any TransferDelegate, after outcome: TransferOutcome) {
-        delegate.proceed(after: outcome)
+        completion.followUp { delegate.proceed(after: outcome) }
         if !transport.deferTransferProceeded(for: completion) { completion.transfersProceeded() }
     }
 
     /// The one delivery of a completed task's outcome to the completion lane. From a transport batch, the
-    /// batch's completions go together, in one block; from a batch of the completion lane itself (an
-    /// outcome followed up there), they run at that batch's end, in the same block.
+    /// batch's completions go together, in one block; from a follow-up in a batch of the completion lane
+    /// itself, they run at that batch's end, in the same block.
     func complete(_ task: SessionTask, with outcome: TransferOutcome) {
         let delivery = Delivery.completion(task, outcome)
         if transport.deferUntilBatchEnds(delivery, to: completion) { return }

@@ -72,15 +72,19 @@ struct OutcomeRoutingTests {
                 "ok": "completion", "no content": "completion", "redirect": "transport", "challenge": "transport",
                 "server error": "transport", "cookie": "transport", "failure": "transport",
             ])
-        // Each was counted done with after its follow-up: the one left in flight is now the session's only
-        // one.
-        #expect(await Self.on(completionQueue) { lanes.completion.outstandingTransfers } == 1)
+        // Each was counted done with after its follow-up, on its queue (from the transport queue, at its
+        // batch's end): once a block behind each batch has run, the one left in flight is the only one.
+        await Self.on(completionQueue) {}
         #expect(await Self.on(lanes.transport.queue) { lanes.completion.outstandingTransfers } == 1)
 
         let lone = RoutingRecorder(engine: engine, key: key, expected: 1)
-        engine.execute { lanes.transferFinished(lone.delegate("lone 2xx"), Self.outcome(200)) }
+        let countAfterLone = OneShot<Int>()
+        engine.execute {
+            lanes.transferFinished(lone.delegate("lone 2xx"), Self.outcome(200))
+            countAfterLone.send(lanes.completion.outstandingTransfers)
+        }
         #expect(try await lone.everything.value(timeout: .seconds(10)) == ["lone 2xx": "loop"])
-        #expect(lanes.completion.outstandingTransfers == 0)
+        #expect(try await countAfterLone.value(timeout: .seconds(10)) == 0)
     }
 
     @Test("a caller's completion queue (a concurrent lane) never follows up a transfer: the transport queue does")
@@ -98,29 +102,43 @@ struct OutcomeRoutingTests {
         #expect(try await recorder.everything.value(timeout: .seconds(10)) == ["ok": "transport"])
     }
 
-    @Test("what a completion batch delivers to its own lane runs at the batch's end, in the same block, before the queue's next block")
+    @Test("a follow-up's completion in a completion batch runs at the batch's end, in the same block, before the queue's next block; user code's goes behind")
     func ownDeliveriesRunAtTheBatchEnd() async {
         let queue = DispatchQueue(label: "herald.test.routing.own")
         let lane = DeliveryLane(queue: queue, group: nil, isSerial: true, waitsForNextBatch: true)
         let order = Locked<[String]>([])
-        let threads = Locked<Set<UInt>>([])
+        let threads = Locked<[String: UInt]>([:])
         @Sendable func record(_ step: String) {
             order.withLock { $0.append(step) }
-            threads.withLock { _ = $0.insert(UInt(pthread_self())) }
+            threads.withLock { $0[step] = UInt(pthread_self()) }
         }
         // The loop thread's part, played here.
         lane.collect(
             .work {
-                let kept = lane.deferUntilBatchEnds(.work { record("first's completion") }, to: lane)
-                record(kept ? "first" : "first (its completion not kept)")
+                lane.followUp {
+                    let kept = lane.deferUntilBatchEnds(.work { record("first's completion") }, to: lane)
+                    record(kept ? "first" : "first (its completion not kept)")
+                }
             })
-        lane.collect(.work { record("second") })
+        // Not a follow-up (a completion handler cancelling another task, say): not kept, so the caller
+        // queues it behind what is queued already.
+        lane.collect(
+            .work {
+                let kept = lane.deferUntilBatchEnds(.work { record("user code's completion") }, to: lane)
+                record(kept ? "second (user code's completion kept)" : "second")
+                if !kept { lane.enqueue { record("user code's completion") } }
+            })
         queue.suspend()
         lane.publish()
         queue.async { record("next block") }
         queue.resume()
         await Self.on(queue) {}
-        #expect(order.withLock { $0 } == ["first", "second", "first's completion", "next block"])
+        await Self.on(queue) {}
+        #expect(
+            order.withLock { $0 } == ["first", "second", "first's completion", "next block", "user code's completion"])
+        // In the same block, so on the same thread.
+        let (first, completion) = threads.withLock { ($0["first"], $0["first's completion"]) }
+        #expect(first != nil && first == completion)
         // Outside a batch, and on a lane whose batches may run at the same time, nothing is kept.
         #expect(!lane.deferUntilBatchEnds(.work {}, to: lane))
         let concurrent = DeliveryLane(queue: .global(), group: nil, isSerial: false)
