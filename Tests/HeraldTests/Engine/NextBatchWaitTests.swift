@@ -41,7 +41,7 @@ struct NextBatchWaitTests {
     func waitConditions() async {
         let queue = DispatchQueue(label: "herald.test.next-batch")
         let lane = DeliveryLane(queue: queue, group: nil, isSerial: true, waitsForNextBatch: true)
-        let early = await Self.on(queue) { () -> [Int] in
+        let early = await queue.queued { () -> [Int] in
             var counts: [Int] = []
             lane.awaitNextBatch()  // nothing outstanding
             counts.append(lane.waitsStarted)
@@ -58,7 +58,7 @@ struct NextBatchWaitTests {
         #expect(early == [0, 0, 0])
         // The queued block was the last: it waited, nothing was published, so the wait ran out; the next
         // opportunity is declined.
-        let late = await Self.on(queue) { () -> [Int] in
+        let late = await queue.queued { () -> [Int] in
             let afterQueuedBlock = lane.waitsStarted
             lane.awaitNextBatch()
             return [afterQueuedBlock, lane.waitsStarted, lane.waitsAnswered, lane.waitsInterrupted]
@@ -66,7 +66,7 @@ struct NextBatchWaitTests {
         #expect(late == [1, 1, 0, 0])
 
         let caller = DeliveryLane(queue: queue, group: nil, isSerial: false)
-        let started = await Self.on(queue) { () -> Int in
+        let started = await queue.queued { () -> Int in
             caller.transferStarted()
             caller.awaitNextBatch()
             return caller.waitsStarted
@@ -111,7 +111,7 @@ struct NextBatchWaitTests {
         completionQueue.suspend()
         transport.publish()
         // A block queued on the transport queue after the batch's runs once the batch has ended.
-        let afterBatch = await Self.on(transportQueue) { completion.outstandingTransfers }
+        let afterBatch = await transportQueue.queued { completion.outstandingTransfers }
         completionQueue.resume()
         #expect(afterBatch == 1)
         #expect((try? await done.value(timeout: .seconds(10))) != nil)
@@ -144,7 +144,7 @@ struct NextBatchWaitTests {
         #expect(result == Array(repeating: 200, count: count))
         // Each handler left the session's only transfer outstanding: the first of them waited at least.
         let lane = session.lanes.completion
-        #expect(await Self.on(session.completionQueue) { lane.waitsStarted } >= 1)
+        #expect(await session.completionQueue.queued { lane.waitsStarted } >= 1)
         session.invalidate(cancelingTasks: true)
         try await server.shutdown()
     }
@@ -180,7 +180,7 @@ struct NextBatchWaitTests {
         #expect(failures.withLock { $0 } == 0)
         // The first handler's block did wait (the session's only transfer was the parked one), and ran out.
         let lane = session.lanes.completion
-        #expect(await Self.on(session.completionQueue) { lane.waitsStarted } >= 1)
+        #expect(await session.completionQueue.queued { lane.waitsStarted } >= 1)
         session.invalidate(cancelingTasks: true)
         try await server.shutdown()
     }
@@ -200,18 +200,11 @@ struct NextBatchWaitTests {
         // A cached response's follow-up runs on the transport queue and counts the transfer done with right
         // after it has queued the completion, so the completion may resume this test first: a block queued
         // there after it runs once it has counted.
-        await Self.on(session.lanes.transport.queue) {}
+        await session.lanes.transport.queue.queued {}
         let lane = session.lanes.completion
-        #expect(await Self.on(session.completionQueue) { lane.outstandingTransfers } == 0)
+        #expect(await session.completionQueue.queued { lane.outstandingTransfers } == 0)
         session.invalidate(cancelingTasks: true)
         try await server.shutdown()
-    }
-
-    /// Runs `body` on `queue` and returns its result.
-    private static func on<T: Sendable>(_ queue: DispatchQueue, _ body: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            queue.async { continuation.resume(returning: body()) }
-        }
     }
 }
 

@@ -74,8 +74,8 @@ struct OutcomeRoutingTests {
             ])
         // Each was counted done with after its follow-up, on its queue (from the transport queue, at its
         // batch's end): once a block behind each batch has run, the one left in flight is the only one.
-        await Self.on(completionQueue) {}
-        #expect(await Self.on(lanes.transport.queue) { lanes.completion.outstandingTransfers } == 1)
+        await completionQueue.queued {}
+        #expect(await lanes.transport.queue.queued { lanes.completion.outstandingTransfers } == 1)
 
         let lone = RoutingRecorder(engine: engine, key: key, expected: 1)
         let countAfterLone = OneShot<Int>()
@@ -132,8 +132,8 @@ struct OutcomeRoutingTests {
         lane.publish()
         queue.async { record("next block") }
         queue.resume()
-        await Self.on(queue) {}
-        await Self.on(queue) {}
+        await queue.queued {}
+        await queue.queued {}
         #expect(
             order.withLock { $0 } == ["first", "second", "first's completion", "next block", "user code's completion"])
         // In the same block, so on the same thread.
@@ -146,10 +146,6 @@ struct OutcomeRoutingTests {
         concurrent.collect(.work { keptOnConcurrent.send(concurrent.deferUntilBatchEnds(.work {}, to: concurrent)) })
         concurrent.publish()
         #expect((try? await keptOnConcurrent.value(timeout: .seconds(10))) == false)
-    }
-
-    static func on<T: Sendable>(_ queue: DispatchQueue, _ body: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in queue.async { continuation.resume(returning: body()) } }
     }
 }
 
