@@ -31,13 +31,8 @@ extension SessionManager {
     ///   a malformed request, or ``HeraldError/Code/sessionInvalidated`` after ``invalidate(cancelingTasks:)``.
     public func data(for request: Request) async throws(HeraldError) -> (Data, HTTPResponse) {
         try await performAsync { deliver throws(HeraldError) in
-            try request.validate(allowedProtocols: configuration.allowedProtocols)
-            return try register { identifier in
-                RawBodyDataTask(
-                    TaskCreation(
-                        session: self, identifier: identifier, request: request,
-                        completionHandler: Self.rawBodyHandler(deliver), kind: .data))
-            }
+            try makeDataTask(
+                with: request, bodyHandling: .raw, callbacks: TaskCallbacks(completion: Self.rawBodyHandler(deliver)))
         }
     }
 
@@ -104,7 +99,9 @@ extension SessionManager {
         for request: Request, from data: Data, progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) async throws(HeraldError) -> (Data, HTTPResponse) {
         try await performAsync { deliver throws(HeraldError) in
-            try makeRawUploadTask(with: request, body: .data(data), progress: progress, deliver: deliver)
+            try makeUploadTask(
+                with: request, body: .data(data), progress: progress,
+                completionHandler: Self.rawBodyHandler(deliver), bodyHandling: .raw)
         }
     }
 
@@ -134,7 +131,9 @@ extension SessionManager {
             guard (status.st_mode & S_IFMT) == S_IFREG, access(fileURL.path, R_OK) == 0 else {
                 throw HeraldError(.fileIO, "The upload file \(fileURL.path) is not a readable regular file.")
             }
-            return try makeRawUploadTask(with: request, body: .file(fileURL), progress: progress, deliver: deliver)
+            return try makeUploadTask(
+                with: request, body: .file(fileURL), progress: progress,
+                completionHandler: Self.rawBodyHandler(deliver), bodyHandling: .raw)
         }
     }
 
@@ -196,21 +195,6 @@ extension SessionManager {
     }
 
     // MARK: - helpers
-
-    private func makeRawUploadTask(
-        with request: Request, body: UploadTask.Body, progress: (@Sendable (TransferProgress) -> Void)?,
-        deliver: @escaping @Sendable (Result<(Data, HTTPResponse), HeraldError>) -> Void
-    ) throws(HeraldError) -> UploadTask {
-        try request.validate(allowedProtocols: configuration.allowedProtocols)
-        return try register { identifier in
-            let task = RawBodyUploadTask(
-                TaskCreation(
-                    session: self, identifier: identifier, request: request,
-                    completionHandler: Self.rawBodyHandler(deliver), kind: .upload(body)))
-            task.core.withLock { $0.machine.progressHandlersGiven(upload: progress, download: nil) }
-            return task
-        }
-    }
 
     /// A completion handler for the raw-body tasks, whose object is the body as `Data`.
     private static func rawBodyHandler(

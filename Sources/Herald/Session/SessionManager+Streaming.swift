@@ -100,20 +100,15 @@ extension SessionManager {
     /// Creates a suspended streamed data task and its buffer, which its completion step ends.
     func makeStreamedTask(
         with request: Request, bufferPolicy: StreamBufferPolicy
-    ) throws(HeraldError) -> (StreamedDataTask, ResponseBodyBuffer) {
-        try request.validate(allowedProtocols: configuration.allowedProtocols)
+    ) throws(HeraldError) -> (DataTask, ResponseBodyBuffer) {
         try bufferPolicy.validate()
         let buffer = ResponseBodyBuffer(policy: bufferPolicy) { [weak self] transfer in
             self?.send(.resumeReceiving(transfer))
         }
-        let task = try register { identifier in
-            StreamedDataTask(
-                TaskCreation(
-                    session: self, identifier: identifier, request: request,
-                    completionHandler: { response, _, error in buffer.finish(response: response, error: error) },
-                    kind: .data),
-                buffer: buffer)
-        }
+        let task = try makeDataTask(
+            with: request, bodyHandling: .streamed(buffer),
+            callbacks: TaskCallbacks(completion: { response, _, error in buffer.finish(response: response, error: error)
+                }))
         return (task, buffer)
     }
 

@@ -84,21 +84,18 @@ extension SessionManager {
             with: request, body: .stream(bodyProvider), progress: progress, completionHandler: completionHandler)
     }
 
+    /// Makes an upload task of the class ``taskClasses`` names, for every upload factory.
     func makeUploadTask(
         with request: Request, body: UploadTask.Body,
         progress: (@Sendable (TransferProgress) -> Void)?,
-        completionHandler: TaskCompletionHandler?
+        completionHandler: TaskCompletionHandler?, bodyHandling: ResponseBodyHandling = .serialized
     ) throws(HeraldError) -> UploadTask {
         try request.validate(allowedProtocols: configuration.allowedProtocols)
-        let uploadTaskClass = taskClasses.uploadTask
-        return try register { identifier in
-            let task = uploadTaskClass.init(
-                TaskCreation(
-                    session: self, identifier: identifier, request: request, completionHandler: completionHandler,
-                    kind: .upload(body)))
-            task.core.withLock { $0.machine.progressHandlersGiven(upload: progress, download: nil) }
-            return task
-        }
+        return try makeTask(
+            taskClasses.uploadTask.init, request: request,
+            callbacks: TaskCallbacks(completion: completionHandler, uploadProgress: progress),
+            bodyHandling: bodyHandling
+        ) { _ in .upload(body) }
     }
 
     // MARK: - downloads
@@ -134,15 +131,12 @@ extension SessionManager {
         // A refused task creates nothing on disk: refuse before making the directory.
         guard !isInvalidated else { throw Self.refusal }
         let directory = try makeDownloadDirectory()
-        let downloadTaskClass = taskClasses.downloadTask
         do {
-            return try register { identifier in
-                let temporaryURL = directory.appendingPathComponent(
-                    "download-\(identifier)-\(UUID().uuidString).part")
-                return makeDownloadTask(
-                    downloadTaskClass, identifier: identifier, request: request, temporaryURL: temporaryURL,
-                    resumedFrom: nil, progress: progress, destination: destination,
-                    completionHandler: completionHandler)
+            return try makeDownloadTask(
+                with: request, progress: progress, completionHandler: completionHandler
+            ) { identifier in
+                let temporaryURL = directory.appendingPathComponent("download-\(identifier)-\(UUID().uuidString).part")
+                return .download(temporaryURL: temporaryURL, resumedFrom: nil, destination: destination)
             }
         } catch {
             // Invalidated meanwhile: the directory may have been made after invalidation removed it.
@@ -180,27 +174,21 @@ extension SessionManager {
         for pair in resume.headers { headers.add(name: pair[0], value: pair[1]) }
         let request = Request(url: resume.url, headers: headers)
         try request.validate(allowedProtocols: configuration.allowedProtocols)
-        let downloadTaskClass = taskClasses.downloadTask
-        return try register { identifier in
-            makeDownloadTask(
-                downloadTaskClass, identifier: identifier, request: request, temporaryURL: resume.partialFileURL,
-                resumedFrom: resume, progress: progress, destination: destination,
-                completionHandler: completionHandler)
+        return try makeDownloadTask(with: request, progress: progress, completionHandler: completionHandler) { _ in
+            .download(temporaryURL: resume.partialFileURL, resumedFrom: resume, destination: destination)
         }
     }
 
+    /// Makes a download task of the class ``taskClasses`` names, for every download factory.
     private func makeDownloadTask(
-        _ taskClass: DownloadTask.Type, identifier: Int, request: Request, temporaryURL: URL,
-        resumedFrom: DownloadResumeData?, progress: (@Sendable (TransferProgress) -> Void)?,
-        destination: DownloadDestination?, completionHandler: DownloadCompletionHandler?
-    ) -> DownloadTask {
-        let task = taskClass.init(
-            TaskCreation(
-                session: self, identifier: identifier, request: request,
-                completionHandler: DownloadTask.taskCompletionHandler(completionHandler),
-                kind: .download(temporaryURL: temporaryURL, resumedFrom: resumedFrom, destination: destination)))
-        task.core.withLock { $0.machine.progressHandlersGiven(upload: nil, download: progress) }
-        return task
+        with request: Request, progress: (@Sendable (TransferProgress) -> Void)?,
+        completionHandler: DownloadCompletionHandler?, kind: (_ identifier: Int) -> TaskCreation.Kind
+    ) throws(HeraldError) -> DownloadTask {
+        try makeTask(
+            taskClasses.downloadTask.init, request: request,
+            callbacks: TaskCallbacks(
+                completion: DownloadTask.taskCompletionHandler(completionHandler), downloadProgress: progress),
+            kind: kind)
     }
 
     /// The session's private folder for temporary files, made if it is not there (see

@@ -223,27 +223,35 @@ public final class SessionManager: Sendable {
         downloadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
         completionHandler: TaskCompletionHandler? = nil
     ) throws(HeraldError) -> DataTask {
+        try makeDataTask(
+            with: request, bodyHandling: .serialized,
+            callbacks: TaskCallbacks(
+                completion: completionHandler, uploadProgress: uploadProgress, downloadProgress: downloadProgress))
+    }
+
+    /// Makes a data task of the class ``taskClasses`` names, whatever the factory: the closure factories, the
+    /// verbs, the `async` forms and the streamed bodies all come here, so a subclass sees every task.
+    func makeDataTask(
+        with request: Request, bodyHandling: ResponseBodyHandling, callbacks: TaskCallbacks
+    ) throws(HeraldError) -> DataTask {
         try request.validate(allowedProtocols: configuration.allowedProtocols)
         let dataTaskClass = taskClasses.dataTask
         guard !(dataTaskClass is UploadTask.Type) else {
             throw HeraldError(
                 .invalidRequest, "taskClasses.dataTask is an UploadTask subclass; name it in taskClasses.uploadTask.")
         }
-        return try register { identifier in
-            let task = dataTaskClass.init(
-                TaskCreation(
-                    session: self, identifier: identifier, request: request, completionHandler: completionHandler,
-                    kind: .data))
-            task.core.withLock {
-                $0.machine.progressHandlersGiven(upload: uploadProgress, download: downloadProgress)
-            }
-            return task
+        return try makeTask(dataTaskClass.init, request: request, callbacks: callbacks, bodyHandling: bodyHandling) {
+            _ in .data
         }
     }
 
-    /// Creates a task with `make` and lists it. The identifier is taken under the lock, but `make` runs
-    /// outside it: it runs the initializer of the class ``taskClasses`` names, which may be the caller's.
-    func register<T: SessionTask>(_ make: (Int) -> T) throws(HeraldError) -> T {
+    /// The one path by which a session makes a task: it takes an identifier, prepares the task's
+    /// ``TaskCreation`` (what `kind` says for that identifier) and runs `make` — the initializer of the class
+    /// ``taskClasses`` names, which may be the caller's — outside the session's lock, then lists the task.
+    func makeTask<Made: SessionTask>(
+        _ make: (TaskCreation) -> Made, request: Request, callbacks: TaskCallbacks,
+        bodyHandling: ResponseBodyHandling = .serialized, kind: (_ identifier: Int) -> TaskCreation.Kind
+    ) throws(HeraldError) -> Made {
         try configuration.proxy?.validate()
         try configuration.validateAdditionalHeaders()
         guard multi != nil else {
@@ -255,7 +263,10 @@ public final class SessionManager: Sendable {
             return state.nextTaskIdentifier
         }
         guard let identifier else { throw Self.refusal }
-        let task = make(identifier)
+        let task = make(
+            TaskCreation(
+                session: self, identifier: identifier, request: request, callbacks: callbacks,
+                kind: kind(identifier), bodyHandling: bodyHandling))
         let isListed = state.withLock { state -> Bool in
             // Invalidated while `make` ran: the task, never resumed nor listed, is dropped.
             guard state.lifecycle.acceptsTasks else { return false }

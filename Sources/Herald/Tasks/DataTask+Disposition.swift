@@ -33,8 +33,8 @@ extension DataTask {
             "download-\(taskIdentifier)-\(UUID().uuidString).part")
         let download = session.taskClasses.downloadTask.init(
             TaskCreation(
-                session: session, identifier: taskIdentifier, request: originalRequest, completionHandler: nil,
-                kind: .becomingDownload(self, temporaryURL: temporaryURL)))
+                session: session, identifier: taskIdentifier, request: originalRequest, callbacks: TaskCallbacks(),
+                kind: .becomingDownload(self, temporaryURL: temporaryURL), bodyHandling: .serialized))
         // Listed first, then marked in the task: a task that completes in between (a cancel) finds its
         // listing by identifier either way, and one already gone is never listed again.
         let isListed = session.replace(self, with: download)

@@ -6,22 +6,52 @@ import Foundation
 /// The body is kept once — the buffer that received it is handed to the serializer and to the
 /// completion, never copied. To have the session hand out a subclass, see ``TaskClasses``.
 open class DataTask: SessionTask, @unchecked Sendable {
-    // Safety: adds no stored state to SessionTask.
+    // Safety: adds one immutable, Sendable property to SessionTask.
+
+    /// What the task does with its response body: serialize it, return it raw, or stream it to a consumer.
+    let bodyHandling: ResponseBodyHandling
 
     /// Creates the task a session prepared. The session calls it on the class ``SessionManager/taskClasses``
     /// names; a subclass that declares initializers of its own implements it and calls `super.init(creation)`.
     /// - Parameter creation: What the session prepared; pass it on unchanged.
     public required init(_ creation: TaskCreation) {
-        super.init(
-            session: creation.session, identifier: creation.identifier, request: creation.request,
-            completionHandler: creation.completionHandler)
+        self.bodyHandling = creation.bodyHandling
+        super.init(creation: creation)
     }
 
     /// Whether ``ResponseDisposition/becomeDownload`` is honoured: not for tasks whose completion returns
-    /// the body in memory (the `async` forms).
-    var canBecomeDownload: Bool { true }
+    /// the body in memory or streams it (the `async` forms).
+    var canBecomeDownload: Bool { bodyHandling.canBecomeDownload }
 
-    override var usesResponseCache: Bool { true }
+    override var usesResponseCache: Bool { bodyHandling.allowsResponseCache }
+
+    /// The request body's source for one attempt: the request's own body; an upload task's is its own.
+    func transferBody(for request: Request) -> TransferBody? {
+        request.body.map { .data($0) }
+    }
+
+    override func makeTransferRequest(for request: Request) -> TransferRequest {
+        var transfer = session.transferRequest(for: request, body: transferBody(for: request))
+        if let buffer = bodyHandling.streamBuffer { transfer.sink = .stream(buffer) }
+        return transfer
+    }
+
+    /// Once a streamed body's consumer has the head, the task completes with that response whatever
+    /// follows: no redirect hop, authentication round-trip or retry may put a second response's bytes
+    /// behind the first's.
+    override func proceed(after outcome: TransferOutcome) {
+        guard let buffer = bodyHandling.streamBuffer, buffer.hasHandedOverHead else {
+            return super.proceed(after: outcome)
+        }
+        outcome.settleFinishedHandle()
+        if let response = outcome.response { session.storeCookies(from: response) }
+        completeTransfer(outcome)
+    }
+
+    override func completionResult(for outcome: TransferOutcome, serializer: any ResponseSerializer) -> CompletionResult
+    {
+        bodyHandling.completionResult(for: outcome, serializer: serializer, url: originalRequest.url)
+    }
 
     override var receivesDataTaskHooks: Bool { true }
 

@@ -69,9 +69,7 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
             self.temporaryURL = temporaryURL
             self.destination = destination
             self.resumedFrom = resumedFrom
-            super.init(
-                session: creation.session, identifier: creation.identifier, request: creation.request,
-                completionHandler: creation.completionHandler)
+            super.init(creation: creation)
         case .data, .upload:
             // Only a download factory makes a download task; anything else downloads the request to a new
             // temporary file. Where the private folder can't be made, a path in a folder that does not exist
@@ -83,9 +81,7 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
                 "download-\(creation.identifier)-\(UUID().uuidString).part")
             self.destination = nil
             self.resumedFrom = nil
-            super.init(
-                session: creation.session, identifier: creation.identifier, request: creation.request,
-                completionHandler: creation.completionHandler)
+            super.init(creation: creation)
         }
     }
 

@@ -65,14 +65,15 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// (``ResponseDisposition/becomeDownload``); `nil` otherwise. See ``lifecycleSubject``.
     private let continued: SessionTask?
 
-    init(session: SessionManager, identifier: Int, request: Request, completionHandler: TaskCompletionHandler?) {
-        self.session = session
-        self.taskIdentifier = identifier
-        self.originalRequest = request
-        let trace = TaskTraceContext.make(for: request, through: session.taskTraceContext)
+    /// A new task, suspended, with the callbacks its factory was given.
+    init(creation: TaskCreation) {
+        self.session = creation.session
+        self.taskIdentifier = creation.identifier
+        self.originalRequest = creation.request
+        let trace = TaskTraceContext.make(for: creation.request, through: creation.session.taskTraceContext)
         self.trace = trace
-        self.requestSummary = RequestSummary(request, serviceContext: trace?.serviceContext)
-        self.core = Locked(Core(machine: TaskMachine(completion: completionHandler)))
+        self.requestSummary = RequestSummary(creation.request, serviceContext: trace?.serviceContext)
+        self.core = Locked(Core(machine: TaskMachine(callbacks: creation.callbacks)))
         self.continued = nil
     }
 
@@ -290,10 +291,6 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// Turns the transfer's outcome into what the completion handler and `taskDidComplete` carry. Runs
     /// once per task, on a global queue (never the loop thread), before the completion handler.
     func completionResult(for outcome: TransferOutcome, serializer: any ResponseSerializer) -> CompletionResult {
-        let (object, error) = CompletionResult.serialize(outcome, with: serializer, url: originalRequest.url)
-        let responseData: Data? = outcome.response == nil && outcome.body.isEmpty ? nil : outcome.body
-        return CompletionResult(
-            handlerObject: object, serializedResponse: object, responseData: responseData, assetPath: nil,
-            error: error)
+        ResponseBodyHandling.serialized.completionResult(for: outcome, serializer: serializer, url: originalRequest.url)
     }
 }

@@ -4,17 +4,19 @@ import Foundation
 /// ``DataTask``, ``UploadTask`` or ``DownloadTask`` — Herald's form of AFNetworking's swizzled
 /// `resume`/`suspend`.
 ///
-/// Set ``SessionManager/taskClasses`` before creating tasks; each factory reads it when it creates a task:
+/// Set ``SessionManager/taskClasses`` before creating tasks; every factory reads it when it creates a task, so
+/// every task a session makes is an instance of the class it names:
 ///
 /// - ``dataTask`` for ``SessionManager/dataTask(with:uploadProgress:downloadProgress:completionHandler:)``,
-///   `HTTPSessionManager`'s verbs and ``SessionManager/responseObject(for:)``;
-/// - ``uploadTask`` for every `uploadTask(…)` factory and the multipart ones;
-/// - ``downloadTask`` for both `downloadTask(…)` factories, ``SessionManager/download(for:progress:destination:)``,
-///   and the download task a data task becomes (``ResponseDisposition/becomeDownload``).
+///   `HTTPSessionManager`'s verbs, ``SessionManager/responseObject(for:)``, ``SessionManager/data(for:)``,
+///   ``SessionManager/value(for:serializer:)``, the streamed bodies (``SessionManager/bytes(for:bufferPolicy:)``,
+///   ``SessionManager/dataStreamTask(with:bufferPolicy:eventHandler:)``) and each connection of ``SessionManager/events(for:options:)``;
+/// - ``uploadTask`` for every `uploadTask(…)` factory, the multipart ones and the `upload(for:…)` forms;
+/// - ``downloadTask`` for both `downloadTask(…)` factories, the `download(for:…)` forms, and the download
+///   task a data task becomes (``ResponseDisposition/becomeDownload``).
 ///
-/// The `async` forms that return the body in memory (``SessionManager/data(for:)``,
-/// ``SessionManager/value(for:serializer:)`` and the `upload(for:…)` ones) use Herald's own classes: their
-/// task never reaches your code.
+/// What differs between those factories (whether the body is serialized, returned raw or streamed to a
+/// consumer) is part of the task the session prepares, not of its class: your subclass runs for all of them.
 ///
 /// The session calls the class's `required init(_:)` with a ``TaskCreation``. A subclass that declares no
 /// initializer of its own inherits it; one that does must also implement `required init(_ creation:)` and
@@ -69,6 +71,9 @@ public struct TaskCreation: Sendable {
     let session: SessionManager
     let identifier: Int
     let request: Request
-    let completionHandler: TaskCompletionHandler?
+    /// The caller's completion and progress handlers.
+    let callbacks: TaskCallbacks
     let kind: Kind
+    /// What a data or upload task does with its response body.
+    let bodyHandling: ResponseBodyHandling
 }

@@ -66,9 +66,9 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
     /// The caller's completion and progress handlers, until ``completionReported(error:)`` hands them out.
     private var callbacks: TaskCallbacks
 
-    /// A new task's machine, suspended, with the completion handler its factory was given.
-    init(completion: TaskCompletionHandler? = nil) {
-        callbacks = TaskCallbacks(completion: completion)
+    /// A new task's machine, suspended, with the completion and progress handlers its factory was given.
+    init(callbacks: TaskCallbacks = TaskCallbacks()) {
+        self.callbacks = callbacks
     }
 
     /// The state the task's user sees.
@@ -182,16 +182,6 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
     /// The progress handler of one direction, while the task has not reported its completion.
     func progressHandler(upload: Bool) -> SessionTask.ProgressHandler? {
         upload ? callbacks.uploadProgress : callbacks.downloadProgress
-    }
-
-    /// The factory gives the new task its progress handlers, before anyone can resume it.
-    mutating func progressHandlersGiven(upload: SessionTask.ProgressHandler?, download: SessionTask.ProgressHandler?) {
-        guard case .suspended(.notStarted) = phase else {
-            assertionFailure("progress handlers given to a task already \(phase)")
-            return
-        }
-        callbacks.uploadProgress = upload
-        callbacks.downloadProgress = download
     }
 
     /// A download task's caller asked for resume data as it cancels: returns whether `handler` is taken, as

@@ -41,22 +41,20 @@ open class UploadTask: DataTask, @unchecked Sendable {
     /// Upload tasks are never served from or stored in the response cache.
     override var usesResponseCache: Bool { false }
 
-    override func makeTransferRequest(for request: Request) -> TransferRequest {
-        let transferBody: TransferBody
+    override func transferBody(for request: Request) -> TransferBody? {
         switch body {
         case .data(let data):
-            transferBody = .data(data)
+            return .data(data)
         case .file(let url):
-            transferBody = .file(url)
+            return .file(url)
         case .stream(let stream):
             let session = session
-            transferBody = .stream(stream) { [weak self] in
+            return .stream(stream) { [weak self] in
                 guard let self else { return nil }
                 return session.taskNeedNewBodyStream?(self)
             }
         case .sized(let length, let open):
-            transferBody = .sized(length: length, open: open)
+            return .sized(length: length, open: open)
         }
-        return session.transferRequest(for: request, body: transferBody)
     }
 }

@@ -243,15 +243,6 @@ struct TaskStateMachineTests {
             }
         }
 
-        @Test("an impossible event fails loudly in a debug build: progress handlers given to a started task")
-        func lateProgressHandlersTrap() async {
-            await #expect(processExitsWith: .failure) {
-                var machine = TaskStateMachine<TaskStateMachineTests.FakeTransfer, TaskStateMachineTests.FakeDownload>()
-                _ = machine.resume()
-                machine.progressHandlersGiven(upload: { _ in }, download: nil)
-            }
-        }
-
         @Test("an impossible event fails loudly in a debug build: a transfer ends twice")
         func transferEndingTwiceTraps() async {
             await #expect(processExitsWith: .failure) {
@@ -337,8 +328,10 @@ struct TaskStateMachineTests {
     func callbacks() throws {
         let parts = Parts()
         let counter = CallCounter()
-        var machine = Machine(completion: { _, _, _ in counter.record("completion") })
-        machine.progressHandlersGiven(upload: nil, download: { _ in counter.record("download") })
+        var machine = Machine(
+            callbacks: TaskCallbacks(
+                completion: { _, _, _ in counter.record("completion") },
+                downloadProgress: { _ in counter.record("download") }))
         #expect(machine.progressHandler(upload: true) == nil)
         #expect(machine.progressHandler(upload: false) != nil)
         _ = machine.resume()
