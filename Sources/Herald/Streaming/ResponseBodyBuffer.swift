@@ -8,9 +8,8 @@ import HeraldNotifications
 /// its body bytes as they arrive. The body of any other response (a redirect, an authentication challenge, an
 /// error a retrier may retry) is held back until the task completes, so that a next hop or a retry can still
 /// replace it; a held body that reaches the high watermark is handed over instead, and from then on it is the
-/// task's response. Once the head is out, the task neither follows another hop nor retries
-/// (a data task with a streamed body completes once its head is out): a consumer never sees bytes of two
-/// responses.
+/// task's response. Once the head is out, the task neither follows another hop nor retries: a consumer never
+/// sees bytes of two responses.
 ///
 /// Backpressure: the write callback asks ``isFull(pausing:)`` before each chunk; at the high watermark the
 /// buffer keeps the transfer and the callback pauses curl; the consumer taking bytes down to the low watermark
