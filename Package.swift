@@ -44,11 +44,13 @@ let package = Package(
         .target(name: "CHeraldThread"),
         // The kernel's routing netlink headers, and the socket calls Swift can't spell, for reachability.
         .target(name: "CNetlink"),
+        // The routing-netlink decoder: datagrams to link, address and route events. No socket, no state.
+        .target(name: "HeraldNetlink", dependencies: ["CNetlink"]),
         .target(name: "HeraldNotifications", dependencies: ["CHeraldThread"]),
         .target(
             name: "Herald",
             dependencies: [
-                "HeraldNotifications", "CHeraldThread", "CCurl", "CUV", "CIDN2", "CNetlink",
+                "HeraldNotifications", "HeraldNetlink", "CHeraldThread", "CCurl", "CUV", "CIDN2", "CNetlink",
                 // ServiceContext and the bootstrapped instrument only: never a tracing backend.
                 .product(name: "Instrumentation", package: "swift-distributed-tracing"),
             ]
@@ -74,7 +76,7 @@ let package = Package(
         ),
         .executableTarget(name: "HeraldTestServer", dependencies: ["HeraldTesting"]),
         .testTarget(name: "HeraldNotificationsTests", dependencies: ["HeraldNotifications", "HeraldTesting"]),
-        .testTarget(name: "HeraldTests", dependencies: ["Herald", "HeraldTesting", "CNetlink"]),
+        .testTarget(name: "HeraldTests", dependencies: ["Herald", "HeraldNetlink", "HeraldTesting", "CNetlink"]),
         .testTarget(
             name: "HeraldTestingTests",
             dependencies: ["HeraldTesting", .product(name: "MultipartKit", package: "multipart-kit")]

@@ -1,5 +1,6 @@
 import CNetlink
 import Foundation
+import HeraldNetlink
 
 /// A routing-netlink socket for requests, answered at once: dumps of the kernel's links and routes, and
 /// the route the kernel would pick for an address. Non-blocking: the kernel queues each part of an answer

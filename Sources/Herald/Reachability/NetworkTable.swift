@@ -1,5 +1,6 @@
 import CNetlink
 import Foundation
+import HeraldNetlink
 
 /// The kernel's links and default routes as the routing netlink reported them, and the reachability they
 /// make: a value, fed decoded messages in the order they arrived.

@@ -1,5 +1,6 @@
 import CNetlink
 import Foundation
+import HeraldNetlink
 
 /// Watches the kernel's routing netlink on an engine's loop: links, addresses and routes, as they change.
 ///

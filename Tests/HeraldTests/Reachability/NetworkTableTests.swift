@@ -1,5 +1,6 @@
 import CNetlink
 import Foundation
+import HeraldNetlink
 import Testing
 
 @testable import Herald

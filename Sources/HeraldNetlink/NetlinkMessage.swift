@@ -2,13 +2,18 @@ import CNetlink
 
 /// A routing-netlink message, decoded to what reachability needs: which links exist and in what state,
 /// that an address changed, which routes exist, and the end of a request's answer.
-struct NetlinkMessage: Equatable {
+package struct NetlinkMessage: Equatable, Sendable {
     /// The request this answers (`0` for the kernel's announcements).
-    var sequence: UInt32
+    package var sequence: UInt32
     /// What the message says.
-    var event: Event
+    package var event: Event
 
-    enum Event: Equatable {
+    package init(sequence: UInt32, event: Event) {
+        self.sequence = sequence
+        self.event = event
+    }
+
+    package enum Event: Equatable, Sendable {
         /// A link exists (`RTM_NEWLINK`: new, or changed).
         case link(NetlinkLink)
         /// A link is gone (`RTM_DELLINK`).
@@ -26,56 +31,68 @@ struct NetlinkMessage: Equatable {
 }
 
 /// What a link message says about a link.
-struct NetlinkLink: Equatable {
-    var index: Int32
-    var name: String
+package struct NetlinkLink: Equatable, Sendable {
+    package var index: Int32
+    package var name: String
     /// `IFF_*` flags (`IFF_UP`, `IFF_RUNNING`, `IFF_LOOPBACK`, `IFF_LOWER_UP` …).
-    var flags: UInt32
+    package var flags: UInt32
     /// The link layer (`ARPHRD_*`).
-    var hardwareType: UInt16
+    package var hardwareType: UInt16
     /// The driver's kind (`IFLA_INFO_KIND`: "veth", "tun", "wireguard", "bridge" …), when it says one.
-    var kind: String?
+    package var kind: String?
+
+    package init(index: Int32, name: String, flags: UInt32, hardwareType: UInt16, kind: String?) {
+        (self.index, self.name, self.flags, self.hardwareType, self.kind) = (index, name, flags, hardwareType, kind)
+    }
 
     /// Up, with a carrier: packets can leave through it.
-    var isOperational: Bool {
+    package var isOperational: Bool {
         flags & UInt32(IFF_UP.rawValue) != 0
             && flags & (UInt32(IFF_RUNNING.rawValue) | UInt32(IFF_LOWER_UP.rawValue)) != 0
     }
 
-    var isLoopback: Bool {
+    package var isLoopback: Bool {
         flags & UInt32(IFF_LOOPBACK.rawValue) != 0 || hardwareType == UInt16(ARPHRD_LOOPBACK)
     }
 }
 
 /// What a route message says about a route.
-struct NetlinkRoute: Hashable {
+package struct NetlinkRoute: Hashable, Sendable {
     /// `AF_INET` or `AF_INET6`.
-    var family: UInt8
-    var destination: [UInt8]
-    var destinationLength: UInt8
+    package var family: UInt8
+    package var destination: [UInt8]
+    package var destinationLength: UInt8
     /// The table (`RTA_TABLE`, which holds ids above 255, else `rtm_table`).
-    var table: UInt32
+    package var table: UInt32
     /// `RTN_UNICAST`, `RTN_LOCAL`, `RTN_UNREACHABLE` …
-    var type: UInt8
+    package var type: UInt8
     /// `RTNH_F_*` flags: `RTNH_F_LINKDOWN`, `RTNH_F_DEAD`.
-    var flags: UInt32
-    var priority: UInt32
+    package var flags: UInt32
+    package var priority: UInt32
     /// The link packets leave through (`RTA_OIF`, or the first hop of `RTA_MULTIPATH`); `nil` when none is named.
-    var outputLink: Int32?
+    package var outputLink: Int32?
 
-    var isDefault: Bool { destinationLength == 0 }
+    package init(
+        family: UInt8, destination: [UInt8], destinationLength: UInt8, table: UInt32, type: UInt8, flags: UInt32,
+        priority: UInt32, outputLink: Int32?
+    ) {
+        (self.family, self.destination, self.destinationLength, self.table) = (family, destination, destinationLength, table)
+        (self.type, self.flags, self.priority, self.outputLink) = (type, flags, priority, outputLink)
+    }
+
+    package var isDefault: Bool { destinationLength == 0 }
 
     /// Whether the route sends packets somewhere: not a blackhole, an unreachable or a prohibit route. Its
     /// link's carrier is read from the link, not from the route's `RTNH_F_LINKDOWN` flag: the kernel sets
     /// that flag on IPv4 routes without announcing it.
-    var delivers: Bool { type == UInt8(RTN_UNICAST) || type == UInt8(RTN_LOCAL) }
+    package var delivers: Bool { type == UInt8(RTN_UNICAST) || type == UInt8(RTN_LOCAL) }
 }
 
 /// Decodes the messages of one netlink datagram.
-enum NetlinkDecoder {
+package enum NetlinkDecoder {
     /// The messages in `datagram`, in order. Messages of other types are skipped; a message whose length
     /// runs past the datagram ends the decoding (the kernel never sends one: the rest is unreadable).
-    static func messages(in datagram: UnsafeRawBufferPointer) -> [NetlinkMessage] {
+    package static func messages(in datagram: UnsafeRawBufferPointer) -> [NetlinkMessage] {
         var messages: [NetlinkMessage] = []
         var offset = 0
         let headerSize = MemoryLayout<nlmsghdr>.size
