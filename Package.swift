@@ -44,13 +44,16 @@ let package = Package(
         .target(name: "CHeraldThread"),
         // The kernel's routing netlink headers, and the socket calls Swift can't spell, for reachability.
         .target(name: "CNetlink"),
+        // RFC 6265's parsing and matching rules, the public suffix algorithm and internationalized names (the one
+        // user of libidn2): the rules the public cookie store and public suffix list apply.
+        .target(name: "HeraldCookies", dependencies: ["CIDN2"]),
         // The routing-netlink decoder: datagrams to link, address and route events. No socket, no state.
         .target(name: "HeraldNetlink", dependencies: ["CNetlink"]),
         .target(name: "HeraldNotifications", dependencies: ["CHeraldThread"]),
         .target(
             name: "Herald",
             dependencies: [
-                "HeraldNotifications", "HeraldNetlink", "CHeraldThread", "CCurl", "CUV", "CIDN2", "CNetlink",
+                "HeraldNotifications", "HeraldCookies", "HeraldNetlink", "CHeraldThread", "CCurl", "CUV", "CNetlink",
                 // ServiceContext and the bootstrapped instrument only: never a tracing backend.
                 .product(name: "Instrumentation", package: "swift-distributed-tracing"),
             ]
@@ -76,7 +79,10 @@ let package = Package(
         ),
         .executableTarget(name: "HeraldTestServer", dependencies: ["HeraldTesting"]),
         .testTarget(name: "HeraldNotificationsTests", dependencies: ["HeraldNotifications", "HeraldTesting"]),
-        .testTarget(name: "HeraldTests", dependencies: ["Herald", "HeraldNetlink", "HeraldTesting", "CNetlink"]),
+        .testTarget(
+            name: "HeraldTests",
+            dependencies: ["Herald", "HeraldCookies", "HeraldNetlink", "HeraldTesting", "CNetlink"]
+        ),
         .testTarget(
             name: "HeraldTestingTests",
             dependencies: ["HeraldTesting", .product(name: "MultipartKit", package: "multipart-kit")]

@@ -76,7 +76,9 @@ package struct NetlinkRoute: Hashable, Sendable {
         family: UInt8, destination: [UInt8], destinationLength: UInt8, table: UInt32, type: UInt8, flags: UInt32,
         priority: UInt32, outputLink: Int32?
     ) {
-        (self.family, self.destination, self.destinationLength, self.table) = (family, destination, destinationLength, table)
+        (self.family, self.destination, self.destinationLength, self.table) = (
+            family, destination, destinationLength, table
+        )
         (self.type, self.flags, self.priority, self.outputLink) = (type, flags, priority, outputLink)
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCookies
 
 /// One HTTP cookie as a ``CookieStore`` keeps it (RFC 6265 §5.3's storage model).
 public struct Cookie: Sendable, Hashable, Codable {
@@ -85,9 +86,19 @@ public struct Cookie: Sendable, Hashable, Codable {
         let host = IDNA.asciiName(urlHost) ?? urlHost.lowercased()
         if isSecure, url.scheme?.lowercased() != "https" { return false }
         let domainMatches = isHostOnly ? host == domain : CookieRules.domainMatches(host, domain)
-        return domainMatches && CookieRules.pathMatches(CookieRules.requestPath(of: url), path)
+        return domainMatches && CookieMatching.pathMatches(CookieMatching.requestPath(of: url), path)
     }
 
     /// The identity RFC 6265 replaces a cookie by: name, domain and path.
     var key: String { "\(name)\u{0}\(domain)\u{0}\(path)" }
+}
+
+extension Cookie {
+    /// The cookie a `Set-Cookie` field set, as the parser read it.
+    init(_ fields: SetCookieParser.Fields) {
+        self.init(
+            name: fields.name, value: fields.value, domain: fields.domain, isHostOnly: fields.isHostOnly,
+            path: fields.path, expiresAt: fields.expiresAt, isSecure: fields.isSecure, isHTTPOnly: fields.isHTTPOnly,
+            sameSite: fields.sameSite.flatMap(SameSite.init(rawValue:)), creationDate: fields.creationDate)
+    }
 }

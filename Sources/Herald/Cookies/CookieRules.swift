@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCookies
 
 /// RFC 6265's matching rules (§5.1.3, §5.1.4), as pure functions.
 public enum CookieRules {
@@ -9,9 +10,7 @@ public enum CookieRules {
     ///   - domain: The cookie's domain, lowercased.
     /// - Returns: Whether they match.
     public static func domainMatches(_ host: String, _ domain: String) -> Bool {
-        if host == domain { return true }
-        guard !domain.isEmpty, host.hasSuffix("." + domain) else { return false }
-        return !isIPAddress(host)
+        CookieMatching.domainMatches(host, domain)
     }
 
     /// Whether `requestPath` path-matches `cookiePath`: equal, or `cookiePath` is a prefix ending in `/`,
@@ -21,31 +20,13 @@ public enum CookieRules {
     ///   - cookiePath: The cookie's path.
     /// - Returns: Whether they match.
     public static func pathMatches(_ requestPath: String, _ cookiePath: String) -> Bool {
-        if requestPath == cookiePath { return true }
-        guard requestPath.hasPrefix(cookiePath) else { return false }
-        if cookiePath.hasSuffix("/") { return true }
-        return requestPath.dropFirst(cookiePath.count).first == "/"
+        CookieMatching.pathMatches(requestPath, cookiePath)
     }
 
     /// The default path of a cookie set by a response to `url` (§5.1.4): the directory of its path.
     /// - Parameter url: The request URL.
     /// - Returns: `/` or the path up to, not including, its last `/`.
     public static func defaultPath(for url: URL) -> String {
-        let path = requestPath(of: url)
-        guard path.hasPrefix("/"), let last = path.lastIndex(of: "/"), last != path.startIndex else { return "/" }
-        return String(path[..<last])
-    }
-
-    /// The path of `url` as sent, `/` when empty.
-    static func requestPath(of url: URL) -> String {
-        let path = URLComponents(url: url, resolvingAgainstBaseURL: true)?.percentEncodedPath ?? url.path
-        return path.isEmpty ? "/" : path
-    }
-
-    /// Whether `host` is an IPv4 or IPv6 literal (domain matching never applies to those).
-    static func isIPAddress(_ host: String) -> Bool {
-        if host.contains(":") { return true }
-        let labels = host.split(separator: ".", omittingEmptySubsequences: false)
-        return labels.count == 4 && labels.allSatisfy { label in !label.isEmpty && label.allSatisfy(\.isNumber) }
+        CookieMatching.defaultPath(for: url)
     }
 }

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import HeraldCookies
 import HeraldNotifications
 
 /// The cookies of a session (RFC 6265): stored from every response's `Set-Cookie`, sent in a `Cookie`
@@ -136,9 +137,10 @@ public final class CookieStore: Sendable {
         var parsed: [Cookie] = []
         for (index, field) in setCookieFields.enumerated() {
             guard
-                case .store(var cookie) = SetCookieParser.parse(
-                    field, from: url, now: now, publicSuffixes: publicSuffixes)
+                case .store(let fields) = SetCookieParser.parse(
+                    field, from: url, now: now, publicSuffixes: publicSuffixes.ruleSet)
             else { continue }
+            var cookie = Cookie(fields)
             // Fields of one response keep their order among cookies of the same path length.
             cookie.creationDate = now.addingTimeInterval(Double(index) * 1e-6)
             parsed.append(cookie)

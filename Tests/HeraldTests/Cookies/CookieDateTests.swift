@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCookies
 import Testing
 
 @testable import Herald

@@ -11,9 +11,9 @@ import Foundation
 ///
 /// The grammar's trailing `( non-digit *OCTET )` is read as optional (`[ non-digit *OCTET ]`), as
 /// RFC 6265bis writes it and every browser does, so that a token such as `31` or `2037` matches.
-enum CookieDate {
+package enum CookieDate {
     /// The date `text` names, or `nil` when the algorithm refuses it.
-    static func parse(_ text: some StringProtocol) -> Date? {
+    package static func parse(_ text: some StringProtocol) -> Date? {
         var time: (hour: Int, minute: Int, second: Int)?
         var day: Int?
         var month: Int?

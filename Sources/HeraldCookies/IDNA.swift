@@ -3,11 +3,11 @@ import CIDN2
 /// Internationalized domain names in their ASCII form, through libidn2 (IDNA 2008 with the UTS #46
 /// mapping, non-transitional: what browsers and libcurl send), so that a name written in Unicode and the
 /// same name in punycode (`公司` and `xn--55qx5d`) compare equal.
-enum IDNA {
+package enum IDNA {
     /// `label` (one label, without dots) in ASCII, lowercased: as it is when it is ASCII already, else its
     /// `xn--` form; `nil` when it has no valid ASCII form, or when it is more than one label (UTS #46 maps
     /// dots of other scripts, such as `。`, to `.`).
-    static func asciiLabel(_ label: some StringProtocol) -> String? {
+    package static func asciiLabel(_ label: some StringProtocol) -> String? {
         if label.utf8.allSatisfy({ $0 < 0x80 }) { return asciiLowercased(label) }
         let ascii = convert(String(label), flags: nonTransitional) ?? convert(String(label), flags: transitional)
         return ascii?.contains(".") == true ? nil : ascii
@@ -15,7 +15,7 @@ enum IDNA {
 
     /// `name` with each of its labels in ASCII (``asciiLabel(_:)``); empty labels stay empty. `nil` when a
     /// label has no ASCII form.
-    static func asciiName(_ name: some StringProtocol) -> String? {
+    package static func asciiName(_ name: some StringProtocol) -> String? {
         if name.utf8.allSatisfy({ $0 < 0x80 }) { return asciiLowercased(name) }
         var labels: [String] = []
         for label in name.split(separator: ".", omittingEmptySubsequences: false) {
@@ -26,7 +26,7 @@ enum IDNA {
     }
 
     /// `text` with its ASCII capitals lowercased, and nothing else changed.
-    static func asciiLowercased(_ text: some StringProtocol) -> String {
+    package static func asciiLowercased(_ text: some StringProtocol) -> String {
         String(decoding: text.utf8.lazy.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
     }
 

@@ -1,23 +1,43 @@
 import Foundation
 
 /// Parses `Set-Cookie` fields (RFC 6265 §5.2) into cookies, applying the storage rules of §5.3.
-enum SetCookieParser {
+package enum SetCookieParser {
     /// The most bytes of name and value together; a longer cookie is ignored (RFC 6265bis).
-    static let maximumNameValueLength = 4096
+    package static let maximumNameValueLength = 4096
     /// The most bytes of an attribute's value; a longer attribute is ignored (RFC 6265bis).
-    static let maximumAttributeValueLength = 1024
+    package static let maximumAttributeValueLength = 1024
+
+    /// The cookie a field sets, with the storage rules applied: what the store keeps.
+    package struct Fields: Equatable, Sendable {
+        package var name: String
+        package var value: String
+        /// Lowercased, in ASCII.
+        package var domain: String
+        package var isHostOnly: Bool
+        package var path: String
+        /// `nil` for a session cookie.
+        package var expiresAt: Date?
+        package var isSecure: Bool
+        package var isHTTPOnly: Bool
+        /// `Strict`, `Lax` or `None`, as spelled here; `nil` when absent or unrecognized.
+        package var sameSite: String?
+        package var creationDate: Date
+    }
+
+    /// The spellings of `SameSite`'s values; any case is accepted.
+    package static let sameSiteValues = ["Strict", "Lax", "None"]
 
     /// What a `Set-Cookie` field asks the store to do.
-    enum Outcome: Equatable {
+    package enum Outcome: Equatable {
         /// Store (or replace) this cookie; an expired one removes its stored namesake.
-        case store(Cookie)
+        case store(Fields)
         /// Ignore the field, for this reason.
         case ignored(String)
     }
 
     /// The cookie `field` sets for a response to `url` at `now`, or why it is ignored.
-    static func parse(
-        _ field: String, from url: URL, now: Date, publicSuffixes: PublicSuffixList
+    package static func parse(
+        _ field: String, from url: URL, now: Date, publicSuffixes: PublicSuffixRules
     ) -> Outcome {
         guard let urlHost = url.host, !urlHost.isEmpty else { return .ignored("the URL has no host") }
         // RFC 6265bis: a control character other than a tab anywhere in the field (RFC 6265 has no such rule).
@@ -40,7 +60,7 @@ enum SetCookieParser {
         var path: String?
         var isSecure = false
         var isHTTPOnly = false
-        var sameSite: Cookie.SameSite?
+        var sameSite: String?
         for attribute in parts {
             let (key, rawValue) = split(attribute)
             // RFC 6265bis: an attribute value over 1024 bytes is ignored.
@@ -62,7 +82,7 @@ enum SetCookieParser {
             case "httponly":
                 isHTTPOnly = true
             case "samesite":
-                sameSite = Cookie.SameSite.allCases.first { $0.rawValue.lowercased() == rawValue.lowercased() }
+                sameSite = sameSiteValues.first { $0.lowercased() == rawValue.lowercased() }
             default:
                 break
             }
@@ -77,7 +97,7 @@ enum SetCookieParser {
                 }
                 // A public suffix that is the host itself: a host-only cookie for that host.
             } else {
-                guard CookieRules.domainMatches(host, domainAttribute) else {
+                guard CookieMatching.domainMatches(host, domainAttribute) else {
                     return .ignored("the domain \(domainAttribute) does not match the host \(host)")
                 }
                 // What browsers do beyond §5.3 step 5: a domain broader than the host's registrable domain is
@@ -85,7 +105,7 @@ enum SetCookieParser {
                 // makes registrable under the wildcard `*.kobe.jp`).
                 if domainAttribute != host {
                     guard let registrable = publicSuffixes.registrableDomain(for: host),
-                        CookieRules.domainMatches(domainAttribute, registrable)
+                        CookieMatching.domainMatches(domainAttribute, registrable)
                     else {
                         return .ignored(
                             "the domain \(domainAttribute) is broader than the registrable domain of \(host)")
@@ -99,9 +119,9 @@ enum SetCookieParser {
             return .ignored("a Secure cookie set over http")
         }
         return .store(
-            Cookie(
+            Fields(
                 name: name, value: value, domain: domain, isHostOnly: isHostOnly,
-                path: path ?? CookieRules.defaultPath(for: url), expiresAt: maxAge ?? expires, isSecure: isSecure,
+                path: path ?? CookieMatching.defaultPath(for: url), expiresAt: maxAge ?? expires, isSecure: isSecure,
                 isHTTPOnly: isHTTPOnly, sameSite: sameSite, creationDate: now))
     }
 
@@ -128,5 +148,5 @@ enum SetCookieParser {
     }
 
     /// The longest lifetime `Max-Age` gives a cookie, 400 days (RFC 6265bis).
-    static let maximumLifetime = 400 * 86_400
+    package static let maximumLifetime = 400 * 86_400
 }
