@@ -6,9 +6,9 @@ import HeraldNetlink
 ///
 /// The announcement socket is polled by the loop (no thread, no timer while nothing changes); each time it
 /// is readable every queued message is applied to a ``NetworkTable``, then the target's status is computed.
-/// A status that differs from the last reported one starts the debounce delay; when it ends, the status
-/// then (if it still differs) is reported once — so a link that flaps within the delay reports once, or not
-/// at all if it ends where it began. Waiters (tasks waiting for connectivity) are told as soon as their
+/// A status is reported only once it has held for the debounce delay: each change of the computed status
+/// starts the delay again, and a return to the last reported status cancels it — so a link that flaps
+/// faster than the delay reports nothing until it settles, and nothing at all if it settles where it began. Waiters (tasks waiting for connectivity) are told as soon as their
 /// target is reachable, without the delay.
 ///
 /// Everything but ``init(target:debounce:engine:classify:)`` runs on the engine's loop thread.
@@ -28,6 +28,8 @@ final class RoutingMonitor: @unchecked Sendable {
     private var watch: DescriptorWatch?
     private var timer: LoopTimer?
     private var reported: NetworkReachabilityStatus
+    /// The status that differs from `reported` and is holding for the debounce delay; `nil` when none is.
+    private var holding: NetworkReachabilityStatus?
     /// Called with each status to report: the first one at ``start(reporting:)``, then each settled change.
     private var report: ((NetworkReachabilityStatus) -> Void)?
     private var waiters: [Waiter] = []
@@ -149,14 +151,22 @@ final class RoutingMonitor: @unchecked Sendable {
             }
             for waiter in ready { waiter.queue.async(execute: waiter.item) }
         }
-        guard report != nil, let timer, !timer.isPending else { return }
-        guard let status = try? query.status(of: target, in: table), status != reported else { return }
-        timer.start(after: debounce) { [unowned self] in settle() }
+        guard report != nil, let timer, let status = try? query.status(of: target, in: table) else { return }
+        if status == reported {
+            // Back where it was: nothing to announce, whatever held meanwhile.
+            holding = nil
+            timer.stop()
+        } else if status != holding {
+            // A new status: it must hold for the whole delay from now.
+            holding = status
+            timer.start(after: debounce) { [unowned self] in settle() }
+        }
     }
 
-    /// The debounce delay is over: reports the status now, if it differs from the last reported.
+    /// The status has held for the debounce delay: reports it.
     private func settle() {
-        guard let status = try? query.status(of: target, in: table), status != reported else { return }
+        guard let status = holding else { return }
+        holding = nil
         reported = status
         report?(status)
     }

@@ -197,6 +197,30 @@ struct ReachabilityNamespaceTests {
         }
     }
 
+    @Test("a status is announced only once it has held for the delay: a route toggling faster than it posts nothing")
+    func holdNotWindow() async throws {
+        try await restoringNetwork {
+            let changes = Changes()
+            let reachability = NetworkReachability(notificationCenter: changes.center, debounceInterval: 0.5)
+            try await NetworkNamespace.ip(
+                contentsOf: vethPair("hr0", address: "10.200.0.1") + ["route add default via 10.200.0.2 dev hr0"])
+            try reachability.startMonitoring()
+            defer { reachability.stopMonitoring() }
+            #expect(try await changes.labels(count: 1) == ["unknown→reachable_via_ethernet(hr0)"])
+
+            // Twenty toggles 70 ms apart, ending reachable: 1.4 s of changes, none holding for 0.5 s. A delay
+            // counted from the first change would announce whatever the status was when it ran out. The pauses
+            // pace the fault; they wait for nothing.
+            for toggle in 0..<20 {
+                try await NetworkNamespace.ip(
+                    toggle.isMultiple(of: 2) ? "route del default" : "route add default via 10.200.0.2 dev hr0")
+                try await Task.sleep(for: .milliseconds(70))
+            }
+            await changes.expectNoMore(than: 1, for: .milliseconds(1500))
+            #expect(Changes.label(reachability.status) == "reachable_via_ethernet(hr0)")
+        }
+    }
+
     @Test("a host's route is followed: the interface the kernel picks for its address, as routes change")
     func hostRoute() async throws {
         try await restoringNetwork {
