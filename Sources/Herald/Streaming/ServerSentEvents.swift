@@ -31,7 +31,8 @@ public struct EventSourceOptions: Sendable, Equatable {
 /// Server-sent events as an asynchronous sequence, reconnecting as the WHATWG HTML standard's `EventSource`
 /// does: what ``SessionManager/events(for:options:)`` returns.
 ///
-/// Iterating connects (the request with `Accept: text/event-stream`, `Cache-Control: no-store`, and
+/// Iterating connects (the request with `Accept: text/event-stream`, `Cache-Control: no-cache` and
+/// `Pragma: no-cache` — what Fetch puts on the wire for `EventSource`'s "no-store" cache mode — and
 /// `Last-Event-ID` once an event set an ID) and yields each event as its blank line arrives. When the
 /// connection ends — the server closes it, or it fails with a transport error — the sequence waits the
 /// stream's `retry` time (``EventSourceOptions/defaultReconnectionTime`` until one is set), posts
@@ -137,7 +138,9 @@ final class EventSourceConnection: @unchecked Sendable {
     private func connect() async throws(HeraldError) {
         var request = request
         request.headers.replaceOrAdd(name: "Accept", value: "text/event-stream")
-        request.headers.replaceOrAdd(name: "Cache-Control", value: "no-store")
+        // EventSource fetches with cache mode "no-store", which Fetch sends as these two fields.
+        request.headers.replaceOrAdd(name: "Cache-Control", value: "no-cache")
+        request.headers.replaceOrAdd(name: "Pragma", value: "no-cache")
         if parser.lastEventID.isEmpty {
             request.headers.remove(name: "Last-Event-ID")
         } else {

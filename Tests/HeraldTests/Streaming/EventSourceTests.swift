@@ -23,6 +23,9 @@ struct EventSourceTests {
         let requests = fixture.server.requests(forPath: "/events/10")
         #expect(requests.map { $0.headerValue("Last-Event-ID") } == [nil, "4", "8", "10"])
         #expect(requests.allSatisfy { $0.headerValue("Accept") == "text/event-stream" })
+        // What Fetch sends for EventSource's "no-store" cache mode.
+        #expect(requests.allSatisfy { $0.headerValue("Cache-Control") == "no-cache" })
+        #expect(requests.allSatisfy { $0.headerValue("Pragma") == "no-cache" })
         for (earlier, later) in zip(requests, requests.dropFirst()) {
             // The connection ended after its request arrived, and the next waited `retry` ms after that.
             #expect(later.receivedAt - earlier.receivedAt >= .milliseconds(retry))
