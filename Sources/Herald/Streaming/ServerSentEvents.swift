@@ -163,7 +163,11 @@ final class EventSourceConnection: @unchecked Sendable {
         case .failure(let error): return try await connectionEnded(error: error)
         }
         if response.statusCode == 204 {
+            // The server's way to end the stream for good: the task ends as the transfer does, a success,
+            // not cancelled by dropping its consumer while a 204's (empty) body is still on its way.
             isFinished = true
+            var rest = ResponseBodyStream(consumer: consumer).makeAsyncIterator()
+            while try await rest.next() != nil {}
             return
         }
         guard response.statusCode == 200 else {

@@ -62,6 +62,10 @@ struct EventSourceTests {
         #expect(received.isEmpty)
         #expect(error == nil)
         #expect(fixture.server.requestCount == 1)
+        // The server ended the stream: its task succeeded, it was not cancelled by the sequence's end.
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(fixture.recorder.completions.map { $0.error?.code } == [nil])
+        #expect(fixture.recorder.completions.first?.response?.statusCode == 204)
         try await fixture.tearDown()
     }
 
