@@ -218,6 +218,23 @@ struct ReachabilityNamespaceTests {
             }
             await changes.expectNoMore(than: 1, for: .milliseconds(1500))
             #expect(Changes.label(reachability.status) == "reachable_via_ethernet(hr0)")
+
+            // Nineteen toggles ending unreachable: the change that holds is posted once, a whole delay after
+            // the last toggle, not after the first.
+            var lastToggle = Date()
+            for toggle in 0..<19 {
+                try await NetworkNamespace.ip(
+                    toggle.isMultiple(of: 2) ? "route del default" : "route add default via 10.200.0.2 dev hr0")
+                lastToggle = Date()
+                try await Task.sleep(for: .milliseconds(70))
+            }
+            #expect(
+                try await changes.labels(count: 2).last == "reachable_via_ethernet(hr0)→not_reachable")
+            let posted = try #require(changes.log.values.last?.date)
+            // The loop's timer counts from its cached time of the iteration that read the change, a little
+            // before the clock read here after the last `ip` returned: allow 50 ms, far less than the train.
+            #expect(posted.timeIntervalSince(lastToggle) >= 0.45)
+            await changes.expectNoMore(than: 2, for: .milliseconds(1000))
         }
     }
 
