@@ -24,12 +24,25 @@ public struct HeraldError: Error, Sendable {
     public var curlMessage: String? { storage.curlMessage }
     /// The request URL, with any `user:password` replaced by `***` so the error can be logged safely.
     public var url: URL? { storage.url }
-    /// The HTTP status code, set for ``Code/unacceptableStatusCode``.
+    /// The HTTP status code: for ``Code/unacceptableStatusCode``, and whenever ``response`` is set.
     public var statusCode: Int? { storage.statusCode }
     /// A file Herald kept on disk instead of deleting, yours to move or delete: for
     /// ``Code/downloadMoveFailed``, the temporary file holding the whole download (the same as
     /// ``DownloadMoveFailure/sourceURL``); `nil` for other errors.
     public var keptFileURL: URL? { storage.keptFileURL }
+    /// The response head the failure came with — status, header fields, final URL — for a failure after a
+    /// response arrived (``Code/unacceptableStatusCode``, ``Code/unacceptableContentType``,
+    /// ``Code/serializationFailed``); `nil` when none had arrived.
+    public var response: HTTPResponse? { storage.response }
+    /// The response body the failure came with, such as an API's JSON error document: its first
+    /// ``maximumKeptBodyLength`` bytes; `nil` when there was no response or no body was kept.
+    public var responseBody: Data? { storage.responseBody }
+    /// The transfer's metrics, when the failure came from a task that reached the network.
+    public var metrics: TransferMetrics? { storage.metrics }
+
+    /// The most bytes of a response body an error keeps (``responseBody``): 1 MiB, enough for any error
+    /// document, bounded so that a failed large download does not hold its body twice.
+    public static let maximumKeptBodyLength = 1 << 20
 
     /// The values, in one immutable object: an error, or the absence of one, is copied several times on
     /// its way from a transfer to a completion handler. Held inline, the `URL`s (whose layout Foundation
@@ -46,10 +59,14 @@ public struct HeraldError: Error, Sendable {
         let url: URL?
         let statusCode: Int?
         let keptFileURL: URL?
+        let response: HTTPResponse?
+        let responseBody: Data?
+        let metrics: TransferMetrics?
 
         init(
             code: Code, message: String, underlying: (any Error & Sendable)?, curlCode: Int32?, curlMessage: String?,
-            url: URL?, statusCode: Int?, keptFileURL: URL?
+            url: URL?, statusCode: Int?, keptFileURL: URL?, response: HTTPResponse?, responseBody: Data?,
+            metrics: TransferMetrics?
         ) {
             self.code = code
             self.message = message
@@ -59,6 +76,9 @@ public struct HeraldError: Error, Sendable {
             self.url = url
             self.statusCode = statusCode
             self.keptFileURL = keptFileURL
+            self.response = response
+            self.responseBody = responseBody
+            self.metrics = metrics
         }
     }
 
@@ -73,6 +93,11 @@ public struct HeraldError: Error, Sendable {
     ///   - url: The request URL. Credentials in it are redacted before it is stored.
     ///   - statusCode: The HTTP status code, for ``Code/unacceptableStatusCode``.
     ///   - keptFileURL: A file kept on disk for the caller, for ``Code/downloadMoveFailed``.
+    ///   - response: The response head the failure came with; its status code is used when `statusCode` is
+    ///     `nil`.
+    ///   - responseBody: The response body the failure came with; only its first ``maximumKeptBodyLength``
+    ///     bytes are kept.
+    ///   - metrics: The transfer's metrics.
     public init(
         _ code: Code,
         _ message: String,
@@ -81,12 +106,30 @@ public struct HeraldError: Error, Sendable {
         curlMessage: String? = nil,
         url: URL? = nil,
         statusCode: Int? = nil,
-        keptFileURL: URL? = nil
+        keptFileURL: URL? = nil,
+        response: HTTPResponse? = nil,
+        responseBody: Data? = nil,
+        metrics: TransferMetrics? = nil
     ) {
         // Redacting here, not at each call site, means no path can store a password by forgetting to.
         storage = Storage(
             code: code, message: message, underlying: underlying, curlCode: curlCode, curlMessage: curlMessage,
-            url: url?.redactingCredentials(), statusCode: statusCode, keptFileURL: keptFileURL)
+            url: url?.redactingCredentials(), statusCode: statusCode ?? response?.statusCode,
+            keptFileURL: keptFileURL, response: response,
+            responseBody: responseBody.map {
+                $0.count > Self.maximumKeptBodyLength ? $0.prefix(Self.maximumKeptBodyLength) : $0
+            },
+            metrics: metrics)
+    }
+
+    /// This error with the transfer's metrics, which the code that made it did not have. Keeps metrics
+    /// already set.
+    func adding(metrics: TransferMetrics?) -> HeraldError {
+        guard storage.metrics == nil, let metrics else { return self }
+        return HeraldError(
+            code, message, underlying: underlying, curlCode: curlCode, curlMessage: curlMessage, url: url,
+            statusCode: statusCode, keptFileURL: keptFileURL, response: response, responseBody: responseBody,
+            metrics: metrics)
     }
 }
 

@@ -42,7 +42,8 @@ public struct DecodableResponseSerializer<T: Decodable & Sendable>: ResponseSeri
                     "the response has no body to decode into \(T.self)",
                     underlying: error,
                     url: response.url,
-                    statusCode: response.statusCode
+                    response: response,
+                    responseBody: data
                 )
             }
         }

@@ -45,7 +45,8 @@ public struct JSONResponseSerializer: ResponseSerializer {
                 "the body is not valid JSON: \(error)",
                 underlying: error,
                 url: response.url,
-                statusCode: response.statusCode
+                response: response,
+                responseBody: data
             )
         }
         return removesKeysWithNullValues ? value.removingKeysWithNullValues() : value
@@ -76,7 +77,8 @@ enum JSONBody {
                 "the body could not be decoded as JSON into \(T.self): \(summary(of: error))",
                 underlying: error,
                 url: response.url,
-                statusCode: response.statusCode
+                response: response,
+                responseBody: data
             )
         }
     }

@@ -48,28 +48,30 @@ public struct ResponseValidation: Sendable, Hashable {
     /// - Throws: ``HeraldError/Code/unacceptableStatusCode`` (with ``HeraldError/statusCode`` set) or
     ///   ``HeraldError/Code/unacceptableContentType``.
     public func validate(_ response: HTTPResponse, data: Data) throws(HeraldError) {
-        if let acceptableStatusCodes, !acceptableStatusCodes.contains(response.statusCode) {
+        if let failure = failure(of: response, hasBody: !data.isEmpty) {
             throw HeraldError(
-                .unacceptableStatusCode,
-                "unacceptable status code \(response.statusCode) (acceptable: \(Self.summary(of: acceptableStatusCodes)))",
-                url: response.url,
-                statusCode: response.statusCode
-            )
-        }
-        guard let acceptableContentTypes, !data.isEmpty else { return }
-        let mimeType = response.mimeType
-        guard let mimeType, Self.matches(mimeType, anyOf: acceptableContentTypes) else {
-            let received = mimeType.map { "\"\($0)\"" } ?? "no Content-Type"
-            throw HeraldError(
-                .unacceptableContentType,
-                "unacceptable content type: received \(received), acceptable: \(acceptableContentTypes.sorted().joined(separator: ", "))",
-                url: response.url,
-                statusCode: response.statusCode
-            )
+                failure.code, failure.message, url: response.url, response: response, responseBody: data)
         }
     }
 
-    /// Whether `mimeType` (lowercased, no parameters) matches one of `patterns`.
+    /// Why `response` fails the checks — the code and the message of the error to throw — or `nil` when it
+    /// passes; `hasBody` says whether a body came (or, for a streamed body, is coming) with it.
+    func failure(of response: HTTPResponse, hasBody: Bool) -> (code: HeraldError.Code, message: String)? {
+        if let acceptableStatusCodes, !acceptableStatusCodes.contains(response.statusCode) {
+            return (
+                .unacceptableStatusCode,
+                "unacceptable status code \(response.statusCode) (acceptable: \(Self.summary(of: acceptableStatusCodes)))"
+            )
+        }
+        guard let acceptableContentTypes, hasBody else { return nil }
+        if let mimeType = response.mimeType, Self.matches(mimeType, anyOf: acceptableContentTypes) { return nil }
+        let received = response.mimeType.map { "\"\($0)\"" } ?? "no Content-Type"
+        return (
+            .unacceptableContentType,
+            "unacceptable content type: received \(received), acceptable: \(acceptableContentTypes.sorted().joined(separator: ", "))"
+        )
+    }
+
     static func matches(_ mimeType: String, anyOf patterns: Set<String>) -> Bool {
         patterns.contains { matches(mimeType, pattern: $0.lowercased()) }
     }

@@ -49,7 +49,8 @@ public struct StringResponseSerializer: ResponseSerializer {
                 .serializationFailed,
                 "the body is not valid \(resolved.ianaName)" + (charset.map { " (charset \"\($0)\")" } ?? ""),
                 url: response.url,
-                statusCode: response.statusCode
+                response: response,
+                responseBody: data
             )
         }
         return string

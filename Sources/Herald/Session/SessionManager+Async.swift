@@ -36,6 +36,29 @@ extension SessionManager {
         }
     }
 
+    /// Loads `request` like ``data(for:)``, then checks the response against `validation`: Alamofire's
+    /// `validate()` step.
+    ///
+    /// Threading and cancellation as for ``data(for:)``. A response that fails the check throws, and the
+    /// error keeps what a caller needs to report it: ``HeraldError/response`` (status and header fields) and
+    /// ``HeraldError/responseBody`` (an API's error document, say).
+    ///
+    /// - Parameters:
+    ///   - request: The request; validated before anything is sent (see ``Request``).
+    ///   - validation: The acceptable status codes and content types, for example ``ResponseValidation/default``
+    ///     (any 2xx) or ``ResponseValidation/json``.
+    /// - Returns: The whole response body and the response head, once they passed the check.
+    /// - Throws: ``HeraldError``: ``HeraldError/Code/unacceptableStatusCode`` or
+    ///   ``HeraldError/Code/unacceptableContentType`` with the response and its body, or anything
+    ///   ``data(for:)`` throws.
+    public func data(
+        for request: Request, validation: ResponseValidation
+    ) async throws(HeraldError) -> (Data, HTTPResponse) {
+        let (body, response) = try await data(for: request)
+        try validation.validate(response, data: body)
+        return (body, response)
+    }
+
     /// Loads `request` and returns the session's ``responseSerializer`` output: the `async` form of
     /// ``dataTask(with:uploadProgress:downloadProgress:completionHandler:)``.
     ///

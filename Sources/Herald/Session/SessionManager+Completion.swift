@@ -37,7 +37,7 @@ struct CompletionResult: Sendable {
         do throws(HeraldError) {
             return (try serializer.serializeErased(response: response, data: outcome.body), nil)
         } catch {
-            return (nil, error)
+            return (nil, error.adding(metrics: outcome.metrics))
         }
     }
 }

@@ -51,6 +51,42 @@ extension SessionManager {
         return (try head.get(), ResponseBodyStream(consumer: consumer))
     }
 
+    /// Sends `request` like ``bytes(for:bufferPolicy:)``, then checks the response head against `validation`
+    /// before any body byte is handed over: Alamofire's `validate()` step for a streamed body.
+    ///
+    /// A head that fails the check throws: the first ``HeraldError/maximumKeptBodyLength`` bytes of its body
+    /// are read into the error's ``HeraldError/responseBody`` (with the head in ``HeraldError/response``), then
+    /// the task is cancelled. The content type is checked only when a body may follow (not for a `204`, a
+    /// `304` or `Content-Length: 0`).
+    ///
+    /// - Parameters:
+    ///   - request: The request; validated before anything is sent (see ``Request``).
+    ///   - bufferPolicy: The watermarks and the largest chunk; default ``StreamBufferPolicy/default``.
+    ///   - validation: The acceptable status codes and content types.
+    /// - Returns: The response head and its body, once the head passed the check.
+    /// - Throws: ``HeraldError``: ``HeraldError/Code/unacceptableStatusCode`` or
+    ///   ``HeraldError/Code/unacceptableContentType`` with the response and the start of its body, or
+    ///   anything ``bytes(for:bufferPolicy:)`` throws.
+    public func bytes(
+        for request: Request, bufferPolicy: StreamBufferPolicy = .default, validation: ResponseValidation
+    ) async throws(HeraldError) -> (HTTPResponse, ResponseBodyStream) {
+        let (response, body) = try await bytes(for: request, bufferPolicy: bufferPolicy)
+        let mayHaveBody =
+            response.statusCode != 204 && response.statusCode != 304 && response.expectedContentLength != 0
+        guard let failure = validation.failure(of: response, hasBody: mayHaveBody) else { return (response, body) }
+        var kept = Data()
+        do {
+            for try await chunk in body {
+                kept.append(chunk.prefix(HeraldError.maximumKeptBodyLength - kept.count))
+                if kept.count >= HeraldError.maximumKeptBodyLength { break }
+            }
+        } catch {
+            // The body ended early: the error keeps what arrived.
+        }
+        body.task.cancel()
+        throw HeraldError(failure.code, failure.message, url: response.url, response: response, responseBody: kept)
+    }
+
     /// Creates a streamed data task, resumes it (or cancels it, when the calling Swift task is cancelled) and
     /// awaits its head. Throws only what creating the task throws; the task's own failure is the head's.
     func openStream(
@@ -108,7 +144,7 @@ extension SessionManager {
         let task = try makeDataTask(
             with: request, bodyHandling: .streamed(buffer),
             callbacks: TaskCallbacks(completion: { response, _, error in buffer.finish(response: response, error: error)
-                }))
+            }))
         return (task, buffer)
     }
 

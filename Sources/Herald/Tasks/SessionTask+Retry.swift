@@ -138,7 +138,7 @@ extension SessionTask {
         guard let response = outcome.response, response.statusCode >= 400 else { return nil }
         return HeraldError(
             .unacceptableStatusCode, "The server answered \(response.statusCode).", url: response.url,
-            statusCode: response.statusCode)
+            response: response, responseBody: outcome.body, metrics: outcome.metrics)
     }
 }
 

@@ -1,0 +1,91 @@
+import Foundation
+import Herald
+import HeraldTesting
+import Testing
+
+@Suite("A failed response keeps what a caller needs: the head, the body, the metrics")
+struct FailedResponseTests {
+    @Test("data(for:validation:) on a 404 throws unacceptableStatusCode with the response and its body")
+    func statusWithBody() async throws {
+        let fixture = try await SessionFixture.make()
+        let error = await #expect(throws: HeraldError.self) {
+            try await fixture.session.data(
+                for: Request(url: fixture.server.url("/status/404")), validation: .default)
+        }
+        #expect(error?.code == .unacceptableStatusCode)
+        #expect(error?.statusCode == 404)
+        #expect(error?.response?.statusCode == 404)
+        #expect(error?.response?.mimeType == "text/plain")
+        #expect(error?.responseBody.map { String(decoding: $0, as: UTF8.self) } == "404 Not Found\n")
+        try await fixture.tearDown()
+    }
+
+    @Test("data(for:validation:) passes what the check accepts, unchanged")
+    func accepted() async throws {
+        let fixture = try await SessionFixture.make()
+        let (body, response) = try await fixture.session.data(
+            for: Request(url: fixture.server.url("/json")), validation: .json)
+        #expect(response.statusCode == 200)
+        #expect(!body.isEmpty)
+        try await fixture.tearDown()
+    }
+
+    @Test("a content type the check refuses: unacceptableContentType, with the body")
+    func contentType() async throws {
+        let fixture = try await SessionFixture.make()
+        let error = await #expect(throws: HeraldError.self) {
+            try await fixture.session.data(for: Request(url: fixture.server.url("/text")), validation: .json)
+        }
+        #expect(error?.code == .unacceptableContentType)
+        #expect(error?.responseBody.map { String(decoding: $0, as: UTF8.self) } == "Hello, Herald!\n")
+        try await fixture.tearDown()
+    }
+
+    @Test("the serializer's refusal on the completion path keeps the response, the body and the metrics")
+    func serializerRefusal() async throws {
+        let fixture = try await SessionFixture.make()
+        let error = await #expect(throws: HeraldError.self) {
+            try await fixture.session.responseObject(for: Request(url: fixture.server.url("/status/422")))
+        }
+        #expect(error?.code == .unacceptableStatusCode)
+        #expect(error?.response?.statusCode == 422)
+        #expect(error?.responseBody.map { String(decoding: $0, as: UTF8.self) } == "422 Unprocessable Entity\n")
+        #expect(error?.metrics != nil)
+        try await fixture.tearDown()
+    }
+
+    @Test("only the first maximumKeptBodyLength bytes of a large failed body are kept")
+    func bounded() async throws {
+        let fixture = try await SessionFixture.make()
+        let error = await #expect(throws: HeraldError.self) {
+            try await fixture.session.data(
+                for: Request(url: fixture.server.url("/bytes/\(3 << 20)")),
+                validation: ResponseValidation(acceptableStatusCodes: [201]))
+        }
+        #expect(error?.code == .unacceptableStatusCode)
+        #expect(error?.responseBody?.count == HeraldError.maximumKeptBodyLength)
+        try await fixture.tearDown()
+    }
+
+    @Test("bytes(for:validation:) refuses a head before any byte is handed over, keeping the body's start")
+    func streamedRefusal() async throws {
+        let fixture = try await SessionFixture.make()
+        let error = await #expect(throws: HeraldError.self) {
+            try await fixture.session.bytes(
+                for: Request(url: fixture.server.url("/status/503")), validation: .default)
+        }
+        #expect(error?.code == .unacceptableStatusCode)
+        #expect(error?.response?.statusCode == 503)
+        #expect(error?.responseBody.map { String(decoding: $0, as: UTF8.self) } == "503 Service Unavailable\n")
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(fixture.recorder.completions.count == 1)
+
+        let (response, body) = try await fixture.session.bytes(
+            for: Request(url: fixture.server.url("/bytes/4096")), validation: .default)
+        #expect(response.statusCode == 200)
+        var count = 0
+        for try await chunk in body { count += chunk.count }
+        #expect(count == 4096)
+        try await fixture.tearDown()
+    }
+}
