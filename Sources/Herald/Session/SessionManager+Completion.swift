@@ -43,20 +43,31 @@ struct CompletionResult: Sendable {
 }
 
 extension SessionManager {
-    /// A completed task's outcome, delivered by its completion lane (see ``OutcomeLanes/complete(_:with:)``).
-    /// On the session's own completion queue, serializes it (or moves a download), stores a cacheable
-    /// response, runs the `taskDidComplete` hook and the completion handler, then posts `taskDidComplete` on
-    /// the event queue and forgets the task (AF's order). With a completion queue the caller passed in, this
-    /// runs on a global queue — the caller's queue (perhaps the main queue) is not the place for parsing or
-    /// file moves — and the rest on the caller's queue, in ``completionGroup``.
-    func completionArrived(_ task: SessionTask, outcome: TransferOutcome) {
-        let serializer = responseSerializer
-        let result = task.completionResult(for: outcome, serializer: serializer)
-        if lanes.completion.waitsForNextBatch {
-            finishCompletion(task, outcome: outcome, result: result, serializer: serializer)
-        } else {
+    /// Hands a completed task's outcome to the completion queue: the one hand-off between the task's state
+    /// machine (on the loop thread, or wherever a hook, a cancel or a resume completed it) and its
+    /// completion handler. Any thread; no lock held.
+    ///
+    /// On the session's own (serial) completion queue, one block, in ``completionGroup``, serializes the
+    /// outcome (or moves a download), stores a cacheable response, runs the `taskDidComplete` hook and the
+    /// completion handler, then has the event queue forget the task and post `taskDidComplete` (AF's order).
+    /// The task's progress and body blocks were queued there before it, so they run first. With a completion
+    /// queue the caller passed in, serialization runs first on the hook queue — the caller's queue (perhaps
+    /// the main queue) is not the place for parsing or file moves — and the rest on the caller's queue: one
+    /// hand-off more.
+    func complete(_ task: SessionTask, with outcome: TransferOutcome) {
+        if ownsCompletionQueue {
             completionQueue.async(group: completionGroup) { [self] in
+                let serializer = responseSerializer
+                let result = task.completionResult(for: outcome, serializer: serializer)
                 finishCompletion(task, outcome: outcome, result: result, serializer: serializer)
+            }
+        } else {
+            SessionTask.hookQueue.async(group: completionGroup) { [self] in
+                let serializer = responseSerializer
+                let result = task.completionResult(for: outcome, serializer: serializer)
+                completionQueue.async(group: completionGroup) { [self] in
+                    finishCompletion(task, outcome: outcome, result: result, serializer: serializer)
+                }
             }
         }
     }

@@ -35,9 +35,9 @@ open class DataTask: SessionTask, @unchecked Sendable {
         guard let hook = session.dataTaskDidReceiveResponse else {
             return super.transferNeedsResponseDisposition(response, transfer: transfer)
         }
-        // The transfer waits for this answer: on the hop queue a slow hook holds back this task alone, where
+        // The transfer waits for this answer: on the hook queue a slow hook holds back this task alone, where
         // on the completion queue it would wait behind other tasks' handlers, and they behind it.
-        Self.hopQueue.async {
+        Self.hookQueue.async {
             self.apply(hook(self, response), to: transfer)
         }
     }

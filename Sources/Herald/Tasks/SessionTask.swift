@@ -256,12 +256,11 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         session.send(.allowResponse(transfer))
     }
 
-    /// What follows a finished transfer, on the session's transport lane, or on its completion lane for an
-    /// outcome that can only complete the task (see ``OutcomeLanes/transferFinished(_:_:)``): cookies, then
-    /// the next hop, a retry, or completing the task. It never waits for user code: the hooks a hop needs
-    /// run elsewhere and start the next transfer.
+    /// What follows a finished transfer, on the engine's loop thread for every transfer: cookies, then the
+    /// next hop, a retry, or completing the task. It never runs or waits for user code: the hooks a hop
+    /// needs run on ``hookQueue`` and start the next transfer, and a completed task goes to the completion
+    /// queue (``SessionManager/complete(_:with:)``).
     func proceed(after outcome: TransferOutcome) {
-        outcome.settleFinishedHandle()
         // Before the next hop is built: a Set-Cookie on a 302 or a 401 goes with the next request.
         if let response = outcome.response { session.storeCookies(from: response) }
         if beginNextHop(after: outcome) { return }

@@ -38,7 +38,6 @@ final class StreamedDataTask: DataTask, @unchecked Sendable {
     /// hop, authentication round-trip or retry may put a second response's bytes behind the first's.
     override func proceed(after outcome: TransferOutcome) {
         guard buffer.hasHandedOverHead else { return super.proceed(after: outcome) }
-        outcome.settleFinishedHandle()
         if let response = outcome.response { session.storeCookies(from: response) }
         completeTransfer(outcome)
     }
