@@ -48,7 +48,7 @@ let package = Package(
         .target(
             name: "Herald",
             dependencies: [
-                "HeraldNotifications", "CHeraldThread", "CCurl", "CUV", "CIDN2", "CNetlink",
+                "HeraldNotifications", "CCurl", "CUV", "CIDN2", "CNetlink",
                 // ServiceContext and the bootstrapped instrument only: never a tracing backend.
                 .product(name: "Instrumentation", package: "swift-distributed-tracing"),
             ]

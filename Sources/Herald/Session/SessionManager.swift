@@ -47,7 +47,7 @@ public final class SessionManager: Sendable {
     /// Marks the event and completion queues, where a blocking wait for the invalidation must not start.
     let queueMarker = SessionQueueMarker()
     /// Whether ``completionQueue`` is the session's own serial queue (not one the caller passed in). Then
-    /// serialization runs on it directly instead of on a global queue first: one thread hand-off fewer per
+    /// serialization runs on it directly instead of on the hook queue first: one thread hand-off fewer per
     /// task, and the caller's code never waits behind it because nothing else runs there.
     let ownsCompletionQueue: Bool
     /// ``SessionConfiguration/allowedProtocols`` sorted and joined with commas once: curl's protocol list,

@@ -287,7 +287,8 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     }
 
     /// Turns the transfer's outcome into what the completion handler and `taskDidComplete` carry. Runs
-    /// once per task, on a global queue (never the loop thread), before the completion handler.
+    /// once per task, before the completion handler: on the session's own completion queue, or on the hook
+    /// queue when the caller passed the completion queue (never the loop thread).
     func completionResult(for outcome: TransferOutcome, serializer: any ResponseSerializer) -> CompletionResult {
         let (object, error) = CompletionResult.serialize(outcome, with: serializer, url: originalRequest.url)
         let responseData: Data? = outcome.response == nil && outcome.body.isEmpty ? nil : outcome.body
