@@ -13,7 +13,8 @@ import HeraldNotifications
 ///
 /// What follows a finished transfer (its delegate's ``TransferDelegate/proceed(after:)``) runs here too, on
 /// the loop thread, for every transfer: it is library code only, and the delegate hands whatever user code
-/// comes next to queues of its own. The engine names no session or task type for it.
+/// comes next to queues of its own, at once or at the loop iteration's end (``atIterationEnd(_:)``). The
+/// engine names no session or task type for it.
 final class Engine: @unchecked Sendable {
     // Safety: `loop`, `wakeup` and every libuv/libcurl object reachable from them are touched only on
     // `loopThread` (inside `uv_run`); `pending` is guarded by its lock; `loopThreadID` is written once,
@@ -32,6 +33,13 @@ final class Engine: @unchecked Sendable {
     /// The poll handles of every multi handle on this loop, kept across the transfers on a connection.
     /// Loop thread only.
     @exclusivity(unchecked) var pollHandles = PollHandles()
+    /// Work to run once the current loop iteration's I/O is done (``atIterationEnd(_:)``). Loop thread only.
+    @exclusivity(unchecked) private var iterationEndWork: [() -> Void] = []
+    /// Runs ``iterationEndWork`` after the iteration's poll phase.
+    private let iterationEnd: UnsafeMutablePointer<uv_check_t>
+    /// Keeps the poll phase from blocking in `epoll_wait` while work waits for the iteration's end (it may
+    /// have been queued from a timer, before the poll phase).
+    private let iterationEndPending: UnsafeMutablePointer<uv_idle_t>
     /// The common response fields' last values, shared by every transfer on this loop. Loop thread only.
     let recentFieldValues = RecentFieldValues()
 
@@ -53,8 +61,13 @@ final class Engine: @unchecked Sendable {
             guard let handle, let context = handle.pointee.data else { return }
             Unmanaged<Engine>.fromOpaque(context).takeUnretainedValue().drain()
         }
+        iterationEnd = .allocate(capacity: 1)
+        uv_check_init(loop, iterationEnd)
+        iterationEndPending = .allocate(capacity: 1)
+        uv_idle_init(loop, iterationEndPending)
         // The engine lives as long as its thread runs; sessions keep it alive in the meantime.
         wakeup.pointee.data = Unmanaged.passRetained(self).toOpaque()
+        iterationEnd.pointee.data = wakeup.pointee.data
         let thread = Thread { [self] in
             loopThreadID.withLock { $0 = pthread_self() }
             uv_run(loop, UV_RUN_DEFAULT)
@@ -74,6 +87,29 @@ final class Engine: @unchecked Sendable {
     func execute(_ command: TransferCommand, on multi: MultiHandle) {
         pending.withLock { $0.append(.command(command, multi)) }
         uv_async_send(wakeup)
+    }
+
+    /// Runs `work` on the loop thread at the end of the current loop iteration, after its I/O: what a caller
+    /// collects from the iteration's finished transfers (completed tasks, say) it can hand on once, in one
+    /// dispatch, instead of one per transfer. Loop thread only.
+    func atIterationEnd(_ work: @escaping () -> Void) {
+        if iterationEndWork.isEmpty {
+            uv_check_start(iterationEnd) { handle in
+                guard let handle, let context = handle.pointee.data else { return }
+                Unmanaged<Engine>.fromOpaque(context).takeUnretainedValue().runIterationEnd()
+            }
+            uv_idle_start(iterationEndPending) { _ in }
+        }
+        iterationEndWork.append(work)
+    }
+
+    private func runIterationEnd() {
+        uv_check_stop(iterationEnd)
+        uv_idle_stop(iterationEndPending)
+        // Taken whole: work queued while it runs waits for the next iteration's end.
+        var work: [() -> Void] = []
+        swap(&work, &iterationEndWork)
+        for item in work { item() }
     }
 
     /// Whether the caller is on the loop thread.

@@ -64,6 +64,10 @@ public final class SessionManager: Sendable {
     public let cookieStore: CookieStore
     let multi: MultiHandle?
     let state = Locked(State())
+    /// The tasks the engine's current loop iteration completed, dispatched to the completion queue together
+    /// at its end (see ``complete(_:with:)``). Written on the loop thread; locked because the session is
+    /// shared, never contended.
+    let completedInIteration = Locked<[CompletedTask]>([])
 
     /// Creates a session.
     /// - Parameters:
