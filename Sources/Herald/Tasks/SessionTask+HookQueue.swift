@@ -12,9 +12,10 @@ extension SessionTask {
     /// Runs an interceptor's `adapt` or `retry` (and the rest of `body`) on ``hookQueue``: the Swift
     /// concurrency task prefers ``HookQueueExecutor``, so its nonisolated code runs on the hook queue, not on
     /// the global concurrent executor's threads. Code isolated to an actor (a `@MainActor` interceptor) still
-    /// runs on that actor.
+    /// runs on that actor. Detached, as before the executor: the caller's priority, task-locals and
+    /// cancellation don't carry over to an attempt that outlives the call.
     static func runOnHookQueue(_ body: @escaping @Sendable () async -> Void) {
-        Task(executorPreference: HookQueueExecutor.shared) { await body() }
+        Task.detached(executorPreference: HookQueueExecutor.shared) { await body() }
     }
 }
 
