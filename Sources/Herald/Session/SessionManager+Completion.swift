@@ -59,7 +59,7 @@ extension SessionManager {
     /// hand-off more.
     func complete(_ task: SessionTask, with outcome: TransferOutcome) {
         guard ownsCompletionQueue else {
-            SessionTask.hookQueue.async(group: completionGroup) { [self] in
+            task.hookQueue.async(group: completionGroup) { [self] in
                 let serializer = responseSerializer
                 let result = task.completionResult(for: outcome, serializer: serializer)
                 completionQueue.async(group: completionGroup) { [self] in

@@ -37,7 +37,7 @@ open class DataTask: SessionTask, @unchecked Sendable {
         }
         // The transfer waits for this answer: on the hook queue a slow hook holds back this task alone, where
         // on the completion queue it would wait behind other tasks' handlers, and they behind it.
-        Self.hookQueue.async {
+        hookQueue.async {
             self.apply(hook(self, response), to: transfer)
         }
     }

@@ -41,10 +41,11 @@ extension SessionTask {
         }
         guard let started = began else { return false }
         let held = HeldWorkItem(item: timer)
-        session.engine.execute { monitor.whenReachable(target, run: held.item, on: Self.hookQueue) }
+        let queue = hookQueue
+        session.engine.execute { monitor.whenReachable(target, run: held.item, on: queue) }
         if resourceTimeout > 0 {
             let left = max(0, resourceTimeout - Date().timeIntervalSince(started))
-            Self.hookQueue.asyncAfter(deadline: .now() + min(left, Self.maximumRetryDelay)) { [weak self] in
+            hookQueue.asyncAfter(deadline: .now() + min(left, Self.maximumRetryDelay)) { [weak self] in
                 guard wait.end() else { return }
                 held.item.cancel()
                 self?.connectivityWaitTimedOut(failure: failure, timeout: resourceTimeout)

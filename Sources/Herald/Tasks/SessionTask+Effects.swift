@@ -74,7 +74,7 @@ extension SessionTask {
         case .finish(let task, let outcome):
             session.complete(task, with: outcome)
         case .schedule(let timer, let delay):
-            Self.hookQueue.asyncAfter(deadline: .now() + delay, execute: timer)
+            hookQueue.asyncAfter(deadline: .now() + delay, execute: timer)
         case .cancelTimer(let timer):
             timer.cancel()
         case .notify(let waiters):

@@ -30,7 +30,7 @@ extension SessionTask {
             return transfer.request
         }
         guard let current else { return false }
-        Self.hookQueue.async { [self] in
+        hookQueue.async { [self] in
             if isRedirect {
                 followRedirect(outcome, response: response, from: current)
             } else {

@@ -54,7 +54,7 @@ extension SessionTask {
 
     /// Runs the adapter, then starts the attempt's transfer. The task is between hops.
     func startAttempt(with interceptor: any RequestInterceptor) {
-        Self.runOnHookQueue { [self] in await runAttempt(with: interceptor) }
+        runOnHookQueue { [self] in await runAttempt(with: interceptor) }
     }
 
     private func runAttempt(with interceptor: any RequestInterceptor) async {
@@ -102,7 +102,7 @@ extension SessionTask {
         guard let (interceptor, request, attempt) = asked else { return false }
         let context = RetryContext(
             task: lifecycleSubject, request: request, error: failure, response: outcome.response, attempt: attempt)
-        Self.runOnHookQueue { [self] in
+        runOnHookQueue { [self] in
             switch await interceptor.retry(context) {
             case .doNotRetry:
                 finishHop(outcome, error: outcome.error)

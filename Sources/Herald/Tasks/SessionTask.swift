@@ -42,6 +42,9 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         var interceptor: (any RequestInterceptor)?
         /// Called once the task holds a finished transfer's outcome (see `whenHoldingOutcome(_:)`).
         var holdWaiters: [@Sendable () -> Void] = []
+        /// The task's hook queue and its executor, made on first use (see ``SessionTask/hooks``): most
+        /// tasks never need one.
+        var hooks: HookQueueExecutor?
     }
 
     /// The task's identifier, unique within its session.

@@ -171,6 +171,40 @@ struct TransportLaneTests {
         try await Self.expectOnTime(.redirectionHookOfOneTask, sessionCount: 8)
     }
 
+    @Test("redirection hooks blocked in more tasks than the machine has cores hold back no other task's hook")
+    func manyBlockedHooks() async throws {
+        let server = try await TestServer.start()
+        let session = SessionManager(notificationCenter: NotificationHub())
+        let release = DispatchSemaphore(value: 0)
+        // More than a pool as wide as the cores could run at once, several times over.
+        let blockedCount = ProcessInfo.processInfo.activeProcessorCount * 4 + 2
+        let entered = Countdown(blockedCount)
+        session.taskWillPerformHTTPRedirection = { task, _, proposed in
+            if task.originalRequest.headers["X-Blocked"] == "1" {
+                entered.countDown()
+                // Held until the free task has completed: the slow user code under test.
+                _ = release.wait(timeout: .now() + 30)
+            }
+            return proposed
+        }
+        for _ in 0..<blockedCount {
+            try session.dataTask(with: Request(url: server.url("/redirect/1"), headers: ["X-Blocked": "1"])).resume()
+        }
+        // Each task's hook starts while the others' are blocked: on a pool as wide as the cores, the later
+        // ones waited for libdispatch to add a thread, about one a second (9 s for 10 hooks on two cores).
+        #expect(
+            await entered.wait(timeout: .seconds(3)),
+            "\(entered.remaining) tasks' hooks waited behind other tasks' blocked hooks")
+        let free = Countdown(1)
+        try session.dataTask(with: Request(url: server.url("/redirect/1"))) { response, _, _ in
+            if response?.statusCode == 200 { free.countDown() }
+        }.resume()
+        #expect(await free.wait(timeout: .seconds(2)), "a task's redirect waited behind other tasks' blocked hooks")
+        for _ in 0..<blockedCount { release.signal() }
+        session.invalidate(cancelingTasks: true)
+        try await server.shutdown()
+    }
+
     @Test("a slow dataTaskDidReceiveResponse answer for one task leaves the others' transfers and completions on time")
     func slowDispositionHook() async throws {
         let server = try await TestServer.start()
