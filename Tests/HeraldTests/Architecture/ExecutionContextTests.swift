@@ -61,6 +61,7 @@ struct ExecutionContextTests {
         "taskDidReceiveAuthenticationChallenge": .hookQueue,
         "taskNeedNewBodyStream": .hookQueue,
         "dataTaskDidReceiveResponse": .hookQueue,
+        "dataTaskDidBecomeDownloadTask": .hookQueue,
         "adapt": .hookQueue,
         "retry": .hookQueue,
         "completion handler": .completionQueue,
@@ -75,6 +76,8 @@ struct ExecutionContextTests {
         ".posting taskDidResume": .eventQueue,
         ".posting taskDidComplete": .eventQueue,
         ".posting taskWillRetry": .eventQueue,
+        ".posting sessionDidInvalidate": .eventQueue,
+        "sessionDidBecomeInvalid": .eventQueue,
     ]
 
     @Test("every hook, handler and observer runs in its one context of four, and none on the loop thread")
@@ -99,10 +102,12 @@ struct ExecutionContextTests {
             log.record("taskNeedNewBodyStream")
             return BodyStream(data: Data("streamed".utf8))
         }
-        session.dataTaskDidReceiveResponse = { _, _ in
+        session.dataTaskDidReceiveResponse = { task, _ in
             log.record("dataTaskDidReceiveResponse")
-            return .allow
+            return task.originalRequest.url.path == "/bytes/2048" ? .becomeDownload : .allow
         }
+        session.dataTaskDidBecomeDownloadTask = { _, _ in log.record("dataTaskDidBecomeDownloadTask") }
+        session.sessionDidBecomeInvalid = { _, _ in log.record("sessionDidBecomeInvalid") }
         session.dataTaskDidReceiveData = { _, _ in log.record("dataTaskDidReceiveData") }
         session.taskDidSendBodyData = { _, _, _, _ in log.record("taskDidSendBodyData") }
         session.downloadTaskDidWriteData = { _, _, _, _ in log.record("downloadTaskDidWriteData") }
@@ -121,9 +126,12 @@ struct ExecutionContextTests {
                 log.record(".posting taskDidComplete")
             },
             center.addObserver(for: .taskWillRetry, delivery: .posting) { _ in log.record(".posting taskWillRetry") },
+            center.addObserver(for: .sessionDidInvalidate, delivery: .posting) { _ in
+                log.record(".posting sessionDidInvalidate")
+            },
         ]
 
-        let done = Countdown(6)
+        let done = Countdown(7)
         let completion: TaskCompletionHandler = { _, _, _ in
             log.record("completion handler")
             done.countDown()
@@ -137,6 +145,9 @@ struct ExecutionContextTests {
         tasks.append(
             try session.dataTask(
                 with: Request(url: server.url("/headers?Cache-Control=max-age%3D60")), completionHandler: completion))
+        // A data task that becomes a download when its response arrives.
+        tasks.append(
+            try session.dataTask(with: Request(url: server.url("/bytes/2048")), completionHandler: completion))
         // An authentication round-trip.
         tasks.append(
             try session.dataTask(
