@@ -39,8 +39,7 @@ let package = Package(
             pkgConfig: "libidn2",
             providers: [.apt(["libidn2-dev"]), .yum(["libidn2-devel"])]
         ),
-        // The notification center's per-thread state as a C thread-local (Swift has no thread-local storage), and
-        // the spin-wait hint of the hand-off waits.
+        // The notification center's per-thread state as a C thread-local (Swift has no thread-local storage).
         .target(name: "CHeraldThread"),
         // The kernel's routing netlink headers, and the socket calls Swift can't spell, for reachability.
         .target(name: "CNetlink"),
@@ -53,7 +52,7 @@ let package = Package(
         .target(
             name: "Herald",
             dependencies: [
-                "HeraldNotifications", "HeraldCookies", "HeraldNetlink", "CHeraldThread", "CCurl", "CUV", "CNetlink",
+                "HeraldNotifications", "HeraldCookies", "HeraldNetlink", "CCurl", "CUV", "CNetlink",
                 // ServiceContext and the bootstrapped instrument only: never a tracing backend.
                 .product(name: "Instrumentation", package: "swift-distributed-tracing"),
             ]

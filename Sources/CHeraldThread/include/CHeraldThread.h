@@ -1,8 +1,7 @@
 #ifndef C_HERALD_THREAD_H
 #define C_HERALD_THREAD_H
 
-// What Herald's threads need of C that Swift doesn't give: a thread-local variable, and the processor's
-// spin-wait hint.
+// What Herald's threads need of C that Swift doesn't give: a thread-local variable.
 
 // The calling thread's notification-posting state, as a thread-local variable: reading it is one load,
 // where `pthread_getspecific` is a call. HeraldNotifications keeps the state itself (an unretained
@@ -25,16 +24,6 @@ static inline void *_Nullable hn_posting_thread(void) {
 /// Sets the calling thread's posting state (NULL to clear it).
 static inline void hn_set_posting_thread(void *_Nullable state) {
     herald_posting_thread_state = state;
-}
-
-// A hint to the processor that the caller is spinning: lets a sibling hardware thread run and saves power.
-// For the hand-off waits, which spin for a few hundred microseconds at most.
-static inline void hn_cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
 }
 
 #endif

@@ -32,8 +32,6 @@ final class EasyHandlePool: @unchecked Sendable {
     private struct State {
         var idle: [Handle] = []
         var isClosed = false
-        /// Places promised to handles on their way back (``reserveReturn()``), not yet given.
-        var returning = 0
         /// The header list of the last transfer prepared.
         var lastHeaderList: HeaderList?
         /// The parsed URL of the last transfer prepared, without a credential or a query in it.
@@ -57,23 +55,10 @@ final class EasyHandlePool: @unchecked Sendable {
         return (handle.easy, handle.profile)
     }
 
-    /// Promises a place to a finished transfer's handle that another thread will give back later (see
-    /// ``FinishedEasyHandle``), so that the handles waiting to come back never outnumber the places: `false`
-    /// when the idle handles and those already promised fill the pool, or it is closed. A `true` must be
-    /// followed by exactly one `give(_:profile:reserved:)` with `reserved` set.
-    func reserveReturn() -> Bool {
-        state.withLock { state in
-            guard !state.isClosed, state.idle.count + state.returning < capacity else { return false }
-            state.returning += 1
-            return true
-        }
-    }
-
-    /// Takes back the handle of a finished transfer, configured from `profile` (`nil` when not from one),
-    /// into the place ``reserveReturn()`` promised it when `reserved`. It must be out of its multi handle.
-    func give(_ easy: UnsafeMutableRawPointer, profile: EasyHandleProfile?, reserved: Bool = false) {
+    /// Takes back the handle of a finished transfer, configured from `profile` (`nil` when not from one). It
+    /// must be out of its multi handle. Loop thread, where the transfer finished.
+    func give(_ easy: UnsafeMutableRawPointer, profile: EasyHandleProfile?) {
         let kept = state.withLock { state -> Bool in
-            if reserved { state.returning -= 1 }
             guard !state.isClosed, state.idle.count < capacity else { return false }
             state.idle.append(Handle(easy: easy, profile: profile))
             return true

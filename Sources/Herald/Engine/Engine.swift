@@ -9,8 +9,12 @@ import HeraldNotifications
 /// Other threads hand it work through ``execute(_:)`` (a closure) or ``execute(_:on:)`` (a transfer
 /// command): it is appended to a lock-guarded queue and the loop is woken with `uv_async_send`. libuv
 /// coalesces sends, so the async callback drains the whole queue each time. An idle engine sleeps in
-/// `epoll_wait`: no timers, no polling — except for at most ``FollowUpWait/duration`` after its only
-/// running transfer finishes, when it polls for the next request instead of sleeping.
+/// `epoll_wait`: no timers, no polling, no spinning.
+///
+/// What follows a finished transfer (its delegate's ``TransferDelegate/proceed(after:)``) runs here too, on
+/// the loop thread, for every transfer: it is library code only, and the delegate hands whatever user code
+/// comes next to queues of its own, at once or at the loop iteration's end (``atIterationEnd(_:)``). The
+/// engine names no session or task type for it.
 final class Engine: @unchecked Sendable {
     // Safety: `loop`, `wakeup` and every libuv/libcurl object reachable from them are touched only on
     // `loopThread` (inside `uv_run`); `pending` is guarded by its lock; `loopThreadID` is written once,
@@ -23,28 +27,19 @@ final class Engine: @unchecked Sendable {
     private let wakeup: UnsafeMutablePointer<uv_async_t>
     private let pending = Locked<[Work]>([])
     private let loopThreadID = Locked<pthread_t?>(nil)
-    /// Runs after each loop iteration's I/O to hand that iteration's deliveries to their queues.
-    private let iterationEnd: UnsafeMutablePointer<uv_check_t>
-    /// Keeps the loop from blocking in `epoll_wait` while deliveries wait for the iteration's end (they
-    /// may be queued from a timer, before the poll phase).
-    private let deliveriesWaiting: UnsafeMutablePointer<uv_idle_t>
-    /// Keeps the loop from blocking in `epoll_wait` while it waits for a follow-up request.
-    private let followUpPoll: UnsafeMutablePointer<uv_idle_t>
-    /// Whether to wait for a follow-up request now, and the count of running transfers it depends on. Loop
-    /// thread only.
-    @exclusivity(unchecked) private(set) var followUp = FollowUpWait()
-    /// Called on the loop thread when a wait for a follow-up ends, with whether a transfer started in it;
-    /// for tests. Set and cleared on the loop thread.
-    @exclusivity(unchecked) var followUpWaitEnded: ((_ answered: Bool) -> Void)?
-    /// The lanes with deliveries collected in this iteration, in the order of their first delivery. Loop
-    /// thread only, so without Swift's run-time exclusivity check (see `Transfer`).
-    @exclusivity(unchecked) private var collectingLanes: [DeliveryLane] = []
     /// The storage of the last batch of commands drained, emptied and kept for the next, so that taking a
     /// batch off `pending` allocates nothing: the two arrays trade buffers. Loop thread only.
     @exclusivity(unchecked) private var drained: [Work] = []
     /// The poll handles of every multi handle on this loop, kept across the transfers on a connection.
     /// Loop thread only.
     @exclusivity(unchecked) var pollHandles = PollHandles()
+    /// Work to run once the current loop iteration's I/O is done (``atIterationEnd(_:)``). Loop thread only.
+    @exclusivity(unchecked) private var iterationEndWork: [() -> Void] = []
+    /// Runs ``iterationEndWork`` after the iteration's poll phase.
+    private let iterationEnd: UnsafeMutablePointer<uv_check_t>
+    /// Keeps the poll phase from blocking in `epoll_wait` while work waits for the iteration's end (it may
+    /// have been queued from a timer, before the poll phase).
+    private let iterationEndPending: UnsafeMutablePointer<uv_idle_t>
     /// The common response fields' last values, shared by every transfer on this loop. Loop thread only.
     let recentFieldValues = RecentFieldValues()
 
@@ -68,14 +63,11 @@ final class Engine: @unchecked Sendable {
         }
         iterationEnd = .allocate(capacity: 1)
         uv_check_init(loop, iterationEnd)
-        deliveriesWaiting = .allocate(capacity: 1)
-        uv_idle_init(loop, deliveriesWaiting)
-        followUpPoll = .allocate(capacity: 1)
-        uv_idle_init(loop, followUpPoll)
+        iterationEndPending = .allocate(capacity: 1)
+        uv_idle_init(loop, iterationEndPending)
         // The engine lives as long as its thread runs; sessions keep it alive in the meantime.
         wakeup.pointee.data = Unmanaged.passRetained(self).toOpaque()
         iterationEnd.pointee.data = wakeup.pointee.data
-        followUpPoll.pointee.data = wakeup.pointee.data
         let thread = Thread { [self] in
             loopThreadID.withLock { $0 = pthread_self() }
             uv_run(loop, UV_RUN_DEFAULT)
@@ -97,62 +89,27 @@ final class Engine: @unchecked Sendable {
         uv_async_send(wakeup)
     }
 
-    /// Runs `delivery` on `lane`'s queue (in its group): from the loop thread, at the end of the current
-    /// loop iteration, batched with the iteration's other deliveries to the same lane into one dispatch — a
-    /// burst of transfers finishing together costs one thread wake-up, not one each; from any other thread,
-    /// at once. On a serial queue, deliveries to one lane run in the order they were submitted, and after
-    /// anything the loop thread dispatched to that queue directly before submitting them; on a concurrent
-    /// queue, one iteration's batch runs in order, and batches may run at the same time (see
-    /// ``DeliveryLane``).
-    func handOver(_ delivery: consuming Delivery, to lane: DeliveryLane) {
-        guard isOnLoopThread else {
-            lane.enqueue(delivery)
-            return
-        }
-        if collectingLanes.isEmpty {
+    /// Runs `work` on the loop thread at the end of the current loop iteration, after its I/O: what a caller
+    /// collects from the iteration's finished transfers (completed tasks, say) it can hand on once, in one
+    /// dispatch, instead of one per transfer. Loop thread only.
+    func atIterationEnd(_ work: @escaping () -> Void) {
+        if iterationEndWork.isEmpty {
             uv_check_start(iterationEnd) { handle in
                 guard let handle, let context = handle.pointee.data else { return }
-                Unmanaged<Engine>.fromOpaque(context).takeUnretainedValue().flushDeliveries()
+                Unmanaged<Engine>.fromOpaque(context).takeUnretainedValue().runIterationEnd()
             }
-            uv_idle_start(deliveriesWaiting) { _ in }
+            uv_idle_start(iterationEndPending) { _ in }
         }
-        if !lane.isCollecting {
-            lane.isCollecting = true
-            collectingLanes.append(lane)
-        }
-        lane.collect(delivery)
+        iterationEndWork.append(work)
     }
 
-    private func flushDeliveries() {
+    private func runIterationEnd() {
         uv_check_stop(iterationEnd)
-        uv_idle_stop(deliveriesWaiting)
-        // Taken whole, so that emptying it afterwards keeps its buffer for the next iteration's lanes
-        // (`removeAll(keepingCapacity:)` on a shared buffer would allocate a new one).
-        var lanes: [DeliveryLane] = []
-        swap(&lanes, &collectingLanes)
-        for lane in lanes { lane.publish() }
-        lanes.removeAll(keepingCapacity: true)
-        // `async` never runs its work here, so nothing was delivered meanwhile.
-        if collectingLanes.isEmpty { collectingLanes = lanes }
-        LoopThreadFrees.shared.drain(keeping: LoopThreadFrees.keptForReuse)
-        if followUp.handedOver(at: uv_hrtime()) {
-            uv_idle_start(followUpPoll) { handle in
-                guard let handle, let context = handle.pointee.data else { return }
-                let engine = Unmanaged<Engine>.fromOpaque(context).takeUnretainedValue()
-                if engine.followUp.turned(at: uv_hrtime()) { engine.endFollowUpWait(answered: false) }
-            }
-        }
-    }
-
-    /// A transfer entered one of this engine's pools. Loop thread only.
-    func transferStarted() { followUp.transferStarted() }
-
-    /// A transfer left one of this engine's pools. Loop thread only.
-    func transferEnded() { followUp.transferEnded() }
-
-    private func endFollowUpWait(answered: Bool) {
-        uv_idle_stop(followUpPoll)
-        followUpWaitEnded?(answered)
+        uv_idle_stop(iterationEndPending)
+        // Taken whole: work queued while it runs waits for the next iteration's end.
+        var work: [() -> Void] = []
+        swap(&work, &iterationEndWork)
+        for item in work { item() }
     }
 
     /// Whether the caller is on the loop thread.
@@ -179,7 +136,6 @@ final class Engine: @unchecked Sendable {
             }
             batch.removeAll(keepingCapacity: true)
             drained = batch
-            if !isEmpty && followUp.commandsRan(at: uv_hrtime()) { endFollowUpWait(answered: true) }
             if isEmpty {
                 LoopThreadFrees.shared.drain(keeping: LoopThreadFrees.keptForReuse)
                 return

@@ -15,8 +15,7 @@ import Synchronization
 /// all the time, that thread and the loop thread, itself allocating for libcurl under the same lock, meet
 /// there often enough for each meeting to cost a `futex` system call and often a thread switch. So a
 /// small body's memory is queued here instead and freed by the loop thread, without a lock of the
-/// allocator's to wait for, the next time it finishes a loop iteration that delivered something or ran a
-/// command.
+/// allocator's to wait for, the next time it finishes transfers or runs commands.
 ///
 /// What waits here is bounded (``byteLimit``, counted in the blocks' usable sizes): past it, or for a
 /// block over ``largestDeferred`` bytes, the memory is freed at once on the releasing thread, as `free`
@@ -117,7 +116,7 @@ final class LoopThreadFrees: Sendable {
     static let largestKeptForReuse = 16 * 1024
 
     /// Frees everything waiting but the newest `kept` blocks of at most ``largestKeptForReuse`` bytes.
-    /// Called by a loop thread at the end of a busy loop iteration (with ``keptForReuse``).
+    /// Called by a loop thread after it finished transfers or ran commands (with ``keptForReuse``).
     func drain(keeping kept: Int = 0) {
         // A block queued just after this load waits for the next drain, as it would behind the lock.
         guard waitingBlocks.load(ordering: .relaxed) > kept || largeWaitingBlocks.load(ordering: .relaxed) > 0

@@ -96,11 +96,9 @@ final class MultiHandle: @unchecked Sendable {
         guard let easy = transfer.makeEasyHandle(from: easyHandles) else { return }
         transfer.recentFieldValues = engine.recentFieldValues
         insert(transfer)
-        engine.transferStarted()
         let code = curl_multi_add_handle(multi, easy)
         if code != CURLM_OK {
             _ = takeOut(transfer)
-            engine.transferEnded()
             transfer.finish(error: HeraldError(.internal, "curl_multi_add_handle failed (\(code.rawValue))."))
             return
         }
@@ -112,7 +110,6 @@ final class MultiHandle: @unchecked Sendable {
     /// Stops a transfer that is still in the pool and finishes it with `error`. Loop thread only.
     func remove(_ transfer: Transfer, error: HeraldError) {
         if let easy = transfer.easyHandle, takeOut(transfer) {
-            engine.transferEnded()
             curl_multi_remove_handle(multi, easy)
             transfer.finish(error: error)
         } else if transfer.isHoldingResult {
@@ -135,9 +132,10 @@ final class MultiHandle: @unchecked Sendable {
                 continue
             }
             guard takeOut(transfer) else { continue }
-            engine.transferEnded()
             transfer.finish(result: result)
         }
+        // The bodies the completion queue has let go of since: freed here, by the thread that allocated them.
+        LoopThreadFrees.shared.drain(keeping: LoopThreadFrees.keptForReuse)
     }
 
     /// Cancels every transfer, then releases the multi handle, its sockets and its timer. Loop thread only.

@@ -19,8 +19,6 @@ final class Transfer: @unchecked Sendable {
     let request: TransferRequest
     /// Who hears about the transfer: the task, or the download task a data task became.
     @exclusivity(unchecked) private(set) var delegate: any TransferDelegate
-    /// Where the outcome goes when the transfer ends: its session's lanes.
-    let lanes: OutcomeLanes
     @exclusivity(unchecked) var easyHandle: UnsafeMutableRawPointer?
     /// The request's header fields, which curl reads until the handle is cleaned up.
     /// The header lines curl sends for this transfer, held while curl may read them.
@@ -95,9 +93,8 @@ final class Transfer: @unchecked Sendable {
     let idleTimeout: UInt64?
     let startDate = Date()
 
-    init(request: consuming TransferRequest, delegate: any TransferDelegate, lanes: OutcomeLanes) {
+    init(request: consuming TransferRequest, delegate: any TransferDelegate) {
         self.delegate = delegate
-        self.lanes = lanes
         self.idleTimeout = request.requestTimeout > 0 ? ActivityClock.nanoseconds(request.requestTimeout) : nil
         if case .memory = request.sink { collectsBodyInMemory = true } else { collectsBodyInMemory = false }
         self.errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
@@ -244,8 +241,8 @@ final class Transfer: @unchecked Sendable {
         handOverOutcome(error: error, sinkDidBegin: sinkDidBegin)
     }
 
-    /// Hands the outcome to the session's lanes (``OutcomeLanes/transferFinished(_:_:)``). The machine has just
-    /// moved to `finished`, which it does once.
+    /// Hands the outcome to the delegate's ``TransferDelegate/proceed(after:)``, here on the loop thread. The
+    /// machine has just moved to `finished`, which it does once.
     private func handOverOutcome(error: HeraldError?, sinkDidBegin: Bool) {
         var error = error
         if response == nil, responseStatus >= 200 {
@@ -257,28 +254,25 @@ final class Transfer: @unchecked Sendable {
             error = failure
         }
         let body = sink.finish()
-        // Out of the multi handle by now (or never in it). A handle its pool has a place for goes back through
-        // the completing thread, which reads the metrics from it (see FinishedEasyHandle); any other is read
-        // and freed here. Only a transfer curl finished normally leaves its handle fit for another: after a
-        // failure curl may still hold state that `curl_easy_reset` keeps (its receive buffer, after a failed
-        // connect), and then refuses options on it.
+        // Out of the multi handle by now (or never in it), so the metrics can be read and the handle reused.
+        // Only a transfer curl finished normally leaves its handle fit for another: after a failure curl may
+        // still hold state that `curl_easy_reset` keeps (its receive buffer, after a failed connect), and
+        // then refuses options on it. A handle set to open a fresh connection would keep doing so: it is not
+        // used again either.
         var metrics: TransferMetrics?
-        var handle: FinishedEasyHandle?
         if let easyHandle {
-            // A handle set to open a fresh connection would keep doing so: it is not used again.
-            if error == nil, !didRetryOnFreshConnection, let pool, pool.reserveReturn() {
-                handle = FinishedEasyHandle(easyHandle, returningTo: pool, profile: profile, startDate: startDate)
+            metrics = TransferMetrics(easyHandle: easyHandle, startDate: startDate)
+            if error == nil, !didRetryOnFreshConnection, let pool {
+                pool.give(easyHandle, profile: profile)
             } else {
-                metrics = TransferMetrics(easyHandle: easyHandle, startDate: startDate)
                 curl_easy_cleanup(easyHandle)
             }
             self.easyHandle = nil
         }
         var outcome = reservedOutcome ?? .reserved()
         reservedOutcome = nil
-        outcome.fill(
-            response: response, body: body, file: sink.file, error: error, metrics: metrics, finishedHandle: handle)
-        lanes.transferFinished(delegate, outcome)
+        outcome.fill(response: response, body: body, file: sink.file, error: error, metrics: metrics)
+        delegate.proceed(after: outcome)
     }
 
     /// Tells the sink a response body starts; returns the error that must stop the transfer, if any.

@@ -72,13 +72,9 @@ protocol TransferDelegate: AnyObject, Sendable {
     func transferDidReceiveBody(_ bytes: UnsafeRawBufferPointer)
     /// Request body bytes were sent; `expected` is the body's length when known.
     func transferDidSendBytes(total sent: Int64, expected: Int64?)
-    /// What follows the transfer's end (the next hop, a retry, completing the task), exactly once per
-    /// transfer: the transfer hands its outcome to ``OutcomeLanes/transferFinished(_:_:)``, which runs this
-    /// on the loop thread itself when it was the session's only transfer, else on the session's transport
-    /// queue, where no user code runs — or, for an outcome that can only complete its task, on the session's
-    /// own completion queue, in the block that then runs that completion. The
-    /// delegate calls ``TransferOutcome/settleFinishedHandle()`` first, before it copies the outcome
-    /// anywhere or reads its metrics: until then an outcome whose easy handle travels with it has none.
+    /// What follows the transfer's end (cookies, the next hop, a retry, completing the task), exactly once
+    /// per transfer, on the loop thread, whatever the outcome and however many transfers are in flight. It
+    /// must run no user code and never wait: a hook or a handler it needs goes to a queue of its own.
     func proceed(after outcome: TransferOutcome)
 }
 
@@ -93,17 +89,16 @@ struct TransferOutcome: Sendable {
 
     init(
         response: HTTPResponse?, body: Data, file: DownloadedFile? = nil, error: HeraldError?,
-        metrics: TransferMetrics?, isFromCache: Bool = false, finishedHandle: consuming FinishedEasyHandle? = nil
+        metrics: TransferMetrics?, isFromCache: Bool = false
     ) {
         box = Box(
             Fields(
                 response: response, body: body, file: file, error: error, metrics: metrics,
                 isFromCache: isFromCache))
-        box.finishedHandle = finishedHandle
     }
 
     /// An empty outcome whose box the calling thread allocates now, for
-    /// ``fill(response:body:file:error:metrics:finishedHandle:)`` to write into later, on the loop thread.
+    /// ``fill(response:body:file:error:metrics:)`` to write into later, on the loop thread.
     /// Made by the thread that prepares the transfer (the one calling `resume()`, often the completion
     /// queue's, where the outcome is released again), so the box isn't memory of the loop thread's arena
     /// that another thread frees (see `LoopThreadFrees`). About 400 bytes held from then on.
@@ -113,24 +108,10 @@ struct TransferOutcome: Sendable {
 
     /// Sets every field of a finished transfer, in this outcome's own box when no other outcome shares it.
     mutating func fill(
-        response: HTTPResponse?, body: Data, file: DownloadedFile?, error: HeraldError?, metrics: TransferMetrics?,
-        finishedHandle: consuming FinishedEasyHandle?
+        response: HTTPResponse?, body: Data, file: DownloadedFile?, error: HeraldError?, metrics: TransferMetrics?
     ) {
-        let box = uniqueBox()
-        box.fields = Fields(
+        uniqueBox().fields = Fields(
             response: response, body: body, file: file, error: error, metrics: metrics, isFromCache: false)
-        box.finishedHandle = finishedHandle
-    }
-
-    /// Reads the metrics of the transfer's easy handle into the outcome and lets the handle go (see
-    /// ``FinishedEasyHandle``); nothing when there is none or it was settled already.
-    ///
-    /// Called by the transfer's delegate on the thread that completes the task, before the outcome is
-    /// copied anywhere. It writes the box in place although the transfer's copy of the outcome may not
-    /// have been released yet: that copy is never read again.
-    func settleFinishedHandle() {
-        guard let handle = box.finishedHandle.take() else { return }
-        box.fields.metrics = handle.settle()
     }
 
     var response: HTTPResponse? {
@@ -178,11 +159,8 @@ struct TransferOutcome: Sendable {
 
     private final class Box: @unchecked Sendable {
         // Safety: a box is only written through `uniqueBox()`, when the outcome writing it holds the only
-        // reference, and by `settleFinishedHandle()` before the outcome reaches any reader; a box that two
-        // outcomes (or two threads) read is never written, only copied.
+        // reference; a box that two outcomes (or two threads) read is never written, only copied.
         @exclusivity(unchecked) var fields: Fields
-        /// The transfer's easy handle until `settleFinishedHandle()`; not copied with the fields.
-        @exclusivity(unchecked) var finishedHandle: FinishedEasyHandle?
 
         init(_ fields: Fields) { self.fields = fields }
     }

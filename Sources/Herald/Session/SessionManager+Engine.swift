@@ -28,19 +28,13 @@ extension SessionManager {
     /// command sent before it.
     func send(_ command: TransferCommand) {
         guard let multi else { return }
-        if case .start = command { lanes.transferStarted() }
         engine.execute(command, on: multi)
     }
 
     /// Runs one of the library's blocks (a progress or body hook, a handler of the library's) on the
-    /// completion queue, in ``completionGroup``; on the session's own queue, counted by its lane (see
-    /// `DeliveryLane.enqueue(_:)`). Nothing the transport waits for goes this way.
+    /// completion queue, in ``completionGroup``. Nothing the transport waits for goes this way.
     func runOnCompletionQueue(_ work: @escaping @Sendable () -> Void) {
-        if ownsCompletionQueue {
-            lanes.completion.enqueue(work)
-        } else {
-            completionQueue.async(group: completionGroup, execute: work)
-        }
+        completionQueue.async(group: completionGroup, execute: work)
     }
 
     func transferRequest(

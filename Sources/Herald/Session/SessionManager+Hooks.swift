@@ -91,7 +91,7 @@ extension SessionManager {
     /// `taskDidResume`, and it is announced by exactly one `taskDidComplete`, whose payload has the
     /// file's ``TaskCompletion/assetPath`` and no response data.
     ///
-    /// Runs right after ``dataTaskDidReceiveResponse`` returned, on the same global queue, before any body
+    /// Runs right after ``dataTaskDidReceiveResponse`` returned, on the same queue (the hook queue), before any body
     /// byte is written. Default `nil`.
     public var dataTaskDidBecomeDownloadTask: (@Sendable (_ dataTask: DataTask, _ downloadTask: DownloadTask) -> Void)?
     {

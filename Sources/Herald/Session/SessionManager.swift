@@ -36,12 +36,9 @@ public final class SessionManager: Sendable {
     /// Where completion handlers and progress handlers run. Default: a serial queue the session owns
     /// (never the main queue, which on Linux does not run while the main thread is blocked). Nothing the
     /// session's transfers need runs here: a slow handler delays the handlers and hooks queued behind it,
-    /// never another task's redirect, retry, authentication round-trip or response. On the session's own
-    /// queue, when the library's last queued block (a handler, a hook) finishes while exactly one of the
-    /// session's transfers is outstanding, the queue's thread may stay on it for up to 300 µs waiting for
-    /// that transfer's completion (one request at a time then costs no thread wake-up): work you dispatch
-    /// to the queue yourself meanwhile starts at most that much later. Waiting turns itself off while
-    /// completions come later than that.
+    /// never another task's redirect, retry, authentication round-trip or response. A task's progress and
+    /// body blocks run before its completion handler. The library never keeps this queue's thread waiting
+    /// for anything.
     public let completionQueue: DispatchQueue
     /// When set, every completion handler runs inside this group.
     public let completionGroup: DispatchGroup?
@@ -50,13 +47,9 @@ public final class SessionManager: Sendable {
     /// Marks the event and completion queues, where a blocking wait for the invalidation must not start.
     let queueMarker = SessionQueueMarker()
     /// Whether ``completionQueue`` is the session's own serial queue (not one the caller passed in). Then
-    /// serialization runs on it directly instead of on a global queue first: one thread hand-off fewer per
+    /// serialization runs on it directly instead of on the hook queue first: one thread hand-off fewer per
     /// task, and the caller's code never waits behind it because nothing else runs there.
     let ownsCompletionQueue: Bool
-    /// The path of the session's transfer outcomes: the transport lane, on which no user code ever runs,
-    /// so that neither a slow completion handler nor a slow observer holds back the transfers, and the
-    /// completion lane (see ``OutcomeLanes``).
-    let lanes: OutcomeLanes
     /// ``SessionConfiguration/allowedProtocols`` sorted and joined with commas once: curl's protocol list,
     /// set on every transfer.
     let allowedProtocolList: String
@@ -71,6 +64,10 @@ public final class SessionManager: Sendable {
     public let cookieStore: CookieStore
     let multi: MultiHandle?
     let state = Locked(State())
+    /// The tasks the engine's current loop iteration completed, dispatched to the completion queue together
+    /// at its end (see ``complete(_:with:)``). Written on the loop thread; locked because the session is
+    /// shared, never contended.
+    let completedInIteration = Locked<[CompletedTask]>([])
 
     /// Creates a session.
     /// - Parameters:
@@ -104,9 +101,6 @@ public final class SessionManager: Sendable {
         self.allowedProtocolList = configuration.allowedProtocols.sorted().joined(separator: ",")
         self.defaultRequestHeaders = Self.requestHeaders(HTTPHeaders(), adding: configuration.httpAdditionalHeaders)
         self.completionGroup = completionGroup
-        self.lanes = OutcomeLanes(
-            sessionIdentifier: identifier, completionQueue: self.completionQueue,
-            ownsCompletionQueue: completionQueue == nil, group: completionGroup, engine: engine)
         self.engine = engine
         self.downloadDirectory = SessionTemporaryDirectory(parent: configuration.temporaryDirectory)
         // The event queue is a serial queue of its own: a slow `.posting` observer delays the session's

@@ -1,7 +1,7 @@
 import Foundation
 
 extension DataTask {
-    /// Carries out the answer of `dataTaskDidReceiveResponse`. Hop queue.
+    /// Carries out the answer of `dataTaskDidReceiveResponse`. Hook queue.
     func apply(_ disposition: ResponseDisposition, to transfer: Transfer) {
         switch disposition {
         case .allow:

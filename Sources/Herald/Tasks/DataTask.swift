@@ -43,7 +43,6 @@ open class DataTask: SessionTask, @unchecked Sendable {
         guard let buffer = bodyHandling.streamBuffer, buffer.hasHandedOverHead else {
             return super.proceed(after: outcome)
         }
-        outcome.settleFinishedHandle()
         if let response = outcome.response { session.storeCookies(from: response) }
         completeTransfer(outcome)
     }
@@ -65,9 +64,9 @@ open class DataTask: SessionTask, @unchecked Sendable {
         guard let hook = session.dataTaskDidReceiveResponse else {
             return super.transferNeedsResponseDisposition(response, transfer: transfer)
         }
-        // The transfer waits for this answer: on the hop queue a slow hook holds back this task alone, where
+        // The transfer waits for this answer: on the hook queue a slow hook holds back this task alone, where
         // on the completion queue it would wait behind other tasks' handlers, and they behind it.
-        Self.hopQueue.async {
+        hookQueue.async {
             self.apply(hook(self, response), to: transfer)
         }
     }

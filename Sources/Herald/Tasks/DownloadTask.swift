@@ -163,7 +163,7 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
                 // block: an `async` here would run after it, so the handler is called now, as documented.
                 resumeDataHandler(resumeData)
             } else {
-                // This runs on a global queue and the completion handler is enqueued on the completion queue
+                // This runs on the hook queue and the completion handler is enqueued on the completion queue
                 // after this block: enqueued first, the handler runs first.
                 session.runOnCompletionQueue { resumeDataHandler(resumeData) }
             }

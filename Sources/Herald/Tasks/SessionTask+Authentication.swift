@@ -1,7 +1,7 @@
 import Foundation
 
 // Answering HTTP authentication challenges. A 401 with a Basic or Digest `WWW-Authenticate` ends its
-// transfer like any response; `beginNextHop(after:)` then asks here, on the hop queue: the session's
+// transfer like any response; `beginNextHop(after:)` then asks here, on the hook queue: the session's
 // task hook, else its session hook, else the credential store. With a credential the request is sent
 // again as a new transfer that lets libcurl compute the header; without one the task completes with the
 // 401 — promptly, never waiting (corelibs' URLSession hangs there, #5456).
@@ -15,7 +15,7 @@ extension SessionTask {
         response.headers.contains("WWW-Authenticate")
     }
 
-    /// Asks the hooks or the store about the challenge and starts the next hop, or completes. Hop queue.
+    /// Asks the hooks or the store about the challenge and starts the next hop, or completes. Hook queue.
     func answerChallenge(_ outcome: TransferOutcome, response: HTTPResponse, from current: TransferRequest) {
         guard let space = AuthenticationChallenge.parse(response, url: current.url) else {
             return finishHop(outcome, error: nil)

@@ -13,7 +13,7 @@ extension SessionTask {
     static let connectivityFailures: Set<HeraldError.Code> = [.cannotConnect, .cannotFindHost, .networkConnectionLost]
 
     /// Whether `outcome`, a failed attempt, makes the task wait for a network; if so the task does not
-    /// complete now. After the transfer ended, off the loop thread or on it for a lone transfer.
+    /// complete now. On the loop thread, after the transfer ended.
     func beginWaitingForConnectivity(after outcome: TransferOutcome) -> Bool {
         guard session.configuration.waitsForConnectivity, !outcome.isFromCache, outcome.response == nil,
             let failure = outcome.error, Self.connectivityFailures.contains(failure.code),
@@ -41,10 +41,11 @@ extension SessionTask {
         }
         guard let started = began else { return false }
         let held = HeldWorkItem(item: timer)
-        session.engine.execute { monitor.whenReachable(target, run: held.item, on: Self.hopQueue) }
+        let queue = hookQueue
+        session.engine.execute { monitor.whenReachable(target, run: held.item, on: queue) }
         if resourceTimeout > 0 {
             let left = max(0, resourceTimeout - Date().timeIntervalSince(started))
-            Self.hopQueue.asyncAfter(deadline: .now() + min(left, Self.maximumRetryDelay)) { [weak self] in
+            hookQueue.asyncAfter(deadline: .now() + min(left, Self.maximumRetryDelay)) { [weak self] in
                 guard wait.end() else { return }
                 held.item.cancel()
                 self?.connectivityWaitTimedOut(failure: failure, timeout: resourceTimeout)
@@ -54,7 +55,7 @@ extension SessionTask {
     }
 
     /// A network came back: the attempt starts again, through the adapter when there is an interceptor.
-    /// Hop queue.
+    /// Hook queue.
     private func startAttemptAfterWaiting(failure: HeraldError) {
         let shared = session.interceptor
         let (own, request) = core.withLock { ($0.interceptor, $0.machine.hops.attemptRequest ?? originalRequest) }
@@ -69,7 +70,7 @@ extension SessionTask {
         startTransfer(transfer)
     }
 
-    /// No network came back within the resource timeout: the task fails with `timedOut`. Hop queue.
+    /// No network came back within the resource timeout: the task fails with `timedOut`. Hook queue.
     private func connectivityWaitTimedOut(failure: HeraldError, timeout: TimeInterval) {
         let error = HeraldError(
             .timedOut,

@@ -20,7 +20,7 @@ enum TaskEffect {
     case complete(SessionTask, TransferOutcome)
     /// Hand a completed task to the session: serialize, run the completion handler, post `taskDidComplete`.
     case finish(SessionTask, TransferOutcome)
-    /// Start a retry's timer.
+    /// Start a retry's timer: `asyncAfter` on the hook queue.
     case schedule(DispatchWorkItem, delay: TimeInterval)
     /// Cancel a retry's timer.
     case cancelTimer(DispatchWorkItem)
@@ -72,9 +72,9 @@ extension SessionTask {
         case .complete(let task, let outcome):
             task.completeTransfer(outcome)
         case .finish(let task, let outcome):
-            session.lanes.complete(task, with: outcome)
+            session.complete(task, with: outcome)
         case .schedule(let timer, let delay):
-            Self.hopQueue.asyncAfter(deadline: .now() + delay, execute: timer)
+            hookQueue.asyncAfter(deadline: .now() + delay, execute: timer)
         case .cancelTimer(let timer):
             timer.cancel()
         case .notify(let waiters):

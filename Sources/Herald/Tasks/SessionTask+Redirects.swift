@@ -5,19 +5,15 @@ import Foundation
 // response; `proceed(after:)` asks `beginNextHop(after:)` first, which may start a new transfer for
 // the same task instead of completing it.
 //
-// Threading: the decision and the session's redirection hook run on a global queue — never on the loop
+// Threading: the decision and the session's redirection hook run on the hook queue — never on the loop
 // thread, where a slow hook would stall every transfer of the engine — and the next transfer is then
 // handed to the engine like the first one (`TaskStateMachine.transferPrepared(_:sendsCredential:)`). The task stays
 // `running` (or `suspended`) in between: a `cancel()` arriving then completes the task at once with
 // `cancelled`; a `suspend()` holds the next transfer until `resume()`.
 extension SessionTask {
-    /// Where hooks and hop decisions run: never the loop thread, never the caller's completion queue
-    /// (on Linux the main queue does not run while the main thread is blocked).
-    static let hopQueue = DispatchQueue.global(qos: .userInitiated)
-
     /// Whether `outcome` leads to another transfer for this task (a redirect to follow, an authentication
-    /// challenge to answer); if so the task does not complete now. After
-    /// the transfer ended, off the loop thread (see ``OutcomeLanes/transferFinished(_:_:)``).
+    /// challenge to answer); if so the task does not complete now. On the loop thread, after the transfer
+    /// ended: the decision and the hooks it asks run on ``hookQueue``.
     func beginNextHop(after outcome: TransferOutcome) -> Bool {
         guard outcome.error == nil, let response = outcome.response else { return false }
         let isRedirect =
@@ -34,7 +30,7 @@ extension SessionTask {
             return transfer.request
         }
         guard let current else { return false }
-        Self.hopQueue.async { [self] in
+        hookQueue.async { [self] in
             if isRedirect {
                 followRedirect(outcome, response: response, from: current)
             } else {
@@ -44,7 +40,7 @@ extension SessionTask {
         return true
     }
 
-    /// Decides the redirect and starts the next hop, or completes the task. Hop queue.
+    /// Decides the redirect and starts the next hop, or completes the task. Hook queue.
     private func followRedirect(_ outcome: TransferOutcome, response: HTTPResponse, from current: TransferRequest) {
         let configuration = session.configuration
         let redirectCount = core.withLock { $0.machine.hops.redirectCount }

@@ -3,8 +3,9 @@ import Foundation
 import HeraldNotifications
 
 // Interceptors and retries. With an interceptor (the task's, the session's, or both), every attempt of a
-// task starts with the adapter, run on a Swift concurrency task; a failed attempt goes to the retrier,
-// and a retry is one more hop of the same task, like a redirect: the task stays `running` (or
+// task starts with the adapter, run on a Swift concurrency task that prefers the hook queue's executor; a
+// failed attempt goes to the retrier, run the same way, and a retry's delay is an `asyncAfter` on the hook
+// queue. A retry is one more hop of the same task, like a redirect: the task stays `running` (or
 // `suspended`) in between, so `cancel()` completes it at once with `cancelled` and `suspend()` holds the
 // next attempt until `resume()`. Each retry is announced with `taskWillRetry`, an effect of the machine's
 // transition carried out in order with the task's others, so it always lands between the task's
@@ -53,7 +54,7 @@ extension SessionTask {
 
     /// Runs the adapter, then starts the attempt's transfer. The task is between hops.
     func startAttempt(with interceptor: any RequestInterceptor) {
-        Task.detached { [self] in await runAttempt(with: interceptor) }
+        runOnHookQueue { [self] in await runAttempt(with: interceptor) }
     }
 
     private func runAttempt(with interceptor: any RequestInterceptor) async {
@@ -85,7 +86,7 @@ extension SessionTask {
     }
 
     /// Whether `outcome`, a failed attempt, goes to the retrier; if so the task does not complete now.
-    /// After the transfer ended, off the loop thread.
+    /// On the loop thread, after the transfer ended; the retrier runs on ``hookQueue``.
     func beginRetry(after outcome: TransferOutcome) -> Bool {
         guard !outcome.isFromCache, let failure = Self.retryableFailure(of: outcome) else { return false }
         // The session's interceptor is read before taking the task's lock: it has a lock of its own.
@@ -101,7 +102,7 @@ extension SessionTask {
         guard let (interceptor, request, attempt) = asked else { return false }
         let context = RetryContext(
             task: lifecycleSubject, request: request, error: failure, response: outcome.response, attempt: attempt)
-        Task.detached { [self] in
+        runOnHookQueue { [self] in
             switch await interceptor.retry(context) {
             case .doNotRetry:
                 finishHop(outcome, error: outcome.error)

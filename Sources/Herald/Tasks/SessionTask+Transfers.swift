@@ -23,12 +23,10 @@ extension SessionTask {
     /// Serves a fresh cached response, or runs the adapter, or prepares and starts the first transfer.
     func startFirstTransfer(cached: ResponseCachePolicy.Lookup?, _ start: FirstStart) {
         if case .fresh(let entry) = cached {
-            // Counted as a transfer, so that its hand-over balances the session's count of outstanding ones.
-            session.lanes.transferStarted()
-            return session.lanes.transferFinished(
-                self,
-                TransferOutcome(
-                    response: entry.response, body: entry.data, error: nil, metrics: nil, isFromCache: true))
+            // Followed up on the loop thread, as every transfer's outcome is: one path, whatever stood in.
+            let outcome = TransferOutcome(
+                response: entry.response, body: entry.data, error: nil, metrics: nil, isFromCache: true)
+            return session.engine.execute { [self] in proceed(after: outcome) }
         }
         if let interceptor = Self.combined(start.interceptor, session.interceptor) {
             // The adapter runs first, off this thread; it starts the transfer.
@@ -38,7 +36,7 @@ extension SessionTask {
     }
 
     /// Prepares a body for sending again: data and file bodies reopen from their start when the transfer
-    /// opens them; a stream is replaced through ``SessionManager/taskNeedNewBodyStream``. Hop queue.
+    /// opens them; a stream is replaced through ``SessionManager/taskNeedNewBodyStream``. Hook queue.
     func rewindBody(of request: inout TransferRequest) -> HeraldError? {
         guard case .stream(_, let renew) = request.body else { return nil }
         guard let fresh = renew() else {
@@ -68,7 +66,7 @@ extension SessionTask {
         }
         let sendsCredential = request.credential != nil
         // The request moves into the transfer: it is about 350 bytes, and copying it is not free.
-        let transfer = Transfer(request: request, delegate: self, lanes: session.lanes)
+        let transfer = Transfer(request: request, delegate: self)
         // The easy handle is made here, not on the loop thread that every transfer of the engine shares.
         transfer.prepare(from: session.multi?.easyHandles)
         transition { core -> ((), [TaskEffect]) in
@@ -81,7 +79,7 @@ extension SessionTask {
         }
     }
 
-    /// Completes the task with the hop's response (its 3xx or 401) and `error`. Hop queue.
+    /// Completes the task with the hop's response (its 3xx or 401) and `error`. Hook queue.
     func finishHop(_ outcome: TransferOutcome, error: HeraldError?) {
         var outcome = outcome
         outcome.error = error

@@ -42,6 +42,9 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         var interceptor: (any RequestInterceptor)?
         /// Called once the task holds a finished transfer's outcome (see `whenHoldingOutcome(_:)`).
         var holdWaiters: [@Sendable () -> Void] = []
+        /// The task's hook queue and its executor, made on first use (see ``SessionTask/hooks``): most
+        /// tasks never need one.
+        var hooks: HookQueueExecutor?
     }
 
     /// The task's identifier, unique within its session.
@@ -257,12 +260,11 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         session.send(.allowResponse(transfer))
     }
 
-    /// What follows a finished transfer, on the session's transport lane, or on its completion lane for an
-    /// outcome that can only complete the task (see ``OutcomeLanes/transferFinished(_:_:)``): cookies, then
-    /// the next hop, a retry, or completing the task. It never waits for user code: the hooks a hop needs
-    /// run elsewhere and start the next transfer.
+    /// What follows a finished transfer, on the engine's loop thread for every transfer: cookies, then the
+    /// next hop, a retry, or completing the task. It never runs or waits for user code: the hooks a hop
+    /// needs run on ``hookQueue`` and start the next transfer, and a completed task goes to the completion
+    /// queue (``SessionManager/complete(_:with:)``).
     func proceed(after outcome: TransferOutcome) {
-        outcome.settleFinishedHandle()
         // Before the next hop is built: a Set-Cookie on a 302 or a 401 goes with the next request.
         if let response = outcome.response { session.storeCookies(from: response) }
         if beginNextHop(after: outcome) { return }
@@ -289,7 +291,8 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     }
 
     /// Turns the transfer's outcome into what the completion handler and `taskDidComplete` carry. Runs
-    /// once per task, on a global queue (never the loop thread), before the completion handler.
+    /// once per task, before the completion handler: on the session's own completion queue, or on the hook
+    /// queue when the caller passed the completion queue (never the loop thread).
     func completionResult(for outcome: TransferOutcome, serializer: any ResponseSerializer) -> CompletionResult {
         ResponseBodyHandling.serialized.completionResult(for: outcome, serializer: serializer, url: originalRequest.url)
     }

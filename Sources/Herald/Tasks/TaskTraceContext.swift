@@ -5,7 +5,7 @@ import Instrumentation
 ///
 /// Both are taken when the task is created, on the creator's thread, because that is where the task-local
 /// `ServiceContext.current` and a `withTracer` scope's instrument exist; transfers start later on other
-/// threads (a redirect's on the hop queue), where neither does.
+/// threads (a redirect's on the hook queue), where neither does.
 ///
 /// A class: an optional struct holding an existential and a `ServiceContext` was copied through the
 /// runtime's generic witnesses, absent or not, each time a task read it.

@@ -29,46 +29,6 @@ struct EasyHandlePoolTests {
         #expect(pool.idleCount == 0)
     }
 
-    @Test("a finished handle travels only into a place its pool promised, and goes back once, settled or dropped")
-    func finishedHandleGoesBack() throws {
-        let pool = EasyHandlePool(capacity: 2)
-        func travelling() throws -> TransferOutcome {
-            TransferOutcome(
-                response: nil, body: Data(), error: nil, metrics: nil,
-                finishedHandle: FinishedEasyHandle(
-                    try #require(curl_easy_init()), returningTo: pool, profile: nil, startDate: Date()))
-        }
-        #expect(pool.reserveReturn())
-        let settled = try travelling()
-        #expect(settled.metrics == nil)
-        #expect(pool.idleCount == 0)
-        settled.settleFinishedHandle()
-        // A handle that never ran reports zero counts, but it reports them.
-        #expect(settled.metrics?.responseBodyBytes == 0)
-        #expect(pool.idleCount == 1)
-        settled.settleFinishedHandle()  // once only
-        #expect(pool.idleCount == 1)
-
-        #expect(pool.reserveReturn())
-        // One idle and one promised fill a pool of two: a third finished handle gets no place.
-        #expect(!pool.reserveReturn())
-        var dropped: TransferOutcome? = try travelling()
-        #expect(dropped != nil)
-        dropped = nil
-        #expect(pool.idleCount == 2)
-        #expect(!pool.reserveReturn())
-
-        _ = pool.take()
-        #expect(pool.reserveReturn())
-        pool.close()
-        #expect(!pool.reserveReturn())
-        // Promised before the pool closed: given back after, it is freed, not kept.
-        let late = try travelling()
-        late.settleFinishedHandle()
-        #expect(late.metrics != nil)
-        #expect(pool.idleCount == 0)
-    }
-
     @Test("a session's finished transfers report their metrics and leave their handle in the pool")
     func metricsAfterHandOver() async throws {
         let fixture = try await SessionFixture.make()

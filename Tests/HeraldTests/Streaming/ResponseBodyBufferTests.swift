@@ -86,8 +86,7 @@ struct ResponseBodyBufferTests {
         #expect(!buffer.hasHandedOverHead)
         // The write callback's question before the next read hands the held response over.
         let transfer = Transfer(
-            request: session.transferRequest(for: Request(url: Self.url), body: nil), delegate: NoDelegate(),
-            lanes: session.lanes)
+            request: session.transferRequest(for: Request(url: Self.url), body: nil), delegate: NoDelegate())
         #expect(buffer.isFull(pausing: transfer))
         #expect(buffer.hasHandedOverHead)
         #expect(buffer.waitingByteCount == 10)
