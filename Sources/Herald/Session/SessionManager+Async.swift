@@ -170,8 +170,11 @@ extension SessionManager {
     ///
     /// The body streams to a temporary file in constant memory; after a complete transfer — whatever the
     /// status, which is yours to check — it is moved to `fileURL` following
-    /// ``SessionConfiguration/downloadMoveOptions``. On cancellation or a transport error the temporary file
-    /// is deleted.
+    /// ``SessionConfiguration/downloadMoveOptions``. On cancellation the temporary file is deleted, and on a
+    /// transport error too unless the download could be continued (a `GET` whose response had a strong
+    /// `ETag` or a `Last-Modified`, some of whose body arrived): that partial file stays in the session's
+    /// temporary directory, and this call has no way to hand over its resume data (see
+    /// ``DownloadTask/resumeDataAfterFailure``).
     ///
     /// - Parameters:
     ///   - request: The request; validated before anything is sent (see ``Request``).

@@ -6,15 +6,15 @@ import Testing
     import Glibc
 #endif
 
-/// The README's "Adding Herald to your package" block is manifest code, which no test target can import
-/// (`PackageDescription` exists only inside `swift package`). It is checked here instead: its version is
-/// the library's, its products are the package's libraries, and `swift package dump-package` accepts it
-/// as the dependencies and targets of a real manifest.
+/// The README's "Adding Herald to your package" blocks are manifest code, which no test target can import
+/// (`PackageDescription` exists only inside `swift package`). They are checked here instead: the URL
+/// block's version is the library's, its products are the package's libraries, and `swift package
+/// dump-package` accepts each block as the dependencies and targets of a real manifest.
 @Suite("README install snippet")
 struct InstallSnippetTests {
     static let root = SnippetCoverageTests.root
 
-    /// The README's Swift blocks that are manifest code (they name a package dependency).
+    /// The README's Swift blocks that are manifest code (they name a package dependency), in order.
     static func manifestBlocks() throws -> [[String]] {
         let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
         return SnippetCoverageTests.swiftBlocks(in: readme).filter(SnippetCoverageTests.isManifestCode)
@@ -42,6 +42,34 @@ struct InstallSnippetTests {
     @Test("swift package dump-package accepts the snippet as a manifest's dependencies and targets")
     func manifestCompiles() async throws {
         let block = try #require(try Self.manifestBlocks().first).joined(separator: "\n")
+        let (status, dump) = try await Self.dumpPackage(block)
+        #expect(status == 0, "swift package dump-package failed:\n\(dump)")
+        #expect(dump.contains("\"lowerBound\" : \"\(HeraldVersion.string)\""))
+        #expect(dump.contains("\"MyApp\""))
+    }
+
+    @Test("the path example: package: is the identity, the last component of the path")
+    func pathDependencyIdentity() async throws {
+        let block = try #require(
+            try Self.manifestBlocks().first { $0.contains { $0.contains(".package(path: \"../Herald\")") } }
+        ).joined(separator: "\n")
+        #expect(block.contains(".product(name: \"Herald\", package: \"Herald\")"))
+        let (status, dump) = try await Self.dumpPackage(block)
+        #expect(status == 0, "swift package dump-package failed:\n\(dump)")
+
+        // What the README says of a folder named Herald-main: "Herald" is then no dependency's identity.
+        let otherFolder = block.replacingOccurrences(of: "\"../Herald\"", with: "\"../Herald-main\"")
+        let (refused, message) = try await Self.dumpPackage(otherFolder)
+        #expect(refused != 0)
+        #expect(message.contains("unknown package 'Herald' in dependencies of target 'MyApp'"), "\(message)")
+        let renamed = otherFolder.replacingOccurrences(of: "package: \"Herald\"", with: "package: \"Herald-main\"")
+        let (accepted, output) = try await Self.dumpPackage(renamed)
+        #expect(accepted == 0, "swift package dump-package failed:\n\(output)")
+    }
+
+    /// Runs `swift package dump-package` on a manifest whose dependencies and targets are `block`; returns
+    /// its exit status and what it printed.
+    static func dumpPackage(_ block: String) async throws -> (Int32, String) {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("herald-install-snippet-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -78,10 +106,7 @@ struct InstallSnippetTests {
             kill(process.processIdentifier, SIGKILL)
             throw error
         }
-        let dump = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
-        #expect(status == 0, "swift package dump-package failed:\n\(dump)")
-        #expect(dump.contains("\"lowerBound\" : \"\(HeraldVersion.string)\""))
-        #expect(dump.contains("\"MyApp\""))
+        return (status, (try? String(contentsOf: output, encoding: .utf8)) ?? "")
     }
 
     static func captures(of pattern: String, in text: String) -> [String] {

@@ -18,10 +18,21 @@ struct ParameterSnippets {
     func requestsWithParameters() async throws {
         let server = try await TestServer.start()
         let scratch = try ScratchDirectory()
+        // doc-line: let photoURL = URL(fileURLWithPath: "/var/tmp/photo.jpg")
         let photoURL = scratch.url.appendingPathComponent("photo.jpg")
+        // doc-line: let videoURL = URL(fileURLWithPath: "/var/tmp/clip.mp4")
+        let videoURL = scratch.url.appendingPathComponent("clip.mp4")
+        let videoLength: Int64 = 50_000  // exactly the bytes the stream yields
+        let makeVideoStream: @Sendable () -> BodyStream = {
+            // Any BodyStream; this one reads a file, a chunk whenever the connection can take one.
+            let file = FileHandle(forReadingAtPath: videoURL.path)
+            return BodyStream { buffer in
+                guard let chunk = try file?.read(upToCount: buffer.count), !chunk.isEmpty else { return 0 }
+                return chunk.copyBytes(to: buffer)
+            }
+        }
         try Data(TestServer.expectedBytes(in: 0..<70_000)).write(to: photoURL)
-        let videoLength: Int64 = 50_000
-        let makeVideoStream: @Sendable () -> BodyStream = { MultipartTests.patternStream(count: Int(videoLength)) }
+        try Data(TestServer.expectedBytes(in: 0..<Int(videoLength))).write(to: videoURL)
 
         // doc-line: let api = HTTPSessionManager(baseURL: URL(string: "https://api.example.com/v1")!)
         let api = HTTPSessionManager(baseURL: server.url("/v1"))

@@ -3,7 +3,7 @@ import Herald
 import HeraldTesting
 import Testing
 
-/// A token store the snippet's adapter reads; an actor, as a real one refreshing tokens would be.
+// The token store and the adapter, as the article shows them.
 actor TokenStore {
     var current: String
 

@@ -79,10 +79,10 @@ struct SnippetCoverageTests {
         return found.sorted { $0.path < $1.path }
     }
 
-    /// Whether a block is `Package.swift` code (it names a package dependency), which needs
-    /// `PackageDescription` and so is checked by ``InstallSnippetTests`` instead.
+    /// Whether a block is `Package.swift` code (it names a package dependency, by URL or by path), which
+    /// needs `PackageDescription` and so is checked by ``InstallSnippetTests`` instead.
     static func isManifestCode(_ block: [String]) -> Bool {
-        block.contains { $0.contains(".package(url:") }
+        block.contains { $0.contains(".package(url:") || $0.contains(".package(path:") }
     }
 
     /// The contents of each block fenced with ```swift.
