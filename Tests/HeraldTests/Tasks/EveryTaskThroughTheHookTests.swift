@@ -251,10 +251,12 @@ struct EveryTaskThroughTheHookTests {
         fixture.session.taskClasses = TaskClasses(dataTask: CountingDataTask.self)
         let announced = AnnouncedTasks(center: fixture.center)
         let (_, body) = try await fixture.session.bytes(
-            for: Request(url: fixture.server.url("/bytes/65536?chunkSize=4096&delayMs=5")))
+            for: Request(url: fixture.server.url("/bytes/65536?chunkSize=2048&delayMs=20")))
         let task = body.task
         #expect(task is CountingDataTask)
+        // 32 chunks 20 ms apart: the transfer is still running when the head is out.
         task.suspend()
+        #expect(task.state == .suspended)
         task.resume()
         for try await _ in body {}
         try await fixture.recorder.waitForCompletions(1)
