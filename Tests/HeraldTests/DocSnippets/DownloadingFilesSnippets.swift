@@ -47,9 +47,7 @@ struct DownloadingFilesSnippets {
             for: Request(url: server.url("/status/404")), to: page)
         #expect(notFound.statusCode == 404 && pageURL == page)
         #expect(try String(contentsOf: page, encoding: .utf8) == "404 Not Found\n")
-        session.invalidate(cancelingTasks: true)
-        scratch.remove()
-        try await server.shutdown()
+        try await Self.tearDown(session, scratch, server)
     }
 
     @Test("a temporary directory of your own holds the session's private folder")
@@ -125,17 +123,14 @@ struct DownloadingFilesSnippets {
         print("saved to", copy.path)
 
         #expect(try PatternFile.matches(copy, count: 300_000))
-        session.invalidate(cancelingTasks: true)
-        scratch.remove()
-        try await server.shutdown()
+        try await Self.tearDown(session, scratch, server)
     }
 
     @Test("a failed move: downloadDidFailToMoveFile, then the error with the kept file")
     func failedMove() async throws {
         let server = try await TestServer.start()
         let scratch = try ScratchDirectory()
-        let session = SessionManager(notificationCenter: NotificationHub())
-        let recorder = RecordingObserver(center: session.notificationCenter)
+        let (session, recorder) = Self.recordingSession()
         let url = server.url("/bytes/4000")
         let destination = scratch.url.appendingPathComponent("missing/folder/out.bin")
 
@@ -159,17 +154,14 @@ struct DownloadingFilesSnippets {
         #expect(try PatternFile.matches(task.temporaryURL, count: 4000))
         try FileManager.default.removeItem(at: task.temporaryURL)
         token.cancel()
-        session.invalidate(cancelingTasks: true)
-        scratch.remove()
-        try await server.shutdown()
+        try await Self.tearDown(session, scratch, server)
     }
 
     @Test("cancel(byProducingResumeData:), then a task from the resume data asks for the rest")
     func resumeAfterCancel() async throws {
         let server = try await TestServer.start()
         let scratch = try ScratchDirectory()
-        let session = SessionManager(notificationCenter: NotificationHub())
-        let recorder = RecordingObserver(center: session.notificationCenter)
+        let (session, recorder) = Self.recordingSession()
         let size = 2 << 20
         // Paced over >= 2.5 s, so that the cancel lands mid-body.
         let url = server.url("/bytes/\(size)?chunkSize=16384&delayMs=20")
@@ -204,9 +196,7 @@ struct DownloadingFilesSnippets {
         let resumed = try #require(server.requests(forPath: "/bytes/\(size)").last)
         #expect(resumed.headerValue("Range") == "bytes=\(partialSize)-")
         #expect(resumed.headerValue("If-Range") == "\"herald-bytes-\(size)\"")
-        session.invalidate(cancelingTasks: true)
-        scratch.remove()
-        try await server.shutdown()
+        try await Self.tearDown(session, scratch, server)
     }
 
     @Test("a transfer that times out part-way leaves resumeDataAfterFailure, which completes it")
@@ -217,8 +207,7 @@ struct DownloadingFilesSnippets {
         // The first 40,000 bytes at once, then a pause far longer than the idle timeout (generous, so that
         // connecting and the first chunk always beat it on a loaded machine).
         configuration.timeoutIntervalForRequest = 8
-        let session = SessionManager(configuration: configuration, notificationCenter: NotificationHub())
-        let recorder = RecordingObserver(center: session.notificationCenter)
+        let (session, recorder) = Self.recordingSession(configuration)
         let url = server.url("/bytes/60000?chunkSize=40000&delayMs=60000")
         let destination = scratch.url.appendingPathComponent("archive.tar")
         let resumeData: Data? = nil
@@ -248,9 +237,7 @@ struct DownloadingFilesSnippets {
         #expect(recorder.completions.last?.error == nil)
         #expect(try PatternFile.matches(destination, count: 60_000))
         #expect(server.requests.last?.headerValue("Range") == "bytes=40000-")
-        session.invalidate(cancelingTasks: true)
-        scratch.remove()
-        try await server.shutdown()
+        try await Self.tearDown(session, scratch, server)
     }
 
     @Test("the async forms: a resumable failure keeps its partial file, which nothing refers to")
@@ -270,17 +257,14 @@ struct DownloadingFilesSnippets {
         #expect(kept.count == 1)
         #expect(kept.first.flatMap { PatternFile.size(of: $0) } == 40_000)
         #expect(!FileManager.default.fileExists(atPath: destination.path))
-        session.invalidate(cancelingTasks: true)
-        scratch.remove()
-        try await server.shutdown()
+        try await Self.tearDown(session, scratch, server)
     }
 
     @Test("a retried download asks for the whole body again: no Range, the file rewritten from byte 0")
     func retries() async throws {
         let server = try await TestServer.start()
         let scratch = try ScratchDirectory()
-        let session = SessionManager(notificationCenter: NotificationHub())
-        let recorder = RecordingObserver(center: session.notificationCenter)
+        let (session, recorder) = Self.recordingSession()
         let url = server.url("/flaky?key=patient&fail=1")
         let destination = scratch.url.appendingPathComponent("patient.json")
 
@@ -317,17 +301,14 @@ struct DownloadingFilesSnippets {
         #expect(recorder.timeline(ofTask: stubborn.taskIdentifier) == [.resume, .retry, .complete])
         #expect(stubborn.error == nil && stubborn.response?.statusCode == 503)
         #expect(FileManager.default.fileExists(atPath: spent.path))
-        session.invalidate(cancelingTasks: true)
-        scratch.remove()
-        try await server.shutdown()
+        try await Self.tearDown(session, scratch, server)
     }
 
     @Test("a task from resume data that gets a 503 fails with cannotResume, is not retried, and loses its file")
     func resumedErrorStatus() async throws {
         let server = try await TestServer.start()
         let scratch = try ScratchDirectory()
-        let session = SessionManager(notificationCenter: NotificationHub())
-        let recorder = RecordingObserver(center: session.notificationCenter)
+        let (session, recorder) = Self.recordingSession()
         let partial = scratch.url.appendingPathComponent("download-1-test.part")
         try Data(TestServer.expectedBytes(in: 0..<1000)).write(to: partial)
         let resumeData = try JSONSerialization.data(withJSONObject: [
@@ -343,17 +324,14 @@ struct DownloadingFilesSnippets {
         #expect(task.error?.code == .cannotResume)
         #expect(server.requests(forPath: "/flaky").count == 1)
         #expect(!FileManager.default.fileExists(atPath: partial.path))
-        session.invalidate(cancelingTasks: true)
-        scratch.remove()
-        try await server.shutdown()
+        try await Self.tearDown(session, scratch, server)
     }
 
     @Test("a data task becomes a download; downloadTaskDidFinishDownloading places the file")
     func becomeDownload() async throws {
         let server = try await TestServer.start()
         let scratch = try ScratchDirectory()
-        let session = SessionManager(notificationCenter: NotificationHub())
-        let recorder = RecordingObserver(center: session.notificationCenter)
+        let (session, recorder) = Self.recordingSession()
         let url = server.url("/bytes/2000000")
 
         // doc-line: let downloads = URL(fileURLWithPath: "/var/tmp/downloads")
@@ -382,6 +360,19 @@ struct DownloadingFilesSnippets {
         small.resume()
         try await recorder.waitForCompletions(2)
         #expect(recorder.completions.last?.assetPath == nil)
+        try await Self.tearDown(session, scratch, server)
+    }
+
+    /// A session posting to a center of its own, and a recorder on that center.
+    static func recordingSession(
+        _ configuration: SessionConfiguration = .default
+    ) -> (SessionManager, RecordingObserver) {
+        let session = SessionManager(configuration: configuration, notificationCenter: NotificationHub())
+        return (session, RecordingObserver(center: session.notificationCenter))
+    }
+
+    /// Invalidates `session`, removes `scratch` and stops `server`.
+    static func tearDown(_ session: SessionManager, _ scratch: ScratchDirectory, _ server: TestServer) async throws {
         session.invalidate(cancelingTasks: true)
         scratch.remove()
         try await server.shutdown()

@@ -174,13 +174,8 @@ struct ReachabilityNamespaceTests {
     @Test("a link flapping within the debounce delay posts once; a flap that ends where it began posts nothing")
     func flap() async throws {
         try await restoringNetwork {
-            let changes = Changes()
-            let reachability = NetworkReachability(notificationCenter: changes.center, debounceInterval: 0.5)
-            try await NetworkNamespace.ip(
-                contentsOf: vethPair("hr0", address: "10.200.0.1") + ["route add default via 10.200.0.2 dev hr0"])
-            try reachability.startMonitoring()
+            let (changes, reachability) = try await monitorDefaultRoute(debounceInterval: 0.5)
             defer { reachability.stopMonitoring() }
-            #expect(try await changes.labels(count: 1) == ["unknown→reachable_via_ethernet(hr0)"])
 
             // Down, up, down in one batch: well within the half-second delay.
             try await NetworkNamespace.ip("link set hr0p down", "link set hr0p up", "link set hr0p down")
@@ -197,16 +192,23 @@ struct ReachabilityNamespaceTests {
         }
     }
 
+    /// A veth pair with a default route through it, watched by a monitor with `debounceInterval`, once its
+    /// first status (reachable through `hr0`) is posted. The caller stops the monitor.
+    func monitorDefaultRoute(debounceInterval: TimeInterval) async throws -> (Changes, NetworkReachability) {
+        let changes = Changes()
+        let reachability = NetworkReachability(notificationCenter: changes.center, debounceInterval: debounceInterval)
+        try await NetworkNamespace.ip(
+            contentsOf: vethPair("hr0", address: "10.200.0.1") + ["route add default via 10.200.0.2 dev hr0"])
+        try reachability.startMonitoring()
+        #expect(try await changes.labels(count: 1) == ["unknown→reachable_via_ethernet(hr0)"])
+        return (changes, reachability)
+    }
+
     @Test("a status is announced only once it has held for the delay: a route toggling faster than it posts nothing")
     func holdNotWindow() async throws {
         try await restoringNetwork {
-            let changes = Changes()
-            let reachability = NetworkReachability(notificationCenter: changes.center, debounceInterval: 0.5)
-            try await NetworkNamespace.ip(
-                contentsOf: vethPair("hr0", address: "10.200.0.1") + ["route add default via 10.200.0.2 dev hr0"])
-            try reachability.startMonitoring()
+            let (changes, reachability) = try await monitorDefaultRoute(debounceInterval: 0.5)
             defer { reachability.stopMonitoring() }
-            #expect(try await changes.labels(count: 1) == ["unknown→reachable_via_ethernet(hr0)"])
 
             // Twenty toggles 70 ms apart, ending reachable: 1.4 s of changes, none holding for 0.5 s. A delay
             // counted from the first change would announce whatever the status was when it ran out. The pauses

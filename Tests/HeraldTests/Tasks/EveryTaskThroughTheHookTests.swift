@@ -25,41 +25,20 @@ enum HookCalls {
 
 final class CountingDataTask: DataTask, @unchecked Sendable {
     // Safety: adds no stored state; the log is a lock.
-    override func resume() {
-        HookCalls.record(self, "resume")
-        super.resume()
-    }
-
-    override func suspend() {
-        HookCalls.record(self, "suspend")
-        super.suspend()
-    }
+    override func resume() { HookCalls.record(self, "resume"); super.resume() }
+    override func suspend() { HookCalls.record(self, "suspend"); super.suspend() }
 }
 
 final class CountingUploadTask: UploadTask, @unchecked Sendable {
     // Safety: adds no stored state; the log is a lock.
-    override func resume() {
-        HookCalls.record(self, "resume")
-        super.resume()
-    }
-
-    override func suspend() {
-        HookCalls.record(self, "suspend")
-        super.suspend()
-    }
+    override func resume() { HookCalls.record(self, "resume"); super.resume() }
+    override func suspend() { HookCalls.record(self, "suspend"); super.suspend() }
 }
 
 final class CountingDownloadTask: DownloadTask, @unchecked Sendable {
     // Safety: adds no stored state; the log is a lock.
-    override func resume() {
-        HookCalls.record(self, "resume")
-        super.resume()
-    }
-
-    override func suspend() {
-        HookCalls.record(self, "suspend")
-        super.suspend()
-    }
+    override func resume() { HookCalls.record(self, "resume"); super.resume() }
+    override func suspend() { HookCalls.record(self, "suspend"); super.suspend() }
 }
 
 /// Every `taskDidResume` and `taskDidSuspend` a session posts, with the class of the task it names.
