@@ -131,11 +131,32 @@ extension Transfer {
             }
             responseHeaders.add(name: name, value: value)
         case .ignored:
-            // The blank line that ends a head: a streamed body's sink may hand a final head on before the body.
-            if responseStatus >= 200, response == nil, raw.count <= 2, raw.first == 0x0D || raw.first == 0x0A {
-                sink.headDidEnd { makeResponse() }
+            // The blank line that ends a head.
+            guard responseStatus >= 200, response == nil, raw.count <= 2, raw.first == 0x0D || raw.first == 0x0A
+            else { return }
+            headDidEnd()
+        }
+    }
+
+    /// A head ended. A final one is the response, announced now, before any body byte (a server may send its
+    /// head long before its body): the task hears of it, a `dataTaskDidReceiveResponse` hook is asked, and a
+    /// streamed body's consumer gets it. The hook's answer comes back as a command; a body byte that arrives
+    /// first waits for it (the write callback pauses). A 401 curl answers itself with the credential it was
+    /// given (Digest's first round-trip) is not final: the next head follows on this transfer, and a 401
+    /// curl gives up on reaches the write callback, which announces it then.
+    private func headDidEnd() {
+        let curlAnswersChallenge = responseStatus == 401 && request.credential != nil
+        if !curlAnswersChallenge {
+            announceResponse()
+            if let response, request.asksForResponseDisposition,
+                request.asksForDisposition(status: response.statusCode, headers: response.headers),
+                case .askDelegate = machine.responseNeedsDisposition()
+            {
+                // No pause here: nothing of the body has come. The write callback pauses if it comes first.
+                delegate.transferNeedsResponseDisposition(response, transfer: self)
             }
         }
+        sink.headDidEnd { response ?? makeResponse() }
     }
 
     private func announceResponse() {

@@ -120,6 +120,9 @@ extension Transfer {
         check("PROTOCOLS", herald_easy_setopt_protocols(easy, request.allowedProtocols))
         // Herald follows redirects itself (SessionTask+Redirects) so a hook sees and may veto every hop.
         check("FOLLOWLOCATION", herald_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0))
+        // A proxy's answer to CONNECT ("200 Connection established") would reach the header callback as a
+        // head of its own; the callback takes every final head there for the response.
+        check("SUPPRESS_CONNECT_HEADERS", herald_easy_setopt_long(easy, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1))
         if let credential = request.credential {
             // curl computes the header: Basic at once, Digest after its own unauthenticated round-trip
             // for a fresh nonce (the one in the 401 Herald saw belongs to another request).

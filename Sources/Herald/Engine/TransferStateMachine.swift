@@ -22,8 +22,8 @@ struct TransferStateMachine {
         /// watermark; curl keeps the chunk. Not the user's pause: it posts nothing, and the consumer's drain
         /// below its low watermark continues the transfer (``consumerDidDrain()``).
         case waitingForConsumer(ResponseStage)
-        /// The write callback paused at the first body byte until the task answers; curl keeps that chunk.
-        /// A user pause is separate: an answer never undoes it.
+        /// The task was asked when the head ended; a body byte that comes before its answer pauses the write
+        /// callback, and curl keeps that chunk. A user pause is separate: an answer never undoes it.
         case awaitingDisposition(isUserPaused: Bool)
         /// curl finished, successfully, a response whose body never reached the write callback; the
         /// transfer is out of curl and its completion waits for the task's answer (and the user's resume).
@@ -128,8 +128,8 @@ struct TransferStateMachine {
 
     // MARK: - the task's answer
 
-    /// The write callback met a response that needs the task's answer
-    /// (``TransferRequest/asksForDisposition(status:headers:)``).
+    /// The header callback (at the end of a final head) or the write callback met a response that needs the
+    /// task's answer (``TransferRequest/asksForDisposition(status:headers:)``).
     mutating func responseNeedsDisposition() -> DispositionAction {
         switch state {
         case .running(let stage), .pausePending(let stage), .paused(let stage), .waitingForConsumer(let stage):

@@ -53,11 +53,12 @@ extension SessionManager {
     /// response: ``ResponseDisposition/allow`` it, ``ResponseDisposition/cancel`` the task, or
     /// ``ResponseDisposition/becomeDownload``.
     ///
-    /// The transfer pauses at the response — before the first body byte is stored, or for a response
-    /// without a body before the task completes — and the hook runs on a global dispatch queue, never on
-    /// the engine's loop thread nor on ``completionQueue``, so it may take its time: it holds back its own
-    /// task only, while other transfers keep moving bytes and other tasks' redirects, retries and
-    /// completions go on. Its answer is not ordered with other tasks' hooks. The answer then
+    /// The hook is called when the response's head arrives, before any of its body: a server that sends its
+    /// head and then waits is answered at once. The transfer keeps the body's first bytes waiting until the
+    /// hook answers (for a response without a body, its completion waits). The hook runs on the task's
+    /// hook queue, never on the engine's loop thread nor on ``completionQueue``, so it may take its time: it
+    /// holds back its own task only, while other transfers keep moving bytes and other tasks' redirects,
+    /// retries and completions go on. Its answer is not ordered with other tasks' hooks. The answer then
     /// takes effect on the loop thread. A user ``SessionTask/suspend()`` while the hook runs stays in
     /// force: `.allow` does not continue a suspended task, its ``SessionTask/resume()`` does. A
     /// ``SessionTask/cancel()`` meanwhile wins over any answer. A response served from ``SessionConfiguration/responseCache``

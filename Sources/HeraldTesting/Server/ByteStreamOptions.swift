@@ -15,16 +15,19 @@ struct ByteStreamOptions: Sendable, Equatable {
     var delayMilliseconds: Int
     /// Whether `Range` requests are honoured.
     var acceptsRanges: Bool
+    /// The pause between the head and the first body byte, in milliseconds: the head is flushed at once.
+    var headDelayMilliseconds: Int
 
     init(
         count: Int, isChunked: Bool = false, chunkSize: Int = 64 << 10, delayMilliseconds: Int = 0,
-        acceptsRanges: Bool = true
+        acceptsRanges: Bool = true, headDelayMilliseconds: Int = 0
     ) {
         self.count = count
         self.isChunked = isChunked
         self.chunkSize = chunkSize
         self.delayMilliseconds = delayMilliseconds
         self.acceptsRanges = acceptsRanges
+        self.headDelayMilliseconds = headDelayMilliseconds
     }
 
     init(count: String, query: RouteQuery) throws {
@@ -33,7 +36,8 @@ struct ByteStreamOptions: Sendable, Equatable {
             isChunked: query.flag("chunked"),
             chunkSize: try query.integer("chunkSize", default: 64 << 10, in: 1...Self.maximumChunkSize),
             delayMilliseconds: try query.integer("delayMs", default: 0, in: 0...60_000),
-            acceptsRanges: query.value("ranges") != "0"
+            acceptsRanges: query.value("ranges") != "0",
+            headDelayMilliseconds: try query.integer("headDelayMs", default: 0, in: 0...60_000)
         )
     }
 

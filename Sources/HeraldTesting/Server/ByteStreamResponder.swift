@@ -39,6 +39,17 @@ final class ByteStreamResponder: StreamingResponder {
             return onFinish()
         }
         guard status.mayHaveResponseBody, !writer.request.isHead else { return finish() }
+        if options.headDelayMilliseconds > 0 {
+            // The head goes out now, the body after the pause: a client sees the head alone first.
+            isWaitingForDelay = true
+            writer.context.flush()
+            let delay = TimeAmount.milliseconds(Int64(options.headDelayMilliseconds))
+            writer.context.eventLoop.assumeIsolated().scheduleTask(in: delay) { [self] in
+                isWaitingForDelay = false
+                pump()
+            }
+            return
+        }
         pump()
     }
 

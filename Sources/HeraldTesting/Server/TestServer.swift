@@ -46,6 +46,7 @@ import NIOPosix
 ///   - `?chunked=1`: `Transfer-Encoding: chunked` instead of `Content-Length`; one HTTP chunk per write.
 ///   - `?chunkSize=K`: write `K` bytes at a time (1...1 MiB, default 64 KiB).
 ///   - `?delayMs=D`: wait `D` ms (0...60000) between writes.
+///   - `?headDelayMs=H`: send the head at once and the first body byte `H` ms (0...60000) later.
 ///   - `?ranges=0`: ignore `Range` and send `Accept-Ranges: none`.
 ///
 ///   Resumption: responses carry `Accept-Ranges: bytes`, `ETag: "herald-bytes-{n}"` and a fixed `Last-Modified`.

@@ -33,6 +33,56 @@ struct ResponseDispositionTests {
         try await fixture.tearDown()
     }
 
+    @Test("the hook runs when the head arrives, not at the first body byte a second and a half later")
+    func atTheHead() async throws {
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        let asked = OneShot<ContinuousClock.Instant>()
+        fixture.session.dataTaskDidReceiveResponse = { _, _ in
+            asked.send(.now)
+            return .allow
+        }
+        let log = CompletionLog()
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/bytes/1000?headDelayMs=1500")), completionHandler: log.handler)
+        task.resume()
+        let askedAt = try await asked.value()
+        let sent = try #require(fixture.server.requests(forPath: "/bytes/1000").first?.receivedAt)
+        // The head leaves the server as the request arrives; the body 1.5 s later.
+        #expect(askedAt - sent < .milliseconds(500))
+        try await fixture.recorder.waitForCompletions(1)
+        #expect((log.all.first?.object as? Data) == Data(TestServer.expectedBytes(in: 0..<1000)))
+        #expect(ContinuousClock.now - sent >= .milliseconds(1500))
+        try await fixture.tearDown()
+    }
+
+    @Test("a head-only answer: the hook's .cancel still cancels a body-less response")
+    func bodyLessCancel() async throws {
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        fixture.session.dataTaskDidReceiveResponse = { _, _ in .cancel }
+        let log = CompletionLog()
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/status/204")), completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(log.all.first?.error?.code == .cancelled)
+        try await fixture.tearDown()
+    }
+
+    @Test("a streamed body's head is handed over when it arrives, before the first body byte")
+    func streamedHeadAtTheHead() async throws {
+        let fixture = try await SessionFixture.make()
+        let (response, body) = try await fixture.session.bytes(
+            for: Request(url: fixture.server.url("/bytes/1000?headDelayMs=1500")))
+        let headAt = ContinuousClock.now
+        let sent = try #require(fixture.server.requests(forPath: "/bytes/1000").first?.receivedAt)
+        #expect(response.statusCode == 200)
+        #expect(headAt - sent < .milliseconds(500))
+        var count = 0
+        for try await chunk in body { count += chunk.count }
+        #expect(count == 1000)
+        try await fixture.tearDown()
+    }
+
     @Test(".cancel: the task completes once with cancelled and no body")
     func cancel() async throws {
         let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
