@@ -40,7 +40,8 @@ extension DataTask {
         let isListed = session.replace(self, with: download)
         let isLive =
             isListed
-            && transition({ $0.becomeDownload(download, runningTransfer: transfer) }) { action, core -> (Bool, [TaskEffect]) in
+            && transition({ $0.becomeDownload(download, runningTransfer: transfer) }) {
+                action, core -> (Bool, [TaskEffect]) in
                 switch action {
                 case .none:
                     return (false, [])

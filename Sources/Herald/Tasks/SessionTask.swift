@@ -169,7 +169,8 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
             revalidation = TaskMachine.Revalidation(stale: entry, validators: validators)
         }
         // For a first resume, the interceptor is read in the same critical section as the transition.
-        let start = transition({ $0.resume(revalidating: revalidation) }) { action, core -> (FirstStart?, [TaskEffect]) in
+        let start = transition({ $0.resume(revalidating: revalidation) }) {
+            action, core -> (FirstStart?, [TaskEffect]) in
             let announce = TaskEffect.announce(self, .running)
             switch action {
             case .none:

@@ -244,7 +244,8 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
             return .stop(inFlight.transfer)
         case .suspended(.notStarted):
             state = .completed
-            return .complete(Completion(outcome: reported(cancelled), wasCancelled: true, download: nil), retryTimer: nil)
+            return .complete(
+                Completion(outcome: reported(cancelled), wasCancelled: true, download: nil), retryTimer: nil)
         case .suspended(.holding(let outcome, let download)):
             state = .completed
             return .complete(

@@ -126,7 +126,9 @@ struct TaskStateMachineTests {
         #expect(Answer(action: Self.name(action), state: machine.taskState) == expected[situation])
     }
 
-    @Test("cancel() in every state: stops a transfer in the engine, completes at once without one", arguments: Situation.allCases)
+    @Test(
+        "cancel() in every state: stops a transfer in the engine, completes at once without one",
+        arguments: Situation.allCases)
     func cancelEverywhere(_ situation: Situation) {
         let expected: [Situation: Answer] = [
             .notStarted: Self.answer("complete", .completed),
@@ -186,7 +188,9 @@ struct TaskStateMachineTests {
         #expect(machine.taskState == .completed)
     }
 
-    @Test("transferPrepared(_:) starts when running, waits when suspended, is dropped once cancelled", arguments: Situation.allCases)
+    @Test(
+        "transferPrepared(_:) starts when running, waits when suspended, is dropped once cancelled",
+        arguments: Situation.allCases)
     func transferPreparedEverywhere(_ situation: Situation) {
         let expected: [Situation: Answer] = [
             .suspendedBetweenTransfers: Self.answer("wait", .suspended),
@@ -209,7 +213,9 @@ struct TaskStateMachineTests {
         .completed: .completed,
     ]
 
-    @Test("hopEnds: the transfer in the engine ends in another hop; once cancelled the task completes instead", arguments: Situation.allCases)
+    @Test(
+        "hopEnds: the transfer in the engine ends in another hop; once cancelled the task completes instead",
+        arguments: Situation.allCases)
     func hopEndsEverywhere(_ situation: Situation) {
         guard let state = Self.endings[situation] else { return }
         var (machine, transfer) = Self.machine(in: situation)
@@ -227,7 +233,9 @@ struct TaskStateMachineTests {
         }
     }
 
-    @Test("retryAsked: the failed transfer in the engine goes to the retrier; once cancelled the task completes", arguments: Situation.allCases)
+    @Test(
+        "retryAsked: the failed transfer in the engine goes to the retrier; once cancelled the task completes",
+        arguments: Situation.allCases)
     func retryAskedEverywhere(_ situation: Situation) {
         guard let state = Self.endings[situation] else { return }
         var (machine, _) = Self.machine(in: situation)
@@ -243,7 +251,9 @@ struct TaskStateMachineTests {
         }
     }
 
-    @Test("connectivityWaitBegins: the first wait is announced, later ones are not; once cancelled the task completes", arguments: Situation.allCases)
+    @Test(
+        "connectivityWaitBegins: the first wait is announced, later ones are not; once cancelled the task completes",
+        arguments: Situation.allCases)
     func connectivityWaitEverywhere(_ situation: Situation) {
         guard let state = Self.endings[situation] else { return }
         var (machine, _) = Self.machine(in: situation)
@@ -491,7 +501,9 @@ struct TaskStateMachineTests {
         let transfer = FakeTransfer()
         var machine = Self.running(transfer)
         let redirect = HTTPResponse(url: Self.url, statusCode: 302, headers: ["Location": "/b"])
-        guard case .decide(let first) = machine.hopEnds(sent: "GET /a", response: redirect, metrics: nil, isChallenge: false)
+        guard
+            case .decide(let first) = machine.hopEnds(
+                sent: "GET /a", response: redirect, metrics: nil, isChallenge: false)
         else { Issue.record("expected .decide"); return }
         #expect(first === transfer)
         #expect(machine.hops.visited == ["GET /a"])
@@ -548,10 +560,11 @@ struct TaskStateMachineTests {
         #expect(started == 2)
         #expect(sent?["If-None-Match"] == "\"v1\"")
         #expect(machine.hops.attemptRequest?.url == Self.url)
-        guard case .ask(let asked, let askedAttempt) = {
-            _ = machine.transferPrepared(FakeTransfer())
-            return machine.retryAsked(response: nil)
-        }() else { Issue.record("expected .ask"); return }
+        _ = machine.transferPrepared(FakeTransfer())
+        guard case .ask(let asked, let askedAttempt) = machine.retryAsked(response: nil) else {
+            Issue.record("expected .ask")
+            return
+        }
         #expect(asked?.url == Self.url)
         #expect(askedAttempt == 2)
         // Suspended before the delay ran out: the attempt starts, its transfer waits for resume().
@@ -681,7 +694,9 @@ struct TaskStateMachineTests {
             return
         }
         #expect(completion.wasCancelled)
-        guard case .answerNil = machine.resumeDataRequested({ _ in }) else { Issue.record("expected .answerNil"); return }
+        guard case .answerNil = machine.resumeDataRequested({ _ in }) else {
+            Issue.record("expected .answerNil"); return
+        }
         guard case .answer = machine.resumeDataAnswered() else { Issue.record("expected .answer"); return }
         guard case .none = machine.resumeDataAnswered() else { Issue.record("expected .none"); return }
     }
