@@ -27,7 +27,7 @@ struct SessionStateMachineTests {
     }
 
     /// Every state of the machine, as a test reaches it.
-    enum Situation: String, CaseIterable, CustomTestStringConvertible {
+    enum Situation: String, CaseIterable, Codable, Sendable, CustomTestStringConvertible {
         case active, finishingTasks, cancellingTasks, closing, invalidated
         var testDescription: String { rawValue }
     }
@@ -165,14 +165,12 @@ struct SessionStateMachineTests {
         #expect(!machine.acceptsTasks)
     }
 
-    @Test("impossible: sessionDidInvalidate announced before the invalidation closed")
-    func announcedTooEarlyTraps() async {
-        await #expect(processExitsWith: .failure) {
-            var machine = SessionStateMachineTests.machine(in: .finishingTasks)
-            _ = machine.announced()
-        }
-        await #expect(processExitsWith: .failure) {
-            var machine = SessionStateMachineTests.machine(in: .invalidated)
+    @Test(
+        "impossible: sessionDidInvalidate announced in any state but closing",
+        arguments: Situation.allCases.filter { $0 != .closing })
+    func announcedOutOfTurnTraps(_ situation: Situation) async {
+        await #expect(processExitsWith: .failure) { [situation] in
+            var machine = SessionStateMachineTests.machine(in: situation)
             _ = machine.announced()
         }
     }

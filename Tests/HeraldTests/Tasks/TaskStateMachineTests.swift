@@ -32,7 +32,7 @@ struct TaskStateMachineTests {
     }
 
     /// Every state of the machine, as a test reaches it.
-    enum Situation: String, CaseIterable, CustomTestStringConvertible {
+    enum Situation: String, CaseIterable, Codable, Sendable, CustomTestStringConvertible {
         case notStarted, suspendedBetweenTransfers, suspendedTransferring, readyToStart, holding
         case runningBetweenTransfers, runningTransferring, canceling, completed
 
@@ -734,31 +734,63 @@ struct TaskStateMachineTests {
 
     // MARK: - impossible events stop the process, in release builds too
 
-    @Test("impossible: a second transfer prepared while one runs")
-    func transferPreparedTwiceTraps() async {
-        await #expect(processExitsWith: .failure) {
-            var (machine, _) = TaskStateMachineTests.machine(in: .runningTransferring)
+    /// The states that are not between transfers: preparing a transfer, scheduling a retry or starting an
+    /// attempt there is a bug.
+    static let notBetweenTransfers: [Situation] = [
+        .notStarted, .suspendedTransferring, .readyToStart, .holding, .runningTransferring,
+    ]
+
+    /// The states with no transfer in the engine (and not cancelled): a transfer ending there is a bug.
+    static let noTransferInTheEngine: [Situation] = [
+        .notStarted, .suspendedBetweenTransfers, .readyToStart, .holding, .runningBetweenTransfers,
+    ]
+
+    @Test("impossible: a transfer prepared while the task is not between transfers", arguments: notBetweenTransfers)
+    func transferPreparedTraps(_ situation: Situation) async {
+        await #expect(processExitsWith: .failure) { [situation] in
+            var (machine, _) = TaskStateMachineTests.machine(in: situation)
             _ = machine.transferPrepared(TaskStateMachineTests.FakeTransfer())
         }
     }
 
-    @Test("impossible: a transfer prepared while one waits for resume(), or an outcome is held")
-    func transferPreparedWhileSuspendedTraps() async {
-        await #expect(processExitsWith: .failure) {
-            var (machine, _) = TaskStateMachineTests.machine(in: .readyToStart)
-            _ = machine.transferPrepared(TaskStateMachineTests.FakeTransfer())
-        }
-        await #expect(processExitsWith: .failure) {
-            var (machine, _) = TaskStateMachineTests.machine(in: .holding)
-            _ = machine.transferPrepared(TaskStateMachineTests.FakeTransfer())
+    @Test("impossible: a retry scheduled while the task is not between transfers", arguments: notBetweenTransfers)
+    func retryScheduledTraps(_ situation: Situation) async {
+        await #expect(processExitsWith: .failure) { [situation] in
+            var (machine, _) = TaskStateMachineTests.machine(in: situation)
+            _ = machine.retryScheduled(DispatchWorkItem {}, after: nil)
         }
     }
 
-    @Test("impossible: a transfer prepared before the task started")
-    func transferPreparedUnstartedTraps() async {
-        await #expect(processExitsWith: .failure) {
-            var machine = TaskStateMachineTests.Machine()
-            _ = machine.transferPrepared(TaskStateMachineTests.FakeTransfer())
+    @Test("impossible: an attempt started while the task is not between transfers", arguments: notBetweenTransfers)
+    func attemptStartsTraps(_ situation: Situation) async {
+        await #expect(processExitsWith: .failure) { [situation] in
+            var (machine, _) = TaskStateMachineTests.machine(in: situation)
+            _ = machine.attemptStarts(with: Request(url: TaskStateMachineTests.url))
+        }
+    }
+
+    @Test("impossible: a hop ends with no transfer in the engine", arguments: noTransferInTheEngine)
+    func hopEndsTraps(_ situation: Situation) async {
+        await #expect(processExitsWith: .failure) { [situation] in
+            var (machine, _) = TaskStateMachineTests.machine(in: situation)
+            let response = HTTPResponse(url: TaskStateMachineTests.url, statusCode: 302, headers: [:])
+            _ = machine.hopEnds(sent: "GET /a", response: response, metrics: nil, isChallenge: false)
+        }
+    }
+
+    @Test("impossible: a retry asked about with no transfer in the engine", arguments: noTransferInTheEngine)
+    func retryAskedTraps(_ situation: Situation) async {
+        await #expect(processExitsWith: .failure) { [situation] in
+            var (machine, _) = TaskStateMachineTests.machine(in: situation)
+            _ = machine.retryAsked(response: nil)
+        }
+    }
+
+    @Test("impossible: a wait for connectivity begins with no transfer in the engine", arguments: noTransferInTheEngine)
+    func connectivityWaitTraps(_ situation: Situation) async {
+        await #expect(processExitsWith: .failure) { [situation] in
+            var (machine, _) = TaskStateMachineTests.machine(in: situation)
+            _ = machine.connectivityWaitBegins(DispatchWorkItem {}, after: nil)
         }
     }
 
@@ -771,35 +803,6 @@ struct TaskStateMachineTests {
         }
     }
 
-    @Test("impossible: a hop ends with no transfer in the engine")
-    func hopWithoutTransferTraps() async {
-        await #expect(processExitsWith: .failure) {
-            var (machine, _) = TaskStateMachineTests.machine(in: .suspendedBetweenTransfers)
-            let response = HTTPResponse(url: TaskStateMachineTests.url, statusCode: 302, headers: [:])
-            _ = machine.hopEnds(sent: "GET /a", response: response, metrics: nil, isChallenge: false)
-        }
-    }
-
-    @Test("impossible: a wait for connectivity begins with an outcome held")
-    func connectivityWaitWhileHoldingTraps() async {
-        await #expect(processExitsWith: .failure) {
-            var (machine, _) = TaskStateMachineTests.machine(in: .holding)
-            _ = machine.connectivityWaitBegins(DispatchWorkItem {}, after: nil)
-        }
-    }
-
-    @Test("impossible: a retry scheduled, or an attempt started, while a transfer is in the engine")
-    func retryWhileTransferringTraps() async {
-        await #expect(processExitsWith: .failure) {
-            var (machine, _) = TaskStateMachineTests.machine(in: .runningTransferring)
-            _ = machine.retryScheduled(DispatchWorkItem {}, after: nil)
-        }
-        await #expect(processExitsWith: .failure) {
-            var (machine, _) = TaskStateMachineTests.machine(in: .suspendedTransferring)
-            _ = machine.attemptStarts(with: Request(url: TaskStateMachineTests.url))
-        }
-    }
-
     @Test("impossible: a task that never started completes with an outcome")
     func unstartedCompletionTraps() async {
         await #expect(processExitsWith: .failure) {
@@ -808,18 +811,29 @@ struct TaskStateMachineTests {
         }
     }
 
-    @Test("impossible: a completion reported, or resume data answered or made, before the task completed")
-    func reportsBeforeCompletionTrap() async {
-        await #expect(processExitsWith: .failure) {
-            var (machine, _) = TaskStateMachineTests.machine(in: .canceling)
+    /// Every state but the last: reporting a completion there is a bug.
+    static let notCompleted = Situation.allCases.filter { $0 != .completed }
+
+    @Test("impossible: a completion reported before the task completed", arguments: notCompleted)
+    func completionReportedTraps(_ situation: Situation) async {
+        await #expect(processExitsWith: .failure) { [situation] in
+            var (machine, _) = TaskStateMachineTests.machine(in: situation)
             _ = machine.completionReported(error: nil)
         }
-        await #expect(processExitsWith: .failure) {
-            var (machine, _) = TaskStateMachineTests.machine(in: .runningTransferring)
+    }
+
+    @Test("impossible: resume data answered before the task completed", arguments: notCompleted)
+    func resumeDataAnsweredTraps(_ situation: Situation) async {
+        await #expect(processExitsWith: .failure) { [situation] in
+            var (machine, _) = TaskStateMachineTests.machine(in: situation)
             _ = machine.resumeDataAnswered()
         }
-        await #expect(processExitsWith: .failure) {
-            var (machine, _) = TaskStateMachineTests.machine(in: .holding)
+    }
+
+    @Test("impossible: resume data made after a failure before the task completed", arguments: notCompleted)
+    func resumeDataMadeTraps(_ situation: Situation) async {
+        await #expect(processExitsWith: .failure) { [situation] in
+            var (machine, _) = TaskStateMachineTests.machine(in: situation)
             machine.resumeDataMadeAfterFailure(Data())
         }
     }
