@@ -125,14 +125,14 @@ extension SessionManager {
             // Nobody observes completions: forget the task here and spare the event-queue hop. Finishing
             // an invalidation still goes through the event queue, so `sessionDidInvalidate` stays after
             // every event already queued there.
-            forget(task)
-            if isInvalidated {
-                eventPoster.async { [self] in finishInvalidatingIfDone() }
+            switch forget(task) {
+            case .none: break
+            case .close: eventPoster.async { [self] in finishInvalidating() }
             }
             return
         }
         eventPoster.async { [self] in
-            forget(task)
+            let left = forget(task)
             eventPoster.postCompletion(
                 of: task,
                 TaskCompletion(
@@ -141,7 +141,10 @@ extension SessionManager {
                     assetPath: result.assetPath, serializedResponse: result.serializedResponse,
                     error: result.error, response: outcome.response, finalURL: outcome.response?.url,
                     metrics: outcome.metrics))
-            finishInvalidatingIfDone()
+            switch left {
+            case .none: break
+            case .close: finishInvalidating()
+            }
         }
     }
 }

@@ -13,21 +13,26 @@ extension SessionManager {
     ///   `true` cancels them all first (AF's `invalidateAndCancel`). Calling it again does nothing more,
     ///   except that `true` still cancels what is outstanding.
     public func invalidate(cancelingTasks: Bool) {
-        let outstanding = state.withLock { state -> [SessionTask] in
-            state.lifecycle.invalidate(cancellingTasks: cancelingTasks) ? Array(state.tasks.values) : []
+        switch state.withLock({ $0.lifecycle.invalidate(cancellingTasks: cancelingTasks) }) {
+        case .none:
+            break
+        case .cancel(let outstanding):
+            for task in outstanding { task.cancel() }
+        case .close:
+            // After what is already queued on the event queue, so `sessionDidInvalidate` stays last.
+            eventPoster.async { [self] in finishInvalidating() }
         }
-        for task in outstanding { task.cancel() }
-        eventPoster.async { [self] in finishInvalidatingIfDone() }
     }
 
-    /// Forgets a completed task: it leaves the task lists before `taskDidComplete` is posted. Event queue.
-    func forget(_ task: SessionTask) {
-        _ = state.withLock { $0.tasks.removeValue(forKey: task.taskIdentifier) }
+    /// Forgets a completed task: it leaves the task lists before `taskDidComplete` is posted. Returns what
+    /// its leaving means for the invalidation.
+    func forget(_ task: SessionTask) -> SessionStateMachine<SessionTask>.TaskCompletedAction {
+        state.withLock { $0.lifecycle.taskCompleted(identifier: task.taskIdentifier) }
     }
 
-    /// Posts `sessionDidInvalidate` and closes the pool once invalidated with no task left. Event queue.
-    func finishInvalidatingIfDone() {
-        guard state.withLock({ $0.lifecycle.tasksRemaining($0.tasks.count) }) else { return }
+    /// Removes the download directory, closes the pool and posts `sessionDidInvalidate`: the invalidation has
+    /// no task left. Event queue.
+    func finishInvalidating() {
         // Only an empty directory goes: a kept download (a failed move, resume data) keeps it.
         downloadDirectory.removeIfEmpty()
         // Release the pool first, so that by the time observers hear of the invalidation the engine has
@@ -38,13 +43,18 @@ extension SessionManager {
         notificationCenter.post(
             .sessionDidInvalidate, object: self,
             userInfo: SessionInvalidation(sessionIdentifier: identifier, date: Date(), error: nil))
-        let waiters = state.withLock { $0.lifecycle.announced() }
-        for waiter in waiters { waiter() }
+        switch state.withLock({ $0.lifecycle.announced() }) {
+        case .wake(let waiters):
+            for waiter in waiters { waiter() }
+        }
     }
 
     /// Calls `body` once `sessionDidInvalidate` has been posted: at once if it already has, otherwise on
     /// the event queue right after the post returns.
     func whenInvalidationPosted(_ body: @escaping @Sendable () -> Void) {
-        if state.withLock({ $0.lifecycle.whenAnnounced(body) }) { body() }
+        switch state.withLock({ $0.lifecycle.whenAnnounced(body) }) {
+        case .runNow: body()
+        case .wait: break
+        }
     }
 }

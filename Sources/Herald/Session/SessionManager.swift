@@ -14,10 +14,8 @@ import Synchronization
 /// longer referenced releases it too.
 public final class SessionManager: Sendable {
     struct State {
-        var nextTaskIdentifier = 1
-        var tasks: [Int: SessionTask] = [:]
-        /// Active, invalidating, closing or invalidated (see ``SessionStateMachine``).
-        var lifecycle = SessionStateMachine()
+        /// Active, invalidating, closing or invalidated, and the tasks listed (see ``SessionStateMachine``).
+        var lifecycle = SessionStateMachine<SessionTask>()
         var responseSerializer: any ResponseSerializer = JSONResponseSerializer()
         /// Every hook of the session, in one value (see `SessionHooks`).
         var hooks = SessionHooks()
@@ -171,16 +169,18 @@ public final class SessionManager: Sendable {
     /// Lists `replacement` where `task` was (same identifier): a data task that became a download.
     /// Returns `false` when `task` is no longer listed (it completed meanwhile).
     func replace(_ task: SessionTask, with replacement: SessionTask) -> Bool {
-        state.withLock { state in
-            guard state.tasks[task.taskIdentifier] === task else { return false }
-            state.tasks[task.taskIdentifier] = replacement
-            return true
+        let action = state.withLock {
+            $0.lifecycle.replace(task, with: replacement, identifier: task.taskIdentifier)
+        }
+        switch action {
+        case .replaced: return true
+        case .notListed: return false
         }
     }
 
     /// The tasks that have not completed yet, in creation order.
     public var tasks: [SessionTask] {
-        state.withLock { $0.tasks }.sorted { $0.key < $1.key }.map(\.value)
+        state.withLock { $0.lifecycle.listedTasks }
     }
 
     /// The data tasks that have not completed yet, in creation order.
@@ -251,28 +251,24 @@ public final class SessionManager: Sendable {
         guard multi != nil else {
             throw HeraldError(.internal, "libcurl could not create a connection pool for this session.")
         }
-        let identifier = state.withLock { state -> Int? in
-            guard state.lifecycle.acceptsTasks else { return nil }
-            defer { state.nextTaskIdentifier += 1 }
-            return state.nextTaskIdentifier
+        let identifier: Int
+        switch state.withLock({ $0.lifecycle.taskRequested() }) {
+        case .make(let taken): identifier = taken
+        case .refuse: throw Self.refusal
         }
-        guard let identifier else { throw Self.refusal }
         let task = make(
             TaskCreation(
                 session: self, identifier: identifier, request: request, callbacks: callbacks,
                 kind: kind(identifier), bodyHandling: bodyHandling))
-        let isListed = state.withLock { state -> Bool in
-            // Invalidated while `make` ran: the task, never resumed nor listed, is dropped.
-            guard state.lifecycle.acceptsTasks else { return false }
-            state.tasks[identifier] = task
-            return true
-        }
-        guard isListed else {
-            // Progress objects its initializer made hold it until it completes, which it never will.
+        switch state.withLock({ $0.lifecycle.taskMade(task, identifier: identifier) }) {
+        case .listed:
+            return task
+        case .refuse:
+            // Invalidated while `make` ran: the task, never resumed nor listed, is dropped. Progress objects its
+            // initializer made hold it until it completes, which it never will.
             task.abandonProgress()
             throw Self.refusal
         }
-        return task
     }
 
     /// The error a factory throws once the session is invalidated.

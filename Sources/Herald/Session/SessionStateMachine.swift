@@ -1,12 +1,17 @@
-/// A session's lifecycle as a value: `active` → `invalidating` (letting its tasks finish, or cancelling
-/// them) → `closing` (no task left: the connection pool is told to close, `sessionDidInvalidate` is on its
-/// way) → `invalidated` (announced).
+/// A session's lifecycle and its task registry as a value: `active` (making and listing tasks) →
+/// `invalidating` (letting its listed tasks finish, or cancelling them) → `closing` (no task left: the
+/// connection pool is told to close, `sessionDidInvalidate` is on its way) → `invalidated` (announced).
 ///
-/// Every change is a `mutating` transition that says what the owner must do; ``SessionManager`` calls it
-/// under the session's lock and acts after releasing it. Those waiting for the announcement
+/// Every change is a `mutating` event that returns an action, an enum the owner switches on;
+/// ``SessionManager`` runs it under the session's lock and acts after releasing it. The machine decides what an
+/// invalidation does — which tasks to cancel, when to close — and keeps the tasks the session lists (the
+/// tasks made and not yet completed, by identifier) and the next identifier. Those waiting for the announcement
 /// (`invalidateAndWait`) are part of the state they wait in, so no list outlives the state it belongs to.
-struct SessionStateMachine {
-    /// What an invalidation does with the tasks still outstanding.
+///
+/// The machine knows its tasks only as objects (`Task`): its tests build it alone, with no session. An event
+/// that cannot happen in a state is a bug of the caller: it stops the process with `preconditionFailure`.
+struct SessionStateMachine<Task: AnyObject> {
+    /// What an invalidation does with the tasks still listed.
     enum Mode: Equatable {
         /// Let them finish (AF's `finishTasksAndInvalidate`).
         case finishingTasks
@@ -24,8 +29,14 @@ struct SessionStateMachine {
     }
 
     private var state: State = .active(waiters: [])
+    /// The tasks made and not yet completed, by identifier.
+    private var tasks: [Int: Task] = [:]
+    /// The identifier the next task gets: unique within the session.
+    private var nextTaskIdentifier = 1
 
-    /// Whether the session still creates tasks.
+    // MARK: - reads
+
+    /// Whether the session still makes tasks.
     var acceptsTasks: Bool {
         if case .active = state { return true }
         return false
@@ -48,10 +59,89 @@ struct SessionStateMachine {
         return nil
     }
 
-    /// ``SessionManager/invalidate(cancelingTasks:)``. Returns whether the outstanding tasks are to be
-    /// cancelled: a second call with `cancellingTasks` still cancels what is outstanding, and turns an
-    /// invalidation that let its tasks finish into one that cancels them.
-    mutating func invalidate(cancellingTasks: Bool) -> Bool {
+    /// The listed tasks, in creation order.
+    var listedTasks: [Task] {
+        tasks.sorted { $0.key < $1.key }.map(\.value)
+    }
+
+    // MARK: - the registry
+
+    enum TaskRequestAction {
+        /// Make the task with `identifier`, then list it with ``taskMade(_:identifier:)``.
+        case make(identifier: Int)
+        /// The session has been invalidated: refuse.
+        case refuse
+    }
+
+    /// A factory is about to make a task.
+    mutating func taskRequested() -> TaskRequestAction {
+        guard acceptsTasks else { return .refuse }
+        defer { nextTaskIdentifier += 1 }
+        return .make(identifier: nextTaskIdentifier)
+    }
+
+    enum TaskListAction {
+        /// The task is listed: hand it to the caller.
+        case listed
+        /// The session was invalidated while the task was made: it is not listed, will never run, and the
+        /// factory refuses.
+        case refuse
+    }
+
+    /// The task with `identifier` (from ``taskRequested()``) has been made.
+    mutating func taskMade(_ task: Task, identifier: Int) -> TaskListAction {
+        guard acceptsTasks else { return .refuse }
+        precondition(tasks[identifier] == nil, "task \(identifier) was listed twice")
+        tasks[identifier] = task
+        return .listed
+    }
+
+    enum ReplaceAction {
+        /// `replacement` is listed where `task` was.
+        case replaced
+        /// `task` is no longer listed (it completed meanwhile): nothing changes.
+        case notListed
+    }
+
+    /// `replacement` takes the place of `task`, under the same identifier: a data task that became a download,
+    /// or back.
+    mutating func replace(_ task: Task, with replacement: Task, identifier: Int) -> ReplaceAction {
+        guard tasks[identifier] === task else { return .notListed }
+        tasks[identifier] = replacement
+        return .replaced
+    }
+
+    enum TaskCompletedAction {
+        /// Nothing more to do.
+        case none
+        /// The invalidation has no task left: close the pool and announce it, after what is already queued
+        /// on the event queue, then report ``announced()``.
+        case close
+    }
+
+    /// The task with `identifier` has completed: it leaves the list.
+    mutating func taskCompleted(identifier: Int) -> TaskCompletedAction {
+        tasks[identifier] = nil
+        return closeIfDone()
+    }
+
+    // MARK: - invalidation
+
+    enum InvalidateAction {
+        /// Nothing to do now: already closing or invalidated, or the listed tasks finish first (each
+        /// ``taskCompleted(identifier:)`` says when the last one has).
+        case none
+        /// Cancel `tasks`; their completions finish the invalidation.
+        case cancel([Task])
+        /// No task is listed: close the pool and announce it, after what is already queued on the event
+        /// queue, then report ``announced()``.
+        case close
+    }
+
+    /// ``SessionManager/invalidate(cancelingTasks:)``: the session makes no more tasks. A second call with
+    /// `cancellingTasks` still cancels what is listed, and turns an invalidation that let its tasks finish into
+    /// one that cancels them.
+    mutating func invalidate(cancellingTasks: Bool) -> InvalidateAction {
         let mode: Mode = cancellingTasks ? .cancellingTasks : .finishingTasks
         switch state {
         case .active(let waiters):
@@ -61,32 +151,42 @@ struct SessionStateMachine {
                 state = .invalidating(.cancellingTasks, waiters: waiters)
             }
         case .closing, .invalidated:
-            break
+            return .none
         }
-        return cancellingTasks
+        if case .close = closeIfDone() { return .close }
+        return cancellingTasks ? .cancel(listedTasks) : .none
     }
 
-    /// The session's task list is empty, or a task just left it. Returns `true` exactly once: when an
-    /// invalidation has no task left to wait for, and the owner is to close the pool and announce it.
-    mutating func tasksRemaining(_ count: Int) -> Bool {
-        guard count == 0, case .invalidating(_, let waiters) = state else { return false }
+    /// Invalidating with no task left: closing.
+    private mutating func closeIfDone() -> TaskCompletedAction {
+        guard tasks.isEmpty, case .invalidating(_, let waiters) = state else { return .none }
         state = .closing(waiters: waiters)
-        return true
+        return .close
     }
 
-    /// `sessionDidInvalidate` has been posted. Returns those waiting for it, to be called after the lock.
-    mutating func announced() -> [Waiter] {
+    enum AnnouncedAction {
+        /// Wake those waiting for the announcement.
+        case wake([Waiter])
+    }
+
+    /// `sessionDidInvalidate` has been posted.
+    mutating func announced() -> AnnouncedAction {
         guard case .closing(let waiters) = state else {
-            assertionFailure("sessionDidInvalidate announced in \(state), not while closing")
-            return []
+            preconditionFailure("sessionDidInvalidate announced in \(state), not while closing")
         }
         state = .invalidated
-        return waiters
+        return .wake(waiters)
     }
 
-    /// Waits for the announcement: returns `true` when it has happened already (the caller acts at once);
-    /// otherwise `waiter` is kept and returned by ``announced()``.
-    mutating func whenAnnounced(_ waiter: @escaping Waiter) -> Bool {
+    enum AnnouncementWaitAction {
+        /// The announcement has happened: run the waiter now.
+        case runNow
+        /// The waiter is kept, and woken by ``announced()``.
+        case wait
+    }
+
+    /// `waiter` waits for the announcement.
+    mutating func whenAnnounced(_ waiter: @escaping Waiter) -> AnnouncementWaitAction {
         switch state {
         case .active(var waiters):
             waiters.append(waiter)
@@ -98,8 +198,8 @@ struct SessionStateMachine {
             waiters.append(waiter)
             state = .closing(waiters: waiters)
         case .invalidated:
-            return true
+            return .runNow
         }
-        return false
+        return .wait
     }
 }

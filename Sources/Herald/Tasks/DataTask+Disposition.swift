@@ -40,13 +40,18 @@ extension DataTask {
         let isListed = session.replace(self, with: download)
         let isLive =
             isListed
-            && core.withLock { core in
-                guard core.machine.becomeDownload(download, runningTransfer: transfer) else { return false }
-                // The progress objects made so far control the download task from now on; those made later
-                // are bound to it when they are made.
-                core.progress.upload?.bind(to: download)
-                core.progress.download?.bind(to: download)
-                return true
+            && transition({ $0.becomeDownload(download, runningTransfer: transfer) }) {
+                action, core -> (Bool, [TaskEffect]) in
+                switch action {
+                case .none:
+                    return (false, [])
+                case .become:
+                    // The progress objects made so far control the download task from now on; those made later
+                    // are bound to it when they are made.
+                    core.progress.upload?.bind(to: download)
+                    core.progress.download?.bind(to: download)
+                    return (true, [])
+                }
             }
         guard isLive else {
             // Cancelled while the hook ran: it completes as the data task it was.

@@ -34,25 +34,18 @@ public typealias DownloadDestination = @Sendable (_ temporaryURL: URL, _ respons
 /// is posted, and the completion reports it. With ``cancel(byProducingResumeData:)`` the partial file is
 /// kept for the resume data. To have the session hand out a subclass, see ``TaskClasses``.
 open class DownloadTask: SessionTask, @unchecked Sendable {
-    // Safety: mutable state lives in `download`, a lock; the rest is immutable and Sendable.
-
-    struct DownloadState {
-        /// The file's size at the last write, for the did-write-data hook's deltas.
-        var lastTotalWritten: Int64 = 0
-        var resumeDataAfterFailure: Data?
-    }
+    // Safety: adds only immutable, Sendable members to SessionTask; its mutable state is the task's, in `core`.
 
     /// Resume data for a download that failed part-way (connection lost, timeout, server reset), set
     /// before the completion handler runs; `nil` for other outcomes or when the download can't be resumed.
     /// Pass it to ``SessionManager/downloadTask(withResumeData:progress:destination:completionHandler:)``
     /// to continue; until then the partial file it names is kept.
-    public var resumeDataAfterFailure: Data? { download.withLock { $0.resumeDataAfterFailure } }
+    public var resumeDataAfterFailure: Data? { machine { $0.report.resumeDataAfterFailure } }
 
     /// Where the body is written while it arrives (for a resumed task, the partial file).
     public let temporaryURL: URL
     let destination: DownloadDestination?
     let resumedFrom: DownloadResumeData?
-    let download = Locked(DownloadState())
 
     /// Creates the task a session prepared. The session calls it on the class ``SessionManager/taskClasses``
     /// names — also for the download task a data task becomes; a subclass that declares initializers of its
@@ -105,12 +98,12 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
     public func cancel(byProducingResumeData completionHandler: @escaping @Sendable (Data?) -> Void) {
         // The machine takes a handler only while the task has not completed, and every handler taken is
         // answered where the completion is (`completionResult`).
-        let accepted = core.withLock { $0.machine.resumeDataRequested(completionHandler) }
-        guard accepted else {
+        switch transition({ $0.resumeDataRequested(completionHandler) }) {
+        case .cancel:
+            cancel()
+        case .answerNil:
             session.runOnCompletionQueue { completionHandler(nil) }
-            return
         }
-        cancel()
     }
 
     // MARK: - hooks (engine loop thread)
@@ -120,7 +113,7 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
         // The sink continues the partial file only for a 206 starting where it ends (anything else fails
         // or restarts from zero), so the offset follows from the status.
         let offset = response.statusCode == 206 ? (resumedFrom?.bytesReceived ?? 0) : 0
-        download.withLock { $0.lastTotalWritten = offset }
+        core.withLock { $0.progress.lastTotalWritten = offset }
         guard resumedFrom != nil, let hook = session.downloadTaskDidResume else { return }
         let expected = response.expectedContentLength.map { offset + $0 }
         session.runOnCompletionQueue { hook(self, offset, expected) }
@@ -129,9 +122,9 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
     override func transferDidReceiveBytes(total received: Int64, expected: Int64?) {
         super.transferDidReceiveBytes(total: received, expected: expected)
         guard let hook = session.downloadTaskDidWriteData else { return }
-        let written = download.withLock { state -> Int64 in
-            defer { state.lastTotalWritten = received }
-            return received - state.lastTotalWritten
+        let written = core.withLock { core -> Int64 in
+            defer { core.progress.lastTotalWritten = received }
+            return received - core.progress.lastTotalWritten
         }
         session.runOnCompletionQueue { hook(self, written, received, expected) }
     }
@@ -153,9 +146,8 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
 
     override func completionResult(for outcome: TransferOutcome, serializer: any ResponseSerializer) -> CompletionResult
     {
-        let resumeDataHandler = core.withLock { $0.machine.resumeDataHandlerTaken() }
         var keepTemporaryFile = false
-        if let resumeDataHandler {
+        if case .answer(let resumeDataHandler) = transition({ $0.resumeDataAnswered() }) {
             let resumeData = outcome.error == nil ? nil : makeResumeData(from: outcome)
             keepTemporaryFile = resumeData != nil
             if session.ownsCompletionQueue {
@@ -171,7 +163,7 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
         if let error = outcome.error {
             if !keepTemporaryFile, error.code != .cancelled, let resumeData = makeResumeData(from: outcome) {
                 // A transfer that broke part-way keeps its bytes: they can be resumed, not lost.
-                download.withLock { $0.resumeDataAfterFailure = resumeData }
+                transition { $0.resumeDataMadeAfterFailure(resumeData) }
                 keepTemporaryFile = true
             }
             if !keepTemporaryFile { removeTemporaryFile() }

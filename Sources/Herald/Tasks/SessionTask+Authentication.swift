@@ -20,7 +20,7 @@ extension SessionTask {
         guard let space = AuthenticationChallenge.parse(response, url: current.url) else {
             return finishHop(outcome, error: nil)
         }
-        let failures = core.withLock { $0.machine.hops.authenticationFailures }
+        let failures = machine { $0.hops.authenticationFailures }
         guard failures < Self.maximumAuthenticationAttempts else { return finishHop(outcome, error: nil) }
         let stored = session.credentialStore.credential(for: space)
         let challenge = AuthenticationChallenge(

@@ -17,7 +17,7 @@ extension SessionTask {
     func beginWaitingForConnectivity(after outcome: TransferOutcome) -> Bool {
         guard session.configuration.waitsForConnectivity, !outcome.isFromCache, outcome.response == nil,
             let failure = outcome.error, Self.connectivityFailures.contains(failure.code),
-            let url = core.withLock({ $0.machine.currentTransfer?.request.url })
+            let url = machine({ $0.currentTransfer?.request.url })
         else { return false }
         // Through an explicit proxy the connection that failed was the proxy's: the network in general decides.
         let target = session.configuration.proxy == nil ? ReachabilityTarget(host: url.host ?? "") : .anyNetwork
@@ -32,12 +32,13 @@ extension SessionTask {
             self?.startAttemptAfterWaiting(failure: failure)
         }
         let resourceTimeout = session.configuration.timeoutIntervalForResource
-        let began = transition { core -> (Date?, [TaskEffect]) in
-            guard core.machine.downloadTask == nil, core.machine.transferEndsBetweenTransfers() != nil,
-                let first = core.machine.connectivityWaitBegins(timer, after: outcome.metrics)
-            else { return (nil, []) }
-            let start = core.machine.hops.metrics.first?.startDate ?? Date()
-            return (start, first ? [.announceConnectivityWait(self, failure)] : [])
+        let began = transition({ $0.connectivityWaitBegins(timer, after: outcome.metrics) }) {
+            action, _ -> (Date?, [TaskEffect]) in
+            switch action {
+            case .complete: (nil, [])
+            case .announceAndWait(let since): (since ?? Date(), [.announceConnectivityWait(self, failure)])
+            case .wait(let since): (since ?? Date(), [])
+            }
         }
         guard let started = began else { return false }
         let held = HeldWorkItem(item: timer)
@@ -58,10 +59,11 @@ extension SessionTask {
     /// Hook queue.
     private func startAttemptAfterWaiting(failure: HeraldError) {
         let shared = session.interceptor
-        let (own, request) = core.withLock { ($0.interceptor, $0.machine.hops.attemptRequest ?? originalRequest) }
+        let own = interceptor
         if let interceptor = Self.combined(own, shared) { return startAttempt(with: interceptor) }
-        guard let prepared = core.withLock({ $0.machine.attemptStarts(with: request) }) else { return }
-        var transfer = attemptTransferRequest(for: request, validators: prepared.validators)
+        let request = machine { $0.hops.attemptRequest } ?? originalRequest
+        guard case .start(_, let validators) = transition({ $0.attemptStarts(with: request) }) else { return }
+        var transfer = attemptTransferRequest(for: request, validators: validators)
         // The failed attempt may have read some of a streamed body: it is sent again from its start.
         if let bodyFailure = rewindBody(of: &transfer) {
             return finishHop(

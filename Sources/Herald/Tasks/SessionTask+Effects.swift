@@ -16,8 +16,6 @@ enum TaskEffect {
     case announceConnectivityWait(SessionTask, HeraldError)
     /// Send the engine a command.
     case engine(TransferCommand)
-    /// Complete the task with an outcome (held while suspended, or a cancellation between transfers).
-    case complete(SessionTask, TransferOutcome)
     /// Hand a completed task to the session: serialize, run the completion handler, post `taskDidComplete`.
     case finish(SessionTask, TransferOutcome)
     /// Start a retry's timer: `asyncAfter` on the hook queue.
@@ -38,20 +36,9 @@ struct RetryAnnouncement {
 }
 
 extension SessionTask {
-    /// Runs `body` on the task's state under its lock, then carries out the effects it returned, in order,
-    /// after releasing the lock, one thread at a time and in the order of the transitions (``OrderedTurns``).
-    /// Returns `body`'s result.
-    @discardableResult
-    func transition<Result>(_ body: (inout Core) -> (Result, [TaskEffect])) -> Result {
-        let (result, effects) = core.withLock { core -> (Result, [TaskEffect]) in
-            let (result, effects) = body(&core)
-            return (result, core.effects.submit(effects))
-        }
-        carryOut(effects)
-        return result
-    }
-
-    private func carryOut(_ effects: [TaskEffect]) {
+    /// Carries out `effects`, then those other threads submitted meanwhile, until none is left (see
+    /// ``transition(_:_:)``).
+    func carryOut(_ effects: [TaskEffect]) {
         var batch = effects
         while !batch.isEmpty {
             for effect in batch { perform(effect) }
@@ -69,8 +56,6 @@ extension SessionTask {
             session.eventPoster.postConnectivityWait(of: task, error: error)
         case .engine(let command):
             session.send(command)
-        case .complete(let task, let outcome):
-            task.completeTransfer(outcome)
         case .finish(let task, let outcome):
             session.complete(task, with: outcome)
         case .schedule(let timer, let delay):

@@ -21,15 +21,13 @@ extension SessionTask {
             && response.headers["Location"] != nil
         let isChallenge = !isRedirect && response.statusCode == 401 && wantsAuthenticationHop(for: response)
         guard isRedirect || isChallenge else { return false }
-        let current = core.withLock { core -> TransferRequest? in
-            guard let ended = core.machine.currentTransfer else { return nil }
-            let key = TaskHops.key(method: ended.request.method, url: ended.request.url)
-            guard let transfer = core.machine.hopEnds(sent: key, metrics: outcome.metrics, isChallenge: isChallenge)
-            else { return nil }
-            core.machine.responseArrived(response)
-            return transfer.request
+        guard let ended = machine({ $0.currentTransfer }) else { return false }
+        let key = TaskHops.key(method: ended.request.method, url: ended.request.url)
+        let hop = transition {
+            $0.hopEnds(sent: key, response: response, metrics: outcome.metrics, isChallenge: isChallenge)
         }
-        guard let current else { return false }
+        guard case .decide(let transfer) = hop else { return false }
+        let current = transfer.request
         hookQueue.async { [self] in
             if isRedirect {
                 followRedirect(outcome, response: response, from: current)
@@ -43,7 +41,7 @@ extension SessionTask {
     /// Decides the redirect and starts the next hop, or completes the task. Hook queue.
     private func followRedirect(_ outcome: TransferOutcome, response: HTTPResponse, from current: TransferRequest) {
         let configuration = session.configuration
-        let redirectCount = core.withLock { $0.machine.hops.redirectCount }
+        let redirectCount = machine { $0.hops.redirectCount }
         guard redirectCount < configuration.maximumRedirects else {
             return finishHop(
                 outcome,
@@ -97,8 +95,7 @@ extension SessionTask {
             proposed = chosen
         }
         let key = TaskHops.key(method: next.method, url: next.url)
-        let isLoop = core.withLock { !$0.machine.redirectFollowed(to: key) }
-        if isLoop {
+        if case .loop = transition({ $0.redirectFollowed(to: key) }) {
             return finishHop(
                 outcome,
                 error: HeraldError(

@@ -66,17 +66,18 @@ extension SessionTask {
         } catch {
             return failAttempt(Self.adaptationError(error, url: originalRequest.url))
         }
-        let prepared = core.withLock { $0.machine.attemptStarts(with: request) }
-        guard let prepared else { return }
-        var transfer = attemptTransferRequest(for: request, validators: prepared.validators)
+        guard case .start(let attempt, let validators) = transition({ $0.attemptStarts(with: request) }) else {
+            return
+        }
+        var transfer = attemptTransferRequest(for: request, validators: validators)
         // The first attempt sends the body as it is; a retry sends it again (a stream asks for a new one).
-        if prepared.attempt > 1, let failure = rewindBody(of: &transfer) { return failAttempt(failure) }
+        if attempt > 1, let failure = rewindBody(of: &transfer) { return failAttempt(failure) }
         startTransfer(transfer)
     }
 
     /// Completes the task with `error`, keeping the last response that arrived. Between hops.
     private func failAttempt(_ error: HeraldError) {
-        let response = core.withLock { $0.machine.report.response }
+        let response = machine { $0.report.response }
         finishHop(TransferOutcome(response: response, body: Data(), error: error, metrics: nil), error: error)
     }
 
@@ -91,15 +92,10 @@ extension SessionTask {
         guard !outcome.isFromCache, let failure = Self.retryableFailure(of: outcome) else { return false }
         // The session's interceptor is read before taking the task's lock: it has a lock of its own.
         let shared = session.interceptor
-        let asked = core.withLock { core -> (any RequestInterceptor, Request, attempt: Int)? in
-            guard core.machine.currentTransfer != nil, core.machine.downloadTask == nil,
-                let interceptor = Self.combined(core.interceptor, shared),
-                core.machine.transferEndsBetweenTransfers() != nil
-            else { return nil }
-            if let response = outcome.response { core.machine.responseArrived(response) }
-            return (interceptor, core.machine.hops.attemptRequest ?? originalRequest, core.machine.hops.attempt)
-        }
-        guard let (interceptor, request, attempt) = asked else { return false }
+        guard let interceptor = Self.combined(interceptor, shared),
+            case .ask(let sent, let attempt) = transition({ $0.retryAsked(response: outcome.response) })
+        else { return false }
+        let request = sent ?? originalRequest
         let context = RetryContext(
             task: lifecycleSubject, request: request, error: failure, response: outcome.response, attempt: attempt)
         runOnHookQueue { [self] in
@@ -125,10 +121,18 @@ extension SessionTask {
     ) {
         let delay = delay.isNaN ? 0 : min(Self.maximumRetryDelay, max(0, delay))
         let timer = DispatchWorkItem { [self] in startAttempt(with: interceptor) }
-        transition { core -> ((), [TaskEffect]) in
-            guard let attempt = core.machine.retryScheduled(timer, after: outcome.metrics) else { return ((), []) }
-            let retry = RetryAnnouncement(attempt: attempt, error: failure, response: outcome.response, delay: delay)
-            return ((), [.announceRetry(self, retry), .schedule(timer, delay: delay)])
+        transition({ $0.retryScheduled(timer, after: outcome.metrics) }) { action in
+            switch action {
+            case .none:
+                []
+            case .schedule(let attempt):
+                [
+                    .announceRetry(
+                        self,
+                        RetryAnnouncement(attempt: attempt, error: failure, response: outcome.response, delay: delay)),
+                    .schedule(timer, delay: delay),
+                ]
+            }
         }
     }
 

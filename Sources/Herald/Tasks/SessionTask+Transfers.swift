@@ -8,7 +8,7 @@ extension SessionTask {
     /// What the session's cache holds for this task's first resume, or `nil`.
     func cacheLookup() -> ResponseCachePolicy.Lookup? {
         guard let cache = session.configuration.responseCache, usesResponseCache,
-            core.withLock({ !$0.machine.hasStarted })
+            !machine({ $0.hasStarted })
         else { return nil }
         return ResponseCachePolicy.lookup(for: originalRequest, in: cache)
     }
@@ -58,7 +58,7 @@ extension SessionTask {
         // Every transfer carries the trace context, whatever a redirection hook or an adapter did to the headers.
         trace?.inject(into: &request.headers)
         request.cookieHeader = session.cookieHeader(for: request.url)
-        let firstStart = core.withLock { $0.machine.hops.metrics.first?.startDate }
+        let firstStart = machine { $0.hops.metrics.first?.startDate }
         if request.resourceTimeout > 0, let firstStart {
             // The resource timeout covers the whole task, every hop included: the next transfer gets what is
             // left (a minimal value when nothing is, so curl fails it with timedOut at once).
@@ -69,12 +69,10 @@ extension SessionTask {
         let transfer = Transfer(request: request, delegate: self)
         // The easy handle is made here, not on the loop thread that every transfer of the engine shares.
         transfer.prepare(from: session.multi?.easyHandles)
-        transition { core -> ((), [TaskEffect]) in
-            switch core.machine.transferPrepared(transfer, sendsCredential: sendsCredential) {
-            case .none, .wait:
-                return ((), [])
-            case .start(let transfer):
-                return ((), [.engine(.start(transfer))])
+        transition({ $0.transferPrepared(transfer, sendsCredential: sendsCredential) }) { action in
+            switch action {
+            case .none, .wait: []
+            case .start(let transfer): [.engine(.start(transfer))]
             }
         }
     }

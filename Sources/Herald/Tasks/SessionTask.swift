@@ -29,19 +29,18 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// The task's state machine, over the engine's transfers and the download task a data task becomes.
     typealias TaskMachine = TaskStateMachine<Transfer, DownloadTask>
 
+    /// The task's locked state: its machine, and what the task keeps beside it that is not its lifecycle.
     struct Core {
-        var machine: TaskMachine
-        /// The effects of transitions, waiting to be carried out outside the lock (see ``transition(_:)``).
+        /// Changed only by ``SessionTask/transition(_:_:)``, the one entry point of every event: readable
+        /// everywhere, writable in this file alone.
+        fileprivate(set) var machine: TaskMachine
+        /// The effects of transitions, waiting to be carried out outside the lock (see ``transition(_:_:)``).
         var effects = OrderedTurns<TaskEffect>()
         var taskDescription: String?
         /// The progress objects, made on first use, and the counts they start from.
         var progress = ProgressSlots()
-        /// The request body total at the last `taskDidSendBodyData`, for its deltas.
-        var lastBodyBytesSent: Int64 = 0
         /// This task's own interceptor (see ``SessionTask/interceptor``).
         var interceptor: (any RequestInterceptor)?
-        /// Called once the task holds a finished transfer's outcome (see `whenHoldingOutcome(_:)`).
-        var holdWaiters: [@Sendable () -> Void] = []
         /// The task's hook queue and its executor, made on first use (see ``SessionTask/hooks``): most
         /// tasks never need one.
         var hooks: HookQueueExecutor?
@@ -92,22 +91,49 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         self.continued = task.lifecycleSubject
     }
 
+    /// Runs `event` on the task's machine under the task's lock and hands its action to `handle`, still under
+    /// the lock, which returns a result and the effects to carry out; after releasing the lock, carries the
+    /// effects out, in order, one thread at a time and in the order of the transitions (``OrderedTurns``), and
+    /// returns the result. The one way anything changes the machine.
+    @discardableResult
+    func transition<Action, Result>(
+        _ event: (inout TaskMachine) -> Action, _ handle: (Action, inout Core) -> (Result, [TaskEffect])
+    ) -> Result {
+        let (result, effects) = core.withLock { core -> (Result, [TaskEffect]) in
+            let action = event(&core.machine)
+            let (result, effects) = handle(action, &core)
+            return (result, core.effects.submit(effects))
+        }
+        carryOut(effects)
+        return result
+    }
+
+    /// Runs `event` on the task's machine through ``transition(_:_:)``, carries out the effects `effects` makes
+    /// of its action, and returns the action for the caller to switch on.
+    @discardableResult
+    func transition<Action>(
+        _ event: (inout TaskMachine) -> Action, effects: (Action) -> [TaskEffect] = { _ in [] }
+    ) -> Action {
+        transition(event) { action, _ in (action, effects(action)) }
+    }
+
+    /// Reads the task's machine under the task's lock: its state, its report, its hops.
+    func machine<Value>(_ read: (borrowing TaskMachine) -> Value) -> Value {
+        core.withLock { read($0.machine) }
+    }
+
     /// Whether a transfer finished while the task was suspended and its outcome waits for ``resume()``
     /// or ``cancel()``.
-    var isHoldingOutcome: Bool {
-        core.withLock { $0.machine.isHoldingOutcome }
-    }
+    var isHoldingOutcome: Bool { machine { $0.isHoldingOutcome } }
 
     /// Calls `action` once a transfer has finished while the task was suspended and its outcome is held
     /// (at once when it already is): what tests await to know the hold has happened, without polling.
     /// `action` runs on the thread that made the hold, after the task's lock is released.
     func whenHoldingOutcome(_ action: @escaping @Sendable () -> Void) {
-        let isHolding = core.withLock { core -> Bool in
-            if core.machine.isHoldingOutcome { return true }
-            core.holdWaiters.append(action)
-            return false
+        switch transition({ $0.whenHoldingOutcome(action) }) {
+        case .runNow: action()
+        case .wait: break
         }
-        if isHolding { action() }
     }
 
     /// The task that lifecycle notifications and task hooks name: for a download task a data task became,
@@ -115,16 +141,16 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     var lifecycleSubject: SessionTask { continued ?? self }
 
     /// The task's current state.
-    public var state: TaskState { core.withLock { $0.machine.state } }
+    public var state: TaskState { machine { $0.taskState } }
 
     /// The response head, once it has arrived.
-    public var response: HTTPResponse? { core.withLock { $0.machine.report.response } }
+    public var response: HTTPResponse? { machine { $0.report.response } }
 
     /// The error the task completed with, once completed with one.
-    public var error: HeraldError? { core.withLock { $0.machine.report.error } }
+    public var error: HeraldError? { machine { $0.report.error } }
 
     /// curl's metrics, once the task has completed after reaching the network.
-    public var metrics: TransferMetrics? { core.withLock { $0.machine.report.metrics } }
+    public var metrics: TransferMetrics? { machine { $0.report.metrics } }
 
     /// A description for your own use, such as a label for logs. Herald never reads it — in particular
     /// it plays no part in deciding which session owns the task.
@@ -141,31 +167,31 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     open func resume() {
         // The cache is the caller's code: consulted before taking the task's lock, and only for a first resume.
         let cached = cacheLookup()
-        // For a first resume, what starting needs is read in the same critical section as the transition.
-        let (action, start) = transition { core -> ((TaskMachine.ResumeAction, FirstStart?), [TaskEffect]) in
-            let action = core.machine.resume()
+        var revalidation: TaskMachine.Revalidation?
+        if case .stale(let entry, let validators) = cached {
+            revalidation = TaskMachine.Revalidation(stale: entry, validators: validators)
+        }
+        // For a first resume, the interceptor is read in the same critical section as the transition.
+        let start = transition({ $0.resume(revalidating: revalidation) }) {
+            action, core -> (FirstStart?, [TaskEffect]) in
             let announce = TaskEffect.announce(self, .running)
             switch action {
             case .none:
-                return ((action, nil), [])
-            case .start:
-                if case .stale(let entry, let validators) = cached {
-                    core.machine.revalidates(entry, with: validators)
-                }
-                let start = FirstStart(interceptor: core.interceptor, validators: core.machine.hops.cacheValidators)
-                return ((action, start), [announce])
+                return (nil, [])
+            case .start(let validators):
+                return (FirstStart(interceptor: core.interceptor, validators: validators), [announce])
             case .unpause(let transfer):
-                return ((action, nil), [announce, .engine(.unpause(transfer))])
+                return (nil, [announce, .engine(.unpause(transfer))])
             case .startTransfer(let transfer):
-                return ((action, nil), [announce, .engine(.start(transfer))])
-            case .complete(let outcome):
+                return (nil, [announce, .engine(.start(transfer))])
+            case .complete(let completion):
                 // The transfer finished while suspended: the task completes now that it runs again.
-                return ((action, nil), [announce, .complete(self, outcome)])
+                return (nil, [announce, finishing(completion)])
             case .announce:
-                return ((action, nil), [announce])
+                return (nil, [announce])
             }
         }
-        guard case .start = action, let start else { return }
+        guard let start else { return }
         startFirstTransfer(cached: cached, start)
     }
 
@@ -182,11 +208,11 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// with ``HeraldError/Code/networkConnectionLost`` after resuming. The session's resource timeout
     /// keeps running while suspended.
     open func suspend() {
-        transition { core -> ((), [TaskEffect]) in
-            switch core.machine.suspend() {
-            case .none: ((), [])
-            case .announce: ((), [.announce(self, .suspended)])
-            case .pause(let transfer): ((), [.announce(self, .suspended), .engine(.pause(transfer))])
+        transition({ $0.suspend() }) { action in
+            switch action {
+            case .none: []
+            case .announce: [.announce(self, .suspended)]
+            case .pause(let transfer): [.announce(self, .suspended), .engine(.pause(transfer))]
             }
         }
     }
@@ -195,22 +221,15 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// and `taskDidComplete` is posted, exactly once. Does nothing once the task is canceling or
     /// completed.
     open func cancel() {
-        transition { core -> ((), [TaskEffect]) in
-            switch core.machine.cancel() {
+        transition({ $0.cancel() }) { action in
+            switch action {
             case .none:
-                return ((), [])
-            case .completeUnstarted:
-                return ((), [.complete(self, TransferOutcome(response: nil, body: Data(), error: nil, metrics: nil))])
+                []
             case .stop(let transfer):
-                return ((), [.engine(.remove(transfer, error: Self.cancellation(for: transfer.request.url)))])
-            case .complete(let held):
-                // Finished while suspended: nothing left in the engine; it completes (as cancelled) with it.
-                return ((), [.complete(self, held)])
-            case .completeBetweenTransfers(let retryTimer):
-                let outcome = TransferOutcome(
-                    response: core.machine.report.response, body: Data(),
-                    error: Self.cancellation(for: originalRequest.url), metrics: nil)
-                return ((), (retryTimer.map { [.cancelTimer($0)] } ?? []) + [.complete(self, outcome)])
+                [.engine(.remove(transfer, error: Self.cancellation(for: transfer.request.url)))]
+            case .complete(let completion, let retryTimer):
+                // Nothing is in the engine: a retry's pending timer is cancelled, and the task completes now.
+                (retryTimer.map { [.cancelTimer($0)] } ?? []) + [finishing(completion)]
             }
         }
     }
@@ -222,7 +241,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     // MARK: - TransferDelegate (engine loop thread; the kinds override what differs)
 
     func transferDidReceiveResponse(_ response: HTTPResponse) {
-        core.withLock { $0.machine.responseArrived(response) }
+        transition { $0.responseArrived(response) }
     }
 
     func transferDidReceiveBytes(total received: Int64, expected: Int64?) {
@@ -243,9 +262,9 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         object?.update(completed: sent, total: expected, queue: session.completionQueue, handler: handler)
         guard let hook = session.taskDidSendBodyData else { return }
         let delta = core.withLock { core -> Int64 in
-            defer { core.lastBodyBytesSent = sent }
+            defer { core.progress.lastBodyBytesSent = sent }
             // Below the last total: the body was rewound and is counted again from its start.
-            return sent >= core.lastBodyBytesSent ? sent - core.lastBodyBytesSent : sent
+            return sent >= core.progress.lastBodyBytesSent ? sent - core.progress.lastBodyBytesSent : sent
         }
         let subject = lifecycleSubject
         session.runOnCompletionQueue { hook(subject, delta, sent, expected) }

@@ -1,7 +1,8 @@
 import Foundation
 
 /// What a task remembers across the transfers it runs for one request: redirects Herald follows by hand,
-/// authentication round-trips and retries. Part of ``TaskStateMachine``, guarded by the task's lock.
+/// authentication round-trips and retries. Part of ``TaskStateMachine``, guarded by the task's lock, read-only
+/// from outside: the machine's transitions write it.
 struct TaskHops {
     /// Redirects followed so far.
     var redirectCount = 0
@@ -11,8 +12,6 @@ struct TaskHops {
     var metrics: [TransferMetrics] = []
     /// Credentials sent for this task that the server answered with another 401.
     var authenticationFailures = 0
-    /// Whether the transfer running now sends a credential (so a 401 answering it is a failure).
-    var sentCredential = false
     /// The attempt running now, from 1; a retry starts the next (see `SessionTask+Retry.swift`).
     var attempt = 1
     /// The request the current attempt sent first, after adaptation: what the retrier is shown.

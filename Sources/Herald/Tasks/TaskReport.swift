@@ -1,7 +1,8 @@
 import Foundation
 
 /// What a task reports of its transfers: the last response head, the final metrics and the error it
-/// completed with, and the stale cache entry its request revalidates. Part of ``TaskStateMachine``, guarded
+/// completed with, a download's resume data after a failure, and the stale cache entry its request
+/// revalidates. Part of ``TaskStateMachine``, guarded
 /// by the task's lock, read-only from outside: the machine's transitions write it.
 struct TaskReport {
     /// The last response head that arrived (a redirect's or a challenge's too, until the next one).
@@ -13,6 +14,8 @@ struct TaskReport {
     var metricsEndHops = false
     /// The error the task completed with, once the completion handler has been given it.
     var error: HeraldError?
+    /// A download task's resume data after a failure part-way (see ``DownloadTask/resumeDataAfterFailure``).
+    var resumeDataAfterFailure: Data?
     /// The stale cache entry this task's request revalidates: a `304` answer completes from it.
     var revalidating: CachedResponse?
 }

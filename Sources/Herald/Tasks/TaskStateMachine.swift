@@ -1,33 +1,47 @@
 import Dispatch
 import Foundation
 
-/// A task's whole lifecycle as a value: the state its user sees with the data of that state (where its
-/// transfer work stands), what it remembers across transfers (``TaskHops``: redirects, authentication
-/// round-trips, retries), what it reports of them (``TaskReport``: response, metrics, error), the caller's
-/// callbacks that report it (``TaskCallbacks``) and the download task a data task became.
+/// A task's whole lifecycle as a value, in one private enum whose cases carry their own data: the state its
+/// user sees, where its transfer work stands, the transfer in the engine with whether it sends a credential
+/// and the download task it became, and a finished transfer's outcome held while suspended. Beside the enum,
+/// in private stored properties that only the transitions change: what the task remembers across transfers
+/// (``TaskHops``: redirects, authentication round-trips, retries), what it reports of them (``TaskReport``:
+/// response, metrics, error, a download's resume data after a failure), the caller's callbacks
+/// (``TaskCallbacks``) and those waiting for a held outcome.
 ///
-/// Every change is a `mutating` transition that returns what the owner must do. ``SessionTask`` calls it
-/// under the task's lock and carries the answer out after releasing the lock, through its effect
-/// pipeline (`SessionTask+Effects.swift`), so no notification is posted, no engine command sent and no
-/// hook run while the lock is held. Nothing outside changes the machine's state or its hops: both are
-/// read-only from outside.
+/// Every event is a `mutating` method that returns an action, an enum the owner switches on. ``SessionTask``
+/// runs the event under the task's lock through its one entry point, `transition(_:_:)`, turns the action
+/// into effects, and carries them out after releasing the lock (`SessionTask+Effects.swift`), so no
+/// notification is posted, no engine command sent and no hook run while the lock is held.
 ///
 /// `suspended` (new tasks start here) → `running` ⇄ `suspended`; `running`/`suspended` → `canceling` →
-/// `completed`; `running` → `completed`. A transfer that finishes while the task is suspended never
-/// completes it: its outcome is held until ``resume()`` (or completes as cancelled on ``cancel()``).
+/// `completed`; `running`/`suspended` → `completed`. A transfer that finishes without an error while the task
+/// is suspended never completes it: its outcome is held until ``resume(revalidating:)``, which completes the
+/// task with it, or ``cancel()``, which completes it as cancelled.
 ///
 /// The machine knows its transfer and its download task only as objects (`Handle`, `Download`): its tests
 /// build it alone, with no session, engine or libcurl. An event that cannot happen in a state — a second
-/// transfer prepared while one runs, say — is a bug of the caller: it fails an assertion in debug builds
-/// and changes nothing in release builds.
+/// transfer prepared while one runs, say — is a bug of the caller: it stops the process with
+/// `preconditionFailure`, in release builds too.
 struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
+    /// A transfer the task handed to the engine (or is about to), with what the task knows of it.
+    private struct InFlight {
+        var transfer: Handle
+        /// Whether it sends a credential, so a 401 answering it counts as a refusal.
+        var sendsCredential: Bool
+        /// The download task the data task became while this transfer ran
+        /// (``ResponseDisposition/becomeDownload``): the task that completes. Such a transfer leads to no
+        /// other: no hop, no retry, no wait for a network.
+        var download: Download?
+    }
+
     /// Where a running task's transfer work stands.
     private enum Running {
         /// Between two transfers: the first is being prepared, an adapter runs, the next hop or a retry is
-        /// being decided, or a retry waits for its delay on `retryTimer`.
+        /// being decided, or a retry waits for its delay (or a network) on `retryTimer`.
         case betweenTransfers(retryTimer: DispatchWorkItem?)
         /// A transfer is in the engine, or on its way there.
-        case transferring(Handle)
+        case transferring(InFlight)
     }
 
     /// Where a suspended task's transfer work stands.
@@ -35,45 +49,47 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
         /// Never resumed.
         case notStarted
         /// Between two transfers (see ``Running/betweenTransfers(retryTimer:)``); the next one waits for
-        /// ``resume()``.
+        /// ``resume(revalidating:)``.
         case betweenTransfers(retryTimer: DispatchWorkItem?)
         /// The transfer is in the engine, paused.
-        case transferring(Handle)
-        /// The next transfer was prepared while suspended: ``resume()`` starts it.
-        case readyToStart(Handle)
-        /// The transfer finished without an error while suspended: ``resume()`` completes the task with it.
-        case holding(TransferOutcome)
+        case transferring(InFlight)
+        /// The next transfer was prepared while suspended: ``resume(revalidating:)`` starts it.
+        case readyToStart(InFlight)
+        /// A transfer finished without an error while suspended: ``resume(revalidating:)`` completes the task
+        /// with its outcome, as `download` when the data task had become one.
+        case holding(TransferOutcome, download: Download?)
     }
 
     /// The state the user sees, each with its own data.
-    private enum Phase {
+    private enum State {
         case suspended(Suspended)
         case running(Running)
-        /// ``cancel()`` happened: the engine finishes the transfer it is `stopping` with `cancelled`, or,
-        /// with none, the task completes at once.
-        case canceling(stopping: Handle?)
+        /// ``cancel()`` stopped a transfer: the engine finishes it with `cancelled`, which completes the task
+        /// (as `download` when the data task had become one).
+        case canceling(stopping: Handle, download: Download?)
         case completed
     }
 
-    private var phase: Phase = .suspended(.notStarted)
+    private var state: State = .suspended(.notStarted)
     /// What the task remembers across the transfers it runs; changed only by the transitions.
     private(set) var hops = TaskHops()
-    /// What the task reports: its last response, its final metrics and error.
+    /// What the task reports: its last response, its final metrics and error; changed only by the transitions.
     private(set) var report = TaskReport()
-    /// The download task this data task became (``ResponseDisposition/becomeDownload``); it is the task that
-    /// completes. Set while the transfer runs, cleared at completion.
-    private(set) var downloadTask: Download?
     /// The caller's completion and progress handlers, until ``completionReported(error:)`` hands them out.
     private var callbacks: TaskCallbacks
+    /// Those waiting for a finished transfer's outcome to be held (see ``whenHoldingOutcome(_:)``).
+    private var holdWaiters: [@Sendable () -> Void] = []
 
     /// A new task's machine, suspended, with the completion and progress handlers its factory was given.
     init(callbacks: TaskCallbacks = TaskCallbacks()) {
         self.callbacks = callbacks
     }
 
+    // MARK: - reads
+
     /// The state the task's user sees.
-    var state: TaskState {
-        switch phase {
+    var taskState: TaskState {
+        switch state {
         case .suspended: .suspended
         case .running: .running
         case .canceling: .canceling
@@ -81,134 +97,194 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
         }
     }
 
-    /// Whether ``resume()`` has ever started the task.
+    /// Whether ``resume(revalidating:)`` has ever started the task.
     var hasStarted: Bool {
-        if case .suspended(.notStarted) = phase { return false }
+        if case .suspended(.notStarted) = state { return false }
         return true
     }
 
-    /// Whether the task can still change: neither cancelled nor completed.
-    var isLive: Bool { state == .running || state == .suspended }
-
     /// The transfer in the engine now, if any: running, paused, or being stopped by a cancel.
     var currentTransfer: Handle? {
-        switch phase {
-        case .running(.transferring(let transfer)), .suspended(.transferring(let transfer)): transfer
-        case .canceling(let stopping): stopping
+        switch state {
+        case .running(.transferring(let inFlight)), .suspended(.transferring(let inFlight)): inFlight.transfer
+        case .canceling(let stopping, _): stopping
         default: nil
         }
     }
 
-    /// Whether a transfer finished while the task was suspended and its outcome waits for ``resume()``.
-    var isHoldingOutcome: Bool {
-        if case .suspended(.holding) = phase { return true }
-        return false
-    }
-
-    // MARK: - the user's calls
-
-    enum ResumeAction {
-        /// Not suspended: nothing changes.
-        case none
-        /// The first resume: announce it, then prepare the first transfer (or serve the cache, or run the
-        /// adapter) and hand it over with ``transferPrepared(_:sendsCredential:)``.
-        case start
-        /// Announce, and continue the paused transfer where it stopped.
-        case unpause(Handle)
-        /// Announce, and hand the engine the transfer prepared while suspended.
-        case startTransfer(Handle)
-        /// Announce, and complete the task with the outcome held while suspended.
-        case complete(TransferOutcome)
-        /// Announce only: the task is between two transfers, and the next starts when it is ready.
-        case announce
-    }
-
-    mutating func resume() -> ResumeAction {
-        guard case .suspended(let work) = phase else { return .none }
-        switch work {
-        case .notStarted:
-            phase = .running(.betweenTransfers(retryTimer: nil))
-            return .start
-        case .transferring(let transfer):
-            phase = .running(.transferring(transfer))
-            return .unpause(transfer)
-        case .readyToStart(let transfer):
-            phase = .running(.transferring(transfer))
-            return .startTransfer(transfer)
-        case .holding(let outcome):
-            phase = .running(.betweenTransfers(retryTimer: nil))
-            return .complete(outcome)
-        case .betweenTransfers(let timer):
-            phase = .running(.betweenTransfers(retryTimer: timer))
-            return .announce
+    /// The download task the data task became, until the task completes: the task object that runs it from then
+    /// on.
+    var downloadTask: Download? {
+        switch state {
+        case .running(.transferring(let inFlight)), .suspended(.transferring(let inFlight)): inFlight.download
+        case .suspended(.holding(_, let download)), .canceling(_, let download): download
+        default: nil
         }
     }
 
-    /// The first resume found `stale`, a stale cache entry: every attempt sends `validators` with its
-    /// request, and a `304` answer completes the task from the entry.
-    mutating func revalidates(_ stale: CachedResponse, with validators: HTTPHeaders) {
-        hops.cacheValidators = validators
-        report.revalidating = stale
-    }
-
-    /// A response head arrived: a transfer's, or a hop's or a retry's that ends one. Kept until the next.
-    mutating func responseArrived(_ response: HTTPResponse) {
-        report.response = response
+    /// Whether a transfer finished while the task was suspended and its outcome waits for a resume or a cancel.
+    var isHoldingOutcome: Bool {
+        if case .suspended(.holding) = state { return true }
+        return false
     }
 
     /// The metrics of every transfer the task ran, in order, once it has completed: one per hop, then the
     /// final one. Empty before completion.
     var hopMetrics: [TransferMetrics] {
-        guard case .completed = phase else { return [] }
+        guard case .completed = state else { return [] }
         guard report.metricsEndHops, let last = report.metrics else { return hops.metrics }
         return hops.metrics + [last]
     }
-
-    /// The completed task's final error (the serializer may have added one): what ``TaskReport/error``
-    /// says from now on. Hands out the caller's callbacks, exactly once: the completion handler to run and
-    /// the progress handlers to give their final update; none are kept.
-    mutating func completionReported(error: HeraldError?) -> TaskCallbacks {
-        guard case .completed = phase else {
-            assertionFailure("a completion reported while the task is \(phase)")
-            return TaskCallbacks()
-        }
-        report.error = error
-        defer { callbacks = TaskCallbacks() }
-        return callbacks
-    }
-
-    // MARK: - the caller's callbacks
 
     /// The progress handler of one direction, while the task has not reported its completion.
     func progressHandler(upload: Bool) -> SessionTask.ProgressHandler? {
         upload ? callbacks.uploadProgress : callbacks.downloadProgress
     }
 
-    /// A download task's caller asked for resume data as it cancels: returns whether `handler` is taken, as
-    /// it is once and only before the task completes (the completion answers it).
-    mutating func resumeDataRequested(_ handler: @escaping @Sendable (Data?) -> Void) -> Bool {
-        guard state != .completed, callbacks.resumeData == nil else { return false }
-        callbacks.resumeData = handler
-        return true
+    /// How the task completes: with `outcome` as the task reports it, its error to be `cancelled` when
+    /// `wasCancelled`, as `download` when the data task became one (it is the task that completes).
+    struct Completion {
+        var outcome: TransferOutcome
+        var wasCancelled: Bool
+        var download: Download?
     }
 
-    /// The completed task's resume-data handler, handed out once, for its completion to answer.
-    mutating func resumeDataHandlerTaken() -> (@Sendable (Data?) -> Void)? {
-        guard case .completed = phase else {
-            assertionFailure("resume data answered while the task is \(phase)")
-            return nil
+    // MARK: - the user's calls
+
+    /// A stale cache entry a first resume found: every attempt sends `validators` with its request, and a
+    /// `304` answer completes the task from `stale`.
+    struct Revalidation {
+        var stale: CachedResponse
+        var validators: HTTPHeaders
+    }
+
+    enum ResumeAction {
+        /// Not suspended: nothing changes.
+        case none
+        /// The first resume: announce it, then prepare the first transfer (sending `validators`, a stale
+        /// cache entry's), or serve the cache, or run the adapter, and hand it over with
+        /// ``transferPrepared(_:sendsCredential:)``.
+        case start(validators: HTTPHeaders?)
+        /// Announce, and continue the paused transfer where it stopped.
+        case unpause(Handle)
+        /// Announce, and hand the engine the transfer prepared while suspended.
+        case startTransfer(Handle)
+        /// Announce, and complete the task with the outcome held while suspended.
+        case complete(Completion)
+        /// Announce only: the task is between two transfers, and the next starts when it is ready.
+        case announce
+    }
+
+    /// The task resumes; a first resume that found a stale cache entry says so with `revalidation`.
+    mutating func resume(revalidating revalidation: Revalidation? = nil) -> ResumeAction {
+        guard case .suspended(let work) = state else { return .none }
+        switch work {
+        case .notStarted:
+            state = .running(.betweenTransfers(retryTimer: nil))
+            if let revalidation {
+                hops.cacheValidators = revalidation.validators
+                report.revalidating = revalidation.stale
+            }
+            return .start(validators: hops.cacheValidators)
+        case .transferring(let inFlight):
+            state = .running(.transferring(inFlight))
+            return .unpause(inFlight.transfer)
+        case .readyToStart(let inFlight):
+            state = .running(.transferring(inFlight))
+            return .startTransfer(inFlight.transfer)
+        case .holding(let outcome, let download):
+            // Completed now that it runs again: the resume is announced first, then the completion.
+            state = .completed
+            return .complete(Completion(outcome: reported(outcome), wasCancelled: false, download: download))
+        case .betweenTransfers(let timer):
+            state = .running(.betweenTransfers(retryTimer: timer))
+            return .announce
         }
-        defer { callbacks.resumeData = nil }
-        return callbacks.resumeData
+    }
+
+    enum SuspendAction {
+        /// Not running: nothing changes.
+        case none
+        /// Announce only: no transfer runs now (the next one waits for a resume).
+        case announce
+        /// Announce, and pause the transfer.
+        case pause(Handle)
+    }
+
+    mutating func suspend() -> SuspendAction {
+        guard case .running(let work) = state else { return .none }
+        switch work {
+        case .transferring(let inFlight):
+            state = .suspended(.transferring(inFlight))
+            return .pause(inFlight.transfer)
+        case .betweenTransfers(let timer):
+            state = .suspended(.betweenTransfers(retryTimer: timer))
+            return .announce
+        }
+    }
+
+    enum CancelAction {
+        /// Already cancelling or completed: nothing changes.
+        case none
+        /// Stop the transfer; the engine finishes it with `cancelled`, which completes the task.
+        case stop(Handle)
+        /// Nothing is in the engine (never started, between transfers, a transfer prepared while suspended, an
+        /// outcome held): the task completes now, as cancelled, after `retryTimer` (a retry's or a wait's
+        /// pending timer) is cancelled.
+        case complete(Completion, retryTimer: DispatchWorkItem?)
+    }
+
+    mutating func cancel() -> CancelAction {
+        let cancelled = TransferOutcome(response: nil, body: Data(), error: nil, metrics: nil)
+        switch state {
+        case .canceling, .completed:
+            return .none
+        case .running(.transferring(let inFlight)), .suspended(.transferring(let inFlight)):
+            state = .canceling(stopping: inFlight.transfer, download: inFlight.download)
+            return .stop(inFlight.transfer)
+        case .suspended(.notStarted):
+            state = .completed
+            return .complete(
+                Completion(outcome: reported(cancelled), wasCancelled: true, download: nil), retryTimer: nil)
+        case .suspended(.holding(let outcome, let download)):
+            state = .completed
+            return .complete(
+                Completion(outcome: reported(outcome), wasCancelled: true, download: download), retryTimer: nil)
+        case .suspended(.readyToStart):
+            // The prepared transfer never reached the engine.
+            state = .completed
+            return .complete(
+                Completion(outcome: reported(withLastResponse: cancelled), wasCancelled: true, download: nil),
+                retryTimer: nil)
+        case .running(.betweenTransfers(let timer)), .suspended(.betweenTransfers(let timer)):
+            state = .completed
+            return .complete(
+                Completion(outcome: reported(withLastResponse: cancelled), wasCancelled: true, download: nil),
+                retryTimer: timer)
+        }
+    }
+
+    // MARK: - the response and the caller's callbacks
+
+    /// A response head arrived: a transfer's, or a hop's or a retry's that ends one. Kept until the next.
+    mutating func responseArrived(_ response: HTTPResponse) {
+        report.response = response
+    }
+
+    enum ProgressObserverAction {
+        /// The observer joined the handlers.
+        case added
+        /// The task has completed: its counts are final, and its callbacks may already have run. Nothing was
+        /// added; the observer is to be finished now.
+        case finishNow
     }
 
     /// An observer of one direction's progress joins the handlers: `onProgress` after that direction's
-    /// handler, `onCompletion` before the completion handler. Returns `false`, adding nothing, once the
-    /// task has completed: its counts are final, and its callbacks may already have run.
+    /// handler, `onCompletion` before the completion handler, until the task completes.
     mutating func progressObserverAdded(
         upload: Bool, onProgress: @escaping SessionTask.ProgressHandler, onCompletion: @escaping @Sendable () -> Void
-    ) -> Bool {
-        guard state != .completed else { return false }
+    ) -> ProgressObserverAction {
+        guard taskState != .completed else { return .finishNow }
         if upload {
             callbacks.uploadProgress = TaskCallbacks.chain(callbacks.uploadProgress, onProgress)
         } else {
@@ -219,155 +295,222 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
             onCompletion()
             previous?(response, object, error)
         }
-        return true
+        return .added
     }
 
-    enum SuspendAction {
-        /// Not running: nothing changes.
+    enum ResumeDataRequestAction {
+        /// The handler is kept, for the completion to answer: cancel the task.
+        case cancel
+        /// The task has completed, or a handler is already kept: answer `nil` now.
+        case answerNil
+    }
+
+    /// A download task's caller asks for resume data as it cancels.
+    mutating func resumeDataRequested(_ handler: @escaping @Sendable (Data?) -> Void) -> ResumeDataRequestAction {
+        guard taskState != .completed, callbacks.resumeData == nil else { return .answerNil }
+        callbacks.resumeData = handler
+        return .cancel
+    }
+
+    enum ResumeDataAnswerAction {
+        /// No one asked for resume data.
         case none
-        /// Announce only: no transfer runs now (the next one waits for ``resume()``).
-        case announce
-        /// Announce, and pause the transfer.
-        case pause(Handle)
+        /// Answer `handler` with the resume data the outcome allows.
+        case answer(@Sendable (Data?) -> Void)
     }
 
-    mutating func suspend() -> SuspendAction {
-        guard case .running(let work) = phase else { return .none }
-        switch work {
-        case .transferring(let transfer):
-            phase = .suspended(.transferring(transfer))
-            return .pause(transfer)
-        case .betweenTransfers(let timer):
-            phase = .suspended(.betweenTransfers(retryTimer: timer))
-            return .announce
+    /// The completed task's resume-data handler, handed out once, for its completion to answer.
+    mutating func resumeDataAnswered() -> ResumeDataAnswerAction {
+        guard case .completed = state else {
+            preconditionFailure("resume data answered while the task is \(state)")
         }
+        guard let handler = callbacks.resumeData else { return .none }
+        callbacks.resumeData = nil
+        return .answer(handler)
     }
 
-    enum CancelAction {
-        /// Already cancelled or completed: nothing changes.
-        case none
-        /// Never started: complete with `cancelled` without touching the engine.
-        case completeUnstarted
-        /// Stop the transfer; the engine finishes it with `cancelled`, which completes the task.
-        case stop(Handle)
-        /// Complete (as cancelled) with the outcome held while suspended.
-        case complete(TransferOutcome)
-        /// Between two transfers, nothing is in the engine: complete at once with `cancelled`, after
-        /// cancelling a retry's pending timer.
-        case completeBetweenTransfers(retryTimer: DispatchWorkItem?)
-    }
-
-    mutating func cancel() -> CancelAction {
-        switch phase {
-        case .canceling, .completed:
-            return .none
-        case .suspended(.notStarted):
-            phase = .canceling(stopping: nil)
-            return .completeUnstarted
-        case .running(.transferring(let transfer)), .suspended(.transferring(let transfer)):
-            phase = .canceling(stopping: transfer)
-            return .stop(transfer)
-        case .suspended(.holding(let outcome)):
-            phase = .canceling(stopping: nil)
-            return .complete(outcome)
-        case .suspended(.readyToStart):
-            phase = .canceling(stopping: nil)
-            return .completeBetweenTransfers(retryTimer: nil)
-        case .running(.betweenTransfers(let timer)), .suspended(.betweenTransfers(let timer)):
-            phase = .canceling(stopping: nil)
-            return .completeBetweenTransfers(retryTimer: timer)
+    /// The completed download broke part-way and its partial file is kept: `resumeData` continues it.
+    mutating func resumeDataMadeAfterFailure(_ resumeData: Data) {
+        guard case .completed = state else {
+            preconditionFailure("resume data made after a failure while the task is \(state)")
         }
+        report.resumeDataAfterFailure = resumeData
+    }
+
+    enum CompletionReportAction {
+        /// Give the progress handlers their final update, then run the completion handler: `callbacks` are
+        /// the last the task holds.
+        case report(TaskCallbacks)
+    }
+
+    /// The completed task's final error (the serializer may have added one): what ``TaskReport/error``
+    /// says from now on. Hands out the caller's callbacks, exactly once; none are kept.
+    mutating func completionReported(error: HeraldError?) -> CompletionReportAction {
+        guard case .completed = state else {
+            preconditionFailure("a completion reported while the task is \(state)")
+        }
+        report.error = error
+        defer { callbacks = TaskCallbacks() }
+        return .report(callbacks)
+    }
+
+    enum HoldWaitAction {
+        /// An outcome is held already: run the waiter now.
+        case runNow
+        /// The waiter is kept, and handed out by the ``complete(with:)`` that holds an outcome.
+        case wait
+    }
+
+    /// `waiter` waits for a finished transfer's outcome to be held while the task is suspended.
+    mutating func whenHoldingOutcome(_ waiter: @escaping @Sendable () -> Void) -> HoldWaitAction {
+        if isHoldingOutcome { return .runNow }
+        holdWaiters.append(waiter)
+        return .wait
     }
 
     // MARK: - between transfers
 
-    /// The running transfer ended with a response that leads to another transfer (a failure to show the
-    /// retrier). Returns the transfer that ended, or `nil` when the task is no longer running it (cancelled
-    /// meanwhile): then the task completes instead.
-    mutating func transferEndsBetweenTransfers() -> Handle? {
-        switch phase {
-        case .running(.transferring(let transfer)):
-            phase = .running(.betweenTransfers(retryTimer: nil))
-            return transfer
-        case .suspended(.transferring(let transfer)):
-            phase = .suspended(.betweenTransfers(retryTimer: nil))
-            return transfer
-        case .canceling, .completed:
+    /// The transfer in the engine ends, and leads to another transfer. Returns it, or `nil` when the task no
+    /// longer runs it (cancelled meanwhile) or it became a download: then the task completes instead.
+    private mutating func endTransfer(_ event: String) -> InFlight? {
+        switch state {
+        case .running(.transferring(let inFlight)) where inFlight.download == nil:
+            state = .running(.betweenTransfers(retryTimer: nil))
+            return inFlight
+        case .suspended(.transferring(let inFlight)) where inFlight.download == nil:
+            state = .suspended(.betweenTransfers(retryTimer: nil))
+            return inFlight
+        case .running(.transferring), .suspended(.transferring), .canceling, .completed:
             return nil
         case .running, .suspended:
-            assertionFailure("a transfer ended while the task had none in the engine: \(phase)")
-            return nil
+            preconditionFailure("\(event) while the task had no transfer in the engine: \(state)")
         }
     }
 
-    /// The running transfer ended with a redirect to follow or a challenge to answer: records the hop (the
-    /// request sent, its metrics, a refused credential) and returns the transfer that ended, or `nil` when
-    /// the task no longer runs it.
-    mutating func hopEnds(sent key: String, metrics: TransferMetrics?, isChallenge: Bool) -> Handle? {
-        guard let transfer = transferEndsBetweenTransfers() else { return nil }
+    enum HopAction {
+        /// The transfer `from` ended: decide the next hop from its request.
+        case decide(from: Handle)
+        /// The task no longer runs that transfer (cancelled meanwhile), or it became a download: complete the
+        /// task with the outcome.
+        case complete
+    }
+
+    /// The transfer in the engine ended with `response`, a redirect to follow or (`isChallenge`) a challenge
+    /// to answer, after sending the request `key`: records the hop (the request, its metrics, a refused
+    /// credential) and the response.
+    mutating func hopEnds(
+        sent key: String, response: HTTPResponse, metrics: TransferMetrics?, isChallenge: Bool
+    ) -> HopAction {
+        guard let ended = endTransfer("a hop ended") else { return .complete }
         hops.visited.insert(key)
         hops.recordHop(metrics)
-        if isChallenge, hops.sentCredential { hops.authenticationFailures += 1 }
-        return transfer
+        if isChallenge, ended.sendsCredential { hops.authenticationFailures += 1 }
+        report.response = response
+        return .decide(from: ended.transfer)
     }
 
-    /// The next hop follows a redirect to the request `key`: counts it, or returns `false` when this task
-    /// already sent that request (a loop).
-    mutating func redirectFollowed(to key: String) -> Bool {
-        guard !hops.visited.contains(key) else { return false }
+    enum RedirectAction {
+        /// Follow it: it is counted.
+        case follow
+        /// This task already sent that request: a loop, not counted.
+        case loop
+    }
+
+    /// The next hop follows a redirect to the request `key`.
+    mutating func redirectFollowed(to key: String) -> RedirectAction {
+        guard !hops.visited.contains(key) else { return .loop }
         hops.redirectCount += 1
-        return true
+        return .follow
     }
 
-    /// A retry waits `timer`'s delay after a failed attempt (whose metrics are kept): returns the number of
-    /// the attempt to come, or `nil` when the task was cancelled meanwhile. Each attempt follows its own
-    /// redirects and answers its own challenges.
-    mutating func retryScheduled(_ timer: DispatchWorkItem, after metrics: TransferMetrics?) -> Int? {
-        guard setRetryTimer(timer, for: "a retry scheduled") else { return nil }
+    enum RetryQuestionAction {
+        /// Ask the retrier about attempt number `attempt`, which sent `request` (`nil`: the original request).
+        case ask(request: Request?, attempt: Int)
+        /// The task no longer runs that transfer, or it became a download: complete the task with the outcome.
+        case complete
+    }
+
+    /// The transfer in the engine failed (`response`, if any, is the failure's) and the retrier is to be asked
+    /// about it; the task is between transfers meanwhile.
+    mutating func retryAsked(response: HTTPResponse?) -> RetryQuestionAction {
+        guard endTransfer("a retry was asked") != nil else { return .complete }
+        if let response { report.response = response }
+        return .ask(request: hops.attemptRequest, attempt: hops.attempt)
+    }
+
+    enum RetryAction {
+        /// Cancelled meanwhile: nothing is scheduled.
+        case none
+        /// Announce the retry of attempt number `attempt`, then start `timer`.
+        case schedule(attempt: Int)
+    }
+
+    /// A retry waits `timer`'s delay after a failed attempt (whose metrics are kept). Each attempt follows
+    /// its own redirects and answers its own challenges.
+    mutating func retryScheduled(_ timer: DispatchWorkItem, after metrics: TransferMetrics?) -> RetryAction {
+        guard setRetryTimer(timer, for: "a retry scheduled") else { return .none }
         hops.recordHop(metrics)
         hops.attempt += 1
         hops.redirectCount = 0
         hops.visited = []
         hops.authenticationFailures = 0
-        return hops.attempt
+        return .schedule(attempt: hops.attempt)
     }
 
-    /// The failed transfer found no network: the task waits for one with `timer`, which starts the attempt
-    /// again when a network comes back (the failed transfer's metrics are kept). The attempt keeps its number:
-    /// it was never answered. Returns whether this is the task's first wait (the one announced), or `nil` when
-    /// the task was cancelled meanwhile.
-    mutating func connectivityWaitBegins(_ timer: DispatchWorkItem, after metrics: TransferMetrics?) -> Bool? {
-        guard setRetryTimer(timer, for: "a wait for connectivity") else { return nil }
+    enum ConnectivityWaitAction {
+        /// The task no longer runs that transfer, or it became a download: complete the task with the outcome.
+        case complete
+        /// The task's first wait: announce it, then wait with the timer; `since` is when the task's first
+        /// transfer started, `nil` without metrics.
+        case announceAndWait(since: Date?)
+        /// A later wait: wait with the timer, unannounced.
+        case wait(since: Date?)
+    }
+
+    /// The failed transfer in the engine found no network: the task waits for one with `timer`, which starts
+    /// the attempt again when a network comes back (the failed transfer's metrics are kept). The attempt keeps
+    /// its number: it was never answered.
+    mutating func connectivityWaitBegins(
+        _ timer: DispatchWorkItem, after metrics: TransferMetrics?
+    ) -> ConnectivityWaitAction {
+        guard endTransfer("a wait for connectivity began") != nil else { return .complete }
+        _ = setRetryTimer(timer, for: "a wait for connectivity")
         hops.recordHop(metrics)
         hops.redirectCount = 0
         hops.visited = []
         hops.authenticationFailures = 0
         hops.connectivityWaits += 1
-        return hops.connectivityWaits == 1
+        let since = hops.metrics.first?.startDate
+        return hops.connectivityWaits == 1 ? .announceAndWait(since: since) : .wait(since: since)
     }
 
-    /// A new attempt starts (its delay is over, its adapter returned `request`). Returns the attempt's
-    /// number and the cache validators it sends, or `nil` when the task was cancelled meanwhile.
-    mutating func attemptStarts(with request: Request) -> (attempt: Int, validators: HTTPHeaders?)? {
-        guard setRetryTimer(nil, for: "an attempt started") else { return nil }
+    enum AttemptAction {
+        /// Cancelled meanwhile: the attempt does not start.
+        case none
+        /// Prepare attempt number `attempt`'s transfer, sending `validators` (a stale cache entry's).
+        case start(attempt: Int, validators: HTTPHeaders?)
+    }
+
+    /// A new attempt starts (its delay is over, its adapter returned `request`).
+    mutating func attemptStarts(with request: Request) -> AttemptAction {
+        guard setRetryTimer(nil, for: "an attempt started") else { return .none }
         hops.attemptRequest = request
-        return (hops.attempt, hops.cacheValidators)
+        return .start(attempt: hops.attempt, validators: hops.cacheValidators)
     }
 
-    /// Between transfers, running or suspended: keeps `timer` as the retry's pending timer (`nil`: none)
-    /// and returns `true`. Returns `false` once cancelled or completed; any other state is not between
-    /// transfers, and `event` (what happened) is an impossible event there.
+    /// Between transfers, running or suspended: keeps `timer` as the pending timer (`nil`: none) and returns
+    /// `true`. Returns `false` once completed (a cancel completes a task between transfers at once); any other
+    /// state is not between transfers, and `event` (what happened) is an impossible event there.
     private mutating func setRetryTimer(_ timer: DispatchWorkItem?, for event: String) -> Bool {
-        switch phase {
+        switch state {
         case .running(.betweenTransfers):
-            phase = .running(.betweenTransfers(retryTimer: timer))
+            state = .running(.betweenTransfers(retryTimer: timer))
         case .suspended(.betweenTransfers):
-            phase = .suspended(.betweenTransfers(retryTimer: timer))
+            state = .suspended(.betweenTransfers(retryTimer: timer))
         case .canceling, .completed:
             return false
         case .running, .suspended:
-            assertionFailure("\(event) while the task is not between transfers: \(phase)")
-            return false
+            preconditionFailure("\(event) while the task is not between transfers: \(state)")
         }
         return true
     }
@@ -377,36 +520,49 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
         case none
         /// Running: hand the transfer to the engine.
         case start(Handle)
-        /// Suspended: keep the transfer until ``resume()``.
+        /// Suspended: keep the transfer until the task resumes.
         case wait
     }
 
     /// The next transfer (the first one too) is ready; `sendsCredential` says whether it sends one (so a
     /// 401 answering it counts as a refusal).
     mutating func transferPrepared(_ transfer: Handle, sendsCredential: Bool = false) -> PreparedAction {
-        switch phase {
+        let inFlight = InFlight(transfer: transfer, sendsCredential: sendsCredential, download: nil)
+        switch state {
         case .running(.betweenTransfers):
-            phase = .running(.transferring(transfer))
-            hops.sentCredential = sendsCredential
+            state = .running(.transferring(inFlight))
             return .start(transfer)
         case .suspended(.betweenTransfers):
-            phase = .suspended(.readyToStart(transfer))
-            hops.sentCredential = sendsCredential
+            state = .suspended(.readyToStart(inFlight))
             return .wait
         case .canceling, .completed:
             return .none
         case .running, .suspended:
-            assertionFailure("a transfer prepared while the task is not between transfers: \(phase)")
-            return .none
+            preconditionFailure("a transfer prepared while the task is not between transfers: \(state)")
         }
     }
 
-    /// The data task becomes `download` while `transfer` runs. Returns `false` when the task no longer runs
-    /// it (cancelled while the hook ran).
-    mutating func becomeDownload(_ download: Download, runningTransfer transfer: Handle) -> Bool {
-        guard isLive, let running = currentTransfer, running === transfer else { return false }
-        downloadTask = download
-        return true
+    enum BecomeDownloadAction {
+        /// The transfer goes on as `download`'s, which completes the task.
+        case become
+        /// The task no longer runs that transfer (cancelled while the hook ran): it stays a data task.
+        case none
+    }
+
+    /// The data task becomes `download` while `transfer` runs.
+    mutating func becomeDownload(_ download: Download, runningTransfer transfer: Handle) -> BecomeDownloadAction {
+        switch state {
+        case .running(.transferring(var inFlight)) where inFlight.transfer === transfer && inFlight.download == nil:
+            inFlight.download = download
+            state = .running(.transferring(inFlight))
+            return .become
+        case .suspended(.transferring(var inFlight)) where inFlight.transfer === transfer && inFlight.download == nil:
+            inFlight.download = download
+            state = .suspended(.transferring(inFlight))
+            return .become
+        default:
+            return .none
+        }
     }
 
     // MARK: - completion
@@ -414,33 +570,51 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
     enum CompleteAction {
         /// Already completed: nothing happens (exactly once).
         case none
-        /// The task is suspended: the outcome is held for ``resume()``.
-        case hold
-        /// The task completes with `outcome`, as the task reports it (see ``complete(with:)``);
-        /// `wasCancelled` says its error must be `cancelled`, and `downloadTask` is the download task a data
-        /// task became, which completes it.
-        case finish(TransferOutcome, wasCancelled: Bool, downloadTask: Download?)
+        /// The task is suspended: the outcome is held for a resume; wake `waiters`, who waited for that.
+        case hold(waiters: [@Sendable () -> Void])
+        /// The task completes.
+        case finish(Completion)
     }
 
-    /// The task's last transfer (or the cache, or a cancellation) produced `outcome`. When it completes
-    /// the task, the outcome it completes with is the task's report: a `304` answering a revalidation
-    /// completes with the cached response, refreshed; the metrics count the redirects Herald followed
-    /// (curl follows none itself), or are the last hop's when the final answer came without any.
+    /// The task's last transfer (or the cache, or a hop that ends the task) produced `outcome`. When it
+    /// completes the task, the outcome it completes with is the task's report: a `304` answering a
+    /// revalidation completes with the cached response, refreshed; the metrics count the redirects Herald
+    /// followed (curl follows none itself), or are the last hop's when the final answer came without any.
     mutating func complete(with outcome: TransferOutcome) -> CompleteAction {
-        switch phase {
+        switch state {
         case .completed:
             return .none
-        case .suspended where outcome.error == nil:
+        case .suspended(.notStarted):
+            preconditionFailure("a task that never started completed with an outcome")
+        case .suspended(let work) where outcome.error == nil:
             // `suspend()` won the race against the transfer's end: a suspended task never completes
-            // successfully, so the result waits for `resume()`.
-            phase = .suspended(.holding(outcome))
-            return .hold
-        case .canceling, .running, .suspended:
-            let wasCancelled = state == .canceling
-            phase = .completed
-            defer { downloadTask = nil }
-            return .finish(reported(outcome), wasCancelled: wasCancelled, downloadTask: downloadTask)
+            // successfully, so the result waits for a resume.
+            let download: Download? =
+                switch work {
+                case .transferring(let inFlight): inFlight.download
+                case .holding(_, let download): download
+                default: nil
+                }
+            state = .suspended(.holding(outcome, download: download))
+            defer { holdWaiters = [] }
+            return .hold(waiters: holdWaiters)
+        case .canceling(_, let download):
+            state = .completed
+            return .finish(Completion(outcome: reported(outcome), wasCancelled: true, download: download))
+        case .running, .suspended:
+            let download = downloadTask
+            state = .completed
+            return .finish(Completion(outcome: reported(outcome), wasCancelled: false, download: download))
         }
+    }
+
+    /// `outcome`, a cancellation's between transfers, with the last response that arrived; a revalidation
+    /// ends unanswered.
+    private mutating func reported(withLastResponse outcome: TransferOutcome) -> TransferOutcome {
+        var outcome = outcome
+        outcome.response = report.response
+        report.revalidating = nil
+        return reported(outcome)
     }
 
     /// Records the completing `outcome` in the report and returns it as the task reports it.

@@ -101,13 +101,16 @@ extension SessionTask {
         // lock before the completion handler is taken (also under it), so a task not yet completed here will
         // run the chained completion handler. A completed one may already have run it, but its transfer has
         // stopped reporting bytes, so its counts are final and the sequence can end now.
-        let installed = core.withLock { core -> Bool in
-            core.machine.progressObserverAdded(
+        let added = transition {
+            $0.progressObserverAdded(
                 upload: upload, onProgress: { progress in forwarder.yield(progress.snapshot) },
                 // The transfer has finished by now, so this count is final.
                 onCompletion: { forwarder.finish(with: progress.snapshot) })
         }
-        if !installed { forwarder.finish(with: progress.snapshot) }
+        switch added {
+        case .added: break
+        case .finishNow: forwarder.finish(with: progress.snapshot)
+        }
         return TransferProgress.Updates(stream: stream)
     }
 }

@@ -3,8 +3,8 @@ import Foundation
 import HeraldNotifications
 import Testing
 
-/// The task state machine on its own: each transition's answer and the state it leaves, without an engine,
-/// a server or a thread. The machine is built alone: its transfers and download tasks are plain objects.
+/// The task state machine on its own: each event's answer in each state and the state it leaves, without an
+/// engine, a server or a thread. The machine is built alone: its transfers and download tasks are plain objects.
 @Suite("The task state machine")
 struct TaskStateMachineTests {
     /// A transfer as the machine knows it: an object. No session, engine or libcurl.
@@ -14,19 +14,14 @@ struct TaskStateMachineTests {
 
     typealias Machine = TaskStateMachine<FakeTransfer, FakeDownload>
 
-    /// What the tests make: transfers, download tasks and outcomes, nothing that runs.
-    struct Parts {
-        let url = URL(string: "http://127.0.0.1:9/never-sent")!
+    static let url = URL(string: "http://127.0.0.1:9/never-sent")!
 
-        func transfer() -> FakeTransfer { FakeTransfer() }
-
-        func downloadTask() -> FakeDownload { FakeDownload() }
-
-        func outcome(status: Int = 200, error: HeraldError? = nil) -> TransferOutcome {
-            let response = HTTPResponse(url: url, statusCode: status, headers: [:])
-            return TransferOutcome(response: response, body: Data("body".utf8), error: error, metrics: nil)
-        }
+    static func outcome(status: Int = 200, error: HeraldError? = nil) -> TransferOutcome {
+        let response = HTTPResponse(url: url, statusCode: status, headers: [:])
+        return TransferOutcome(response: response, body: Data("body".utf8), error: error, metrics: nil)
     }
+
+    static var failure: HeraldError { HeraldError(.timedOut, "timed out", url: url) }
 
     /// A machine that has started and runs `transfer`.
     static func running(_ transfer: FakeTransfer) -> Machine {
@@ -36,21 +31,387 @@ struct TaskStateMachineTests {
         return machine
     }
 
+    /// Every state of the machine, as a test reaches it.
+    enum Situation: String, CaseIterable, Codable, Sendable, CustomTestStringConvertible {
+        case notStarted, suspendedBetweenTransfers, suspendedTransferring, readyToStart, holding
+        case runningBetweenTransfers, runningTransferring, canceling, completed
+
+        var testDescription: String { rawValue }
+    }
+
+    /// A machine in `situation`, with the transfer it runs (or ran, or prepared).
+    static func machine(in situation: Situation) -> (Machine, FakeTransfer) {
+        let transfer = FakeTransfer()
+        var machine = Machine()
+        switch situation {
+        case .notStarted:
+            break
+        case .runningBetweenTransfers:
+            _ = machine.resume()
+        case .suspendedBetweenTransfers:
+            _ = machine.resume()
+            _ = machine.suspend()
+        case .readyToStart:
+            _ = machine.resume()
+            _ = machine.suspend()
+            _ = machine.transferPrepared(transfer)
+        case .runningTransferring:
+            machine = running(transfer)
+        case .suspendedTransferring:
+            machine = running(transfer)
+            _ = machine.suspend()
+        case .holding:
+            machine = running(transfer)
+            _ = machine.suspend()
+            _ = machine.complete(with: outcome())
+        case .canceling:
+            machine = running(transfer)
+            _ = machine.cancel()
+        case .completed:
+            machine = running(transfer)
+            _ = machine.complete(with: outcome())
+        }
+        return (machine, transfer)
+    }
+
+    /// An action's case name, without its data.
+    static func name(_ action: Any) -> String {
+        String(String(describing: action).prefix { $0 != "(" })
+    }
+
+    /// What an event answers in one state, and the state the task is in after it.
+    struct Answer: Equatable, CustomStringConvertible {
+        var action: String
+        var state: TaskState
+        var description: String { "\(action) → \(state)" }
+    }
+
+    static func answer(_ action: String, _ state: TaskState) -> Answer { Answer(action: action, state: state) }
+
+    // MARK: - each event in each state
+
+    @Test("resume() in every state", arguments: Situation.allCases)
+    func resumeEverywhere(_ situation: Situation) {
+        let expected: [Situation: Answer] = [
+            .notStarted: Self.answer("start", .running),
+            .suspendedBetweenTransfers: Self.answer("announce", .running),
+            .suspendedTransferring: Self.answer("unpause", .running),
+            .readyToStart: Self.answer("startTransfer", .running),
+            .holding: Self.answer("complete", .completed),
+            .runningBetweenTransfers: Self.answer("none", .running),
+            .runningTransferring: Self.answer("none", .running),
+            .canceling: Self.answer("none", .canceling),
+            .completed: Self.answer("none", .completed),
+        ]
+        var (machine, _) = Self.machine(in: situation)
+        let action = machine.resume()
+        #expect(Answer(action: Self.name(action), state: machine.taskState) == expected[situation])
+    }
+
+    @Test("suspend() in every state", arguments: Situation.allCases)
+    func suspendEverywhere(_ situation: Situation) {
+        let expected: [Situation: Answer] = [
+            .notStarted: Self.answer("none", .suspended),
+            .suspendedBetweenTransfers: Self.answer("none", .suspended),
+            .suspendedTransferring: Self.answer("none", .suspended),
+            .readyToStart: Self.answer("none", .suspended),
+            .holding: Self.answer("none", .suspended),
+            .runningBetweenTransfers: Self.answer("announce", .suspended),
+            .runningTransferring: Self.answer("pause", .suspended),
+            .canceling: Self.answer("none", .canceling),
+            .completed: Self.answer("none", .completed),
+        ]
+        var (machine, _) = Self.machine(in: situation)
+        let action = machine.suspend()
+        #expect(Answer(action: Self.name(action), state: machine.taskState) == expected[situation])
+    }
+
+    @Test(
+        "cancel() in every state: stops a transfer in the engine, completes at once without one",
+        arguments: Situation.allCases)
+    func cancelEverywhere(_ situation: Situation) {
+        let expected: [Situation: Answer] = [
+            .notStarted: Self.answer("complete", .completed),
+            .suspendedBetweenTransfers: Self.answer("complete", .completed),
+            .suspendedTransferring: Self.answer("stop", .canceling),
+            .readyToStart: Self.answer("complete", .completed),
+            .holding: Self.answer("complete", .completed),
+            .runningBetweenTransfers: Self.answer("complete", .completed),
+            .runningTransferring: Self.answer("stop", .canceling),
+            .canceling: Self.answer("none", .canceling),
+            .completed: Self.answer("none", .completed),
+        ]
+        var (machine, transfer) = Self.machine(in: situation)
+        let action = machine.cancel()
+        #expect(Answer(action: Self.name(action), state: machine.taskState) == expected[situation])
+        switch action {
+        case .stop(let stopped):
+            #expect(stopped === transfer)
+            #expect(machine.currentTransfer === transfer)
+        case .complete(let completion, _):
+            #expect(completion.wasCancelled)
+            #expect(machine.currentTransfer == nil)
+        case .none:
+            break
+        }
+    }
+
+    @Test("complete(with:) a success in every state but the unstarted one", arguments: Situation.allCases)
+    func completeWithSuccessEverywhere(_ situation: Situation) {
+        let expected: [Situation: Answer] = [
+            .suspendedBetweenTransfers: Self.answer("hold", .suspended),
+            .suspendedTransferring: Self.answer("hold", .suspended),
+            .readyToStart: Self.answer("hold", .suspended),
+            .holding: Self.answer("hold", .suspended),
+            .runningBetweenTransfers: Self.answer("finish", .completed),
+            .runningTransferring: Self.answer("finish", .completed),
+            .canceling: Self.answer("finish", .completed),
+            .completed: Self.answer("none", .completed),
+        ]
+        guard let answer = expected[situation] else { return }  // notStarted: an exit test below
+        var (machine, _) = Self.machine(in: situation)
+        let action = machine.complete(with: Self.outcome())
+        #expect(Answer(action: Self.name(action), state: machine.taskState) == answer)
+        #expect(machine.isHoldingOutcome == (answer.action == "hold"))
+        if case .finish(let completion) = action {
+            #expect(completion.wasCancelled == (situation == .canceling))
+        }
+    }
+
+    @Test("complete(with:) a failure: only a success waits for a resume", arguments: Situation.allCases)
+    func completeWithFailureEverywhere(_ situation: Situation) {
+        guard situation != .notStarted else { return }
+        var (machine, _) = Self.machine(in: situation)
+        let action = machine.complete(with: Self.outcome(error: Self.failure))
+        let expected = situation == .completed ? "none" : "finish"
+        #expect(Self.name(action) == expected)
+        #expect(machine.taskState == .completed)
+    }
+
+    @Test(
+        "transferPrepared(_:) starts when running, waits when suspended, is dropped once cancelled",
+        arguments: Situation.allCases)
+    func transferPreparedEverywhere(_ situation: Situation) {
+        let expected: [Situation: Answer] = [
+            .suspendedBetweenTransfers: Self.answer("wait", .suspended),
+            .runningBetweenTransfers: Self.answer("start", .running),
+            .canceling: Self.answer("none", .canceling),
+            .completed: Self.answer("none", .completed),
+        ]
+        guard let answer = expected[situation] else { return }  // not between transfers: exit tests below
+        var (machine, _) = Self.machine(in: situation)
+        let next = FakeTransfer()
+        let action = machine.transferPrepared(next)
+        #expect(Answer(action: Self.name(action), state: machine.taskState) == answer)
+        if situation == .runningBetweenTransfers { #expect(machine.currentTransfer === next) }
+        if situation == .suspendedBetweenTransfers { #expect(machine.currentTransfer == nil) }
+    }
+
+    /// The states where a transfer is in the engine, and where it was stopped or is over.
+    static let endings: [Situation: TaskState] = [
+        .suspendedTransferring: .suspended, .runningTransferring: .running, .canceling: .canceling,
+        .completed: .completed,
+    ]
+
+    @Test(
+        "hopEnds: the transfer in the engine ends in another hop; once cancelled the task completes instead",
+        arguments: Situation.allCases)
+    func hopEndsEverywhere(_ situation: Situation) {
+        guard let state = Self.endings[situation] else { return }
+        var (machine, transfer) = Self.machine(in: situation)
+        let response = HTTPResponse(url: Self.url, statusCode: 302, headers: ["Location": "/b"])
+        let action = machine.hopEnds(sent: "GET /a", response: response, metrics: nil, isChallenge: false)
+        #expect(machine.taskState == state)
+        switch action {
+        case .decide(let ended):
+            #expect(situation == .suspendedTransferring || situation == .runningTransferring)
+            #expect(ended === transfer)
+            #expect(machine.currentTransfer == nil)
+            #expect(machine.report.response?.statusCode == 302)
+        case .complete:
+            #expect(situation == .canceling || situation == .completed)
+        }
+    }
+
+    @Test(
+        "retryAsked: the failed transfer in the engine goes to the retrier; once cancelled the task completes",
+        arguments: Situation.allCases)
+    func retryAskedEverywhere(_ situation: Situation) {
+        guard let state = Self.endings[situation] else { return }
+        var (machine, _) = Self.machine(in: situation)
+        let action = machine.retryAsked(response: nil)
+        #expect(machine.taskState == state)
+        switch action {
+        case .ask(let request, let attempt):
+            #expect(situation == .suspendedTransferring || situation == .runningTransferring)
+            #expect(request == nil)
+            #expect(attempt == 1)
+        case .complete:
+            #expect(situation == .canceling || situation == .completed)
+        }
+    }
+
+    @Test(
+        "connectivityWaitBegins: the first wait is announced, later ones are not; once cancelled the task completes",
+        arguments: Situation.allCases)
+    func connectivityWaitEverywhere(_ situation: Situation) {
+        guard let state = Self.endings[situation] else { return }
+        var (machine, _) = Self.machine(in: situation)
+        let timer = DispatchWorkItem {}
+        let action = machine.connectivityWaitBegins(timer, after: nil)
+        #expect(machine.taskState == state)
+        switch action {
+        case .announceAndWait:
+            #expect(situation == .suspendedTransferring || situation == .runningTransferring)
+            // The wait's timer is the pending timer a cancel cancels; a second wait is not announced.
+            _ = machine.attemptStarts(with: Request(url: Self.url))
+            _ = machine.transferPrepared(FakeTransfer())
+            if situation == .suspendedTransferring { _ = machine.resume() }
+            guard case .wait = machine.connectivityWaitBegins(timer, after: nil) else {
+                Issue.record("a second wait is not announced")
+                return
+            }
+            guard case .complete(_, let pending) = machine.cancel() else {
+                Issue.record("expected .complete")
+                return
+            }
+            #expect(pending === timer)
+        case .wait:
+            Issue.record("the first wait is announced")
+        case .complete:
+            #expect(situation == .canceling || situation == .completed)
+        }
+    }
+
+    /// The states between transfers, and where the task was stopped or is over.
+    static let betweens: [Situation: TaskState] = [
+        .suspendedBetweenTransfers: .suspended, .runningBetweenTransfers: .running, .canceling: .canceling,
+        .completed: .completed,
+    ]
+
+    @Test("retryScheduled: counts the attempt between transfers; nothing once cancelled", arguments: Situation.allCases)
+    func retryScheduledEverywhere(_ situation: Situation) {
+        guard let state = Self.betweens[situation] else { return }
+        var (machine, _) = Self.machine(in: situation)
+        let action = machine.retryScheduled(DispatchWorkItem {}, after: nil)
+        #expect(machine.taskState == state)
+        switch action {
+        case .schedule(let attempt):
+            #expect(state == .running || state == .suspended)
+            #expect(attempt == 2)
+        case .none:
+            #expect(state == .canceling || state == .completed)
+        }
+    }
+
+    @Test("attemptStarts: between transfers an attempt starts; nothing once cancelled", arguments: Situation.allCases)
+    func attemptStartsEverywhere(_ situation: Situation) {
+        guard let state = Self.betweens[situation] else { return }
+        var (machine, _) = Self.machine(in: situation)
+        let action = machine.attemptStarts(with: Request(url: Self.url))
+        #expect(machine.taskState == state)
+        switch action {
+        case .start(let attempt, let validators):
+            #expect(state == .running || state == .suspended)
+            #expect(attempt == 1)
+            #expect(validators == nil)
+            #expect(machine.hops.attemptRequest?.url == Self.url)
+        case .none:
+            #expect(state == .canceling || state == .completed)
+        }
+    }
+
+    @Test("becomeDownload: only while the transfer it names is in the engine", arguments: Situation.allCases)
+    func becomeDownloadEverywhere(_ situation: Situation) {
+        var (machine, transfer) = Self.machine(in: situation)
+        let download = FakeDownload()
+        let becomes = situation == .runningTransferring || situation == .suspendedTransferring
+        let withOther = machine.becomeDownload(download, runningTransfer: FakeTransfer())
+        #expect(Self.name(withOther) == "none")
+        let action = machine.becomeDownload(download, runningTransfer: transfer)
+        #expect(Self.name(action) == (becomes ? "become" : "none"))
+        #expect((machine.downloadTask === download) == becomes)
+        if becomes {
+            // Once a download, the transfer leads to no other: its end completes the task.
+            let response = HTTPResponse(url: Self.url, statusCode: 302, headers: [:])
+            var hop = machine
+            guard case .complete = hop.hopEnds(sent: "GET /a", response: response, metrics: nil, isChallenge: false)
+            else { Issue.record("expected .complete"); return }
+            var retry = machine
+            guard case .complete = retry.retryAsked(response: nil) else { Issue.record("expected .complete"); return }
+            var wait = machine
+            guard case .complete = wait.connectivityWaitBegins(DispatchWorkItem {}, after: nil) else {
+                Issue.record("expected .complete")
+                return
+            }
+        }
+    }
+
+    @Test("progressObserverAdded: joins until completion, refused after", arguments: Situation.allCases)
+    func progressObserverEverywhere(_ situation: Situation) {
+        var (machine, _) = Self.machine(in: situation)
+        let action = machine.progressObserverAdded(upload: true, onProgress: { _ in }, onCompletion: {})
+        #expect(Self.name(action) == (situation == .completed ? "finishNow" : "added"))
+        #expect((machine.progressHandler(upload: true) != nil) == (situation != .completed))
+    }
+
+    @Test("resumeDataRequested: taken once before completion, answered with nil after", arguments: Situation.allCases)
+    func resumeDataRequestedEverywhere(_ situation: Situation) {
+        var (machine, _) = Self.machine(in: situation)
+        let first = machine.resumeDataRequested { _ in }
+        #expect(Self.name(first) == (situation == .completed ? "answerNil" : "cancel"))
+        let second = machine.resumeDataRequested { _ in }
+        #expect(Self.name(second) == "answerNil")
+    }
+
+    @Test("whenHoldingOutcome: runs at once only while an outcome is held", arguments: Situation.allCases)
+    func holdWaiterEverywhere(_ situation: Situation) {
+        var (machine, _) = Self.machine(in: situation)
+        let action = machine.whenHoldingOutcome {}
+        #expect(Self.name(action) == (situation == .holding ? "runNow" : "wait"))
+    }
+
+    @Test("responseArrived and redirectFollowed keep what they record in any state", arguments: Situation.allCases)
+    func recordsEverywhere(_ situation: Situation) {
+        var (machine, _) = Self.machine(in: situation)
+        let state = machine.taskState
+        machine.responseArrived(HTTPResponse(url: Self.url, statusCode: 201, headers: [:]))
+        #expect(machine.report.response?.statusCode == 201)
+        #expect(Self.name(machine.redirectFollowed(to: "GET /b")) == "follow")
+        #expect(machine.hops.redirectCount == 1)
+        #expect(machine.taskState == state)
+    }
+
+    @Test("the completed task's reports: resume data after a failure, the resume-data handler once, the callbacks once")
+    func completedReports() {
+        var (machine, _) = Self.machine(in: .runningTransferring)
+        _ = machine.resumeDataRequested { _ in }
+        _ = machine.complete(with: Self.outcome(error: Self.failure))
+        guard case .answer = machine.resumeDataAnswered() else { Issue.record("expected .answer"); return }
+        guard case .none = machine.resumeDataAnswered() else { Issue.record("handed out once"); return }
+        machine.resumeDataMadeAfterFailure(Data("resume".utf8))
+        #expect(machine.report.resumeDataAfterFailure == Data("resume".utf8))
+        guard case .report = machine.completionReported(error: Self.failure) else { return }
+        #expect(machine.report.error?.code == .timedOut)
+    }
+
+    // MARK: - scenarios
+
     @Test("a new task is suspended and not started; the first resume asks for the first transfer")
     func firstResume() throws {
         var machine = Machine()
-        #expect(machine.state == .suspended)
+        #expect(machine.taskState == .suspended)
         #expect(!machine.hasStarted)
-        guard case .start = machine.resume() else { Issue.record("expected .start"); return }
-        #expect(machine.state == .running)
+        guard case .start(let validators) = machine.resume() else { Issue.record("expected .start"); return }
+        #expect(validators == nil)
+        #expect(machine.taskState == .running)
         #expect(machine.hasStarted)
         guard case .none = machine.resume() else { Issue.record("a second resume changes nothing"); return }
     }
 
     @Test("the prepared transfer starts when running, and waits for resume() when suspended")
     func preparedTransfer() throws {
-        let parts = Parts()
-        let first = parts.transfer()
+        let first = FakeTransfer()
         var machine = Machine()
         _ = machine.resume()
         guard case .start(let started) = machine.transferPrepared(first) else {
@@ -72,158 +433,143 @@ struct TaskStateMachineTests {
         #expect(suspended.currentTransfer === first)
     }
 
-    @Test("suspend pauses the running transfer; resume unpauses it; each only from the other state")
-    func suspendAndResume() throws {
-        let parts = Parts()
-        let transfer = parts.transfer()
-        var machine = Self.running(transfer)
-        guard case .pause(let paused) = machine.suspend() else { Issue.record("expected .pause"); return }
-        #expect(paused === transfer)
-        #expect(machine.state == .suspended)
-        guard case .none = machine.suspend() else { Issue.record("a second suspend changes nothing"); return }
-        guard case .unpause(let unpaused) = machine.resume() else { Issue.record("expected .unpause"); return }
-        #expect(unpaused === transfer)
-        #expect(machine.state == .running)
-    }
-
-    @Test("cancel: before the start, while transferring, between transfers, after completion")
-    func cancelEverywhere() throws {
-        let parts = Parts()
-        var unstarted = Machine()
-        guard case .completeUnstarted = unstarted.cancel() else { Issue.record("expected .completeUnstarted"); return }
-        #expect(unstarted.state == .canceling)
-        guard case .none = unstarted.cancel() else { Issue.record("cancel is once"); return }
-
-        let transfer = parts.transfer()
-        var transferring = Self.running(transfer)
-        guard case .stop(let stopped) = transferring.cancel() else { Issue.record("expected .stop"); return }
-        #expect(stopped === transfer)
-
+    @Test("cancel between transfers hands back the retry's timer; the next attempt then does not start")
+    func cancelBetweenTransfers() throws {
+        let transfer = FakeTransfer()
         var between = Self.running(transfer)
-        let ended = between.transferEndsBetweenTransfers()
-        #expect(ended === transfer)
+        guard case .ask = between.retryAsked(response: nil) else { Issue.record("expected .ask"); return }
         let timer = DispatchWorkItem {}
-        let scheduled = between.retryScheduled(timer, after: nil)
-        #expect(scheduled == 2)
-        guard case .completeBetweenTransfers(let pending) = between.cancel() else {
-            Issue.record("expected .completeBetweenTransfers")
+        guard case .schedule(let attempt) = between.retryScheduled(timer, after: nil) else {
+            Issue.record("expected .schedule")
+            return
+        }
+        #expect(attempt == 2)
+        let last = HTTPResponse(url: Self.url, statusCode: 503, headers: [:])
+        between.responseArrived(last)
+        guard case .complete(let completion, let pending) = between.cancel() else {
+            Issue.record("expected .complete")
             return
         }
         #expect(pending === timer)
-        // Cancelled between transfers: the next one is dropped, and a retry's next attempt does not start.
+        #expect(completion.wasCancelled)
+        #expect(completion.outcome.response?.statusCode == 503, "completes with the last response that arrived")
         guard case .none = between.transferPrepared(transfer) else { Issue.record("expected .none"); return }
-        let attemptStarted = between.attemptStarts(with: Request(url: parts.url))
-        #expect(attemptStarted == nil)
-
-        var done = Self.running(transfer)
-        guard case .finish = done.complete(with: parts.outcome()) else { Issue.record("expected .finish"); return }
-        guard case .none = done.cancel() else { Issue.record("a completed task ignores cancel"); return }
-        guard case .none = done.resume() else { Issue.record("a completed task ignores resume"); return }
-        guard case .none = done.suspend() else { Issue.record("a completed task ignores suspend"); return }
+        guard case .none = between.attemptStarts(with: Request(url: Self.url)) else {
+            Issue.record("expected .none")
+            return
+        }
     }
 
     @Test("a transfer that succeeds while the task is suspended is held: resume() completes with it")
     func heldUntilResume() throws {
-        let parts = Parts()
-        let transfer = parts.transfer()
-        var machine = Self.running(transfer)
+        var machine = Self.running(FakeTransfer())
         _ = machine.suspend()
-        guard case .hold = machine.complete(with: parts.outcome()) else { Issue.record("expected .hold"); return }
-        #expect(machine.state == .suspended)
-        guard case .complete(let held) = machine.resume() else { Issue.record("expected .complete"); return }
-        #expect(held.response?.statusCode == 200)
-        guard case .finish(_, let wasCancelled, _) = machine.complete(with: held) else {
-            Issue.record("expected .finish")
+        let waiter = machine.whenHoldingOutcome {}
+        #expect(Self.name(waiter) == "wait")
+        guard case .hold(let waiters) = machine.complete(with: Self.outcome()) else {
+            Issue.record("expected .hold")
             return
         }
-        #expect(!wasCancelled)
-        #expect(machine.state == .completed)
-        guard case .none = machine.complete(with: held) else { Issue.record("completion is exactly once"); return }
+        #expect(waiters.count == 1, "those waiting for the hold are woken by it")
+        #expect(machine.taskState == .suspended)
+        guard case .complete(let completion) = machine.resume() else { Issue.record("expected .complete"); return }
+        #expect(completion.outcome.response?.statusCode == 200)
+        #expect(!completion.wasCancelled)
+        #expect(machine.taskState == .completed)
+        guard case .none = machine.complete(with: completion.outcome) else {
+            Issue.record("completion is exactly once")
+            return
+        }
     }
 
     @Test("a held outcome is given up by cancel(): the task completes as cancelled")
     func heldThenCancelled() throws {
-        let parts = Parts()
-        var machine = Self.running(parts.transfer())
+        var machine = Self.running(FakeTransfer())
         _ = machine.suspend()
-        _ = machine.complete(with: parts.outcome())
-        guard case .complete(let held) = machine.cancel() else { Issue.record("expected .complete"); return }
-        guard case .finish(_, let wasCancelled, _) = machine.complete(with: held) else {
-            Issue.record("expected .finish")
+        _ = machine.complete(with: Self.outcome())
+        guard case .complete(let completion, let timer) = machine.cancel() else {
+            Issue.record("expected .complete")
             return
         }
-        #expect(wasCancelled)
-    }
-
-    @Test("a failure while suspended completes at once: only a success waits for resume()")
-    func failureWhileSuspended() throws {
-        let parts = Parts()
-        var machine = Self.running(parts.transfer())
-        _ = machine.suspend()
-        let failure = HeraldError(.timedOut, "timed out")
-        guard case .finish(_, let wasCancelled, _) = machine.complete(with: parts.outcome(error: failure)) else {
-            Issue.record("expected .finish")
-            return
-        }
-        #expect(!wasCancelled)
-        #expect(machine.state == .completed)
+        #expect(completion.wasCancelled)
+        #expect(timer == nil)
+        #expect(machine.taskState == .completed)
     }
 
     @Test("only the running transfer can end in another hop; the hop is recorded in the machine")
     func hopsOnlyFromTheRunningTransfer() throws {
-        let parts = Parts()
-        let transfer = parts.transfer()
+        let transfer = FakeTransfer()
         var machine = Self.running(transfer)
-        let first = machine.hopEnds(sent: "GET /a", metrics: nil, isChallenge: false)
+        let redirect = HTTPResponse(url: Self.url, statusCode: 302, headers: ["Location": "/b"])
+        guard
+            case .decide(let first) = machine.hopEnds(
+                sent: "GET /a", response: redirect, metrics: nil, isChallenge: false)
+        else { Issue.record("expected .decide"); return }
         #expect(first === transfer)
         #expect(machine.hops.visited == ["GET /a"])
         #expect(machine.currentTransfer == nil)
-        let followed = machine.redirectFollowed(to: "GET /b")
-        #expect(followed)
+        guard case .follow = machine.redirectFollowed(to: "GET /b") else { Issue.record("expected .follow"); return }
         #expect(machine.hops.redirectCount == 1)
         // A redirect back to a request this task sent is a loop, and is not counted.
-        let loop = machine.redirectFollowed(to: "GET /a")
-        #expect(!loop)
+        guard case .loop = machine.redirectFollowed(to: "GET /a") else { Issue.record("expected .loop"); return }
         #expect(machine.hops.redirectCount == 1)
-        let next = parts.transfer()
+        let next = FakeTransfer()
         guard case .start(let started) = machine.transferPrepared(next, sendsCredential: true) else {
             Issue.record("expected .start")
             return
         }
         #expect(started === next)
-        // A 401 answering a transfer that sent a credential is a refusal.
-        _ = machine.hopEnds(sent: "GET /b", metrics: nil, isChallenge: true)
+        // A 401 answering a transfer that sent a credential is a refusal; one that sent none is not.
+        let challenge = HTTPResponse(url: Self.url, statusCode: 401, headers: [:])
+        _ = machine.hopEnds(sent: "GET /b", response: challenge, metrics: nil, isChallenge: true)
         #expect(machine.hops.authenticationFailures == 1)
-
-        var cancelled = Self.running(transfer)
-        _ = cancelled.cancel()
-        let afterCancel = cancelled.transferEndsBetweenTransfers()
-        #expect(afterCancel == nil)
+        _ = machine.transferPrepared(FakeTransfer(), sendsCredential: false)
+        _ = machine.hopEnds(sent: "GET /b", response: challenge, metrics: nil, isChallenge: true)
+        #expect(machine.hops.authenticationFailures == 1)
     }
 
     @Test("a retry counts the attempt and starts its hops afresh; the attempt's request is kept")
     func retryAttempts() throws {
-        let parts = Parts()
-        var machine = Self.running(parts.transfer())
-        _ = machine.hopEnds(sent: "GET /a", metrics: nil, isChallenge: false)
+        let stale = CachedResponse(
+            response: HTTPResponse(url: Self.url, statusCode: 200, headers: [:]), data: Data("cached".utf8))
+        var machine = Machine()
+        let revalidation = Machine.Revalidation(stale: stale, validators: ["If-None-Match": "\"v1\""])
+        guard case .start(let validators) = machine.resume(revalidating: revalidation) else {
+            Issue.record("expected .start")
+            return
+        }
+        #expect(validators?["If-None-Match"] == "\"v1\"")
+        _ = machine.transferPrepared(FakeTransfer())
+        let redirect = HTTPResponse(url: Self.url, statusCode: 302, headers: [:])
+        _ = machine.hopEnds(sent: "GET /a", response: redirect, metrics: nil, isChallenge: false)
         _ = machine.redirectFollowed(to: "GET /b")
-        _ = machine.transferPrepared(parts.transfer())
-        _ = machine.transferEndsBetweenTransfers()
-        let attempt = machine.retryScheduled(DispatchWorkItem {}, after: nil)
+        _ = machine.transferPrepared(FakeTransfer())
+        _ = machine.retryAsked(response: nil)
+        guard case .schedule(let attempt) = machine.retryScheduled(DispatchWorkItem {}, after: nil) else {
+            Issue.record("expected .schedule")
+            return
+        }
         #expect(attempt == 2)
         #expect(machine.hops.redirectCount == 0)
         #expect(machine.hops.visited.isEmpty)
-        let stale = CachedResponse(
-            response: HTTPResponse(url: parts.url, statusCode: 200, headers: [:]), data: Data("cached".utf8))
-        machine.revalidates(stale, with: ["If-None-Match": "\"v1\""])
-        let request = Request(url: parts.url)
-        let started = machine.attemptStarts(with: request)
-        #expect(started?.attempt == 2)
-        #expect(started?.validators?["If-None-Match"] == "\"v1\"")
-        #expect(machine.hops.attemptRequest?.url == parts.url)
+        let request = Request(url: Self.url)
+        guard case .start(let started, let sent) = machine.attemptStarts(with: request) else {
+            Issue.record("expected .start")
+            return
+        }
+        #expect(started == 2)
+        #expect(sent?["If-None-Match"] == "\"v1\"")
+        #expect(machine.hops.attemptRequest?.url == Self.url)
+        _ = machine.transferPrepared(FakeTransfer())
+        guard case .ask(let asked, let askedAttempt) = machine.retryAsked(response: nil) else {
+            Issue.record("expected .ask")
+            return
+        }
+        #expect(asked?.url == Self.url)
+        #expect(askedAttempt == 2)
         // Suspended before the delay ran out: the attempt starts, its transfer waits for resume().
         guard case .announce = machine.suspend() else { Issue.record("expected .announce"); return }
-        let transfer = parts.transfer()
+        let transfer = FakeTransfer()
         guard case .wait = machine.transferPrepared(transfer) else { Issue.record("expected .wait"); return }
         guard case .startTransfer(let waiting) = machine.resume() else {
             Issue.record("expected .startTransfer")
@@ -232,52 +578,32 @@ struct TaskStateMachineTests {
         #expect(waiting === transfer)
     }
 
-    #if DEBUG
-        @Test("an impossible event fails loudly in a debug build: a second transfer prepared while one runs")
-        func impossibleEventTraps() async {
-            await #expect(processExitsWith: .failure) {
-                var machine = TaskStateMachine<TaskStateMachineTests.FakeTransfer, TaskStateMachineTests.FakeDownload>()
-                _ = machine.resume()
-                _ = machine.transferPrepared(TaskStateMachineTests.FakeTransfer())
-                _ = machine.transferPrepared(TaskStateMachineTests.FakeTransfer())
-            }
-        }
-
-        @Test("an impossible event fails loudly in a debug build: a transfer ends twice")
-        func transferEndingTwiceTraps() async {
-            await #expect(processExitsWith: .failure) {
-                var machine = TaskStateMachine<TaskStateMachineTests.FakeTransfer, TaskStateMachineTests.FakeDownload>()
-                _ = machine.resume()
-                _ = machine.transferPrepared(TaskStateMachineTests.FakeTransfer())
-                _ = machine.transferEndsBetweenTransfers()
-                _ = machine.transferEndsBetweenTransfers()
-            }
-        }
-    #endif
-
     @Test("a data task becomes a download only while its transfer runs; the download task completes it")
     func becomingADownload() throws {
-        let parts = Parts()
-        let transfer = parts.transfer()
-        let other = parts.transfer()
-        let download = parts.downloadTask()
+        let transfer = FakeTransfer()
+        let download = FakeDownload()
         var machine = Self.running(transfer)
-        let becameWithOther = machine.becomeDownload(download, runningTransfer: other)
-        #expect(!becameWithOther)
-        #expect(machine.downloadTask == nil)
-        let became = machine.becomeDownload(download, runningTransfer: transfer)
-        #expect(became)
-        guard case .finish(_, _, let finisher) = machine.complete(with: parts.outcome()) else {
-            Issue.record("expected .finish")
+        guard case .become = machine.becomeDownload(download, runningTransfer: transfer) else {
+            Issue.record("expected .become")
             return
         }
-        #expect(finisher === download)
+        // Suspended and held, the outcome still completes as the download task.
+        _ = machine.suspend()
+        _ = machine.complete(with: Self.outcome())
+        #expect(machine.downloadTask === download)
+        guard case .complete(let completion) = machine.resume() else { Issue.record("expected .complete"); return }
+        #expect(completion.download === download)
         #expect(machine.downloadTask == nil)
 
         var cancelled = Self.running(transfer)
+        _ = cancelled.becomeDownload(download, runningTransfer: transfer)
         _ = cancelled.cancel()
-        let becameAfterCancel = cancelled.becomeDownload(download, runningTransfer: transfer)
-        #expect(!becameAfterCancel)
+        guard case .finish(let finished) = cancelled.complete(with: Self.outcome()) else {
+            Issue.record("expected .finish")
+            return
+        }
+        #expect(finished.download === download)
+        #expect(finished.wasCancelled)
     }
 
     static func metrics(total: TimeInterval) -> TransferMetrics {
@@ -290,29 +616,28 @@ struct TaskStateMachineTests {
 
     @Test("the report: the last response, the hops' metrics then the final one, Herald's redirect count, the error")
     func report() throws {
-        let parts = Parts()
-        var machine = Self.running(parts.transfer())
-        let redirect = HTTPResponse(url: parts.url, statusCode: 302, headers: ["Location": "/b"])
+        var machine = Self.running(FakeTransfer())
+        let redirect = HTTPResponse(url: Self.url, statusCode: 302, headers: ["Location": "/b"])
         machine.responseArrived(redirect)
         #expect(machine.report.response?.statusCode == 302)
-        _ = machine.hopEnds(sent: "GET /a", metrics: Self.metrics(total: 1), isChallenge: false)
+        _ = machine.hopEnds(sent: "GET /a", response: redirect, metrics: Self.metrics(total: 1), isChallenge: false)
         _ = machine.redirectFollowed(to: "GET /b")
-        _ = machine.transferPrepared(parts.transfer())
+        _ = machine.transferPrepared(FakeTransfer())
         #expect(machine.hopMetrics.isEmpty, "no hop metrics before completion")
-        var final = parts.outcome()
+        var final = Self.outcome()
         final.metrics = Self.metrics(total: 2)
-        guard case .finish(let reported, let wasCancelled, _) = machine.complete(with: final) else {
+        guard case .finish(let completion) = machine.complete(with: final) else {
             Issue.record("expected .finish")
             return
         }
-        #expect(!wasCancelled)
-        #expect(reported.metrics?.redirectCount == 1)
+        #expect(!completion.wasCancelled)
+        #expect(completion.outcome.metrics?.redirectCount == 1)
         #expect(machine.report.metrics?.total == 2)
         #expect(machine.report.response?.statusCode == 200)
         #expect(machine.hopMetrics.map(\.total) == [1, 2])
         #expect(machine.hopMetrics.map(\.redirectCount) == [0, 1])
         #expect(machine.report.error == nil)
-        let refused = HeraldError(.badServerResponse, "refused by the serializer", url: parts.url)
+        let refused = HeraldError(.badServerResponse, "refused by the serializer", url: Self.url)
         _ = machine.completionReported(error: refused)
         #expect(machine.report.error?.code == .badServerResponse)
     }
@@ -326,7 +651,6 @@ struct TaskStateMachineTests {
 
     @Test("the caller's callbacks: given at creation, joined by progress observers until completion, handed out once")
     func callbacks() throws {
-        let parts = Parts()
         let counter = CallCounter()
         var machine = Machine(
             callbacks: TaskCallbacks(
@@ -335,21 +659,21 @@ struct TaskStateMachineTests {
         #expect(machine.progressHandler(upload: true) == nil)
         #expect(machine.progressHandler(upload: false) != nil)
         _ = machine.resume()
-        _ = machine.transferPrepared(parts.transfer())
+        _ = machine.transferPrepared(FakeTransfer())
         let added = machine.progressObserverAdded(
             upload: false, onProgress: { _ in counter.record("observer progress") },
             onCompletion: { counter.record("observer completion") })
-        #expect(added)
+        #expect(Self.name(added) == "added")
         let progress = TransferProgress(completed: 1, total: 2, task: nil, isFinished: true)
         machine.progressHandler(upload: false)?(progress)
         #expect(counter.names == ["download", "observer progress"])
 
-        guard case .finish = machine.complete(with: parts.outcome()) else { Issue.record("expected .finish"); return }
+        guard case .finish = machine.complete(with: Self.outcome()) else { Issue.record("expected .finish"); return }
         let lateObserver = machine.progressObserverAdded(
             upload: true, onProgress: { _ in counter.record("late") }, onCompletion: { counter.record("late") })
-        #expect(!lateObserver, "an observer added after completion is refused: the counts are final")
+        #expect(Self.name(lateObserver) == "finishNow", "an observer added after completion is refused")
 
-        let handed = machine.completionReported(error: nil)
+        guard case .report(let handed) = machine.completionReported(error: nil) else { return }
         handed.completion?(nil, nil, nil)
         #expect(counter.names == ["download", "observer progress", "observer completion", "completion"])
         #expect(handed.downloadProgress != nil)
@@ -358,54 +682,159 @@ struct TaskStateMachineTests {
 
     @Test("resume data is requested once, only before completion, and its handler is handed out once")
     func resumeDataHandler() throws {
-        let parts = Parts()
-        var machine = Self.running(parts.transfer())
-        let first = machine.resumeDataRequested { _ in }
-        let second = machine.resumeDataRequested { _ in }
-        #expect(first)
-        #expect(!second, "one request at a time: the second caller gets nil at once")
+        var machine = Self.running(FakeTransfer())
+        guard case .cancel = machine.resumeDataRequested({ _ in }) else { Issue.record("expected .cancel"); return }
+        guard case .answerNil = machine.resumeDataRequested({ _ in }) else {
+            Issue.record("one request at a time: the second caller gets nil at once")
+            return
+        }
         _ = machine.cancel()
-        guard case .finish(_, let wasCancelled, _) = machine.complete(with: parts.outcome()) else {
+        guard case .finish(let completion) = machine.complete(with: Self.outcome()) else {
             Issue.record("expected .finish")
             return
         }
-        #expect(wasCancelled)
-        let afterCompletion = machine.resumeDataRequested { _ in }
-        #expect(!afterCompletion)
-        #expect(machine.resumeDataHandlerTaken() != nil)
-        #expect(machine.resumeDataHandlerTaken() == nil)
+        #expect(completion.wasCancelled)
+        guard case .answerNil = machine.resumeDataRequested({ _ in }) else {
+            Issue.record("expected .answerNil"); return
+        }
+        guard case .answer = machine.resumeDataAnswered() else { Issue.record("expected .answer"); return }
+        guard case .none = machine.resumeDataAnswered() else { Issue.record("expected .none"); return }
     }
 
     @Test("a 304 answering a revalidation completes with the cached body and response; another status does not")
     func revalidation() throws {
-        let parts = Parts()
         let stale = CachedResponse(
-            response: HTTPResponse(url: parts.url, statusCode: 200, headers: ["ETag": "\"v1\""]),
+            response: HTTPResponse(url: Self.url, statusCode: 200, headers: ["ETag": "\"v1\""]),
             data: Data("cached".utf8))
+        let revalidation = Machine.Revalidation(stale: stale, validators: ["If-None-Match": "\"v1\""])
         var machine = Machine()
-        _ = machine.resume()
-        machine.revalidates(stale, with: ["If-None-Match": "\"v1\""])
-        _ = machine.transferPrepared(parts.transfer())
+        _ = machine.resume(revalidating: revalidation)
+        _ = machine.transferPrepared(FakeTransfer())
         let notModified = TransferOutcome(
-            response: HTTPResponse(url: parts.url, statusCode: 304, headers: [:]), body: Data(), error: nil,
+            response: HTTPResponse(url: Self.url, statusCode: 304, headers: [:]), body: Data(), error: nil,
             metrics: nil)
-        guard case .finish(let reported, _, _) = machine.complete(with: notModified) else {
+        guard case .finish(let completion) = machine.complete(with: notModified) else {
             Issue.record("expected .finish")
             return
         }
-        #expect(reported.response?.statusCode == 200)
-        #expect(reported.body == Data("cached".utf8))
+        #expect(completion.outcome.response?.statusCode == 200)
+        #expect(completion.outcome.body == Data("cached".utf8))
         #expect(machine.report.revalidating == nil)
 
         var fresh = Machine()
-        _ = fresh.resume()
-        fresh.revalidates(stale, with: ["If-None-Match": "\"v1\""])
-        _ = fresh.transferPrepared(parts.transfer())
-        guard case .finish(let changed, _, _) = fresh.complete(with: parts.outcome()) else {
+        _ = fresh.resume(revalidating: revalidation)
+        _ = fresh.transferPrepared(FakeTransfer())
+        guard case .finish(let changed) = fresh.complete(with: Self.outcome()) else {
             Issue.record("expected .finish")
             return
         }
-        #expect(changed.body == Data("body".utf8))
-        #expect(changed.response?.statusCode == 200)
+        #expect(changed.outcome.body == Data("body".utf8))
+        #expect(changed.outcome.response?.statusCode == 200)
+    }
+
+    // MARK: - impossible events stop the process, in release builds too
+
+    /// The states that are not between transfers: preparing a transfer, scheduling a retry or starting an
+    /// attempt there is a bug.
+    static let notBetweenTransfers: [Situation] = [
+        .notStarted, .suspendedTransferring, .readyToStart, .holding, .runningTransferring,
+    ]
+
+    /// The states with no transfer in the engine (and not cancelled): a transfer ending there is a bug.
+    static let noTransferInTheEngine: [Situation] = [
+        .notStarted, .suspendedBetweenTransfers, .readyToStart, .holding, .runningBetweenTransfers,
+    ]
+
+    @Test("impossible: a transfer prepared while the task is not between transfers", arguments: notBetweenTransfers)
+    func transferPreparedTraps(_ situation: Situation) async {
+        await #expect(processExitsWith: .failure) { [situation] in
+            var (machine, _) = TaskStateMachineTests.machine(in: situation)
+            _ = machine.transferPrepared(TaskStateMachineTests.FakeTransfer())
+        }
+    }
+
+    @Test("impossible: a retry scheduled while the task is not between transfers", arguments: notBetweenTransfers)
+    func retryScheduledTraps(_ situation: Situation) async {
+        await #expect(processExitsWith: .failure) { [situation] in
+            var (machine, _) = TaskStateMachineTests.machine(in: situation)
+            _ = machine.retryScheduled(DispatchWorkItem {}, after: nil)
+        }
+    }
+
+    @Test("impossible: an attempt started while the task is not between transfers", arguments: notBetweenTransfers)
+    func attemptStartsTraps(_ situation: Situation) async {
+        await #expect(processExitsWith: .failure) { [situation] in
+            var (machine, _) = TaskStateMachineTests.machine(in: situation)
+            _ = machine.attemptStarts(with: Request(url: TaskStateMachineTests.url))
+        }
+    }
+
+    @Test("impossible: a hop ends with no transfer in the engine", arguments: noTransferInTheEngine)
+    func hopEndsTraps(_ situation: Situation) async {
+        await #expect(processExitsWith: .failure) { [situation] in
+            var (machine, _) = TaskStateMachineTests.machine(in: situation)
+            let response = HTTPResponse(url: TaskStateMachineTests.url, statusCode: 302, headers: [:])
+            _ = machine.hopEnds(sent: "GET /a", response: response, metrics: nil, isChallenge: false)
+        }
+    }
+
+    @Test("impossible: a retry asked about with no transfer in the engine", arguments: noTransferInTheEngine)
+    func retryAskedTraps(_ situation: Situation) async {
+        await #expect(processExitsWith: .failure) { [situation] in
+            var (machine, _) = TaskStateMachineTests.machine(in: situation)
+            _ = machine.retryAsked(response: nil)
+        }
+    }
+
+    @Test("impossible: a wait for connectivity begins with no transfer in the engine", arguments: noTransferInTheEngine)
+    func connectivityWaitTraps(_ situation: Situation) async {
+        await #expect(processExitsWith: .failure) { [situation] in
+            var (machine, _) = TaskStateMachineTests.machine(in: situation)
+            _ = machine.connectivityWaitBegins(DispatchWorkItem {}, after: nil)
+        }
+    }
+
+    @Test("impossible: a transfer ends twice")
+    func transferEndingTwiceTraps() async {
+        await #expect(processExitsWith: .failure) {
+            var (machine, _) = TaskStateMachineTests.machine(in: .runningTransferring)
+            _ = machine.retryAsked(response: nil)
+            _ = machine.retryAsked(response: nil)
+        }
+    }
+
+    @Test("impossible: a task that never started completes with an outcome")
+    func unstartedCompletionTraps() async {
+        await #expect(processExitsWith: .failure) {
+            var machine = TaskStateMachineTests.Machine()
+            _ = machine.complete(with: TaskStateMachineTests.outcome())
+        }
+    }
+
+    /// Every state but the last: reporting a completion there is a bug.
+    static let notCompleted = Situation.allCases.filter { $0 != .completed }
+
+    @Test("impossible: a completion reported before the task completed", arguments: notCompleted)
+    func completionReportedTraps(_ situation: Situation) async {
+        await #expect(processExitsWith: .failure) { [situation] in
+            var (machine, _) = TaskStateMachineTests.machine(in: situation)
+            _ = machine.completionReported(error: nil)
+        }
+    }
+
+    @Test("impossible: resume data answered before the task completed", arguments: notCompleted)
+    func resumeDataAnsweredTraps(_ situation: Situation) async {
+        await #expect(processExitsWith: .failure) { [situation] in
+            var (machine, _) = TaskStateMachineTests.machine(in: situation)
+            _ = machine.resumeDataAnswered()
+        }
+    }
+
+    @Test("impossible: resume data made after a failure before the task completed", arguments: notCompleted)
+    func resumeDataMadeTraps(_ situation: Situation) async {
+        await #expect(processExitsWith: .failure) { [situation] in
+            var (machine, _) = TaskStateMachineTests.machine(in: situation)
+            machine.resumeDataMadeAfterFailure(Data())
+        }
     }
 }
