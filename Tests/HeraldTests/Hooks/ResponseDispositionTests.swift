@@ -47,8 +47,8 @@ struct ResponseDispositionTests {
         task.resume()
         let askedAt = try await asked.value()
         let sent = try #require(fixture.server.requests(forPath: "/bytes/1000").first?.receivedAt)
-        // The head leaves the server as the request arrives; the body 1.5 s later.
-        #expect(askedAt - sent < .milliseconds(500))
+        // The head leaves the server as the request arrives; the body 1.5 s later (the old code: 1.8 s).
+        #expect(askedAt - sent < .milliseconds(1000))
         try await fixture.recorder.waitForCompletions(1)
         #expect((log.all.first?.object as? Data) == Data(TestServer.expectedBytes(in: 0..<1000)))
         #expect(ContinuousClock.now - sent >= .milliseconds(1500))
@@ -76,7 +76,7 @@ struct ResponseDispositionTests {
         let headAt = ContinuousClock.now
         let sent = try #require(fixture.server.requests(forPath: "/bytes/1000").first?.receivedAt)
         #expect(response.statusCode == 200)
-        #expect(headAt - sent < .milliseconds(500))
+        #expect(headAt - sent < .milliseconds(1000))
         var count = 0
         for try await chunk in body { count += chunk.count }
         #expect(count == 1000)
