@@ -79,6 +79,9 @@ final class Transfer: @unchecked Sendable {
     @exclusivity(unchecked) var source: (any BodySource)?
     @exclusivity(unchecked) var sink: any BodySink = MemoryBodySink()
     @exclusivity(unchecked) var bodyBytesSent: Int64 = 0
+    /// Whether the read callback paused sending because a streamed body's reader had nothing yet (or the body
+    /// was rewound): the reader's wake (`bodyAvailable`) unpauses it. Loop thread only.
+    @exclusivity(unchecked) var isWaitingForBody = false
 
     /// Whether the body is collected in memory (and so subject to the response size limit).
     @exclusivity(unchecked) var collectsBodyInMemory: Bool
@@ -257,6 +260,8 @@ final class Transfer: @unchecked Sendable {
             error = failure
         }
         let body = sink.finish()
+        // A streamed body's reader stops reading ahead.
+        source?.stopReading()
         // Out of the multi handle by now (or never in it). A handle its pool has a place for goes back through
         // the completing thread, which reads the metrics from it (see FinishedEasyHandle); any other is read
         // and freed here. Only a transfer curl finished normally leaves its handle fit for another: after a
