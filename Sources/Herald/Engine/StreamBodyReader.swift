@@ -3,13 +3,14 @@ import Foundation
 import HeraldNotifications
 
 /// Reads a streamed request body — a ``BodyStream`` and the fresh ones that replace it when the body is
-/// sent again — on ``queue``, never on the engine's loop thread, into a small buffer that curl's read
-/// callback drains on the loop thread.
+/// sent again — on a serial dispatch queue of its own (``queue``), never on the engine's loop thread, into a
+/// small buffer that curl's read callback drains on the loop thread.
 ///
 /// A body stream's `read`, `taskNeedNewBodyStream` and a sized body's `open` are user code, which may be slow
 /// or block; the loop thread runs every transfer of its engine and so runs none of it. The reader keeps at
 /// most ``capacity`` bytes ahead of curl (constant memory for any body size) and reads one ``chunk`` at a
-/// time, one call at a time per stream (at most one reader job exists; ``State/isReaderScheduled``).
+/// time, one call at a time per stream (its queue is serial, and at most one reader job exists:
+/// ``State/isReaderScheduled``).
 ///
 /// The hand-over: when the buffer is empty, ``take(into:)`` answers ``BodySourceRead/wait`` and the read
 /// callback returns `CURL_READFUNC_PAUSE` (libcurl then stops calling it); the reader's next bytes, its end or
@@ -22,17 +23,20 @@ import HeraldNotifications
 final class StreamBodyReader: @unchecked Sendable {
     // Safety: `shared` is guarded by its lock, and the bytes of `storage` are read and written only while it
     // is held (by the loop thread in `take(into:)`, by the reader in `publish`). `stream`, `produced` and
-    // `scratch` belong to the reader job, which runs on `queue`: at most one job exists at a time
-    // (`isReaderScheduled`, set and cleared under the lock), and the lock orders each job after the last.
+    // `scratch` belong to the reader job, which runs on `queue`, a serial queue: one job at a time, each
+    // ordered after the last.
 
     /// The most bytes read ahead of curl: one curl upload buffer (64 KiB).
     static let capacity = 64 * 1024
     /// The most bytes one call of a stream's `read` is asked for; the reader reads when this much is free.
     static let chunk = 16 * 1024
 
-    /// The queue every streamed body is read on: Herald's own global concurrent queue (`herald.body-streams`).
-    /// One stream is read one call at a time; a stream that blocks holds back only its own upload.
-    static let queue = DispatchQueue(label: "herald.body-streams", qos: .userInitiated, attributes: .concurrent)
+    /// Where this body's streams are read: a serial queue of its own (`herald.body-stream`), which libdispatch
+    /// runs on its overcommitting pool — a thread of its own whenever it has work. A read that blocks then
+    /// holds back only its own upload: not the loop thread, and not the few threads of the global concurrent
+    /// pool (one per core) that completion queues and Herald's hooks share. A shared concurrent queue
+    /// competed for those, and one blocked read could delay another task's completion handler.
+    let queue = DispatchQueue(label: "herald.body-stream", qos: .userInitiated)
 
     /// Where the streams come from.
     enum Origin: Sendable {
@@ -188,7 +192,7 @@ final class StreamBodyReader: @unchecked Sendable {
     // MARK: - the reader's side (on `queue`)
 
     private func scheduleReader() {
-        Self.queue.async { [self] in runReader() }
+        queue.async { [self] in runReader() }
     }
 
     private func runReader() {

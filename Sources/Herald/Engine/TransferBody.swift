@@ -10,11 +10,11 @@ enum TransferBody: Sendable {
     /// A file, read in chunks as the connection takes them.
     case file(URL)
     /// A provider-backed stream of unknown length; `renew` asks for a fresh stream when the body must be
-    /// resent, and returns `nil` when there is none. Both run on ``StreamBodyReader/queue``.
+    /// resent, and returns `nil` when there is none. Both run on the body's ``StreamBodyReader/queue``.
     case stream(BodyStream, renew: @Sendable () -> BodyStream?)
     /// A stream of a known length, sent with `Content-Length`: `open` makes a fresh stream from the
     /// start, when the transfer is prepared (the preparing thread) and whenever the body must be resent
-    /// (``StreamBodyReader/queue``).
+    /// (the body's ``StreamBodyReader/queue``).
     case sized(length: Int64, open: @Sendable () throws(HeraldError) -> BodyStream)
 
     /// Opens the body for reading, when the transfer is prepared.

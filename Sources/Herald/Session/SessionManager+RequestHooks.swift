@@ -31,7 +31,7 @@ extension SessionManager {
     /// (which Herald runs as a new transfer) it is called on a global dispatch queue, after
     /// ``taskWillPerformHTTPRedirection`` or the challenge hook. When libcurl itself must resend (a reused
     /// connection that closed, Digest's own round-trip) it is called on the queue the body's stream is read
-    /// on (`herald.body-streams`, see ``BodyStream``) while the transfer waits, paused; it may take its time
+    /// on (the upload's own `herald.body-stream` queue, see ``BodyStream``) while the transfer waits, paused; it may take its time
     /// without holding back other transfers. Either way: return a new ``BodyStream`` positioned at the start
     /// of the body, or `nil` when none can be made — the task then fails with ``HeraldError/Code/bodyStream``.
     /// Data and file bodies rewind themselves and never call it. Default `nil`.

@@ -4,9 +4,9 @@ import HeraldNotifications
 /// A request body produced on demand, for streamed uploads whose length is not known up front (sent with
 /// `Transfer-Encoding: chunked`).
 ///
-/// Herald calls the stream's read closure on a global concurrent dispatch queue of its own
-/// (`herald.body-streams`) — never on the engine's loop thread, never on ``SessionManager/completionQueue``
-/// — one call at a time per stream. It reads ahead of the connection into a small buffer (at most 64 KiB
+/// Herald calls the stream's read closure on a serial dispatch queue that Herald makes for the upload
+/// (`herald.body-stream`) — never on the engine's loop thread, never on ``SessionManager/completionQueue``
+/// — one call at a time. It reads ahead of the connection into a small buffer (at most 64 KiB
 /// per upload, whatever the body's size) and sending waits, paused, while the buffer is empty. So a read
 /// may take its time or block waiting for data another thread produces: that holds back its own upload
 /// only, never another transfer. A read that doesn't return keeps its upload waiting until the request
@@ -23,8 +23,8 @@ public struct BodyStream: Sendable {
     ///
     /// - Parameter read: Copies up to `buffer.count` bytes into `buffer` and returns how many it copied;
     ///   returning 0 ends the body. Throwing fails the task with ``HeraldError/Code/bodyStream`` and the
-    ///   thrown error as ``HeraldError/underlying``. Runs on Herald's `herald.body-streams` dispatch queue,
-    ///   one call at a time, never on the engine's loop thread.
+    ///   thrown error as ``HeraldError/underlying``. Runs on the upload's own `herald.body-stream` dispatch
+    ///   queue, one call at a time, never on the engine's loop thread.
     public init(read: @escaping @Sendable (_ buffer: UnsafeMutableRawBufferPointer) throws -> Int) {
         self.read = read
     }

@@ -38,26 +38,31 @@ struct StreamBodyReaderTests {
         }
     }
 
-    /// Counts the reader's wakes and lets a test wait for the next one.
+    /// Counts the reader's wakes and lets a test await the next one.
     final class WakeCounter: Sendable {
-        private let pending = Locked(0)
+        private let stream: AsyncStream<Void>
+        private let continuation: AsyncStream<Void>.Continuation
 
-        var wake: @Sendable () -> Void { { self.pending.withLock { $0 += 1 } } }
+        init() { (stream, continuation) = AsyncStream.makeStream(of: Void.self) }
+
+        var wake: @Sendable () -> Void { { [continuation] in continuation.yield(()) } }
 
         struct TimedOut: Error {}
 
-        func next(timeout: Duration = .seconds(10)) async throws {
-            let deadline = ContinuousClock.now + timeout
-            while ContinuousClock.now < deadline {
-                let woke = pending.withLock { count -> Bool in
-                    guard count > 0 else { return false }
-                    count -= 1
-                    return true
+        /// Waits for the next wake (one already delivered counts).
+        func next(timeout: Duration = .seconds(30)) async throws {
+            try await withThrowingTaskGroup(of: Bool.self) { group in
+                group.addTask { [stream] in
+                    for await _ in stream { return true }
+                    return false
                 }
-                if woke { return }
-                try await Task.sleep(for: .milliseconds(1))
+                group.addTask {
+                    try await Task.sleep(for: timeout)
+                    return false
+                }
+                defer { group.cancelAll() }
+                guard try await group.next() == true else { throw TimedOut() }
             }
-            throw TimedOut()
         }
     }
 
