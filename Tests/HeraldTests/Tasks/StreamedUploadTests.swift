@@ -5,7 +5,8 @@ import Testing
 
 @testable import Herald
 
-@Suite("Streamed uploads: the body stream is user code and runs off the engine's loop thread")
+// Serialized: one test's heavy upload would slow the loopback server that another test times.
+@Suite("Streamed uploads: the body stream is user code and runs off the engine's loop thread", .serialized)
 struct StreamedUploadTests {
     /// The threads a closure ran on: whether each was the engine's loop thread, and its names.
     ///
@@ -119,7 +120,7 @@ struct StreamedUploadTests {
         try await fixture.recorder.waitForCompletions(2, timeout: .seconds(30))
         #expect(
             receivedDuringTheBlock.withLock { $0 } == Int64(otherSize),
-            "the other transfer waited for the blocked read")
+            "the other transfer waited for the blocked read: \(other.metrics.map { "\($0)" } ?? "no metrics")")
         #expect(other.error == nil)
         #expect(other.response?.statusCode == 200)
         #expect(uploadLog.all.first?.error == nil)
@@ -187,7 +188,40 @@ struct StreamedUploadTests {
         #expect(puts.count == 2)
         #expect(puts.last?.bodyByteCount == size)
         #expect(!threads.ranOnLoopThread)
+        // The reset came after body bytes went out: the retry rewound the stream through the hook.
+        #expect(hookThreads.count == 1)
         #expect(!hookThreads.ranOnLoopThread)
+        try await fixture.tearDown()
+    }
+
+    @Test("a streamed upload answered with a Digest challenge is sent again whole, its fresh streams off the loop thread")
+    func digestRoundTripResendsFromFreshStreams() async throws {
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        let size = 150_000
+        let threads = ThreadLog(engine: fixture.session.engine)
+        let hookThreads = ThreadLog(engine: fixture.session.engine)
+        fixture.session.sessionDidReceiveAuthenticationChallenge = { _, _ in
+            .useCredential(Credential(user: "carol", password: "digest-pw"))
+        }
+        fixture.session.taskNeedNewBodyStream = { _ in
+            hookThreads.record()
+            return Self.patternStream(count: size, threads: threads)
+        }
+        let log = CompletionLog()
+        let task = try fixture.session.uploadTask(
+            withStreamedRequest: Request(
+                url: fixture.server.url("/auth/digest?user=carol&password=digest-pw"), method: "POST"),
+            bodyProvider: Self.patternStream(count: size, threads: threads), completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1, timeout: .seconds(30))
+        #expect(log.all.first?.error == nil)
+        #expect(log.all.first?.response?.statusCode == 200)
+        let last = try #require(fixture.server.requests(forPath: "/auth/digest").last)
+        #expect(last.headerValue("Authorization")?.hasPrefix("Digest ") == true)
+        #expect(last.bodyByteCount == size)
+        #expect(hookThreads.count > 0)
+        #expect(!hookThreads.ranOnLoopThread)
+        #expect(!threads.ranOnLoopThread)
         try await fixture.tearDown()
     }
 
@@ -196,26 +230,51 @@ struct StreamedUploadTests {
         let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
         let size = 10 * 1024 * 1024
         let threads = ThreadLog(engine: fixture.session.engine)
+        // One multipart part of 10 MiB: `/multipart` hashes it as it streams in, so the server checks every
+        // byte in constant memory too.
+        let boundary = "herald-streamed-upload"
+        let head = Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"blob\"\r\n\r\n".utf8)
+        let tail = Array("\r\n--\(boundary)--\r\n".utf8)
+        let total = head.count + size + tail.count
+        let offset = Locked(0)
         let handedToCurl = Locked<TransferProgress?>(nil)
         let mostAhead = Locked(0)
-        let stream = Self.patternStream(count: size, threads: threads) { offset in
-            // Bytes read so far minus bytes curl took so far (counted on the loop thread as curl takes them).
-            guard let progress = handedToCurl.withLock({ $0 }) else { return }
-            let ahead = offset - Int(progress.completedUnitCount)
-            mostAhead.withLock { $0 = max($0, ahead) }
+        let stream = BodyStream { buffer in
+            threads.record()
+            let start = offset.withLock { $0 }
+            if let progress = handedToCurl.withLock({ $0 }) {
+                // Bytes read so far minus bytes curl took so far (counted on the loop thread as curl takes them).
+                mostAhead.withLock { $0 = max($0, start - Int(progress.completedUnitCount)) }
+            }
+            let length = min(buffer.count, total - start)
+            for index in 0..<length {
+                let position = start + index
+                buffer[index] =
+                    position < head.count
+                    ? head[position]
+                    : position < head.count + size
+                        ? UInt8((position - head.count) % 251) : tail[position - head.count - size]
+            }
+            offset.withLock { $0 += length }
+            return length
         }
         let log = CompletionLog()
         let task = try fixture.session.uploadTask(
-            withStreamedRequest: Request(url: fixture.server.url("/echo"), method: "POST"), bodyProvider: stream,
-            completionHandler: log.handler)
+            withStreamedRequest: Request(
+                url: fixture.server.url("/multipart"), method: "POST",
+                headers: ["Content-Type": "multipart/form-data; boundary=\(boundary)"]),
+            bodyProvider: stream, completionHandler: log.handler)
         handedToCurl.withLock { $0 = task.uploadProgress }
         task.resume()
         try await fixture.recorder.waitForCompletions(1, timeout: .seconds(60))
-        #expect(log.all.first?.error == nil)
-        let echoed = try Self.echoed(log.all.first)
-        #expect(echoed.bodyLength == size)
-        #expect(echoed.bodyBytes == TestServer.expectedBytes(in: 0..<size))
-        #expect(task.uploadProgress.completedUnitCount == Int64(size))
+        let call = try #require(log.all.first)
+        #expect(call.error == nil)
+        #expect(call.response?.statusCode == 200)
+        let echoed = try JSONDecoder().decode(EchoedMultipart.self, from: try #require(call.object as? Data))
+        #expect(echoed.parts.count == 1)
+        #expect(echoed.parts.first?.size == size)
+        #expect(echoed.parts.first?.sha256 == TestDigest.sha256(Data(TestServer.expectedBytes(in: 0..<size))))
+        #expect(task.uploadProgress.completedUnitCount == Int64(total))
         // The reader's buffer (64 KiB), plus what curl took but the count doesn't show yet.
         #expect(mostAhead.withLock { $0 } <= 256 * 1024, "read \(mostAhead.withLock { $0 }) bytes ahead")
         #expect(!threads.ranOnLoopThread)
