@@ -307,6 +307,32 @@ struct StreamedUploadTests {
         try await fixture.tearDown()
     }
 
+    @Test("a stream that gives nothing for longer than the request timeout fails its upload with timedOut")
+    func stalledStreamTimesOut() async throws {
+        let fixture = try await SessionFixture.make()
+        let gate = DispatchSemaphore(value: 0)
+        let reads = Locked(0)
+        let stream = BodyStream { buffer in
+            guard reads.withLock({ $0 += 1; return $0 }) > 1 else {
+                for index in 0..<1000 { buffer[index] = 1 }
+                return 1000
+            }
+            // Stalls until the test is over: no byte moves, the loop thread goes on.
+            _ = gate.wait(timeout: .now() + 20)
+            return 0
+        }
+        let log = CompletionLog()
+        let task = try fixture.session.uploadTask(
+            withStreamedRequest: Request(
+                url: fixture.server.url("/echo"), method: "POST", timeoutInterval: 0.5),
+            bodyProvider: stream, completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1, timeout: .seconds(15))
+        gate.signal()
+        #expect(log.all.first?.error?.code == .timedOut)
+        try await fixture.tearDown()
+    }
+
     @Test("a suspended streamed upload stays paused when its reader catches up, and resumes whole")
     func suspendWhileWaitingForTheStream() async throws {
         let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
