@@ -271,7 +271,8 @@ final class StreamBodyReader: @unchecked Sendable {
                 guard count > 0 else { return .end }
                 guard count <= limit else {
                     return .failed(
-                        HeraldError(.bodyStream, "The body stream reported \(count) bytes read into a \(limit)-byte buffer."))
+                        HeraldError(
+                            .bodyStream, "The body stream reported \(count) bytes read into a \(limit)-byte buffer."))
                 }
                 produced += Int64(count)
                 return .bytes(count)

@@ -21,7 +21,9 @@ struct StreamBodyReaderTests {
     }
 
     /// Drains `source` the way curl's read callback does: on `wait`, until woken.
-    static func drain(_ source: StreamedBodySource, woken: WakeCounter) async throws -> (bytes: [UInt8], end: BodySourceRead) {
+    static func drain(_ source: StreamedBodySource, woken: WakeCounter) async throws -> (
+        bytes: [UInt8], end: BodySourceRead
+    ) {
         var bytes: [UInt8] = []
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
         defer { buffer.deallocate() }

@@ -194,7 +194,8 @@ struct StreamedUploadTests {
         try await fixture.tearDown()
     }
 
-    @Test("a streamed upload answered with a Digest challenge is sent again whole, its fresh streams off the loop thread")
+    @Test(
+        "a streamed upload answered with a Digest challenge is sent again whole, its fresh streams off the loop thread")
     func digestRoundTripResendsFromFreshStreams() async throws {
         let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
         let size = 150_000
@@ -313,7 +314,11 @@ struct StreamedUploadTests {
         let gate = DispatchSemaphore(value: 0)
         let reads = Locked(0)
         let stream = BodyStream { buffer in
-            guard reads.withLock({ $0 += 1; return $0 }) > 1 else {
+            let read = reads.withLock { count -> Int in
+                count += 1
+                return count
+            }
+            guard read > 1 else {
                 for index in 0..<1000 { buffer[index] = 1 }
                 return 1000
             }
