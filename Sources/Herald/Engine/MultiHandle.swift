@@ -94,6 +94,7 @@ final class MultiHandle: @unchecked Sendable {
             return
         }
         guard let easy = transfer.makeEasyHandle(from: easyHandles) else { return }
+        transfer.startBodyReader(in: self)
         transfer.recentFieldValues = engine.recentFieldValues
         insert(transfer)
         let code = curl_multi_add_handle(multi, easy)

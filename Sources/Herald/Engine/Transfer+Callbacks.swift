@@ -181,6 +181,11 @@ extension Transfer {
         switch source.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: capacity)) {
         case .end:
             return 0
+        case .wait:
+            // A streamed body's reader, on its own queue, has nothing yet: curl stops calling until the reader's
+            // wake unpauses sending (`bodyDidBecomeAvailable`). Nothing here waits or runs user code.
+            isWaitingForBody = true
+            return Int(herald_readfunc_pause)
         case .failed(let error):
             machine.abort(with: error)
             return Int(herald_readfunc_abort)
@@ -193,15 +198,21 @@ extension Transfer {
     }
 
     private func rewindBody(to offset: Int, origin: Int32) -> Int32 {
-        // curl only ever seeks from the start (SEEK_SET), to resend a body after a redirect, an
-        // authentication round-trip or a reused connection that closed.
-        guard origin == SEEK_SET, let source else { return CURL_SEEKFUNC_CANTSEEK }
-        if let error = source.rewind(to: Int64(offset)) {
+        // curl only ever seeks from the start (SEEK_SET), to resend a body after an authentication round-trip
+        // it answers itself (Digest) or a reused connection that closed. libcurl needs the answer now, inside
+        // this callback: a seek callback that fails or can't seek makes the transfer fail with
+        // CURLE_SEND_FAIL_REWIND, there is no "try again later" (7.88.1 `Curl_readrewind`). But it only
+        // needs the *position*: the next read may still return CURL_READFUNC_PAUSE. So a streamed body
+        // rewinds without running user code here: its reader drops what it read ahead and gets a fresh
+        // stream (`taskNeedNewBodyStream`, a sized body's `open`) on its own queue, while the read
+        // callback pauses sending until the fresh stream's first bytes arrive. A fresh stream that can't
+        // be had fails the transfer from the read callback, with `bodyStream`.
+        guard origin == SEEK_SET else { return CURL_SEEKFUNC_CANTSEEK }
+        if let error = rewindSource(to: Int64(offset)) {
             // curl then fails with CURLE_SEND_FAIL_REWIND; the recorded error says why, clearly.
             machine.abort(with: error)
             return CURL_SEEKFUNC_CANTSEEK
         }
-        bodyBytesSent = Int64(offset)
         return CURL_SEEKFUNC_OK
     }
 

@@ -23,8 +23,8 @@ extension Transfer {
         guard connects == 0 else { return false }
         if request.body != nil {
             // The new connection reads the body through the read callback from where the source stands.
-            guard let source, source.rewind(to: 0) == nil else { return false }
-            bodyBytesSent = 0
+            // A stream rewinds without waiting: its reader gets a fresh stream off the loop thread.
+            guard rewindSource(to: 0) == nil else { return false }
         }
         guard herald_easy_setopt_long(easyHandle, CURLOPT_FRESH_CONNECT, 1) == CURLE_OK else { return false }
         didRetryOnFreshConnection = true

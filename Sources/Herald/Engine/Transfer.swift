@@ -77,6 +77,9 @@ final class Transfer: @unchecked Sendable {
     @exclusivity(unchecked) var source: (any BodySource)?
     @exclusivity(unchecked) var sink: any BodySink = MemoryBodySink()
     @exclusivity(unchecked) var bodyBytesSent: Int64 = 0
+    /// Whether the read callback paused sending because a streamed body's reader had nothing yet (or the body
+    /// was rewound): the reader's wake (`bodyAvailable`) unpauses it. Loop thread only.
+    @exclusivity(unchecked) var isWaitingForBody = false
 
     /// Whether the body is collected in memory (and so subject to the response size limit).
     @exclusivity(unchecked) var collectsBodyInMemory: Bool
@@ -254,6 +257,8 @@ final class Transfer: @unchecked Sendable {
             error = failure
         }
         let body = sink.finish()
+        // A streamed body's reader stops reading ahead.
+        source?.stopReading()
         // Out of the multi handle by now (or never in it), so the metrics can be read and the handle reused.
         // Only a transfer curl finished normally leaves its handle fit for another: after a failure curl may
         // still hold state that `curl_easy_reset` keeps (its receive buffer, after a failed connect), and

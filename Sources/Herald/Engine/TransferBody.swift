@@ -1,27 +1,32 @@
+import Dispatch
 import Foundation
 
 /// A request body as handed to the engine: a Sendable description, opened into a ``BodySource`` when the
-/// transfer is prepared (on the thread that starts it, before the engine sees it) and read on the loop thread.
+/// transfer is prepared (on the thread that starts it, before the engine sees it). Data and file bodies are
+/// library code and are read on the loop thread; streams are user code and are read by a
+/// ``StreamBodyReader`` on the task's hook queue, never on the loop thread.
 enum TransferBody: Sendable {
     /// Bytes in memory.
     case data(Data)
     /// A file, read in chunks as the connection takes them.
     case file(URL)
     /// A provider-backed stream of unknown length; `renew` asks for a fresh stream when the body must be
-    /// resent, and returns `nil` when there is none.
-    case stream(BodyStream, renew: @Sendable () -> BodyStream?)
+    /// resent, and returns `nil` when there is none. Both run on `readOn`, the task's hook queue.
+    case stream(BodyStream, renew: @Sendable () -> BodyStream?, readOn: DispatchQueue)
     /// A stream of a known length, sent with `Content-Length`: `open` makes a fresh stream from the
-    /// start, when the transfer is prepared (the preparing thread) and whenever the body must be resent (the
-    /// loop thread).
-    case sized(length: Int64, open: @Sendable () throws(HeraldError) -> BodyStream)
+    /// start, when the transfer is prepared (the preparing thread) and whenever the body must be resent
+    /// (`readOn`, the task's hook queue, where the stream is read).
+    case sized(length: Int64, open: @Sendable () throws(HeraldError) -> BodyStream, readOn: DispatchQueue)
 
     /// Opens the body for reading, when the transfer is prepared.
     func open() throws(HeraldError) -> any BodySource {
         switch self {
         case .data(let data): DataBodySource(data)
         case .file(let url): try FileBodySource(url: url)
-        case .stream(let stream, let renew): StreamBodySource(stream, renew: renew)
-        case .sized(let length, let open): try SizedStreamBodySource(length: length, open: open)
+        case .stream(let stream, let renew, let queue):
+            StreamedBodySource(first: stream, origin: .unsized(renew: renew), queue: queue)
+        case .sized(let length, let open, let queue):
+            StreamedBodySource(first: try open(), origin: .sized(length: length, open: open), queue: queue)
         }
     }
 }
@@ -34,19 +39,34 @@ enum BodySourceRead {
     case end
     /// The source failed; the transfer aborts with this error.
     case failed(HeraldError)
+    /// Nothing to send yet (a stream's reader is behind): the read callback pauses sending, and the source
+    /// has the transfer woken when there is (``BodySource/startReading(wake:)``).
+    case wait
 }
 
-/// Where a transfer reads its request body from, from curl's read and seek callbacks. Loop thread only.
+/// Where a transfer reads its request body from, from curl's read and seek callbacks. Loop thread only; no
+/// source runs user code there (a stream's is read ahead on another queue: ``StreamedBodySource``).
 ///
 /// One protocol for every task kind, so the callbacks have one code path; each source knows how to rewind
-/// itself when curl must resend the body.
+/// itself when curl must resend the body, without waiting.
 protocol BodySource: AnyObject {
     /// The body's length, or `nil` when unknown (the body is then sent chunked).
     var length: Int64? { get }
     /// Copies the next bytes into `buffer`.
     func read(into buffer: UnsafeMutableRawBufferPointer) -> BodySourceRead
-    /// Positions the source so the next read returns the byte at `offset`; returns why it can't.
+    /// Positions the source so the next read returns the byte at `offset` (or ``BodySourceRead/wait`` until
+    /// it can); returns why it can't.
     func rewind(to offset: Int64) -> HeraldError?
+    /// Starts reading ahead, for a source that reads off the loop thread; `wake` (called on any thread) has the
+    /// transfer unpause sending once a read that answered ``BodySourceRead/wait`` can go on.
+    func startReading(wake: @escaping @Sendable () -> Void)
+    /// The transfer is over: stop reading ahead.
+    func stopReading()
+}
+
+extension BodySource {
+    func startReading(wake: @escaping @Sendable () -> Void) {}
+    func stopReading() {}
 }
 
 /// A body in memory.
@@ -123,130 +143,6 @@ final class FileBodySource: BodySource {
     func rewind(to offset: Int64) -> HeraldError? {
         guard offset >= 0 else { return HeraldError(.bodyStream, "Cannot seek the upload file to byte \(offset).") }
         self.offset = offset
-        return nil
-    }
-}
-
-/// A body pulled from a ``BodyStream``; rewinding asks for a fresh stream.
-final class StreamBodySource: BodySource {
-    private var stream: BodyStream
-    private let renew: @Sendable () -> BodyStream?
-    private var position: Int64 = 0
-
-    init(_ stream: BodyStream, renew: @escaping @Sendable () -> BodyStream?) {
-        self.stream = stream
-        self.renew = renew
-    }
-
-    var length: Int64? { nil }
-
-    func read(into buffer: UnsafeMutableRawBufferPointer) -> BodySourceRead {
-        do {
-            let count = try stream.read(buffer)
-            guard count > 0 else { return .end }
-            guard count <= buffer.count else {
-                return .failed(
-                    HeraldError(
-                        .bodyStream, "The body stream reported \(count) bytes read into a \(buffer.count)-byte buffer.")
-                )
-            }
-            position += Int64(count)
-            return .bytes(count)
-        } catch {
-            return .failed(HeraldError(.bodyStream, "The body stream failed: \(error)", underlying: error))
-        }
-    }
-
-    func rewind(to offset: Int64) -> HeraldError? {
-        if offset == position { return nil }
-        guard let fresh = renew() else {
-            return HeraldError(
-                .bodyStream,
-                "The request body must be sent again (after a redirect, an authentication challenge or a dropped "
-                    + "connection), but a streamed body cannot be rewound and "
-                    + "SessionManager.taskNeedNewBodyStream provided no new stream.")
-        }
-        stream = fresh
-        position = 0
-        return skip(offset)
-    }
-
-    /// Reads and drops `count` bytes of a fresh stream (curl only ever rewinds to 0 in practice).
-    private func skip(_ count: Int64) -> HeraldError? {
-        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 1)
-        defer { scratch.deallocate() }
-        while position < count {
-            let slice = UnsafeMutableRawBufferPointer(
-                rebasing: scratch[..<Int(min(Int64(scratch.count), count - position))])
-            switch read(into: slice) {
-            case .bytes: continue
-            case .end: return HeraldError(.bodyStream, "The new body stream ended before byte \(count).")
-            case .failed(let error): return error
-            }
-        }
-        return nil
-    }
-}
-
-/// A body of a known length pulled from streams that `open` makes: exactly `length` bytes are sent, and a
-/// stream that ends early fails the transfer (the declared `Content-Length` can't be met).
-final class SizedStreamBodySource: BodySource {
-    private let open: @Sendable () throws(HeraldError) -> BodyStream
-    private var stream: BodyStream
-    private var position: Int64 = 0
-    let length: Int64?
-
-    init(length: Int64, open: @escaping @Sendable () throws(HeraldError) -> BodyStream) throws(HeraldError) {
-        self.length = length
-        self.open = open
-        stream = try open()
-    }
-
-    func read(into buffer: UnsafeMutableRawBufferPointer) -> BodySourceRead {
-        let total = length ?? 0
-        let wanted = Int(min(Int64(buffer.count), total - position))
-        guard wanted > 0 else { return .end }
-        do {
-            let count = try stream.read(UnsafeMutableRawBufferPointer(rebasing: buffer[..<wanted]))
-            guard count > 0, count <= wanted else {
-                return .failed(
-                    HeraldError(
-                        .bodyStream,
-                        count > 0
-                            ? "The body stream reported \(count) bytes read into a \(wanted)-byte buffer."
-                            : "The body ended at byte \(position) of the \(total) it declared."))
-            }
-            position += Int64(count)
-            return .bytes(count)
-        } catch let error as HeraldError {
-            return .failed(error)
-        } catch {
-            return .failed(HeraldError(.bodyStream, "The body stream failed: \(error)", underlying: error))
-        }
-    }
-
-    func rewind(to offset: Int64) -> HeraldError? {
-        if offset == position { return nil }
-        guard offset >= 0, offset <= length ?? 0 else {
-            return HeraldError(.bodyStream, "Cannot seek the request body to byte \(offset).")
-        }
-        do {
-            stream = try open()
-        } catch {
-            return error
-        }
-        position = 0
-        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 1)
-        defer { scratch.deallocate() }
-        while position < offset {
-            let slice = UnsafeMutableRawBufferPointer(
-                rebasing: scratch[..<Int(min(Int64(scratch.count), offset - position))])
-            switch read(into: slice) {
-            case .bytes: continue
-            case .end: return HeraldError(.bodyStream, "The reopened body ended before byte \(offset).")
-            case .failed(let error): return error
-            }
-        }
         return nil
     }
 }

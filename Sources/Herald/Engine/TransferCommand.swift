@@ -11,6 +11,9 @@ enum TransferCommand: Sendable {
     /// A streamed body's consumer drained its buffer below the low watermark: continue receiving
     /// (``Transfer/consumerDidDrain()``). Not the user's resume; it posts nothing.
     case resumeReceiving(Transfer)
+    /// A streamed body's reader has bytes (or the body's end, or a failure) for a transfer whose read callback
+    /// paused for want of them: continue sending (``Transfer/bodyDidBecomeAvailable()``). Posts nothing.
+    case bodyAvailable(Transfer)
     /// The task allowed the response its transfer is paused at (``Transfer/allowResponse()``).
     case allowResponse(Transfer)
     /// The data task became a download: the body goes to `sink`, and `delegate` hears about the transfer.
@@ -34,6 +37,8 @@ extension MultiHandle {
             transfer.unpause()
         case .resumeReceiving(let transfer):
             transfer.consumerDidDrain()
+        case .bodyAvailable(let transfer):
+            transfer.bodyDidBecomeAvailable()
         case .allowResponse(let transfer):
             transfer.allowResponse()
         case .becomeDownload(let transfer, let sink, let delegate):

@@ -29,6 +29,15 @@ extension TransferStateMachine {
         case abort
     }
 
+    /// What a streamed request body's new bytes continue (``bodyResumeAction``).
+    enum BodyResumeAction: Equatable {
+        case none
+        /// `curl_easy_pause(CURLPAUSE_CONT)`: nothing else holds the transfer.
+        case continueAll
+        /// `curl_easy_pause(CURLPAUSE_RECV)`: unpause sending, keep receiving paused.
+        case continueSendingOnly
+    }
+
     /// What the progress callback does.
     enum ProgressAction: Equatable {
         /// Go on.

@@ -126,6 +126,21 @@ struct TransferStateMachine {
         return .continueCurl
     }
 
+    // MARK: - a streamed request body's reader
+
+    /// The read callback paused sending for want of a streamed body's bytes, and they arrived: what curl may
+    /// continue. Not while the user pauses (their resume continues both directions); receiving stays paused
+    /// while a streamed response's consumer is behind or the task's answer is awaited.
+    var bodyResumeAction: BodyResumeAction {
+        switch state {
+        case .running, .pausePending: .continueAll
+        case .waitingForConsumer, .awaitingDisposition(isUserPaused: false): .continueSendingOnly
+        case .paused, .awaitingDisposition(isUserPaused: true), .heldForDisposition, .heldForResume, .aborted,
+            .finished:
+            .none
+        }
+    }
+
     // MARK: - the task's answer
 
     /// The header callback (at the end of a final head) or the write callback met a response that needs the

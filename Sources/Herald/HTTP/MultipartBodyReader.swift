@@ -21,7 +21,7 @@ enum Segment: Sendable {
 /// Reads the segments of one send of a multipart body in order, filling each buffer across segment
 /// boundaries. At most one file is open at a time, and at most one buffer's worth of bytes is held.
 ///
-/// Called from the body's ``BodyStream``, on the engine's loop thread, one call at a time; the lock only
+/// Called from the body's ``BodyStream``, on the upload task's hook queue, one call at a time; the lock only
 /// makes that explicit to the compiler.
 final class MultipartBodyReader: Sendable {
     private struct Cursor {

@@ -125,9 +125,10 @@ public struct MultipartFormData: Sendable {
     /// Appends a part whose bytes come from a stream: AF's `appendPartWithInputStream:name:fileName:length:mimeType:`.
     ///
     /// `makeStream` is called each time the body is sent — once, or again for a redirect or an
-    /// authentication round-trip — on the engine's loop thread, when the part is reached; the stream it
-    /// returns is read there too (see ``BodyStream``). It must yield exactly `length` bytes: a stream that
-    /// ends early fails the task with ``HeraldError/Code/bodyStream``, and bytes beyond `length` are not read.
+    /// authentication round-trip — on the upload task's hook queue (never the engine's loop thread),
+    /// when the part is reached; the stream it returns is read there too (see ``BodyStream``). It must yield
+    /// exactly `length` bytes: a stream that ends early fails the task with ``HeraldError/Code/bodyStream``,
+    /// and bytes beyond `length` are not read.
     ///
     /// - Parameters:
     ///   - length: The number of bytes the stream yields.

@@ -6,7 +6,8 @@ extension SessionManager {
     ///
     /// The request goes out with the form's ``MultipartFormData/contentType`` as `Content-Type` (replacing
     /// the request's) and its ``MultipartFormData/contentLength`` as `Content-Length`. File parts are read
-    /// from disk and stream parts pulled as the connection takes them, on the engine's loop thread; a resend
+    /// from disk and stream parts pulled as the connection takes them, read ahead on the upload task's
+    /// hook queue (never the engine's loop thread); a resend
     /// (307/308, authentication) rereads the files and remakes the streams. A file that changed size since
     /// it was appended, or a stream shorter than declared, fails the task with ``HeraldError/Code/fileIO``
     /// or ``HeraldError/Code/bodyStream``. The response is serialized as for a data task.

@@ -27,14 +27,16 @@ extension SessionManager {
     /// AF's `taskNeedNewBodyStream`: provides a fresh body stream when a streamed upload must be sent again
     /// (a 307/308 redirect, an authentication round-trip, a reused connection that closed early).
     ///
-    /// Before a 307/308 hop or an authentication round-trip (which Herald runs as a new transfer) it is
-    /// called on a global dispatch queue, after ``taskWillPerformHTTPRedirection`` or the challenge hook.
-    /// When libcurl itself must resend (a reused connection that closed, Digest's own round-trip) it is
-    /// called on the engine's **loop thread**, synchronously, from inside libcurl's seek callback, and
-    /// must then not block or wait for another thread. Either way: return a new ``BodyStream`` positioned
-    /// at the start of the body, or `nil` when none can be made — the task then fails with
-    /// ``HeraldError/Code/bodyStream``. Data and file bodies rewind themselves and never call it.
-    /// Default `nil`.
+    /// Never called on the engine's loop thread. Before a 307/308 hop or an authentication round-trip
+    /// (which Herald runs as a new transfer) it is called on the task's hook queue, after
+    /// ``taskWillPerformHTTPRedirection`` or the challenge hook. When the same transfer sends the body again
+    /// (libcurl's own resend on a reused connection that closed, Digest's own round-trip, Herald's resend on
+    /// a fresh connection after a reset) it is called on the same queue, where the body's stream is read
+    /// (see ``BodyStream``), while the transfer waits, paused; it may
+    /// take its time without holding back other transfers. Either way: return a new ``BodyStream``
+    /// positioned at the start of the body, or `nil` when none can be made — the task then fails with
+    /// ``HeraldError/Code/bodyStream``. Data and file bodies rewind themselves and never call it. Default
+    /// `nil`.
     public var taskNeedNewBodyStream: (@Sendable (SessionTask) -> BodyStream?)? {
         get { readHooks { $0.taskNeedNewBodyStream } }
         set { updateHooks { $0.taskNeedNewBodyStream = newValue } }

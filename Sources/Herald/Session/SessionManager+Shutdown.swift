@@ -39,8 +39,6 @@ extension SessionManager {
     /// because `sessionDidInvalidate` can't be delivered until the caller returns. There it invalidates,
     /// doesn't wait, and returns `false`. A completion queue you passed in is yours and is not checked:
     /// if it is serial, don't block it with this call from a completion handler (use the `async` form).
-    /// Don't call it from Herald's hooks that run on the engine's loop thread either
-    /// (``taskNeedNewBodyStream`` when libcurl resends): transfers would stop until the timeout.
     ///
     /// - Parameters:
     ///   - cancelingTasks: `false` (the default) lets outstanding tasks finish; `true` cancels them first.

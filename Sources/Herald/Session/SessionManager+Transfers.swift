@@ -62,7 +62,8 @@ extension SessionManager {
     /// Creates a suspended upload task whose body is pulled from `bodyProvider` as the connection takes
     /// it, sent with `Transfer-Encoding: chunked`; call ``SessionTask/resume()`` to start it.
     ///
-    /// The stream is read on the engine's loop thread (see ``BodyStream``). When the body must be sent
+    /// The stream is read ahead on a dispatch queue of the upload's own, never the engine's loop thread (see
+    /// ``BodyStream``). When the body must be sent
     /// again, ``taskNeedNewBodyStream`` is asked for a fresh stream; without one the task fails with
     /// ``HeraldError/Code/bodyStream``.
     ///

@@ -38,7 +38,7 @@ extension SessionTask {
     /// Prepares a body for sending again: data and file bodies reopen from their start when the transfer
     /// opens them; a stream is replaced through ``SessionManager/taskNeedNewBodyStream``. Hook queue.
     func rewindBody(of request: inout TransferRequest) -> HeraldError? {
-        guard case .stream(_, let renew) = request.body else { return nil }
+        guard case .stream(_, let renew, let queue) = request.body else { return nil }
         guard let fresh = renew() else {
             return HeraldError(
                 .bodyStream,
@@ -46,7 +46,7 @@ extension SessionTask {
                     + "streamed body cannot be rewound and SessionManager.taskNeedNewBodyStream provided no new stream.",
                 url: request.url)
         }
-        request.body = .stream(fresh, renew: renew)
+        request.body = .stream(fresh, renew: renew, readOn: queue)
         return nil
     }
 

@@ -49,12 +49,15 @@ open class UploadTask: DataTask, @unchecked Sendable {
             return .file(url)
         case .stream(let stream):
             let session = session
-            return .stream(stream) { [weak self] in
-                guard let self else { return nil }
-                return session.taskNeedNewBodyStream?(self)
-            }
+            // The stream is user code: it is read on this task's hook queue, as its hooks run.
+            return .stream(
+                stream,
+                renew: { [weak self] in
+                    guard let self else { return nil }
+                    return session.taskNeedNewBodyStream?(self)
+                }, readOn: hookQueue)
         case .sized(let length, let open):
-            return .sized(length: length, open: open)
+            return .sized(length: length, open: open, readOn: hookQueue)
         }
     }
 }

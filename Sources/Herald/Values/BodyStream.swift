@@ -4,14 +4,18 @@ import HeraldNotifications
 /// A request body produced on demand, for streamed uploads whose length is not known up front (sent with
 /// `Transfer-Encoding: chunked`).
 ///
-/// Herald pulls bytes by calling the stream's read closure **on the engine's loop thread**, whenever the
-/// connection can take more. The closure must return promptly — it shares the thread with every other
-/// transfer of the engine — and must never wait for data that another thread has yet to produce.
+/// Herald calls the stream's read closure on the upload task's hook queue (`herald.hooks`, a serial queue of
+/// the task's own, where its hooks run) — never on the engine's loop thread, never on ``SessionManager/completionQueue``
+/// — one call at a time. It reads ahead of the connection into a small buffer (at most 64 KiB
+/// per upload, whatever the body's size) and sending waits, paused, while the buffer is empty. So a read
+/// may take its time or block waiting for data another thread produces: that holds back its own upload
+/// only, never another transfer. A read that doesn't return keeps its upload waiting until the request
+/// timeout (no byte moved) or a `cancel()`.
 ///
 /// A stream is read once, from the start. When a body must be sent again (a 307/308 redirect, an
 /// authentication round-trip, or a reused connection that closed before the body was accepted), Herald
-/// asks ``SessionManager/taskNeedNewBodyStream`` for a fresh stream; without one, the task fails with
-/// ``HeraldError/Code/bodyStream``.
+/// asks ``SessionManager/taskNeedNewBodyStream`` for a fresh stream, off the loop thread too; without one,
+/// the task fails with ``HeraldError/Code/bodyStream``.
 public struct BodyStream: Sendable {
     let read: @Sendable (UnsafeMutableRawBufferPointer) throws -> Int
 
@@ -19,7 +23,8 @@ public struct BodyStream: Sendable {
     ///
     /// - Parameter read: Copies up to `buffer.count` bytes into `buffer` and returns how many it copied;
     ///   returning 0 ends the body. Throwing fails the task with ``HeraldError/Code/bodyStream`` and the
-    ///   thrown error as ``HeraldError/underlying``. Runs on the engine's loop thread, one call at a time.
+    ///   thrown error as ``HeraldError/underlying``. Runs on the upload task's hook queue, one call at a
+    ///   time, never on the engine's loop thread.
     public init(read: @escaping @Sendable (_ buffer: UnsafeMutableRawBufferPointer) throws -> Int) {
         self.read = read
     }
