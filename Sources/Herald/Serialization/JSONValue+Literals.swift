@@ -46,3 +46,14 @@ extension JSONValue: ExpressibleByDictionaryLiteral {
         self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
     }
 }
+
+extension JSONValue: ExpressibleByStringInterpolation {
+    /// Creates a string from a literal with interpolations, such as `"\(user.name) <\(user.email)>"`.
+    ///
+    /// Each interpolated value is written as `String(describing:)` writes it, as in any Swift string.
+    ///
+    /// - Parameter stringInterpolation: The literal's text and interpolated values.
+    public init(stringInterpolation: DefaultStringInterpolation) {
+        self = .string(String(stringInterpolation: stringInterpolation))
+    }
+}

@@ -101,6 +101,31 @@ extension SessionManager {
         return (try serializer.serialize(response: response, data: body), response)
     }
 
+    /// Loads `request` and decodes its JSON body into `type`: ``value(for:serializer:)`` with a
+    /// ``DecodableResponseSerializer``.
+    ///
+    /// Threading and cancellation as for ``data(for:)``: cancelling the Swift task cancels the transfer and
+    /// throws ``HeraldError/Code/cancelled``.
+    ///
+    /// The session's ``responseSerializer`` is not used. The response must pass ``ResponseValidation/json``
+    /// (status `200..<300`, a JSON content type); an absent body (`204`, `205`, whitespace only) decodes as
+    /// JSON `null`, so an `Optional` type yields `nil`.
+    ///
+    /// - Parameters:
+    ///   - type: The type to decode, for example `Item.self`.
+    ///   - request: The request; validated before anything is sent (see ``Request``).
+    ///   - decoder: The decoder for the body; default a `JSONDecoder` with default strategies.
+    /// - Returns: The decoded value and the response head.
+    /// - Throws: ``HeraldError``: everything ``data(for:)`` throws, then
+    ///   ``HeraldError/Code/unacceptableStatusCode`` or ``HeraldError/Code/unacceptableContentType`` (with the
+    ///   response and its body), or ``HeraldError/Code/serializationFailed`` with the `DecodingError` as
+    ///   ``HeraldError/underlying``.
+    public func decode<T: Decodable & Sendable>(
+        _ type: T.Type, for request: Request, decoder: JSONDecoder = JSONDecoder()
+    ) async throws(HeraldError) -> (T, HTTPResponse) {
+        try await value(for: request, serializer: DecodableResponseSerializer(type, decoder: decoder))
+    }
+
     // MARK: - upload
 
     /// Sends `data` as the body of `request` and returns the response body and head, like URLSession's
@@ -156,6 +181,23 @@ extension SessionManager {
             }
             return try makeUploadTask(
                 with: request, body: .file(fileURL), progress: progress,
+                completionHandler: Self.rawBodyHandler(deliver), bodyHandling: .raw)
+        }
+    }
+
+    /// Sends `multipartFormData` as the body of `request`, as
+    /// ``uploadTask(with:multipartFormData:progress:completionHandler:)`` does, and returns the response body
+    /// raw, whatever its status, as ``data(for:)`` does: for callers that apply a serializer of their own.
+    func upload(
+        for request: Request, multipartFormData: MultipartFormData,
+        progress: (@Sendable (TransferProgress) -> Void)? = nil
+    ) async throws(HeraldError) -> (Data, HTTPResponse) {
+        var request = request
+        request.body = nil
+        request.headers.replaceOrAdd(name: "Content-Type", value: multipartFormData.contentType)
+        return try await performAsync { deliver throws(HeraldError) in
+            try makeUploadTask(
+                with: request, body: Self.uploadBody(of: multipartFormData), progress: progress,
                 completionHandler: Self.rawBodyHandler(deliver), bodyHandling: .raw)
         }
     }

@@ -66,6 +66,18 @@ struct DocCSnippets {
         try await server.shutdown()
     }
 
+    @Test("Herald MakingRequests: the one-call async form, SessionManager.decode(_:for:)")
+    func decodeInOneCall() async throws {
+        let server = try await TestServer.start()
+        let url = server.url("/json")
+        let session = SessionManager(notificationCenter: NotificationHub())
+        let (greeting, response) = try await session.decode(Greeting.self, for: Request(url: url))
+        print(greeting.hello, response.statusCode)  // world 200
+        #expect(greeting.hello == "world" && response.statusCode == 200)
+        session.invalidate(cancelingTasks: true)
+        try await server.shutdown()
+    }
+
     @Test("Herald MakingRequests: the metrics observer")
     func timingObserver() async throws {
         let server = try await TestServer.start()

@@ -12,6 +12,11 @@ struct NewUser: Encodable {
     let admin: Bool
 }
 
+struct Receipt: Decodable, Sendable {
+    let method: String
+    let bodyLength: Int
+}
+
 @Suite("Making requests with parameters: snippets")
 struct ParameterSnippets {
     @Test("a manager with a base URL: GET with a query, form and JSON bodies, a multipart upload")
@@ -42,6 +47,16 @@ struct ParameterSnippets {
         #expect(response.statusCode == 200)
         #expect((json as? JSONValue)?.echoed?.uri == "/echo?page=2&q=swift")
         #expect(api.baseURL?.absoluteString == server.url("/v1/").absoluteString)
+
+        // doc-line: let (greeting, _) = try await api.get("greeting", as: Greeting.self)  // {"hello":"world","n":1}
+        let (greeting, _) = try await api.get("/json", as: Greeting.self)  // {"hello":"world","n":1}
+        let ada = NewUser(name: "Ada", admin: true)
+        // doc-line: let (receipt, _) = try await api.send("PUT", "users/1", json: ada, as: Receipt.self)
+        let (receipt, _) = try await api.send("PUT", "/echo", json: ada, as: Receipt.self)
+        print(greeting.hello, receipt.method)  // world PUT
+        #expect(greeting.hello == "world")
+        #expect(receipt.method == "PUT")
+        #expect(receipt.bodyLength == #"{"admin":true,"name":"Ada"}"#.utf8.count)
 
         // application/x-www-form-urlencoded: name=Ada%20Lovelace&tags%5B%5D=math&tags%5B%5D=engines
         // doc-line: _ = try await api.post("users", parameters: ["name": "Ada Lovelace", "tags": ["math", "engines"]])
@@ -82,7 +97,7 @@ struct ParameterSnippets {
         } throws: { error in
             (error as? HeraldError)?.code == .invalidRequest
         }
-        #expect(server.requests.count == 5)
+        #expect(server.requests.count == 7)
 
         api.session.invalidate(cancelingTasks: true)
         scratch.remove()

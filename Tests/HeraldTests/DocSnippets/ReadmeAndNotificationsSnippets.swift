@@ -22,7 +22,8 @@ struct ReadmeAndNotificationsSnippets {
         let url = server.url("/json")
         let task = try session.dataTask(with: Request(url: url)) { response, json, error in
             // Exactly once, on session.completionQueue, before taskDidComplete is posted.
-            print(response?.statusCode ?? 0, json.map { "\($0)" } ?? "-", error?.code.description ?? "ok")
+            let body = (json as? JSONValue)?.description ?? "-"  // compact JSON text: {"id":1,"name":"x"}
+            print(response?.statusCode ?? 0, body, error?.code.description ?? "ok")
         }
         task.resume()  // tasks start suspended, as in AFNetworking and URLSession
 
@@ -35,6 +36,11 @@ struct ReadmeAndNotificationsSnippets {
         let completion = recorder.completions.first { $0.sessionIdentifier == session.identifier }
         #expect(completion?.response?.statusCode == 200)
         #expect(completion?.error == nil)
+        // What the completion handler prints for the body (the same object): compact JSON text, neither
+        // `Optional(…)` (the JSON serializer's output is a `JSONValue?`) nor the enum's cases.
+        let json = completion?.serializedResponse
+        #expect((json as? JSONValue)?.description == #"{"hello":"world","n":1}"#)
+        #expect(json.map { "\($0)" } == #"Optional({"hello":"world","n":1})"#)
         withExtendedLifetime(token) {}
         recorder.cancel()
         session.invalidate(cancelingTasks: true)
