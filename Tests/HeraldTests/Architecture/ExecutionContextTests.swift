@@ -60,6 +60,7 @@ struct ExecutionContextTests {
         "taskWillPerformHTTPRedirection": .hookQueue,
         "taskDidReceiveAuthenticationChallenge": .hookQueue,
         "taskNeedNewBodyStream": .hookQueue,
+        "BodyStream read": .hookQueue,
         "dataTaskDidReceiveResponse": .hookQueue,
         "dataTaskDidBecomeDownloadTask": .hookQueue,
         "adapt": .hookQueue,
@@ -100,7 +101,7 @@ struct ExecutionContextTests {
         }
         session.taskNeedNewBodyStream = { _ in
             log.record("taskNeedNewBodyStream")
-            return BodyStream(data: Data("streamed".utf8))
+            return Self.recordingStream(Data("streamed".utf8), log: log)
         }
         session.dataTaskDidReceiveResponse = { task, _ in
             log.record("dataTaskDidReceiveResponse")
@@ -158,7 +159,7 @@ struct ExecutionContextTests {
             try session.uploadTask(
                 withStreamedRequest: Request(
                     url: server.url("/redirect-to?url=\(echo ?? "")&status=307"), method: "POST"),
-                bodyProvider: BodyStream(data: Data("streamed".utf8)),
+                bodyProvider: Self.recordingStream(Data("streamed".utf8), log: log),
                 progress: { _ in log.record("upload progress") }, completionHandler: completion))
         // An interceptor that adapts each attempt and retries a failed one once.
         let retried = try session.dataTask(with: Request(url: server.url("/status/500")), completionHandler: completion)
@@ -195,5 +196,19 @@ struct ExecutionContextTests {
         let everywhere = Set(seen.values.flatMap { $0 })
         #expect(!everywhere.contains(.loopThread), "user code ran on the loop thread: \(seen)")
         #expect(everywhere.count <= 4, "more than four contexts besides the caller's: \(everywhere)")
+    }
+
+    /// A stream of `data` that records where each of its reads runs.
+    static func recordingStream(_ data: Data, log: ContextLog) -> BodyStream {
+        let offset = Locked(0)
+        return BodyStream { buffer in
+            log.record("BodyStream read")
+            return offset.withLock { offset in
+                let count = min(buffer.count, data.count - offset)
+                buffer.copyBytes(from: data[offset..<(offset + count)])
+                offset += count
+                return count
+            }
+        }
     }
 }
