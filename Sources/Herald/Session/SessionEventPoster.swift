@@ -35,7 +35,7 @@ final class SessionEventPoster: Sendable {
 
     /// Called right after a real transition to `running` or `suspended`, in the order of the transitions.
     func taskDidTransition(_ task: SessionTask, to state: TaskState) {
-        // Nobody observes this name: nothing to order, so no hop to the event queue (a thread wake-up
+        // Nobody observes this name: nothing to order, so no hand-off to the event queue (a thread wake-up
         // per resume otherwise). An observer added later sees the events that follow its registration.
         switch state {
         case .running: guard center.hasObservers(for: .taskDidResume) else { return }

@@ -5,7 +5,7 @@ extension SessionManager {
     /// AF's `taskDidReceiveAuthenticationChallenge`: answers a task's `401 Unauthorized` with a Basic or
     /// Digest challenge. Takes precedence over ``sessionDidReceiveAuthenticationChallenge``.
     ///
-    /// Called on a global dispatch queue — never the engine's loop thread, never ``completionQueue`` —
+    /// Called on the task's hook queue — never the engine's loop thread, never ``completionQueue`` —
     /// once per challenge, after the 401's body has arrived; the task stays running meanwhile. Return
     /// ``AuthenticationDisposition/useCredential(_:)`` to send the request again with that credential
     /// (libcurl computes the Basic or Digest header; bodies are resent as for a 307, streams through

@@ -122,7 +122,7 @@ extension SessionManager {
         taskDidComplete?(task.lifecycleSubject, outcome.error)
         task.runCompletionHandler(response: outcome.response, object: result.handlerObject, error: result.error)
         guard notificationCenter.hasObservers(for: .taskDidComplete) else {
-            // Nobody observes completions: forget the task here and spare the event-queue hop. Finishing
+            // Nobody observes completions: forget the task here and spare the hand-off to the event queue. Finishing
             // an invalidation still goes through the event queue, so `sessionDidInvalidate` stays after
             // every event already queued there.
             switch forget(task) {

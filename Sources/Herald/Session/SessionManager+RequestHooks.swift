@@ -13,7 +13,7 @@ extension SessionManager {
     /// unchanged to follow, a modified request to send that instead (it is validated like a new request),
     /// or `nil` to complete the task with the 3xx response itself (its body is the task's body).
     ///
-    /// Runs on a global dispatch queue — never the engine's loop thread, never ``completionQueue`` — one hop
+    /// Runs on the task's hook queue — never the engine's loop thread, never ``completionQueue`` — one hop
     /// at a time per task, before that hop's request is sent. The hop limit, a disallowed scheme and an
     /// `https` → `http` downgrade are checked before it is asked; a loop (a request already sent for this
     /// task) after. If the task is cancelled while the hook runs, it completes with
