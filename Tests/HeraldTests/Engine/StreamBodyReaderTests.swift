@@ -160,7 +160,8 @@ struct StreamBodyReaderTests {
 
     @Test("no fresh stream: the read after the rewind fails with bodyStream, naming the hook")
     func rewindWithoutFreshStream() async throws {
-        let source = StreamedBodySource.onTestQueue(first: Self.patternStream(count: 100), origin: .unsized(renew: { nil }))
+        let source = StreamedBodySource.onTestQueue(
+            first: Self.patternStream(count: 100), origin: .unsized(renew: { nil }))
         let woken = WakeCounter()
         source.startReading(wake: woken.wake)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 10, alignment: 1)
