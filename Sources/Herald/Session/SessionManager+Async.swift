@@ -252,17 +252,54 @@ extension SessionManager {
         destination: DownloadDestination? = nil
     ) async throws(HeraldError) -> (URL, HTTPResponse) {
         try await performAsync { deliver throws(HeraldError) in
-            try downloadTask(with: request, progress: progress, destination: destination) { response, fileURL, error in
-                if let error { return deliver(.failure(error)) }
-                guard let response, let fileURL else {
-                    return deliver(.failure(HeraldError(.internal, "A download succeeded without a file.")))
-                }
-                deliver(.success((fileURL, response)))
-            }
+            try downloadTask(
+                with: request, progress: progress, destination: destination,
+                completionHandler: Self.downloadHandler(deliver))
+        }
+    }
+
+    /// Continues a download from its resume data and moves the whole file to `fileURL`: the `async` form of
+    /// ``downloadTask(withResumeData:progress:destination:completionHandler:)``.
+    ///
+    /// Threading and cancellation as for ``data(for:)``: cancelling the Swift task cancels the transfer and
+    /// throws ``HeraldError/Code/cancelled``. The rest is asked for with `Range` and `If-Range`: a `206`
+    /// appends to the partial file, a `200` (the resource changed, or the server ignores ranges) writes it
+    /// again from the start, so the file is never a splice of two versions.
+    ///
+    /// - Parameters:
+    ///   - resumeData: Data from ``DownloadTask/cancel(byProducingResumeData:)`` or
+    ///     ``DownloadTask/resumeDataAfterFailure``.
+    ///   - fileURL: Where the file goes.
+    ///   - progress: Called with the download progress on ``completionQueue``, coalesced; the counts include
+    ///     the bytes already in the partial file. Default none.
+    /// - Returns: Where the file is (`fileURL`) and the last response head.
+    /// - Throws: ``HeraldError``: ``HeraldError/Code/cannotResume`` when the data is corrupt or its partial
+    ///   file is gone or too short (or the server answers neither `206` nor `200`), otherwise as
+    ///   ``download(for:to:progress:)`` does.
+    public func download(
+        resumingWith resumeData: Data, to fileURL: URL, progress: (@Sendable (TransferProgress) -> Void)? = nil
+    ) async throws(HeraldError) -> (URL, HTTPResponse) {
+        try await performAsync { deliver throws(HeraldError) in
+            try downloadTask(
+                withResumeData: resumeData, progress: progress, destination: { _, _ in fileURL },
+                completionHandler: Self.downloadHandler(deliver))
         }
     }
 
     // MARK: - helpers
+
+    /// A download task's completion handler that delivers where the file is and the response head.
+    private static func downloadHandler(
+        _ deliver: @escaping @Sendable (Result<(URL, HTTPResponse), HeraldError>) -> Void
+    ) -> DownloadCompletionHandler {
+        { response, fileURL, error in
+            if let error { return deliver(.failure(error)) }
+            guard let response, let fileURL else {
+                return deliver(.failure(HeraldError(.internal, "A download succeeded without a file.")))
+            }
+            deliver(.success((fileURL, response)))
+        }
+    }
 
     /// A completion handler for the raw-body tasks, whose object is the body as `Data`.
     private static func rawBodyHandler(

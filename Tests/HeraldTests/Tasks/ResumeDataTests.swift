@@ -24,6 +24,26 @@ struct ResumeDataTests {
         return (task, data, log)
     }
 
+    @Test("download(resumingWith:to:): the async form continues from the resume data with a 206")
+    func asyncResume() async throws {
+        let fixture = try await SessionFixture.make()
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let size = 2 * 1024 * 1024
+        let path = "/bytes/\(size)?chunkSize=16384&delayMs=20"
+        let (first, resumeData, _) = try await cancelMidway(fixture, path: path, size: size)
+        let data = try #require(resumeData)
+        let partialSize = try #require(PatternFile.size(of: first.temporaryURL))
+        let destination = scratch.url.appendingPathComponent("resumed-async.bin")
+        let (fileURL, response) = try await fixture.session.download(resumingWith: data, to: destination)
+        #expect(fileURL == destination)
+        #expect(response.statusCode == 206)
+        #expect(try PatternFile.matches(destination, count: size))
+        let resumed = try #require(fixture.server.requests(forPath: "/bytes/\(size)").last)
+        #expect(resumed.headerValue("Range") == "bytes=\(partialSize)-")
+        try await fixture.tearDown()
+    }
+
     @Test("cancel with resume data, then resume with Range and If-Range: the file is identical")
     func roundTrip() async throws {
         let fixture = try await SessionFixture.make()
