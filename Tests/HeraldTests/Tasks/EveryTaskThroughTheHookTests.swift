@@ -229,11 +229,11 @@ struct EveryTaskThroughTheHookTests {
         let fixture = try await SessionFixture.make()
         fixture.session.taskClasses = TaskClasses(dataTask: CountingDataTask.self)
         let announced = AnnouncedTasks(center: fixture.center)
-        let (_, body) = try await fixture.session.bytes(
-            for: Request(url: fixture.server.url("/bytes/65536?chunkSize=2048&delayMs=20")))
+        // 16 MiB: far above the stream's 1 MiB high watermark, so the transfer can't end before the body is
+        // read, however late this task resumes after the head (busy cooperative threads can take a second).
+        let (_, body) = try await fixture.session.bytes(for: Request(url: fixture.server.url("/bytes/\(16 << 20)")))
         let task = body.task
         #expect(task is CountingDataTask)
-        // 32 chunks 20 ms apart: the transfer is still running when the head is out.
         task.suspend()
         #expect(task.state == .suspended)
         task.resume()
