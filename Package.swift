@@ -49,10 +49,13 @@ let package = Package(
         // The routing-netlink decoder: datagrams to link, address and route events. No socket, no state.
         .target(name: "HeraldNetlink", dependencies: ["CNetlink"]),
         .target(name: "HeraldNotifications", dependencies: ["CHeraldThread"]),
+        // libcurl's multi interface on a libuv loop: transfers, their bodies and their outcomes. It names no
+        // session, task or notification of Herald's: the public types it needs have package-level mirrors here.
+        .target(name: "HeraldEngine", dependencies: ["HeraldNotifications", "CCurl", "CUV"]),
         .target(
             name: "Herald",
             dependencies: [
-                "HeraldNotifications", "HeraldCookies", "HeraldNetlink", "CCurl", "CUV", "CNetlink",
+                "HeraldNotifications", "HeraldEngine", "HeraldCookies", "HeraldNetlink", "CNetlink",
                 // ServiceContext and the bootstrapped instrument only: never a tracing backend.
                 .product(name: "Instrumentation", package: "swift-distributed-tracing"),
             ]

@@ -1,3 +1,5 @@
+import HeraldEngine
+
 /// Herald's own version: the one place it is written.
 ///
 /// The default `User-Agent` and `activity-counter --version` read it from here; `CHANGELOG.md` lists what

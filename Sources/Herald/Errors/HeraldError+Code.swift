@@ -1,3 +1,5 @@
+import HeraldEngine
+
 extension HeraldError {
     /// What went wrong, as an extensible set of codes.
     ///
@@ -5,18 +7,12 @@ extension HeraldError {
     /// `switch` statements in user code. ``description`` is short, stable and bounded (snake case, such
     /// as `"timed_out"`), so it is safe as a log field or a metric dimension.
     public struct Code: Hashable, Sendable {
-        private enum Base: Hashable, Sendable, CaseIterable {
-            case cancelled, timedOut, cannotFindHost, cannotConnect, networkConnectionLost, badServerResponse, tls,
-                serverCertificateUntrusted, serverTrustPinMismatch, invalidSecurityPolicy
-            case tooManyRedirects, redirectLoop, badURL, unsupportedURL, invalidRequest, cannotResume,
-                sessionInvalidated, downloadMoveFailed, serializationFailed
-            case unacceptableStatusCode, unacceptableContentType, bodyStream, fileIO, responseTooLarge, decoding, proxy,
-                authentication, outOfMemory, reachabilityUnavailable, `internal`, unknown
-        }
+        /// The engine's code: one for each public one, so a transfer's failure is one of these as it is.
+        typealias Base = TransferError.Code
 
-        private let base: Base
+        let base: Base
 
-        private init(_ base: Base) {
+        init(_ base: Base) {
             self.base = base
         }
 

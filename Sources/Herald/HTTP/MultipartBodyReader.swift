@@ -1,5 +1,6 @@
 import Foundation
 import HeraldNotifications
+import HeraldEngine
 
 /// Where some bytes of a multipart body come from.
 enum Segment: Sendable {
@@ -95,10 +96,10 @@ final class MultipartBodyReader: Sendable {
 
     private static func open(_ url: URL, length: Int64) throws(HeraldError) -> Int32 {
         let descriptor = Foundation.open(url.path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw FileIOError.make("Cannot open the multipart file", url: url) }
+        guard descriptor >= 0 else { throw HeraldError.fileFailure("Cannot open the multipart file", url: url) }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else {
-            let error = FileIOError.make("Cannot read the size of the multipart file", url: url)
+            let error = HeraldError.fileFailure("Cannot read the size of the multipart file", url: url)
             close(descriptor)
             throw error
         }
@@ -124,7 +125,7 @@ final class MultipartBodyReader: Sendable {
                     "The multipart file \(url.path) ended at byte \(offset) of \(length); it changed while sending.")
             }
             if errno == EINTR { continue }
-            throw FileIOError.make("Reading the multipart file failed", url: url)
+            throw HeraldError.fileFailure("Reading the multipart file failed", url: url)
         }
     }
 }

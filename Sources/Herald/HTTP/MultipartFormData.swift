@@ -1,4 +1,5 @@
 import Foundation
+import HeraldEngine
 
 /// A `multipart/form-data` body built from in-memory data, files and streams: AF's `AFMultipartFormData`.
 ///
@@ -111,7 +112,7 @@ public struct MultipartFormData: Sendable {
     {
         var status = stat()
         guard fileURL.isFileURL, stat(fileURL.path, &status) == 0 else {
-            throw FileIOError.make("Cannot read the multipart file", url: fileURL)
+            throw HeraldError.fileFailure("Cannot read the multipart file", url: fileURL)
         }
         guard (status.st_mode & S_IFMT) == S_IFREG, access(fileURL.path, R_OK) == 0 else {
             throw HeraldError(.fileIO, "The multipart file \(fileURL.path) is not a readable regular file.")

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldEngine
 
 /// What following one redirect means: the rules Herald applies before a hop, and before
 /// ``SessionManager/taskWillPerformHTTPRedirection`` sees the proposed request.

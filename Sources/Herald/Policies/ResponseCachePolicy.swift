@@ -1,5 +1,6 @@
 import Foundation
 import HeraldNotifications
+import HeraldEngine
 
 /// What may be stored in a ``ResponseCache`` and when a stored response is fresh (RFC 9111, the subset
 /// ``ResponseCache`` documents). Pure functions, so they can be tested without a server.
@@ -94,7 +95,7 @@ enum ResponseCachePolicy {
     }
 
     /// The entry to propose for storing a data task's outcome, or `nil` when it may not be stored.
-    static func proposal(for request: Request, outcome: TransferOutcome, now: Date = Date()) -> CachedResponse? {
+    static func proposal(for request: Request, outcome: TaskOutcome, now: Date = Date()) -> CachedResponse? {
         guard !outcome.isFromCache, outcome.error == nil, let response = outcome.response, response.statusCode == 200,
             request.method == "GET", request.body == nil, !request.headers.contains("Range"),
             !request.headers.contains("Authorization")

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldEngine
 
 /// How a session decides whether to trust a server's TLS certificate: which certificate authorities it
 /// trusts, which public keys it pins, and — only when asked for by name — whether it skips verification.

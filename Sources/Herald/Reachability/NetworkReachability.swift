@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import HeraldNotifications
+import HeraldEngine
 
 /// Watches whether the network — or one host — is reachable, and announces each change: Herald's
 /// `AFNetworkReachabilityManager`, on Linux.

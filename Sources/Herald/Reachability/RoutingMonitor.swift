@@ -1,6 +1,7 @@
 import CNetlink
 import Foundation
 import HeraldNetlink
+import HeraldEngine
 
 /// Watches the kernel's routing netlink on an engine's loop: links, addresses and routes, as they change.
 ///

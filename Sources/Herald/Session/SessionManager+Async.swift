@@ -1,4 +1,5 @@
 import Foundation
+import HeraldEngine
 
 // `async` forms of the task factories: each creates a task, resumes it and returns when its completion
 // handler would have run. The threading and cancellation contract is documented on `data(for:)`.
@@ -174,7 +175,7 @@ extension SessionManager {
         try await performAsync { deliver throws(HeraldError) in
             var status = stat()
             guard fileURL.isFileURL, stat(fileURL.path, &status) == 0 else {
-                throw FileIOError.make("Cannot read the upload file", url: fileURL)
+                throw HeraldError.fileFailure("Cannot read the upload file", url: fileURL)
             }
             guard (status.st_mode & S_IFMT) == S_IFREG, access(fileURL.path, R_OK) == 0 else {
                 throw HeraldError(.fileIO, "The upload file \(fileURL.path) is not a readable regular file.")

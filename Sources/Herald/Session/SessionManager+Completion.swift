@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import HeraldEngine
 
 /// What a completed task reports: to its completion handler and in the `taskDidComplete` payload.
 struct CompletionResult: Sendable {
@@ -28,7 +29,7 @@ struct CompletionResult: Sendable {
     /// The serializer's output, or the error the task completes with. A transport error wins; the
     /// serializer only sees transfers that produced a response.
     static func serialize(
-        _ outcome: TransferOutcome, with serializer: any ResponseSerializer, url: URL
+        _ outcome: TaskOutcome, with serializer: any ResponseSerializer, url: URL
     ) -> ((any Sendable)?, HeraldError?) {
         if let error = outcome.error { return (nil, error) }
         guard let response = outcome.response else {
@@ -57,7 +58,7 @@ extension SessionManager {
     /// in, each completion's serialization runs first on the hook queue — the caller's queue (perhaps the
     /// main queue) is not the place for parsing or file moves — and the rest on the caller's queue: one
     /// hand-off more.
-    func complete(_ task: SessionTask, with outcome: TransferOutcome) {
+    func complete(_ task: SessionTask, with outcome: TaskOutcome) {
         guard ownsCompletionQueue else {
             task.hookQueue.async(group: completionGroup) { [self] in
                 let serializer = responseSerializer
@@ -100,7 +101,7 @@ extension SessionManager {
 
     /// Stores a cacheable response (see ``ResponseCache``), as `dataTaskWillCacheResponse` allows.
     /// Completion queue, before the completion handler.
-    private func store(_ outcome: TransferOutcome, of task: DataTask, in cache: any ResponseCache) {
+    private func store(_ outcome: TaskOutcome, of task: DataTask, in cache: any ResponseCache) {
         guard !outcome.isFromCache, outcome.error == nil, task.originalRequest.method == "GET" else { return }
         let proposal = ResponseCachePolicy.proposal(for: task.originalRequest, outcome: outcome)
         guard let proposal, let entry = dataTaskWillCacheResponse.map({ $0(task, proposal) }) ?? proposal else {
@@ -114,7 +115,7 @@ extension SessionManager {
     /// Stores a cacheable response, runs the `taskDidComplete` hook and the completion handler
     /// (completion queue), then forgets the task and posts `taskDidComplete` on the event queue.
     private func finishCompletion(
-        _ task: SessionTask, outcome: TransferOutcome, result: CompletionResult, serializer: any ResponseSerializer
+        _ task: SessionTask, outcome: TaskOutcome, result: CompletionResult, serializer: any ResponseSerializer
     ) {
         if let cache = configuration.responseCache, task.usesResponseCache, let dataTask = task as? DataTask {
             store(outcome, of: dataTask, in: cache)
@@ -152,5 +153,5 @@ extension SessionManager {
 /// A task the loop thread completed, waiting for the loop iteration's end to go to the completion queue.
 struct CompletedTask: Sendable {
     var task: SessionTask
-    var outcome: TransferOutcome
+    var outcome: TaskOutcome
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldEngine
 
 // The session's side of the engine: the commands its tasks send, the transfer requests it builds from a
 // task's request and its configuration, and two test-only probes.
@@ -42,18 +43,19 @@ extension SessionManager {
     ) -> TransferRequest {
         let headers =
             request.headers.fields.isEmpty
-            ? defaultRequestHeaders : Self.requestHeaders(request.headers, adding: configuration.httpAdditionalHeaders)
+            ? defaultRequestHeaders
+            : Self.requestHeaders(request.headers, adding: configuration.httpAdditionalHeaders).engineFields
         return TransferRequest(
             url: request.url, method: request.method, headers: headers, body: body, sink: sink,
             requestTimeout: request.timeoutInterval ?? configuration.timeoutIntervalForRequest,
             resourceTimeout: configuration.timeoutIntervalForResource,
-            httpVersion: configuration.httpVersion,
+            httpVersion: configuration.httpVersion.engineVersion,
             allowedProtocols: allowedProtocolList,
             followsRedirects: configuration.followsRedirects,
             maximumRedirects: configuration.maximumRedirects,
             maximumResponseSize: configuration.maximumResponseSize,
             maximumHeaderSize: configuration.maximumHeaderSize,
-            securityPolicy: configuration.securityPolicy)
+            trust: configuration.securityPolicy.trustSettings)
     }
 
     /// `own` followed by each of `additional`'s fields whose name isn't there yet, then `User-Agent` and

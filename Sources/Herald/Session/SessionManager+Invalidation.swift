@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import HeraldEngine
 import HeraldNotifications
 
 // Invalidation: the session stops creating tasks, and once its last task has completed (or been cancelled)
@@ -37,7 +38,7 @@ extension SessionManager {
         downloadDirectory.removeIfEmpty()
         // Release the pool first, so that by the time observers hear of the invalidation the engine has
         // already been told to close every connection, socket and timer of this session.
-        send(.closePool(HeraldError(.sessionInvalidated, "The session was invalidated.")))
+        send(.closePool(TransferError(.sessionInvalidated, "The session was invalidated.")))
         // AF's order: the hook first, then the notification, both after every task's completion.
         readHooks { $0.sessionDidBecomeInvalid }?(self, nil)
         notificationCenter.post(

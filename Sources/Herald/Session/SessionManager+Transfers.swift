@@ -1,4 +1,5 @@
 import Foundation
+import HeraldEngine
 
 extension SessionManager {
     // MARK: - uploads
@@ -50,7 +51,7 @@ extension SessionManager {
     ) throws(HeraldError) -> UploadTask {
         var status = stat()
         guard fileURL.isFileURL, stat(fileURL.path, &status) == 0 else {
-            throw FileIOError.make("Cannot read the upload file", url: fileURL)
+            throw HeraldError.fileFailure("Cannot read the upload file", url: fileURL)
         }
         guard (status.st_mode & S_IFMT) == S_IFREG, access(fileURL.path, R_OK) == 0 else {
             throw HeraldError(.fileIO, "The upload file \(fileURL.path) is not a readable regular file.")

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import HeraldNotifications
 import Synchronization
+import HeraldEngine
 
 /// Creates and manages tasks that share a configuration, a connection pool and a notification center:
 /// Herald's `AFURLSessionManager`.
@@ -53,7 +54,7 @@ public final class SessionManager: Sendable {
     let allowedProtocolList: String
     /// What a request with no header fields of its own sends: the session's additional headers, then
     /// ``DefaultHeaders``' fields. Made once and shared, so such a request copies no list.
-    let defaultRequestHeaders: HTTPHeaders
+    let defaultRequestHeaders: HeaderFields
     /// Where download tasks write their temporary files: a private folder made with the first download task.
     let downloadDirectory: SessionTemporaryDirectory
     let engine: Engine
@@ -98,6 +99,7 @@ public final class SessionManager: Sendable {
         self.ownsCompletionQueue = completionQueue == nil
         self.allowedProtocolList = configuration.allowedProtocols.sorted().joined(separator: ",")
         self.defaultRequestHeaders = Self.requestHeaders(HTTPHeaders(), adding: configuration.httpAdditionalHeaders)
+            .engineFields
         self.completionGroup = completionGroup
         self.engine = engine
         self.downloadDirectory = SessionTemporaryDirectory(parent: configuration.temporaryDirectory)
@@ -117,7 +119,7 @@ public final class SessionManager: Sendable {
 
     deinit {
         if let multi {
-            engine.execute(.closePool(HeraldError(.sessionInvalidated, "The session was released.")), on: multi)
+            engine.execute(.closePool(TransferError(.sessionInvalidated, "The session was released.")), on: multi)
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldNotifications
+import HeraldEngine
 
 #if canImport(Glibc)
     import Glibc
@@ -63,7 +64,7 @@ final class SessionTemporaryDirectory: Sendable {
             buffer.baseAddress.flatMap { mkdtemp($0) }
         }
         guard created != nil else {
-            return .failure(FileIOError.make("Cannot create a temporary folder in", url: parent))
+            return .failure(HeraldError.fileFailure("Cannot create a temporary folder in", url: parent))
         }
         let path = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
         let url = URL(fileURLWithPath: path, isDirectory: true)
@@ -75,7 +76,7 @@ final class SessionTemporaryDirectory: Sendable {
     static func checkPrivate(_ url: URL) -> Result<Void, HeraldError> {
         var status = stat()
         guard lstat(url.path, &status) == 0 else {
-            return .failure(FileIOError.make("Cannot inspect the temporary folder", url: url))
+            return .failure(HeraldError.fileFailure("Cannot inspect the temporary folder", url: url))
         }
         guard status.st_mode & S_IFMT == S_IFDIR, status.st_uid == geteuid(), status.st_mode & 0o077 == 0 else {
             return .failure(
@@ -94,7 +95,7 @@ final class SessionTemporaryDirectory: Sendable {
     static func checkParent(_ parent: URL) -> Result<Void, HeraldError> {
         var status = stat()
         guard stat(parent.path, &status) == 0 else {
-            return .failure(FileIOError.make("Cannot use the temporary folder", url: parent))
+            return .failure(HeraldError.fileFailure("Cannot use the temporary folder", url: parent))
         }
         guard status.st_mode & S_IFMT == S_IFDIR else {
             return .failure(

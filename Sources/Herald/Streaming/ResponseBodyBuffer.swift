@@ -1,5 +1,6 @@
 import Foundation
 import HeraldNotifications
+import HeraldEngine
 
 /// The bounded buffer between a streamed data task's transfers (the producer, on the engine's loop thread)
 /// and the consumer of its ``ResponseBodyStream``.
@@ -76,7 +77,7 @@ final class ResponseBodyBuffer: Sendable {
     }
 
     /// Whether the consumer is behind (at the high watermark); if so, keeps `transfer` for the drain.
-    func isFull(pausing transfer: Transfer) -> Bool {
+    package func isFull(pausing transfer: Transfer) -> Bool {
         let (full, waiter, response) = state.withLock {
             state -> (Bool, CheckedContinuation<Result<HTTPResponse, HeraldError>, Never>?, HTTPResponse?) in
             var waiter: CheckedContinuation<Result<HTTPResponse, HeraldError>, Never>?
@@ -96,7 +97,7 @@ final class ResponseBodyBuffer: Sendable {
     }
 
     /// Bytes of the current response's body.
-    func write(_ bytes: UnsafeRawBufferPointer) {
+    package func write(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
         let handOff = state.withLock { state -> (CheckedContinuation<Result<Data?, HeraldError>, Never>, Data)? in
             if state.held != nil {
@@ -271,5 +272,15 @@ extension Result where Success == Data?, Failure == HeraldError {
     fileprivate func withDrain(of buffer: ResponseBodyBuffer) -> (Self, Transfer?) {
         guard case .success(.some) = self else { return (self, nil) }
         return (self, buffer.drained())
+    }
+}
+
+extension ResponseBodyBuffer: StreamedBodyConsumer {
+    package func headDidEnd(_ head: ResponseHead) {
+        headDidEnd(HTTPResponse(head))
+    }
+
+    package func begin(_ head: ResponseHead) {
+        begin(HTTPResponse(head))
     }
 }

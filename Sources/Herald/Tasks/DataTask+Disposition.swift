@@ -1,4 +1,5 @@
 import Foundation
+import HeraldEngine
 
 extension DataTask {
     /// Carries out the answer of `dataTaskDidReceiveResponse`. Hook queue.
@@ -63,6 +64,6 @@ extension DataTask {
     }
 
     private func fail(_ transfer: Transfer, _ error: HeraldError) {
-        session.send(.remove(transfer, error: error))
+        session.send(.remove(transfer, error: TransferError(error)))
     }
 }

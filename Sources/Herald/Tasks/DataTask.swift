@@ -1,4 +1,5 @@
 import Foundation
+import HeraldEngine
 
 /// A task whose response body is collected in memory: AF's data task.
 ///
@@ -39,7 +40,7 @@ open class DataTask: SessionTask, @unchecked Sendable {
     /// Once a streamed body's consumer has the head, the task completes with that response whatever
     /// follows: no redirect hop, authentication round-trip or retry may put a second response's bytes
     /// behind the first's.
-    override func proceed(after outcome: TransferOutcome) {
+    override func proceed(after outcome: TaskOutcome) {
         guard let buffer = bodyHandling.streamBuffer, buffer.hasHandedOverHead else {
             return super.proceed(after: outcome)
         }
@@ -47,22 +48,22 @@ open class DataTask: SessionTask, @unchecked Sendable {
         completeTransfer(outcome)
     }
 
-    override func completionResult(for outcome: TransferOutcome, serializer: any ResponseSerializer) -> CompletionResult
+    override func completionResult(for outcome: TaskOutcome, serializer: any ResponseSerializer) -> CompletionResult
     {
         bodyHandling.completionResult(for: outcome, serializer: serializer, url: originalRequest.url)
     }
 
     override var receivesDataTaskHooks: Bool { true }
 
-    override func transferDidReceiveBody(_ bytes: UnsafeRawBufferPointer) {
+    package override func transferDidReceiveBody(_ bytes: UnsafeRawBufferPointer) {
         guard let hook = session.dataTaskDidReceiveData else { return }
         let data = Data(bytes)
         session.runOnCompletionQueue { hook(self, data) }
     }
 
-    override func transferNeedsResponseDisposition(_ response: HTTPResponse, transfer: Transfer) {
+    override func needsResponseDisposition(_ response: HTTPResponse, transfer: Transfer) {
         guard let hook = session.dataTaskDidReceiveResponse else {
-            return super.transferNeedsResponseDisposition(response, transfer: transfer)
+            return super.needsResponseDisposition(response, transfer: transfer)
         }
         // The transfer waits for this answer: on the hook queue a slow hook holds back this task alone, where
         // on the completion queue it would wait behind other tasks' handlers, and they behind it.

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldNotifications
+import HeraldEngine
 
 /// The completion handler of a download task: the response, where the file is, and the error.
 ///
@@ -108,8 +109,8 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
 
     // MARK: - hooks (engine loop thread)
 
-    override func transferDidReceiveResponse(_ response: HTTPResponse) {
-        super.transferDidReceiveResponse(response)
+    override func didReceiveResponse(_ response: HTTPResponse) {
+        super.didReceiveResponse(response)
         // The sink continues the partial file only for a 206 starting where it ends (anything else fails
         // or restarts from zero), so the offset follows from the status.
         let offset = response.statusCode == 206 ? (resumedFrom?.bytesReceived ?? 0) : 0
@@ -119,7 +120,7 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
         session.runOnCompletionQueue { hook(self, offset, expected) }
     }
 
-    override func transferDidReceiveBytes(total received: Int64, expected: Int64?) {
+    package override func transferDidReceiveBytes(total received: Int64, expected: Int64?) {
         super.transferDidReceiveBytes(total: received, expected: expected)
         guard let hook = session.downloadTaskDidWriteData else { return }
         let written = core.withLock { core -> Int64 in
@@ -144,7 +145,7 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
         return transfer
     }
 
-    override func completionResult(for outcome: TransferOutcome, serializer: any ResponseSerializer) -> CompletionResult
+    override func completionResult(for outcome: TaskOutcome, serializer: any ResponseSerializer) -> CompletionResult
     {
         var keepTemporaryFile = false
         if case .answer(let resumeDataHandler) = transition({ $0.resumeDataAnswered() }) {
@@ -233,7 +234,7 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
     // MARK: - resume data
 
     /// Resume data for the file as the transfer left it, or `nil` when it can't be resumed.
-    private func makeResumeData(from outcome: TransferOutcome) -> Data? {
+    private func makeResumeData(from outcome: TaskOutcome) -> Data? {
         guard originalRequest.method == "GET" else { return nil }
         var resume: DownloadResumeData
         if let file = outcome.file, file.receivedBody {

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldEngine
 
 /// What a data or upload task does with its response body, given to the task when it is made: the one
 /// thing in which the tasks of ``SessionManager/data(for:)``, ``SessionManager/bytes(for:bufferPolicy:)`` or
@@ -38,7 +39,7 @@ enum ResponseBodyHandling: Sendable {
 
     /// What the completion handler and `taskDidComplete` carry for `outcome`.
     func completionResult(
-        for outcome: TransferOutcome, serializer: any ResponseSerializer, url: URL
+        for outcome: TaskOutcome, serializer: any ResponseSerializer, url: URL
     ) -> CompletionResult {
         switch self {
         case .serialized:
@@ -62,7 +63,7 @@ enum ResponseBodyHandling: Sendable {
     }
 
     /// The body for `responseData`: `nil` when neither a response nor a byte arrived.
-    private static func responseData(of outcome: TransferOutcome) -> Data? {
+    private static func responseData(of outcome: TaskOutcome) -> Data? {
         outcome.response == nil && outcome.body.isEmpty ? nil : outcome.body
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldEngine
 
 // Answering HTTP authentication challenges. A 401 with a Basic or Digest `WWW-Authenticate` ends its
 // transfer like any response; `beginNextHop(after:)` then asks here, on the hook queue: the session's
@@ -16,7 +17,7 @@ extension SessionTask {
     }
 
     /// Asks the hooks or the store about the challenge and starts the next hop, or completes. Hook queue.
-    func answerChallenge(_ outcome: TransferOutcome, response: HTTPResponse, from current: TransferRequest) {
+    func answerChallenge(_ outcome: TaskOutcome, response: HTTPResponse, from current: TransferRequest) {
         guard let space = AuthenticationChallenge.parse(response, url: current.url) else {
             return finishHop(outcome, error: nil)
         }
@@ -48,7 +49,7 @@ extension SessionTask {
             return finishHop(outcome, error: Self.cancellation(for: originalRequest.url))
         }
         var next = current
-        next.credential = TransferCredential(credential: credential, scheme: space.authenticationScheme)
+        next.credential = TransferCredential(credential, scheme: space.authenticationScheme)
         // A header of the caller's would win over curl's own, and it is what the server just refused.
         next.headers.remove(name: "Authorization")
         if let failure = rewindBody(of: &next) {

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldEngine
 
 // Completing a task: the machine decides whether the outcome completes the task (exactly once), waits for
 // `resume()` (the task is suspended), or arrives too late; the session then serializes, runs the
@@ -10,7 +11,7 @@ extension SessionTask {
     public var hopMetrics: [TransferMetrics] { machine { $0.hopMetrics } }
 
     /// Completes the task with `outcome`, exactly once whichever path gets here first.
-    func completeTransfer(_ outcome: TransferOutcome) {
+    func completeTransfer(_ outcome: TaskOutcome) {
         transition({ $0.complete(with: outcome) }) { action in
             switch action {
             case .none: []

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import HeraldNotifications
 import Synchronization
+import HeraldEngine
 
 // Waiting for a network (`SessionConfiguration.waitsForConnectivity`). An attempt that failed before any
 // response arrived, while the kernel has no route for it, doesn't fail the task: the task goes between
@@ -14,7 +15,7 @@ extension SessionTask {
 
     /// Whether `outcome`, a failed attempt, makes the task wait for a network; if so the task does not
     /// complete now. On the loop thread, after the transfer ended.
-    func beginWaitingForConnectivity(after outcome: TransferOutcome) -> Bool {
+    func beginWaitingForConnectivity(after outcome: TaskOutcome) -> Bool {
         guard session.configuration.waitsForConnectivity, !outcome.isFromCache, outcome.response == nil,
             let failure = outcome.error, Self.connectivityFailures.contains(failure.code),
             let url = machine({ $0.currentTransfer?.request.url })
@@ -67,7 +68,7 @@ extension SessionTask {
         // The failed attempt may have read some of a streamed body: it is sent again from its start.
         if let bodyFailure = rewindBody(of: &transfer) {
             return finishHop(
-                TransferOutcome(response: nil, body: Data(), error: bodyFailure, metrics: nil), error: bodyFailure)
+                TaskOutcome(response: nil, body: Data(), error: bodyFailure, metrics: nil), error: bodyFailure)
         }
         startTransfer(transfer)
     }
@@ -79,7 +80,7 @@ extension SessionTask {
             "No network came back within the session's resource timeout (\(timeout) s) while the task waited for "
                 + "connectivity; the last attempt failed with: \(failure.message)",
             underlying: failure, url: originalRequest.url)
-        finishHop(TransferOutcome(response: nil, body: Data(), error: error, metrics: nil), error: error)
+        finishHop(TaskOutcome(response: nil, body: Data(), error: error, metrics: nil), error: error)
     }
 }
 

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import HeraldNotifications
+import HeraldEngine
 
 /// A side effect of a task's transition: what ``TaskStateMachine`` decided, carried out after the task's
 /// lock is released.
@@ -17,7 +18,7 @@ enum TaskEffect {
     /// Send the engine a command.
     case engine(TransferCommand)
     /// Hand a completed task to the session: serialize, run the completion handler, post `taskDidComplete`.
-    case finish(SessionTask, TransferOutcome)
+    case finish(SessionTask, TaskOutcome)
     /// Start a retry's timer: `asyncAfter` on the hook queue.
     case schedule(DispatchWorkItem, delay: TimeInterval)
     /// Cancel a retry's timer.

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import HeraldEngine
 
 // Following redirects by hand. libcurl's FOLLOWLOCATION is off, so a 3xx ends its transfer like any
 // response; `proceed(after:)` asks `beginNextHop(after:)` first, which may start a new transfer for
@@ -14,7 +15,7 @@ extension SessionTask {
     /// Whether `outcome` leads to another transfer for this task (a redirect to follow, an authentication
     /// challenge to answer); if so the task does not complete now. On the loop thread, after the transfer
     /// ended: the decision and the hooks it asks run on ``hookQueue``.
-    func beginNextHop(after outcome: TransferOutcome) -> Bool {
+    func beginNextHop(after outcome: TaskOutcome) -> Bool {
         guard outcome.error == nil, let response = outcome.response else { return false }
         let isRedirect =
             RedirectRules.isRedirect(response.statusCode) && session.configuration.followsRedirects
@@ -39,7 +40,7 @@ extension SessionTask {
     }
 
     /// Decides the redirect and starts the next hop, or completes the task. Hook queue.
-    private func followRedirect(_ outcome: TransferOutcome, response: HTTPResponse, from current: TransferRequest) {
+    private func followRedirect(_ outcome: TaskOutcome, response: HTTPResponse, from current: TransferRequest) {
         let configuration = session.configuration
         let redirectCount = machine { $0.hops.redirectCount }
         guard redirectCount < configuration.maximumRedirects else {
@@ -74,7 +75,7 @@ extension SessionTask {
             next.credential = nil
         }
         var proposed = Request(
-            url: next.url, method: next.method, headers: next.headers,
+            url: next.url, method: next.method, headers: HTTPHeaders(next.headers),
             body: keepsBody ? originalRequest.body : nil, timeoutInterval: originalRequest.timeoutInterval)
         if let hook = session.taskWillPerformHTTPRedirection {
             guard let chosen = hook(self, response, proposed) else {
@@ -91,7 +92,7 @@ extension SessionTask {
             }
             next.url = chosen.url
             next.method = chosen.method
-            next.headers = chosen.headers
+            next.headers = chosen.headers.engineFields
             proposed = chosen
         }
         let key = TaskHops.key(method: next.method, url: next.url)

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import HeraldNotifications
+import HeraldEngine
 
 // Interceptors and retries. With an interceptor (the task's, the session's, or both), every attempt of a
 // task starts with the adapter, run on a Swift concurrency task that prefers the hook queue's executor; a
@@ -38,7 +39,7 @@ extension SessionTask {
     func attemptTransferRequest(for request: Request, validators: HTTPHeaders?) -> TransferRequest {
         // The `Cookie` field is added by `startTransfer(_:)`, as for every hop.
         var transfer = makeTransferRequest(for: request)
-        transfer.proxy = session.configuration.proxy
+        transfer.proxy = session.configuration.proxy?.settings
         if let validators {
             transfer.revalidatesCachedResponse = true
             for field in validators { transfer.headers.add(name: field.name, value: field.value) }
@@ -78,7 +79,7 @@ extension SessionTask {
     /// Completes the task with `error`, keeping the last response that arrived. Between hops.
     private func failAttempt(_ error: HeraldError) {
         let response = machine { $0.report.response }
-        finishHop(TransferOutcome(response: response, body: Data(), error: error, metrics: nil), error: error)
+        finishHop(TaskOutcome(response: response, body: Data(), error: error, metrics: nil), error: error)
     }
 
     static func adaptationError(_ error: any Error, url: URL) -> HeraldError {
@@ -88,7 +89,7 @@ extension SessionTask {
 
     /// Whether `outcome`, a failed attempt, goes to the retrier; if so the task does not complete now.
     /// On the loop thread, after the transfer ended; the retrier runs on ``hookQueue``.
-    func beginRetry(after outcome: TransferOutcome) -> Bool {
+    func beginRetry(after outcome: TaskOutcome) -> Bool {
         guard !outcome.isFromCache, let failure = Self.retryableFailure(of: outcome) else { return false }
         // The session's interceptor is read before taking the task's lock: it has a lock of its own.
         let shared = session.interceptor
@@ -117,7 +118,7 @@ extension SessionTask {
     /// Announces the retry and starts the next attempt after `delay`, unless the task was cancelled
     /// meanwhile. Between hops.
     private func scheduleRetry(
-        after outcome: TransferOutcome, failure: HeraldError, delay: TimeInterval, interceptor: any RequestInterceptor
+        after outcome: TaskOutcome, failure: HeraldError, delay: TimeInterval, interceptor: any RequestInterceptor
     ) {
         let delay = delay.isNaN ? 0 : min(Self.maximumRetryDelay, max(0, delay))
         let timer = DispatchWorkItem { [self] in startAttempt(with: interceptor) }
@@ -138,7 +139,7 @@ extension SessionTask {
 
     /// What a retrier is shown for `outcome`: its transport error (not a cancellation), or
     /// `unacceptableStatusCode` for a status of 400 or more; `nil` for a success.
-    static func retryableFailure(of outcome: TransferOutcome) -> HeraldError? {
+    static func retryableFailure(of outcome: TaskOutcome) -> HeraldError? {
         if let error = outcome.error { return error.code == .cancelled ? nil : error }
         guard let response = outcome.response, response.statusCode >= 400 else { return nil }
         return HeraldError(

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldEngine
 
 // Preparing and starting a task's transfers. The first transfer, a redirect's, an authentication
 // round-trip's and a retry's all start the same way: prepared off the loop thread and outside the task's
@@ -24,7 +25,7 @@ extension SessionTask {
     func startFirstTransfer(cached: ResponseCachePolicy.Lookup?, _ start: FirstStart) {
         if case .fresh(let entry) = cached {
             // Followed up on the loop thread, as every transfer's outcome is: one path, whatever stood in.
-            let outcome = TransferOutcome(
+            let outcome = TaskOutcome(
                 response: entry.response, body: entry.data, error: nil, metrics: nil, isFromCache: true)
             return session.engine.execute { [self] in proceed(after: outcome) }
         }
@@ -78,7 +79,7 @@ extension SessionTask {
     }
 
     /// Completes the task with the hop's response (its 3xx or 401) and `error`. Hook queue.
-    func finishHop(_ outcome: TransferOutcome, error: HeraldError?) {
+    func finishHop(_ outcome: TaskOutcome, error: HeraldError?) {
         var outcome = outcome
         outcome.error = error
         completeTransfer(outcome)

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldNotifications
 import Instrumentation
+import HeraldEngine
 
 /// The completion handler of a task: the response, the serializer's output and the error, AF-style.
 ///
@@ -226,7 +227,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
             case .none:
                 []
             case .stop(let transfer):
-                [.engine(.remove(transfer, error: Self.cancellation(for: transfer.request.url)))]
+                [.engine(.remove(transfer, error: TransferError(Self.cancellation(for: transfer.request.url))))]
             case .complete(let completion, let retryTimer):
                 // Nothing is in the engine: a retry's pending timer is cancelled, and the task completes now.
                 (retryTimer.map { [.cancelTimer($0)] } ?? []) + [finishing(completion)]
@@ -240,11 +241,24 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
 
     // MARK: - TransferDelegate (engine loop thread; the kinds override what differs)
 
-    func transferDidReceiveResponse(_ response: HTTPResponse) {
+    package func transferDidReceiveResponse(_ head: ResponseHead) {
+        didReceiveResponse(HTTPResponse(head))
+    }
+
+    package func transferNeedsResponseDisposition(_ head: ResponseHead, transfer: Transfer) {
+        needsResponseDisposition(HTTPResponse(head), transfer: transfer)
+    }
+
+    package func proceed(after outcome: TransferOutcome) {
+        proceed(after: TaskOutcome(outcome))
+    }
+
+    /// A response head arrived: this transfer's last one.
+    func didReceiveResponse(_ response: HTTPResponse) {
         transition { $0.responseArrived(response) }
     }
 
-    func transferDidReceiveBytes(total received: Int64, expected: Int64?) {
+    package func transferDidReceiveBytes(total received: Int64, expected: Int64?) {
         let (object, handler) = core.withLock { core -> (TransferProgress?, ProgressHandler?) in
             core.progress.downloadCounts.record(completed: received, total: expected)
             let handler = core.machine.progressHandler(upload: false)
@@ -253,7 +267,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         object?.update(completed: received, total: expected, queue: session.completionQueue, handler: handler)
     }
 
-    func transferDidSendBytes(total sent: Int64, expected: Int64?) {
+    package func transferDidSendBytes(total sent: Int64, expected: Int64?) {
         let (object, handler) = core.withLock { core -> (TransferProgress?, ProgressHandler?) in
             core.progress.uploadCounts.record(completed: sent, total: expected)
             let handler = core.machine.progressHandler(upload: true)
@@ -271,11 +285,11 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     }
 
     /// A piece of the response body, for the `dataTaskDidReceiveData` hook: only data tasks have one.
-    func transferDidReceiveBody(_ bytes: UnsafeRawBufferPointer) {}
+    package func transferDidReceiveBody(_ bytes: UnsafeRawBufferPointer) {}
 
     /// The final response, paused for the `dataTaskDidReceiveResponse` hook: only data tasks have one, so
     /// other tasks let the transfer continue.
-    func transferNeedsResponseDisposition(_ response: HTTPResponse, transfer: Transfer) {
+    func needsResponseDisposition(_ response: HTTPResponse, transfer: Transfer) {
         session.send(.allowResponse(transfer))
     }
 
@@ -283,7 +297,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// next hop, a retry, or completing the task. It never runs or waits for user code: the hooks a hop
     /// needs run on ``hookQueue`` and start the next transfer, and a completed task goes to the completion
     /// queue (``SessionManager/complete(_:with:)``).
-    func proceed(after outcome: TransferOutcome) {
+    func proceed(after outcome: TaskOutcome) {
         // Before the next hop is built: a Set-Cookie on a 302 or a 401 goes with the next request.
         if let response = outcome.response { session.storeCookies(from: response) }
         if beginNextHop(after: outcome) { return }
@@ -312,7 +326,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// Turns the transfer's outcome into what the completion handler and `taskDidComplete` carry. Runs
     /// once per task, before the completion handler: on the session's own completion queue, or on the hook
     /// queue when the caller passed the completion queue (never the loop thread).
-    func completionResult(for outcome: TransferOutcome, serializer: any ResponseSerializer) -> CompletionResult {
+    func completionResult(for outcome: TaskOutcome, serializer: any ResponseSerializer) -> CompletionResult {
         ResponseBodyHandling.serialized.completionResult(for: outcome, serializer: serializer, url: originalRequest.url)
     }
 }

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import HeraldEngine
 
 /// A task's whole lifecycle as a value, in one private enum whose cases carry their own data: the state its
 /// user sees, where its transfer work stands, the transfer in the engine with whether it sends a credential
@@ -57,7 +58,7 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
         case readyToStart(InFlight)
         /// A transfer finished without an error while suspended: ``resume(revalidating:)`` completes the task
         /// with its outcome, as `download` when the data task had become one.
-        case holding(TransferOutcome, download: Download?)
+        case holding(TaskOutcome, download: Download?)
     }
 
     /// The state the user sees, each with its own data.
@@ -144,7 +145,7 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
     /// How the task completes: with `outcome` as the task reports it, its error to be `cancelled` when
     /// `wasCancelled`, as `download` when the data task became one (it is the task that completes).
     struct Completion {
-        var outcome: TransferOutcome
+        var outcome: TaskOutcome
         var wasCancelled: Bool
         var download: Download?
     }
@@ -235,7 +236,7 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
     }
 
     mutating func cancel() -> CancelAction {
-        let cancelled = TransferOutcome(response: nil, body: Data(), error: nil, metrics: nil)
+        let cancelled = TaskOutcome(response: nil, body: Data(), error: nil, metrics: nil)
         switch state {
         case .canceling, .completed:
             return .none
@@ -580,7 +581,7 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
     /// completes the task, the outcome it completes with is the task's report: a `304` answering a
     /// revalidation completes with the cached response, refreshed; the metrics count the redirects Herald
     /// followed (curl follows none itself), or are the last hop's when the final answer came without any.
-    mutating func complete(with outcome: TransferOutcome) -> CompleteAction {
+    mutating func complete(with outcome: TaskOutcome) -> CompleteAction {
         switch state {
         case .completed:
             return .none
@@ -610,7 +611,7 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
 
     /// `outcome`, a cancellation's between transfers, with the last response that arrived; a revalidation
     /// ends unanswered.
-    private mutating func reported(withLastResponse outcome: TransferOutcome) -> TransferOutcome {
+    private mutating func reported(withLastResponse outcome: TaskOutcome) -> TaskOutcome {
         var outcome = outcome
         outcome.response = report.response
         report.revalidating = nil
@@ -618,7 +619,7 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
     }
 
     /// Records the completing `outcome` in the report and returns it as the task reports it.
-    private mutating func reported(_ outcome: TransferOutcome) -> TransferOutcome {
+    private mutating func reported(_ outcome: TaskOutcome) -> TaskOutcome {
         var outcome = outcome
         if let stale = report.revalidating, outcome.error == nil, let notModified = outcome.response,
             notModified.statusCode == 304

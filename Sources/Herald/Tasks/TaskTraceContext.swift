@@ -1,3 +1,4 @@
+import HeraldEngine
 import Foundation
 import Instrumentation
 
@@ -36,16 +37,16 @@ final class TaskTraceContext: Sendable {
     /// Sets the fields the instrument injects for the context (with a W3C propagator, `traceparent` and
     /// `tracestate`) on `headers`, replacing fields of the same names. Called for every transfer, never
     /// with a lock held: the instrument is the application's code.
-    func inject(into headers: inout HTTPHeaders) {
-        instrument.inject(serviceContext, into: &headers, using: HTTPHeadersInjector())
+    func inject(into headers: inout HeaderFields) {
+        instrument.inject(serviceContext, into: &headers, using: HeaderFieldsInjector())
     }
 }
 
 /// Writes an instrument's values into request header fields.
-struct HTTPHeadersInjector: Injector {
+struct HeaderFieldsInjector: Injector {
     /// Sets `key: value`, replacing an existing field of that name. A name that is not an HTTP token or a
     /// value with CR, LF or NUL is dropped: an instrument must not be able to split the request.
-    func inject(_ value: String, forKey key: String, into headers: inout HTTPHeaders) {
+    func inject(_ value: String, forKey key: String, into headers: inout HeaderFields) {
         guard Request.isValidField(name: key, value: value) else { return }
         headers.replaceOrAdd(name: key, value: value)
     }

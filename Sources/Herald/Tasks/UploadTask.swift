@@ -1,4 +1,5 @@
 import Foundation
+import HeraldEngine
 
 /// A task that sends a body from memory, a file or a stream, and collects the response in memory: AF's
 /// upload task.
@@ -51,13 +52,17 @@ open class UploadTask: DataTask, @unchecked Sendable {
             let session = session
             // The stream is user code: it is read on this task's hook queue, as its hooks run.
             return .stream(
-                stream,
+                stream.pulled,
                 renew: { [weak self] in
                     guard let self else { return nil }
-                    return session.taskNeedNewBodyStream?(self)
+                    return session.taskNeedNewBodyStream?(self)?.pulled
                 }, readOn: hookQueue)
         case .sized(let length, let open):
-            return .sized(length: length, open: open, readOn: hookQueue)
+            return .sized(
+                length: length,
+                open: { () throws(TransferError) -> PulledBody in
+                    do throws(HeraldError) { return try open().pulled } catch { throw TransferError(error) }
+                }, readOn: hookQueue)
         }
     }
 }

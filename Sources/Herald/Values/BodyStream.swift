@@ -1,5 +1,6 @@
 import Foundation
 import HeraldNotifications
+import HeraldEngine
 
 /// A request body produced on demand, for streamed uploads whose length is not known up front (sent with
 /// `Transfer-Encoding: chunked`).

@@ -1,3 +1,5 @@
+import HeraldEngine
+
 /// An ordered list of HTTP header fields with case-insensitive lookup by name.
 ///
 /// Order and duplicates are kept exactly as sent or received: `Set-Cookie` may appear several times,
@@ -87,33 +89,5 @@ extension HTTPHeaders: ExpressibleByDictionaryLiteral {
     /// Creates headers from a literal, keeping the literal's order.
     public init(dictionaryLiteral elements: (String, String)...) {
         self.init(elements)
-    }
-}
-
-extension String {
-    /// ASCII case-insensitive equality, as HTTP field names compare; other bytes must match exactly.
-    /// Allocation-free: header lookups run on every transfer, so native strings are compared as the two
-    /// byte buffers they are.
-    func caseInsensitiveEquals(_ other: String) -> Bool {
-        guard utf8.count == other.utf8.count else { return false }
-        let contiguous = utf8.withContiguousStorageIfAvailable { mine in
-            other.utf8.withContiguousStorageIfAvailable { theirs in
-                Self.asciiCaseInsensitiveEquals(mine, theirs)
-            }
-        }
-        if let contiguous, let result = contiguous { return result }
-        return Self.asciiCaseInsensitiveEquals(utf8, other.utf8)
-    }
-
-    private static func asciiCaseInsensitiveEquals<Bytes: Collection<UInt8>>(_ a: Bytes, _ b: Bytes) -> Bool {
-        var index = b.startIndex
-        for byte in a {
-            let theirs = b[index]
-            b.formIndex(after: &index)
-            guard byte != theirs else { continue }
-            let lower = byte | 0x20
-            guard lower == theirs | 0x20, lower >= UInt8(ascii: "a"), lower <= UInt8(ascii: "z") else { return false }
-        }
-        return true
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldEngine
 
 /// The head of an HTTP response: status, headers, the URL it answered and the protocol version.
 public struct HTTPResponse: Sendable, Hashable {
@@ -99,30 +100,6 @@ public struct HTTPResponse: Sendable, Hashable {
     /// The declared `Content-Length`, or `nil` when absent or not a number: one or more ASCII digits
     /// (no sign), with spaces and tabs around them allowed, that fits in an `Int64`.
     public var expectedContentLength: Int64? {
-        headers["Content-Length"].flatMap(Self.contentLength(from:))
-    }
-
-    /// A `Content-Length` value read as ``expectedContentLength`` reads it. Run for every response on the
-    /// engine's loop thread: bytes, not Characters.
-    static func contentLength(from value: String) -> Int64? {
-        var length: Int64 = 0
-        var digits = 0
-        var trailing = false
-        for byte in value.utf8 {
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"):
-                guard !trailing else { return nil }
-                let (times10, overflow1) = length.multipliedReportingOverflow(by: 10)
-                let (sum, overflow2) = times10.addingReportingOverflow(Int64(byte &- UInt8(ascii: "0")))
-                guard !overflow1, !overflow2 else { return nil }
-                length = sum
-                digits += 1
-            case UInt8(ascii: " "), UInt8(ascii: "\t"):
-                if digits > 0 { trailing = true }
-            default:
-                return nil
-            }
-        }
-        return digits > 0 ? length : nil
+        headers["Content-Length"].flatMap(ResponseHead.contentLength(from:))
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldEngine
 
 extension Request {
     /// The header fields whose values ``curlDescription`` replaces with `***`: credentials and cookies.

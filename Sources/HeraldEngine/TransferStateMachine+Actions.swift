@@ -58,7 +58,7 @@ extension TransferStateMachine {
         case proceed
     }
 
-    /// What to do when curl reports the transfer's end. Not `Equatable`: ``HeraldError`` is not.
+    /// What to do when curl reports the transfer's end. Not `Equatable`: ``TransferError`` is not.
     enum CurlFinishAction {
         case none
         /// Hold the result and ask the delegate for its answer to the response.
@@ -66,7 +66,7 @@ extension TransferStateMachine {
         /// Hold the result; the delegate was already asked.
         case hold
         /// Finish with the error that made a callback stop curl, whatever curl's result.
-        case fail(HeraldError)
+        case fail(TransferError)
         /// Finish with curl's result.
         case finish(sinkDidBegin: Bool)
     }

@@ -5,21 +5,21 @@ import Foundation
 /// transfer is prepared (on the thread that starts it, before the engine sees it). Data and file bodies are
 /// library code and are read on the loop thread; streams are user code and are read by a
 /// ``StreamBodyReader`` on the task's hook queue, never on the loop thread.
-enum TransferBody: Sendable {
+package enum TransferBody: Sendable {
     /// Bytes in memory.
     case data(Data)
     /// A file, read in chunks as the connection takes them.
     case file(URL)
     /// A provider-backed stream of unknown length; `renew` asks for a fresh stream when the body must be
     /// resent, and returns `nil` when there is none. Both run on `readOn`, the task's hook queue.
-    case stream(BodyStream, renew: @Sendable () -> BodyStream?, readOn: DispatchQueue)
+    case stream(PulledBody, renew: @Sendable () -> PulledBody?, readOn: DispatchQueue)
     /// A stream of a known length, sent with `Content-Length`: `open` makes a fresh stream from the
     /// start, when the transfer is prepared (the preparing thread) and whenever the body must be resent
     /// (`readOn`, the task's hook queue, where the stream is read).
-    case sized(length: Int64, open: @Sendable () throws(HeraldError) -> BodyStream, readOn: DispatchQueue)
+    case sized(length: Int64, open: @Sendable () throws(TransferError) -> PulledBody, readOn: DispatchQueue)
 
     /// Opens the body for reading, when the transfer is prepared.
-    func open() throws(HeraldError) -> any BodySource {
+    func open() throws(TransferError) -> any BodySource {
         switch self {
         case .data(let data): DataBodySource(data)
         case .file(let url): try FileBodySource(url: url)
@@ -38,7 +38,7 @@ enum BodySourceRead {
     /// The body is complete.
     case end
     /// The source failed; the transfer aborts with this error.
-    case failed(HeraldError)
+    case failed(TransferError)
     /// Nothing to send yet (a stream's reader is behind): the read callback pauses sending, and the source
     /// has the transfer woken when there is (``BodySource/startReading(wake:)``).
     case wait
@@ -56,7 +56,7 @@ protocol BodySource: AnyObject {
     func read(into buffer: UnsafeMutableRawBufferPointer) -> BodySourceRead
     /// Positions the source so the next read returns the byte at `offset` (or ``BodySourceRead/wait`` until
     /// it can); returns why it can't.
-    func rewind(to offset: Int64) -> HeraldError?
+    func rewind(to offset: Int64) -> TransferError?
     /// Starts reading ahead, for a source that reads off the loop thread; `wake` (called on any thread) has the
     /// transfer unpause sending once a read that answered ``BodySourceRead/wait`` can go on.
     func startReading(wake: @escaping @Sendable () -> Void)
@@ -87,9 +87,9 @@ final class DataBodySource: BodySource {
         return .bytes(count)
     }
 
-    func rewind(to offset: Int64) -> HeraldError? {
+    func rewind(to offset: Int64) -> TransferError? {
         guard offset >= 0, offset <= data.count else {
-            return HeraldError(.bodyStream, "Cannot seek the request body to byte \(offset) of \(data.count).")
+            return TransferError(.bodyStream, "Cannot seek the request body to byte \(offset) of \(data.count).")
         }
         self.offset = Int(offset)
         return nil
@@ -103,7 +103,7 @@ final class FileBodySource: BodySource {
     private var offset: Int64 = 0
     let length: Int64?
 
-    init(url: URL) throws(HeraldError) {
+    init(url: URL) throws(TransferError) {
         self.url = url
         descriptor = open(url.path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else {
@@ -131,7 +131,7 @@ final class FileBodySource: BodySource {
                 guard let length, offset < length else { return .end }
                 // The file shrank while it was being sent: the declared Content-Length can't be met.
                 return .failed(
-                    HeraldError(
+                    TransferError(
                         .fileIO,
                         "The upload file \(url.path) ended at byte \(offset) of \(length); it changed while sending."))
             }
@@ -140,19 +140,32 @@ final class FileBodySource: BodySource {
         }
     }
 
-    func rewind(to offset: Int64) -> HeraldError? {
-        guard offset >= 0 else { return HeraldError(.bodyStream, "Cannot seek the upload file to byte \(offset).") }
+    func rewind(to offset: Int64) -> TransferError? {
+        guard offset >= 0 else { return TransferError(.bodyStream, "Cannot seek the upload file to byte \(offset).") }
         self.offset = offset
         return nil
     }
 }
 
-/// Builds ``HeraldError/Code/fileIO`` errors from `errno`.
-enum FileIOError {
+/// Builds ``TransferError/Code/fileIO`` errors from `errno`.
+package enum FileIOError {
     /// `"<what> <path>: <strerror(errno)>"`, with the POSIX error as the underlying error. Read `errno`
     /// before anything else can change it.
-    static func make(_ what: String, url: URL, code: Int32 = errno) -> HeraldError {
+    package static func make(_ what: String, url: URL, code: Int32 = errno) -> TransferError {
         let posix = POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO)
-        return HeraldError(.fileIO, "\(what) \(url.path): \(String(cString: strerror(code))).", underlying: posix)
+        return TransferError(.fileIO, "\(what) \(url.path): \(String(cString: strerror(code))).", underlying: posix)
+    }
+}
+
+/// A streamed request body, read on demand: `read` copies up to `buffer.count` bytes into `buffer` and returns how
+/// many it copied; 0 ends the body, and a thrown error fails the transfer with `bodyStream`. `Herald` makes one
+/// from the public `BodyStream`.
+package struct PulledBody: Sendable {
+    /// Fills the buffer; see the type's description.
+    package let read: @Sendable (_ buffer: UnsafeMutableRawBufferPointer) throws -> Int
+
+    /// Creates a source from a read function.
+    package init(read: @escaping @Sendable (_ buffer: UnsafeMutableRawBufferPointer) throws -> Int) {
+        self.read = read
     }
 }

@@ -16,7 +16,7 @@ import HeraldNotifications
 /// Handles never move between sessions, so nothing one session's transfers left in a handle (curl's TLS
 /// session IDs) reaches another session's, whose security policy may differ. At most ``capacity`` handles
 /// wait; once the pool is closed every handle given back is freed.
-final class EasyHandlePool: @unchecked Sendable {
+package final class EasyHandlePool: @unchecked Sendable {
     // Safety: `state` is guarded by its lock; a handle in `idle` belongs to the pool alone, one taken or
     // given belongs to the caller alone.
 

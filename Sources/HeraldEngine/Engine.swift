@@ -15,13 +15,13 @@ import HeraldNotifications
 /// the loop thread, for every transfer: it is library code only, and the delegate hands whatever user code
 /// comes next to queues of its own, at once or at the loop iteration's end (``atIterationEnd(_:)``). The
 /// engine names no session or task type for it.
-final class Engine: @unchecked Sendable {
+package final class Engine: @unchecked Sendable {
     // Safety: `loop`, `wakeup` and every libuv/libcurl object reachable from them are touched only on
     // `loopThread` (inside `uv_run`); `pending` is guarded by its lock; `loopThreadID` is written once,
     // before any command can run.
 
     /// The engine sessions share unless they are given their own.
-    static let shared = Engine(name: "herald.engine.shared")
+    package static let shared = Engine(name: "herald.engine.shared")
 
     private let loop: UnsafeMutablePointer<uv_loop_t>
     private let wakeup: UnsafeMutablePointer<uv_async_t>
@@ -78,13 +78,13 @@ final class Engine: @unchecked Sendable {
     }
 
     /// Runs `work` on the loop thread, after every command enqueued before it.
-    func execute(_ work: @escaping @Sendable () -> Void) {
+    package func execute(_ work: @escaping @Sendable () -> Void) {
         pending.withLock { $0.append(.closure(work)) }
         uv_async_send(wakeup)
     }
 
     /// Carries out `command` on `multi` on the loop thread, after every command enqueued before it.
-    func execute(_ command: TransferCommand, on multi: MultiHandle) {
+    package func execute(_ command: TransferCommand, on multi: MultiHandle) {
         pending.withLock { $0.append(.command(command, multi)) }
         uv_async_send(wakeup)
     }
@@ -92,7 +92,7 @@ final class Engine: @unchecked Sendable {
     /// Runs `work` on the loop thread at the end of the current loop iteration, after its I/O: what a caller
     /// collects from the iteration's finished transfers (completed tasks, say) it can hand on once, in one
     /// dispatch, instead of one per transfer. Loop thread only.
-    func atIterationEnd(_ work: @escaping () -> Void) {
+    package func atIterationEnd(_ work: @escaping () -> Void) {
         if iterationEndWork.isEmpty {
             uv_check_start(iterationEnd) { handle in
                 guard let handle, let context = handle.pointee.data else { return }
@@ -113,7 +113,7 @@ final class Engine: @unchecked Sendable {
     }
 
     /// Whether the caller is on the loop thread.
-    var isOnLoopThread: Bool {
+    package var isOnLoopThread: Bool {
         guard let id = loopThreadID.withLock({ $0 }) else { return false }
         return pthread_equal(id, pthread_self()) != 0
     }

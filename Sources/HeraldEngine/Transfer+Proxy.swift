@@ -19,14 +19,14 @@ extension Transfer {
             }
             return
         }
-        check("PROXY", herald_easy_setopt_string(easy, CURLOPT_PROXY, proxy.description))
+        check("PROXY", herald_easy_setopt_string(easy, CURLOPT_PROXY, proxy.url))
         // Always set, even empty: "" makes curl use the proxy for every host, loopback included, and ignore
         // the no_proxy environment variable.
         check("NOPROXY", herald_easy_setopt_string(easy, CURLOPT_NOPROXY, proxy.excludedHosts.joined(separator: ",")))
-        if let credential = proxy.credential {
-            check("PROXYUSERNAME", herald_easy_setopt_string(easy, CURLOPT_PROXYUSERNAME, credential.user))
-            check("PROXYPASSWORD", herald_easy_setopt_string(easy, CURLOPT_PROXYPASSWORD, credential.password))
-            if proxy.kind == .http || proxy.kind == .https {
+        if let user = proxy.user {
+            check("PROXYUSERNAME", herald_easy_setopt_string(easy, CURLOPT_PROXYUSERNAME, user))
+            check("PROXYPASSWORD", herald_easy_setopt_string(easy, CURLOPT_PROXYPASSWORD, proxy.password ?? ""))
+            if proxy.speaksHTTP {
                 check("PROXYAUTH", herald_easy_setopt_long(easy, CURLOPT_PROXYAUTH, herald_curlauth_basic))
             }
         }

@@ -3,9 +3,9 @@ import CCurl
 /// What the libcurl Herald was compiled against can do, for code outside the engine that has to decide
 /// before any transfer exists. These are facts of the headers (`LIBCURL_VERSION_NUM`), which a
 /// distribution ships with the library they describe.
-enum CurlFeatures {
+package enum CurlFeatures {
     /// Whether a CA bundle can be handed over in memory (`CURLOPT_CAINFO_BLOB`, libcurl 7.77.0).
-    static let inMemoryCertificateAuthorities = herald_has_cainfo_blob != 0
+    package static let inMemoryCertificateAuthorities = herald_has_cainfo_blob != 0
 
     /// The `Accept-Encoding` value libcurl sends for `CURLOPT_ACCEPT_ENCODING` `""`: every content coding the
     /// library at run time can decode, in libcurl's order (`deflate, gzip` with zlib, then `br`, then

@@ -32,7 +32,7 @@ struct TransferStateMachine {
         case heldForResume
         /// A callback told curl to stop; curl's result is replaced by `error`. The transfer still obeys a
         /// user pause until curl reports its end.
-        case aborted(HeraldError, isUserPaused: Bool)
+        case aborted(TransferError, isUserPaused: Bool)
         /// Delivered to the delegate; nothing more happens.
         case finished
     }
@@ -242,7 +242,7 @@ struct TransferStateMachine {
 
     /// A callback stops the transfer because of `error` (its return value makes curl stop); the first
     /// reason stands.
-    mutating func abort(with error: HeraldError) {
+    mutating func abort(with error: TransferError) {
         switch state {
         case .running, .pausePending, .waitingForConsumer, .awaitingDisposition(isUserPaused: false):
             state = .aborted(error, isUserPaused: false)
@@ -328,7 +328,7 @@ struct TransferStateMachine {
     }
 
     /// Why a callback stopped the transfer, if one did.
-    var abortError: HeraldError? {
+    var abortError: TransferError? {
         guard case .aborted(let error, _) = state else { return nil }
         return error
     }

@@ -1,7 +1,7 @@
 /// What a task asks the engine to do with one of its transfers: the whole vocabulary between the task layer
 /// and the engine. The session sends commands to its engine (``SessionManager/send(_:)``), which carries
 /// them out on the loop thread, in the order they were sent.
-enum TransferCommand: Sendable {
+package enum TransferCommand: Sendable {
     /// Add the transfer to the connection pool.
     case start(Transfer)
     /// Pause receiving and sending (``Transfer/pause()``).
@@ -19,10 +19,10 @@ enum TransferCommand: Sendable {
     /// The data task became a download: the body goes to `sink`, and `delegate` hears about the transfer.
     case becomeDownload(Transfer, sink: TransferSink, delegate: any TransferDelegate)
     /// Stop the transfer and finish it with `error`.
-    case remove(Transfer, error: HeraldError)
+    case remove(Transfer, error: TransferError)
     /// Close the session's connection pool: every transfer still in it finishes with `error`, and its
     /// connections, sockets and timers close (``MultiHandle/close(cancellingWith:)``).
-    case closePool(HeraldError)
+    case closePool(TransferError)
 }
 
 extension MultiHandle {

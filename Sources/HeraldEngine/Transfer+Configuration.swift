@@ -8,9 +8,9 @@ extension Transfer {
     /// transfer: on the thread that starts it, so the loop thread spends its time moving bytes. A failure is
     /// kept for ``makeEasyHandle(from:)`` to finish the transfer with, on the loop thread. Call once, before
     /// sending the transfer to the engine.
-    func prepare(from pool: EasyHandlePool?) {
+    package func prepare(from pool: EasyHandlePool?) {
         guard case .unprepared = preparation else { return }
-        do throws(HeraldError) {
+        do throws(TransferError) {
             source = try request.body?.open()
         } catch {
             preparation = .failed(error)
@@ -36,7 +36,7 @@ extension Transfer {
             headerList = nil
         }
         guard let easy = curl_easy_init() else {
-            preparation = .failed(HeraldError(.outOfMemory, "curl_easy_init failed."))
+            preparation = .failed(TransferError(.outOfMemory, "curl_easy_init failed."))
             return
         }
         easyHandle = easy
@@ -55,7 +55,7 @@ extension Transfer {
             finish(error: error)
             return nil
         }
-        do throws(HeraldError) {
+        do throws(TransferError) {
             // A body in memory goes to the sink made with the transfer, still empty: no second one.
             if !collectsBodyInMemory { sink = try request.sink.open() }
         } catch {
@@ -82,7 +82,7 @@ extension Transfer {
             .init(
                 allowedProtocols: request.allowedProtocols, method: request.method, decodesContent: decodesContent,
                 httpVersion: request.httpVersion, requestTimeout: request.requestTimeout,
-                resourceTimeout: request.resourceTimeout, securityPolicy: request.securityPolicy,
+                resourceTimeout: request.resourceTimeout, trust: request.trust,
                 proxy: request.proxy, environmentMayNameProxy: proxyFromEnvironment))
     }
 
@@ -90,7 +90,7 @@ extension Transfer {
     /// set from this transfer's ``profile``) only those that change with every transfer: the URL, the error
     /// buffer, the header list and the callbacks' data. The error says which option libcurl refused, if one
     /// was.
-    func configure(_ easy: UnsafeMutableRawPointer, onlyPerTransferOptions: Bool) -> HeraldError? {
+    func configure(_ easy: UnsafeMutableRawPointer, onlyPerTransferOptions: Bool) -> TransferError? {
         let context = Unmanaged.passUnretained(self).toOpaque()
         var failed: (String, CURLcode)?
         func check(_ option: String, _ code: CURLcode) {
@@ -126,9 +126,9 @@ extension Transfer {
         if let credential = request.credential {
             // curl computes the header: Basic at once, Digest after its own unauthenticated round-trip
             // for a fresh nonce (the one in the 401 Herald saw belongs to another request).
-            check("USERNAME", herald_easy_setopt_string(easy, CURLOPT_USERNAME, credential.credential.user))
-            check("PASSWORD", herald_easy_setopt_string(easy, CURLOPT_PASSWORD, credential.credential.password))
-            let scheme = credential.scheme == .digest ? herald_curlauth_digest : herald_curlauth_basic
+            check("USERNAME", herald_easy_setopt_string(easy, CURLOPT_USERNAME, credential.user))
+            check("PASSWORD", herald_easy_setopt_string(easy, CURLOPT_PASSWORD, credential.password))
+            let scheme = credential.usesDigest ? herald_curlauth_digest : herald_curlauth_basic
             check("HTTPAUTH", herald_easy_setopt_long(easy, CURLOPT_HTTPAUTH, scheme))
         }
         // A larger receive buffer means fewer reads and write callbacks for a large body (a 256 MiB body in
@@ -178,8 +178,8 @@ extension Transfer {
     }
 
     /// The error for an option libcurl refused.
-    private func refusal(_ failure: (option: String, code: CURLcode)) -> HeraldError {
-        HeraldError(
+    private func refusal(_ failure: (option: String, code: CURLcode)) -> TransferError {
+        TransferError(
             .invalidRequest, "libcurl refused option \(failure.option).", curlCode: Int32(failure.code.rawValue),
             curlMessage: String(cString: curl_easy_strerror(failure.code)), url: request.url)
     }

@@ -1,13 +1,13 @@
 import CCurl
 import Foundation
 
-// The session's SecurityPolicy, applied to each easy handle. libcurl checks everything inside the TLS
+// The session's TrustSettings, applied to each easy handle. libcurl checks everything inside the TLS
 // handshake; a failure ends the transfer with CURLE_PEER_FAILED_VERIFICATION (60) or
-// CURLE_SSL_PINNEDPUBKEYNOTMATCH (90), which HeraldError+Curl.swift maps to their own codes.
+// CURLE_SSL_PINNEDPUBKEYNOTMATCH (90), which TransferError+Curl.swift maps to their own codes.
 extension Transfer {
     /// Sets verification, trusted certificate authorities and pins from the request's policy. Loop thread.
     func configureSecurity(_ easy: UnsafeMutableRawPointer, check: (String, CURLcode) -> Void) {
-        let policy = request.securityPolicy
+        let policy = request.trust
         // curl's defaults, set explicitly so the policy, not a default, says what is verified.
         let verifies = !policy.allowsInvalidCertificates
         check("SSL_VERIFYPEER", herald_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, verifies ? 1 : 0))
@@ -25,7 +25,7 @@ extension Transfer {
             }
             if let pem = policy.certificateAuthorityData {
                 // CURL_BLOB_COPY: curl keeps its own copy, so the bytes need not outlive this call.
-                // Before libcurl 7.77 this is CURLE_NOT_BUILT_IN; SecurityPolicy refuses such a policy
+                // Before libcurl 7.77 this is CURLE_NOT_BUILT_IN; TrustSettings refuses such a policy
                 // when it is built (CurlFeatures.inMemoryCertificateAuthorities), so it never gets here.
                 let code = pem.withUnsafeBytes { bytes in
                     herald_easy_setopt_cainfo_blob(easy, bytes.baseAddress, bytes.count)
@@ -36,7 +36,7 @@ extension Transfer {
 
         if !policy.pinnedPublicKeys.isEmpty {
             // curl accepts the key when it matches any of the ';'-separated pins; base64 has no ';'.
-            let pins = policy.pinnedPublicKeys.map(\.description).joined(separator: ";")
+            let pins = policy.pinnedPublicKeys.joined(separator: ";")
             check("PINNEDPUBLICKEY", herald_easy_setopt_string(easy, CURLOPT_PINNEDPUBLICKEY, pins))
         }
     }

@@ -5,9 +5,9 @@ import Foundation
 /// `O_NOFOLLOW` and used only if it is a regular file of the process's effective user with one link.
 enum PrivateFile {
     /// A descriptor open for writing on the file at `url`.
-    /// - Throws: ``HeraldError/Code/fileIO`` when it can't be opened, or what is there is a symlink or
+    /// - Throws: ``TransferError/Code/fileIO`` when it can't be opened, or what is there is a symlink or
     ///   another user's file, or has another name elsewhere (a hard link someone planted).
-    static func openForWriting(_ url: URL) throws(HeraldError) -> Int32 {
+    static func openForWriting(_ url: URL) throws(TransferError) -> Int32 {
         let created = open(url.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         if created >= 0 { return created }
         guard errno == EEXIST else { throw FileIOError.make("Cannot open the download file", url: url) }
@@ -18,7 +18,7 @@ enum PrivateFile {
             status.st_nlink == 1
         else {
             close(descriptor)
-            throw HeraldError(
+            throw TransferError(
                 .fileIO,
                 "The download file \(url.path) is not a regular file of this process's user with one link; "
                     + "nothing is written to it.")

@@ -107,7 +107,7 @@ extension Transfer {
             responseStatus = statusCode
             // The list made with the transfer serves the first head; a later one (after an interim 1xx or a
             // 401 curl answered) gets its own, with room for a typical head's fields.
-            if responseHeaders.count > 0 { responseHeaders = HTTPHeaders(capacity: 16) }
+            if responseHeaders.count > 0 { responseHeaders = HeaderFields(capacity: 16) }
             contentLengthIndex = nil
             response = nil
             expectedBodyLength = nil
@@ -120,7 +120,7 @@ extension Transfer {
             guard responseHeaders.count > 0 else { return }
             var fields = responseHeaders.fields
             fields[fields.count - 1].value += " " + more
-            responseHeaders = HTTPHeaders(fields)
+            responseHeaders = HeaderFields(fields)
         case .field(let name, let value):
             // The common spelling is the parser's own string, and comparing a short string with it is a
             // comparison of two words; any other spelling of the name is compared ignoring case.
@@ -164,7 +164,7 @@ extension Transfer {
         response = head
         // The same as `head.expectedContentLength`, without looking the field up by name.
         expectedBodyLength = contentLengthIndex.flatMap {
-            HTTPResponse.contentLength(from: head.headers.fields[$0].value)
+            ResponseHead.contentLength(from: head.headers.fields[$0].value)
         }
         delegate.transferDidReceiveResponse(head)
     }

@@ -10,19 +10,24 @@ import CUV
 /// Messages are drained after every `curl_multi_socket_action`, and completions are delivered from there —
 /// never from inside a curl callback, where `curl_multi_*` would fail with `CURLM_RECURSIVE_API_CALL`.
 /// A second timer enforces the transfers' idle timeouts (``checkIdleTransfers()``).
-final class MultiHandle: @unchecked Sendable {
+package final class MultiHandle: @unchecked Sendable {
     // Safety: every member is used on the engine's loop thread only (hence `@exclusivity(unchecked)` on the
     // stored properties the loop thread touches per transfer: see `Transfer`). `init` runs on any thread but only
     // configures a multi handle nobody else can see yet; the libuv timer is initialised on the loop.
 
-    struct Options: Sendable {
-        var maximumConnectionsPerHost: Int
-        var maximumConnectionsTotal: Int
+    package struct Options: Sendable {
+        package var maximumConnectionsPerHost: Int
+        package var maximumConnectionsTotal: Int
+
+        package init(maximumConnectionsPerHost: Int, maximumConnectionsTotal: Int) {
+            self.maximumConnectionsPerHost = maximumConnectionsPerHost
+            self.maximumConnectionsTotal = maximumConnectionsTotal
+        }
     }
 
     let engine: Engine
     /// The easy handles this pool's finished transfers leave for its next ones; any thread.
-    let easyHandles: EasyHandlePool
+    package let easyHandles: EasyHandlePool
     private let multi: UnsafeMutableRawPointer
     private let timer: UnsafeMutablePointer<uv_timer_t>
     /// The timer of the idle check (``checkIdleTransfers()``), and when it is due on ``ActivityClock``
@@ -32,18 +37,18 @@ final class MultiHandle: @unchecked Sendable {
     /// The handles polling this pool's sockets, by socket number.
     @exclusivity(unchecked) private var polls = PollHandleTable()
     /// The number of sockets being polled. Loop thread only.
-    var pollCount: Int { polls.count }
+    package var pollCount: Int { polls.count }
     /// How many times a socket started being watched, and how many of those opened a new poll handle rather
     /// than start a kept one. Loop thread only.
-    @exclusivity(unchecked) private(set) var socketsWatched = 0
-    @exclusivity(unchecked) private(set) var pollHandlesOpened = 0
+    @exclusivity(unchecked) package private(set) var socketsWatched = 0
+    @exclusivity(unchecked) package private(set) var pollHandlesOpened = 0
     /// The transfers in the pool, in no order: each knows its place (``Transfer/poolSlot``), and a
     /// finished one's easy handle leads to it through `CURLINFO_PRIVATE`, so adding and removing one hashes
     /// nothing.
     @exclusivity(unchecked) private(set) var transfers: [Transfer] = []
     @exclusivity(unchecked) private(set) var isClosed = false
 
-    init?(engine: Engine, options: Options) {
+    package init?(engine: Engine, options: Options) {
         guard let multi = curl_multi_init() else { return nil }
         self.engine = engine
         self.multi = multi
@@ -83,14 +88,14 @@ final class MultiHandle: @unchecked Sendable {
     }
 
     /// The number of transfers currently in this pool. Loop thread only.
-    var activeTransferCount: Int { transfers.count }
+    package var activeTransferCount: Int { transfers.count }
 
     // MARK: - transfers
 
     /// Starts a transfer. Loop thread only.
     func add(_ transfer: Transfer) {
         guard !isClosed else {
-            transfer.finish(error: HeraldError(.sessionInvalidated, "The session's connection pool is closed."))
+            transfer.finish(error: TransferError(.sessionInvalidated, "The session's connection pool is closed."))
             return
         }
         guard let easy = transfer.makeEasyHandle(from: easyHandles) else { return }
@@ -100,7 +105,7 @@ final class MultiHandle: @unchecked Sendable {
         let code = curl_multi_add_handle(multi, easy)
         if code != CURLM_OK {
             _ = takeOut(transfer)
-            transfer.finish(error: HeraldError(.internal, "curl_multi_add_handle failed (\(code.rawValue))."))
+            transfer.finish(error: TransferError(.internal, "curl_multi_add_handle failed (\(code.rawValue))."))
             return
         }
         if let idleTimeout = transfer.idleTimeout {
@@ -109,7 +114,7 @@ final class MultiHandle: @unchecked Sendable {
     }
 
     /// Stops a transfer that is still in the pool and finishes it with `error`. Loop thread only.
-    func remove(_ transfer: Transfer, error: HeraldError) {
+    func remove(_ transfer: Transfer, error: TransferError) {
         if let easy = transfer.easyHandle, takeOut(transfer) {
             curl_multi_remove_handle(multi, easy)
             transfer.finish(error: error)
@@ -140,7 +145,7 @@ final class MultiHandle: @unchecked Sendable {
     }
 
     /// Cancels every transfer, then releases the multi handle, its sockets and its timer. Loop thread only.
-    func close(cancellingWith error: HeraldError) {
+    func close(cancellingWith error: TransferError) {
         guard !isClosed else { return }
         isClosed = true
         for transfer in transfers {
@@ -245,7 +250,7 @@ final class MultiHandle: @unchecked Sendable {
     /// inside curl's callback, so through a command: never a `curl_multi_*` call here.
     private func failTransfer(of easy: UnsafeMutableRawPointer?, socket: curl_socket_t, reason: String) {
         guard let easy, let transfer = transfer(of: easy) else { return }
-        let error = HeraldError(.internal, "Cannot watch socket \(socket): \(reason).", url: transfer.request.url)
+        let error = TransferError(.internal, "Cannot watch socket \(socket): \(reason).", url: transfer.request.url)
         engine.execute { [self] in
             // Only while it is still in the pool: one that finished meanwhile keeps its own outcome.
             if isInPool(transfer) { remove(transfer, error: error) }

@@ -7,14 +7,14 @@ import CUV
 ///
 /// Made, started and stopped on the loop thread; `onReadable` runs there, at each loop iteration in which the
 /// descriptor has something to read (libuv polls level-triggered: read until it would block).
-final class DescriptorWatch {
+package final class DescriptorWatch {
     private let engine: Engine
     private let descriptor: Int32
     private var poll: UnsafeMutablePointer<uv_poll_t>?
     private let onReadable: () -> Void
 
     /// Starts watching `descriptor`; `nil` when libuv can't poll it. Loop thread only.
-    init?(descriptor: Int32, on engine: Engine, onReadable: @escaping () -> Void) {
+    package init?(descriptor: Int32, on engine: Engine, onReadable: @escaping () -> Void) {
         guard let (poll, _) = engine.pollHandles.take(for: curl_socket_t(descriptor), on: engine.uvLoop) else {
             return nil
         }
@@ -36,7 +36,7 @@ final class DescriptorWatch {
     }
 
     /// Stops watching; the descriptor may be closed as soon as this returns. Loop thread only.
-    func stop() {
+    package func stop() {
         guard let poll else { return }
         self.poll = nil
         engine.pollHandles.stop(poll, socket: curl_socket_t(descriptor))
@@ -49,19 +49,19 @@ final class DescriptorWatch {
 
 /// A one-shot timer on an engine's loop, for delays of the library's own (the reachability monitor's debounce).
 /// Made, started, stopped and closed on the loop thread; `fire` runs there.
-final class LoopTimer {
+package final class LoopTimer {
     private let handle: UnsafeMutablePointer<uv_timer_t>
     private var fire: (() -> Void)?
 
     /// A stopped timer on `engine`'s loop. Loop thread only.
-    init(on engine: Engine) {
+    package init(on engine: Engine) {
         handle = .allocate(capacity: 1)
         uv_timer_init(engine.uvLoop, handle)
         handle.pointee.data = nil
     }
 
     /// Calls `fire` once after `milliseconds`, replacing a start not yet fired. Loop thread only.
-    func start(after milliseconds: UInt64, _ fire: @escaping () -> Void) {
+    package func start(after milliseconds: UInt64, _ fire: @escaping () -> Void) {
         self.fire = fire
         handle.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         uv_timer_start(
@@ -79,14 +79,14 @@ final class LoopTimer {
     var isPending: Bool { fire != nil }
 
     /// Cancels a start not yet fired. Loop thread only.
-    func stop() {
+    package func stop() {
         fire = nil
         uv_timer_stop(handle)
     }
 
     /// Stops the timer and frees its handle once libuv is done with it. Loop thread only; the timer can't be
     /// used after.
-    func close() {
+    package func close() {
         stop()
         handle.pointee.data = nil
         Engine.close(handle)

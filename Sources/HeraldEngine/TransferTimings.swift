@@ -1,9 +1,47 @@
 import CCurl
 import Foundation
 
-extension TransferMetrics {
-    /// Reads the metrics of a finished (or stopped) easy handle, on the one thread using it (see
-    /// ``FinishedEasyHandle``).
+/// What libcurl measured of one transfer: times, sizes and the connection. `Herald` presents it as its public
+/// `TransferTimings`, field for field.
+package struct TransferTimings: Sendable {
+    /// When the transfer started.
+    package var startDate: Date
+    /// Seconds from the start until the name was resolved.
+    package var nameLookup: TimeInterval
+    /// Seconds from the start until the connection was made.
+    package var connect: TimeInterval
+    /// Seconds from the start until the TLS handshake ended.
+    package var tlsHandshake: TimeInterval
+    /// Seconds from the start until the first response byte.
+    package var timeToFirstByte: TimeInterval
+    /// Seconds the whole transfer took.
+    package var total: TimeInterval
+    /// Seconds spent on redirects (always 0: Herald follows each as a transfer of its own).
+    package var redirectTime: TimeInterval
+    /// Request head bytes sent.
+    package var requestHeaderBytes: Int64
+    /// Request body bytes sent.
+    package var requestBodyBytes: Int64
+    /// Response head bytes received.
+    package var responseHeaderBytes: Int64
+    /// Response body bytes received.
+    package var responseBodyBytes: Int64
+    /// Redirects followed (always 0 here; the task counts its hops).
+    package var redirectCount: Int
+    /// Whether an existing connection carried the transfer.
+    package var connectionReused: Bool
+    /// The peer's IP address.
+    package var remoteAddress: String?
+    /// The peer's port.
+    package var remotePort: Int?
+    /// The local port.
+    package var localPort: Int?
+    /// The protocol version used, such as `"HTTP/1.1"`.
+    package var httpVersion: String?
+}
+
+extension TransferTimings {
+    /// Reads what a finished (or stopped) easy handle measured, on the loop thread, the one using it.
     init(easyHandle easy: UnsafeMutableRawPointer, startDate: Date) {
         func seconds(_ info: CURLINFO) -> TimeInterval {
             var microseconds: curl_off_t = 0

@@ -1,6 +1,6 @@
 import CCurl
 
-extension HTTPVersion {
+extension ProtocolVersion {
     /// The `CURLOPT_HTTP_VERSION` value for this version. `automatic` is curl's own default since 7.62
     /// (HTTP/2 over TLS when offered), set explicitly so the session, not a default, says what is asked.
     var curlValue: Int {

@@ -1,12 +1,12 @@
 import CCurl
 import Foundation
 
-// How a finished transfer's `CURLcode` becomes a `HeraldError`. It lives in `Engine/` with every other
+// How a finished transfer's `CURLcode` becomes a `TransferError`. It lives in `Engine/` with every other
 // use of libcurl's vocabulary; the error type itself (`Errors/`) knows nothing of curl beyond the raw code
 // and text it carries. The table is internal and tested on its own through the raw-value form.
 
-extension HeraldError {
-    /// Maps a finished transfer's `CURLcode` to a ``HeraldError``.
+extension TransferError {
+    /// Maps a finished transfer's `CURLcode` to a ``TransferError``.
     ///
     /// The engine decides cancellation and its own timeouts from its flags *before* calling this, so
     /// `CURLE_ABORTED_BY_CALLBACK` (42) and `CURLE_WRITE_ERROR` (23) map to ``Code/internal`` here.
@@ -20,7 +20,7 @@ extension HeraldError {
     /// - Returns: The error to report.
     static func fromCurl(
         _ code: CURLcode, osErrno: Int32, errorBuffer: String, url: URL?, stage: CurlErrorMapping.Stage = .sending
-    ) -> HeraldError {
+    ) -> TransferError {
         let raw = Int32(bitPattern: code.rawValue)
         var curlText = errorBuffer.trimmingCharacters(in: .whitespacesAndNewlines)
         if curlText.isEmpty, let strerror = curl_easy_strerror(code) {
@@ -40,11 +40,11 @@ extension HeraldError {
     /// - Returns: The error to report.
     static func fromCurl(
         rawCode: Int32, osErrno: Int32, curlMessage: String, url: URL?, stage: CurlErrorMapping.Stage = .sending
-    ) -> HeraldError {
+    ) -> TransferError {
         let mapping = CurlErrorMapping.map(rawCode, osErrno: osErrno, curlMessage: curlMessage, stage: stage)
         let statusCode =
             mapping.code == .unacceptableStatusCode ? CurlErrorMapping.trailingStatus(in: curlMessage) : nil
-        return HeraldError(
+        return TransferError(
             mapping.code,
             mapping.message,
             curlCode: rawCode,
@@ -55,7 +55,7 @@ extension HeraldError {
     }
 }
 
-/// The `CURLcode` → ``HeraldError/Code`` table (libcurl 7.88.1, codes 0–99), after
+/// The `CURLcode` → ``TransferError/Code`` table (libcurl 7.88.1, codes 0–99), after
 /// swift-corelibs-foundation's `urlErrorCode(for:)`.
 enum CurlErrorMapping {
     /// How far a transfer's exchange had gone when it failed, which some codes need to say what happened.
@@ -71,13 +71,13 @@ enum CurlErrorMapping {
     /// The code and a short message for a raw `CURLcode` and OS errno.
     ///
     /// `errno` refines two cases, as FoundationNetworking does: `ECONNREFUSED` on a transport failure
-    /// means the host refused the connection (``HeraldError/Code/cannotConnect``), and
-    /// `CURLE_COULDNT_CONNECT` with `ETIMEDOUT` is a connect timeout (``HeraldError/Code/timedOut``).
+    /// means the host refused the connection (``TransferError/Code/cannotConnect``), and
+    /// `CURLE_COULDNT_CONNECT` with `ETIMEDOUT` is a connect timeout (``TransferError/Code/timedOut``).
     /// curl's text and the stage refine two more: a receive error about chunks is a malformed response, and a
     /// send error once the request went out is the connection breaking after it.
     static func map(
         _ rawCode: Int32, osErrno: Int32, curlMessage: String = "", stage: Stage = .sending
-    ) -> (code: HeraldError.Code, message: String) {
+    ) -> (code: TransferError.Code, message: String) {
         let base = baseMapping(rawCode)
         if osErrno == ECONNREFUSED, refusalRefines.contains(base.code) {
             return (.cannotConnect, "the server refused the connection")
@@ -102,12 +102,12 @@ enum CurlErrorMapping {
 
     /// Codes that describe a transport failure, where "connection refused" is the better explanation.
     /// Local failures (out of memory, bad URL, a timeout curl measured itself) keep their own code.
-    private static let refusalRefines: Set<HeraldError.Code> = [
+    private static let refusalRefines: Set<TransferError.Code> = [
         .cannotConnect, .networkConnectionLost, .badServerResponse, .tls, .unknown,
     ]
 
     // swift-format-ignore
-    private static func baseMapping(_ rawCode: Int32) -> (code: HeraldError.Code, message: String) {
+    private static func baseMapping(_ rawCode: Int32) -> (code: TransferError.Code, message: String) {
         switch rawCode {
         case 0: (.internal, "a successful transfer was reported as an error")
         case 1: (.unsupportedURL, "the URL scheme is not supported")

@@ -18,11 +18,11 @@ final class EasyHandleProfile: Equatable, Sendable {
         var method: String
         /// Whether the body is decoded before it reaches the sink (a body in memory; a file keeps the bytes).
         var decodesContent: Bool
-        var httpVersion: HTTPVersion
+        var httpVersion: ProtocolVersion
         var requestTimeout: TimeInterval
         var resourceTimeout: TimeInterval
-        var securityPolicy: SecurityPolicy
-        var proxy: Proxy?
+        var trust: TrustSettings
+        var proxy: ProxySettings?
         /// Without an explicit proxy: whether a proxy variable was set, so libcurl was left to read them.
         var environmentMayNameProxy: Bool
     }

@@ -7,7 +7,7 @@ import Foundation
 // transfer (CURLE_WRITE_ERROR) and `finish(result:)` report the recorded error instead of curl's.
 extension Transfer {
     /// Whether `length` more body bytes would take an in-memory body past
-    /// ``TransferRequest/maximumResponseSize``. When they would, records ``HeraldError/Code/responseTooLarge``
+    /// ``TransferRequest/maximumResponseSize``. When they would, records ``TransferError/Code/responseTooLarge``
     /// and releases what was collected so far.
     func exceedsResponseLimit(adding length: Int) -> Bool {
         let limit = Int64(request.maximumResponseSize)
@@ -23,21 +23,21 @@ extension Transfer {
             reason = "The response declares \(declared) bytes, more than the maximum of \(limit)."
         }
         guard let reason else { return false }
-        machine.abort(with: HeraldError(.responseTooLarge, reason, url: request.url))
+        machine.abort(with: TransferError(.responseTooLarge, reason, url: request.url))
         // The body is discarded, not handed to the caller: free it now rather than when the task ends.
         sink = MemoryBodySink()
         return true
     }
 
     /// Counts a header line of `length` bytes against ``TransferRequest/maximumHeaderSize``; whether the
-    /// current response head is now past it, in which case ``HeraldError/Code/badServerResponse`` is recorded.
+    /// current response head is now past it, in which case ``TransferError/Code/badServerResponse`` is recorded.
     /// `headerBytesReceived` restarts at every status line (see `receivedHeaderLine`).
     func exceedsHeaderLimit(adding length: Int) -> Bool {
         headerBytesReceived += length
         let limit = request.maximumHeaderSize
         guard limit > 0, headerBytesReceived > limit, machine.abortError == nil else { return false }
         machine.abort(
-            with: HeraldError(
+            with: TransferError(
                 .badServerResponse, "The response head is larger than the maximum of \(limit) bytes.",
                 url: request.url))
         return true
@@ -50,11 +50,11 @@ extension Transfer {
     /// `CURLE_OUT_OF_MEMORY` and an empty error buffer, and (with the CVE-2023-38039 fix that Debian backports)
     /// a head over 300 KiB with `CURLE_RECV_ERROR` and "Too large response headers". Neither is a network
     /// failure or a lack of memory: the server sent a head no client should accept.
-    func oversizedHeadError(result: CURLcode, errorText: String) -> HeraldError? {
+    func oversizedHeadError(result: CURLcode, errorText: String) -> TransferError? {
         let isOversizedLine = result == CURLE_OUT_OF_MEMORY && response == nil && bodyBytesReceived == 0
         let isOversizedHead = result == CURLE_RECV_ERROR && errorText.contains("Too large response headers")
         guard isOversizedLine || isOversizedHead else { return nil }
-        return HeraldError(
+        return TransferError(
             .badServerResponse, "The response head is larger than libcurl accepts.", curlCode: Int32(result.rawValue),
             curlMessage: errorText.isEmpty ? String(cString: curl_easy_strerror(result)) : errorText,
             url: request.url)

@@ -40,7 +40,7 @@ final class FileBodySink: BodySink {
     /// Whether blocks past the last byte may be reserved, to be given back at close.
     private var mayHoldBlocksPastEnd = false
 
-    init(url: URL, resumeOffset: Int64) throws(HeraldError) {
+    init(url: URL, resumeOffset: Int64) throws(TransferError) {
         self.url = url
         self.resumeOffset = resumeOffset
         self.position = resumeOffset
@@ -49,13 +49,13 @@ final class FileBodySink: BodySink {
 
     deinit { closeDescriptor() }
 
-    func begin(response: HTTPResponse, declaredLength: Int64?) -> Result<Int64, HeraldError> {
+    func begin(response: ResponseHead, declaredLength: Int64?) -> Result<Int64, TransferError> {
         didBegin = true
         if resumeOffset > 0, response.statusCode == 206 {
             // A range answer continues the partial file only if it starts exactly where the file ends.
             guard let start = Self.rangeStart(response.headers["Content-Range"]), start == resumeOffset else {
                 return .failure(
-                    HeraldError(
+                    TransferError(
                         .cannotResume,
                         "The server answered the resumed download with a range that does not start at byte "
                             + "\(resumeOffset) (Content-Range: \(response.headers["Content-Range"] ?? "none")).",
@@ -71,7 +71,7 @@ final class FileBodySink: BodySink {
         if resumeOffset > 0, !(200..<300).contains(response.statusCode) {
             // Not a representation at all (416, 412, 5xx…): never overwrite the partial file with an error page.
             return .failure(
-                HeraldError(
+                TransferError(
                     .cannotResume, "The server refused to resume the download (status \(response.statusCode)).",
                     url: response.url, statusCode: response.statusCode))
         }
@@ -125,7 +125,7 @@ final class FileBodySink: BodySink {
         return ftruncate(descriptor, off_t(length)) == 0
     }
 
-    func write(_ bytes: UnsafeRawBufferPointer) -> HeraldError? {
+    func write(_ bytes: UnsafeRawBufferPointer) -> TransferError? {
         if reserves != false, position + Int64(bytes.count) > reservedEnd {
             reserve(through: position + Int64(bytes.count))
         }

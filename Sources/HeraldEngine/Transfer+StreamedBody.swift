@@ -14,8 +14,8 @@ extension Transfer {
 
     /// Rewinds the request body to `offset` without waiting (a stream's reader gets a fresh stream on its
     /// own queue meanwhile); returns why it can't. Loop thread only.
-    func rewindSource(to offset: Int64) -> HeraldError? {
-        guard let source else { return HeraldError(.bodyStream, "The request has no body to send again.") }
+    func rewindSource(to offset: Int64) -> TransferError? {
+        guard let source else { return TransferError(.bodyStream, "The request has no body to send again.") }
         if let error = source.rewind(to: offset) { return error }
         bodyBytesSent = offset
         // A rewound stream has nothing until its reader reads the fresh one; whatever curl's pause state

@@ -13,7 +13,7 @@ final class HeaderList: @unchecked Sendable {
     /// What a list is made from.
     struct Key: Equatable, Sendable {
         /// The request's fields, in order.
-        var headers: HTTPHeaders
+        var headers: HeaderFields
         /// The session's cookies for the URL, sent unless `headers` has a `Cookie` of its own.
         var cookie: String?
         /// Whether the body is decoded, so `Accept-Encoding` is sent (unless `headers` has one).

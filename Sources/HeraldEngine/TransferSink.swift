@@ -2,7 +2,7 @@ import Foundation
 
 /// Where a transfer's response body goes, as handed to the engine: a Sendable description, opened into a
 /// ``BodySink`` on the loop thread when the transfer starts.
-enum TransferSink: Sendable {
+package enum TransferSink: Sendable {
     /// Collected in memory (data and upload tasks).
     case memory
     /// Written to `url` as bytes arrive (download tasks). With `resumeOffset > 0` the file already holds
@@ -10,10 +10,10 @@ enum TransferSink: Sendable {
     case file(URL, resumeOffset: Int64)
     /// Handed to a consumer as bytes arrive, through `buffer`, whose watermarks pause and continue receiving
     /// (streamed data tasks).
-    case stream(ResponseBodyBuffer)
+    case stream(any StreamedBodyConsumer)
 
     /// Opens the sink. Loop thread.
-    func open() throws(HeraldError) -> any BodySink {
+    func open() throws(TransferError) -> any BodySink {
         switch self {
         case .memory: MemoryBodySink()
         case .file(let url, let resumeOffset): try FileBodySink(url: url, resumeOffset: resumeOffset)
@@ -23,13 +23,13 @@ enum TransferSink: Sendable {
 }
 
 /// A downloaded file, as the transfer left it.
-struct DownloadedFile: Sendable {
+package struct DownloadedFile: Sendable {
     /// Where the bytes are.
     var url: URL
     /// How many bytes of the representation the file holds, from its start.
-    var byteCount: Int64
+    package var byteCount: Int64
     /// Whether this transfer's response body reached the file (if not, the file is as it was before).
-    var receivedBody: Bool
+    package var receivedBody: Bool
 }
 
 /// Where curl's write callback puts response bytes. Loop thread only.
@@ -41,9 +41,9 @@ protocol BodySink: AnyObject {
     /// `Content-Length` capped by the response size limit, if it has one; only a hint, which a server may
     /// get wrong or lie about. Returns the representation
     /// offset at which this body starts, or why the transfer must stop.
-    func begin(response: HTTPResponse, declaredLength: Int64?) -> Result<Int64, HeraldError>
+    func begin(response: ResponseHead, declaredLength: Int64?) -> Result<Int64, TransferError>
     /// Stores body bytes; returns an error that aborts the transfer.
-    func write(_ bytes: UnsafeRawBufferPointer) -> HeraldError?
+    func write(_ bytes: UnsafeRawBufferPointer) -> TransferError?
     /// Ends the sink; the bytes collected in memory (empty for a file).
     func finish() -> Data
     /// The file written, for file sinks.
@@ -54,12 +54,12 @@ protocol BodySink: AnyObject {
     func isFull(pausing transfer: Transfer) -> Bool
     /// The head of a final response ended (its body, if any, follows); `makeResponse` builds it. A streamed
     /// body's sink hands it to its consumer before the first body byte; other sinks ignore it.
-    func headDidEnd(_ makeResponse: () -> HTTPResponse)
+    func headDidEnd(_ makeResponse: () -> ResponseHead)
 }
 
 extension BodySink {
     func isFull(pausing transfer: Transfer) -> Bool { false }
-    func headDidEnd(_ makeResponse: () -> HTTPResponse) {}
+    func headDidEnd(_ makeResponse: () -> ResponseHead) {}
 }
 
 /// Collects the body in memory, once: the buffer is handed on as it is, never copied.
@@ -104,7 +104,7 @@ final class MemoryBodySink: BodySink {
 
     deinit { free(buffer) }
 
-    func begin(response: HTTPResponse, declaredLength: Int64?) -> Result<Int64, HeraldError> {
+    func begin(response: ResponseHead, declaredLength: Int64?) -> Result<Int64, TransferError> {
         // A new response replaces whatever an earlier one left.
         count = 0
         self.declaredLength = declaredLength.flatMap {
@@ -113,7 +113,7 @@ final class MemoryBodySink: BodySink {
         return .success(0)
     }
 
-    func write(_ bytes: UnsafeRawBufferPointer) -> HeraldError? {
+    func write(_ bytes: UnsafeRawBufferPointer) -> TransferError? {
         guard let source = bytes.baseAddress, !bytes.isEmpty else { return nil }
         let needed = count + bytes.count
         if needed > capacity {
@@ -126,7 +126,7 @@ final class MemoryBodySink: BodySink {
                 capacity = size
             } else {
                 guard let grown = realloc(buffer, target) else {
-                    return HeraldError(.outOfMemory, "Cannot grow the response body's buffer to \(target) bytes.")
+                    return TransferError(.outOfMemory, "Cannot grow the response body's buffer to \(target) bytes.")
                 }
                 buffer = grown
                 capacity = target

@@ -6,7 +6,7 @@ import Foundation
 /// A transfer belongs to one ``MultiHandle`` and lives on the engine's loop thread. The multi handle
 /// keeps it alive while curl holds its pointer (it is the `userdata` of every callback), and
 /// ``finish(result:)`` / ``finish(error:)`` end it exactly once.
-final class Transfer: @unchecked Sendable {
+package final class Transfer: @unchecked Sendable {
     // Exclusivity: the stored properties are `@exclusivity(unchecked)`. They are used by one thread at a
     // time (below) and never through overlapping accesses, and Swift's run-time check cost the loop thread
     // thousands of instructions per transfer (about 80 per access), here and in `MultiHandle`, `Engine`
@@ -16,7 +16,7 @@ final class Transfer: @unchecked Sendable {
     // delegate too is replaced only there, when a data task becomes a download); the request is immutable
     // and Sendable.
 
-    let request: TransferRequest
+    package let request: TransferRequest
     /// Who hears about the transfer: the task, or the download task a data task became.
     @exclusivity(unchecked) private(set) var delegate: any TransferDelegate
     @exclusivity(unchecked) var easyHandle: UnsafeMutableRawPointer?
@@ -47,16 +47,14 @@ final class Transfer: @unchecked Sendable {
     /// the one calling `resume()` (often the completion queue's, where the response is released again), so
     /// that the list isn't memory of the loop thread's arena that another thread frees (see
     /// `LoopThreadFrees`).
-    @exclusivity(unchecked) var responseHeaders = HTTPHeaders(capacity: 16)
+    @exclusivity(unchecked) var responseHeaders = HeaderFields(capacity: 16)
     /// The last values of common response fields on the engine's loop thread, set when the transfer joins
     /// its multi handle. Loop thread only.
     @exclusivity(unchecked) var recentFieldValues: RecentFieldValues?
     /// Where the current head's first `Content-Length` field is in `responseHeaders`, if it has one: the
     /// declared length is read from it without looking the name up again.
     @exclusivity(unchecked) var contentLengthIndex: Int?
-    /// The outcome's box, made with the transfer for the same reason; `nil` once delivered.
-    @exclusivity(unchecked) private var reservedOutcome: TransferOutcome? = .reserved()
-    @exclusivity(unchecked) var response: HTTPResponse?
+    @exclusivity(unchecked) var response: ResponseHead?
     /// The current response's declared `Content-Length`, read once when it is announced: every body chunk
     /// reports progress against it.
     @exclusivity(unchecked) var expectedBodyLength: Int64?
@@ -69,7 +67,7 @@ final class Transfer: @unchecked Sendable {
     /// How ``prepare(from:)`` went, if it ran.
     enum Preparation {
         case unprepared, prepared
-        case failed(HeraldError)
+        case failed(TransferError)
     }
 
     // Request body state. The source is opened by `prepare(from:)`; a body in memory goes to the sink made
@@ -96,7 +94,7 @@ final class Transfer: @unchecked Sendable {
     let idleTimeout: UInt64?
     let startDate = Date()
 
-    init(request: consuming TransferRequest, delegate: any TransferDelegate) {
+    package init(request: consuming TransferRequest, delegate: any TransferDelegate) {
         self.delegate = delegate
         self.idleTimeout = request.requestTimeout > 0 ? ActivityClock.nanoseconds(request.requestTimeout) : nil
         if case .memory = request.sink { collectsBodyInMemory = true } else { collectsBodyInMemory = false }
@@ -112,8 +110,8 @@ final class Transfer: @unchecked Sendable {
     }
 
     /// The error of a transfer no byte moved for within its idle timeout.
-    var idleTimeoutError: HeraldError {
-        HeraldError(.timedOut, "No data moved for \(request.requestTimeout) seconds.", url: request.url)
+    var idleTimeoutError: TransferError {
+        TransferError(.timedOut, "No data moved for \(request.requestTimeout) seconds.", url: request.url)
     }
 
     // MARK: - pause
@@ -155,9 +153,9 @@ final class Transfer: @unchecked Sendable {
 
     /// The task became a download: the body goes to `sink` and `delegate` hears about it from now on.
     /// Returns the error that must end the transfer when the sink can't be opened. Loop thread only.
-    func becomeDownload(sink newSink: TransferSink, delegate newDelegate: any TransferDelegate) -> HeraldError? {
+    func becomeDownload(sink newSink: TransferSink, delegate newDelegate: any TransferDelegate) -> TransferError? {
         guard machine.isAwaitingDisposition else { return nil }
-        do throws(HeraldError) {
+        do throws(TransferError) {
             sink = try newSink.open()
         } catch {
             return error
@@ -209,7 +207,7 @@ final class Transfer: @unchecked Sendable {
     }
 
     /// The error for a transfer curl ended with `result`, which is not `CURLE_OK`.
-    private func error(for result: CURLcode) -> HeraldError {
+    private func error(for result: CURLcode) -> TransferError {
         var osErrno: Int = 0
         if let easyHandle { herald_easy_getinfo_long(easyHandle, CURLINFO_OS_ERRNO, &osErrno) }
         let text = String(cString: errorBuffer)
@@ -220,13 +218,13 @@ final class Transfer: @unchecked Sendable {
             // ("HTTP/0.9"), an unknown version (`HTTP/9.9`), a code that is not three digits
             // (`HTTP/1.1 abc`, `HTTP/1.1 20`). The URL's scheme was checked before the transfer started and
             // the request went out, so it is the server's answer that is at fault.
-            return HeraldError(
+            return TransferError(
                 .badServerResponse, "The server's status line is malformed or not HTTP.",
                 curlCode: Int32(result.rawValue), curlMessage: text, url: request.url)
         }
         let stage: CurlErrorMapping.Stage =
             responseStatus != 0 ? .receivingResponse : requestWasSent ? .awaitingResponse : .sending
-        return HeraldError.fromCurl(
+        return TransferError.fromCurl(
             result, osErrno: Int32(truncatingIfNeeded: osErrno), errorBuffer: text, url: request.url, stage: stage)
     }
 
@@ -239,14 +237,14 @@ final class Transfer: @unchecked Sendable {
     }
 
     /// Ends the transfer with an error of ours (cancelled, invalid, …). Loop thread only.
-    func finish(error: HeraldError) {
+    func finish(error: TransferError) {
         guard case .finish(let sinkDidBegin) = machine.finish() else { return }
         handOverOutcome(error: error, sinkDidBegin: sinkDidBegin)
     }
 
     /// Hands the outcome to the delegate's ``TransferDelegate/proceed(after:)``, here on the loop thread. The
     /// machine has just moved to `finished`, which it does once.
-    private func handOverOutcome(error: HeraldError?, sinkDidBegin: Bool) {
+    private func handOverOutcome(error: TransferError?, sinkDidBegin: Bool) {
         var error = error
         if response == nil, responseStatus >= 200 {
             response = makeResponse()
@@ -264,9 +262,9 @@ final class Transfer: @unchecked Sendable {
         // still hold state that `curl_easy_reset` keeps (its receive buffer, after a failed connect), and
         // then refuses options on it. A handle set to open a fresh connection would keep doing so: it is not
         // used again either.
-        var metrics: TransferMetrics?
+        var metrics: TransferTimings?
         if let easyHandle {
-            metrics = TransferMetrics(easyHandle: easyHandle, startDate: startDate)
+            metrics = TransferTimings(easyHandle: easyHandle, startDate: startDate)
             if error == nil, !didRetryOnFreshConnection, let pool {
                 pool.give(easyHandle, profile: profile)
             } else {
@@ -274,14 +272,12 @@ final class Transfer: @unchecked Sendable {
             }
             self.easyHandle = nil
         }
-        var outcome = reservedOutcome ?? .reserved()
-        reservedOutcome = nil
-        outcome.fill(response: response, body: body, file: sink.file, error: error, metrics: metrics)
-        delegate.proceed(after: outcome)
+        delegate.proceed(
+            after: TransferOutcome(response: response, body: body, file: sink.file, error: error, metrics: metrics))
     }
 
     /// Tells the sink a response body starts; returns the error that must stop the transfer, if any.
-    func beginSink(for response: HTTPResponse) -> HeraldError? {
+    func beginSink(for response: ResponseHead) -> TransferError? {
         machine.sinkDidBeginResponse()
         // The declared length, never more than the response size limit (each sink decides how far to trust
         // it: the memory sink starts no larger than 64 MiB, the file sink reserves a step at a time).
@@ -300,8 +296,8 @@ final class Transfer: @unchecked Sendable {
     /// as `/`, dot segments removed; see ``ParsedURL/effectiveURL``), found when the URL was parsed: curl
     /// follows no redirect (Herald follows them itself, each hop a transfer of its own), so there is nothing
     /// to ask curl.
-    func makeResponse() -> HTTPResponse {
-        HTTPResponse(
+    func makeResponse() -> ResponseHead {
+        ResponseHead(
             url: parsedURL?.effectiveURL ?? request.url, statusCode: responseStatus, headers: responseHeaders,
             httpVersion: responseVersion)
     }

@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 import HeraldNotifications
 
-/// Reads a streamed request body — a ``BodyStream`` and the fresh ones that replace it when the body is
+/// Reads a streamed request body — a ``PulledBody`` and the fresh ones that replace it when the body is
 /// sent again — on its task's hook queue (``queue``), never on the engine's loop thread, into a
 /// small buffer that curl's read callback drains on the loop thread.
 ///
@@ -40,9 +40,9 @@ final class StreamBodyReader: @unchecked Sendable {
     /// Where the streams come from.
     enum Origin: Sendable {
         /// A stream of unknown length; `renew` makes a fresh one (`nil`: none can be made).
-        case unsized(renew: @Sendable () -> BodyStream?)
+        case unsized(renew: @Sendable () -> PulledBody?)
         /// Exactly `length` bytes; `open` makes a fresh stream from the start.
-        case sized(length: Int64, open: @Sendable () throws(HeraldError) -> BodyStream)
+        case sized(length: Int64, open: @Sendable () throws(TransferError) -> PulledBody)
     }
 
     private enum Status {
@@ -51,7 +51,7 @@ final class StreamBodyReader: @unchecked Sendable {
         /// The body is complete once the buffered bytes are taken.
         case ended
         /// The stream failed; the transfer aborts once the buffered bytes are taken.
-        case failed(HeraldError)
+        case failed(TransferError)
     }
 
     private struct State {
@@ -95,7 +95,7 @@ final class StreamBodyReader: @unchecked Sendable {
     private enum Pulled {
         case bytes(Int)
         case end
-        case failed(HeraldError)
+        case failed(TransferError)
     }
 
     private let origin: Origin
@@ -103,14 +103,14 @@ final class StreamBodyReader: @unchecked Sendable {
     /// ``capacity`` bytes, used as a ring.
     private let storage: UnsafeMutableRawPointer
     // The reader job's own.
-    private var stream: BodyStream?
+    private var stream: PulledBody?
     /// The bytes the current stream produced.
     private var produced: Int64 = 0
     /// ``chunk`` bytes a stream's `read` fills.
     private let scratch: UnsafeMutableRawPointer
 
     /// A reader of `first`, the stream at the start of the body, made when the transfer is prepared.
-    init(first: BodyStream, origin: Origin, queue: DispatchQueue) {
+    init(first: PulledBody, origin: Origin, queue: DispatchQueue) {
         self.origin = origin
         self.queue = queue
         stream = first
@@ -233,7 +233,7 @@ final class StreamBodyReader: @unchecked Sendable {
             if stream == nil {
                 return publish(
                     .failed(
-                        HeraldError(
+                        TransferError(
                             .bodyStream,
                             "The request body must be sent again (after a redirect, an authentication challenge or "
                                 + "a dropped connection), but a streamed body cannot be rewound and "
@@ -253,7 +253,7 @@ final class StreamBodyReader: @unchecked Sendable {
                 continue
             case .end:
                 return publish(
-                    .failed(HeraldError(.bodyStream, "The new body stream ended before byte \(offset).")),
+                    .failed(TransferError(.bodyStream, "The new body stream ended before byte \(offset).")),
                     generation: generation)
             case .failed(let error):
                 return publish(.failed(error), generation: generation)
@@ -263,7 +263,7 @@ final class StreamBodyReader: @unchecked Sendable {
 
     /// Reads up to `limit` bytes of the current stream into `scratch`. Runs the stream's `read`, user code.
     private func pull(upTo limit: Int) -> Pulled {
-        guard let stream else { return .failed(HeraldError(.bodyStream, "The body stream is gone.")) }
+        guard let stream else { return .failed(TransferError(.bodyStream, "The body stream is gone.")) }
         switch origin {
         case .unsized:
             do {
@@ -271,13 +271,13 @@ final class StreamBodyReader: @unchecked Sendable {
                 guard count > 0 else { return .end }
                 guard count <= limit else {
                     return .failed(
-                        HeraldError(
+                        TransferError(
                             .bodyStream, "The body stream reported \(count) bytes read into a \(limit)-byte buffer."))
                 }
                 produced += Int64(count)
                 return .bytes(count)
             } catch {
-                return .failed(HeraldError(.bodyStream, "The body stream failed: \(error)", underlying: error))
+                return .failed(TransferError(.bodyStream, "The body stream failed: \(error)", underlying: error))
             }
         case .sized(let length, _):
             let wanted = Int(min(Int64(limit), length - produced))
@@ -286,7 +286,7 @@ final class StreamBodyReader: @unchecked Sendable {
                 let count = try stream.read(UnsafeMutableRawBufferPointer(start: scratch, count: wanted))
                 guard count > 0, count <= wanted else {
                     return .failed(
-                        HeraldError(
+                        TransferError(
                             .bodyStream,
                             count > 0
                                 ? "The body stream reported \(count) bytes read into a \(wanted)-byte buffer."
@@ -294,10 +294,10 @@ final class StreamBodyReader: @unchecked Sendable {
                 }
                 produced += Int64(count)
                 return .bytes(count)
-            } catch let error as HeraldError {
+            } catch let error as TransferError {
                 return .failed(error)
             } catch {
-                return .failed(HeraldError(.bodyStream, "The body stream failed: \(error)", underlying: error))
+                return .failed(TransferError(.bodyStream, "The body stream failed: \(error)", underlying: error))
             }
         }
     }
@@ -329,7 +329,7 @@ final class StreamBodyReader: @unchecked Sendable {
     }
 }
 
-/// A body pulled from ``BodyStream``s by a ``StreamBodyReader``: of unknown length (sent chunked; a rewind asks
+/// A body pulled from ``PulledBody``s by a ``StreamBodyReader``: of unknown length (sent chunked; a rewind asks
 /// `taskNeedNewBodyStream`) or of a known one (sent with `Content-Length`; a rewind calls `open`). Loop thread.
 final class StreamedBodySource: BodySource {
     private let reader: StreamBodyReader
@@ -337,7 +337,7 @@ final class StreamedBodySource: BodySource {
     private var position: Int64 = 0
     let length: Int64?
 
-    init(first: BodyStream, origin: StreamBodyReader.Origin, queue: DispatchQueue) {
+    init(first: PulledBody, origin: StreamBodyReader.Origin, queue: DispatchQueue) {
         reader = StreamBodyReader(first: first, origin: origin, queue: queue)
         if case .sized(let length, _) = origin { self.length = length } else { length = nil }
     }
@@ -350,10 +350,10 @@ final class StreamedBodySource: BodySource {
         return result
     }
 
-    func rewind(to offset: Int64) -> HeraldError? {
+    func rewind(to offset: Int64) -> TransferError? {
         if offset == position { return nil }
         guard offset >= 0, offset <= length ?? Int64.max else {
-            return HeraldError(.bodyStream, "Cannot seek the request body to byte \(offset).")
+            return TransferError(.bodyStream, "Cannot seek the request body to byte \(offset).")
         }
         reader.rewind(to: offset)
         position = offset

@@ -1,0 +1,52 @@
+import Foundation
+
+/// Why a transfer failed, in the engine's terms.
+///
+/// `Herald` presents it to callers as its public `TransferError`, whose code wraps ``Code`` (one case for
+/// each public code, so the two never disagree) and which adds what only a task knows: the response body
+/// kept, the metrics, a file kept on disk. The engine makes these for its own failures; a `Herald` error
+/// that must travel through a transfer (a streamed body that could not be opened) comes in as one too.
+package struct TransferError: Error, Sendable {
+    /// What went wrong. Every public `TransferError.Code` is one of these.
+    package enum Code: Hashable, Sendable, CaseIterable {
+        case cancelled, timedOut, cannotFindHost, cannotConnect, networkConnectionLost, badServerResponse, tls,
+            serverCertificateUntrusted, serverTrustPinMismatch, invalidSecurityPolicy
+        case tooManyRedirects, redirectLoop, badURL, unsupportedURL, invalidRequest, cannotResume,
+            sessionInvalidated, downloadMoveFailed, serializationFailed
+        case unacceptableStatusCode, unacceptableContentType, bodyStream, fileIO, responseTooLarge, decoding, proxy,
+            authentication, outOfMemory, reachabilityUnavailable, `internal`, unknown
+    }
+
+    /// What went wrong.
+    package var code: Code
+    /// A human-readable explanation.
+    package var message: String
+    /// The error that caused this one.
+    package var underlying: (any Error & Sendable)?
+    /// The raw `CURLcode`, when libcurl reported the failure.
+    package var curlCode: Int32?
+    /// libcurl's description of the failure.
+    package var curlMessage: String?
+    /// The request URL (credentials are redacted when the error becomes public).
+    package var url: URL?
+    /// The HTTP status code, for ``Code/unacceptableStatusCode``.
+    package var statusCode: Int?
+    /// The session's own error this one carries through the transfer unchanged (a cancellation's reason, a
+    /// streamed body that could not be opened), to be handed back as it was.
+    package var original: (any Error & Sendable)?
+
+    /// Creates an error.
+    package init(
+        _ code: Code, _ message: String, underlying: (any Error & Sendable)? = nil, curlCode: Int32? = nil,
+        curlMessage: String? = nil, url: URL? = nil, statusCode: Int? = nil, original: (any Error & Sendable)? = nil
+    ) {
+        self.code = code
+        self.message = message
+        self.underlying = underlying
+        self.curlCode = curlCode
+        self.curlMessage = curlMessage
+        self.url = url
+        self.statusCode = statusCode
+        self.original = original
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+
+/// Everything the engine needs to configure one curl easy handle, captured when a task first resumes.
+package struct TransferRequest: Sendable {
+    package var url: URL
+    package var method: String
+    package var headers: HeaderFields
+    package var body: TransferBody?
+    /// Where the response body goes.
+    package var sink: TransferSink = .memory
+    /// Idle timeout: the transfer fails with `timedOut` when no byte moves for this long (0 = none).
+    package var requestTimeout: TimeInterval
+    /// Whole-transfer timeout, including time spent suspended (0 = none).
+    package var resourceTimeout: TimeInterval
+    package var httpVersion: ProtocolVersion
+    /// The schemes curl may use, comma-separated (curl's `PROTOCOLS_STR` form), such as `"http,https"`.
+    package var allowedProtocols: String
+    package var followsRedirects: Bool
+    package var maximumRedirects: Int
+    /// The most body bytes collected for a `.memory` sink (0 = no limit); file sinks are not limited.
+    package var maximumResponseSize: Int = 0
+    /// The most bytes in one response head (0 = no limit of Herald's; curl keeps its own).
+    package var maximumHeaderSize: Int = 0
+    /// Whether the transfer waits, paused, for the task's answer to the final response before its body
+    /// (or, without a body, its completion) — set when the session has a `dataTaskDidReceiveResponse` hook.
+    package var asksForResponseDisposition = false
+    /// Whether each body chunk is handed to the delegate — set when the session has a
+    /// `dataTaskDidReceiveData` hook, so that without one the write callback does no extra work.
+    package var forwardsBodyChunks = false
+    /// Whether the request carries validators of a stale cache entry: a `304` answers the cache, not the
+    /// task, so it is not presented for a disposition.
+    package var revalidatesCachedResponse = false
+    /// The credential libcurl answers the server's challenge with (`CURLOPT_USERNAME`/`PASSWORD` and
+    /// `HTTPAUTH`), set by an authentication round-trip; dropped on a hop to another origin.
+    package var credential: TransferCredential?
+    /// The `Cookie` field from the session's cookie store for this hop's URL, sent unless `headers` has a
+    /// `Cookie` of the caller's.
+    package var cookieHeader: String?
+    /// The session's explicit proxy; `nil` leaves libcurl to its environment variables.
+    package var proxy: ProxySettings?
+
+    /// Whether a final response with `status` waits for the task's disposition. A redirect Herald is
+    /// about to follow is not final: it is not presented (as URLSession presents only the last response).
+    package func asksForDisposition(status: Int, headers: HeaderFields) -> Bool {
+        asksForResponseDisposition && status >= 200 && !(revalidatesCachedResponse && status == 304)
+            && !leadsToNextHop(status: status, headers: headers)
+    }
+
+    /// Whether a response with `status` and `headers` is one Herald follows with another transfer (a
+    /// redirect), so its body is not the task's and is not forwarded to body hooks.
+    package func leadsToNextHop(status: Int, headers: HeaderFields) -> Bool {
+        // A 401 is not excluded: most are delivered (no credential), and hooks must see those.
+        followsRedirects && ResponseHead.isRedirect(status: status) && headers["Location"] != nil
+    }
+    /// Which servers' certificates to trust (see `Transfer+Security.swift`).
+    package var trust: TrustSettings = .system
+
+    /// Creates a request; what isn't given here starts empty or off.
+    package init(
+        url: URL, method: String, headers: HeaderFields, body: TransferBody?, sink: TransferSink = .memory,
+        requestTimeout: TimeInterval, resourceTimeout: TimeInterval, httpVersion: ProtocolVersion,
+        allowedProtocols: String, followsRedirects: Bool, maximumRedirects: Int, maximumResponseSize: Int = 0,
+        maximumHeaderSize: Int = 0, trust: TrustSettings = .system
+    ) {
+        self.url = url
+        self.method = method
+        self.headers = headers
+        self.body = body
+        self.sink = sink
+        self.requestTimeout = requestTimeout
+        self.resourceTimeout = resourceTimeout
+        self.httpVersion = httpVersion
+        self.allowedProtocols = allowedProtocols
+        self.followsRedirects = followsRedirects
+        self.maximumRedirects = maximumRedirects
+        self.maximumResponseSize = maximumResponseSize
+        self.maximumHeaderSize = maximumHeaderSize
+        self.trust = trust
+    }
+}
+
+/// What the engine tells the task that owns a transfer. Called on the engine's loop thread.
+package protocol TransferDelegate: AnyObject, Sendable {
+    /// The response head arrived: this transfer's last one (a redirect or a 401 that Herald answers ends
+    /// the transfer; the next hop is a new one).
+    func transferDidReceiveResponse(_ response: ResponseHead)
+    /// Body bytes arrived; `expected` is the declared total when known.
+    func transferDidReceiveBytes(total received: Int64, expected: Int64?)
+    /// The final response head arrived and the transfer is paused until ``Transfer/allowResponse()``,
+    /// ``Transfer/becomeDownload(sink:delegate:)`` or a removal answers it (only when
+    /// ``TransferRequest/asksForResponseDisposition``).
+    func transferNeedsResponseDisposition(_ response: ResponseHead, transfer: Transfer)
+    /// Body bytes arrived, exactly as stored (only when ``TransferRequest/forwardsBodyChunks``); valid
+    /// during the call only.
+    func transferDidReceiveBody(_ bytes: UnsafeRawBufferPointer)
+    /// Request body bytes were sent; `expected` is the body's length when known.
+    func transferDidSendBytes(total sent: Int64, expected: Int64?)
+    /// What follows the transfer's end (cookies, the next hop, a retry, completing the task), exactly once
+    /// per transfer, on the loop thread, whatever the outcome and however many transfers are in flight. It
+    /// must run no user code and never wait: a hook or a handler it needs goes to a queue of its own.
+    func proceed(after outcome: TransferOutcome)
+}
+
+/// How a transfer ended: made once on the loop thread and handed to ``TransferDelegate/proceed(after:)``, which
+/// turns it into the task's values.
+package struct TransferOutcome: Sendable {
+    /// The last response head, when one arrived.
+    package var response: ResponseHead?
+    /// The body collected in memory; empty for downloads and streamed bodies.
+    package var body: Data
+    /// The file the body was written to, for downloads.
+    package var file: DownloadedFile?
+    /// Why the transfer failed; `nil` when it succeeded.
+    package var error: TransferError?
+    /// What libcurl measured, when the transfer had an easy handle.
+    package var metrics: TransferTimings?
+
+    /// Creates an outcome.
+    package init(
+        response: ResponseHead?, body: Data, file: DownloadedFile? = nil, error: TransferError?,
+        metrics: TransferTimings?
+    ) {
+        self.response = response
+        self.body = body
+        self.file = file
+        self.error = error
+        self.metrics = metrics
+    }
+}
