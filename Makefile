@@ -41,7 +41,7 @@ build: deps
 
 ## build-strict: the library targets with warnings as errors, in a scratch path of their own (CI runs it).
 ## Only Herald's own targets: a dependency's warnings are not ours to fix.
-STRICT_TARGETS := HeraldNotifications HeraldNetlink HeraldCookies Herald HeraldObservers HeraldTesting
+STRICT_TARGETS := HeraldNotifications HeraldNetlink HeraldCookies HeraldEngine Herald HeraldObservers HeraldTesting
 build-strict: deps
 	for target in $(STRICT_TARGETS); do \
 		$(SWIFT) build --scratch-path .build-strict --target $$target -Xswiftc -warnings-as-errors || exit 1; \

@@ -83,7 +83,7 @@ let package = Package(
         .testTarget(name: "HeraldNotificationsTests", dependencies: ["HeraldNotifications", "HeraldTesting"]),
         .testTarget(
             name: "HeraldTests",
-            dependencies: ["Herald", "HeraldCookies", "HeraldNetlink", "HeraldTesting", "CNetlink"]
+            dependencies: ["Herald", "HeraldEngine", "HeraldCookies", "HeraldNetlink", "HeraldTesting", "CNetlink"]
         ),
         .testTarget(
             name: "HeraldTestingTests",

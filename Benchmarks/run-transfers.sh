@@ -56,7 +56,7 @@ runs=1
 large_mib=256
 skip_large=0
 baseline_bin=""
-# Herald's CURLOPT_BUFFERSIZE for each sink (Sources/Herald/Engine/Transfer+Configuration.swift).
+# Herald's CURLOPT_BUFFERSIZE for each sink (Sources/HeraldEngine/Transfer+Configuration.swift).
 c_file_buffer=$((512 * 1024))
 c_memory_buffer=$((64 * 1024))
 

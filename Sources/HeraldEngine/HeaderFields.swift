@@ -1,6 +1,6 @@
 /// An ordered list of header fields with case-insensitive lookup by name: a request's fields as they go out,
 /// a response's as they came in. `Herald`'s public `HeaderFields` is made from it and turned into it.
-package struct HeaderFields: Sendable, Hashable, RandomAccessCollection {
+package struct HeaderFields: Sendable, Hashable, RandomAccessCollection, ExpressibleByDictionaryLiteral {
     /// One field: a name as written and its value.
     package struct Field: Sendable, Hashable {
         /// The name as written (lookups ignore case).
@@ -27,6 +27,11 @@ package struct HeaderFields: Sendable, Hashable, RandomAccessCollection {
     package init(capacity: Int) {
         fields = []
         fields.reserveCapacity(capacity)
+    }
+
+    /// A list of the literal's fields, in its order.
+    package init(dictionaryLiteral elements: (String, String)...) {
+        self.init(elements.map { Field(name: $0.0, value: $0.1) })
     }
 
     package var startIndex: Int { fields.startIndex }

@@ -13,7 +13,7 @@ package struct ResponseHead: Sendable {
     package var httpVersion: String
 
     /// Creates a head.
-    package init(url: URL, statusCode: Int, headers: HeaderFields, httpVersion: String) {
+    package init(url: URL, statusCode: Int, headers: HeaderFields = HeaderFields(), httpVersion: String = "HTTP/1.1") {
         self.url = url
         self.statusCode = statusCode
         self.headers = headers

@@ -101,8 +101,21 @@ extension TransferCredential {
 }
 
 extension BodyStream {
-    /// The stream as the engine pulls it.
+    /// The stream as the engine pulls it: whatever a read throws fails the task with `bodyStream`.
     var pulled: PulledBody { PulledBody(read: read) }
+
+    /// The stream of a body of declared length as the engine pulls it: a ``HeraldError`` a read throws (a
+    /// multipart file that changed while it was sent) fails the task as it is; any other error with `bodyStream`.
+    var pulledKeepingErrors: PulledBody {
+        let read = self.read
+        return PulledBody { buffer in
+            do {
+                return try read(buffer)
+            } catch let error as HeraldError {
+                throw TransferError(error)
+            }
+        }
+    }
 }
 
 extension HeraldError {

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
+@testable import HeraldEngine
 
-/// libcurl and libuv stay behind `Sources/Herald/Engine/`: no other source file of the package imports
+/// libcurl and libuv stay behind `Sources/HeraldEngine/`: no other source file of the package imports
 /// `CCurl` or `CUV` or names one of their symbols in code. Comments may still name a libcurl option when
 /// they document what a public setting maps to.
 @Suite("the engine boundary")
@@ -11,7 +12,7 @@ struct EngineBoundaryTests {
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Sources", isDirectory: true)
 
-    static let engineDirectory = sourcesDirectory.appendingPathComponent("Herald/Engine", isDirectory: true)
+    static let engineDirectory = sourcesDirectory.appendingPathComponent("HeraldEngine", isDirectory: true)
 
     /// libcurl's and libuv's vocabulary, and the C shims' own functions.
     static var vocabulary: some RegexComponent {
@@ -58,7 +59,7 @@ struct EngineBoundaryTests {
             ])
     }
 
-    @Test("no source file outside Herald's Engine folder uses libcurl or libuv")
+    @Test("no source file outside the HeraldEngine target uses libcurl or libuv")
     func onlyTheEngineTouchesC() throws {
         let enginePath = Self.engineDirectory.standardizedFileURL.path + "/"
         let files = Self.swiftFiles(under: Self.sourcesDirectory)
@@ -72,15 +73,15 @@ struct EngineBoundaryTests {
             let relative = file.standardizedFileURL.path.dropFirst(Self.sourcesDirectory.standardizedFileURL.path.count)
             found += Self.violations(in: source).map { "Sources\(relative):\($0)" }
         }
-        #expect(found == [], "libcurl/libuv vocabulary belongs in Sources/Herald/Engine/ only")
+        #expect(found == [], "libcurl/libuv vocabulary belongs in Sources/HeraldEngine/ only")
     }
 
-    @Test("the engine folder is where the C vocabulary is")
+    @Test("the HeraldEngine target is where the C vocabulary is")
     func theEngineUsesC() throws {
         let engineFiles = Self.swiftFiles(under: Self.engineDirectory)
         let users = try engineFiles.filter { !Self.violations(in: try String(contentsOf: $0, encoding: .utf8)).isEmpty }
-        #expect(users.contains { $0.lastPathComponent == "HeraldError+Curl.swift" })
-        #expect(users.contains { $0.lastPathComponent == "HTTPVersion+Curl.swift" })
+        #expect(users.contains { $0.lastPathComponent == "TransferError+Curl.swift" })
+        #expect(users.contains { $0.lastPathComponent == "ProtocolVersion+Curl.swift" })
         #expect(users.contains { $0.lastPathComponent == "MultiHandle.swift" })
     }
 }

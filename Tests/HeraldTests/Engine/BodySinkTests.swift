@@ -2,13 +2,14 @@ import Foundation
 import Testing
 
 @testable import Herald
+@testable import HeraldEngine
 
 @Suite("Body sinks")
 struct BodySinkTests {
-    private static func response(contentLength: Int?, status: Int = 200) -> HTTPResponse {
-        var headers = HTTPHeaders()
+    private static func response(contentLength: Int?, status: Int = 200) -> ResponseHead {
+        var headers = HeaderFields()
         if let contentLength { headers.add(name: "Content-Length", value: String(contentLength)) }
-        return HTTPResponse(url: URL(string: "http://127.0.0.1/")!, statusCode: status, headers: headers)
+        return ResponseHead(url: URL(string: "http://127.0.0.1/")!, statusCode: status, headers: headers)
     }
 
     private static func bytes(_ count: Int, seed: UInt8) -> [UInt8] {
@@ -18,7 +19,7 @@ struct BodySinkTests {
         }
     }
 
-    private static func write(_ bytes: [UInt8], to sink: some BodySink, piece: Int) -> HeraldError? {
+    private static func write(_ bytes: [UInt8], to sink: some BodySink, piece: Int) -> TransferError? {
         var start = 0
         while start < bytes.count {
             let end = min(start + piece, bytes.count)
@@ -193,11 +194,11 @@ struct BodySinkTests {
         let head = Self.bytes(2 << 20, seed: 2)
         try Data(head).write(to: partial)
         let sink = try FileBodySink(url: partial, resumeOffset: Int64(head.count))
-        var headers = HTTPHeaders()
+        var headers = HeaderFields()
         headers.add(
             name: "Content-Range",
             value: "bytes \(head.count)-\(head.count + (10 << 20) - 1)/\(head.count + (10 << 20))")
-        let ranged = HTTPResponse(url: URL(string: "http://127.0.0.1/")!, statusCode: 206, headers: headers)
+        let ranged = ResponseHead(url: URL(string: "http://127.0.0.1/")!, statusCode: 206, headers: headers)
         #expect(try sink.begin(response: ranged, declaredLength: 10 << 20).get() == Int64(head.count))
         let tail = Self.bytes(1 << 20, seed: 3)
         #expect(Self.write(tail, to: sink, piece: 100_000) == nil)

@@ -3,11 +3,12 @@ import Foundation
 import Testing
 
 @testable import Herald
+@testable import HeraldEngine
 
 @Suite("CURLcode mapping")
 struct CurlErrorMappingTests {
     /// Every mapping the table claims, by raw `CURLcode`, with errno 0.
-    static let table: [(curlCode: Int32, code: HeraldError.Code)] = [
+    static let table: [(curlCode: Int32, code: TransferError.Code)] = [
         (0, .internal), (1, .unsupportedURL), (2, .internal), (3, .badURL), (4, .invalidRequest),
         (5, .proxy), (6, .cannotFindHost), (7, .cannotConnect), (8, .badServerResponse),
         (16, .badServerResponse), (18, .networkConnectionLost), (22, .unacceptableStatusCode), (23, .internal),
@@ -28,8 +29,8 @@ struct CurlErrorMappingTests {
     ]
 
     @Test("each CURLcode maps to its documented code and keeps the raw code and curl's text", arguments: table)
-    func mapsCode(curlCode: Int32, code: HeraldError.Code) {
-        let error = HeraldError.fromCurl(rawCode: curlCode, osErrno: 0, curlMessage: "curl says why", url: nil)
+    func mapsCode(curlCode: Int32, code: TransferError.Code) {
+        let error = TransferError.fromCurl(rawCode: curlCode, osErrno: 0, curlMessage: "curl says why", url: nil)
         #expect(error.code == code)
         #expect(error.curlCode == curlCode)
         #expect(error.curlMessage == "curl says why")
@@ -38,32 +39,32 @@ struct CurlErrorMappingTests {
 
     @Test("ECONNREFUSED on a transport failure is cannotConnect", arguments: [Int32(7), 35, 52, 55, 56, 1000])
     func refused(curlCode: Int32) {
-        let error = HeraldError.fromCurl(rawCode: curlCode, osErrno: ECONNREFUSED, curlMessage: "", url: nil)
+        let error = TransferError.fromCurl(rawCode: curlCode, osErrno: ECONNREFUSED, curlMessage: "", url: nil)
         #expect(error.code == .cannotConnect)
     }
 
     @Test("ECONNREFUSED left over in errno does not hide a local failure", arguments: [Int32(3), 27, 28, 42, 47])
     func refusedDoesNotOverrideLocalFailures(curlCode: Int32) {
-        let error = HeraldError.fromCurl(rawCode: curlCode, osErrno: ECONNREFUSED, curlMessage: "", url: nil)
+        let error = TransferError.fromCurl(rawCode: curlCode, osErrno: ECONNREFUSED, curlMessage: "", url: nil)
         #expect(error.code != .cannotConnect)
     }
 
     @Test("COULDNT_CONNECT with ETIMEDOUT is timedOut, with other errnos cannotConnect")
     func connectTimeout() {
-        #expect(HeraldError.fromCurl(rawCode: 7, osErrno: ETIMEDOUT, curlMessage: "", url: nil).code == .timedOut)
+        #expect(TransferError.fromCurl(rawCode: 7, osErrno: ETIMEDOUT, curlMessage: "", url: nil).code == .timedOut)
         #expect(
-            HeraldError.fromCurl(rawCode: 7, osErrno: ENETUNREACH, curlMessage: "", url: nil).code == .cannotConnect)
+            TransferError.fromCurl(rawCode: 7, osErrno: ENETUNREACH, curlMessage: "", url: nil).code == .cannotConnect)
         #expect(
-            HeraldError.fromCurl(rawCode: 56, osErrno: ECONNRESET, curlMessage: "", url: nil).code
+            TransferError.fromCurl(rawCode: 56, osErrno: ECONNRESET, curlMessage: "", url: nil).code
                 == .networkConnectionLost)
     }
 
     @Test("a receive error about chunk framing is badServerResponse; another stays networkConnectionLost")
     func chunkFraming() {
         let chunky = "Received problem 2 in the chunky parser"
-        #expect(HeraldError.fromCurl(rawCode: 56, osErrno: 0, curlMessage: chunky, url: nil).code == .badServerResponse)
+        #expect(TransferError.fromCurl(rawCode: 56, osErrno: 0, curlMessage: chunky, url: nil).code == .badServerResponse)
         #expect(
-            HeraldError.fromCurl(rawCode: 56, osErrno: ECONNRESET, curlMessage: "Recv failure", url: nil).code
+            TransferError.fromCurl(rawCode: 56, osErrno: ECONNRESET, curlMessage: "Recv failure", url: nil).code
                 == .networkConnectionLost)
     }
 
@@ -74,14 +75,14 @@ struct CurlErrorMappingTests {
             (.awaitingResponse, "after the request was sent"), (.receivingResponse, "while receiving the response"),
         ])
     func sendErrorStage(stage: CurlErrorMapping.Stage, wording: String) {
-        let error = HeraldError.fromCurl(rawCode: 55, osErrno: ECONNRESET, curlMessage: "", url: nil, stage: stage)
+        let error = TransferError.fromCurl(rawCode: 55, osErrno: ECONNRESET, curlMessage: "", url: nil, stage: stage)
         #expect(error.code == .networkConnectionLost)
         #expect(error.message.hasSuffix(wording))
     }
 
     @Test("HTTP_RETURNED_ERROR carries the status from curl's text")
     func httpReturnedError() {
-        let error = HeraldError.fromCurl(
+        let error = TransferError.fromCurl(
             rawCode: 22, osErrno: 0, curlMessage: "The requested URL returned error: 404", url: nil)
         #expect(error.statusCode == 404)
     }
@@ -89,14 +90,15 @@ struct CurlErrorMappingTests {
     @Test("the CURLcode entry point uses the error buffer, or curl_easy_strerror when it is empty")
     func curlEntryPoint() throws {
         let url = try #require(URL(string: "https://user:pw@example.com/a"))
-        let withBuffer = HeraldError.fromCurl(
+        let withBuffer = TransferError.fromCurl(
             CURLE_COULDNT_RESOLVE_HOST, osErrno: 0, errorBuffer: "Could not resolve host: example.com\n", url: url)
         #expect(withBuffer.code == .cannotFindHost)
         #expect(withBuffer.curlCode == 6)
         #expect(withBuffer.curlMessage == "Could not resolve host: example.com")
-        #expect(withBuffer.url?.absoluteString == "https://***:***@example.com/a")
+        // The engine keeps the URL as it was; the public error a caller sees has it redacted.
+        #expect(HeraldError(withBuffer).url?.absoluteString == "https://***:***@example.com/a")
 
-        let empty = HeraldError.fromCurl(CURLE_OPERATION_TIMEDOUT, osErrno: 0, errorBuffer: "", url: nil)
+        let empty = TransferError.fromCurl(CURLE_OPERATION_TIMEDOUT, osErrno: 0, errorBuffer: "", url: nil)
         #expect(empty.code == .timedOut)
         #expect(empty.curlMessage == String(cString: curl_easy_strerror(CURLE_OPERATION_TIMEDOUT)))
     }
@@ -104,7 +106,7 @@ struct CurlErrorMappingTests {
     @Test("every code curl 7.88.1 defines (0–99) gets a code and a message without trapping")
     func totality() {
         for raw in Int32(0)...99 {
-            let error = HeraldError.fromCurl(rawCode: raw, osErrno: 0, curlMessage: "", url: nil)
+            let error = TransferError.fromCurl(rawCode: raw, osErrno: 0, curlMessage: "", url: nil)
             #expect(!error.message.isEmpty)
             #expect(error.curlMessage == nil)
         }

@@ -4,6 +4,7 @@ import HeraldTesting
 import Testing
 
 @testable import Herald
+@testable import HeraldEngine
 
 @Suite("Easy handle reuse")
 struct EasyHandlePoolTests {

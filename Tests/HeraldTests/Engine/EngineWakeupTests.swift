@@ -4,6 +4,7 @@ import HeraldNotifications
 import Testing
 
 @testable import Herald
+@testable import HeraldEngine
 
 /// Commands handed to an engine from other threads wake its loop: none is lost, and each thread's run in
 /// the order it sent them.

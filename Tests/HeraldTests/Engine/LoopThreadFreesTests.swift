@@ -4,6 +4,7 @@ import HeraldTesting
 import Testing
 
 @testable import Herald
+@testable import HeraldEngine
 
 @Suite("Memory given back on a loop thread")
 struct LoopThreadFreesTests {
@@ -14,7 +15,7 @@ struct LoopThreadFreesTests {
     /// `bytes` received by a memory sink whose body goes back to `frees`, as the sink hands it over.
     private static func collect(_ bytes: Data, releasingTo frees: LoopThreadFrees) throws -> Data {
         let sink = MemoryBodySink(frees: frees)
-        let response = HTTPResponse(
+        let response = ResponseHead(
             url: try #require(URL(string: "http://127.0.0.1/")), statusCode: 200, headers: [:],
             httpVersion: "HTTP/1.1")
         _ = sink.begin(response: response, declaredLength: Int64(bytes.count))

@@ -5,6 +5,7 @@ import HeraldTesting
 import Testing
 
 @testable import Herald
+@testable import HeraldEngine
 
 /// A transfer hands libcurl its URL already parsed (`CURLOPT_CURLU`), made where the transfer is prepared;
 /// libcurl's own parser decides what a URL is either way.

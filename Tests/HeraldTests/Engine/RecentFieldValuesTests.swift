@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Herald
+@testable import HeraldEngine
 
 /// A common field whose value repeats the last one received is handed the same string again; anything else
 /// is parsed from its bytes as before.

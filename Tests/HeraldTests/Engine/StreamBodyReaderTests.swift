@@ -3,13 +3,14 @@ import HeraldNotifications
 import Testing
 
 @testable import Herald
+@testable import HeraldEngine
 
 @Suite("A streamed body's reader: off the loop thread, bounded, rewound without waiting")
 struct StreamBodyReaderTests {
     /// A stream over `count` pattern bytes that counts its reads.
-    static func patternStream(count: Int, reads: Locked<Int>? = nil) -> BodyStream {
+    static func patternStream(count: Int, reads: Locked<Int>? = nil) -> PulledBody {
         let offset = Locked(0)
-        return BodyStream { buffer in
+        return PulledBody { buffer in
             reads?.withLock { $0 += 1 }
             return offset.withLock { offset in
                 let length = min(buffer.count, count - offset)
@@ -91,7 +92,7 @@ struct StreamBodyReaderTests {
         let taken = Locked(0)
         let mostAhead = Locked(0)
         let source = StreamedBodySource.onTestQueue(
-            first: BodyStream { buffer in
+            first: PulledBody { buffer in
                 let ahead = produced.withLock { $0 } - taken.withLock { $0 }
                 mostAhead.withLock { $0 = max($0, ahead) }
                 return produced.withLock { offset in
@@ -198,8 +199,8 @@ struct StreamBodyReaderTests {
 
         struct Broken: Error {}
         let throwing = StreamedBodySource.onTestQueue(
-            first: BodyStream { _ in throw Broken() },
-            origin: .sized(length: 10, open: { BodyStream { _ in throw Broken() } }))
+            first: PulledBody { _ in throw Broken() },
+            origin: .sized(length: 10, open: { PulledBody { _ in throw Broken() } }))
         let woken2 = WakeCounter()
         throwing.startReading(wake: woken2.wake)
         let (_, end2) = try await Self.drain(throwing, woken: woken2)
@@ -223,7 +224,7 @@ struct StreamBodyReaderTests {
         #expect(machine.bodyResumeAction == .none)
         #expect(machine.unpause() == .continueCurl)
         #expect(machine.bodyResumeAction == .continueAll)
-        machine.abort(with: HeraldError(.bodyStream, "stop"))
+        machine.abort(with: TransferError(.bodyStream, "stop"))
         #expect(machine.bodyResumeAction == .none)
     }
 }
@@ -235,7 +236,7 @@ enum TestServerPattern {
 
 extension StreamedBodySource {
     /// A source read on a serial queue of the test's own, as a task's hook queue would.
-    static func onTestQueue(first: BodyStream, origin: StreamBodyReader.Origin) -> StreamedBodySource {
+    static func onTestQueue(first: PulledBody, origin: StreamBodyReader.Origin) -> StreamedBodySource {
         StreamedBodySource(first: first, origin: origin, queue: DispatchQueue(label: "test.body-stream"))
     }
 }

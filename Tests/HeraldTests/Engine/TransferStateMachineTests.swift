@@ -1,12 +1,13 @@
 import Testing
 
 @testable import Herald
+@testable import HeraldEngine
 
 @Suite("Transfer state machine")
 struct TransferStateMachineTests {
     typealias Machine = TransferStateMachine
 
-    static let stopped = HeraldError(.responseTooLarge, "The response body grew past the maximum.")
+    static let stopped = TransferError(.responseTooLarge, "The response body grew past the maximum.")
 
     // MARK: - the user's pause
 
@@ -258,7 +259,7 @@ struct TransferStateMachineTests {
     func abortReplacesResult() {
         var machine = Machine()
         machine.abort(with: Self.stopped)
-        machine.abort(with: HeraldError(.timedOut, "later"))
+        machine.abort(with: TransferError(.timedOut, "later"))
         #expect(machine.abortError?.code == .responseTooLarge)
         #expect(machine.callbackDidRun() == .abort)
         #expect(machine.progressDidTick() == .abort)
@@ -332,7 +333,7 @@ extension TransferStateMachine.CurlFinishAction {
         case none
         case holdAndAskDelegate
         case hold
-        case fail(HeraldError.Code)
+        case fail(TransferError.Code)
         case finish(sinkDidBegin: Bool)
     }
 }

@@ -3,6 +3,7 @@ import HeraldTesting
 import Testing
 
 @testable import Herald
+@testable import HeraldEngine
 
 @Suite("Content decoding: Accept-Encoding and encoded bodies")
 struct ContentDecodingTests {

@@ -3,6 +3,7 @@ import HeraldTesting
 import Testing
 
 @testable import Herald
+@testable import HeraldEngine
 
 @Suite("Request header lines as the server receives them")
 struct RequestHeaderLinesTests {
@@ -61,7 +62,7 @@ struct RequestHeaderLinesTests {
         #expect(second !== first)
         #expect(pool.headerList(for: other) === second)
         #expect(pool.headerList(for: plain) !== first)  // only the last list is kept
-        func key(_ headers: HTTPHeaders, cookie: String? = nil) -> HeaderList.Key {
+        func key(_ headers: HeaderFields, cookie: String? = nil) -> HeaderList.Key {
             HeaderList.Key(headers: headers, cookie: cookie, decodesContent: true, sendsBody: false)
         }
         let secrets = [

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Herald
+@testable import HeraldEngine
 
 @Suite("Proxy environment variables")
 struct ProxyEnvironmentTests {

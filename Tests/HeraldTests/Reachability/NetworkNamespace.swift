@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 
 @testable import Herald
+@testable import HeraldEngine
 
 #if canImport(Glibc)
     import Glibc

@@ -1,5 +1,6 @@
 import Foundation
 @testable import Herald
+@testable import HeraldEngine
 import Testing
 
 /// Replays the fuzz seeds (`Fuzz/Corpus/<target>`) and every input a fuzz run ever crashed on

@@ -1,5 +1,6 @@
 import Foundation
 @testable import Herald
+@testable import HeraldEngine
 import HeraldNotifications
 import HeraldTesting
 import Testing

@@ -1,4 +1,5 @@
 @testable import Herald
+@testable import HeraldEngine
 import Testing
 
 @Suite("libcurl features known at build time")

@@ -4,6 +4,7 @@ import HeraldTesting
 import Testing
 
 @testable import Herald
+@testable import HeraldEngine
 
 #if canImport(Glibc)
     import Glibc
@@ -146,10 +147,10 @@ struct TemporaryFolderTests {
         #expect(FileManager.default.createFile(atPath: victim.path, contents: Data("keep".utf8)))
         let symlink = scratch.url.appendingPathComponent("download-1.part")
         #expect(Glibc.symlink(victim.path, symlink.path) == 0)
-        #expect(throws: HeraldError.self) { try PrivateFile.openForWriting(symlink) }
+        #expect(throws: TransferError.self) { try PrivateFile.openForWriting(symlink) }
         let hardLink = scratch.url.appendingPathComponent("download-2.part")
         #expect(link(victim.path, hardLink.path) == 0)
-        #expect(throws: HeraldError.self) { try PrivateFile.openForWriting(hardLink) }
+        #expect(throws: TransferError.self) { try PrivateFile.openForWriting(hardLink) }
         #expect(try String(contentsOf: victim, encoding: .utf8) == "keep")
         let fresh = scratch.url.appendingPathComponent("download-3.part")
         let descriptor = try PrivateFile.openForWriting(fresh)

@@ -3,6 +3,7 @@ import HeraldNotifications
 import Testing
 
 @testable import Herald
+@testable import HeraldEngine
 
 /// The buffer between a streamed task's transfers and its consumer, fed by hand: what the consumer sees of
 /// held responses, and how lines split across elements. No transfer runs: the task is never resumed.
@@ -115,9 +116,9 @@ struct ResponseBodyBufferTests {
 
 /// A transfer delegate that ignores everything: the buffer only keeps the transfer for its drain.
 private final class NoDelegate: TransferDelegate {
-    func transferDidReceiveResponse(_ response: HTTPResponse) {}
+    func transferDidReceiveResponse(_ response: ResponseHead) {}
     func transferDidReceiveBytes(total received: Int64, expected: Int64?) {}
-    func transferNeedsResponseDisposition(_ response: HTTPResponse, transfer: Transfer) {}
+    func transferNeedsResponseDisposition(_ response: ResponseHead, transfer: Transfer) {}
     func transferDidReceiveBody(_ bytes: UnsafeRawBufferPointer) {}
     func transferDidSendBytes(total sent: Int64, expected: Int64?) {}
     func proceed(after outcome: TransferOutcome) {}

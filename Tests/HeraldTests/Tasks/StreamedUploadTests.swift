@@ -4,6 +4,7 @@ import HeraldTesting
 import Testing
 
 @testable import Herald
+@testable import HeraldEngine
 
 // Serialized: one test's heavy upload would slow the loopback server that another test times.
 @Suite("Streamed uploads: the body stream is user code and runs off the engine's loop thread", .serialized)

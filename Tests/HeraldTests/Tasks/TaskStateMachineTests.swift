@@ -1,5 +1,6 @@
 import Foundation
 @testable import Herald
+@testable import HeraldEngine
 import HeraldNotifications
 import Testing
 
@@ -16,9 +17,9 @@ struct TaskStateMachineTests {
 
     static let url = URL(string: "http://127.0.0.1:9/never-sent")!
 
-    static func outcome(status: Int = 200, error: HeraldError? = nil) -> TransferOutcome {
+    static func outcome(status: Int = 200, error: HeraldError? = nil) -> TaskOutcome {
         let response = HTTPResponse(url: url, statusCode: status, headers: [:])
-        return TransferOutcome(response: response, body: Data("body".utf8), error: error, metrics: nil)
+        return TaskOutcome(response: response, body: Data("body".utf8), error: error, metrics: nil)
     }
 
     static var failure: HeraldError { HeraldError(.timedOut, "timed out", url: url) }
@@ -710,7 +711,7 @@ struct TaskStateMachineTests {
         var machine = Machine()
         _ = machine.resume(revalidating: revalidation)
         _ = machine.transferPrepared(FakeTransfer())
-        let notModified = TransferOutcome(
+        let notModified = TaskOutcome(
             response: HTTPResponse(url: Self.url, statusCode: 304, headers: [:]), body: Data(), error: nil,
             metrics: nil)
         guard case .finish(let completion) = machine.complete(with: notModified) else {

@@ -1,5 +1,6 @@
 import Foundation
 import Herald
+@testable import HeraldEngine
 import HeraldNotifications
 import HeraldTesting
 import Testing
