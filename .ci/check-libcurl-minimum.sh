@@ -33,7 +33,8 @@ for line in open(".ci/libcurl-symbols.txt"):
     if line.strip() and not line.startswith("#"):
         name, version = line.split()
         table[name] = tuple(int(p) for p in version.split("."))
-sources = [pathlib.Path("Sources/CCurl/shim.h")] + sorted(pathlib.Path("Sources/Herald").rglob("*.swift"))
+sources = [pathlib.Path("Sources/CCurl/shim.h")] + sorted(
+    path for target in ("Sources/HeraldEngine", "Sources/Herald") for path in pathlib.Path(target).rglob("*.swift"))
 used = set()
 for path in sources:
     used |= {m for m in re.findall(r"\b(CURL[A-Za-z0-9_]*|curl_[a-z_]+)\b", path.read_text()) if not m.endswith("_")}

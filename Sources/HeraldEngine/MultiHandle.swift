@@ -7,7 +7,7 @@ import CUV
 /// stopped synchronously on `CURL_POLL_REMOVE` (curl reports the removal before it closes the fd), and
 /// one non-repeating `uv_timer_t` for curl's timeout. A stopped handle isn't closed: the engine keeps it for
 /// the next socket with its number (``PollHandles``), usually the same connection's next transfer.
-/// Messages are drained after every `curl_multi_socket_action`, and completions are delivered from there —
+/// Messages are drained after every `curl_multi_socket_action`, and finished transfers are reported from there —
 /// never from inside a curl callback, where `curl_multi_*` would fail with `CURLM_RECURSIVE_API_CALL`.
 /// A second timer enforces the transfers' idle timeouts (``checkIdleTransfers()``).
 package final class MultiHandle: @unchecked Sendable {

@@ -131,7 +131,7 @@ package final class Transfer: @unchecked Sendable {
 
     /// Continues a paused transfer where it stopped. Loop thread only.
     ///
-    /// Unpausing delivers buffered data synchronously, inside `curl_easy_pause`, so the write callback
+    /// Unpausing passes buffered data to the write callback synchronously, inside `curl_easy_pause`, so the write callback
     /// runs before this returns.
     func unpause() {
         perform(machine.unpause())

@@ -49,7 +49,7 @@ package struct TransferRequest: Sendable {
     /// Whether a response with `status` and `headers` is one Herald follows with another transfer (a
     /// redirect), so its body is not the task's and is not forwarded to body hooks.
     package func leadsToNextHop(status: Int, headers: HeaderFields) -> Bool {
-        // A 401 is not excluded: most are delivered (no credential), and hooks must see those.
+        // A 401 is not excluded: most are the task's result (no credential), and hooks must see those.
         followsRedirects && ResponseHead.isRedirect(status: status) && headers["Location"] != nil
     }
     /// Which servers' certificates to trust (see `Transfer+Security.swift`).

@@ -15,7 +15,7 @@ extension TransferStateMachine {
         case none
         /// Call `curl_easy_pause(CURLPAUSE_CONT)`; curl hands back what it kept, synchronously.
         case continueCurl
-        /// Deliver the held successful result (the sink has not begun).
+        /// Report the held successful result (the sink has not begun).
         case finishHeldResult
     }
 
@@ -73,9 +73,9 @@ extension TransferStateMachine {
 
     /// What to do when the transfer ends for a reason of ours (cancelled, invalid, …).
     enum FinishAction: Equatable {
-        /// Already finished: deliver nothing.
+        /// Already finished: report nothing.
         case none
-        /// Deliver, once.
+        /// Report, once.
         case finish(sinkDidBegin: Bool)
     }
 }

@@ -33,7 +33,7 @@ struct TransferStateMachine {
         /// A callback told curl to stop; curl's result is replaced by `error`. The transfer still obeys a
         /// user pause until curl reports its end.
         case aborted(TransferError, isUserPaused: Bool)
-        /// Delivered to the delegate; nothing more happens.
+        /// Reported to the delegate; nothing more happens.
         case finished
     }
 
@@ -79,7 +79,7 @@ struct TransferStateMachine {
         }
     }
 
-    /// The user resumed the task. ``ContinueAction/continueCurl`` delivers buffered data synchronously,
+    /// The user resumed the task. ``ContinueAction/continueCurl`` passes buffered data to the write callback synchronously,
     /// inside `curl_easy_pause`, so the write callback runs before it returns — in the state set here.
     mutating func unpause() -> ContinueAction {
         switch state {
@@ -169,7 +169,7 @@ struct TransferStateMachine {
     mutating func allowResponse() -> ContinueAction {
         switch state {
         case .awaitingDisposition(isUserPaused: false):
-            // Delivers the chunk curl kept when the write callback paused, synchronously, then goes on.
+            // Passes on the chunk curl kept when the write callback paused, synchronously, then goes on.
             state = .running(.allowed)
             return .continueCurl
         case .awaitingDisposition(isUserPaused: true):
@@ -287,7 +287,7 @@ struct TransferStateMachine {
         }
     }
 
-    /// The transfer ends for a reason of ours (cancelled, invalid, a sink that can't open), or is delivered
+    /// The transfer ends for a reason of ours (cancelled, invalid, a sink that can't open), or is reported
     /// after curl's end. Exactly once.
     mutating func finish() -> FinishAction {
         let sinkDidBegin = self.sinkDidBegin
@@ -333,7 +333,7 @@ struct TransferStateMachine {
         return error
     }
 
-    /// Whether the transfer has been delivered.
+    /// Whether the transfer's end has been reported.
     var isFinished: Bool {
         guard case .finished = state else { return false }
         return true

@@ -145,10 +145,10 @@ extension HTTPSessionManager {
     ) async throws(HeraldError) -> (any Sendable, HTTPResponse) {
         let form = try multipartFormData(parameters: parameters, constructingBody)
         let request = Request(url: try url(for: path), method: "POST", headers: headers)
-        return try await session.performAsync { deliver throws(HeraldError) in
+        return try await session.performAsync { answer throws(HeraldError) in
             try session.uploadTask(
                 with: request, multipartFormData: form, progress: progress,
-                completionHandler: SessionManager.objectHandler(deliver, task: "An upload"))
+                completionHandler: SessionManager.objectHandler(answer, task: "An upload"))
         }
     }
 }

@@ -31,9 +31,9 @@ extension SessionManager {
     ///   error (``HeraldError/Code/timedOut``, ``HeraldError/Code/cannotConnect``, …), a validation error for
     ///   a malformed request, or ``HeraldError/Code/sessionInvalidated`` after ``invalidate(cancelingTasks:)``.
     public func data(for request: Request) async throws(HeraldError) -> (Data, HTTPResponse) {
-        try await performAsync { deliver throws(HeraldError) in
+        try await performAsync { answer throws(HeraldError) in
             try makeDataTask(
-                with: request, bodyHandling: .raw, callbacks: TaskCallbacks(completion: Self.rawBodyHandler(deliver)))
+                with: request, bodyHandling: .raw, callbacks: TaskCallbacks(completion: Self.rawBodyHandler(answer)))
         }
     }
 
@@ -74,8 +74,8 @@ extension SessionManager {
     /// - Throws: ``HeraldError``: the serializer's error, ``HeraldError/Code/cancelled`` when the Swift task is
     ///   cancelled, a transport error, a validation error, or ``HeraldError/Code/sessionInvalidated``.
     public func responseObject(for request: Request) async throws(HeraldError) -> (any Sendable, HTTPResponse) {
-        try await performAsync { deliver throws(HeraldError) in
-            try dataTask(with: request, completionHandler: Self.objectHandler(deliver, task: "A data task"))
+        try await performAsync { answer throws(HeraldError) in
+            try dataTask(with: request, completionHandler: Self.objectHandler(answer, task: "A data task"))
         }
     }
 
@@ -147,10 +147,10 @@ extension SessionManager {
     public func upload(
         for request: Request, from data: Data, progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) async throws(HeraldError) -> (Data, HTTPResponse) {
-        try await performAsync { deliver throws(HeraldError) in
+        try await performAsync { answer throws(HeraldError) in
             try makeUploadTask(
                 with: request, body: .data(data), progress: progress,
-                completionHandler: Self.rawBodyHandler(deliver), bodyHandling: .raw)
+                completionHandler: Self.rawBodyHandler(answer), bodyHandling: .raw)
         }
     }
 
@@ -172,7 +172,7 @@ extension SessionManager {
     public func upload(
         for request: Request, fromFile fileURL: URL, progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) async throws(HeraldError) -> (Data, HTTPResponse) {
-        try await performAsync { deliver throws(HeraldError) in
+        try await performAsync { answer throws(HeraldError) in
             var status = stat()
             guard fileURL.isFileURL, stat(fileURL.path, &status) == 0 else {
                 throw HeraldError.fileFailure("Cannot read the upload file", url: fileURL)
@@ -182,7 +182,7 @@ extension SessionManager {
             }
             return try makeUploadTask(
                 with: request, body: .file(fileURL), progress: progress,
-                completionHandler: Self.rawBodyHandler(deliver), bodyHandling: .raw)
+                completionHandler: Self.rawBodyHandler(answer), bodyHandling: .raw)
         }
     }
 
@@ -196,10 +196,10 @@ extension SessionManager {
         var request = request
         request.body = nil
         request.headers.replaceOrAdd(name: "Content-Type", value: multipartFormData.contentType)
-        return try await performAsync { deliver throws(HeraldError) in
+        return try await performAsync { answer throws(HeraldError) in
             try makeUploadTask(
                 with: request, body: Self.uploadBody(of: multipartFormData), progress: progress,
-                completionHandler: Self.rawBodyHandler(deliver), bodyHandling: .raw)
+                completionHandler: Self.rawBodyHandler(answer), bodyHandling: .raw)
         }
     }
 
@@ -252,10 +252,10 @@ extension SessionManager {
         for request: Request, progress: (@Sendable (TransferProgress) -> Void)? = nil,
         destination: DownloadDestination? = nil
     ) async throws(HeraldError) -> (URL, HTTPResponse) {
-        try await performAsync { deliver throws(HeraldError) in
+        try await performAsync { answer throws(HeraldError) in
             try downloadTask(
                 with: request, progress: progress, destination: destination,
-                completionHandler: Self.downloadHandler(deliver))
+                completionHandler: Self.downloadHandler(answer))
         }
     }
 
@@ -280,52 +280,52 @@ extension SessionManager {
     public func download(
         resumingWith resumeData: Data, to fileURL: URL, progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) async throws(HeraldError) -> (URL, HTTPResponse) {
-        try await performAsync { deliver throws(HeraldError) in
+        try await performAsync { answer throws(HeraldError) in
             try downloadTask(
                 withResumeData: resumeData, progress: progress, destination: { _, _ in fileURL },
-                completionHandler: Self.downloadHandler(deliver))
+                completionHandler: Self.downloadHandler(answer))
         }
     }
 
     // MARK: - helpers
 
-    /// A download task's completion handler that delivers where the file is and the response head.
+    /// A download task's completion handler that answers with where the file is and the response head.
     private static func downloadHandler(
-        _ deliver: @escaping @Sendable (Result<(URL, HTTPResponse), HeraldError>) -> Void
+        _ answer: @escaping @Sendable (Result<(URL, HTTPResponse), HeraldError>) -> Void
     ) -> DownloadCompletionHandler {
         { response, fileURL, error in
-            if let error { return deliver(.failure(error)) }
+            if let error { return answer(.failure(error)) }
             guard let response, let fileURL else {
-                return deliver(.failure(HeraldError(.internal, "A download succeeded without a file.")))
+                return answer(.failure(HeraldError(.internal, "A download succeeded without a file.")))
             }
-            deliver(.success((fileURL, response)))
+            answer(.success((fileURL, response)))
         }
     }
 
     /// A completion handler for the raw-body tasks, whose object is the body as `Data`.
     private static func rawBodyHandler(
-        _ deliver: @escaping @Sendable (Result<(Data, HTTPResponse), HeraldError>) -> Void
+        _ answer: @escaping @Sendable (Result<(Data, HTTPResponse), HeraldError>) -> Void
     ) -> TaskCompletionHandler {
         { response, object, error in
-            if let error { return deliver(.failure(error)) }
+            if let error { return answer(.failure(error)) }
             guard let response, let body = object as? Data else {
-                return deliver(.failure(HeraldError(.internal, "A transfer succeeded without a response body.")))
+                return answer(.failure(HeraldError(.internal, "A transfer succeeded without a response body.")))
             }
-            deliver(.success((body, response)))
+            answer(.success((body, response)))
         }
     }
 
-    /// A completion handler delivering the serializer's object with the response head; `task` names the
+    /// A completion handler answering with the serializer's object with the response head; `task` names the
     /// task in the error for a success without either ("A data task").
     static func objectHandler(
-        _ deliver: @escaping @Sendable (Result<(any Sendable, HTTPResponse), HeraldError>) -> Void, task: String
+        _ answer: @escaping @Sendable (Result<(any Sendable, HTTPResponse), HeraldError>) -> Void, task: String
     ) -> TaskCompletionHandler {
         { response, object, error in
-            if let error { return deliver(.failure(error)) }
+            if let error { return answer(.failure(error)) }
             guard let response, let object else {
-                return deliver(.failure(HeraldError(.internal, "\(task) succeeded without a response object.")))
+                return answer(.failure(HeraldError(.internal, "\(task) succeeded without a response object.")))
             }
-            deliver(.success((object, response)))
+            answer(.success((object, response)))
         }
     }
 }

@@ -7,7 +7,7 @@ import HeraldEngine
 // again as a new transfer that lets libcurl compute the header; without one the task completes with the
 // 401 — promptly, never waiting (corelibs' URLSession hangs there, #5456).
 extension SessionTask {
-    /// After this many refused credentials the 401 is delivered, whatever the hooks answer: a hook that
+    /// After this many refused credentials the 401 is the task's result, whatever the hooks answer: a hook that
     /// keeps returning the same wrong password must not keep the task busy forever.
     static let maximumAuthenticationAttempts = 8
 
