@@ -35,7 +35,8 @@ struct EventGateTests {
     func passGrantedEarly() async throws {
         try await withTestServer { server in
             server.openGate("early")
-            let response = try await RawHTTPClient.exchange(RawHTTPClient.get("/events/2?gate=early"), port: server.port)
+            let response = try await RawHTTPClient.exchange(
+                RawHTTPClient.get("/events/2?gate=early"), port: server.port)
             #expect(response.statusCode == 200)
             #expect(String(decoding: response.body, as: UTF8.self).contains("id: 2\n"))
         }

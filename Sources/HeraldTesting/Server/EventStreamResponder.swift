@@ -43,6 +43,8 @@ final class EventStreamResponder: StreamingResponder {
     private var isFinished = false
     /// Whether the body may be written: false while the response waits at its gate.
     private var isPastGate = true
+    /// The ID the gate gave this response while it waits there.
+    private var gateWaiterID: Int?
     private let gates: GateRegistry
     private let onFinish: () -> Void
 
@@ -72,8 +74,9 @@ final class EventStreamResponder: StreamingResponder {
         isPastGate = false
         writer.context.flush()
         let responder = NIOLoopBound(self, eventLoop: writer.context.eventLoop)
-        gates.arrive(key: gate) {
+        gateWaiterID = gates.arrive(key: gate) {
             responder.eventLoop.execute {
+                responder.value.gateWaiterID = nil
                 responder.value.isPastGate = true
                 responder.value.startBody()
             }
@@ -97,6 +100,7 @@ final class EventStreamResponder: StreamingResponder {
     func cancel() {
         guard !isFinished else { return }
         isFinished = true
+        if let gate = options.gate, let id = gateWaiterID { gates.leave(key: gate, id: id) }
         onFinish()
     }
 

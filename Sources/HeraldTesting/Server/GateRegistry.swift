@@ -11,40 +11,49 @@ import NIOCore
 final class GateRegistry: Sendable {
     private struct Gate {
         var passes = 0
-        var waiting: [@Sendable () -> Void] = []
+        var waiting: [(id: Int, pass: @Sendable () -> Void)] = []
     }
 
-    private let gates = Locked<[String: Gate]>([:])
+    private let gates = Locked<(byKey: [String: Gate], lastID: Int)>(([:], 0))
 
     init() {}
 
     /// Waits at gate `key`: runs `pass` at once when the gate has a pass, else when one is granted.
     ///
     /// `pass` runs outside the lock, on the calling thread; it must hop to its own event loop.
-    func arrive(key: String, pass: @escaping @Sendable () -> Void) {
-        let passNow = gates.withLock { gates -> Bool in
-            var gate = gates[key, default: Gate()]
-            defer { gates[key] = gate }
+    /// - Returns: The waiter's ID for ``leave(key:id:)``; `nil` when `pass` ran at once.
+    @discardableResult
+    func arrive(key: String, pass: @escaping @Sendable () -> Void) -> Int? {
+        let id = gates.withLock { gates -> Int? in
+            var gate = gates.byKey[key, default: Gate()]
+            defer { gates.byKey[key] = gate }
             guard gate.passes > 0 else {
-                gate.waiting.append(pass)
-                return false
+                gates.lastID += 1
+                gate.waiting.append((gates.lastID, pass))
+                return gates.lastID
             }
             gate.passes -= 1
-            return true
+            return nil
         }
-        if passNow { pass() }
+        if id == nil { pass() }
+        return id
+    }
+
+    /// Stops waiting at gate `key` (the response's connection went away), so that no pass is spent on it.
+    func leave(key: String, id: Int) {
+        gates.withLock { gates in gates.byKey[key]?.waiting.removeAll { $0.id == id } }
     }
 
     /// Grants gate `key` one pass: the longest-waiting response goes on, or the next to arrive will.
     func open(key: String) {
         let waiter = gates.withLock { gates -> (@Sendable () -> Void)? in
-            var gate = gates[key, default: Gate()]
-            defer { gates[key] = gate }
+            var gate = gates.byKey[key, default: Gate()]
+            defer { gates.byKey[key] = gate }
             guard !gate.waiting.isEmpty else {
                 gate.passes += 1
                 return nil
             }
-            return gate.waiting.removeFirst()
+            return gate.waiting.removeFirst().pass
         }
         waiter?()
     }

@@ -62,7 +62,7 @@ import NIOPosix
 ///     closed mid-response (a dropped connection for reconnection tests).
 ///   - `?gate=K`: each response sends its head at once, then waits before its first body byte (the `retry`
 ///     line included) until ``openGate(_:)`` grants gate `K` a pass; one pass lets one response go on.
-///     ``RecordedRequest/responseStartedAt`` tells when the head went out.
+///     ``RecordedRequest/responseStartedAt`` tells when the head was written.
 /// - `/delay/{ms}`: waits `ms` milliseconds (0...600000) on the event loop, then `200` with
 ///   `{"delayMilliseconds":ms}`.
 /// - `/barrier/{n}?key=K`: parks the request until `n` requests with the same key `K` (default empty) are parked,
