@@ -106,7 +106,7 @@ extension ServerSentEvents {
     /// ```swift
     /// for try await element in session.events(for: Request(url: url)).withOpen {
     ///     switch element {
-    ///     case .open(let response): print("connected", response.statusCode)
+    ///     case .open(let response): print("connected:", response.statusCode)
     ///     case .event(let event): print("\(event.id) \(event.event): \(event.data)")
     ///     }
     /// }
