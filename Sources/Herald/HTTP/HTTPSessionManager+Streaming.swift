@@ -32,7 +32,7 @@ extension HTTPSessionManager {
     ///   - parameters: Encoded into the query by ``requestSerializer``; default none.
     ///   - headers: Header fields of each connection's request; default none.
     ///   - options: Reconnection and buffering; default ``EventSourceOptions/default``.
-    /// - Returns: The events, in order.
+    /// - Returns: The events, in order; its ``ServerSentEvents/withOpen`` adds each connection's opening.
     /// - Throws: ``HeraldError`` when the request can't be built (``HeraldError/Code/badURL``,
     ///   ``HeraldError/Code/invalidRequest``); the connections' errors are the sequence's.
     public func events(

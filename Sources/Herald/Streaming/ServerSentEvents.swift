@@ -47,6 +47,10 @@ public struct EventSourceOptions: Sendable, Equatable {
 /// retried), ``HeraldError/Code/cancelled`` when the iterating Swift task is cancelled, and the last
 /// transport error after ``EventSourceOptions/maximumConsecutiveFailures`` failed connections in a row.
 /// Dropping the iterator stops the current connection.
+///
+/// It yields events only. To learn that a connection was accepted before its first event arrives — the
+/// `EventSource`'s `open` event — iterate ``withOpen`` instead: the same connections, with an
+/// ``EventSourceElement/open(_:)`` before each one's events.
 public struct ServerSentEvents: AsyncSequence, Sendable {
     /// An event.
     public typealias Element = ServerSentEvent
@@ -83,6 +87,75 @@ public struct ServerSentEvents: AsyncSequence, Sendable {
     }
 }
 
+/// What ``ServerSentEvents/withOpen`` yields: each accepted connection, then that connection's events.
+///
+/// The counterparts of the WHATWG `EventSource`'s `open` and `message` events.
+public enum EventSourceElement: Sendable, Hashable {
+    /// A connection was accepted — its head is a `200` with the content type `text/event-stream` — before any
+    /// of its events: once per connection, the first one and each reconnection, as soon as the head arrives,
+    /// even when the server waits before its first event.
+    case open(HTTPResponse)
+    /// An event of the connection last opened.
+    case event(ServerSentEvent)
+}
+
+extension ServerSentEvents {
+    /// The same connections, with an ``EventSourceElement/open(_:)`` before each connection's events: what
+    /// the WHATWG `EventSource`'s `open` event tells a page.
+    ///
+    /// ```swift
+    /// for try await element in session.events(for: Request(url: url)).withOpen {
+    ///     switch element {
+    ///     case .open(let response): print("connected:", response.statusCode)
+    ///     case .event(let event): print("\(event.id) \(event.event): \(event.data)")
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// Everything else is as for ``ServerSentEvents``: the requests, the reconnections and their
+    /// notifications, what ends the sequence and what it throws. A connection that is refused (another
+    /// status, another content type, a `204`) or fails before its head opens nothing.
+    public var withOpen: WithOpen { WithOpen(events: self) }
+
+    /// Server-sent events with an ``EventSourceElement/open(_:)`` for each accepted connection: what
+    /// ``ServerSentEvents/withOpen`` returns.
+    public struct WithOpen: AsyncSequence, Sendable {
+        /// A connection's opening or one of its events.
+        public typealias Element = EventSourceElement
+        /// What iteration throws.
+        public typealias Failure = HeraldError
+
+        let events: ServerSentEvents
+
+        /// Makes an iterator: each one has its own connections.
+        public func makeAsyncIterator() -> Iterator {
+            Iterator(
+                connection: EventSourceConnection(
+                    session: events.session, request: events.request, options: events.options, yieldsOpen: true))
+        }
+
+        /// Yields each connection's opening and its events; see ``ServerSentEvents/withOpen``.
+        public struct Iterator: AsyncIteratorProtocol {
+            let connection: EventSourceConnection
+
+            /// The next opening or event, or `nil` after a `204`.
+            /// - Throws: ``HeraldError``, as ``ServerSentEvents`` says.
+            public mutating func next() async throws(HeraldError) -> EventSourceElement? {
+                try await connection.nextElement()
+            }
+
+            /// The next opening or event, or `nil` after a `204`, on the caller's isolation.
+            /// - Parameter actor: The caller's actor, if any.
+            /// - Throws: ``HeraldError`` as ``next()`` does.
+            public mutating func next(isolation actor: isolated (any Actor)?) async throws(HeraldError)
+                -> EventSourceElement?
+            {
+                try await connection.nextElement()
+            }
+        }
+    }
+}
+
 /// One iterator's connections, parser and reconnection state.
 final class EventSourceConnection: @unchecked Sendable {
     // Safety: used by the one iterator that owns it, whose `next()` calls don't overlap (an async iterator is
@@ -99,18 +172,37 @@ final class EventSourceConnection: @unchecked Sendable {
     private var connections = 0
     private var failuresInARow = 0
     private var isFinished = false
+    /// Whether ``nextElement()`` yields each accepted connection's head before its events.
+    private let yieldsOpen: Bool
+    /// The head of the connection just accepted, until it is yielded.
+    private var opened: HTTPResponse?
 
-    init(session: SessionManager, request: Request, options: EventSourceOptions) {
+    init(session: SessionManager, request: Request, options: EventSourceOptions, yieldsOpen: Bool = false) {
         self.session = session
         self.request = request
         self.options = options
+        self.yieldsOpen = yieldsOpen
     }
 
+    /// The next event, for ``ServerSentEvents``.
     func next() async throws(HeraldError) -> ServerSentEvent? {
+        while let element = try await nextElement() {
+            if case .event(let event) = element { return event }
+        }
+        return nil
+    }
+
+    /// The next opening (when ``yieldsOpen``) or event.
+    func nextElement() async throws(HeraldError) -> EventSourceElement? {
         while true {
+            if let head = opened {
+                // Set by `connect()`, which runs only once the previous connection's events were all taken.
+                opened = nil
+                return .open(head)
+            }
             if readyIndex < ready.count {
                 defer { readyIndex += 1 }
-                return ready[readyIndex]
+                return .event(ready[readyIndex])
             }
             ready.removeAll(keepingCapacity: true)
             readyIndex = 0
@@ -186,6 +278,7 @@ final class EventSourceConnection: @unchecked Sendable {
                     + "not text/event-stream.", url: response.url, statusCode: response.statusCode)
         }
         body = ResponseBodyStream(consumer: consumer).makeAsyncIterator()
+        if yieldsOpen { opened = response }
     }
 
     /// The connection ended (`error` nil: the server closed the stream): reconnect after the delay, or throw
@@ -253,7 +346,7 @@ extension SessionManager {
     /// - Parameters:
     ///   - request: The request; `Accept`, `Cache-Control` and `Last-Event-ID` are set on each connection.
     ///   - options: Reconnection and buffering; default ``EventSourceOptions/default``.
-    /// - Returns: The events, in order.
+    /// - Returns: The events, in order; its ``ServerSentEvents/withOpen`` adds each connection's opening.
     public func events(for request: Request, options: EventSourceOptions = .default) -> ServerSentEvents {
         ServerSentEvents(session: self, request: request, options: options)
     }

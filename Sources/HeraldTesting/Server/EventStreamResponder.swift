@@ -15,6 +15,8 @@ struct EventStreamOptions: Sendable, Equatable {
     var dropEvery: Int
     /// Written as a `retry` field at the start of each connection's stream, when set.
     var retryMilliseconds: Int?
+    /// The gate each response waits at between its head and its body (see ``GateRegistry``); `nil`, none.
+    var gate: String?
 
     init(count: String, query: RouteQuery) throws {
         self.count = try RouteQuery.integer(count, named: "event count", in: 0...100_000_000)
@@ -22,6 +24,7 @@ struct EventStreamOptions: Sendable, Equatable {
         self.dropEvery = try query.integer("dropEvery", default: 0, in: 0...100_000_000)
         let retry = try query.integer("retry", default: -1, in: -1...600_000)
         self.retryMilliseconds = retry >= 0 ? retry : nil
+        self.gate = query.value("gate")
     }
 }
 
@@ -38,18 +41,26 @@ final class EventStreamResponder: StreamingResponder {
     private var next: Int
     private var sentOnConnection = 0
     private var isFinished = false
+    /// Whether the body may be written: false while the response waits at its gate.
+    private var isPastGate = true
+    /// The ID the gate gave this response while it waits there.
+    private var gateWaiterID: Int?
+    private let gates: GateRegistry
     private let onFinish: () -> Void
 
-    /// - Parameter onFinish: Called once the final write has been issued, or when the stream is cancelled.
-    init(writer: ResponseWriter, options: EventStreamOptions, onFinish: @escaping () -> Void) {
+    /// - Parameters:
+    ///   - gates: The server's gates, for a response with ``EventStreamOptions/gate``.
+    ///   - onFinish: Called once the final write has been issued, or when the stream is cancelled.
+    init(writer: ResponseWriter, options: EventStreamOptions, gates: GateRegistry, onFinish: @escaping () -> Void) {
         self.writer = writer
         self.options = options
+        self.gates = gates
         let lastID = writer.request.head.headers["last-event-id"].first.flatMap { Int($0) } ?? 0
         self.next = max(1, lastID + 1)
         self.onFinish = onFinish
     }
 
-    /// Writes the head, then as many events as the channel accepts.
+    /// Writes the head, then (past the gate, if any) as many events as the channel accepts.
     func start() {
         guard next <= options.count else {
             writer.write(CannedResponse(status: .noContent, body: "", headers: [:]))
@@ -59,6 +70,21 @@ final class EventStreamResponder: StreamingResponder {
         writer.writeHead(
             status: .ok,
             headers: ["Content-Type": "text/event-stream", "Cache-Control": "no-store", "Transfer-Encoding": "chunked"])
+        guard let gate = options.gate else { return startBody() }
+        isPastGate = false
+        writer.context.flush()
+        let responder = NIOLoopBound(self, eventLoop: writer.context.eventLoop)
+        gateWaiterID = gates.arrive(key: gate) {
+            responder.eventLoop.execute {
+                responder.value.gateWaiterID = nil
+                responder.value.isPastGate = true
+                responder.value.startBody()
+            }
+        }
+    }
+
+    private func startBody() {
+        guard !isFinished else { return }
         if let retry = options.retryMilliseconds {
             writer.writeBody(ByteBuffer(string: "retry: \(retry)\n\n"))
         }
@@ -67,13 +93,14 @@ final class EventStreamResponder: StreamingResponder {
 
     /// Resumes writing when the channel has drained below its low-water mark.
     func writabilityChanged() {
-        if writer.context.channel.isWritable { pump() }
+        if isPastGate, writer.context.channel.isWritable { pump() }
     }
 
     /// Stops writing; the connection has gone away.
     func cancel() {
         guard !isFinished else { return }
         isFinished = true
+        if let gate = options.gate, let id = gateWaiterID { gates.leave(key: gate, id: id) }
         onFinish()
     }
 

@@ -23,6 +23,9 @@ public struct RecordedRequest: Sendable {
     public var isComplete: Bool
     /// When the request head arrived, on the continuous clock.
     public var receivedAt: ContinuousClock.Instant
+    /// When the server wrote the response head to the connection (just before the bytes leave), on the
+    /// continuous clock; `nil` before, and for faults that write their head raw.
+    public var responseStartedAt: ContinuousClock.Instant?
     /// The connection the request arrived on, so closing it can complete the request's record.
     var connectionID: ObjectIdentifier?
 

@@ -115,7 +115,11 @@ final class RequestRecorder: Sendable {
     }
 
     func responseStarted(_ sequenceNumber: Int, status: Int) {
-        update { $0.requests[sequenceNumber].responseStatus = status }
+        let now = ContinuousClock.now
+        update { storage in
+            storage.requests[sequenceNumber].responseStatus = status
+            storage.requests[sequenceNumber].responseStartedAt = now
+        }
     }
 
     func bodyBytesSent(_ sequenceNumber: Int, byteCount: Int) {

@@ -60,6 +60,9 @@ import NIOPosix
 ///   - `?retry=R`: each connection's stream starts with `retry: R`.
 ///   - `?dropEvery=K`: after `K` events on one connection, half of the next is written and the connection
 ///     closed mid-response (a dropped connection for reconnection tests).
+///   - `?gate=K`: each response sends its head at once, then waits before its first body byte (the `retry`
+///     line included) until ``openGate(_:)`` grants gate `K` a pass; one pass lets one response go on.
+///     ``RecordedRequest/responseStartedAt`` tells when the head was written.
 /// - `/delay/{ms}`: waits `ms` milliseconds (0...600000) on the event loop, then `200` with
 ///   `{"delayMilliseconds":ms}`.
 /// - `/barrier/{n}?key=K`: parks the request until `n` requests with the same key `K` (default empty) are parked,
@@ -108,6 +111,7 @@ import NIOPosix
 public final class TestServer: Sendable {
     private let channel: any Channel
     let recorder: RequestRecorder
+    private let gates: GateRegistry
 
     /// The TCP port the server listens on; never 0.
     public let port: Int
@@ -115,9 +119,10 @@ public final class TestServer: Sendable {
     /// The server's root, `http://127.0.0.1:{port}`.
     public let baseURL: URL
 
-    private init(channel: any Channel, recorder: RequestRecorder, port: Int) {
+    private init(channel: any Channel, recorder: RequestRecorder, gates: GateRegistry, port: Int) {
         self.channel = channel
         self.recorder = recorder
+        self.gates = gates
         self.port = port
         // Safe to force: a dotted IPv4 literal and a decimal port always form a valid URL.
         self.baseURL = URL(string: "http://127.0.0.1:\(port)")!
@@ -142,6 +147,7 @@ public final class TestServer: Sendable {
     ) async throws -> TestServer {
         let recorder = RequestRecorder()
         let barriers = BarrierRegistry()
+        let gates = GateRegistry()
         let counters = RequestCounters()
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -155,7 +161,7 @@ public final class TestServer: Sendable {
                     try pipeline.addHandler(ByteCountingHandler(recorder: recorder))
                     try pipeline.configureHTTPServerPipeline(withErrorHandling: true)
                     try pipeline.addHandler(
-                        TestServerHandler(recorder: recorder, barriers: barriers, counters: counters))
+                        TestServerHandler(recorder: recorder, barriers: barriers, gates: gates, counters: counters))
                 }
             }
             .bind(host: "127.0.0.1", port: 0)
@@ -164,7 +170,7 @@ public final class TestServer: Sendable {
             try? await channel.close()
             throw TestServerError.shutDown
         }
-        return TestServer(channel: channel, recorder: recorder, port: port)
+        return TestServer(channel: channel, recorder: recorder, gates: gates, port: port)
     }
 
     /// Returns the URL of `pathAndQuery` on this server, for example `server.url("/status/500")`.
@@ -181,6 +187,14 @@ public final class TestServer: Sendable {
         if let url = URL(string: base.absoluteString + pathAndQuery) { return url }
         let encoded = pathAndQuery.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed) ?? ""
         return URL(string: base.absoluteString + encoded) ?? base
+    }
+
+    /// Lets one response waiting at gate `key` (`/events/{n}?gate=K`) send its body, or, when none waits yet,
+    /// the next one to arrive there.
+    ///
+    /// - Parameter key: The gate's key, the `gate` parameter of the requests.
+    public func openGate(_ key: String) {
+        gates.open(key: key)
     }
 
     /// Stops listening and closes every open connection, including stalled ones.

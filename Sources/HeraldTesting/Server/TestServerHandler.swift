@@ -14,6 +14,7 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     private let recorder: RequestRecorder
     private let barriers: BarrierRegistry
+    private let gates: GateRegistry
     private let counters: RequestCounters
     private var request: ReceivedRequest?
     private var stream: (any StreamingResponder)?
@@ -21,9 +22,10 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// How many request heads this connection has carried, the current one included.
     private var requestsOnConnection = 0
 
-    init(recorder: RequestRecorder, barriers: BarrierRegistry, counters: RequestCounters) {
+    init(recorder: RequestRecorder, barriers: BarrierRegistry, gates: GateRegistry, counters: RequestCounters) {
         self.recorder = recorder
         self.barriers = barriers
+        self.gates = gates
         self.counters = counters
     }
 
@@ -92,7 +94,9 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
             self.stream = stream
             stream.start()
         case .events(let options):
-            let stream = EventStreamResponder(writer: writer, options: options) { [weak self] in self?.stream = nil }
+            let stream = EventStreamResponder(writer: writer, options: options, gates: gates) { [weak self] in
+                self?.stream = nil
+            }
             self.stream = stream
             stream.start()
         case .delay(let milliseconds):

@@ -58,6 +58,12 @@ struct StreamingSnippets {
         let output = scratch.url.appendingPathComponent("archive.tar")
         FileManager.default.createFile(atPath: output.path, contents: nil)
         let file = try FileHandle(forWritingTo: output)
+        // The closure's last event, after every chunk was written and the file closed: what the test awaits.
+        let outcome = OneShot<String>()
+        @Sendable func report(_ line: String) {
+            print(line)
+            outcome.send(line)
+        }
 
         let task = try session.dataStreamTask(with: Request(url: url)) { event in
             switch event {
@@ -65,18 +71,16 @@ struct StreamingSnippets {
             case .chunk(let data): try? file.write(contentsOf: data)
             case .complete(let error):
                 try? file.close()
-                print(error.map { "failed: \($0.code)" } ?? "saved")
+                // doc-line: print(error.map { "failed: \($0.code)" } ?? "saved")
+                report(error.map { "failed: \($0.code)" } ?? "saved")
             }
         }
         task.resume()
 
+        // The events reach the closure after the task completes: await the last one, then read the file.
+        #expect(try await outcome.value(timeout: .seconds(20)) == "saved")
         try await recorder.waitForCompletions(1)
         #expect(task.error == nil)
-        // The events reach the closure after the task completes: wait for the last chunk to be written.
-        let deadline = ContinuousClock.now + .seconds(10)
-        while PatternFile.size(of: output) != 100_000, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-        }
         #expect(try PatternFile.matches(output, count: 100_000))
         scratch.remove()
         try await server.shutdown()
@@ -107,6 +111,33 @@ struct StreamingSnippets {
         // The last connection asked for what followed event 3 and was told there is nothing more.
         #expect(server.requests(forPath: "/events/3").last?.headerValue("Last-Event-ID") == "3")
         counting.cancel()
+        try await server.shutdown()
+    }
+
+    @Test("server-sent events with an open for each connection")
+    func eventsWithOpen() async throws {
+        let server = try await TestServer.start()
+        let session = SessionManager(notificationCenter: NotificationHub())
+        defer { session.invalidate(cancelingTasks: true) }
+        // The snippet's print, recorded too.
+        let log = Locked<[String]>([])
+        @Sendable func print(_ items: Any...) {
+            Swift.print(items.map { "\($0)" }.joined(separator: " "))
+            log.withLock { $0.append(items.map { "\($0)" }.joined(separator: " ")) }
+        }
+        // doc-line: let url = URL(string: "https://api.example.com/v1/updates")!
+        let url = server.url("/events/3?dropEvery=2&retry=10&size=4")
+
+        for try await element in session.events(for: Request(url: url)).withOpen {
+            switch element {
+            case .open(let response): print("connected:", response.statusCode)
+            case .event(let event): print("\(event.id) \(event.event): \(event.data)")
+            }
+        }
+
+        // Two connections served events, each announced before its first; the third, a 204, opened nothing.
+        #expect(
+            log.withLock { $0 } == ["connected: 200", "1 tick: 1 xx", "2 tick: 2 xx", "connected: 200", "3 tick: 3 xx"])
         try await server.shutdown()
     }
 }
