@@ -34,6 +34,11 @@ package struct HeaderFields: Sendable, Hashable, RandomAccessCollection, Express
         self.init(elements.map { Field(name: $0.0, value: $0.1) })
     }
 
+    /// Makes room for `capacity` fields in all, so adding up to that many allocates once at most.
+    package mutating func reserveCapacity(_ capacity: Int) {
+        fields.reserveCapacity(capacity)
+    }
+
     package var startIndex: Int { fields.startIndex }
     package var endIndex: Int { fields.endIndex }
     package subscript(position: Int) -> Field { fields[position] }
@@ -41,6 +46,11 @@ package struct HeaderFields: Sendable, Hashable, RandomAccessCollection, Express
     /// The value of the first field named `name` (case-insensitive), or `nil`.
     package subscript(name: String) -> String? {
         fields.first { $0.name.caseInsensitiveEquals(name) }?.value
+    }
+
+    /// Every value of the fields named `name` (case-insensitive), in order.
+    package func values(for name: String) -> [String] {
+        fields.filter { $0.name.caseInsensitiveEquals(name) }.map(\.value)
     }
 
     /// Whether a field named `name` (case-insensitive) is present.

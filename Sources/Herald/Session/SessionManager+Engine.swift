@@ -42,7 +42,7 @@ extension SessionManager {
         for request: Request, body: TransferBody?, sink: TransferSink = .memory
     ) -> TransferRequest {
         let headers =
-            request.headers.fields.isEmpty
+            request.headers.count == 0
             ? defaultRequestHeaders
             : Self.requestHeaders(request.headers, adding: configuration.httpAdditionalHeaders).engineFields
         return TransferRequest(

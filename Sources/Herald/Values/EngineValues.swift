@@ -29,15 +29,13 @@ extension TransferError {
 }
 
 extension HTTPHeaders {
-    /// Headers with the engine's fields, in their order.
+    /// Headers with the engine's fields, in their order: the same list, not a copy.
     init(_ fields: HeaderFields) {
-        self.init(fields.fields.map { Field(name: $0.name, value: $0.value) })
+        self.init(storage: fields)
     }
 
-    /// The fields as the engine takes them, in order.
-    var engineFields: HeaderFields {
-        HeaderFields(fields.map { HeaderFields.Field(name: $0.name, value: $0.value) })
-    }
+    /// The fields as the engine takes them, in order: the same list, not a copy.
+    var engineFields: HeaderFields { storage }
 }
 
 extension HTTPResponse {

@@ -19,69 +19,93 @@ public struct HTTPHeaders: Sendable, Hashable {
         }
     }
 
-    /// The fields in order.
-    public private(set) var fields: [Field]
+    /// The list itself, as the engine holds it: a request's fields go to a transfer, and a response's come
+    /// from one, without a copy.
+    package private(set) var storage: HeaderFields
 
-    /// Creates headers from fields, keeping their order.
-    public init(_ fields: [Field] = []) {
-        self.fields = fields
+    /// The fields in order.
+    public var fields: [Field] {
+        storage.fields.map { Field(name: $0.name, value: $0.value) }
     }
 
-    /// Empty headers with room for `capacity` fields, for a response head being received.
-    init(capacity: Int) {
-        fields = []
-        reserveCapacity(capacity)
+    /// Headers over the engine's list of fields.
+    package init(storage: HeaderFields) {
+        self.storage = storage
     }
 
     /// Makes room for `capacity` fields in all, so adding up to that many allocates once at most.
     mutating func reserveCapacity(_ capacity: Int) {
-        fields.reserveCapacity(capacity)
+        storage.reserveCapacity(capacity)
+    }
+
+    /// Creates headers from fields, keeping their order.
+    public init(_ fields: [Field] = []) {
+        storage = HeaderFields(fields.map { HeaderFields.Field(name: $0.name, value: $0.value) })
     }
 
     /// Creates headers from name–value pairs, keeping their order.
     public init(_ pairs: [(String, String)]) {
-        self.fields = pairs.map { Field(name: $0.0, value: $0.1) }
+        storage = HeaderFields(pairs.map { HeaderFields.Field(name: $0.0, value: $0.1) })
     }
 
     /// The value of the first field with this name (case-insensitive), or `nil`.
     public subscript(name: String) -> String? {
-        fields.first { $0.name.caseInsensitiveEquals(name) }?.value
+        storage[name]
     }
 
     /// Every value of the fields with this name (case-insensitive), in order.
     public func values(for name: String) -> [String] {
-        fields.filter { $0.name.caseInsensitiveEquals(name) }.map(\.value)
+        storage.values(for: name)
     }
 
     /// Whether a field with this name (case-insensitive) is present.
     public func contains(_ name: String) -> Bool {
-        fields.contains { $0.name.caseInsensitiveEquals(name) }
+        storage.contains(name)
     }
 
     /// Appends a field, keeping any existing field of the same name.
     public mutating func add(name: String, value: String) {
-        fields.append(Field(name: name, value: value))
+        storage.add(name: name, value: value)
     }
 
     /// Replaces every field of this name (case-insensitive) with one field, appended at the end.
     public mutating func replaceOrAdd(name: String, value: String) {
-        remove(name: name)
-        add(name: name, value: value)
+        storage.replaceOrAdd(name: name, value: value)
     }
 
     /// Removes every field of this name (case-insensitive).
     public mutating func remove(name: String) {
-        fields.removeAll { $0.name.caseInsensitiveEquals(name) }
+        storage.remove(name: name)
     }
 
     /// The number of fields.
-    public var count: Int { fields.count }
+    public var count: Int { storage.count }
 }
 
 extension HTTPHeaders: Sequence {
     /// Iterates the fields in order.
-    public func makeIterator() -> IndexingIterator<[Field]> {
-        fields.makeIterator()
+    public func makeIterator() -> Iterator {
+        Iterator(base: storage.fields.makeIterator())
+    }
+
+    /// The fields in order, one at a time.
+    public struct Iterator: IteratorProtocol {
+        var base: IndexingIterator<[HeaderFields.Field]>
+
+        /// The next field, or `nil` after the last.
+        public mutating func next() -> Field? {
+            base.next().map { Field(name: $0.name, value: $0.value) }
+        }
+    }
+
+    /// The number of fields.
+    public var underestimatedCount: Int { storage.count }
+}
+
+extension HTTPHeaders: CustomReflectable {
+    /// The fields, as `print` and `dump` show them.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["fields": fields], displayStyle: .struct)
     }
 }
 
