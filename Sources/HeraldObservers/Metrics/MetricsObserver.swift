@@ -11,7 +11,7 @@ import Metrics
 /// - `http.client.request.duration` (histogram, `s`): a timer per completed task, from curl's total time, or
 ///   from resume to completion when the task never reached the network.
 /// - `http.client.request.time_in_queue` (histogram, `s`): how long a task's last transfer waited for a
-///   connection (``Herald/TransferMetrics/timeInQueue``), when measured.
+///   connection (`TransferMetrics.timeInQueue`), when measured.
 /// - `http.client.active_requests` (up-down counter, `{request}`): a meter of the tasks running now (resumed,
 ///   not suspended or complete).
 /// - `http.client.request.body.size` and `http.client.response.body.size` (histograms, `By`): recorders of

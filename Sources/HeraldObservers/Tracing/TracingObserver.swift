@@ -33,7 +33,7 @@ import Tracing
 /// | `herald.session.id`, `herald.task.id` | int | always |
 ///
 /// `url.full` is redacted by ``TracingObserverConfiguration/redaction``. The time in queue is
-/// ``Herald/TransferMetrics/timeInQueue``; the other timings are curl's, counted from the end of that wait:
+/// `TransferMetrics.timeInQueue`; the other timings are curl's, counted from the end of that wait:
 /// on a reused connection the lookup and connect times are about zero. On failure the span's status is
 /// error and the error is recorded as an exception whose message names the URL only redacted.
 ///
