@@ -102,6 +102,7 @@ package final class MultiHandle: @unchecked Sendable {
         transfer.startBodyReader(in: self)
         transfer.recentFieldValues = engine.recentFieldValues
         insert(transfer)
+        transfer.addedAt = QueueClock.now
         let code = curl_multi_add_handle(multi, easy)
         if code != CURLM_OK {
             _ = takeOut(transfer)
@@ -135,6 +136,7 @@ package final class MultiHandle: @unchecked Sendable {
             curl_multi_remove_handle(multi, easy)
             // Still in the pool: the same transfer starts again on a fresh connection.
             if transfer.retriesOnFreshConnection(after: result), curl_multi_add_handle(multi, easy) == CURLM_OK {
+                transfer.addedAt = QueueClock.now
                 continue
             }
             guard takeOut(transfer) else { continue }

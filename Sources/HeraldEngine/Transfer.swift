@@ -93,6 +93,10 @@ package final class Transfer: @unchecked Sendable {
     /// timeout), made once for the multi handle's idle check; `nil` for none.
     let idleTimeout: UInt64?
     let startDate = Date()
+    /// When the transfer was last added to its multi handle, on ``QueueClock``; 0 before. Loop thread only.
+    @exclusivity(unchecked) var addedAt: UInt64 = 0
+    /// When the first response line reached the header callback, on ``QueueClock``; 0 before. Loop thread only.
+    @exclusivity(unchecked) var firstResponseLineAt: UInt64 = 0
 
     package init(request: consuming TransferRequest, delegate: any TransferDelegate) {
         self.delegate = delegate
@@ -264,7 +268,8 @@ package final class Transfer: @unchecked Sendable {
         // used again either.
         var metrics: TransferTimings?
         if let easyHandle {
-            metrics = TransferTimings(easyHandle: easyHandle, startDate: startDate)
+            metrics = TransferTimings(
+                easyHandle: easyHandle, startDate: startDate, addedAt: addedAt, firstResponseLineAt: firstResponseLineAt)
             if error == nil, !didRetryOnFreshConnection, let pool {
                 pool.give(easyHandle, profile: profile)
             } else {

@@ -38,11 +38,35 @@ package struct TransferTimings: Sendable {
     package var localPort: Int?
     /// The protocol version used, such as `"HTTP/1.1"`.
     package var httpVersion: String?
+    /// Seconds from when the transfer was added to its multi handle until libcurl began to connect or took a
+    /// pooled connection (see `init(easyHandle:startDate:addedAt:firstResponseLineAt:)`); `nil` when no
+    /// response byte arrived.
+    package var timeInQueue: TimeInterval?
+}
+
+/// A precise monotonic clock for the time a transfer waits for a connection (``ActivityClock`` is coarse:
+/// a few milliseconds, as much as a queue wait often is).
+enum QueueClock {
+    /// Now, in nanoseconds since an arbitrary start.
+    static var now: UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
+    }
 }
 
 extension TransferTimings {
     /// Reads what a finished (or stopped) easy handle measured, on the loop thread, the one using it.
-    init(easyHandle easy: UnsafeMutableRawPointer, startDate: Date) {
+    ///
+    /// libcurl 7.88 has no queue time of its own (`CURLINFO_QUEUE_TIME_T` is 8.6's), but its times other than
+    /// the total count from the moment it last began to connect: when it leaves the queue of transfers that
+    /// wait for a connection under the per-host and total limits. So the wait is the loop's time from
+    /// `addedAt` (when the transfer was added to the multi handle) to `firstResponseLineAt` (when the first
+    /// response line reached the header callback) less curl's time to the first byte over that same stretch.
+    /// It includes the wait for the loop to pick the transfer up. Both are ``QueueClock`` instants, 0 when
+    /// unknown: a transfer that ended before any response byte has no queue time, as curl 7.88 does not say
+    /// whether it was still waiting.
+    init(easyHandle easy: UnsafeMutableRawPointer, startDate: Date, addedAt: UInt64, firstResponseLineAt: UInt64) {
         func seconds(_ info: CURLINFO) -> TimeInterval {
             var microseconds: curl_off_t = 0
             herald_easy_getinfo_off(easy, info, &microseconds)
@@ -67,12 +91,17 @@ extension TransferTimings {
         let connects = long(CURLINFO_NUM_CONNECTS)
         let remotePort = long(CURLINFO_PRIMARY_PORT)
         let localPort = long(CURLINFO_LOCAL_PORT)
+        let timeToFirstByte = seconds(CURLINFO_STARTTRANSFER_TIME_T)
+        var timeInQueue: TimeInterval?
+        if addedAt != 0, firstResponseLineAt >= addedAt {
+            timeInQueue = max(0, TimeInterval(firstResponseLineAt - addedAt) / 1e9 - timeToFirstByte)
+        }
         self.init(
             startDate: startDate,
             nameLookup: seconds(CURLINFO_NAMELOOKUP_TIME_T),
             connect: seconds(CURLINFO_CONNECT_TIME_T),
             tlsHandshake: seconds(CURLINFO_APPCONNECT_TIME_T),
-            timeToFirstByte: seconds(CURLINFO_STARTTRANSFER_TIME_T),
+            timeToFirstByte: timeToFirstByte,
             total: seconds(CURLINFO_TOTAL_TIME_T),
             // Herald follows redirects as transfers of their own (CURLOPT_FOLLOWLOCATION is 0), so curl's
             // redirect time and count are zero; the task sets the count of the hops it followed.
@@ -86,7 +115,8 @@ extension TransferTimings {
             remoteAddress: string(CURLINFO_PRIMARY_IP),
             remotePort: remotePort == 0 ? nil : remotePort,
             localPort: localPort == 0 ? nil : localPort,
-            httpVersion: Self.versionName(long(CURLINFO_HTTP_VERSION))
+            httpVersion: Self.versionName(long(CURLINFO_HTTP_VERSION)),
+            timeInQueue: timeInQueue
         )
     }
 

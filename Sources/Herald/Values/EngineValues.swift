@@ -57,7 +57,8 @@ extension TransferMetrics {
             requestBodyBytes: timings.requestBodyBytes, responseHeaderBytes: timings.responseHeaderBytes,
             responseBodyBytes: timings.responseBodyBytes, redirectCount: timings.redirectCount,
             connectionReused: timings.connectionReused, remoteAddress: timings.remoteAddress,
-            remotePort: timings.remotePort, localPort: timings.localPort, httpVersion: timings.httpVersion)
+            remotePort: timings.remotePort, localPort: timings.localPort, httpVersion: timings.httpVersion,
+            timeInQueue: timings.timeInQueue)
     }
 }
 

@@ -3,7 +3,8 @@ import Foundation
 /// Timings and byte counts curl measured for one transfer.
 ///
 /// Durations are measured from the moment the transfer started (curl's `*_TIME_T` values are cumulative),
-/// so `nameLookup ≤ connect ≤ tlsHandshake ≤ timeToFirstByte ≤ total`. On a reused connection the
+/// so `nameLookup ≤ connect ≤ tlsHandshake ≤ timeToFirstByte ≤ total`; all but `total` count from the end of
+/// the wait for a connection (``timeInQueue``), which `total` includes. On a reused connection the
 /// lookup and connect times are about zero. Time spent suspended is included in `total`.
 public struct TransferMetrics: Sendable, Hashable {
     /// When the transfer was handed to curl.
@@ -42,6 +43,13 @@ public struct TransferMetrics: Sendable, Hashable {
     public var localPort: Int?
     /// The protocol version used, such as `"HTTP/1.1"`.
     public var httpVersion: String?
+    /// How long the transfer waited for a connection: from when Herald handed it to libcurl until libcurl
+    /// began to connect or took a pooled connection — the wait for the event loop to pick it up and for a
+    /// connection under ``SessionConfiguration/maximumConnectionsPerHost`` and the total limit. Not part of
+    /// the other durations, which count from the end of that wait. `nil` when no response byte arrived: with
+    /// libcurl before 8.6 the wait is measured from the first response byte (libcurl's time to it, taken from
+    /// the loop's), so a transfer that ended before one has none.
+    public var timeInQueue: TimeInterval?
 
     /// Creates metrics; Herald reads them from curl itself, the initializer is public so observers can be
     /// unit-tested.
@@ -62,7 +70,8 @@ public struct TransferMetrics: Sendable, Hashable {
         remoteAddress: String?,
         remotePort: Int?,
         localPort: Int?,
-        httpVersion: String?
+        httpVersion: String?,
+        timeInQueue: TimeInterval? = nil
     ) {
         self.startDate = startDate
         self.nameLookup = nameLookup
@@ -81,6 +90,7 @@ public struct TransferMetrics: Sendable, Hashable {
         self.remotePort = remotePort
         self.localPort = localPort
         self.httpVersion = httpVersion
+        self.timeInQueue = timeInQueue
     }
 
     /// Bytes sent in all: request headers and body.

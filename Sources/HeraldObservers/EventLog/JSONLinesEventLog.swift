@@ -109,7 +109,9 @@ public final class JSONLinesEventLog: SessionObserver {
         addRequest(completion.request, to: &record)
         record.status = completion.response?.statusCode
         record.error = completion.error?.code.description
-        record.errorMessage = completion.error?.message
+        record.errorMessage = completion.error.map {
+            redaction.redacting($0.message, secretsOf: [completion.request.url] + ($0.url.map { [$0] } ?? []))
+        }
         record.finalURL = completion.finalURL.map(redaction.redacting)
         record.file = completion.assetPath?.path
         if let metrics = completion.metrics {
@@ -142,7 +144,7 @@ public final class JSONLinesEventLog: SessionObserver {
             session: failure.sessionIdentifier, task: failure.taskIdentifier)
         addRequest(failure.request, to: &record)
         record.error = failure.error.code.description
-        record.errorMessage = failure.error.message
+        record.errorMessage = redaction.redacting(failure.error.message, secretsOf: [failure.request.url])
         record.file = failure.sourceURL.path
         record.destination = failure.destinationURL.path
         emit(record)
@@ -159,7 +161,7 @@ public final class JSONLinesEventLog: SessionObserver {
         addRequest(retry.request, to: &record)
         record.status = retry.response?.statusCode
         record.error = retry.error.code.description
-        record.errorMessage = retry.error.message
+        record.errorMessage = redaction.redacting(retry.error.message, secretsOf: [retry.request.url])
         record.attempt = retry.attempt
         record.delay = (retry.delay * 1000).rounded() / 1000
         emit(record)
@@ -175,7 +177,7 @@ public final class JSONLinesEventLog: SessionObserver {
             task: wait.taskIdentifier)
         addRequest(wait.request, to: &record)
         record.error = wait.error.code.description
-        record.errorMessage = wait.error.message
+        record.errorMessage = redaction.redacting(wait.error.message, secretsOf: [wait.request.url])
         emit(record)
     }
 

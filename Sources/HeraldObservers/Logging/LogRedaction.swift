@@ -3,8 +3,10 @@ import Herald
 
 /// What ``LoggingObserver`` (and ``JSONLinesEventLog``) never write out in clear.
 ///
-/// By default the values of `Authorization`, `Proxy-Authorization`, `Cookie` and `Set-Cookie` and the
-/// user name and password of URLs are replaced with `REDACTED`. Add more with
+/// By default the values of `Authorization`, `Proxy-Authorization`, `Cookie` and `Set-Cookie`, the user
+/// name and password of URLs, and the values of the query parameters that sign pre-signed URLs
+/// (``HTTPSemanticConventions/redactedQueryItems``: `sig`, `Signature`, `X-Amz-Signature`, …) are replaced
+/// with `REDACTED`. ``TracingObserver`` redacts `url.full` by the same rules. Add more with
 /// ``redactHeader(_:)`` and ``redactQueryItem(_:)``:
 ///
 /// ```swift
@@ -21,9 +23,11 @@ public struct LogRedaction: Sendable, Hashable {
     /// Query item names whose values are redacted, lowercased.
     public private(set) var queryItemNames: Set<String>
 
-    /// `Authorization`, `Proxy-Authorization`, `Cookie` and `Set-Cookie`, and URL credentials.
+    /// `Authorization`, `Proxy-Authorization`, `Cookie` and `Set-Cookie`, URL credentials, and the query
+    /// parameters of ``HTTPSemanticConventions/redactedQueryItems``.
     public static let `default` = LogRedaction(
-        headerNames: ["authorization", "proxy-authorization", "cookie", "set-cookie"], queryItemNames: [])
+        headerNames: ["authorization", "proxy-authorization", "cookie", "set-cookie"],
+        queryItemNames: HTTPSemanticConventions.redactedQueryItems)
 
     /// Creates a redaction policy. URL credentials are always redacted.
     /// - Parameters:
@@ -51,6 +55,16 @@ public struct LogRedaction: Sendable, Hashable {
     /// - Returns: Text safe to log.
     public func redacting(_ url: URL) -> String {
         url.redacted(queryItems: queryItemNames)
+    }
+
+    /// `text` — an error message, say — with every secret `urls` carry in clear (passwords, and the values of
+    /// the redacted query items) replaced by `REDACTED`: a message may quote the URL it is about.
+    /// - Parameters:
+    ///   - text: Any text.
+    ///   - urls: The URLs whose secrets must not appear in it.
+    /// - Returns: Text safe to log.
+    public func redacting(_ text: String, secretsOf urls: [URL]) -> String {
+        scrubbing(text, of: urls.flatMap { $0.secretValues(queryItems: queryItemNames) })
     }
 
     /// The header fields as `name: value` lines' worth of pairs, with redacted values replaced.

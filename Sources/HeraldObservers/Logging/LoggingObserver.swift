@@ -182,7 +182,8 @@ public final class LoggingObserver: SessionObserver {
         }
         if let error = completion.error {
             metadata["error.type"] = .string(error.code.description)
-            metadata["error.message"] = .string(error.message)
+            let urls = [completion.request.url] + (error.url.map { [$0] } ?? [])
+            metadata["error.message"] = .string(redaction.redacting(error.message, secretsOf: urls))
         }
         write(.debug, "task completed", metadata: metadata, request: completion.request)
 
@@ -206,6 +207,9 @@ public final class LoggingObserver: SessionObserver {
             detail["herald.timing.connect"] = .string(Self.seconds(metrics.connect))
             detail["herald.timing.tls"] = .string(Self.seconds(metrics.tlsHandshake))
             detail["herald.timing.first_byte"] = .string(Self.seconds(metrics.timeToFirstByte))
+            if let queued = metrics.timeInQueue {
+                detail["herald.timing.time_in_queue"] = .string(Self.seconds(queued))
+            }
             detail["herald.redirects"] = .stringConvertible(metrics.redirectCount)
             detail["herald.connection_reused"] = .stringConvertible(metrics.connectionReused)
         }
@@ -224,7 +228,7 @@ public final class LoggingObserver: SessionObserver {
             "http.request.method": .string(failure.request.method),
             "url.full": .string(redaction.redacting(failure.request.url)),
             "error.type": .string(failure.error.code.description),
-            "error.message": .string(failure.error.message),
+            "error.message": .string(redaction.redacting(failure.error.message, secretsOf: [failure.request.url])),
             "herald.download.file": .string(failure.sourceURL.path),
             "herald.download.destination": .string(failure.destinationURL.path),
         ]

@@ -3,36 +3,44 @@ import Herald
 import HeraldNotifications
 import Metrics
 
-/// Records HTTP client metrics on swift-metrics under OpenTelemetry's names and attributes.
+/// Records HTTP client metrics on swift-metrics under OpenTelemetry's names, attributes and units.
 ///
-/// - `http.client.request.duration`: a timer (preferred unit seconds) per completed task, from curl's
-///   total time, or from resume to completion when the task never reached the network. Backends choose
-///   histogram buckets themselves; give them ``advisedDurationBuckets`` (OpenTelemetry's advice for this
-///   metric) — Prometheus's default buckets stop at 10 s with too few below 100 ms.
-/// - `http.client.active_requests`: a meter of the tasks running now (resumed, not suspended or complete),
-///   with `http.request.method`, `server.address`, `server.port` and `url.scheme`.
-/// - `http.client.request.body.size` and `http.client.response.body.size`: recorders of body bytes.
-/// - `herald.download.move_failures`: a counter of finished downloads that could not be moved to their
-///   destination (`downloadDidFailToMoveFile`; the file was kept), with the dimension `error.type`.
-/// - `herald.client.request.retries`: a counter of retries (`taskWillRetry`), with the method, the failed
-///   attempt's `http.response.status_code` and its `error.type` as dimensions.
-/// - `herald.client.request.connectivity_waits`: a counter of tasks that waited for a network
-///   (`taskIsWaitingForConnectivity`), with the method and the error type as dimensions.
-/// - `herald.network.reachable`: a meter, 1 while the last reachability status announced on the center was
-///   reachable, 0 while not (`reachabilityDidChange`); and `herald.network.reachability.changes`, a counter
-///   of changes with the new status's label (`reachable_via_ethernet`, `not_reachable` …) as dimension.
+/// ``instruments`` lists every instrument it exports — name, kind, unit, attributes and advised bucket
+/// boundaries — and the article "Observing Herald in production" shows them in a table:
+///
+/// - `http.client.request.duration` (histogram, `s`): a timer per completed task, from curl's total time, or
+///   from resume to completion when the task never reached the network.
+/// - `http.client.request.time_in_queue` (histogram, `s`): how long a task's last transfer waited for a
+///   connection (`TransferMetrics.timeInQueue`), when measured.
+/// - `http.client.active_requests` (up-down counter, `{request}`): a meter of the tasks running now (resumed,
+///   not suspended or complete).
+/// - `http.client.request.body.size` and `http.client.response.body.size` (histograms, `By`): recorders of
+///   body bytes; the request's once it was sent, the response's only when a response arrived.
+/// - `herald.download.move_failures`, `herald.client.request.retries`,
+///   `herald.client.request.connectivity_waits` and `herald.network.reachability.changes`: counters.
+/// - `herald.network.reachable` (gauge, `1`): 1 while the last reachability status announced was reachable,
+///   0 while not; no value at all until a status is announced (before reachability is watched).
+///
+/// swift-metrics' API has no unit, description or bucket layout. The units reach a backend two ways: the
+/// metric names the units as OpenTelemetry does (a timer is seconds by its preferred display unit), and with
+/// ``Configuration/describesInstruments`` each metric carries `unit` and `description` dimensions, which
+/// swift-otel takes as the OTLP instrument's unit and description rather than as attributes. Give your
+/// backend the bucket boundaries of ``advisedBuckets``, one layout per histogram.
 ///
 /// The duration and body-size metrics carry OpenTelemetry's attributes for HTTP client requests:
 ///
 /// | dimension | value | present |
 /// |---|---|---|
-/// | `http.request.method` | `GET`, `POST`, … (the nine known methods), anything else `_OTHER` | always |
+/// | `http.request.method` | a method of ``Configuration/knownMethods``, anything else `_OTHER` | always |
 /// | `server.address` | the URL's host | always (see ``Configuration/includesServerAddress``) |
 /// | `server.port` | the port, or the scheme's default | always (with `server.address`) |
 /// | `url.scheme` | `http` or `https` | always |
 /// | `http.response.status_code` | `100`…`599`, anything else `_OTHER` | when a response arrived |
 /// | `network.protocol.version` | `1.0`, `1.1`, `2` or `3` | when a response arrived |
-/// | `error.type` | the status code for a response of 400 or more, else `HeraldError.Code`'s description | on failure |
+/// | `error.type` | the status code for 400 or more, else `HeraldError.Code`'s description | on failure |
+///
+/// swift-metrics' dimensions are strings: `http.response.status_code` and `server.port`, integers in the
+/// conventions (and on ``TracingObserver``'s spans), are their decimal text here.
 ///
 /// Every value is bounded, none is taken from the URL's path or query: hosts past
 /// ``Configuration/maximumServerAddresses`` are recorded as `_OTHER` (address and port), and once
@@ -51,6 +59,14 @@ public final class MetricsObserver: SessionObserver {
         public var maximumServerAddresses = 32
         /// The most dimension sets created per metric before combinations are folded into `_OTHER`. Default 256.
         public var maximumDimensionSets = 256
+        /// The methods recorded as themselves in `http.request.method`; any other is `_OTHER`. Default
+        /// ``HTTPSemanticConventions/knownMethods``; add the methods your services define, such as `QUERY`.
+        public var knownMethods: Set<String> = HTTPSemanticConventions.knownMethods
+        /// Adds a `unit` and a `description` dimension to every metric (``Instrument/unit`` and
+        /// ``Instrument/summary``), which swift-otel reads as the OTLP instrument's unit and description, not
+        /// as attributes. Off by default: other backends would make them labels of every series (drop them
+        /// there, with swift-prometheus's `nameAndLabelSanitizer` for instance).
+        public var describesInstruments = false
 
         /// The default configuration.
         public init() {}
@@ -76,17 +92,105 @@ public final class MetricsObserver: SessionObserver {
         public static let networkReachable = "herald.network.reachable"
         /// Reachability changes counter (one per `reachabilityDidChange`).
         public static let reachabilityChanges = "herald.network.reachability.changes"
+        /// Time waiting for a connection histogram (a timer).
+        public static let timeInQueue = "http.client.request.time_in_queue"
+    }
+
+    /// An instrument the observer exports, as OpenTelemetry describes it.
+    public struct Instrument: Sendable, Hashable {
+        /// OpenTelemetry's instrument kinds, each with the swift-metrics type that records it.
+        public enum Kind: String, Sendable, Hashable {
+            /// A histogram: a swift-metrics `Timer` (durations) or aggregating `Recorder` (sizes).
+            case histogram
+            /// An up-down counter: a swift-metrics `Meter`, incremented and decremented. (swift-otel 1.6
+            /// exports a meter as an OTLP gauge, its current value.)
+            case upDownCounter
+            /// A monotonic counter: a swift-metrics `Counter`.
+            case counter
+            /// A gauge: a swift-metrics `Meter` that is set.
+            case gauge
+        }
+
+        /// The metric's name, such as `http.client.request.duration`.
+        public let name: String
+        /// The kind of instrument.
+        public let kind: Kind
+        /// The unit in UCUM, as the conventions write it: `s`, `By`, `{request}`, `1`.
+        public let unit: String
+        /// What it measures, one sentence.
+        public let summary: String
+        /// The dimension names it may carry, in the order they are given.
+        public let attributes: [String]
+        /// The advised histogram bucket boundaries, in ``unit``; `nil` for an instrument that is no histogram.
+        public let buckets: [Double]?
     }
 
     /// OpenTelemetry's advised histogram bucket boundaries for `http.client.request.duration`, in seconds:
-    /// 5 ms to 10 s, dense below one second where HTTP latencies mostly fall.
-    ///
-    /// swift-metrics leaves buckets to the backend, so hand these to yours, for example
-    /// `prometheusFactory.durationHistogramBuckets[MetricsObserver.Name.requestDuration] =
-    /// MetricsObserver.advisedDurationBuckets.map { .nanoseconds(Int64($0 * 1e9)) }`.
+    /// 5 ms to 10 s, dense below one second where HTTP latencies mostly fall. The same layout serves
+    /// `http.client.request.time_in_queue`, as the conventions advise.
     public static let advisedDurationBuckets: [Double] = [
         0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10,
     ]
+
+    /// Bucket boundaries for the body-size histograms, in bytes: 0, then powers of four from 64 B to 1 GiB.
+    /// The conventions advise none; these separate an empty body, small API answers, pages and images, and
+    /// downloads up to a gigabyte, in 14 buckets.
+    public static let advisedBodySizeBuckets: [Double] = [
+        0, 64, 256, 1024, 4096, 16384, 65536, 262_144, 1_048_576, 4_194_304, 16_777_216, 67_108_864,
+        268_435_456, 1_073_741_824,
+    ]
+
+    /// Every instrument the observer exports.
+    public static let instruments: [Instrument] = {
+        let target = ["http.request.method", "server.address", "server.port", "url.scheme"]
+        let outcome = target + ["http.response.status_code", "network.protocol.version", "error.type"]
+        return [
+            Instrument(
+                name: Name.requestDuration, kind: .histogram, unit: "s",
+                summary: "Duration of HTTP client requests.", attributes: outcome, buckets: advisedDurationBuckets),
+            Instrument(
+                name: Name.timeInQueue, kind: .histogram, unit: "s",
+                summary: "The amount of time requests spent on a queue waiting for an available connection.",
+                attributes: target + ["network.protocol.version"], buckets: advisedDurationBuckets),
+            Instrument(
+                name: Name.activeRequests, kind: .upDownCounter, unit: "{request}",
+                summary: "Number of active HTTP requests.", attributes: target, buckets: nil),
+            Instrument(
+                name: Name.requestBodySize, kind: .histogram, unit: "By",
+                summary: "Size of HTTP client request bodies.", attributes: outcome, buckets: advisedBodySizeBuckets),
+            Instrument(
+                name: Name.responseBodySize, kind: .histogram, unit: "By",
+                summary: "Size of HTTP client response bodies.", attributes: outcome,
+                buckets: advisedBodySizeBuckets),
+            Instrument(
+                name: Name.retries, kind: .counter, unit: "{retry}", summary: "Retries of HTTP client requests.",
+                attributes: ["http.request.method", "http.response.status_code", "error.type"], buckets: nil),
+            Instrument(
+                name: Name.connectivityWaits, kind: .counter, unit: "{wait}",
+                summary: "Requests that waited for a network.", attributes: ["http.request.method", "error.type"],
+                buckets: nil),
+            Instrument(
+                name: Name.downloadMoveFailures, kind: .counter, unit: "{failure}",
+                summary: "Downloads that could not be moved to their destination.", attributes: ["error.type"],
+                buckets: nil),
+            Instrument(
+                name: Name.networkReachable, kind: .gauge, unit: "1",
+                summary: "Whether the network is reachable: 1 or 0.", attributes: [], buckets: nil),
+            Instrument(
+                name: Name.reachabilityChanges, kind: .counter, unit: "{change}",
+                summary: "Changes of network reachability.", attributes: ["herald.reachability.status"],
+                buckets: nil),
+        ]
+    }()
+
+    /// The advised bucket boundaries of each histogram, by name, in its unit (seconds for the timers,
+    /// bytes for the sizes). Hand them to your backend — swift-otel's and swift-prometheus's factories take
+    /// `durationHistogramBuckets` (as `Duration`s) and `valueHistogramBuckets` by metric name.
+    public static let advisedBuckets: [String: [Double]] = Dictionary(
+        uniqueKeysWithValues: instruments.compactMap { instrument in instrument.buckets.map { (instrument.name, $0) } })
+
+
+    private static let instrumentsByName = Dictionary(uniqueKeysWithValues: instruments.map { ($0.name, $0) })
 
     private struct Instruments: Sendable {
         let duration: Metrics.Timer
@@ -168,6 +272,20 @@ public final class MetricsObserver: SessionObserver {
         var retryCounters: [[String]: Counter] = [:]
         var waitCounters: [[String]: Counter] = [:]
         var reachabilityCounters: [String: Counter] = [:]
+        /// `http.client.request.time_in_queue`'s timers, by target and protocol version.
+        var queueTimers: [QueueValues: Metrics.Timer] = [:]
+        /// `herald.network.reachable`, made at the first status announced: no value before.
+        var networkReachable: Meter?
+    }
+
+    /// The dimension values of `http.client.request.time_in_queue`.
+    private struct QueueValues: Hashable {
+        var target: Target
+        var protocolVersion: String
+
+        var dimensions: [(String, String)] {
+            target.dimensions + (protocolVersion.isEmpty ? [] : [("network.protocol.version", protocolVersion)])
+        }
     }
 
     private let factory: any MetricsFactory
@@ -181,22 +299,32 @@ public final class MetricsObserver: SessionObserver {
     public init(factory: any MetricsFactory, configuration: Configuration = Configuration()) {
         self.factory = factory
         self.configuration = configuration
-        self.networkReachable = Meter(label: Name.networkReachable, dimensions: [], factory: factory)
     }
 
-    private let networkReachable: Meter
+    /// `dimensions`, with the instrument's `unit` and `description` when ``Configuration/describesInstruments``.
+    private func described(_ name: String, _ dimensions: [(String, String)]) -> [(String, String)] {
+        guard configuration.describesInstruments, let instrument = Self.instrumentsByName[name] else {
+            return dimensions
+        }
+        return dimensions + [("unit", instrument.unit), ("description", instrument.summary)]
+    }
 
     /// Counts one wait under `herald.client.request.connectivity_waits`.
     /// - Parameter notification: `taskIsWaitingForConnectivity`.
     public func taskIsWaitingForConnectivity(_ notification: TypedNotification<TaskConnectivityWait>) {
         let wait = notification.userInfo
-        let values = [KnownHTTPMethod.bounded(wait.request.method), wait.error.code.description]
+        let values = [
+            KnownHTTPMethod.bounded(wait.request.method, known: configuration.knownMethods),
+            wait.error.code.description,
+        ]
         let counter = state.withLock { state -> Counter in
             if let existing = state.waitCounters[values] { return existing }
             // Both dimensions are bounded (known methods, error codes): no folding needed.
             let counter = Counter(
                 label: Name.connectivityWaits,
-                dimensions: [("http.request.method", values[0]), ("error.type", values[1])], factory: factory)
+                dimensions: described(
+                    Name.connectivityWaits, [("http.request.method", values[0]), ("error.type", values[1])]),
+                factory: factory)
             state.waitCounters[values] = counter
             return counter
         }
@@ -204,23 +332,35 @@ public final class MetricsObserver: SessionObserver {
     }
 
     /// Sets `herald.network.reachable` and counts the change under `herald.network.reachability.changes`.
+    /// The gauge is made at the first known status: until reachability is watched it has no value, rather
+    /// than a 0 that would read as "no network".
     /// - Parameter notification: `reachabilityDidChange`.
     public func reachabilityDidChange(_ notification: TypedNotification<ReachabilityChange>) {
         let status = notification.userInfo.status
         let label = status.label
-        let counter = state.withLock { state -> Counter in
-            if let existing = state.reachabilityCounters[label] { return existing }
+        let value: Int?
+        switch status {
+        case .unknown: value = nil
+        case .notReachable: value = 0
+        case .reachable: value = 1
+        }
+        let (counter, gauge) = state.withLock { state -> (Counter, Meter?) in
+            var gauge = state.networkReachable
+            if gauge == nil, value != nil {
+                gauge = Meter(
+                    label: Name.networkReachable, dimensions: described(Name.networkReachable, []), factory: factory)
+                state.networkReachable = gauge
+            }
+            if let existing = state.reachabilityCounters[label] { return (existing, gauge) }
             let counter = Counter(
-                label: Name.reachabilityChanges, dimensions: [("herald.reachability.status", label)], factory: factory)
+                label: Name.reachabilityChanges,
+                dimensions: described(Name.reachabilityChanges, [("herald.reachability.status", label)]),
+                factory: factory)
             state.reachabilityCounters[label] = counter
-            return counter
+            return (counter, gauge)
         }
         counter.increment()
-        switch status {
-        case .unknown: break
-        case .notReachable: networkReachable.set(0)
-        case .reachable: networkReachable.set(1)
-        }
+        if let value { gauge?.set(value) }
     }
 
     /// Counts the task as running.
@@ -261,7 +401,7 @@ public final class MetricsObserver: SessionObserver {
     public func taskWillRetry(_ notification: TypedNotification<TaskRetry>) {
         let retry = notification.userInfo
         var values = [
-            KnownHTTPMethod.bounded(retry.request.method),
+            KnownHTTPMethod.bounded(retry.request.method, known: configuration.knownMethods),
             retry.response.map { HTTPAttributeValue.statusCode($0.statusCode) } ?? "",
             HTTPAttributeValue.errorType(error: retry.error, response: retry.response) ?? "",
         ]
@@ -275,7 +415,8 @@ public final class MetricsObserver: SessionObserver {
             if !values[1].isEmpty { dimensions.append(("http.response.status_code", values[1])) }
             dimensions.append(("error.type", values[2]))
             // Created under the lock so each is made exactly once; the factory is not user code.
-            let counter = Counter(label: Name.retries, dimensions: dimensions, factory: factory)
+            let counter = Counter(
+                label: Name.retries, dimensions: described(Name.retries, dimensions), factory: factory)
             state.retryCounters[values] = counter
             return counter
         }
@@ -291,21 +432,33 @@ public final class MetricsObserver: SessionObserver {
 
     private func record(_ completion: TaskCompletion) {
         let key = TaskKey(completion)
-        let (record, instruments) = state.withLock { state in
+        let metrics = completion.metrics
+        let (record, instruments, queueTimer) = state.withLock { state in
             let record = state.tasks.removeValue(forKey: key)
             let values = dimensionValuesLocked(for: completion, target: record?.target, in: &state)
-            return (record, instrumentsLocked(for: values, in: &state))
+            let queueTimer = metrics?.timeInQueue == nil ? nil : queueTimerLocked(for: values, in: &state)
+            return (record, instrumentsLocked(for: values, in: &state), queueTimer)
         }
         if let record, record.isRunning { record.meter.decrement() }
         // A task that never resumed (cancelled while suspended) made no request: nothing to time.
-        let metrics = completion.metrics
         guard metrics != nil || record != nil else { return }
         let seconds = metrics?.total ?? record.map { completion.date.timeIntervalSince($0.started) } ?? 0
-        instruments.duration.recordNanoseconds(Int64(max(0, seconds) * 1_000_000_000))
+        instruments.duration.recordNanoseconds(Self.nanoseconds(seconds))
         if let metrics {
-            instruments.requestBodySize.record(metrics.requestBodyBytes)
-            instruments.responseBodySize.record(metrics.responseBodyBytes)
+            // A body size only for a request that went out, and for a response that arrived: a connection
+            // that failed sent and received no body, and a 0 would read as an empty one.
+            if metrics.requestHeaderBytes > 0 { instruments.requestBodySize.record(metrics.requestBodyBytes) }
+            if completion.response != nil { instruments.responseBodySize.record(metrics.responseBodyBytes) }
+            if let queueTimer, let queued = metrics.timeInQueue {
+                queueTimer.recordNanoseconds(Self.nanoseconds(queued))
+            }
         }
+    }
+
+    /// `seconds` in whole nanoseconds, 0 for a negative or not-a-number value.
+    private static func nanoseconds(_ seconds: TimeInterval) -> Int64 {
+        guard seconds > 0 else { return 0 }
+        return Int64(min(seconds, 9e9) * 1_000_000_000)
     }
 
     /// Counts the failed move under `herald.download.move_failures`, by `error.type` (the error code's
@@ -317,7 +470,8 @@ public final class MetricsObserver: SessionObserver {
             // Created once per code, under the lock, as the timers are: the factory is not user code.
             if let existing = state.moveFailures[errorType] { return existing }
             let counter = Counter(
-                label: Name.downloadMoveFailures, dimensions: [("error.type", errorType)], factory: factory)
+                label: Name.downloadMoveFailures,
+                dimensions: described(Name.downloadMoveFailures, [("error.type", errorType)]), factory: factory)
             state.moveFailures[errorType] = counter
             return counter
         }
@@ -343,8 +497,8 @@ public final class MetricsObserver: SessionObserver {
     /// distinct server addresses.
     private func targetLocked(method: String, url: URL, in state: inout State) -> Target {
         var target = Target(
-            method: KnownHTTPMethod.bounded(method), scheme: HTTPAttributeValue.scheme(of: url), serverAddress: "",
-            serverPort: "")
+            method: KnownHTTPMethod.bounded(method, known: configuration.knownMethods),
+            scheme: HTTPAttributeValue.scheme(of: url), serverAddress: "", serverPort: "")
         guard configuration.includesServerAddress else { return target }
         let host = url.host ?? ""
         let port = url.effectivePort.map(String.init) ?? ""
@@ -382,7 +536,8 @@ public final class MetricsObserver: SessionObserver {
             target = target.folded
             if let existing = state.activeMeters[target] { return existing }
         }
-        let meter = Meter(label: Name.activeRequests, dimensions: target.dimensions, factory: factory)
+        let meter = Meter(
+            label: Name.activeRequests, dimensions: described(Name.activeRequests, target.dimensions), factory: factory)
         state.activeMeters[target] = meter
         return meter
     }
@@ -407,11 +562,31 @@ public final class MetricsObserver: SessionObserver {
         let dimensions = values.dimensions
         let instruments = Instruments(
             duration: Metrics.Timer(
-                label: Name.requestDuration, dimensions: dimensions, preferredDisplayUnit: .seconds, factory: factory),
-            requestBodySize: Recorder(label: Name.requestBodySize, dimensions: dimensions, factory: factory),
-            responseBodySize: Recorder(label: Name.responseBodySize, dimensions: dimensions, factory: factory))
+                label: Name.requestDuration, dimensions: described(Name.requestDuration, dimensions),
+                preferredDisplayUnit: .seconds, factory: factory),
+            requestBodySize: Recorder(
+                label: Name.requestBodySize, dimensions: described(Name.requestBodySize, dimensions), factory: factory),
+            responseBodySize: Recorder(
+                label: Name.responseBodySize, dimensions: described(Name.responseBodySize, dimensions),
+                factory: factory))
         state.instruments[values] = instruments
         return instruments
+    }
+
+    /// The `http.client.request.time_in_queue` timer of a completion's dimensions, made on first use under
+    /// the lock (so once).
+    private func queueTimerLocked(for values: DimensionValues, in state: inout State) -> Metrics.Timer {
+        var key = QueueValues(target: values.target, protocolVersion: values.protocolVersion)
+        if let existing = state.queueTimers[key] { return existing }
+        if state.queueTimers.count >= configuration.maximumDimensionSets {
+            key = QueueValues(target: key.target.folded, protocolVersion: fold(key.protocolVersion))
+            if let existing = state.queueTimers[key] { return existing }
+        }
+        let timer = Metrics.Timer(
+            label: Name.timeInQueue, dimensions: described(Name.timeInQueue, key.dimensions),
+            preferredDisplayUnit: .seconds, factory: factory)
+        state.queueTimers[key] = timer
+        return timer
     }
 }
 

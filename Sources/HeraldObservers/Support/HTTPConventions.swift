@@ -1,16 +1,30 @@
 import Foundation
 import Herald
 
-/// HTTP methods OpenTelemetry knows; anything else is reported as `_OTHER`, keeping dimensions bounded.
-enum KnownHTTPMethod {
-    static let all: Set<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"]
+/// The defaults OpenTelemetry's semantic conventions for HTTP clients set, which the observers' configurations
+/// start from.
+public enum HTTPSemanticConventions {
+    /// The methods HTTP defines, which the conventions know by default: `CONNECT`, `DELETE`, `GET`, `HEAD`,
+    /// `OPTIONS`, `PATCH`, `POST`, `PUT` and `TRACE`. Any other method is recorded as `_OTHER` in
+    /// `http.request.method` (and spelled as sent in a span's `http.request.method_original`).
+    public static let knownMethods: Set<String> = [
+        "CONNECT", "DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT", "TRACE",
+    ]
 
-    /// `method` when it is a known method, otherwise `_OTHER`.
-    static func bounded(_ method: String?) -> String {
-        guard let method else { return "_OTHER" }
-        // The common methods without hashing: this runs for every completion.
-        if method == "GET" || method == "POST" { return method }
-        return all.contains(method) ? method : "_OTHER"
+    /// The query parameters whose values `url.full` carries as `REDACTED` by default, compared in any case:
+    /// the signatures and key identifiers of pre-signed URLs (`AWSAccessKeyId`, `Signature`, `sig`,
+    /// `X-Goog-Signature`, and `X-Amz-Signature` beside the conventions' four).
+    public static let redactedQueryItems: Set<String> = [
+        "awsaccesskeyid", "signature", "sig", "x-goog-signature", "x-amz-signature",
+    ]
+}
+
+/// The method as a bounded value: anything outside the known set is `_OTHER`, keeping dimensions bounded.
+enum KnownHTTPMethod {
+    /// `method` when `known` holds it, otherwise `_OTHER`.
+    static func bounded(_ method: String?, known: Set<String> = HTTPSemanticConventions.knownMethods) -> String {
+        guard let method else { return HTTPAttributeValue.other }
+        return known.contains(method) ? method : HTTPAttributeValue.other
     }
 }
 
@@ -31,6 +45,44 @@ extension URL {
             }
         }
         return components.string ?? LogRedaction.placeholder
+    }
+
+    /// The secrets this URL carries in clear: its password and the values of the query items named in
+    /// `queryItems` (lowercased), each as written and percent-decoded, the longest first.
+    func secretValues(queryItems: Set<String>) -> [String] {
+        guard let components = URLComponents(url: self, resolvingAgainstBaseURL: true) else { return [] }
+        var secrets: Set<String> = []
+        if let password = components.percentEncodedPassword, !password.isEmpty {
+            secrets.insert(password)
+            secrets.insert(password.removingPercentEncoding ?? password)
+        }
+        for item in components.percentEncodedQueryItems ?? [] {
+            guard let value = item.value, !value.isEmpty, queryItems.contains(item.name.lowercased()) else { continue }
+            secrets.insert(value)
+            secrets.insert(value.removingPercentEncoding ?? value)
+        }
+        return secrets.sorted { $0.count > $1.count }
+    }
+}
+
+/// `text` with every occurrence of each of `secrets` replaced by `REDACTED`.
+func scrubbing(_ text: String, of secrets: [String]) -> String {
+    secrets.reduce(text) { text, secret in
+        secret.isEmpty ? text : text.replacingOccurrences(of: secret, with: LogRedaction.placeholder)
+    }
+}
+
+extension HeraldError {
+    /// This error as it may be exported: its URL redacted by `redaction`, and any secret of `requestURL` or of
+    /// its own URL removed from its message and libcurl's (a message may quote the URL). The code, status and
+    /// curl code are kept; the response, body, file and underlying error are not carried over.
+    func redacted(by redaction: LogRedaction, requestURL: URL?) -> HeraldError {
+        let queryItems = redaction.queryItemNames
+        let secrets = [requestURL, url].compactMap { $0?.secretValues(queryItems: queryItems) }.flatMap { $0 }
+        return HeraldError(
+            code, scrubbing(message, of: secrets), curlCode: curlCode,
+            curlMessage: curlMessage.map { scrubbing($0, of: secrets) },
+            url: url.flatMap { URL(string: $0.redacted(queryItems: queryItems)) }, statusCode: statusCode)
     }
 }
 

@@ -5,11 +5,38 @@ import Tracing
 
 /// Traces every task as an OpenTelemetry HTTP client span on swift-distributed-tracing.
 ///
-/// A span of kind `client`, named after the method (`GET`), starts when the task first resumes and ends
-/// when its last transfer ended (curl's measure; when the task completes, for a task that made none). It carries `http.request.method`, `url.full` (credentials replaced by `REDACTED`),
-/// `url.scheme`, `server.address`, `server.port`, and on completion `http.response.status_code`,
-/// `http.response.body.size`, `network.protocol.version` and, on failure, `error.type` (the error code's
-/// description, or the status code for a 4xx/5xx response) with the span status set to error.
+/// A span of kind `client`, named after the method (`GET`; `HTTP` for a method outside
+/// ``TracingObserverConfiguration/knownMethods``), starts when the task first resumes and ends when its last
+/// transfer ended (curl's measure; when the task completes, for a task that made none). Its attributes follow
+/// OpenTelemetry's semantic conventions for HTTP client spans, with their types:
+///
+/// | attribute | type | when |
+/// |---|---|---|
+/// | `http.request.method` | string: a known method, else `_OTHER` | always |
+/// | `http.request.method_original` | string: the method as sent | when it is not a known method |
+/// | `url.full` | string: credentials and signature values `REDACTED` | always |
+/// | `url.scheme`, `server.address` | string | always |
+/// | `server.port` | int | always |
+/// | `http.response.status_code` | int | when a response arrived |
+/// | `network.protocol.version` | string: `1.0`, `1.1`, `2`, `3` | when a response arrived |
+/// | `http.request.body.size` | int | when the request was sent |
+/// | `http.response.body.size` | int | when a response arrived |
+/// | `network.peer.address` | string: the IP address connected to | when a connection was made |
+/// | `network.peer.port` | int | when a connection was made |
+/// | `http.request.resend_count` | int: retries and redirects before the last request | when above 0 |
+/// | `error.type` | string: the status code for 4xx/5xx, else the error code's description | on failure |
+/// | `herald.connection.reused` | bool: the request ran on a pooled connection | when a transfer ran |
+/// | `herald.timing.time_in_queue` | double, seconds waiting for a connection | when measured |
+/// | `herald.timing.name_lookup` | double, seconds | when a transfer ran |
+/// | `herald.timing.connect`, `herald.timing.time_to_first_byte` | double, seconds | when a transfer ran |
+/// | `herald.timing.tls_handshake` | double, seconds | when TLS was negotiated |
+/// | `herald.session.id`, `herald.task.id` | int | always |
+///
+/// `url.full` is redacted by ``TracingObserverConfiguration/redaction``. The time in queue is
+/// `TransferMetrics.timeInQueue`; the other timings are curl's, counted from the end of that wait:
+/// on a reused connection the lookup and connect times are about zero. On failure the span's status is
+/// error and the error is recorded as an exception whose message names the URL only redacted.
+///
 /// Suspensions and later resumes are recorded as span events, and a download that could not be moved
 /// (`downloadDidFailToMoveFile`) as a `herald.download.move_failed` event with `error.type`,
 /// `herald.download.file` (the kept temporary file) and `herald.download.destination`.
@@ -27,11 +54,11 @@ import Tracing
 /// span when the task completes, as it does its own. A task made without it gets a span started at its
 /// first resume, and the server's span is that span's sibling, under the caller's span.
 ///
-/// Suspensions and later resumes are recorded as span events, and so is each retry (`herald.task.retry`,
-/// with `herald.retry.attempt`, `herald.retry.delay`, `error.type` and the failed status). A wait for a
-/// network is a `herald.task.waiting_for_connectivity` event with `error.type`; a reachability change posted
-/// on the same center while spans are open is a `herald.network.reachability_changed` event on each of them,
-/// with `herald.reachability.status` and `herald.reachability.previous_status`.
+/// Each retry is an event (`herald.task.retry`, with `herald.retry.attempt`, `herald.retry.delay`,
+/// `error.type` and the failed status). A wait for a network is a `herald.task.waiting_for_connectivity`
+/// event with `error.type`; a reachability change posted on the same center while spans are open is a
+/// `herald.network.reachability_changed` event on each of them, with `herald.reachability.status` and
+/// `herald.reachability.previous_status`.
 ///
 /// Pass the tracer your application uses (`InstrumentationSystem.tracer`, or any `Tracer`);
 /// the observer never bootstraps one.
@@ -42,15 +69,22 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
         /// Spans started by ``startSpan(for:)`` whose task has not resumed yet, by ``PendingSpanKey`` value.
         var pending: [UInt64: T.Span] = [:]
         var nextPendingIdentifier: UInt64 = 1
+        /// The resends of tasks seen retrying: the last retry's attempt less one.
+        var retries: [TaskKey: Int] = [:]
     }
 
     private let tracer: T
+    private let configuration: TracingObserverConfiguration
     private let state = Locked(State())
 
     /// Creates a tracing observer.
-    /// - Parameter tracer: The tracer that creates and reports spans.
-    public init(tracer: T) {
+    /// - Parameters:
+    ///   - tracer: The tracer that creates and reports spans.
+    ///   - configuration: The known methods and what `url.full` redacts; default
+    ///     ``TracingObserverConfiguration/init()``.
+    public init(tracer: T, configuration: TracingObserverConfiguration = TracingObserverConfiguration()) {
         self.tracer = tracer
+        self.configuration = configuration
     }
 
     deinit {
@@ -101,8 +135,8 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
     /// Starts a client span for `request` under `parent` (top-level when `nil`), keeps it for the task that
     /// will carry the returned context, and returns the span's context marked with its key.
     private func startClientSpan(for request: Request, parent: ServiceContext?) -> ServiceContext {
-        let span = tracer.startSpan(Self.spanName(for: request.method), context: parent ?? .topLevel, ofKind: .client)
-        Self.setRequestAttributes(on: span, method: request.method, url: request.url)
+        let span = tracer.startSpan(spanName(for: request.method), context: parent ?? .topLevel, ofKind: .client)
+        setRequestAttributes(on: span, method: request.method, url: request.url)
         let identifier = state.withLock { state -> UInt64 in
             let identifier = state.nextPendingIdentifier
             state.nextPendingIdentifier += 1
@@ -122,17 +156,18 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
     }
 
     /// OpenTelemetry's span name for an HTTP client request: the method, or `HTTP` for an unknown one.
-    private static func spanName(for method: String) -> String {
-        KnownHTTPMethod.all.contains(method) ? method : "HTTP"
+    private func spanName(for method: String) -> String {
+        configuration.knownMethods.contains(method) ? method : "HTTP"
     }
 
     /// The attributes known before the request is sent.
-    private static func setRequestAttributes(on span: T.Span, method: String, url: URL) {
-        span.attributes["http.request.method"] = KnownHTTPMethod.bounded(method)
-        if method != KnownHTTPMethod.bounded(method) {
+    private func setRequestAttributes(on span: T.Span, method: String, url: URL) {
+        let bounded = KnownHTTPMethod.bounded(method, known: configuration.knownMethods)
+        span.attributes["http.request.method"] = bounded
+        if method != bounded {
             span.attributes["http.request.method_original"] = method
         }
-        span.attributes["url.full"] = url.redacted()
+        span.attributes["url.full"] = configuration.redaction.redacting(url)
         if let scheme = url.scheme { span.attributes["url.scheme"] = scheme }
         if let host = url.host { span.attributes["server.address"] = host }
         if let port = url.effectivePort { span.attributes["server.port"] = port }
@@ -154,9 +189,9 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
         } else {
             // From the moment the task resumed: this handler runs later, on the session's event queue.
             span = tracer.startSpan(
-                Self.spanName(for: request.method), context: request.serviceContext ?? .topLevel, ofKind: .client,
+                spanName(for: request.method), context: request.serviceContext ?? .topLevel, ofKind: .client,
                 at: Self.instant(notification.userInfo.date))
-            Self.setRequestAttributes(on: span, method: request.method, url: request.url)
+            setRequestAttributes(on: span, method: request.method, url: request.url)
         }
         span.attributes["herald.session.id"] = notification.userInfo.sessionIdentifier
         span.attributes["herald.task.id"] = notification.userInfo.taskIdentifier
@@ -198,7 +233,13 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
     /// - Parameter notification: `taskWillRetry`.
     public func taskWillRetry(_ notification: TypedNotification<TaskRetry>) {
         let retry = notification.userInfo
-        guard let span = state.withLock({ $0.spans[TaskKey(retry)] }) else { return }
+        let key = TaskKey(retry)
+        guard
+            let span = state.withLock({ state -> T.Span? in
+                state.retries[key] = max(state.retries[key] ?? 0, retry.attempt - 1)
+                return state.spans[key]
+            })
+        else { return }
         var attributes: SpanAttributes = [:]
         attributes["herald.retry.attempt"] = retry.attempt
         attributes["herald.retry.delay"] = retry.delay
@@ -238,34 +279,59 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
     /// - Parameter notification: `taskDidComplete`.
     public func taskDidComplete(_ notification: TypedNotification<TaskCompletion>) {
         let completion = notification.userInfo
+        let key = TaskKey(completion)
         // A task cancelled before it resumed has no span, unless startSpan(for:) started one for its request.
-        guard
-            let span = state.withLock({ $0.spans.removeValue(forKey: TaskKey(completion)) })
-                ?? takePendingSpan(for: completion.request)
-        else { return }
+        let (open, retries) = state.withLock { state in
+            (state.spans.removeValue(forKey: key), state.retries.removeValue(forKey: key) ?? 0)
+        }
+        guard let span = open ?? takePendingSpan(for: completion.request) else { return }
         if let response = completion.response {
             span.attributes["http.response.status_code"] = response.statusCode
             span.attributes["network.protocol.version"] = HTTPAttributeValue.protocolVersion(response.httpVersion)
         }
-        if let metrics = completion.metrics {
-            span.attributes["http.response.body.size"] = Int(metrics.responseBodyBytes)
+        let metrics = completion.metrics
+        if let metrics {
+            Self.setTransferAttributes(on: span, metrics: metrics, responseArrived: completion.response != nil)
         }
+        let resends = retries + (metrics?.redirectCount ?? 0)
+        if resends > 0 { span.attributes["http.request.resend_count"] = resends }
         if let errorType = HTTPAttributeValue.errorType(error: completion.error, response: completion.response) {
             span.attributes["error.type"] = errorType
             if let error = completion.error {
-                span.recordError(error)
-                span.setStatus(SpanStatus(code: .error, message: error.message))
+                // The error as exported names the URL only redacted, in its message as in its description.
+                let redacted = error.redacted(by: configuration.redaction, requestURL: completion.request.url)
+                span.recordError(redacted)
+                span.setStatus(SpanStatus(code: .error, message: redacted.message))
             } else {
                 span.setStatus(SpanStatus(code: .error))
             }
         }
         // At the moment the last transfer ended, when curl measured it: the notification arrives after the
         // completion handler ran, and by then the caller's own span (a server's request) may have ended.
-        if let metrics = completion.metrics {
+        if let metrics {
             span.end(at: Self.instant(metrics.startDate.addingTimeInterval(metrics.total)))
         } else {
             span.end()
         }
+    }
+
+    /// The peer, the sizes and the connection's timings of the task's last transfer.
+    private static func setTransferAttributes(on span: T.Span, metrics: TransferMetrics, responseArrived: Bool) {
+        // A request that never left (no connection, no header byte sent) has no body size, nor a response.
+        if metrics.requestHeaderBytes > 0 {
+            span.attributes["http.request.body.size"] = Int(metrics.requestBodyBytes)
+        }
+        if responseArrived {
+            span.attributes["http.response.body.size"] = Int(metrics.responseBodyBytes)
+        }
+        if let address = metrics.remoteAddress { span.attributes["network.peer.address"] = address }
+        if let port = metrics.remotePort { span.attributes["network.peer.port"] = port }
+        span.attributes["herald.connection.reused"] = metrics.connectionReused
+        if let queued = metrics.timeInQueue { span.attributes["herald.timing.time_in_queue"] = queued }
+        span.attributes["herald.timing.name_lookup"] = metrics.nameLookup
+        span.attributes["herald.timing.connect"] = metrics.connect
+        if metrics.tlsHandshake > 0 { span.attributes["herald.timing.tls_handshake"] = metrics.tlsHandshake }
+        span.attributes["herald.timing.time_to_first_byte"] = metrics.timeToFirstByte
     }
 
     /// A date as a tracer's instant.
@@ -280,7 +346,10 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
         let session = notification.userInfo.sessionIdentifier
         let orphans = state.withLock { state -> [T.Span] in
             let orphans = state.spans.filter { $0.key.sessionIdentifier == session }
-            for key in orphans.keys { state.spans[key] = nil }
+            for key in orphans.keys {
+                state.spans[key] = nil
+                state.retries[key] = nil
+            }
             return Array(orphans.values)
         }
         for span in orphans {
@@ -289,6 +358,21 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
             span.end()
         }
     }
+}
+
+/// The choices OpenTelemetry's HTTP span conventions leave to ``TracingObserver``.
+public struct TracingObserverConfiguration: Sendable {
+    /// The methods recorded as themselves in `http.request.method` and the span's name; any other is
+    /// `_OTHER` (with `http.request.method_original`) and the span is named `HTTP`. Default
+    /// ``HTTPSemanticConventions/knownMethods``; add the methods your services define, such as `QUERY`.
+    public var knownMethods: Set<String> = HTTPSemanticConventions.knownMethods
+    /// What `url.full` and an error's message never carry in clear: URL credentials always, and the values of
+    /// the query items named in ``LogRedaction/queryItemNames``. Default ``LogRedaction/default``, which names
+    /// ``HTTPSemanticConventions/redactedQueryItems``.
+    public var redaction: LogRedaction = .default
+
+    /// The default configuration.
+    public init() {}
 }
 
 /// Marks a context made by ``TracingObserver/startSpan(for:)``: its value names the pending span, so that the

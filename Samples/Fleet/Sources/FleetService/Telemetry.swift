@@ -37,14 +37,23 @@ struct Telemetry {
         configuration.logs.batchLogRecordProcessor.scheduleDelay = .milliseconds(200)
         configuration.logs.level = .debug
 
-        // swift-metrics leaves histogram buckets to the backend: both get OpenTelemetry's advice for HTTP.
+        // swift-metrics leaves histogram buckets to the backend: both get one layout per histogram, OpenTelemetry's
+        // advice for the durations and Herald's for the body sizes.
         let advised = MetricsObserver.advisedDurationBuckets.map { Duration.nanoseconds(Int64(($0 * 1e9).rounded())) }
-        configuration.metrics.durationHistogramBuckets[MetricsObserver.Name.requestDuration] = advised
         configuration.metrics.durationHistogramBuckets["http.server.request.duration"] = advised
         let registry = PrometheusCollectorRegistry()
         var prometheus = PrometheusMetricsFactory(registry: registry)
-        prometheus.durationHistogramBuckets[MetricsObserver.Name.requestDuration] = advised
         prometheus.durationHistogramBuckets["http.server.request.duration"] = advised
+        for (name, buckets) in MetricsObserver.advisedBuckets {
+            if MetricsObserver.instruments.first(where: { $0.name == name })?.unit == "s" {
+                let durations = buckets.map { Duration.nanoseconds(Int64(($0 * 1e9).rounded())) }
+                configuration.metrics.durationHistogramBuckets[name] = durations
+                prometheus.durationHistogramBuckets[name] = durations
+            } else {
+                configuration.metrics.valueHistogramBuckets[name] = buckets
+                prometheus.valueHistogramBuckets[name] = buckets
+            }
+        }
 
         let tracing = try OTel.makeTracingBackend(configuration: configuration)
         let metrics = try OTel.makeMetricsBackend(configuration: configuration)

@@ -1,0 +1,69 @@
+import Foundation
+import Herald
+import HeraldNotifications
+import HeraldTesting
+import Testing
+
+@Suite("Time in queue")
+struct TimeInQueueTests {
+    /// With one connection per host, a second request to the host waits until the first one's connection is
+    /// free. Its `timeInQueue` covers at least the stretch the test is sure it waited: from after a request to
+    /// another host (resumed after it, so added to the pool after it) completed, until the test let the first
+    /// response finish. The test makes that stretch last a full request to the other host, so a wait not
+    /// measured (0, or `nil`) fails; however slow the machine, the bound holds.
+    @Test("a request waiting for the host's one connection reports the wait in timeInQueue")
+    func queuedRequestReportsItsWait() async throws {
+        var configuration = SessionConfiguration.default
+        configuration.maximumConnectionsPerHost = 1
+        let fixture = try await SessionFixture.make(configuration: configuration, serializer: DataResponseSerializer())
+        let other = try await TestServer.start()
+        let clock = ContinuousClock()
+
+        // The first request holds the host's only connection: its body waits at the gate.
+        let holding = try fixture.session.dataTask(with: Request(url: fixture.server.url("/events/1?gate=hold")))
+        holding.resume()
+        try await fixture.server.waitForRequests(count: 1)
+        let queued = try fixture.session.dataTask(with: Request(url: fixture.server.url("/json")))
+        queued.resume()
+        // Resumed after `queued`, so added to the pool after it; done, so `queued` was in the pool by then.
+        try fixture.session.dataTask(with: Request(url: other.url("/json"))).resume()
+        try await fixture.recorder.waitForCompletions(1)
+        let sure = clock.now
+        try fixture.session.dataTask(with: Request(url: other.url("/json"))).resume()
+        try await fixture.recorder.waitForCompletions(2)
+        let released = clock.now
+        fixture.server.openGate("hold")
+        try await fixture.recorder.waitForCompletions(4)
+
+        let first = try #require(fixture.recorder.completions.first { $0.taskIdentifier == holding.taskIdentifier })
+        let second = try #require(fixture.recorder.completions.first { $0.taskIdentifier == queued.taskIdentifier })
+        #expect(first.error == nil)
+        #expect(second.error == nil)
+        let firstWait = try #require(first.metrics?.timeInQueue)
+        let secondWait = try #require(second.metrics?.timeInQueue)
+        let stretch = released - sure
+        let seconds = Double(stretch.components.seconds) + Double(stretch.components.attoseconds) / 1e18
+        // curl's times are whole microseconds: a few of them of slack, never more.
+        #expect(secondWait + 0.00001 >= seconds, "waited \(secondWait) s, sure of \(seconds) s")
+        #expect(firstWait >= 0)
+        // Reported, not asserted: timing never fails a test.
+        print("time in queue: holding \(firstWait) s, queued \(secondWait) s (sure of \(seconds) s)")
+        try await other.shutdown()
+        try await fixture.tearDown()
+    }
+
+    @Test("a request that never got a response byte has no time in queue")
+    func noResponseNoQueueTime() async throws {
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        let closed = try await TestServer.start()
+        let url = closed.url("/json")
+        try await closed.shutdown()
+        try fixture.session.dataTask(with: Request(url: url)).resume()
+        try await fixture.recorder.waitForCompletions(1)
+        let completion = try #require(fixture.recorder.completions.first)
+        #expect(completion.error?.code == .cannotConnect)
+        #expect(completion.metrics != nil)
+        #expect(completion.metrics?.timeInQueue == nil)
+        try await fixture.tearDown()
+    }
+}
