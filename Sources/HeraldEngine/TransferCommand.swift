@@ -1,6 +1,6 @@
-/// What a task asks the engine to do with one of its transfers: the whole vocabulary between the task layer
-/// and the engine. The session sends commands to its engine (``SessionManager/send(_:)``), which carries
-/// them out on the loop thread, in the order they were sent.
+/// What the engine's owner asks it to do with one of its transfers: the whole vocabulary between the layer above
+/// and the engine. Commands go to the engine (``Engine/execute(_:on:)``), which carries them out on the loop
+/// thread, in the order they were sent.
 package enum TransferCommand: Sendable {
     /// Add the transfer to the connection pool.
     case start(Transfer)

@@ -1,9 +1,9 @@
 import CCurl
 import Foundation
 
-// How a finished transfer's `CURLcode` becomes a `TransferError`. It lives in `Engine/` with every other
-// use of libcurl's vocabulary; the error type itself (`Errors/`) knows nothing of curl beyond the raw code
-// and text it carries. The table is internal and tested on its own through the raw-value form.
+// How a finished transfer's `CURLcode` becomes a `TransferError`: here, with every other use of libcurl's
+// vocabulary; the public `HeraldError` knows nothing of curl beyond the raw code and text it carries. The table
+// is internal and tested on its own through the raw-value form.
 
 extension TransferError {
     /// Maps a finished transfer's `CURLcode` to a ``TransferError``.
