@@ -12,7 +12,11 @@ extension SessionManager {
     /// The task it creates is an ordinary task of the session: listed in ``tasks`` while it runs, posting
     /// `taskDidResume` and exactly one `taskDidComplete` on ``notificationCenter``, its completion step run on
     /// ``completionQueue`` (inside ``completionGroup``); the call returns after that step, before or while
-    /// `taskDidComplete` is posted.
+    /// `taskDidComplete` is posted. When nothing of yours would run on the completion queue for the task (no
+    /// `taskDidComplete`, `dataTaskDidReceiveData` or `taskDidSendBodyData` hook, no progress observer, no
+    /// response cache, a completion queue of the session's own) and the calling task prefers no task
+    /// executor, the step, which then runs none of your code, is taken where the transfer ended instead: one
+    /// thread hand-off fewer before the call returns.
     ///
     /// **Cancellation.** Cancelling the calling Swift task calls ``SessionTask/cancel()``: a running transfer
     /// is stopped, its connection closed, and the call throws ``HeraldError/Code/cancelled``. If the Swift
@@ -31,9 +35,13 @@ extension SessionManager {
     ///   error (``HeraldError/Code/timedOut``, ``HeraldError/Code/cannotConnect``, …), a validation error for
     ///   a malformed request, or ``HeraldError/Code/sessionInvalidated`` after ``invalidate(cancelingTasks:)``.
     public func data(for request: Request) async throws(HeraldError) -> (Data, HTTPResponse) {
-        try await performAsync { answer throws(HeraldError) in
-            try makeDataTask(
-                with: request, bodyHandling: .raw, callbacks: TaskCallbacks(completion: Self.rawBodyHandler(answer)))
+        // Resumed on the global executor, the caller is only enqueued: the task may complete where its
+        // transfer ended. A task executor the caller prefers is the caller's code, run on the completion queue.
+        let answersAwaitingCaller = withUnsafeCurrentTask { $0?.unownedTaskExecutor == nil }
+        return try await performAsync { answer throws(HeraldError) in
+            var callbacks = TaskCallbacks(completion: Self.rawBodyHandler(answer))
+            callbacks.answersAwaitingCaller = answersAwaitingCaller
+            return try makeDataTask(with: request, bodyHandling: .raw, callbacks: callbacks)
         }
     }
 

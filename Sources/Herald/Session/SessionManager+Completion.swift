@@ -58,7 +58,19 @@ extension SessionManager {
     /// in, each completion's serialization runs first on the hook queue — the caller's queue (perhaps the
     /// main queue) is not the place for parsing or file moves — and the rest on the caller's queue: one
     /// hand-off more.
+    ///
+    /// A task whose completion handler only resumes an `async` caller (``SessionManager/data(for:)``)
+    /// completes right here when nothing else of the caller's is queued for it on the completion queue: no
+    /// `taskDidComplete`, body or body-progress hook, no progress handler, no response cache. Its
+    /// completion step is library code that never waits (the state machine, the raw body as the result,
+    /// resuming the caller's continuation, which enqueues the caller on the global executor), and the
+    /// hand-off to the completion queue, a thread wake-up per request, would only add a second one before
+    /// the caller's own.
     func complete(_ task: SessionTask, with outcome: TaskOutcome) {
+        if task.answersAwaitingCaller, ownsCompletionQueue, nothingQueued(for: task) {
+            run(CompletedTask(task: task, outcome: outcome))
+            return
+        }
         guard ownsCompletionQueue else {
             task.hookQueue.async(group: completionGroup) { [self] in
                 let serializer = responseSerializer
@@ -79,6 +91,18 @@ extension SessionManager {
             return completed.count == 1
         }
         if isFirst { engine.atIterationEnd { [self] in dispatchCompletedInIteration() } }
+    }
+
+    /// Whether no code of the caller's is to run on the completion queue for `task`'s completion: no hook that
+    /// runs there for a data task, no progress handler (or progress observer) of the task, no response cache.
+    /// Asked once the task has completed, when its handlers can no longer change.
+    private func nothingQueued(for task: SessionTask) -> Bool {
+        guard configuration.responseCache == nil || !task.usesResponseCache else { return false }
+        let noHooks = readHooks { hooks in
+            hooks.taskDidComplete == nil && hooks.dataTaskDidReceiveData == nil && hooks.taskDidSendBodyData == nil
+        }
+        guard noHooks else { return false }
+        return task.machine { $0.progressHandler(upload: true) == nil && $0.progressHandler(upload: false) == nil }
     }
 
     /// Dispatches the tasks the loop iteration completed, in one block. Loop thread, at the iteration's end.
