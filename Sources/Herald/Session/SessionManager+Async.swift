@@ -14,10 +14,10 @@ extension SessionManager {
     /// ``completionQueue`` (inside ``completionGroup``); the call returns after that step, before or while
     /// `taskDidComplete` is posted. When nothing of yours would run on the completion queue for the task (no
     /// `taskDidComplete`, `dataTaskDidReceiveData` or `taskDidSendBodyData` hook, no progress observer, no
-    /// response cache, a completion queue of the session's own) and the calling task prefers no task
-    /// executor, the step, which then runs none of your code, is taken where the task completed instead (on
-    /// the engine's loop thread when its loop iteration completed no other task): one thread hand-off fewer
-    /// before the call returns.
+    /// response cache, no completion group, a completion queue of the session's own) and the calling task
+    /// prefers no task executor, the step, which then runs none of your code, is taken where the task
+    /// completed instead (on the engine's loop thread when its loop iteration completed no other task): one
+    /// thread hand-off fewer before the call returns.
     ///
     /// **Cancellation.** Cancelling the calling Swift task calls ``SessionTask/cancel()``: a running transfer
     /// is stopped, its connection closed, and the call throws ``HeraldError/Code/cancelled``. If the Swift

@@ -94,10 +94,11 @@ extension SessionManager {
 
     /// Whether `task`'s completion handler only resumes an `async` caller and no code of the caller's is to run
     /// on the completion queue for its completion: no hook that runs there for a data task, no progress
-    /// handler (or progress observer) of the task, no response cache. The session owns its completion queue.
-    /// Asked once the task has completed, when its handlers can no longer change.
+    /// handler (or progress observer) of the task, no response cache. The session owns its completion queue
+    /// and has no ``completionGroup`` (whose waiters count on every completion step entering it). Asked once
+    /// the task has completed, when its handlers can no longer change.
     private func answersInline(_ task: SessionTask) -> Bool {
-        guard task.answersAwaitingCaller else { return false }
+        guard task.answersAwaitingCaller, completionGroup == nil else { return false }
         guard configuration.responseCache == nil || !task.usesResponseCache else { return false }
         let noHooks = readHooks { hooks in
             hooks.taskDidComplete == nil && hooks.dataTaskDidReceiveData == nil && hooks.taskDidSendBodyData == nil
