@@ -36,9 +36,7 @@ extension SessionManager {
     ///   error (``HeraldError/Code/timedOut``, ``HeraldError/Code/cannotConnect``, …), a validation error for
     ///   a malformed request, or ``HeraldError/Code/sessionInvalidated`` after ``invalidate(cancelingTasks:)``.
     public func data(for request: Request) async throws(HeraldError) -> (Data, HTTPResponse) {
-        // Resumed on the global executor, the caller is only enqueued: the task may complete where its
-        // transfer ended. A task executor the caller prefers is the caller's code, run on the completion queue.
-        let answersAwaitingCaller = withUnsafeCurrentTask { $0?.unownedTaskExecutor == nil }
+        let answersAwaitingCaller = Self.callerResumesOnGlobalExecutor
         return try await performAsync { answer throws(HeraldError) in
             var callbacks = TaskCallbacks(completion: Self.rawBodyHandler(answer))
             callbacks.answersAwaitingCaller = answersAwaitingCaller
@@ -156,10 +154,12 @@ extension SessionManager {
     public func upload(
         for request: Request, from data: Data, progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) async throws(HeraldError) -> (Data, HTTPResponse) {
-        try await performAsync { answer throws(HeraldError) in
+        let answersAwaitingCaller = Self.callerResumesOnGlobalExecutor
+        return try await performAsync { answer throws(HeraldError) in
             try makeUploadTask(
                 with: request, body: .data(data), progress: progress,
-                completionHandler: Self.rawBodyHandler(answer), bodyHandling: .raw)
+                completionHandler: Self.rawBodyHandler(answer), bodyHandling: .raw,
+                answersAwaitingCaller: answersAwaitingCaller)
         }
     }
 
@@ -181,7 +181,8 @@ extension SessionManager {
     public func upload(
         for request: Request, fromFile fileURL: URL, progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) async throws(HeraldError) -> (Data, HTTPResponse) {
-        try await performAsync { answer throws(HeraldError) in
+        let answersAwaitingCaller = Self.callerResumesOnGlobalExecutor
+        return try await performAsync { answer throws(HeraldError) in
             var status = stat()
             guard fileURL.isFileURL, stat(fileURL.path, &status) == 0 else {
                 throw HeraldError.fileFailure("Cannot read the upload file", url: fileURL)
@@ -191,7 +192,8 @@ extension SessionManager {
             }
             return try makeUploadTask(
                 with: request, body: .file(fileURL), progress: progress,
-                completionHandler: Self.rawBodyHandler(answer), bodyHandling: .raw)
+                completionHandler: Self.rawBodyHandler(answer), bodyHandling: .raw,
+                answersAwaitingCaller: answersAwaitingCaller)
         }
     }
 
@@ -205,10 +207,12 @@ extension SessionManager {
         var request = request
         request.body = nil
         request.headers.replaceOrAdd(name: "Content-Type", value: multipartFormData.contentType)
+        let answersAwaitingCaller = Self.callerResumesOnGlobalExecutor
         return try await performAsync { answer throws(HeraldError) in
             try makeUploadTask(
                 with: request, body: Self.uploadBody(of: multipartFormData), progress: progress,
-                completionHandler: Self.rawBodyHandler(answer), bodyHandling: .raw)
+                completionHandler: Self.rawBodyHandler(answer), bodyHandling: .raw,
+                answersAwaitingCaller: answersAwaitingCaller)
         }
     }
 
@@ -297,6 +301,14 @@ extension SessionManager {
     }
 
     // MARK: - helpers
+
+    /// Whether the calling Swift task prefers no task executor, so that its continuation resumes on the global
+    /// executor: resuming it only enqueues it, and the task that answers it may complete where its transfer
+    /// ended (``TaskCallbacks/answersAwaitingCaller``). A task executor the caller prefers is the caller's code,
+    /// to be called from the completion queue.
+    private static var callerResumesOnGlobalExecutor: Bool {
+        withUnsafeCurrentTask { $0?.unownedTaskExecutor == nil }
+    }
 
     /// A download task's completion handler that answers with where the file is and the response head.
     private static func downloadHandler(

@@ -59,7 +59,8 @@ extension SessionManager {
     /// main queue) is not the place for parsing or file moves — and the rest on the caller's queue: one
     /// hand-off more.
     ///
-    /// A task whose completion handler only resumes an `async` caller (``SessionManager/data(for:)``)
+    /// A task whose completion handler only resumes an `async` caller (``SessionManager/data(for:)``, the
+    /// `upload(for:…)` forms)
     /// completes without the completion queue when nothing else of the caller's is queued for it there
     /// (``answersInline(_:)``) and it completes alone: on the thread that completed it, or at the end of a loop
     /// iteration that completed no other task. Its completion step is then library code that never waits
