@@ -12,7 +12,11 @@
 # usage: Benchmarks/run-transfers.sh [--requests N] [--concurrency "1 16 64"]
 #                                    [--clients "c urlsession herald ahc"] [--json FILE]
 #                                    [--runs K] [--c-fresh-handles] [--keep]
-#                                    [--large-mib N] [--skip-large] [--baseline BIN]
+#                                    [--large-mib N] [--skip-large] [--baseline BIN] [--baseline-client NAME]
+#
+# Clients: `c`, `urlsession`, `ahc`, and Herald's: `herald` (completion handlers), `herald-async` (Swift tasks
+# awaiting data(for:)) and `herald-observed` (`herald` with the activity, logging and metrics observers; the
+# logging observer at `info`). The large transfers run for c, urlsession, herald and ahc only.
 #
 # --baseline BIN adds the client `baseline`: another build's TransferBench (say, of an earlier commit) running
 # its Herald client, interleaved with this checkout's runs, so that a change is measured against the code
@@ -21,6 +25,8 @@
 # concurrency, each run's herald/baseline ratio of req/s and their median: a pairing that takes out the
 # machine's drift from one run to the next, which moves every client's rate by 10-30% here. With --runs 20 the
 # median of the paired ratios tells a change of a few per cent from none; the median of three runs does not.
+# --baseline-client NAME (default herald) is the Herald client the baseline runs and is paired with; it must
+# be in --clients too.
 #
 # --runs K runs every client × concurrency K times (interleaved) and reports the run with the
 # median req/s, which helps on a busy machine. --c-fresh-handles makes the C client create an
@@ -56,6 +62,7 @@ runs=1
 large_mib=256
 skip_large=0
 baseline_bin=""
+baseline_client=herald
 # Herald's CURLOPT_BUFFERSIZE for each sink (Sources/HeraldEngine/Transfer+Configuration.swift).
 c_file_buffer=$((512 * 1024))
 c_memory_buffer=$((64 * 1024))
@@ -74,6 +81,7 @@ while [ $# -gt 0 ]; do
         --large-mib) large_mib=${2:?}; shift 2 ;;
         --skip-large) skip_large=1; shift ;;
         --baseline) baseline_bin=${2:?}; shift 2 ;;
+        --baseline-client) baseline_client=${2:?}; shift 2 ;;
         -h | --help) usage; exit 0 ;;
         *) echo "run-transfers: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
     esac
@@ -85,12 +93,19 @@ for n in $concurrencies; do
     [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "run-transfers: bad concurrency '$n'" >&2; exit 2; }
 done
 for c in $clients; do
-    case "$c" in c | urlsession | herald | ahc) ;; *) echo "run-transfers: unknown client '$c'" >&2; exit 2 ;; esac
+    case "$c" in
+        c | urlsession | herald | herald-async | herald-observed | ahc) ;;
+        *) echo "run-transfers: unknown client '$c'" >&2; exit 2 ;;
+    esac
 done
 # The large transfers are measured for the named clients only, never for the baseline.
-large_clients=$clients
+large_clients=$(for c in $clients; do case "$c" in c | urlsession | herald | ahc) printf '%s ' "$c" ;; esac; done)
 if [ -n "$baseline_bin" ]; then
     [ -x "$baseline_bin" ] || { echo "run-transfers: --baseline $baseline_bin is not an executable" >&2; exit 2; }
+    [[ " $clients " == *" $baseline_client "* ]] || {
+        echo "run-transfers: --baseline-client $baseline_client is not in --clients" >&2
+        exit 2
+    }
     clients="$clients baseline"
 fi
 if [ -n "$json_file" ]; then
@@ -140,13 +155,13 @@ log "building the C client and the rusage wrapper"
 
 swift_bin=""
 herald_download_missing=0
-if [[ " $clients " == *" urlsession "* || " $clients " == *" herald "* || " $clients " == *" ahc "* ]]; then
+if [[ " $clients " == *" urlsession "* || " $clients " == *" herald"* || " $clients " == *" ahc "* ]]; then
     SWIFT=${SWIFT:-swift}
     # Without `herald` in --clients, TransferBench is built without its Herald client
     # (HeraldClient.swift, TRANSFERBENCH_NO_HERALD), so URLSession-only runs don't need Herald's
     # session API to compile.
     swift_flags=()
-    if [[ " $clients " != *" herald "* ]]; then
+    if [[ " $clients " != *" herald"* ]]; then
         swift_flags=(-Xswiftc -DTRANSFERBENCH_NO_HERALD)
         build_note=", without the Herald client"
     elif ! grep -rqsPzo 'func\s+downloadTask\s*\(\s*with\s+request\s*:\s*Request' "$here/../Sources/Herald"; then
@@ -160,7 +175,10 @@ if [[ " $clients " == *" urlsession "* || " $clients " == *" herald "* || " $cli
     # TransferBench holds Herald's clients and hands --client urlsession|ahc to TransferBenchPeers, so each
     # client's peak RSS is that of a process which loads only that client.
     "$SWIFT" build -c release --package-path "$here" --product TransferBench "${swift_flags[@]}" >&2
-    "$SWIFT" build -c release --package-path "$here" --product TransferBenchPeers >&2
+    # Only when a peer runs: building NIO and AsyncHTTPClient in release takes minutes on a small machine.
+    if [[ " $clients " == *" urlsession "* || " $clients " == *" ahc "* ]]; then
+        "$SWIFT" build -c release --package-path "$here" --product TransferBenchPeers >&2
+    fi
     swift_bin="$("$SWIFT" build -c release --package-path "$here" --show-bin-path)/TransferBench"
 fi
 
@@ -208,8 +226,14 @@ run_one() { # client concurrency run → results under "client-concurrency#run"
     local cmd
     case "$client" in
         c) cmd=("$here/CClient/curl-uv-client" "${c_flags[@]}" "$url" "$n" "$requests") ;;
-        urlsession | herald | ahc) cmd=("$swift_bin" --client "$client" --url "$url" --concurrency "$n" --requests "$requests") ;;
-        baseline) cmd=("$baseline_bin" --client herald --url "$url" --concurrency "$n" --requests "$requests") ;;
+        urlsession | herald | herald-async | ahc)
+            cmd=("$swift_bin" --client "$client" --url "$url" --concurrency "$n" --requests "$requests") ;;
+        herald-observed)
+            cmd=("$swift_bin" --client "$client" --log-level info --url "$url" --concurrency "$n"
+                --requests "$requests") ;;
+        baseline)
+            cmd=("$baseline_bin" --client "$baseline_client" --url "$url" --concurrency "$n" --requests "$requests")
+            if [ "$baseline_client" = herald-observed ]; then cmd+=(--log-level info); fi ;;
     esac
     local rc=0
     # In the background so that a signal to this script interrupts `wait` and runs the trap.
@@ -383,7 +407,8 @@ done
 ratio_lines=""
 for n in $concurrencies; do
     line=""
-    for pair in herald/urlsession herald/c herald/ahc herald/baseline baseline/c ahc/c c/urlsession; do
+    for pair in herald/urlsession herald/c herald/ahc herald-async/c herald-async/ahc herald-observed/c \
+        "$baseline_client/baseline" baseline/c ahc/c c/urlsession; do
         a=${pair%/*} b=${pair#*/}
         r=$(ratio "${rps[$a-$n]:-}" "${rps[$b-$n]:-}")
         [ -n "$r" ] || continue
@@ -400,13 +425,14 @@ fi
 # Against a baseline: the runs paired, each run's herald/baseline ratio of req/s and CPU per request.
 if [ -n "$baseline_bin" ]; then
     echo
-    echo "herald/baseline, run by run (req/s; CPU per request in parentheses) and the median of the runs' ratios:"
+    echo "$baseline_client/baseline, run by run (req/s; CPU per request in parentheses)" \
+        "and the median of the runs' ratios:"
     for n in $concurrencies; do
         pairs=""
         for run in $(seq "$runs"); do
-            a=${rps[herald-$n#$run]:-} b=${rps[baseline-$n#$run]:-}
+            a=${rps[$baseline_client-$n#$run]:-} b=${rps[baseline-$n#$run]:-}
             [ -n "$a" ] && [ -n "$b" ] || continue
-            pairs+="$a $b ${cpu[herald-$n#$run]} ${cpu[baseline-$n#$run]}"$'\n'
+            pairs+="$a $b ${cpu[$baseline_client-$n#$run]} ${cpu[baseline-$n#$run]}"$'\n'
         done
         [ -n "$pairs" ] || continue
         printf '%s' "$pairs" | awk -v n="$n" '

@@ -22,6 +22,12 @@ func runHeraldDataMemory(url: URL, expectedBytes: Int) -> LargeOutcome {
     FileHandle.standardError.write(Data("TransferBench was built without the Herald client (TRANSFERBENCH_NO_HERALD)\n".utf8))
     exit(3)
 }
+
+func runHeraldAsync(url: URL, concurrency: Int, requests: Int, expectedBytes: Int) -> LoadOutcome {
+    FileHandle.standardError.write(
+        Data("TransferBench was built without the Herald client (TRANSFERBENCH_NO_HERALD)\n".utf8))
+    exit(3)
+}
 #else
 import Herald
 import HeraldNotifications
@@ -80,6 +86,28 @@ func runHerald(
         }
     }
     let outcome = generator.run()
+    manager.invalidate(cancelingTasks: false)
+    return outcome
+}
+
+/// Herald's `async` API the way an app would await it: `concurrency` Swift tasks, each awaiting
+/// `data(for:)` and checking the response before its next request, until `requests` have completed.
+func runHeraldAsync(url: URL, concurrency: Int, requests: Int, expectedBytes: Int) -> LoadOutcome {
+    var configuration = SessionConfiguration()
+    configuration.maximumConnectionsPerHost = concurrency
+    configuration.maximumConnectionsTotal = max(concurrency, configuration.maximumConnectionsTotal)
+    let manager = SessionManager(configuration: configuration)
+    let generator = LoadGenerator(total: requests, concurrency: concurrency) { _ in }
+    let outcome = generator.runAsync { () async -> String? in
+        do {
+            let (body, response) = try await manager.data(for: Request(url: url))
+            if response.statusCode != 200 { return "status \(response.statusCode)" }
+            if body.count != expectedBytes { return "\(body.count) body bytes, expected \(expectedBytes)" }
+            return nil
+        } catch {
+            return "\(error)"
+        }
+    }
     manager.invalidate(cancelingTasks: false)
     return outcome
 }

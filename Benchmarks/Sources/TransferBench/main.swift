@@ -1,6 +1,6 @@
 // TransferBench: one client of `make bench-transfers` (Benchmarks/run-transfers.sh).
 //
-//   TransferBench --client urlsession|herald|herald-observed|ahc --url URL --concurrency N --requests R
+//   TransferBench --client urlsession|herald|herald-observed|herald-async|ahc --url URL --concurrency N --requests R
 //                 [--expect-bytes B] [--log-level LEVEL]
 //   TransferBench --client herald --url URL --idle-seconds S
 //   TransferBench --client urlsession|herald|ahc --url URL --mode download-file|data-memory --expect-bytes B
@@ -13,6 +13,9 @@
 // The second form measures an idle session (target in Docs/Performance.md: ≤ 10 ms CPU in 5 s): one
 // request to bring the engine and a pooled connection up, then S seconds of nothing, printing the
 // process CPU time spent.
+//
+// `herald-async` is Herald's `async` API: N Swift tasks, each awaiting `data(for:)` and checking the response
+// before its next request.
 //
 // `herald-observed` is Herald with the activity indicator, the logging observer (into swift-log's
 // StreamLogHandler, whose lines are formatted and discarded) and the metrics observer (into swift-metrics'
@@ -39,7 +42,7 @@ import TransferBenchKit
 let options = Options.parse()
 switch options.client {
 case "urlsession", "ahc": execSibling("TransferBenchPeers")
-case "herald", "herald-observed": break
+case "herald", "herald-observed", "herald-async": break
 default: usage()
 }
 guard let logLevel = Logger.Level(rawValue: options.logLevel) else { usage() }
@@ -59,6 +62,13 @@ runClient {
         case .dataMemory:
             report(runHeraldDataMemory(url: options.url, expectedBytes: options.expectedBytes), mode: mode, options: options)
         }
+    }
+    if options.client == "herald-async" {
+        report(
+            runHeraldAsync(
+                url: options.url, concurrency: options.concurrency, requests: options.requests,
+                expectedBytes: options.expectedBytes),
+            options: options)
     }
     report(
         runHerald(

@@ -3,7 +3,7 @@ import Foundation
 /// TransferBench's command line, shared by the two binaries that implement it: `TransferBench` (Herald's
 /// clients) and `TransferBenchPeers` (URLSession and AsyncHTTPClient).
 ///
-///     TransferBench --client urlsession|herald|herald-observed|ahc --url URL --concurrency N --requests R
+///     TransferBench --client urlsession|herald|herald-observed|herald-async|ahc --url URL --concurrency N --requests R
 ///                   [--expect-bytes B] [--log-level LEVEL]
 ///     TransferBench --client herald --url URL --idle-seconds S
 ///     TransferBench --client urlsession|herald|ahc --url URL --mode download-file|data-memory --expect-bytes B
@@ -54,7 +54,8 @@ public func usage() -> Never {
     FileHandle.standardError.write(
         Data(
             """
-            usage: TransferBench --client urlsession|herald|herald-observed|ahc --url URL --concurrency N --requests R
+            usage: TransferBench --client urlsession|herald|herald-observed|herald-async|ahc --url URL
+                                 --concurrency N --requests R
                                  [--expect-bytes B] [--log-level trace|debug|info|notice|warning|error|critical]
                    TransferBench --client herald --url URL --idle-seconds S
                    TransferBench --client urlsession|herald|ahc --url URL --mode download-file|data-memory

@@ -65,6 +65,50 @@ public final class LoadGenerator: Sendable {
         }
     }
 
+    /// Runs `concurrency` Swift tasks, each awaiting `request` (which answers what was wrong with the response,
+    /// if anything) and then the next, until `total` have completed; blocks until they have. `start` is unused.
+    public func runAsync(_ request: @escaping @Sendable () async -> String?) -> LoadOutcome {
+        let begin = DispatchTime.now().uptimeNanoseconds
+        for _ in 0..<min(concurrency, total) {
+            Task {
+                while claim() {
+                    let failure = await request()
+                    if record(failure: failure) { done.signal() }
+                }
+            }
+        }
+        done.wait()
+        let end = DispatchTime.now().uptimeNanoseconds
+        return counts.withLock { counts in
+            for message in counts.firstErrors {
+                FileHandle.standardError.write(Data("request failed: \(message)\n".utf8))
+            }
+            return LoadOutcome(
+                completed: counts.completed, failures: counts.failures, seconds: Double(end - begin) / 1e9)
+        }
+    }
+
+    /// Takes the right to start one more request; `false` once `total` were started.
+    private func claim() -> Bool {
+        counts.withLock { counts in
+            guard counts.started < total else { return false }
+            counts.started += 1
+            return true
+        }
+    }
+
+    /// Records one completed request; `true` for the last one.
+    private func record(failure: String?) -> Bool {
+        counts.withLock { counts in
+            counts.completed += 1
+            if let failure {
+                counts.failures += 1
+                if counts.firstErrors.count < 5 { counts.firstErrors.append(failure) }
+            }
+            return counts.completed == total
+        }
+    }
+
     private func startNext() {
         let shouldStart = counts.withLock { counts in
             guard counts.started < total else { return false }

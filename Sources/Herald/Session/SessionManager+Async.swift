@@ -12,7 +12,12 @@ extension SessionManager {
     /// The task it creates is an ordinary task of the session: listed in ``tasks`` while it runs, posting
     /// `taskDidResume` and exactly one `taskDidComplete` on ``notificationCenter``, its completion step run on
     /// ``completionQueue`` (inside ``completionGroup``); the call returns after that step, before or while
-    /// `taskDidComplete` is posted.
+    /// `taskDidComplete` is posted. When nothing of yours would run on the completion queue for the task (no
+    /// `taskDidComplete`, `dataTaskDidReceiveData` or `taskDidSendBodyData` hook, no progress observer, no
+    /// response cache, no completion group, a completion queue of the session's own) and the calling task
+    /// prefers no task executor, the step, which then runs none of your code, is taken where the task
+    /// completed instead (on the engine's loop thread when its loop iteration completed no other task): one
+    /// thread hand-off fewer before the call returns.
     ///
     /// **Cancellation.** Cancelling the calling Swift task calls ``SessionTask/cancel()``: a running transfer
     /// is stopped, its connection closed, and the call throws ``HeraldError/Code/cancelled``. If the Swift
@@ -31,9 +36,11 @@ extension SessionManager {
     ///   error (``HeraldError/Code/timedOut``, ``HeraldError/Code/cannotConnect``, …), a validation error for
     ///   a malformed request, or ``HeraldError/Code/sessionInvalidated`` after ``invalidate(cancelingTasks:)``.
     public func data(for request: Request) async throws(HeraldError) -> (Data, HTTPResponse) {
-        try await performAsync { answer throws(HeraldError) in
-            try makeDataTask(
-                with: request, bodyHandling: .raw, callbacks: TaskCallbacks(completion: Self.rawBodyHandler(answer)))
+        let answersAwaitingCaller = Self.callerResumesOnGlobalExecutor
+        return try await performAsync { answer throws(HeraldError) in
+            var callbacks = TaskCallbacks(completion: Self.rawBodyHandler(answer))
+            callbacks.answersAwaitingCaller = answersAwaitingCaller
+            return try makeDataTask(with: request, bodyHandling: .raw, callbacks: callbacks)
         }
     }
 
@@ -147,10 +154,12 @@ extension SessionManager {
     public func upload(
         for request: Request, from data: Data, progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) async throws(HeraldError) -> (Data, HTTPResponse) {
-        try await performAsync { answer throws(HeraldError) in
+        let answersAwaitingCaller = Self.callerResumesOnGlobalExecutor
+        return try await performAsync { answer throws(HeraldError) in
             try makeUploadTask(
                 with: request, body: .data(data), progress: progress,
-                completionHandler: Self.rawBodyHandler(answer), bodyHandling: .raw)
+                completionHandler: Self.rawBodyHandler(answer), bodyHandling: .raw,
+                answersAwaitingCaller: answersAwaitingCaller)
         }
     }
 
@@ -172,7 +181,8 @@ extension SessionManager {
     public func upload(
         for request: Request, fromFile fileURL: URL, progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) async throws(HeraldError) -> (Data, HTTPResponse) {
-        try await performAsync { answer throws(HeraldError) in
+        let answersAwaitingCaller = Self.callerResumesOnGlobalExecutor
+        return try await performAsync { answer throws(HeraldError) in
             var status = stat()
             guard fileURL.isFileURL, stat(fileURL.path, &status) == 0 else {
                 throw HeraldError.fileFailure("Cannot read the upload file", url: fileURL)
@@ -182,7 +192,8 @@ extension SessionManager {
             }
             return try makeUploadTask(
                 with: request, body: .file(fileURL), progress: progress,
-                completionHandler: Self.rawBodyHandler(answer), bodyHandling: .raw)
+                completionHandler: Self.rawBodyHandler(answer), bodyHandling: .raw,
+                answersAwaitingCaller: answersAwaitingCaller)
         }
     }
 
@@ -196,10 +207,12 @@ extension SessionManager {
         var request = request
         request.body = nil
         request.headers.replaceOrAdd(name: "Content-Type", value: multipartFormData.contentType)
+        let answersAwaitingCaller = Self.callerResumesOnGlobalExecutor
         return try await performAsync { answer throws(HeraldError) in
             try makeUploadTask(
                 with: request, body: Self.uploadBody(of: multipartFormData), progress: progress,
-                completionHandler: Self.rawBodyHandler(answer), bodyHandling: .raw)
+                completionHandler: Self.rawBodyHandler(answer), bodyHandling: .raw,
+                answersAwaitingCaller: answersAwaitingCaller)
         }
     }
 
@@ -288,6 +301,14 @@ extension SessionManager {
     }
 
     // MARK: - helpers
+
+    /// Whether the calling Swift task prefers no task executor, so that its continuation resumes on the global
+    /// executor: resuming it only enqueues it, and the task that answers it may complete where its transfer
+    /// ended (``TaskCallbacks/answersAwaitingCaller``). A task executor the caller prefers is the caller's code,
+    /// to be called from the completion queue.
+    private static var callerResumesOnGlobalExecutor: Bool {
+        withUnsafeCurrentTask { $0?.unownedTaskExecutor == nil }
+    }
 
     /// A download task's completion handler that answers with where the file is and the response head.
     private static func downloadHandler(

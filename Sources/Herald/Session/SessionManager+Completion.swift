@@ -58,6 +58,17 @@ extension SessionManager {
     /// in, each completion's serialization runs first on the hook queue — the caller's queue (perhaps the
     /// main queue) is not the place for parsing or file moves — and the rest on the caller's queue: one
     /// hand-off more.
+    ///
+    /// A task whose completion handler only resumes an `async` caller (``SessionManager/data(for:)``, the
+    /// `upload(for:…)` forms)
+    /// completes without the completion queue when nothing else of the caller's is queued for it there
+    /// (``answersInline(_:)``) and it completes alone: on the thread that completed it, or at the end of a loop
+    /// iteration that completed no other task. Its completion step is then library code that never waits
+    /// (the state machine, the raw body as the result, resuming the caller's continuation, which enqueues the
+    /// caller on the global executor), and the hand-off to the completion queue, a thread wake-up per
+    /// request, would only add a second one before the caller's own. An iteration that completed several
+    /// tasks still hands them over in one block: resuming each caller from the loop thread wakes more threads
+    /// than the completion queue resuming them in a row.
     func complete(_ task: SessionTask, with outcome: TaskOutcome) {
         guard ownsCompletionQueue else {
             task.hookQueue.async(group: completionGroup) { [self] in
@@ -71,6 +82,7 @@ extension SessionManager {
         }
         let completion = CompletedTask(task: task, outcome: outcome)
         guard engine.isOnLoopThread else {
+            if answersInline(task) { return run(completion) }
             completionQueue.async(group: completionGroup) { [self] in run(completion) }
             return
         }
@@ -81,18 +93,35 @@ extension SessionManager {
         if isFirst { engine.atIterationEnd { [self] in dispatchCompletedInIteration() } }
     }
 
+    /// Whether `task`'s completion handler only resumes an `async` caller and no code of the caller's is to run
+    /// on the completion queue for its completion: no hook that runs there for a data task, no progress
+    /// handler (or progress observer) of the task, no response cache. The session owns its completion queue
+    /// and has no ``completionGroup`` (whose waiters count on every completion step entering it). Asked once
+    /// the task has completed, when its handlers can no longer change.
+    private func answersInline(_ task: SessionTask) -> Bool {
+        guard task.answersAwaitingCaller, completionGroup == nil else { return false }
+        guard configuration.responseCache == nil || !task.usesResponseCache else { return false }
+        let noHooks = readHooks { hooks in
+            hooks.taskDidComplete == nil && hooks.dataTaskDidReceiveData == nil && hooks.taskDidSendBodyData == nil
+        }
+        guard noHooks else { return false }
+        return task.machine { $0.progressHandler(upload: true) == nil && $0.progressHandler(upload: false) == nil }
+    }
+
     /// Dispatches the tasks the loop iteration completed, in one block. Loop thread, at the iteration's end.
     private func dispatchCompletedInIteration() {
         let completed = completedInIteration.withLock { completed in
             defer { completed = [] }
             return completed
         }
+        if completed.count == 1, answersInline(completed[0].task) { return run(completed[0]) }
         completionQueue.async(group: completionGroup) { [self] in
             for completion in completed { run(completion) }
         }
     }
 
-    /// Serializes a completed task's outcome and finishes it. The session's own completion queue.
+    /// Serializes a completed task's outcome and finishes it. The session's own completion queue, or where a
+    /// task that ``answersInline(_:)`` completed alone.
     private func run(_ completion: CompletedTask) {
         let serializer = responseSerializer
         let result = completion.task.completionResult(for: completion.outcome, serializer: serializer)

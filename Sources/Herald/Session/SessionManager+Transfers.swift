@@ -90,13 +90,14 @@ extension SessionManager {
     func makeUploadTask(
         with request: Request, body: UploadTask.Body,
         progress: (@Sendable (TransferProgress) -> Void)?,
-        completionHandler: TaskCompletionHandler?, bodyHandling: ResponseBodyHandling = .serialized
+        completionHandler: TaskCompletionHandler?, bodyHandling: ResponseBodyHandling = .serialized,
+        answersAwaitingCaller: Bool = false
     ) throws(HeraldError) -> UploadTask {
         try request.validate(allowedProtocols: configuration.allowedProtocols)
+        var callbacks = TaskCallbacks(completion: completionHandler, uploadProgress: progress)
+        callbacks.answersAwaitingCaller = answersAwaitingCaller
         return try makeTask(
-            taskClasses.uploadTask.init, request: request,
-            callbacks: TaskCallbacks(completion: completionHandler, uploadProgress: progress),
-            bodyHandling: bodyHandling
+            taskClasses.uploadTask.init, request: request, callbacks: callbacks, bodyHandling: bodyHandling
         ) { _ in .upload(body) }
     }
 

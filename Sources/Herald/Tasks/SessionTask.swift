@@ -67,6 +67,8 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// The data task this download task continues, when a data task became a download
     /// (``ResponseDisposition/becomeDownload``); `nil` otherwise. See ``lifecycleSubject``.
     private let continued: SessionTask?
+    /// Whether the completion handler only resumes an `async` caller (``TaskCallbacks/answersAwaitingCaller``).
+    let answersAwaitingCaller: Bool
 
     /// A new task, suspended, with the callbacks its factory was given.
     init(creation: TaskCreation) {
@@ -78,6 +80,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         self.requestSummary = RequestSummary(creation.request, serviceContext: trace?.serviceContext)
         self.core = Locked(Core(machine: TaskMachine(callbacks: creation.callbacks)))
         self.continued = nil
+        self.answersAwaitingCaller = creation.callbacks.answersAwaitingCaller
     }
 
     /// A download task that continues the data task `task`, which became a download: the same identifier,
@@ -90,6 +93,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         self.requestSummary = task.requestSummary
         self.core = task.core
         self.continued = task.lifecycleSubject
+        self.answersAwaitingCaller = false
     }
 
     /// Runs `event` on the task's machine under the task's lock and hands its action to `handle`, still under

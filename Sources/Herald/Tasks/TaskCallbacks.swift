@@ -14,6 +14,11 @@ struct TaskCallbacks: Sendable {
     /// A download task's ``DownloadTask/cancel(byProducingResumeData:)`` handler: accepted only before the
     /// task completes, and answered with its completion, before the completion handler.
     var resumeData: (@Sendable (Data?) -> Void)?
+    /// Whether `completion` only hands the result to an `async` caller that awaits it on the global executor
+    /// (``SessionManager/data(for:)``): it resumes a continuation, which enqueues the caller and runs no code
+    /// of the caller's, so the task may complete where its transfer ended when nothing else of the caller's
+    /// waits on the completion queue (``SessionManager/complete(_:with:)``).
+    var answersAwaitingCaller = false
 
     /// `first`, then `second`; `second` alone when there is no `first`.
     static func chain(

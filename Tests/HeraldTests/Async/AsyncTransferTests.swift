@@ -2,6 +2,7 @@ import Foundation
 import Herald
 import HeraldNotifications
 import HeraldTesting
+import Synchronization
 import Testing
 
 @Suite("try await forms return the response and the body or file")
@@ -16,6 +17,51 @@ struct AsyncTransferTests {
         #expect(events.map(\.kind) == [.resume, .complete])
         #expect(fixture.recorder.completions.first?.error == nil)
         #expect(fixture.recorder.completions.first?.responseData == body)
+        try await fixture.tearDown()
+    }
+
+    @Test("data(for:) runs the taskDidComplete and body hooks on the completion queue before it returns")
+    func dataRunsCompletionQueueHooksFirst() async throws {
+        let fixture = try await SessionFixture.make()
+        let onCompletionQueue = DispatchSpecificKey<Bool>()
+        fixture.session.completionQueue.setSpecific(key: onCompletionQueue, value: true)
+        let seen = Mutex<[String]>([])
+        @Sendable func record(_ name: String) {
+            let place = DispatchQueue.getSpecific(key: onCompletionQueue) == true ? "" : " off the completion queue"
+            seen.withLock { $0.append(name + place) }
+        }
+        fixture.session.dataTaskDidReceiveData = { _, _ in record("data") }
+        fixture.session.taskDidComplete = { _, _ in record("complete") }
+        let (body, _) = try await fixture.session.data(for: Request(url: fixture.server.url("/bytes/100000")))
+        #expect(body.count == 100_000)
+        let order = seen.withLock { $0 }
+        #expect(order.last == "complete")
+        #expect(!order.dropLast().isEmpty && order.dropLast().allSatisfy { $0 == "data" })
+        try await fixture.tearDown()
+    }
+
+    @Test("data(for:) answers a caller preferring a task executor, and one whose task has a progress sequence")
+    func dataAnswersEveryCaller() async throws {
+        let fixture = try await SessionFixture.make()
+        let executor = GlobalQueueExecutor()
+        let (body, _) = try await withTaskExecutorPreference(executor) {
+            try await fixture.session.data(for: Request(url: fixture.server.url("/bytes/1000")))
+        }
+        #expect(body.count == 1000)
+        // A progress sequence asked for while the task runs: its handler, and its end, run on the completion
+        // queue before data(for:) returns.
+        let updates = Mutex<TransferProgress.Updates?>(nil)
+        let token = fixture.center.addObserver(for: .taskDidResume, delivery: .posting) { note in
+            let task = fixture.session.tasks.first { $0.taskIdentifier == note.userInfo.taskIdentifier }
+            updates.withLock { $0 = task?.downloadProgressUpdates }
+        }
+        let (second, _) = try await fixture.session.data(for: Request(url: fixture.server.url("/bytes/1000")))
+        #expect(second.count == 1000)
+        token.cancel()
+        let sequence = try #require(updates.withLock { $0 })
+        var last: TransferProgress.Snapshot?
+        for await snapshot in sequence { last = snapshot }
+        #expect(last?.completedUnitCount == 1000)
         try await fixture.tearDown()
     }
 
@@ -164,5 +210,13 @@ struct AsyncTransferTests {
             #expect(error.code == .sessionInvalidated)
         }
         try await fixture.tearDown()
+    }
+}
+
+/// A task executor that runs each job on a global queue: what a caller's own executor might be.
+private final class GlobalQueueExecutor: TaskExecutor {
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        DispatchQueue.global().async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }
