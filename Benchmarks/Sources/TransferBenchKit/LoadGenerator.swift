@@ -37,15 +37,7 @@ public final class LoadGenerator: Sendable {
     public func run() -> LoadOutcome {
         let begin = DispatchTime.now().uptimeNanoseconds
         for _ in 0..<min(concurrency, total) { startNext() }
-        done.wait()
-        let end = DispatchTime.now().uptimeNanoseconds
-        return counts.withLock { counts in
-            for message in counts.firstErrors {
-                FileHandle.standardError.write(Data("request failed: \(message)\n".utf8))
-            }
-            return LoadOutcome(
-                completed: counts.completed, failures: counts.failures, seconds: Double(end - begin) / 1e9)
-        }
+        return awaitOutcome(since: begin)
     }
 
     /// Records one completed request; `failure` describes what was wrong with it, if anything.
@@ -77,6 +69,11 @@ public final class LoadGenerator: Sendable {
                 }
             }
         }
+        return awaitOutcome(since: begin)
+    }
+
+    /// Blocks until every request has completed; then reports the first errors and the counts since `begin`.
+    private func awaitOutcome(since begin: UInt64) -> LoadOutcome {
         done.wait()
         let end = DispatchTime.now().uptimeNanoseconds
         return counts.withLock { counts in
