@@ -29,8 +29,9 @@ public typealias DownloadDestination = @Sendable (_ temporaryURL: URL, _ respons
 /// deleted only when (1) it was moved, (2) the task was cancelled without asking for resume data (or
 /// resume data could not be made), or (3) the transfer failed and cannot be resumed (not a `GET`, or the
 /// response had neither `ETag` nor `Last-Modified`). A failed transfer that can be resumed (connection
-/// lost, timeout) keeps its partial file and offers ``resumeDataAfterFailure``, as URLSession's resume
-/// data in a failure's `userInfo` does. If the move fails, the file is kept, `downloadDidFailToMoveFile`
+/// lost, timeout) keeps its partial file and offers ``resumeDataAfterFailure`` — also in the error's
+/// ``HeraldError/resumeData``, as URLSession's resume data in a failure's `userInfo`. A retry (see
+/// ``SessionTask/interceptor``) continues the partial file the same way, with `Range` and `If-Range`. If the move fails, the file is kept, `downloadDidFailToMoveFile`
 /// is posted, and the completion reports it. With ``cancel(byProducingResumeData:)`` the partial file is
 /// kept for the resume data. To have the session hand out a subclass, see ``TaskClasses``.
 open class DownloadTask: SessionTask, @unchecked Sendable {

@@ -161,7 +161,8 @@ final class ByteStreamResponder: StreamingResponder {
         let recorder = writer.recorder
         queuedBytes += length
         recorder.queuedBodyBytes(queuedBytes)
-        writer.writeBody(BytePattern.slice(at: nextOffset + (isChanged ? 1 : 0), length: length)).assumeIsolated().whenComplete { _ in
+        let slice = BytePattern.slice(at: nextOffset + (isChanged ? 1 : 0), length: length)
+        writer.writeBody(slice).assumeIsolated().whenComplete { _ in
             self.queuedBytes -= length
         }
         nextOffset += length
