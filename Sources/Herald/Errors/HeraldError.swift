@@ -39,6 +39,12 @@ public struct HeraldError: Error, Sendable {
     public var responseBody: Data? { storage.responseBody }
     /// The transfer's metrics, when the failure came from a task that reached the network.
     public var metrics: TransferMetrics? { storage.metrics }
+    /// For a download that failed part-way and can be continued (a lost connection, a timeout, a transient
+    /// status such as `503` after its retries), the resume data that continues it — the same as the task's
+    /// ``DownloadTask/resumeDataAfterFailure``, here for the `async` forms, which never hand out their task.
+    /// Pass it to ``SessionManager/download(resumingWith:to:progress:)``; until then the partial file it
+    /// names is kept. `nil` for other errors.
+    public var resumeData: Data? { storage.resumeData }
 
     /// The most bytes of a response body an error keeps (``responseBody``): 1 MiB, enough for any error
     /// document, bounded so that a failed large download does not hold its body twice.
@@ -62,11 +68,12 @@ public struct HeraldError: Error, Sendable {
         let response: HTTPResponse?
         let responseBody: Data?
         let metrics: TransferMetrics?
+        let resumeData: Data?
 
         init(
             code: Code, message: String, underlying: (any Error & Sendable)?, curlCode: Int32?, curlMessage: String?,
             url: URL?, statusCode: Int?, keptFileURL: URL?, response: HTTPResponse?, responseBody: Data?,
-            metrics: TransferMetrics?
+            metrics: TransferMetrics?, resumeData: Data?
         ) {
             self.code = code
             self.message = message
@@ -79,6 +86,7 @@ public struct HeraldError: Error, Sendable {
             self.response = response
             self.responseBody = responseBody
             self.metrics = metrics
+            self.resumeData = resumeData
         }
     }
 
@@ -98,6 +106,7 @@ public struct HeraldError: Error, Sendable {
     ///   - responseBody: The response body the failure came with; only its first ``maximumKeptBodyLength``
     ///     bytes are kept.
     ///   - metrics: The transfer's metrics.
+    ///   - resumeData: Resume data continuing a download that failed part-way.
     public init(
         _ code: Code,
         _ message: String,
@@ -109,7 +118,8 @@ public struct HeraldError: Error, Sendable {
         keptFileURL: URL? = nil,
         response: HTTPResponse? = nil,
         responseBody: Data? = nil,
-        metrics: TransferMetrics? = nil
+        metrics: TransferMetrics? = nil,
+        resumeData: Data? = nil
     ) {
         // Redacting here, not at each call site, means no path can store a password by forgetting to.
         storage = Storage(
@@ -119,7 +129,7 @@ public struct HeraldError: Error, Sendable {
             responseBody: responseBody.map {
                 $0.count > Self.maximumKeptBodyLength ? $0.prefix(Self.maximumKeptBodyLength) : $0
             },
-            metrics: metrics)
+            metrics: metrics, resumeData: resumeData)
     }
 
     /// This error with the transfer's metrics, which the code that made it did not have. Keeps metrics
@@ -129,7 +139,15 @@ public struct HeraldError: Error, Sendable {
         return HeraldError(
             code, message, underlying: underlying, curlCode: curlCode, curlMessage: curlMessage, url: url,
             statusCode: statusCode, keptFileURL: keptFileURL, response: response, responseBody: responseBody,
-            metrics: metrics)
+            metrics: metrics, resumeData: resumeData)
+    }
+
+    /// This error with the resume data of the download it failed.
+    func adding(resumeData: Data) -> HeraldError {
+        HeraldError(
+            code, message, underlying: underlying, curlCode: curlCode, curlMessage: curlMessage, url: url,
+            statusCode: statusCode, keptFileURL: keptFileURL, response: response, responseBody: responseBody,
+            metrics: metrics, resumeData: resumeData)
     }
 }
 

@@ -22,6 +22,11 @@ public struct TaskRetry: Sendable {
     public let response: HTTPResponse?
     /// How long Herald waits, in seconds, before the next attempt starts (0 for at once).
     public let delay: TimeInterval
+    /// For a ``DownloadTask``, the byte its next attempt continues from: the attempt asks for the rest with
+    /// `Range: bytes=N-` and `If-Range`, and appends a `206` to the bytes its temporary file already holds.
+    /// `nil` when the next attempt starts over from byte 0 (the download can't be continued: not a `GET`, no
+    /// strong `ETag` or `Last-Modified`, no byte of a `200` or `206` body yet) and for other tasks.
+    public let continuesFromByte: Int64?
 
     /// Creates a payload; Herald creates these itself, the initializer is public so observers can be unit-tested.
     public init(
@@ -32,7 +37,8 @@ public struct TaskRetry: Sendable {
         attempt: Int,
         error: HeraldError,
         response: HTTPResponse?,
-        delay: TimeInterval
+        delay: TimeInterval,
+        continuesFromByte: Int64? = nil
     ) {
         self.taskIdentifier = taskIdentifier
         self.sessionIdentifier = sessionIdentifier
@@ -42,6 +48,7 @@ public struct TaskRetry: Sendable {
         self.error = error
         self.response = response
         self.delay = delay
+        self.continuesFromByte = continuesFromByte
     }
 }
 

@@ -228,9 +228,10 @@ extension SessionManager {
     /// status, which is yours to check — it is moved to `fileURL` following
     /// ``SessionConfiguration/downloadMoveOptions``. On cancellation the temporary file is deleted, and on a
     /// transport error too unless the download could be continued (a `GET` whose response had a strong
-    /// `ETag` or a `Last-Modified`, some of whose body arrived): that partial file stays in the session's
-    /// temporary directory, and this call has no way to hand over its resume data (see
-    /// ``DownloadTask/resumeDataAfterFailure``).
+    /// `ETag` or a `Last-Modified`, some of whose body arrived): then the partial file stays in the session's
+    /// temporary directory and the thrown error's ``HeraldError/resumeData`` continues it, with
+    /// ``download(resumingWith:to:progress:)``. A download that was retried and still got an error status
+    /// throws ``HeraldError/Code/unacceptableStatusCode``.
     ///
     /// - Parameters:
     ///   - request: The request; validated before anything is sent (see ``Request``).
@@ -288,8 +289,8 @@ extension SessionManager {
     ///     the bytes already in the partial file. Default none.
     /// - Returns: Where the file is (`fileURL`) and the last response head.
     /// - Throws: ``HeraldError``: ``HeraldError/Code/cannotResume`` when the data is corrupt or its partial
-    ///   file is gone or too short (or the server answers neither `206` nor `200`), otherwise as
-    ///   ``download(for:to:progress:)`` does.
+    ///   file is gone or too short (or the server answers neither `206` nor `200` nor a transient error
+    ///   status), otherwise as ``download(for:to:progress:)`` does.
     public func download(
         resumingWith resumeData: Data, to fileURL: URL, progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) async throws(HeraldError) -> (URL, HTTPResponse) {

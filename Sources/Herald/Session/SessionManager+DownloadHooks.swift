@@ -27,7 +27,7 @@ extension SessionManager {
     }
 
     /// AF's `downloadTaskDidResume`: called on ``completionQueue`` when a download created from resume data
-    /// starts receiving its body, with the offset it continues from (`0` when the server sent the whole
+    /// starts receiving its body — and for each attempt of a retried download that continues its file — with the offset it continues from (`0` when the server sent the whole
     /// representation again) and the expected total when known; before any `downloadTaskDidWriteData` of
     /// that body. Default `nil`.
     public var downloadTaskDidResume:

@@ -30,8 +30,9 @@ public typealias DownloadDestination = @Sendable (_ temporaryURL: URL, _ respons
 /// deleted only when (1) it was moved, (2) the task was cancelled without asking for resume data (or
 /// resume data could not be made), or (3) the transfer failed and cannot be resumed (not a `GET`, or the
 /// response had neither `ETag` nor `Last-Modified`). A failed transfer that can be resumed (connection
-/// lost, timeout) keeps its partial file and offers ``resumeDataAfterFailure``, as URLSession's resume
-/// data in a failure's `userInfo` does. If the move fails, the file is kept, `downloadDidFailToMoveFile`
+/// lost, timeout) keeps its partial file and offers ``resumeDataAfterFailure`` — also in the error's
+/// ``HeraldError/resumeData``, as URLSession's resume data in a failure's `userInfo`. A retry (see
+/// ``SessionTask/interceptor``) continues the partial file the same way, with `Range` and `If-Range`. If the move fails, the file is kept, `downloadDidFailToMoveFile`
 /// is posted, and the completion reports it. With ``cancel(byProducingResumeData:)`` the partial file is
 /// kept for the resume data. To have the session hand out a subclass, see ``TaskClasses``.
 open class DownloadTask: SessionTask, @unchecked Sendable {
@@ -64,6 +65,7 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
             self.destination = destination
             self.resumedFrom = resumedFrom
             super.init(creation: creation)
+            core.withLock { $0.downloadContinuation = resumedFrom }
         case .data, .upload:
             // Only a download factory makes a download task; anything else downloads the request to a new
             // temporary file. Where the private folder can't be made, a path in a folder that does not exist
@@ -113,9 +115,10 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
         super.didReceiveResponse(response)
         // The sink continues the partial file only for a 206 starting where it ends (anything else fails
         // or restarts from zero), so the offset follows from the status.
-        let offset = response.statusCode == 206 ? (resumedFrom?.bytesReceived ?? 0) : 0
+        let continuation = core.withLock { $0.downloadContinuation }
+        let offset = response.statusCode == 206 ? (continuation?.bytesReceived ?? 0) : 0
         core.withLock { $0.progress.lastTotalWritten = offset }
-        guard resumedFrom != nil, let hook = session.downloadTaskDidResume else { return }
+        guard continuation != nil, let hook = session.downloadTaskDidResume else { return }
         let expected = response.expectedContentLength.map { offset + $0 }
         session.runOnCompletionQueue { hook(self, offset, expected) }
     }
@@ -133,16 +136,59 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
     // MARK: - task kind
 
     override func makeTransferRequest(for request: Request) -> TransferRequest {
-        let offset = resumedFrom?.bytesReceived ?? 0
+        // The resume data the task was made from, or what a retry continues: the same rules either way.
+        let continuation = core.withLock { $0.downloadContinuation }
+        let offset = continuation?.bytesReceived ?? 0
         var transfer = session.transferRequest(
             for: request, body: request.body.map { .data($0) }, sink: .file(temporaryURL, resumeOffset: offset))
-        if offset > 0, let validator = resumedFrom?.validator {
+        if offset > 0, let validator = continuation?.validator {
             // Not CURLOPT_RESUME_FROM: it fails with CURLE_RANGE_ERROR when the server answers 200; the
             // file sink decides from the status instead (206 appends, 200 restarts).
             transfer.headers.replaceOrAdd(name: "Range", value: "bytes=\(offset)-")
             transfer.headers.replaceOrAdd(name: "If-Range", value: validator)
         }
         return transfer
+    }
+
+    /// A continuing attempt answered with a transient status (`5xx`, `408`, `429`) was refused by the file
+    /// sink, which never writes an error page over the partial file: the file is as it was, and the attempt
+    /// failed with its status, as any other attempt answered with an error status does. So the retrier sees
+    /// ``HeraldError/Code/unacceptableStatusCode``, and a failure keeps the partial file and its resume data.
+    /// Other refusals (a `4xx` such as `416`, a range that starts elsewhere) stay
+    /// ``HeraldError/Code/cannotResume``.
+    override func proceed(after outcome: TaskOutcome) {
+        guard let error = outcome.error, error.code == .cannotResume, let response = outcome.response,
+            Self.isTransient(status: response.statusCode), outcome.file?.receivedBody == true,
+            let continuation = core.withLock({ $0.downloadContinuation }), continuation.bytesReceived > 0
+        else { return super.proceed(after: outcome) }
+        var kept = outcome
+        kept.file?.receivedBody = false
+        kept.error = HeraldError(
+            .unacceptableStatusCode,
+            "The server answered \(response.statusCode) to the request for the rest of the download; the "
+                + "\(continuation.bytesReceived) bytes already written are kept.",
+            url: response.url, response: response, metrics: outcome.metrics)
+        super.proceed(after: kept)
+    }
+
+    /// Whether `status` is one a server answers for a while only: worth trying again later.
+    static func isTransient(status: Int) -> Bool {
+        status >= 500 || status == 408 || status == 429
+    }
+
+    /// After a retry, a download continues from the bytes its file holds when it can (see
+    /// `continuation(after:)`), and starts over otherwise.
+    override func prepareRetry(after outcome: TaskOutcome) -> Int64? {
+        let next = continuation(after: outcome)
+        core.withLock { $0.downloadContinuation = next }
+        return next?.bytesReceived
+    }
+
+    /// A download that was retried and whose last attempt still got an error status fails with it: the
+    /// error page is not the file it asked for. (A first attempt's error page, never retried, is moved as
+    /// any complete transfer is, so that a caller without a retrier can read it.)
+    override func finalError(of outcome: TaskOutcome, failure: HeraldError, attempt: Int) -> HeraldError? {
+        outcome.error ?? (attempt > 1 ? failure : nil)
     }
 
     override func completionResult(for outcome: TaskOutcome, serializer: any ResponseSerializer) -> CompletionResult
@@ -163,9 +209,10 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
         }
         if let error = outcome.error {
             if !keepTemporaryFile, error.code != .cancelled, let resumeData = makeResumeData(from: outcome) {
-                // A transfer that broke part-way keeps its bytes: they can be resumed, not lost.
+                // A transfer that broke part-way keeps its bytes: they can be resumed, not lost. The error
+                // carries the resume data too, for the `async` forms, which never hand out the task.
                 transition { $0.resumeDataMadeAfterFailure(resumeData) }
-                keepTemporaryFile = true
+                return CompletionResult(error: error.adding(resumeData: resumeData))
             }
             if !keepTemporaryFile { removeTemporaryFile() }
             return CompletionResult(error: error)
@@ -235,6 +282,13 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
 
     /// Resume data for the file as the transfer left it, or `nil` when it can't be resumed.
     private func makeResumeData(from outcome: TaskOutcome) -> Data? {
+        continuation(after: outcome)?.encoded()
+    }
+
+    /// What continues the file as the transfer left it — for resume data and for a retry alike — or `nil`
+    /// when it can't be continued: not a `GET`, no strong `ETag` nor `Last-Modified`, or the file's bytes
+    /// are not those of a `200` or `206` body.
+    private func continuation(after outcome: TaskOutcome) -> DownloadResumeData? {
         guard originalRequest.method == "GET" else { return nil }
         var resume: DownloadResumeData
         if let file = outcome.file, file.receivedBody {
@@ -245,14 +299,14 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
                 url: originalRequest.url, headers: originalRequest.headers.map { [$0.name, $0.value] },
                 bytesReceived: file.byteCount, entityTag: response.headers["ETag"],
                 lastModified: response.headers["Last-Modified"], partialFilePath: temporaryURL.path)
-        } else if let resumedFrom {
-            // No new byte reached the file: it is exactly what the resume data described.
-            resume = resumedFrom
+        } else if let current = core.withLock({ $0.downloadContinuation }) {
+            // No new byte reached the file: it is exactly what the attempt continued.
+            resume = current
         } else {
             return nil
         }
         guard resume.validator != nil else { return nil }
         resume.partialFilePath = temporaryURL.path
-        return resume.encoded()
+        return resume
     }
 }

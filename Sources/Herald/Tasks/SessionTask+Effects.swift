@@ -34,6 +34,8 @@ struct RetryAnnouncement {
     var error: HeraldError
     var response: HTTPResponse?
     var delay: TimeInterval
+    /// The byte a download's next attempt continues from; `nil` when it starts over.
+    var continuesFromByte: Int64?
 }
 
 extension SessionTask {

@@ -102,7 +102,7 @@ extension SessionTask {
         runOnHookQueue { [self] in
             switch await interceptor.retry(context) {
             case .doNotRetry:
-                finishHop(outcome, error: outcome.error)
+                finishHop(outcome, error: finalError(of: outcome, failure: failure, attempt: attempt))
             case .retry:
                 scheduleRetry(after: outcome, failure: failure, delay: 0, interceptor: interceptor)
             case .retryWithDelay(let delay):
@@ -121,6 +121,7 @@ extension SessionTask {
         after outcome: TaskOutcome, failure: HeraldError, delay: TimeInterval, interceptor: any RequestInterceptor
     ) {
         let delay = delay.isNaN ? 0 : min(Self.maximumRetryDelay, max(0, delay))
+        let continuesFromByte = prepareRetry(after: outcome)
         let timer = DispatchWorkItem { [self] in startAttempt(with: interceptor) }
         transition({ $0.retryScheduled(timer, after: outcome.metrics) }) { action in
             switch action {
@@ -130,7 +131,9 @@ extension SessionTask {
                 [
                     .announceRetry(
                         self,
-                        RetryAnnouncement(attempt: attempt, error: failure, response: outcome.response, delay: delay)),
+                        RetryAnnouncement(
+                            attempt: attempt, error: failure, response: outcome.response, delay: delay,
+                            continuesFromByte: continuesFromByte)),
                     .schedule(timer, delay: delay),
                 ]
             }
@@ -157,7 +160,8 @@ extension SessionEventPoster {
         let payload = TaskRetry(
             taskIdentifier: subject.taskIdentifier, sessionIdentifier: sessionIdentifier,
             request: task.requestSummary, date: Date(),
-            attempt: retry.attempt, error: retry.error, response: retry.response, delay: retry.delay)
+            attempt: retry.attempt, error: retry.error, response: retry.response, delay: retry.delay,
+            continuesFromByte: retry.continuesFromByte)
         let center = center
         async { center.post(.taskWillRetry, object: subject, userInfo: payload) }
     }

@@ -42,6 +42,10 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         var progress = ProgressSlots()
         /// This task's own interceptor (see ``SessionTask/interceptor``).
         var interceptor: (any RequestInterceptor)?
+        /// What a download's current attempt continues: its partial file's byte count and validator, sent as
+        /// `Range` and `If-Range`; `nil` when the attempt asks for the whole body. Set when the task is made
+        /// (from resume data) and when a retry is decided.
+        var downloadContinuation: DownloadResumeData?
         /// The task's hook queue and its executor, made on first use (see ``SessionTask/hooks``): most
         /// tasks never need one.
         var hooks: HookQueueExecutor?
@@ -326,6 +330,17 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     func makeTransferRequest(for request: Request) -> TransferRequest {
         session.transferRequest(for: request, body: request.body.map { .data($0) })
     }
+
+    /// The error a task completes with when the retrier declined to send attempt number `attempt` again,
+    /// after it was shown `failure`: the transfer's own error, if any. A download overrides it. Hook queue.
+    func finalError(of outcome: TaskOutcome, failure: HeraldError, attempt: Int) -> HeraldError? {
+        outcome.error
+    }
+
+    /// Prepares the next attempt after the failed `outcome`, once a retry is decided; returns the byte that
+    /// attempt continues from, `nil` when it starts over. Only a download continues: other tasks send their
+    /// request again as it was. Hook queue.
+    func prepareRetry(after outcome: TaskOutcome) -> Int64? { nil }
 
     /// Turns the transfer's outcome into what the completion handler and `taskDidComplete` carry. Runs
     /// once per task, before the completion handler: on the session's own completion queue, or on the hook

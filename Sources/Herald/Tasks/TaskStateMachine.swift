@@ -32,7 +32,7 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
         var sendsCredential: Bool
         /// The download task the data task became while this transfer ran
         /// (``ResponseDisposition/becomeDownload``): the task that completes. Such a transfer leads to no
-        /// other: no hop, no retry, no wait for a network.
+        /// hop and no wait for a network, only to a retry (as a download: see ``becameDownload``).
         var download: Download?
     }
 
@@ -80,6 +80,9 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
     private var callbacks: TaskCallbacks
     /// Those waiting for a finished transfer's outcome to be held (see ``whenHoldingOutcome(_:)``).
     private var holdWaiters: [@Sendable () -> Void] = []
+    /// The download task the data task became (``ResponseDisposition/becomeDownload``), for good: its retries
+    /// are that download's attempts, and it is the task that completes, whichever transfer ends it.
+    private var becameDownload: Download?
 
     /// A new task's machine, suspended, with the completion and progress handlers its factory was given.
     init(callbacks: TaskCallbacks = TaskCallbacks()) {
@@ -116,11 +119,8 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
     /// The download task the data task became, until the task completes: the task object that runs it from then
     /// on.
     var downloadTask: Download? {
-        switch state {
-        case .running(.transferring(let inFlight)), .suspended(.transferring(let inFlight)): inFlight.download
-        case .suspended(.holding(_, let download)), .canceling(_, let download): download
-        default: nil
-        }
+        if case .completed = state { return nil }
+        return becameDownload
     }
 
     /// Whether a transfer finished while the task was suspended and its outcome waits for a resume or a cancel.
@@ -241,7 +241,7 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
         case .canceling, .completed:
             return .none
         case .running(.transferring(let inFlight)), .suspended(.transferring(let inFlight)):
-            state = .canceling(stopping: inFlight.transfer, download: inFlight.download)
+            state = .canceling(stopping: inFlight.transfer, download: becameDownload)
             return .stop(inFlight.transfer)
         case .suspended(.notStarted):
             state = .completed
@@ -255,12 +255,14 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
             // The prepared transfer never reached the engine.
             state = .completed
             return .complete(
-                Completion(outcome: reported(withLastResponse: cancelled), wasCancelled: true, download: nil),
+                Completion(
+                    outcome: reported(withLastResponse: cancelled), wasCancelled: true, download: becameDownload),
                 retryTimer: nil)
         case .running(.betweenTransfers(let timer)), .suspended(.betweenTransfers(let timer)):
             state = .completed
             return .complete(
-                Completion(outcome: reported(withLastResponse: cancelled), wasCancelled: true, download: nil),
+                Completion(
+                    outcome: reported(withLastResponse: cancelled), wasCancelled: true, download: becameDownload),
                 retryTimer: timer)
         }
     }
@@ -372,13 +374,14 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
     // MARK: - between transfers
 
     /// The transfer in the engine ends, and leads to another transfer. Returns it, or `nil` when the task no
-    /// longer runs it (cancelled meanwhile) or it became a download: then the task completes instead.
-    private mutating func endTransfer(_ event: String) -> InFlight? {
+    /// longer runs it (cancelled meanwhile) or it became a download (unless `allowingDownload`: a retry
+    /// continues the download): then the task completes instead.
+    private mutating func endTransfer(_ event: String, allowingDownload: Bool = false) -> InFlight? {
         switch state {
-        case .running(.transferring(let inFlight)) where inFlight.download == nil:
+        case .running(.transferring(let inFlight)) where allowingDownload || inFlight.download == nil:
             state = .running(.betweenTransfers(retryTimer: nil))
             return inFlight
-        case .suspended(.transferring(let inFlight)) where inFlight.download == nil:
+        case .suspended(.transferring(let inFlight)) where allowingDownload || inFlight.download == nil:
             state = .suspended(.betweenTransfers(retryTimer: nil))
             return inFlight
         case .running(.transferring), .suspended(.transferring), .canceling, .completed:
@@ -427,14 +430,15 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
     enum RetryQuestionAction {
         /// Ask the retrier about attempt number `attempt`, which sent `request` (`nil`: the original request).
         case ask(request: Request?, attempt: Int)
-        /// The task no longer runs that transfer, or it became a download: complete the task with the outcome.
+        /// The task no longer runs that transfer: complete the task with the outcome.
         case complete
     }
 
     /// The transfer in the engine failed (`response`, if any, is the failure's) and the retrier is to be asked
-    /// about it; the task is between transfers meanwhile.
+    /// about it; the task is between transfers meanwhile. A transfer that became a download is asked about
+    /// too: its retry is the download's next attempt.
     mutating func retryAsked(response: HTTPResponse?) -> RetryQuestionAction {
-        guard endTransfer("a retry was asked") != nil else { return .complete }
+        guard endTransfer("a retry was asked", allowingDownload: true) != nil else { return .complete }
         if let response { report.response = response }
         return .ask(request: hops.attemptRequest, attempt: hops.attempt)
     }
@@ -556,10 +560,12 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
         case .running(.transferring(var inFlight)) where inFlight.transfer === transfer && inFlight.download == nil:
             inFlight.download = download
             state = .running(.transferring(inFlight))
+            becameDownload = download
             return .become
         case .suspended(.transferring(var inFlight)) where inFlight.transfer === transfer && inFlight.download == nil:
             inFlight.download = download
             state = .suspended(.transferring(inFlight))
+            becameDownload = download
             return .become
         default:
             return .none
@@ -587,16 +593,10 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
             return .none
         case .suspended(.notStarted):
             preconditionFailure("a task that never started completed with an outcome")
-        case .suspended(let work) where outcome.error == nil:
+        case .suspended where outcome.error == nil:
             // `suspend()` won the race against the transfer's end: a suspended task never completes
             // successfully, so the result waits for a resume.
-            let download: Download? =
-                switch work {
-                case .transferring(let inFlight): inFlight.download
-                case .holding(_, let download): download
-                default: nil
-                }
-            state = .suspended(.holding(outcome, download: download))
+            state = .suspended(.holding(outcome, download: becameDownload))
             defer { holdWaiters = [] }
             return .hold(waiters: holdWaiters)
         case .canceling(_, let download):

@@ -17,10 +17,18 @@ struct ByteStreamOptions: Sendable, Equatable {
     var acceptsRanges: Bool
     /// The pause between the head and the first body byte, in milliseconds: the head is flushed at once.
     var headDelayMilliseconds: Int
+    /// The key the server counts this URL's requests under, for ``dropAfter`` and ``changesAfterFirst``.
+    var key: String?
+    /// The first request with ``key`` gets this many body bytes, then a normal close (FIN) short of the length.
+    var dropAfter: Int?
+    /// Whether the requests with ``key`` after the first get a changed representation: another `ETag` and
+    /// `Last-Modified`, and byte `i` is `UInt8((i + 1) % 251)`.
+    var changesAfterFirst: Bool
 
     init(
         count: Int, isChunked: Bool = false, chunkSize: Int = 64 << 10, delayMilliseconds: Int = 0,
-        acceptsRanges: Bool = true, headDelayMilliseconds: Int = 0
+        acceptsRanges: Bool = true, headDelayMilliseconds: Int = 0, key: String? = nil, dropAfter: Int? = nil,
+        changesAfterFirst: Bool = false
     ) {
         self.count = count
         self.isChunked = isChunked
@@ -28,6 +36,9 @@ struct ByteStreamOptions: Sendable, Equatable {
         self.delayMilliseconds = delayMilliseconds
         self.acceptsRanges = acceptsRanges
         self.headDelayMilliseconds = headDelayMilliseconds
+        self.key = key
+        self.dropAfter = dropAfter
+        self.changesAfterFirst = changesAfterFirst
     }
 
     init(count: String, query: RouteQuery) throws {
@@ -37,10 +48,17 @@ struct ByteStreamOptions: Sendable, Equatable {
             chunkSize: try query.integer("chunkSize", default: 64 << 10, in: 1...Self.maximumChunkSize),
             delayMilliseconds: try query.integer("delayMs", default: 0, in: 0...60_000),
             acceptsRanges: query.value("ranges") != "0",
-            headDelayMilliseconds: try query.integer("headDelayMs", default: 0, in: 0...60_000)
+            headDelayMilliseconds: try query.integer("headDelayMs", default: 0, in: 0...60_000),
+            key: query.value("key"),
+            dropAfter: query.value("dropAfter") == nil
+                ? nil : try query.integer("dropAfter", default: 0, in: 0...Self.maximumCount),
+            changesAfterFirst: query.flag("changed")
         )
     }
 
     /// The strong validator of the representation; it depends only on the size because the content does.
     var entityTag: String { "\"herald-bytes-\(count)\"" }
+
+    /// The strong validator of the changed representation (see ``changesAfterFirst``).
+    var changedEntityTag: String { "\"herald-bytes-\(count)-changed\"" }
 }

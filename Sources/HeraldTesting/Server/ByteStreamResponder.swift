@@ -12,6 +12,8 @@ import NIOHTTP1
 /// send buffer is full, the client not reading — it counts a blocked send (``TestServerStatistics/sendBlockedCount``).
 final class ByteStreamResponder: StreamingResponder {
     private static let lastModified = "Mon, 01 Jan 2024 00:00:00 GMT"
+    /// The `Last-Modified` of the changed representation (see ``ByteStreamOptions/changesAfterFirst``).
+    private static let changedLastModified = "Tue, 02 Jan 2024 00:00:00 GMT"
 
     private let writer: ResponseWriter
     private let options: ByteStreamOptions
@@ -21,15 +23,26 @@ final class ByteStreamResponder: StreamingResponder {
     private var isWaitingForDelay = false
     private var isFinished = false
     private let onFinish: () -> Void
+    /// Where the body stops short with a close (the first keyed request of a `dropAfter` URL).
+    private let dropOffset: Int?
+    /// Whether this response serves the changed representation.
+    private let isChanged: Bool
 
-    /// - Parameter onFinish: Called once the final write has been issued, or when the stream is cancelled.
-    init(writer: ResponseWriter, options: ByteStreamOptions, onFinish: @escaping () -> Void) {
+    /// - Parameters:
+    ///   - attempt: The number of this request among those with the options' key, from 1 (1 without a key).
+    ///   - onFinish: Called once the final write has been issued, or when the stream is cancelled.
+    init(writer: ResponseWriter, options: ByteStreamOptions, attempt: Int = 1, onFinish: @escaping () -> Void) {
         self.writer = writer
         self.options = options
         self.nextOffset = 0
         self.endOffset = options.count
         self.onFinish = onFinish
+        self.dropOffset = attempt == 1 ? options.dropAfter.map { min($0, options.count) } : nil
+        self.isChanged = attempt > 1 && options.changesAfterFirst
     }
+
+    private var entityTag: String { isChanged ? options.changedEntityTag : options.entityTag }
+    private var lastModified: String { isChanged ? Self.changedLastModified : Self.lastModified }
 
     /// Writes the head, then as much of the body as the channel accepts.
     func start() {
@@ -71,8 +84,8 @@ final class ByteStreamResponder: StreamingResponder {
     private func writeHead() -> HTTPResponseStatus? {
         var headers: HTTPHeaders = [
             "Content-Type": "application/octet-stream",
-            "ETag": options.entityTag,
-            "Last-Modified": Self.lastModified,
+            "ETag": entityTag,
+            "Last-Modified": lastModified,
             "Accept-Ranges": options.acceptsRanges ? "bytes" : "none",
         ]
         switch requestedRange() {
@@ -99,7 +112,7 @@ final class ByteStreamResponder: StreamingResponder {
         let headers = writer.request.head.headers
         guard options.acceptsRanges else { return .full }
         // If-Range: serve the range only if the client's validator still matches, else the whole representation.
-        if let validator = headers["if-range"].first, validator != options.entityTag, validator != Self.lastModified {
+        if let validator = headers["if-range"].first, validator != entityTag, validator != lastModified {
             return .full
         }
         return ByteRange(header: headers["range"].first, count: options.count)
@@ -116,7 +129,8 @@ final class ByteStreamResponder: StreamingResponder {
     private func pump() {
         let channel = writer.context.channel
         guard !isFinished, !isWaitingForDelay else { return }
-        while nextOffset < endOffset, channel.isWritable {
+        if let dropOffset, nextOffset >= dropOffset { return drop() }
+        while nextOffset < min(endOffset, dropOffset ?? endOffset), channel.isWritable {
             writeChunk()
             if options.delayMilliseconds > 0, nextOffset < endOffset {
                 // Marked before the flush: a flush that drains the socket fires channelWritabilityChanged
@@ -131,7 +145,9 @@ final class ByteStreamResponder: StreamingResponder {
                 return
             }
         }
-        if nextOffset == endOffset {
+        if let dropOffset, nextOffset >= dropOffset {
+            drop()
+        } else if nextOffset == endOffset {
             finish()
         } else {
             // Not writable: flush what is queued and wait for channelWritabilityChanged.
@@ -141,14 +157,27 @@ final class ByteStreamResponder: StreamingResponder {
     }
 
     private func writeChunk() {
-        let length = min(options.chunkSize, endOffset - nextOffset)
+        let length = min(options.chunkSize, min(endOffset, dropOffset ?? endOffset) - nextOffset)
         let recorder = writer.recorder
         queuedBytes += length
         recorder.queuedBodyBytes(queuedBytes)
-        writer.writeBody(BytePattern.slice(at: nextOffset, length: length)).assumeIsolated().whenComplete { _ in
+        let slice = BytePattern.slice(at: nextOffset + (isChanged ? 1 : 0), length: length)
+        writer.writeBody(slice).assumeIsolated().whenComplete { _ in
             self.queuedBytes -= length
         }
         nextOffset += length
+    }
+
+    /// Closes the connection (FIN) once the bytes written so far are out, short of the declared length.
+    private func drop() {
+        guard !isFinished else { return }
+        isFinished = true
+        let context = writer.context
+        // Writes complete in order: once this empty one has, every byte before it is out.
+        let flushed = writer.writeBody(context.channel.allocator.buffer(capacity: 0))
+        context.flush()
+        flushed.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        onFinish()
     }
 
     private func finish() {

@@ -48,6 +48,11 @@ import NIOPosix
 ///   - `?delayMs=D`: wait `D` ms (0...60000) between writes.
 ///   - `?headDelayMs=H`: send the head at once and the first body byte `H` ms (0...60000) later.
 ///   - `?ranges=0`: ignore `Range` and send `Accept-Ranges: none`.
+///   - `?key=K&dropAfter=D`: the first request with key `K` (counted per server, apart from `/flaky`'s keys)
+///     gets `D` body bytes, then a normal close (FIN) short of its declared length; the later ones are served whole.
+///   - `?key=K&changed=1`: the requests with key `K` after the first get a changed representation, with
+///     `ETag: "herald-bytes-{n}-changed"`, another `Last-Modified` and byte `i` being `UInt8((i + 1) % 251)`;
+///     an `If-Range` naming the first one's validator then gets the whole body with `200`.
 ///
 ///   Resumption: responses carry `Accept-Ranges: bytes`, `ETag: "herald-bytes-{n}"` and a fixed `Last-Modified`.
 ///   A single `Range: bytes=a-b`, `bytes=a-` or `bytes=-s` gets `206 Partial Content` with `Content-Range`; a range

@@ -90,7 +90,10 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
         let writer = ResponseWriter(context: context, request: request, recorder: recorder)
         switch request.route {
         case .bytes(let options):
-            let stream = ByteStreamResponder(writer: writer, options: options) { [weak self] in self?.stream = nil }
+            let attempt = options.key.map { counters.next(for: "bytes:" + $0) } ?? 1
+            let stream = ByteStreamResponder(writer: writer, options: options, attempt: attempt) { [weak self] in
+                self?.stream = nil
+            }
             self.stream = stream
             stream.start()
         case .events(let options):

@@ -18,14 +18,6 @@ struct DownloadingFilesSnippets {
         }
     }
 
-    /// Polls until `task` has written at least `bytes` bytes of its body.
-    static func waitForBytes(_ bytes: Int64, of task: SessionTask) async throws {
-        let deadline = ContinuousClock.now + .seconds(20)
-        while task.downloadProgress.completedUnitCount < bytes {
-            guard ContinuousClock.now < deadline else { throw HeraldError(.timedOut, "No body bytes arrived.") }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-    }
 
     @Test("download(for:to:) moves the body to the destination, a 404 page as well")
     func downloadToFile() async throws {
@@ -167,11 +159,12 @@ struct DownloadingFilesSnippets {
         let url = server.url("/bytes/\(size)?chunkSize=16384&delayMs=20")
         let destination = scratch.url.appendingPathComponent("archive.tar")
         let broken = try session.downloadTask(with: Request(url: server.url("/json")))  // never resumed
+        let written = BytesWrittenThreshold(atLeast: 64 << 10, on: session)
 
         let big = try session.downloadTask(with: Request(url: url))
         big.resume()
 
-        try await Self.waitForBytes(64 << 10, of: big)
+        try await written.wait()
         let resumeData: Data? = await withCheckedContinuation { continuation in
             big.cancel(byProducingResumeData: { continuation.resume(returning: $0) })
         }
@@ -240,27 +233,39 @@ struct DownloadingFilesSnippets {
         try await Self.tearDown(session, scratch, server)
     }
 
-    @Test("the async forms: a resumable failure keeps its partial file, which nothing refers to")
-    func asyncFailureKeepsPartialFile() async throws {
+    @Test("the async forms: a resumable failure throws its resume data, and download(resumingWith:) completes it")
+    func asyncFailureCarriesResumeData() async throws {
         let server = try await TestServer.start()
         let scratch = try ScratchDirectory()
         var configuration = SessionConfiguration()
         configuration.timeoutIntervalForRequest = 8
         configuration.temporaryDirectory = scratch.url
-        let session = SessionManager(configuration: configuration, notificationCenter: NotificationHub())
-        let destination = scratch.url.appendingPathComponent("never.bin")
-        await #expect(throws: HeraldError.self) {
-            try await session.download(
-                for: Request(url: server.url("/bytes/60000?chunkSize=40000&delayMs=60000")), to: destination)
+        let (session, recorder) = Self.recordingSession(configuration)
+        let url = server.url("/bytes/60000?chunkSize=40000&delayMs=60000")
+        let destination = scratch.url.appendingPathComponent("archive.tar")
+
+        do throws(HeraldError) {
+            let (fileURL, _) = try await session.download(for: Request(url: url), to: destination)
+            print("saved to", fileURL.path)
+        } catch {
+            guard let resumeData = error.resumeData else { throw error }
+            // The partial file is kept for the resume data: continue now, or keep the data for later.
+            let (fileURL, response) = try await session.download(resumingWith: resumeData, to: destination)
+            print(response.statusCode, "saved to", fileURL.path)
         }
-        let kept = Self.partialFiles(under: scratch.url)
-        #expect(kept.count == 1)
-        #expect(kept.first.flatMap { PatternFile.size(of: $0) } == 40_000)
-        #expect(!FileManager.default.fileExists(atPath: destination.path))
+
+        let failed: HeraldError = try #require(recorder.completions.first?.error)
+        #expect(failed.code == .timedOut)
+        #expect(failed.resumeData != nil)
+        #expect(recorder.completions.last?.error == nil)
+        #expect(try PatternFile.matches(destination, count: 60_000))
+        #expect(server.requests.last?.headerValue("Range") == "bytes=40000-")
+        // The file that was partial is now the destination: nothing is left behind.
+        #expect(Self.partialFiles(under: scratch.url).isEmpty)
         try await Self.tearDown(session, scratch, server)
     }
 
-    @Test("a retried download asks for the whole body again: no Range, the file rewritten from byte 0")
+    @Test("a retried download continues when it can, else starts over; an error status left after the retries fails")
     func retries() async throws {
         let server = try await TestServer.start()
         let scratch = try ScratchDirectory()
@@ -276,7 +281,7 @@ struct DownloadingFilesSnippets {
         #expect(recorder.timeline(ofTask: patient.taskIdentifier) == [.resume, .retry, .complete])
         #expect(try String(contentsOf: destination, encoding: .utf8) == #"{"attempt":2,"key":"patient"}"#)
 
-        // A transfer broken mid-body is retried from its first byte, without Range.
+        // A transfer broken mid-body whose response had no validator is retried from its first byte, without Range.
         let fast = RetryPolicy(retryLimit: 1, backoffScale: 0.01, maximumBackoff: 0.05)
         let cut = try session.downloadTask(with: Request(url: server.url("/fault/reset-mid-body?bytes=50000")))
         cut.interceptor = fast
@@ -288,10 +293,12 @@ struct DownloadingFilesSnippets {
         // which the engine makes inside one attempt), none of them asking for a range.
         #expect(cutRequests.count >= 2)
         #expect(cutRequests.allSatisfy { $0.headerValue("Range") == nil })
+        let cutRetry: TaskRetry? = recorder.events.compactMap(\.retry).first { $0.taskIdentifier == cut.taskIdentifier }
+        #expect(cutRetry != nil && cutRetry?.continuesFromByte == nil)
         #expect(cut.error != nil && cut.resumeDataAfterFailure == nil)
         #expect(!FileManager.default.fileExists(atPath: cut.temporaryURL.path))
 
-        // An error status still there when the retries are spent is a complete transfer: its body is moved.
+        // An error status still there when the retries are spent fails the task with it: nothing is moved.
         let spent = scratch.url.appendingPathComponent("spent.txt")
         let stubborn = try session.downloadTask(
             with: Request(url: server.url("/flaky?key=stubborn&fail=5")), destination: { _, _ in spent })
@@ -299,12 +306,16 @@ struct DownloadingFilesSnippets {
         stubborn.resume()
         try await recorder.waitForCompletions(3)
         #expect(recorder.timeline(ofTask: stubborn.taskIdentifier) == [.resume, .retry, .complete])
-        #expect(stubborn.error == nil && stubborn.response?.statusCode == 503)
-        #expect(FileManager.default.fileExists(atPath: spent.path))
+        let stubbornError: HeraldError? = stubborn.error
+        #expect(stubbornError?.code == .unacceptableStatusCode)
+        #expect(stubbornError?.statusCode == 503)
+        #expect(stubborn.response?.statusCode == 503)
+        #expect(!FileManager.default.fileExists(atPath: spent.path))
+        #expect(!FileManager.default.fileExists(atPath: stubborn.temporaryURL.path))
         try await Self.tearDown(session, scratch, server)
     }
 
-    @Test("a task from resume data that gets a 503 fails with cannotResume, is not retried, and loses its file")
+    @Test("a task from resume data answered 503 keeps its partial file, is retried with Range, and fails with 503")
     func resumedErrorStatus() async throws {
         let server = try await TestServer.start()
         let scratch = try ScratchDirectory()
@@ -320,10 +331,41 @@ struct DownloadingFilesSnippets {
         task.interceptor = RetryPolicy(retryLimit: 2, backoffScale: 0.01, maximumBackoff: 0.05)
         task.resume()
         try await recorder.waitForCompletions(1)
-        #expect(recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
-        #expect(task.error?.code == .cannotResume)
-        #expect(server.requests(forPath: "/flaky").count == 1)
-        #expect(!FileManager.default.fileExists(atPath: partial.path))
+        #expect(recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .retry, .retry, .complete])
+        let retries: [TaskRetry] = recorder.events.compactMap(\.retry)
+        let offsets: [Int64?] = retries.map(\.continuesFromByte)
+        let statuses: [Int?] = retries.map(\.error.statusCode)
+        #expect(offsets == [Int64(1000), Int64(1000)])
+        #expect(statuses == [503, 503])
+        let error: HeraldError = try #require(task.error)
+        #expect(error.code == .unacceptableStatusCode)
+        #expect(error.statusCode == 503)
+        // Every attempt asked for the rest, and no error page was written over the partial file.
+        let requests = server.requests(forPath: "/flaky")
+        #expect(requests.count == 3)
+        #expect(requests.allSatisfy { $0.headerValue("Range") == "bytes=1000-" })
+        #expect(requests.allSatisfy { $0.headerValue("If-Range") == "\"e\"" })
+        #expect(PatternFile.size(of: partial) == 1000)
+        #expect(try Data(contentsOf: partial) == Data(TestServer.expectedBytes(in: 0..<1000)))
+        // The resume data is kept, on the task and on the error, for a later try.
+        let kept: Data? = task.resumeDataAfterFailure
+        #expect(kept != nil)
+        #expect(error.resumeData == kept)
+
+        // A server that recovers: the retry's 200 (no range) writes the file from byte 0.
+        let fields: [String: Any] = [
+            "format": "herald.download-resume-data", "version": 1,
+            "url": server.url("/flaky?key=recovering&fail=1").absoluteString, "headers": [[String]](),
+            "bytesReceived": 1000, "entityTag": "\"e\"", "partialFilePath": partial.path,
+        ]
+        let recovering = try JSONSerialization.data(withJSONObject: fields)
+        let second = try session.downloadTask(withResumeData: recovering)
+        second.interceptor = RetryPolicy(retryLimit: 2, backoffScale: 0.01, maximumBackoff: 0.05)
+        second.resume()
+        try await recorder.waitForCompletions(2)
+        #expect(recorder.timeline(ofTask: second.taskIdentifier) == [.resume, .retry, .complete])
+        #expect(second.error == nil && second.response?.statusCode == 200)
+        #expect(try String(contentsOf: partial, encoding: .utf8) == #"{"attempt":2,"key":"recovering"}"#)
         try await Self.tearDown(session, scratch, server)
     }
 
@@ -361,6 +403,49 @@ struct DownloadingFilesSnippets {
         try await recorder.waitForCompletions(2)
         #expect(recorder.completions.last?.assetPath == nil)
         try await Self.tearDown(session, scratch, server)
+    }
+
+    /// Awaits, with a timeout, the first write that brings one of `session`'s downloads to `bytes` bytes,
+    /// through the session's `downloadTaskDidWriteData` hook: the test wakes on that event, never polls.
+    final class BytesWrittenThreshold: Sendable {
+        private struct State {
+            var reached = false
+            var waiter: CheckedContinuation<Void, any Error>?
+        }
+        private let state = Locked(State())
+
+        /// Takes over `session`'s `downloadTaskDidWriteData` hook; make it before resuming the task.
+        init(atLeast bytes: Int64, on session: SessionManager) {
+            session.downloadTaskDidWriteData = { [state] _, _, total, _ in
+                guard total >= bytes else { return }
+                let waiter = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+                    state.reached = true
+                    defer { state.waiter = nil }
+                    return state.waiter
+                }
+                waiter?.resume()
+            }
+        }
+
+        /// Returns once the threshold is reached; throws `timedOut` when `timeout` passes first.
+        func wait(timeout: Duration = .seconds(20)) async throws {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let reached = state.withLock { state -> Bool in
+                    if !state.reached { state.waiter = continuation }
+                    return state.reached
+                }
+                if reached { return continuation.resume() }
+                // Started once the waiter is registered: the deadline can't be missed.
+                Task { [state] in
+                    try? await Task.sleep(for: timeout)
+                    let expired = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+                        defer { state.waiter = nil }
+                        return state.waiter
+                    }
+                    expired?.resume(throwing: HeraldError(.timedOut, "The download never wrote that many bytes."))
+                }
+            }
+        }
     }
 
     /// A session posting to a center of its own, and a recorder on that center.

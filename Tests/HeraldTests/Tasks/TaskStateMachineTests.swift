@@ -333,13 +333,21 @@ struct TaskStateMachineTests {
         #expect(Self.name(action) == (becomes ? "become" : "none"))
         #expect((machine.downloadTask === download) == becomes)
         if becomes {
-            // Once a download, the transfer leads to no other: its end completes the task.
+            // Once a download, the transfer leads to no hop and no wait: its end completes the task.
             let response = HTTPResponse(url: Self.url, statusCode: 302, headers: [:])
             var hop = machine
             guard case .complete = hop.hopEnds(sent: "GET /a", response: response, metrics: nil, isChallenge: false)
             else { Issue.record("expected .complete"); return }
+            // A retry is the download's next attempt: asked, and the task stays the download through it.
             var retry = machine
-            guard case .complete = retry.retryAsked(response: nil) else { Issue.record("expected .complete"); return }
+            guard case .ask = retry.retryAsked(response: nil) else { Issue.record("expected .ask"); return }
+            #expect(retry.downloadTask === download)
+            guard case .schedule = retry.retryScheduled(DispatchWorkItem {}, after: nil) else {
+                Issue.record("expected .schedule")
+                return
+            }
+            guard case .complete(let cancelled, _) = retry.cancel() else { Issue.record("expected .complete"); return }
+            #expect(cancelled.download === download)
             var wait = machine
             guard case .complete = wait.connectivityWaitBegins(DispatchWorkItem {}, after: nil) else {
                 Issue.record("expected .complete")

@@ -1,0 +1,149 @@
+import Foundation
+import Herald
+import HeraldNotifications
+import HeraldTesting
+import Testing
+
+/// A retried download continues from the bytes its file already holds, with `Range` and `If-Range`, when
+/// the first response allowed it; a changed resource starts over; a data task that became a download is
+/// retried as that download.
+@Suite("Download retries")
+struct DownloadRetryTests {
+    static let fast = RetryPolicy(retryLimit: 2, backoffScale: 0.01, maximumBackoff: 0.05)
+    static let size = 200_000
+    /// Where the first answer stops: 40% of the body.
+    static let dropped = 80_000
+
+    @Test("a download dropped at 40% is retried with one Range request from the bytes written: byte-exact")
+    func continuesAfterDrop() async throws {
+        let server = try await TestServer.start()
+        let scratch = try ScratchDirectory()
+        let session = SessionManager(notificationCenter: NotificationHub())
+        let recorder = RecordingObserver(center: session.notificationCenter)
+        let path = "/bytes/\(Self.size)"
+        let destination = scratch.url.appendingPathComponent("archive.bin")
+        let task = try session.downloadTask(
+            with: Request(url: server.url("\(path)?key=drop&dropAfter=\(Self.dropped)&chunkSize=16384")),
+            destination: { _, _ in destination })
+        task.interceptor = Self.fast
+        task.resume()
+
+        try await recorder.waitForCompletions(1)
+        #expect(recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .retry, .complete])
+        let retry = try #require(recorder.events.compactMap(\.retry).first)
+        #expect(retry.error.code == .networkConnectionLost)
+        #expect(retry.continuesFromByte == Int64(Self.dropped))
+        #expect(task.error == nil && task.response?.statusCode == 206)
+
+        let requests = server.requests(forPath: path)
+        #expect(requests.count == 2)
+        let ranged = requests.filter { $0.headerValue("Range") != nil }
+        #expect(ranged.count == 1)
+        #expect(ranged.first?.headerValue("Range") == "bytes=\(Self.dropped)-")
+        #expect(ranged.first?.headerValue("If-Range") == "\"herald-bytes-\(Self.size)\"")
+        #expect(ranged.first?.responseStatus == 206)
+        #expect(requests.first?.bodyBytesSent == Self.dropped)
+        #expect(try PatternFile.matches(destination, count: Self.size))
+        #expect(task.downloadProgress.completedUnitCount == Int64(Self.size))
+        try await Self.tearDown(session, scratch, server)
+    }
+
+    @Test("a resource that changed meanwhile (If-Range no longer matches: 200) is written again from byte 0")
+    func startsOverWhenChanged() async throws {
+        let server = try await TestServer.start()
+        let scratch = try ScratchDirectory()
+        let session = SessionManager(notificationCenter: NotificationHub())
+        let recorder = RecordingObserver(center: session.notificationCenter)
+        let path = "/bytes/\(Self.size)"
+        let destination = scratch.url.appendingPathComponent("changed.bin")
+        let task = try session.downloadTask(
+            with: Request(url: server.url("\(path)?key=changed&dropAfter=\(Self.dropped)&changed=1&chunkSize=16384")),
+            destination: { _, _ in destination })
+        task.interceptor = Self.fast
+        task.resume()
+
+        try await recorder.waitForCompletions(1)
+        #expect(recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .retry, .complete])
+        #expect(recorder.events.compactMap(\.retry).first?.continuesFromByte == Int64(Self.dropped))
+        #expect(task.error == nil && task.response?.statusCode == 200)
+        let requests = server.requests(forPath: path)
+        #expect(requests.count == 2)
+        #expect(requests.last?.headerValue("Range") == "bytes=\(Self.dropped)-")
+        #expect(requests.last?.headerValue("If-Range") == "\"herald-bytes-\(Self.size)\"")
+        #expect(requests.last?.responseStatus == 200)
+        #expect(requests.last?.bodyBytesSent == Self.size)
+        // The changed representation, whole: not the first version's bytes with the second's spliced on.
+        let changed = Data(TestServer.expectedBytes(in: 1..<(Self.size + 1)))
+        #expect(try Data(contentsOf: destination) == changed)
+        try await Self.tearDown(session, scratch, server)
+    }
+
+    @Test("a data task that became a download is retried as that download, continuing its file")
+    func becameDownloadIsRetried() async throws {
+        let server = try await TestServer.start()
+        let scratch = try ScratchDirectory()
+        let session = SessionManager(notificationCenter: NotificationHub())
+        let recorder = RecordingObserver(center: session.notificationCenter)
+        let size = 2_000_000
+        let path = "/bytes/\(size)"
+        let downloads = scratch.url
+        session.dataTaskDidReceiveResponse = { _, _ in .becomeDownload }
+        session.downloadTaskDidFinishDownloading = { _, _, response in
+            downloads.appendingPathComponent(response.suggestedFilename)
+        }
+        let delivered = Locked<URL?>(nil)
+        let fetch = try session.dataTask(with: Request(url: server.url("\(path)?key=become&dropAfter=800000"))) {
+            _, object, _ in
+            delivered.withLock { $0 = object as? URL }
+        }
+        fetch.interceptor = Self.fast
+        fetch.resume()
+
+        try await recorder.waitForCompletions(1)
+        #expect(recorder.timeline(ofTask: fetch.taskIdentifier) == [.resume, .retry, .complete])
+        #expect(recorder.events.compactMap(\.retry).first?.continuesFromByte == 800_000)
+        let saved = scratch.url.appendingPathComponent("\(size)")
+        #expect(recorder.completions.first?.error == nil)
+        #expect(recorder.completions.first?.assetPath == saved)
+        #expect(delivered.withLock { $0 } == saved)
+        let requests = server.requests(forPath: path)
+        #expect(requests.count == 2)
+        #expect(requests.last?.headerValue("Range") == "bytes=800000-")
+        #expect(requests.last?.responseStatus == 206)
+        #expect(try PatternFile.matches(saved, count: size))
+        try await Self.tearDown(session, scratch, server)
+    }
+
+    @Test("cancelled while waiting for its retry, a data task that became a download completes as the download")
+    func becameDownloadCancelledBetweenAttempts() async throws {
+        let server = try await TestServer.start()
+        let scratch = try ScratchDirectory()
+        let session = SessionManager(notificationCenter: NotificationHub())
+        let recorder = RecordingObserver(center: session.notificationCenter)
+        session.dataTaskDidReceiveResponse = { _, _ in .becomeDownload }
+        let became = Locked<DownloadTask?>(nil)
+        session.dataTaskDidBecomeDownloadTask = { _, download in became.withLock { $0 = download } }
+        let fetch = try session.dataTask(
+            with: Request(url: server.url("/bytes/\(Self.size)?key=wait&dropAfter=\(Self.dropped)")))
+        // A delay long enough that the cancel always comes first.
+        fetch.interceptor = RetryPolicy(retryLimit: 1, backoffScale: 60, maximumBackoff: 60, jitter: 0)
+        fetch.resume()
+
+        try await recorder.waitUntil { events in events.contains { $0.kind == .retry } }
+        fetch.cancel()
+        try await recorder.waitForCompletions(1)
+        #expect(recorder.timeline(ofTask: fetch.taskIdentifier) == [.resume, .retry, .complete])
+        #expect(recorder.completions.first?.error?.code == .cancelled)
+        // Completed as the download: its partial file is deleted, as any cancelled download's is.
+        let download = try #require(became.withLock { $0 })
+        #expect(!FileManager.default.fileExists(atPath: download.temporaryURL.path))
+        try await Self.tearDown(session, scratch, server)
+    }
+
+    /// Invalidates `session`, removes `scratch` and stops `server`.
+    static func tearDown(_ session: SessionManager, _ scratch: ScratchDirectory, _ server: TestServer) async throws {
+        session.invalidate(cancelingTasks: true)
+        scratch.remove()
+        try await server.shutdown()
+    }
+}
