@@ -2,11 +2,11 @@
 SHELL := /bin/bash
 SWIFT ?= swift
 # Debian package → pkg-config module it provides.
-SYSTEM_DEPS := libcurl4-openssl-dev:libcurl libuv1-dev:libuv libidn2-dev:libidn2 pkg-config:
+SYSTEM_DEPS := libcurl4-openssl-dev:libcurl libuv1-dev:libuv libidn2-dev:libidn2 libsqlite3-dev:sqlite3 pkg-config:
 
-.PHONY: deps fleet-deps build build-strict check-libcurl-minimum test fleet-test fleet-demo test-tsan test-asan leak-check fuzz soak demo docs docs-coverage lint bench-notifications bench-json bench-transfers bench-streaming bench-instructions clean
+.PHONY: deps fleet-deps build build-strict check-libcurl-minimum test fleet-test fleet-demo test-tsan test-asan leak-check fuzz soak demo docs docs-coverage lint bench-notifications bench-json bench-transfers bench-streaming bench-instructions cache-tests clean
 
-## deps: install libcurl, libuv and libidn2 development files when pkg-config can't find them, the openssl CLI
+## deps: install libcurl, libuv, libidn2 and SQLite development files when pkg-config can't find them, the openssl CLI
 ## when it is missing (the TLS tests make a throwaway CA and run `openssl s_server` on loopback), and
 ## python3 and binutils' strings for check-libcurl-minimum, and iproute2's ip, with which the tests bring up the
 ## loopback interface of the network namespace they run in.
@@ -190,6 +190,20 @@ lint:
 ## bench-notifications: notification center vs Foundation's NotificationCenter (ARGS="--json out.json").
 bench-notifications: deps
 	cd Benchmarks && $(SWIFT) run -c release NotificationBench $(ARGS)
+
+## cache-tests: the public HTTP caching test suite (cache-tests, browser mode) against Herald's response cache,
+## through herald-cache-proxy (one Herald session, cache on) on loopback, inside the loopback-only namespace.
+## Prints Herald's summary beside Chrome's, Firefox's and Safari's published results and lists the tests that
+## fail here but pass in all three browsers (and fails when there is one). CACHE_TESTS names an unmodified copy
+## of the suite; node (>= 18) runs it. CACHE_DIRECTORY=DIR runs it against the on-disk cache in DIR instead.
+## Not part of `make test`: a run takes minutes (the suite pauses between some requests).
+CACHE_TESTS ?= /work/shared/cache-tests
+cache-tests: deps
+	@command -v node >/dev/null || { echo "cache-tests needs node (>= 18)"; exit 1; }
+	$(SWIFT) build --product HeraldCacheProxy
+	$(LOOPBACK_ONLY) node CacheTests/run.mjs --suite "$(CACHE_TESTS)" \
+		--proxy "$$($(SWIFT) build --show-bin-path)/HeraldCacheProxy" --out .build/cache-tests-results.json \
+		$(if $(CACHE_DIRECTORY),--cache-directory "$(CACHE_DIRECTORY)") --expect-none-below-browsers
 
 ## bench-json: Herald's JSON parser vs JSONSerialization + conversion to JSONValue (and JSONDecoder), in release.
 bench-json: deps
