@@ -12,6 +12,7 @@ import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import fs from 'node:fs'
 import net from 'node:net'
+import os from 'node:os'
 import path from 'node:path'
 import readline from 'node:readline'
 import { pathToFileURL } from 'node:url'
@@ -75,11 +76,16 @@ process.on('exit', stopChildren)
 const serverPort = await freePort()
 const server = spawn(process.execPath, [path.join(suite, 'test-engine/server/server.mjs')], {
   cwd: suite,
-  env: { ...process.env, npm_config_port: String(serverPort), npm_config_protocol: 'http' },
+  env: {
+    ...process.env,
+    npm_config_port: String(serverPort),
+    npm_config_protocol: 'http',
+    npm_config_pidfile: path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cache-tests-')), 'server.pid')
+  },
   stdio: ['ignore', 'ignore', 'inherit']
 })
 children.push(server)
-await listening(serverPort, 30)
+await listening(serverPort, 60)
 
 // The proxy: its port is the first line it prints; it stops when its stdin closes.
 const proxyArgs = ['--upstream', `http://127.0.0.1:${serverPort}`]

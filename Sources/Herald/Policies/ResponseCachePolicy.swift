@@ -279,10 +279,11 @@ enum ResponseCachePolicy {
         })
 
     /// Parses an HTTP date in any of the three formats RFC 9110 §5.6.7 allows. The two with a zone must
-    /// name `GMT`: `UTC` or any other zone makes the date invalid.
+    /// name `GMT` (in any case, as browsers read it): `UTC` or any other zone makes the date invalid.
     static func parseDate(_ text: String) -> Date? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
-        let zoned = trimmed.hasSuffix(" GMT")
+        var trimmed = text.trimmingCharacters(in: .whitespaces)
+        let zoned = trimmed.lowercased().hasSuffix(" gmt")
+        if zoned { trimmed = trimmed.dropLast(3) + "GMT" }
         return formatters.withLock { formatters in
             for (index, formatter) in formatters.enumerated() where (index < 2) == zoned {
                 if let date = formatter.date(from: trimmed) { return date }

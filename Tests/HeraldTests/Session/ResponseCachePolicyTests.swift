@@ -169,11 +169,12 @@ struct ResponseCachePolicyTests {
         #expect(Self.kind(Self.lookup(strict, after: 30)) == "revalidate")
     }
 
-    @Test("Expires with a zone other than GMT is invalid, so the response is already stale")
+    @Test("Expires with a zone other than GMT (any case) is invalid, so the response is already stale")
     func expiresZone() {
         #expect(ResponseCachePolicy.parseDate("Thu, 18 Aug 2050 02:01:18 GMT") != nil)
         #expect(ResponseCachePolicy.parseDate("Thursday, 18-Aug-50 02:01:18 GMT") != nil)
         #expect(ResponseCachePolicy.parseDate("Thu Aug  8 02:01:18 2050") != nil)
+        #expect(ResponseCachePolicy.parseDate("Thu, 18 Aug 2050 02:01:18 gMT") != nil)
         #expect(ResponseCachePolicy.parseDate("Thu, 18 Aug 2050 02:01:18 UTC") == nil)
         #expect(ResponseCachePolicy.parseDate("Thu, 18 Aug 2050 02:01:18 AEST") == nil)
         let response = Self.response(200, [("Expires", "Thu, 18 Aug 2050 02:01:18 UTC")])
