@@ -78,6 +78,9 @@ test: deps
 	@# to land within microseconds of a transfer's last byte. Beside other suites they would starve those
 	@# suites' timeouts and be starved themselves, so they run in a process of their own.
 	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --filter '$(RACE_SUITES)'
+	@# The public HTTP caching suite against the response cache (under a minute): where a copy of it is present.
+	@if [ -d "$(CACHE_TESTS)" ] && command -v node >/dev/null; then $(MAKE) --no-print-directory cache-tests; \
+	else echo "cache-tests: skipped (no suite at CACHE_TESTS=$(CACHE_TESTS), or no node)"; fi
 	@# The load and stress tests keep both cores busy for seconds (10,000 connections; 12 threads posting and
 	@# churning): in a process of their own, so that other suites' idle timeouts don't fire beside them.
 	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --filter 'LoadTests|StressTests' --skip '$(RACE_SUITES)'
@@ -196,7 +199,8 @@ bench-notifications: deps
 ## Prints Herald's summary beside Chrome's, Firefox's and Safari's published results and lists the tests that
 ## fail here but pass in all three browsers (and fails when there is one). CACHE_TESTS names an unmodified copy
 ## of the suite; node (>= 18) runs it. CACHE_DIRECTORY=DIR runs it against the on-disk cache in DIR instead.
-## Not part of `make test`: a run takes minutes (the suite pauses between some requests).
+## A run takes under a minute, so `make test` runs it too when the suite is present (a fresh clone has no copy:
+## it is skipped there, and says so).
 CACHE_TESTS ?= /work/shared/cache-tests
 cache-tests: deps
 	@command -v node >/dev/null || { echo "cache-tests needs node (>= 18)"; exit 1; }

@@ -7,7 +7,8 @@
 //     node CacheTests/run.mjs --suite DIR --proxy PATH [--cache-directory DIR] [--out results.json]
 //                             [--id TEST_ID] [--expect-none-below-browsers]
 //
-// With --expect-none-below-browsers, exits 1 when a test that all three browsers pass fails here.
+// With --expect-none-below-browsers, exits 1 when a test that all three browsers pass fails here, unless
+// CacheTests/known-differences.txt names it (each is explained in the Caching article).
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import fs from 'node:fs'
@@ -152,11 +153,17 @@ for (const [name, run] of Object.entries(browsers)) console.log(row(name, summar
 
 const belowBrowsers = browserTests.filter(t =>
   results[t.id] !== true && Object.values(browsers).every(run => run[t.id] === true))
+// The differences the documentation explains (CacheTests/known-differences.txt) are listed, not failed.
+const knownFile = new URL('known-differences.txt', import.meta.url)
+const known = new Set(fs.readFileSync(knownFile, 'utf8').split('\n')
+  .map(line => line.trim()).filter(line => line && !line.startsWith('#')))
 console.log(`\nFailing here, passing in all three browsers: ${belowBrowsers.length}`)
 for (const t of belowBrowsers) {
   const result = results[t.id]
   const why = Array.isArray(result) ? result.join(': ') : String(result)
-  console.log(`  ${t.id} — ${t.name}\n      ${why}`)
+  const note = known.has(t.id) ? ' (a documented difference)' : ''
+  console.log(`  ${t.id} — ${t.name}${note}\n      ${why}`)
 }
-if (args.includes('--expect-none-below-browsers') && belowBrowsers.length > 0) process.exit(1)
+const unexplained = belowBrowsers.filter(t => !known.has(t.id))
+if (args.includes('--expect-none-below-browsers') && unexplained.length > 0) process.exit(1)
 process.exit(0)
