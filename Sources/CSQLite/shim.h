@@ -5,6 +5,6 @@
 #include <sqlite3.h>
 
 // SQLITE_TRANSIENT is a cast of -1 to a destructor, which Swift cannot import as a constant.
-static inline sqlite3_destructor_type herald_sqlite_transient(void) { return SQLITE_TRANSIENT; }
+static inline sqlite3_destructor_type csqlite_transient(void) { return SQLITE_TRANSIENT; }
 
 #endif

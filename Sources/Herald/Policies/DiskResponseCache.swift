@@ -282,12 +282,12 @@ private final class Database: @unchecked Sendable {
         for (index, binding) in bindings.enumerated() {
             let position = Int32(index + 1)
             switch binding {
-            case .text(let text): sqlite3_bind_text(statement, position, text, -1, herald_sqlite_transient())
+            case .text(let text): sqlite3_bind_text(statement, position, text, -1, csqlite_transient())
             case .integer(let value): sqlite3_bind_int64(statement, position, Int64(value))
             case .blob(let data):
                 _ = data.withUnsafeBytes { buffer in
                     sqlite3_bind_blob(
-                        statement, position, buffer.baseAddress, Int32(buffer.count), herald_sqlite_transient())
+                        statement, position, buffer.baseAddress, Int32(buffer.count), csqlite_transient())
                 }
             }
         }
