@@ -2,11 +2,11 @@
 SHELL := /bin/bash
 SWIFT ?= swift
 # Debian package → pkg-config module it provides.
-SYSTEM_DEPS := libcurl4-openssl-dev:libcurl libuv1-dev:libuv libidn2-dev:libidn2 pkg-config:
+SYSTEM_DEPS := libcurl4-openssl-dev:libcurl libuv1-dev:libuv libidn2-dev:libidn2 libsqlite3-dev:sqlite3 pkg-config:
 
-.PHONY: deps fleet-deps build build-strict check-libcurl-minimum test fleet-test fleet-demo test-tsan test-asan leak-check fuzz soak demo docs docs-coverage lint bench-notifications bench-json bench-transfers bench-streaming bench-instructions clean
+.PHONY: deps fleet-deps build build-strict check-libcurl-minimum test fleet-test fleet-demo test-tsan test-asan leak-check fuzz soak demo docs docs-coverage lint bench-notifications bench-json bench-transfers bench-streaming bench-instructions cache-tests clean
 
-## deps: install libcurl, libuv and libidn2 development files when pkg-config can't find them, the openssl CLI
+## deps: install libcurl, libuv, libidn2 and SQLite development files when pkg-config can't find them, the openssl CLI
 ## when it is missing (the TLS tests make a throwaway CA and run `openssl s_server` on loopback), and
 ## python3 and binutils' strings for check-libcurl-minimum, and iproute2's ip, with which the tests bring up the
 ## loopback interface of the network namespace they run in.
@@ -78,6 +78,9 @@ test: deps
 	@# to land within microseconds of a transfer's last byte. Beside other suites they would starve those
 	@# suites' timeouts and be starved themselves, so they run in a process of their own.
 	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --filter '$(RACE_SUITES)'
+	@# The public HTTP caching suite against the response cache (under a minute): where a copy of it is present.
+	@if [ -d "$(CACHE_TESTS)" ] && command -v node >/dev/null; then $(MAKE) --no-print-directory cache-tests; \
+	else echo "cache-tests: skipped (no suite at CACHE_TESTS=$(CACHE_TESTS), or no node)"; fi
 	@# The load and stress tests keep both cores busy for seconds (10,000 connections; 12 threads posting and
 	@# churning): in a process of their own, so that other suites' idle timeouts don't fire beside them.
 	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --filter 'LoadTests|StressTests' --skip '$(RACE_SUITES)'
@@ -190,6 +193,21 @@ lint:
 ## bench-notifications: notification center vs Foundation's NotificationCenter (ARGS="--json out.json").
 bench-notifications: deps
 	cd Benchmarks && $(SWIFT) run -c release NotificationBench $(ARGS)
+
+## cache-tests: the public HTTP caching test suite (cache-tests, browser mode) against Herald's response cache,
+## through herald-cache-proxy (one Herald session, cache on) on loopback, inside the loopback-only namespace.
+## Prints Herald's summary beside Chrome's, Firefox's and Safari's published results and lists the tests that
+## fail here but pass in all three browsers (and fails when there is one). CACHE_TESTS names an unmodified copy
+## of the suite; node (>= 18) runs it. CACHE_DIRECTORY=DIR runs it against the on-disk cache in DIR instead.
+## A run takes under a minute, so `make test` runs it too when the suite is present (a fresh clone has no copy:
+## it is skipped there, and says so).
+CACHE_TESTS ?= /work/shared/cache-tests
+cache-tests: deps
+	@command -v node >/dev/null || { echo "cache-tests needs node (>= 18)"; exit 1; }
+	$(SWIFT) build --product HeraldCacheProxy
+	$(LOOPBACK_ONLY) node CacheTests/run.mjs --suite "$(CACHE_TESTS)" \
+		--proxy "$$($(SWIFT) build --show-bin-path)/HeraldCacheProxy" --out .build/cache-tests-results.json \
+		$(if $(CACHE_DIRECTORY),--cache-directory "$(CACHE_DIRECTORY)") --expect-none-below-browsers
 
 ## bench-json: Herald's JSON parser vs JSONSerialization + conversion to JSONValue (and JSONDecoder), in release.
 bench-json: deps

@@ -39,6 +39,12 @@ let package = Package(
             pkgConfig: "libidn2",
             providers: [.apt(["libidn2-dev"]), .yum(["libidn2-devel"])]
         ),
+        // Debian's SQLite: the index of the on-disk response cache (DiskResponseCache).
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"]), .yum(["sqlite-devel"])]
+        ),
         // The notification center's per-thread state as a C thread-local (Swift has no thread-local storage).
         .target(name: "CHeraldThread"),
         // The kernel's routing netlink headers, and the socket calls Swift can't spell, for reachability.
@@ -55,7 +61,7 @@ let package = Package(
         .target(
             name: "Herald",
             dependencies: [
-                "HeraldNotifications", "HeraldEngine", "HeraldCookies", "HeraldNetlink", "CNetlink",
+                "HeraldNotifications", "HeraldEngine", "HeraldCookies", "HeraldNetlink", "CNetlink", "CSQLite",
                 // ServiceContext and the bootstrapped instrument only: never a tracing backend.
                 .product(name: "Instrumentation", package: "swift-distributed-tracing"),
             ]
@@ -80,6 +86,17 @@ let package = Package(
             ]
         ),
         .executableTarget(name: "HeraldTestServer", dependencies: ["HeraldTesting"]),
+        // A loopback forwarding proxy through one cached Herald session, for the public cache-tests suite
+        // (`make cache-tests`). One small file, so it costs the main build a compile and a link, no more.
+        .executableTarget(
+            name: "HeraldCacheProxy",
+            dependencies: [
+                "Herald",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
         .testTarget(name: "HeraldNotificationsTests", dependencies: ["HeraldNotifications", "HeraldTesting"]),
         .testTarget(
             name: "HeraldTests",

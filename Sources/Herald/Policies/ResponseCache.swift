@@ -8,45 +8,55 @@ public struct CachedResponse: Sendable, Hashable {
     public var data: Data
     /// When the response was stored; its age is measured from here.
     public var storageDate: Date
+    /// The header fields of the request that the response's `Vary` names, as that request carried them: a
+    /// later request is answered from this entry only when it carries the same values (RFC 9111 §4.1). Empty
+    /// when the response has no `Vary`.
+    public var varyingRequestHeaders: HTTPHeaders
 
     /// Creates a cache entry.
     /// - Parameters:
     ///   - response: The response head.
     ///   - data: The body.
     ///   - storageDate: When it was stored; default now.
-    public init(response: HTTPResponse, data: Data, storageDate: Date = Date()) {
+    ///   - varyingRequestHeaders: The request's fields that the response's `Vary` names; default none.
+    public init(
+        response: HTTPResponse, data: Data, storageDate: Date = Date(), varyingRequestHeaders: HTTPHeaders = [:]
+    ) {
         self.response = response
         self.data = data
         self.storageDate = storageDate
+        self.varyingRequestHeaders = varyingRequestHeaders
     }
 }
 
 /// Where a session keeps responses for reuse: set one as ``SessionConfiguration/responseCache``.
 ///
-/// The session decides *what* may be stored and *when* a stored response may be served; the cache only
-/// keeps entries, keyed by request. Herald stores only `GET` requests' `200` responses of data tasks
-/// whose `Cache-Control` allows it and that state an explicit freshness lifetime:
+/// The session decides *what* may be stored and *when* a stored response may be served, as a private
+/// (single-user) cache following RFC 9111; the cache only keeps entries, keyed by request (method and URL).
+/// Herald ships two: ``InMemoryResponseCache`` and ``DiskResponseCache``. The rules in short (the
+/// <doc:Caching> article has them in full):
 ///
-/// - **Not stored:** a response with `Cache-Control: no-store` or `no-cache` (Herald does not revalidate,
-///   so a response that must be revalidated on every use is useless to it), `Vary: *`, or `Vary` on a field
-///   other than `Accept-Encoding` (curl sends the same `Accept-Encoding` on every request); a request
-///   with `Cache-Control: no-store`, a `Range` or an `Authorization` header; upload and download tasks.
-/// - **Parsing:** `Cache-Control` is read as RFC 9111 §5.2 writes it: a quoted argument may hold commas
-///   (`private="Set-Cookie, X-Trace"` is one directive, and a directive name inside the quotes does not
-///   count), `max-age="60"` equals `max-age=60`, the first of a repeated directive counts, and a `max-age`
-///   that is not a whole number of seconds makes the response stale.
-/// - **`private` is stored:** this is a client's own cache, not a shared one (RFC 9111 §5.2.2.7).
-/// - **Freshness:** `max-age` (`s-maxage` is for shared caches and ignored); otherwise `Expires` minus
-///   `Date` (or minus the storage time without `Date`); a response with neither is not stored — Herald
-///   applies no heuristic freshness. An `Age` header counts against the lifetime.
-/// - **Serving:** a fresh entry answers a `GET` without touching the network (see
-///   ``SessionConfiguration/responseCache``).
-/// - **Revalidation:** a stale entry with an `ETag` or a `Last-Modified` is revalidated: the request goes
-///   to the network with `If-None-Match` / `If-Modified-Since` (unless it sets a conditional field of
-///   its own). A `304 Not Modified` completes the task with the stored response — status `200`, the stored
-///   body, its header fields updated from the `304` — and stores it again with a new storage date; any
-///   other answer is the task's response and replaces the entry. A stale entry without a validator is
-///   ignored and the request goes to the network.
+/// - **Stored:** a data task's final answer to a `GET` — any status but `206` and `304` — when the response
+///   states a freshness lifetime (`max-age`, `Expires`), says `public` or `private`, or has a status that
+///   may be cached heuristically (`200`, `203`, `204`, `300`, `301`, `308`, `404`, `405`, `410`, `414`,
+///   `501`); and when it can be used later: it is fresh for a while, or has a validator (`ETag`,
+///   `Last-Modified`) to revalidate it with. `no-cache` responses are stored and revalidated on every use.
+/// - **Not stored:** `no-store` (request or response), `Vary: *`, a request with a `Range` or an
+///   `Authorization` header, upload and download tasks, streamed bodies.
+/// - **Freshness:** `max-age` (`s-maxage` is for shared caches and ignored), else `Expires` minus `Date`,
+///   else 10% of the time since `Last-Modified` for the statuses above. The age counts the `Age` header
+///   (its first member), the time between `Date` and the response's arrival, and the time since.
+/// - **Serving:** a fresh entry answers a `GET` without touching the network, when the request's `Vary`
+///   fields match the stored ones and its `Cache-Control` (`max-age`, `min-fresh`, `max-stale`) allows. A
+///   stale entry within its `stale-while-revalidate` window is served too, and revalidated by a task of
+///   its own.
+/// - **Revalidation:** otherwise a stale entry with an `ETag` or a `Last-Modified` is revalidated with
+///   `If-None-Match` / `If-Modified-Since` (unless the request sets a conditional field of its own). A
+///   `304 Not Modified` completes the task with the stored response, its header fields updated from the
+///   `304`, and stores it again; any other answer is the task's response and replaces the entry.
+/// - **Invalidation:** a non-error answer (`2xx`, `3xx`) to a method other than `GET`, `HEAD`, `OPTIONS` or
+///   `TRACE` removes the stored `GET` of its URL, and of its `Location` and `Content-Location` on the same
+///   origin, whatever the task's kind.
 /// - **Bypass:** a request with `Cache-Control: no-cache` or `no-store`, or `Pragma: no-cache`, never
 ///   reads the cache.
 ///

@@ -23,28 +23,116 @@ enum ResponseCachePolicy {
 
     /// What a cache holds for a request about to start.
     enum Lookup {
-        /// Fresh: answer from it without the network.
+        /// Fresh (or stale but acceptable to the request's `max-stale`): answer from it without the network.
         case fresh(CachedResponse)
+        /// Stale but within its `stale-while-revalidate` window: answer from it, and revalidate it in the
+        /// background with ``ResponseCachePolicy/backgroundRevalidation(of:)``.
+        case staleWhileRevalidate(CachedResponse)
         /// Stale but with a validator: ask the server with these conditional header fields; a `304`
         /// confirms the entry.
         case stale(CachedResponse, validators: HTTPHeaders)
     }
 
-    /// What `cache` holds for `request` that can be used: a fresh entry, or a stale one to revalidate
-    /// (it has an `ETag` or a `Last-Modified`, and the request sets no conditional field of its own).
+    /// The conditional request fields; a request that sets one of its own is never revalidated by Herald.
+    static let conditionalFields = ["If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range"]
+
+    /// The field a background revalidation carries so that its own lookup goes to the network.
+    static let backgroundRevalidationField = (name: "Cache-Control", value: "max-age=0")
+
+    /// What `cache` holds for `request` that can be used (RFC 9111 §4): a fresh entry, a stale one the
+    /// request or the response allows serving, or a stale one to revalidate (it has an `ETag` or a
+    /// `Last-Modified`, and the request sets no conditional field of its own).
     static func lookup(for request: Request, in cache: any ResponseCache, now: Date = Date()) -> Lookup? {
-        guard mayRead(request), let entry = cache.cachedResponse(for: request) else { return nil }
-        if isFresh(entry, now: now) { return .fresh(entry) }
-        let conditional = ["If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range"]
-        guard !conditional.contains(where: request.headers.contains) else { return nil }
+        guard mayRead(request), let entry = cache.cachedResponse(for: request),
+            varyMatches(entry, request: request)
+        else { return nil }
+        let requestDirectives = directives(request.headers)
+        let responseDirectives = directives(entry.response.headers)
+        let lifetime = freshnessLifetime(of: entry.response, storedAt: entry.storageDate) ?? 0
+        let age = currentAge(of: entry, now: now)
+        // `no-cache` (with or without field names): never used without revalidation (§5.2.2.4).
+        let mustValidate = responseDirectives["no-cache"] != nil
+        let requestMaxAge = requestDirectives["max-age"].map { deltaSeconds($0) ?? 0 }
+        let minFresh = requestDirectives["min-fresh"].map { deltaSeconds($0) ?? 0 }
+        var acceptable = !mustValidate && age < lifetime
+        if let requestMaxAge, age > requestMaxAge { acceptable = false }
+        if let minFresh, lifetime - age < minFresh { acceptable = false }
+        if acceptable { return .fresh(entry) }
+        let mayServeStale =
+            !mustValidate && responseDirectives["must-revalidate"] == nil && requestMaxAge.map { age <= $0 } ?? true
+            && minFresh == nil
+        if mayServeStale, let maxStale = requestDirectives["max-stale"],
+            maxStale.isEmpty || deltaSeconds(maxStale).map({ age - lifetime <= $0 }) == true
+        {
+            return .fresh(entry)
+        }
+        if mayServeStale, requestMaxAge == nil,
+            let window = responseDirectives["stale-while-revalidate"].flatMap(deltaSeconds), age - lifetime < window
+        {
+            return .staleWhileRevalidate(entry)
+        }
+        guard !conditionalFields.contains(where: request.headers.contains) else { return nil }
+        let validators = validators(of: entry.response)
+        return validators.count > 0 ? .stale(entry, validators: validators) : nil
+    }
+
+    /// The conditional fields that revalidate `response`: `If-None-Match` from its `ETag`, `If-Modified-Since`
+    /// from its `Last-Modified`.
+    static func validators(of response: HTTPResponse) -> HTTPHeaders {
         var validators = HTTPHeaders()
-        if let entityTag = entry.response.headers["ETag"] {
+        if let entityTag = response.headers["ETag"] {
             validators.add(name: "If-None-Match", value: entityTag)
         }
-        if let lastModified = entry.response.headers["Last-Modified"] {
+        if let lastModified = response.headers["Last-Modified"] {
             validators.add(name: "If-Modified-Since", value: lastModified)
         }
-        return validators.count > 0 ? .stale(entry, validators: validators) : nil
+        return validators
+    }
+
+    /// The request a background revalidation sends for `request`: the same, asking for a response no older
+    /// than zero seconds, so that it revalidates the entry (or fetches anew) and stores what it gets.
+    static func backgroundRevalidation(of request: Request) -> Request {
+        var revalidation = request
+        revalidation.headers.add(name: backgroundRevalidationField.name, value: backgroundRevalidationField.value)
+        return revalidation
+    }
+
+    /// Whether `request` carries the values of the fields `entry`'s `Vary` names that the request that stored
+    /// it carried (RFC 9111 §4.1): compared after joining repeated fields with `", "` and trimming; absent
+    /// matches only absent. `Vary: *` never matches.
+    static func varyMatches(_ entry: CachedResponse, request: Request) -> Bool {
+        guard let names = varyingFieldNames(of: entry.response) else { return false }
+        return names.allSatisfy { name in
+            normalizedValue(of: name, in: request.headers) == normalizedValue(of: name, in: entry.varyingRequestHeaders)
+        }
+    }
+
+    /// The field names `response`'s `Vary` lists, lowercased; `nil` for `Vary: *`.
+    static func varyingFieldNames(of response: HTTPResponse) -> [String]? {
+        var names: [String] = []
+        for vary in response.headers.values(for: "Vary") {
+            for field in vary.split(separator: ",") {
+                let name = field.trimmingCharacters(in: .whitespaces).lowercased()
+                if name == "*" { return nil }
+                if !name.isEmpty, !names.contains(name) { names.append(name) }
+            }
+        }
+        return names
+    }
+
+    /// The fields of `request` that `response`'s `Vary` names, to keep beside the entry.
+    static func varyingRequestHeaders(of request: Request, for response: HTTPResponse) -> HTTPHeaders {
+        var selected = HTTPHeaders()
+        for name in varyingFieldNames(of: response) ?? [] {
+            for value in request.headers.values(for: name) { selected.add(name: name, value: value) }
+        }
+        return selected
+    }
+
+    private static func normalizedValue(of name: String, in headers: HTTPHeaders) -> String? {
+        let values = headers.values(for: name)
+        guard !values.isEmpty else { return nil }
+        return values.map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
     }
 
     /// `stored` updated with the header fields of the `304` that confirmed it (RFC 9111 §4.3.4): each field
@@ -64,25 +152,57 @@ enum ResponseCachePolicy {
 
     /// Whether `entry` is still fresh at `now`.
     static func isFresh(_ entry: CachedResponse, now: Date = Date()) -> Bool {
-        guard let lifetime = freshnessLifetime(of: entry.response, storedAt: entry.storageDate) else { return false }
-        let initialAge = entry.response.headers["Age"].flatMap { TimeInterval($0.trimmingCharacters(in: .whitespaces)) }
-        let age = max(0, initialAge ?? 0) + max(0, now.timeIntervalSince(entry.storageDate))
-        return age < lifetime
+        guard directives(entry.response.headers)["no-cache"] == nil,
+            let lifetime = freshnessLifetime(of: entry.response, storedAt: entry.storageDate)
+        else { return false }
+        return currentAge(of: entry, now: now) < lifetime
     }
 
-    /// How long `response` stays fresh: `max-age`, else `Expires` minus `Date` (or minus `storedAt`);
-    /// `nil` without either (no heuristic freshness).
+    /// The age of `entry` at `now` (RFC 9111 §4.2.3), with the storage date as the response time and no
+    /// request delay: the larger of the `Age` value and the time from `Date` to the storage, plus the time
+    /// since the storage.
+    static func currentAge(of entry: CachedResponse, now: Date = Date()) -> TimeInterval {
+        let headers = entry.response.headers
+        let ageValue = ageValue(headers.values(for: "Age")) ?? 0
+        let apparentAge = headers["Date"].flatMap(parseDate).map { max(0, entry.storageDate.timeIntervalSince($0)) }
+        return max(ageValue, apparentAge ?? 0) + max(0, now.timeIntervalSince(entry.storageDate))
+    }
+
+    /// The `Age` value (RFC 9111 §5.1): the first member of the field's list, without parameters; `nil` when
+    /// that is not delta-seconds (`abc`, `-1`, `1.5`), so the field is ignored.
+    static func ageValue(_ fieldLines: [String]) -> TimeInterval? {
+        guard let first = fieldLines.first?.split(separator: ",", omittingEmptySubsequences: false).first else {
+            return nil
+        }
+        let member = first.split(separator: ";", omittingEmptySubsequences: false).first ?? first
+        return deltaSeconds(member.trimmingCharacters(in: .whitespaces))
+    }
+
+    /// The statuses a cache may store and reuse without explicit freshness (RFC 9110 §15.1).
+    static let heuristicallyCacheable: Set<Int> = [200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501]
+
+    /// The share of the time since `Last-Modified` a response without explicit freshness stays fresh.
+    static let heuristicFraction = 0.1
+
+    /// How long `response` stays fresh: `max-age`, else `Expires` minus `Date` (or minus `storedAt`), else
+    /// 10% of `Date` (or `storedAt`) minus `Last-Modified` for a heuristically cacheable status (RFC 9111
+    /// §4.2.2); `nil` without any of them.
     static func freshnessLifetime(of response: HTTPResponse, storedAt: Date) -> TimeInterval? {
         let directives = directives(response.headers)
         if let maxAge = directives["max-age"] {
             // An invalid max-age (not delta-seconds) means stale (RFC 9111 §4.2.1).
             return deltaSeconds(maxAge) ?? 0
         }
-        guard let expiresText = response.headers["Expires"] else { return nil }
-        // An invalid Expires (such as "0") means already expired.
-        guard let expires = parseDate(expiresText) else { return 0 }
         let date = response.headers["Date"].flatMap(parseDate) ?? storedAt
-        return max(0, expires.timeIntervalSince(date))
+        if let expiresText = response.headers["Expires"] {
+            // An invalid Expires (such as "0") means already expired.
+            guard let expires = parseDate(expiresText) else { return 0 }
+            return max(0, expires.timeIntervalSince(date))
+        }
+        guard heuristicallyCacheable.contains(response.statusCode) || directives["public"] != nil,
+            let lastModified = response.headers["Last-Modified"].flatMap(parseDate)
+        else { return nil }
+        return max(0, date.timeIntervalSince(lastModified)) * heuristicFraction
     }
 
     /// `delta-seconds` (RFC 9111 §1.2.2): one or more digits; a value too large for 31 bits means 2^31.
@@ -94,23 +214,53 @@ enum ResponseCachePolicy {
         return TimeInterval(Int(text).map { min($0, limit) } ?? limit)
     }
 
-    /// The entry to propose for storing a data task's outcome, or `nil` when it may not be stored.
+    /// The methods that do not change what a resource is (RFC 9110 §9.2.1): their answers invalidate nothing.
+    static let safeMethods: Set<String> = ["GET", "HEAD", "OPTIONS", "TRACE"]
+
+    /// The URLs whose stored `GET` responses `response`, the answer to `request`, invalidates (RFC 9111
+    /// §4.4): for a non-error answer (`2xx`, `3xx`) to an unsafe method, the request's URL and the
+    /// `Location` and `Content-Location` URLs on the same origin. Empty otherwise.
+    static func invalidatedURLs(for request: Request, response: HTTPResponse?) -> [URL] {
+        guard !safeMethods.contains(request.method.uppercased()), let response,
+            (200..<400).contains(response.statusCode)
+        else { return [] }
+        var urls = [request.url]
+        for name in ["Location", "Content-Location"] {
+            guard let value = response.headers[name], let url = URL(string: value, relativeTo: request.url)?.absoluteURL,
+                sameOrigin(url, request.url), !urls.contains(url)
+            else { continue }
+            urls.append(url)
+        }
+        return urls
+    }
+
+    private static func sameOrigin(_ lhs: URL, _ rhs: URL) -> Bool {
+        lhs.scheme?.lowercased() == rhs.scheme?.lowercased() && lhs.host?.lowercased() == rhs.host?.lowercased()
+            && lhs.port == rhs.port
+    }
+
+    /// The entry to propose for storing a data task's outcome (RFC 9111 §3), or `nil` when it may not be
+    /// stored or could never be used: neither fresh for a while nor revalidatable.
     static func proposal(for request: Request, outcome: TaskOutcome, now: Date = Date()) -> CachedResponse? {
-        guard !outcome.isFromCache, outcome.error == nil, let response = outcome.response, response.statusCode == 200,
+        guard !outcome.isFromCache, outcome.error == nil, let response = outcome.response,
+            (200...599).contains(response.statusCode), response.statusCode != 206, response.statusCode != 304,
             request.method == "GET", request.body == nil, !request.headers.contains("Range"),
             !request.headers.contains("Authorization")
         else { return nil }
         if directives(request.headers)["no-store"] != nil { return nil }
         let responseDirectives = directives(response.headers)
-        if responseDirectives["no-store"] != nil || responseDirectives["no-cache"] != nil { return nil }
-        for vary in response.headers.values(for: "Vary") {
-            for field in vary.split(separator: ",") {
-                let name = field.trimmingCharacters(in: .whitespaces).lowercased()
-                if !name.isEmpty, name != "accept-encoding" { return nil }
-            }
-        }
-        guard let lifetime = freshnessLifetime(of: response, storedAt: now), lifetime > 0 else { return nil }
-        return CachedResponse(response: response, data: outcome.body, storageDate: now)
+        guard responseDirectives["no-store"] == nil, varyingFieldNames(of: response) != nil else { return nil }
+        let explicit =
+            responseDirectives["max-age"] != nil || response.headers.contains("Expires")
+            || responseDirectives["public"] != nil || responseDirectives["private"] != nil
+        guard explicit || heuristicallyCacheable.contains(response.statusCode) else { return nil }
+        let entry = CachedResponse(
+            response: response, data: outcome.body, storageDate: now,
+            varyingRequestHeaders: varyingRequestHeaders(of: request, for: response))
+        let usableFresh = responseDirectives["no-cache"] == nil && currentAge(of: entry, now: now)
+            < (freshnessLifetime(of: response, storedAt: now) ?? 0)
+        guard usableFresh || validators(of: response).count > 0 else { return nil }
+        return entry
     }
 
     private static let dateFormats = [
@@ -128,11 +278,14 @@ enum ResponseCachePolicy {
             return formatter
         })
 
-    /// Parses an HTTP date in any of the three formats RFC 9110 §5.6.7 allows.
+    /// Parses an HTTP date in any of the three formats RFC 9110 §5.6.7 allows. The two with a zone must
+    /// name `GMT` (in any case, as browsers read it): `UTC` or any other zone makes the date invalid.
     static func parseDate(_ text: String) -> Date? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        var trimmed = text.trimmingCharacters(in: .whitespaces)
+        let zoned = trimmed.lowercased().hasSuffix(" gmt")
+        if zoned { trimmed = trimmed.dropLast(3) + "GMT" }
         return formatters.withLock { formatters in
-            for formatter in formatters {
+            for (index, formatter) in formatters.enumerated() where (index < 2) == zoned {
                 if let date = formatter.date(from: trimmed) { return date }
             }
             return nil

@@ -146,8 +146,12 @@ extension SessionManager {
     private func finishCompletion(
         _ task: SessionTask, outcome: TaskOutcome, result: CompletionResult, serializer: any ResponseSerializer
     ) {
-        if let cache = configuration.responseCache, task.usesResponseCache, let dataTask = task as? DataTask {
-            store(outcome, of: dataTask, in: cache)
+        if let cache = configuration.responseCache {
+            // An unsafe method's success invalidates the stored GETs it may have changed, whatever the task.
+            for url in ResponseCachePolicy.invalidatedURLs(for: task.originalRequest, response: outcome.response) {
+                cache.removeCachedResponse(for: Request(url: url))
+            }
+            if task.usesResponseCache, let dataTask = task as? DataTask { store(outcome, of: dataTask, in: cache) }
         }
         taskDidComplete?(task.lifecycleSubject, outcome.error)
         task.runCompletionHandler(response: outcome.response, object: result.handlerObject, error: result.error)

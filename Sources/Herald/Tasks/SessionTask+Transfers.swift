@@ -14,6 +14,15 @@ extension SessionTask {
         return ResponseCachePolicy.lookup(for: originalRequest, in: cache)
     }
 
+    /// Revalidates the stale entry this task was served (within its `stale-while-revalidate` window) with a
+    /// data task of its own, whose answer the session stores as it stores any. A session that can no longer
+    /// make tasks (invalidated) skips it: the entry stays stale and the next request revalidates it.
+    private func revalidateInBackground() {
+        let request = ResponseCachePolicy.backgroundRevalidation(of: originalRequest)
+        let task = try? session.makeDataTask(with: request, bodyHandling: .raw, callbacks: TaskCallbacks())
+        task?.resume()
+    }
+
     /// What a first resume read under the task's lock for starting: the task's own interceptor and a stale
     /// cache entry's validators.
     struct FirstStart {
@@ -23,11 +32,15 @@ extension SessionTask {
 
     /// Serves a fresh cached response, or runs the adapter, or prepares and starts the first transfer.
     func startFirstTransfer(cached: ResponseCachePolicy.Lookup?, _ start: FirstStart) {
-        if case .fresh(let entry) = cached {
+        switch cached {
+        case .fresh(let entry), .staleWhileRevalidate(let entry):
+            if case .staleWhileRevalidate = cached { revalidateInBackground() }
             // Followed up on the loop thread, as every transfer's outcome is: one path, whatever stood in.
             let outcome = TaskOutcome(
                 response: entry.response, body: entry.data, error: nil, metrics: nil, isFromCache: true)
             return session.engine.execute { [self] in proceed(after: outcome) }
+        case .stale, nil:
+            break
         }
         if let interceptor = Self.combined(start.interceptor, session.interceptor) {
             // The adapter runs first, off this thread; it starts the transfer.

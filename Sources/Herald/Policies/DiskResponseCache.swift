@@ -1,0 +1,380 @@
+import CSQLite
+import Foundation
+import HeraldNotifications
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+/// A ``ResponseCache`` on disk, in a folder the caller names, that outlives the process: a new session over
+/// the same folder answers from what an earlier one stored. Bounded by the total size of its entries: when a
+/// store would go past ``capacity``, the least recently used entries are evicted first. Safe from any thread.
+/// One folder is for one cache at a time: two caches (or two processes) over the same folder never serve a
+/// wrong body, but may drop each other's entries.
+///
+/// The folder holds an SQLite index (`index.sqlite`: each entry's key, response head, body file, size and
+/// last use) and the bodies, one file each in `bodies/`. A body is written to a temporary name, flushed to
+/// disk and renamed before the index names it, and the index changes in one transaction, so a process killed
+/// at any point leaves either the old entry or the new one, never a partial body: an entry whose body is
+/// missing or of another size than the index says is dropped when read, and files the index doesn't name
+/// (a store cut short) are removed when a cache opens the folder.
+///
+/// The folder is made, mode `0700`, when it is missing; it must be a directory of the process's effective
+/// user, not a symlink, that no one else can enter, and it is checked again on every store. Without a folder,
+/// use ``InMemoryResponseCache``.
+public final class DiskResponseCache: ResponseCache {
+    /// The most bytes the entries may take together (bodies plus response heads).
+    public let capacity: Int
+    /// The folder the cache keeps its index and bodies in.
+    public let directory: URL
+
+    private let bodies: URL
+    private let database: Locked<Database>
+
+    /// Opens the cache in `directory`, making the folder when it is missing, and removes what a process
+    /// killed mid-store left behind.
+    /// - Parameters:
+    ///   - directory: The cache's own folder: created with mode `0700` when missing; otherwise it must be a
+    ///     directory of the effective user that no one else can enter.
+    ///   - capacity: The most bytes (bodies plus response heads) kept; default 50 MiB.
+    /// - Throws: ``HeraldError/Code/fileIO`` when the folder is not private, can't be made, or its index
+    ///   can't be opened or is not one of this cache's.
+    public init(directory: URL, capacity: Int = 50 << 20) throws(HeraldError) {
+        self.capacity = max(0, capacity)
+        self.directory = directory.standardizedFileURL
+        self.bodies = self.directory.appendingPathComponent("bodies", isDirectory: true)
+        try Self.makePrivateFolder(self.directory)
+        try Self.makePrivateFolder(bodies)
+        let database = try Database(path: self.directory.appendingPathComponent("index.sqlite").path)
+        self.database = Locked(database)
+        removeOrphans()
+        trim()
+    }
+
+    /// The bytes the entries take now.
+    public var currentSize: Int { database.withLock { $0.totalSize() } }
+
+    /// The number of entries.
+    public var count: Int { database.withLock { $0.count() } }
+
+    /// The entry stored for `request`, or `nil`; a hit makes it the most recently used. An entry whose
+    /// body file is missing or not of the size the index records is removed and not returned.
+    public func cachedResponse(for request: Request) -> CachedResponse? {
+        let key = Self.key(for: request)
+        return database.withLock { database -> CachedResponse? in
+            guard let row = database.entry(for: key) else { return nil }
+            let path = bodies.appendingPathComponent(row.file).path
+            guard let head = try? JSONDecoder().decode(StoredHead.self, from: row.head),
+                let data = FileManager.default.contents(atPath: path), data.count == row.bodySize
+            else {
+                database.delete(key: key)
+                unlink(path)
+                return nil
+            }
+            database.touch(key: key)
+            return head.entry(body: data)
+        }
+    }
+
+    /// Stores `cachedResponse` for `request`, evicting least recently used entries to make room. An entry
+    /// larger than the whole capacity is not stored, and any earlier one for the same request is removed.
+    /// When the folder is no longer private or a write fails, nothing is stored (and the earlier entry is
+    /// removed).
+    public func storeCachedResponse(_ cachedResponse: CachedResponse, for request: Request) {
+        let key = Self.key(for: request)
+        guard let head = try? JSONEncoder().encode(StoredHead(cachedResponse)),
+            head.count + cachedResponse.data.count <= capacity,
+            Self.checkPrivate(directory) == nil, Self.checkPrivate(bodies) == nil
+        else { return removeCachedResponse(for: request) }
+        let file = UUID().uuidString.lowercased()
+        guard writeBody(cachedResponse.data, as: file) else { return removeCachedResponse(for: request) }
+        database.withLock { database in
+            let replaced = database.entry(for: key)?.file
+            if database.insert(key: key, head: head, file: file, bodySize: cachedResponse.data.count) {
+                if let replaced { unlink(bodies.appendingPathComponent(replaced).path) }
+                evict(in: database)
+            } else {
+                unlink(bodies.appendingPathComponent(file).path)
+            }
+        }
+    }
+
+    /// Removes the entry for `request`, if any.
+    public func removeCachedResponse(for request: Request) {
+        let key = Self.key(for: request)
+        database.withLock { database in
+            guard let file = database.entry(for: key)?.file else { return }
+            database.delete(key: key)
+            unlink(bodies.appendingPathComponent(file).path)
+        }
+    }
+
+    /// Removes every entry: the index's rows and every body file.
+    public func removeAllCachedResponses() {
+        database.withLock { database in
+            database.deleteAll()
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: bodies.path)) ?? [] {
+                unlink(bodies.appendingPathComponent(name).path)
+            }
+        }
+    }
+
+    // MARK: - files
+
+    /// Writes `data` to `bodies/.tmp-<file>`, flushes it and renames it to `bodies/<file>`.
+    private func writeBody(_ data: Data, as file: String) -> Bool {
+        let temporary = bodies.appendingPathComponent(".tmp-" + file).path
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard descriptor >= 0 else { return false }
+        var written = 0
+        let complete = data.withUnsafeBytes { buffer -> Bool in
+            while written < buffer.count {
+                let result = write(descriptor, buffer.baseAddress.map { $0 + written }, buffer.count - written)
+                if result < 0, errno == EINTR { continue }
+                guard result > 0 else { return false }
+                written += result
+            }
+            return true
+        }
+        let flushed = complete && fsync(descriptor) == 0
+        close(descriptor)
+        guard flushed, rename(temporary, bodies.appendingPathComponent(file).path) == 0 else {
+            unlink(temporary)
+            return false
+        }
+        return true
+    }
+
+    /// Removes body files the index doesn't name (a store cut short before its row was committed, or a
+    /// replaced body not yet unlinked) and rows whose body file is gone.
+    private func removeOrphans() {
+        database.withLock { database in
+            let named = Set(database.files())
+            let present = Set((try? FileManager.default.contentsOfDirectory(atPath: bodies.path)) ?? [])
+            for name in present.subtracting(named) { unlink(bodies.appendingPathComponent(name).path) }
+            for (key, file) in database.keysAndFiles() where !present.contains(file) { database.delete(key: key) }
+        }
+    }
+
+    /// Evicts to the capacity (it may have been lowered since the folder was last used).
+    private func trim() {
+        database.withLock { evict(in: $0) }
+    }
+
+    private func evict(in database: Database) {
+        while database.totalSize() > capacity, let victim = database.leastRecentlyUsed() {
+            database.delete(key: victim.key)
+            unlink(bodies.appendingPathComponent(victim.file).path)
+        }
+    }
+
+    // MARK: - the folder
+
+    private static func makePrivateFolder(_ url: URL) throws(HeraldError) {
+        if mkdir(url.path, 0o700) != 0, errno != EEXIST {
+            throw HeraldError.fileFailure("Cannot create the response cache folder", url: url)
+        }
+        if let error = checkPrivate(url) { throw error }
+    }
+
+    /// `nil` when `url` is a directory (not a symlink) of the effective user that no one else can enter.
+    private static func checkPrivate(_ url: URL) -> HeraldError? {
+        var status = stat()
+        guard lstat(url.path, &status) == 0 else {
+            return HeraldError.fileFailure("Cannot inspect the response cache folder", url: url)
+        }
+        guard status.st_mode & S_IFMT == S_IFDIR, status.st_uid == geteuid(), status.st_mode & 0o077 == 0 else {
+            return HeraldError(
+                .fileIO,
+                "The response cache folder \(url.path) is not a private folder of this process's user (a "
+                    + "directory, not a symlink, that it owns and no one else can enter); nothing is kept there.")
+        }
+        return nil
+    }
+}
+
+/// What the index keeps of a response besides its body.
+private struct StoredHead: Codable {
+    var url: URL
+    var statusCode: Int
+    var httpVersion: String
+    var headers: [[String]]
+    var varyingRequestHeaders: [[String]]
+    var storageDate: Date
+
+    init(_ entry: CachedResponse) {
+        url = entry.response.url
+        statusCode = entry.response.statusCode
+        httpVersion = entry.response.httpVersion
+        headers = entry.response.headers.map { [$0.name, $0.value] }
+        varyingRequestHeaders = entry.varyingRequestHeaders.map { [$0.name, $0.value] }
+        storageDate = entry.storageDate
+    }
+
+    func entry(body: Data) -> CachedResponse {
+        let fields = { (pairs: [[String]]) in
+            HTTPHeaders(pairs.compactMap { $0.count == 2 ? HTTPHeaders.Field(name: $0[0], value: $0[1]) : nil })
+        }
+        let response = HTTPResponse(
+            url: url, statusCode: statusCode, headers: fields(headers), httpVersion: httpVersion)
+        return CachedResponse(
+            response: response, data: body, storageDate: storageDate,
+            varyingRequestHeaders: fields(varyingRequestHeaders))
+    }
+}
+
+/// The SQLite index: one connection, used under the cache's lock only.
+private final class Database: @unchecked Sendable {
+    // Safety: the connection is only used inside `Locked.withLock`, by one thread at a time, and SQLite is
+    // built thread-safe (serialized or multi-thread mode), so a connection may move between threads.
+    private let connection: OpaquePointer
+
+    struct Row {
+        var head: Data
+        var file: String
+        var bodySize: Int
+    }
+
+    deinit {
+        sqlite3_close(connection)
+    }
+
+    init(path: String) throws(HeraldError) {
+        var handle: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW
+        guard sqlite3_open_v2(path, &handle, flags, nil) == SQLITE_OK, let handle else {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close(handle)
+            throw HeraldError(.fileIO, "Cannot open the response cache index \(path): \(message).")
+        }
+        connection = handle
+        sqlite3_busy_timeout(handle, 5_000)
+        let schema = """
+            PRAGMA journal_mode = WAL;
+            PRAGMA synchronous = NORMAL;
+            CREATE TABLE IF NOT EXISTS entries (
+                key TEXT PRIMARY KEY NOT NULL,
+                head BLOB NOT NULL,
+                file TEXT NOT NULL,
+                size INTEGER NOT NULL,
+                body_size INTEGER NOT NULL,
+                last_use INTEGER NOT NULL
+            );
+            CREATE INDEX IF NOT EXISTS entries_by_use ON entries (last_use);
+            """
+        guard sqlite3_exec(handle, schema, nil, nil, nil) == SQLITE_OK else {
+            // The connection is closed by deinit.
+            let message = String(cString: sqlite3_errmsg(handle))
+            throw HeraldError(.fileIO, "The response cache index \(path) cannot be used: \(message).")
+        }
+    }
+
+    /// Runs `sql` with `bindings` (text, blob or integer), calling `row` for each result row.
+    @discardableResult
+    private func run(_ sql: String, _ bindings: [Binding] = [], row: ((OpaquePointer) -> Void)? = nil) -> Bool {
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(connection, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+            return false
+        }
+        defer { sqlite3_finalize(statement) }
+        for (index, binding) in bindings.enumerated() {
+            let position = Int32(index + 1)
+            switch binding {
+            case .text(let text): sqlite3_bind_text(statement, position, text, -1, csqlite_transient())
+            case .integer(let value): sqlite3_bind_int64(statement, position, Int64(value))
+            case .blob(let data):
+                _ = data.withUnsafeBytes { buffer in
+                    sqlite3_bind_blob(
+                        statement, position, buffer.baseAddress, Int32(buffer.count), csqlite_transient())
+                }
+            }
+        }
+        while true {
+            switch sqlite3_step(statement) {
+            case SQLITE_ROW: row?(statement)
+            case SQLITE_DONE: return true
+            default: return false
+            }
+        }
+    }
+
+    private enum Binding {
+        case text(String)
+        case integer(Int)
+        case blob(Data)
+    }
+
+    private static func text(_ statement: OpaquePointer, _ column: Int32) -> String {
+        sqlite3_column_text(statement, column).map { String(cString: $0) } ?? ""
+    }
+
+    func entry(for key: String) -> Row? {
+        var found: Row?
+        run("SELECT head, file, body_size FROM entries WHERE key = ?", [.text(key)]) { statement in
+            let count = Int(sqlite3_column_bytes(statement, 0))
+            let head = sqlite3_column_blob(statement, 0).map { Data(bytes: $0, count: count) } ?? Data()
+            found = Row(head: head, file: Self.text(statement, 1), bodySize: Int(sqlite3_column_int64(statement, 2)))
+        }
+        return found
+    }
+
+    /// The next last-use stamp: one more than the largest stored.
+    private func nextUse() -> Int {
+        var stamp = 0
+        run("SELECT IFNULL(MAX(last_use), 0) FROM entries") { stamp = Int(sqlite3_column_int64($0, 0)) }
+        return stamp + 1
+    }
+
+    func touch(key: String) {
+        run("UPDATE entries SET last_use = ? WHERE key = ?", [.integer(nextUse()), .text(key)])
+    }
+
+    func insert(key: String, head: Data, file: String, bodySize: Int) -> Bool {
+        run(
+            "INSERT OR REPLACE INTO entries (key, head, file, size, body_size, last_use) VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                .text(key), .blob(head), .text(file), .integer(bodySize + head.count), .integer(bodySize),
+                .integer(nextUse()),
+            ])
+    }
+
+    func delete(key: String) {
+        run("DELETE FROM entries WHERE key = ?", [.text(key)])
+    }
+
+    func deleteAll() {
+        run("DELETE FROM entries")
+    }
+
+    func totalSize() -> Int {
+        var total = 0
+        run("SELECT IFNULL(SUM(size), 0) FROM entries") { total = Int(sqlite3_column_int64($0, 0)) }
+        return total
+    }
+
+    func count() -> Int {
+        var total = 0
+        run("SELECT COUNT(*) FROM entries") { total = Int(sqlite3_column_int64($0, 0)) }
+        return total
+    }
+
+    func leastRecentlyUsed() -> (key: String, file: String)? {
+        var victim: (key: String, file: String)?
+        run("SELECT key, file FROM entries ORDER BY last_use LIMIT 1") { statement in
+            victim = (Self.text(statement, 0), Self.text(statement, 1))
+        }
+        return victim
+    }
+
+    func files() -> [String] {
+        keysAndFiles().map(\.file)
+    }
+
+    func keysAndFiles() -> [(key: String, file: String)] {
+        var rows: [(key: String, file: String)] = []
+        run("SELECT key, file FROM entries") { rows.append((Self.text($0, 0), Self.text($0, 1))) }
+        return rows
+    }
+}

@@ -1,0 +1,176 @@
+// herald-cache-proxy: a loopback forwarding proxy whose every request goes through one Herald session with the
+// response cache on, so that an HTTP caching test suite (the public cache-tests suite, run by
+// CacheTests/run.mjs) can test Herald's cache as it tests a browser's.
+//
+//     herald-cache-proxy --upstream http://127.0.0.1:18400 [--port 0] [--cache-directory DIR]
+//
+// Listens on 127.0.0.1 only and prints its port on the first line of stdout. A request for `/path?query`
+// is sent by the session to `<upstream>/path?query` with the client's method, header fields and body;
+// the session neither follows redirects nor keeps cookies (the client does what a browser would do with
+// them). Serves until stdin reaches end of file.
+#if canImport(Glibc)
+    import Glibc
+#endif
+import Foundation
+import Herald
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// The proxy's command line.
+struct Options {
+    var upstream: URL
+    var port = 0
+    var cacheDirectory: URL?
+
+    static func parse(_ arguments: [String]) -> Options? {
+        var remaining = arguments[...]
+        var upstream: URL?
+        var options = Options(upstream: URL(fileURLWithPath: "/"))
+        while let argument = remaining.popFirst() {
+            switch argument {
+            case "--upstream":
+                upstream = remaining.popFirst().flatMap { URL(string: $0) }
+            case "--port":
+                guard let port = remaining.popFirst().flatMap(Int.init), (0...65535).contains(port) else { return nil }
+                options.port = port
+            case "--cache-directory":
+                guard let path = remaining.popFirst() else { return nil }
+                options.cacheDirectory = URL(fileURLWithPath: path, isDirectory: true)
+            default:
+                return nil
+            }
+        }
+        guard let upstream else { return nil }
+        options.upstream = upstream
+        return options
+    }
+}
+
+/// Header fields that describe one connection or the body's framing: never forwarded either way.
+let hopByHop: Set<String> = [
+    "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "host",
+    "content-length",
+]
+
+/// Forwards one request through `session` and answers with what it completed with.
+func forward(
+    _ head: HTTPRequestHead, body: ByteBuffer, upstream: URL, session: SessionManager
+) async -> (HTTPResponseHead, ByteBuffer) {
+    guard let url = URL(string: upstream.absoluteString + head.uri) else {
+        return failure(head, status: .badRequest, message: "unusable request target \(head.uri)")
+    }
+    var headers = Herald.HTTPHeaders()
+    for (name, value) in head.headers where !hopByHop.contains(name.lowercased()) {
+        // curl's own Accept-Encoding is what a Herald client sends; the client's would override it.
+        if name.lowercased() == "accept-encoding" { continue }
+        headers.add(name: name, value: value)
+    }
+    let bytes = body.readableBytes > 0 ? Data(body.readableBytesView) : nil
+    let request = Request(url: url, method: head.method.rawValue, headers: headers, body: bytes)
+    do {
+        let (data, response) = try await session.data(for: request)
+        var fields = NIOHTTP1.HTTPHeaders()
+        for field in response.headers where !hopByHop.contains(field.name.lowercased()) {
+            // The body is handed over decoded.
+            if field.name.lowercased() == "content-encoding" { continue }
+            fields.add(name: field.name, value: field.value)
+        }
+        let bodyless = head.method == .HEAD || response.statusCode == 304 || response.statusCode == 204
+            || response.statusCode < 200
+        if !bodyless { fields.add(name: "Content-Length", value: String(data.count)) }
+        let status = HTTPResponseStatus(statusCode: response.statusCode)
+        let responseHead = HTTPResponseHead(version: head.version, status: status, headers: fields)
+        return (responseHead, bodyless ? ByteBuffer() : ByteBuffer(bytes: data))
+    } catch {
+        return failure(head, status: .badGateway, message: "\(error)")
+    }
+}
+
+/// A plain-text answer for a request the proxy could not forward.
+func failure(_ head: HTTPRequestHead, status: HTTPResponseStatus, message: String) -> (HTTPResponseHead, ByteBuffer) {
+    let body = ByteBuffer(string: message + "\n")
+    let fields = NIOHTTP1.HTTPHeaders([
+        ("Content-Type", "text/plain"), ("Content-Length", String(body.readableBytes)),
+    ])
+    return (HTTPResponseHead(version: head.version, status: status, headers: fields), body)
+}
+
+/// Serves one client connection: its requests one after the other, each forwarded through the session.
+func serve(
+    _ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, upstream: URL,
+    session: SessionManager
+) async {
+    do {
+        try await connection.executeThenClose { inbound, outbound in
+            var head: HTTPRequestHead?
+            var body = ByteBuffer()
+            for try await part in inbound {
+                switch part {
+                case .head(let requestHead):
+                    head = requestHead
+                    body.clear()
+                case .body(var chunk):
+                    body.writeBuffer(&chunk)
+                case .end:
+                    guard let requestHead = head else { continue }
+                    let (responseHead, responseBody) = await forward(
+                        requestHead, body: body, upstream: upstream, session: session)
+                    try await outbound.write(.head(responseHead))
+                    if responseBody.readableBytes > 0 { try await outbound.write(.body(.byteBuffer(responseBody))) }
+                    try await outbound.write(.end(nil))
+                }
+            }
+        }
+    } catch {
+        // The client went away: nothing to answer.
+    }
+}
+
+guard let options = Options.parse(Array(CommandLine.arguments.dropFirst())) else {
+    FileHandle.standardError.write(
+        Data("usage: herald-cache-proxy --upstream URL [--port N] [--cache-directory DIR]\n".utf8))
+    exit(64)
+}
+
+var configuration = SessionConfiguration()
+configuration.followsRedirects = false
+configuration.httpShouldSetCookies = false
+configuration.timeoutIntervalForRequest = 30
+if let directory = options.cacheDirectory {
+    do {
+        configuration.responseCache = try DiskResponseCache(directory: directory, capacity: 256 << 20)
+    } catch {
+        FileHandle.standardError.write(Data("herald-cache-proxy: \(error)\n".utf8))
+        exit(1)
+    }
+} else {
+    configuration.responseCache = InMemoryResponseCache(capacity: 256 << 20)
+}
+let session = SessionManager(configuration: configuration)
+
+let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+    .serverChannelOption(.backlog, value: 256)
+    .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+    .bind(host: "127.0.0.1", port: options.port) { channel in
+        channel.eventLoop.makeCompletedFuture {
+            try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+            return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
+                wrappingChannelSynchronously: channel)
+        }
+    }
+FileHandle.standardOutput.write(Data("\(server.channel.localAddress?.port ?? 0)\n".utf8))
+
+let upstream = options.upstream
+// Serve until stdin closes (the driver ends the proxy by closing it, or by exiting).
+Thread.detachNewThread {
+    while FileHandle.standardInput.availableData.count > 0 {}
+    exit(0)
+}
+try await server.executeThenClose { connections in
+    try await withThrowingDiscardingTaskGroup { group in
+        for try await connection in connections {
+            group.addTask { await serve(connection, upstream: upstream, session: session) }
+        }
+    }
+}

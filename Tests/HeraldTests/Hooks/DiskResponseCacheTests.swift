@@ -1,0 +1,153 @@
+import Foundation
+@testable import Herald
+import HeraldTesting
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+@Suite("Disk response cache")
+struct DiskResponseCacheTests {
+    /// A fresh folder path under the process's temporary directory (not made: the cache makes it).
+    private static func folder() -> URL {
+        FileManager.default.temporaryDirectory.appendingPathComponent("herald-disk-cache-\(UUID().uuidString)")
+    }
+
+    private static func entry(_ body: String, url: URL, headers: HTTPHeaders = ["Cache-Control": "max-age=60"])
+        -> CachedResponse
+    {
+        CachedResponse(
+            response: HTTPResponse(url: url, statusCode: 200, headers: headers), data: Data(body.utf8),
+            storageDate: Date(timeIntervalSince1970: 1_800_000_000), varyingRequestHeaders: ["Accept-Language": "en"])
+    }
+
+    private static func bodyFiles(in folder: URL) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: folder.appendingPathComponent("bodies").path)) ?? [])
+            .sorted()
+    }
+
+    @Test("an entry survives a new cache over the same folder, head, body and Vary fields alike; the folder is 0700")
+    func roundTrip() throws {
+        let folder = Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let request = Request(url: URL(fileURLWithPath: "/").appendingPathComponent("x"))
+        let stored = Self.entry("hello", url: request.url)
+        do {
+            let cache = try DiskResponseCache(directory: folder)
+            cache.storeCachedResponse(stored, for: request)
+            #expect(cache.count == 1)
+        }
+        let reopened = try DiskResponseCache(directory: folder)
+        #expect(reopened.cachedResponse(for: request) == stored)
+        var status = stat()
+        #expect(lstat(folder.path, &status) == 0)
+        #expect(status.st_mode & 0o777 == 0o700)
+        reopened.removeCachedResponse(for: request)
+        #expect(reopened.cachedResponse(for: request) == nil)
+        #expect(Self.bodyFiles(in: folder).isEmpty)
+    }
+
+    @Test("past the capacity, the least recently used entries are evicted, with their body files")
+    func leastRecentlyUsedEviction() throws {
+        let folder = Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let url = URL(fileURLWithPath: "/")
+        let requests = (0..<3).map { Request(url: url.appendingPathComponent("\($0)")) }
+        // One entry's size (body and head), measured by a cache of its own: room for two, not three.
+        let probeFolder = Self.folder()
+        defer { try? FileManager.default.removeItem(at: probeFolder) }
+        let probe = try DiskResponseCache(directory: probeFolder)
+        probe.storeCachedResponse(Self.entry(String(repeating: "a", count: 1000), url: requests[0].url), for: requests[0])
+        let cache = try DiskResponseCache(directory: folder, capacity: 2 * probe.currentSize + 10)
+        cache.storeCachedResponse(Self.entry(String(repeating: "a", count: 1000), url: requests[0].url), for: requests[0])
+        cache.storeCachedResponse(Self.entry(String(repeating: "b", count: 1000), url: requests[1].url), for: requests[1])
+        #expect(cache.cachedResponse(for: requests[0]) != nil)  // 0 is now more recent than 1
+        cache.storeCachedResponse(Self.entry(String(repeating: "c", count: 1000), url: requests[2].url), for: requests[2])
+        #expect(cache.cachedResponse(for: requests[1]) == nil)
+        #expect(cache.cachedResponse(for: requests[0]) != nil)
+        #expect(cache.cachedResponse(for: requests[2]) != nil)
+        #expect(cache.count == 2)
+        #expect(cache.currentSize <= cache.capacity)
+        #expect(Self.bodyFiles(in: folder).count == 2)
+        cache.removeAllCachedResponses()
+        #expect(cache.count == 0)
+        #expect(Self.bodyFiles(in: folder).isEmpty)
+    }
+
+    @Test("a folder others can enter, or a symlink, is refused with a fileIO error")
+    func folderChecks() throws {
+        let folder = Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        #expect(mkdir(folder.path, 0o755) == 0)
+        chmod(folder.path, 0o755)
+        #expect(throws: HeraldError.self) { try DiskResponseCache(directory: folder) }
+        do {
+            _ = try DiskResponseCache(directory: folder)
+        } catch {
+            #expect(error.code == .fileIO)
+        }
+        chmod(folder.path, 0o700)
+        let link = Self.folder()
+        defer { unlink(link.path) }
+        #expect(symlink(folder.path, link.path) == 0)
+        #expect(throws: HeraldError.self) { try DiskResponseCache(directory: link) }
+        #expect(throws: Never.self) { try DiskResponseCache(directory: folder) }
+    }
+
+    @Test("what a killed store leaves (a temporary body, an unnamed body) is removed; a damaged body is not served")
+    func leftoversAndDamage() throws {
+        let folder = Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let request = Request(url: URL(fileURLWithPath: "/damaged"))
+        do {
+            let cache = try DiskResponseCache(directory: folder)
+            cache.storeCachedResponse(Self.entry("0123456789", url: request.url), for: request)
+        }
+        let bodies = folder.appendingPathComponent("bodies")
+        let named = try #require(Self.bodyFiles(in: folder).first)
+        #expect(FileManager.default.createFile(atPath: bodies.appendingPathComponent(".tmp-partial").path, contents: Data("01".utf8)))
+        #expect(FileManager.default.createFile(atPath: bodies.appendingPathComponent("unnamed").path, contents: Data()))
+        let reopened = try DiskResponseCache(directory: folder)
+        #expect(Self.bodyFiles(in: folder) == [named])
+        // The body cut short behind the index's back: dropped, never served.
+        #expect(truncate(bodies.appendingPathComponent(named).path, 4) == 0)
+        #expect(reopened.cachedResponse(for: request) == nil)
+        #expect(reopened.count == 0)
+    }
+
+    @Test("a new session over the same folder answers a fresh URL without a request and revalidates a stale one with 304")
+    func restart() async throws {
+        let folder = Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let server = try await TestServer.start()
+        let fresh = Request(url: server.url("/headers?Cache-Control=max-age%3D600&X-Kind=fresh"))
+        let stale = Request(url: server.url("/headers?Cache-Control=max-age%3D0&ETag=%22v1%22&X-Kind=stale"))
+
+        func session() throws -> SessionManager {
+            var configuration = SessionConfiguration()
+            configuration.responseCache = try DiskResponseCache(directory: folder)
+            return SessionManager(configuration: configuration)
+        }
+        let first = try session()
+        let (freshBody, _) = try await first.data(for: fresh)
+        let (staleBody, _) = try await first.data(for: stale)
+        first.invalidate(cancelingTasks: true)
+        #expect(server.requestCount == 2)
+
+        let second = try session()
+        let (freshAgain, freshResponse) = try await second.data(for: fresh)
+        #expect(server.requestCount == 2)
+        #expect(freshAgain == freshBody)
+        #expect(freshResponse.headers["X-Kind"] == "fresh")
+        let (staleAgain, staleResponse) = try await second.data(for: stale)
+        #expect(server.requestCount == 3)
+        let revalidation = try #require(server.requests.last)
+        #expect(revalidation.headers.contains { $0.name.lowercased() == "if-none-match" && $0.value == "\"v1\"" })
+        #expect(revalidation.responseStatus == 304)
+        #expect(staleResponse.statusCode == 200)
+        #expect(staleAgain == staleBody)
+        second.invalidate(cancelingTasks: true)
+        try await server.shutdown()
+    }
+}
