@@ -79,8 +79,8 @@ struct ConventionsTableTests {
 
     static let table: [Row] = [
         Row(
-            name: "http.client.request.duration", kind: .histogram, types: ["Timer"], unit: "s", attributes: outcome,
-            buckets: durationAdvice),
+            name: "http.client.request.duration", kind: .histogram, types: ["Timer"], unit: "s",
+            attributes: outcome + ["herald.response.source"], buckets: durationAdvice),
         Row(
             name: "http.client.request.time_in_queue", kind: .histogram, types: ["Timer"], unit: "s",
             attributes: target + ["network.protocol.version"], buckets: durationAdvice),
@@ -146,6 +146,10 @@ struct ConventionsTableTests {
                 #expect(attributes == row.attributes.filter(attributes.contains), "\(row.name): \(attributes)")
                 for (name, value) in metric.dimensions where Self.integerDimensions.contains(name) {
                     #expect(Int(value) != nil || value == "_OTHER", "\(row.name) \(name)=\(value)")
+                }
+                // Bounded: one of three values.
+                for (name, value) in metric.dimensions where name == "herald.response.source" {
+                    #expect(ResponseSource(rawValue: value) != nil, "\(row.name) \(name)=\(value)")
                 }
             }
         }
@@ -218,6 +222,7 @@ struct ConventionsTableTests {
         ("herald.timing.time_to_first_byte", .double),
         ("herald.session.id", .int),
         ("herald.task.id", .int),
+        ("herald.response.source", .string),
     ]
 
     @Test("every span attribute with the conventions' type, the peer and the connection's timings")

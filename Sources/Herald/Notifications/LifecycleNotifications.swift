@@ -61,6 +61,10 @@ public struct TaskCompletion: Sendable {
     public let finalURL: URL?
     /// curl's timings and byte counts; `nil` when the task never reached the network.
     public let metrics: TransferMetrics?
+    /// Where the response came from: ``ResponseSource/network``, ``ResponseSource/cache`` (no network at all,
+    /// so ``metrics`` is `nil`) or ``ResponseSource/revalidated`` (a `304` confirmed the stored response;
+    /// ``metrics`` are the conditional request's).
+    public let responseSource: ResponseSource
 
     /// Creates a payload; Herald creates these itself, the initializer is public so observers can be unit-tested.
     /// - Parameters:
@@ -76,6 +80,7 @@ public struct TaskCompletion: Sendable {
     ///   - response: The response head.
     ///   - finalURL: The URL of the final response.
     ///   - metrics: curl's timings and byte counts.
+    ///   - responseSource: Where the response came from; default ``ResponseSource/network``.
     public init(
         taskIdentifier: Int,
         sessionIdentifier: Int,
@@ -88,7 +93,8 @@ public struct TaskCompletion: Sendable {
         error: HeraldError?,
         response: HTTPResponse?,
         finalURL: URL?,
-        metrics: TransferMetrics?
+        metrics: TransferMetrics?,
+        responseSource: ResponseSource = .network
     ) {
         self.taskIdentifier = taskIdentifier
         self.sessionIdentifier = sessionIdentifier
@@ -102,6 +108,7 @@ public struct TaskCompletion: Sendable {
         self.response = response
         self.finalURL = finalURL
         self.metrics = metrics
+        self.responseSource = responseSource
     }
 }
 

@@ -32,6 +32,9 @@ public final class DiskResponseCache: ResponseCache {
 
     private let bodies: URL
     private let database: Locked<Database>
+    /// When set, every body write fails with this `errno` after opening its temporary file, as a full or
+    /// failing disk would make it: for tests of the write-failure path.
+    let simulatedWriteError = Locked<Int32?>(nil)
 
     /// Opens the cache in `directory`, making the folder when it is missing, and removes what a process
     /// killed mid-store left behind.
@@ -128,6 +131,12 @@ public final class DiskResponseCache: ResponseCache {
         let temporary = bodies.appendingPathComponent(".tmp-" + file).path
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard descriptor >= 0 else { return false }
+        if let simulated = simulatedWriteError.withLock({ $0 }) {
+            close(descriptor)
+            unlink(temporary)
+            errno = simulated
+            return false
+        }
         var written = 0
         let complete = data.withUnsafeBytes { buffer -> Bool in
             while written < buffer.count {

@@ -174,7 +174,7 @@ extension SessionManager {
                     request: task.requestSummary, responseSerializer: serializer, responseData: result.responseData,
                     assetPath: result.assetPath, serializedResponse: result.serializedResponse,
                     error: result.error, response: outcome.response, finalURL: outcome.response?.url,
-                    metrics: outcome.metrics))
+                    metrics: outcome.metrics, responseSource: outcome.source))
             switch left {
             case .none: break
             case .close: finishInvalidating()

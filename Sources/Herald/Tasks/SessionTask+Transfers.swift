@@ -37,7 +37,7 @@ extension SessionTask {
             if case .staleWhileRevalidate = cached { revalidateInBackground() }
             // Followed up on the loop thread, as every transfer's outcome is: one path, whatever stood in.
             let outcome = TaskOutcome(
-                response: entry.response, body: entry.data, error: nil, metrics: nil, isFromCache: true)
+                response: entry.response, body: entry.data, error: nil, metrics: nil, source: .cache)
             return session.engine.execute { [self] in proceed(after: outcome) }
         case .stale, nil:
             break

@@ -12,12 +12,10 @@ struct TaskOutcome: Sendable {
 
     init(
         response: HTTPResponse?, body: Data, file: DownloadedFile? = nil, error: HeraldError?,
-        metrics: TransferMetrics?, isFromCache: Bool = false
+        metrics: TransferMetrics?, source: ResponseSource = .network
     ) {
         box = Box(
-            Fields(
-                response: response, body: body, file: file, error: error, metrics: metrics,
-                isFromCache: isFromCache))
+            Fields(response: response, body: body, file: file, error: error, metrics: metrics, source: source))
     }
 
     /// The public form of how a transfer ended. Loop thread.
@@ -49,11 +47,13 @@ struct TaskOutcome: Sendable {
         get { box.fields.metrics }
         _modify { yield &uniqueBox().fields.metrics }
     }
-    /// Whether the response came from the session's response cache instead of the network.
-    var isFromCache: Bool {
-        get { box.fields.isFromCache }
-        _modify { yield &uniqueBox().fields.isFromCache }
+    /// Where the response came from: the network, the session's response cache, or the cache after a `304`.
+    var source: ResponseSource {
+        get { box.fields.source }
+        _modify { yield &uniqueBox().fields.source }
     }
+    /// Whether the session's response cache answered without the network.
+    var isFromCache: Bool { source == .cache }
 
     /// The box, copied first if another outcome shares it.
     private mutating func uniqueBox() -> Box {
@@ -67,7 +67,7 @@ struct TaskOutcome: Sendable {
         var file: DownloadedFile?
         var error: HeraldError?
         var metrics: TransferMetrics?
-        var isFromCache: Bool
+        var source: ResponseSource
     }
 
     private final class Box: @unchecked Sendable {

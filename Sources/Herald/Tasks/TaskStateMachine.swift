@@ -627,6 +627,7 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
             // The server confirmed the cached response: complete with it, refreshed by the 304's fields.
             outcome.response = ResponseCachePolicy.refreshed(stale.response, with: notModified)
             outcome.body = stale.data
+            outcome.source = .revalidated
         }
         report.revalidating = nil
         if var metrics = outcome.metrics {

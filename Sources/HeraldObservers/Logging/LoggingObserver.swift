@@ -8,7 +8,8 @@ import Logging
 ///
 /// Start (`taskDidResume`), suspension and completion of each task are logged at `debug` with
 /// dot-notation metadata — `herald.session.id`, `herald.task.id`, `http.request.method`, `url.full`
-/// (redacted), and on completion `http.response.status_code`, `herald.duration`, `herald.bytes.sent`,
+/// (redacted), and on completion `http.response.status_code`, `herald.response.source` (`network`, `cache`
+/// or `revalidated`), `herald.duration`, `herald.bytes.sent`,
 /// `herald.bytes.received`, `error.type`; request and response headers and curl's timings are logged at
 /// `trace`. Messages are constant, so log backends can group them. Secrets are handled by
 /// ``LogRedaction``. A download that could not be moved (`downloadDidFailToMoveFile`) is logged at
@@ -163,7 +164,8 @@ public final class LoggingObserver: SessionObserver {
         write(.debug, "network reachability changed", metadata: metadata)
     }
 
-    /// Logs `task completed` at `debug` (with status, duration, bytes and error code) and the response
+    /// Logs `task completed` at `debug` (with status, `herald.response.source` — `network`, `cache` or
+    /// `revalidated` —, duration, bytes and error code) and the response
     /// headers and timings at `trace`.
     /// - Parameter notification: `taskDidComplete`.
     public func taskDidComplete(_ notification: TypedNotification<TaskCompletion>) {
@@ -175,6 +177,7 @@ public final class LoggingObserver: SessionObserver {
         if let response = completion.response {
             metadata["http.response.status_code"] = .stringConvertible(response.statusCode)
         }
+        metadata["herald.response.source"] = .string(completion.responseSource.rawValue)
         if let metrics = completion.metrics {
             metadata["herald.duration"] = .string(Self.seconds(metrics.total))
             metadata["herald.bytes.sent"] = .stringConvertible(metrics.requestBodyBytes)

@@ -38,6 +38,7 @@ import Metrics
 /// | `http.response.status_code` | `100`…`599`, anything else `_OTHER` | when a response arrived |
 /// | `network.protocol.version` | `1.0`, `1.1`, `2` or `3` | when a response arrived |
 /// | `error.type` | the status code for 400 or more, else `HeraldError.Code`'s description | on failure |
+/// | `herald.response.source` | `network`, `cache` or `revalidated` (`ResponseSource`) | duration only, always |
 ///
 /// swift-metrics' dimensions are strings: `http.response.status_code` and `server.port`, integers in the
 /// conventions (and on ``TracingObserver``'s spans), are their decimal text here.
@@ -140,6 +141,10 @@ public final class MetricsObserver: SessionObserver {
         268_435_456, 1_073_741_824,
     ]
 
+    /// The attribute of `http.client.request.duration` that tells where the response came from: one of
+    /// `ResponseSource`'s three raw values, so it multiplies the dimension sets by three at most.
+    public static let responseSourceAttribute = "herald.response.source"
+
     /// Every instrument the observer exports.
     public static let instruments: [Instrument] = {
         let target = ["http.request.method", "server.address", "server.port", "url.scheme"]
@@ -147,7 +152,8 @@ public final class MetricsObserver: SessionObserver {
         return [
             Instrument(
                 name: Name.requestDuration, kind: .histogram, unit: "s",
-                summary: "Duration of HTTP client requests.", attributes: outcome, buckets: advisedDurationBuckets),
+                summary: "Duration of HTTP client requests.", attributes: outcome + [responseSourceAttribute],
+                buckets: advisedDurationBuckets),
             Instrument(
                 name: Name.timeInQueue, kind: .histogram, unit: "s",
                 summary: "The amount of time requests spent on a queue waiting for an available connection.",
@@ -230,12 +236,14 @@ public final class MetricsObserver: SessionObserver {
         var statusCode: String
         var protocolVersion: String
         var errorType: String
+        /// Where the response came from; duration only. Bounded (three values), so never folded.
+        var source: ResponseSource
 
         /// The values with every present one replaced by `_OTHER`, for combinations past the limit.
         var folded: DimensionValues {
             DimensionValues(
                 target: target.folded, statusCode: fold(statusCode), protocolVersion: fold(protocolVersion),
-                errorType: fold(errorType))
+                errorType: fold(errorType), source: source)
         }
 
         var dimensions: [(String, String)] {
@@ -525,7 +533,8 @@ public final class MetricsObserver: SessionObserver {
                 ?? targetLocked(method: completion.request.method, url: completion.request.url, in: &state),
             statusCode: response.map { HTTPAttributeValue.statusCode($0.statusCode) } ?? "",
             protocolVersion: response.map { HTTPAttributeValue.protocolVersion($0.httpVersion) } ?? "",
-            errorType: HTTPAttributeValue.errorType(error: completion.error, response: response) ?? "")
+            errorType: HTTPAttributeValue.errorType(error: completion.error, response: response) ?? "",
+            source: completion.responseSource)
     }
 
     /// The `http.client.active_requests` meter of a target, created on first use under the lock (so once).
@@ -560,9 +569,10 @@ public final class MetricsObserver: SessionObserver {
             if let existing = state.instruments[values] { return existing }
         }
         let dimensions = values.dimensions
+        let durationDimensions = dimensions + [(Self.responseSourceAttribute, values.source.rawValue)]
         let instruments = Instruments(
             duration: Metrics.Timer(
-                label: Name.requestDuration, dimensions: described(Name.requestDuration, dimensions),
+                label: Name.requestDuration, dimensions: described(Name.requestDuration, durationDimensions),
                 preferredDisplayUnit: .seconds, factory: factory),
             requestBodySize: Recorder(
                 label: Name.requestBodySize, dimensions: described(Name.requestBodySize, dimensions), factory: factory),

@@ -31,6 +31,7 @@ import Tracing
 /// | `herald.timing.connect`, `herald.timing.time_to_first_byte` | double, seconds | when a transfer ran |
 /// | `herald.timing.tls_handshake` | double, seconds | when TLS was negotiated |
 /// | `herald.session.id`, `herald.task.id` | int | always |
+/// | `herald.response.source` | string: `network`, `cache` or `revalidated` (`ResponseSource`) | at completion |
 ///
 /// `url.full` is redacted by ``TracingObserverConfiguration/redaction``. The time in queue is
 /// `TransferMetrics.timeInQueue`; the other timings are curl's, counted from the end of that wait:
@@ -289,6 +290,7 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
             span.attributes["http.response.status_code"] = response.statusCode
             span.attributes["network.protocol.version"] = HTTPAttributeValue.protocolVersion(response.httpVersion)
         }
+        span.attributes["herald.response.source"] = completion.responseSource.rawValue
         let metrics = completion.metrics
         if let metrics {
             Self.setTransferAttributes(on: span, metrics: metrics, responseArrived: completion.response != nil)
