@@ -2,7 +2,7 @@
 /// after the server confirmed the stored entry.
 ///
 /// Reported in ``TaskCompletion/responseSource`` and by the observers of `HeraldObservers` (a log field, a
-/// metric attribute and a span attribute, each named `herald.response.source`, with ``rawValue`` as the
+/// metric attribute and a span attribute, each named `herald.response.source`, with `rawValue` as the
 /// value). Three values, so a metric dimension built from it stays bounded.
 public enum ResponseSource: String, Sendable, Hashable, CaseIterable {
     /// The response came over the network: no cache, nothing usable stored, or the stored entry replaced by
