@@ -24,11 +24,15 @@ struct ByteStreamOptions: Sendable, Equatable {
     /// Whether the requests with ``key`` after the first get a changed representation: another `ETag` and
     /// `Last-Modified`, and byte `i` is `UInt8((i + 1) % 251)`.
     var changesAfterFirst: Bool
+    /// The gate the body waits at once ``gateAfter`` bytes of it are written (see ``GateRegistry``); `nil`, none.
+    var gate: String?
+    /// How many body bytes go out before the response waits at ``gate``.
+    var gateAfter: Int
 
     init(
         count: Int, isChunked: Bool = false, chunkSize: Int = 64 << 10, delayMilliseconds: Int = 0,
         acceptsRanges: Bool = true, headDelayMilliseconds: Int = 0, key: String? = nil, dropAfter: Int? = nil,
-        changesAfterFirst: Bool = false
+        changesAfterFirst: Bool = false, gate: String? = nil, gateAfter: Int = 0
     ) {
         self.count = count
         self.isChunked = isChunked
@@ -39,6 +43,8 @@ struct ByteStreamOptions: Sendable, Equatable {
         self.key = key
         self.dropAfter = dropAfter
         self.changesAfterFirst = changesAfterFirst
+        self.gate = gate
+        self.gateAfter = gateAfter
     }
 
     init(count: String, query: RouteQuery) throws {
@@ -52,7 +58,9 @@ struct ByteStreamOptions: Sendable, Equatable {
             key: query.value("key"),
             dropAfter: query.value("dropAfter") == nil
                 ? nil : try query.integer("dropAfter", default: 0, in: 0...Self.maximumCount),
-            changesAfterFirst: query.flag("changed")
+            changesAfterFirst: query.flag("changed"),
+            gate: query.value("gate"),
+            gateAfter: try query.integer("gateAfter", default: 0, in: 0...Self.maximumCount)
         )
     }
 

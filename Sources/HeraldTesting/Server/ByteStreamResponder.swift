@@ -27,11 +27,23 @@ final class ByteStreamResponder: StreamingResponder {
     private let dropOffset: Int?
     /// Whether this response serves the changed representation.
     private let isChanged: Bool
+    /// The server's gates, for a response with ``ByteStreamOptions/gate``.
+    private let gates: GateRegistry?
+    /// Whether the body has gone past its gate (or has none).
+    private var isPastGate: Bool
+    /// Whether the body waits at its gate now.
+    private var isAtGate = false
+    /// The ID the gate gave this response while it waits there.
+    private var gateWaiterID: Int?
 
     /// - Parameters:
     ///   - attempt: The number of this request among those with the options' key, from 1 (1 without a key).
     ///   - onFinish: Called once the final write has been issued, or when the stream is cancelled.
-    init(writer: ResponseWriter, options: ByteStreamOptions, attempt: Int = 1, onFinish: @escaping () -> Void) {
+    ///   - gates: The server's gates, for a response with ``ByteStreamOptions/gate``.
+    init(
+        writer: ResponseWriter, options: ByteStreamOptions, attempt: Int = 1, gates: GateRegistry? = nil,
+        onFinish: @escaping () -> Void
+    ) {
         self.writer = writer
         self.options = options
         self.nextOffset = 0
@@ -39,6 +51,9 @@ final class ByteStreamResponder: StreamingResponder {
         self.onFinish = onFinish
         self.dropOffset = attempt == 1 ? options.dropAfter.map { min($0, options.count) } : nil
         self.isChanged = attempt > 1 && options.changesAfterFirst
+        self.gates = gates
+        // With a key, only the first request waits: a later one (a retry, a resumption) goes straight on.
+        self.isPastGate = options.gate == nil || gates == nil || (options.key != nil && attempt > 1)
     }
 
     private var entityTag: String { isChanged ? options.changedEntityTag : options.entityTag }
@@ -75,7 +90,27 @@ final class ByteStreamResponder: StreamingResponder {
     func cancel() {
         guard !isFinished else { return }
         isFinished = true
+        if let gate = options.gate, let id = gateWaiterID { gates?.leave(key: gate, id: id) }
         onFinish()
+    }
+
+    /// Waits at the gate once ``ByteStreamOptions/gateAfter`` bytes are out: true while it waits.
+    private func waitsAtGate() -> Bool {
+        guard !isPastGate, nextOffset >= options.gateAfter, let gate = options.gate, let gates else { return false }
+        guard !isAtGate else { return true }
+        isAtGate = true
+        writer.context.flush()
+        let responder = NIOLoopBound(self, eventLoop: writer.context.eventLoop)
+        gateWaiterID = gates.arrive(key: gate) {
+            responder.eventLoop.execute {
+                responder.value.gateWaiterID = nil
+                responder.value.isAtGate = false
+                responder.value.isPastGate = true
+                responder.value.pump()
+            }
+        }
+        // A pass kept from before lets it through at once (the closure runs later, on this loop).
+        return true
     }
 
     /// Writes the head for the requested range.
@@ -128,10 +163,11 @@ final class ByteStreamResponder: StreamingResponder {
 
     private func pump() {
         let channel = writer.context.channel
-        guard !isFinished, !isWaitingForDelay else { return }
+        guard !isFinished, !isWaitingForDelay, !waitsAtGate() else { return }
         if let dropOffset, nextOffset >= dropOffset { return drop() }
         while nextOffset < min(endOffset, dropOffset ?? endOffset), channel.isWritable {
             writeChunk()
+            if waitsAtGate() { return }
             if options.delayMilliseconds > 0, nextOffset < endOffset {
                 // Marked before the flush: a flush that drains the socket fires channelWritabilityChanged
                 // synchronously, and a pump re-entered from there must not write the next chunk early.

@@ -48,6 +48,8 @@ import NIOPosix
 ///   - `?delayMs=D`: wait `D` ms (0...60000) between writes.
 ///   - `?headDelayMs=H`: send the head at once and the first body byte `H` ms (0...60000) later.
 ///   - `?ranges=0`: ignore `Range` and send `Accept-Ranges: none`.
+///   - `?gate=K&gateAfter=B`: the body stops after `B` bytes and waits at gate `K` until ``openGate(_:)`` grants
+///     it a pass; one pass lets one response go on. With `key=K2` too, only the first request with that key waits.
 ///   - `?key=K&dropAfter=D`: the first request with key `K` (counted per server, apart from `/flaky`'s keys)
 ///     gets `D` body bytes, then a normal close (FIN) short of its declared length; the later ones are served whole.
 ///   - `?key=K&changed=1`: the requests with key `K` after the first get a changed representation, with

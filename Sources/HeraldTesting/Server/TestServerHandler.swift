@@ -91,7 +91,8 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
         switch request.route {
         case .bytes(let options):
             let attempt = options.key.map { counters.next(for: "bytes:" + $0) } ?? 1
-            let stream = ByteStreamResponder(writer: writer, options: options, attempt: attempt) { [weak self] in
+            let stream = ByteStreamResponder(writer: writer, options: options, attempt: attempt, gates: gates) {
+                [weak self] in
                 self?.stream = nil
             }
             self.stream = stream

@@ -155,8 +155,10 @@ struct DownloadingFilesSnippets {
         let scratch = try ScratchDirectory()
         let (session, recorder) = Self.recordingSession()
         let size = 2 << 20
-        // Paced over >= 2.5 s, so that the cancel lands mid-body.
-        let url = server.url("/bytes/\(size)?chunkSize=16384&delayMs=20")
+        // The body waits at a gate after 128 KiB, so the cancel lands mid-body however late this test's task
+        // resumes after the threshold (paced at 20 ms a chunk, a run on two busy cores once resumed it after the
+        // whole body had arrived). Only the first request with the key waits there: the resumed one goes on.
+        let url = server.url("/bytes/\(size)?chunkSize=16384&key=resume&gate=resume&gateAfter=131072")
         let destination = scratch.url.appendingPathComponent("archive.tar")
         let broken = try session.downloadTask(with: Request(url: server.url("/json")))  // never resumed
         let written = BytesWrittenThreshold(atLeast: 64 << 10, on: session)
@@ -254,6 +256,8 @@ struct DownloadingFilesSnippets {
             print(response.statusCode, "saved to", fileURL.path)
         }
 
+        // The call returns before or while `taskDidComplete` is posted: the second completion may come later.
+        try await recorder.waitForCompletions(2)
         let failed: HeraldError = try #require(recorder.completions.first?.error)
         #expect(failed.code == .timedOut)
         #expect(failed.resumeData != nil)
