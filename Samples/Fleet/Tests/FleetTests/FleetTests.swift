@@ -46,7 +46,7 @@ struct FleetTests {
             let series = try await fleet.query(#"http_client_request_duration_count{job="service-a"}"#)
             let base: Set<String> = [
                 "__name__", "job", "instance", "http_request_method", "server_address", "server_port", "url_scheme",
-                "http_response_status_code", "network_protocol_version",
+                "http_response_status_code", "network_protocol_version", "herald_response_source",
             ]
             #expect(series.count == 3)
             var counts: [String: Double] = [:]
@@ -60,6 +60,7 @@ struct FleetTests {
                 #expect(sample.labels["server_port"] == fleet.serviceB.port.map(String.init))
                 #expect(sample.labels["url_scheme"] == "http")
                 #expect(sample.labels["network_protocol_version"] == "1.1")
+                #expect(sample.labels["herald_response_source"] == "network")
                 #expect(sample.labels["error_type"] == (status == "200" ? nil : status))
             }
             #expect(counts == ["200": 40, "404": 10, "500": 10])
@@ -131,9 +132,10 @@ struct FleetTests {
             #expect(
                 Set(point.attributes.keys) == [
                     "http.request.method", "server.address", "server.port", "url.scheme", "http.response.status_code",
-                    "network.protocol.version", "error.type",
+                    "network.protocol.version", "error.type", "herald.response.source",
                 ])
             #expect(point.attributes["error.type"] == .string("503"))
+            #expect(point.attributes["herald.response.source"] == .string("network"))
         }
     }
 
