@@ -8,8 +8,8 @@ SYSTEM_DEPS := libcurl4-openssl-dev:libcurl libuv1-dev:libuv libidn2-dev:libidn2
 
 ## deps: install libcurl, libuv, libidn2 and SQLite development files when pkg-config can't find them, the openssl CLI
 ## when it is missing (the TLS tests make a throwaway CA and run `openssl s_server` on loopback), and
-## python3 and binutils' strings for check-libcurl-minimum, and iproute2's ip, with which the tests bring up the
-## loopback interface of the network namespace they run in.
+## python3 and binutils' strings for check-libcurl-minimum, iproute2's ip, with which the tests bring up the
+## loopback interface of the network namespace they run in, and node, which runs the HTTP caching test suite.
 ## Also Debian's publicsuffix list (cookie domains are checked against it at run time), tinyproxy (HTTP
 ## proxy) and dante-server (SOCKS5 proxy): the proxy tests start their own on a loopback port, in the
 ## foreground, and stop it; on a machine whose package manager starts services on install,
@@ -25,6 +25,7 @@ deps:
 	command -v python3 >/dev/null || missing="$$missing python3"; \
 	command -v strings >/dev/null || missing="$$missing binutils"; \
 	command -v ip >/dev/null || missing="$$missing iproute2"; \
+	command -v node >/dev/null || missing="$$missing nodejs"; \
 	for pair in $(SYSTEM_DEPS); do \
 		pkg=$${pair%%:*}; mod=$${pair##*:}; \
 		[ -z "$$mod" ] && continue; \
