@@ -112,6 +112,8 @@ extension Transfer {
             configureCallbackData(easy, context: context, check: check)
             // A pause pending in the handle's last transfer turned the progress callback on.
             check("NOPROGRESS", herald_easy_setopt_long(easy, CURLOPT_NOPROGRESS, 1))
+            // The profile has the version but not the URL's scheme, on which waiting depends.
+            configureMultiplexing(easy, check: check)
             return failed.map(refusal)
         }
         check("NOSIGNAL", herald_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1))
@@ -146,6 +148,9 @@ extension Transfer {
             check("BUFFERSIZE", herald_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, 512 * 1024))
         }
         check("HTTP_VERSION", herald_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, request.httpVersion.curlValue))
+        configureMultiplexing(easy, check: check)
+        // The session's cache of TLS sessions (EasyHandlePool), also after curl_easy_reset, which keeps it.
+        if let share = pool?.tlsSessionShare { check("SHARE", herald_easy_setopt_pointer(easy, CURLOPT_SHARE, share)) }
         configureTimeouts(easy, check: check)
         configureSecurity(easy, check: check)
         configureProxy(easy, check: check)
@@ -162,6 +167,29 @@ extension Transfer {
         // times per request, the callback had nothing else to do once the idle timeout moved out of it.
         check("NOPROGRESS", herald_easy_setopt_long(easy, CURLOPT_NOPROGRESS, 1))
         return failed.map(refusal)
+    }
+
+    /// Whether the transfer waits for a connection to its origin that is being opened, to learn whether it
+    /// speaks HTTP/2, rather than open one of its own (`CURLOPT_PIPEWAIT`).
+    ///
+    /// Requests started together to a new origin then share the first connection as HTTP/2 streams, instead of
+    /// each opening a connection (up to the per-host limit) before any knows that one would do. Only where
+    /// HTTP/2 may be spoken: over TLS, where the handshake's protocol negotiation (ALPN) says so, with
+    /// ``ProtocolVersion/automatic`` or ``ProtocolVersion/http2``; and with ``ProtocolVersion/http2PriorKnowledge``
+    /// or a cleartext ``ProtocolVersion/http2`` upgrade, which ask for it. A cleartext request with
+    /// ``ProtocolVersion/automatic`` never speaks HTTP/2, and waiting there would hold every request of a burst
+    /// until the first one's response head arrived (libcurl learns that a cleartext connection can't multiplex
+    /// only from it).
+    var waitsForMultiplexing: Bool {
+        switch request.httpVersion {
+        case .http1_1: false
+        case .http2, .http2PriorKnowledge: true
+        case .automatic: request.url.scheme?.lowercased() == "https"
+        }
+    }
+
+    private func configureMultiplexing(_ easy: UnsafeMutableRawPointer, check: (String, CURLcode) -> Void) {
+        check("PIPEWAIT", herald_easy_setopt_long(easy, CURLOPT_PIPEWAIT, waitsForMultiplexing ? 1 : 0))
     }
 
     /// Points every callback's data at this transfer.
