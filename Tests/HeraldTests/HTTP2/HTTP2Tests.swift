@@ -13,8 +13,9 @@ struct HTTP2Tests {
         let session: SessionManager
         let recorder: RecordingObserver
 
-        init(server: NginxServer, httpVersion: HTTPVersion = .automatic) throws {
+        init(server: NginxServer, httpVersion: HTTPVersion = .automatic, connectionsPerHost: Int = 6) throws {
             var configuration = SessionConfiguration()
+            configuration.maximumConnectionsPerHost = connectionsPerHost
             configuration.securityPolicy = try server.securityPolicy()
             configuration.httpVersion = httpVersion
             configuration.timeoutIntervalForRequest = 60
@@ -62,6 +63,40 @@ struct HTTP2Tests {
             let lines = try await server.waitForRequests(uris)
             #expect(Set(lines.map(\.connection)).count == 1, "nginx connections: \(Set(lines.map(\.connection)))")
             #expect(lines.allSatisfy { $0.serverProtocol == "HTTP/2.0" && $0.status == 200 })
+        }
+    }
+
+    @Test("the per-host limit counts connections: with one, 150 requests (more than a connection's 100 streams) share it")
+    func perHostLimitCountsConnections() async throws {
+        try await withNginx { server in
+            let client = try Client(server: server, connectionsPerHost: 1)
+            defer { client.close() }
+            let uris = (0..<150).map { "/ok/limit-\($0)" }
+            let tasks = try uris.map { try client.session.dataTask(with: Request(url: server.url($0))) }
+            for task in tasks { task.resume() }
+            _ = try await client.recorder.waitForCompletions(150, timeout: .seconds(60))
+            let completions = try client.completions(of: tasks)
+            #expect(completions.allSatisfy { $0.error == nil && $0.response?.statusCode == 200 })
+            #expect(completions.allSatisfy { $0.metrics?.httpVersion == "HTTP/2" })
+            let lines = try await server.waitForRequests(uris)
+            #expect(Set(lines.map(\.connection)).count == 1, "nginx connections: \(Set(lines.map(\.connection)))")
+        }
+    }
+
+    @Test("over HTTP/1.1 the per-host limit still bounds the connections a burst opens")
+    func perHostLimitOverHTTP1() async throws {
+        try await withNginx { server in
+            let client = try Client(server: server, httpVersion: .http1_1, connectionsPerHost: 2)
+            defer { client.close() }
+            // Paced bodies (two seconds each), so that every request of the burst wants a connection at once.
+            let tasks = try (0..<4).map { _ in try client.session.dataTask(with: Request(url: server.url("/paced.bin"))) }
+            for task in tasks { task.resume() }
+            _ = try await client.recorder.waitForCompletions(4, timeout: .seconds(60))
+            let completions = try client.completions(of: tasks)
+            #expect(completions.allSatisfy { $0.error == nil && $0.responseData?.count == NginxServer.pacedBytes })
+            #expect(completions.allSatisfy { $0.metrics?.httpVersion == "HTTP/1.1" })
+            let ports = Set(completions.compactMap { $0.metrics?.localPort })
+            #expect(ports.count == 2, "local ports: \(ports.sorted())")
         }
     }
 
