@@ -9,6 +9,10 @@ public enum HTTPVersion: Sendable, Hashable {
     /// Try HTTP/2 for every request, falling back to HTTP/1.1 (an upgrade for plain HTTP).
     case http2
     /// HTTP/2 without negotiation, for servers known to speak it (plain-text HTTP/2 "prior knowledge").
+    ///
+    /// libcurl 7.88 (Debian 12's) fails any request that reuses such a connection, so with it each request
+    /// opens a connection of its own and closes it afterwards; from libcurl 8.0 requests share connections
+    /// as streams.
     case http2PriorKnowledge
 }
 

@@ -196,4 +196,67 @@ struct HTTP2Tests {
             #expect(lines[2].sessionReused == true, "the second handshake was a full one: \(lines[2])")
         }
     }
+
+    @Test("after a GOAWAY the streams it left unprocessed succeed on a new connection; each task posts one resume and one complete")
+    func goawayMovesStreamsToANewConnection() async throws {
+        // nginx ends each connection after two requests: at the second it sends GOAWAY naming that stream the
+        // last it processes, and ignores the streams opened after it.
+        try await withNginx(requestsPerConnection: 2) { server in
+            let client = try Client(server: server)
+            defer { client.close() }
+            let uris = (0..<8).map { "/ok/goaway-\($0)" }
+            let tasks = try uris.map { try client.session.dataTask(with: Request(url: server.url($0))) }
+            for task in tasks { task.resume() }
+            _ = try await client.recorder.waitForCompletions(8, timeout: .seconds(60))
+
+            let completions = try client.completions(of: tasks)
+            for (task, completion) in zip(tasks, completions) {
+                #expect(completion.error == nil, "\(String(describing: completion.error))")
+                #expect(completion.response?.statusCode == 200)
+                #expect(completion.metrics?.httpVersion == "HTTP/2")
+                // One resume, one complete: a request sent again is not the task's business.
+                #expect(client.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
+            }
+            // Nothing else was posted: no retry, no wait for connectivity.
+            #expect(client.recorder.events.count == 16, "\(client.recorder.timeline)")
+
+            // Every request was processed once, no connection carried more than two, so at least four were used.
+            let lines = try await server.waitForRequests(uris)
+            let perConnection = Dictionary(grouping: lines, by: \.connection).mapValues(\.count)
+            #expect(perConnection.values.allSatisfy { $0 <= 2 }, "requests per connection: \(perConnection)")
+            #expect(perConnection.count >= 4, "requests per connection: \(perConnection)")
+            #expect(server.accessLog.count == 8, "\(server.accessLog)")
+        }
+    }
+
+    @Test("HTTP/2 with prior knowledge: requests one after another and at once all succeed")
+    func priorKnowledgeRequestsSucceed() async throws {
+        try await withNginx(cleartext: true) { server in
+            let client = try Client(server: server, httpVersion: .http2PriorKnowledge)
+            defer { client.close() }
+            // One after another: each would reuse the connection the one before left.
+            var tasks: [DataTask] = []
+            for index in 0..<3 {
+                let task = try client.session.dataTask(with: Request(url: server.url("/ok/sequential-\(index)")))
+                tasks.append(task)
+                task.resume()
+                _ = try await client.recorder.waitForCompletions(index + 1, timeout: .seconds(30))
+            }
+            // And at once.
+            let burst = try (0..<8).map {
+                try client.session.dataTask(with: Request(url: server.url("/ok/burst-\($0)")))
+            }
+            for task in burst { task.resume() }
+            _ = try await client.recorder.waitForCompletions(11, timeout: .seconds(30))
+            tasks += burst
+            for completion in try client.completions(of: tasks) {
+                #expect(completion.error == nil, "\(String(describing: completion.error))")
+                #expect(completion.response?.statusCode == 200)
+                #expect(completion.response?.httpVersion == "HTTP/2")
+                #expect(completion.metrics?.httpVersion == "HTTP/2")
+            }
+            let lines = try await server.waitForRequests(tasks.map { $0.originalRequest.url.path })
+            #expect(lines.allSatisfy { $0.serverProtocol == "HTTP/2.0" && $0.status == 200 })
+        }
+    }
 }

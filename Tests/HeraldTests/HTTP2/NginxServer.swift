@@ -5,8 +5,8 @@ import Herald
     import Glibc
 #endif
 
-/// Debian's nginx serving HTTPS with HTTP/2 on a loopback port, in the foreground, with a throwaway
-/// certificate and a temporary prefix that ``stop()`` deletes.
+/// Debian's nginx serving HTTP/2 on a loopback port, in the foreground, with a temporary prefix that ``stop()``
+/// deletes: over TLS with a throwaway certificate, or in cleartext for clients with prior knowledge.
 ///
 /// Its access log goes to stdout, one line per request in the form
 /// `herald-h2 conn=<connection> reused=<r or .> proto=<HTTP/2.0> uri=<uri> status=<status> bytes=<sent>`:
@@ -15,7 +15,9 @@ import Herald
 ///
 /// Locations: `/ok/<anything>` answers `ok` at once; `/paced.bin` (128 KiB) and `/slow.bin` (2 MiB) are
 /// files sent at 64 KiB/s, so a transfer of the first takes about two seconds and of the second half a
-/// minute. Prefer ``withNginx(_:)``, which always stops it.
+/// minute. With `requestsPerConnection`, nginx ends a connection after that many requests: at the last one it
+/// sends GOAWAY naming that request's stream as the last it processes, and ignores the streams the client
+/// opened after it. Prefer ``withNginx(cleartext:requestsPerConnection:_:)``, which always stops it.
 final class NginxServer: StoppableServer {
     /// One line of the access log.
     struct LogLine: Equatable {
@@ -28,11 +30,14 @@ final class NginxServer: StoppableServer {
 
     let port: Int
     let pki: ThrowawayPKI
+    /// Whether it serves cleartext HTTP/2 (prior knowledge) rather than HTTPS.
+    let cleartext: Bool
     private let daemon: ListeningDaemon
 
-    private init(port: Int, pki: ThrowawayPKI, daemon: ListeningDaemon) {
+    private init(port: Int, pki: ThrowawayPKI, cleartext: Bool, daemon: ListeningDaemon) {
         self.port = port
         self.pki = pki
+        self.cleartext = cleartext
         self.daemon = daemon
     }
 
@@ -47,9 +52,9 @@ final class NginxServer: StoppableServer {
         throw LoopbackDaemon.Failure(description: "nginx is not installed; run `make deps`")
     }
 
-    /// `https://127.0.0.1:<port><path>`.
+    /// `https://127.0.0.1:<port><path>` (`http://` in cleartext).
     func url(_ path: String) -> URL {
-        URL(string: "https://127.0.0.1:\(port)\(path)")!
+        URL(string: "\(cleartext ? "http" : "https")://127.0.0.1:\(port)\(path)")!
     }
 
     /// A security policy that trusts the throwaway authority that issued the server's certificate.
@@ -114,7 +119,9 @@ final class NginxServer: StoppableServer {
 
     /// Makes a throwaway authority and a certificate for 127.0.0.1, starts nginx presenting it and waits until
     /// its worker runs.
-    static func start(timeout: Duration = .seconds(30)) async throws -> NginxServer {
+    static func start(
+        cleartext: Bool = false, requestsPerConnection: Int? = nil, timeout: Duration = .seconds(30)
+    ) async throws -> NginxServer {
         let executable = try executable()
         let http2Directive = try takesHTTP2Directive(executable)
         let pki = try await ThrowawayPKI.make()
@@ -130,6 +137,15 @@ final class NginxServer: StoppableServer {
                 try Data(repeating: UInt8(ascii: "s"), count: slowBytes).write(
                     to: root.appendingPathComponent("slow.bin"))
                 let prefix = directory.path
+                let listen = "listen 127.0.0.1:\(port)\(cleartext ? "" : " ssl")\(http2Directive ? "" : " http2");"
+                let tls = """
+                    ssl_certificate \(identity.certificate.path);
+                    ssl_certificate_key \(identity.key.path);
+                    # TLS 1.3 (not in nginx's default protocols before 1.23.4) and a session cache: libcurl with
+                    # OpenSSL turns TLS 1.2 session tickets off, so a resumed session needs either.
+                    ssl_protocols TLSv1.2 TLSv1.3;
+                    ssl_session_cache shared:herald:1m;
+                    """
                 // Temporary paths for every module with one, whether or not this build has it: the directives
                 // of a module it lacks are unknown and refused, so only the core one is named.
                 let config = """
@@ -145,16 +161,11 @@ final class NginxServer: StoppableServer {
                         client_body_temp_path \(prefix)/client_body;
                         default_type application/octet-stream;
                         server {
-                            listen 127.0.0.1:\(port) ssl\(http2Directive ? "" : " http2");
+                            \(listen)
                             \(http2Directive ? "http2 on;" : "")
                             server_name localhost;
-                            ssl_certificate \(identity.certificate.path);
-                            ssl_certificate_key \(identity.key.path);
-                            # TLS 1.3 (not in nginx's default protocols before 1.23.4) and a session cache:
-                            # libcurl with OpenSSL turns TLS 1.2 session tickets off, so a resumed session
-                            # needs either.
-                            ssl_protocols TLSv1.2 TLSv1.3;
-                            ssl_session_cache shared:herald:1m;
+                            \(cleartext ? "" : tls)
+                            \(requestsPerConnection.map { "keepalive_requests \($0);" } ?? "")
                             root \(root.path);
                             location /ok/ { return 200 "ok\\n"; }
                             location = /paced.bin { limit_rate 64k; }
@@ -170,7 +181,7 @@ final class NginxServer: StoppableServer {
                     executable: executable, arguments: ["-p", prefix, "-e", "stderr", "-c", configFile.path],
                     killsProcessGroup: true, directory: directory)
             }
-            return NginxServer(port: daemon.port, pki: pki, daemon: daemon)
+            return NginxServer(port: daemon.port, pki: pki, cleartext: cleartext, daemon: daemon)
         } catch {
             pki.remove()
             throw error
@@ -184,8 +195,11 @@ final class NginxServer: StoppableServer {
     }
 }
 
-/// Runs `body` with nginx serving HTTP/2 over TLS (see ``NginxServer``) and stops it afterwards, whether `body`
-/// returns or throws.
-func withNginx<Result>(_ body: (NginxServer) async throws -> Result) async throws -> Result {
-    try await withRunning(try await NginxServer.start(), body)
+/// Runs `body` with nginx serving HTTP/2 (see ``NginxServer``) and stops it afterwards, whether `body` returns or
+/// throws.
+func withNginx<Result>(
+    cleartext: Bool = false, requestsPerConnection: Int? = nil, _ body: (NginxServer) async throws -> Result
+) async throws -> Result {
+    try await withRunning(
+        try await NginxServer.start(cleartext: cleartext, requestsPerConnection: requestsPerConnection), body)
 }
