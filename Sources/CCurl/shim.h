@@ -186,7 +186,7 @@ static inline CURLMcode herald_multi_setopt_timer_cb(CURLM *handle, herald_curl_
     return curl_multi_setopt(handle, CURLMOPT_TIMERFUNCTION, value);
 }
 
-// MARK: - curl_share
+// MARK: - share handles
 
 /// A share handle with one mutex per kind of data it may guard. Easy handles are configured on whichever
 /// thread prepares their transfer while others run on the engine's loop, so libcurl's accesses to the share

@@ -66,7 +66,8 @@ struct HTTP2Tests {
         }
     }
 
-    @Test("the per-host limit counts connections: with one, 150 requests (more than a connection's 100 streams) share it")
+    @Test(
+        "the per-host limit counts connections: with one, 150 requests (more than a connection's 100 streams) share it")
     func perHostLimitCountsConnections() async throws {
         try await withNginx { server in
             let client = try Client(server: server, connectionsPerHost: 1)
@@ -89,7 +90,8 @@ struct HTTP2Tests {
             let client = try Client(server: server, httpVersion: .http1_1, connectionsPerHost: 2)
             defer { client.close() }
             // Paced bodies (two seconds each), so that every request of the burst wants a connection at once.
-            let tasks = try (0..<4).map { _ in try client.session.dataTask(with: Request(url: server.url("/paced.bin"))) }
+            let tasks = try (0..<4).map { _ in try client.session.dataTask(with: Request(url: server.url("/paced.bin")))
+            }
             for task in tasks { task.resume() }
             _ = try await client.recorder.waitForCompletions(4, timeout: .seconds(60))
             let completions = try client.completions(of: tasks)
@@ -197,7 +199,9 @@ struct HTTP2Tests {
         }
     }
 
-    @Test("after a GOAWAY the streams it left unprocessed succeed on a new connection; each task posts one resume and one complete")
+    @Test(
+        "after a GOAWAY the streams it left unprocessed succeed on a new connection; each task posts one resume and one complete"
+    )
     func goawayMovesStreamsToANewConnection() async throws {
         // nginx ends each connection after two requests: at the second it sends GOAWAY naming that stream the
         // last it processes, and ignores the streams opened after it.
