@@ -89,7 +89,7 @@ struct HTTP2Tests {
         try await withNginx { server in
             let client = try Client(server: server, httpVersion: .http1_1, connectionsPerHost: 2)
             defer { client.close() }
-            // Paced bodies (two seconds each), so that every request of the burst wants a connection at once.
+            // Paced bodies (four seconds each), so that every request of the burst wants a connection at once.
             let tasks = try (0..<4).map { _ in try client.session.dataTask(with: Request(url: server.url("/paced.bin")))
             }
             for task in tasks { task.resume() }
@@ -134,7 +134,7 @@ struct HTTP2Tests {
             let client = try Client(server: server)
             defer { client.close() }
             // The slow body takes half a minute: it is cancelled at its first bytes, while the paced ones
-            // (two seconds each) are still arriving on the same connection.
+            // (four seconds each) are still arriving on the same connection.
             let canceller = ActionAtProgress<DataTask>(atLeast: 1) { $0.cancel() }
             let slow = try client.session.dataTask(
                 with: Request(url: server.url("/slow.bin")), downloadProgress: canceller.handler)

@@ -13,8 +13,8 @@ import Herald
 /// `$connection` is nginx's serial number of the TCP connection the request came on, `$ssl_session_reused`
 /// says whether its TLS handshake resumed an earlier session. nginx writes the line when the request ends.
 ///
-/// Locations: `/ok/<anything>` answers `ok` at once; `/paced.bin` (128 KiB) and `/slow.bin` (2 MiB) are
-/// files sent at 64 KiB/s, so a transfer of the first takes about two seconds and of the second half a
+/// Locations: `/ok/<anything>` answers `ok` at once; `/paced.bin` (256 KiB) and `/slow.bin` (2 MiB) are
+/// files sent at 64 KiB/s, so a transfer of the first takes about four seconds and of the second half a
 /// minute. With `requestsPerConnection`, nginx ends a connection after that many requests: at the last one it
 /// sends GOAWAY naming that request's stream as the last it processes, and ignores the streams the client
 /// opened after it. Prefer ``withNginx(cleartext:requestsPerConnection:_:)``, which always stops it.
@@ -41,7 +41,7 @@ final class NginxServer: StoppableServer {
         self.daemon = daemon
     }
 
-    static let pacedBytes = 128 * 1024
+    static let pacedBytes = 256 * 1024
     static let slowBytes = 2 * 1024 * 1024
 
     /// The executable `make deps` installs.
