@@ -102,6 +102,26 @@ struct HTTP2Tests {
         }
     }
 
+    @Test("a burst to an HTTPS server without HTTP/2 waits for one handshake, then opens a connection per request")
+    func burstToHTTP1OnlyServer() async throws {
+        try await withNginx(offersHTTP2: false) { server in
+            let client = try Client(server: server)
+            defer { client.close() }
+            // Paced bodies (four seconds each): were the requests held until the first one's end, each would
+            // take the connection the one before left, and one connection would carry them all.
+            let tasks = try (0..<4).map { _ in
+                try client.session.dataTask(with: Request(url: server.url("/paced.bin")))
+            }
+            for task in tasks { task.resume() }
+            _ = try await client.recorder.waitForCompletions(4, timeout: .seconds(60))
+            let completions = try client.completions(of: tasks)
+            #expect(completions.allSatisfy { $0.error == nil && $0.responseData?.count == NginxServer.pacedBytes })
+            #expect(completions.allSatisfy { $0.metrics?.httpVersion == "HTTP/1.1" })
+            let ports = Set(completions.compactMap { $0.metrics?.localPort })
+            #expect(ports.count == 4, "local ports: \(ports.sorted())")
+        }
+    }
+
     @Test("a multiplexed task's lifecycle timeline is the same as over HTTP/1.1")
     func timelineAsOverHTTP1() async throws {
         try await withNginx { server in

@@ -17,7 +17,8 @@ import Herald
 /// files sent at 64 KiB/s, so a transfer of the first takes about four seconds and of the second half a
 /// minute. With `requestsPerConnection`, nginx ends a connection after that many requests: at the last one it
 /// sends GOAWAY naming that request's stream as the last it processes, and ignores the streams the client
-/// opened after it. Prefer ``withNginx(cleartext:requestsPerConnection:_:)``, which always stops it.
+/// opened after it. With `offersHTTP2` false it speaks HTTP/1.1 only. Prefer
+/// ``withNginx(cleartext:offersHTTP2:requestsPerConnection:_:)``, which always stops it.
 final class NginxServer: StoppableServer {
     /// One line of the access log.
     struct LogLine: Equatable {
@@ -120,7 +121,8 @@ final class NginxServer: StoppableServer {
     /// Makes a throwaway authority and a certificate for 127.0.0.1, starts nginx presenting it and waits until
     /// its worker runs.
     static func start(
-        cleartext: Bool = false, requestsPerConnection: Int? = nil, timeout: Duration = .seconds(30)
+        cleartext: Bool = false, offersHTTP2: Bool = true, requestsPerConnection: Int? = nil,
+        timeout: Duration = .seconds(30)
     ) async throws -> NginxServer {
         let executable = try executable()
         let http2Directive = try takesHTTP2Directive(executable)
@@ -137,7 +139,8 @@ final class NginxServer: StoppableServer {
                 try Data(repeating: UInt8(ascii: "s"), count: slowBytes).write(
                     to: root.appendingPathComponent("slow.bin"))
                 let prefix = directory.path
-                let listen = "listen 127.0.0.1:\(port)\(cleartext ? "" : " ssl")\(http2Directive ? "" : " http2");"
+                let http2Parameter = offersHTTP2 && !http2Directive ? " http2" : ""
+                let listen = "listen 127.0.0.1:\(port)\(cleartext ? "" : " ssl")\(http2Parameter);"
                 let tls = """
                     ssl_certificate \(identity.certificate.path);
                     ssl_certificate_key \(identity.key.path);
@@ -162,7 +165,7 @@ final class NginxServer: StoppableServer {
                         default_type application/octet-stream;
                         server {
                             \(listen)
-                            \(http2Directive ? "http2 on;" : "")
+                            \(offersHTTP2 && http2Directive ? "http2 on;" : "")
                             server_name localhost;
                             \(cleartext ? "" : tls)
                             \(requestsPerConnection.map { "keepalive_requests \($0);" } ?? "")
@@ -198,8 +201,11 @@ final class NginxServer: StoppableServer {
 /// Runs `body` with nginx serving HTTP/2 (see ``NginxServer``) and stops it afterwards, whether `body` returns or
 /// throws.
 func withNginx<Result>(
-    cleartext: Bool = false, requestsPerConnection: Int? = nil, _ body: (NginxServer) async throws -> Result
+    cleartext: Bool = false, offersHTTP2: Bool = true, requestsPerConnection: Int? = nil,
+    _ body: (NginxServer) async throws -> Result
 ) async throws -> Result {
     try await withRunning(
-        try await NginxServer.start(cleartext: cleartext, requestsPerConnection: requestsPerConnection), body)
+        try await NginxServer.start(
+            cleartext: cleartext, offersHTTP2: offersHTTP2, requestsPerConnection: requestsPerConnection),
+        body)
 }
