@@ -11,9 +11,9 @@ SYSTEM_DEPS := libcurl4-openssl-dev:libcurl libuv1-dev:libuv libidn2-dev:libidn2
 ## python3 and binutils' strings for check-libcurl-minimum, iproute2's ip, with which the tests bring up the
 ## loopback interface of the network namespace they run in, and node, which runs the HTTP caching test suite.
 ## Also Debian's publicsuffix list (cookie domains are checked against it at run time), tinyproxy (HTTP
-## proxy) and dante-server (SOCKS5 proxy): the proxy tests start their own on a loopback port, in the
-## foreground, and stop it; on a machine whose package manager starts services on install,
-## `systemctl disable --now tinyproxy danted` stops the system ones.
+## proxy), dante-server (SOCKS5 proxy) and nginx (HTTP/2 over TLS): the proxy and HTTP/2 tests start their
+## own on a loopback port, in the foreground, and stop it; on a machine whose package manager starts
+## services on install, `systemctl disable --now tinyproxy danted nginx` stops the system ones.
 deps:
 	@missing=""; \
 	command -v pkg-config >/dev/null || missing="pkg-config"; \
@@ -22,6 +22,7 @@ deps:
 	command -v tinyproxy >/dev/null || [ -x /usr/bin/tinyproxy ] || [ -x /usr/sbin/tinyproxy ] || \
 		missing="$$missing tinyproxy"; \
 	[ -x /usr/sbin/danted ] || missing="$$missing dante-server"; \
+	[ -x /usr/sbin/nginx ] || missing="$$missing nginx"; \
 	command -v python3 >/dev/null || missing="$$missing python3"; \
 	command -v strings >/dev/null || missing="$$missing binutils"; \
 	command -v ip >/dev/null || missing="$$missing iproute2"; \

@@ -9,8 +9,10 @@
 #include <linux/falloc.h>
 #include <linux/magic.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/types.h>
@@ -182,6 +184,61 @@ static inline CURLMcode herald_multi_setopt_socket_cb(CURLM *handle, herald_curl
 
 static inline CURLMcode herald_multi_setopt_timer_cb(CURLM *handle, herald_curl_timer_cb value) {
     return curl_multi_setopt(handle, CURLMOPT_TIMERFUNCTION, value);
+}
+
+// MARK: - share handles
+
+/// A share handle with one mutex per kind of data it may guard. Easy handles are configured on whichever
+/// thread prepares their transfer while others run on the engine's loop, so libcurl's accesses to the share
+/// (its count of attached handles, the cached TLS sessions) are locked.
+typedef struct herald_share {
+    CURLSH *share;
+    pthread_mutex_t mutexes[CURL_LOCK_DATA_LAST];
+} herald_share;
+
+static inline void herald_share_lock(CURL *handle, curl_lock_data data, curl_lock_access access, void *userptr) {
+    (void)handle;
+    (void)access;
+    herald_share *owner = (herald_share *)userptr;
+    if ((int)data >= 0 && data < CURL_LOCK_DATA_LAST) pthread_mutex_lock(&owner->mutexes[data]);
+}
+
+static inline void herald_share_unlock(CURL *handle, curl_lock_data data, void *userptr) {
+    (void)handle;
+    herald_share *owner = (herald_share *)userptr;
+    if ((int)data >= 0 && data < CURL_LOCK_DATA_LAST) pthread_mutex_unlock(&owner->mutexes[data]);
+}
+
+/// A share handle holding TLS sessions (`CURL_LOCK_DATA_SSL_SESSION`), so that a connection one easy handle
+/// opens can resume the session another handle's connection negotiated with the same server; NULL when
+/// libcurl refuses (out of memory). Attach it with `CURLOPT_SHARE`; free it with `herald_share_free`.
+static inline herald_share *herald_share_make_tls_sessions(void) {
+    herald_share *owner = (herald_share *)calloc(1, sizeof(herald_share));
+    if (owner == NULL) return NULL;
+    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++) pthread_mutex_init(&owner->mutexes[i], NULL);
+    owner->share = curl_share_init();
+    if (owner->share == NULL || curl_share_setopt(owner->share, CURLSHOPT_USERDATA, (void *)owner) != CURLSHE_OK ||
+        curl_share_setopt(owner->share, CURLSHOPT_LOCKFUNC, herald_share_lock) != CURLSHE_OK ||
+        curl_share_setopt(owner->share, CURLSHOPT_UNLOCKFUNC, herald_share_unlock) != CURLSHE_OK ||
+        curl_share_setopt(owner->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION) != CURLSHE_OK) {
+        if (owner->share != NULL) curl_share_cleanup(owner->share);
+        for (int i = 0; i < CURL_LOCK_DATA_LAST; i++) pthread_mutex_destroy(&owner->mutexes[i]);
+        free(owner);
+        return NULL;
+    }
+    return owner;
+}
+
+/// The share handle to pass to `CURLOPT_SHARE`.
+static inline CURLSH *herald_share_handle(herald_share *owner) { return owner->share; }
+
+/// Frees the share and its mutexes; false, freeing nothing, while an easy handle still uses it
+/// (`CURLSHE_IN_USE`): libcurl would lock its mutexes again.
+static inline bool herald_share_free(herald_share *owner) {
+    if (curl_share_cleanup(owner->share) != CURLSHE_OK) return false;
+    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++) pthread_mutex_destroy(&owner->mutexes[i]);
+    free(owner);
+    return true;
 }
 
 // MARK: - CURLMsg

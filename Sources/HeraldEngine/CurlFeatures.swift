@@ -24,6 +24,16 @@ package enum CurlFeatures {
         return codings.isEmpty ? nil : codings.joined(separator: ", ")
     }()
 
+    /// Whether the libcurl running fails every request that reuses a connection opened with HTTP/2 prior
+    /// knowledge: 7.88.x sets up a second HTTP/2 layer on the reused connection, and the request ends with
+    /// `CURLE_HTTP2` ("Error in the HTTP2 framing layer") before anything is sent. libcurl 8.0.0 fixed it.
+    /// Such transfers don't leave their connection for others (``Transfer``'s configuration).
+    static let failsPriorKnowledgeReuse: Bool = {
+        guard let info = herald_curl_version_info() else { return false }
+        let number = info.pointee.version_num
+        return number >= 0x07_58_00 && number < 0x08_00_00
+    }()
+
     /// The header line `Accept-Encoding: <contentEncodings>` as a C string, made once.
     static let acceptEncodingHeader: ContiguousArray<CChar>? = contentEncodings.map {
         "Accept-Encoding: \($0)".utf8CString

@@ -13,9 +13,16 @@ import HeraldNotifications
 /// configured with, and the next transfer takes both on the thread that prepares it. When its own profile is
 /// the same, it sets only the options that differ for every transfer (the URL, the header list, the
 /// callbacks' data); otherwise `curl_easy_reset` returns every option to its default and it sets them all.
-/// Handles never move between sessions, so nothing one session's transfers left in a handle (curl's TLS
-/// session IDs) reaches another session's, whose security policy may differ. At most ``capacity`` handles
-/// wait; once the pool is closed every handle given back is freed.
+/// Handles never move between sessions, so nothing one session's transfers left in a handle reaches another
+/// session's, whose security policy may differ. At most ``capacity`` handles wait; once the pool is closed
+/// every handle given back is freed.
+///
+/// The pool's handles share one cache of TLS sessions (``tlsSessions``, a libcurl share handle): a connection
+/// any of them opens to a server resumes the session an earlier connection of the same pool negotiated with
+/// it, an abbreviated handshake instead of a full one. Without it each easy handle would keep a cache of its
+/// own, so a second connection opened for a burst of requests, made by another handle, would start afresh.
+/// libcurl resumes a cached session only for a connection whose TLS settings match the ones it was
+/// negotiated with. The cache is the pool's alone, so it never reaches another session.
 package final class EasyHandlePool: @unchecked Sendable {
     // Safety: `state` is guarded by its lock; a handle in `idle` belongs to the pool alone, one taken or
     // given belongs to the caller alone.
@@ -40,12 +47,27 @@ package final class EasyHandlePool: @unchecked Sendable {
 
     private let state = Locked(State())
 
+    /// The share handle of the pool's TLS sessions, which every handle configured from this pool is attached to
+    /// (`CURLOPT_SHARE`); `nil` when libcurl could not make one, and then each handle caches its own. libcurl
+    /// locks it itself (the shim's mutexes), so it is used from any thread.
+    private let tlsSessions: UnsafeMutablePointer<herald_share>?
+
     init(capacity: Int) {
         self.capacity = capacity
+        self.tlsSessions = herald_share_make_tls_sessions()
     }
 
     deinit {
         for handle in state.withLock({ $0.idle }) { curl_easy_cleanup(handle.easy) }
+        // Every other handle attached to the share belonged to a transfer, which holds the pool until it has
+        // freed or given back its handle: none is left. Were one left, the share would be kept (libcurl
+        // answers CURLSHE_IN_USE) rather than freed under it.
+        if let tlsSessions { _ = herald_share_free(tlsSessions) }
+    }
+
+    /// The share handle to attach to a handle configured from this pool, or `nil` for none.
+    var tlsSessionShare: UnsafeMutableRawPointer? {
+        tlsSessions.flatMap { herald_share_handle($0) }
     }
 
     /// An idle handle, with the options it was last given still set, and the profile they were set from

@@ -70,6 +70,10 @@ package final class MultiHandle: @unchecked Sendable {
             Unmanaged<MultiHandle>.fromOpaque(context).takeUnretainedValue().scheduleTimeout(timeoutMilliseconds)
             return 0
         }
+        // HTTP/2 transfers to one origin share a connection as streams (curl's default since 7.62, set so that
+        // it is this pool's rule, not a default). The per-host limit counts connections, not transfers: a
+        // multiplexed connection carries many (up to the server's stream limit) and counts once.
+        herald_multi_setopt_long(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX)
         herald_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(0, options.maximumConnectionsPerHost))
         herald_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, max(0, options.maximumConnectionsTotal))
         if options.maximumConnectionsTotal > 0 {

@@ -112,6 +112,8 @@ extension Transfer {
             configureCallbackData(easy, context: context, check: check)
             // A pause pending in the handle's last transfer turned the progress callback on.
             check("NOPROGRESS", herald_easy_setopt_long(easy, CURLOPT_NOPROGRESS, 1))
+            // The profile has the version but not the URL's scheme, on which waiting depends.
+            configureMultiplexing(easy, check: check)
             return failed.map(refusal)
         }
         check("NOSIGNAL", herald_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1))
@@ -146,6 +148,16 @@ extension Transfer {
             check("BUFFERSIZE", herald_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, 512 * 1024))
         }
         check("HTTP_VERSION", herald_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, request.httpVersion.curlValue))
+        configureMultiplexing(easy, check: check)
+        if request.httpVersion == .http2PriorKnowledge, CurlFeatures.failsPriorKnowledgeReuse {
+            // Each transfer on a connection of its own, closed after it: with this libcurl a second request on
+            // it would fail (CurlFeatures.failsPriorKnowledgeReuse), whether it came after the first or beside
+            // it as a stream (which libcurl would do at the per-host limit).
+            check("FRESH_CONNECT", herald_easy_setopt_long(easy, CURLOPT_FRESH_CONNECT, 1))
+            check("FORBID_REUSE", herald_easy_setopt_long(easy, CURLOPT_FORBID_REUSE, 1))
+        }
+        // The session's cache of TLS sessions (EasyHandlePool), also after curl_easy_reset, which keeps it.
+        if let share = pool?.tlsSessionShare { check("SHARE", herald_easy_setopt_pointer(easy, CURLOPT_SHARE, share)) }
         configureTimeouts(easy, check: check)
         configureSecurity(easy, check: check)
         configureProxy(easy, check: check)
@@ -162,6 +174,30 @@ extension Transfer {
         // times per request, the callback had nothing else to do once the idle timeout moved out of it.
         check("NOPROGRESS", herald_easy_setopt_long(easy, CURLOPT_NOPROGRESS, 1))
         return failed.map(refusal)
+    }
+
+    /// Whether the transfer waits for a connection to its origin that is being opened, to learn whether it
+    /// speaks HTTP/2, rather than open one of its own (`CURLOPT_PIPEWAIT`).
+    ///
+    /// Requests started together to a new origin then share the first connection as HTTP/2 streams, instead of
+    /// each opening a connection (up to the per-host limit) before any knows that one would do. Only over TLS
+    /// with ``ProtocolVersion/automatic`` or ``ProtocolVersion/http2``, where the handshake's protocol
+    /// negotiation (ALPN) says whether the connection speaks HTTP/2: the wait lasts one handshake.
+    ///
+    /// Not in cleartext. With ``ProtocolVersion/automatic`` or an ``ProtocolVersion/http2`` upgrade libcurl
+    /// learns whether a cleartext connection multiplexes only from its first response head, and waiting would
+    /// hold every request of a burst until then (an upgrade is rare: most servers answer with HTTP/1.1). With
+    /// ``ProtocolVersion/http2PriorKnowledge`` libcurl 7.88 fails the requests that join the first connection
+    /// (CurlFeatures.failsPriorKnowledgeReuse).
+    var waitsForMultiplexing: Bool {
+        switch request.httpVersion {
+        case .http1_1, .http2PriorKnowledge: false
+        case .automatic, .http2: request.url.scheme?.lowercased() == "https"
+        }
+    }
+
+    private func configureMultiplexing(_ easy: UnsafeMutableRawPointer, check: (String, CURLcode) -> Void) {
+        check("PIPEWAIT", herald_easy_setopt_long(easy, CURLOPT_PIPEWAIT, waitsForMultiplexing ? 1 : 0))
     }
 
     /// Points every callback's data at this transfer.

@@ -9,6 +9,10 @@ public enum HTTPVersion: Sendable, Hashable {
     /// Try HTTP/2 for every request, falling back to HTTP/1.1 (an upgrade for plain HTTP).
     case http2
     /// HTTP/2 without negotiation, for servers known to speak it (plain-text HTTP/2 "prior knowledge").
+    ///
+    /// libcurl 7.88 (Debian 12's) fails any request that reuses such a connection, so with it each request
+    /// opens a connection of its own and closes it afterwards; from libcurl 8.0 requests share connections
+    /// as streams.
     case http2PriorKnowledge
 }
 
@@ -29,6 +33,12 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// without `User-Agent` or `Accept-Language` gets ``DefaultHeaders``' values.
     public var httpAdditionalHeaders: HTTPHeaders = [:]
     /// The most connections open to one host at a time; further requests wait for one. Default 6.
+    ///
+    /// It counts connections, not requests. Over HTTP/2 one connection carries many requests at once, as
+    /// streams: requests started together to an origin with no connection yet wait for the first one's TLS
+    /// handshake to say whether it speaks HTTP/2, and then share it, rather than each open a connection of its
+    /// own. A connection takes as many streams at a time as the server allows, and no more than 100
+    /// (libcurl's limit); requests beyond that open another connection, within this limit, or wait.
     public var maximumConnectionsPerHost: Int = 6
     /// The most connections open in all at a time; 0 means no limit. Default 0.
     ///

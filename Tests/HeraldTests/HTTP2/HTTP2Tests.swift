@@ -1,0 +1,286 @@
+import Foundation
+import Herald
+import HeraldNotifications
+import HeraldTesting
+import Testing
+
+/// HTTP/2 end to end, against nginx serving HTTP/2 over TLS on loopback with a throwaway certificate the
+/// session trusts through its security policy.
+@Suite("HTTP/2 against a loopback nginx", .timeLimit(.minutes(3)))
+struct HTTP2Tests {
+    /// A session trusting `server`'s authority, with its own notification center and a recorder on it.
+    struct Client {
+        let session: SessionManager
+        let recorder: RecordingObserver
+
+        init(server: NginxServer, httpVersion: HTTPVersion = .automatic, connectionsPerHost: Int = 6) throws {
+            var configuration = SessionConfiguration()
+            configuration.maximumConnectionsPerHost = connectionsPerHost
+            configuration.securityPolicy = try server.securityPolicy()
+            configuration.httpVersion = httpVersion
+            configuration.timeoutIntervalForRequest = 60
+            let center = NotificationHub()
+            recorder = RecordingObserver(center: center)
+            session = SessionManager(configuration: configuration, notificationCenter: center)
+            session.responseSerializer = DataResponseSerializer()
+        }
+
+        /// Each task's completion payload, by task.
+        func completions(of tasks: [DataTask]) throws -> [TaskCompletion] {
+            let byTask = Dictionary(recorder.completions.map { ($0.taskIdentifier, $0) }) { first, _ in first }
+            return try tasks.map { task in try #require(byTask[task.taskIdentifier]) }
+        }
+
+        func close() { session.invalidate(cancelingTasks: true) }
+    }
+
+    @Test("64 tasks resumed at once to a new origin share one connection: one TLS handshake, 64 streams")
+    func burstSharesOneConnection() async throws {
+        try await withNginx { server in
+            let client = try Client(server: server)
+            defer { client.close() }
+            let uris = (0..<64).map { "/ok/burst-\($0)" }
+            let tasks = try uris.map { try client.session.dataTask(with: Request(url: server.url($0))) }
+            for task in tasks { task.resume() }
+            _ = try await client.recorder.waitForCompletions(64, timeout: .seconds(60))
+
+            let completions = try client.completions(of: tasks)
+            for completion in completions {
+                #expect(completion.error == nil, "\(String(describing: completion.error))")
+                #expect(completion.response?.statusCode == 200)
+                #expect(completion.responseData == Data("ok\n".utf8))
+                // What the observers' network.protocol.version is made from, and what curl measured.
+                #expect(completion.response?.httpVersion == "HTTP/2")
+                #expect(completion.metrics?.httpVersion == "HTTP/2")
+            }
+            // One connection on the client's side: every transfer's local port is the same one.
+            let localPorts = Set(completions.compactMap { $0.metrics?.localPort })
+            #expect(localPorts.count == 1, "local ports: \(localPorts.sorted())")
+            #expect(completions.allSatisfy { $0.metrics?.localPort != nil })
+            #expect(completions.filter { $0.metrics?.connectionReused == false }.count == 1)
+
+            // And on the server's: one connection (so one TLS handshake) carried all 64 requests, as HTTP/2.
+            let lines = try await server.waitForRequests(uris)
+            #expect(Set(lines.map(\.connection)).count == 1, "nginx connections: \(Set(lines.map(\.connection)))")
+            #expect(lines.allSatisfy { $0.serverProtocol == "HTTP/2.0" && $0.status == 200 })
+        }
+    }
+
+    @Test(
+        "the per-host limit counts connections: with one, 150 requests (more than a connection's 100 streams) share it")
+    func perHostLimitCountsConnections() async throws {
+        try await withNginx { server in
+            let client = try Client(server: server, connectionsPerHost: 1)
+            defer { client.close() }
+            let uris = (0..<150).map { "/ok/limit-\($0)" }
+            let tasks = try uris.map { try client.session.dataTask(with: Request(url: server.url($0))) }
+            for task in tasks { task.resume() }
+            _ = try await client.recorder.waitForCompletions(150, timeout: .seconds(60))
+            let completions = try client.completions(of: tasks)
+            #expect(completions.allSatisfy { $0.error == nil && $0.response?.statusCode == 200 })
+            #expect(completions.allSatisfy { $0.metrics?.httpVersion == "HTTP/2" })
+            let lines = try await server.waitForRequests(uris)
+            #expect(Set(lines.map(\.connection)).count == 1, "nginx connections: \(Set(lines.map(\.connection)))")
+        }
+    }
+
+    @Test("over HTTP/1.1 the per-host limit still bounds the connections a burst opens")
+    func perHostLimitOverHTTP1() async throws {
+        try await withNginx { server in
+            let client = try Client(server: server, httpVersion: .http1_1, connectionsPerHost: 2)
+            defer { client.close() }
+            // Paced bodies (four seconds each), so that every request of the burst wants a connection at once.
+            let tasks = try (0..<4).map { _ in try client.session.dataTask(with: Request(url: server.url("/paced.bin")))
+            }
+            for task in tasks { task.resume() }
+            _ = try await client.recorder.waitForCompletions(4, timeout: .seconds(60))
+            let completions = try client.completions(of: tasks)
+            #expect(completions.allSatisfy { $0.error == nil && $0.responseData?.count == NginxServer.pacedBytes })
+            #expect(completions.allSatisfy { $0.metrics?.httpVersion == "HTTP/1.1" })
+            let ports = Set(completions.compactMap { $0.metrics?.localPort })
+            #expect(ports.count == 2, "local ports: \(ports.sorted())")
+        }
+    }
+
+    @Test("a burst to an HTTPS server without HTTP/2 waits for one handshake, then opens a connection per request")
+    func burstToHTTP1OnlyServer() async throws {
+        try await withNginx(offersHTTP2: false) { server in
+            let client = try Client(server: server)
+            defer { client.close() }
+            // Paced bodies (four seconds each): were the requests held until the first one's end, each would
+            // take the connection the one before left, and one connection would carry them all.
+            let tasks = try (0..<4).map { _ in
+                try client.session.dataTask(with: Request(url: server.url("/paced.bin")))
+            }
+            for task in tasks { task.resume() }
+            _ = try await client.recorder.waitForCompletions(4, timeout: .seconds(60))
+            let completions = try client.completions(of: tasks)
+            #expect(completions.allSatisfy { $0.error == nil && $0.responseData?.count == NginxServer.pacedBytes })
+            #expect(completions.allSatisfy { $0.metrics?.httpVersion == "HTTP/1.1" })
+            let ports = Set(completions.compactMap { $0.metrics?.localPort })
+            #expect(ports.count == 4, "local ports: \(ports.sorted())")
+        }
+    }
+
+    @Test("a multiplexed task's lifecycle timeline is the same as over HTTP/1.1")
+    func timelineAsOverHTTP1() async throws {
+        try await withNginx { server in
+            var timelines: [HTTPVersion: [[RecordingObserver.Kind]]] = [:]
+            for version in [HTTPVersion.http1_1, .automatic] {
+                let client = try Client(server: server, httpVersion: version)
+                defer { client.close() }
+                let tasks = try (0..<8).map {
+                    try client.session.dataTask(with: Request(url: server.url("/ok/timeline-\(version)-\($0)")))
+                }
+                for task in tasks { task.resume() }
+                _ = try await client.recorder.waitForCompletions(8, timeout: .seconds(60))
+                let completions = try client.completions(of: tasks)
+                #expect(completions.allSatisfy { $0.error == nil && $0.response?.statusCode == 200 })
+                let expected = version == .http1_1 ? "HTTP/1.1" : "HTTP/2"
+                #expect(completions.allSatisfy { $0.metrics?.httpVersion == expected })
+                timelines[version] = tasks.map { client.recorder.timeline(ofTask: $0.taskIdentifier) }
+                // Nothing but one resume and one complete per task.
+                #expect(client.recorder.events.count == 16, "\(client.recorder.timeline)")
+            }
+            let overHTTP2 = try #require(timelines[.automatic])
+            #expect(overHTTP2 == timelines[.http1_1])
+            #expect(overHTTP2.allSatisfy { $0 == [.resume, .complete] }, "\(overHTTP2)")
+        }
+    }
+
+    @Test("cancelling one stream ends it alone: the others on its connection finish")
+    func cancelOneStream() async throws {
+        try await withNginx { server in
+            let client = try Client(server: server)
+            defer { client.close() }
+            // The slow body takes half a minute: it is cancelled at its first bytes, while the paced ones
+            // (four seconds each) are still arriving on the same connection.
+            let canceller = ActionAtProgress<DataTask>(atLeast: 1) { $0.cancel() }
+            let slow = try client.session.dataTask(
+                with: Request(url: server.url("/slow.bin")), downloadProgress: canceller.handler)
+            canceller.attach(slow)
+            let pacedURIs = (0..<8).map { _ in "/paced.bin" }
+            let paced = try pacedURIs.map { try client.session.dataTask(with: Request(url: server.url($0))) }
+            slow.resume()
+            for task in paced { task.resume() }
+            _ = try await client.recorder.waitForCompletions(9, timeout: .seconds(60))
+
+            let slowCompletion = try #require(try client.completions(of: [slow]).first)
+            #expect(slowCompletion.error?.code == .cancelled, "\(String(describing: slowCompletion.error))")
+            let pacedCompletions = try client.completions(of: paced)
+            for completion in pacedCompletions {
+                #expect(completion.error == nil, "\(String(describing: completion.error))")
+                #expect(completion.response?.statusCode == 200)
+                #expect(completion.responseData?.count == NginxServer.pacedBytes)
+                #expect(completion.metrics?.httpVersion == "HTTP/2")
+            }
+            // The cancellation came first: the paced bodies were still arriving when the stream was reset.
+            let order = client.recorder.events.filter { $0.kind == .complete }.compactMap(\.taskIdentifier)
+            #expect(order.first == slow.taskIdentifier, "completion order: \(order)")
+            // All on the one connection, which the reset stream left open.
+            let ports = Set((pacedCompletions + [slowCompletion]).compactMap { $0.metrics?.localPort })
+            #expect(ports.count == 1, "local ports: \(ports.sorted())")
+            #expect(pacedCompletions.allSatisfy { $0.metrics?.localPort != nil })
+            #expect(slow.state == .completed)
+        }
+    }
+
+    @Test("a second connection to the server resumes the TLS session the first one negotiated")
+    func tlsSessionResumedAcrossConnections() async throws {
+        try await withNginx { server in
+            // HTTP/1.1, so that a second request while the first connection is busy needs a connection of its own.
+            let client = try Client(server: server, httpVersion: .http1_1)
+            defer { client.close() }
+            let first = try client.session.dataTask(with: Request(url: server.url("/ok/first")))
+            first.resume()
+            _ = try await client.recorder.waitForCompletions(1, timeout: .seconds(30))
+
+            // The first connection is busy with the paced body (on the first transfer's easy handle, which the
+            // session kept) when the second request starts, on another easy handle and a new connection.
+            let bodyStarted = OneShot<Void>()
+            let paced = try client.session.dataTask(
+                with: Request(url: server.url("/paced.bin")), downloadProgress: { _ in bodyStarted.send(()) })
+            paced.resume()
+            try await bodyStarted.value(timeout: .seconds(30))
+            let second = try client.session.dataTask(with: Request(url: server.url("/ok/second")))
+            second.resume()
+            _ = try await client.recorder.waitForCompletions(3, timeout: .seconds(30))
+
+            let completions = try client.completions(of: [first, paced, second])
+            #expect(completions.allSatisfy { $0.error == nil && $0.response?.statusCode == 200 })
+            let ports = completions.map { $0.metrics?.localPort }
+            #expect(ports[0] == ports[1], "the paced body reuses the first connection: \(ports)")
+            #expect(ports[2] != ports[1], "the second request opens a connection of its own: \(ports)")
+
+            let lines = try await server.waitForRequests(["/ok/first", "/paced.bin", "/ok/second"])
+            #expect(lines[0].connection != lines[2].connection)
+            #expect(lines[0].sessionReused == false, "\(lines[0])")
+            #expect(lines[2].sessionReused == true, "the second handshake was a full one: \(lines[2])")
+        }
+    }
+
+    @Test(
+        "after a GOAWAY the streams it left unprocessed succeed on a new connection; each task posts one resume and one complete"
+    )
+    func goawayMovesStreamsToANewConnection() async throws {
+        // nginx ends each connection after two requests: at the second it sends GOAWAY naming that stream the
+        // last it processes, and ignores the streams opened after it.
+        try await withNginx(requestsPerConnection: 2) { server in
+            let client = try Client(server: server)
+            defer { client.close() }
+            let uris = (0..<8).map { "/ok/goaway-\($0)" }
+            let tasks = try uris.map { try client.session.dataTask(with: Request(url: server.url($0))) }
+            for task in tasks { task.resume() }
+            _ = try await client.recorder.waitForCompletions(8, timeout: .seconds(60))
+
+            let completions = try client.completions(of: tasks)
+            for (task, completion) in zip(tasks, completions) {
+                #expect(completion.error == nil, "\(String(describing: completion.error))")
+                #expect(completion.response?.statusCode == 200)
+                #expect(completion.metrics?.httpVersion == "HTTP/2")
+                // One resume, one complete: a request sent again is not the task's business.
+                #expect(client.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
+            }
+            // Nothing else was posted: no retry, no wait for connectivity.
+            #expect(client.recorder.events.count == 16, "\(client.recorder.timeline)")
+
+            // Every request was processed once, no connection carried more than two, so at least four were used.
+            let lines = try await server.waitForRequests(uris)
+            let perConnection = Dictionary(grouping: lines, by: \.connection).mapValues(\.count)
+            #expect(perConnection.values.allSatisfy { $0 <= 2 }, "requests per connection: \(perConnection)")
+            #expect(perConnection.count >= 4, "requests per connection: \(perConnection)")
+            #expect(server.accessLog.count == 8, "\(server.accessLog)")
+        }
+    }
+
+    @Test("HTTP/2 with prior knowledge: requests one after another and at once all succeed")
+    func priorKnowledgeRequestsSucceed() async throws {
+        try await withNginx(cleartext: true) { server in
+            let client = try Client(server: server, httpVersion: .http2PriorKnowledge)
+            defer { client.close() }
+            // One after another: each would reuse the connection the one before left.
+            var tasks: [DataTask] = []
+            for index in 0..<3 {
+                let task = try client.session.dataTask(with: Request(url: server.url("/ok/sequential-\(index)")))
+                tasks.append(task)
+                task.resume()
+                _ = try await client.recorder.waitForCompletions(index + 1, timeout: .seconds(30))
+            }
+            // And at once.
+            let burst = try (0..<8).map {
+                try client.session.dataTask(with: Request(url: server.url("/ok/burst-\($0)")))
+            }
+            for task in burst { task.resume() }
+            _ = try await client.recorder.waitForCompletions(11, timeout: .seconds(30))
+            tasks += burst
+            for completion in try client.completions(of: tasks) {
+                #expect(completion.error == nil, "\(String(describing: completion.error))")
+                #expect(completion.response?.statusCode == 200)
+                #expect(completion.response?.httpVersion == "HTTP/2")
+                #expect(completion.metrics?.httpVersion == "HTTP/2")
+            }
+            let lines = try await server.waitForRequests(tasks.map { $0.originalRequest.url.path })
+            #expect(lines.allSatisfy { $0.serverProtocol == "HTTP/2.0" && $0.status == 200 })
+        }
+    }
+}
