@@ -113,7 +113,9 @@ public final class DiskResponseCache: ResponseCache {
                 if database.delete(key: key, file: row.file) { unlink(path) }
                 return nil
             }
-            database.touch(key: key)
+            // A hit on the most recently used entry changes nothing: no write, which a reader would otherwise
+            // pay for on every hit.
+            if !row.isMostRecent { database.touch(key: key) }
             return head.entry(body: data)
         }
     }
@@ -147,6 +149,8 @@ public final class DiskResponseCache: ResponseCache {
     public func removeCachedResponse(for request: Request) {
         let key = Self.key(for: request)
         database.withLock { database in
+            // Most removals find nothing (every uncacheable response asks for one): a read, no write lock.
+            guard database.entry(for: key) != nil else { return }
             let removed = database.transaction { () -> [String]? in
                 guard let file = database.entry(for: key)?.file else { return [] }
                 return database.delete(key: key, file: file) ? [file] : nil
@@ -298,17 +302,24 @@ private struct StoredHead: Codable {
 
 /// The SQLite index: one connection, used under the cache's lock only.
 private final class Database: @unchecked Sendable {
-    // Safety: the connection is only used inside `Locked.withLock`, by one thread at a time, and SQLite is
-    // built thread-safe (serialized or multi-thread mode), so a connection may move between threads.
+    // Safety: the connection and its prepared statements (`statements`, mutable) are only used inside
+    // `Locked.withLock`, by one thread at a time, and SQLite is built thread-safe (serialized or multi-thread
+    // mode), so a connection may move between threads.
     private let connection: OpaquePointer
+    /// Each statement prepared once, the first time it runs, and reset after each use: parsing the SQL again
+    /// on every lookup cost more than the lookup itself.
+    private var statements: [String: OpaquePointer] = [:]
 
     struct Row {
         var head: Data
         var file: String
         var bodySize: Int
+        /// Whether no entry was used more recently.
+        var isMostRecent: Bool
     }
 
     deinit {
+        for statement in statements.values { sqlite3_finalize(statement) }
         sqlite3_close(connection)
     }
 
@@ -345,11 +356,12 @@ private final class Database: @unchecked Sendable {
     /// Runs `sql` with `bindings` (text, blob or integer), calling `row` for each result row.
     @discardableResult
     private func run(_ sql: String, _ bindings: [Binding] = [], row: ((OpaquePointer) -> Void)? = nil) -> Bool {
-        var statement: OpaquePointer?
-        guard sqlite3_prepare_v2(connection, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
-            return false
+        guard let statement = prepared(sql) else { return false }
+        // Reset at once: a statement left mid-step would hold its read transaction open.
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
         }
-        defer { sqlite3_finalize(statement) }
         for (index, binding) in bindings.enumerated() {
             let position = Int32(index + 1)
             switch binding {
@@ -371,6 +383,17 @@ private final class Database: @unchecked Sendable {
         }
     }
 
+    private func prepared(_ sql: String) -> OpaquePointer? {
+        if let statement = statements[sql] { return statement }
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(connection, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+            sqlite3_finalize(statement)
+            return nil
+        }
+        statements[sql] = statement
+        return statement
+    }
+
     private enum Binding {
         case text(String)
         case integer(Int)
@@ -383,10 +406,14 @@ private final class Database: @unchecked Sendable {
 
     func entry(for key: String) -> Row? {
         var found: Row?
-        run("SELECT head, file, body_size FROM entries WHERE key = ?", [.text(key)]) { statement in
+        let sql =
+            "SELECT head, file, body_size, last_use >= (SELECT MAX(last_use) FROM entries) FROM entries WHERE key = ?"
+        run(sql, [.text(key)]) { statement in
             let count = Int(sqlite3_column_bytes(statement, 0))
             let head = sqlite3_column_blob(statement, 0).map { Data(bytes: $0, count: count) } ?? Data()
-            found = Row(head: head, file: Self.text(statement, 1), bodySize: Int(sqlite3_column_int64(statement, 2)))
+            found = Row(
+                head: head, file: Self.text(statement, 1), bodySize: Int(sqlite3_column_int64(statement, 2)),
+                isMostRecent: sqlite3_column_int64(statement, 3) != 0)
         }
         return found
     }
