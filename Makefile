@@ -4,7 +4,7 @@ SWIFT ?= swift
 # Debian package → pkg-config module it provides.
 SYSTEM_DEPS := libcurl4-openssl-dev:libcurl libuv1-dev:libuv libidn2-dev:libidn2 libsqlite3-dev:sqlite3 pkg-config:
 
-.PHONY: deps fleet-deps build build-strict check-libcurl-minimum test fleet-test fleet-demo test-tsan test-asan leak-check fuzz soak demo docs docs-coverage lint bench-notifications bench-json bench-transfers bench-streaming bench-instructions cache-tests clean
+.PHONY: deps fleet-deps build build-strict check-libcurl-minimum test fleet-test fleet-demo test-tsan test-asan leak-check fuzz soak demo docs docs-coverage lint bench-notifications bench-json bench-transfers bench-cache bench-streaming bench-instructions cache-tests clean
 
 ## deps: install libcurl, libuv, libidn2 and SQLite development files when pkg-config can't find them, the openssl CLI
 ## when it is missing (the TLS tests make a throwaway CA and run `openssl s_server` on loopback), and
@@ -65,7 +65,7 @@ test: deps
 	@# so no test can send a packet to any other address, even by mistake.
 	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --skip LargeTransferTests --skip LargeStreamingTests --skip LoadTests \
 		--skip StressTests --skip '$(RACE_SUITES)' --skip ClosedPipeSignalTests --skip ReachabilityNamespaceTests \
-		--skip '$(TIMED_TESTS)'
+		--skip '$(TIMED_TESTS)' --skip DiskResponseCacheProcessTests
 	@# Tests that time one reaction in milliseconds (a consumer's cancellation ending its transfer within 100 ms)
 	@# or compare two timed rounds (the transport lane's redirect hops with and without slow user code): in a
 	@# process of their own, where 150 other suites running at once on two cores don't decide the times.
@@ -80,6 +80,9 @@ test: deps
 	@# to land within microseconds of a transfer's last byte. Beside other suites they would starve those
 	@# suites' timeouts and be starved themselves, so they run in a process of their own.
 	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --filter '$(RACE_SUITES)'
+	@# The disk cache across processes (about 10 s alone): a child killed 100 times mid-store, then two children
+	@# storing in one folder at once, fsync-bound on both cores; in a process of their own, beside no other suite.
+	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --filter DiskResponseCacheProcessTests
 	@# The public HTTP caching suite against the response cache (under a minute): where a copy of it is present.
 	@if [ -d "$(CACHE_TESTS)" ] && command -v node >/dev/null; then $(MAKE) --no-print-directory cache-tests; \
 	else echo "cache-tests: skipped (no suite at CACHE_TESTS=$(CACHE_TESTS), or no node)"; fi
@@ -230,6 +233,11 @@ fuzz: deps
 ## bench-transfers: Herald vs URLSession vs AsyncHTTPClient vs a C libcurl+libuv client against a loopback nginx.
 bench-transfers: deps
 	Benchmarks/run-transfers.sh $(ARGS)
+
+## bench-cache: 1,000 GETs of a cacheable 10 KiB response answered from disk, from memory and from the network, and
+## 64 concurrent GETs of an uncacheable one with the cache on and off, against a loopback nginx (ARGS="--runs K").
+bench-cache: deps
+	Benchmarks/run-cache.sh $(ARGS)
 
 ## bench-streaming: a 256 MiB body streamed (bytes(for:)) and collected (data(for:)) and 1 KiB server-sent events
 ## through Herald, against AsyncHTTPClient's streamed body and mattt/EventSource's parser (ARGS="--mib N --runs K").

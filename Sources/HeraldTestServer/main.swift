@@ -6,11 +6,19 @@
 // (the parent exiting closes it too), then shuts down.
 //
 //     herald-test-server [--backlog N]
+//
+// Its other mode is no server: `herald-test-server cache-churn --directory DIR …` stores, reads and removes
+// entries of a DiskResponseCache in DIR (HeraldTesting's DiskCacheChurn has the options), for the tests that
+// kill a process mid-store or share one cache folder between two processes.
 #if canImport(Glibc)
     import Glibc
 #endif
 import Foundation
 import HeraldTesting
+
+if CommandLine.arguments.dropFirst().first == "cache-churn" {
+    exit(DiskCacheChurn.run(arguments: Array(CommandLine.arguments.dropFirst(2))))
+}
 
 var backlog = 4096
 var arguments = CommandLine.arguments.dropFirst()

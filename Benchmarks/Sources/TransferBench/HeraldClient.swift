@@ -12,7 +12,7 @@ func measureHeraldIdle(url: URL, seconds: Double) -> Never {
 }
 
 func runHerald(
-    url: URL, concurrency: Int, requests: Int, expectedBytes: Int, observedLogLevel: Logger.Level?
+    url: URL, concurrency: Int, requests: Int, expectedBytes: Int, observedLogLevel: Logger.Level?, cache: String
 ) -> LoadOutcome {
     FileHandle.standardError.write(Data("TransferBench was built without the Herald client (TRANSFERBENCH_NO_HERALD)\n".utf8))
     exit(3)
@@ -42,13 +42,29 @@ struct DiscardingStream: TextOutputStream, Sendable {
 
 /// Herald's SessionManager with a DataResponseSerializer, the way an app would use it; with
 /// `observedLogLevel`, the activity indicator, logging (at that level) and metrics observers are attached to
-/// its notification center.
+/// its notification center. With `cache` `memory` or `disk`, the session has that response cache, and one
+/// request fills it before the measured phase.
 func runHerald(
-    url: URL, concurrency: Int, requests: Int, expectedBytes: Int, observedLogLevel: Logger.Level?
+    url: URL, concurrency: Int, requests: Int, expectedBytes: Int, observedLogLevel: Logger.Level?, cache: String
 ) -> LoadOutcome {
     var configuration = SessionConfiguration()
     configuration.maximumConnectionsPerHost = concurrency
     configuration.maximumConnectionsTotal = max(concurrency, configuration.maximumConnectionsTotal)
+    let cacheFolder = FileManager.default.temporaryDirectory.appendingPathComponent("transferbench-cache-\(UUID())")
+    defer { try? FileManager.default.removeItem(at: cacheFolder) }
+    switch cache {
+    case "memory":
+        configuration.responseCache = InMemoryResponseCache(capacity: 64 << 20)
+    case "disk":
+        do {
+            configuration.responseCache = try DiskResponseCache(directory: cacheFolder, capacity: 64 << 20)
+        } catch {
+            FileHandle.standardError.write(Data("cannot open the disk cache: \(error)\n".utf8))
+            exit(1)
+        }
+    default:
+        break
+    }
     let manager = SessionManager(configuration: configuration)
     manager.responseSerializer = DataResponseSerializer()
     var tokens: [ObservationToken] = []
@@ -63,6 +79,17 @@ func runHerald(
     }
     defer { tokens.forEach { $0.cancel() } }
 
+    if configuration.responseCache != nil {
+        let warmed = DispatchSemaphore(value: 0)
+        do {
+            try manager.dataTask(with: Request(url: url)) { _, _, _ in warmed.signal() }.resume()
+        } catch {
+            FileHandle.standardError.write(Data("dataTask(with:) threw \(error)\n".utf8))
+            exit(1)
+        }
+        warmed.wait()
+    }
+    let cpuBefore = processCPUMicroseconds()
     let generator = LoadGenerator(total: requests, concurrency: concurrency) { generator in
         do {
             let task = try manager.dataTask(with: Request(url: url)) { response, responseObject, error in
@@ -85,7 +112,8 @@ func runHerald(
             generator.finished(failure: "dataTask(with:) threw \(error)")
         }
     }
-    let outcome = generator.run()
+    var outcome = generator.run()
+    outcome.cpuMicroseconds = processCPUMicroseconds() - cpuBefore
     manager.invalidate(cancelingTasks: false)
     return outcome
 }

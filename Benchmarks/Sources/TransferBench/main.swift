@@ -1,7 +1,7 @@
 // TransferBench: one client of `make bench-transfers` (Benchmarks/run-transfers.sh).
 //
 //   TransferBench --client urlsession|herald|herald-observed|herald-async|ahc --url URL --concurrency N --requests R
-//                 [--expect-bytes B] [--log-level LEVEL]
+//                 [--expect-bytes B] [--log-level LEVEL] [--cache none|memory|disk]
 //   TransferBench --client herald --url URL --idle-seconds S
 //   TransferBench --client urlsession|herald|ahc --url URL --mode download-file|data-memory --expect-bytes B
 //                 [--destination PATH]
@@ -22,6 +22,11 @@
 // no-op backend) attached: the "with observers" rows of Docs/Performance.md. The logger's level is
 // `--log-level` (default `debug`, where every task's start and end are logged; at `info`, swift-log's
 // default, the logging observer writes nothing for a request that succeeds).
+//
+// `--cache memory|disk` gives `herald`'s session an InMemoryResponseCache or a DiskResponseCache (in a new
+// temporary folder, removed at the end) and fills it with one warm-up request before the measured phase, for
+// `make bench-cache` (Benchmarks/run-cache.sh); the JSON line then has `cpu_us` too, the whole process's CPU
+// time over the measured phase alone.
 //
 // Keeps N GETs in flight (each completion starts the next) until R have completed, checks every
 // response (status 200, B body bytes), and prints one JSON line:
@@ -63,6 +68,7 @@ runClient {
             report(runHeraldDataMemory(url: options.url, expectedBytes: options.expectedBytes), mode: mode, options: options)
         }
     }
+    if options.cache != "none" && options.client != "herald" { usage() }
     if options.client == "herald-async" {
         report(
             runHeraldAsync(
@@ -74,6 +80,6 @@ runClient {
         runHerald(
             url: options.url, concurrency: options.concurrency, requests: options.requests,
             expectedBytes: options.expectedBytes,
-            observedLogLevel: options.client == "herald-observed" ? logLevel : nil),
+            observedLogLevel: options.client == "herald-observed" ? logLevel : nil, cache: options.cache),
         options: options)
 }

@@ -4,7 +4,7 @@ import Foundation
 /// clients) and `TransferBenchPeers` (URLSession and AsyncHTTPClient).
 ///
 ///     TransferBench --client urlsession|herald|herald-observed|herald-async|ahc --url URL --concurrency N --requests R
-///                   [--expect-bytes B] [--log-level LEVEL]
+///                   [--expect-bytes B] [--log-level LEVEL] [--cache none|memory|disk]
 ///     TransferBench --client herald --url URL --idle-seconds S
 ///     TransferBench --client urlsession|herald|ahc --url URL --mode download-file|data-memory --expect-bytes B
 ///                   [--destination PATH]
@@ -19,6 +19,9 @@ public struct Options: Sendable {
     public var destination: URL?
     /// `herald-observed`'s logger level (a swift-log level name); `debug` logs every task's start and end.
     public var logLevel = "debug"
+    /// `herald`'s response cache (`none`, `memory` or `disk`): with one, a warm-up request fills it before the
+    /// measured phase (`make bench-cache`).
+    public var cache = "none"
 
     /// Parses the process's arguments; prints the usage and exits with status 2 when they don't parse.
     public static func parse() -> Options {
@@ -39,6 +42,9 @@ public struct Options: Sendable {
                 options.mode = mode
             case "--destination": options.destination = URL(fileURLWithPath: value)
             case "--log-level": options.logLevel = value
+            case "--cache":
+                guard ["none", "memory", "disk"].contains(value) else { usage() }
+                options.cache = value
             default: usage()
             }
         }
@@ -57,6 +63,7 @@ public func usage() -> Never {
             usage: TransferBench --client urlsession|herald|herald-observed|herald-async|ahc --url URL
                                  --concurrency N --requests R
                                  [--expect-bytes B] [--log-level trace|debug|info|notice|warning|error|critical]
+                                 [--cache none|memory|disk]
                    TransferBench --client herald --url URL --idle-seconds S
                    TransferBench --client urlsession|herald|ahc --url URL --mode download-file|data-memory
                                  --expect-bytes B [--destination PATH]
@@ -69,7 +76,8 @@ public func usage() -> Never {
 public func report(_ outcome: LoadOutcome, options: Options) -> Never {
     print(
         #"{"client":"\#(options.client)","concurrency":\#(options.concurrency),"requests":\#(outcome.completed),"#
-            + #""failures":\#(outcome.failures),"seconds":\#(String(format: "%.6f", outcome.seconds))}"#)
+            + #""failures":\#(outcome.failures),"seconds":\#(String(format: "%.6f", outcome.seconds))"#
+            + (outcome.cpuMicroseconds.map { #","cpu_us":\#($0)"# } ?? "") + "}")
     exit(outcome.failures == 0 && outcome.completed == options.requests ? 0 : 1)
 }
 

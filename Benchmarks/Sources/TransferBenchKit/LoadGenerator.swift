@@ -6,6 +6,17 @@ public struct LoadOutcome: Sendable {
     public var completed: Int
     public var failures: Int
     public var seconds: Double
+    /// User plus system CPU time of the whole process (every thread, getrusage(RUSAGE_SELF)) over the
+    /// measured phase alone, in microseconds, when the client measured it.
+    public var cpuMicroseconds: Int? = nil
+}
+
+/// User plus system CPU time the process has used so far, every thread's, in microseconds.
+public func processCPUMicroseconds() -> Int {
+    var usage = rusage()
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+    return (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1_000_000 + usage.ru_utime.tv_usec
+        + usage.ru_stime.tv_usec
 }
 
 /// Keeps `concurrency` requests in flight until `total` have completed.

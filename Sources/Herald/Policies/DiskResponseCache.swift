@@ -11,15 +11,19 @@ import HeraldNotifications
 /// A ``ResponseCache`` on disk, in a folder the caller names, that outlives the process: a new session over
 /// the same folder answers from what an earlier one stored. Bounded by the total size of its entries: when a
 /// store would go past ``capacity``, the least recently used entries are evicted first. Safe from any thread.
-/// One folder is for one cache at a time: two caches (or two processes) over the same folder never serve a
-/// wrong body, but may drop each other's entries.
+///
+/// Several caches, in one process or in several, may use one folder at once: they share its entries (what
+/// one stores, the others answer from), and each store, eviction and removal is one transaction of the index,
+/// which SQLite's write-ahead log serializes between processes. Each should be given the same capacity: every
+/// store evicts down to its own cache's.
 ///
 /// The folder holds an SQLite index (`index.sqlite`: each entry's key, response head, body file, size and
-/// last use) and the bodies, one file each in `bodies/`. A body is written to a temporary name, flushed to
-/// disk and renamed before the index names it, and the index changes in one transaction, so a process killed
-/// at any point leaves either the old entry or the new one, never a partial body: an entry whose body is
-/// missing or of another size than the index says is dropped when read, and files the index doesn't name
-/// (a store cut short) are removed when a cache opens the folder.
+/// last use), a lock file (`lock`) and the bodies, one file each in `bodies/`. A body is written to a
+/// temporary name, flushed to disk and renamed before the index names it; a body file is never written again
+/// once renamed, and is removed only after the index stops naming it. So a process killed at any point leaves
+/// either the old entry or the new one, never a partial body: an entry whose body is missing or of another size
+/// than the index says is dropped when read, and files the index doesn't name (a store cut short) are removed
+/// when a cache opens the folder and no other cache has it open.
 ///
 /// The folder is made, mode `0700`, when it is missing; it must be a directory of the process's effective
 /// user, not a symlink, that no one else can enter, and it is checked again on every store. Without a folder,
@@ -32,28 +36,60 @@ public final class DiskResponseCache: ResponseCache {
 
     private let bodies: URL
     private let database: Locked<Database>
+    /// The folder's `lock` file, held with a shared `flock(2)` for the cache's lifetime: a cache that opens the
+    /// folder and gets it exclusively knows no other cache is mid-store, so files the index doesn't name are
+    /// leftovers it may remove. The kernel lets go of it when the process ends, however it ends.
+    private let lockDescriptor: Int32
     /// When set, every body write fails with this `errno` after opening its temporary file, as a full or
     /// failing disk would make it: for tests of the write-failure path.
     let simulatedWriteError = Locked<Int32?>(nil)
 
-    /// Opens the cache in `directory`, making the folder when it is missing, and removes what a process
-    /// killed mid-store left behind.
+    /// Opens the cache in `directory`, making the folder when it is missing, and, when no other cache has the
+    /// folder open, removes what a process killed mid-store left behind.
     /// - Parameters:
     ///   - directory: The cache's own folder: created with mode `0700` when missing; otherwise it must be a
     ///     directory of the effective user that no one else can enter.
     ///   - capacity: The most bytes (bodies plus response heads) kept; default 50 MiB.
-    /// - Throws: ``HeraldError/Code/fileIO`` when the folder is not private, can't be made, or its index
-    ///   can't be opened or is not one of this cache's.
+    /// - Throws: ``HeraldError/Code/fileIO`` when the folder is not private, can't be made, its lock file
+    ///   can't be opened, or its index can't be opened or is not one of this cache's.
     public init(directory: URL, capacity: Int = 50 << 20) throws(HeraldError) {
         self.capacity = max(0, capacity)
         self.directory = directory.standardizedFileURL
         self.bodies = self.directory.appendingPathComponent("bodies", isDirectory: true)
         try Self.makePrivateFolder(self.directory)
         try Self.makePrivateFolder(bodies)
-        let database = try Database(path: self.directory.appendingPathComponent("index.sqlite").path)
+        let lockURL = self.directory.appendingPathComponent("lock")
+        let lockDescriptor = open(lockURL.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard lockDescriptor >= 0 else {
+            throw HeraldError.fileFailure("Cannot open the response cache's lock file", url: lockURL)
+        }
+        let alone = Self.flockRetrying(lockDescriptor, LOCK_EX | LOCK_NB)
+        let database: Database
+        do {
+            database = try Database(path: self.directory.appendingPathComponent("index.sqlite").path)
+        } catch {
+            close(lockDescriptor)
+            throw error
+        }
+        self.lockDescriptor = lockDescriptor
         self.database = Locked(database)
-        removeOrphans()
+        if alone { removeOrphans() }
+        // From exclusive to shared (or, when another cache has the folder, shared after its sweep): no sweep
+        // starts while this cache is open. A failure leaves the folder unlocked, which only lets another cache
+        // sweep a store of this one's in flight: that entry is then dropped when read, never served wrong.
+        _ = Self.flockRetrying(lockDescriptor, LOCK_SH)
         trim()
+    }
+
+    deinit {
+        close(lockDescriptor)
+    }
+
+    private static func flockRetrying(_ descriptor: Int32, _ operation: Int32) -> Bool {
+        while flock(descriptor, operation) != 0 {
+            guard errno == EINTR else { return false }
+        }
+        return true
     }
 
     /// The bytes the entries take now.
@@ -69,14 +105,18 @@ public final class DiskResponseCache: ResponseCache {
         return database.withLock { database -> CachedResponse? in
             guard let row = database.entry(for: key) else { return nil }
             let path = bodies.appendingPathComponent(row.file).path
-            guard let head = try? JSONDecoder().decode(StoredHead.self, from: row.head),
-                let data = FileManager.default.contents(atPath: path), data.count == row.bodySize
+            let head = database.decodedHeads[row.file] ?? (try? JSONDecoder().decode(StoredHead.self, from: row.head))
+            guard let head, let data = FileManager.default.contents(atPath: path), data.count == row.bodySize
             else {
-                database.delete(key: key)
-                unlink(path)
+                // Only this row: another process may have replaced it meanwhile (a body file is never
+                // written again once named, so a missing or short one is gone for good).
+                if database.delete(key: key, file: row.file) { unlink(path) }
                 return nil
             }
-            database.touch(key: key)
+            // A hit on the most recently used entry changes nothing: no write, which a reader would otherwise
+            // pay for on every hit.
+            if !row.isMostRecent { database.touch(key: key) }
+            database.remember(head, of: row.file)
             return head.entry(body: data)
         }
     }
@@ -94,13 +134,15 @@ public final class DiskResponseCache: ResponseCache {
         let file = UUID().uuidString.lowercased()
         guard writeBody(cachedResponse.data, as: file) else { return removeCachedResponse(for: request) }
         database.withLock { database in
-            let replaced = database.entry(for: key)?.file
-            if database.insert(key: key, head: head, file: file, bodySize: cachedResponse.data.count) {
-                if let replaced { unlink(bodies.appendingPathComponent(replaced).path) }
-                evict(in: database)
-            } else {
-                unlink(bodies.appendingPathComponent(file).path)
+            // The replaced and evicted bodies are removed once the transaction that stops naming them commits.
+            let unnamed = database.transaction { () -> [String]? in
+                let replaced = database.entry(for: key)?.file
+                guard database.insert(key: key, head: head, file: file, bodySize: cachedResponse.data.count),
+                    let evicted = evict(in: database)
+                else { return nil }
+                return (replaced.map { [$0] } ?? []) + evicted
             }
+            for name in unnamed ?? [file] { unlink(bodies.appendingPathComponent(name).path) }
         }
     }
 
@@ -108,20 +150,31 @@ public final class DiskResponseCache: ResponseCache {
     public func removeCachedResponse(for request: Request) {
         let key = Self.key(for: request)
         database.withLock { database in
-            guard let file = database.entry(for: key)?.file else { return }
-            database.delete(key: key)
-            unlink(bodies.appendingPathComponent(file).path)
+            // Most removals find nothing (every uncacheable response asks for one): a read, no write lock.
+            guard database.entry(for: key) != nil else { return }
+            let removed = database.transaction { () -> [String]? in
+                guard let file = database.entry(for: key)?.file else { return [] }
+                return database.delete(key: key, file: file) ? [file] : nil
+            }
+            for name in removed ?? [] { unlink(bodies.appendingPathComponent(name).path) }
         }
     }
 
-    /// Removes every entry: the index's rows and every body file.
+    /// Removes every entry: the index's rows and the body files they name. (Files a store cut short left
+    /// behind are removed when a cache next opens the folder with no other cache using it.)
     public func removeAllCachedResponses() {
         database.withLock { database in
-            database.deleteAll()
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: bodies.path)) ?? [] {
-                unlink(bodies.appendingPathComponent(name).path)
+            let removed = database.transaction { () -> [String]? in
+                let files = database.files()
+                return database.deleteAll() ? files : nil
             }
+            for name in removed ?? [] { unlink(bodies.appendingPathComponent(name).path) }
         }
+    }
+
+    /// What `PRAGMA integrity_check` says of the index: `["ok"]` when it is sound. For tests.
+    func indexIntegrity() -> [String] {
+        database.withLock { $0.integrityCheck() }
     }
 
     // MARK: - files
@@ -157,26 +210,40 @@ public final class DiskResponseCache: ResponseCache {
     }
 
     /// Removes body files the index doesn't name (a store cut short before its row was committed, or a
-    /// replaced body not yet unlinked) and rows whose body file is gone.
+    /// replaced body not yet unlinked) and rows whose body file is gone. Only while no other cache has the
+    /// folder open: another's store in flight has a body the index doesn't name yet.
     private func removeOrphans() {
         database.withLock { database in
             let named = Set(database.files())
             let present = Set((try? FileManager.default.contentsOfDirectory(atPath: bodies.path)) ?? [])
             for name in present.subtracting(named) { unlink(bodies.appendingPathComponent(name).path) }
-            for (key, file) in database.keysAndFiles() where !present.contains(file) { database.delete(key: key) }
+            _ = database.transaction { () -> [String]? in
+                for (key, file) in database.keysAndFiles() where !present.contains(file) {
+                    guard database.delete(key: key, file: file) else { return nil }
+                }
+                return []
+            }
         }
     }
 
     /// Evicts to the capacity (it may have been lowered since the folder was last used).
     private func trim() {
-        database.withLock { evict(in: $0) }
+        database.withLock { database in
+            let evicted = database.transaction { evict(in: database) }
+            for name in evicted ?? [] { unlink(bodies.appendingPathComponent(name).path) }
+        }
     }
 
-    private func evict(in database: Database) {
+    /// Deletes the least recently used rows until the entries fit the capacity, inside the caller's
+    /// transaction; returns their body files, for the caller to remove once it has committed, or `nil` when a
+    /// statement failed.
+    private func evict(in database: Database) -> [String]? {
+        var files: [String] = []
         while database.totalSize() > capacity, let victim = database.leastRecentlyUsed() {
-            database.delete(key: victim.key)
-            unlink(bodies.appendingPathComponent(victim.file).path)
+            guard database.delete(key: victim.key, file: victim.file) else { return nil }
+            files.append(victim.file)
         }
+        return files
     }
 
     // MARK: - the folder
@@ -236,17 +303,32 @@ private struct StoredHead: Codable {
 
 /// The SQLite index: one connection, used under the cache's lock only.
 private final class Database: @unchecked Sendable {
-    // Safety: the connection is only used inside `Locked.withLock`, by one thread at a time, and SQLite is
-    // built thread-safe (serialized or multi-thread mode), so a connection may move between threads.
+    // Safety: the connection, its prepared statements and the decoded heads (`statements` and `decodedHeads`,
+    // mutable) are only used inside `Locked.withLock`, by one thread at a time, and SQLite is built thread-safe
+    // (serialized or multi-thread mode), so a connection may move between threads.
     private let connection: OpaquePointer
+    /// Each statement prepared once, the first time it runs, and reset after each use: parsing the SQL again
+    /// on every lookup cost more than the lookup itself.
+    private var statements: [String: OpaquePointer] = [:]
+    /// The heads of recent hits, decoded, by body file: a row's head never changes while it names its body
+    /// file (a new response is a new file), so a repeated hit skips the JSON decoding, a fifth of its time.
+    private(set) var decodedHeads: [String: StoredHead] = [:]
+
+    func remember(_ head: StoredHead, of file: String) {
+        if decodedHeads.count >= 256, decodedHeads[file] == nil { decodedHeads.removeAll(keepingCapacity: true) }
+        decodedHeads[file] = head
+    }
 
     struct Row {
         var head: Data
         var file: String
         var bodySize: Int
+        /// Whether no entry was used more recently.
+        var isMostRecent: Bool
     }
 
     deinit {
+        for statement in statements.values { sqlite3_finalize(statement) }
         sqlite3_close(connection)
     }
 
@@ -283,11 +365,12 @@ private final class Database: @unchecked Sendable {
     /// Runs `sql` with `bindings` (text, blob or integer), calling `row` for each result row.
     @discardableResult
     private func run(_ sql: String, _ bindings: [Binding] = [], row: ((OpaquePointer) -> Void)? = nil) -> Bool {
-        var statement: OpaquePointer?
-        guard sqlite3_prepare_v2(connection, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
-            return false
+        guard let statement = prepared(sql) else { return false }
+        // Reset at once: a statement left mid-step would hold its read transaction open.
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
         }
-        defer { sqlite3_finalize(statement) }
         for (index, binding) in bindings.enumerated() {
             let position = Int32(index + 1)
             switch binding {
@@ -309,6 +392,17 @@ private final class Database: @unchecked Sendable {
         }
     }
 
+    private func prepared(_ sql: String) -> OpaquePointer? {
+        if let statement = statements[sql] { return statement }
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(connection, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+            sqlite3_finalize(statement)
+            return nil
+        }
+        statements[sql] = statement
+        return statement
+    }
+
     private enum Binding {
         case text(String)
         case integer(Int)
@@ -321,40 +415,58 @@ private final class Database: @unchecked Sendable {
 
     func entry(for key: String) -> Row? {
         var found: Row?
-        run("SELECT head, file, body_size FROM entries WHERE key = ?", [.text(key)]) { statement in
+        let sql =
+            "SELECT head, file, body_size, last_use >= (SELECT MAX(last_use) FROM entries) FROM entries WHERE key = ?"
+        run(sql, [.text(key)]) { statement in
             let count = Int(sqlite3_column_bytes(statement, 0))
             let head = sqlite3_column_blob(statement, 0).map { Data(bytes: $0, count: count) } ?? Data()
-            found = Row(head: head, file: Self.text(statement, 1), bodySize: Int(sqlite3_column_int64(statement, 2)))
+            found = Row(
+                head: head, file: Self.text(statement, 1), bodySize: Int(sqlite3_column_int64(statement, 2)),
+                isMostRecent: sqlite3_column_int64(statement, 3) != 0)
         }
         return found
     }
 
-    /// The next last-use stamp: one more than the largest stored.
-    private func nextUse() -> Int {
-        var stamp = 0
-        run("SELECT IFNULL(MAX(last_use), 0) FROM entries") { stamp = Int(sqlite3_column_int64($0, 0)) }
-        return stamp + 1
+    /// Runs `body` in an immediate transaction (the write lock taken at the start, so that it never has to
+    /// be upgraded while another process writes): commits when it returns a value, rolls back when it
+    /// returns `nil` or the commit fails. `nil` when the transaction could not start or did not commit.
+    func transaction<T>(_ body: () -> T?) -> T? {
+        guard run("BEGIN IMMEDIATE") else { return nil }
+        guard let result = body(), run("COMMIT") else {
+            run("ROLLBACK")
+            return nil
+        }
+        return result
     }
 
+    /// The next last-use stamp, one more than the largest stored, computed in the statement that uses it so
+    /// that it holds across processes.
+    private static let nextUse = "(SELECT IFNULL(MAX(last_use), 0) + 1 FROM entries)"
+
     func touch(key: String) {
-        run("UPDATE entries SET last_use = ? WHERE key = ?", [.integer(nextUse()), .text(key)])
+        run("UPDATE entries SET last_use = \(Self.nextUse) WHERE key = ?", [.text(key)])
     }
 
     func insert(key: String, head: Data, file: String, bodySize: Int) -> Bool {
         run(
-            "INSERT OR REPLACE INTO entries (key, head, file, size, body_size, last_use) VALUES (?, ?, ?, ?, ?, ?)",
-            [
-                .text(key), .blob(head), .text(file), .integer(bodySize + head.count), .integer(bodySize),
-                .integer(nextUse()),
-            ])
+            "INSERT OR REPLACE INTO entries (key, head, file, size, body_size, last_use) "
+                + "VALUES (?, ?, ?, ?, ?, \(Self.nextUse))",
+            [.text(key), .blob(head), .text(file), .integer(bodySize + head.count), .integer(bodySize)])
     }
 
-    func delete(key: String) {
-        run("DELETE FROM entries WHERE key = ?", [.text(key)])
+    /// Deletes the row for `key` if it still names `file`; `false` when the statement failed.
+    func delete(key: String, file: String) -> Bool {
+        run("DELETE FROM entries WHERE key = ? AND file = ?", [.text(key), .text(file)])
     }
 
-    func deleteAll() {
+    func deleteAll() -> Bool {
         run("DELETE FROM entries")
+    }
+
+    func integrityCheck() -> [String] {
+        var lines: [String] = []
+        if !run("PRAGMA integrity_check", row: { lines.append(Self.text($0, 0)) }) { lines.append("failed") }
+        return lines
     }
 
     func totalSize() -> Int {

@@ -1,5 +1,6 @@
 import Foundation
 @testable import Herald
+import HeraldTesting
 import Testing
 
 /// The RFC 9111 rules of ``ResponseCachePolicy``, one by one, without a server: what is stored, how old and
@@ -179,5 +180,43 @@ struct ResponseCachePolicyTests {
         #expect(ResponseCachePolicy.parseDate("Thu, 18 Aug 2050 02:01:18 AEST") == nil)
         let response = Self.response(200, [("Expires", "Thu, 18 Aug 2050 02:01:18 UTC")])
         #expect(ResponseCachePolicy.freshnessLifetime(of: response, storedAt: Self.now) == 0)
+    }
+
+    @Test("IMF-fixdates read without a formatter give the formatter's date, and what the formatter refuses is refused")
+    func imfFixdateFastPath() {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        var generator = SeededGenerator(seed: 0x1AF_0F1C5)
+        // 1600-01-01 to 9999-12-31.
+        for _ in 0..<2_000 {
+            let seconds = Int64.random(in: -11_676_096_000...253_402_300_799, using: &generator)
+            let date = Date(timeIntervalSince1970: Double(seconds))
+            let text = formatter.string(from: date)
+            #expect(ResponseCachePolicy.imfFixdate(text) == date, "\(text)")
+            #expect(ResponseCachePolicy.parseDate(text) == date, "\(text)")
+        }
+        for text in [
+            "Mon, 18 Aug 2050 02:01:18 GMT",  // the wrong day of the week: ignored, as the formatter does
+            "Thu, 29 Feb 2052 23:59:59 GMT", "Sat, 01 Jan 2000 00:00:00 GMT", "Tue, 29 Feb 2000 12:00:00 GMT",
+        ] {
+            #expect(ResponseCachePolicy.imfFixdate(text) != nil, "\(text)")
+            #expect(ResponseCachePolicy.imfFixdate(text) == formatter.date(from: text), "\(text)")
+        }
+        for text in [
+            "Thu, 31 Feb 2050 02:01:18 GMT", "Thu, 29 Feb 2100 02:01:18 GMT", "Thu, 18 Aug 2050 24:01:18 GMT",
+            "Thu, 18 Aug 2050 02:60:18 GMT", "Thu, 18 Aug 2050 02:01:60 GMT", "Thu, 00 Aug 2050 02:01:18 GMT",
+        ] {
+            #expect(ResponseCachePolicy.imfFixdate(text) == nil, "\(text)")
+            #expect(formatter.date(from: text) == nil, "\(text)")
+            #expect(ResponseCachePolicy.parseDate(text) == nil, "\(text)")
+        }
+        // Not the exact layout: left to the formatters, which read these.
+        for text in ["thu, 18 aug 2050 02:01:18 GMT", "Thu, 8 Aug 2050 02:01:18 GMT", "Thu, 18 Aug 1500 02:01:18 GMT"] {
+            #expect(ResponseCachePolicy.imfFixdate(text) == nil, "\(text)")
+            #expect(ResponseCachePolicy.parseDate(text) != nil, "\(text)")
+            #expect(ResponseCachePolicy.parseDate(text) == formatter.date(from: text), "\(text)")
+        }
     }
 }
