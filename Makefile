@@ -4,7 +4,7 @@ SWIFT ?= swift
 # Debian package → pkg-config module it provides.
 SYSTEM_DEPS := libcurl4-openssl-dev:libcurl libuv1-dev:libuv libidn2-dev:libidn2 libsqlite3-dev:sqlite3 pkg-config:
 
-.PHONY: deps fleet-deps build build-strict check-libcurl-minimum test fleet-test fleet-demo test-tsan test-asan leak-check fuzz soak demo docs docs-coverage lint bench-notifications bench-json bench-transfers bench-streaming bench-instructions cache-tests clean
+.PHONY: deps fleet-deps fleet-rules build build-strict check-libcurl-minimum test fleet-test fleet-demo test-tsan test-asan leak-check fuzz soak demo docs docs-coverage lint bench-notifications bench-json bench-transfers bench-streaming bench-instructions cache-tests clean
 
 ## deps: install libcurl, libuv, libidn2 and SQLite development files when pkg-config can't find them, the openssl CLI
 ## when it is missing (the TLS tests make a throwaway CA and run `openssl s_server` on loopback), and
@@ -58,6 +58,8 @@ LOOPBACK_ONLY := $(CURDIR)/.ci/loopback-only
 
 ## test: the whole test suite (what CI runs): the library's, then the samples' (their own package, in Samples/).
 test: deps
+	@# The fleet's Prometheus rules first: a second's work, and no Swift build behind it.
+	$(MAKE) --no-print-directory fleet-rules
 	$(SWIFT) build --build-tests
 	@# Every test process runs in a network namespace whose only interface is loopback (.ci/loopback-only),
 	@# so no test can send a packet to any other address, even by mistake.
@@ -114,8 +116,13 @@ fleet-deps: deps
 		mkdir -p $(FLEET)/.build && python3 -m venv $(FLEET_VENV) && \
 		$(FLEET_VENV)/bin/pip install -q --disable-pip-version-check opentelemetry-proto==$(OTLP_PROTO_VERSION); }
 
+## fleet-rules: checks the recording and alerting rules shipped for Herald's metrics (Samples/Fleet/prometheus)
+## with promtool, Debian's prometheus's: their syntax, and their unit tests (series that fire and series that don't).
+fleet-rules: fleet-deps
+	cd $(FLEET)/prometheus && promtool check rules herald-rules.yml && promtool test rules herald-rules.test.yml
+
 ## fleet-test: the fleet's tests: Prometheus's answers about service A's Herald client, one trace through A and B.
-fleet-test: fleet-deps
+fleet-test: fleet-deps fleet-rules
 	cd $(FLEET) && $(SWIFT) build --build-tests && $(LOOPBACK_ONLY) $(SWIFT) test --skip-build
 
 ## fleet-demo: starts the fleet and Prometheus on loopback, sends a few hundred requests, prints PromQL answers
