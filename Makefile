@@ -126,9 +126,14 @@ fleet-test: fleet-deps fleet-rules
 	cd $(FLEET) && $(SWIFT) build --build-tests && $(LOOPBACK_ONLY) $(SWIFT) test --skip-build
 
 ## fleet-demo: starts the fleet and Prometheus on loopback, sends a few hundred requests, prints PromQL answers
-## (request rate, p50/p99 latency by status class, active requests) and the trace tree of one request.
+## (request rate, p50/p99 latency by status class, connection wait, the rules' recorded series) and the trace tree
+## of one request. `make fleet-demo KEEP=1` (or FLEET_DEMO_SECONDS=0) then keeps it up with a light load until
+## Ctrl-C, FLEET_DEMO_SECONDS=N for N seconds; it then runs in the machine's own network namespace, so that the
+## Prometheus URL it prints opens in a browser here (every process still listens on 127.0.0.1 only).
+FLEET_DEMO_SECONDS ?= $(if $(KEEP),0,)
 fleet-demo: fleet-deps
-	cd $(FLEET) && $(SWIFT) build && $(LOOPBACK_ONLY) .build/debug/fleet-demo
+	cd $(FLEET) && $(SWIFT) build && \
+		$(if $(FLEET_DEMO_SECONDS),FLEET_DEMO_SECONDS=$(FLEET_DEMO_SECONDS),$(LOOPBACK_ONLY)) .build/debug/fleet-demo
 
 ## test-tsan: the notification-center, engine and session tests under ThreadSanitizer.
 test-tsan: deps

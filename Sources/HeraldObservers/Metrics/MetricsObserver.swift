@@ -196,7 +196,8 @@ public final class MetricsObserver: SessionObserver {
         uniqueKeysWithValues: instruments.compactMap { instrument in instrument.buckets.map { (instrument.name, $0) } })
 
 
-    private static let instrumentsByName = Dictionary(uniqueKeysWithValues: instruments.map { ($0.name, $0) })
+    /// ``instruments`` by name.
+    static let instrumentsByName = Dictionary(uniqueKeysWithValues: instruments.map { ($0.name, $0) })
 
     private struct Instruments: Sendable {
         let duration: Metrics.Timer
