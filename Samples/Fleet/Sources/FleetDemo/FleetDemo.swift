@@ -19,11 +19,12 @@ enum FleetDemo {
     }
 
     static func run() async throws {
+        let keep = try keepSeconds()
         say("Starting the OTLP receiver, service B, service A and Prometheus on 127.0.0.1 …")
         let fleet = try await Fleet.start()
         do {
             try await demonstrate(fleet)
-            if let keep = try keepSeconds() { try await keepUp(fleet, seconds: keep) }
+            if let keep { try await keepUp(fleet, seconds: keep) }
         } catch {
             await fleet.stop(keepingLogs: true)
             throw FleetError("\(error) (logs kept in \(fleet.directory.path))")
@@ -129,6 +130,8 @@ enum FleetDemo {
         // Installed only now: a child started earlier would have inherited the ignored signals.
         let (signals, signalled) = AsyncStream.makeStream(of: Int32.self)
         var sources: [any DispatchSourceSignal] = []
+        // A reader of the output that Ctrl-C ended (tee) must not end the demo before it has stopped the fleet.
+        signal(SIGPIPE, SIG_IGN)
         for number in [SIGINT, SIGTERM] {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number)
@@ -144,7 +147,7 @@ enum FleetDemo {
                 var index = 0
                 while ContinuousClock.now < end {
                     try await Task.sleep(for: .milliseconds(500))
-                    let status = index % 10 == 3 ? 404 : index % 20 == 7 ? 500 : 200
+                    let status = index % 10 == 3 ? 404 : index % 25 == 7 ? 500 : 200
                     _ = try? await fleet.request("/work?status=\(status)&delay_ms=\(20 + (index * 37) % 130)")
                     index += 1
                 }
@@ -172,6 +175,7 @@ enum FleetDemo {
     /// Writes a line to standard output at once (`print` buffers when the output is a pipe): the demo's
     /// output is read as it runs.
     static func say(_ line: String = "") {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        // Failing quietly: with a pipe closed by Ctrl-C (`make fleet-demo | tee …`), the demo still stops the fleet.
+        try? FileHandle.standardOutput.write(contentsOf: Data((line + "\n").utf8))
     }
 }
