@@ -121,7 +121,9 @@ fleet-deps: deps
 fleet-rules: fleet-deps
 	cd $(FLEET)/prometheus && promtool check rules herald-rules.yml && promtool test rules herald-rules.test.yml
 
-## fleet-test: the fleet's tests: Prometheus's answers about service A's Herald client, one trace through A and B.
+## fleet-test: the fleet's rules (fleet-rules), then its tests: Prometheus's answers about service A's Herald client
+## under their Prometheus names, HELP lines and buckets, the connection wait's share of the p99, one trace through
+## A and B with the resource attributes and connection timings.
 fleet-test: fleet-deps fleet-rules
 	cd $(FLEET) && $(SWIFT) build --build-tests && $(LOOPBACK_ONLY) $(SWIFT) test --skip-build
 
