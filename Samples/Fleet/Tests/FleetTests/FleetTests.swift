@@ -208,82 +208,113 @@ struct FleetTests {
     /// each group of times well inside one advised bucket (B's in 0.1…0.25 s, the longest waits in 0.25…0.5 s,
     /// A's longest requests in 0.5…0.75 s), at least 100 ms from either edge except B's (50 ms above), so that
     /// the bucket-interpolated p99s are stable from run to run.
+    ///
+    /// A process the loaded machine stalls for a few hundred milliseconds moves a whole wave into other buckets
+    /// (seen here once in five runs beside other builds). Such a round is recognised by what the test controls —
+    /// a burst longer than 0.75 s (three holds and 150 ms), or a response B held longer than 0.25 s — and
+    /// measured again on a new fleet, three rounds at most; a Herald that made the waves longer (fewer
+    /// connections, or slower ones) fails all three.
     @Test("A's client p99 minus B's server p99 is the connection-wait p99 (within 20%), and spans carry timings")
     func connectionWaitAccountsForTheGap() async throws {
-        try await withFleet { fleet in
-            let bursts = 8
-            let perBurst = 16
-            for _ in 0..<bursts {
-                let statuses = try await fleet.load(
-                    Array(repeating: "/work?delay_ms=200", count: perBurst), concurrency: perBurst)
-                #expect(statuses == [200: perBurst])
-            }
-            let total = Double(bursts * perBurst)
-            let client = #"job="service-a""#
-            let server = #"job="service-b", http_route="/work""#
-            for counted in [
-                "sum(http_client_request_duration_seconds_count{\(client)})",
-                "sum(http_client_request_time_in_queue_seconds_count{\(client)})",
-                "sum(http_server_request_duration_seconds_count{\(server)})",
-            ] {
-                _ = try await fleet.waitForQuery(counted) { $0.first?.value == total }
-            }
-            func p99(_ metric: String, _ selector: String) async throws -> Double {
-                let answer = try await fleet.query("histogram_quantile(0.99, sum by (le) (\(metric)_bucket{\(selector)}))")
-                return try #require(answer.first?.value)
-            }
-            let clientP99 = try await p99("http_client_request_duration_seconds", client)
-            let serverP99 = try await p99("http_server_request_duration_seconds", server)
-            let queueP99 = try await p99("http_client_request_time_in_queue_seconds", client)
-            let gap = clientP99 - serverP99
-            let numbers = "client p99 \(clientP99) s, server p99 \(serverP99) s, gap \(gap) s, queue p99 \(queueP99) s"
-            print("connection wait, \(Int(total)) requests: \(numbers)")
-            #expect(serverP99 >= 0.2 && serverP99 <= 0.25, "\(numbers)")
-            #expect(gap >= 0.25, "the queueing must dominate: \(numbers)")
-            #expect(abs(queueP99 - gap) <= 0.2 * gap, "\(numbers)")
-
-            // Every client span of A carries the connection's timings; TLS none (plain HTTP to B).
-            let spans: [ExportedSpan] = try await fleet.waitForSpans(seconds: 30) { spans in
-                spans.filter { $0.service == "service-a" && $0.kind == "SPAN_KIND_CLIENT" }.count >= Int(total)
-            }
-            let clientSpans = spans.filter { $0.service == "service-a" && $0.kind == "SPAN_KIND_CLIENT" }
-            #expect(clientSpans.count == Int(total))
-            var fresh = 0
-            var longestWait = 0.0
-            for span in clientSpans {
-                // Doubles in OTLP; JSON writes a whole one as an integer.
-                func seconds(_ key: String) -> Double? {
-                    switch span.attributes[key] {
-                    case .double(let value)?: value
-                    case .int(let value)?: Double(value)
-                    default: nil
-                    }
-                }
-                guard let connect = seconds("herald.timing.connect"),
-                    let firstByte = seconds("herald.timing.time_to_first_byte"),
-                    let wait = seconds("herald.timing.time_in_queue"),
-                    case .bool(let reused)? = span.attributes["herald.connection.reused"]
-                else {
-                    Issue.record("a client span without its timings: \(span.attributes)")
-                    continue
-                }
-                #expect(span.attributes["herald.timing.tls_handshake"] == nil)
-                #expect(connect >= 0 && connect <= firstByte)
-                // Counted from the end of the wait: B's 200 ms hold, not the queue.
-                #expect(firstByte >= 0.19 && firstByte < 0.4, "time to first byte \(firstByte) s")
-                if reused {
-                    #expect(connect == 0, "a reused connection has no connect time")
+        var stalls: [String] = []
+        for round in 1...3 {
+            var measured = false
+            try await withFleet { fleet in
+                if let stall = try await measureConnectionWait(fleet) {
+                    print("connection wait, round \(round) not measured: \(stall)")
+                    stalls.append(stall)
                 } else {
-                    fresh += 1
-                    #expect(connect > 0, "a new connection's connect time")
+                    measured = true
                 }
-                longestWait = max(longestWait, wait)
             }
-            // Six connections at most, then reused: every other request waited for one of them.
-            print("connection wait: \(fresh) new connections, longest wait \(longestWait) s")
-            #expect(fresh == 6, "\(fresh) new connections")
-            #expect(longestWait >= 0.3, "longest wait \(longestWait) s")
+            if measured { return }
         }
+        Issue.record("every round stalled, so the connection wait was never measured: \(stalls)")
+    }
+
+    /// One round of ``connectionWaitAccountsForTheGap()``: `nil` once measured and checked, or why the machine
+    /// kept the round from measuring what it means to.
+    func measureConnectionWait(_ fleet: Fleet) async throws -> String? {
+        let bursts = 8
+        let perBurst = 16
+        for _ in 0..<bursts {
+            let started = ContinuousClock.now
+            let statuses = try await fleet.load(
+                Array(repeating: "/work?delay_ms=200", count: perBurst), concurrency: perBurst)
+            let took = ContinuousClock.now - started
+            #expect(statuses == [200: perBurst])
+            if took > .milliseconds(750) { return "a burst of \(perBurst) took \(took)" }
+        }
+        let total = Double(bursts * perBurst)
+        let client = #"job="service-a""#
+        let server = #"job="service-b", http_route="/work""#
+        for counted in [
+            "sum(http_client_request_duration_seconds_count{\(client)})",
+            "sum(http_client_request_time_in_queue_seconds_count{\(client)})",
+            "sum(http_server_request_duration_seconds_count{\(server)})",
+        ] {
+            _ = try await fleet.waitForQuery(counted) { $0.first?.value == total }
+        }
+        let held = try await fleet.query("sum(http_server_request_duration_seconds_bucket{\(server), le=\"0.25\"})")
+        if held.first?.value != total {
+            return "B held \(total - (held.first?.value ?? 0)) of \(Int(total)) responses longer than 0.25 s"
+        }
+        func p99(_ metric: String, _ selector: String) async throws -> Double {
+            let answer = try await fleet.query("histogram_quantile(0.99, sum by (le) (\(metric)_bucket{\(selector)}))")
+            return try #require(answer.first?.value)
+        }
+        let clientP99 = try await p99("http_client_request_duration_seconds", client)
+        let serverP99 = try await p99("http_server_request_duration_seconds", server)
+        let queueP99 = try await p99("http_client_request_time_in_queue_seconds", client)
+        let gap = clientP99 - serverP99
+        let numbers = "client p99 \(clientP99) s, server p99 \(serverP99) s, gap \(gap) s, queue p99 \(queueP99) s"
+        print("connection wait, \(Int(total)) requests: \(numbers)")
+        #expect(serverP99 >= 0.2 && serverP99 <= 0.25, "\(numbers)")
+        #expect(gap >= 0.25, "the queueing must dominate: \(numbers)")
+        #expect(abs(queueP99 - gap) <= 0.2 * gap, "\(numbers)")
+
+        // Every client span of A carries the connection's timings; TLS none (plain HTTP to B).
+        let spans: [ExportedSpan] = try await fleet.waitForSpans(seconds: 30) { spans in
+            spans.filter { $0.service == "service-a" && $0.kind == "SPAN_KIND_CLIENT" }.count >= Int(total)
+        }
+        let clientSpans = spans.filter { $0.service == "service-a" && $0.kind == "SPAN_KIND_CLIENT" }
+        #expect(clientSpans.count == Int(total))
+        var fresh = 0
+        var longestWait = 0.0
+        for span in clientSpans {
+            // Doubles in OTLP; JSON writes a whole one as an integer.
+            func seconds(_ key: String) -> Double? {
+                switch span.attributes[key] {
+                case .double(let value)?: value
+                case .int(let value)?: Double(value)
+                default: nil
+                }
+            }
+            guard let connect = seconds("herald.timing.connect"),
+                let firstByte = seconds("herald.timing.time_to_first_byte"),
+                let wait = seconds("herald.timing.time_in_queue"),
+                case .bool(let reused)? = span.attributes["herald.connection.reused"]
+            else {
+                Issue.record("a client span without its timings: \(span.attributes)")
+                continue
+            }
+            #expect(span.attributes["herald.timing.tls_handshake"] == nil)
+            #expect(connect >= 0 && connect <= firstByte)
+            // Counted from the end of the wait: B's 200 ms hold, not the queue.
+            #expect(firstByte >= 0.19 && firstByte < 0.4, "time to first byte \(firstByte) s")
+            if reused {
+                #expect(connect == 0, "a reused connection has no connect time")
+            } else {
+                fresh += 1
+                #expect(connect > 0, "a new connection's connect time")
+            }
+            longestWait = max(longestWait, wait)
+        }
+        // Six connections at most, then reused: every other request waited for one of them.
+        print("connection wait: \(fresh) new connections, longest wait \(longestWait) s")
+        #expect(fresh == 6, "\(fresh) new connections")
+        #expect(longestWait >= 0.3, "longest wait \(longestWait) s")
+        return nil
     }
 
     static func randomHex(bytes: Int) -> String {
