@@ -210,7 +210,7 @@ struct FleetTests {
     /// the bucket-interpolated p99s are stable from run to run.
     ///
     /// A process the loaded machine stalls for a few hundred milliseconds moves a whole wave into other buckets
-    /// (seen here once in five runs beside other builds). Such a round is recognised by what the test controls —
+    /// (seen here once in about ten runs beside other builds). Such a round is recognised by what the test controls —
     /// a burst longer than 0.75 s (three holds and 150 ms), or a response B held longer than 0.25 s — and
     /// measured again on a new fleet, three rounds at most; a Herald that made the waves longer (fewer
     /// connections, or slower ones) fails all three.
