@@ -4,7 +4,7 @@ SWIFT ?= swift
 # Debian package → pkg-config module it provides.
 SYSTEM_DEPS := libcurl4-openssl-dev:libcurl libuv1-dev:libuv libidn2-dev:libidn2 libsqlite3-dev:sqlite3 pkg-config:
 
-.PHONY: deps fleet-deps build build-strict check-libcurl-minimum test fleet-test fleet-demo test-tsan test-asan leak-check fuzz soak demo docs docs-coverage lint bench-notifications bench-json bench-transfers bench-cache bench-streaming bench-instructions cache-tests clean
+.PHONY: deps fleet-deps fleet-rules build build-strict check-libcurl-minimum test fleet-test fleet-demo test-tsan test-asan leak-check fuzz soak demo docs docs-coverage lint bench-notifications bench-json bench-transfers bench-cache bench-streaming bench-instructions cache-tests clean
 
 ## deps: install libcurl, libuv, libidn2 and SQLite development files when pkg-config can't find them, the openssl CLI
 ## when it is missing (the TLS tests make a throwaway CA and run `openssl s_server` on loopback), and
@@ -60,6 +60,8 @@ LOOPBACK_ONLY := $(CURDIR)/.ci/loopback-only
 
 ## test: the whole test suite (what CI runs): the library's, then the samples' (their own package, in Samples/).
 test: deps
+	@# The fleet's Prometheus rules first: a second's work, and no Swift build behind it.
+	$(MAKE) --no-print-directory fleet-rules
 	$(SWIFT) build --build-tests
 	@# Every test process runs in a network namespace whose only interface is loopback (.ci/loopback-only),
 	@# so no test can send a packet to any other address, even by mistake.
@@ -119,14 +121,26 @@ fleet-deps: deps
 		mkdir -p $(FLEET)/.build && python3 -m venv $(FLEET_VENV) && \
 		$(FLEET_VENV)/bin/pip install -q --disable-pip-version-check opentelemetry-proto==$(OTLP_PROTO_VERSION); }
 
-## fleet-test: the fleet's tests: Prometheus's answers about service A's Herald client, one trace through A and B.
-fleet-test: fleet-deps
+## fleet-rules: checks the recording and alerting rules shipped for Herald's metrics (Samples/Fleet/prometheus)
+## with promtool, Debian's prometheus's: their syntax, and their unit tests (series that fire and series that don't).
+fleet-rules: fleet-deps
+	cd $(FLEET)/prometheus && promtool check rules herald-rules.yml && promtool test rules herald-rules.test.yml
+
+## fleet-test: the fleet's rules (fleet-rules), then its tests: Prometheus's answers about service A's Herald client
+## under their Prometheus names, HELP lines and buckets, the connection wait's share of the p99, one trace through
+## A and B with the resource attributes and connection timings.
+fleet-test: fleet-deps fleet-rules
 	cd $(FLEET) && $(SWIFT) build --build-tests && $(LOOPBACK_ONLY) $(SWIFT) test --skip-build
 
 ## fleet-demo: starts the fleet and Prometheus on loopback, sends a few hundred requests, prints PromQL answers
-## (request rate, p50/p99 latency by status class, active requests) and the trace tree of one request.
+## (request rate, p50/p99 latency by status class, connection wait, the rules' recorded series) and the trace tree
+## of one request. `make fleet-demo KEEP=1` (or FLEET_DEMO_SECONDS=0) then keeps it up with a light load until
+## Ctrl-C, FLEET_DEMO_SECONDS=N for N seconds; it then runs in the machine's own network namespace, so that the
+## Prometheus URL it prints opens in a browser here (every process still listens on 127.0.0.1 only).
+FLEET_DEMO_SECONDS ?= $(if $(KEEP),0,)
 fleet-demo: fleet-deps
-	cd $(FLEET) && $(SWIFT) build && $(LOOPBACK_ONLY) .build/debug/fleet-demo
+	cd $(FLEET) && $(SWIFT) build && \
+		$(if $(FLEET_DEMO_SECONDS),FLEET_DEMO_SECONDS=$(FLEET_DEMO_SECONDS),$(LOOPBACK_ONLY)) .build/debug/fleet-demo
 
 ## test-tsan: the notification-center, engine and session tests under ThreadSanitizer.
 test-tsan: deps

@@ -8,6 +8,7 @@ let package = Package(
     products: [
         .executable(name: "fleet-service", targets: ["FleetService"]),
         .executable(name: "fleet-demo", targets: ["FleetDemo"]),
+        .library(name: "HeraldPrometheus", targets: ["HeraldPrometheus"]),
     ],
     dependencies: [
         .package(name: "Herald", path: "../.."),
@@ -22,9 +23,20 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
     ],
     targets: [
+        // swift-prometheus's factory with Herald's metrics under Prometheus's names, with HELP text and the
+        // advised buckets: a file of its own, for applications to copy.
+        .target(
+            name: "HeraldPrometheus",
+            dependencies: [
+                .product(name: "HeraldObservers", package: "Herald"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ]
+        ),
         .executableTarget(
             name: "FleetService",
             dependencies: [
+                "HeraldPrometheus",
                 .product(name: "Herald", package: "Herald"),
                 .product(name: "HeraldNotifications", package: "Herald"),
                 .product(name: "HeraldObservers", package: "Herald"),
@@ -44,7 +56,17 @@ let package = Package(
             ]
         ),
         .executableTarget(name: "FleetDemo", dependencies: ["FleetHarness"]),
-        .testTarget(name: "FleetTests", dependencies: ["FleetHarness"]),
+        .testTarget(
+            name: "FleetTests",
+            dependencies: [
+                "FleetHarness",
+                "HeraldPrometheus",
+                .product(name: "Herald", package: "Herald"),
+                .product(name: "HeraldObservers", package: "Herald"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -4,8 +4,9 @@ It accepts what an OTLP/HTTP exporter sends (protobuf bodies on /v1/traces, /v1/
 optionally gzip-compressed), decodes them with the opentelemetry-proto package, keeps them in memory and
 answers queries in JSON:
 
-    GET /spans     every span received: trace and span ids, parent, name, kind, service, attributes
-    GET /metrics   every metric data point received: name, kind, service, attributes, count or value
+    GET /spans     every span received: trace and span ids, parent, name, kind, service, resource, attributes
+    GET /metrics   every metric data point received: name, kind, unit, service, resource, attributes, count or
+                   value
     GET /logs      every log record received: service, body, severity, trace and span ids
 
 A query may wait for news: `?after=N&wait=S` answers once more than N records of its kind are held, or
@@ -72,10 +73,12 @@ def record_traces(body):
     spans = []
     for resource_spans in request.resource_spans:
         service = service_name(resource_spans.resource)
+        resource = attributes(resource_spans.resource.attributes)
         for scope_spans in resource_spans.scope_spans:
             for span in scope_spans.spans:
                 spans.append({
                     "service": service,
+                    "resource": resource,
                     "traceId": span.trace_id.hex(),
                     "spanId": span.span_id.hex(),
                     "parentSpanId": span.parent_span_id.hex(),
@@ -96,14 +99,15 @@ def record_metrics(body):
     points = []
     for resource_metrics in request.resource_metrics:
         service = service_name(resource_metrics.resource)
+        resource = attributes(resource_metrics.resource.attributes)
         for scope_metrics in resource_metrics.scope_metrics:
             for metric in scope_metrics.metrics:
                 kind = metric.WhichOneof("data")
                 if kind is None:
                     continue
                 for point in getattr(metric, kind).data_points:
-                    entry = {"service": service, "name": metric.name, "kind": kind,
-                             "attributes": attributes(point.attributes)}
+                    entry = {"service": service, "resource": resource, "name": metric.name, "kind": kind,
+                             "unit": metric.unit, "attributes": attributes(point.attributes)}
                     if kind in ("histogram", "exponential_histogram"):
                         entry["count"] = point.count
                         entry["sum"] = point.sum

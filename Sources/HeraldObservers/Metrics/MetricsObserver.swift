@@ -66,7 +66,7 @@ public final class MetricsObserver: SessionObserver {
         /// Adds a `unit` and a `description` dimension to every metric (``Instrument/unit`` and
         /// ``Instrument/summary``), which swift-otel reads as the OTLP instrument's unit and description, not
         /// as attributes. Off by default: other backends would make them labels of every series (drop them
-        /// there, with swift-prometheus's `nameAndLabelSanitizer` for instance).
+        /// there: for swift-prometheus, ``MetricsObserver/prometheusNameAndLabels(_:_:)`` does).
         public var describesInstruments = false
 
         /// The default configuration.
@@ -196,7 +196,8 @@ public final class MetricsObserver: SessionObserver {
         uniqueKeysWithValues: instruments.compactMap { instrument in instrument.buckets.map { (instrument.name, $0) } })
 
 
-    private static let instrumentsByName = Dictionary(uniqueKeysWithValues: instruments.map { ($0.name, $0) })
+    /// ``instruments`` by name.
+    static let instrumentsByName = Dictionary(uniqueKeysWithValues: instruments.map { ($0.name, $0) })
 
     private struct Instruments: Sendable {
         let duration: Metrics.Timer

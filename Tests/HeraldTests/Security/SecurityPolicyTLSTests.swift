@@ -107,6 +107,32 @@ struct SecurityPolicyTLSTests {
         }
     }
 
+    @Test("a TLS transfer's metrics time the handshake: after the connect, before the first byte")
+    func handshakeIsTimed() async throws {
+        try await withScenario { scenario in
+            var configuration = SessionConfiguration()
+            configuration.securityPolicy = try SecurityPolicy.trustingCertificateAuthorities(
+                pemFile: scenario.pki.authority.certificate)
+            configuration.timeoutIntervalForRequest = 30
+            let session = SessionManager(configuration: configuration, notificationCenter: NotificationHub())
+            defer { session.invalidate(cancelingTasks: true) }
+            // s_server's status page is HTML: taken as it is, not as JSON.
+            session.responseSerializer = DataResponseSerializer()
+            let completed = OneShot<HeraldError?>()
+            let task = try session.dataTask(with: Request(url: scenario.server.url())) { _, _, error in
+                completed.send(error)
+            }
+            task.resume()
+            let error = try await completed.value(timeout: .seconds(60))
+            #expect(error == nil, "server output: \(scenario.server.output)")
+            let metrics = try #require(task.metrics)
+            // Cumulative times: the handshake ends after the TCP connect and before the first response byte.
+            #expect(metrics.tlsHandshake > metrics.connect, "\(metrics)")
+            #expect(metrics.tlsHandshake <= metrics.timeToFirstByte, "\(metrics)")
+            #expect(!metrics.connectionReused)
+        }
+    }
+
     @Test("a CA file that does not exist fails the request with tls (CURLE_SSL_CACERT_BADFILE)")
     func missingAuthorityFile() async throws {
         try await withScenario { scenario in

@@ -3,6 +3,10 @@ import Foundation
 
 /// `make fleet-demo`: starts the fleet, sends it a few hundred requests, and prints what Prometheus answers
 /// about service A's Herald client and the trace tree of one request.
+///
+/// `FLEET_DEMO_SECONDS` keeps the fleet up afterwards, with a light load (two requests a second, for at most
+/// ten minutes) so that its Prometheus has something to show: that many seconds, or with `0` until Ctrl-C
+/// (SIGINT) or SIGTERM. `make fleet-demo KEEP=1` sets it to 0.
 @main
 enum FleetDemo {
     static func main() async {
@@ -15,10 +19,12 @@ enum FleetDemo {
     }
 
     static func run() async throws {
+        let keep = try keepSeconds()
         say("Starting the OTLP receiver, service B, service A and Prometheus on 127.0.0.1 …")
         let fleet = try await Fleet.start()
         do {
             try await demonstrate(fleet)
+            if let keep { try await keepUp(fleet, seconds: keep) }
         } catch {
             await fleet.stop(keepingLogs: true)
             throw FleetError("\(error) (logs kept in \(fleet.directory.path))")
@@ -43,7 +49,7 @@ enum FleetDemo {
         let elapsed = ContinuousClock.now - started
         let answered = statuses.sorted { $0.key < $1.key }.map { "\($0.value) × \($0.key)" }.joined(separator: ", ")
         say("Sent \(paths.count) requests to service A, 16 at a time, in \(elapsed): \(answered)")
-        let total = #"sum(http_client_request_duration_count{job="service-a"})"#
+        let total = #"sum(http_client_request_duration_seconds_count{job="service-a"})"#
         _ = try await fleet.waitForQuery(total) { $0.first?.value == Double(paths.count) }
         say()
 
@@ -52,10 +58,22 @@ enum FleetDemo {
             ("Requests Herald sent from service A", total),
             (
                 "Request rate (per second, over the last minute) by status",
-                "sum by (http_response_status_code) (rate(http_client_request_duration_count{\(client)}[1m]))"
+                "sum by (http_response_status_code) (rate(http_client_request_duration_seconds_count{\(client)}[1m]))"
             ),
             ("p50 latency (s) by status class", quantile(0.5, client)),
             ("p99 latency (s) by status class", quantile(0.99, client)),
+            (
+                "p99 wait for a connection (s), six connections for sixteen concurrent requests",
+                "histogram_quantile(0.99, sum by (le) (http_client_request_time_in_queue_seconds_bucket{\(client)}))"
+            ),
+            (
+                "Recorded by herald-rules.yml: error ratio (5xx and failures) over 5 minutes",
+                "herald:http_client_request_error_ratio:rate5m"
+            ),
+            (
+                "Recorded by herald-rules.yml: share of request time spent waiting for a connection",
+                "herald:http_client_request_time_in_queue:ratio_rate5m"
+            ),
             ("Active requests now", "sum(http_client_active_requests{\(client)})"),
             (
                 "Active requests, highest scraped during the load",
@@ -87,9 +105,66 @@ enum FleetDemo {
     static func quantile(_ quantile: Double, _ selector: String) -> String {
         """
         histogram_quantile(\(quantile), sum by (le, status_class) (label_replace(\
-        rate(http_client_request_duration_bucket{\(selector)}[1m]), \
+        rate(http_client_request_duration_seconds_bucket{\(selector)}[1m]), \
         "status_class", "${1}xx", "http_response_status_code", "([0-9]).*")))
         """
+    }
+
+    /// `FLEET_DEMO_SECONDS`: `nil` when unset (stop at once), 0 for until a signal, else seconds.
+    static func keepSeconds() throws -> Int? {
+        guard let text = ProcessInfo.processInfo.environment["FLEET_DEMO_SECONDS"], !text.isEmpty else { return nil }
+        guard let seconds = Int(text), seconds >= 0 else {
+            throw FleetError("FLEET_DEMO_SECONDS must be a whole number of seconds, 0 for until Ctrl-C; not \(text)")
+        }
+        return seconds
+    }
+
+    /// Keeps the fleet up for `seconds` (0: until SIGINT or SIGTERM), sending it two requests a second for at
+    /// most ten minutes.
+    static func keepUp(_ fleet: Fleet, seconds: Int) async throws {
+        say()
+        say("The fleet stays up \(seconds == 0 ? "until Ctrl-C" : "for \(seconds) s"), with two requests a second:")
+        say("  Prometheus  \(fleet.prometheus.absoluteString)/graph  (rules: \(fleet.prometheus.absoluteString)/rules)")
+        say("  service A   \(fleet.serviceA.absoluteString)/metrics")
+        say("  service B   \(fleet.serviceB.absoluteString)/metrics")
+        // Installed only now: a child started earlier would have inherited the ignored signals.
+        let (signals, signalled) = AsyncStream.makeStream(of: Int32.self)
+        var sources: [any DispatchSourceSignal] = []
+        // A reader of the output that Ctrl-C ended (tee) must not end the demo before it has stopped the fleet.
+        signal(SIGPIPE, SIG_IGN)
+        for number in [SIGINT, SIGTERM] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number)
+            source.setEventHandler { signalled.yield(number) }
+            source.resume()
+            sources.append(source)
+        }
+        defer { sources.forEach { $0.cancel() } }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                // The trickle: bounded in time, every request to 127.0.0.1.
+                let end = ContinuousClock.now + .seconds(600)
+                var index = 0
+                while ContinuousClock.now < end {
+                    try await Task.sleep(for: .milliseconds(500))
+                    let status = index % 10 == 3 ? 404 : index % 25 == 7 ? 500 : 200
+                    _ = try? await fleet.request("/work?status=\(status)&delay_ms=\(20 + (index * 37) % 130)")
+                    index += 1
+                }
+                while true { try await Task.sleep(for: .seconds(3600)) }
+            }
+            group.addTask {
+                for await number in signals {
+                    say("\nReceived signal \(number).")
+                    return
+                }
+            }
+            if seconds > 0 { group.addTask { try await Task.sleep(for: .seconds(seconds)) } }
+            // Whichever ends first (a signal, or the time given) ends the others.
+            try await group.next()
+            group.cancelAll()
+        }
+        signalled.finish()
     }
 
     static func randomHex(bytes: Int) -> String {
@@ -100,6 +175,7 @@ enum FleetDemo {
     /// Writes a line to standard output at once (`print` buffers when the output is a pipe): the demo's
     /// output is read as it runs.
     static func say(_ line: String = "") {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        // Failing quietly: with a pipe closed by Ctrl-C (`make fleet-demo | tee …`), the demo still stops the fleet.
+        try? FileHandle.standardOutput.write(contentsOf: Data((line + "\n").utf8))
     }
 }

@@ -19,6 +19,8 @@ public final class Fleet: Sendable {
         public var receiverScript: URL
         /// Debian's `prometheus`.
         public var prometheus: URL
+        /// The recording and alerting rules Prometheus loads (`prometheus/herald-rules.yml`).
+        public var rules: URL
 
         /// The locations in a checkout of the fleet package, debug build.
         public static var checkout: Locations {
@@ -28,7 +30,8 @@ public final class Fleet: Sendable {
                 packageRoot: root, service: root.appending(path: ".build/debug/fleet-service"),
                 python: root.appending(path: ".build/otlp-venv/bin/python3"),
                 receiverScript: root.appending(path: "OTLPReceiver/otlp_receiver.py"),
-                prometheus: URL(fileURLWithPath: "/usr/bin/prometheus"))
+                prometheus: URL(fileURLWithPath: "/usr/bin/prometheus"),
+                rules: root.appending(path: "prometheus/herald-rules.yml"))
         }
     }
 
@@ -100,7 +103,10 @@ public final class Fleet: Sendable {
 
             let prometheusPort = try freeLoopbackPort()
             let configuration = directory.appending(path: "prometheus.yml")
-            try prometheusConfiguration(serviceA: serviceAURL, serviceB: serviceBURL)
+            guard FileManager.default.isReadableFile(atPath: locations.rules.path) else {
+                throw FleetError("\(locations.rules.path) is missing")
+            }
+            try prometheusConfiguration(serviceA: serviceAURL, serviceB: serviceBURL, rules: locations.rules)
                 .write(to: configuration, atomically: true, encoding: .utf8)
             let prometheus = try ChildProcess(
                 name: "prometheus", executable: locations.prometheus,
@@ -171,6 +177,21 @@ public final class Fleet: Sendable {
         }
     }
 
+    /// A service's `/metrics` page, as Prometheus scrapes it.
+    /// - Parameter service: The service's base URL, such as ``serviceA``.
+    /// - Throws: ``FleetError`` when the request fails or is not answered with 200.
+    public func scrape(_ service: URL) async throws -> String {
+        let url = service.appending(path: "metrics")
+        let (body, response): (Data, HTTPResponse)
+        do {
+            (body, response) = try await session.data(for: Request(url: url))
+        } catch {
+            throw FleetError("GET \(url.absoluteString): \(error)")
+        }
+        guard response.statusCode == 200 else { throw FleetError("GET \(url.absoluteString): status \(response.statusCode)") }
+        return String(decoding: body, as: UTF8.self)
+    }
+
     // MARK: - Prometheus
 
     /// Runs an instant PromQL query.
@@ -231,6 +252,14 @@ public final class Fleet: Sendable {
             spans.filter { $0.traceId == traceID }.count >= count
         }
         return found.filter { $0.traceId == traceID }
+    }
+
+    /// Waits until the spans the services exported satisfy `isDone`, and returns them all.
+    /// - Throws: ``FleetError`` when `seconds` pass first.
+    public func waitForSpans(
+        seconds: Double = 30, until isDone: @escaping @Sendable ([ExportedSpan]) -> Bool
+    ) async throws -> [ExportedSpan] {
+        try await waitForRecords("spans", seconds: seconds, until: isDone)
     }
 
     /// Waits until the log records the services exported include one that `matches`, and returns those
@@ -295,11 +324,14 @@ public final class Fleet: Sendable {
         return url
     }
 
-    private static func prometheusConfiguration(serviceA: URL, serviceB: URL) -> String {
+    private static func prometheusConfiguration(serviceA: URL, serviceB: URL, rules: URL) -> String {
         """
         global:
           scrape_interval: 1s
           scrape_timeout: 1s
+          evaluation_interval: 1s
+        rule_files:
+          - '\(rules.path)'
         scrape_configs:
           - job_name: service-a
             static_configs:

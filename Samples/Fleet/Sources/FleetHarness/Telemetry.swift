@@ -82,6 +82,9 @@ public enum AttributeValue: Decodable, Sendable, Equatable, CustomStringConverti
 public struct ExportedSpan: Decodable, Sendable {
     /// The exporting service's `service.name`.
     public let service: String
+    /// The exporting service's resource attributes: `service.name`, `service.version`,
+    /// `service.instance.id`, swift-otel's `telemetry.sdk.*`, ….
+    public let resource: [String: AttributeValue]
     /// The trace id, 32 hex digits.
     public let traceId: String
     /// The span id, 16 hex digits.
@@ -111,10 +114,14 @@ public struct ExportedSpan: Decodable, Sendable {
 public struct ExportedMetricPoint: Decodable, Sendable {
     /// The exporting service's `service.name`.
     public let service: String
+    /// The exporting service's resource attributes.
+    public let resource: [String: AttributeValue]
     /// The metric's name, as OpenTelemetry spells it.
     public let name: String
     /// `histogram`, `sum`, `gauge`, …
     public let kind: String
+    /// The instrument's unit, such as `s` (empty when the exporter sent none).
+    public let unit: String
     /// The point's attributes.
     public let attributes: [String: AttributeValue]
     /// A histogram's count.

@@ -1,20 +1,29 @@
 import Foundation
+import Herald
 
 /// What one fleet service is told on its command line.
 ///
-/// `fleet-service --name NAME --otlp URL [--port PORT] [--downstream URL]`: it listens on 127.0.0.1:PORT
-/// (0, the default, picks a free port; the port is printed as `listening on PORT`), exports logs, metrics and
-/// traces over OTLP/HTTP to URL, and, given `--downstream`, answers `/work` by calling that service's `/work`
-/// through a Herald session.
+/// `fleet-service --name NAME --otlp URL [--port PORT] [--downstream URL] [--service-version VERSION]
+/// [--instance-id ID]`: it listens on 127.0.0.1:PORT (0, the default, picks a free port; the port is printed as
+/// `listening on PORT`), exports logs, metrics and traces over OTLP/HTTP to URL, and, given `--downstream`,
+/// answers `/work` by calling that service's `/work` through a Herald session.
 struct ServiceOptions {
     /// The service's name: OpenTelemetry's `service.name`, and its job's name in Prometheus.
     var name: String
+    /// OpenTelemetry's `service.version`; default ``defaultVersion``.
+    var version: String
+    /// OpenTelemetry's `service.instance.id`; default a random UUID, new for each process.
+    var instanceID: String
     /// The loopback port to listen on; 0 for any free one.
     var port: Int
     /// The OTLP/HTTP receiver's base URL, such as `http://127.0.0.1:4318`.
     var otlpEndpoint: URL
     /// The service `/work` calls, if any.
     var downstream: URL?
+
+    /// The sample's version, its `service.version` unless `--service-version` says otherwise: the sample is
+    /// versioned with Herald.
+    static let defaultVersion = HeraldVersion.string
 
     /// A command line that does not say what the service needs.
     struct UsageError: Error, CustomStringConvertible {
@@ -28,7 +37,8 @@ struct ServiceOptions {
         var values: [String: String] = [:]
         var remaining = arguments[...]
         while let option = remaining.popFirst() {
-            guard ["--name", "--port", "--otlp", "--downstream"].contains(option) else {
+            guard ["--name", "--port", "--otlp", "--downstream", "--service-version", "--instance-id"].contains(option)
+            else {
                 throw UsageError(description: "unknown option \(option)")
             }
             guard let value = remaining.popFirst() else { throw UsageError(description: "\(option) needs a value") }
@@ -45,7 +55,14 @@ struct ServiceOptions {
             guard let url = Self.httpURL(value) else { throw UsageError(description: "--downstream needs an http URL") }
             downstream = url
         }
+        let version = values["--service-version"] ?? Self.defaultVersion
+        let instanceID = values["--instance-id"] ?? UUID().uuidString.lowercased()
+        guard !version.isEmpty, !instanceID.isEmpty else {
+            throw UsageError(description: "--service-version and --instance-id need a non-empty value")
+        }
         self.name = name
+        self.version = version
+        self.instanceID = instanceID
         self.port = port
         self.otlpEndpoint = otlp
         self.downstream = downstream

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldObservers
+import HeraldPrometheus
 import Logging
 import Metrics
 import OTel
@@ -17,9 +18,16 @@ struct Telemetry {
 
     /// Bootstraps swift-log, swift-metrics and the instrumentation system for this process, and returns the
     /// telemetry with the tracer Herald's tracing observer uses.
-    static func bootstrap(serviceName: String, otlpEndpoint: URL) throws -> (Telemetry, some Tracer) {
+    /// - Parameters:
+    ///   - resource: The service's OpenTelemetry resource: `service.name`, `service.version` and
+    ///     `service.instance.id`, on every span, metric point and log record it exports, and as the labels of
+    ///     `target_info` on `/metrics`.
+    ///   - otlpEndpoint: The OTLP/HTTP receiver's base URL.
+    static func bootstrap(resource: ServiceResource, otlpEndpoint: URL) throws -> (Telemetry, some Tracer) {
         var configuration = OTel.Configuration.default
-        configuration.serviceName = serviceName
+        configuration.serviceName = resource.name
+        configuration.resourceAttributes["service.version"] = resource.version
+        configuration.resourceAttributes["service.instance.id"] = resource.instanceID
         configuration.diagnosticLogLevel = .warning
         for signal in ["traces", "metrics", "logs"] {
             var exporter = OTel.Configuration.OTLPExporterConfiguration.default
@@ -37,23 +45,37 @@ struct Telemetry {
         configuration.logs.batchLogRecordProcessor.scheduleDelay = .milliseconds(200)
         configuration.logs.level = .debug
 
-        // swift-metrics leaves histogram buckets to the backend: both get one layout per histogram, OpenTelemetry's
-        // advice for the durations and Herald's for the body sizes.
-        let advised = MetricsObserver.advisedDurationBuckets.map { Duration.nanoseconds(Int64(($0 * 1e9).rounded())) }
-        configuration.metrics.durationHistogramBuckets["http.server.request.duration"] = advised
-        let registry = PrometheusCollectorRegistry()
-        var prometheus = PrometheusMetricsFactory(registry: registry)
-        prometheus.durationHistogramBuckets["http.server.request.duration"] = advised
+        // swift-metrics leaves histogram buckets to the backend. swift-otel keeps OpenTelemetry's names, so its
+        // buckets are keyed by them: OpenTelemetry's advice for the durations, Herald's for the body sizes.
+        let seconds = { (buckets: [Double]) in buckets.map { Duration.nanoseconds(Int64(($0 * 1e9).rounded())) } }
+        configuration.metrics.durationHistogramBuckets["http.server.request.duration"] =
+            seconds(MetricsObserver.advisedDurationBuckets)
         for (name, buckets) in MetricsObserver.advisedBuckets {
             if MetricsObserver.instruments.first(where: { $0.name == name })?.unit == "s" {
-                let durations = buckets.map { Duration.nanoseconds(Int64(($0 * 1e9).rounded())) }
-                configuration.metrics.durationHistogramBuckets[name] = durations
-                prometheus.durationHistogramBuckets[name] = durations
+                configuration.metrics.durationHistogramBuckets[name] = seconds(buckets)
             } else {
                 configuration.metrics.valueHistogramBuckets[name] = buckets
-                prometheus.valueHistogramBuckets[name] = buckets
             }
         }
+
+        // Prometheus: Herald's metrics under Prometheus's names (`http_client_request_duration_seconds`, …)
+        // with HELP text and the same buckets, and Hummingbird's server duration likewise.
+        let registry = PrometheusCollectorRegistry()
+        let prometheus = HeraldPrometheusFactory(
+            registry: registry,
+            additional: [
+                "http.server.request.duration": .init(
+                    name: "http_server_request_duration_seconds", help: "Duration of HTTP server requests.",
+                    buckets: MetricsObserver.advisedDurationBuckets)
+            ])
+        // OpenTelemetry's Prometheus convention for the resource: one `target_info` series, value 1.
+        registry.makeGauge(
+            descriptor: MetricNameDescriptor(metricName: "target_info", unitName: "", helpText: "Target metadata"),
+            labels: [
+                ("service_name", resource.name), ("service_version", resource.version),
+                ("service_instance_id", resource.instanceID),
+            ]
+        ).set(to: 1)
 
         let tracing = try OTel.makeTracingBackend(configuration: configuration)
         let metrics = try OTel.makeMetricsBackend(configuration: configuration)
@@ -69,4 +91,15 @@ struct Telemetry {
         let telemetry = Telemetry(registry: registry, services: [tracing.service, metrics.service, logs.service])
         return (telemetry, tracing.factory)
     }
+}
+
+/// A service's OpenTelemetry resource attributes.
+struct ServiceResource {
+    /// `service.name`: the service's name, also its job's name in Prometheus.
+    var name: String
+    /// `service.version`: the build's version.
+    var version: String
+    /// `service.instance.id`: unique to this process (a random UUID unless given), so that two replicas of
+    /// one service, or one service before and after a restart, are told apart.
+    var instanceID: String
 }
