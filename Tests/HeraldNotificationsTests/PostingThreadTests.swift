@@ -12,7 +12,7 @@ struct PostingThreadTests {
     let name = NotificationName<Int>("test.posting-thread.event")
 
     @Test("a handler running on one thread is seen as running there, and on no other thread")
-    func stateIsPerThread() {
+    func stateIsPerThread() async {
         let entered = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
         let finished = DispatchSemaphore(value: 0)
@@ -28,7 +28,8 @@ struct PostingThreadTests {
             seenAfter.withLock { $0 = NotificationHub.isHandlerRunningOnCurrentThread }
             finished.signal()
         }
-        #expect(entered.wait(timeout: .now() + 10) == .success)
+        // The waits run on threads of their own: see `onThreadOfItsOwn`.
+        #expect(await onThreadOfItsOwn { entered.wait(timeout: .now() + 10) == .success } == true)
         // The handler is still running on the other thread.
         #expect(!NotificationHub.isHandlerRunningOnCurrentThread)
         let elsewhere = Guarded<Bool?>(nil)
@@ -37,9 +38,9 @@ struct PostingThreadTests {
             elsewhere.withLock { $0 = NotificationHub.isHandlerRunningOnCurrentThread }
             checked.signal()
         }
-        #expect(checked.wait(timeout: .now() + 10) == .success)
+        #expect(await onThreadOfItsOwn { checked.wait(timeout: .now() + 10) == .success } == true)
         release.signal()
-        #expect(finished.wait(timeout: .now() + 10) == .success)
+        #expect(await onThreadOfItsOwn { finished.wait(timeout: .now() + 10) == .success } == true)
         #expect(seenInside.withLock { $0 } == true)
         #expect(elsewhere.withLock { $0 } == false)
         #expect(seenAfter.withLock { $0 } == false)
@@ -47,7 +48,7 @@ struct PostingThreadTests {
     }
 
     @Test("64 threads that each post and exit deliver every post, and posting goes on afterwards")
-    func threadsThatExit() {
+    func threadsThatExit() async {
         let threads = 64
         let postsPerThread = 100
         let delivered = Atomic<Int>(0)
@@ -59,8 +60,11 @@ struct PostingThreadTests {
                 done.signal()
             }
         }
-        var finished = 0
-        while finished < threads, done.wait(timeout: .now() + 10) == .success { finished += 1 }
+        let finished = await onThreadOfItsOwn {
+            var finished = 0
+            while finished < threads, done.wait(timeout: .now() + 10) == .success { finished += 1 }
+            return finished
+        }
         #expect(finished == threads)
         #expect(delivered.load(ordering: .relaxed) == threads * postsPerThread)
         hub.post(name, userInfo: -1)

@@ -176,7 +176,9 @@ struct ObservationLifetimeTests {
         let name = NotificationName<Int>("test.lifetime.event")
         var captured: Captured? = Captured()
         weak let weakCaptured = captured
-        var token: ObservationToken? = hub.addObserver(for: name) { [captured] _ in _ = captured }
+        // Held in a box, so that the thread that drops it below holds the last reference.
+        let box = TokenBox()
+        box.token = hub.addObserver(for: name) { [captured] _ in _ = captured }
         captured = nil
 
         // Post from another thread, which caches the hub's registry, then leave that thread idle.
@@ -190,8 +192,9 @@ struct ObservationLifetimeTests {
         #expect(await posted.wait(forCount: 1))
         #expect(weakCaptured != nil)
 
-        #expect(token != nil)
-        token = nil
+        #expect(box.token != nil)
+        // Dropping the token cancels it, which may wait: not on a thread of the cooperative pool.
+        #expect(await onThreadOfItsOwn { box.token = nil } != nil, "dropping the token must return")
         #expect(weakCaptured == nil, "a thread's cached registry must not keep a removed handler alive")
         idle.signal()
     }
