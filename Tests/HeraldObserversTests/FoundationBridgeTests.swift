@@ -85,11 +85,15 @@ struct FoundationBridgeTests {
     func lifecycleOnFoundation() async throws {
         let (server, log, bridging, recorder, session) = try await Self.bridgedSession()
 
-        let ok = try session.dataTask(with: Request(url: server.url("/json")))
+        // The response waits at a gate until the task has been suspended and resumed, so that the transfer
+        // can't finish between resume() and suspend() however the threads are scheduled (only the first request
+        // waits: a resume that starts the transfer again is answered at once).
+        let ok = try session.dataTask(with: Request(url: server.url("/json?gate=bridge")))
         ok.resume()
         ok.suspend()
         try await recorder.waitUntil { $0.count == 2 }
         ok.resume()
+        server.openGate("bridge")
         try await recorder.waitForCompletions(1)
         let failing = try session.dataTask(with: Request(url: server.url("/status/500")))
         failing.resume()

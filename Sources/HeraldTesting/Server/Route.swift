@@ -6,7 +6,8 @@ import Foundation
 /// than a trap, because the client controls the request target.
 enum Route: Sendable {
     case status(code: Int, location: String?)
-    case json
+    /// `/json`; with a gate, the first request waits there (``TestServer/openGate(_:)``).
+    case json(gate: String?)
     case invalidJSON
     case text
     case empty
@@ -74,7 +75,7 @@ enum Route: Sendable {
             let code = try RouteQuery.integer(segments[1], named: "status code", in: 200...599)
             return .status(code: code, location: query.value("location"))
         case "json" where segments.count == 1:
-            return .json
+            return .json(gate: query.value("gate"))
         case "json" where segments == ["json", "invalid"]:
             return .invalidJSON
         case "text" where segments.count == 1:

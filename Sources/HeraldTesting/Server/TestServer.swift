@@ -29,6 +29,8 @@ import NIOPosix
 /// - `/status/{code}`: responds with status `code` (200...599) and the body `"{code} {reason}\n"` (none for 204
 ///   and 304). `?location=URL` adds `Location: URL` when `code` is 3xx.
 /// - `/json`: `200`, `application/json`, body `{"hello":"world","n":1}`.
+///   - `?gate=K`: the first request with gate `K` waits, head and all, until ``openGate(_:)`` grants `K` a pass;
+///     later requests with it are answered at once (a task suspended and started again).
 /// - `/json/invalid`: `200`, `application/json`, a truncated (malformed) JSON body.
 /// - `/text`: `200`, `text/plain; charset=utf-8`, body `"Hello, Herald!\n"`.
 /// - `/html`: `200`, `text/html; charset=utf-8`, a small HTML document.

@@ -19,6 +19,8 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var request: ReceivedRequest?
     private var stream: (any StreamingResponder)?
     private var pendingDelay: Scheduled<Void>?
+    /// The gate a `/json?gate=K` response waits at, and its place there, until it is let through.
+    private var pendingGate: (key: String, id: Int)?
     /// How many request heads this connection has carried, the current one included.
     private var requestsOnConnection = 0
 
@@ -76,6 +78,8 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
     func channelInactive(context: ChannelHandlerContext) {
         pendingDelay?.cancel()
         pendingDelay = nil
+        if let pendingGate { gates.leave(key: pendingGate.key, id: pendingGate.id) }
+        pendingGate = nil
         stream?.cancel()
         context.fireChannelInactive()
     }
@@ -116,6 +120,16 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
             }
         case .fault(let fault):
             FaultResponder(writer: writer).perform(fault, isFirstOnConnection: requestsOnConnection == 1)
+        case .json(gate: let key?) where counters.next(for: "json:" + key) == 1:
+            // The first request at this gate waits for a pass; later ones (a task started again) are answered.
+            let response = request.route.cannedResponse(for: request) ?? .status(.internalServerError)
+            let parked = NIOLoopBound((handler: self, writer: writer, response: response), eventLoop: context.eventLoop)
+            pendingGate = gates.arrive(key: key) {
+                parked.eventLoop.execute {
+                    parked.value.handler.pendingGate = nil
+                    parked.value.writer.write(parked.value.response)
+                }
+            }.map { (key, $0) }
         case .session(let route):
             writer.write(route.response(for: request, counters: counters))
         default:

@@ -71,11 +71,16 @@ struct SessionObserverTests {
         let queuedToken = fixture.center.addObserver(queued, delivery: .queue(concurrent))
         // Registered after `direct`: once it has seen an event, so has `direct` (same posting thread).
         let after = RecordingObserver(center: fixture.center)
-        let task = try fixture.session.dataTask(with: Request(url: fixture.server.url("/json")))
+        // The response waits at a gate until the task has been suspended and resumed, so that the transfer
+        // can't finish between resume() and suspend() however the threads are scheduled (only the first request
+        // waits: a resume that starts the transfer again is answered at once).
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/json?gate=observer-lifecycle")))
         task.resume()
         task.suspend()
         try await fixture.recorder.waitUntil { $0.count == 2 }
         task.resume()
+        fixture.server.openGate("observer-lifecycle")
         try await fixture.recorder.waitForCompletions(1)
         // A download whose destination directory does not exist: its move fails.
         let download = try fixture.session.downloadTask(

@@ -72,20 +72,35 @@ struct PrometheusNamingTests {
         #expect(!naiveBounds.isEmpty && naiveBounds != advised, "\(naiveBounds)")
 
         // Keyed by the Prometheus names: kept.
-        let keyed = PrometheusCollectorRegistry()
-        var keyedFactory = PrometheusMetricsFactory(registry: keyed)
-        keyedFactory.nameAndLabelSanitizer = MetricsObserver.prometheusNameAndLabels
-        keyedFactory.durationHistogramBuckets = MetricsObserver.prometheusDurationBuckets
-        keyedFactory.valueHistogramBuckets = MetricsObserver.prometheusValueBuckets
-        CoreMetrics.Timer(label: "http.client.request.duration", dimensions: Self.durationDimensions, factory: keyedFactory)
+        // As the "Prometheus names" article shows it, with swift-prometheus's own factory.
+        let registry = PrometheusCollectorRegistry()
+        var prometheus = PrometheusMetricsFactory(registry: registry)
+        prometheus.nameAndLabelSanitizer = MetricsObserver.prometheusNameAndLabels
+        prometheus.durationHistogramBuckets = MetricsObserver.prometheusDurationBuckets  // keyed by the new names
+        prometheus.valueHistogramBuckets = MetricsObserver.prometheusValueBuckets
+        CoreMetrics.Timer(label: "http.client.request.duration", dimensions: Self.durationDimensions, factory: prometheus)
             .recordSeconds(0.3)
-        Recorder(label: "http.client.response.body.size", dimensions: [("url.scheme", "http")], factory: keyedFactory)
+        Recorder(label: "http.client.response.body.size", dimensions: [("url.scheme", "http")], factory: prometheus)
             .record(5000)
-        let text = keyed.emitToString()
+        let text = registry.emitToString()
         #expect(Self.bounds(of: "http_client_request_duration_seconds", in: text) == advised)
         #expect(
             Self.bounds(of: "http_client_response_body_size_bytes", in: text) == MetricsObserver.advisedBodySizeBuckets)
         #expect(!text.contains("unit=\""))
+    }
+
+    @Test("the article's one configuration: Herald's duration under its Prometheus name, with HELP and buckets")
+    func oneConfiguration() {
+        // A test can't bootstrap the process-wide metrics system, so it hands the factory over itself.
+        let registry = PrometheusCollectorRegistry()
+        // doc-line: MetricsSystem.bootstrap(HeraldPrometheusFactory(registry: registry))
+        let factory = HeraldPrometheusFactory(registry: registry)
+        // `/metrics` answers with registry.emitToString().
+        CoreMetrics.Timer(label: "http.client.request.duration", dimensions: Self.durationDimensions, factory: factory)
+            .recordSeconds(0.3)
+        let text = registry.emitToString()
+        #expect(text.contains("# HELP http_client_request_duration_seconds Duration of HTTP client requests."))
+        #expect(Self.bounds(of: "http_client_request_duration_seconds", in: text) == MetricsObserver.advisedDurationBuckets)
     }
 
     @Test("HeraldPrometheusFactory: HELP and TYPE lines, the Prometheus names, the advised buckets")
