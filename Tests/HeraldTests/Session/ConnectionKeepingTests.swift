@@ -1,0 +1,56 @@
+import Foundation
+import Herald
+import HeraldTesting
+import Testing
+
+@Suite("Connections kept between bursts")
+struct ConnectionKeepingTests {
+    /// Resumes `count` GETs at once to a barrier that answers them only when all have arrived, so each
+    /// holds a connection of its own, and returns their metrics once all have completed.
+    private static func burst(
+        _ count: Int, key: String, on fixture: SessionFixture, completedBefore: Int
+    ) async throws -> [TransferMetrics] {
+        let url = fixture.server.url("/barrier/\(count)?key=\(key)")
+        let tasks = try (0..<count).map { _ in try fixture.session.dataTask(with: Request(url: url)) }
+        for task in tasks { task.resume() }
+        try await fixture.recorder.waitForCompletions(completedBefore + count)
+        let ids = Set(tasks.map(\.taskIdentifier))
+        return fixture.recorder.completions.filter { ids.contains($0.taskIdentifier) }.compactMap(\.metrics)
+    }
+
+    @Test("bursts wider than the per-host limit: every burst after the first runs on the first one's connections")
+    func queuedBurstsReuseConnections() async throws {
+        let fixture = try await SessionFixture.make()
+        let width = fixture.session.configuration.maximumConnectionsPerHost
+        var ports: [Set<Int>] = []
+        for round in 0..<4 {
+            let url = fixture.server.url("/delay/20")
+            let tasks = try (0..<16).map { _ in try fixture.session.dataTask(with: Request(url: url)) }
+            for task in tasks { task.resume() }
+            try await fixture.recorder.waitForCompletions(16 * (round + 1))
+            let ids = Set(tasks.map(\.taskIdentifier))
+            let metrics = fixture.recorder.completions.filter { ids.contains($0.taskIdentifier) }.compactMap(\.metrics)
+            ports.append(Set(metrics.compactMap(\.localPort)))
+        }
+        #expect(ports[0].count == width)
+        #expect(ports.allSatisfy { $0 == ports[0] }, "\(ports.map(\.count))")
+    }
+
+    @Test("without a total limit, the connections of a burst stay open for the next one: no new handshakes")
+    func burstsReuseConnections() async throws {
+        let fixture = try await SessionFixture.make()
+        let configuration = fixture.session.configuration
+        let width = configuration.maximumConnectionsPerHost
+        #expect(configuration.maximumConnectionsTotal == 0)
+
+        let first = try await Self.burst(width, key: "first", on: fixture, completedBefore: 0)
+        #expect(first.count == width)
+        let firstPorts = Set(first.compactMap(\.localPort))
+        #expect(firstPorts.count == width, "each request of the first burst had a connection of its own")
+
+        let second = try await Self.burst(width, key: "second", on: fixture, completedBefore: width)
+        #expect(second.count == width)
+        #expect(second.allSatisfy { $0.connectionReused }, "\(second.map(\.connectionReused))")
+        #expect(Set(second.compactMap(\.localPort)) == firstPorts)
+    }
+}
