@@ -48,6 +48,9 @@ package final class MultiHandle: @unchecked Sendable {
     @exclusivity(unchecked) private(set) var transfers: [Transfer] = []
     @exclusivity(unchecked) private(set) var isClosed = false
 
+    /// How many connections a pool without a total limit keeps open between transfers, idle or not.
+    static let keptConnections = 64
+
     package init?(engine: Engine, options: Options) {
         guard let multi = curl_multi_init() else { return nil }
         self.engine = engine
@@ -76,13 +79,13 @@ package final class MultiHandle: @unchecked Sendable {
         herald_multi_setopt_long(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX)
         herald_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(0, options.maximumConnectionsPerHost))
         herald_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, max(0, options.maximumConnectionsTotal))
-        if options.maximumConnectionsTotal > 0 {
-            // Keep every connection the limit allows. Without this curl sizes its connection cache at four
-            // times the transfers in the pool at the moment one finishes, and closes the oldest idle
-            // connections beyond that whenever fewer transfers than usual are running: the next burst opens
-            // them again, a TCP handshake each.
-            herald_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, options.maximumConnectionsTotal)
-        }
+        // Keep every connection the limit allows, or, without a limit, up to `keptConnections`. Left unset, curl
+        // sizes its connection cache at four times the transfers in the pool at the moment one finishes, and
+        // closes the oldest idle connections beyond that whenever fewer transfers than usual are running: the
+        // next burst opens them again, a TCP (and TLS) handshake each.
+        herald_multi_setopt_long(
+            multi, CURLMOPT_MAXCONNECTS,
+            options.maximumConnectionsTotal > 0 ? options.maximumConnectionsTotal : Self.keptConnections)
         engine.execute { [self] in
             uv_timer_init(engine.uvLoop, timer)
             timer.pointee.data = Unmanaged.passUnretained(self).toOpaque()

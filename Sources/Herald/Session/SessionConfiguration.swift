@@ -42,10 +42,10 @@ public struct SessionConfiguration: Sendable, Hashable {
     public var maximumConnectionsPerHost: Int = 6
     /// The most connections open in all at a time; 0 means no limit. Default 0.
     ///
-    /// With a limit, every connection it allows stays open after its transfer for the next ones, until the
-    /// server closes it or it has been idle for curl's maximum age (118 seconds). Without one, curl's own rule
-    /// applies: it keeps four idle connections for each transfer running when one finishes, so a quiet spell
-    /// after a burst closes some that the next burst opens again.
+    /// Connections stay open after their transfers for the next ones, until the server closes them or they have
+    /// been idle for curl's maximum age (118 seconds): with a limit, every connection it allows; without one,
+    /// up to 64. (Left to curl's own rule, a pool keeps four idle connections for each transfer running when one
+    /// finishes, so the end of a burst closes some that the next burst opens again.)
     public var maximumConnectionsTotal: Int = 0
     /// The protocol version to negotiate. Default ``HTTPVersion/automatic``.
     public var httpVersion: HTTPVersion = .automatic
