@@ -90,16 +90,23 @@ struct HTTP2Tests {
             let client = try Client(server: server, httpVersion: .http1_1, connectionsPerHost: 2)
             defer { client.close() }
             // Paced bodies (four seconds each), so that every request of the burst wants a connection at once.
-            let tasks = try (0..<4).map { _ in try client.session.dataTask(with: Request(url: server.url("/paced.bin")))
-            }
-            for task in tasks { task.resume() }
-            _ = try await client.recorder.waitForCompletions(4, timeout: .seconds(60))
-            let completions = try client.completions(of: tasks)
-            #expect(completions.allSatisfy { $0.error == nil && $0.responseData?.count == NginxServer.pacedBytes })
-            #expect(completions.allSatisfy { $0.metrics?.httpVersion == "HTTP/1.1" })
-            let ports = Set(completions.compactMap { $0.metrics?.localPort })
+            let ports = try await Self.pacedHTTP1Burst(of: 4, on: client, to: server)
             #expect(ports.count == 2, "local ports: \(ports.sorted())")
         }
+    }
+
+    /// Resumes `count` GETs of the paced body at once, checks that each got the whole body over HTTP/1.1, and
+    /// returns the local ports their connections used.
+    static func pacedHTTP1Burst(of count: Int, on client: Client, to server: NginxServer) async throws -> Set<Int> {
+        let tasks = try (0..<count).map { _ in
+            try client.session.dataTask(with: Request(url: server.url("/paced.bin")))
+        }
+        for task in tasks { task.resume() }
+        _ = try await client.recorder.waitForCompletions(count, timeout: .seconds(60))
+        let completions = try client.completions(of: tasks)
+        #expect(completions.allSatisfy { $0.error == nil && $0.responseData?.count == NginxServer.pacedBytes })
+        #expect(completions.allSatisfy { $0.metrics?.httpVersion == "HTTP/1.1" })
+        return Set(completions.compactMap { $0.metrics?.localPort })
     }
 
     @Test("a burst to an HTTPS server without HTTP/2 waits for one handshake, then opens a connection per request")
@@ -109,15 +116,7 @@ struct HTTP2Tests {
             defer { client.close() }
             // Paced bodies (four seconds each): were the requests held until the first one's end, each would
             // take the connection the one before left, and one connection would carry them all.
-            let tasks = try (0..<4).map { _ in
-                try client.session.dataTask(with: Request(url: server.url("/paced.bin")))
-            }
-            for task in tasks { task.resume() }
-            _ = try await client.recorder.waitForCompletions(4, timeout: .seconds(60))
-            let completions = try client.completions(of: tasks)
-            #expect(completions.allSatisfy { $0.error == nil && $0.responseData?.count == NginxServer.pacedBytes })
-            #expect(completions.allSatisfy { $0.metrics?.httpVersion == "HTTP/1.1" })
-            let ports = Set(completions.compactMap { $0.metrics?.localPort })
+            let ports = try await Self.pacedHTTP1Burst(of: 4, on: client, to: server)
             #expect(ports.count == 4, "local ports: \(ports.sorted())")
         }
     }
