@@ -52,12 +52,15 @@ struct AdapterCancellationTests {
         let entered = OneShot<Void>()
         let release = OneShot<Void>()
         let returned = OneShot<Void>()
+        // The adapter returns when the test releases it, never on a clock: a timeout here would let a
+        // test held back on a busy machine (its cancel not yet made) see the adapted request sent.
         fixture.session.interceptor = Interceptor(adapt: { request, _ in
             entered.send(())
-            try? await release.value(timeout: .seconds(20))
+            try? await release.value(timeout: .seconds(600))
             returned.send(())
             return request
         })
+        defer { release.send(()) }
         let log = CompletionLog()
         let task = try fixture.session.dataTask(
             with: Request(url: fixture.server.url("/json")), completionHandler: log.handler)
