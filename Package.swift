@@ -100,7 +100,13 @@ let package = Package(
         .testTarget(name: "HeraldNotificationsTests", dependencies: ["HeraldNotifications", "HeraldTesting"]),
         .testTarget(
             name: "HeraldTests",
-            dependencies: ["Herald", "HeraldEngine", "HeraldCookies", "HeraldNetlink", "HeraldTesting", "CNetlink"]
+            dependencies: [
+                "Herald", "HeraldEngine", "HeraldCookies", "HeraldNetlink", "HeraldTesting", "CNetlink",
+                // The observers end to end over HTTP/2, against the nginx these tests start.
+                "HeraldObservers",
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+            ]
         ),
         .testTarget(
             name: "HeraldTestingTests",
