@@ -184,6 +184,39 @@ struct HTTP2Tests {
         }
     }
 
+    @Test("a stream the server resets fails alone, as a lost connection: the others on its connection finish")
+    func serverResetsOneStream() async throws {
+        try await withNginx { server in
+            let client = try Client(server: server)
+            defer { client.close() }
+            // The paced bodies take four seconds each: still arriving when the reset comes.
+            let paced = try (0..<4).map { _ in try client.session.dataTask(with: Request(url: server.url("/paced.bin")))
+            }
+            for task in paced { task.resume() }
+            let reset = try client.session.dataTask(with: Request(url: server.url("/reset")))
+            reset.resume()
+            _ = try await client.recorder.waitForCompletions(5, timeout: .seconds(60))
+
+            let resetCompletion = try #require(try client.completions(of: [reset]).first)
+            let error = try #require(resetCompletion.error, "the reset stream succeeded")
+            #expect(error.code == .networkConnectionLost, "\(error)")
+            #expect(error.curlCode == 92, "\(error)")
+            #expect(client.recorder.timeline(ofTask: reset.taskIdentifier) == [.resume, .complete])
+            let pacedCompletions = try client.completions(of: paced)
+            for completion in pacedCompletions {
+                #expect(completion.error == nil, "\(String(describing: completion.error))")
+                #expect(completion.responseData?.count == NginxServer.pacedBytes)
+            }
+            // The reset came first, and left the connection the paced bodies arrived on open.
+            let order = client.recorder.events.filter { $0.kind == .complete }.compactMap(\.taskIdentifier)
+            #expect(order.first == reset.taskIdentifier, "completion order: \(order)")
+            let ports = Set(pacedCompletions.compactMap { $0.metrics?.localPort })
+            #expect(ports.count == 1, "local ports: \(ports.sorted())")
+            let lines = try await server.waitForRequests(["/reset"])
+            #expect(lines.first?.serverProtocol == "HTTP/2.0")
+        }
+    }
+
     @Test("a second connection to the server resumes the TLS session the first one negotiated")
     func tlsSessionResumedAcrossConnections() async throws {
         try await withNginx { server in

@@ -173,6 +173,8 @@ final class NginxServer: StoppableServer {
                             location /ok/ { return 200 "ok\\n"; }
                             location = /paced.bin { limit_rate 64k; }
                             location = /slow.bin { limit_rate 64k; }
+                            # Closes the request without an answer: over HTTP/2, a reset of its stream alone.
+                            location = /reset { return 444; }
                         }
                     }
 
