@@ -217,6 +217,35 @@ struct HTTP2Tests {
         }
     }
 
+    @Test(
+        "server push is declined: a server set to push pushes nothing, and each task gets its own answer alone",
+        .enabled(if: NginxServer.pushes, "this nginx no longer pushes (server push was dropped in 1.25.1)"))
+    func pushIsDeclined() async throws {
+        try await withNginx { server in
+            let client = try Client(server: server)
+            defer { client.close() }
+            let tasks = try (0..<3).map { _ in try client.session.dataTask(with: Request(url: server.url("/pushing"))) }
+            // One after another on the one connection: by the time the last answer is in, a push the first
+            // two answers came with would long have been served.
+            for (index, task) in tasks.enumerated() {
+                task.resume()
+                _ = try await client.recorder.waitForCompletions(index + 1, timeout: .seconds(30))
+            }
+            // Nothing but each task's resume and complete.
+            #expect(client.recorder.events.count == 2 * tasks.count, "\(client.recorder.timeline)")
+            for completion in try client.completions(of: tasks) {
+                #expect(completion.error == nil, "\(String(describing: completion.error))")
+                #expect(completion.responseData == Data("pushing\n".utf8))
+                #expect(completion.metrics?.httpVersion == "HTTP/2")
+            }
+            // libcurl tells the server at the start of each connection that it takes no pushes
+            // (SETTINGS_ENABLE_PUSH 0): nginx, told to push /ok/pushed with each answer, never does.
+            let lines = try await server.waitForRequests(["/pushing"])
+            #expect(lines.allSatisfy { $0.serverProtocol == "HTTP/2.0" })
+            #expect(!server.accessLog.contains { $0.uri == "/ok/pushed" }, "\(server.accessLog)")
+        }
+    }
+
     @Test("a second connection to the server resumes the TLS session the first one negotiated")
     func tlsSessionResumedAcrossConnections() async throws {
         try await withNginx { server in

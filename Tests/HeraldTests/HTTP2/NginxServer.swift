@@ -96,6 +96,13 @@ final class NginxServer: StoppableServer {
             connection: connection, sessionReused: reused == "r", serverProtocol: proto, uri: uri, status: status)
     }
 
+    /// Whether this machine's nginx can push (before 1.25.1, which dropped server push with `http2_push`): then
+    /// `/pushing` answers with a push of `/ok/pushed`.
+    static let pushes: Bool = {
+        guard let executable = try? executable(), let newer = try? takesHTTP2Directive(executable) else { return false }
+        return !newer
+    }()
+
     /// Whether this nginx takes `http2 on;` (1.25.1 and later) rather than the `http2` parameter of `listen`.
     private static func takesHTTP2Directive(_ executable: URL) throws -> Bool {
         let process = Process()
@@ -175,6 +182,7 @@ final class NginxServer: StoppableServer {
                             location = /slow.bin { limit_rate 64k; }
                             # Closes the request without an answer: over HTTP/2, a reset of its stream alone.
                             location = /reset { return 444; }
+                            \(http2Directive ? "" : #"location = /pushing { http2_push /ok/pushed; return 200 "pushing\n"; }"#)
                         }
                     }
 
