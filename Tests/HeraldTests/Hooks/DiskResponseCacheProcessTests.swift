@@ -257,4 +257,45 @@ struct DiskResponseCacheProcessTests {
         await session.invalidateAndWait(cancelingTasks: true)
         try await server.shutdown()
     }
+
+    /// Runs `herald-test-server cache-store` for key `key`, version `version`, in `folder`, to its end.
+    private static func storeInAnotherProcess(_ folder: URL, key: Int, version: String) async throws {
+        let child = try Child(
+            try testServerExecutable(),
+            ["cache-store", "--directory", folder.path, "--key", String(key), "--version", version],
+            readyText: "stored\n")
+        let status = try await child.waitForExit()
+        #expect(status == 0 && child.text.contains("stored"), "\(child.text)")
+    }
+
+    @Test(
+        "a key this process found absent is served once another process stores it, and a removal asked for after another process's store removes it"
+    )
+    func absentKeyAcrossProcesses() async throws {
+        let folder = Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let cache = try DiskResponseCache(directory: folder)
+        let key = 5
+        let request = DiskCacheChurn.request(key: key)
+        #expect(cache.cachedResponse(for: request) == nil)
+        cache.removeCachedResponse(for: request)
+        let skipped = cache.indexActivity().skippedReads
+        #expect(skipped >= 1)
+
+        try await Self.storeInAnotherProcess(folder, key: key, version: "other.1")
+        let served = try #require(cache.cachedResponse(for: request))
+        #expect(DiskCacheChurn.check(served, key: key) == nil)
+        #expect(served.response.headers["X-Churn-Version"] == "other.1")
+
+        // Absent again after a removal; the other process stores it anew; a removal asked for here (as an
+        // uncacheable response asks for one) must remove that entry.
+        cache.removeCachedResponse(for: request)
+        #expect(cache.cachedResponse(for: request) == nil)
+        #expect(cache.indexActivity().skippedReads > skipped)
+        try await Self.storeInAnotherProcess(folder, key: key, version: "other.2")
+        cache.removeCachedResponse(for: request)
+        #expect(cache.cachedResponse(for: request) == nil)
+        #expect(cache.count == 0)
+        #expect(Self.bodyFiles(in: folder).isEmpty)
+    }
 }
