@@ -182,7 +182,9 @@ struct DiskResponseCacheTests {
         #expect(Self.bodyFiles(in: folder).isEmpty)
     }
 
-    @Test("two caches on one folder: a key one found absent is served once the other stores it, and its removals still remove")
+    @Test(
+        "two caches on one folder: a key one found absent is served once the other stores it, and its removals still remove"
+    )
     func absentKeyAcrossCaches() throws {
         let folder = Self.folder()
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -214,7 +216,9 @@ struct DiskResponseCacheTests {
         #expect(Self.bodyFiles(in: folder).isEmpty)
     }
 
-    @Test("a store a killed process left counted as begun: no key of its bucket is taken as absent until a cache opens the folder alone")
+    @Test(
+        "a store a killed process left counted as begun: no key of its bucket is taken as absent until a cache opens the folder alone"
+    )
     func unfinishedStoreBlocksAbsentKeys() throws {
         let folder = Self.folder()
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -250,7 +254,9 @@ struct DiskResponseCacheTests {
         #expect(reopened.indexActivity().skippedReads == before.skippedReads + 2)
     }
 
-    @Test("uncacheable responses cost the disk cache no index statement after the first; one that replaces a stored entry still removes it")
+    @Test(
+        "uncacheable responses cost the disk cache no index statement after the first; one that replaces a stored entry still removes it"
+    )
     func uncacheableResponsesInASession() async throws {
         let folder = Self.folder()
         defer { try? FileManager.default.removeItem(at: folder) }
