@@ -63,7 +63,7 @@ public final class DiskResponseCache: ResponseCache {
     ///     directory of the effective user that no one else can enter.
     ///   - capacity: The most bytes (bodies plus response heads) kept; default 50 MiB.
     /// - Throws: ``HeraldError/Code/fileIO`` when the folder is not private, can't be made, its lock file
-    ///   can't be opened, or its index can't be opened or is not one of this cache's.
+    ///   can't be opened or locked, or its index can't be opened or is not one of this cache's.
     public init(directory: URL, capacity: Int = 50 << 20) throws(HeraldError) {
         self.capacity = max(0, capacity)
         self.directory = directory.standardizedFileURL
@@ -76,6 +76,15 @@ public final class DiskResponseCache: ResponseCache {
             throw HeraldError.fileFailure("Cannot open the response cache's lock file", url: lockURL)
         }
         let alone = Self.flockRetrying(lockDescriptor, LOCK_EX | LOCK_NB)
+        // Another cache has the folder open, or is opening it alone: wait for its shared lock, which it takes
+        // once its index is set up and its sweep done, before opening the index. Two connections setting up a
+        // new index at once can fail ("database is locked") without waiting for each other. Without the
+        // shared lock, too, a cache opening the folder alone could settle the store counts while a store of
+        // this one's is in flight, and take as absent a key that store is about to commit.
+        if !alone, !Self.flockRetrying(lockDescriptor, LOCK_SH) {
+            close(lockDescriptor)
+            throw HeraldError.fileFailure("Cannot lock the response cache's lock file", url: lockURL)
+        }
         let counters = StoreCounters(descriptor: lockDescriptor)
         let database: Database
         do {
@@ -92,13 +101,11 @@ public final class DiskResponseCache: ResponseCache {
             // No other cache has the folder open, so none is mid-store: a store a killed process left
             // counted as begun and never ended is over.
             counters?.settle()
-        }
-        // From exclusive to shared (or, when another cache has the folder, shared after its sweep): no sweep
-        // starts while this cache is open. Without the shared lock another cache could settle the counters
-        // while a store of this one's is in flight, and take as absent a key that store is about to commit.
-        guard Self.flockRetrying(lockDescriptor, LOCK_SH) else {
-            close(lockDescriptor)
-            throw HeraldError.fileFailure("Cannot lock the response cache's lock file", url: lockURL)
+            // From exclusive to shared: no sweep starts while this cache is open. (Thrown now, the cache is
+            // whole: deinit closes the lock file.)
+            guard Self.flockRetrying(lockDescriptor, LOCK_SH) else {
+                throw HeraldError.fileFailure("Cannot lock the response cache's lock file", url: lockURL)
+            }
         }
         trim()
     }

@@ -298,4 +298,27 @@ struct DiskResponseCacheProcessTests {
         #expect(cache.count == 0)
         #expect(Self.bodyFiles(in: folder).isEmpty)
     }
+
+    @Test("processes opening a new folder at the same moment all open it: none fails setting up the index")
+    func simultaneousFirstOpens() async throws {
+        let executable = try Self.testServerExecutable()
+        for round in 0..<20 {
+            let folder = Self.folder()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let children = try (0..<3).map { index in
+                try Child(
+                    executable,
+                    [
+                        "cache-store", "--directory", folder.path, "--key", String(index), "--version",
+                        "r\(round).\(index)",
+                    ], readyText: "stored\n")
+            }
+            for child in children {
+                let status = try await child.waitForExit()
+                #expect(status == 0 && child.text.contains("stored"), "round \(round): \(child.text)")
+            }
+            let cache = try DiskResponseCache(directory: folder)
+            #expect(cache.count == 3, "round \(round)")
+        }
+    }
 }
