@@ -299,7 +299,9 @@ struct DiskResponseCacheProcessTests {
         #expect(Self.bodyFiles(in: folder).isEmpty)
     }
 
-    @Test("processes opening a new folder at the same moment all open it: none fails setting up the index")
+    @Test(
+        "processes opening a new folder at the same moment and storing one entry each: every store is kept"
+    )
     func simultaneousFirstOpens() async throws {
         let executable = try Self.testServerExecutable()
         for round in 0..<20 {
@@ -317,6 +319,8 @@ struct DiskResponseCacheProcessTests {
                 let status = try await child.waitForExit()
                 #expect(status == 0 && child.text.contains("stored"), "round \(round): \(child.text)")
             }
+            // Before a cache that doesn't open the folder alone waited for the other's shared lock, its
+            // connection could meet the index mid-set-up and its store's transaction fail at once, unreported.
             let cache = try DiskResponseCache(directory: folder)
             #expect(cache.count == 3, "round \(round)")
         }
