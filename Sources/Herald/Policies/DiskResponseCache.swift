@@ -18,10 +18,9 @@ import HeraldNotifications
 /// store evicts down to its own cache's.
 ///
 /// The folder holds an SQLite index (`index.sqlite`: each entry's key, response head, body file, size and
-/// last use), a lock file (`lock`, which also holds the store counters below) and the bodies, one file each in
-/// `bodies/`. A body is written to a
-/// temporary name, flushed to disk and renamed before the index names it; a body file is never written again
-/// once renamed, and is removed only after the index stops naming it. So a process killed at any point leaves
+/// last use), a lock file (`lock`, which also holds the store counts below) and the bodies, one file each in
+/// `bodies/`. A body is written to a temporary name, flushed to disk and renamed before the index names it; a
+/// body file is never written again once renamed, and is removed only after the index stops naming it. So a process killed at any point leaves
 /// either the old entry or the new one, never a partial body: an entry whose body is missing or of another size
 /// than the index says is dropped when read, and files the index doesn't name (a store cut short) are removed
 /// when a cache opens the folder and no other cache has it open.
