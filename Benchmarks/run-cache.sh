@@ -13,8 +13,10 @@
 # CPU time (getrusage(RUSAGE_SELF), every thread) over that phase, divided by the requests.
 #
 # usage: Benchmarks/run-cache.sh [--requests N] [--concurrency C] [--uncacheable-requests N]
-#                                [--uncacheable-concurrency C] [--runs K] [--keep]
+#                                [--uncacheable-concurrency C] [--runs K] [--baseline BIN] [--keep]
 # --runs K runs every row K times, interleaved, and reports the run with the median req/s.
+# --baseline BIN also runs every row with BIN, a TransferBench built from another commit (copy it out of
+# Benchmarks/.build/release first), interleaved with this tree's, and reports its rows marked "baseline".
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -24,6 +26,7 @@ uncacheable_requests=20000
 uncacheable_concurrency=64
 runs=1
 keep=0
+baseline=""
 
 usage() { awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "${BASH_SOURCE[0]}"; }
 while [ $# -gt 0 ]; do
@@ -33,6 +36,7 @@ while [ $# -gt 0 ]; do
         --uncacheable-requests) uncacheable_requests=${2:?}; shift 2 ;;
         --uncacheable-concurrency) uncacheable_concurrency=${2:?}; shift 2 ;;
         --runs) runs=${2:?}; shift 2 ;;
+        --baseline) baseline=${2:?}; shift 2 ;;
         --keep) keep=1; shift ;;
         -h | --help) usage; exit 0 ;;
         *) echo "run-cache: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
@@ -43,6 +47,10 @@ for n in "$requests" "$concurrency" "$uncacheable_requests" "$uncacheable_concur
 done
 
 log() { echo "run-cache: $*" >&2; }
+if [ -n "$baseline" ] && [ ! -x "$baseline" ]; then
+    echo "run-cache: --baseline '$baseline' is not an executable" >&2
+    exit 2
+fi
 
 # shellcheck source=nginx/bench-env.sh
 source "$here/nginx/bench-env.sh"
@@ -83,15 +91,16 @@ json_field() { sed -n "s/.*\"$2\":\"\{0,1\}\([^,\"}]*\).*/\1/p" "$1" | tail -n 1
 declare -A rps cpu
 status=0
 
-run_one() { # set cache run
-    local set=$1 cache=$2 tag="$1-$2#$3" url n total bytes
+run_one() { # set cache run [baseline]
+    local set=$1 cache=$2 tag="$1-$2${4:+-base}#$3" binary=$bench url n total bytes
+    [ -n "${4:-}" ] && binary=$4
     if [ "$set" = cached ]; then
         url="$base/cacheable/10k.bin" n=$concurrency total=$requests bytes=10240
     else
         url="$base/uncacheable/1k.bin" n=$uncacheable_concurrency total=$uncacheable_requests bytes=1024
     fi
     local rc=0
-    "$bench" --client herald --cache "$cache" --url "$url" --concurrency "$n" --requests "$total" \
+    "$binary" --client herald --cache "$cache" --url "$url" --concurrency "$n" --requests "$total" \
         --expect-bytes "$bytes" >"$work/$tag.out" 2>"$work/$tag.err" || rc=$?
     local seconds failures done_requests cpu_us
     seconds=$(json_field "$work/$tag.out" seconds)
@@ -106,23 +115,27 @@ run_one() { # set cache run
     fi
     rps[$tag]=$(awk -v r="$total" -v s="$seconds" 'BEGIN { printf "%.0f", r / s }')
     cpu[$tag]=$(awk -v r="$total" -v u="$cpu_us" 'BEGIN { printf "%.1f", u / r }')
-    log "$(printf '%-12s %-8s run %-2s %8s req/s %8s µs CPU/req' "$set" "$cache" "$3" "${rps[$tag]}" "${cpu[$tag]}")"
+    log "$(printf '%-12s %-8s %-8s run %-2s %8s req/s %8s µs CPU/req' "$set" "$cache" "${4:+baseline}" "$3" "${rps[$tag]}" "${cpu[$tag]}")"
 }
 
 labels() { case "$1" in none) echo network ;; *) echo "$1" ;; esac; }
 log "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for run in $(seq "$runs"); do
     for set in cached uncacheable; do
-        for cache in disk memory none; do run_one "$set" "$cache" "$run"; done
+        for cache in disk memory none; do
+            run_one "$set" "$cache" "$run"
+            if [ -n "$baseline" ]; then run_one "$set" "$cache" "$run" "$baseline"; fi
+        done
     done
 done
 
 echo
 echo "Response cache benchmark, loopback nginx, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)$([ "$runs" -gt 1 ] && echo ", median of $runs runs")"
-printf '%-44s %-26s %10s %13s\n' row "served by" "req/s" "CPU µs/req"
+printf '%-44s %-36s %10s %13s\n' row "served by" "req/s" "CPU µs/req"
 for set in cached uncacheable; do
+    for variant in "" ${baseline:+-base}; do
     for cache in disk memory none; do
-        tag="$set-$cache"
+        tag="$set-$cache$variant"
         chosen=$(for run in $(seq "$runs"); do
             if [ -n "${rps[$tag#$run]:-}" ]; then echo "${rps[$tag#$run]} $run"; fi
         done | sort -n | awk '{ line[NR] = $2 } END { if (NR) print line[int((NR + 1) / 2)] }')
@@ -134,11 +147,13 @@ for set in cached uncacheable; do
             served="network"
             [ "$cache" = none ] && served="network (cache off)" || served="network ($cache cache on)"
         fi
+        [ -n "$variant" ] && served="$served, baseline"
         if [ -z "$chosen" ]; then
-            printf '%-44s %-26s %10s\n' "$row" "$served" FAILED
+            printf '%-44s %-36s %10s\n' "$row" "$served" FAILED
         else
-            printf '%-44s %-26s %10s %13s\n' "$row" "$served" "${rps[$tag#$chosen]}" "${cpu[$tag#$chosen]}"
+            printf '%-44s %-36s %10s %13s\n' "$row" "$served" "${rps[$tag#$chosen]}" "${cpu[$tag#$chosen]}"
         fi
+    done
     done
 done
 exit "$status"

@@ -7,9 +7,10 @@
 //
 //     herald-test-server [--backlog N]
 //
-// Its other mode is no server: `herald-test-server cache-churn --directory DIR …` stores, reads and removes
+// Its other modes are no server: `herald-test-server cache-churn --directory DIR …` stores, reads and removes
 // entries of a DiskResponseCache in DIR (HeraldTesting's DiskCacheChurn has the options), for the tests that
-// kill a process mid-store or share one cache folder between two processes.
+// kill a process mid-store or share one cache folder between two processes; `herald-test-server cache-store
+// --directory DIR --key K --version V` stores one entry and exits.
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -18,6 +19,9 @@ import HeraldTesting
 
 if CommandLine.arguments.dropFirst().first == "cache-churn" {
     exit(DiskCacheChurn.run(arguments: Array(CommandLine.arguments.dropFirst(2))))
+}
+if CommandLine.arguments.dropFirst().first == "cache-store" {
+    exit(DiskCacheChurn.storeOne(arguments: Array(CommandLine.arguments.dropFirst(2))))
 }
 
 var backlog = 4096

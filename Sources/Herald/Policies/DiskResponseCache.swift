@@ -18,12 +18,20 @@ import HeraldNotifications
 /// store evicts down to its own cache's.
 ///
 /// The folder holds an SQLite index (`index.sqlite`: each entry's key, response head, body file, size and
-/// last use), a lock file (`lock`) and the bodies, one file each in `bodies/`. A body is written to a
-/// temporary name, flushed to disk and renamed before the index names it; a body file is never written again
-/// once renamed, and is removed only after the index stops naming it. So a process killed at any point leaves
+/// last use), a lock file (`lock`, which also holds the store counts below) and the bodies, one file each in
+/// `bodies/`. A body is written to a temporary name, flushed to disk and renamed before the index names it; a
+/// body file is never written again once renamed, and is removed only after the index stops naming it. So a process killed at any point leaves
 /// either the old entry or the new one, never a partial body: an entry whose body is missing or of another size
 /// than the index says is dropped when read, and files the index doesn't name (a store cut short) are removed
 /// when a cache opens the folder and no other cache has it open.
+///
+/// A lookup or a removal that finds no entry costs no index read the next time for the same request, as long as
+/// no cache on the folder has stored an entry whose key falls in the same one of 256 buckets since: every
+/// store counts itself in the lock file, which each cache maps shared, before it starts and after it has
+/// committed, and a cache remembers the keys it found absent with the bucket's count at the time. So an
+/// uncacheable response, which asks for a lookup before its request and a removal after it, costs the index
+/// nothing once its URL is known to be absent. Caches of Herald versions before this one don't count their
+/// stores: don't have them open on one folder at the same time as caches of this version.
 ///
 /// The folder is made, mode `0700`, when it is missing; it must be a directory of the process's effective
 /// user, not a symlink, that no one else can enter, and it is checked again on every store. Without a folder,
@@ -40,6 +48,9 @@ public final class DiskResponseCache: ResponseCache {
     /// folder and gets it exclusively knows no other cache is mid-store, so files the index doesn't name are
     /// leftovers it may remove. The kernel lets go of it when the process ends, however it ends.
     private let lockDescriptor: Int32
+    /// The store counters in the lock file, shared with every other cache on the folder; `nil` when the
+    /// file could not be mapped, and then no key is ever taken as known to be absent.
+    private let counters: StoreCounters?
     /// When set, every body write fails with this `errno` after opening its temporary file, as a full or
     /// failing disk would make it: for tests of the write-failure path.
     let simulatedWriteError = Locked<Int32?>(nil)
@@ -51,7 +62,7 @@ public final class DiskResponseCache: ResponseCache {
     ///     directory of the effective user that no one else can enter.
     ///   - capacity: The most bytes (bodies plus response heads) kept; default 50 MiB.
     /// - Throws: ``HeraldError/Code/fileIO`` when the folder is not private, can't be made, its lock file
-    ///   can't be opened, or its index can't be opened or is not one of this cache's.
+    ///   can't be opened or locked, or its index can't be opened or is not one of this cache's.
     public init(directory: URL, capacity: Int = 50 << 20) throws(HeraldError) {
         self.capacity = max(0, capacity)
         self.directory = directory.standardizedFileURL
@@ -64,6 +75,16 @@ public final class DiskResponseCache: ResponseCache {
             throw HeraldError.fileFailure("Cannot open the response cache's lock file", url: lockURL)
         }
         let alone = Self.flockRetrying(lockDescriptor, LOCK_EX | LOCK_NB)
+        // Another cache has the folder open, or is opening it alone: wait for its shared lock, which it takes
+        // once its index is set up and its sweep done, before opening the index. Two connections setting up a
+        // new index at once can fail ("database is locked") without waiting for each other. Without the
+        // shared lock, too, a cache opening the folder alone could settle the store counts while a store of
+        // this one's is in flight, and take as absent a key that store is about to commit.
+        if !alone, !Self.flockRetrying(lockDescriptor, LOCK_SH) {
+            close(lockDescriptor)
+            throw HeraldError.fileFailure("Cannot lock the response cache's lock file", url: lockURL)
+        }
+        let counters = StoreCounters(descriptor: lockDescriptor)
         let database: Database
         do {
             database = try Database(path: self.directory.appendingPathComponent("index.sqlite").path)
@@ -72,12 +93,19 @@ public final class DiskResponseCache: ResponseCache {
             throw error
         }
         self.lockDescriptor = lockDescriptor
+        self.counters = counters
         self.database = Locked(database)
-        if alone { removeOrphans() }
-        // From exclusive to shared (or, when another cache has the folder, shared after its sweep): no sweep
-        // starts while this cache is open. A failure leaves the folder unlocked, which only lets another cache
-        // sweep a store of this one's in flight: that entry is then dropped when read, never served wrong.
-        _ = Self.flockRetrying(lockDescriptor, LOCK_SH)
+        if alone {
+            removeOrphans()
+            // No other cache has the folder open, so none is mid-store: a store a killed process left
+            // counted as begun and never ended is over.
+            counters?.settle()
+            // From exclusive to shared: no sweep starts while this cache is open. (Thrown now, the cache is
+            // whole: deinit closes the lock file.)
+            guard Self.flockRetrying(lockDescriptor, LOCK_SH) else {
+                throw HeraldError.fileFailure("Cannot lock the response cache's lock file", url: lockURL)
+            }
+        }
         trim()
     }
 
@@ -102,8 +130,14 @@ public final class DiskResponseCache: ResponseCache {
     /// body file is missing or not of the size the index records is removed and not returned.
     public func cachedResponse(for request: Request) -> CachedResponse? {
         let key = Self.key(for: request)
+        let bucket = StoreCounters.bucket(of: key)
         return database.withLock { database -> CachedResponse? in
-            guard let row = database.entry(for: key) else { return nil }
+            if isKnownAbsent(key, bucket: bucket, in: database) { return nil }
+            let settled = counters?.settledGeneration(of: bucket)
+            guard let row = database.entry(for: key) else {
+                if let settled { database.rememberAbsent(key, generation: settled) }
+                return nil
+            }
             let path = bodies.appendingPathComponent(row.file).path
             let head = database.decodedHeads[row.file] ?? (try? JSONDecoder().decode(StoredHead.self, from: row.head))
             guard let head, let data = FileManager.default.contents(atPath: path), data.count == row.bodySize
@@ -133,7 +167,14 @@ public final class DiskResponseCache: ResponseCache {
         else { return removeCachedResponse(for: request) }
         let file = UUID().uuidString.lowercased()
         guard writeBody(cachedResponse.data, as: file) else { return removeCachedResponse(for: request) }
+        let bucket = StoreCounters.bucket(of: key)
         database.withLock { database in
+            database.forgetAbsent(key)
+            // Counted as begun before the transaction and as ended after it, committed or not: a cache that
+            // saw the counts equal before a lookup that missed knows that no store of the bucket was in flight
+            // then, so any that commits later has begun later and changed the count.
+            counters?.beginStore(in: bucket)
+            defer { counters?.endStore(in: bucket) }
             // The replaced and evicted bodies are removed once the transaction that stops naming them commits.
             let unnamed = database.transaction { () -> [String]? in
                 let replaced = database.entry(for: key)?.file
@@ -149,15 +190,37 @@ public final class DiskResponseCache: ResponseCache {
     /// Removes the entry for `request`, if any.
     public func removeCachedResponse(for request: Request) {
         let key = Self.key(for: request)
+        let bucket = StoreCounters.bucket(of: key)
         database.withLock { database in
-            // Most removals find nothing (every uncacheable response asks for one): a read, no write lock.
-            guard database.entry(for: key) != nil else { return }
+            // Every uncacheable response asks for a removal, and most find nothing: none at all when the key
+            // is known to be absent, else a read, and the write lock only when there is a row to delete.
+            if isKnownAbsent(key, bucket: bucket, in: database) { return }
+            let settled = counters?.settledGeneration(of: bucket)
+            guard database.entry(for: key) != nil else {
+                if let settled { database.rememberAbsent(key, generation: settled) }
+                return
+            }
             let removed = database.transaction { () -> [String]? in
                 guard let file = database.entry(for: key)?.file else { return [] }
                 return database.delete(key: key, file: file) ? [file] : nil
             }
+            // Committed, the key is absent: no store can have committed it again within the transaction.
+            if removed != nil, let settled { database.rememberAbsent(key, generation: settled) }
             for name in removed ?? [] { unlink(bodies.appendingPathComponent(name).path) }
         }
+    }
+
+    /// Whether `key` was found absent by a read that began after the moment its bucket's store counts were
+    /// seen equal, and no store of the bucket has begun since, in any cache on the folder: then no row for it
+    /// can have been committed since either. Under the database's lock.
+    private func isKnownAbsent(_ key: String, bucket: Int, in database: Database) -> Bool {
+        guard let counters, let generation = database.absentGeneration(of: key) else { return false }
+        if counters.generation(of: bucket) == generation {
+            database.skippedReads += 1
+            return true
+        }
+        database.forgetAbsent(key)
+        return false
     }
 
     /// Removes every entry: the index's rows and the body files they name. (Files a store cut short left
@@ -175,6 +238,12 @@ public final class DiskResponseCache: ResponseCache {
     /// What `PRAGMA integrity_check` says of the index: `["ok"]` when it is sound. For tests.
     func indexIntegrity() -> [String] {
         database.withLock { $0.integrityCheck() }
+    }
+
+    /// How many SQL statements this cache has run on its index, and how many lookups and removals it
+    /// answered without one, because their key was known to be absent. For tests.
+    func indexActivity() -> (statements: Int, skippedReads: Int) {
+        database.withLock { ($0.statementsRun, $0.skippedReads) }
     }
 
     // MARK: - files
@@ -303,9 +372,10 @@ private struct StoredHead: Codable {
 
 /// The SQLite index: one connection, used under the cache's lock only.
 private final class Database: @unchecked Sendable {
-    // Safety: the connection, its prepared statements and the decoded heads (`statements` and `decodedHeads`,
-    // mutable) are only used inside `Locked.withLock`, by one thread at a time, and SQLite is built thread-safe
-    // (serialized or multi-thread mode), so a connection may move between threads.
+    // Safety: the connection, its prepared statements, the decoded heads, the absent keys and the counts
+    // (`statements`, `decodedHeads`, `absent`, `statementsRun` and `skippedReads`, mutable) are only used
+    // inside `Locked.withLock`, by one thread at a time, and SQLite is built thread-safe (serialized or
+    // multi-thread mode), so a connection may move between threads.
     private let connection: OpaquePointer
     /// Each statement prepared once, the first time it runs, and reset after each use: parsing the SQL again
     /// on every lookup cost more than the lookup itself.
@@ -313,6 +383,25 @@ private final class Database: @unchecked Sendable {
     /// The heads of recent hits, decoded, by body file: a row's head never changes while it names its body
     /// file (a new response is a new file), so a repeated hit skips the JSON decoding, a fifth of its time.
     private(set) var decodedHeads: [String: StoredHead] = [:]
+
+    /// Keys a read found absent, each with its bucket's store count (see `StoreCounters`) at a moment before
+    /// that read when no store of the bucket was in flight. Cleared when it grows past 4,096 keys.
+    private var absent: [String: UInt64] = [:]
+    /// How many statements `run` has run.
+    private(set) var statementsRun = 0
+    /// How many lookups and removals were answered from `absent`, without a statement.
+    var skippedReads = 0
+
+    func absentGeneration(of key: String) -> UInt64? { absent[key] }
+
+    func rememberAbsent(_ key: String, generation: UInt64) {
+        if absent.count >= 4096, absent[key] == nil { absent.removeAll(keepingCapacity: true) }
+        absent[key] = generation
+    }
+
+    func forgetAbsent(_ key: String) {
+        absent[key] = nil
+    }
 
     func remember(_ head: StoredHead, of file: String) {
         if decodedHeads.count >= 256, decodedHeads[file] == nil { decodedHeads.removeAll(keepingCapacity: true) }
@@ -366,6 +455,7 @@ private final class Database: @unchecked Sendable {
     @discardableResult
     private func run(_ sql: String, _ bindings: [Binding] = [], row: ((OpaquePointer) -> Void)? = nil) -> Bool {
         guard let statement = prepared(sql) else { return false }
+        statementsRun += 1
         // Reset at once: a statement left mid-step would hold its read transaction open.
         defer {
             sqlite3_reset(statement)
@@ -497,5 +587,78 @@ private final class Database: @unchecked Sendable {
         var rows: [(key: String, file: String)] = []
         run("SELECT key, file FROM entries") { rows.append((Self.text($0, 0), Self.text($0, 1))) }
         return rows
+    }
+}
+
+/// Two counts per bucket of keys (a key's bucket is its FNV-1a hash modulo 256), shared by every cache on one
+/// folder through a shared mapping of the folder's lock file: how many stores of the bucket have begun, and
+/// how many have ended. A store counts itself as begun before its transaction and as ended after it.
+///
+/// A cache that reads the counts equal (ended first, then begun), then reads the index and finds no row for a
+/// key, may take the key as absent for as long as the begun count stays what it read: a row for it committed
+/// after that read belongs to a store that was not in flight when the counts were equal (it had ended, so
+/// its commit came before the read and the read would have seen it), so that store began later and moved the
+/// begun count. A store cut short by a killed process leaves its bucket unequal, so that no key of it is
+/// taken as absent, until a cache opens the folder with no other cache on it and settles the counts.
+///
+/// The mapping is of a local file, shared the way SQLite's write-ahead log already requires the index's
+/// processes to share memory (one machine, a local file system).
+final class StoreCounters: @unchecked Sendable {
+    // Safety: `base` points into a shared mapping of the lock file that lives as long as this object (it is
+    // unmapped in deinit), and every access to it is one of CSQLite's sequentially consistent atomic loads,
+    // increments and stores, so threads of this process and of others may use the counts at once.
+    static let buckets = 256
+    private static let byteCount = buckets * 2 * MemoryLayout<UInt64>.size
+    private let base: UnsafeMutablePointer<UInt64>
+
+    /// Maps the counts of the lock file open as `descriptor`, growing the file to hold them when it is
+    /// shorter (as it is when new: zeros, every bucket settled); `nil` when that fails.
+    init?(descriptor: Int32) {
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { return nil }
+        if status.st_size < Self.byteCount, ftruncate(descriptor, off_t(Self.byteCount)) != 0 { return nil }
+        guard let mapping = mmap(nil, Self.byteCount, PROT_READ | PROT_WRITE, MAP_SHARED, descriptor, 0),
+            mapping != UnsafeMutableRawPointer(bitPattern: -1)
+        else { return nil }
+        base = mapping.bindMemory(to: UInt64.self, capacity: Self.buckets * 2)
+    }
+
+    deinit {
+        munmap(base, Self.byteCount)
+    }
+
+    /// The bucket of `key`: the same in every process.
+    static func bucket(of key: String) -> Int {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in key.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return Int(hash % UInt64(buckets))
+    }
+
+    private func begun(_ bucket: Int) -> UnsafeMutablePointer<UInt64> { base + 2 * bucket }
+    private func ended(_ bucket: Int) -> UnsafeMutablePointer<UInt64> { base + 2 * bucket + 1 }
+
+    /// How many stores of `bucket` have begun.
+    func generation(of bucket: Int) -> UInt64 {
+        csqlite_shared_load(begun(bucket))
+    }
+
+    /// How many stores of `bucket` have begun, when as many have ended (none is in flight); else `nil`.
+    func settledGeneration(of bucket: Int) -> UInt64? {
+        let ended = csqlite_shared_load(ended(bucket))
+        let begun = csqlite_shared_load(begun(bucket))
+        return ended == begun ? begun : nil
+    }
+
+    func beginStore(in bucket: Int) {
+        csqlite_shared_increment(begun(bucket))
+    }
+
+    func endStore(in bucket: Int) {
+        csqlite_shared_increment(ended(bucket))
+    }
+
+    /// Counts every begun store as ended. Only while no other cache has the folder open.
+    func settle() {
+        for bucket in 0..<Self.buckets { csqlite_shared_store(ended(bucket), csqlite_shared_load(begun(bucket))) }
     }
 }

@@ -68,6 +68,38 @@ package enum DiskCacheChurn {
         return nil
     }
 
+    /// One store and nothing else: `--directory DIR --key K --version V [--size BYTES]` stores key `K`'s entry
+    /// `V` (default 100 bytes) in the cache in `DIR`, prints `stored`, and answers 0; a bad command line answers
+    /// 64, a cache that can't be opened 2. For the tests of what one process stores while another has the
+    /// folder open.
+    package static func storeOne(arguments: [String]) -> Int32 {
+        var remaining = arguments[...]
+        var directory: URL?
+        var key: Int?
+        var version: String?
+        var size = 100
+        while let argument = remaining.popFirst() {
+            let value = remaining.popFirst()
+            switch argument {
+            case "--directory": directory = value.map { URL(fileURLWithPath: $0, isDirectory: true) }
+            case "--key": key = value.flatMap(Int.init)
+            case "--version": version = value
+            case "--size": size = value.flatMap(Int.init) ?? size
+            default: return 64
+            }
+        }
+        guard let directory, let key, (0..<keys).contains(key), let version, size >= 0 else { return 64 }
+        do {
+            let cache = try DiskResponseCache(directory: directory)
+            cache.storeCachedResponse(entry(key: key, version: version, size: size), for: request(key: key))
+        } catch {
+            say("cannot open the cache: \(error)")
+            return 2
+        }
+        say("stored")
+        return 0
+    }
+
     /// Writes `line` to standard output at once (unbuffered: the parent reads it while the churn runs).
     private static func say(_ line: String) {
         FileHandle.standardOutput.write(Data((line + "\n").utf8))

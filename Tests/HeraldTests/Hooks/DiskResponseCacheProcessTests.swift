@@ -257,4 +257,72 @@ struct DiskResponseCacheProcessTests {
         await session.invalidateAndWait(cancelingTasks: true)
         try await server.shutdown()
     }
+
+    /// Runs `herald-test-server cache-store` for key `key`, version `version`, in `folder`, to its end.
+    private static func storeInAnotherProcess(_ folder: URL, key: Int, version: String) async throws {
+        let child = try Child(
+            try testServerExecutable(),
+            ["cache-store", "--directory", folder.path, "--key", String(key), "--version", version],
+            readyText: "stored\n")
+        let status = try await child.waitForExit()
+        #expect(status == 0 && child.text.contains("stored"), "\(child.text)")
+    }
+
+    @Test(
+        "a key this process found absent is served once another process stores it, and a removal asked for after another process's store removes it"
+    )
+    func absentKeyAcrossProcesses() async throws {
+        let folder = Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let cache = try DiskResponseCache(directory: folder)
+        let key = 5
+        let request = DiskCacheChurn.request(key: key)
+        #expect(cache.cachedResponse(for: request) == nil)
+        cache.removeCachedResponse(for: request)
+        let skipped = cache.indexActivity().skippedReads
+        #expect(skipped >= 1)
+
+        try await Self.storeInAnotherProcess(folder, key: key, version: "other.1")
+        let served = try #require(cache.cachedResponse(for: request))
+        #expect(DiskCacheChurn.check(served, key: key) == nil)
+        #expect(served.response.headers["X-Churn-Version"] == "other.1")
+
+        // Absent again after a removal; the other process stores it anew; a removal asked for here (as an
+        // uncacheable response asks for one) must remove that entry.
+        cache.removeCachedResponse(for: request)
+        #expect(cache.cachedResponse(for: request) == nil)
+        #expect(cache.indexActivity().skippedReads > skipped)
+        try await Self.storeInAnotherProcess(folder, key: key, version: "other.2")
+        cache.removeCachedResponse(for: request)
+        #expect(cache.cachedResponse(for: request) == nil)
+        #expect(cache.count == 0)
+        #expect(Self.bodyFiles(in: folder).isEmpty)
+    }
+
+    @Test(
+        "processes opening a new folder at the same moment and storing one entry each: every store is kept"
+    )
+    func simultaneousFirstOpens() async throws {
+        let executable = try Self.testServerExecutable()
+        for round in 0..<20 {
+            let folder = Self.folder()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let children = try (0..<3).map { index in
+                try Child(
+                    executable,
+                    [
+                        "cache-store", "--directory", folder.path, "--key", String(index), "--version",
+                        "r\(round).\(index)",
+                    ], readyText: "stored\n")
+            }
+            for child in children {
+                let status = try await child.waitForExit()
+                #expect(status == 0 && child.text.contains("stored"), "round \(round): \(child.text)")
+            }
+            // Before a cache that doesn't open the folder alone waited for the other's shared lock, its
+            // connection could meet the index mid-set-up and its store's transaction fail at once, unreported.
+            let cache = try DiskResponseCache(directory: folder)
+            #expect(cache.count == 3, "round \(round)")
+        }
+    }
 }

@@ -150,4 +150,159 @@ struct DiskResponseCacheTests {
         second.invalidate(cancelingTasks: true)
         try await server.shutdown()
     }
+
+    // MARK: - keys known to be absent
+
+    @Test("a key found absent costs no index statement on later lookups and removals, until a store of it")
+    func absentKeySkipsTheIndex() throws {
+        let folder = Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let cache = try DiskResponseCache(directory: folder)
+        let request = Request(url: URL(fileURLWithPath: "/").appendingPathComponent("absent"))
+        #expect(cache.cachedResponse(for: request) == nil)
+        let afterMiss = cache.indexActivity()
+        for _ in 0..<10 {
+            #expect(cache.cachedResponse(for: request) == nil)
+            cache.removeCachedResponse(for: request)
+        }
+        let afterRepeats = cache.indexActivity()
+        #expect(afterRepeats.statements == afterMiss.statements)
+        #expect(afterRepeats.skippedReads == afterMiss.skippedReads + 20)
+
+        // A store of the key makes it present again: the next lookup reads the index and finds it.
+        let stored = Self.entry("present", url: request.url)
+        cache.storeCachedResponse(stored, for: request)
+        #expect(cache.cachedResponse(for: request) == stored)
+        // A removal that finds the entry deletes it; the key is then absent again, without a statement.
+        cache.removeCachedResponse(for: request)
+        let afterRemoval = cache.indexActivity()
+        #expect(cache.cachedResponse(for: request) == nil)
+        #expect(cache.indexActivity().statements == afterRemoval.statements)
+        #expect(cache.count == 0)
+        #expect(Self.bodyFiles(in: folder).isEmpty)
+    }
+
+    @Test(
+        "two caches on one folder: a key one found absent is served once the other stores it, and its removals still remove"
+    )
+    func absentKeyAcrossCaches() throws {
+        let folder = Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let first = try DiskResponseCache(directory: folder)
+        let second = try DiskResponseCache(directory: folder)
+        let request = Request(url: URL(fileURLWithPath: "/").appendingPathComponent("shared"))
+
+        // The first finds the key absent, and takes it as absent from then on.
+        #expect(first.cachedResponse(for: request) == nil)
+        first.removeCachedResponse(for: request)
+        let skipped = first.indexActivity().skippedReads
+        #expect(skipped >= 1)
+
+        // The second stores it: the first's next lookup reads the index again and serves it.
+        let stored = Self.entry("from the second", url: request.url)
+        second.storeCachedResponse(stored, for: request)
+        #expect(first.cachedResponse(for: request) == stored)
+
+        // The first finds it absent again after removing it; the second stores it anew; a removal the first
+        // asks for (as an uncacheable response would) removes what the second stored.
+        first.removeCachedResponse(for: request)
+        #expect(first.cachedResponse(for: request) == nil)
+        #expect(first.indexActivity().skippedReads > skipped)
+        second.storeCachedResponse(Self.entry("stored again", url: request.url), for: request)
+        first.removeCachedResponse(for: request)
+        #expect(second.cachedResponse(for: request) == nil)
+        #expect(first.cachedResponse(for: request) == nil)
+        #expect(first.count == 0)
+        #expect(Self.bodyFiles(in: folder).isEmpty)
+    }
+
+    @Test(
+        "a store a killed process left counted as begun: no key of its bucket is taken as absent until a cache opens the folder alone"
+    )
+    func unfinishedStoreBlocksAbsentKeys() throws {
+        let folder = Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let request = Request(url: URL(fileURLWithPath: "/").appendingPathComponent("unfinished"))
+        let bucket = StoreCounters.bucket(of: DiskResponseCache.key(for: request))
+        do {
+            let cache = try DiskResponseCache(directory: folder)
+            // What a process killed between counting a store as begun and counting it as ended leaves: the
+            // bucket's begun count one past its ended count.
+            let descriptor = open(folder.appendingPathComponent("lock").path, O_RDWR)
+            #expect(descriptor >= 0)
+            defer { close(descriptor) }
+            var begun: UInt64 = 0
+            #expect(pread(descriptor, &begun, 8, off_t(16 * bucket)) == 8)
+            begun += 1
+            #expect(pwrite(descriptor, &begun, 8, off_t(16 * bucket)) == 8)
+
+            #expect(cache.cachedResponse(for: request) == nil)
+            let before = cache.indexActivity()
+            #expect(cache.cachedResponse(for: request) == nil)
+            cache.removeCachedResponse(for: request)
+            let after = cache.indexActivity()
+            #expect(after.statements >= before.statements + 2)
+            #expect(after.skippedReads == before.skippedReads)
+        }
+        // Alone on the folder, a new cache settles the counts: the key is taken as absent again.
+        let reopened = try DiskResponseCache(directory: folder)
+        #expect(reopened.cachedResponse(for: request) == nil)
+        let before = reopened.indexActivity()
+        #expect(reopened.cachedResponse(for: request) == nil)
+        reopened.removeCachedResponse(for: request)
+        #expect(reopened.indexActivity().statements == before.statements)
+        #expect(reopened.indexActivity().skippedReads == before.skippedReads + 2)
+    }
+
+    @Test(
+        "uncacheable responses cost the disk cache no index statement after the first; one that replaces a stored entry still removes it"
+    )
+    func uncacheableResponsesInASession() async throws {
+        let folder = Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let server = try await TestServer.start()
+        let cache = try DiskResponseCache(directory: folder)
+        var configuration = SessionConfiguration()
+        configuration.responseCache = cache
+        let session = SessionManager(configuration: configuration)
+
+        let uncacheable = Request(url: server.url("/headers?Cache-Control=no-store&X-Kind=uncacheable"))
+        _ = try await session.data(for: uncacheable)
+        let afterFirst = cache.indexActivity()
+        for _ in 0..<5 { _ = try await session.data(for: uncacheable) }
+        let afterMore = cache.indexActivity()
+        #expect(server.requestCount == 6)
+        // Each: a lookup before the request and a removal after it, both answered without the index.
+        #expect(afterMore.statements == afterFirst.statements)
+        #expect(afterMore.skippedReads == afterFirst.skippedReads + 10)
+
+        // Another cache on the folder stores an entry for a URL while its request is in flight (after the
+        // lookup that found nothing): the answer the session doesn't store still removes it.
+        let other = try DiskResponseCache(directory: folder)
+        let vetoed = Request(url: server.url("/headers?Cache-Control=max-age%3D600&X-Kind=vetoed"))
+        let older = Self.entry("older", url: vetoed.url)
+        _ = try await session.data(for: vetoed)
+        cache.removeCachedResponse(for: vetoed)
+        #expect(cache.cachedResponse(for: vetoed) == nil)
+        session.dataTaskWillCacheResponse = { _, _ in
+            other.storeCachedResponse(older, for: vetoed)
+            return nil
+        }
+        _ = try await session.data(for: vetoed)
+        #expect(server.requestCount == 8)
+        #expect(other.cachedResponse(for: vetoed) == nil)
+        #expect(cache.cachedResponse(for: vetoed) == nil)
+
+        // The same with the session's own cache storing it.
+        session.dataTaskWillCacheResponse = { _, _ in
+            cache.storeCachedResponse(older, for: vetoed)
+            return nil
+        }
+        _ = try await session.data(for: vetoed)
+        #expect(server.requestCount == 9)
+        #expect(cache.cachedResponse(for: vetoed) == nil)
+        #expect(cache.count == 0)
+        await session.invalidateAndWait(cancelingTasks: true)
+        try await server.shutdown()
+    }
 }
