@@ -14,7 +14,13 @@ func uncachedSessionConfiguration() -> URLSessionConfiguration {
 }
 
 /// Foundation's URLSession (swift-corelibs-foundation's FoundationNetworking on Linux).
-func runURLSession(url: URL, concurrency: Int, requests: Int, expectedBytes: Int) -> LoadOutcome {
+///
+/// Over HTTPS it trusts the authority in `caFile` the one way FoundationNetworking offers: the environment
+/// variable `URLSessionCertificateAuthorityInfoFile`, which it hands to libcurl as `CURLOPT_CAINFO` for every
+/// transfer (there is no server-trust challenge on Linux). It has no HTTP version setting: libcurl offers
+/// HTTP/2 in the handshake and the server's answer decides.
+func runURLSession(url: URL, concurrency: Int, requests: Int, expectedBytes: Int, caFile: URL?) -> LoadOutcome {
+    if let caFile { setenv("URLSessionCertificateAuthorityInfoFile", caFile.path, 1) }
     let configuration = uncachedSessionConfiguration()
     configuration.httpMaximumConnectionsPerHost = concurrency
     let session = URLSession(configuration: configuration)

@@ -18,9 +18,11 @@ runClient {
     }
     let outcome =
         options.client == "ahc"
-        ? runAHC(url: options.url, concurrency: options.concurrency, requests: options.requests, expectedBytes: options.expectedBytes)
+        ? runAHC(
+            url: options.url, concurrency: options.concurrency, requests: options.requests,
+            expectedBytes: options.expectedBytes, caFile: options.caFile, httpVersion: options.httpVersion)
         : runURLSession(
             url: options.url, concurrency: options.concurrency, requests: options.requests,
-            expectedBytes: options.expectedBytes)
+            expectedBytes: options.expectedBytes, caFile: options.caFile)
     report(outcome, options: options)
 }
