@@ -59,8 +59,13 @@
 # on Linux has no setting for the HTTP version nor for connection reuse. Every client trusts the authority the
 # way its users would: Herald through its session's security policy
 # (SecurityPolicy.trustingCertificateAuthorities(pemFile:)), AsyncHTTPClient through its TLS configuration's trust
-# roots, the C client with CURLOPT_CAINFO, URLSession through FoundationNetworking's environment variable
-# URLSessionCertificateAuthorityInfoFile. Herald, AsyncHTTPClient and the C client ask for HTTP/1.1 only on the
+# roots, the C client with CURLOPT_CAINFO. URLSession on Linux has no way to: FoundationNetworking trusts libcurl's
+# default bundle of authorities (`curl-config --ca`) and nothing else, with no server-trust challenge and no
+# setting, and the environment (SSL_CERT_FILE, SSL_CERT_DIR, CURL_CA_BUNDLE) changes nothing. So the script runs
+# it in a mount namespace of its own (unshare -m, as root; unshare -rm otherwise) where that bundle is a copy with
+# the test authority added (a bind mount that the rest of the machine never sees), as a user would install an
+# authority system-wide; without unshare, its TLS rows are reported as not measured. The mount's own few
+# milliseconds of CPU are counted in its process's CPU. Herald, AsyncHTTPClient and the C client ask for HTTP/1.1 only on the
 # HTTP/1.1 rows and allow HTTP/2 on the `h2` rows (the C client: CURL_HTTP_VERSION_2TLS and CURLOPT_PIPEWAIT, as
 # Herald's engine sets them); on the fresh rows the C client also asks for a new connection per request
 # (CURLOPT_FRESH_CONNECT, CURLOPT_FORBID_REUSE) and, on `fresh-full`, keeps no TLS sessions.
@@ -267,6 +272,7 @@ if [ "$skip_large" = 0 ]; then
 fi
 # ---------------------------------------------------------------- HTTPS: a throwaway authority and certificate
 nginx_extra_servers=""
+urlsession_tls="" urlsession_tls_missing="" unshare_flags=() system_bundle=""
 if [ -n "$tls_rows" ]; then
     command -v openssl >/dev/null || apt_install openssl
     tls="$work/tls"
@@ -283,6 +289,22 @@ if [ -n "$tls_rows" ]; then
         -extfile "$tls/server.ext" -out "$tls/server.pem" 2>>"$tls/openssl.log"
     openssl verify -CAfile "$tls/ca.pem" "$tls/server.pem" >/dev/null ||
         { log "the throwaway certificate does not verify:"; cat "$tls/openssl.log" >&2; exit 1; }
+    # URLSession's way to trust the authority: libcurl's default bundle, with it added, in a namespace of its own.
+    urlsession_tls=""
+    if [[ " $clients " == *" urlsession "* ]]; then
+        system_bundle=$(curl-config --ca 2>/dev/null || true)
+        [ -n "$system_bundle" ] || system_bundle=/etc/ssl/certs/ca-certificates.crt
+        unshare_flags=(-m)
+        [ "$(id -u)" = 0 ] || unshare_flags=(-r -m)
+        if [ -f "$system_bundle" ] && cat "$system_bundle" "$tls/ca.pem" >"$tls/system-bundle.pem" &&
+            unshare "${unshare_flags[@]}" sh -c 'mount --bind "$1" "$2" && grep -q "$3" "$2"' sh \
+                "$tls/system-bundle.pem" "$system_bundle" "$(sed -n 2p "$tls/ca.pem")" 2>"$tls/unshare.log"; then
+            urlsession_tls=1
+        else
+            urlsession_tls_missing="not measured: URLSession trusts only libcurl's bundle ($system_bundle), and it could not be given one with the test authority in a mount namespace: $(head -n 1 "$tls/unshare.log")"
+            log "URLSession's TLS rows are $urlsession_tls_missing"
+        fi
+    fi
     # nginx 1.25.1 and later take `http2 on;`; earlier ones (Debian 12's 1.22) the `http2` parameter of listen.
     nginx_version=$("$NGINX" -v 2>&1 | sed -n 's|.*nginx/\([0-9.]*\).*|\1|p')
     if printf '%s\n%s\n' 1.25.1 "$nginx_version" | sort -V -C; then h2_listen="" h2_directive="http2 on;"
@@ -344,7 +366,14 @@ run_one() { # client row run → results under "client-row#run" (row: CONCURRENC
     fi
     case "$client" in
         c) cmd=("$here/CClient/curl-uv-client" "${c_flags[@]}" "${c_extra[@]}" "$row_url" "$n" "$count") ;;
-        urlsession | herald | herald-async | ahc)
+        urlsession)
+            cmd=("$swift_bin" --client "$client" --url "$row_url" --concurrency "$n" --requests "$count")
+            if [ "$proto" != http1 ]; then
+                # In a mount namespace where libcurl's bundle holds the test authority (see the header).
+                cmd=(unshare "${unshare_flags[@]}" sh -c 'mount --bind "$1" "$2" && shift 2 && exec "$@"' sh
+                    "$tls/system-bundle.pem" "$system_bundle" "${cmd[@]}")
+            fi ;;
+        herald | herald-async | ahc)
             cmd=("$swift_bin" --client "$client" --url "$row_url" --concurrency "$n" --requests "$count"
                 "${swift_extra[@]}") ;;
         herald-observed)
@@ -408,6 +437,7 @@ for run in $(seq "$runs"); do
         for client in $order; do
             # The baseline (another build, maybe without the HTTPS options) runs the plain HTTP rows only.
             if [ "$client" = baseline ] && [[ "$row" == *:* ]]; then continue; fi
+            if [ "$client" = urlsession ] && [[ "$row" == *:* ]] && [ -z "$urlsession_tls" ]; then continue; fi
             run_one "$client" "$row" "$run"
         done
     done
@@ -602,6 +632,11 @@ if [ -n "$tls_rows" ]; then
         for client in $clients; do
             [ "$client" != baseline ] || continue
             tag="$client-$row"
+            if [ "$client" = urlsession ] && [ -z "$urlsession_tls" ]; then
+                printf '%-14s %-16s %5s %s\n' "$(row_protocol "$row")" "$client" "$(row_concurrency "$row")" \
+                    "not measured (below)"
+                continue
+            fi
             if [ -z "${secs[$tag]:-}" ]; then
                 printf '%-14s %-16s %5s %9s\n' "$(row_protocol "$row")" "$client" "$(row_concurrency "$row")" FAILED
                 continue
@@ -618,6 +653,7 @@ if [ -n "$tls_rows" ]; then
         done
     done
 fi
+if [ -n "$urlsession_tls_missing" ]; then echo "URLSession's TLS rows: $urlsession_tls_missing"; fi
 # Verdicts: Herald (`herald`) ahead of AsyncHTTPClient on every row, at least 0.85x the C client's req/s on every TLS
 # row, and at most 1.3x its CPU per request on the TLS rows with 64 in flight.
 if [ -n "$tls_rows" ] && [[ " $clients " == *" herald "* ]]; then

@@ -62,7 +62,9 @@ start_nginx() { # prefix
 
     port=""
     for attempt in $(seq 10); do
-        candidate=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+        # Below Linux's ephemeral range (32768 and up by default), where a client's connection may hold the
+        # port, or one of the extra servers' ports after it.
+        candidate=$((20000 + (RANDOM * 32768 + RANDOM) % 12000))
         port_in_use "$candidate" && continue
         local extra="${nginx_extra_servers:-}" k
         for k in 1 2 3 4 5 6 7 8 9; do extra=${extra//@PORT+$k@/$((candidate + k))}; done

@@ -38,7 +38,8 @@
 // HTTPS (the TLS rows of Docs/Performance.md): `--cacert PATH` makes the client trust the authority in PATH, which
 // issued the benchmark server's certificate (Herald: its session's security policy,
 // SecurityPolicy.trustingCertificateAuthorities(pemFile:); AsyncHTTPClient: its TLS configuration's trust roots;
-// URLSession: FoundationNetworking's URLSessionCertificateAuthorityInfoFile environment variable, its only way).
+// URLSession: none, it refuses --cacert: FoundationNetworking on Linux trusts libcurl's default bundle alone, so
+// run-transfers.sh runs it where that bundle holds the authority, in a mount namespace of its own).
 // `--http-version 2` lets the client use HTTP/2 when the server offers it in the handshake (Herald: .automatic;
 // AsyncHTTPClient: .automatic); `1.1`, the default, keeps it to HTTP/1.1. URLSession has no such setting: it takes
 // what libcurl negotiates, so the script points it at a server that offers the version the row measures.

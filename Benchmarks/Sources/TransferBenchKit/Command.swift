@@ -24,7 +24,8 @@ public struct Options: Sendable {
     /// measured phase (`make bench-cache`).
     public var cache = "none"
     /// A PEM file of the authority that issued an HTTPS server's certificate, which the client trusts (Herald
-    /// through its session's security policy, AsyncHTTPClient through its TLS configuration's trust roots).
+    /// through its session's security policy, AsyncHTTPClient through its TLS configuration's trust roots;
+    /// URLSession has no way to and refuses it).
     public var caFile: URL?
     /// The HTTP version the client asks for: `1.1` (HTTP/1.1 only) or `2` (HTTP/2 when the server offers it
     /// in the TLS handshake, which every client here multiplexes on one connection).

@@ -15,12 +15,13 @@ func uncachedSessionConfiguration() -> URLSessionConfiguration {
 
 /// Foundation's URLSession (swift-corelibs-foundation's FoundationNetworking on Linux).
 ///
-/// Over HTTPS it trusts the authority in `caFile` the one way FoundationNetworking offers: the environment
-/// variable `URLSessionCertificateAuthorityInfoFile`, which it hands to libcurl as `CURLOPT_CAINFO` for every
-/// transfer (there is no server-trust challenge on Linux). It has no HTTP version setting: libcurl offers
-/// HTTP/2 in the handshake and the server's answer decides.
-func runURLSession(url: URL, concurrency: Int, requests: Int, expectedBytes: Int, caFile: URL?) -> LoadOutcome {
-    if let caFile { setenv("URLSessionCertificateAuthorityInfoFile", caFile.path, 1) }
+/// Over HTTPS it trusts what libcurl's default bundle of authorities holds and nothing else: FoundationNetworking
+/// on Linux has no server-trust challenge and no setting for it, and the environment (`SSL_CERT_FILE`,
+/// `SSL_CERT_DIR`, `CURL_CA_BUNDLE`, `URLSessionCertificateAuthorityInfoFile`) changes nothing. So `--cacert` is
+/// refused here; run-transfers.sh instead runs this client in a mount namespace of its own where that bundle has
+/// the test authority added. It has no HTTP version setting either: libcurl offers HTTP/2 in the handshake and the
+/// server's answer decides.
+func runURLSession(url: URL, concurrency: Int, requests: Int, expectedBytes: Int) -> LoadOutcome {
     let configuration = uncachedSessionConfiguration()
     configuration.httpMaximumConnectionsPerHost = concurrency
     let session = URLSession(configuration: configuration)
