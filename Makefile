@@ -244,7 +244,8 @@ soak: deps
 fuzz: deps
 	Fuzz/run.sh
 
-## bench-transfers: Herald vs URLSession vs AsyncHTTPClient vs a C libcurl+libuv client against a loopback nginx.
+## bench-transfers: Herald vs URLSession vs AsyncHTTPClient vs a C libcurl+libuv client against a loopback nginx:
+## plain HTTP, HTTPS/1.1, HTTP/2 and fresh TLS connections (ARGS="--protocols http1 --tls-fresh none" for plain HTTP only).
 bench-transfers: deps
 	Benchmarks/run-transfers.sh $(ARGS)
 

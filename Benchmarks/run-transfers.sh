@@ -13,6 +13,8 @@
 #                                    [--clients "c urlsession herald ahc"] [--json FILE]
 #                                    [--runs K] [--c-fresh-handles] [--keep]
 #                                    [--large-mib N] [--skip-large] [--baseline BIN] [--baseline-client NAME]
+#                                    [--protocols "http1 https1 h2"] [--tls-concurrency "1 64"]
+#                                    [--tls-fresh "resumed full"] [--fresh-concurrency "1 16"] [--fresh-requests N]
 #
 # Clients: `c`, `urlsession`, `ahc`, and Herald's: `herald` (completion handlers), `herald-async` (Swift tasks
 # awaiting data(for:)) and `herald-observed` (`herald` with the activity, logging and metrics observers; the
@@ -47,6 +49,34 @@
 # waits for nginx to read back pages the kernel dropped.
 # The C client uses Herald's curl receive buffer sizes (CURLOPT_BUFFERSIZE 512 KiB to a file, 64 KiB in memory),
 # so the ratio compares the libraries, not the buffer size. --skip-large leaves them out.
+# HTTPS (the TLS rows of Docs/Performance.md). The script makes a throwaway authority and a certificate for 127.0.0.1
+# (ECDSA P-256, openssl, in its temp dir), and the same nginx serves the 1 KiB file over TLS 1.3 on four more
+# loopback ports: `https1`, HTTP/1.1 with kept-alive connections; `h2`, HTTP/2 (offered in the handshake, ALPN)
+# with kept-alive connections; and two that close the connection after every response (`keepalive_timeout 0`), so
+# that every request opens a connection and makes a TLS handshake: `fresh-resumed`, which lets a client resume a
+# session (session tickets and a session cache), and `fresh-full`, which doesn't (neither), so every handshake
+# is a full one. The server, not a client option, decides each of these, so every client gets the same: URLSession
+# on Linux has no setting for the HTTP version nor for connection reuse. Every client trusts the authority the
+# way its users would: Herald through its session's security policy
+# (SecurityPolicy.trustingCertificateAuthorities(pemFile:)), AsyncHTTPClient through its TLS configuration's trust
+# roots, the C client with CURLOPT_CAINFO. URLSession on Linux has no way to: FoundationNetworking trusts libcurl's
+# default bundle of authorities (`curl-config --ca`) and nothing else, with no server-trust challenge and no
+# setting, and the environment (SSL_CERT_FILE, SSL_CERT_DIR, CURL_CA_BUNDLE) changes nothing. So the script runs
+# it in a mount namespace of its own (unshare -m, as root; unshare -rm otherwise) where that bundle is a copy with
+# the test authority added (a bind mount that the rest of the machine never sees), as a user would install an
+# authority system-wide; without unshare, its TLS rows are reported as not measured. The mount's own few
+# milliseconds of CPU are counted in its process's CPU. Herald, AsyncHTTPClient and the C client ask for HTTP/1.1 only on the
+# HTTP/1.1 rows and allow HTTP/2 on the `h2` rows (the C client: CURL_HTTP_VERSION_2TLS and CURLOPT_PIPEWAIT, as
+# Herald's engine sets them); on the fresh rows the C client also asks for a new connection per request
+# (CURLOPT_FRESH_CONNECT, CURLOPT_FORBID_REUSE) and, on `fresh-full`, keeps no TLS sessions.
+# --protocols picks the kinds of rows among http1 (the plain HTTP rows above), https1 and h2, at the
+# concurrencies of --tls-concurrency (default "1 64") for the TLS ones; --tls-fresh picks the fresh rows
+# ("resumed full" by default, "none" for none), at --fresh-concurrency (default "1 16") with --fresh-requests
+# requests (default a 40th of --requests, so 500: URLSession makes about 30 fresh connections a second). nginx
+# logs every TLS request (its connection, whether its handshake resumed a session, its protocol), and the table
+# shows, per row, the connections the client used, the protocol and how many of those connections resumed a
+# session: what the server saw, not what the client says.
+#
 # Missing a target (Docs/Performance.md) is reported, never fatal: the exit status is non-zero only for wrong bytes,
 # failed transfers or clients that could not run.
 set -euo pipefail
@@ -63,6 +93,11 @@ large_mib=256
 skip_large=0
 baseline_bin=""
 baseline_client=herald
+protocols="http1 https1 h2"
+tls_concurrencies="1 64"
+tls_fresh="resumed full"
+fresh_concurrencies="1 16"
+fresh_requests=""
 # Herald's CURLOPT_BUFFERSIZE for each sink (Sources/HeraldEngine/Transfer+Configuration.swift).
 c_file_buffer=$((512 * 1024))
 c_memory_buffer=$((64 * 1024))
@@ -82,6 +117,11 @@ while [ $# -gt 0 ]; do
         --skip-large) skip_large=1; shift ;;
         --baseline) baseline_bin=${2:?}; shift 2 ;;
         --baseline-client) baseline_client=${2:?}; shift 2 ;;
+        --protocols) protocols=${2:?}; shift 2 ;;
+        --tls-concurrency) tls_concurrencies=${2:?}; shift 2 ;;
+        --tls-fresh) tls_fresh=${2:?}; shift 2 ;;
+        --fresh-concurrency) fresh_concurrencies=${2:?}; shift 2 ;;
+        --fresh-requests) fresh_requests=${2:?}; shift 2 ;;
         -h | --help) usage; exit 0 ;;
         *) echo "run-transfers: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
     esac
@@ -89,9 +129,31 @@ done
 [[ "$requests" =~ ^[1-9][0-9]*$ ]] || { echo "run-transfers: --requests must be a positive integer" >&2; exit 2; }
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || { echo "run-transfers: --runs must be a positive integer" >&2; exit 2; }
 [[ "$large_mib" =~ ^[1-9][0-9]*$ ]] || { echo "run-transfers: --large-mib must be a positive integer" >&2; exit 2; }
-for n in $concurrencies; do
+for n in $concurrencies $tls_concurrencies $fresh_concurrencies; do
     [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "run-transfers: bad concurrency '$n'" >&2; exit 2; }
 done
+[ -n "$fresh_requests" ] || fresh_requests=$(( requests / 40 > 0 ? requests / 40 : 1 ))
+[[ "$fresh_requests" =~ ^[1-9][0-9]*$ ]] || { echo "run-transfers: --fresh-requests must be a positive integer" >&2; exit 2; }
+for p in $protocols; do
+    case "$p" in http1 | https1 | h2) ;; *) echo "run-transfers: unknown protocol '$p'" >&2; exit 2 ;; esac
+done
+[ "$tls_fresh" != none ] || tls_fresh=""
+for f in $tls_fresh; do
+    case "$f" in resumed | full) ;; *) echo "run-transfers: --tls-fresh takes resumed, full or none, not '$f'" >&2; exit 2 ;; esac
+done
+# The rows: the plain HTTP ones named by their concurrency alone (as before the TLS rows), the others
+# PROTOCOL:CONCURRENCY.
+http1_concurrencies=""
+[[ " $protocols " != *" http1 "* ]] || http1_concurrencies=$concurrencies
+tls_rows=""
+for p in https1 h2; do
+    [[ " $protocols " == *" $p "* ]] || continue
+    for n in $tls_concurrencies; do tls_rows+="$p:$n "; done
+done
+for f in $tls_fresh; do
+    for n in $fresh_concurrencies; do tls_rows+="fresh-$f:$n "; done
+done
+rows="$http1_concurrencies $tls_rows"
 for c in $clients; do
     case "$c" in
         c | urlsession | herald | herald-async | herald-observed | ahc) ;;
@@ -209,11 +271,67 @@ if [ "$skip_large" = 0 ]; then
     fi
     mkdir -p "$work/downloads"
 fi
+# ---------------------------------------------------------------- HTTPS: a throwaway authority and certificate
+nginx_extra_servers=""
+urlsession_tls="" urlsession_tls_missing="" unshare_flags=() system_bundle=""
+if [ -n "$tls_rows" ]; then
+    command -v openssl >/dev/null || apt_install openssl
+    tls="$work/tls"
+    mkdir -p "$tls"
+    log "making a throwaway certificate authority and a certificate for 127.0.0.1 (ECDSA P-256)"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$tls/ca.key" -out "$tls/ca.pem" \
+        -days 2 -subj "/CN=Herald benchmark throwaway CA" -addext "basicConstraints=critical,CA:TRUE" \
+        -addext "keyUsage=critical,keyCertSign,cRLSign" 2>"$tls/openssl.log"
+    openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$tls/server.key" \
+        -out "$tls/server.csr" -subj "/CN=127.0.0.1" 2>>"$tls/openssl.log"
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n' \
+        >"$tls/server.ext"
+    openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" -CAcreateserial -days 2 \
+        -extfile "$tls/server.ext" -out "$tls/server.pem" 2>>"$tls/openssl.log"
+    openssl verify -CAfile "$tls/ca.pem" "$tls/server.pem" >/dev/null ||
+        { log "the throwaway certificate does not verify:"; cat "$tls/openssl.log" >&2; exit 1; }
+    # URLSession's way to trust the authority: libcurl's default bundle, with it added, in a namespace of its own.
+    urlsession_tls=""
+    if [[ " $clients " == *" urlsession "* ]]; then
+        system_bundle=$(curl-config --ca 2>/dev/null || true)
+        [ -n "$system_bundle" ] || system_bundle=/etc/ssl/certs/ca-certificates.crt
+        unshare_flags=(-m)
+        [ "$(id -u)" = 0 ] || unshare_flags=(-r -m)
+        if [ -f "$system_bundle" ] && cat "$system_bundle" "$tls/ca.pem" >"$tls/system-bundle.pem" &&
+            unshare "${unshare_flags[@]}" sh -c 'mount --bind "$1" "$2" && grep -q "$3" "$2"' sh \
+                "$tls/system-bundle.pem" "$system_bundle" "$(sed -n 2p "$tls/ca.pem")" 2>"$tls/unshare.log"; then
+            urlsession_tls=1
+        else
+            urlsession_tls_missing="not measured: URLSession trusts only libcurl's bundle ($system_bundle), and it could not be given one with the test authority in a mount namespace: $(head -n 1 "$tls/unshare.log")"
+            log "URLSession's TLS rows are $urlsession_tls_missing"
+        fi
+    fi
+    # nginx 1.25.1 and later take `http2 on;`; earlier ones (Debian 12's 1.22) the `http2` parameter of listen.
+    nginx_version=$("$NGINX" -v 2>&1 | sed -n 's|.*nginx/\([0-9.]*\).*|\1|p')
+    if printf '%s\n%s\n' 1.25.1 "$nginx_version" | sort -V -C; then h2_listen="" h2_directive="http2 on;"
+    else h2_listen=" http2" h2_directive=""; fi
+    # One line per TLS request: the connection's serial number, whether its handshake resumed a session, the
+    # protocol. Every request's line is written when it ends, so the log is complete when a client exits.
+    tls_common="ssl_certificate $tls/server.pem; ssl_certificate_key $tls/server.key; ssl_protocols TLSv1.3;
+        server_name localhost; root @PREFIX@/www; access_log @PREFIX@/tls-access.log benchtls; location / { }"
+    resumable="ssl_session_cache shared:bench:10m; ssl_session_tickets on;"
+    nginx_extra_servers="    log_format benchtls '\$connection \$ssl_session_reused \$server_protocol \$status';
+    server { listen 127.0.0.1:@PORT+1@ ssl backlog=4096; $tls_common $resumable }
+    server { listen 127.0.0.1:@PORT+2@ ssl$h2_listen backlog=4096; $h2_directive $tls_common $resumable }
+    server { listen 127.0.0.1:@PORT+3@ ssl backlog=4096; keepalive_timeout 0; $tls_common $resumable }
+    server { listen 127.0.0.1:@PORT+4@ ssl backlog=4096; keepalive_timeout 0; $tls_common
+        ssl_session_cache off; ssl_session_tickets off; }"
+fi
 chmod -R a+rX "$work"
 
 start_nginx "$prefix"
 url="http://127.0.0.1:$port/1k.bin"
 log "nginx $("$NGINX" -v 2>&1 | sed 's|.*/||') (pid $nginx_pid) serving $url"
+if [ -n "$tls_rows" ]; then
+    log "and over TLS 1.3: https1 https://127.0.0.1:$((port + 1)), h2 https://127.0.0.1:$((port + 2)), fresh-resumed" \
+        "https://127.0.0.1:$((port + 3)), fresh-full https://127.0.0.1:$((port + 4)) (/1k.bin)"
+fi
+tls_log="$prefix/tls-access.log"
 
 # ---------------------------------------------------------------- run
 json_field() { sed -n "s/.*\"$2\":\"\{0,1\}\([^,\"}]*\).*/\1/p" "$1" | tail -n 1; }
@@ -221,20 +339,53 @@ json_field() { sed -n "s/.*\"$2\":\"\{0,1\}\([^,\"}]*\).*/\1/p" "$1" | tail -n 1
 declare -A rps cpu rss secs fails
 status=0
 
-run_one() { # client concurrency run → results under "client-concurrency#run"
-    local client=$1 n=$2 tag="$1-$2#$3"
-    local cmd
+declare -A vconns vproto vresumed
+
+row_protocol() { case "$1" in *:*) echo "${1%%:*}" ;; *) echo http1 ;; esac; }
+row_concurrency() { echo "${1##*:}"; }
+row_requests() { case "$1" in fresh-*) echo "$fresh_requests" ;; *) echo "$requests" ;; esac; }
+
+run_one() { # client row run → results under "client-row#run" (row: CONCURRENCY, or PROTOCOL:CONCURRENCY)
+    local client=$1 row=$2 tag="$1-$2#$3"
+    local proto n row_url count cmd c_extra=() swift_extra=()
+    proto=$(row_protocol "$row") n=$(row_concurrency "$row") count=$(row_requests "$row")
+    case "$proto" in
+        http1) row_url=$url ;;
+        https1) row_url="https://127.0.0.1:$((port + 1))/1k.bin" ;;
+        h2) row_url="https://127.0.0.1:$((port + 2))/1k.bin" ;;
+        fresh-resumed) row_url="https://127.0.0.1:$((port + 3))/1k.bin" ;;
+        fresh-full) row_url="https://127.0.0.1:$((port + 4))/1k.bin" ;;
+    esac
+    if [ "$proto" != http1 ]; then
+        c_extra=(--cacert "$tls/ca.pem")
+        swift_extra=(--cacert "$tls/ca.pem" --http-version 1.1)
+        case "$proto" in
+            h2) c_extra+=(--http2); swift_extra=(--cacert "$tls/ca.pem" --http-version 2) ;;
+            fresh-resumed) c_extra+=(--fresh-connections) ;;
+            fresh-full) c_extra+=(--fresh-connections --no-session-reuse) ;;
+        esac
+    fi
     case "$client" in
-        c) cmd=("$here/CClient/curl-uv-client" "${c_flags[@]}" "$url" "$n" "$requests") ;;
-        urlsession | herald | herald-async | ahc)
-            cmd=("$swift_bin" --client "$client" --url "$url" --concurrency "$n" --requests "$requests") ;;
+        c) cmd=("$here/CClient/curl-uv-client" "${c_flags[@]}" "${c_extra[@]}" "$row_url" "$n" "$count") ;;
+        urlsession)
+            cmd=("$swift_bin" --client "$client" --url "$row_url" --concurrency "$n" --requests "$count")
+            if [ "$proto" != http1 ]; then
+                # In a mount namespace where libcurl's bundle holds the test authority (see the header).
+                cmd=(unshare "${unshare_flags[@]}" sh -c 'mount --bind "$1" "$2" && shift 2 && exec "$@"' sh
+                    "$tls/system-bundle.pem" "$system_bundle" "${cmd[@]}")
+            fi ;;
+        herald | herald-async | ahc)
+            cmd=("$swift_bin" --client "$client" --url "$row_url" --concurrency "$n" --requests "$count"
+                "${swift_extra[@]}") ;;
         herald-observed)
-            cmd=("$swift_bin" --client "$client" --log-level info --url "$url" --concurrency "$n"
-                --requests "$requests") ;;
+            cmd=("$swift_bin" --client "$client" --log-level info --url "$row_url" --concurrency "$n"
+                --requests "$count" "${swift_extra[@]}") ;;
         baseline)
-            cmd=("$baseline_bin" --client "$baseline_client" --url "$url" --concurrency "$n" --requests "$requests")
+            cmd=("$baseline_bin" --client "$baseline_client" --url "$row_url" --concurrency "$n" --requests "$count")
             if [ "$baseline_client" = herald-observed ]; then cmd+=(--log-level info); fi ;;
     esac
+    local log_before=0
+    if [ "$proto" != http1 ]; then log_before=$(wc -l <"$tls_log"); fi
     local rc=0
     # In the background so that a signal to this script interrupts `wait` and runs the trap.
     "$work/rusage-run" "$work/$tag.rusage" "${cmd[@]}" >"$work/$tag.out" 2>"$work/$tag.err" &
@@ -245,8 +396,8 @@ run_one() { # client concurrency run → results under "client-concurrency#run"
     seconds=$(json_field "$work/$tag.out" seconds)
     failures=$(json_field "$work/$tag.out" failures)
     done_requests=$(json_field "$work/$tag.out" requests)
-    if [ -z "$seconds" ] || [ "$done_requests" != "$requests" ] || [ "${failures:-1}" != 0 ]; then
-        log "$client at concurrency $n failed (exit $rc, ${failures:-?} failures, ${done_requests:-?} requests):"
+    if [ -z "$seconds" ] || [ "$done_requests" != "$count" ] || [ "${failures:-1}" != 0 ]; then
+        log "$client ($proto) at concurrency $n failed (exit $rc, ${failures:-?} failures, ${done_requests:-?} requests):"
         sed 's/^/    /' "$work/$tag.err" | tail -n 20 >&2
         status=1
         if [ -z "$seconds" ]; then return 0; fi
@@ -256,30 +407,45 @@ run_one() { # client concurrency run → results under "client-concurrency#run"
     read -r user_us sys_us maxrss_kib _wall <"$work/$tag.rusage"
     secs[$tag]=$seconds
     fails[$tag]=${failures:-null}
-    rps[$tag]=$(awk -v r="$requests" -v s="$seconds" 'BEGIN { printf "%.0f", r / s }')
-    cpu[$tag]=$(awk -v r="$requests" -v u="$user_us" -v s="$sys_us" 'BEGIN { printf "%.1f", (u + s) / r }')
+    rps[$tag]=$(awk -v r="$count" -v s="$seconds" 'BEGIN { printf "%.0f", r / s }')
+    cpu[$tag]=$(awk -v r="$count" -v u="$user_us" -v s="$sys_us" 'BEGIN { printf "%.1f", (u + s) / r }')
     rss[$tag]=$(awk -v k="$maxrss_kib" 'BEGIN { printf "%.1f", k / 1024 }')
-    local handles
+    local handles seen=""
     handles=$(json_field "$work/$tag.out" handles)
-    log "$(printf '%-10s c=%-3s run %-2s %8s req/s %8s µs CPU/req %7s MiB%s' "$client" "$n" "$3" "${rps[$tag]}" \
-        "${cpu[$tag]}" "${rss[$tag]}" "${handles:+ ($handles easy handles)}")"
+    if [ "$proto" != http1 ]; then
+        # What nginx saw of this run: its requests' connections, their protocol, how many handshakes resumed.
+        local summary
+        summary=$(tail -n +"$((log_before + 1))" "$tls_log" | awk '
+            { requests++; proto[$3]++; if (!($1 in conn)) { conn[$1] = 1; conns++; if ($2 == "r") resumed++ } }
+            END { best = ""; for (p in proto) if (best == "" || proto[p] > proto[best]) best = p
+                  printf "%d %s %d %d", conns, (best == "" ? "?" : best), resumed, requests }')
+        local s_conns s_proto s_resumed s_requests
+        read -r s_conns s_proto s_resumed s_requests <<<"$summary"
+        vconns[$tag]=$s_conns vproto[$tag]=${s_proto#HTTP/} vresumed[$tag]=$s_resumed
+        seen=" (nginx: $s_requests requests on $s_conns connections, $s_proto, $s_resumed resumed)"
+    fi
+    log "$(printf '%-10s %-14s c=%-3s run %-2s %8s req/s %8s µs CPU/req %7s MiB%s%s' "$client" "$proto" "$n" "$3" \
+        "${rps[$tag]}" "${cpu[$tag]}" "${rss[$tag]}" "${handles:+ ($handles easy handles)}" "$seen")"
 }
 
-log "$requests GETs of 1 KiB per run; concurrency: $concurrencies; clients: $clients"
+log "$requests GETs of 1 KiB per run; concurrency: ${http1_concurrencies:-none}${tls_rows:+; TLS rows: $tls_rows(fresh rows: $fresh_requests GETs)}; clients: $clients"
 log "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for run in $(seq "$runs"); do
-    for n in $concurrencies; do
+    for row in $rows; do
         order=$clients
         # Against a baseline, a random order per run, so that neither build always follows the same client.
         if [ -n "$baseline_bin" ]; then order=$(printf '%s\n' $clients | shuf | tr '\n' ' '); fi
         for client in $order; do
-            run_one "$client" "$n" "$run"
+            # The baseline (another build, maybe without the HTTPS options) runs the plain HTTP rows only.
+            if [ "$client" = baseline ] && [[ "$row" == *:* ]]; then continue; fi
+            if [ "$client" = urlsession ] && [[ "$row" == *:* ]] && [ -z "$urlsession_tls" ]; then continue; fi
+            run_one "$client" "$row" "$run"
         done
     done
 done
 
 # Keep the run with the median req/s (the lower middle one for an even count).
-for n in $concurrencies; do
+for n in $rows; do
     for client in $clients; do
         tag="$client-$n"
         chosen=$(for run in $(seq "$runs"); do
@@ -288,6 +454,10 @@ for n in $concurrencies; do
         [ -n "$chosen" ] || continue
         rps[$tag]=${rps[$tag#$chosen]} cpu[$tag]=${cpu[$tag#$chosen]} rss[$tag]=${rss[$tag#$chosen]}
         secs[$tag]=${secs[$tag#$chosen]} fails[$tag]=${fails[$tag#$chosen]}
+        if [ -n "${vconns[$tag#$chosen]:-}" ]; then
+            vconns[$tag]=${vconns[$tag#$chosen]} vproto[$tag]=${vproto[$tag#$chosen]}
+            vresumed[$tag]=${vresumed[$tag#$chosen]}
+        fi
     done
 done
 
@@ -381,6 +551,7 @@ if [ "$skip_large" = 0 ]; then
 fi
 
 # ---------------------------------------------------------------- report
+pf() { case "$1" in true) printf PASS ;; false) printf MISS ;; *) printf '?' ;; esac; }
 ratio() { # numerator denominator
     if [ -n "$1" ] && [ -n "$2" ]; then
         awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b }'
@@ -390,9 +561,11 @@ ratio() { # numerator denominator
 echo
 median=""
 if [ "$runs" -gt 1 ]; then median=" (median of $runs runs)"; fi
+if [ -n "$http1_concurrencies" ]; then
 echo "Transfer benchmark: $requests GETs of 1 KiB$median, loopback nginx, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-11s %5s %9s %10s %11s %13s %8s\n' client conc failures seconds "req/s" "CPU µs/req" "RSS MiB"
-for n in $concurrencies; do
+fi
+for n in $http1_concurrencies; do
     for client in $clients; do
         tag="$client-$n"
         if [ -z "${secs[$tag]:-}" ]; then
@@ -405,7 +578,7 @@ for n in $concurrencies; do
 done
 
 ratio_lines=""
-for n in $concurrencies; do
+for n in $http1_concurrencies; do
     line=""
     for pair in herald/urlsession herald/c herald/ahc herald-async/c herald-async/ahc herald-observed/c \
         "$baseline_client/baseline" baseline/c ahc/c c/urlsession; do
@@ -427,7 +600,7 @@ if [ -n "$baseline_bin" ]; then
     echo
     echo "$baseline_client/baseline, run by run (req/s; CPU per request in parentheses)" \
         "and the median of the runs' ratios:"
-    for n in $concurrencies; do
+    for n in $http1_concurrencies; do
         pairs=""
         for run in $(seq "$runs"); do
             a=${rps[$baseline_client-$n#$run]:-} b=${rps[baseline-$n#$run]:-}
@@ -446,6 +619,61 @@ if [ -n "$baseline_bin" ]; then
 fi
 if [ -n "${rps[herald-64]:-}" ]; then
     echo "Targets at 64 concurrent (Docs/Performance.md): herald/urlsession >= 8x, herald/c >= 0.8x, herald/ahc > 1x"
+fi
+
+# ---------------------------------------------------------------- the TLS rows
+if [ -n "$tls_rows" ]; then
+    echo
+    echo "HTTPS over TLS 1.3 (throwaway ECDSA P-256 certificate), GETs of 1 KiB$median: $requests per run," \
+        "$fresh_requests on the fresh rows"
+    echo "conns, proto, resumed: what nginx saw (connections used, protocol, connections whose handshake resumed a session)"
+    printf '%-14s %-16s %5s %9s %11s %8s %6s %9s %7s %6s %6s %8s\n' row client conc "req/s" "CPU µs/req" "RSS MiB" \
+        "vs C" "CPU vs C" "vs AHC" conns proto resumed
+    for row in $tls_rows; do
+        for client in $clients; do
+            [ "$client" != baseline ] || continue
+            tag="$client-$row"
+            if [ "$client" = urlsession ] && [ -z "$urlsession_tls" ]; then
+                printf '%-14s %-16s %5s %s\n' "$(row_protocol "$row")" "$client" "$(row_concurrency "$row")" \
+                    "not measured (below)"
+                continue
+            fi
+            if [ -z "${secs[$tag]:-}" ]; then
+                printf '%-14s %-16s %5s %9s\n' "$(row_protocol "$row")" "$client" "$(row_concurrency "$row")" FAILED
+                continue
+            fi
+            vs_c="" cpu_c="" vs_a=""
+            if [ "$client" != c ]; then
+                vs_c=$(ratio "${rps[$tag]}" "${rps[c-$row]:-}")
+                cpu_c=$(ratio "${cpu[$tag]}" "${cpu[c-$row]:-}")
+            fi
+            [ "$client" = ahc ] || vs_a=$(ratio "${rps[$tag]}" "${rps[ahc-$row]:-}")
+            printf '%-14s %-16s %5s %9s %11s %8s %6s %9s %7s %6s %6s %8s\n' "$(row_protocol "$row")" "$client" \
+                "$(row_concurrency "$row")" "${rps[$tag]}" "${cpu[$tag]}" "${rss[$tag]}" "${vs_c:+${vs_c}x}" \
+                "${cpu_c:+${cpu_c}x}" "${vs_a:+${vs_a}x}" "${vconns[$tag]:-?}" "${vproto[$tag]:-?}" "${vresumed[$tag]:-?}"
+        done
+    done
+fi
+if [ -n "$urlsession_tls_missing" ]; then echo "URLSession's TLS rows: $urlsession_tls_missing"; fi
+# Verdicts: Herald (`herald`) ahead of AsyncHTTPClient on every row, at least 0.85x the C client's req/s on every TLS
+# row, and at most 1.3x its CPU per request on the TLS rows with 64 in flight.
+if [ -n "$tls_rows" ] && [[ " $clients " == *" herald "* ]]; then
+    echo "Targets (Docs/Performance.md, reported, never fatal): herald/ahc > 1x on every row; on the TLS rows" \
+        "herald/c >= 0.85x, and herald's CPU per request <= 1.3x C's with 64 in flight"
+    for row in $rows; do
+        line=""
+        r=$(ratio "${rps[herald-$row]:-}" "${rps[ahc-$row]:-}")
+        if [ -n "$r" ]; then line+=" $(pf "$(awk -v r="$r" 'BEGIN { print (r > 1) ? "true" : "false" }')") herald/ahc ${r}x;"; fi
+        if [[ "$row" == *:* ]]; then
+            r=$(ratio "${rps[herald-$row]:-}" "${rps[c-$row]:-}")
+            if [ -n "$r" ]; then line+=" $(pf "$(awk -v r="$r" 'BEGIN { print (r >= 0.85) ? "true" : "false" }')") herald/c ${r}x;"; fi
+            if [ "$(row_concurrency "$row")" = 64 ]; then
+                r=$(ratio "${cpu[herald-$row]:-}" "${cpu[c-$row]:-}")
+                if [ -n "$r" ]; then line+=" $(pf "$(awk -v r="$r" 'BEGIN { print (r <= 1.3) ? "true" : "false" }')") CPU/req herald/c ${r}x;"; fi
+            fi
+        fi
+        [ -z "$line" ] || printf '  %-20s%s\n' "$(row_protocol "$row") c=$(row_concurrency "$row"):" "${line%;}"
+    done
 fi
 
 # Target verdicts for Herald's large rows: "PASS"/"MISS" plus the numbers, or empty when not measured.
@@ -479,7 +707,6 @@ large_verdict() { # mode → sets verdict (one line) and meets (true/false/null)
             ;;
     esac
 }
-pf() { case "$1" in true) printf PASS ;; false) printf MISS ;; *) printf '?' ;; esac; }
 
 if [ "$skip_large" = 0 ]; then
     echo
@@ -521,7 +748,7 @@ if [ -n "$json_file" ]; then
     {
         echo "["
         first=1
-        for n in $concurrencies; do
+        for n in $http1_concurrencies; do
             for client in $clients; do
                 tag="$client-$n"
                 [ -n "${secs[$tag]:-}" ] || continue
@@ -542,6 +769,26 @@ if [ -n "$json_file" ]; then
                 printf '  {"client": "%s", "concurrency": %s, "requests": %s, "failures": %s, "seconds": %s, "req_per_s": %s, "cpu_us_per_req": %s, "peak_rss_mib": %s%s}' \
                     "$client" "$n" "$requests" "${fails[$tag]}" "${secs[$tag]}" "${rps[$tag]}" "${cpu[$tag]}" \
                     "${rss[$tag]}" "$extra"
+            done
+        done
+        for row in $tls_rows; do
+            for client in $clients; do
+                tag="$client-$row"
+                [ -n "${secs[$tag]:-}" ] || continue
+                extra=""
+                for peer in c ahc urlsession; do
+                    [ "$client" != "$peer" ] || continue
+                    r=$(ratio "${rps[$tag]}" "${rps[$peer-$row]:-}")
+                    if [ -n "$r" ]; then extra+=", \"req_per_s_vs_$peer\": $r"; fi
+                done
+                r=$(ratio "${cpu[$tag]}" "${cpu[c-$row]:-}")
+                if [ "$client" != c ] && [ -n "$r" ]; then extra+=", \"cpu_per_req_vs_c\": $r"; fi
+                [ $first = 1 ] || echo ","
+                first=0
+                printf '  {"client": "%s", "protocol": "%s", "concurrency": %s, "requests": %s, "failures": %s, "seconds": %s, "req_per_s": %s, "cpu_us_per_req": %s, "peak_rss_mib": %s, "server_connections": %s, "server_protocol": "%s", "server_resumed": %s%s}' \
+                    "$client" "$(row_protocol "$row")" "$(row_concurrency "$row")" "$(row_requests "$row")" \
+                    "${fails[$tag]}" "${secs[$tag]}" "${rps[$tag]}" "${cpu[$tag]}" "${rss[$tag]}" \
+                    "${vconns[$tag]:-null}" "${vproto[$tag]:-}" "${vresumed[$tag]:-null}" "$extra"
             done
         done
         if [ "$skip_large" = 0 ]; then

@@ -24,7 +24,23 @@
  * --header LINE (repeatable) adds a request header line (CURLOPT_HTTPHEADER), to measure what the
  * request headers a library sends by default cost libcurl itself.
  *
+ * HTTPS (the TLS rows of Docs/Performance.md), with the options Herald's engine sets:
+ *   --cacert PATH         trusts the authority in PATH (CURLOPT_CAINFO) instead of the system's.
+ *   --http2               offers HTTP/2 over TLS (CURLOPT_HTTP_VERSION CURL_HTTP_VERSION_2TLS) and makes a
+ *                         transfer wait for a connection being opened to learn whether it multiplexes
+ *                         (CURLOPT_PIPEWAIT), so that CONCURRENCY requests share one connection as streams;
+ *                         without it every transfer asks for HTTP/1.1.
+ *   --fresh-connections   a new connection for every request, closed after it (CURLOPT_FRESH_CONNECT,
+ *                         CURLOPT_FORBID_REUSE): a TLS handshake per request.
+ *   --no-session-reuse    no cache of TLS sessions (CURLOPT_SSL_SESSIONID_CACHE 0): every handshake is a
+ *                         full one.
+ * Always: the multi handle multiplexes (CURLMOPT_PIPELINING CURLPIPE_MULTIPLEX, libcurl's default since
+ * 7.62), and every easy handle is attached to one share handle holding the TLS sessions
+ * (CURLSHOPT_SHARE CURL_LOCK_DATA_SSL_SESSION, as Herald's session does), so a connection another easy
+ * handle opens resumes the session an earlier one negotiated. One thread: the share needs no lock callbacks.
+ *
  * usage: curl-uv-client [--fresh] [--expect-bytes N] [--buffer-size N] [--header LINE]...
+ *                       [--cacert PATH] [--http2] [--fresh-connections] [--no-session-reuse]
  *                       [--download-to PATH | --in-memory] URL CONCURRENCY REQUESTS
  */
 #include <curl/curl.h>
@@ -61,6 +77,12 @@ static const char *download_path; /* --download-to */
 static int in_memory;            /* --in-memory */
 static long buffer_size;         /* --buffer-size, 0: curl's default */
 static struct curl_slist *extra_headers; /* --header lines, on every easy handle */
+static const char *ca_file;      /* --cacert */
+static int http2;                /* --http2 */
+static int fresh_connections;    /* --fresh-connections */
+static int no_session_reuse;     /* --no-session-reuse */
+static CURLSH *tls_sessions;     /* the share every easy handle is attached to */
+static const char *last_http_version = "?"; /* of the last response (CURLINFO_HTTP_VERSION) */
 
 static size_t on_write(char *data, size_t size, size_t nmemb, void *user) {
     (void)data;
@@ -108,7 +130,15 @@ static CURL *make_easy(transfer *t) {
     curl_easy_setopt(easy, CURLOPT_URL, url);
     curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, http2 ? (long)CURL_HTTP_VERSION_2TLS : (long)CURL_HTTP_VERSION_1_1);
+    if (http2) curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);
+    if (ca_file) curl_easy_setopt(easy, CURLOPT_CAINFO, ca_file);
+    if (fresh_connections) {
+        curl_easy_setopt(easy, CURLOPT_FRESH_CONNECT, 1L);
+        curl_easy_setopt(easy, CURLOPT_FORBID_REUSE, 1L);
+    }
+    if (no_session_reuse) curl_easy_setopt(easy, CURLOPT_SSL_SESSIONID_CACHE, 0L);
+    if (tls_sessions) curl_easy_setopt(easy, CURLOPT_SHARE, tls_sessions);
     curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION,
                      download_path ? on_write_file : in_memory ? on_write_memory : on_write);
     if (buffer_size > 0) curl_easy_setopt(easy, CURLOPT_BUFFERSIZE, buffer_size);
@@ -150,6 +180,9 @@ static void check_multi_info(void) {
         long status = 0;
         curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&t);
         curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+        long version = 0;
+        curl_easy_getinfo(easy, CURLINFO_HTTP_VERSION, &version);
+        last_http_version = version == CURL_HTTP_VERSION_2_0 ? "2" : version == CURL_HTTP_VERSION_1_1 ? "1.1" : "?";
         curl_multi_remove_handle(multi, easy);
         if (t->file && fclose(t->file) != 0) {
             perror(download_path);
@@ -249,6 +282,7 @@ static double now_seconds(void) {
 
 static void usage(void) {
     fprintf(stderr, "usage: curl-uv-client [--fresh] [--expect-bytes N] [--buffer-size N] [--header LINE]...\n"
+                    "                      [--cacert PATH] [--http2] [--fresh-connections] [--no-session-reuse]\n"
                     "                      [--download-to PATH | --in-memory] URL CONCURRENCY REQUESTS\n");
     exit(2);
 }
@@ -266,6 +300,14 @@ int main(int argc, char **argv) {
             download_path = argv[++argi];
         } else if (strcmp(argv[argi], "--in-memory") == 0) {
             in_memory = 1;
+        } else if (strcmp(argv[argi], "--cacert") == 0 && argi + 1 < argc) {
+            ca_file = argv[++argi];
+        } else if (strcmp(argv[argi], "--http2") == 0) {
+            http2 = 1;
+        } else if (strcmp(argv[argi], "--fresh-connections") == 0) {
+            fresh_connections = 1;
+        } else if (strcmp(argv[argi], "--no-session-reuse") == 0) {
+            no_session_reuse = 1;
         } else if (strcmp(argv[argi], "--header") == 0 && argi + 1 < argc) {
             struct curl_slist *grown = curl_slist_append(extra_headers, argv[++argi]);
             if (!grown) {
@@ -292,11 +334,18 @@ int main(int argc, char **argv) {
     loop = uv_default_loop();
     uv_timer_init(loop, &timeout_timer);
 
+    tls_sessions = curl_share_init();
+    if (!tls_sessions || curl_share_setopt(tls_sessions, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION) != CURLSHE_OK) {
+        fprintf(stderr, "cannot make the share of TLS sessions\n");
+        return 1;
+    }
+
     multi = curl_multi_init();
     curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, handle_socket);
     curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, start_timeout);
     curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, concurrency);
     curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, concurrency);
+    curl_multi_setopt(multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
 
     transfers = calloc((size_t)concurrency, sizeof *transfers);
     double t0 = now_seconds();
@@ -310,8 +359,8 @@ int main(int argc, char **argv) {
                download_path ? "download-file" : "data-memory", completed, failures, transfers[0].bytes, seconds);
     } else {
         printf("{\"client\":\"c\",\"concurrency\":%ld,\"requests\":%ld,\"failures\":%ld,"
-               "\"seconds\":%.6f,\"handles\":\"%s\"}\n",
-               concurrency, completed, failures, seconds, fresh_handles ? "fresh" : "reused");
+               "\"seconds\":%.6f,\"handles\":\"%s\",\"http_version\":\"%s\"}\n",
+               concurrency, completed, failures, seconds, fresh_handles ? "fresh" : "reused", last_http_version);
     }
     fflush(stdout);
 
@@ -319,6 +368,7 @@ int main(int argc, char **argv) {
         if (transfers[i].easy) curl_easy_cleanup(transfers[i].easy);
     free(transfers[0].buffer);
     curl_multi_cleanup(multi); /* fires REMOVE for cached connections */
+    curl_share_cleanup(tls_sessions); /* after every easy handle attached to it */
     uv_close((uv_handle_t *)&timeout_timer, NULL);
     uv_run(loop, UV_RUN_DEFAULT); /* run close callbacks */
     uv_loop_close(loop);

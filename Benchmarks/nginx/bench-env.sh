@@ -5,7 +5,9 @@
 # libcurl's and libuv's headers and a C compiler when missing, and sets NGINX and CC.
 # `start_nginx PREFIX` then starts nginx from Benchmarks/nginx/nginx.conf.template, serving
 # PREFIX/www on a free loopback port, and sets `port` and `nginx_pid` (the caller stops it); it exits
-# when nginx can't be started.
+# when nginx can't be started. With `nginx_extra_servers` set (server blocks, whose @PREFIX@ and
+# @PORT+1@ … @PORT+9@ are filled in with the prefix and the ports after `port`), the config has them too: nginx
+# then listens on those ports as well, and a candidate port is given up when any of them is taken.
 
 if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
 apt_install() {
@@ -60,11 +62,19 @@ start_nginx() { # prefix
 
     port=""
     for attempt in $(seq 10); do
-        candidate=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+        # Below Linux's ephemeral range (32768 and up by default), where a client's connection may hold the
+        # port, or one of the extra servers' ports after it.
+        candidate=$((20000 + (RANDOM * 32768 + RANDOM) % 12000))
         port_in_use "$candidate" && continue
+        local extra="${nginx_extra_servers:-}" k
+        for k in 1 2 3 4 5 6 7 8 9; do extra=${extra//@PORT+$k@/$((candidate + k))}; done
+        extra=${extra//@PREFIX@/$prefix}
         sed -e "s|@PREFIX@|$prefix|g" -e "s|@PORT@|$candidate|g" -e "s|@USER_DIRECTIVE@|$user_directive|" \
             "$here/nginx/nginx.conf.template" |
-            awk -v temp="$temp_paths" '{ if ($0 == "@TEMP_PATHS@") print temp; else print }' >"$prefix/nginx.conf"
+            awk -v temp="$temp_paths" -v extra="$extra" '
+                $0 == "@TEMP_PATHS@" { print temp; next }
+                $0 ~ /^ *@EXTRA_SERVERS@$/ { if (extra != "") print extra; next }
+                { print }' >"$prefix/nginx.conf"
         : >"$prefix/error.log"
         "$NGINX" -p "$prefix" -e "$prefix/error.log" -c "$prefix/nginx.conf" >"$prefix/stdout.log" 2>&1 &
         nginx_pid=$!

@@ -12,7 +12,8 @@ func measureHeraldIdle(url: URL, seconds: Double) -> Never {
 }
 
 func runHerald(
-    url: URL, concurrency: Int, requests: Int, expectedBytes: Int, observedLogLevel: Logger.Level?, cache: String
+    url: URL, concurrency: Int, requests: Int, expectedBytes: Int, observedLogLevel: Logger.Level?, cache: String,
+    caFile: URL?, httpVersion: HTTPVersionChoice
 ) -> LoadOutcome {
     FileHandle.standardError.write(Data("TransferBench was built without the Herald client (TRANSFERBENCH_NO_HERALD)\n".utf8))
     exit(3)
@@ -23,7 +24,9 @@ func runHeraldDataMemory(url: URL, expectedBytes: Int) -> LargeOutcome {
     exit(3)
 }
 
-func runHeraldAsync(url: URL, concurrency: Int, requests: Int, expectedBytes: Int) -> LoadOutcome {
+func runHeraldAsync(
+    url: URL, concurrency: Int, requests: Int, expectedBytes: Int, caFile: URL?, httpVersion: HTTPVersionChoice
+) -> LoadOutcome {
     FileHandle.standardError.write(
         Data("TransferBench was built without the Herald client (TRANSFERBENCH_NO_HERALD)\n".utf8))
     exit(3)
@@ -40,16 +43,33 @@ struct DiscardingStream: TextOutputStream, Sendable {
     mutating func write(_ string: String) {}
 }
 
+/// Sets the session up for HTTPS against the benchmark's server: trusts the authority in `caFile` (when given)
+/// through the session's security policy, and asks for HTTP/1.1 only or for HTTP/2 where the TLS handshake
+/// offers it (``HTTPVersion/automatic``, Herald's default, which multiplexes requests on one connection).
+func applyProtocol(to configuration: inout SessionConfiguration, caFile: URL?, httpVersion: HTTPVersionChoice) {
+    if let caFile {
+        do {
+            configuration.securityPolicy = try SecurityPolicy.trustingCertificateAuthorities(pemFile: caFile)
+        } catch {
+            FileHandle.standardError.write(Data("cannot trust \(caFile.path): \(error)\n".utf8))
+            exit(1)
+        }
+    }
+    configuration.httpVersion = httpVersion == .http2 ? .automatic : .http1_1
+}
+
 /// Herald's SessionManager with a DataResponseSerializer, the way an app would use it; with
 /// `observedLogLevel`, the activity indicator, logging (at that level) and metrics observers are attached to
 /// its notification center. With `cache` `memory` or `disk`, the session has that response cache, and one
 /// request fills it before the measured phase.
 func runHerald(
-    url: URL, concurrency: Int, requests: Int, expectedBytes: Int, observedLogLevel: Logger.Level?, cache: String
+    url: URL, concurrency: Int, requests: Int, expectedBytes: Int, observedLogLevel: Logger.Level?, cache: String,
+    caFile: URL?, httpVersion: HTTPVersionChoice
 ) -> LoadOutcome {
     var configuration = SessionConfiguration()
     configuration.maximumConnectionsPerHost = concurrency
     configuration.maximumConnectionsTotal = max(concurrency, configuration.maximumConnectionsTotal)
+    applyProtocol(to: &configuration, caFile: caFile, httpVersion: httpVersion)
     let cacheFolder = FileManager.default.temporaryDirectory.appendingPathComponent("transferbench-cache-\(UUID())")
     defer { try? FileManager.default.removeItem(at: cacheFolder) }
     switch cache {
@@ -120,10 +140,13 @@ func runHerald(
 
 /// Herald's `async` API the way an app would await it: `concurrency` Swift tasks, each awaiting
 /// `data(for:)` and checking the response before its next request, until `requests` have completed.
-func runHeraldAsync(url: URL, concurrency: Int, requests: Int, expectedBytes: Int) -> LoadOutcome {
+func runHeraldAsync(
+    url: URL, concurrency: Int, requests: Int, expectedBytes: Int, caFile: URL?, httpVersion: HTTPVersionChoice
+) -> LoadOutcome {
     var configuration = SessionConfiguration()
     configuration.maximumConnectionsPerHost = concurrency
     configuration.maximumConnectionsTotal = max(concurrency, configuration.maximumConnectionsTotal)
+    applyProtocol(to: &configuration, caFile: caFile, httpVersion: httpVersion)
     let manager = SessionManager(configuration: configuration)
     let generator = LoadGenerator(total: requests, concurrency: concurrency) { _ in }
     let outcome = generator.runAsync { () async -> String? in

@@ -2,6 +2,7 @@
 //
 //   TransferBench --client urlsession|herald|herald-observed|herald-async|ahc --url URL --concurrency N --requests R
 //                 [--expect-bytes B] [--log-level LEVEL] [--cache none|memory|disk]
+//                 [--cacert PATH] [--http-version 1.1|2]
 //   TransferBench --client herald --url URL --idle-seconds S
 //   TransferBench --client urlsession|herald|ahc --url URL --mode download-file|data-memory --expect-bytes B
 //                 [--destination PATH]
@@ -33,6 +34,15 @@
 //   {"client":…,"concurrency":N,"requests":R,"failures":F,"seconds":S}
 // where S is the wall time from the first request to the last completion. CPU time and peak RSS
 // are measured from outside, by the script.
+//
+// HTTPS (the TLS rows of Docs/Performance.md): `--cacert PATH` makes the client trust the authority in PATH, which
+// issued the benchmark server's certificate (Herald: its session's security policy,
+// SecurityPolicy.trustingCertificateAuthorities(pemFile:); AsyncHTTPClient: its TLS configuration's trust roots;
+// URLSession: none, it refuses --cacert: FoundationNetworking on Linux trusts libcurl's default bundle alone, so
+// run-transfers.sh runs it where that bundle holds the authority, in a mount namespace of its own).
+// `--http-version 2` lets the client use HTTP/2 when the server offers it in the handshake (Herald: .automatic;
+// AsyncHTTPClient: .automatic); `1.1`, the default, keeps it to HTTP/1.1. URLSession has no such setting: it takes
+// what libcurl negotiates, so the script points it at a server that offers the version the row measures.
 //
 // The third form is one GET of a large body (the 256 MiB rows of Docs/Performance.md): `download-file`
 // uses the client's download API and moves the file to PATH (required), `data-memory` a data task that
@@ -73,13 +83,14 @@ runClient {
         report(
             runHeraldAsync(
                 url: options.url, concurrency: options.concurrency, requests: options.requests,
-                expectedBytes: options.expectedBytes),
+                expectedBytes: options.expectedBytes, caFile: options.caFile, httpVersion: options.httpVersion),
             options: options)
     }
     report(
         runHerald(
             url: options.url, concurrency: options.concurrency, requests: options.requests,
             expectedBytes: options.expectedBytes,
-            observedLogLevel: options.client == "herald-observed" ? logLevel : nil, cache: options.cache),
+            observedLogLevel: options.client == "herald-observed" ? logLevel : nil, cache: options.cache,
+            caFile: options.caFile, httpVersion: options.httpVersion),
         options: options)
 }

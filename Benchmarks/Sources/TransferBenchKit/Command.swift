@@ -5,6 +5,7 @@ import Foundation
 ///
 ///     TransferBench --client urlsession|herald|herald-observed|herald-async|ahc --url URL --concurrency N --requests R
 ///                   [--expect-bytes B] [--log-level LEVEL] [--cache none|memory|disk]
+///                   [--cacert PATH] [--http-version 1.1|2]
 ///     TransferBench --client herald --url URL --idle-seconds S
 ///     TransferBench --client urlsession|herald|ahc --url URL --mode download-file|data-memory --expect-bytes B
 ///                   [--destination PATH]
@@ -22,6 +23,13 @@ public struct Options: Sendable {
     /// `herald`'s response cache (`none`, `memory` or `disk`): with one, a warm-up request fills it before the
     /// measured phase (`make bench-cache`).
     public var cache = "none"
+    /// A PEM file of the authority that issued an HTTPS server's certificate, which the client trusts (Herald
+    /// through its session's security policy, AsyncHTTPClient through its TLS configuration's trust roots;
+    /// URLSession has no way to and refuses it).
+    public var caFile: URL?
+    /// The HTTP version the client asks for: `1.1` (HTTP/1.1 only) or `2` (HTTP/2 when the server offers it
+    /// in the TLS handshake, which every client here multiplexes on one connection).
+    public var httpVersion = HTTPVersionChoice.http1_1
 
     /// Parses the process's arguments; prints the usage and exits with status 2 when they don't parse.
     public static func parse() -> Options {
@@ -45,6 +53,10 @@ public struct Options: Sendable {
             case "--cache":
                 guard ["none", "memory", "disk"].contains(value) else { usage() }
                 options.cache = value
+            case "--cacert": options.caFile = URL(fileURLWithPath: value)
+            case "--http-version":
+                guard let version = HTTPVersionChoice(rawValue: value) else { usage() }
+                options.httpVersion = version
             default: usage()
             }
         }
@@ -55,6 +67,14 @@ public struct Options: Sendable {
     }
 }
 
+/// The HTTP version a client of the benchmark asks for.
+public enum HTTPVersionChoice: String, Sendable {
+    /// HTTP/1.1 only.
+    case http1_1 = "1.1"
+    /// HTTP/2 when the TLS handshake says the server speaks it, HTTP/1.1 otherwise.
+    case http2 = "2"
+}
+
 /// Prints the usage to standard error and exits with status 2.
 public func usage() -> Never {
     FileHandle.standardError.write(
@@ -63,7 +83,7 @@ public func usage() -> Never {
             usage: TransferBench --client urlsession|herald|herald-observed|herald-async|ahc --url URL
                                  --concurrency N --requests R
                                  [--expect-bytes B] [--log-level trace|debug|info|notice|warning|error|critical]
-                                 [--cache none|memory|disk]
+                                 [--cache none|memory|disk] [--cacert PATH] [--http-version 1.1|2]
                    TransferBench --client herald --url URL --idle-seconds S
                    TransferBench --client urlsession|herald|ahc --url URL --mode download-file|data-memory
                                  --expect-bytes B [--destination PATH]

@@ -3,21 +3,33 @@ import Foundation
 import TransferBenchKit
 import NIOCore
 import NIOPosix
+import NIOSSL
 import Synchronization
 
 /// AsyncHTTPClient as a Swift-on-server user sets it up: its own event loop group (NIO's singleton,
 /// one loop per core), HTTP/1.1 only, and a connection pool of `connections` per host.
-func makeAHCClient(connections: Int) -> HTTPClient {
+///
+/// Over HTTPS it trusts the authority in `caFile` (its TLS configuration's trust roots, the system's otherwise);
+/// with `httpVersion` `.http2` it lets the handshake choose HTTP/2 (`.automatic`), which it multiplexes on one
+/// connection per host.
+func makeAHCClient(connections: Int, caFile: URL? = nil, httpVersion: HTTPVersionChoice = .http1_1) -> HTTPClient {
     var configuration = HTTPClient.Configuration()
-    configuration.httpVersion = .http1Only
+    configuration.httpVersion = httpVersion == .http2 ? .automatic : .http1Only
+    if let caFile {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .file(caFile.path)
+        configuration.tlsConfiguration = tls
+    }
     configuration.connectionPool = .init(
         idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(connections, 1))
     return HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
 }
 
 /// 1 KiB GETs through AsyncHTTPClient's future-based `execute(request:)`, which collects the body.
-func runAHC(url: URL, concurrency: Int, requests: Int, expectedBytes: Int) -> LoadOutcome {
-    let client = makeAHCClient(connections: concurrency)
+func runAHC(
+    url: URL, concurrency: Int, requests: Int, expectedBytes: Int, caFile: URL?, httpVersion: HTTPVersionChoice
+) -> LoadOutcome {
+    let client = makeAHCClient(connections: concurrency, caFile: caFile, httpVersion: httpVersion)
     let request: HTTPClient.Request
     do {
         request = try HTTPClient.Request(url: url.absoluteString, method: .GET)

@@ -14,6 +14,13 @@ func uncachedSessionConfiguration() -> URLSessionConfiguration {
 }
 
 /// Foundation's URLSession (swift-corelibs-foundation's FoundationNetworking on Linux).
+///
+/// Over HTTPS it trusts what libcurl's default bundle of authorities holds and nothing else: FoundationNetworking
+/// on Linux has no server-trust challenge and no setting for it, and the environment (`SSL_CERT_FILE`,
+/// `SSL_CERT_DIR`, `CURL_CA_BUNDLE`, `URLSessionCertificateAuthorityInfoFile`) changes nothing. So `--cacert` is
+/// refused here; run-transfers.sh instead runs this client in a mount namespace of its own where that bundle has
+/// the test authority added. It has no HTTP version setting either: libcurl offers HTTP/2 in the handshake and the
+/// server's answer decides.
 func runURLSession(url: URL, concurrency: Int, requests: Int, expectedBytes: Int) -> LoadOutcome {
     let configuration = uncachedSessionConfiguration()
     configuration.httpMaximumConnectionsPerHost = concurrency

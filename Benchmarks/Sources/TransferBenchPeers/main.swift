@@ -6,6 +6,11 @@ import TransferBenchKit
 
 let options = Options.parse()
 guard options.idleSeconds == nil, ["urlsession", "ahc"].contains(options.client) else { usage() }
+if options.client == "urlsession" && options.caFile != nil {
+    FileHandle.standardError.write(
+        Data("URLSession on Linux cannot be told to trust another authority: --cacert is for the other clients\n".utf8))
+    exit(2)
+}
 
 runClient {
     if let mode = options.mode {
@@ -18,7 +23,9 @@ runClient {
     }
     let outcome =
         options.client == "ahc"
-        ? runAHC(url: options.url, concurrency: options.concurrency, requests: options.requests, expectedBytes: options.expectedBytes)
+        ? runAHC(
+            url: options.url, concurrency: options.concurrency, requests: options.requests,
+            expectedBytes: options.expectedBytes, caFile: options.caFile, httpVersion: options.httpVersion)
         : runURLSession(
             url: options.url, concurrency: options.concurrency, requests: options.requests,
             expectedBytes: options.expectedBytes)
