@@ -18,6 +18,8 @@ final class EasyHandleProfile: Equatable, Sendable {
         var method: String
         /// Whether the body is decoded before it reaches the sink (a body in memory; a file keeps the bytes).
         var decodesContent: Bool
+        /// libcurl's receive buffer for the sink.
+        var receiveBufferSize: Int
         var httpVersion: ProtocolVersion
         var requestTimeout: TimeInterval
         var resourceTimeout: TimeInterval

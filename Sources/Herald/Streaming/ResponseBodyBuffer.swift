@@ -99,13 +99,29 @@ final class ResponseBodyBuffer: Sendable {
     /// Bytes of the current response's body.
     package func write(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+        // Whole elements are copied out of libcurl's buffer before the lock is taken, so that a consumer taking
+        // elements meanwhile never waits on a copy (a read is up to 512 KiB); the rest, less than an element,
+        // joins the tail under the lock.
+        let maximumChunkSize = policy.maximumChunkSize
+        let wholeBytes = bytes.count - bytes.count % maximumChunkSize
+        let whole = stride(from: 0, to: wholeBytes, by: maximumChunkSize).map { offset in
+            Data(bytes: base + offset, count: maximumChunkSize)
+        }
         let handOff = state.withLock { state -> (CheckedContinuation<Result<Data?, HeraldError>, Never>, Data)? in
             if state.held != nil {
                 state.held?.append(base.assumingMemoryBound(to: UInt8.self), count: bytes.count)
                 return nil
             }
+            if !whole.isEmpty {
+                // After what the tail holds, in order.
+                if !state.tail.isEmpty {
+                    state.chunks.append(state.tail)
+                    state.tail = Data()
+                }
+                state.chunks.append(contentsOf: whole)
+            }
             // Into the tail up to the largest element, the rest into the next.
-            var offset = 0
+            var offset = wholeBytes
             while offset < bytes.count {
                 if state.tail.isEmpty { state.tail.reserveCapacity(min(policy.maximumChunkSize, 64 << 10)) }
                 let count = min(bytes.count - offset, policy.maximumChunkSize - state.tail.count)
@@ -181,17 +197,30 @@ final class ResponseBodyBuffer: Sendable {
 
     /// The next element, `nil` at the end, or the error the task completed with after the last element.
     func next() async -> Result<Data?, HeraldError> {
-        let (result, wake) = await withCheckedContinuation {
-            (continuation: CheckedContinuation<Result<Data?, HeraldError>, Never>) in
-            let ready = state.withLock { state -> Result<Data?, HeraldError>? in
-                if state.chunks.isEmpty, state.tail.isEmpty, state.end == nil {
-                    state.consumer = continuation
-                    return nil
+        // What is waiting is taken without suspending: a continuation resumed at once would still put the
+        // consuming task back on its executor, a thread wake-up for every element of a body arriving faster
+        // than it is consumed.
+        let ready = state.withLock { state -> Result<Data?, HeraldError>? in
+            if state.chunks.isEmpty, state.tail.isEmpty, state.end == nil { return nil }
+            return Self.next(from: &state)
+        }
+        let (result, wake): (Result<Data?, HeraldError>, Transfer?)
+        if let ready {
+            (result, wake) = ready.withDrain(of: self)
+        } else {
+            (result, wake) = await withCheckedContinuation {
+                (continuation: CheckedContinuation<Result<Data?, HeraldError>, Never>) in
+                // Checked again: bytes or the end may have come since.
+                let ready = state.withLock { state -> Result<Data?, HeraldError>? in
+                    if state.chunks.isEmpty, state.tail.isEmpty, state.end == nil {
+                        state.consumer = continuation
+                        return nil
+                    }
+                    return Self.next(from: &state)
                 }
-                return Self.next(from: &state)
-            }
-            if let ready { continuation.resume(returning: ready) }
-        }.withDrain(of: self)
+                if let ready { continuation.resume(returning: ready) }
+            }.withDrain(of: self)
+        }
         if let wake { resume(wake) }
         return result
     }

@@ -58,6 +58,27 @@ struct ResponseBodyBufferTests {
         #expect(String(decoding: received, as: UTF8.self) == "hello world")
     }
 
+    @Test(
+        "writes become elements of at most the largest size, in order: small writes join the tail, whole elements of a large write follow it"
+    )
+    func elementBoundaries() async throws {
+        let (session, buffer, body) = try Self.stream(
+            policy: StreamBufferPolicy(highWatermark: 1 << 20, lowWatermark: 0, maximumChunkSize: 4))
+        defer { session.invalidate(cancelingTasks: true) }
+        buffer.headDidEnd(Self.response(200))
+        Self.write("ab", to: buffer)
+        Self.write("c", to: buffer)
+        // Two whole elements and a remainder: after the tail "abc", then "defg" "hijk", then "lm" joins the tail.
+        Self.write("defghijklm", to: buffer)
+        Self.write("no", to: buffer)
+        // Exactly one whole element, after the tail.
+        Self.write("pqrs", to: buffer)
+        buffer.finish(response: Self.response(200), error: nil)
+        var elements: [String] = []
+        for try await chunk in body { elements.append(String(decoding: chunk, as: UTF8.self)) }
+        #expect(elements == ["abc", "defg", "hijk", "lmno", "pqrs"])
+    }
+
     @Test("a redirect's body is held and dropped when the next response begins; a 4xx is handed over at the end")
     func heldResponses() async throws {
         let (session, buffer, body) = try Self.stream()
