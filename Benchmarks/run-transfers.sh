@@ -35,15 +35,20 @@
 # easy handle per request instead of reusing one per slot. --keep keeps the temp dir (nginx
 # config and logs, each client's output).
 #
-# Large transfers (the 256 MiB rows of Docs/Performance.md), after the 1 KiB rows: one GET of an N MiB file of random bytes
-# (--large-mib, default 256; generated once per run in the temp dir), per client, in two modes:
+# Large transfers (the 1 GiB rows of Docs/Performance.md), after the 1 KiB rows: one GET of an N MiB file of random bytes
+# (--large-mib, default 1024, large enough that a process's start-up is noise; generated once per run in the temp
+# dir), per client, in three modes:
 # download-file (C: fwrite to a file; URLSession: downloadTask(with:) moving the temporary file;
 # Herald: downloadTask(with:progress:destination:completionHandler:); AsyncHTTPClient: its FileDownloadDelegate)
 # and data-memory (C: one growing buffer; URLSession and Herald: a data task, Herald's with a
-# DataResponseSerializer; AsyncHTTPClient: execute(request:), which collects the body). Each checks the
-# size, and the script compares every downloaded file with the source (cmp) before deleting it.
+# DataResponseSerializer; AsyncHTTPClient: execute(request:), which collects the body), and stream (C: a write
+# callback that counts the bytes; Herald: bytes(for:); AsyncHTTPClient: the async execute(_:timeout:)'s body
+# sequence; each consumer counts every chunk's bytes and keeps none; URLSession on Linux has no streamed body).
+# Each checks the size, and the script compares every downloaded file with the source (cmp) before deleting it.
 # MiB/s is N MiB over the client's own wall time of the transfer (resume to the end of the completion
-# handler, the move included); CPU seconds and peak RSS are of the whole process, from wait4(2).
+# handler, the move included); CPU seconds (and CPU milliseconds per MiB) and peak RSS are of the whole process,
+# from wait4(2). Herald's targets: at least 0.9x C's MiB/s at most 1.3x its CPU per MiB, in both modes.
+# `--protocols none --tls-fresh none` leaves out every 1 KiB row: the large rows alone.
 # Each large run starts after a `sync` (not timed), so that writeback of earlier writes doesn't land in it.
 # The source file stays mapped in memory for the whole run (CClient/hold-resident.c), so that no download
 # waits for nginx to read back pages the kernel dropped.
@@ -89,7 +94,7 @@ json_file=""
 c_flags=()
 keep=0
 runs=1
-large_mib=256
+large_mib=1024
 skip_large=0
 baseline_bin=""
 baseline_client=herald
@@ -134,6 +139,7 @@ for n in $concurrencies $tls_concurrencies $fresh_concurrencies; do
 done
 [ -n "$fresh_requests" ] || fresh_requests=$(( requests / 40 > 0 ? requests / 40 : 1 ))
 [[ "$fresh_requests" =~ ^[1-9][0-9]*$ ]] || { echo "run-transfers: --fresh-requests must be a positive integer" >&2; exit 2; }
+[ "$protocols" != none ] || protocols=""
 for p in $protocols; do
     case "$p" in http1 | https1 | h2) ;; *) echo "run-transfers: unknown protocol '$p'" >&2; exit 2 ;; esac
 done
@@ -462,7 +468,7 @@ for n in $rows; do
 done
 
 # ---------------------------------------------------------------- large transfers
-large_modes="download-file data-memory"
+large_modes="download-file data-memory stream"
 declare -A lsecs lmbps lcpu lrss lskip
 
 run_large() { # client mode run → results under "client-mode#run"
@@ -478,6 +484,8 @@ run_large() { # client mode run → results under "client-mode#run"
             --download-to "$dest" "$large_url" 1 1) ;;
         c/data-memory) cmd=("$here/CClient/curl-uv-client" --buffer-size "$c_memory_buffer" --expect-bytes "$large_bytes"
             --in-memory "$large_url" 1 1) ;;
+        c/stream) cmd=("$here/CClient/curl-uv-client" --buffer-size "$c_memory_buffer" --expect-bytes "$large_bytes"
+            --stream "$large_url" 1 1) ;;
         *) cmd=("$swift_bin" --client "$client" --url "$large_url" --mode "$mode" --expect-bytes "$large_bytes")
             if [ "$mode" = download-file ]; then cmd+=(--destination "$dest"); fi ;;
     esac
@@ -528,6 +536,10 @@ if [ "$skip_large" = 0 ]; then
     for run in $(seq "$runs"); do
         for mode in $large_modes; do
             for client in $large_clients; do
+                if [ "$client/$mode" = urlsession/stream ]; then
+                    lskip[$client-$mode]="not measured: URLSession on Linux has no streamed body"
+                    continue
+                fi
                 if [ "$client/$mode" = herald/download-file ] && [ "$herald_download_missing" = 1 ]; then
                     lskip[$client-$mode]="not measured: Herald has no downloadTask(with:progress:destination:completionHandler:) in this checkout"
                     continue
@@ -677,41 +689,61 @@ if [ -n "$tls_rows" ] && [[ " $clients " == *" herald "* ]]; then
 fi
 
 # Target verdicts for Herald's large rows: "PASS"/"MISS" plus the numbers, or empty when not measured.
+cpu_per_mib() { # CPU seconds → CPU milliseconds per MiB of the large body
+    awk -v c="$1" -v m="$large_mib" 'BEGIN { printf "%.2f", c * 1000 / m }'
+}
+
 large_verdict() { # mode → sets verdict (one line) and meets (true/false/null)
     verdict="" meets=null
     local mode=$1 tag="herald-$1"
     [ -n "${lmbps[$tag]:-}" ] || return 0
+    # Against C: MiB/s at least 0.9x its, at most 1.3x its CPU per MiB.
+    local r ok_speed=null cpu_r ok_cpu=null ok_rss over ahc_r ok_ahc=true
+    r=$(ratio "${lmbps[$tag]}" "${lmbps[c-$mode]:-}")
+    cpu_r=$(ratio "${lcpu[$tag]}" "${lcpu[c-$mode]:-}")
+    if [ -n "$r" ] && [ -n "$cpu_r" ]; then
+        ok_speed=$(awk -v r="$r" 'BEGIN { print (r >= 0.9) ? "true" : "false" }')
+        ok_cpu=$(awk -v r="$cpu_r" 'BEGIN { print (r <= 1.3) ? "true" : "false" }')
+        verdict="$(pf "$ok_speed") ${r}x the C client's MiB/s (target >= 0.9x); "
+        verdict+="$(pf "$ok_cpu") ${cpu_r}x its CPU per MiB (target <= 1.3x); "
+    else
+        verdict="(no C row to compare with); "
+    fi
     case "$mode" in
         download-file)
-            local r ok_speed=null ok_rss
-            r=$(ratio "${lmbps[$tag]}" "${lmbps[c-$mode]:-}")
             ok_rss=$(awk -v m="${lrss[$tag]}" 'BEGIN { print (m <= 32) ? "true" : "false" }')
-            if [ -n "$r" ]; then
-                ok_speed=$(awk -v r="$r" 'BEGIN { print (r >= 0.9) ? "true" : "false" }')
-                verdict="$(pf "$ok_speed") ${r}x the C client's MiB/s (target >= 0.9x); "
-            else
-                verdict="(no C row to compare MiB/s with); "
-            fi
             verdict+="$(pf "$ok_rss") peak RSS ${lrss[$tag]} MiB (target <= 32 MiB)"
-            meets=$ok_rss
-            if [ "$ok_speed" = false ]; then meets=false; elif [ "$ok_speed" = null ]; then meets=null; fi
+            ;;
+        stream)
+            # Nothing is kept: the process's size, as to a file.
+            ok_rss=$(awk -v m="${lrss[$tag]}" 'BEGIN { print (m <= 32) ? "true" : "false" }')
+            verdict+="$(pf "$ok_rss") peak RSS ${lrss[$tag]} MiB (target <= 32 MiB)"
+            if [ -n "${lmbps[ahc-$mode]:-}" ]; then
+                ahc_r=$(ratio "${lmbps[$tag]}" "${lmbps[ahc-$mode]}")
+                ok_ahc=$(awk -v r="$ahc_r" 'BEGIN { print (r > 1) ? "true" : "false" }')
+                verdict+="; $(pf "$ok_ahc") ${ahc_r}x AsyncHTTPClient's MiB/s (target: ahead of it)"
+            fi
             ;;
         data-memory)
-            local over
             over=$(awk -v m="${lrss[$tag]}" -v b="$large_mib" 'BEGIN { printf "%.1f", m - b }')
-            meets=$(awk -v o="$over" 'BEGIN { print (o <= 32) ? "true" : "false" }')
-            verdict="$(pf "$meets") peak RSS ${lrss[$tag]} MiB = body + $over MiB (target <= body + 32 MiB)"
+            ok_rss=$(awk -v o="$over" 'BEGIN { print (o <= 32) ? "true" : "false" }')
+            verdict+="$(pf "$ok_rss") peak RSS ${lrss[$tag]} MiB = body + $over MiB (target <= body + 32 MiB)"
             if [ -n "${lrss[urlsession-$mode]:-}" ]; then
                 verdict+="; URLSession $(ratio "${lrss[urlsession-$mode]}" "$large_mib")x the body (reference: 2.1x)"
             fi
             ;;
     esac
+    meets=$ok_rss
+    for ok in "$ok_speed" "$ok_cpu" "$ok_ahc"; do
+        if [ "$ok" = false ]; then meets=false; elif [ "$ok" = null ] && [ "$meets" = true ]; then meets=null; fi
+    done
 }
 
 if [ "$skip_large" = 0 ]; then
     echo
     echo "Large transfers: one GET of $large_mib MiB$median; sizes checked, downloaded files compared with the source (cmp)"
-    printf '%-11s %-14s %9s %9s %8s %9s %7s %8s %7s\n' client mode seconds "MiB/s" "CPU s" "RSS MiB" "vs C" "vs URLS" "vs AHC"
+    printf '%-11s %-14s %9s %9s %8s %10s %9s %7s %9s %8s %7s\n' client mode seconds "MiB/s" "CPU s" "CPU ms/MiB" \
+        "RSS MiB" "vs C" "CPU vs C" "vs URLS" "vs AHC"
     for mode in $large_modes; do
         for client in $large_clients; do
             tag="$client-$mode"
@@ -723,12 +755,14 @@ if [ "$skip_large" = 0 ]; then
                 printf '%-11s %-14s %9s\n' "$client" "$mode" FAILED
                 continue
             fi
-            vs_c="" vs_u="" vs_a=""
+            vs_c="" vs_u="" vs_a="" cpu_vs_c=""
             [ "$client" = c ] || vs_c=$(ratio "${lmbps[$tag]}" "${lmbps[c-$mode]:-}")
+            [ "$client" = c ] || cpu_vs_c=$(ratio "${lcpu[$tag]}" "${lcpu[c-$mode]:-}")
             [ "$client" = urlsession ] || vs_u=$(ratio "${lmbps[$tag]}" "${lmbps[urlsession-$mode]:-}")
             [ "$client" = ahc ] || vs_a=$(ratio "${lmbps[$tag]}" "${lmbps[ahc-$mode]:-}")
-            printf '%-11s %-14s %9s %9s %8s %9s %7s %8s %7s\n' "$client" "$mode" "${lsecs[$tag]}" "${lmbps[$tag]}" \
-                "${lcpu[$tag]}" "${lrss[$tag]}" "${vs_c:+${vs_c}x}" "${vs_u:+${vs_u}x}" "${vs_a:+${vs_a}x}"
+            printf '%-11s %-14s %9s %9s %8s %10s %9s %7s %9s %8s %7s\n' "$client" "$mode" "${lsecs[$tag]}" \
+                "${lmbps[$tag]}" "${lcpu[$tag]}" "$(cpu_per_mib "${lcpu[$tag]}")" "${lrss[$tag]}" "${vs_c:+${vs_c}x}" \
+                "${cpu_vs_c:+${cpu_vs_c}x}" "${vs_u:+${vs_u}x}" "${vs_a:+${vs_a}x}"
         done
     done
     if [[ " $clients " == *" herald "* ]]; then

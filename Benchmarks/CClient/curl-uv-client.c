@@ -18,8 +18,10 @@
  *                       compares PATH with the source.
  *   --in-memory         collects the body in one growing heap buffer (doubling realloc; glibc
  *                       grows large blocks with mremap, so growing does not copy).
- * Both need CONCURRENCY = REQUESTS = 1 and --expect-bytes, and print
- *   {"client":"c","mode":"download-file"|"data-memory","bytes":B,"seconds":S,...}
+ *   --stream            counts the body's bytes as they arrive and keeps none: what a consumer of a
+ *                       streamed body that only looks at each chunk costs.
+ * Each needs CONCURRENCY = REQUESTS = 1 and --expect-bytes, and prints
+ *   {"client":"c","mode":"download-file"|"data-memory"|"stream","bytes":B,"seconds":S,...}
  * --buffer-size N sets CURLOPT_BUFFERSIZE (curl's default is 16 KiB).
  * --header LINE (repeatable) adds a request header line (CURLOPT_HTTPHEADER), to measure what the
  * request headers a library sends by default cost libcurl itself.
@@ -41,7 +43,7 @@
  *
  * usage: curl-uv-client [--fresh] [--expect-bytes N] [--buffer-size N] [--header LINE]...
  *                       [--cacert PATH] [--http2] [--fresh-connections] [--no-session-reuse]
- *                       [--download-to PATH | --in-memory] URL CONCURRENCY REQUESTS
+ *                       [--download-to PATH | --in-memory | --stream] URL CONCURRENCY REQUESTS
  */
 #include <curl/curl.h>
 #include <uv.h>
@@ -75,6 +77,7 @@ static int fresh_handles;
 static transfer *transfers; /* CONCURRENCY slots */
 static const char *download_path; /* --download-to */
 static int in_memory;            /* --in-memory */
+static int stream_only;          /* --stream */
 static long buffer_size;         /* --buffer-size, 0: curl's default */
 static struct curl_slist *extra_headers; /* --header lines, on every easy handle */
 static const char *ca_file;      /* --cacert */
@@ -283,7 +286,7 @@ static double now_seconds(void) {
 static void usage(void) {
     fprintf(stderr, "usage: curl-uv-client [--fresh] [--expect-bytes N] [--buffer-size N] [--header LINE]...\n"
                     "                      [--cacert PATH] [--http2] [--fresh-connections] [--no-session-reuse]\n"
-                    "                      [--download-to PATH | --in-memory] URL CONCURRENCY REQUESTS\n");
+                    "                      [--download-to PATH | --in-memory | --stream] URL CONCURRENCY REQUESTS\n");
     exit(2);
 }
 
@@ -300,6 +303,8 @@ int main(int argc, char **argv) {
             download_path = argv[++argi];
         } else if (strcmp(argv[argi], "--in-memory") == 0) {
             in_memory = 1;
+        } else if (strcmp(argv[argi], "--stream") == 0) {
+            stream_only = 1;
         } else if (strcmp(argv[argi], "--cacert") == 0 && argi + 1 < argc) {
             ca_file = argv[++argi];
         } else if (strcmp(argv[argi], "--http2") == 0) {
@@ -324,7 +329,8 @@ int main(int argc, char **argv) {
     long concurrency = strtol(argv[argi + 1], NULL, 10);
     requests_total = strtol(argv[argi + 2], NULL, 10);
     if (concurrency < 1 || requests_total < 1) usage();
-    if ((download_path || in_memory) && (concurrency != 1 || requests_total != 1 || (download_path && in_memory)))
+    if ((download_path || in_memory || stream_only) &&
+        (concurrency != 1 || requests_total != 1 || (!!download_path + in_memory + stream_only) > 1))
         usage();
 
     if (curl_global_init(CURL_GLOBAL_ALL) != CURLE_OK) {
@@ -353,10 +359,11 @@ int main(int argc, char **argv) {
     uv_run(loop, UV_RUN_DEFAULT);
     double seconds = now_seconds() - t0;
 
-    if (download_path || in_memory) {
+    if (download_path || in_memory || stream_only) {
         printf("{\"client\":\"c\",\"mode\":\"%s\",\"requests\":%ld,\"failures\":%ld,\"bytes\":%zu,"
                "\"seconds\":%.6f}\n",
-               download_path ? "download-file" : "data-memory", completed, failures, transfers[0].bytes, seconds);
+               download_path ? "download-file" : in_memory ? "data-memory" : "stream", completed, failures,
+               transfers[0].bytes, seconds);
     } else {
         printf("{\"client\":\"c\",\"concurrency\":%ld,\"requests\":%ld,\"failures\":%ld,"
                "\"seconds\":%.6f,\"handles\":\"%s\",\"http_version\":\"%s\"}\n",

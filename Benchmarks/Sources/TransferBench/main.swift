@@ -4,7 +4,7 @@
 //                 [--expect-bytes B] [--log-level LEVEL] [--cache none|memory|disk]
 //                 [--cacert PATH] [--http-version 1.1|2]
 //   TransferBench --client herald --url URL --idle-seconds S
-//   TransferBench --client urlsession|herald|ahc --url URL --mode download-file|data-memory --expect-bytes B
+//   TransferBench --client urlsession|herald|ahc --url URL --mode download-file|data-memory|stream --expect-bytes B
 //                 [--destination PATH]
 //
 // This binary holds Herald's clients and links nothing else: `--client urlsession|ahc` replaces the process
@@ -44,9 +44,10 @@
 // AsyncHTTPClient: .automatic); `1.1`, the default, keeps it to HTTP/1.1. URLSession has no such setting: it takes
 // what libcurl negotiates, so the script points it at a server that offers the version the row measures.
 //
-// The third form is one GET of a large body (the 256 MiB rows of Docs/Performance.md): `download-file`
+// The third form is one GET of a large body (the 1 GiB rows of Docs/Performance.md): `download-file`
 // uses the client's download API and moves the file to PATH (required), `data-memory` a data task that
-// collects the body in memory. It checks status 200 and B bytes (the script compares the file with the
+// collects the body in memory, `stream` the client's streamed body, whose consumer counts each chunk's bytes
+// (Herald's `bytes(for:)`, AsyncHTTPClient's body sequence; URLSession on Linux has none). It checks status 200 and B bytes (the script compares the file with the
 // source) and prints
 //   {"client":…,"mode":…,"requests":1,"failures":0|1,"bytes":B,"seconds":S}
 // where S runs from resume() to the end of the completion handler (the move included).
@@ -76,6 +77,8 @@ runClient {
                 mode: mode, options: options)
         case .dataMemory:
             report(runHeraldDataMemory(url: options.url, expectedBytes: options.expectedBytes), mode: mode, options: options)
+        case .stream:
+            report(runHeraldStream(url: options.url, expectedBytes: options.expectedBytes), mode: mode, options: options)
         }
     }
     if options.cache != "none" && options.client != "herald" { usage() }

@@ -1,12 +1,15 @@
 import Foundation
 import Synchronization
 
-/// The two large-body modes of Docs/Performance.md's 256 MiB rows (`--mode`): one GET of the whole body.
+/// The large-body modes of Docs/Performance.md's 1 GiB rows (`--mode`): one GET of the whole body.
 public enum LargeMode: String, Sendable {
     /// The body goes to a file (`--destination`) as it arrives; the client's download API.
     case downloadFile = "download-file"
     /// The body is collected in memory; the client's data task.
     case dataMemory = "data-memory"
+    /// The body is streamed to a consumer that counts each chunk's bytes and keeps none: Herald's
+    /// `bytes(for:)`, AsyncHTTPClient's response body as an async sequence.
+    case stream
 }
 
 /// What one large transfer produced: the body size the client saw, the wall time from `resume()` to the

@@ -61,7 +61,8 @@ func runAHC(
 
 /// One large GET through AsyncHTTPClient: `download-file` streams the body to `destination` with its
 /// `FileDownloadDelegate` (writes through NIO's `NonBlockingFileIO` thread pool); `data-memory` collects
-/// the body with `execute(request:)`.
+/// the body with `execute(request:)`; `stream` counts the bytes of the async `execute(_:timeout:)`'s body
+/// sequence as they arrive.
 func runAHCLarge(url: URL, mode: LargeMode, destination: URL?, expectedBytes: Int) -> LargeOutcome {
     let client = makeAHCClient(connections: 1)
     defer { try? client.syncShutdown() }
@@ -72,6 +73,25 @@ func runAHCLarge(url: URL, mode: LargeMode, destination: URL?, expectedBytes: In
         return LargeOutcome(failure: "bad URL \(url): \(error)")
     }
     switch mode {
+    case .stream:
+        return measureLarge { finish in
+            Task {
+                do {
+                    let response = try await client.execute(HTTPClientRequest(url: url.absoluteString), timeout: .hours(1))
+                    var count = 0
+                    for try await buffer in response.body { count += buffer.readableBytes }
+                    var outcome = LargeOutcome(bytes: count)
+                    if response.status != .ok {
+                        outcome.failure = "status \(response.status.code)"
+                    } else if count != expectedBytes {
+                        outcome.failure = "\(count) body bytes, expected \(expectedBytes)"
+                    }
+                    finish(outcome)
+                } catch {
+                    finish(LargeOutcome(failure: "\(error)"))
+                }
+            }
+        }
     case .dataMemory:
         return measureLarge { finish in
             client.execute(request: request).whenComplete { result in

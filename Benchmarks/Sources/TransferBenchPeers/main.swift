@@ -12,6 +12,11 @@ if options.client == "urlsession" && options.caFile != nil {
     exit(2)
 }
 
+if options.client == "urlsession" && options.mode == .stream {
+    FileHandle.standardError.write(Data("URLSession on Linux has no streamed body (bytes(for:)): no stream mode\n".utf8))
+    exit(2)
+}
+
 runClient {
     if let mode = options.mode {
         let outcome =
