@@ -12,7 +12,7 @@
  * one easy handle per request instead. Either way the multi handle's
  * connection cache keeps HTTP/1.1 connections alive across requests.
  *
- * Large transfers (the 256 MiB rows of Docs/Performance.md) run one GET of the whole body:
+ * Large transfers (the 1 GiB rows of Docs/Performance.md) run one GET of the whole body:
  *   --download-to PATH  writes the body to PATH as it arrives (fwrite, stdio-buffered, like the
  *                       curl tool) and closes it when the transfer ends (no fsync); the script
  *                       compares PATH with the source.
