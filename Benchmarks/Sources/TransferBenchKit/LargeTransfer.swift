@@ -30,6 +30,18 @@ public struct LargeOutcome: Sendable {
     }
 }
 
+extension LargeOutcome {
+    /// A streamed body's outcome: `bytes` counted, failed unless the status is 200 and the count `expectedBytes`.
+    public init(streamedBytes bytes: Int, status: Int, expectedBytes: Int) {
+        self.init(bytes: bytes)
+        if status != 200 {
+            failure = "status \(status)"
+        } else if bytes != expectedBytes {
+            failure = "\(bytes) body bytes, expected \(expectedBytes)"
+        }
+    }
+}
+
 /// Runs one large transfer: `start` is handed a `finish` callback that it must call exactly once, from
 /// any thread, when the transfer is over; blocks until then and times it.
 public func measureLarge(_ start: (@escaping @Sendable (LargeOutcome) -> Void) -> Void) -> LargeOutcome {

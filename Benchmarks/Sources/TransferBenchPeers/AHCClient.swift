@@ -77,16 +77,13 @@ func runAHCLarge(url: URL, mode: LargeMode, destination: URL?, expectedBytes: In
         return measureLarge { finish in
             Task {
                 do {
-                    let response = try await client.execute(HTTPClientRequest(url: url.absoluteString), timeout: .hours(1))
+                    let response = try await client.execute(
+                        HTTPClientRequest(url: url.absoluteString), timeout: .hours(1))
                     var count = 0
                     for try await buffer in response.body { count += buffer.readableBytes }
-                    var outcome = LargeOutcome(bytes: count)
-                    if response.status != .ok {
-                        outcome.failure = "status \(response.status.code)"
-                    } else if count != expectedBytes {
-                        outcome.failure = "\(count) body bytes, expected \(expectedBytes)"
-                    }
-                    finish(outcome)
+                    finish(
+                        LargeOutcome(
+                            streamedBytes: count, status: Int(response.status.code), expectedBytes: expectedBytes))
                 } catch {
                     finish(LargeOutcome(failure: "\(error)"))
                 }
