@@ -129,8 +129,14 @@ fleet-rules: fleet-deps
 ## fleet-test: the fleet's rules (fleet-rules), then its tests: Prometheus's answers about service A's Herald client
 ## under their Prometheus names, HELP lines and buckets, the connection wait's share of the p99, one trace through
 ## A and B with the resource attributes and connection timings.
+## The fleet builds in the library's build folder (FLEET_SCRATCH, default .build), not in one of its own: there the
+## Herald, SwiftNIO, swift-log, swift-metrics and tracing modules that the library's build made are reused rather
+## than compiled again, and only what the fleet adds (Hummingbird, swift-otel and its HTTP client with BoringSSL,
+## swift-prometheus, the fleet's own targets) is compiled.
+FLEET_SCRATCH ?= $(CURDIR)/.build
 fleet-test: fleet-deps fleet-rules
-	cd $(FLEET) && $(SWIFT) build --build-tests && $(LOOPBACK_ONLY) $(SWIFT) test --skip-build
+	cd $(FLEET) && $(SWIFT) build --build-tests --scratch-path $(FLEET_SCRATCH) && \
+		$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --scratch-path $(FLEET_SCRATCH)
 
 ## fleet-demo: starts the fleet and Prometheus on loopback, sends a few hundred requests, prints PromQL answers
 ## (request rate, p50/p99 latency by status class, connection wait, the rules' recorded series) and the trace tree
@@ -139,8 +145,8 @@ fleet-test: fleet-deps fleet-rules
 ## Prometheus URL it prints opens in a browser here (every process still listens on 127.0.0.1 only).
 FLEET_DEMO_SECONDS ?= $(if $(KEEP),0,)
 fleet-demo: fleet-deps
-	cd $(FLEET) && $(SWIFT) build && \
-		$(if $(FLEET_DEMO_SECONDS),FLEET_DEMO_SECONDS=$(FLEET_DEMO_SECONDS),$(LOOPBACK_ONLY)) .build/debug/fleet-demo
+	cd $(FLEET) && $(SWIFT) build --scratch-path $(FLEET_SCRATCH) && \
+		$(if $(FLEET_DEMO_SECONDS),FLEET_DEMO_SECONDS=$(FLEET_DEMO_SECONDS),$(LOOPBACK_ONLY)) $(FLEET_SCRATCH)/debug/fleet-demo
 
 ## test-tsan: the notification-center, engine and session tests under ThreadSanitizer.
 test-tsan: deps
