@@ -96,8 +96,10 @@ test: deps
 	@# The 1 GiB slow-consumer stream measures its own RSS growth too: alone, in a process of its own.
 	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --filter LargeStreamingTests
 	@# The samples (activity-counter and its CLI tests) build against Herald by path in a package of their own,
-	@# so that users of Herald never resolve swift-argument-parser.
-	cd Samples && $(SWIFT) build --build-tests && $(LOOPBACK_ONLY) $(SWIFT) test --skip-build
+	@# so that users of Herald never resolve swift-argument-parser; in the library's build folder, so that the
+	@# Herald, SwiftNIO and swift-crypto modules just built for the library's tests are reused, not compiled again.
+	cd Samples && $(SWIFT) build --build-tests --scratch-path $(CURDIR)/.build && \
+		$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --scratch-path $(CURDIR)/.build
 	@# The fleet (Hummingbird services, swift-otel, swift-prometheus, a real Prometheus): a package of its own.
 	$(MAKE) fleet-test
 
