@@ -96,8 +96,8 @@ test: deps
 	@# The 1 GiB slow-consumer stream measures its own RSS growth too: alone, in a process of its own.
 	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --filter LargeStreamingTests
 	@# The samples (activity-counter and its CLI tests) build against Herald by path in a package of their own,
-	@# so that users of Herald never resolve swift-argument-parser. With SHARED_SCRATCH=1, in the library's build
-	@# folder (see SAMPLES_SCRATCH).
+	@# so that users of Herald never resolve swift-argument-parser; in the library's build folder unless
+	@# SHARED_SCRATCH is empty (see fleet-test).
 	cd Samples && $(SWIFT) build --build-tests --scratch-path $(SAMPLES_SCRATCH) && \
 		$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --scratch-path $(SAMPLES_SCRATCH)
 	@# The fleet (Hummingbird services, swift-otel, swift-prometheus, a real Prometheus): a package of its own.
@@ -131,14 +131,14 @@ fleet-rules: fleet-deps
 ## fleet-test: the fleet's rules (fleet-rules), then its tests: Prometheus's answers about service A's Herald client
 ## under their Prometheus names, HELP lines and buckets, the connection wait's share of the p99, one trace through
 ## A and B with the resource attributes and connection timings.
-## SHARED_SCRATCH=1 (.ci/run sets it) builds the samples and the fleet in the library's build folder, .build, rather
-## than in Samples/.build and Samples/Fleet/.build: the Herald, SwiftNIO, swift-crypto, swift-log, swift-metrics and
+## The samples and the fleet build in the library's build folder, .build (SHARED_SCRATCH=1, the default), rather than
+## in Samples/.build and Samples/Fleet/.build: the Herald, SwiftNIO, swift-crypto, swift-log, swift-metrics and
 ## tracing modules that the library's build made there are reused rather than compiled twice more, and only what
 ## each package adds is compiled (for the fleet: Hummingbird, swift-otel and its HTTP client with BoringSSL,
-## swift-prometheus, its own targets). It is for a clone that builds once, as CI's: each package resolved in a
-## shared folder removes the checkouts it doesn't use, so on the next run the library's build takes the fleet's
-## away and the fleet checks them out again and compiles them anew. Left unset, each package keeps its own folder.
-SHARED_SCRATCH ?=
+## swift-prometheus, its own targets). Each package resolved there removes the checkouts it doesn't use, so a second
+## `make test` checks a few out again and compiles them (45 s in all on a quiet machine); `make test SHARED_SCRATCH=`
+## keeps a folder per package instead.
+SHARED_SCRATCH ?= 1
 SAMPLES_SCRATCH ?= $(if $(SHARED_SCRATCH),$(CURDIR)/.build,$(CURDIR)/Samples/.build)
 FLEET_SCRATCH ?= $(if $(SHARED_SCRATCH),$(CURDIR)/.build,$(CURDIR)/$(FLEET)/.build)
 fleet-test: fleet-deps fleet-rules
