@@ -96,8 +96,10 @@ test: deps
 	@# The 1 GiB slow-consumer stream measures its own RSS growth too: alone, in a process of its own.
 	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --filter LargeStreamingTests
 	@# The samples (activity-counter and its CLI tests) build against Herald by path in a package of their own,
-	@# so that users of Herald never resolve swift-argument-parser.
-	cd Samples && $(SWIFT) build --build-tests && $(LOOPBACK_ONLY) $(SWIFT) test --skip-build
+	@# so that users of Herald never resolve swift-argument-parser; in the library's build folder unless
+	@# SHARED_SCRATCH is empty (see fleet-test).
+	cd Samples && $(SWIFT) build --build-tests --scratch-path $(SAMPLES_SCRATCH) && \
+		$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --scratch-path $(SAMPLES_SCRATCH)
 	@# The fleet (Hummingbird services, swift-otel, swift-prometheus, a real Prometheus): a package of its own.
 	$(MAKE) fleet-test
 
@@ -129,8 +131,19 @@ fleet-rules: fleet-deps
 ## fleet-test: the fleet's rules (fleet-rules), then its tests: Prometheus's answers about service A's Herald client
 ## under their Prometheus names, HELP lines and buckets, the connection wait's share of the p99, one trace through
 ## A and B with the resource attributes and connection timings.
+## The samples and the fleet build in the library's build folder, .build (SHARED_SCRATCH=1, the default), rather than
+## in Samples/.build and Samples/Fleet/.build: the Herald, SwiftNIO, swift-crypto, swift-log, swift-metrics and
+## tracing modules that the library's build made there are reused rather than compiled twice more, and only what
+## each package adds is compiled (for the fleet: Hummingbird, swift-otel and its HTTP client with BoringSSL,
+## swift-prometheus, its own targets). Each package resolved there removes the checkouts it doesn't use, so a second
+## `make test` checks a few out again and compiles them (45 s in all on a quiet machine); `make test SHARED_SCRATCH=`
+## keeps a folder per package instead.
+SHARED_SCRATCH ?= 1
+SAMPLES_SCRATCH ?= $(if $(SHARED_SCRATCH),$(CURDIR)/.build,$(CURDIR)/Samples/.build)
+FLEET_SCRATCH ?= $(if $(SHARED_SCRATCH),$(CURDIR)/.build,$(CURDIR)/$(FLEET)/.build)
 fleet-test: fleet-deps fleet-rules
-	cd $(FLEET) && $(SWIFT) build --build-tests && $(LOOPBACK_ONLY) $(SWIFT) test --skip-build
+	cd $(FLEET) && $(SWIFT) build --build-tests --scratch-path $(FLEET_SCRATCH) && \
+		$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --scratch-path $(FLEET_SCRATCH)
 
 ## fleet-demo: starts the fleet and Prometheus on loopback, sends a few hundred requests, prints PromQL answers
 ## (request rate, p50/p99 latency by status class, connection wait, the rules' recorded series) and the trace tree
@@ -139,8 +152,8 @@ fleet-test: fleet-deps fleet-rules
 ## Prometheus URL it prints opens in a browser here (every process still listens on 127.0.0.1 only).
 FLEET_DEMO_SECONDS ?= $(if $(KEEP),0,)
 fleet-demo: fleet-deps
-	cd $(FLEET) && $(SWIFT) build && \
-		$(if $(FLEET_DEMO_SECONDS),FLEET_DEMO_SECONDS=$(FLEET_DEMO_SECONDS),$(LOOPBACK_ONLY)) .build/debug/fleet-demo
+	cd $(FLEET) && $(SWIFT) build --scratch-path $(FLEET_SCRATCH) && \
+		$(if $(FLEET_DEMO_SECONDS),FLEET_DEMO_SECONDS=$(FLEET_DEMO_SECONDS),$(LOOPBACK_ONLY)) $(FLEET_SCRATCH)/debug/fleet-demo
 
 ## test-tsan: the notification-center, engine and session tests under ThreadSanitizer.
 test-tsan: deps

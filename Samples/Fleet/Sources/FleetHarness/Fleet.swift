@@ -22,12 +22,19 @@ public final class Fleet: Sendable {
         /// The recording and alerting rules Prometheus loads (`prometheus/herald-rules.yml`).
         public var rules: URL
 
-        /// The locations in a checkout of the fleet package, debug build.
+        /// The locations in a checkout of the fleet package, debug build: `fleet-service` beside the running
+        /// program (the test runner or `fleet-demo`, in whichever build folder built them: `make` builds the
+        /// fleet in the library's `.build`), else in the fleet package's own `.build`.
         public static var checkout: Locations {
             let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
                 .deletingLastPathComponent()
+            let running = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+            let beside = running.deletingLastPathComponent().appending(path: "fleet-service")
+            let service =
+                FileManager.default.isExecutableFile(atPath: beside.path)
+                ? beside : root.appending(path: ".build/debug/fleet-service")
             return Locations(
-                packageRoot: root, service: root.appending(path: ".build/debug/fleet-service"),
+                packageRoot: root, service: service,
                 python: root.appending(path: ".build/otlp-venv/bin/python3"),
                 receiverScript: root.appending(path: "OTLPReceiver/otlp_receiver.py"),
                 prometheus: URL(fileURLWithPath: "/usr/bin/prometheus"),
