@@ -132,12 +132,7 @@ public final class DiskResponseCache: ResponseCache {
         let key = Self.key(for: request)
         let bucket = StoreCounters.bucket(of: key)
         return database.withLock { database -> CachedResponse? in
-            if isKnownAbsent(key, bucket: bucket, in: database) { return nil }
-            let settled = counters?.settledGeneration(of: bucket)
-            guard let row = database.entry(for: key) else {
-                if let settled { database.rememberAbsent(key, generation: settled) }
-                return nil
-            }
+            guard let row = entry(for: key, bucket: bucket, in: database).row else { return nil }
             let path = bodies.appendingPathComponent(row.file).path
             let head = database.decodedHeads[row.file] ?? (try? JSONDecoder().decode(StoredHead.self, from: row.head))
             guard let head, let data = FileManager.default.contents(atPath: path), data.count == row.bodySize
@@ -194,12 +189,8 @@ public final class DiskResponseCache: ResponseCache {
         database.withLock { database in
             // Every uncacheable response asks for a removal, and most find nothing: none at all when the key
             // is known to be absent, else a read, and the write lock only when there is a row to delete.
-            if isKnownAbsent(key, bucket: bucket, in: database) { return }
-            let settled = counters?.settledGeneration(of: bucket)
-            guard database.entry(for: key) != nil else {
-                if let settled { database.rememberAbsent(key, generation: settled) }
-                return
-            }
+            let (row, settled) = entry(for: key, bucket: bucket, in: database)
+            guard row != nil else { return }
             let removed = database.transaction { () -> [String]? in
                 guard let file = database.entry(for: key)?.file else { return [] }
                 return database.delete(key: key, file: file) ? [file] : nil
@@ -208,6 +199,19 @@ public final class DiskResponseCache: ResponseCache {
             if removed != nil, let settled { database.rememberAbsent(key, generation: settled) }
             for name in removed ?? [] { unlink(bodies.appendingPathComponent(name).path) }
         }
+    }
+
+    /// The index's row for `key`, if any, and the bucket's store count when no store of it was in flight just
+    /// before the read (`nil` when one was, or the counts are not mapped). No read at all when the key is known
+    /// to be absent; a read that finds nothing is remembered with that count. Under the database's lock.
+    private func entry(
+        for key: String, bucket: Int, in database: Database
+    ) -> (row: Database.Row?, settled: UInt64?) {
+        if isKnownAbsent(key, bucket: bucket, in: database) { return (nil, nil) }
+        let settled = counters?.settledGeneration(of: bucket)
+        let row = database.entry(for: key)
+        if row == nil, let settled { database.rememberAbsent(key, generation: settled) }
+        return (row, settled)
     }
 
     /// Whether `key` was found absent by a read that began after the moment its bucket's store counts were

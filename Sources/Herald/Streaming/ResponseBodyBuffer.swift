@@ -123,11 +123,11 @@ final class ResponseBodyBuffer: Sendable {
             // Into the tail up to the largest element, the rest into the next.
             var offset = wholeBytes
             while offset < bytes.count {
-                if state.tail.isEmpty { state.tail.reserveCapacity(min(policy.maximumChunkSize, 64 << 10)) }
-                let count = min(bytes.count - offset, policy.maximumChunkSize - state.tail.count)
+                if state.tail.isEmpty { state.tail.reserveCapacity(min(maximumChunkSize, 64 << 10)) }
+                let count = min(bytes.count - offset, maximumChunkSize - state.tail.count)
                 state.tail.append((base + offset).assumingMemoryBound(to: UInt8.self), count: count)
                 offset += count
-                if state.tail.count == policy.maximumChunkSize {
+                if state.tail.count == maximumChunkSize {
                     state.chunks.append(state.tail)
                     state.tail = Data()
                 }
@@ -200,29 +200,32 @@ final class ResponseBodyBuffer: Sendable {
         // What is waiting is taken without suspending: a continuation resumed at once would still put the
         // consuming task back on its executor, a thread wake-up for every element of a body arriving faster
         // than it is consumed.
-        let ready = state.withLock { state -> Result<Data?, HeraldError>? in
-            if state.chunks.isEmpty, state.tail.isEmpty, state.end == nil { return nil }
-            return Self.next(from: &state)
-        }
         let (result, wake): (Result<Data?, HeraldError>, Transfer?)
-        if let ready {
+        if let ready = takeReady() {
             (result, wake) = ready.withDrain(of: self)
         } else {
             (result, wake) = await withCheckedContinuation {
                 (continuation: CheckedContinuation<Result<Data?, HeraldError>, Never>) in
-                // Checked again: bytes or the end may have come since.
-                let ready = state.withLock { state -> Result<Data?, HeraldError>? in
-                    if state.chunks.isEmpty, state.tail.isEmpty, state.end == nil {
-                        state.consumer = continuation
-                        return nil
-                    }
-                    return Self.next(from: &state)
-                }
-                if let ready { continuation.resume(returning: ready) }
+                // Asked again: bytes or the end may have come since.
+                if let ready = takeReady(parking: continuation) { continuation.resume(returning: ready) }
             }.withDrain(of: self)
         }
         if let wake { resume(wake) }
         return result
+    }
+
+    /// The next element or the end, when either is there to take; otherwise `nil`, and `continuation`, if
+    /// given, waits for the next write or the end.
+    private func takeReady(
+        parking continuation: CheckedContinuation<Result<Data?, HeraldError>, Never>? = nil
+    ) -> Result<Data?, HeraldError>? {
+        state.withLock { state in
+            if state.chunks.isEmpty, state.tail.isEmpty, state.end == nil {
+                if let continuation { state.consumer = continuation }
+                return nil
+            }
+            return Self.next(from: &state)
+        }
     }
 
     /// Whether the consumer has the head: from then on the task's response is fixed.
