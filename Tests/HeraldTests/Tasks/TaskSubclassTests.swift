@@ -35,12 +35,15 @@ final class VetoingDataTask: DataTask, @unchecked Sendable {
 /// Records, in one list for all its instances, each `resume()` call: the session, the task and the state
 /// it left. Tests run in parallel: each reads only its own session's entries.
 final class SessionResumedDataTask: DataTask, @unchecked Sendable {
-    // Safety: adds no stored state; the list is a lock.
+    // Safety: adds no stored state; the list and the actions are locks.
     static let resumes = Locked<[(session: Int, task: Int, state: TaskState)]>([])
+    /// Run after a resume is recorded, by session: lets a test hold the response until the state is read.
+    static let afterResume = Locked<[Int: @Sendable () -> Void]>([:])
 
     override func resume() {
         super.resume()
         Self.resumes.withLock { $0.append((session.identifier, taskIdentifier, state)) }
+        Self.afterResume.withLock { $0[session.identifier] }?()
     }
 }
 
@@ -97,7 +100,12 @@ struct TaskSubclassTests {
     func sessionResumeRunsTheOverride() async throws {
         let fixture = try await SessionFixture.make()
         fixture.session.taskClasses = TaskClasses(dataTask: SessionResumedDataTask.self)
-        _ = try await fixture.session.responseObject(for: Request(url: fixture.server.url("/json")))
+        // The response is held until the override has read the state: under load the transfer could
+        // otherwise complete between `super.resume()` and that read.
+        let server = fixture.server
+        SessionResumedDataTask.afterResume.withLock { $0[fixture.session.identifier] = { server.openGate("resume") } }
+        defer { SessionResumedDataTask.afterResume.withLock { $0[fixture.session.identifier] = nil } }
+        _ = try await fixture.session.responseObject(for: Request(url: fixture.server.url("/json?gate=resume")))
         let events = try await fixture.recorder.waitForCompletions(1)
         let taskIdentifier = try #require(events.first?.taskIdentifier)
         #expect(fixture.recorder.timeline(ofTask: taskIdentifier) == [.resume, .complete])
