@@ -15,8 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/vfs.h>
+#include <unistd.h>
 
 // MARK: - libcurl versions
 //
@@ -28,6 +32,8 @@
 //   CURLOPT_PROTOCOLS_STR, CURLOPT_REDIR_PROTOCOLS_STR  7.85.0  → CURLOPT_PROTOCOLS / _REDIR_ bitmasks
 //   CURLOPT_CAINFO_BLOB                                 7.77.0  → CURLE_NOT_BUILT_IN; Herald refuses an
 //                                                                 in-memory CA bundle up front instead
+//   CURLOPT_PREREQFUNCTION, CURLOPT_PREREQDATA          7.80.0  → CURLE_NOT_BUILT_IN; a transfer is tied to
+//                                                                 its connection at its first response head
 
 // MARK: - callback signatures
 
@@ -37,6 +43,9 @@ typedef int (*herald_curl_xferinfo_cb)(void *clientp, curl_off_t dltotal, curl_o
 typedef int (*herald_curl_seek_cb)(void *userp, curl_off_t offset, int origin);
 typedef int (*herald_curl_socket_cb)(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp);
 typedef int (*herald_curl_timer_cb)(CURLM *multi, long timeout_ms, void *userp);
+typedef curl_socket_t (*herald_curl_opensocket_cb)(void *clientp, curlsocktype purpose, struct curl_sockaddr *address);
+typedef int (*herald_curl_closesocket_cb)(void *clientp, curl_socket_t item);
+typedef int (*herald_curl_prereq_cb)(void *clientp, char *primary_ip, char *local_ip, int primary_port, int local_port);
 
 // MARK: - curl_easy_setopt
 
@@ -149,6 +158,81 @@ static inline CURLcode herald_easy_setopt_xferinfo_cb(CURL *handle, herald_curl_
 static inline CURLcode herald_easy_setopt_seek_cb(CURL *handle, herald_curl_seek_cb value) {
     return curl_easy_setopt(handle, CURLOPT_SEEKFUNCTION, value);
 }
+
+// MARK: - connections
+
+/// Has curl open and close this handle's sockets through `open` and `close`, both given `context`
+/// (`CURLOPT_OPENSOCKETFUNCTION`, `CURLOPT_CLOSESOCKETFUNCTION` and their data). A connection keeps the close
+/// function and data of the handle that opened it until it closes, so `context` must outlive the multi handle.
+static inline CURLcode herald_easy_setopt_socket_functions(CURL *handle, herald_curl_opensocket_cb open,
+                                                           herald_curl_closesocket_cb close, void *context) {
+    CURLcode code = curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, open);
+    if (code == CURLE_OK) code = curl_easy_setopt(handle, CURLOPT_OPENSOCKETDATA, context);
+    if (code == CURLE_OK) code = curl_easy_setopt(handle, CURLOPT_CLOSESOCKETFUNCTION, close);
+    if (code == CURLE_OK) code = curl_easy_setopt(handle, CURLOPT_CLOSESOCKETDATA, context);
+    return code;
+}
+
+/// Whether these headers have `CURLOPT_PREREQFUNCTION` (libcurl 7.80.0): a call once a transfer's connection
+/// is established or reused, before its request is sent.
+static const int herald_has_prereq = LIBCURL_VERSION_NUM >= 0x075000;
+
+/// Calls `prereq` with `context` once the transfer has a connection, before its request is sent
+/// (`CURLOPT_PREREQFUNCTION`). Before libcurl 7.80.0 there is no such option: returns `CURLE_NOT_BUILT_IN`.
+static inline CURLcode herald_easy_setopt_prereq(CURL *handle, herald_curl_prereq_cb prereq, void *context) {
+#if LIBCURL_VERSION_NUM >= 0x075000
+    CURLcode code = curl_easy_setopt(handle, CURLOPT_PREREQFUNCTION, prereq);
+    return code != CURLE_OK ? code : curl_easy_setopt(handle, CURLOPT_PREREQDATA, context);
+#else
+    (void)handle;
+    (void)prereq;
+    (void)context;
+    return CURLE_NOT_BUILT_IN;
+#endif
+}
+
+/// Whether the socket curl asks for is one of a connection (`CURLSOCKTYPE_IPCXN`), not an accepted one.
+static inline bool herald_socket_is_connection(curlsocktype purpose) { return purpose == CURLSOCKTYPE_IPCXN; }
+
+/// Opens the socket curl asks for, closed on exec; `CURL_SOCKET_BAD` when the system refuses (errno set).
+static inline curl_socket_t herald_open_socket(const struct curl_sockaddr *address) {
+    int descriptor = socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
+    return descriptor < 0 ? CURL_SOCKET_BAD : descriptor;
+}
+
+/// Writes the IP address of `address` as text into `text` (at least INET6_ADDRSTRLEN bytes) and its port into
+/// `port`; false for an address that is not IPv4 or IPv6.
+static inline bool herald_address_text(const struct sockaddr *address, char *text, size_t size, int *port) {
+    if (address->sa_family == AF_INET) {
+        const struct sockaddr_in *ip4 = (const struct sockaddr_in *)address;
+        *port = ntohs(ip4->sin_port);
+        return inet_ntop(AF_INET, &ip4->sin_addr, text, (socklen_t)size) != NULL;
+    }
+    if (address->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *ip6 = (const struct sockaddr_in6 *)address;
+        *port = ntohs(ip6->sin6_port);
+        return inet_ntop(AF_INET6, &ip6->sin6_addr, text, (socklen_t)size) != NULL;
+    }
+    return false;
+}
+
+/// The peer address of the socket curl is about to connect, as text, and its port.
+static inline bool herald_socket_peer_text(const struct curl_sockaddr *address, char *text, size_t size, int *port) {
+    return herald_address_text(&address->addr, text, size, port);
+}
+
+/// The local port `descriptor` is bound to (set once the connection was started), or -1.
+static inline int herald_socket_local_port(int descriptor) {
+    struct sockaddr_storage storage;
+    socklen_t length = sizeof storage;
+    if (getsockname(descriptor, (struct sockaddr *)&storage, &length) != 0) return -1;
+    if (storage.ss_family == AF_INET) return ntohs(((struct sockaddr_in *)&storage)->sin_port);
+    if (storage.ss_family == AF_INET6) return ntohs(((struct sockaddr_in6 *)&storage)->sin6_port);
+    return -1;
+}
+
+/// Closes a socket curl is done with; 0, or 1 when the system refused (curl ignores the answer).
+static inline int herald_close_socket(curl_socket_t descriptor) { return close(descriptor) == 0 ? 0 : 1; }
 
 // MARK: - curl_easy_getinfo
 

@@ -7,6 +7,11 @@ package enum CurlFeatures {
     /// Whether a CA bundle can be handed over in memory (`CURLOPT_CAINFO_BLOB`, libcurl 7.77.0).
     package static let inMemoryCertificateAuthorities = herald_has_cainfo_blob != 0
 
+    /// Whether libcurl says which connection a transfer has before its request is sent
+    /// (`CURLOPT_PREREQFUNCTION`, libcurl 7.80.0); before that version a transfer is tied to its connection
+    /// at its first response head, and its connection counts as idle while the request goes out.
+    package static let reportsConnectionBeforeRequest = herald_has_prereq != 0
+
     /// The `Accept-Encoding` value libcurl sends for `CURLOPT_ACCEPT_ENCODING` `""`: every content coding the
     /// library at run time can decode, in libcurl's order (`deflate, gzip` with zlib, then `br`, then
     /// `zstd`); `nil` when it can decode none.

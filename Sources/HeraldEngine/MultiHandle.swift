@@ -47,6 +47,8 @@ package final class MultiHandle: @unchecked Sendable {
     /// nothing.
     @exclusivity(unchecked) private(set) var transfers: [Transfer] = []
     @exclusivity(unchecked) private(set) var isClosed = false
+    /// The pool's connections: which are open, active or idle (``ConnectionTracker``). Loop thread only.
+    let connections: ConnectionTracker
 
     /// How many connections a pool without a total limit keeps open between transfers, idle or not.
     static let keptConnections = 64
@@ -54,6 +56,7 @@ package final class MultiHandle: @unchecked Sendable {
     package init?(engine: Engine, options: Options) {
         guard let multi = curl_multi_init() else { return nil }
         self.engine = engine
+        self.connections = ConnectionTracker()
         self.multi = multi
         // As many as the transfers that may run at once, within reason.
         let concurrent = options.maximumConnectionsTotal > 0 ? options.maximumConnectionsTotal : 64
@@ -94,6 +97,13 @@ package final class MultiHandle: @unchecked Sendable {
         }
     }
 
+    /// Has `handler` hear each change of state of the pool's connections (``ConnectionChange``), from the
+    /// next one on. It runs on the loop thread: it must hand the change on and return, running no user code.
+    /// Any thread; takes effect before any transfer sent to the engine after this call.
+    package func reportConnectionChanges(to handler: @escaping @Sendable (ConnectionChange) -> Void) {
+        engine.execute { [self] in connections.onChange = handler }
+    }
+
     /// The number of transfers currently in this pool. Loop thread only.
     package var activeTransferCount: Int { transfers.count }
 
@@ -106,6 +116,7 @@ package final class MultiHandle: @unchecked Sendable {
             return
         }
         guard let easy = transfer.makeEasyHandle(from: easyHandles) else { return }
+        connections.track(transfer, easy: easy)
         transfer.startBodyReader(in: self)
         transfer.recentFieldValues = engine.recentFieldValues
         insert(transfer)
@@ -113,6 +124,7 @@ package final class MultiHandle: @unchecked Sendable {
         let code = curl_multi_add_handle(multi, easy)
         if code != CURLM_OK {
             _ = takeOut(transfer)
+            transfer.connections = nil
             transfer.finish(error: TransferError(.internal, "curl_multi_add_handle failed (\(code.rawValue))."))
             return
         }
@@ -125,6 +137,7 @@ package final class MultiHandle: @unchecked Sendable {
     func remove(_ transfer: Transfer, error: TransferError) {
         if let easy = transfer.easyHandle, takeOut(transfer) {
             curl_multi_remove_handle(multi, easy)
+            connections.detach(transfer)
             transfer.finish(error: error)
         } else if transfer.isHoldingResult {
             // Done on the wire and out of the pool, but held for the task's answer to its response.
@@ -141,6 +154,7 @@ package final class MultiHandle: @unchecked Sendable {
             let result = herald_msg_result(message)
             guard let transfer = transfer(of: easy) else { continue }
             curl_multi_remove_handle(multi, easy)
+            connections.detach(transfer)
             // Still in the pool: the same transfer starts again on a fresh connection.
             if transfer.retriesOnFreshConnection(after: result), curl_multi_add_handle(multi, easy) == CURLM_OK {
                 transfer.addedAt = QueueClock.now
@@ -163,6 +177,7 @@ package final class MultiHandle: @unchecked Sendable {
         // Cleanup may still report REMOVE for cached connections and -1 for the timer; both callbacks
         // are valid until it returns.
         curl_multi_cleanup(multi)
+        connections.closeAll()
         easyHandles.close()
         for (socket, poll) in polls.removeAll() {
             engine.pollHandles.stop(poll, socket: socket)
@@ -196,6 +211,7 @@ package final class MultiHandle: @unchecked Sendable {
             last.poolSlot = slot
         }
         transfer.poolSlot = -1
+        transfer.connections = nil
         return true
     }
 

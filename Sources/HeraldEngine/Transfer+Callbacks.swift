@@ -100,7 +100,10 @@ extension Transfer {
     /// straight from curl's bytes (this runs for every line of every response).
     private func receivedHeaderLine(_ raw: UnsafeRawBufferPointer) {
         lastActivity = ActivityClock.now
-        if firstResponseLineAt == 0 { firstResponseLineAt = QueueClock.now }
+        if firstResponseLineAt == 0 {
+            firstResponseLineAt = QueueClock.now
+            if !CurlFeatures.reportsConnectionBeforeRequest { connections?.attachAtFirstResponse(self) }
+        }
         switch ResponseHeadLine.parse(raw, recentValues: recentFieldValues) {
         case .statusLine(let version, let statusCode):
             // A new response head: an interim 1xx, a 401 curl answers itself (Digest), or the final one.

@@ -97,6 +97,12 @@ package final class Transfer: @unchecked Sendable {
     @exclusivity(unchecked) var addedAt: UInt64 = 0
     /// When the first response line reached the header callback, on ``QueueClock``; 0 before. Loop thread only.
     @exclusivity(unchecked) var firstResponseLineAt: UInt64 = 0
+    /// The pool's record of connections, while the transfer is in the pool; `nil` before and after. Loop
+    /// thread only.
+    @exclusivity(unchecked) var connections: ConnectionTracker?
+    /// The socket of the connection the transfer is on, from when it has one until it leaves the pool or the
+    /// connection closes (``ConnectionTracker``). Loop thread only.
+    @exclusivity(unchecked) var connectionSocket: curl_socket_t?
 
     package init(request: consuming TransferRequest, delegate: any TransferDelegate) {
         self.delegate = delegate

@@ -68,6 +68,8 @@ struct ConventionsTableTests {
     /// The conventions' advice for `http.client.request.duration` (and, in the .NET conventions,
     /// `http.client.request.time_in_queue`), in seconds.
     static let durationAdvice: [Double] = [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10]
+    /// The conventions' advice for `http.client.connection.duration`, in seconds.
+    static let connectionAdvice: [Double] = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300]
     /// Body sizes: no advice in the conventions; 0, then powers of four from 64 B to 1 GiB.
     static let bodyBuckets: [Double] = [
         0, 64, 256, 1024, 4096, 16384, 65536, 262_144, 1_048_576, 4_194_304, 16_777_216, 67_108_864, 268_435_456,
@@ -87,6 +89,14 @@ struct ConventionsTableTests {
         Row(
             name: "http.client.active_requests", kind: .upDownCounter, types: ["Meter"], unit: "{request}",
             attributes: target, buckets: nil),
+        Row(
+            name: "http.client.open_connections", kind: .upDownCounter, types: ["Meter"], unit: "{connection}",
+            attributes: ["http.connection.state", "server.address", "server.port", "network.peer.address"],
+            buckets: nil),
+        Row(
+            name: "http.client.connection.duration", kind: .histogram, types: ["Timer"], unit: "s",
+            attributes: ["server.address", "server.port", "network.peer.address", "network.protocol.version"],
+            buckets: connectionAdvice),
         Row(
             name: "http.client.request.body.size", kind: .histogram, types: ["Recorder(aggregate)"], unit: "By",
             attributes: outcome, buckets: bodyBuckets),
@@ -184,6 +194,12 @@ struct ConventionsTableTests {
         observer.taskDidComplete(
             Payloads.complete(task: 2, request: task.summary, error: HeraldError(.cannotConnect, "Refused.")))
         observer.downloadDidFailToMoveFile(Payloads.moveFailure(task: 3, request: task.summary))
+        for (state, previous, active, idle) in [
+            (ConnectionState.active, nil, 1, 0), (.idle, .active, 0, 1), (.closed, .idle, 0, 0),
+        ] as [(ConnectionState, ConnectionState?, Int, Int)] {
+            observer.connectionDidChangeState(
+                Payloads.connection(state, previous: previous, active: active, idle: idle, url: url))
+        }
     }
 
     static let ethernet = NetworkReachabilityStatus.reachable(NetworkInterface(name: "eth0", index: 2, kind: .ethernet))

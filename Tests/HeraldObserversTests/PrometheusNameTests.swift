@@ -63,7 +63,8 @@ struct PrometheusNameTests {
                 #expect(MetricsObserver.prometheusDurationBuckets[name] == nil)
             }
         }
-        #expect(MetricsObserver.prometheusDurationBuckets.count == 2)
+        #expect(MetricsObserver.prometheusDurationBuckets.count == 3)
+        #expect(MetricsObserver.prometheusDurationBuckets["http_client_connection_duration_seconds"] != nil)
         #expect(MetricsObserver.prometheusValueBuckets.count == 2)
     }
 }

@@ -25,6 +25,8 @@ public protocol SessionObserver: AnyObject, Sendable {
     func taskIsWaitingForConnectivity(_ notification: TypedNotification<TaskConnectivityWait>)
     /// A ``NetworkReachability`` monitor posting on this center announced a new status.
     func reachabilityDidChange(_ notification: TypedNotification<ReachabilityChange>)
+    /// One of a session's connections was established, became active or idle, or closed.
+    func connectionDidChangeState(_ notification: TypedNotification<ConnectionStateChange>)
 }
 
 extension SessionObserver {
@@ -44,11 +46,13 @@ extension SessionObserver {
     public func taskIsWaitingForConnectivity(_ notification: TypedNotification<TaskConnectivityWait>) {}
     /// Does nothing.
     public func reachabilityDidChange(_ notification: TypedNotification<ReachabilityChange>) {}
+    /// Does nothing.
+    public func connectionDidChangeState(_ notification: TypedNotification<ConnectionStateChange>) {}
 }
 
 extension NotificationHub {
     /// Registers `observer` for every Herald lifecycle notification posted on this center, and for the
-    /// reachability changes posted there.
+    /// reachability and connection changes posted there.
     ///
     /// The observer receives the notifications in the order they were posted, whatever the delivery:
     /// with `.queue(q)` they go through one serial queue targeting `q`, so even on a concurrent queue a
@@ -87,6 +91,7 @@ extension NotificationHub {
                 observe(.taskWillRetry) { observer.taskWillRetry($0) },
                 observe(.taskIsWaitingForConnectivity) { observer.taskIsWaitingForConnectivity($0) },
                 observe(.reachabilityDidChange) { observer.reachabilityDidChange($0) },
+                observe(.connectionDidChangeState) { observer.connectionDidChangeState($0) },
             ])
     }
 }

@@ -37,8 +37,16 @@ extension SessionManager {
         // Only an empty directory goes: a kept download (a failed move, resume data) keeps it.
         downloadDirectory.removeIfEmpty()
         // Release the pool first, so that by the time observers hear of the invalidation the engine has
-        // already been told to close every connection, socket and timer of this session.
-        send(.closePool(TransferError(.sessionInvalidated, "The session was invalidated.")))
+        // closed every connection, socket and timer of this session. Closing hands the connections'
+        // `connectionDidChangeState` to this queue from the loop thread; the announcement goes there after
+        // them, so `sessionDidInvalidate` stays last.
+        guard let multi else { return announceInvalidation() }
+        engine.execute(.closePool(TransferError(.sessionInvalidated, "The session was invalidated.")), on: multi)
+        engine.execute { [self] in eventPoster.async { self.announceInvalidation() } }
+    }
+
+    /// Runs the invalidation hook, posts `sessionDidInvalidate` and wakes who waits for it. Event queue.
+    private func announceInvalidation() {
         // AF's order: the hook first, then the notification, both after every task's completion.
         readHooks { $0.sessionDidBecomeInvalid }?(self, nil)
         notificationCenter.post(

@@ -98,7 +98,8 @@ public final class SessionManager: Sendable {
         self.completionQueue = completionQueue ?? DispatchQueue(label: "herald.session.\(identifier).completion")
         self.ownsCompletionQueue = completionQueue == nil
         self.allowedProtocolList = configuration.allowedProtocols.sorted().joined(separator: ",")
-        self.defaultRequestHeaders = Self.requestHeaders(HTTPHeaders(), adding: configuration.httpAdditionalHeaders)
+        self.defaultRequestHeaders =
+            Self.requestHeaders(HTTPHeaders(), adding: configuration.httpAdditionalHeaders)
             .engineFields
         self.completionGroup = completionGroup
         self.engine = engine
@@ -115,6 +116,7 @@ public final class SessionManager: Sendable {
             options: .init(
                 maximumConnectionsPerHost: configuration.maximumConnectionsPerHost,
                 maximumConnectionsTotal: configuration.maximumConnectionsTotal))
+        multi?.reportConnectionChanges(to: eventPoster.connectionChanges(of: self))
     }
 
     deinit {

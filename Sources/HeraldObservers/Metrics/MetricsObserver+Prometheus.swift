@@ -74,9 +74,10 @@ extension MetricsObserver {
         return (instrument.prometheusName, labels)
     }
 
-    /// The advised buckets of the timers (``advisedDurationBuckets``) as `Duration`s, keyed by the
-    /// Prometheus names ``prometheusNameAndLabels(_:_:)`` gives: `http_client_request_duration_seconds` and
-    /// `http_client_request_time_in_queue_seconds`. For swift-prometheus's `durationHistogramBuckets`.
+    /// The advised buckets of the timers (``advisedDurationBuckets``, ``advisedConnectionDurationBuckets``) as
+    /// `Duration`s, keyed by the Prometheus names ``prometheusNameAndLabels(_:_:)`` gives:
+    /// `http_client_request_duration_seconds`, `http_client_request_time_in_queue_seconds` and
+    /// `http_client_connection_duration_seconds`. For swift-prometheus's `durationHistogramBuckets`.
     public static let prometheusDurationBuckets: [String: [Duration]] = Dictionary(
         uniqueKeysWithValues: instruments.compactMap { instrument in
             guard instrument.unit == "s", let buckets = instrument.buckets else { return nil }

@@ -14,6 +14,10 @@ import Metrics
 ///   connection (`TransferMetrics.timeInQueue`), when measured.
 /// - `http.client.active_requests` (up-down counter, `{request}`): a meter of the tasks running now (resumed,
 ///   not suspended or complete).
+/// - `http.client.open_connections` (up-down counter, `{connection}`): a meter per `http.connection.state`
+///   (`active` or `idle`) of the sessions' open connections, from `connectionDidChangeState`.
+/// - `http.client.connection.duration` (histogram, `s`): a timer per closed connection, of how long it was
+///   open.
 /// - `http.client.request.body.size` and `http.client.response.body.size` (histograms, `By`): recorders of
 ///   body bytes; the request's once it was sent, the response's only when a response arrived.
 /// - `herald.download.move_failures`, `herald.client.request.retries`,
@@ -95,6 +99,10 @@ public final class MetricsObserver: SessionObserver {
         public static let reachabilityChanges = "herald.network.reachability.changes"
         /// Time waiting for a connection histogram (a timer).
         public static let timeInQueue = "http.client.request.time_in_queue"
+        /// Open connections meter, by state (`active`, `idle`).
+        public static let openConnections = "http.client.open_connections"
+        /// Connection lifetime histogram (a timer).
+        public static let connectionDuration = "http.client.connection.duration"
     }
 
     /// An instrument the observer exports, as OpenTelemetry describes it.
@@ -141,6 +149,12 @@ public final class MetricsObserver: SessionObserver {
         268_435_456, 1_073_741_824,
     ]
 
+    /// OpenTelemetry's advised histogram bucket boundaries for `http.client.connection.duration`, in seconds:
+    /// 10 ms to 5 minutes, for connections closed at once and connections kept for minutes.
+    public static let advisedConnectionDurationBuckets: [Double] = [
+        0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300,
+    ]
+
     /// The attribute of `http.client.request.duration` that tells where the response came from: one of
     /// `ResponseSource`'s three raw values, so it multiplies the dimension sets by three at most.
     public static let responseSourceAttribute = "herald.response.source"
@@ -161,6 +175,16 @@ public final class MetricsObserver: SessionObserver {
             Instrument(
                 name: Name.activeRequests, kind: .upDownCounter, unit: "{request}",
                 summary: "Number of active HTTP requests.", attributes: target, buckets: nil),
+            Instrument(
+                name: Name.openConnections, kind: .upDownCounter, unit: "{connection}",
+                summary: "Number of outbound HTTP connections that are currently active or idle on the client.",
+                attributes: ["http.connection.state", "server.address", "server.port", "network.peer.address"],
+                buckets: nil),
+            Instrument(
+                name: Name.connectionDuration, kind: .histogram, unit: "s",
+                summary: "The duration of the successfully established outbound HTTP connections.",
+                attributes: ["server.address", "server.port", "network.peer.address", "network.protocol.version"],
+                buckets: advisedConnectionDurationBuckets),
             Instrument(
                 name: Name.requestBodySize, kind: .histogram, unit: "By",
                 summary: "Size of HTTP client request bodies.", attributes: outcome, buckets: advisedBodySizeBuckets),
@@ -194,7 +218,6 @@ public final class MetricsObserver: SessionObserver {
     /// `durationHistogramBuckets` (as `Duration`s) and `valueHistogramBuckets` by metric name.
     public static let advisedBuckets: [String: [Double]] = Dictionary(
         uniqueKeysWithValues: instruments.compactMap { instrument in instrument.buckets.map { (instrument.name, $0) } })
-
 
     /// ``instruments`` by name.
     static let instrumentsByName = Dictionary(uniqueKeysWithValues: instruments.map { ($0.name, $0) })
@@ -285,6 +308,63 @@ public final class MetricsObserver: SessionObserver {
         var queueTimers: [QueueValues: Metrics.Timer] = [:]
         /// `herald.network.reachable`, made at the first status announced: no value before.
         var networkReachable: Meter?
+        /// The last counts each session announced for its connections to one origin through one peer, by
+        /// state; a change's meters move by the difference.
+        var connectionCounts: [ConnectionGroup: ConnectionCounts] = [:]
+        /// `http.client.open_connections`'s meters, by bounded dimensions and state.
+        var connectionMeters: [ConnectionMeterKey: Meter] = [:]
+        /// `http.client.connection.duration`'s timers, by bounded dimensions and protocol version.
+        var connectionTimers: [ConnectionTimerKey: Metrics.Timer] = [:]
+        /// The peer addresses recorded under their own name in `network.peer.address`.
+        var peerAddresses: Set<String> = []
+    }
+
+    /// One session's connections to one origin through one peer address: what a
+    /// `connectionDidChangeState`'s counts are about.
+    private struct ConnectionGroup: Hashable {
+        var sessionIdentifier: Int
+        var scheme: String
+        var host: String
+        var port: Int
+        var peerAddress: String?
+    }
+
+    private struct ConnectionCounts: Equatable {
+        var active = 0
+        var idle = 0
+    }
+
+    /// The bounded dimensions of the connection instruments but the state and the protocol version; each
+    /// empty when not recorded.
+    private struct ConnectionValues: Hashable {
+        var serverAddress: String
+        var serverPort: String
+        var peerAddress: String
+
+        var folded: ConnectionValues {
+            ConnectionValues(
+                serverAddress: fold(serverAddress), serverPort: fold(serverPort), peerAddress: fold(peerAddress))
+        }
+
+        var dimensions: [(String, String)] {
+            var dimensions: [(String, String)] = []
+            if !serverAddress.isEmpty {
+                dimensions.append(("server.address", serverAddress))
+                dimensions.append(("server.port", serverPort))
+            }
+            if !peerAddress.isEmpty { dimensions.append(("network.peer.address", peerAddress)) }
+            return dimensions
+        }
+    }
+
+    private struct ConnectionMeterKey: Hashable {
+        var values: ConnectionValues
+        var state: ConnectionState
+    }
+
+    private struct ConnectionTimerKey: Hashable {
+        var values: ConnectionValues
+        var protocolVersion: String
     }
 
     /// The dimension values of `http.client.request.time_in_queue`.
@@ -487,6 +567,39 @@ public final class MetricsObserver: SessionObserver {
         counter.increment()
     }
 
+    /// Moves `http.client.open_connections` by the change's new counts, and times a closed connection under
+    /// `http.client.connection.duration`.
+    ///
+    /// Each change carries how many of its session's connections to the origin are active and idle now,
+    /// and the meters move by the difference from the counts last seen: an observer added while connections
+    /// are open counts them from their next change on, and never below zero.
+    /// - Parameter notification: `connectionDidChangeState`.
+    public func connectionDidChangeState(_ notification: TypedNotification<ConnectionStateChange>) {
+        let change = notification.userInfo
+        let group = ConnectionGroup(
+            sessionIdentifier: change.sessionIdentifier, scheme: change.scheme, host: change.host, port: change.port,
+            peerAddress: change.peerAddress)
+        let counts = ConnectionCounts(active: change.activeConnections, idle: change.idleConnections)
+        let (active, idle, timer) = state.withLock { state -> ((Meter, Int)?, (Meter, Int)?, Metrics.Timer?) in
+            let previous = state.connectionCounts[group] ?? ConnectionCounts()
+            state.connectionCounts[group] = counts == ConnectionCounts() ? nil : counts
+            let values = connectionValuesLocked(for: change, in: &state)
+            let activeDelta = counts.active - previous.active
+            let idleDelta = counts.idle - previous.idle
+            let active = activeDelta == 0 ? nil : (connectionMeterLocked(values, .active, in: &state), activeDelta)
+            let idle = idleDelta == 0 ? nil : (connectionMeterLocked(values, .idle, in: &state), idleDelta)
+            let timer =
+                change.state == .closed
+                ? connectionTimerLocked(values, protocolVersion: change.protocolVersion, in: &state) : nil
+            return (active, idle, timer)
+        }
+        // Differences add up in any order, so the meters move outside the lock, as the other meters do.
+        for (meter, delta) in [active, idle].compactMap({ $0 }) {
+            if delta > 0 { meter.increment(by: Double(delta)) } else { meter.decrement(by: Double(-delta)) }
+        }
+        timer?.recordNanoseconds(Self.nanoseconds(change.age))
+    }
+
     /// Forgets the session's tasks that are still counted as running.
     /// - Parameter notification: `sessionDidInvalidate`.
     public func sessionDidInvalidate(_ notification: TypedNotification<SessionInvalidation>) {
@@ -582,6 +695,76 @@ public final class MetricsObserver: SessionObserver {
                 factory: factory))
         state.instruments[values] = instruments
         return instruments
+    }
+
+    /// The bounded dimensions of a connection's instruments. Called with the lock held: it counts the distinct
+    /// server and peer addresses.
+    private func connectionValuesLocked(for change: ConnectionStateChange, in state: inout State) -> ConnectionValues {
+        var values = ConnectionValues(serverAddress: "", serverPort: "", peerAddress: "")
+        if configuration.includesServerAddress {
+            let port = String(change.port)
+            let address = "\(change.host):\(port)"
+            if state.serverAddresses.contains(address)
+                || state.serverAddresses.count < configuration.maximumServerAddresses
+            {
+                state.serverAddresses.insert(address)
+                values.serverAddress = change.host.isEmpty ? HTTPAttributeValue.other : change.host
+                values.serverPort = port
+            } else {
+                values.serverAddress = HTTPAttributeValue.other
+                values.serverPort = HTTPAttributeValue.other
+            }
+        }
+        if let peer = change.peerAddress {
+            if state.peerAddresses.contains(peer) || state.peerAddresses.count < configuration.maximumServerAddresses {
+                state.peerAddresses.insert(peer)
+                values.peerAddress = peer
+            } else {
+                values.peerAddress = HTTPAttributeValue.other
+            }
+        }
+        return values
+    }
+
+    /// The `http.client.open_connections` meter of a dimension set and state, made on first use under the
+    /// lock (so once).
+    private func connectionMeterLocked(
+        _ values: ConnectionValues, _ connectionState: ConnectionState, in state: inout State
+    ) -> Meter {
+        var key = ConnectionMeterKey(values: values, state: connectionState)
+        if let existing = state.connectionMeters[key] { return existing }
+        if state.connectionMeters.count >= configuration.maximumDimensionSets {
+            key.values = values.folded
+            if let existing = state.connectionMeters[key] { return existing }
+        }
+        let meter = Meter(
+            label: Name.openConnections,
+            dimensions: described(
+                Name.openConnections, [("http.connection.state", connectionState.rawValue)] + key.values.dimensions),
+            factory: factory)
+        state.connectionMeters[key] = meter
+        return meter
+    }
+
+    /// The `http.client.connection.duration` timer of a dimension set and protocol version, made on first use
+    /// under the lock (so once).
+    private func connectionTimerLocked(
+        _ values: ConnectionValues, protocolVersion: String?, in state: inout State
+    ) -> Metrics.Timer {
+        var key = ConnectionTimerKey(values: values, protocolVersion: protocolVersion ?? "")
+        if let existing = state.connectionTimers[key] { return existing }
+        if state.connectionTimers.count >= configuration.maximumDimensionSets {
+            key = ConnectionTimerKey(values: values.folded, protocolVersion: fold(key.protocolVersion))
+            if let existing = state.connectionTimers[key] { return existing }
+        }
+        let dimensions =
+            key.values.dimensions
+            + (key.protocolVersion.isEmpty ? [] : [("network.protocol.version", key.protocolVersion)])
+        let timer = Metrics.Timer(
+            label: Name.connectionDuration, dimensions: described(Name.connectionDuration, dimensions),
+            preferredDisplayUnit: .seconds, factory: factory)
+        state.connectionTimers[key] = timer
+        return timer
     }
 
     /// The `http.client.request.time_in_queue` timer of a completion's dimensions, made on first use under

@@ -26,6 +26,8 @@ public final class RecordingObserver: Sendable {
         case retry
         /// `taskIsWaitingForConnectivity`.
         case waiting
+        /// `connectionDidChangeState`, recorded only when asked for (``init(center:recordsConnections:)``).
+        case connection
 
         /// The kind's name.
         public var description: String { rawValue }
@@ -47,11 +49,13 @@ public final class RecordingObserver: Sendable {
         public let retry: TaskRetry?
         /// The wait's payload, for `taskIsWaitingForConnectivity`.
         public let connectivityWait: TaskConnectivityWait?
+        /// The change, for `connectionDidChangeState`.
+        public let connectionChange: ConnectionStateChange?
 
         init(
             kind: Kind, taskIdentifier: Int?, sessionIdentifier: Int, completion: TaskCompletion? = nil,
             moveFailure: DownloadMoveFailure? = nil, retry: TaskRetry? = nil,
-            connectivityWait: TaskConnectivityWait? = nil
+            connectivityWait: TaskConnectivityWait? = nil, connectionChange: ConnectionStateChange? = nil
         ) {
             self.kind = kind
             self.taskIdentifier = taskIdentifier
@@ -60,11 +64,16 @@ public final class RecordingObserver: Sendable {
             self.moveFailure = moveFailure
             self.retry = retry
             self.connectivityWait = connectivityWait
+            self.connectionChange = connectionChange
         }
 
-        /// `"resume#3"`, `"retry#3"`, `"waiting#3"`, `"complete#3"`, `"moveFailed#3"`, `"invalidate"`.
+        /// `"resume#3"`, `"retry#3"`, `"waiting#3"`, `"complete#3"`, `"moveFailed#3"`, `"invalidate"`, and for a
+        /// connection its number and new state, `"connection1:idle"`.
         public var description: String {
-            taskIdentifier.map { "\(kind)#\($0)" } ?? kind.rawValue
+            if let connectionChange {
+                return "connection\(connectionChange.connectionIdentifier):\(connectionChange.state.rawValue)"
+            }
+            return taskIdentifier.map { "\(kind)#\($0)" } ?? kind.rawValue
         }
     }
 
@@ -92,8 +101,11 @@ public final class RecordingObserver: Sendable {
     private let tokens = Locked<[ObservationToken]>([])
 
     /// Starts recording every lifecycle notification posted on `center`.
-    /// - Parameter center: The center to observe; give each test its own so parallel tests don't mix.
-    public init(center: NotificationHub) {
+    /// - Parameters:
+    ///   - center: The center to observe; give each test its own so parallel tests don't mix.
+    ///   - recordsConnections: Also records `connectionDidChangeState`, as ``Kind/connection`` events. Off by
+    ///     default, so that a task's timeline is the same whatever its connections do.
+    public init(center: NotificationHub, recordsConnections: Bool = false) {
         let resume = center.addObserver(for: .taskDidResume) { [weak self] note in
             self?.record(
                 Event(
@@ -136,7 +148,17 @@ public final class RecordingObserver: Sendable {
                     kind: .waiting, taskIdentifier: note.userInfo.taskIdentifier,
                     sessionIdentifier: note.userInfo.sessionIdentifier, connectivityWait: note.userInfo))
         }
-        tokens.withLock { $0 = [resume, suspend, complete, invalidate, moveFailed, retry, waiting] }
+        let connection =
+            recordsConnections
+            ? [
+                center.addObserver(for: .connectionDidChangeState) { [weak self] note in
+                    self?.record(
+                        Event(
+                            kind: .connection, taskIdentifier: nil, sessionIdentifier: note.userInfo.sessionIdentifier,
+                            connectionChange: note.userInfo))
+                }
+            ] : []
+        tokens.withLock { $0 = [resume, suspend, complete, invalidate, moveFailed, retry, waiting] + connection }
     }
 
     /// Every event recorded so far, in order.
@@ -152,6 +174,9 @@ public final class RecordingObserver: Sendable {
 
     /// The completion payloads recorded so far, in order.
     public var completions: [TaskCompletion] { events.compactMap(\.completion) }
+
+    /// The connection changes recorded so far, in order (with ``init(center:recordsConnections:)``).
+    public var connectionChanges: [ConnectionStateChange] { events.compactMap(\.connectionChange) }
 
     /// Stops recording.
     public func cancel() {

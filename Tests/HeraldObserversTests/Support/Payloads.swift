@@ -56,6 +56,22 @@ enum Payloads {
                 destinationURL: URL(fileURLWithPath: "/missing/dir/out.bin")))
     }
 
+    /// A `connectionDidChangeState` for connection `connection` of `session` to `url`'s origin through
+    /// 127.0.0.1, with the session's counts after it.
+    static func connection(
+        _ state: ConnectionState, previous: ConnectionState?, active: Int, idle: Int, url: URL, connection: Int = 1,
+        session: Int = 1, peer: String? = "127.0.0.1", age: TimeInterval = 1.5
+    ) -> TypedNotification<ConnectionStateChange> {
+        let scheme = url.scheme ?? "https"
+        return TypedNotification(
+            name: .connectionDidChangeState, object: nil,
+            userInfo: ConnectionStateChange(
+                sessionIdentifier: session, connectionIdentifier: connection, state: state, previousState: previous,
+                scheme: scheme, host: url.host ?? "", port: url.port ?? (scheme == "https" ? 443 : 80),
+                peerAddress: peer, peerPort: peer == nil ? nil : 8443, protocolVersion: previous == nil ? nil : "2",
+                age: age, activeConnections: active, idleConnections: idle, date: Date()))
+    }
+
     static func invalidate(session: Int = 1) -> TypedNotification<SessionInvalidation> {
         TypedNotification(
             name: .sessionDidInvalidate, object: nil,

@@ -1,0 +1,288 @@
+import CCurl
+import Foundation
+
+/// A change of state of one of a connection pool's connections, as the engine reports it: a connection became
+/// active (its first transfer, or a transfer after a rest), idle (its last transfer left it), or closed.
+package struct ConnectionChange: Sendable {
+    /// Where a connection is in its life. A connection being opened has no state yet: it has one from the
+    /// moment its first transfer has it, established.
+    package enum State: Sendable, Equatable {
+        /// At least one transfer uses it (several, as HTTP/2 streams).
+        case active
+        /// Open, kept for the next transfer to its origin, used by none.
+        case idle
+        /// Closed: by the server, by curl (its limits, a failure) or with the pool.
+        case closed
+    }
+
+    /// The connection's number in its pool, from 1; never given to another connection of the pool.
+    package let connection: Int
+    /// The state it has now.
+    package let state: State
+    /// The state before; `nil` for a connection just established (its first `active`).
+    package let previousState: State?
+    /// The scheme, host and port of the URL of the connection's first transfer.
+    package let scheme: String
+    package let host: String
+    package let port: Int
+    /// The IP address and port the socket connected to (a proxy's, through a proxy); `nil` for a socket that
+    /// is not IPv4 or IPv6.
+    package let peerAddress: String?
+    package let peerPort: Int?
+    /// The HTTP version of the responses on it (`1.0`, `1.1`, `2`), once one arrived.
+    package let protocolVersion: String?
+    /// Seconds since the socket was opened: for `closed`, how long the connection lived.
+    package let age: TimeInterval
+    /// How many of the pool's connections to the same origin and peer address are active and idle, after
+    /// this change.
+    package let activeCount: Int
+    package let idleCount: Int
+}
+
+/// Which of a connection pool's connections are open, and which transfers use each: what
+/// `ConnectionChange` reports. Loop thread only.
+///
+/// libcurl 7.88 names no connection to its user, so the engine follows them through three callbacks: curl
+/// opens every socket of the pool through ``openSocket`` and closes it through ``closeSocket``
+/// (`CURLOPT_OPENSOCKETFUNCTION`, `CURLOPT_CLOSESOCKETFUNCTION`), and ``prerequest`` runs when a transfer has
+/// its connection, established or reused, just before its request is sent (`CURLOPT_PREREQFUNCTION`). That
+/// call names the connection only by its addresses, so each socket's local port is read (`getsockname`) the
+/// first time a transfer may be on it, and a connection is found by its local port and its peer.
+///
+/// A socket no transfer ever used (a connection attempt that failed, the loser of a race between IPv6 and
+/// IPv4) is never reported. With libcurl older than 7.80, which has no such call, a transfer is tied to its
+/// connection at its first response head instead (``attachAtFirstResponse(_:)``): its connection counts as
+/// idle while the request is sent.
+final class ConnectionTracker {
+    /// The connection's first transfer's scheme, host and port.
+    private struct Origin: Hashable {
+        let scheme: String
+        let host: String
+        let port: Int
+    }
+
+    /// The connections counted together: one origin through one peer address.
+    private struct Group: Hashable {
+        let origin: Origin
+        let peerAddress: String?
+    }
+
+    /// How a transfer's connection is named by curl: its local port and its peer.
+    struct Endpoints: Hashable {
+        let localPort: Int
+        let peerPort: Int
+        let peerAddress: String
+    }
+
+    private struct Connection {
+        let number: Int
+        /// When the socket was opened, on ``QueueClock``.
+        let openedAt: UInt64
+        let peerAddress: String?
+        let peerPort: Int?
+        /// The local port, once read.
+        var localPort: Int?
+        /// Set by its first transfer: a connection without one was never established.
+        var origin: Origin?
+        /// The transfers on it now.
+        var transfers: [Transfer] = []
+        var protocolVersion: String?
+
+        var state: ConnectionChange.State? {
+            guard origin != nil else { return nil }
+            return transfers.isEmpty ? .idle : .active
+        }
+    }
+
+    private var connections: [curl_socket_t: Connection] = [:]
+    private var sockets: [Endpoints: curl_socket_t] = [:]
+    private var counts: [Group: (active: Int, idle: Int)] = [:]
+    private var lastNumber = 0
+    /// Hears every change; runs on the loop thread, so it only hands the change on.
+    var onChange: (@Sendable (ConnectionChange) -> Void)?
+
+    /// The number of sockets open, established or not. Loop thread only.
+    var openSockets: Int { connections.count }
+
+    // MARK: - the transfers' handles
+
+    /// Has curl open and close `transfer`'s sockets through this tracker, and report its connection. Before
+    /// the transfer's handle joins the pool.
+    func track(_ transfer: Transfer, easy: UnsafeMutableRawPointer) {
+        transfer.connections = self
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        // Refused options leave the transfer untracked, not failed: the counts are an observation.
+        _ = herald_easy_setopt_socket_functions(easy, Self.openSocket, Self.closeSocket, context)
+        _ = herald_easy_setopt_prereq(easy, Self.prerequest, Unmanaged.passUnretained(transfer).toOpaque())
+    }
+
+    private static let openSocket: herald_curl_opensocket_cb = { context, purpose, address in
+        guard let address else { return CURL_SOCKET_BAD }
+        let socket = herald_open_socket(address)
+        guard socket >= 0, herald_socket_is_connection(purpose), let context else { return socket }
+        var port: Int32 = 0
+        let peerAddress = withUnsafeTemporaryAllocation(of: CChar.self, capacity: Int(INET6_ADDRSTRLEN)) { text in
+            guard let start = text.baseAddress, herald_socket_peer_text(address, start, text.count, &port) else {
+                return nil as String?
+            }
+            return String(cString: start)
+        }
+        Unmanaged<ConnectionTracker>.fromOpaque(context).takeUnretainedValue().opened(
+            socket, peerAddress: peerAddress, peerPort: peerAddress == nil ? nil : Int(port))
+        return socket
+    }
+
+    private static let closeSocket: herald_curl_closesocket_cb = { context, socket in
+        if let context { Unmanaged<ConnectionTracker>.fromOpaque(context).takeUnretainedValue().closed(socket) }
+        return herald_close_socket(socket)
+    }
+
+    private static let prerequest: herald_curl_prereq_cb = { context, primaryIP, _, primaryPort, localPort in
+        guard let context, let primaryIP else { return 0 }
+        let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+        transfer.connections?.attach(
+            transfer,
+            to: Endpoints(
+                localPort: Int(localPort), peerPort: Int(primaryPort), peerAddress: String(cString: primaryIP)))
+        // CURL_PREREQFUNC_OK: the request goes ahead.
+        return 0
+    }
+
+    // MARK: - events
+
+    private func opened(_ socket: curl_socket_t, peerAddress: String?, peerPort: Int?) {
+        lastNumber += 1
+        connections[socket] = Connection(
+            number: lastNumber, openedAt: QueueClock.now, peerAddress: peerAddress, peerPort: peerPort)
+    }
+
+    private func closed(_ socket: curl_socket_t) {
+        guard let connection = connections.removeValue(forKey: socket) else { return }
+        if let localPort = connection.localPort, let peerPort = connection.peerPort,
+            let peerAddress = connection.peerAddress
+        {
+            sockets[Endpoints(localPort: localPort, peerPort: peerPort, peerAddress: peerAddress)] = nil
+        }
+        for transfer in connection.transfers { transfer.connectionSocket = nil }
+        guard let state = connection.state else { return }
+        var closing = connection
+        if closing.protocolVersion == nil {
+            closing.protocolVersion = connection.transfers.lazy.compactMap(\.responseProtocolVersion).first
+        }
+        count(closing, leaving: state, entering: nil)
+        report(closing, .closed, previous: state)
+    }
+
+    /// `transfer` has its connection: the one at `endpoints`. Called from curl's callback, loop thread.
+    private func attach(_ transfer: Transfer, to endpoints: Endpoints) {
+        guard let socket = socket(at: endpoints), transfer.connectionSocket != socket,
+            var connection = connections[socket]
+        else { return }
+        detach(transfer)
+        transfer.connectionSocket = socket
+        let previous = connection.state
+        if connection.origin == nil {
+            let url = transfer.request.url
+            let scheme = url.scheme?.lowercased() ?? ""
+            connection.origin = Origin(
+                scheme: scheme, host: url.host ?? "", port: url.port ?? (scheme == "https" ? 443 : 80))
+        }
+        connection.transfers.append(transfer)
+        connections[socket] = connection
+        guard previous != .active else { return }
+        count(connection, leaving: previous, entering: .active)
+        report(connection, .active, previous: previous)
+    }
+
+    /// With libcurl older than 7.80: ties `transfer` to its connection when its first response line arrives,
+    /// from curl's record of the connection's addresses. Loop thread, in the header callback.
+    func attachAtFirstResponse(_ transfer: Transfer) {
+        guard CurlFeatures.reportsConnectionBeforeRequest == false, let easy = transfer.easyHandle else { return }
+        var localPort = 0
+        var peerPort = 0
+        var peer: UnsafeMutablePointer<CChar>?
+        guard herald_easy_getinfo_long(easy, CURLINFO_LOCAL_PORT, &localPort) == CURLE_OK,
+            herald_easy_getinfo_long(easy, CURLINFO_PRIMARY_PORT, &peerPort) == CURLE_OK,
+            herald_easy_getinfo_string(easy, CURLINFO_PRIMARY_IP, &peer) == CURLE_OK, let peer
+        else { return }
+        attach(transfer, to: Endpoints(localPort: localPort, peerPort: peerPort, peerAddress: String(cString: peer)))
+    }
+
+    /// `transfer` left the pool (finished, cancelled, or about to start again): it no longer uses its
+    /// connection. Loop thread, after `curl_multi_remove_handle`.
+    func detach(_ transfer: Transfer) {
+        guard let socket = transfer.connectionSocket else { return }
+        transfer.connectionSocket = nil
+        guard var connection = connections[socket],
+            let index = connection.transfers.firstIndex(where: { $0 === transfer })
+        else { return }
+        connection.transfers.remove(at: index)
+        if let version = transfer.responseProtocolVersion { connection.protocolVersion = version }
+        connections[socket] = connection
+        guard connection.transfers.isEmpty else { return }
+        count(connection, leaving: .active, entering: .idle)
+        report(connection, .idle, previous: .active)
+    }
+
+    /// Reports every connection still open as closed: after `curl_multi_cleanup`, which closes them all
+    /// through ``closeSocket``, this finds none unless curl left one.
+    func closeAll() {
+        for socket in Array(connections.keys) { closed(socket) }
+    }
+
+    // MARK: - bookkeeping
+
+    /// The socket of the connection at `endpoints`, reading the local port of each socket that has none yet.
+    private func socket(at endpoints: Endpoints) -> curl_socket_t? {
+        if let socket = sockets[endpoints] { return socket }
+        for (socket, connection) in connections where connection.localPort == nil {
+            let port = herald_socket_local_port(socket)
+            guard port > 0 else { continue }
+            connections[socket]?.localPort = Int(port)
+            if let peerPort = connection.peerPort, let peerAddress = connection.peerAddress {
+                sockets[Endpoints(localPort: Int(port), peerPort: peerPort, peerAddress: peerAddress)] = socket
+            }
+        }
+        return sockets[endpoints]
+    }
+
+    private func count(
+        _ connection: Connection, leaving old: ConnectionChange.State?, entering new: ConnectionChange.State?
+    ) {
+        guard let origin = connection.origin else { return }
+        let group = Group(origin: origin, peerAddress: connection.peerAddress)
+        var value = counts[group] ?? (0, 0)
+        switch old {
+        case .active: value.active -= 1
+        case .idle: value.idle -= 1
+        case .closed, nil: break
+        }
+        switch new {
+        case .active: value.active += 1
+        case .idle: value.idle += 1
+        case .closed, nil: break
+        }
+        if value.active == 0, value.idle == 0 { counts[group] = nil } else { counts[group] = value }
+    }
+
+    private func report(_ connection: Connection, _ state: ConnectionChange.State, previous: ConnectionChange.State?) {
+        guard let onChange, let origin = connection.origin else { return }
+        let value = counts[Group(origin: origin, peerAddress: connection.peerAddress)] ?? (0, 0)
+        let now = QueueClock.now
+        onChange(
+            ConnectionChange(
+                connection: connection.number, state: state, previousState: previous, scheme: origin.scheme,
+                host: origin.host, port: origin.port, peerAddress: connection.peerAddress,
+                peerPort: connection.peerPort, protocolVersion: connection.protocolVersion,
+                age: now >= connection.openedAt ? TimeInterval(now - connection.openedAt) / 1e9 : 0,
+                activeCount: value.active, idleCount: value.idle))
+    }
+}
+
+extension Transfer {
+    /// The HTTP version of the response received, as OpenTelemetry writes it (`1.1`, `2`); `nil` before one.
+    var responseProtocolVersion: String? {
+        guard responseStatus > 0 else { return nil }
+        return responseVersion.hasPrefix("HTTP/") ? String(responseVersion.dropFirst(5)) : responseVersion
+    }
+}
