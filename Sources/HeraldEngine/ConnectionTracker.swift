@@ -180,6 +180,7 @@ final class ConnectionTracker {
         else { return }
         detach(transfer)
         transfer.connectionSocket = socket
+        transfer.connectionNumber = connection.number
         let previous = connection.state
         if connection.origin == nil {
             let url = transfer.request.url

@@ -103,6 +103,9 @@ package final class Transfer: @unchecked Sendable {
     /// The socket of the connection the transfer is on, from when it has one until it leaves the pool or the
     /// connection closes (``ConnectionTracker``). Loop thread only.
     @exclusivity(unchecked) var connectionSocket: curl_socket_t?
+    /// The number of the last connection the transfer was on, kept after it left it, for its metrics. Loop
+    /// thread only.
+    @exclusivity(unchecked) var connectionNumber: Int?
 
     package init(request: consuming TransferRequest, delegate: any TransferDelegate) {
         self.delegate = delegate
@@ -276,6 +279,7 @@ package final class Transfer: @unchecked Sendable {
         if let easyHandle {
             metrics = TransferTimings(
                 easyHandle: easyHandle, startDate: startDate, addedAt: addedAt, firstResponseLineAt: firstResponseLineAt)
+            metrics?.connectionIdentifier = connectionNumber
             if error == nil, !didRetryOnFreshConnection, let pool {
                 pool.give(easyHandle, profile: profile)
             } else {

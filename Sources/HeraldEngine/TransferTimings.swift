@@ -42,6 +42,9 @@ package struct TransferTimings: Sendable {
     /// pooled connection (see `init(easyHandle:startDate:addedAt:firstResponseLineAt:)`); `nil` when no
     /// response byte arrived.
     package var timeInQueue: TimeInterval?
+    /// The number of the connection that carried the transfer in its session's pool (``ConnectionChange``);
+    /// `nil` when it had none.
+    package var connectionIdentifier: Int? = nil
 }
 
 /// A precise monotonic clock for the time a transfer waits for a connection (``ActivityClock`` is coarse:

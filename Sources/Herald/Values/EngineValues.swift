@@ -58,7 +58,7 @@ extension TransferMetrics {
             responseBodyBytes: timings.responseBodyBytes, redirectCount: timings.redirectCount,
             connectionReused: timings.connectionReused, remoteAddress: timings.remoteAddress,
             remotePort: timings.remotePort, localPort: timings.localPort, httpVersion: timings.httpVersion,
-            timeInQueue: timings.timeInQueue)
+            timeInQueue: timings.timeInQueue, connectionIdentifier: timings.connectionIdentifier)
     }
 }
 

@@ -50,6 +50,11 @@ public struct TransferMetrics: Sendable, Hashable {
     /// libcurl before 8.6 the wait is measured from the first response byte (libcurl's time to it, taken from
     /// the loop's), so a transfer that ended before one has none.
     public var timeInQueue: TimeInterval?
+    /// The number of the connection that carried the transfer, unique within its session: transfers with the
+    /// same number shared one connection, one after another or, over HTTP/2, at once. The same number as in
+    /// ``ConnectionStateChange/connectionIdentifier``. `nil` when the transfer never had a connection (it
+    /// failed to connect, or was cancelled before).
+    public var connectionIdentifier: Int?
 
     /// Creates metrics; Herald reads them from curl itself, the initializer is public so observers can be
     /// unit-tested.
@@ -71,7 +76,8 @@ public struct TransferMetrics: Sendable, Hashable {
         remotePort: Int?,
         localPort: Int?,
         httpVersion: String?,
-        timeInQueue: TimeInterval? = nil
+        timeInQueue: TimeInterval? = nil,
+        connectionIdentifier: Int? = nil
     ) {
         self.startDate = startDate
         self.nameLookup = nameLookup
@@ -91,6 +97,7 @@ public struct TransferMetrics: Sendable, Hashable {
         self.localPort = localPort
         self.httpVersion = httpVersion
         self.timeInQueue = timeInQueue
+        self.connectionIdentifier = connectionIdentifier
     }
 
     /// Bytes sent in all: request headers and body.

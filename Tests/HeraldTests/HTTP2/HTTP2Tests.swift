@@ -12,6 +12,8 @@ struct HTTP2Tests {
     struct Client {
         let session: SessionManager
         let recorder: RecordingObserver
+        /// Records the connections' changes too.
+        let connections: RecordingObserver
 
         init(server: NginxServer, httpVersion: HTTPVersion = .automatic, connectionsPerHost: Int = 6) throws {
             var configuration = SessionConfiguration()
@@ -21,6 +23,7 @@ struct HTTP2Tests {
             configuration.timeoutIntervalForRequest = 60
             let center = NotificationHub()
             recorder = RecordingObserver(center: center)
+            connections = RecordingObserver(center: center, recordsConnections: true)
             session = SessionManager(configuration: configuration, notificationCenter: center)
             session.responseSerializer = DataResponseSerializer()
         }
@@ -58,6 +61,16 @@ struct HTTP2Tests {
             #expect(localPorts.count == 1, "local ports: \(localPorts.sorted())")
             #expect(completions.allSatisfy { $0.metrics?.localPort != nil })
             #expect(completions.filter { $0.metrics?.connectionReused == false }.count == 1)
+            // The session's own numbering of its connections says the same: one, carrying 64 streams at once.
+            #expect(Set(completions.map { $0.metrics?.connectionIdentifier }) == [1])
+            try await client.connections.waitUntil { events in
+                events.contains { $0.connectionChange?.state == .idle }
+            }
+            let changes = client.connections.connectionChanges
+            #expect(changes.map(\.state) == [.active, .idle], "\(changes.map(\.state))")
+            #expect(
+                changes.allSatisfy { $0.activeConnections + $0.idleConnections == 1 && $0.connectionIdentifier == 1 })
+            #expect(changes.last?.protocolVersion == "2")
 
             // And on the server's: one connection (so one TLS handshake) carried all 64 requests, as HTTP/2.
             let lines = try await server.waitForRequests(uris)

@@ -58,6 +58,8 @@ struct ConnectionStateTests {
         // The age only grows.
         #expect(zip(changes, changes.dropFirst()).allSatisfy { $0.age <= $1.age })
         #expect(fixture.server.statistics.acceptedConnections == 1)
+        // Each task's metrics name the connection that carried it.
+        #expect(fixture.recorder.completions.map { $0.metrics?.connectionIdentifier } == [1, 1, 1])
         try await fixture.server.shutdown()
     }
 
@@ -126,6 +128,10 @@ struct ConnectionStateTests {
         try await recorder.waitForConnections { $0.last?.state == .idle }
         #expect(recorder.connectionTimeline.allSatisfy { $0.hasSuffix(":active") || $0.hasSuffix(":idle") })
         #expect(Set(recorder.connectionChanges.map(\.port)) == [fixture.server.port])
+        // The failed task had no connection; the next one names its own.
+        let numbers = fixture.recorder.completions.map { $0.metrics.map { $0.connectionIdentifier ?? -1 } }
+        #expect(numbers.first == .some(-1) || numbers.first == .some(nil), "\(numbers)")
+        #expect(numbers.last == .some(recorder.connectionChanges.first?.connectionIdentifier ?? 0))
         try await fixture.tearDown()
     }
 
