@@ -111,6 +111,10 @@ struct FleetTests {
             }
             #expect(lines.contains("# HELP http_client_active_requests Number of active HTTP requests."))
             #expect(lines.contains("# TYPE http_client_active_requests gauge"))
+            #expect(
+                lines.contains(
+                    "# HELP http_client_open_connections Number of outbound HTTP connections that are currently "
+                        + "active or idle on the client."))
             #expect(!page.contains("http_client_request_duration_bucket"))
             #expect(!page.contains("unit=\""))
             #expect(!page.contains("description=\""))
@@ -255,6 +259,13 @@ struct FleetTests {
         ] {
             _ = try await fleet.waitForQuery(counted) { $0.first?.value == total }
         }
+        // The pool the wait was for, in plain sight: at most six connections to B, none active between bursts.
+        let pool = try await fleet.waitForQuery(
+            "sum by (http_connection_state) (http_client_open_connections{\(client)})"
+        ) { samples in samples.contains { $0.labels["http_connection_state"] == "idle" } }
+        let idle = pool.first { $0.labels["http_connection_state"] == "idle" }?.value ?? 0
+        #expect(idle >= 1 && idle <= 6, "idle connections: \(pool)")
+        #expect((pool.first { $0.labels["http_connection_state"] == "active" }?.value ?? 0) == 0, "\(pool)")
         let held = try await fleet.query("sum(http_server_request_duration_seconds_bucket{\(server), le=\"0.25\"})")
         if held.first?.value != total {
             return "B held \(total - (held.first?.value ?? 0)) of \(Int(total)) responses longer than 0.25 s"
