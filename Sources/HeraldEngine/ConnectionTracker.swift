@@ -67,6 +67,13 @@ final class ConnectionTracker {
         let peerAddress: String?
     }
 
+    /// How many of a group's connections are in each state; shared by the group's connections, so that a
+    /// change of state updates it without looking the group up.
+    private final class Counts {
+        var active = 0
+        var idle = 0
+    }
+
     /// How a transfer's connection is named by curl: its local port and its peer.
     struct Endpoints: Hashable {
         let localPort: Int
@@ -74,7 +81,9 @@ final class ConnectionTracker {
         let peerAddress: String
     }
 
-    private struct Connection {
+    /// One open socket, and once a transfer took it, one connection. A class: a change of state updates it
+    /// where it is, with no copy.
+    private final class Connection {
         let number: Int
         /// When the socket was opened, on ``QueueClock``.
         let openedAt: UInt64
@@ -84,9 +93,18 @@ final class ConnectionTracker {
         var localPort: Int?
         /// Set by its first transfer: a connection without one was never established.
         var origin: Origin?
+        /// Its group's counts, from its first transfer on.
+        var counts: Counts?
         /// The transfers on it now.
         var transfers: [Transfer] = []
         var protocolVersion: String?
+
+        init(number: Int, openedAt: UInt64, peerAddress: String?, peerPort: Int?) {
+            self.number = number
+            self.openedAt = openedAt
+            self.peerAddress = peerAddress
+            self.peerPort = peerPort
+        }
 
         var state: ConnectionChange.State? {
             guard origin != nil else { return nil }
@@ -96,7 +114,8 @@ final class ConnectionTracker {
 
     private var connections: [curl_socket_t: Connection] = [:]
     private var sockets: [Endpoints: curl_socket_t] = [:]
-    private var counts: [Group: (active: Int, idle: Int)] = [:]
+    /// Each group's counts, while it has a connection.
+    private var groups: [Group: Counts] = [:]
     private var lastNumber = 0
     /// Hears every change; runs on the loop thread, so it only hands the change on.
     var onChange: (@Sendable (ConnectionChange) -> Void)?
@@ -151,6 +170,9 @@ final class ConnectionTracker {
     // MARK: - events
 
     private func opened(_ socket: curl_socket_t, peerAddress: String?, peerPort: Int?) {
+        // A number still on record belonged to a socket curl closed without the close callback (none of its
+        // paths should): that connection is gone, and is reported so.
+        if connections[socket] != nil { closed(socket) }
         lastNumber += 1
         connections[socket] = Connection(
             number: lastNumber, openedAt: QueueClock.now, peerAddress: peerAddress, peerPort: peerPort)
@@ -165,18 +187,18 @@ final class ConnectionTracker {
         }
         for transfer in connection.transfers { transfer.connectionSocket = nil }
         guard let state = connection.state else { return }
-        var closing = connection
-        if closing.protocolVersion == nil {
-            closing.protocolVersion = connection.transfers.lazy.compactMap(\.responseProtocolVersion).first
+        if connection.protocolVersion == nil {
+            connection.protocolVersion = connection.transfers.lazy.compactMap(\.responseProtocolVersion).first
         }
-        count(closing, leaving: state, entering: nil)
-        report(closing, .closed, previous: state)
+        count(connection, leaving: state, entering: nil)
+        report(connection, .closed, previous: state)
+        connection.transfers = []
     }
 
     /// `transfer` has its connection: the one at `endpoints`. Called from curl's callback, loop thread.
     private func attach(_ transfer: Transfer, to endpoints: Endpoints) {
         guard let socket = socket(at: endpoints), transfer.connectionSocket != socket,
-            var connection = connections[socket]
+            let connection = connections[socket]
         else { return }
         detach(transfer)
         transfer.connectionSocket = socket
@@ -185,11 +207,18 @@ final class ConnectionTracker {
         if connection.origin == nil {
             let url = transfer.request.url
             let scheme = url.scheme?.lowercased() ?? ""
-            connection.origin = Origin(
-                scheme: scheme, host: url.host ?? "", port: url.port ?? (scheme == "https" ? 443 : 80))
+            let origin = Origin(scheme: scheme, host: url.host ?? "", port: url.port ?? (scheme == "https" ? 443 : 80))
+            let group = Group(origin: origin, peerAddress: connection.peerAddress)
+            connection.origin = origin
+            if let counts = groups[group] {
+                connection.counts = counts
+            } else {
+                let counts = Counts()
+                groups[group] = counts
+                connection.counts = counts
+            }
         }
         connection.transfers.append(transfer)
-        connections[socket] = connection
         guard previous != .active else { return }
         count(connection, leaving: previous, entering: .active)
         report(connection, .active, previous: previous)
@@ -214,12 +243,11 @@ final class ConnectionTracker {
     func detach(_ transfer: Transfer) {
         guard let socket = transfer.connectionSocket else { return }
         transfer.connectionSocket = nil
-        guard var connection = connections[socket],
+        guard let connection = connections[socket],
             let index = connection.transfers.firstIndex(where: { $0 === transfer })
         else { return }
         connection.transfers.remove(at: index)
         if let version = transfer.responseProtocolVersion { connection.protocolVersion = version }
-        connections[socket] = connection
         guard connection.transfers.isEmpty else { return }
         count(connection, leaving: .active, entering: .idle)
         report(connection, .idle, previous: .active)
@@ -239,7 +267,7 @@ final class ConnectionTracker {
         for (socket, connection) in connections where connection.localPort == nil {
             let port = herald_socket_local_port(socket)
             guard port > 0 else { continue }
-            connections[socket]?.localPort = Int(port)
+            connection.localPort = Int(port)
             if let peerPort = connection.peerPort, let peerAddress = connection.peerAddress {
                 sockets[Endpoints(localPort: Int(port), peerPort: peerPort, peerAddress: peerAddress)] = socket
             }
@@ -250,25 +278,24 @@ final class ConnectionTracker {
     private func count(
         _ connection: Connection, leaving old: ConnectionChange.State?, entering new: ConnectionChange.State?
     ) {
-        guard let origin = connection.origin else { return }
-        let group = Group(origin: origin, peerAddress: connection.peerAddress)
-        var value = counts[group] ?? (0, 0)
+        guard let counts = connection.counts else { return }
         switch old {
-        case .active: value.active -= 1
-        case .idle: value.idle -= 1
+        case .active: counts.active -= 1
+        case .idle: counts.idle -= 1
         case .closed, nil: break
         }
         switch new {
-        case .active: value.active += 1
-        case .idle: value.idle += 1
+        case .active: counts.active += 1
+        case .idle: counts.idle += 1
         case .closed, nil: break
         }
-        if value.active == 0, value.idle == 0 { counts[group] = nil } else { counts[group] = value }
+        if counts.active == 0, counts.idle == 0, let origin = connection.origin {
+            groups[Group(origin: origin, peerAddress: connection.peerAddress)] = nil
+        }
     }
 
     private func report(_ connection: Connection, _ state: ConnectionChange.State, previous: ConnectionChange.State?) {
-        guard let onChange, let origin = connection.origin else { return }
-        let value = counts[Group(origin: origin, peerAddress: connection.peerAddress)] ?? (0, 0)
+        guard let onChange, let origin = connection.origin, let counts = connection.counts else { return }
         let now = QueueClock.now
         onChange(
             ConnectionChange(
@@ -276,7 +303,7 @@ final class ConnectionTracker {
                 host: origin.host, port: origin.port, peerAddress: connection.peerAddress,
                 peerPort: connection.peerPort, protocolVersion: connection.protocolVersion,
                 age: now >= connection.openedAt ? TimeInterval(now - connection.openedAt) / 1e9 : 0,
-                activeCount: value.active, idleCount: value.idle))
+                activeCount: counts.active, idleCount: counts.idle))
     }
 }
 

@@ -35,6 +35,8 @@ struct PrometheusNamingTests {
                 "http.client.request.duration": "http_client_request_duration_seconds",
                 "http.client.request.time_in_queue": "http_client_request_time_in_queue_seconds",
                 "http.client.active_requests": "http_client_active_requests",
+                "http.client.open_connections": "http_client_open_connections",
+                "http.client.connection.duration": "http_client_connection_duration_seconds",
                 "http.client.request.body.size": "http_client_request_body_size_bytes",
                 "http.client.response.body.size": "http_client_response_body_size_bytes",
                 "herald.client.request.retries": "herald_client_request_retries_total",
