@@ -97,7 +97,8 @@ final class ConnectionTracker {
         var counts: Counts?
         /// The transfers on it now.
         var transfers: [Transfer] = []
-        var protocolVersion: String?
+        /// The status line's version of the last response on it (`HTTP/1.1`, `HTTP/2`), once one arrived.
+        var responseVersion: String?
 
         init(number: Int, openedAt: UInt64, peerAddress: String?, peerPort: Int?) {
             self.number = number
@@ -117,6 +118,8 @@ final class ConnectionTracker {
     /// Each group's counts, while it has a connection.
     private var groups: [Group: Counts] = [:]
     private var lastNumber = 0
+    /// The connection the last transfer took, by its endpoints and socket.
+    private var lastAttached: (endpoints: Endpoints, socket: curl_socket_t)?
     /// Hears every change; runs on the loop thread, so it only hands the change on.
     var onChange: (@Sendable (ConnectionChange) -> Void)?
 
@@ -125,14 +128,16 @@ final class ConnectionTracker {
 
     // MARK: - the transfers' handles
 
-    /// Has curl open and close `transfer`'s sockets through this tracker, and report its connection. Before
-    /// the transfer's handle joins the pool.
-    func track(_ transfer: Transfer, easy: UnsafeMutableRawPointer) {
-        transfer.connections = self
-        let context = Unmanaged.passUnretained(self).toOpaque()
-        // Refused options leave the transfer untracked, not failed: the counts are an observation.
-        _ = herald_easy_setopt_socket_functions(easy, Self.openSocket, Self.closeSocket, context)
-        _ = herald_easy_setopt_prereq(easy, Self.prerequest, Unmanaged.passUnretained(transfer).toOpaque())
+    /// Has curl open and close the sockets of `easy` through the tracker at `context` (the pool's,
+    /// ``EasyHandlePool/connections``). Set once per configured handle: a pooled handle keeps it.
+    static func setSocketFunctions(on easy: UnsafeMutableRawPointer, context: UnsafeMutableRawPointer) -> CURLcode {
+        herald_easy_setopt_socket_functions(easy, openSocket, closeSocket, context)
+    }
+
+    /// Has curl report the connection the transfer at `context` takes, through its ``Transfer/connections``,
+    /// the tracker of the pool it joined. Set for every transfer, beside its other callbacks' data.
+    static func setPrerequest(on easy: UnsafeMutableRawPointer, context: UnsafeMutableRawPointer) -> CURLcode {
+        herald_easy_setopt_prereq(easy, prerequest, context)
     }
 
     private static let openSocket: herald_curl_opensocket_cb = { context, purpose, address in
@@ -187,8 +192,8 @@ final class ConnectionTracker {
         }
         for transfer in connection.transfers { transfer.connectionSocket = nil }
         guard let state = connection.state else { return }
-        if connection.protocolVersion == nil {
-            connection.protocolVersion = connection.transfers.lazy.compactMap(\.responseProtocolVersion).first
+        if connection.responseVersion == nil {
+            connection.responseVersion = connection.transfers.first { $0.responseStatus > 0 }?.responseVersion
         }
         count(connection, leaving: state, entering: nil)
         report(connection, .closed, previous: state)
@@ -200,6 +205,7 @@ final class ConnectionTracker {
         guard let socket = socket(at: endpoints), transfer.connectionSocket != socket,
             let connection = connections[socket]
         else { return }
+        lastAttached = (endpoints, socket)
         detach(transfer)
         transfer.connectionSocket = socket
         transfer.connectionNumber = connection.number
@@ -247,7 +253,7 @@ final class ConnectionTracker {
             let index = connection.transfers.firstIndex(where: { $0 === transfer })
         else { return }
         connection.transfers.remove(at: index)
-        if let version = transfer.responseProtocolVersion { connection.protocolVersion = version }
+        if transfer.responseStatus > 0 { connection.responseVersion = transfer.responseVersion }
         guard connection.transfers.isEmpty else { return }
         count(connection, leaving: .active, entering: .idle)
         report(connection, .idle, previous: .active)
@@ -263,6 +269,8 @@ final class ConnectionTracker {
 
     /// The socket of the connection at `endpoints`, reading the local port of each socket that has none yet.
     private func socket(at endpoints: Endpoints) -> curl_socket_t? {
+        // Mostly the connection the last transfer took (one at a time, one kept connection): compared, not hashed.
+        if let last = lastAttached, last.endpoints == endpoints, connections[last.socket] != nil { return last.socket }
         if let socket = sockets[endpoints] { return socket }
         for (socket, connection) in connections where connection.localPort == nil {
             let port = herald_socket_local_port(socket)
@@ -301,16 +309,16 @@ final class ConnectionTracker {
             ConnectionChange(
                 connection: connection.number, state: state, previousState: previous, scheme: origin.scheme,
                 host: origin.host, port: origin.port, peerAddress: connection.peerAddress,
-                peerPort: connection.peerPort, protocolVersion: connection.protocolVersion,
+                peerPort: connection.peerPort,
+                protocolVersion: connection.responseVersion.map(Self.protocolVersion),
                 age: now >= connection.openedAt ? TimeInterval(now - connection.openedAt) / 1e9 : 0,
                 activeCount: counts.active, idleCount: counts.idle))
     }
 }
 
-extension Transfer {
-    /// The HTTP version of the response received, as OpenTelemetry writes it (`1.1`, `2`); `nil` before one.
-    var responseProtocolVersion: String? {
-        guard responseStatus > 0 else { return nil }
-        return responseVersion.hasPrefix("HTTP/") ? String(responseVersion.dropFirst(5)) : responseVersion
+extension ConnectionTracker {
+    /// A status line's version as OpenTelemetry writes it: `HTTP/1.1` is `1.1`, `HTTP/2` is `2`.
+    fileprivate static func protocolVersion(_ statusLineVersion: String) -> String {
+        statusLineVersion.hasPrefix("HTTP/") ? String(statusLineVersion.dropFirst(5)) : statusLineVersion
     }
 }

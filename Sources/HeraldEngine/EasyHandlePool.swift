@@ -25,7 +25,7 @@ import HeraldNotifications
 /// negotiated with. The cache is the pool's alone, so it never reaches another session.
 package final class EasyHandlePool: @unchecked Sendable {
     // Safety: `state` is guarded by its lock; a handle in `idle` belongs to the pool alone, one taken or
-    // given belongs to the caller alone.
+    // given belongs to the caller alone; `connections` is immutable and only handed to libcurl.
 
     /// How many idle handles the pool keeps.
     let capacity: Int
@@ -52,8 +52,14 @@ package final class EasyHandlePool: @unchecked Sendable {
     /// locks it itself (the shim's mutexes), so it is used from any thread.
     private let tlsSessions: UnsafeMutablePointer<herald_share>?
 
-    init(capacity: Int) {
+    /// The pool's ``ConnectionTracker``, as the context of the socket callbacks every handle configured from
+    /// this pool is given (``Transfer``'s configuration); `nil` for a pool whose connections nobody follows.
+    /// The multi handle that owns the tracker outlives every connection its handles open.
+    let connections: UnsafeMutableRawPointer?
+
+    init(capacity: Int, connections: UnsafeMutableRawPointer? = nil) {
         self.capacity = capacity
+        self.connections = connections
         self.tlsSessions = herald_share_make_tls_sessions()
     }
 

@@ -56,11 +56,13 @@ package final class MultiHandle: @unchecked Sendable {
     package init?(engine: Engine, options: Options) {
         guard let multi = curl_multi_init() else { return nil }
         self.engine = engine
-        self.connections = ConnectionTracker()
+        let connections = ConnectionTracker()
+        self.connections = connections
         self.multi = multi
         // As many as the transfers that may run at once, within reason.
         let concurrent = options.maximumConnectionsTotal > 0 ? options.maximumConnectionsTotal : 64
-        self.easyHandles = EasyHandlePool(capacity: min(max(concurrent, 8), 256))
+        self.easyHandles = EasyHandlePool(
+            capacity: min(max(concurrent, 8), 256), connections: Unmanaged.passUnretained(connections).toOpaque())
         self.timer = .allocate(capacity: 1)
         self.idleTimer = .allocate(capacity: 1)
         let context = Unmanaged.passUnretained(self).toOpaque()
@@ -116,7 +118,7 @@ package final class MultiHandle: @unchecked Sendable {
             return
         }
         guard let easy = transfer.makeEasyHandle(from: easyHandles) else { return }
-        connections.track(transfer, easy: easy)
+        transfer.connections = connections
         transfer.startBodyReader(in: self)
         transfer.recentFieldValues = engine.recentFieldValues
         insert(transfer)

@@ -181,6 +181,11 @@ extension Transfer {
         // Off until a pause is refused before the connection exists (Transfer.pause): called about ten
         // times per request, the callback had nothing else to do once the idle timeout moved out of it.
         check("NOPROGRESS", herald_easy_setopt_long(easy, CURLOPT_NOPROGRESS, 1))
+        if let connections = pool?.connections {
+            // The pool's sockets open and close through its tracker (ConnectionTracker); refused options leave
+            // the transfer untracked, not failed: the counts are an observation.
+            _ = ConnectionTracker.setSocketFunctions(on: easy, context: connections)
+        }
         return failed.map(refusal)
     }
 
@@ -219,6 +224,8 @@ extension Transfer {
         check("XFERINFODATA", herald_easy_setopt_pointer(easy, CURLOPT_XFERINFODATA, context))
         // How the multi handle finds the transfer of a finished easy handle (CURLINFO_PRIVATE).
         check("PRIVATE", herald_easy_setopt_pointer(easy, CURLOPT_PRIVATE, context))
+        // Which connection the transfer takes (ConnectionTracker); untracked if refused, as above.
+        if pool?.connections != nil { _ = ConnectionTracker.setPrerequest(on: easy, context: context) }
     }
 
     /// The error for an option libcurl refused.

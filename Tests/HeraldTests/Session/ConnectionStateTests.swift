@@ -129,6 +129,7 @@ struct ConnectionStateTests {
         #expect(recorder.connectionTimeline.allSatisfy { $0.hasSuffix(":active") || $0.hasSuffix(":idle") })
         #expect(Set(recorder.connectionChanges.map(\.port)) == [fixture.server.port])
         // The failed task had no connection; the next one names its own.
+        try await fixture.recorder.waitForCompletions(2)
         let numbers = fixture.recorder.completions.map { $0.metrics.map { $0.connectionIdentifier ?? -1 } }
         #expect(numbers.first == .some(-1) || numbers.first == .some(nil), "\(numbers)")
         #expect(numbers.last == .some(recorder.connectionChanges.first?.connectionIdentifier ?? 0))
