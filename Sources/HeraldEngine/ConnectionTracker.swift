@@ -70,8 +70,8 @@ final class ConnectionTracker {
     /// How many of a group's connections are in each state; shared by the group's connections, so that a
     /// change of state updates it without looking the group up.
     private final class Counts {
-        var active = 0
-        var idle = 0
+        @exclusivity(unchecked) var active = 0
+        @exclusivity(unchecked) var idle = 0
     }
 
     /// How a transfer's connection is named by curl: its local port and its peer.
@@ -90,15 +90,15 @@ final class ConnectionTracker {
         let peerAddress: String?
         let peerPort: Int?
         /// The local port, once read.
-        var localPort: Int?
+        @exclusivity(unchecked) var localPort: Int?
         /// Set by its first transfer: a connection without one was never established.
-        var origin: Origin?
+        @exclusivity(unchecked) var origin: Origin?
         /// Its group's counts, from its first transfer on.
-        var counts: Counts?
+        @exclusivity(unchecked) var counts: Counts?
         /// The transfers on it now.
-        var transfers: [Transfer] = []
+        @exclusivity(unchecked) var transfers: [Transfer] = []
         /// The status line's version of the last response on it (`HTTP/1.1`, `HTTP/2`), once one arrived.
-        var responseVersion: String?
+        @exclusivity(unchecked) var responseVersion: String?
 
         init(number: Int, openedAt: UInt64, peerAddress: String?, peerPort: Int?) {
             self.number = number
@@ -113,15 +113,17 @@ final class ConnectionTracker {
         }
     }
 
-    private var connections: [curl_socket_t: Connection] = [:]
-    private var sockets: [Endpoints: curl_socket_t] = [:]
+    @exclusivity(unchecked) private var connections: [curl_socket_t: Connection] = [:]
+    @exclusivity(unchecked) private var sockets: [Endpoints: curl_socket_t] = [:]
     /// Each group's counts, while it has a connection.
-    private var groups: [Group: Counts] = [:]
-    private var lastNumber = 0
+    @exclusivity(unchecked) private var groups: [Group: Counts] = [:]
+    @exclusivity(unchecked) private var lastNumber = 0
     /// The connection the last transfer took, by its endpoints and socket.
-    private var lastAttached: (endpoints: Endpoints, socket: curl_socket_t)?
+    @exclusivity(unchecked) private var lastAttached: (endpoints: Endpoints, socket: curl_socket_t)?
     /// Hears every change; runs on the loop thread, so it only hands the change on.
-    var onChange: (@Sendable (ConnectionChange) -> Void)?
+    @exclusivity(unchecked) var onChange: (@Sendable (ConnectionChange) -> Void)?
+    /// Whether anyone hears the changes now: when not, none is made.
+    @exclusivity(unchecked) var isObserved: (@Sendable () -> Bool)?
 
     /// The number of sockets open, established or not. Loop thread only.
     var openSockets: Int { connections.count }
@@ -165,9 +167,7 @@ final class ConnectionTracker {
         guard let context, let primaryIP else { return 0 }
         let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
         transfer.connections?.attach(
-            transfer,
-            to: Endpoints(
-                localPort: Int(localPort), peerPort: Int(primaryPort), peerAddress: String(cString: primaryIP)))
+            transfer, localPort: Int(localPort), peerPort: Int(primaryPort), peerAddress: primaryIP)
         // CURL_PREREQFUNC_OK: the request goes ahead.
         return 0
     }
@@ -201,11 +201,26 @@ final class ConnectionTracker {
     }
 
     /// `transfer` has its connection: the one at `endpoints`. Called from curl's callback, loop thread.
-    private func attach(_ transfer: Transfer, to endpoints: Endpoints) {
-        guard let socket = socket(at: endpoints), transfer.connectionSocket != socket,
-            let connection = connections[socket]
-        else { return }
-        lastAttached = (endpoints, socket)
+    private func attach(
+        _ transfer: Transfer, localPort: Int, peerPort: Int, peerAddress: UnsafePointer<CChar>
+    ) {
+        let socket: curl_socket_t
+        // Mostly the connection the last transfer took (one at a time, one kept connection): compared in
+        // place, with no string made or hashed.
+        if let last = lastAttached, last.endpoints.localPort == localPort, last.endpoints.peerPort == peerPort,
+            last.endpoints.peerAddress.utf8.elementsEqual(
+                UnsafeRawBufferPointer(start: peerAddress, count: strlen(peerAddress))),
+            connections[last.socket] != nil
+        {
+            socket = last.socket
+        } else {
+            let endpoints = Endpoints(
+                localPort: localPort, peerPort: peerPort, peerAddress: String(cString: peerAddress))
+            guard let found = self.socket(at: endpoints) else { return }
+            lastAttached = (endpoints, found)
+            socket = found
+        }
+        guard transfer.connectionSocket != socket, let connection = connections[socket] else { return }
         detach(transfer)
         transfer.connectionSocket = socket
         transfer.connectionNumber = connection.number
@@ -241,7 +256,7 @@ final class ConnectionTracker {
             herald_easy_getinfo_long(easy, CURLINFO_PRIMARY_PORT, &peerPort) == CURLE_OK,
             herald_easy_getinfo_string(easy, CURLINFO_PRIMARY_IP, &peer) == CURLE_OK, let peer
         else { return }
-        attach(transfer, to: Endpoints(localPort: localPort, peerPort: peerPort, peerAddress: String(cString: peer)))
+        attach(transfer, localPort: localPort, peerPort: peerPort, peerAddress: peer)
     }
 
     /// `transfer` left the pool (finished, cancelled, or about to start again): it no longer uses its
@@ -269,8 +284,6 @@ final class ConnectionTracker {
 
     /// The socket of the connection at `endpoints`, reading the local port of each socket that has none yet.
     private func socket(at endpoints: Endpoints) -> curl_socket_t? {
-        // Mostly the connection the last transfer took (one at a time, one kept connection): compared, not hashed.
-        if let last = lastAttached, last.endpoints == endpoints, connections[last.socket] != nil { return last.socket }
         if let socket = sockets[endpoints] { return socket }
         for (socket, connection) in connections where connection.localPort == nil {
             let port = herald_socket_local_port(socket)
@@ -303,7 +316,8 @@ final class ConnectionTracker {
     }
 
     private func report(_ connection: Connection, _ state: ConnectionChange.State, previous: ConnectionChange.State?) {
-        guard let onChange, let origin = connection.origin, let counts = connection.counts else { return }
+        guard let onChange, isObserved?() ?? true, let origin = connection.origin, let counts = connection.counts
+        else { return }
         let now = QueueClock.now
         onChange(
             ConnectionChange(
@@ -319,6 +333,16 @@ final class ConnectionTracker {
 extension ConnectionTracker {
     /// A status line's version as OpenTelemetry writes it: `HTTP/1.1` is `1.1`, `HTTP/2` is `2`.
     fileprivate static func protocolVersion(_ statusLineVersion: String) -> String {
-        statusLineVersion.hasPrefix("HTTP/") ? String(statusLineVersion.dropFirst(5)) : statusLineVersion
+        // The versions a status line has, compared whole: cheap for short strings, where taking a prefix off
+        // walks the text's characters.
+        switch statusLineVersion {
+        case "HTTP/1.1": "1.1"
+        case "HTTP/2": "2"
+        case "HTTP/1.0": "1.0"
+        case "HTTP/3": "3"
+        default:
+            statusLineVersion.utf8.starts(with: "HTTP/".utf8)
+                ? String(decoding: statusLineVersion.utf8.dropFirst(5), as: UTF8.self) : statusLineVersion
+        }
     }
 }

@@ -100,10 +100,16 @@ package final class MultiHandle: @unchecked Sendable {
     }
 
     /// Has `handler` hear each change of state of the pool's connections (``ConnectionChange``), from the
-    /// next one on. It runs on the loop thread: it must hand the change on and return, running no user code.
-    /// Any thread; takes effect before any transfer sent to the engine after this call.
-    package func reportConnectionChanges(to handler: @escaping @Sendable (ConnectionChange) -> Void) {
-        engine.execute { [self] in connections.onChange = handler }
+    /// next one on, while `isObserved` says anyone listens (no change is made otherwise). Both run on the loop
+    /// thread: they must answer at once, running no user code. Any thread; takes effect before any transfer
+    /// sent to the engine after this call.
+    package func reportConnectionChanges(
+        to handler: @escaping @Sendable (ConnectionChange) -> Void, while isObserved: @escaping @Sendable () -> Bool
+    ) {
+        engine.execute { [self] in
+            connections.onChange = handler
+            connections.isObserved = isObserved
+        }
     }
 
     /// The number of transfers currently in this pool. Loop thread only.

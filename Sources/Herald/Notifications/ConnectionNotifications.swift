@@ -123,14 +123,20 @@ extension NotificationName where UserInfo == ConnectionStateChange {
 }
 
 extension SessionEventPoster {
-    /// What the session's pool calls, on the engine's loop thread, at each change of a connection's state: it
-    /// hands the change to the event queue, only when someone observes `connectionDidChangeState`.
+    /// Whether anyone observes `connectionDidChangeState` on the session's center: one atomic load when nobody does.
+    var connectionChangesObserved: @Sendable () -> Bool {
+        let center = center
+        return { center.hasObservers(for: .connectionDidChangeState) }
+    }
+
+    /// What the session's pool calls, on the engine's loop thread, at each change of a connection's state while
+    /// someone observes `connectionDidChangeState` (``connectionChangesObserved``): it hands the change to the
+    /// event queue.
     func connectionChanges(of session: SessionManager) -> @Sendable (ConnectionChange) -> Void {
         let center = center
         let sessionIdentifier = sessionIdentifier
         let eventQueue = eventQueue
         return { [weak session] change in
-            guard center.hasObservers(for: .connectionDidChangeState) else { return }
             let payload = ConnectionStateChange(change, sessionIdentifier: sessionIdentifier, date: Date())
             let subject = session
             eventQueue.async { center.post(.connectionDidChangeState, object: subject, userInfo: payload) }

@@ -116,7 +116,8 @@ public final class SessionManager: Sendable {
             options: .init(
                 maximumConnectionsPerHost: configuration.maximumConnectionsPerHost,
                 maximumConnectionsTotal: configuration.maximumConnectionsTotal))
-        multi?.reportConnectionChanges(to: eventPoster.connectionChanges(of: self))
+        multi?.reportConnectionChanges(
+            to: eventPoster.connectionChanges(of: self), while: eventPoster.connectionChangesObserved)
     }
 
     deinit {
