@@ -107,8 +107,11 @@ final class ConnectionTracker {
             self.peerPort = peerPort
         }
 
+        /// Whether curl still has its socket open.
+        @exclusivity(unchecked) var isOpen = true
+
         var state: ConnectionChange.State? {
-            guard origin != nil else { return nil }
+            guard counts != nil else { return nil }
             return transfers.isEmpty ? .idle : .active
         }
     }
@@ -119,7 +122,8 @@ final class ConnectionTracker {
     @exclusivity(unchecked) private var groups: [Group: Counts] = [:]
     @exclusivity(unchecked) private var lastNumber = 0
     /// The connection the last transfer took, by its endpoints and socket.
-    @exclusivity(unchecked) private var lastAttached: (endpoints: Endpoints, socket: curl_socket_t)?
+    @exclusivity(unchecked) private var lastAttached:
+        (endpoints: Endpoints, socket: curl_socket_t, connection: Connection)?
     /// Hears every change; runs on the loop thread, so it only hands the change on.
     @exclusivity(unchecked) var onChange: (@Sendable (ConnectionChange) -> Void)?
     /// Whether anyone hears the changes now: when not, none is made.
@@ -185,6 +189,8 @@ final class ConnectionTracker {
 
     private func closed(_ socket: curl_socket_t) {
         guard let connection = connections.removeValue(forKey: socket) else { return }
+        connection.isOpen = false
+        if lastAttached?.socket == socket { lastAttached = nil }
         if let localPort = connection.localPort, let peerPort = connection.peerPort,
             let peerAddress = connection.peerAddress
         {
@@ -205,27 +211,29 @@ final class ConnectionTracker {
         _ transfer: Transfer, localPort: Int, peerPort: Int, peerAddress: UnsafePointer<CChar>
     ) {
         let socket: curl_socket_t
+        let connection: Connection
         // Mostly the connection the last transfer took (one at a time, one kept connection): compared in
-        // place, with no string made or hashed.
-        if let last = lastAttached, last.endpoints.localPort == localPort, last.endpoints.peerPort == peerPort,
-            last.endpoints.peerAddress.utf8.elementsEqual(
-                UnsafeRawBufferPointer(start: peerAddress, count: strlen(peerAddress))),
-            connections[last.socket] != nil
+        // place, with no string made and nothing hashed.
+        if let last = lastAttached, last.connection.isOpen, last.endpoints.localPort == localPort,
+            last.endpoints.peerPort == peerPort,
+            last.endpoints.peerAddress.withCString({ strcmp($0, peerAddress) == 0 })
         {
             socket = last.socket
+            connection = last.connection
         } else {
             let endpoints = Endpoints(
                 localPort: localPort, peerPort: peerPort, peerAddress: String(cString: peerAddress))
-            guard let found = self.socket(at: endpoints) else { return }
-            lastAttached = (endpoints, found)
+            guard let found = self.socket(at: endpoints), let open = connections[found] else { return }
+            lastAttached = (endpoints, found, open)
             socket = found
+            connection = open
         }
-        guard transfer.connectionSocket != socket, let connection = connections[socket] else { return }
+        guard transfer.connectionSocket != socket else { return }
         detach(transfer)
         transfer.connectionSocket = socket
         transfer.connectionNumber = connection.number
         let previous = connection.state
-        if connection.origin == nil {
+        if connection.counts == nil {
             let url = transfer.request.url
             let scheme = url.scheme?.lowercased() ?? ""
             let origin = Origin(scheme: scheme, host: url.host ?? "", port: url.port ?? (scheme == "https" ? 443 : 80))
