@@ -21,6 +21,8 @@ final class SessionEventPoster: Sendable {
     /// is a queue of its own, targeting no queue the session's transfers or completion handlers use: a
     /// `.posting` observer that takes its time delays the session's later notifications and nothing else.
     let eventQueue: DispatchQueue
+    /// Connection changes the loop thread handed over, waiting for their post on the event queue.
+    let pendingConnectionChanges = Locked(PendingConnectionChanges())
 
     init(center: NotificationHub, sessionIdentifier: Int) {
         self.center = center

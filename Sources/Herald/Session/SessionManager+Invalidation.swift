@@ -47,6 +47,8 @@ extension SessionManager {
 
     /// Runs the invalidation hook, posts `sessionDidInvalidate` and wakes who waits for it. Event queue.
     private func announceInvalidation() {
+        // The connections the pool's closing ended, and any change still waiting: before the invalidation.
+        eventPoster.postConnectionChanges()
         // AF's order: the hook first, then the notification, both after every task's completion.
         readHooks { $0.sessionDidBecomeInvalid }?(self, nil)
         notificationCenter.post(

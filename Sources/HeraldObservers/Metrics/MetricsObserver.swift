@@ -308,9 +308,9 @@ public final class MetricsObserver: SessionObserver {
         var queueTimers: [QueueValues: Metrics.Timer] = [:]
         /// `herald.network.reachable`, made at the first status announced: no value before.
         var networkReachable: Meter?
-        /// The last counts each session announced for its connections to one origin through one peer, by
-        /// state; a change's meters move by the difference.
-        var connectionCounts: [ConnectionGroup: ConnectionCounts] = [:]
+        /// Each session's connections to one origin through one peer, while it has any: the counts last
+        /// announced (a change's meters move by the difference) and the meters.
+        var connectionGroups: [ConnectionGroup: ConnectionGroupRecord] = [:]
         /// `http.client.open_connections`'s meters, by bounded dimensions and state.
         var connectionMeters: [ConnectionMeterKey: Meter] = [:]
         /// `http.client.connection.duration`'s timers, by bounded dimensions and protocol version.
@@ -332,6 +332,14 @@ public final class MetricsObserver: SessionObserver {
     private struct ConnectionCounts: Equatable {
         var active = 0
         var idle = 0
+    }
+
+    /// What the observer keeps of a ``ConnectionGroup``.
+    private struct ConnectionGroupRecord {
+        let values: ConnectionValues
+        var counts: ConnectionCounts
+        let active: Meter
+        let idle: Meter
     }
 
     /// The bounded dimensions of the connection instruments but the state and the protocol version; each
@@ -580,22 +588,42 @@ public final class MetricsObserver: SessionObserver {
             sessionIdentifier: change.sessionIdentifier, scheme: change.scheme, host: change.host, port: change.port,
             peerAddress: change.peerAddress)
         let counts = ConnectionCounts(active: change.activeConnections, idle: change.idleConnections)
-        let (active, idle, timer) = state.withLock { state -> ((Meter, Int)?, (Meter, Int)?, Metrics.Timer?) in
-            let previous = state.connectionCounts[group] ?? ConnectionCounts()
-            state.connectionCounts[group] = counts == ConnectionCounts() ? nil : counts
-            let values = connectionValuesLocked(for: change, in: &state)
-            let activeDelta = counts.active - previous.active
-            let idleDelta = counts.idle - previous.idle
-            let active = activeDelta == 0 ? nil : (connectionMeterLocked(values, .active, in: &state), activeDelta)
-            let idle = idleDelta == 0 ? nil : (connectionMeterLocked(values, .idle, in: &state), idleDelta)
+        let (record, previous, timer) = state.withLock {
+            state -> (ConnectionGroupRecord, ConnectionCounts, Metrics.Timer?) in
+            // A kept connection changes state with every request: its group's record holds the meters, so that
+            // a change costs one lookup.
+            let record: ConnectionGroupRecord
+            let previous: ConnectionCounts
+            if let index = state.connectionGroups.index(forKey: group) {
+                record = state.connectionGroups.values[index]
+                previous = record.counts
+                if counts == ConnectionCounts() {
+                    state.connectionGroups.remove(at: index)
+                } else {
+                    state.connectionGroups.values[index].counts = counts
+                }
+            } else {
+                let values = connectionValuesLocked(for: change, in: &state)
+                record = ConnectionGroupRecord(
+                    values: values, counts: counts, active: connectionMeterLocked(values, .active, in: &state),
+                    idle: connectionMeterLocked(values, .idle, in: &state))
+                previous = ConnectionCounts()
+                if counts != ConnectionCounts() { state.connectionGroups[group] = record }
+            }
             let timer =
                 change.state == .closed
-                ? connectionTimerLocked(values, protocolVersion: change.protocolVersion, in: &state) : nil
-            return (active, idle, timer)
+                ? connectionTimerLocked(record.values, protocolVersion: change.protocolVersion, in: &state) : nil
+            return (record, previous, timer)
         }
         // Differences add up in any order, so the meters move outside the lock, as the other meters do.
-        for (meter, delta) in [active, idle].compactMap({ $0 }) {
-            if delta > 0 { meter.increment(by: Double(delta)) } else { meter.decrement(by: Double(-delta)) }
+        for (meter, delta) in [
+            (record.active, counts.active - previous.active), (record.idle, counts.idle - previous.idle),
+        ] {
+            if delta > 0 {
+                meter.increment(by: Double(delta))
+            } else if delta < 0 {
+                meter.decrement(by: Double(-delta))
+            }
         }
         timer?.recordNanoseconds(Self.nanoseconds(change.age))
     }
