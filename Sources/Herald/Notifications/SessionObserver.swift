@@ -25,8 +25,13 @@ public protocol SessionObserver: AnyObject, Sendable {
     func taskIsWaitingForConnectivity(_ notification: TypedNotification<TaskConnectivityWait>)
     /// A ``NetworkReachability`` monitor posting on this center announced a new status.
     func reachabilityDidChange(_ notification: TypedNotification<ReachabilityChange>)
-    /// One of a session's connections was established, became active or idle, or closed.
+    /// One of a session's connections was established, became active or idle, or closed. Called only when
+    /// ``observesConnections`` is `true`.
     func connectionDidChangeState(_ notification: TypedNotification<ConnectionStateChange>)
+    /// Whether ``NotificationHub/addObserver(_:delivery:)`` registers ``connectionDidChangeState(_:)``. A kept
+    /// connection turns active and idle with every request it carries, so these come about twice per request:
+    /// an observer hears them only when it asks to, and while none does the sessions make none. Default `false`.
+    var observesConnections: Bool { get }
 }
 
 extension SessionObserver {
@@ -48,11 +53,14 @@ extension SessionObserver {
     public func reachabilityDidChange(_ notification: TypedNotification<ReachabilityChange>) {}
     /// Does nothing.
     public func connectionDidChangeState(_ notification: TypedNotification<ConnectionStateChange>) {}
+    /// `false`: connection changes are not delivered.
+    public var observesConnections: Bool { false }
 }
 
 extension NotificationHub {
-    /// Registers `observer` for every Herald lifecycle notification posted on this center, and for the
-    /// reachability and connection changes posted there.
+    /// Registers `observer` for every Herald lifecycle notification posted on this center, for the
+    /// reachability changes posted there, and, when its ``SessionObserver/observesConnections`` is `true`, for
+    /// the connection changes.
     ///
     /// The observer receives the notifications in the order they were posted, whatever the delivery:
     /// with `.queue(q)` they go through one serial queue targeting `q`, so even on a concurrent queue a
@@ -81,8 +89,11 @@ extension NotificationHub {
         }
         // `drain()` and `invalidateAndWait` wait for what was forwarded to the serial queue.
         let drainToken = serial.map { [drainAlso($0)] } ?? []
+        let connections =
+            observer.observesConnections
+            ? [observe(.connectionDidChangeState) { observer.connectionDidChangeState($0) }] : []
         return ObservationToken(
-            combining: drainToken + [
+            combining: drainToken + connections + [
                 observe(.taskDidResume) { observer.taskDidResume($0) },
                 observe(.taskDidSuspend) { observer.taskDidSuspend($0) },
                 observe(.taskDidComplete) { observer.taskDidComplete($0) },
@@ -91,7 +102,6 @@ extension NotificationHub {
                 observe(.taskWillRetry) { observer.taskWillRetry($0) },
                 observe(.taskIsWaitingForConnectivity) { observer.taskIsWaitingForConnectivity($0) },
                 observe(.reachabilityDidChange) { observer.reachabilityDidChange($0) },
-                observe(.connectionDidChangeState) { observer.connectionDidChangeState($0) },
             ])
     }
 }

@@ -575,6 +575,9 @@ public final class MetricsObserver: SessionObserver {
         counter.increment()
     }
 
+    /// `true`: the open-connections meters and the connection durations come from `connectionDidChangeState`.
+    public var observesConnections: Bool { true }
+
     /// Moves `http.client.open_connections` by the change's new counts, and times a closed connection under
     /// `http.client.connection.duration`.
     ///
