@@ -28,7 +28,7 @@ public protocol SessionObserver: AnyObject, Sendable {
     /// One of a session's connections was established, became active or idle, or closed. Called only when
     /// ``observesConnections`` is `true`.
     func connectionDidChangeState(_ notification: TypedNotification<ConnectionStateChange>)
-    /// Whether ``NotificationHub/addObserver(_:delivery:)`` registers ``connectionDidChangeState(_:)``. A kept
+    /// Whether ``HeraldNotifications/NotificationHub/addObserver(_:delivery:)`` registers ``connectionDidChangeState(_:)``. A kept
     /// connection turns active and idle with every request it carries, so these come about twice per request:
     /// an observer hears them only when it asks to, and while none does the sessions make none. Default `false`.
     var observesConnections: Bool { get }
