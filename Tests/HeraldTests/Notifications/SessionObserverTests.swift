@@ -39,6 +39,16 @@ private final class EveryMethodObserver: SessionObserver {
     func reachabilityDidChange(_ notification: TypedNotification<ReachabilityChange>) {
         calls.withLock { $0.append("reachability") }
     }
+
+    func connectionDidChangeState(_ notification: TypedNotification<ConnectionStateChange>) {
+        calls.withLock { $0.append("connection") }
+    }
+
+    let observesConnections: Bool
+
+    init(observesConnections: Bool = true) {
+        self.observesConnections = observesConnections
+    }
 }
 
 @Suite("SessionObserver protocol form")
@@ -59,6 +69,29 @@ struct SessionObserverTests {
             .reachabilityDidChange,
             userInfo: ReachabilityChange(status: .notReachable, previousStatus: .unknown, host: nil, date: Date()))
         #expect(observer.calls.withLock { $0 } == ["waiting", "reachability"])
+    }
+
+    @Test("connection changes reach an observer that asks for them, and only such an observer")
+    func connectionChangesOnRequest() {
+        let center = NotificationHub()
+        let asking = EveryMethodObserver()
+        let other = EveryMethodObserver(observesConnections: false)
+        let tokens = [center.addObserver(asking), center.addObserver(other)]
+        defer { for token in tokens { token.cancel() } }
+        center.post(
+            .connectionDidChangeState,
+            userInfo: ConnectionStateChange(
+                sessionIdentifier: 1, connectionIdentifier: 1, state: .active, previousState: nil, scheme: "http",
+                host: "127.0.0.1", port: 80, peerAddress: "127.0.0.1", peerPort: 80, protocolVersion: nil, age: 0,
+                activeConnections: 1, idleConnections: 0, date: Date()))
+        #expect(asking.calls.withLock { $0 } == ["connection"])
+        #expect(other.calls.withLock { $0 }.isEmpty)
+        // The default says no: an observer that doesn't implement it never makes a session report connections.
+        final class Quiet: SessionObserver {}
+        let alone = NotificationHub()
+        let token = alone.addObserver(Quiet())
+        defer { token.cancel() }
+        #expect(!alone.hasObservers(for: .connectionDidChangeState))
     }
 
     @Test("every SessionObserver method is dispatched, in posting order, on a concurrent queue too")
@@ -103,12 +136,21 @@ struct SessionObserverTests {
             "complete",
             "invalidate",
         ]
-        #expect(direct.calls.withLock { $0 } == expected)
+        // The connection changes interleave with the tasks' own notifications (they are posted from the same
+        // queue, about a millisecond after they happen), and all come before the invalidation.
+        func check(_ calls: [String]) {
+            #expect(calls.filter { $0 != "connection" } == expected)
+            #expect(calls.contains("connection"))
+            #expect(calls.last == "invalidate")
+        }
+        check(direct.calls.withLock { $0 })
         // The queued observer gets them asynchronously: flush its queue with a barrier.
         await withCheckedContinuation { continuation in
             concurrent.async(flags: .barrier) { continuation.resume() }
         }
-        #expect(queued.calls.withLock { $0 } == expected)
+        check(queued.calls.withLock { $0 })
+        // The same sequence, connection changes included, whatever the delivery.
+        #expect(queued.calls.withLock { $0 } == direct.calls.withLock { $0 })
         directToken.cancel()
         queuedToken.cancel()
         try await fixture.server.shutdown()
