@@ -653,19 +653,26 @@ public final class MetricsObserver: SessionObserver {
             method: KnownHTTPMethod.bounded(method, known: configuration.knownMethods),
             scheme: HTTPAttributeValue.scheme(of: url), serverAddress: "", serverPort: "")
         guard configuration.includesServerAddress else { return target }
-        let host = url.host ?? ""
-        let port = url.effectivePort.map(String.init) ?? ""
-        let address = "\(host):\(port)"
-        let isKnown = state.serverAddresses.contains(address)
-        if isKnown || state.serverAddresses.count < configuration.maximumServerAddresses {
-            state.serverAddresses.insert(address)
-            target.serverAddress = host.isEmpty ? HTTPAttributeValue.other : host
-            target.serverPort = port.isEmpty ? HTTPAttributeValue.other : port
-        } else {
-            target.serverAddress = HTTPAttributeValue.other
-            target.serverPort = HTTPAttributeValue.other
-        }
+        (target.serverAddress, target.serverPort) = serverLocked(
+            host: url.host ?? "", port: url.effectivePort.map(String.init) ?? "", in: &state)
         return target
+    }
+
+    /// `server.address` and `server.port` for `host` and `port`: themselves (`_OTHER` for an empty one) for
+    /// the first ``Configuration/maximumServerAddresses`` pairs seen, `_OTHER` for later ones. Called with
+    /// the lock held: it counts the distinct pairs.
+    private func serverLocked(host: String, port: String, in state: inout State) -> (String, String) {
+        guard bounded("\(host):\(port)", in: &state.serverAddresses) else {
+            return (HTTPAttributeValue.other, HTTPAttributeValue.other)
+        }
+        return (host.isEmpty ? HTTPAttributeValue.other : host, port.isEmpty ? HTTPAttributeValue.other : port)
+    }
+
+    /// Whether `value` may be recorded as itself: it is in `seen`, or `seen` has room for it (it is added).
+    private func bounded(_ value: String, in seen: inout Set<String>) -> Bool {
+        guard seen.contains(value) || seen.count < configuration.maximumServerAddresses else { return false }
+        seen.insert(value)
+        return true
     }
 
     /// The dimensions of a completion; `target` is the task's, when it was seen resuming.
@@ -733,26 +740,11 @@ public final class MetricsObserver: SessionObserver {
     private func connectionValuesLocked(for change: ConnectionStateChange, in state: inout State) -> ConnectionValues {
         var values = ConnectionValues(serverAddress: "", serverPort: "", peerAddress: "")
         if configuration.includesServerAddress {
-            let port = String(change.port)
-            let address = "\(change.host):\(port)"
-            if state.serverAddresses.contains(address)
-                || state.serverAddresses.count < configuration.maximumServerAddresses
-            {
-                state.serverAddresses.insert(address)
-                values.serverAddress = change.host.isEmpty ? HTTPAttributeValue.other : change.host
-                values.serverPort = port
-            } else {
-                values.serverAddress = HTTPAttributeValue.other
-                values.serverPort = HTTPAttributeValue.other
-            }
+            (values.serverAddress, values.serverPort) = serverLocked(
+                host: change.host, port: String(change.port), in: &state)
         }
         if let peer = change.peerAddress {
-            if state.peerAddresses.contains(peer) || state.peerAddresses.count < configuration.maximumServerAddresses {
-                state.peerAddresses.insert(peer)
-                values.peerAddress = peer
-            } else {
-                values.peerAddress = HTTPAttributeValue.other
-            }
+            values.peerAddress = bounded(peer, in: &state.peerAddresses) ? peer : HTTPAttributeValue.other
         }
         return values
     }
