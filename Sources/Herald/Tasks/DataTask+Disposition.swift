@@ -60,7 +60,12 @@ extension DataTask {
             return
         }
         session.dataTaskDidBecomeDownloadTask?(self, download)
-        session.send(.becomeDownload(transfer, sink: .file(temporaryURL, resumeOffset: 0), delegate: download))
+        // Through the task's effects, not straight to the engine: a `suspend()` in the hook queued a pause
+        // there, which another thread still carrying out the task's effects may not have sent yet. The engine
+        // must see the pause first, or the answer would let the body run before it.
+        let command = TransferCommand.becomeDownload(
+            transfer, sink: .file(temporaryURL, resumeOffset: 0), delegate: download)
+        transition({ _ in () }, effects: { _ in [.engine(command)] })
     }
 
     private func fail(_ transfer: Transfer, _ error: HeraldError) {
