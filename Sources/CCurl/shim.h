@@ -191,6 +191,18 @@ static inline CURLcode herald_easy_setopt_prereq(CURL *handle, herald_curl_prere
 #endif
 }
 
+/// Points the pre-request callback already set on `handle` at `context` (`CURLOPT_PREREQDATA`); before
+/// libcurl 7.80.0, `CURLE_NOT_BUILT_IN`.
+static inline CURLcode herald_easy_setopt_prereq_data(CURL *handle, void *context) {
+#if LIBCURL_VERSION_NUM >= 0x075000
+    return curl_easy_setopt(handle, CURLOPT_PREREQDATA, context);
+#else
+    (void)handle;
+    (void)context;
+    return CURLE_NOT_BUILT_IN;
+#endif
+}
+
 /// Whether the socket curl asks for is one of a connection (`CURLSOCKTYPE_IPCXN`), not an accepted one.
 static inline bool herald_socket_is_connection(curlsocktype purpose) { return purpose == CURLSOCKTYPE_IPCXN; }
 

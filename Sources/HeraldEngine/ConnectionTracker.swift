@@ -29,8 +29,8 @@ package struct ConnectionChange: Sendable {
     /// is not IPv4 or IPv6.
     package let peerAddress: String?
     package let peerPort: Int?
-    /// The HTTP version of the responses on it (`1.0`, `1.1`, `2`), once one arrived.
-    package let protocolVersion: String?
+    /// The status line's version of the last response on it (`HTTP/1.1`, `HTTP/2`), once one arrived.
+    package let responseVersion: String?
     /// Seconds since the socket was opened: for `closed`, how long the connection lived.
     package let age: TimeInterval
     /// How many of the pool's connections to the same origin and peer address are active and idle, after
@@ -129,21 +129,24 @@ final class ConnectionTracker {
     /// Whether anyone hears the changes now: when not, none is made.
     @exclusivity(unchecked) var isObserved: (@Sendable () -> Bool)?
 
-    /// The number of sockets open, established or not. Loop thread only.
-    var openSockets: Int { connections.count }
-
     // MARK: - the transfers' handles
 
     /// Has curl open and close the sockets of `easy` through the tracker at `context` (the pool's,
-    /// ``EasyHandlePool/connections``). Set once per configured handle: a pooled handle keeps it.
-    static func setSocketFunctions(on easy: UnsafeMutableRawPointer, context: UnsafeMutableRawPointer) -> CURLcode {
-        herald_easy_setopt_socket_functions(easy, openSocket, closeSocket, context)
+    /// ``EasyHandlePool/connections``), and report the connection each transfer takes to the transfer at
+    /// `transfer`. Set once per configured handle: a pooled handle keeps them, and each later transfer only
+    /// points the report at itself (``setPrerequest(on:transfer:)``).
+    static func setCallbacks(
+        on easy: UnsafeMutableRawPointer, context: UnsafeMutableRawPointer, transfer: UnsafeMutableRawPointer
+    ) -> CURLcode {
+        let code = herald_easy_setopt_socket_functions(easy, openSocket, closeSocket, context)
+        return code != CURLE_OK ? code : herald_easy_setopt_prereq(easy, prerequest, transfer)
     }
 
-    /// Has curl report the connection the transfer at `context` takes, through its ``Transfer/connections``,
-    /// the tracker of the pool it joined. Set for every transfer, beside its other callbacks' data.
-    static func setPrerequest(on easy: UnsafeMutableRawPointer, context: UnsafeMutableRawPointer) -> CURLcode {
-        herald_easy_setopt_prereq(easy, prerequest, context)
+    /// Points the pre-request callback ``setCallbacks(on:context:transfer:)`` set at the transfer at
+    /// `transfer`, whose ``Transfer/connections`` is the tracker of the pool it joined. Every transfer, beside
+    /// its other callbacks' data.
+    static func setPrerequest(on easy: UnsafeMutableRawPointer, transfer: UnsafeMutableRawPointer) -> CURLcode {
+        herald_easy_setopt_prereq_data(easy, transfer)
     }
 
     private static let openSocket: herald_curl_opensocket_cb = { context, purpose, address in
@@ -256,7 +259,7 @@ final class ConnectionTracker {
     /// With libcurl older than 7.80: ties `transfer` to its connection when its first response line arrives,
     /// from curl's record of the connection's addresses. Loop thread, in the header callback.
     func attachAtFirstResponse(_ transfer: Transfer) {
-        guard CurlFeatures.reportsConnectionBeforeRequest == false, let easy = transfer.easyHandle else { return }
+        guard let easy = transfer.easyHandle else { return }
         var localPort = 0
         var peerPort = 0
         var peer: UnsafeMutablePointer<CChar>?
@@ -332,25 +335,8 @@ final class ConnectionTracker {
                 connection: connection.number, state: state, previousState: previous, scheme: origin.scheme,
                 host: origin.host, port: origin.port, peerAddress: connection.peerAddress,
                 peerPort: connection.peerPort,
-                protocolVersion: connection.responseVersion.map(Self.protocolVersion),
+                responseVersion: connection.responseVersion,
                 age: now >= connection.openedAt ? TimeInterval(now - connection.openedAt) / 1e9 : 0,
                 activeCount: counts.active, idleCount: counts.idle))
-    }
-}
-
-extension ConnectionTracker {
-    /// A status line's version as OpenTelemetry writes it: `HTTP/1.1` is `1.1`, `HTTP/2` is `2`.
-    fileprivate static func protocolVersion(_ statusLineVersion: String) -> String {
-        // The versions a status line has, compared whole: cheap for short strings, where taking a prefix off
-        // walks the text's characters.
-        switch statusLineVersion {
-        case "HTTP/1.1": "1.1"
-        case "HTTP/2": "2"
-        case "HTTP/1.0": "1.0"
-        case "HTTP/3": "3"
-        default:
-            statusLineVersion.utf8.starts(with: "HTTP/".utf8)
-                ? String(decoding: statusLineVersion.utf8.dropFirst(5), as: UTF8.self) : statusLineVersion
-        }
     }
 }

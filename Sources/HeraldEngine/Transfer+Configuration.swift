@@ -184,7 +184,7 @@ extension Transfer {
         if let connections = pool?.connections {
             // The pool's sockets open and close through its tracker (ConnectionTracker); refused options leave
             // the transfer untracked, not failed: the counts are an observation.
-            _ = ConnectionTracker.setSocketFunctions(on: easy, context: connections)
+            _ = ConnectionTracker.setCallbacks(on: easy, context: connections, transfer: context)
         }
         return failed.map(refusal)
     }
@@ -225,7 +225,7 @@ extension Transfer {
         // How the multi handle finds the transfer of a finished easy handle (CURLINFO_PRIVATE).
         check("PRIVATE", herald_easy_setopt_pointer(easy, CURLOPT_PRIVATE, context))
         // Which connection the transfer takes (ConnectionTracker); untracked if refused, as above.
-        if pool?.connections != nil { _ = ConnectionTracker.setPrerequest(on: easy, context: context) }
+        if pool?.connections != nil { _ = ConnectionTracker.setPrerequest(on: easy, transfer: context) }
     }
 
     /// The error for an option libcurl refused.

@@ -96,7 +96,9 @@ public struct ConnectionStateChange: Sendable {
             sessionIdentifier: sessionIdentifier, connectionIdentifier: change.connection,
             state: ConnectionState(change.state), previousState: change.previousState.map(ConnectionState.init),
             scheme: change.scheme, host: change.host, port: change.port, peerAddress: change.peerAddress,
-            peerPort: change.peerPort, protocolVersion: change.protocolVersion, age: change.age,
+            peerPort: change.peerPort,
+            protocolVersion: change.responseVersion.map { HTTPResponse.protocolVersionAttribute($0) ?? $0 },
+            age: change.age,
             activeConnections: change.activeCount, idleConnections: change.idleCount, date: date)
     }
 }

@@ -103,3 +103,18 @@ public struct HTTPResponse: Sendable, Hashable {
         headers["Content-Length"].flatMap(ResponseHead.contentLength(from:))
     }
 }
+
+extension HTTPResponse {
+    /// A status line's version as OpenTelemetry's `network.protocol.version` writes it (`HTTP/1.1` → `1.1`,
+    /// `HTTP/2` → `2`); `nil` for a version it has no value for. Compared whole: cheap for short strings. For the
+    /// connection payloads here and for the observers, one mapping.
+    package static func protocolVersionAttribute(_ httpVersion: String) -> String? {
+        switch httpVersion {
+        case "HTTP/1.1": "1.1"
+        case "HTTP/2", "HTTP/2.0": "2"
+        case "HTTP/1.0": "1.0"
+        case "HTTP/3", "HTTP/3.0": "3"
+        default: nil
+        }
+    }
+}

@@ -110,13 +110,7 @@ enum HTTPAttributeValue {
     /// `network.protocol.version` from a status line's version (`HTTP/1.1` → `1.1`, `HTTP/2` → `2`): one of
     /// `1.0`, `1.1`, `2`, `3`, anything else `_OTHER`.
     static func protocolVersion(_ httpVersion: String) -> String {
-        switch httpVersion {
-        case "HTTP/1.1": "1.1"
-        case "HTTP/2", "HTTP/2.0": "2"
-        case "HTTP/1.0": "1.0"
-        case "HTTP/3", "HTTP/3.0": "3"
-        default: other
-        }
+        HTTPResponse.protocolVersionAttribute(httpVersion) ?? other
     }
 
     /// `error.type` of a finished request, as OpenTelemetry's HTTP conventions define it: the status code when
