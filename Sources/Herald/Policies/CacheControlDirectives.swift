@@ -1,3 +1,5 @@
+import HeraldEngine
+
 /// The directives of `Cache-Control` header fields, parsed as RFC 9111 §5.2 writes them:
 ///
 ///     Cache-Control   = #cache-directive
@@ -9,13 +11,28 @@
 /// equivalent, §5.2). When a directive appears more than once, the first occurrence counts (§4.2.1).
 /// An element that is not a token (`=5`, `"x"`) is skipped, as is the rest of an element after a
 /// malformed argument, up to the next top-level comma.
+///
+/// Every cache lookup and every response a cache sees parses one or two of these, so the directives are
+/// kept as a short list in field order (a field has a handful), scanned from the field value's own bytes:
+/// no copy of the value, no hashing.
 struct CacheControlDirectives: Equatable {
+    private struct Directive: Equatable {
+        var name: String
+        var argument: String
+    }
+
+    private var directives: [Directive] = []
+
     /// Directive name (lowercased) → argument (`""` for a directive without one).
-    private(set) var arguments: [String: String] = [:]
+    var arguments: [String: String] {
+        Dictionary(directives.map { ($0.name, $0.argument) }, uniquingKeysWith: { first, _ in first })
+    }
 
     /// The directives of every `Cache-Control` field line in `headers`, in order.
     init(_ headers: HTTPHeaders) {
-        for line in headers.values(for: "Cache-Control") { parse(line) }
+        for field in headers.storage.fields where field.name.caseInsensitiveEquals("Cache-Control") {
+            parse(field.value)
+        }
     }
 
     /// The directives of one field value.
@@ -24,13 +41,19 @@ struct CacheControlDirectives: Equatable {
     }
 
     /// The argument of directive `name` (lowercase), `""` when it has none, `nil` when it is absent.
-    subscript(name: String) -> String? { arguments[name] }
+    subscript(name: String) -> String? {
+        directives.first { $0.name == name }?.argument
+    }
 
     private mutating func parse(_ value: String) {
-        var scanner = Scanner(Array(value.utf8))
+        var value = value
+        value.withUTF8 { parse(Scanner($0)) }
+    }
+
+    private mutating func parse(_ scanner: consuming Scanner) {
         while !scanner.isAtEnd {
             scanner.skipWhitespace()
-            let name = scanner.token()
+            let name = scanner.lowercasedToken()
             scanner.skipWhitespace()
             var argument = ""
             var wellFormed = !name.isEmpty
@@ -50,19 +73,19 @@ struct CacheControlDirectives: Equatable {
                 scanner.skipElement()
             }
             _ = scanner.consume(UInt8(ascii: ","))
-            if wellFormed, arguments[name.lowercased()] == nil {
-                arguments[name.lowercased()] = argument
+            if wellFormed, self[name] == nil {
+                directives.append(Directive(name: name, argument: argument))
             }
         }
     }
 }
 
-/// A cursor over the bytes of one field value.
-private struct Scanner {
-    private let bytes: [UInt8]
+/// A cursor over the bytes of one field value, valid while the value's storage is (inside `withUTF8`).
+private struct Scanner: ~Copyable {
+    private let bytes: UnsafeBufferPointer<UInt8>
     private var index = 0
 
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
+    init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
     var isAtEnd: Bool { index >= bytes.count }
     var peek: UInt8? { isAtEnd ? nil : bytes[index] }
@@ -81,7 +104,22 @@ private struct Scanner {
     mutating func token() -> String {
         let start = index
         while let byte = peek, Self.isTokenCharacter(byte) { index += 1 }
-        return String(decoding: bytes[start..<index], as: UTF8.self)
+        return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+    }
+
+    /// ``token()``, with ASCII letters lowercased.
+    mutating func lowercasedToken() -> String {
+        let start = index
+        var hasUppercase = false
+        while let byte = peek, Self.isTokenCharacter(byte) {
+            hasUppercase = hasUppercase || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+            index += 1
+        }
+        let token = UnsafeBufferPointer(rebasing: bytes[start..<index])
+        guard hasUppercase else { return String(decoding: token, as: UTF8.self) }
+        return String(
+            decoding: token.lazy.map { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) ? $0 | 0x20 : $0 },
+            as: UTF8.self)
     }
 
     /// A quoted-string at the cursor, unescaped, or `nil` when the cursor is not on one. An unterminated

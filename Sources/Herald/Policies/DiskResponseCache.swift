@@ -130,9 +130,8 @@ public final class DiskResponseCache: ResponseCache {
     /// body file is missing or not of the size the index records is removed and not returned.
     public func cachedResponse(for request: Request) -> CachedResponse? {
         let key = Self.key(for: request)
-        let bucket = StoreCounters.bucket(of: key)
         return database.withLock { database -> CachedResponse? in
-            guard let row = entry(for: key, bucket: bucket, in: database).row else { return nil }
+            guard let row = entry(for: key, in: database).row else { return nil }
             let path = bodies.appendingPathComponent(row.file).path
             let head = database.decodedHeads[row.file] ?? (try? JSONDecoder().decode(StoredHead.self, from: row.head))
             guard let head, let data = FileManager.default.contents(atPath: path), data.count == row.bodySize
@@ -185,18 +184,17 @@ public final class DiskResponseCache: ResponseCache {
     /// Removes the entry for `request`, if any.
     public func removeCachedResponse(for request: Request) {
         let key = Self.key(for: request)
-        let bucket = StoreCounters.bucket(of: key)
         database.withLock { database in
             // Every uncacheable response asks for a removal, and most find nothing: none at all when the key
             // is known to be absent, else a read, and the write lock only when there is a row to delete.
-            let (row, settled) = entry(for: key, bucket: bucket, in: database)
+            let (row, settled) = entry(for: key, in: database)
             guard row != nil else { return }
             let removed = database.transaction { () -> [String]? in
                 guard let file = database.entry(for: key)?.file else { return [] }
                 return database.delete(key: key, file: file) ? [file] : nil
             }
             // Committed, the key is absent: no store can have committed it again within the transaction.
-            if removed != nil, let settled { database.rememberAbsent(key, generation: settled) }
+            if removed != nil, let settled { database.rememberAbsent(key, settled) }
             for name in removed ?? [] { unlink(bodies.appendingPathComponent(name).path) }
         }
     }
@@ -204,22 +202,21 @@ public final class DiskResponseCache: ResponseCache {
     /// The index's row for `key`, if any, and the bucket's store count when no store of it was in flight just
     /// before the read (`nil` when one was, or the counts are not mapped). No read at all when the key is known
     /// to be absent; a read that finds nothing is remembered with that count. Under the database's lock.
-    private func entry(
-        for key: String, bucket: Int, in database: Database
-    ) -> (row: Database.Row?, settled: UInt64?) {
-        if isKnownAbsent(key, bucket: bucket, in: database) { return (nil, nil) }
-        let settled = counters?.settledGeneration(of: bucket)
+    private func entry(for key: String, in database: Database) -> (row: Database.Row?, settled: Database.Absence?) {
+        if isKnownAbsent(key, in: database) { return (nil, nil) }
+        let bucket = StoreCounters.bucket(of: key)
+        let settled = counters?.settledGeneration(of: bucket).map { Database.Absence(bucket: bucket, generation: $0) }
         let row = database.entry(for: key)
-        if row == nil, let settled { database.rememberAbsent(key, generation: settled) }
+        if row == nil, let settled { database.rememberAbsent(key, settled) }
         return (row, settled)
     }
 
     /// Whether `key` was found absent by a read that began after the moment its bucket's store counts were
     /// seen equal, and no store of the bucket has begun since, in any cache on the folder: then no row for it
     /// can have been committed since either. Under the database's lock.
-    private func isKnownAbsent(_ key: String, bucket: Int, in database: Database) -> Bool {
-        guard let counters, let generation = database.absentGeneration(of: key) else { return false }
-        if counters.generation(of: bucket) == generation {
+    private func isKnownAbsent(_ key: String, in database: Database) -> Bool {
+        guard let counters, let absence = database.absence(of: key) else { return false }
+        if counters.generation(of: absence.bucket) == absence.generation {
             database.skippedReads += 1
             return true
         }
@@ -388,19 +385,26 @@ private final class Database: @unchecked Sendable {
     /// file (a new response is a new file), so a repeated hit skips the JSON decoding, a fifth of its time.
     private(set) var decodedHeads: [String: StoredHead] = [:]
 
-    /// Keys a read found absent, each with its bucket's store count (see `StoreCounters`) at a moment before
+    /// Keys a read found absent, each with its bucket and the bucket's store count (see `StoreCounters`) at a moment before
     /// that read when no store of the bucket was in flight. Cleared when it grows past 4,096 keys.
-    private var absent: [String: UInt64] = [:]
+    private var absent: [String: Absence] = [:]
     /// How many statements `run` has run.
     private(set) var statementsRun = 0
     /// How many lookups and removals were answered from `absent`, without a statement.
     var skippedReads = 0
 
-    func absentGeneration(of key: String) -> UInt64? { absent[key] }
+    /// A key found absent: its bucket, kept so a later check needn't hash the key again, and the bucket's
+    /// store count before the read.
+    struct Absence {
+        var bucket: Int
+        var generation: UInt64
+    }
 
-    func rememberAbsent(_ key: String, generation: UInt64) {
+    func absence(of key: String) -> Absence? { absent[key] }
+
+    func rememberAbsent(_ key: String, _ absence: Absence) {
         if absent.count >= 4096, absent[key] == nil { absent.removeAll(keepingCapacity: true) }
-        absent[key] = generation
+        absent[key] = absence
     }
 
     func forgetAbsent(_ key: String) {
@@ -633,8 +637,13 @@ final class StoreCounters: @unchecked Sendable {
 
     /// The bucket of `key`: the same in every process.
     static func bucket(of key: String) -> Int {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in key.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        // FNV-1a over the key's bytes. Every process sharing the folder must agree on it: never change it.
+        var key = key
+        let hash = key.withUTF8 { bytes in
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+            return hash
+        }
         return Int(hash % UInt64(buckets))
     }
 

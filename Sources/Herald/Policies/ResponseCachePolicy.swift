@@ -34,18 +34,22 @@ enum ResponseCachePolicy {
     }
 
     /// The conditional request fields; a request that sets one of its own is never revalidated by Herald.
-    static let conditionalFields = ["If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range"]
+    static let conditionalFields = [
+        "If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range",
+    ]
 
     /// The field a background revalidation carries so that its own lookup goes to the network.
     static let backgroundRevalidationField = (name: "Cache-Control", value: "max-age=0")
 
     /// What `cache` holds for `request` that can be used (RFC 9111 §4): a fresh entry, a stale one the
     /// request or the response allows serving, or a stale one to revalidate (it has an `ETag` or a
-    /// `Last-Modified`, and the request sets no conditional field of its own).
-    static func lookup(for request: Request, in cache: any ResponseCache, now: Date = Date()) -> Lookup? {
+    /// `Last-Modified`, and the request sets no conditional field of its own). `now` is read from the clock
+    /// when not given, and only once there is an entry to judge.
+    static func lookup(for request: Request, in cache: any ResponseCache, now: Date? = nil) -> Lookup? {
         guard mayRead(request), let entry = cache.cachedResponse(for: request),
             varyMatches(entry, request: request)
         else { return nil }
+        let now = now ?? Date()
         let requestDirectives = directives(request.headers)
         let responseDirectives = directives(entry.response.headers)
         let lifetime = freshnessLifetime(of: entry.response, storedAt: entry.storageDate) ?? 0
@@ -221,17 +225,24 @@ enum ResponseCachePolicy {
     /// §4.4): for a non-error answer (`2xx`, `3xx`) to an unsafe method, the request's URL and the
     /// `Location` and `Content-Location` URLs on the same origin. Empty otherwise.
     static func invalidatedURLs(for request: Request, response: HTTPResponse?) -> [URL] {
-        guard !safeMethods.contains(request.method.uppercased()), let response,
-            (200..<400).contains(response.statusCode)
-        else { return [] }
+        guard let response, (200..<400).contains(response.statusCode), !isSafe(request.method) else { return [] }
         var urls = [request.url]
         for name in ["Location", "Content-Location"] {
-            guard let value = response.headers[name], let url = URL(string: value, relativeTo: request.url)?.absoluteURL,
+            guard let value = response.headers[name],
+                let url = URL(string: value, relativeTo: request.url)?.absoluteURL,
                 sameOrigin(url, request.url), !urls.contains(url)
             else { continue }
             urls.append(url)
         }
         return urls
+    }
+
+    /// Whether `method` is one of ``safeMethods``, whatever its case; the usual spellings without an allocation.
+    private static func isSafe(_ method: String) -> Bool {
+        switch method {
+        case "GET", "HEAD", "OPTIONS", "TRACE": true
+        default: safeMethods.contains(method.uppercased())
+        }
     }
 
     private static func sameOrigin(_ lhs: URL, _ rhs: URL) -> Bool {
@@ -240,8 +251,9 @@ enum ResponseCachePolicy {
     }
 
     /// The entry to propose for storing a data task's outcome (RFC 9111 §3), or `nil` when it may not be
-    /// stored or could never be used: neither fresh for a while nor revalidatable.
-    static func proposal(for request: Request, outcome: TaskOutcome, now: Date = Date()) -> CachedResponse? {
+    /// stored or could never be used: neither fresh for a while nor revalidatable. `now` (the storage date)
+    /// is read from the clock when not given, and only for a response that may be stored.
+    static func proposal(for request: Request, outcome: TaskOutcome, now: Date? = nil) -> CachedResponse? {
         guard !outcome.isFromCache, outcome.error == nil, let response = outcome.response,
             (200...599).contains(response.statusCode), response.statusCode != 206, response.statusCode != 304,
             request.method == "GET", request.body == nil, !request.headers.contains("Range"),
@@ -254,11 +266,14 @@ enum ResponseCachePolicy {
             responseDirectives["max-age"] != nil || response.headers.contains("Expires")
             || responseDirectives["public"] != nil || responseDirectives["private"] != nil
         guard explicit || heuristicallyCacheable.contains(response.statusCode) else { return nil }
+        let now = now ?? Date()
         let entry = CachedResponse(
             response: response, data: outcome.body, storageDate: now,
             varyingRequestHeaders: varyingRequestHeaders(of: request, for: response))
-        let usableFresh = responseDirectives["no-cache"] == nil && currentAge(of: entry, now: now)
-            < (freshnessLifetime(of: response, storedAt: now) ?? 0)
+        let usableFresh =
+            responseDirectives["no-cache"] == nil
+            && currentAge(of: entry, now: now)
+                < (freshnessLifetime(of: response, storedAt: now) ?? 0)
         guard usableFresh || validators(of: response).count > 0 else { return nil }
         return entry
     }
