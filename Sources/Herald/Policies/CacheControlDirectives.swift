@@ -14,7 +14,7 @@ import HeraldEngine
 ///
 /// Every cache lookup and every response a cache sees parses one or two of these, so the directives are
 /// kept as a short list in field order (a field has a handful), scanned from the field value's own bytes:
-/// no copy of the value, no hashing.
+/// no copy of the value, no hashing; ``contains(_:in:)`` keeps none.
 struct CacheControlDirectives: Equatable {
     private struct Directive: Equatable {
         var name: String
@@ -45,36 +45,55 @@ struct CacheControlDirectives: Equatable {
         directives.first { $0.name == name }?.argument
     }
 
-    private mutating func parse(_ value: String) {
-        var value = value
-        value.withUTF8 { parse(Scanner($0)) }
+    /// Whether a `Cache-Control` field of `headers` has directive `name` (lowercase): the question most
+    /// responses are asked first (`no-store`), answered without keeping the directives.
+    static func contains(_ name: String, in headers: HTTPHeaders) -> Bool {
+        var found = false
+        for field in headers.storage.fields where !found && field.name.caseInsensitiveEquals("Cache-Control") {
+            forEachDirective(in: field.value) { directive, _ in
+                found = directive == name
+                return !found
+            }
+        }
+        return found
     }
 
-    private mutating func parse(_ scanner: consuming Scanner) {
-        while !scanner.isAtEnd {
-            scanner.skipWhitespace()
-            let name = scanner.lowercasedToken()
-            scanner.skipWhitespace()
-            var argument = ""
-            var wellFormed = !name.isEmpty
-            if scanner.consume(UInt8(ascii: "=")) {
+    private mutating func parse(_ value: String) {
+        Self.forEachDirective(in: value) { name, argument in
+            if self[name] == nil { directives.append(Directive(name: name, argument: argument)) }
+            return true
+        }
+    }
+
+    /// Calls `body` with each well-formed directive of `value` in order (its lowercased name and argument),
+    /// until `body` returns `false`.
+    private static func forEachDirective(in value: String, _ body: (String, String) -> Bool) {
+        var value = value
+        value.withUTF8 { bytes in
+            var scanner = Scanner(bytes)
+            while !scanner.isAtEnd {
                 scanner.skipWhitespace()
-                if let quoted = scanner.quotedString() {
-                    argument = quoted
-                } else {
-                    argument = scanner.token()
-                    wellFormed = wellFormed && !argument.isEmpty
+                let name = scanner.lowercasedToken()
+                scanner.skipWhitespace()
+                var argument = ""
+                var wellFormed = !name.isEmpty
+                if scanner.consume(UInt8(ascii: "=")) {
+                    scanner.skipWhitespace()
+                    if let quoted = scanner.quotedString() {
+                        argument = quoted
+                    } else {
+                        argument = scanner.token()
+                        wellFormed = wellFormed && !argument.isEmpty
+                    }
+                    scanner.skipWhitespace()
                 }
-                scanner.skipWhitespace()
-            }
-            // Anything before the next comma makes the element malformed (`max-age=5 6`, `a"b"`).
-            if !scanner.isAtEnd, scanner.peek != UInt8(ascii: ",") {
-                wellFormed = false
-                scanner.skipElement()
-            }
-            _ = scanner.consume(UInt8(ascii: ","))
-            if wellFormed, self[name] == nil {
-                directives.append(Directive(name: name, argument: argument))
+                // Anything before the next comma makes the element malformed (`max-age=5 6`, `a"b"`).
+                if !scanner.isAtEnd, scanner.peek != UInt8(ascii: ",") {
+                    wellFormed = false
+                    scanner.skipElement()
+                }
+                _ = scanner.consume(UInt8(ascii: ","))
+                if wellFormed, !body(name, argument) { return }
             }
         }
     }
@@ -154,12 +173,13 @@ private struct Scanner: ~Copyable {
     private static func isTokenCharacter(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-            UInt8(ascii: "0")...UInt8(ascii: "9"):
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"),
+            UInt8(ascii: "%"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"),
+            UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"),
+            UInt8(ascii: "|"), UInt8(ascii: "~"):
             true
         default:
-            tokenSymbols.contains(byte)
+            false
         }
     }
-
-    private static let tokenSymbols: Set<UInt8> = Set("!#$%&'*+-.^_`|~".utf8)
 }

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldNotifications
+import Synchronization
 
 /// A ``ResponseCache`` in memory, bounded by the total size of its entries: when a store would go past
 /// ``capacity``, the least recently used entries are evicted first. Safe from any thread.
@@ -23,6 +24,9 @@ public final class InMemoryResponseCache: ResponseCache {
     /// The most bytes the entries may take together.
     public let capacity: Int
     private let state = Locked(State())
+    /// The number of entries, written under the lock after every change: a lookup or a removal in an empty
+    /// cache (every response uncacheable, say) returns at once, without building the key or taking the lock.
+    private let entryCount = Atomic<Int>(0)
 
     /// Creates an empty cache.
     /// - Parameter capacity: The most bytes (bodies plus header fields) kept; default 10 MiB.
@@ -38,6 +42,7 @@ public final class InMemoryResponseCache: ResponseCache {
 
     /// The entry stored for `request`, or `nil`; a hit makes it the most recently used.
     public func cachedResponse(for request: Request) -> CachedResponse? {
+        guard entryCount.load(ordering: .acquiring) > 0 else { return nil }
         let key = Self.key(for: request)
         return state.withLock { state in
             guard var entry = state.entries[key] else { return nil }
@@ -53,6 +58,7 @@ public final class InMemoryResponseCache: ResponseCache {
         let key = Self.key(for: request)
         let cost = Self.cost(of: cachedResponse)
         state.withLock { state in
+            defer { entryCount.store(state.entries.count, ordering: .releasing) }
             if let old = state.entries.removeValue(forKey: key) { state.totalCost -= old.cost }
             guard cost <= capacity else { return }
             while state.totalCost + cost > capacity,
@@ -69,9 +75,11 @@ public final class InMemoryResponseCache: ResponseCache {
 
     /// Removes the entry for `request`, if any.
     public func removeCachedResponse(for request: Request) {
+        guard entryCount.load(ordering: .acquiring) > 0 else { return }
         let key = Self.key(for: request)
         state.withLock { state in
             if let old = state.entries.removeValue(forKey: key) { state.totalCost -= old.cost }
+            entryCount.store(state.entries.count, ordering: .releasing)
         }
     }
 
@@ -80,6 +88,7 @@ public final class InMemoryResponseCache: ResponseCache {
         state.withLock { state in
             state.entries.removeAll()
             state.totalCost = 0
+            entryCount.store(0, ordering: .releasing)
         }
     }
 

@@ -259,9 +259,12 @@ enum ResponseCachePolicy {
             request.method == "GET", request.body == nil, !request.headers.contains("Range"),
             !request.headers.contains("Authorization")
         else { return nil }
-        if directives(request.headers)["no-store"] != nil { return nil }
+        // `no-store` first, without keeping the directives: most responses a cache turns away say it.
+        guard !CacheControlDirectives.contains("no-store", in: request.headers),
+            !CacheControlDirectives.contains("no-store", in: response.headers),
+            varyingFieldNames(of: response) != nil
+        else { return nil }
         let responseDirectives = directives(response.headers)
-        guard responseDirectives["no-store"] == nil, varyingFieldNames(of: response) != nil else { return nil }
         let explicit =
             responseDirectives["max-age"] != nil || response.headers.contains("Expires")
             || responseDirectives["public"] != nil || responseDirectives["private"] != nil

@@ -262,6 +262,56 @@ struct ResponseCacheTests {
         #expect(cache.count == 0)
     }
 
+    @Test("an in-memory cache emptied by a removal, an oversized store or removeAll finds the next store at once")
+    func emptiedCacheFindsNextStore() {
+        let cache = InMemoryResponseCache(capacity: 1000)
+        func entry(_ size: Int) -> CachedResponse {
+            CachedResponse(
+                response: HTTPResponse(url: URL(string: "http://127.0.0.1/")!, statusCode: 200, headers: [:]),
+                data: Data(repeating: 2, count: size))
+        }
+        let a = Request(url: URL(string: "http://127.0.0.1/a")!)
+        let b = Request(url: URL(string: "http://127.0.0.1/b")!)
+        cache.removeCachedResponse(for: a)  // empty: nothing to do
+        #expect(cache.cachedResponse(for: a) == nil)
+        let emptyings: [(String, () -> Void)] = [
+            ("removal", { cache.removeCachedResponse(for: a) }),
+            ("oversized store", { cache.storeCachedResponse(entry(5000), for: a) }),
+            ("removeAll", { cache.removeAllCachedResponses() }),
+        ]
+        for (name, empty) in emptyings {
+            cache.storeCachedResponse(entry(10), for: a)
+            #expect(cache.cachedResponse(for: a)?.data.count == 10, "before the \(name)")
+            empty()
+            #expect(cache.count == 0, "after the \(name)")
+            #expect(cache.cachedResponse(for: a) == nil, "after the \(name)")
+            cache.storeCachedResponse(entry(20), for: b)
+            #expect(cache.cachedResponse(for: b)?.data.count == 20, "a store after the \(name)")
+            cache.removeCachedResponse(for: b)
+            #expect(cache.cachedResponse(for: b) == nil)
+        }
+    }
+
+    @Test("stores and removals from many threads at once: every entry still stored is found, every removed one is gone")
+    func concurrentStoresAndRemovals() {
+        let cache = InMemoryResponseCache(capacity: 1 << 20)
+        let requests = (0..<64).map { Request(url: URL(string: "http://127.0.0.1/\($0)")!) }
+        let response = HTTPResponse(url: URL(string: "http://127.0.0.1/")!, statusCode: 200, headers: [:])
+        DispatchQueue.concurrentPerform(iterations: requests.count) { index in
+            for round in 0..<50 {
+                cache.storeCachedResponse(
+                    CachedResponse(response: response, data: Data([UInt8(index), UInt8(round)])), for: requests[index])
+                // Odd keys end removed, even keys end stored with their last round.
+                if index % 2 == 1 || round < 49 { cache.removeCachedResponse(for: requests[index]) }
+            }
+        }
+        for (index, request) in requests.enumerated() {
+            let found = cache.cachedResponse(for: request)
+            #expect(found?.data == (index % 2 == 0 ? Data([UInt8(index), 49]) : nil), "key \(index)")
+        }
+        #expect(cache.count == 32)
+    }
+
     @Test("freshness: max-age wins over Expires, Age counts, invalid Expires is stale")
     func freshnessRules() {
         let url = URL(string: "http://127.0.0.1/")!
@@ -285,7 +335,8 @@ struct ResponseCacheTests {
             ResponseCachePolicy.freshnessLifetime(
                 of: HTTPResponse(url: url, statusCode: 200, headers: headers), storedAt: now)
         }
-        #expect(lifetime(["Date": "Sun, 06 Nov 1994 08:49:37 GMT", "Expires": "Sunday, 06-Nov-94 08:59:37 GMT"]) == 600)
+        #expect(
+            lifetime(["Date": "Sun, 06 Nov 1994 08:49:37 GMT", "Expires": "Sunday, 06-Nov-94 08:59:37 GMT"]) == 600)
         #expect(lifetime(["Date": "Sun, 06 Nov 1994 08:49:37 GMT", "Expires": "Sun Nov  6 08:59:37 1994"]) == 600)
     }
 }

@@ -81,4 +81,25 @@ struct CacheControlDirectivesTests {
             url: URL(fileURLWithPath: "/"), statusCode: 200, headers: ["Cache-Control": "max-age=\(argument)"])
         #expect(ResponseCachePolicy.freshnessLifetime(of: response, storedAt: Date()) == lifetime)
     }
+    @Test(
+        "contains(_:in:) answers as the parsed directives do, for every field line, without keeping them",
+        arguments: [
+            "no-store", "max-age=5, No-Store", " ,NO-STORE\t", #"private="no-store""#, "no-store=", "no-storex",
+            #"ext="a, no-store", max-age=60"#, #""no-store", public"#, "no-store 1, public", "public",
+            "", #"ext="unterminated, no-store"#,
+        ])
+    func containsMatchesParsing(value: String) {
+        let parsed = Self.parse(value)["no-store"] != nil
+        #expect(CacheControlDirectives.contains("no-store", in: ["Cache-Control": value]) == parsed)
+        let twoLines = HTTPHeaders([("Cache-Control", "max-age=1"), ("cache-control", value)])
+        #expect(CacheControlDirectives.contains("no-store", in: twoLines) == parsed)
+        #expect((CacheControlDirectives(twoLines)["no-store"] != nil) == parsed)
+    }
+
+    @Test("contains(_:in:) reads only Cache-Control fields")
+    func containsReadsCacheControlOnly() {
+        #expect(
+            !CacheControlDirectives.contains("no-store", in: ["Pragma": "no-store", "X-Cache-Control": "no-store"]))
+        #expect(CacheControlDirectives.contains("no-store", in: ["Pragma": "no-cache", "CACHE-CONTROL": "no-store"]))
+    }
 }
