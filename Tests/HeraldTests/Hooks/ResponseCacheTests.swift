@@ -232,14 +232,17 @@ struct ResponseCacheTests {
         try await fixture.tearDown()
     }
 
+    /// A stored 200 with a body of `size` bytes, for the cache's own tests.
+    private static func entry(_ size: Int) -> CachedResponse {
+        CachedResponse(
+            response: HTTPResponse(url: URL(string: "http://127.0.0.1/")!, statusCode: 200, headers: [:]),
+            data: Data(repeating: 1, count: size))
+    }
+
     @Test("the in-memory cache evicts the least recently used entries past its capacity")
     func eviction() throws {
         let cache = InMemoryResponseCache(capacity: 1000)
-        func entry(_ size: Int) -> CachedResponse {
-            CachedResponse(
-                response: HTTPResponse(url: URL(string: "http://127.0.0.1/")!, statusCode: 200, headers: [:]),
-                data: Data(repeating: 1, count: size))
-        }
+        let entry = Self.entry
         let a = Request(url: URL(string: "http://127.0.0.1/a")!)
         let b = Request(url: URL(string: "http://127.0.0.1/b")!)
         let c = Request(url: URL(string: "http://127.0.0.1/c")!)
@@ -265,11 +268,7 @@ struct ResponseCacheTests {
     @Test("an in-memory cache emptied by a removal, an oversized store or removeAll finds the next store at once")
     func emptiedCacheFindsNextStore() {
         let cache = InMemoryResponseCache(capacity: 1000)
-        func entry(_ size: Int) -> CachedResponse {
-            CachedResponse(
-                response: HTTPResponse(url: URL(string: "http://127.0.0.1/")!, statusCode: 200, headers: [:]),
-                data: Data(repeating: 2, count: size))
-        }
+        let entry = Self.entry
         let a = Request(url: URL(string: "http://127.0.0.1/a")!)
         let b = Request(url: URL(string: "http://127.0.0.1/b")!)
         cache.removeCachedResponse(for: a)  // empty: nothing to do
