@@ -126,6 +126,36 @@ struct MetricsObserverTests {
         #expect(refused.values.count == 1)
     }
 
+    @Test("tasks resumed in any order of methods, hosts and ports are each counted under their own target")
+    func activeRequestsInAnyOrder() throws {
+        let metrics = CountingMetrics()
+        let observer = MetricsObserver(factory: metrics)
+        // Each pair in a row shares the method and URL; each next pair differs from the one before in one thing.
+        let resumed: [(url: String, method: String)] = [
+            ("http://a.example.com/", "GET"), ("http://a.example.com/", "GET"),
+            ("http://b.example.com/", "GET"), ("http://b.example.com/", "GET"),
+            ("http://b.example.com/", "POST"), ("http://b.example.com/", "POST"),
+            ("http://b.example.com:8080/", "POST"), ("http://a.example.com/", "GET"),
+            ("http://a.example.com/other", "GET"),
+        ]
+        for (index, task) in resumed.enumerated() {
+            let made = try tasks.task(task.url, method: task.method)
+            observer.taskDidResume(Payloads.resume(task: index, request: made.summary))
+        }
+        func active(_ host: String, _ method: String, port: String = "80") throws -> Double? {
+            let dimensions = [
+                ("http.request.method", method), ("server.address", host), ("server.port", port),
+                ("url.scheme", "http"),
+            ]
+            return try metrics.test.expectMeter(MetricsObserver.Name.activeRequests, dimensions).lastValue
+        }
+        #expect(try active("a.example.com", "GET") == 4)
+        #expect(try active("b.example.com", "GET") == 2)
+        #expect(try active("b.example.com", "POST") == 2)
+        #expect(try active("b.example.com", "POST", port: "8080") == 1)
+        #expect(metrics.count(MetricsObserver.Name.activeRequests) == 4)
+    }
+
     @Test("metric objects are created once per dimension set, not per request")
     func createdOnce() throws {
         let metrics = CountingMetrics()

@@ -49,30 +49,40 @@ package struct OrderedTurns<Item> {
 /// A lock-guarded state whose changes produce items that a consumer receives one at a time, in the order the
 /// changes happened, without the lock held while the consumer runs (an ``OrderedTurns`` beside the state).
 /// User code therefore never runs under the lock, and the consumer is never called concurrently.
+///
+/// `@usableFromInline` with `@inlinable` members for the same reason as ``OrderedTurns``: its clients are in
+/// other modules (the activity indicator updates it twice a request), where the generic versions looked up
+/// the metadata of `Guarded` and `OrderedTurns` for their types at run time on every call.
+@usableFromInline
 package final class OrderedDelivery<State, Item: Sendable>: @unchecked Sendable {
     // Safety: `state` and the turns are only touched inside `guarded.withLock`.
-    private struct Guarded {
-        var state: State
-        var turns = OrderedTurns<Item>()
+    @usableFromInline
+    struct Guarded {
+        @usableFromInline var state: State
+        @usableFromInline var turns = OrderedTurns<Item>()
+
+        @inlinable init(state: State) { self.state = state }
     }
 
-    private let guarded: Locked<Guarded>
-    private let consumer: @Sendable (Item) -> Void
+    @usableFromInline let guarded: Locked<Guarded>
+    @usableFromInline let consumer: @Sendable (Item) -> Void
 
     /// A delivery starting from `state`, handing items to `consumer`.
+    @inlinable
     package init(_ state: State, consumer: @escaping @Sendable (Item) -> Void) {
         self.guarded = Locked(Guarded(state: state))
         self.consumer = consumer
     }
 
     /// Reads the state under the lock.
+    @inlinable
     package func read<Result>(_ body: (State) -> Result) -> Result {
         guarded.withLock { body($0.state) }
     }
 
     /// Mutates the state under the lock, queues the items `body` returns, and delivers them (and any others
     /// queued meanwhile) unless another thread has the turn.
-    @discardableResult
+    @inlinable @discardableResult
     package func update<Result>(_ body: (inout State) -> (Result, [Item])) -> Result {
         let (result, turn) = guarded.withLock { guarded -> (Result, [Item]) in
             let (result, items) = body(&guarded.state)
@@ -89,6 +99,7 @@ package final class OrderedDelivery<State, Item: Sendable>: @unchecked Sendable 
 
 extension OrderedDelivery where State == Void {
     /// Queues `items` and delivers them unless another thread has the turn.
+    @inlinable
     package func submit(_ items: [Item]) {
         update { _ in ((), items) }
     }

@@ -297,6 +297,10 @@ public final class MetricsObserver: SessionObserver {
         /// one, and comparing a few short strings costs less than hashing them.
         var lastInstruments: (values: DimensionValues, instruments: Instruments)?
         var activeMeters: [Target: Meter] = [:]
+        /// The method and URL of the last task seen resuming for the first time, with its target and active
+        /// requests meter: requests in a row mostly go to one place, and comparing a method and a URL costs
+        /// less than reading the URL's parts, bounding them and hashing the target.
+        var lastResumed: (method: String, url: URL, target: Target, meter: Meter)?
         /// The `host:port` pairs recorded under their own name in `server.address`.
         var serverAddresses: Set<String> = []
         var tasks: [TaskKey: TaskRecord] = [:]
@@ -473,8 +477,15 @@ public final class MetricsObserver: SessionObserver {
                 state.tasks[key]?.isRunning = true
                 return record.meter
             }
-            let target = targetLocked(method: request.method, url: request.url, in: &state)
-            let meter = activeMeterLocked(for: target, in: &state)
+            let target: Target
+            let meter: Meter
+            if let last = state.lastResumed, last.method == request.method, last.url == request.url {
+                (target, meter) = (last.target, last.meter)
+            } else {
+                target = targetLocked(method: request.method, url: request.url, in: &state)
+                meter = activeMeterLocked(for: target, in: &state)
+                state.lastResumed = (request.method, request.url, target, meter)
+            }
             state.tasks[key] = TaskRecord(started: date, target: target, meter: meter, isRunning: true)
             return meter
         }
