@@ -41,8 +41,8 @@ final class SessionEventPoster: Sendable {
     ///
     /// The work goes into one list, which a block on the event queue runs until the list is empty: while that
     /// block is queued or running, handing over more wakes no thread. Work the thread inside
-    /// ``holdingWakeUps(over:limit:_:)`` hands over doesn't queue the block: it waits for the hold to let it go, or
-    /// for another thread's work, which queues the block for everything before it too.
+    /// ``holdingWakeUps(over:limit:_:)`` hands over doesn't queue the block: it waits for the hold to let it
+    /// go, or for another thread's work, which queues the block for everything before it too.
     func async(_ work: @escaping @Sendable () -> Void) {
         let thread = pthread_self()
         let wakes = backlog.withLock { backlog -> Bool in
@@ -57,8 +57,8 @@ final class SessionEventPoster: Sendable {
     /// Calls `body` with each of `items` in turn (the completion queue, with the completions of one loop
     /// iteration), holding back the wake-up of the event queue for the work this thread hands over meanwhile:
     /// it goes to the event queue together after the last item, or after the first item that ends more than
-    /// `limit` nanoseconds (default ``holdLimit``, a millisecond) after the hold began or was last let go. At 64 requests in flight with
-    /// observers, that halved the event queue's wake-ups, each a thread switch.
+    /// `limit` nanoseconds (default ``holdLimit``, a millisecond) after the hold began or was last let go.
+    /// At 64 requests in flight with observers, that halved the event queue's wake-ups, each a thread switch.
     ///
     /// The order of the notifications is unchanged; only when the event queue starts on them. An item that
     /// takes long (a slow completion handler) delays, by as long, the notifications of the items before it in
