@@ -160,7 +160,11 @@ extension SessionEventPoster {
                 return true
             }
             guard schedules else { return }
-            eventQueue.asyncAfter(deadline: .now() + Self.connectionChangeDelay) { self.postConnectionChanges() }
+            // Through the one list of the event queue's work when the delay ends, so that the post comes after
+            // all work handed over before it (a completion run may be holding some).
+            eventQueue.asyncAfter(deadline: .now() + Self.connectionChangeDelay) {
+                self.async { self.postConnectionChanges() }
+            }
         }
     }
 
