@@ -62,7 +62,9 @@ final class SessionEventPoster: Sendable {
     ///
     /// The order of the notifications is unchanged; only when the event queue starts on them. An item that
     /// takes long (a slow completion handler) delays, by as long, the notifications of the items before it in
-    /// the same run, never a transfer. One thread holds at a time: the session's serial completion queue.
+    /// the same run, never a transfer; and an item that blocks until the event queue has run work it handed
+    /// over itself waits for ever (the session's blocking waits refuse to run on its completion queue). One
+    /// thread holds at a time: the session's serial completion queue.
     func holdingWakeUps<Item>(over items: [Item], limit: UInt64 = holdLimit, _ body: (Item) -> Void) {
         backlog.withLock { $0.holder = pthread_self() }
         var since = DispatchTime.now().uptimeNanoseconds
