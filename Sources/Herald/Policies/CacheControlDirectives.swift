@@ -73,7 +73,7 @@ struct CacheControlDirectives: Equatable {
             var scanner = Scanner(bytes)
             while !scanner.isAtEnd {
                 scanner.skipWhitespace()
-                let name = scanner.lowercasedToken()
+                let name = scanner.token(lowercased: true)
                 scanner.skipWhitespace()
                 var argument = ""
                 var wellFormed = !name.isEmpty
@@ -119,26 +119,22 @@ private struct Scanner: ~Copyable {
         while let byte = peek, byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") { index += 1 }
     }
 
-    /// The longest run of `tchar` (RFC 9110 §5.6.2) at the cursor, possibly empty.
-    mutating func token() -> String {
-        let start = index
-        while let byte = peek, Self.isTokenCharacter(byte) { index += 1 }
-        return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
-    }
-
-    /// ``token()``, with ASCII letters lowercased.
-    mutating func lowercasedToken() -> String {
+    /// The longest run of `tchar` (RFC 9110 §5.6.2) at the cursor, possibly empty; with `lowercased`, its
+    /// ASCII letters lowercased (a copy only when it has an uppercase one).
+    mutating func token(lowercased: Bool = false) -> String {
         let start = index
         var hasUppercase = false
         while let byte = peek, Self.isTokenCharacter(byte) {
-            hasUppercase = hasUppercase || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+            hasUppercase = hasUppercase || Self.isUppercase(byte)
             index += 1
         }
         let token = UnsafeBufferPointer(rebasing: bytes[start..<index])
-        guard hasUppercase else { return String(decoding: token, as: UTF8.self) }
-        return String(
-            decoding: token.lazy.map { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) ? $0 | 0x20 : $0 },
-            as: UTF8.self)
+        guard lowercased, hasUppercase else { return String(decoding: token, as: UTF8.self) }
+        return String(decoding: token.lazy.map { Self.isUppercase($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
+    }
+
+    private static func isUppercase(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
     }
 
     /// A quoted-string at the cursor, unescaped, or `nil` when the cursor is not on one. An unterminated

@@ -385,8 +385,8 @@ private final class Database: @unchecked Sendable {
     /// file (a new response is a new file), so a repeated hit skips the JSON decoding, a fifth of its time.
     private(set) var decodedHeads: [String: StoredHead] = [:]
 
-    /// Keys a read found absent, each with its bucket and the bucket's store count (see `StoreCounters`) at a moment before
-    /// that read when no store of the bucket was in flight. Cleared when it grows past 4,096 keys.
+    /// Keys a read found absent, each with its bucket and the bucket's store count (see `StoreCounters`) at a
+    /// moment before that read when no store of the bucket was in flight. Cleared when it grows past 4,096 keys.
     private var absent: [String: Absence] = [:]
     /// How many statements `run` has run.
     private(set) var statementsRun = 0

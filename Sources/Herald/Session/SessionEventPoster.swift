@@ -47,9 +47,7 @@ final class SessionEventPoster: Sendable {
         let thread = pthread_self()
         let wakes = backlog.withLock { backlog -> Bool in
             backlog.work.append(work)
-            guard !backlog.isDrainQueued, backlog.holder != thread else { return false }
-            backlog.isDrainQueued = true
-            return true
+            return backlog.holder != thread && backlog.claimDrain()
         }
         if wakes { eventQueue.async { self.drain() } }
     }
@@ -83,9 +81,7 @@ final class SessionEventPoster: Sendable {
     private func letHeldWorkGo(endingHold: Bool) {
         let wakes = backlog.withLock { backlog -> Bool in
             if endingHold { backlog.holder = nil }
-            guard !backlog.work.isEmpty, !backlog.isDrainQueued else { return false }
-            backlog.isDrainQueued = true
-            return true
+            return backlog.claimDrain()
         }
         if wakes { eventQueue.async { self.drain() } }
     }
@@ -159,4 +155,12 @@ struct EventBacklog {
     var isDrainQueued = false
     /// The thread inside `SessionEventPoster.holdingWakeUps(over:limit:_:)`, if any.
     var holder: pthread_t?
+
+    /// Whether the caller is to queue the block that runs `work`: there is work and no such block is queued or
+    /// running (it then counts as queued).
+    mutating func claimDrain() -> Bool {
+        guard !work.isEmpty, !isDrainQueued else { return false }
+        isDrainQueued = true
+        return true
+    }
 }

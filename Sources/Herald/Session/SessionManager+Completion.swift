@@ -55,10 +55,10 @@ extension SessionManager {
     /// iteration's end: a burst of responses costs the completion queue one enqueue, not one each (at 64
     /// requests at a time, about a quarter of the CPU per request), and the notifications that block hands to
     /// the event queue wake it once (``SessionEventPoster/holdingWakeUps(over:limit:_:)``). The task's
-    /// progress and body blocks were dispatched to the queue before it, so they run first. With a completion queue the caller passed
-    /// in, each completion's serialization runs first on the hook queue — the caller's queue (perhaps the
-    /// main queue) is not the place for parsing or file moves — and the rest on the caller's queue: one
-    /// hand-off more.
+    /// progress and body blocks were dispatched to the queue before it, so they run first. With a completion
+    /// queue the caller passed in, each completion's serialization runs first on the hook queue — the
+    /// caller's queue (perhaps the main queue) is not the place for parsing or file moves — and the rest on
+    /// the caller's queue: one hand-off more.
     ///
     /// A task whose completion handler only resumes an `async` caller (``SessionManager/data(for:)``, the
     /// `upload(for:…)` forms)
