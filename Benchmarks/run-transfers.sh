@@ -16,9 +16,11 @@
 #                                    [--protocols "http1 https1 h2"] [--tls-concurrency "1 64"]
 #                                    [--tls-fresh "resumed full"] [--fresh-concurrency "1 16"] [--fresh-requests N]
 #
-# Clients: `c`, `urlsession`, `ahc`, and Herald's: `herald` (completion handlers), `herald-async` (Swift tasks
-# awaiting data(for:)) and `herald-observed` (`herald` with the activity, logging and metrics observers; the
-# logging observer at `info`). The large transfers run for c, urlsession, herald and ahc only.
+# Clients: `c`, `urlsession`, `ahc` (future callbacks, which run on AsyncHTTPClient's event loop), `ahc-async`
+# (Swift tasks awaiting its `execute(_:timeout:)`, off the event loop), and Herald's: `herald` (completion
+# handlers), `herald-async` (Swift tasks awaiting data(for:)) and `herald-observed` (`herald` with the activity,
+# logging and metrics observers; the logging observer at `info`). The large transfers run for c, urlsession,
+# herald and ahc only.
 #
 # --baseline BIN adds the client `baseline`: another build's TransferBench (say, of an earlier commit) running
 # its Herald client, interleaved with this checkout's runs, so that a change is measured against the code
@@ -162,7 +164,7 @@ done
 rows="$http1_concurrencies $tls_rows"
 for c in $clients; do
     case "$c" in
-        c | urlsession | herald | herald-async | herald-observed | ahc) ;;
+        c | urlsession | herald | herald-async | herald-observed | ahc | ahc-async) ;;
         *) echo "run-transfers: unknown client '$c'" >&2; exit 2 ;;
     esac
 done
@@ -223,7 +225,7 @@ log "building the C client and the rusage wrapper"
 
 swift_bin=""
 herald_download_missing=0
-if [[ " $clients " == *" urlsession "* || " $clients " == *" herald"* || " $clients " == *" ahc "* ]]; then
+if [[ " $clients " == *" urlsession "* || " $clients " == *" herald"* || " $clients " == *" ahc"* ]]; then
     SWIFT=${SWIFT:-swift}
     # Without `herald` in --clients, TransferBench is built without its Herald client
     # (HeraldClient.swift, TRANSFERBENCH_NO_HERALD), so URLSession-only runs don't need Herald's
@@ -244,7 +246,7 @@ if [[ " $clients " == *" urlsession "* || " $clients " == *" herald"* || " $clie
     # client's peak RSS is that of a process which loads only that client.
     "$SWIFT" build -c release --package-path "$here" --product TransferBench "${swift_flags[@]}" >&2
     # Only when a peer runs: building NIO and AsyncHTTPClient in release takes minutes on a small machine.
-    if [[ " $clients " == *" urlsession "* || " $clients " == *" ahc "* ]]; then
+    if [[ " $clients " == *" urlsession "* || " $clients " == *" ahc"* ]]; then
         "$SWIFT" build -c release --package-path "$here" --product TransferBenchPeers >&2
     fi
     swift_bin="$("$SWIFT" build -c release --package-path "$here" --show-bin-path)/TransferBench"
@@ -380,7 +382,7 @@ run_one() { # client row run → results under "client-row#run" (row: CONCURRENC
                 cmd=(unshare "${unshare_flags[@]}" sh -c 'mount --bind "$1" "$2" && shift 2 && exec "$@"' sh
                     "$tls/system-bundle.pem" "$system_bundle" "${cmd[@]}")
             fi ;;
-        herald | herald-async | ahc)
+        herald | herald-async | ahc | ahc-async)
             cmd=("$swift_bin" --client "$client" --url "$row_url" --concurrency "$n" --requests "$count"
                 "${swift_extra[@]}") ;;
         herald-observed)
@@ -592,8 +594,8 @@ done
 ratio_lines=""
 for n in $http1_concurrencies; do
     line=""
-    for pair in herald/urlsession herald/c herald/ahc herald-async/c herald-async/ahc herald-observed/c \
-        "$baseline_client/baseline" baseline/c ahc/c c/urlsession; do
+    for pair in herald/urlsession herald/c herald/ahc herald-async/c herald-async/ahc herald-async/ahc-async \
+        herald-observed/c "$baseline_client/baseline" baseline/c ahc/c ahc-async/c c/urlsession; do
         a=${pair%/*} b=${pair#*/}
         r=$(ratio "${rps[$a-$n]:-}" "${rps[$b-$n]:-}")
         [ -n "$r" ] || continue

@@ -1,13 +1,13 @@
 // TransferBench: one client of `make bench-transfers` (Benchmarks/run-transfers.sh).
 //
-//   TransferBench --client urlsession|herald|herald-observed|herald-async|ahc --url URL --concurrency N --requests R
+//   TransferBench --client urlsession|herald|herald-observed|herald-async|ahc|ahc-async --url URL --concurrency N --requests R
 //                 [--expect-bytes B] [--log-level LEVEL] [--cache none|memory|disk]
 //                 [--cacert PATH] [--http-version 1.1|2]
 //   TransferBench --client herald --url URL --idle-seconds S
 //   TransferBench --client urlsession|herald|ahc --url URL --mode download-file|data-memory|stream --expect-bytes B
 //                 [--destination PATH]
 //
-// This binary holds Herald's clients and links nothing else: `--client urlsession|ahc` replaces the process
+// This binary holds Herald's clients and links nothing else: `--client urlsession|ahc|ahc-async` replaces the process
 // with `TransferBenchPeers` (built beside it), so that FoundationNetworking, NIO and AsyncHTTPClient are
 // not in the process whose RSS is measured for Herald, nor Herald in theirs.
 //
@@ -17,6 +17,11 @@
 //
 // `herald-async` is Herald's `async` API: N Swift tasks, each awaiting `data(for:)` and checking the response
 // before its next request.
+//
+// `ahc-async` is AsyncHTTPClient's `async` API the same way: N Swift tasks, each awaiting `execute(_:timeout:)`
+// and the body. `ahc` chains its requests with future callbacks, which run on AsyncHTTPClient's event loop, so
+// one at a time it starts each request without leaving the loop's thread; `ahc-async` runs the caller's code on
+// Swift's cooperative pool, off the loop, as Herald always runs a caller's code off its loop thread.
 //
 // `herald-observed` is Herald with the activity indicator, the logging observer (into swift-log's
 // StreamLogHandler, whose lines are formatted and discarded) and the metrics observer (into swift-metrics'
@@ -57,7 +62,7 @@ import TransferBenchKit
 
 let options = Options.parse()
 switch options.client {
-case "urlsession", "ahc": execSibling("TransferBenchPeers")
+case "urlsession", "ahc", "ahc-async": execSibling("TransferBenchPeers")
 case "herald", "herald-observed", "herald-async": break
 default: usage()
 }
@@ -73,12 +78,16 @@ runClient {
         switch mode {
         case .downloadFile:
             report(
-                runHeraldDownload(url: options.url, destination: options.destination!, expectedBytes: options.expectedBytes),
+                runHeraldDownload(
+                    url: options.url, destination: options.destination!, expectedBytes: options.expectedBytes),
                 mode: mode, options: options)
         case .dataMemory:
-            report(runHeraldDataMemory(url: options.url, expectedBytes: options.expectedBytes), mode: mode, options: options)
+            report(
+                runHeraldDataMemory(url: options.url, expectedBytes: options.expectedBytes), mode: mode,
+                options: options)
         case .stream:
-            report(runHeraldStream(url: options.url, expectedBytes: options.expectedBytes), mode: mode, options: options)
+            report(
+                runHeraldStream(url: options.url, expectedBytes: options.expectedBytes), mode: mode, options: options)
         }
     }
     if options.cache != "none" && options.client != "herald" { usage() }

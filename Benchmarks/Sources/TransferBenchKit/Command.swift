@@ -80,7 +80,7 @@ public func usage() -> Never {
     FileHandle.standardError.write(
         Data(
             """
-            usage: TransferBench --client urlsession|herald|herald-observed|herald-async|ahc --url URL
+            usage: TransferBench --client urlsession|herald|herald-observed|herald-async|ahc|ahc-async --url URL
                                  --concurrency N --requests R
                                  [--expect-bytes B] [--log-level trace|debug|info|notice|warning|error|critical]
                                  [--cache none|memory|disk] [--cacert PATH] [--http-version 1.1|2]

@@ -59,6 +59,34 @@ func runAHC(
     return outcome
 }
 
+/// 1 KiB GETs through AsyncHTTPClient's `async` `execute(_:timeout:)`, collecting the body: `concurrency` Swift
+/// tasks, each awaiting a response and then the next, the way `herald-async` awaits Herald's `data(for:)`. Where
+/// `runAHC`'s future callbacks run on the event loop (so the next request starts there, without leaving the
+/// loop's thread), here each response resumes a task on Swift's cooperative pool: the caller's code runs off
+/// the event loop, as Herald runs it off its loop thread.
+func runAHCAsync(
+    url: URL, concurrency: Int, requests: Int, expectedBytes: Int, caFile: URL?, httpVersion: HTTPVersionChoice
+) -> LoadOutcome {
+    let client = makeAHCClient(connections: concurrency, caFile: caFile, httpVersion: httpVersion)
+    let generator = LoadGenerator(total: requests, concurrency: concurrency) { _ in }
+    let outcome = generator.runAsync { () async -> String? in
+        do {
+            let response = try await client.execute(HTTPClientRequest(url: url.absoluteString), timeout: .seconds(60))
+            // One byte more than expected, so a longer body is reported rather than refused.
+            let body = try await response.body.collect(upTo: expectedBytes + 1)
+            if response.status != .ok { return "status \(response.status.code)" }
+            if body.readableBytes != expectedBytes {
+                return "\(body.readableBytes) body bytes, expected \(expectedBytes)"
+            }
+            return nil
+        } catch {
+            return "\(error)"
+        }
+    }
+    try? client.syncShutdown()
+    return outcome
+}
+
 /// One large GET through AsyncHTTPClient: `download-file` streams the body to `destination` with its
 /// `FileDownloadDelegate` (writes through NIO's `NonBlockingFileIO` thread pool); `data-memory` collects
 /// the body with `execute(request:)`; `stream` counts the bytes of the async `execute(_:timeout:)`'s body
