@@ -641,6 +641,7 @@ if [ -n "$tls_rows" ]; then
     echo "HTTPS over TLS 1.3 (throwaway ECDSA P-256 certificate), GETs of 1 KiB$median: $requests per run," \
         "$fresh_requests on the fresh rows"
     echo "conns, proto, resumed: what nginx saw (connections used, protocol, connections whose handshake resumed a session)"
+    echo "vs AHC: herald-async against ahc-async when it ran, every other Herald client against ahc"
     printf '%-14s %-16s %5s %9s %11s %8s %6s %9s %7s %6s %6s %8s\n' row client conc "req/s" "CPU µs/req" "RSS MiB" \
         "vs C" "CPU vs C" "vs AHC" conns proto resumed
     for row in $tls_rows; do
@@ -661,7 +662,11 @@ if [ -n "$tls_rows" ]; then
                 vs_c=$(ratio "${rps[$tag]}" "${rps[c-$row]:-}")
                 cpu_c=$(ratio "${cpu[$tag]}" "${cpu[c-$row]:-}")
             fi
-            [ "$client" = ahc ] || vs_a=$(ratio "${rps[$tag]}" "${rps[ahc-$row]:-}")
+            # Each client against AsyncHTTPClient's API of its kind: `herald-async` against `ahc-async` when that
+            # ran, the others against `ahc`.
+            peer=ahc
+            if [ "$client" = herald-async ] && [ -n "${rps[ahc-async-$row]:-}" ]; then peer=ahc-async; fi
+            case "$client" in ahc | ahc-async) ;; *) vs_a=$(ratio "${rps[$tag]}" "${rps[$peer-$row]:-}") ;; esac
             printf '%-14s %-16s %5s %9s %11s %8s %6s %9s %7s %6s %6s %8s\n' "$(row_protocol "$row")" "$client" \
                 "$(row_concurrency "$row")" "${rps[$tag]}" "${cpu[$tag]}" "${rss[$tag]}" "${vs_c:+${vs_c}x}" \
                 "${cpu_c:+${cpu_c}x}" "${vs_a:+${vs_a}x}" "${vconns[$tag]:-?}" "${vproto[$tag]:-?}" "${vresumed[$tag]:-?}"
