@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCookies
+import Synchronization
 
 /// The Public Suffix List: the domains under which anyone can register a name (`com`, `co.uk`,
 /// `github.io`…), which a cookie's `Domain` may never be (RFC 6265 §5.3 step 5).
@@ -31,7 +32,13 @@ public struct PublicSuffixList: Sendable {
     public static let systemListPath = "/usr/share/publicsuffix/public_suffix_list.dat"
 
     /// The list every ``CookieStore`` uses: the system's, or the built-in fallback.
-    public static let shared: PublicSuffixList = (try? PublicSuffixList(contentsOf: systemListPath)) ?? .builtIn
+    ///
+    /// Read when it is first asked anything (a ``CookieStore`` asks when it parses its first `Set-Cookie`
+    /// field), not when a store or a session that holds it is made: a process that never receives a cookie
+    /// never reads the file (about 10,000 rules, each converted to its ASCII form).
+    public static let shared = PublicSuffixList(readingOnFirstUse: {
+        (try? PublicSuffixList(contentsOf: systemListPath)) ?? .builtIn
+    })
 
     /// The built-in fallback: common generic and country suffixes, China's internationalized ones and a few
     /// well-known private ones.
@@ -51,9 +58,52 @@ public struct PublicSuffixList: Sendable {
             """.split(whereSeparator: \.isWhitespace).joined(separator: "\n"), source: .builtIn)
 
     /// Where the rules came from.
-    public let source: Source
+    public var source: Source { loaded.source }
+
     /// The parsed rules, which the cookie parser applies.
-    package let ruleSet: PublicSuffixRules
+    package var ruleSet: PublicSuffixRules { loaded.ruleSet }
+
+    private let rules: Rules
+
+    /// A list's rules: parsed already, or read on first use.
+    private enum Rules: Sendable {
+        case parsed(PublicSuffixRules, Source)
+        case onFirstUse(FirstUse)
+    }
+
+    /// Reads a list once, when it is first asked for, by whichever thread asks first; the others wait for it.
+    private final class FirstUse: Sendable {
+        private let read: @Sendable () -> PublicSuffixList
+        private let list = Mutex<PublicSuffixList?>(nil)
+
+        init(read: @escaping @Sendable () -> PublicSuffixList) {
+            self.read = read
+        }
+
+        var value: PublicSuffixList {
+            list.withLock { list in
+                if let list { return list }
+                let read = read()
+                list = read
+                return read
+            }
+        }
+    }
+
+    /// The rules and their source, read now if they were left for their first use.
+    private var loaded: (ruleSet: PublicSuffixRules, source: Source) {
+        switch rules {
+        case .parsed(let ruleSet, let source): (ruleSet, source)
+        case .onFirstUse(let firstUse): firstUse.value.loaded
+        }
+    }
+
+    /// A list that `read` makes when the list is first asked a question (by a cookie store checking a cookie's
+    /// domain, say), once; what ``shared`` is.
+    /// - Parameter read: Makes the list; called at most once.
+    package init(readingOnFirstUse read: @escaping @Sendable () -> PublicSuffixList) {
+        self.rules = .onFirstUse(FirstUse(read: read))
+    }
 
     /// Parses a list in the Public Suffix List's format: one rule per line (`com`, `*.ck`, `!www.ck`),
     /// each read up to its first blank, comments starting with `//`, blank lines ignored. Rules written in
@@ -63,8 +113,7 @@ public struct PublicSuffixList: Sendable {
     ///   - rules: The list's text.
     ///   - source: Where it came from.
     public init(rules: String, source: Source) {
-        self.ruleSet = PublicSuffixRules(parsing: rules)
-        self.source = source
+        self.rules = .parsed(PublicSuffixRules(parsing: rules), source)
     }
 
     /// Reads a list from a file.

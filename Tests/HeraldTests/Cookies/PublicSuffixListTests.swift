@@ -1,5 +1,6 @@
 import Foundation
 import Herald
+import Synchronization
 import Testing
 
 /// The Public Suffix List's algorithm and its own test file's `checkPublicSuffix(domain, registrable)` cases,
@@ -145,5 +146,42 @@ struct PublicSuffixListTests {
         #expect(builtIn.isPublicSuffix("xn--55qx5d.cn") && builtIn.isPublicSuffix("xn--fiqs8s"))
         #expect(builtIn.registrableDomain(for: "www.xn--85x722f.xn--55qx5d.cn") == "xn--85x722f.xn--55qx5d.cn")
         #expect(builtIn.registrableDomain(for: "www.example.co.uk") == "example.co.uk")
+    }
+
+    @Test("a list read on first use is read once, by the first question; a store holding it doesn't read it")
+    func readOnFirstUse() {
+        let reads = Mutex(0)
+        let list = PublicSuffixList(readingOnFirstUse: {
+            reads.withLock { $0 += 1 }
+            return PublicSuffixList(rules: "uk\nco.uk\n", source: .builtIn)
+        })
+        let store = CookieStore(publicSuffixes: list)
+        #expect(reads.withLock { $0 } == 0)
+
+        // The first Set-Cookie field makes the store ask: the list is read then, and its rules apply.
+        #expect(store.store(setCookieFields: ["a=1; Domain=co.uk"], from: testURL("http://www.example.co.uk/")).isEmpty)
+        #expect(reads.withLock { $0 } == 1)
+        let stored = store.store(
+            setCookieFields: ["b=2; Domain=example.co.uk"], from: testURL("http://www.example.co.uk/"))
+        #expect(stored.map(\.name) == ["b"])
+        #expect(list.count == 2 && list.source == .builtIn)
+        #expect(reads.withLock { $0 } == 1)
+    }
+
+    @Test("threads asking a list left for its first use at once read it once and get the same answers")
+    func readOnceUnderConcurrentFirstUse() async {
+        let reads = Mutex(0)
+        let list = PublicSuffixList(readingOnFirstUse: {
+            reads.withLock { $0 += 1 }
+            return PublicSuffixList.builtIn
+        })
+        let answers = await withTaskGroup(of: String?.self) { group in
+            for _ in 0..<32 {
+                group.addTask { list.registrableDomain(for: "www.example.co.uk") }
+            }
+            return await group.reduce(into: [String?]()) { $0.append($1) }
+        }
+        #expect(answers == Array(repeating: "example.co.uk", count: 32))
+        #expect(reads.withLock { $0 } == 1)
     }
 }
