@@ -16,9 +16,9 @@ package struct PublicSuffixRules: Sendable {
         var plain = Set<String>()
         var wildcards = Set<String>()
         var exceptions = Set<String>()
-        // Byte by byte: the system list has about 10,000 rules and is read when the first session is made,
-        // so Character-wise splitting (Unicode properties for every character) would cost that session's
-        // creator a noticeable pause. Rules are ASCII or UTF-8; only ASCII letters change case.
+        // Byte by byte: the system list has about 9,500 rules and is read when the first cookie arrives, so
+        // Character-wise splitting (Unicode properties for every character) would cost that response a
+        // noticeable pause. Rules are ASCII or UTF-8; only ASCII letters change case.
         var text = list
         text.withUTF8 { bytes in
             var index = 0

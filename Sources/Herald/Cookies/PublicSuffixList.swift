@@ -35,7 +35,7 @@ public struct PublicSuffixList: Sendable {
     ///
     /// Read when it is first asked anything (a ``CookieStore`` asks when it parses its first `Set-Cookie`
     /// field), not when a store or a session that holds it is made: a process that never receives a cookie
-    /// never reads the file (about 10,000 rules, each converted to its ASCII form).
+    /// never reads the file (about 9,500 rules, each converted to its ASCII form).
     public static let shared = PublicSuffixList(readingOnFirstUse: {
         (try? PublicSuffixList(contentsOf: systemListPath)) ?? .builtIn
     })
@@ -98,8 +98,8 @@ public struct PublicSuffixList: Sendable {
         }
     }
 
-    /// A list that `read` makes when the list is first asked a question (by a cookie store checking a cookie's
-    /// domain, say), once; what ``shared`` is.
+    /// A list that `read` makes when the list is first asked a question (by a cookie store parsing its first
+    /// `Set-Cookie` field, say), once; what ``shared`` is.
     /// - Parameter read: Makes the list; called at most once.
     package init(readingOnFirstUse read: @escaping @Sendable () -> PublicSuffixList) {
         self.rules = .onFirstUse(FirstUse(read: read))
