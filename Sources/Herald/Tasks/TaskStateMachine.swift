@@ -631,8 +631,11 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
         }
         report.revalidating = nil
         if var metrics = outcome.metrics {
-            metrics.redirectCount = hops.redirectCount
-            outcome.metrics = metrics
+            // Written only when it changes: a write copies the outcome's fields, which its caller still holds.
+            if metrics.redirectCount != hops.redirectCount {
+                metrics.redirectCount = hops.redirectCount
+                outcome.metrics = metrics
+            }
             // It ends `hopMetrics`, kept apart from the earlier hops': most tasks have none, and so no list
             // to allocate.
             report.metricsEndHops = true
