@@ -87,16 +87,19 @@ final class SessionEventPoster: Sendable {
     }
 
     /// Runs the work handed over, in order, until none is left. Event queue.
+    ///
+    /// The list taken out is emptied and swapped back in the next time round, keeping its storage: handing
+    /// work over allocates only when a batch outgrows every batch before it.
     private func drain() {
+        var batch: [@Sendable () -> Void] = []
         while true {
-            let work = backlog.withLock { backlog -> [@Sendable () -> Void] in
+            backlog.withLock { backlog in
                 if backlog.work.isEmpty { backlog.isDrainQueued = false }
-                var work: [@Sendable () -> Void] = []
-                swap(&work, &backlog.work)
-                return work
+                swap(&batch, &backlog.work)
             }
-            if work.isEmpty { return }
-            for item in work { item() }
+            if batch.isEmpty { return }
+            for item in batch { item() }
+            batch.removeAll(keepingCapacity: true)
         }
     }
 
