@@ -88,7 +88,11 @@ final class FileBodySink: BodySink {
     private func startBody(declaredLength: Int64?) {
         bodyStart = position
         reservedEnd = position
-        declaredEnd = declaredLength.map { position + $0 }
+        // A declared end beyond Int64's range is no end at all (the transfer fails on it before any byte).
+        declaredEnd = declaredLength.flatMap { length in
+            let (end, overflow) = position.addingReportingOverflow(length)
+            return overflow ? nil : end
+        }
     }
 
     /// Reserves the blocks from the bytes (or the reservation's end, if further) to a step beyond, and to

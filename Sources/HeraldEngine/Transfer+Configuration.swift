@@ -236,16 +236,21 @@ extension Transfer {
     }
 
     private func configureTimeouts(_ easy: UnsafeMutableRawPointer, check: (String, CURLcode) -> Void) {
-        if request.requestTimeout > 0 {
-            let milliseconds = max(1, Int(request.requestTimeout * 1000))
+        if let milliseconds = Self.milliseconds(request.requestTimeout) {
             check("CONNECTTIMEOUT_MS", herald_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, milliseconds))
             // The idle timeout itself is the multi handle's timer (MultiHandle.checkIdleTransfers), not
             // curl's low-speed check, which costs a timer update in curl at every read.
         }
-        if request.resourceTimeout > 0 {
-            let milliseconds = max(1, Int(request.resourceTimeout * 1000))
+        if let milliseconds = Self.milliseconds(request.resourceTimeout) {
             check("TIMEOUT_MS", herald_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, milliseconds))
         }
+    }
+
+    /// A timeout for libcurl in whole milliseconds, at least 1; `nil` for none: zero, negative, NaN or infinite
+    /// seconds. Longer than about 31,700 years counts as that long (libcurl counts milliseconds in 64 bits).
+    package static func milliseconds(_ seconds: TimeInterval) -> Int? {
+        guard seconds > 0, seconds.isFinite else { return nil }
+        return max(1, Int(min(seconds, 1e12) * 1000))
     }
 
     private func configureMethodAndBody(_ easy: UnsafeMutableRawPointer, check: (String, CURLcode) -> Void) {

@@ -278,7 +278,8 @@ package final class Transfer: @unchecked Sendable {
         var metrics: TransferTimings?
         if let easyHandle {
             metrics = TransferTimings(
-                easyHandle: easyHandle, startDate: startDate, addedAt: addedAt, firstResponseLineAt: firstResponseLineAt)
+                easyHandle: easyHandle, startDate: startDate, addedAt: addedAt, firstResponseLineAt: firstResponseLineAt
+            )
             metrics?.connectionIdentifier = connectionNumber
             if error == nil, !didRetryOnFreshConnection, let pool {
                 pool.give(easyHandle, profile: profile)
@@ -300,6 +301,14 @@ package final class Transfer: @unchecked Sendable {
         let sizeHint = expectedBodyLength.map { min($0, limit) }
         switch sink.begin(response: response, declaredLength: sizeHint) {
         case .success(let offset):
+            // A continued body ends at its offset plus the declared length: a length no file can reach from
+            // there is the server's error, not a number to wrap around.
+            if let declared = expectedBodyLength, offset.addingReportingOverflow(declared).overflow {
+                return TransferError(
+                    .badServerResponse,
+                    "The response declares \(declared) body bytes after byte \(offset), beyond any file's size.",
+                    url: request.url)
+            }
             bodyStartOffset = offset
             return nil
         case .failure(let error):

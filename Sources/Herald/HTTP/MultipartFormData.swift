@@ -164,7 +164,7 @@ public struct MultipartFormData: Sendable {
             }
             try Self.check(field.value, what: "The value of part header '\(field.name)'", refusingQuotes: false)
         }
-        parts.append(Part(headers: headers, body: .bytes(body)))
+        try appendChecked(Part(headers: headers, body: .bytes(body)))
     }
 
     private mutating func appendPart(name: String, fileName: String?, mimeType: String?, body: Segment)
@@ -181,7 +181,23 @@ public struct MultipartFormData: Sendable {
             try Self.check(mimeType, what: "The content type '\(mimeType)'", refusingQuotes: false)
             headers.add(name: "Content-Type", value: mimeType)
         }
-        parts.append(Part(headers: headers, body: body))
+        try appendChecked(Part(headers: headers, body: body))
+    }
+
+    /// Appends `part` unless the body's length would no longer fit a `Content-Length` (an `Int64`).
+    private mutating func appendChecked(_ part: Part) throws(HeraldError) {
+        parts.append(part)
+        var total: Int64 = 0
+        for segment in segments {
+            let (sum, overflow) = total.addingReportingOverflow(segment.length)
+            guard !overflow else {
+                parts.removeLast()
+                throw HeraldError(
+                    .invalidRequest,
+                    "The multipart body would be longer than \(Int64.max) bytes with this part; it was not appended.")
+            }
+            total = sum
+        }
     }
 
     /// Refuses what would break out of a header line or a quoted string.

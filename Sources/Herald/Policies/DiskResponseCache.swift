@@ -132,7 +132,11 @@ public final class DiskResponseCache: ResponseCache {
         let key = Self.key(for: request)
         return database.withLock { database -> CachedResponse? in
             guard let row = entry(for: key, in: database).row else { return nil }
-            let path = bodies.appendingPathComponent(row.file).path
+            guard let path = bodyPath(row.file) else {
+                // Not a name this cache gives a body (the index was edited): the row goes, no file is touched.
+                _ = database.delete(key: key, file: row.file)
+                return nil
+            }
             let head = database.decodedHeads[row.file] ?? (try? JSONDecoder().decode(StoredHead.self, from: row.head))
             guard let head, let data = FileManager.default.contents(atPath: path), data.count == row.bodySize
             else {
@@ -177,7 +181,7 @@ public final class DiskResponseCache: ResponseCache {
                 else { return nil }
                 return (replaced.map { [$0] } ?? []) + evicted
             }
-            for name in unnamed ?? [file] { unlink(bodies.appendingPathComponent(name).path) }
+            for name in unnamed ?? [file] { removeBody(name) }
         }
     }
 
@@ -195,7 +199,7 @@ public final class DiskResponseCache: ResponseCache {
             }
             // Committed, the key is absent: no store can have committed it again within the transaction.
             if removed != nil, let settled { database.rememberAbsent(key, settled) }
-            for name in removed ?? [] { unlink(bodies.appendingPathComponent(name).path) }
+            for name in removed ?? [] { removeBody(name) }
         }
     }
 
@@ -232,7 +236,7 @@ public final class DiskResponseCache: ResponseCache {
                 let files = database.files()
                 return database.deleteAll() ? files : nil
             }
-            for name in removed ?? [] { unlink(bodies.appendingPathComponent(name).path) }
+            for name in removed ?? [] { removeBody(name) }
         }
     }
 
@@ -300,7 +304,7 @@ public final class DiskResponseCache: ResponseCache {
     private func trim() {
         database.withLock { database in
             let evicted = database.transaction { evict(in: database) }
-            for name in evicted ?? [] { unlink(bodies.appendingPathComponent(name).path) }
+            for name in evicted ?? [] { removeBody(name) }
         }
     }
 
@@ -310,10 +314,43 @@ public final class DiskResponseCache: ResponseCache {
     private func evict(in database: Database) -> [String]? {
         var files: [String] = []
         while database.totalSize() > capacity, let victim = database.leastRecentlyUsed() {
-            guard database.delete(key: victim.key, file: victim.file) else { return nil }
+            // By row: a key or file the index holds in another type (edited by hand, a blob) would not match
+            // a delete by value, and the same row would be the victim forever. A delete that removes nothing
+            // fails the eviction rather than loop.
+            guard database.delete(row: victim.row), database.changes > 0 else { return nil }
             files.append(victim.file)
         }
         return files
+    }
+
+    /// The path of body file `name`, or `nil` when `name` is not one this cache makes (a lowercase UUID):
+    /// a name read from the index is never trusted to stay inside the bodies folder.
+    private func bodyPath(_ name: String) -> String? {
+        Self.isBodyFileName(name) ? bodies.appendingPathComponent(name).path : nil
+    }
+
+    /// Removes body file `name`, a name read from the index, if it is one this cache makes.
+    private func removeBody(_ name: String) {
+        if let path = bodyPath(name) { unlink(path) }
+    }
+
+    /// Whether `name` is a body file's name as ``storeCachedResponse(_:for:)`` makes them: a lowercase UUID,
+    /// 36 characters of `0-9`, `a-f` and hyphens at 8, 13, 18 and 23.
+    static func isBodyFileName(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        guard bytes.count == 36 else { return false }
+        for (index, byte) in bytes.enumerated() {
+            switch index {
+            case 8, 13, 18, 23:
+                guard byte == UInt8(ascii: "-") else { return false }
+            default:
+                guard
+                    (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                        || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
+                else { return false }
+            }
+        }
+        return true
     }
 
     // MARK: - the folder
@@ -557,6 +594,9 @@ private final class Database: @unchecked Sendable {
         run("DELETE FROM entries WHERE key = ? AND file = ?", [.text(key), .text(file)])
     }
 
+    /// How many rows the last statement that changed the index changed.
+    var changes: Int { Int(sqlite3_changes(connection)) }
+
     func deleteAll() -> Bool {
         run("DELETE FROM entries")
     }
@@ -579,12 +619,16 @@ private final class Database: @unchecked Sendable {
         return total
     }
 
-    func leastRecentlyUsed() -> (key: String, file: String)? {
-        var victim: (key: String, file: String)?
-        run("SELECT key, file FROM entries ORDER BY last_use LIMIT 1") { statement in
-            victim = (Self.text(statement, 0), Self.text(statement, 1))
+    func leastRecentlyUsed() -> (row: Int, file: String)? {
+        var victim: (row: Int, file: String)?
+        run("SELECT rowid, file FROM entries ORDER BY last_use LIMIT 1") { statement in
+            victim = (Int(sqlite3_column_int64(statement, 0)), Self.text(statement, 1))
         }
         return victim
+    }
+
+    func delete(row: Int) -> Bool {
+        run("DELETE FROM entries WHERE rowid = ?", [.integer(row)])
     }
 
     func files() -> [String] {

@@ -54,6 +54,8 @@ extension SessionManager {
         let delivered = DispatchSemaphore(value: 0)
         invalidate(cancelingTasks: cancelingTasks) { delivered.signal() }
         let (seconds, attoseconds) = timeout.components
+        // Beyond what a count of nanoseconds holds (about 292 years) is forever.
+        guard seconds < Int64.max / 1_000_000_000 else { return delivered.wait(timeout: .distantFuture) == .success }
         let nanoseconds = max(0, seconds) * 1_000_000_000 + max(0, attoseconds / 1_000_000_000)
         let deadline = DispatchTime.now() + .nanoseconds(Int(clamping: nanoseconds))
         return delivered.wait(timeout: deadline) == .success

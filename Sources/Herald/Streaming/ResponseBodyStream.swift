@@ -28,8 +28,17 @@ public struct ResponseBodyStream: AsyncSequence, Sendable {
     /// `taskDidSuspend` and `taskDidResume`, as for any task).
     public var task: DataTask { consumer.task }
 
-    /// The body as lines of text: see ``ResponseLines``.
-    public var lines: ResponseLines { ResponseLines(chunks: self) }
+    /// The body as lines of text: see ``ResponseLines``. A line may be up to
+    /// ``ResponseLines/defaultMaximumLength`` bytes (16 MiB); a longer one ends the lines with
+    /// ``HeraldError/Code/responseTooLarge``.
+    public var lines: ResponseLines { ResponseLines(chunks: self, maximumLength: ResponseLines.defaultMaximumLength) }
+
+    /// The body as lines of text of at most `maximumLength` bytes each: see ``ResponseLines``.
+    /// - Parameter maximumLength: The most bytes a line may take, without its line end (at least 1); a longer
+    ///   line ends the lines with ``HeraldError/Code/responseTooLarge`` and stops the transfer.
+    public func lines(maximumLength: Int) -> ResponseLines {
+        ResponseLines(chunks: self, maximumLength: Swift.max(1, maximumLength))
+    }
 
     /// Makes the iterator; one per sequence.
     public func makeAsyncIterator() -> Iterator { Iterator(consumer: consumer) }

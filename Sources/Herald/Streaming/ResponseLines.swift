@@ -5,17 +5,26 @@ import Foundation
 ///
 /// Each line is decoded as UTF-8, an invalid sequence becoming U+FFFD. A last line without a line end is
 /// yielded too; an empty body yields no line. Throws as the underlying ``ResponseBodyStream`` does, after
-/// the lines that were complete.
+/// the lines that were complete. A line longer than its limit (``ResponseBodyStream/lines(maximumLength:)``;
+/// ``defaultMaximumLength`` for ``ResponseBodyStream/lines``) is never collected whole: the lines end, after
+/// those before it, with ``HeraldError/Code/responseTooLarge``, and the transfer stops.
 public struct ResponseLines: AsyncSequence, Sendable {
     /// A line, without its line end.
     public typealias Element = String
     /// What iteration throws.
     public typealias Failure = HeraldError
 
+    /// The longest line ``ResponseBodyStream/lines`` accepts: 16 MiB.
+    public static let defaultMaximumLength = 16 << 20
+
     let chunks: ResponseBodyStream
+    /// The most bytes a line may take, without its line end.
+    let maximumLength: Int
 
     /// Makes the iterator; one per sequence.
-    public func makeAsyncIterator() -> Iterator { Iterator(chunks: chunks.makeAsyncIterator()) }
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(chunks: chunks.makeAsyncIterator(), maximumLength: maximumLength, task: chunks.task)
+    }
 
     /// Yields the lines; see ``ResponseLines``.
     public struct Iterator: AsyncIteratorProtocol {
@@ -28,9 +37,16 @@ public struct ResponseLines: AsyncSequence, Sendable {
         /// The last byte seen was a CR: an LF right after it ends nothing.
         var afterCR = false
         var isFinished = false
+        let maximumLength: Int
+        /// The task whose body this is: cancelled when a line is too long.
+        let task: DataTask
+        /// A line went over ``maximumLength``: thrown once the lines before it are taken.
+        var tooLong = false
 
-        init(chunks: ResponseBodyStream.Iterator) {
+        init(chunks: ResponseBodyStream.Iterator, maximumLength: Int, task: DataTask) {
             self.chunks = chunks
+            self.maximumLength = maximumLength
+            self.task = task
         }
 
         /// The next line, or `nil` after the last.
@@ -50,6 +66,15 @@ public struct ResponseLines: AsyncSequence, Sendable {
                 }
                 ready.removeAll(keepingCapacity: true)
                 readyIndex = 0
+                if tooLong {
+                    tooLong = false
+                    isFinished = true
+                    pending = []
+                    task.cancel()
+                    throw HeraldError(
+                        .responseTooLarge, "A line of the response body is longer than \(maximumLength) bytes.",
+                        url: task.originalRequest.url)
+                }
                 if isFinished { return nil }
                 guard let chunk = try await chunks.next(isolation: actor) else {
                     isFinished = true
@@ -73,6 +98,10 @@ public struct ResponseLines: AsyncSequence, Sendable {
                         start = index + 1
                         continue
                     }
+                    guard pending.count + (index - start) <= maximumLength else {
+                        tooLong = true
+                        return
+                    }
                     pending.append(contentsOf: bytes[start..<index])
                     ready.append(String(decoding: pending, as: UTF8.self))
                     pending.removeAll(keepingCapacity: true)
@@ -80,6 +109,10 @@ public struct ResponseLines: AsyncSequence, Sendable {
                     start = index + 1
                 }
                 if start < bytes.count {
+                    guard pending.count + (bytes.count - start) <= maximumLength else {
+                        tooLong = true
+                        return
+                    }
                     pending.append(contentsOf: bytes[start..<bytes.count])
                     afterCR = false
                 }

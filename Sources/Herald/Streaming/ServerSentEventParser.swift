@@ -12,7 +12,19 @@
 /// - An incomplete event at the end of the stream is discarded (``endOfStream()``).
 ///
 /// Text is decoded as UTF-8, an invalid sequence becoming U+FFFD. Field names are compared as bytes.
+///
+/// A line, or an event's data, longer than ``maximumEventSize`` bytes is not collected: the parser stops at
+/// it, sets ``exceededMaximumEventSize`` and ignores the rest of the stream until ``endOfStream()``, so a server
+/// that never ends a line or an event cannot make it hold more than that.
 public struct ServerSentEventParser: Sendable {
+    /// The default of ``maximumEventSize``: 16 MiB.
+    public static let defaultMaximumEventSize = 16 << 20
+
+    /// The most bytes one line, or one event's data, may take.
+    public let maximumEventSize: Int
+    /// Whether the stream sent a line or an event larger than ``maximumEventSize``; the parser then ignores
+    /// the rest of the stream. Cleared by ``endOfStream()``.
+    public private(set) var exceededMaximumEventSize = false
     /// The last event ID string: the `id` as of the last blank line (an event dispatched, or a block without
     /// data), what a reconnection sends as `Last-Event-ID`. An `id` in an event the stream never finished does
     /// not count, so a reconnection asks for that event again. Kept across ``endOfStream()``.
@@ -31,10 +43,14 @@ public struct ServerSentEventParser: Sendable {
     private var atStreamStart = true
 
     /// Creates a parser for a new stream.
-    /// - Parameter lastEventID: The last event ID to start from, as a reconnection knows it; default none.
-    public init(lastEventID: String = "") {
+    /// - Parameters:
+    ///   - lastEventID: The last event ID to start from, as a reconnection knows it; default none.
+    ///   - maximumEventSize: The most bytes one line, or one event's data, may take (at least 1); default
+    ///     ``defaultMaximumEventSize``.
+    public init(lastEventID: String = "", maximumEventSize: Int = Self.defaultMaximumEventSize) {
         self.lastEventID = lastEventID
         self.idBuffer = lastEventID
+        self.maximumEventSize = max(1, maximumEventSize)
     }
 
     /// Parses the next bytes of the stream and returns the events they complete, in order.
@@ -42,6 +58,7 @@ public struct ServerSentEventParser: Sendable {
     /// - Returns: The events dispatched by blank lines in these bytes.
     public mutating func parse(_ bytes: some Collection<UInt8>) -> [ServerSentEvent] {
         var events: [ServerSentEvent] = []
+        guard !exceededMaximumEventSize else { return events }
         let handled: Void? = bytes.withContiguousStorageIfAvailable { buffer in
             consume(UnsafeRawBufferPointer(buffer), into: &events)
         }
@@ -62,6 +79,7 @@ public struct ServerSentEventParser: Sendable {
         retryInEvent = nil
         afterCR = false
         atStreamStart = true
+        exceededMaximumEventSize = false
     }
 
     private mutating func consume(_ bytes: UnsafeRawBufferPointer, into events: inout [ServerSentEvent]) {
@@ -92,8 +110,10 @@ public struct ServerSentEventParser: Sendable {
                     // The LF of a CRLF whose CR ended the line.
                     afterCR = false
                 } else {
+                    guard fits(line.count + (index - start)) else { return }
                     line.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start..<index]))
                     processLine(into: &events)
+                    guard !exceededMaximumEventSize else { return }
                     line.removeAll(keepingCapacity: true)
                     afterCR = byte == 0x0D
                 }
@@ -102,9 +122,21 @@ public struct ServerSentEventParser: Sendable {
             index += 1
         }
         if start < count {
+            guard fits(line.count + (count - start)) else { return }
             line.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start..<count]))
             afterCR = false
         }
+    }
+
+    /// Whether `size` bytes are within ``maximumEventSize``; if not, drops the line and event being collected
+    /// and marks the stream as over the limit.
+    private mutating func fits(_ size: Int) -> Bool {
+        guard size > maximumEventSize else { return true }
+        exceededMaximumEventSize = true
+        line.removeAll()
+        data.removeAll()
+        eventType.removeAll()
+        return false
     }
 
     private mutating func processLine(into events: inout [ServerSentEvent]) {
@@ -117,6 +149,7 @@ public struct ServerSentEventParser: Sendable {
         let name = line[0..<nameEnd]
         let value = line[valueStart..<line.count]
         if name.elementsEqual("data".utf8) {
+            guard fits(data.count + value.count + 1) else { return }
             data.append(contentsOf: value)
             data.append(0x0A)
         } else if name.elementsEqual("event".utf8) {

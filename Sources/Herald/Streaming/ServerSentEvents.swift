@@ -9,8 +9,16 @@ public struct EventSourceOptions: Sendable, Equatable {
     public var maximumConsecutiveFailures: Int?
     /// The watermarks of each connection's body; default ``StreamBufferPolicy/default``.
     public var bufferPolicy: StreamBufferPolicy
+    /// The longest wait before reconnecting: a longer `retry` from the stream waits this long instead.
+    /// Default 1 hour.
+    public var maximumReconnectionTime: Duration
+    /// The most bytes one line, or one event's data, may take; a stream that sends more ends the sequence
+    /// with ``HeraldError/Code/responseTooLarge`` (not retried: the server would send it again). Default
+    /// ``ServerSentEventParser/defaultMaximumEventSize``, 16 MiB.
+    public var maximumEventSize: Int
 
-    /// The defaults: 3 seconds, no limit, the default buffer policy.
+    /// The defaults: 3 seconds, no limit on failures, the default buffer policy, at most 1 hour between
+    /// connections, events of up to 16 MiB.
     public static let `default` = EventSourceOptions()
 
     /// Creates options.
@@ -18,13 +26,19 @@ public struct EventSourceOptions: Sendable, Equatable {
     ///   - defaultReconnectionTime: The wait before reconnecting until the stream sets one; default 3 s.
     ///   - maximumConsecutiveFailures: Failed connections in a row before giving up; default `nil`, no limit.
     ///   - bufferPolicy: The watermarks of each connection's body.
+    ///   - maximumReconnectionTime: The longest wait before reconnecting, whatever the stream's `retry`
+    ///     says; default 1 hour.
+    ///   - maximumEventSize: The most bytes one line, or one event's data, may take; default 16 MiB.
     public init(
         defaultReconnectionTime: Duration = .seconds(3), maximumConsecutiveFailures: Int? = nil,
-        bufferPolicy: StreamBufferPolicy = .default
+        bufferPolicy: StreamBufferPolicy = .default, maximumReconnectionTime: Duration = .seconds(3600),
+        maximumEventSize: Int = ServerSentEventParser.defaultMaximumEventSize
     ) {
         self.defaultReconnectionTime = defaultReconnectionTime
         self.maximumConsecutiveFailures = maximumConsecutiveFailures
         self.bufferPolicy = bufferPolicy
+        self.maximumReconnectionTime = maximumReconnectionTime
+        self.maximumEventSize = maximumEventSize
     }
 }
 
@@ -164,7 +178,7 @@ final class EventSourceConnection: @unchecked Sendable {
     let session: SessionManager
     let request: Request
     let options: EventSourceOptions
-    private var parser = ServerSentEventParser()
+    private var parser: ServerSentEventParser
     private var ready: [ServerSentEvent] = []
     private var readyIndex = 0
     private var body: ResponseBodyStream.Iterator?
@@ -182,6 +196,7 @@ final class EventSourceConnection: @unchecked Sendable {
         self.request = request
         self.options = options
         self.yieldsOpen = yieldsOpen
+        self.parser = ServerSentEventParser(maximumEventSize: options.maximumEventSize)
     }
 
     /// The next event, for ``ServerSentEvents``.
@@ -206,6 +221,8 @@ final class EventSourceConnection: @unchecked Sendable {
             }
             ready.removeAll(keepingCapacity: true)
             readyIndex = 0
+            // Once the events before it are taken.
+            if parser.exceededMaximumEventSize, body != nil { try oversizeEvent() }
             if isFinished { return nil }
             guard var stream = body else {
                 try await connect()
@@ -297,7 +314,9 @@ final class EventSourceConnection: @unchecked Sendable {
                 throw error
             }
         }
-        let delay = parser.reconnectionTime.map { Duration.milliseconds($0) } ?? options.defaultReconnectionTime
+        let delay = min(
+            parser.reconnectionTime.map { Duration.milliseconds($0) } ?? options.defaultReconnectionTime,
+            options.maximumReconnectionTime)
         if let task = currentTask {
             session.eventPoster.postReconnection(
                 of: task, attempt: connections + 1, error: error, lastEventID: parser.lastEventID, delay: delay)
@@ -309,6 +328,17 @@ final class EventSourceConnection: @unchecked Sendable {
             isFinished = true
             throw HeraldError(.cancelled, "The event stream was cancelled.", url: request.url)
         }
+    }
+
+    /// The stream sent a line or an event over ``EventSourceOptions/maximumEventSize``: the connection stops
+    /// (its consumer dropped) and the sequence ends with the error, after the events that came before it.
+    private func oversizeEvent() throws(HeraldError) {
+        body = nil
+        isFinished = true
+        throw HeraldError(
+            .responseTooLarge,
+            "The event stream sent a line or an event longer than \(options.maximumEventSize) bytes "
+                + "(EventSourceOptions.maximumEventSize).", url: request.url)
     }
 
     /// Whether a failed connection is one the standard reconnects after: a network error, not a refusal.

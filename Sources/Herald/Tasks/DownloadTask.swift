@@ -119,7 +119,11 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
         let offset = response.statusCode == 206 ? (continuation?.bytesReceived ?? 0) : 0
         core.withLock { $0.progress.lastTotalWritten = offset }
         guard continuation != nil, let hook = session.downloadTaskDidResume else { return }
-        let expected = response.expectedContentLength.map { offset + $0 }
+        // Nil when the sum overflows: the transfer then fails on the declared length before any byte.
+        let expected = response.expectedContentLength.flatMap { length in
+            let (end, overflow) = offset.addingReportingOverflow(length)
+            return overflow ? nil : end
+        }
         session.runOnCompletionQueue { hook(self, offset, expected) }
     }
 
@@ -191,8 +195,7 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
         outcome.error ?? (attempt > 1 ? failure : nil)
     }
 
-    override func completionResult(for outcome: TaskOutcome, serializer: any ResponseSerializer) -> CompletionResult
-    {
+    override func completionResult(for outcome: TaskOutcome, serializer: any ResponseSerializer) -> CompletionResult {
         var keepTemporaryFile = false
         if case .answer(let resumeDataHandler) = transition({ $0.resumeDataAnswered() }) {
             let resumeData = outcome.error == nil ? nil : makeResumeData(from: outcome)

@@ -28,11 +28,14 @@ struct ByteStreamOptions: Sendable, Equatable {
     var gate: String?
     /// How many body bytes go out before the response waits at ``gate``.
     var gateAfter: Int
+    /// The `Content-Length` a `206` answer declares instead of its range's size (a lying server); `nil`, the
+    /// truth. The body sent is the range's either way.
+    var declaredPartialLength: Int?
 
     init(
         count: Int, isChunked: Bool = false, chunkSize: Int = 64 << 10, delayMilliseconds: Int = 0,
         acceptsRanges: Bool = true, headDelayMilliseconds: Int = 0, key: String? = nil, dropAfter: Int? = nil,
-        changesAfterFirst: Bool = false, gate: String? = nil, gateAfter: Int = 0
+        changesAfterFirst: Bool = false, gate: String? = nil, gateAfter: Int = 0, declaredPartialLength: Int? = nil
     ) {
         self.count = count
         self.isChunked = isChunked
@@ -45,6 +48,7 @@ struct ByteStreamOptions: Sendable, Equatable {
         self.changesAfterFirst = changesAfterFirst
         self.gate = gate
         self.gateAfter = gateAfter
+        self.declaredPartialLength = declaredPartialLength
     }
 
     init(count: String, query: RouteQuery) throws {
@@ -60,7 +64,9 @@ struct ByteStreamOptions: Sendable, Equatable {
                 ? nil : try query.integer("dropAfter", default: 0, in: 0...Self.maximumCount),
             changesAfterFirst: query.flag("changed"),
             gate: query.value("gate"),
-            gateAfter: try query.integer("gateAfter", default: 0, in: 0...Self.maximumCount)
+            gateAfter: try query.integer("gateAfter", default: 0, in: 0...Self.maximumCount),
+            declaredPartialLength: query.value("partialLength") == nil
+                ? nil : try query.integer("partialLength", default: 0, in: 0...Int.max)
         )
     }
 

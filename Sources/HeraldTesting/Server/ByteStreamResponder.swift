@@ -133,7 +133,11 @@ final class ByteStreamResponder: StreamingResponder {
             endOffset = range.upperBound
             headers.add(
                 name: "Content-Range", value: "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(options.count)")
-            addFraming(to: &headers, length: range.count)
+            if let declared = options.declaredPartialLength {
+                headers.add(name: "Content-Length", value: String(declared))
+            } else {
+                addFraming(to: &headers, length: range.count)
+            }
             writer.writeHead(status: .partialContent, headers: headers)
             return .partialContent
         case .unsatisfiable:

@@ -57,6 +57,8 @@ import NIOPosix
 ///   - `?key=K&changed=1`: the requests with key `K` after the first get a changed representation, with
 ///     `ETag: "herald-bytes-{n}-changed"`, another `Last-Modified` and byte `i` being `UInt8((i + 1) % 251)`;
 ///     an `If-Range` naming the first one's validator then gets the whole body with `200`.
+///   - `?partialLength=L`: a `206` answer declares `Content-Length: L` (0...`Int.max`), whatever its range's size: a
+///     lying server. The body sent is the range's.
 ///
 ///   Resumption: responses carry `Accept-Ranges: bytes`, `ETag: "herald-bytes-{n}"` and a fixed `Last-Modified`.
 ///   A single `Range: bytes=a-b`, `bytes=a-` or `bytes=-s` gets `206 Partial Content` with `Content-Range`; a range

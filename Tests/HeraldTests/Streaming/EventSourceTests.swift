@@ -91,6 +91,39 @@ struct EventSourceTests {
         try await fixture.tearDown()
     }
 
+    @Test("an event over maximumEventSize ends the sequence with responseTooLarge, without reconnecting")
+    func oversizeEvent() async throws {
+        let fixture = try await SessionFixture.make()
+        let options = EventSourceOptions(defaultReconnectionTime: .milliseconds(10), maximumEventSize: 100)
+        let (received, error) = try await readAll(
+            fixture.session.events(for: Request(url: fixture.server.url("/events/3?size=200")), options: options))
+        #expect(received.isEmpty)
+        #expect(error?.code == .responseTooLarge)
+        #expect(error?.message.contains("longer than 100 bytes") == true)
+        #expect(fixture.server.requestCount == 1)
+        // The connection was stopped: its task completes, as every task does.
+        try await fixture.recorder.waitForCompletions(1)
+        try await fixture.tearDown()
+    }
+
+    @Test("a retry longer than maximumReconnectionTime waits that long instead")
+    func reconnectionTimeCapped() async throws {
+        let fixture = try await SessionFixture.make()
+        let reconnections = ReconnectionLog(center: fixture.center)
+        // The server asks for ten minutes between connections.
+        let options = EventSourceOptions(maximumReconnectionTime: .milliseconds(20))
+        let (received, error) = try await readAll(
+            fixture.session.events(
+                for: Request(url: fixture.server.url("/events/4?dropEvery=2&retry=600000&size=16")), options: options))
+        #expect(error == nil)
+        #expect(received.map(\.id) == ["1", "2", "3", "4"])
+        _ = try await fixture.recorder.waitForCompletions(3)
+        let log = reconnections.all
+        #expect(log.count == 2)
+        #expect(log.allSatisfy { abs($0.delay - 0.02) < 1e-9 })
+        try await fixture.tearDown()
+    }
+
     @Test("cancelling the iterating task ends the stream with cancelled, and its connection")
     func cancelIteration() async throws {
         let fixture = try await SessionFixture.make()

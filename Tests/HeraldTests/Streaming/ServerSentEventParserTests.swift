@@ -152,4 +152,33 @@ struct ServerSentEventParserTests {
                 ServerSentEvent(id: "41", data: "x"), ServerSentEvent(id: "42", data: "y"),
             ])
     }
+
+    @Test("a line longer than the limit: the events before it are returned, the rest ignored until the stream ends")
+    func lineOverLimit() {
+        var parser = ServerSentEventParser(maximumEventSize: 16)
+        #expect(parser.maximumEventSize == 16)
+        let text = "data: a\n\ndata: " + String(repeating: "x", count: 20) + "\n\ndata: b\n\n"
+        #expect(parser.parse(Array(text.utf8)) == [ServerSentEvent(data: "a")])
+        #expect(parser.exceededMaximumEventSize)
+        // Nothing more is parsed from this stream, whatever follows.
+        #expect(parser.parse(Array("data: c\n\n".utf8)).isEmpty)
+        parser.endOfStream()
+        #expect(!parser.exceededMaximumEventSize)
+        #expect(parser.parse(Array("data: d\n\n".utf8)) == [ServerSentEvent(data: "d")])
+    }
+
+    @Test("a line without an end, arriving a chunk at a time, stops at the limit; so does data over many lines")
+    func growingOverLimit() {
+        var parser = ServerSentEventParser(maximumEventSize: 16)
+        for _ in 0..<3 { #expect(parser.parse(Array("xxxxx".utf8)).isEmpty) }
+        #expect(!parser.exceededMaximumEventSize)  // 15 bytes: within the limit
+        #expect(parser.parse(Array("xx".utf8)).isEmpty)
+        #expect(parser.exceededMaximumEventSize)
+        var lines = ServerSentEventParser(maximumEventSize: 16)
+        // Each data line adds its value and an LF: 6 + 6 fit, the third would make 18.
+        #expect(lines.parse(Array("data: 12345\ndata: 12345\n".utf8)).isEmpty)
+        #expect(!lines.exceededMaximumEventSize)
+        #expect(lines.parse(Array("data: 12345\n\n".utf8)).isEmpty)
+        #expect(lines.exceededMaximumEventSize)
+    }
 }

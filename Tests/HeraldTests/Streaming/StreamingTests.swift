@@ -250,6 +250,28 @@ struct StreamingTests {
         try await fixture.tearDown()
     }
 
+    @Test("a line longer than lines(maximumLength:) ends the lines with responseTooLarge, after the lines before it")
+    func lineTooLong() async throws {
+        let fixture = try await SessionFixture.make()
+        // A stream far longer than its buffer: still running when the long line is found.
+        let (_, body) = try await fixture.session.bytes(
+            for: Request(url: fixture.server.url("/events/100000?size=1000")))
+        var lines: [String] = []
+        var failure: HeraldError?
+        do throws(HeraldError) {
+            for try await line in body.lines(maximumLength: 20) { lines.append(line) }
+        } catch {
+            failure = error
+        }
+        // "data: " and 1,000 bytes is the first line over 20.
+        #expect(lines == ["id: 1", "event: tick"])
+        #expect(failure?.code == .responseTooLarge)
+        // The transfer is stopped, not left running.
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(fixture.recorder.completions.first?.error?.code == .cancelled)
+        try await fixture.tearDown()
+    }
+
     @Test("the chunk closure gets the response, every byte in order, then complete, on the completion queue")
     func chunkClosure() async throws {
         let fixture = try await SessionFixture.make()

@@ -128,6 +128,32 @@ struct ResumeDataTests {
         try await fixture.tearDown()
     }
 
+    @Test("a 206 declaring Int64.max bytes after the partial file fails with badServerResponse, without a trap")
+    func impossibleDeclaredLength() async throws {
+        let fixture = try await SessionFixture.make()
+        let size = 2 * 1024 * 1024
+        let path = "/bytes/\(size)?chunkSize=16384&delayMs=20&partialLength=\(Int64.max)"
+        let (first, resumeData, _) = try await cancelMidway(fixture, path: path, size: size)
+        let data = try #require(resumeData)
+        let partialSize = try #require(PatternFile.size(of: first.temporaryURL))
+        let resumes = Locked<[String]>([])
+        fixture.session.downloadTaskDidResume = { _, offset, expected in
+            resumes.withLock { $0.append("\(offset)/\(expected.map(String.init) ?? "unknown")") }
+        }
+        let log = DownloadLog()
+        let second = try fixture.session.downloadTask(withResumeData: data, completionHandler: log.handler)
+        second.resume()
+        try await fixture.recorder.waitForCompletions(2)
+        let error = try #require(log.all.first?.error)
+        #expect(error.code == .badServerResponse)
+        #expect(error.message.contains("\(Int64.max) body bytes after byte \(partialSize)"))
+        #expect(fixture.recorder.timeline(ofTask: second.taskIdentifier) == [.resume, .complete])
+        #expect(fixture.server.requests(forPath: "/bytes/\(size)").last?.responseStatus == 206)
+        // The hook runs on the completion queue, ahead of the completion handler.
+        #expect(resumes.withLock { $0 } == ["\(partialSize)/unknown"])
+        try await fixture.tearDown()
+    }
+
     @Test("corrupt, foreign or orphaned resume data is refused with cannotResume when the task is created")
     func badResumeData() async throws {
         let fixture = try await SessionFixture.make()

@@ -28,7 +28,10 @@ public struct HeraldPrometheusFactory: MetricsFactory {
         /// The `# HELP` text.
         public var help: String
         /// A histogram's bucket boundaries, in seconds for a timer; `nil` for swift-prometheus's defaults.
-        public var buckets: [Double]?
+        /// Only finite ones are kept: Prometheus adds the `+Inf` bucket itself.
+        public var buckets: [Double]? {
+            didSet { buckets = buckets?.filter(\.isFinite) }
+        }
 
         /// The name and help text as swift-prometheus's registry takes them (the whole name as the base name,
         /// the unit already in it).
@@ -40,11 +43,12 @@ public struct HeraldPrometheusFactory: MetricsFactory {
         /// - Parameters:
         ///   - name: The Prometheus name.
         ///   - help: The `# HELP` text.
-        ///   - buckets: A histogram's bucket boundaries (seconds for a timer), or `nil`.
+        ///   - buckets: A histogram's bucket boundaries (seconds for a timer), or `nil`; `.infinity` and other
+        ///     non-finite values are dropped (Prometheus adds `+Inf` itself).
         public init(name: String, help: String, buckets: [Double]? = nil) {
             self.name = name
             self.help = help
-            self.buckets = buckets
+            self.buckets = buckets?.filter(\.isFinite)
         }
     }
 
@@ -79,12 +83,16 @@ public struct HeraldPrometheusFactory: MetricsFactory {
 
     /// A counter; Herald's under its `_total` name with its help text.
     public func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
-        guard let exposition = expositions[label] else { return fallback.makeCounter(label: label, dimensions: dimensions) }
+        guard let exposition = expositions[label] else {
+            return fallback.makeCounter(label: label, dimensions: dimensions)
+        }
         return registry.makeCounter(descriptor: exposition.descriptor, labels: Self.labels(dimensions))
     }
 
     /// A floating-point counter; Herald's under its `_total` name with its help text.
-    public func makeFloatingPointCounter(label: String, dimensions: [(String, String)]) -> any FloatingPointCounterHandler {
+    public func makeFloatingPointCounter(label: String, dimensions: [(String, String)])
+        -> any FloatingPointCounterHandler
+    {
         guard let exposition = expositions[label] else {
             return fallback.makeFloatingPointCounter(label: label, dimensions: dimensions)
         }
@@ -105,15 +113,20 @@ public struct HeraldPrometheusFactory: MetricsFactory {
 
     /// A gauge.
     public func makeMeter(label: String, dimensions: [(String, String)]) -> any MeterHandler {
-        guard let exposition = expositions[label] else { return fallback.makeMeter(label: label, dimensions: dimensions) }
+        guard let exposition = expositions[label] else {
+            return fallback.makeMeter(label: label, dimensions: dimensions)
+        }
         return registry.makeGauge(descriptor: exposition.descriptor, labels: Self.labels(dimensions))
     }
 
     /// A duration histogram, with the exposition's buckets.
     public func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
-        guard let exposition = expositions[label] else { return fallback.makeTimer(label: label, dimensions: dimensions) }
+        guard let exposition = expositions[label] else {
+            return fallback.makeTimer(label: label, dimensions: dimensions)
+        }
         let buckets =
-            exposition.buckets?.map { Duration.nanoseconds(Int64(($0 * 1e9).rounded())) }
+            // Finite (see Exposition.buckets), and within what a Duration of nanoseconds holds (292 years).
+            exposition.buckets?.map { Duration.nanoseconds(Int64(min(max(($0 * 1e9).rounded(), -9.2e18), 9.2e18))) }
             ?? fallback.defaultDurationHistogramBuckets
         return registry.makeDurationHistogram(
             descriptor: exposition.descriptor, labels: Self.labels(dimensions), buckets: buckets)

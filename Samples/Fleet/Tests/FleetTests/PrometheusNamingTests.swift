@@ -45,15 +45,18 @@ struct PrometheusNamingTests {
                 "herald.network.reachable": "herald_network_reachable",
                 "herald.network.reachability.changes": "herald_network_reachability_changes_total",
             ])
-        #expect(MetricsObserver.prometheusName("1st.try-count", unit: "ms", isCounter: true) == "_st_try_count_milliseconds_total")
+        #expect(
+            MetricsObserver.prometheusName("1st.try-count", unit: "ms", isCounter: true)
+                == "_st_try_count_milliseconds_total")
         #expect(MetricsObserver.prometheusName("a_seconds", unit: "s", isCounter: false) == "a_seconds")
         let (name, labels) = MetricsObserver.prometheusNameAndLabels(
             "http.client.request.duration", Self.durationDimensions)
         #expect(name == "http_client_request_duration_seconds")
-        #expect(labels.map(\.0) == [
-            "http_request_method", "server_address", "server_port", "url_scheme", "http_response_status_code",
-            "network_protocol_version", "herald_response_source",
-        ])
+        #expect(
+            labels.map(\.0) == [
+                "http_request_method", "server_address", "server_port", "url_scheme", "http_response_status_code",
+                "network_protocol_version", "herald_response_source",
+            ])
         let other = MetricsObserver.prometheusNameAndLabels("hb.requests", [("unit", "x")])
         #expect(other.0 == "hb.requests" && other.1.map(\.0) == ["unit"])
     }
@@ -68,8 +71,10 @@ struct PrometheusNamingTests {
         var naiveFactory = PrometheusMetricsFactory(registry: naive)
         naiveFactory.nameAndLabelSanitizer = MetricsObserver.prometheusNameAndLabels
         naiveFactory.durationHistogramBuckets = ["http.client.request.duration": seconds]
-        CoreMetrics.Timer(label: "http.client.request.duration", dimensions: Self.durationDimensions, factory: naiveFactory)
-            .recordSeconds(0.3)
+        CoreMetrics.Timer(
+            label: "http.client.request.duration", dimensions: Self.durationDimensions, factory: naiveFactory
+        )
+        .recordSeconds(0.3)
         let naiveBounds = Self.bounds(of: "http_client_request_duration_seconds", in: naive.emitToString())
         #expect(!naiveBounds.isEmpty && naiveBounds != advised, "\(naiveBounds)")
 
@@ -80,8 +85,10 @@ struct PrometheusNamingTests {
         prometheus.nameAndLabelSanitizer = MetricsObserver.prometheusNameAndLabels
         prometheus.durationHistogramBuckets = MetricsObserver.prometheusDurationBuckets  // keyed by the new names
         prometheus.valueHistogramBuckets = MetricsObserver.prometheusValueBuckets
-        CoreMetrics.Timer(label: "http.client.request.duration", dimensions: Self.durationDimensions, factory: prometheus)
-            .recordSeconds(0.3)
+        CoreMetrics.Timer(
+            label: "http.client.request.duration", dimensions: Self.durationDimensions, factory: prometheus
+        )
+        .recordSeconds(0.3)
         Recorder(label: "http.client.response.body.size", dimensions: [("url.scheme", "http")], factory: prometheus)
             .record(5000)
         let text = registry.emitToString()
@@ -102,7 +109,8 @@ struct PrometheusNamingTests {
             .recordSeconds(0.3)
         let text = registry.emitToString()
         #expect(text.contains("# HELP http_client_request_duration_seconds Duration of HTTP client requests."))
-        #expect(Self.bounds(of: "http_client_request_duration_seconds", in: text) == MetricsObserver.advisedDurationBuckets)
+        #expect(
+            Self.bounds(of: "http_client_request_duration_seconds", in: text) == MetricsObserver.advisedDurationBuckets)
     }
 
     @Test("HeraldPrometheusFactory: HELP and TYPE lines, the Prometheus names, the advised buckets")
@@ -119,8 +127,10 @@ struct PrometheusNamingTests {
             .recordSeconds(0.3)
         CoreMetrics.Timer(label: "http.client.request.duration", dimensions: Self.durationDimensions, factory: factory)
             .recordSeconds(0.007)
-        CoreMetrics.Timer(label: "http.server.request.duration", dimensions: [("http.route", "/work")], factory: factory)
-            .recordSeconds(0.2)
+        CoreMetrics.Timer(
+            label: "http.server.request.duration", dimensions: [("http.route", "/work")], factory: factory
+        )
+        .recordSeconds(0.2)
         Counter(label: "herald.client.request.retries", dimensions: [("http.request.method", "GET")], factory: factory)
             .increment()
         Meter(label: "http.client.active_requests", dimensions: [("url.scheme", "http")], factory: factory).increment()
@@ -151,5 +161,18 @@ struct PrometheusNamingTests {
         #expect(lines.contains("http_client_request_duration_seconds_bucket{\(series),le=\"0.25\"} 1"))
         #expect(lines.contains("http_client_request_duration_seconds_bucket{\(series),le=\"0.5\"} 2"))
         #expect(lines.contains("http_client_request_duration_seconds_count{\(series)} 2"))
+    }
+
+    @Test("an exposition's .infinity and NaN boundaries are dropped (Prometheus adds +Inf itself), not a trap")
+    func infiniteBoundaries() {
+        let registry = PrometheusCollectorRegistry()
+        let exposition = HeraldPrometheusFactory.Exposition(
+            name: "work_duration_seconds", help: "Duration of work.", buckets: [0.1, 1, .infinity, .nan])
+        #expect(exposition.buckets == [0.1, 1])
+        let factory = HeraldPrometheusFactory(registry: registry, additional: ["work.duration": exposition])
+        CoreMetrics.Timer(label: "work.duration", dimensions: [], factory: factory).recordSeconds(0.5)
+        let text = registry.emitToString()
+        #expect(Self.bounds(of: "work_duration_seconds", in: text) == [0.1, 1])
+        #expect(text.contains(#"work_duration_seconds_bucket{le="+Inf"} 1"#), "\(text)")
     }
 }
