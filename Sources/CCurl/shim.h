@@ -69,6 +69,19 @@ static inline CURLcode herald_easy_setopt_slist(CURL *handle, CURLoption option,
     return curl_easy_setopt(handle, option, value);
 }
 
+/// The CA bundle file libcurl reads when none is set (`CURLINFO_CAINFO`, libcurl 7.84.0): its build's default,
+/// such as Debian's `/etc/ssl/certs/ca-certificates.crt`. NULL when it has none, and before libcurl 7.84.0.
+/// The text belongs to `handle`.
+static inline const char *herald_easy_default_cainfo(CURL *handle) {
+#if LIBCURL_VERSION_NUM >= 0x075400
+    char *path = NULL;
+    return curl_easy_getinfo(handle, CURLINFO_CAINFO, &path) == CURLE_OK ? path : NULL;
+#else
+    (void)handle;
+    return NULL;
+#endif
+}
+
 /// Whether these headers have `CURLOPT_CAINFO_BLOB` (libcurl 7.77.0), so a CA bundle can be given in memory.
 static const int herald_has_cainfo_blob = LIBCURL_VERSION_NUM >= 0x074D00;
 

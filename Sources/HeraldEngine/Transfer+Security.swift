@@ -13,7 +13,13 @@ extension Transfer {
         check("SSL_VERIFYPEER", herald_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, verifies ? 1 : 0))
         check("SSL_VERIFYHOST", herald_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, verifies ? 2 : 0))
 
-        if !policy.usesSystemCertificateAuthorities {
+        if policy.usesSystemCertificateAuthorities {
+            // The system's bundle alone, without libcurl's CA directory, so that libcurl keeps the store it
+            // builds for the next connections instead of reading the bundle for each (see CurlFeatures).
+            if CurlFeatures.cachedSystemBundle != nil {
+                check("CAPATH", herald_easy_setopt_string(easy, CURLOPT_CAPATH, nil))
+            }
+        } else {
             // Custom authorities replace the system's. libcurl starts with its build's defaults (Debian:
             // CAINFO /etc/ssl/certs/ca-certificates.crt and CAPATH /etc/ssl/certs); a CAPATH left set would
             // go on trusting the system's store, so it is cleared (NULL), and so is CAINFO for a blob.

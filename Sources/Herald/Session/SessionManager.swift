@@ -124,6 +124,9 @@ public final class SessionManager: Sendable {
         if let multi {
             engine.execute(.closePool(TransferError(.sessionInvalidated, "The session was released.")), on: multi)
         }
+        // No task is left to use the session's temporary folder (tasks hold their session); an empty one goes, one
+        // holding files kept for resume data or a failed move stays, as after an invalidation.
+        downloadDirectory.removeIfEmpty()
     }
 
     /// The serializer applied to each data task's response when it completes. Default

@@ -122,7 +122,10 @@ extension SessionTask {
     ) {
         let delay = delay.isNaN ? 0 : min(Self.maximumRetryDelay, max(0, delay))
         let continuesFromByte = prepareRetry(after: outcome)
-        let timer = DispatchWorkItem { [self] in startAttempt(with: interceptor) }
+        // Weak: a cancelled work item keeps its block until the deadline, and with it a cancelled task and its
+        // session for as long as the delay (up to a year). A task waiting to retry is held by the session's
+        // task list until it completes.
+        let timer = DispatchWorkItem { [weak self] in self?.startAttempt(with: interceptor) }
         transition({ $0.retryScheduled(timer, after: outcome.metrics) }) { action in
             switch action {
             case .none:

@@ -111,4 +111,45 @@ struct TaskLifetimeTests {
         try await waitUntilReleased(reference)
         try await fixture.tearDown()
     }
+
+    @Test("a task cancelled while it waits a minute to retry is released at once, not when the minute is up")
+    func cancelledRetryIsReleased() async throws {
+        let fixture = try await SessionFixture.make()
+        fixture.session.taskClasses = TaskClasses(dataTask: ReleaseSignallingDataTask.self)
+        // The default policy honours the server's Retry-After: the next attempt waits 60 s.
+        fixture.session.interceptor = RetryPolicy.fast
+        let reference = try {
+            let task = try fixture.session.dataTask(
+                with: Request(url: fixture.server.url("/flaky?key=lifetime&fail=1&retry-after=60")))
+            task.resume()
+            return WeakTask(task)
+        }()
+        try await fixture.recorder.waitUntil { $0.contains { $0.kind == .retry } }
+        reference.task?.cancel()
+        try await fixture.recorder.waitForCompletions(1)
+        try await waitUntilReleased(reference)
+        try await fixture.tearDown()
+    }
+
+    @Test("a session let go without invalidating removes its empty temporary folder")
+    func releasedSessionRemovesItsFolder() async throws {
+        let server = try await TestServer.start()
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        var configuration = SessionConfiguration()
+        configuration.temporaryDirectory = scratch.url
+        let destination = scratch.url.appendingPathComponent("downloaded.bin")
+        weak var released: SessionManager?
+        let folder: URL? = try await {
+            let session = SessionManager(configuration: configuration, notificationCenter: NotificationHub())
+            released = session
+            _ = try await session.download(for: Request(url: server.url("/bytes/1024")), to: destination)
+            return session.downloadDirectory.madeURL
+        }()
+        let made = try #require(folder)
+        #expect(released == nil)
+        #expect(!FileManager.default.fileExists(atPath: made.path))
+        #expect(FileManager.default.fileExists(atPath: destination.path))
+        try await server.shutdown()
+    }
 }
