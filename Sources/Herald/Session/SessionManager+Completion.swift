@@ -133,13 +133,32 @@ extension SessionManager {
     /// Completion queue, before the completion handler.
     private func store(_ outcome: TaskOutcome, of task: DataTask, in cache: any ResponseCache) {
         guard !outcome.isFromCache, outcome.error == nil, task.originalRequest.method == "GET" else { return }
-        let proposal = ResponseCachePolicy.proposal(for: task.originalRequest, outcome: outcome)
+        let sent = requestAsSent(task.originalRequest)
+        let proposal =
+            keeps(outcome, of: task, sent: sent) ? ResponseCachePolicy.proposal(for: sent, outcome: outcome) : nil
         guard let proposal, let entry = dataTaskWillCacheResponse.map({ $0(task, proposal) }) ?? proposal else {
             // The network answered anew and its answer is not kept: neither is an older one.
             cache.removeCachedResponse(for: task.originalRequest)
             return
         }
-        cache.storeCachedResponse(entry, for: task.originalRequest)
+        cache.storeCachedResponse(entry, for: sent)
+    }
+
+    /// Whether the session may keep `outcome` for the request it stores it under, beyond the cache's own rules
+    /// (``ResponseCachePolicy/proposal(for:outcome:now:)``, which sees `sent`): not an answer reached through a
+    /// redirect (it is another URL's, and the redirect itself is not stored), not one to a credential the
+    /// session sent for a challenge, and not one that varies on `Cookie` when the session added the cookies
+    /// (the store may have changed them since, with this very response).
+    private func keeps(_ outcome: TaskOutcome, of task: DataTask, sent: Request) -> Bool {
+        guard (outcome.metrics?.redirectCount ?? 0) == 0, !task.machine({ $0.hops.sentCredential }) else {
+            return false
+        }
+        if configuration.httpShouldSetCookies, !sent.headers.contains("Cookie"), let response = outcome.response,
+            ResponseCachePolicy.varyingFieldNames(of: response)?.contains("cookie") == true
+        {
+            return false
+        }
+        return true
     }
 
     /// Stores a cacheable response, runs the `taskDidComplete` hook and the completion handler

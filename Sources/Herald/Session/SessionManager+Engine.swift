@@ -58,6 +58,15 @@ extension SessionManager {
             trust: configuration.securityPolicy.trustSettings)
     }
 
+    /// `request` with the header fields its transfer adds (``SessionConfiguration/httpAdditionalHeaders``,
+    /// `User-Agent`, `Accept-Language`), for the response cache's rules: a stored response varies on, and is kept
+    /// from, what was sent, not only what the caller wrote.
+    func requestAsSent(_ request: Request) -> Request {
+        var sent = request
+        sent.headers = Self.requestHeaders(request.headers, adding: configuration.httpAdditionalHeaders)
+        return sent
+    }
+
     /// `own` followed by each of `additional`'s fields whose name isn't there yet, then `User-Agent` and
     /// `Accept-Language` from ``DefaultHeaders`` when neither list has them.
     static func requestHeaders(_ own: HTTPHeaders, adding additional: HTTPHeaders) -> HTTPHeaders {

@@ -44,12 +44,11 @@ open class DataTask: SessionTask, @unchecked Sendable {
         guard let buffer = bodyHandling.streamBuffer, buffer.hasHandedOverHead else {
             return super.proceed(after: outcome)
         }
-        if let response = outcome.response { session.storeCookies(from: response) }
+        if let response = outcome.response, !outcome.isFromCache { session.storeCookies(from: response) }
         completeTransfer(outcome)
     }
 
-    override func completionResult(for outcome: TaskOutcome, serializer: any ResponseSerializer) -> CompletionResult
-    {
+    override func completionResult(for outcome: TaskOutcome, serializer: any ResponseSerializer) -> CompletionResult {
         bodyHandling.completionResult(for: outcome, serializer: serializer, url: originalRequest.url)
     }
 

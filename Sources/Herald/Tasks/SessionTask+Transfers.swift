@@ -11,7 +11,7 @@ extension SessionTask {
         guard let cache = session.configuration.responseCache, usesResponseCache,
             !machine({ $0.hasStarted })
         else { return nil }
-        return ResponseCachePolicy.lookup(for: originalRequest, in: cache)
+        return ResponseCachePolicy.lookup(for: session.requestAsSent(originalRequest), in: cache)
     }
 
     /// Revalidates the stale entry this task was served (within its `stale-while-revalidate` window) with a

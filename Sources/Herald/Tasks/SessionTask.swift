@@ -306,8 +306,10 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// needs run on ``hookQueue`` and start the next transfer, and a completed task goes to the completion
     /// queue (``SessionManager/complete(_:with:)``).
     func proceed(after outcome: TaskOutcome) {
-        // Before the next hop is built: a Set-Cookie on a 302 or a 401 goes with the next request.
-        if let response = outcome.response { session.storeCookies(from: response) }
+        // Before the next hop is built: a Set-Cookie on a 302 or a 401 goes with the next request. Not from a
+        // stored response: its cookies were taken when it came over the network, and taking them again would
+        // bring back what the caller or the server has removed since.
+        if let response = outcome.response, !outcome.isFromCache { session.storeCookies(from: response) }
         if beginNextHop(after: outcome) { return }
         if beginWaitingForConnectivity(after: outcome) { return }
         if beginRetry(after: outcome) { return }

@@ -21,6 +21,9 @@ struct TaskHops {
     /// How many times the task has waited for a network (`SessionConfiguration.waitsForConnectivity`); the
     /// first wait is announced.
     var connectivityWaits = 0
+    /// Whether a transfer of the task sent a credential of the session's (an authentication challenge's
+    /// answer): its response is then not stored in the response cache.
+    var sentCredential = false
 
     /// Keeps the metrics of a transfer that leads to another (a redirect, a challenge, a retry), with the
     /// number of redirects followed before it: curl follows none itself, so the count is Herald's.

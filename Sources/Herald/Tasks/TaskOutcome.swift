@@ -78,4 +78,3 @@ struct TaskOutcome: Sendable {
         init(_ fields: Fields) { self.fields = fields }
     }
 }
-

@@ -533,6 +533,7 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
     /// 401 answering it counts as a refusal).
     mutating func transferPrepared(_ transfer: Handle, sendsCredential: Bool = false) -> PreparedAction {
         let inFlight = InFlight(transfer: transfer, sendsCredential: sendsCredential, download: nil)
+        if sendsCredential { hops.sentCredential = true }
         switch state {
         case .running(.betweenTransfers):
             state = .running(.transferring(inFlight))

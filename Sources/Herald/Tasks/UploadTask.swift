@@ -61,7 +61,9 @@ open class UploadTask: DataTask, @unchecked Sendable {
             return .sized(
                 length: length,
                 open: { () throws(TransferError) -> PulledBody in
-                    do throws(HeraldError) { return try open().pulledKeepingErrors } catch { throw TransferError(error) }
+                    do throws(HeraldError) { return try open().pulledKeepingErrors } catch {
+                        throw TransferError(error)
+                    }
                 }, readOn: hookQueue)
         }
     }

@@ -338,4 +338,83 @@ struct ResponseCacheTests {
             lifetime(["Date": "Sun, 06 Nov 1994 08:49:37 GMT", "Expires": "Sunday, 06-Nov-94 08:59:37 GMT"]) == 600)
         #expect(lifetime(["Date": "Sun, 06 Nov 1994 08:49:37 GMT", "Expires": "Sun Nov  6 08:59:37 1994"]) == 600)
     }
+
+    /// A session with an in-memory cache and `configure`'s other settings.
+    private static func fixture(
+        _ configure: (inout SessionConfiguration) -> Void
+    ) async throws -> (SessionFixture, InMemoryResponseCache) {
+        let cache = InMemoryResponseCache()
+        var configuration = SessionConfiguration()
+        configuration.responseCache = cache
+        configure(&configuration)
+        return (
+            try await SessionFixture.make(configuration: configuration, serializer: DataResponseSerializer()), cache
+        )
+    }
+
+    @Test("a stored response's Set-Cookie is not taken again when it is served: a removed cookie stays removed")
+    func cachedSetCookieNotReplayed() async throws {
+        let (fixture, cache) = try await Self.fixture()
+        let request = Request(url: fixture.server.url("/headers?Cache-Control=max-age%3D60&Set-Cookie=sid%3Dabc"))
+        _ = try await Self.run(fixture, request, completions: 1)
+        #expect(cache.count == 1)
+        #expect(fixture.session.cookieStore.allCookies.map(\.name) == ["sid"])
+        fixture.session.cookieStore.removeAll()
+        let second = try await Self.run(fixture, request, completions: 2)
+        #expect(fixture.server.requestCount == 1)
+        #expect(second.call.response?.headers["Set-Cookie"] == "sid=abc")
+        #expect(fixture.session.cookieStore.allCookies.isEmpty)
+        try await fixture.tearDown()
+    }
+
+    @Test("an Authorization field the session adds to every request keeps the answer out of the cache")
+    func sessionAuthorizationNotStored() async throws {
+        let (fixture, cache) = try await Self.fixture { $0.httpAdditionalHeaders = ["Authorization": "Bearer t0ken"] }
+        let request = Request(url: fixture.server.url("/headers?Cache-Control=max-age%3D60"))
+        _ = try await Self.run(fixture, request, completions: 1)
+        _ = try await Self.run(fixture, request, completions: 2)
+        #expect(cache.count == 0)
+        #expect(fixture.server.requestCount == 2)
+        try await fixture.tearDown()
+    }
+
+    @Test("a response that varies on a field the session adds is kept with the value sent, and served only to it")
+    func varyOnSessionField() async throws {
+        let (fixture, cache) = try await Self.fixture { $0.httpAdditionalHeaders = ["X-Tenant": "blue"] }
+        let url = fixture.server.url("/headers?Cache-Control=max-age%3D60&Vary=X-Tenant")
+        _ = try await Self.run(fixture, Request(url: url), completions: 1)
+        #expect(cache.count == 1)
+        #expect(cache.cachedResponse(for: Request(url: url))?.varyingRequestHeaders["X-Tenant"] == "blue")
+        // The same session sends the same field: served from the cache.
+        _ = try await Self.run(fixture, Request(url: url), completions: 2)
+        #expect(fixture.server.requestCount == 1)
+        // A request of its own with another value is not served the blue answer.
+        _ = try await Self.run(fixture, Request(url: url, headers: ["X-Tenant": "red"]), completions: 3)
+        #expect(fixture.server.requestCount == 2)
+        try await fixture.tearDown()
+    }
+
+    @Test("a response that varies on Cookie, when the session sent its cookies, is not stored")
+    func varyOnSessionCookiesNotStored() async throws {
+        let (fixture, cache) = try await Self.fixture()
+        let url = fixture.server.url("/headers?Cache-Control=max-age%3D60&Vary=Cookie&Set-Cookie=user%3Dann")
+        _ = try await Self.run(fixture, Request(url: url), completions: 1)
+        _ = try await Self.run(fixture, Request(url: url), completions: 2)
+        #expect(cache.count == 0)
+        #expect(fixture.server.requestCount == 2)
+        try await fixture.tearDown()
+    }
+
+    @Test("the answer at the end of a redirect is not stored under the URL that redirected")
+    func redirectTargetNotStoredUnderOrigin() async throws {
+        let (fixture, cache) = try await Self.fixture()
+        let target = fixture.server.url("/headers?Cache-Control=max-age%3D60")
+        let origin = fixture.server.url(
+            "/redirect-to?url=\(target.absoluteString.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)")
+        _ = try await Self.run(fixture, Request(url: origin), completions: 1)
+        #expect(cache.cachedResponse(for: Request(url: origin)) == nil)
+        _ = try await Self.run(fixture, Request(url: origin), completions: 2)
+        #expect(fixture.server.requests(forPath: "/redirect-to").count == 2)
+        try await fixture.tearDown()
+    }
 }
