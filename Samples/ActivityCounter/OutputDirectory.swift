@@ -74,14 +74,28 @@ final class OutputDirectory: Sendable {
         claim(response.suggestedFilename)
     }
 
-    /// Reserves `suggested` (already one safe path component) or the first free `name-N.ext` after it.
+    /// The most names ``claim(_:)`` tries before it gives up and returns the last.
+    static let maximumAttempts = 10_000
+
+    /// Reserves `suggested` (already one safe path component) or the first free `name-N.ext` after it. When the
+    /// folder can't be read (it was removed, or made unreadable, while the run goes on) or no name is free
+    /// within ``maximumAttempts``, it returns a name all the same: the move there fails, and the download is
+    /// reported as not saved, instead of the search going on for ever.
     func claim(_ suggested: String) -> URL {
         claimed.withLock { claimed in
             var attempt = 1
             while true {
                 let name = Self.numbered(suggested, attempt)
-                if !claimed.contains(name), isFree(name) {
-                    claimed.insert(name)
+                if !claimed.contains(name) {
+                    switch isFree(name) {
+                    case true?, nil:
+                        claimed.insert(name)
+                        return url.appendingPathComponent(name, isDirectory: false)
+                    case false?:
+                        break
+                    }
+                }
+                guard attempt < Self.maximumAttempts else {
                     return url.appendingPathComponent(name, isDirectory: false)
                 }
                 attempt += 1
@@ -107,9 +121,10 @@ final class OutputDirectory: Sendable {
         close(descriptor)
     }
 
-    private func isFree(_ name: String) -> Bool {
+    /// Whether `name` may be saved to; `nil` when the folder can't say (an error other than "no such file").
+    private func isFree(_ name: String) -> Bool? {
         var status = stat()
-        guard lstat(url.appendingPathComponent(name).path, &status) == 0 else { return errno == ENOENT }
+        guard lstat(url.appendingPathComponent(name).path, &status) == 0 else { return errno == ENOENT ? true : nil }
         return overwrite && (status.st_mode & S_IFMT) == S_IFREG
     }
 

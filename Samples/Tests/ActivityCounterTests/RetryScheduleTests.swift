@@ -53,6 +53,20 @@ struct RetryPolicyTests {
         #expect(RetrySchedule.retryAfter("-5") == nil)
     }
 
+    @Test("a folder replaced by a file while the run goes on: claiming a name ends at once, with the first name")
+    func claimInAFolderThatWentAway() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let path = scratch.path("out")
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+        let directory = try OutputDirectory(path: path, overwrite: false)
+        try FileManager.default.removeItem(atPath: path)
+        try Data("not a folder".utf8).write(to: URL(fileURLWithPath: path))
+        // lstat of out/report.pdf fails with ENOTDIR: no name can be known free, and none is searched for ever.
+        #expect(directory.claim("report.pdf").lastPathComponent == "report.pdf")
+        #expect(directory.claim("report.pdf").lastPathComponent == "report-2.pdf")
+    }
+
     @Test("numbered names keep a short extension and stay within 255 bytes")
     func numberedNames() {
         #expect(OutputDirectory.numbered("report.pdf", 1) == "report.pdf")

@@ -189,13 +189,14 @@ public final class CookieStore: Sendable {
 
     /// Applies `change`, enforces the limits and schedules a save.
     private func update(_ change: (inout [String: Cookie]) -> Void) {
-        let snapshot = cookies.withLock { cookies -> [Cookie] in
+        cookies.withLock { cookies in
             change(&cookies)
             Self.enforceLimits(on: &cookies)
-            return Array(cookies.values)
         }
         guard let fileURL else { return }
-        saveQueue.async { Self.save(snapshot, to: fileURL) }
+        // The save writes the cookies as they are when it runs, not a copy taken here: two threads' changes may
+        // reach the queue in the other order than they were made, and the file must end as the store does.
+        saveQueue.async { [self] in Self.save(cookies.withLock { Array($0.values) }, to: fileURL) }
     }
 
     private static func enforceLimits(on cookies: inout [String: Cookie]) {

@@ -136,6 +136,28 @@ struct CookieStoreTests {
         #expect(stored.map(\.name) == ["ok"])
     }
 
+    @Test("changes from two threads at once: after flush the file holds what the store holds, every round")
+    func concurrentChangesEndInTheFile() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("herald-cookies-\(UUID()).jsonl")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let store = try CookieStore(persistingTo: file)
+        let expiry = Date().addingTimeInterval(3600)
+        for round in 0..<300 {
+            await withTaskGroup(of: Void.self) { group in
+                for writer in 0..<6 {
+                    group.addTask {
+                        if writer == 0 { return store.removeAll() }
+                        store.setCookie(
+                            Cookie(name: "c\(round)-\(writer)", value: "1", domain: "h.example", expiresAt: expiry))
+                    }
+                }
+            }
+            store.flush()
+            let reloaded = try CookieStore(persistingTo: file)
+            #expect(Set(reloaded.allCookies.map(\.name)) == Set(store.allCookies.map(\.name)), "round \(round)")
+        }
+    }
+
     @Test("a persistent store writes JSON lines of its persistent cookies and reads them back")
     func persistence() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("herald-cookies-\(UUID()).jsonl")
