@@ -1,5 +1,6 @@
 import Dispatch
 import HeraldNotifications
+import Synchronization
 
 /// A plug-in that observes sessions' lifecycle notifications, with one method per notification.
 ///
@@ -81,14 +82,19 @@ extension NotificationHub {
         case .posting: serial = nil
         case .queue(let queue): serial = DispatchQueue(label: "herald.session-observer", target: queue)
         }
+        // What was forwarded to the serial queue but hasn't run when the token is cancelled is discarded, and a
+        // method running then is waited for, as the hub does for its own handlers.
+        let gate = ForwardingGate()
         func observe<UserInfo: Sendable>(
             _ name: NotificationName<UserInfo>, _ method: @escaping @Sendable (TypedNotification<UserInfo>) -> Void
         ) -> ObservationToken {
             guard let serial else { return addObserver(for: name, method) }
-            return addObserver(for: name) { note in serial.async { NotificationHub.runAsHandler { method(note) } } }
+            return addObserver(for: name) { note in
+                serial.async { gate.run { NotificationHub.runAsHandler { method(note) } } }
+            }
         }
         // `drain()` and `invalidateAndWait` wait for what was forwarded to the serial queue.
-        let drainToken = serial.map { [drainAlso($0)] } ?? []
+        let drainToken = serial.map { [drainAlso($0), ObservationToken(onCancel: gate.close)] } ?? []
         let connections =
             observer.observesConnections
             ? [observe(.connectionDidChangeState) { observer.connectionDidChangeState($0) }] : []
@@ -103,5 +109,26 @@ extension NotificationHub {
                 observe(.taskIsWaitingForConnectivity) { observer.taskIsWaitingForConnectivity($0) },
                 observe(.reachabilityDidChange) { observer.reachabilityDidChange($0) },
             ])
+    }
+}
+
+/// Lets a `.queue` observer's forwarded calls through until its token is cancelled; cancelling waits for a call
+/// that is running, unless it comes from a handler (which may be that very call).
+private final class ForwardingGate: Sendable {
+    private let isOpen = Atomic(true)
+    /// Held while a forwarded call runs.
+    private let running = Mutex(())
+
+    /// Runs `call` unless the gate is closed.
+    func run(_ call: () -> Void) {
+        running.withLock { _ in
+            if isOpen.load(ordering: .acquiring) { call() }
+        }
+    }
+
+    /// Lets no further call through, and returns once none is running.
+    @Sendable func close() {
+        isOpen.store(false, ordering: .releasing)
+        if !NotificationHub.isHandlerRunningOnCurrentThread { running.withLock { _ in } }
     }
 }

@@ -210,4 +210,24 @@ struct SessionObserverTests {
         #expect(other.events.isEmpty)
         try await fixture.tearDown()
     }
+
+    @Test("a .queue observer whose token is cancelled gets none of the notifications still waiting on its queue")
+    func queuedCallsDiscardedOnCancel() async throws {
+        let fixture = try await SessionFixture.make()
+        let observer = EveryMethodObserver()
+        let queue = DispatchQueue(label: "held")
+        queue.suspend()
+        let token = fixture.center.addObserver(observer, delivery: .queue(queue))
+        let after = RecordingObserver(center: fixture.center)
+        let task = try fixture.session.dataTask(with: Request(url: fixture.server.url("/json")))
+        task.resume()
+        // `after` saw the resume, so it was forwarded to the observer's queue, which is held.
+        try await after.waitUntil { $0.contains { $0.kind == .resume } }
+        token.cancel()
+        queue.resume()
+        queue.sync {}
+        #expect(observer.calls.withLock { $0 }.isEmpty)
+        try await fixture.recorder.waitForCompletions(1)
+        try await fixture.tearDown()
+    }
 }
