@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 import Herald
 import HeraldNotifications
-import HeraldObservers
+@testable import HeraldObservers
 import HeraldTesting
 import InMemoryLogging
 import Logging
@@ -123,6 +123,28 @@ struct SinkContractTests {
         for record in records {
             #expect(record.errorMessage == "\(record.session ?? -1)/\(record.task ?? -1) \(message)")
         }
+        #expect(!log.hasEnded)
+    }
+
+    @Test("a sink that stops keeping up holds at most its capacity: later lines are dropped and counted")
+    func stalledSinkDropsBeyondCapacity() async throws {
+        let started = DispatchSemaphore(value: 0)
+        let gate = DispatchSemaphore(value: 0)
+        let written = Locked<[String]>([])
+        let log = JSONLinesEventLog(redaction: .default, capacity: 4) { line in
+            started.signal()
+            gate.wait()  // A sink stalled until the test lets it go.
+            written.withLock { $0.append(line) }
+            return true
+        }
+        log.taskDidResume(Payloads.resume(task: 0))
+        started.wait()  // The writer holds line 0; nothing waits.
+        for task in 1...10 { log.taskDidResume(Payloads.resume(task: task)) }
+        #expect(log.droppedLines == 6)
+        for _ in 0..<5 { gate.signal() }
+        await log.flush()
+        #expect(written.withLock { $0.count } == 5)
+        #expect(log.droppedLines == 6)
         #expect(!log.hasEnded)
     }
 

@@ -13,7 +13,8 @@ import HeraldNotifications
 ///
 /// When the output is closed (`activity-counter … | head -1`: the pipe's reader has gone) the log ends
 /// quietly: later lines are dropped, ``hasEnded`` becomes `true`, and the process is not killed by
-/// `SIGPIPE`.
+/// `SIGPIPE`. When it stays open but isn't read (a reader that stopped without closing the pipe), at most
+/// 65,536 lines wait for it; later ones are dropped and counted in ``droppedLines``.
 ///
 /// ```swift
 /// let log = JSONLinesEventLog(fileHandle: .standardOutput)
@@ -66,9 +67,11 @@ public final class JSONLinesEventLog: SessionObserver {
         self.init(redaction: redaction) { line in box.withLock { $0.write(line) } }
     }
 
-    private init(redaction: LogRedaction, writeLine: @escaping @Sendable (String) -> Bool) {
+    init(
+        redaction: LogRedaction, capacity: Int = SinkCapacity.default, writeLine: @escaping @Sendable (String) -> Bool
+    ) {
         self.redaction = redaction
-        self.lines = SinkWriter(name: "herald.events") { record in
+        self.lines = SinkWriter(name: "herald.events", capacity: capacity) { record in
             guard let line = Self.encode(record) else { return true }
             return writeLine(line)
         }
@@ -86,6 +89,9 @@ public final class JSONLinesEventLog: SessionObserver {
 
     /// Whether the output closed (a write failed, for example with `EPIPE`): lines are now dropped.
     public var hasEnded: Bool { lines.hasEnded }
+
+    /// How many lines were dropped because 65,536 were already waiting for an output that didn't keep up.
+    public var droppedLines: Int { lines.droppedCount }
 
     /// Writes the `herald.task.resume` line.
     /// - Parameter notification: `taskDidResume`.

@@ -31,7 +31,8 @@ import Logging
 /// slows) the thread that posts. The logger's metadata provider is read when the notification arrives,
 /// and its values go with the entry. Call ``flush()`` before the program exits, after
 /// `SessionManager.invalidateAndWait(cancelingTasks:)`. A backend writing to a closed pipe gets `EPIPE`
-/// on that thread rather than a `SIGPIPE` that would end the process.
+/// on that thread rather than a `SIGPIPE` that would end the process. At most 65,536 entries wait for a
+/// backend that doesn't keep up; later ones are dropped and counted in ``droppedEntries``.
 ///
 /// ```swift
 /// let token = LoggingObserver(logger: logger).observe(session.notificationCenter)
@@ -71,6 +72,9 @@ public final class LoggingObserver: SessionObserver {
     public func flush() async {
         await entries.flush()
     }
+
+    /// How many entries were dropped because 65,536 were already waiting for a log backend that didn't keep up.
+    public var droppedEntries: Int { entries.droppedCount }
 
     /// One log call, made on the observer's thread.
     private struct Entry: Sendable {

@@ -17,6 +17,10 @@ import Herald
 /// changes: other threads keep the signal disposition the program chose.
 ///
 /// Items submitted before the writer is released are still consumed; the thread exits after the last.
+///
+/// At most `capacity` items wait: when the consumer doesn't keep up (a pipe whose reader stopped reading
+/// without closing it, a log backend stuck on its disk), later items are dropped and counted
+/// (``droppedCount``) instead of growing the process's memory without end.
 final class SinkWriter<Item: Sendable>: Sendable {
     private let core: Core
 
@@ -24,10 +28,11 @@ final class SinkWriter<Item: Sendable>: Sendable {
     ///
     /// - Parameters:
     ///   - name: The thread's name, for debuggers.
+    ///   - capacity: The most items that wait for the consumer; default ``SinkCapacity/default``.
     ///   - consumer: Consumes one item; returns `false` once the sink has ended (its output closed), after
     ///     which later items are dropped.
-    init(name: String, consumer: @escaping @Sendable (Item) -> Bool) {
-        let core = Core(consumer: consumer)
+    init(name: String, capacity: Int = SinkCapacity.default, consumer: @escaping @Sendable (Item) -> Bool) {
+        let core = Core(capacity: max(1, capacity), consumer: consumer)
         self.core = core
         let thread = Thread { core.run() }
         thread.name = name
@@ -54,6 +59,9 @@ final class SinkWriter<Item: Sendable>: Sendable {
     /// Whether the sink ended: its output was closed, and items are now dropped.
     var hasEnded: Bool { core.hasEnded }
 
+    /// How many items were dropped because `capacity` items were already waiting.
+    var droppedCount: Int { core.droppedCount }
+
     /// The queue and the thread's loop, shared by the writer and its thread.
     private final class Core: Sendable {
         private struct State {
@@ -63,6 +71,7 @@ final class SinkWriter<Item: Sendable>: Sendable {
             var waiters: [(count: UInt64, resume: @Sendable () -> Void)] = []
             var isClosing = false
             var hasEnded = false
+            var dropped = 0
             /// Whether the thread waits on `wake` (or is about to): only then does a submit signal it. A
             /// signal per item would cost a futex call each, and wake the thread once per item for a
             /// batch it had already taken.
@@ -78,15 +87,23 @@ final class SinkWriter<Item: Sendable>: Sendable {
         private let state = Locked(State())
         private let wake = DispatchSemaphore(value: 0)
         private let consumer: @Sendable (Item) -> Bool
+        private let capacity: Int
 
-        init(consumer: @escaping @Sendable (Item) -> Bool) {
+        init(capacity: Int, consumer: @escaping @Sendable (Item) -> Bool) {
+            self.capacity = capacity
             self.consumer = consumer
         }
 
         var hasEnded: Bool { state.withLock { $0.hasEnded } }
 
+        var droppedCount: Int { state.withLock { $0.dropped } }
+
         func submit(_ item: Item) {
             let mustWake = state.withLock { state in
+                guard state.items.count < capacity else {
+                    state.dropped += 1
+                    return false
+                }
                 state.items.append(item)
                 state.submitted += 1
                 return state.wakeIfWaiting()
@@ -149,6 +166,12 @@ final class SinkWriter<Item: Sendable>: Sendable {
             pthread_sigmask(SIG_BLOCK, &set, nil)
         }
     }
+}
+
+/// How many items a ``SinkWriter`` lets wait for its consumer.
+enum SinkCapacity {
+    /// 65,536: a few seconds of notifications from a busy process, a few tens of MiB at most.
+    static let `default` = 65_536
 }
 
 #if canImport(Glibc)
