@@ -9,6 +9,39 @@ import Tracing
 struct TracingObserverTests {
     let tasks = OfflineTasks()
 
+    @Test("an observer released while a task runs ends that task's span, with an error status")
+    func releasedObserverEndsOpenSpans() throws {
+        let tracer = InMemoryTracer()
+        var observer: TracingObserver<InMemoryTracer>? = TracingObserver(tracer: tracer)
+        let task = try tasks.task("https://api.example.com/v1/items")
+        observer?.taskDidResume(Payloads.resume(task: 1, request: task.summary))
+        #expect(tracer.activeSpans.count == 1)
+        observer = nil
+        #expect(tracer.activeSpans.isEmpty)
+        let span = try #require(tracer.finishedSpans.first)
+        #expect(span.status?.code == .error)
+    }
+
+    @Test("two observers' started spans are told apart: neither takes one of its own for the other's task")
+    func startedSpansOfTwoObservers() throws {
+        let (tracerA, tracerB) = (InMemoryTracer(), InMemoryTracer())
+        let (a, b) = (TracingObserver(tracer: tracerA), TracingObserver(tracer: tracerB))
+        let url = URL(string: "https://api.example.com/v1/items")!
+        _ = b.startSpan(for: Request(url: url))  // B's, for a request not sent yet
+        let request = a.startSpan(for: Request(url: url))
+        let task = try tasks.session.dataTask(with: request)
+        // Both observe the center A's task resumes on.
+        a.taskDidResume(Payloads.resume(task: 1, request: task.summary))
+        b.taskDidResume(Payloads.resume(task: 1, request: task.summary))
+        let response = Payloads.response(200, url: url)
+        a.taskDidComplete(Payloads.complete(task: 1, request: task.summary, response: response))
+        b.taskDidComplete(Payloads.complete(task: 1, request: task.summary, response: response))
+        // B's span for its own request is still waiting for that request; B traced A's task with a span of its own.
+        #expect(tracerB.activeSpans.count == 1)
+        #expect(tracerB.finishedSpans.count == 1)
+        #expect(tracerA.activeSpans.isEmpty && tracerA.finishedSpans.count == 1)
+    }
+
     @Test("a client span from resume to complete with OpenTelemetry HTTP attributes")
     func clientSpan() throws {
         let tracer = InMemoryTracer()

@@ -2,6 +2,7 @@ import Foundation
 import Herald
 import HeraldNotifications
 import Tracing
+import Synchronization
 
 /// Traces every task as an OpenTelemetry HTTP client span on swift-distributed-tracing.
 ///
@@ -69,7 +70,6 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
         var spans: [TaskKey: T.Span] = [:]
         /// Spans started by ``startSpan(for:)`` whose task has not resumed yet, by ``PendingSpanKey`` value.
         var pending: [UInt64: T.Span] = [:]
-        var nextPendingIdentifier: UInt64 = 1
         /// The resends of tasks seen retrying: the last retry's attempt less one.
         var retries: [TaskKey: Int] = [:]
     }
@@ -89,9 +89,15 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
     }
 
     deinit {
-        // Spans started for requests that never became tasks: a tracer must not hold them forever.
-        for span in state.withLock({ $0.pending.values }) {
+        // A tracer must not hold a span forever: those started for requests that never became tasks, and those
+        // of tasks still running when the observation ended (its token cancelled or released), end here.
+        let (pending, running) = state.withLock { ($0.pending.values, $0.spans.values) }
+        for span in pending {
             span.setStatus(SpanStatus(code: .error, message: "The request was never sent."))
+            span.end()
+        }
+        for span in running {
+            span.setStatus(SpanStatus(code: .error, message: "The observation ended before the task completed."))
             span.end()
         }
     }
@@ -138,12 +144,10 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
     private func startClientSpan(for request: Request, parent: ServiceContext?) -> ServiceContext {
         let span = tracer.startSpan(spanName(for: request.method), context: parent ?? .topLevel, ofKind: .client)
         setRequestAttributes(on: span, method: request.method, url: request.url)
-        let identifier = state.withLock { state -> UInt64 in
-            let identifier = state.nextPendingIdentifier
-            state.nextPendingIdentifier += 1
-            state.pending[identifier] = span
-            return identifier
-        }
+        // Numbered across every observer of the process: two observers on one center each see the other's
+        // tasks, and must not take one of their own spans for them.
+        let identifier = pendingSpanIdentifiers.wrappingAdd(1, ordering: .relaxed).oldValue
+        state.withLock { $0.pending[identifier] = span }
         var context = span.context
         context[PendingSpanKey.self] = identifier
         return context
@@ -376,6 +380,9 @@ public struct TracingObserverConfiguration: Sendable {
     /// The default configuration.
     public init() {}
 }
+
+/// The next ``PendingSpanKey`` value, for every tracing observer of the process.
+private let pendingSpanIdentifiers = Atomic<UInt64>(1)
 
 /// Marks a context made by ``TracingObserver/startSpan(for:)``: its value names the pending span, so that the
 /// observer adopts it for the task instead of starting another. Never injected: it stays in the process.
