@@ -37,7 +37,9 @@ public final class ObservationToken: Sendable, Hashable {
     }
 
     deinit {
-        cancel()
+        // A token cancelled before kept its promise then (or, cancelled by ``cancelWithoutWaiting()``, was
+        // never asked to): releasing it waits for nothing more.
+        if !isCancelled { cancel() }
     }
 
     /// Removes the observer (or, for a combined token, every observer it stands for).
@@ -71,6 +73,20 @@ public final class ObservationToken: Sendable, Hashable {
                 return action
             }
             onCancel?()
+        }
+    }
+
+    /// Removes the observer without waiting for other threads that may be about to enter its handler: for an
+    /// observer whose handler does nothing harmful once its observation is over (an async sequence's, which
+    /// only yields to a finished stream), so that ending it never blocks the caller on unrelated deliveries.
+    package func cancelWithoutWaiting() {
+        switch target {
+        case .observation(let observation, let hub):
+            if observation.markCancelled() { hub.remove(observation) }
+        case .tokens(let tokens):
+            for token in tokens { token.cancelWithoutWaiting() }
+        case .action:
+            cancel()
         }
     }
 

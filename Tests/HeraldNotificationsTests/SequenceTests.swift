@@ -1,3 +1,4 @@
+import Foundation
 import HeraldNotifications
 import Testing
 
@@ -47,6 +48,30 @@ struct SequenceTests {
         hub.post(name, object: sender, userInfo: 2)
         var iterator = sequence.makeAsyncIterator()
         #expect(await iterator.next()?.userInfo == 2)
+    }
+
+    @Test("a sequence ends without waiting for another thread's delivery still under way")
+    func endingDoesNotWaitForOtherDeliveries() {
+        let other = NotificationName<Int>("test.sequence.other")
+        let entered = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let slow = hub.addObserver(for: other) { _ in
+            entered.signal()
+            release.wait()
+        }
+        let hub = hub
+        Thread { hub.post(other, userInfo: 1) }.start()
+        entered.wait()
+        // Made and released (which ends it) while the other thread is inside its handler.
+        let ended = DispatchSemaphore(value: 0)
+        Thread {
+            _ = hub.notifications(named: name)
+            ended.signal()
+        }.start()
+        let endedInTime = ended.wait(timeout: .now() + 10) == .success
+        release.signal()
+        #expect(endedInTime)
+        slow.cancel()
     }
 
     @Test("cancelling the iterating task ends iteration and removes the observer")

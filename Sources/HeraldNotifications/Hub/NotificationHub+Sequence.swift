@@ -43,8 +43,11 @@ extension NotificationHub {
             }
         }
         // The stream calls this when its iterating task is cancelled or when the sequence and its
-        // iterator are released; it also breaks the cycle observation → continuation → token.
-        continuation.onTermination = { _ in token.cancel() }
+        // iterator are released; it also breaks the cycle observation → continuation → token. Without
+        // waiting: the handler only yields, which does nothing once the stream has ended, and a wait here
+        // would hold whoever cancels the task (or drops the sequence) until other threads' unrelated
+        // deliveries finish — for ever, if one of them waits for that caller.
+        continuation.onTermination = { _ in token.cancelWithoutWaiting() }
         return NotificationSequence(stream: stream, drops: drops)
     }
 }

@@ -60,13 +60,17 @@ struct DataTaskTimelineTests {
     func resumeSuspendResume() async throws {
         let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
         let log = CompletionLog()
+        // The body waits at a gate until the task has been suspended and resumed: on a busy machine the whole
+        // transfer could otherwise finish before suspend() is called, and the task complete unsuspended.
         let task = try fixture.session.dataTask(
-            with: Request(url: fixture.server.url("/bytes/100000")), completionHandler: log.handler)
+            with: Request(url: fixture.server.url("/bytes/100000?gate=resume-suspend-resume")),
+            completionHandler: log.handler)
         task.resume()
         task.suspend()
         task.suspend()
         try await fixture.recorder.waitUntil { $0.count >= 2 }
         task.resume()
+        fixture.server.openGate("resume-suspend-resume")
         try await fixture.recorder.waitForCompletions(1)
         let id = task.taskIdentifier
         #expect(fixture.recorder.timeline(ofTask: id) == [.resume, .suspend, .resume, .complete])
