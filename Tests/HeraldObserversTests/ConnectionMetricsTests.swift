@@ -103,11 +103,14 @@ struct ConnectionMetricsTests {
         let anonymous = TestMetrics()
         var without = MetricsObserver.Configuration()
         without.includesServerAddress = false
-        MetricsObserver(factory: anonymous, configuration: without).connectionDidChangeState(
+        // Kept alive while the meter is read: a released observer takes its counts back.
+        let anonymousObserver = MetricsObserver(factory: anonymous, configuration: without)
+        anonymousObserver.connectionDidChangeState(
             Payloads.connection(.active, previous: nil, active: 1, idle: 0, url: Self.url, peer: nil))
         let meter = try anonymous.expectMeter(
             MetricsObserver.Name.openConnections, [("http.connection.state", "active")])
         #expect(meter.lastValue == 1)
+        withExtendedLifetime(anonymousObserver) {}
     }
 
     @Test("a real session: one kept connection idle between requests, timed once it closes with the session")

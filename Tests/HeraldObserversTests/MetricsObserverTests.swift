@@ -72,6 +72,29 @@ struct MetricsObserverTests {
         #expect(try metrics.test.expectRecorder(MetricsObserver.Name.requestBodySize, dimensions).values == [3])
     }
 
+    @Test("an observer released with requests running and connections open takes its counts back")
+    func releasedObserverTakesCountsBack() throws {
+        let metrics = CountingMetrics()
+        var observer: MetricsObserver? = MetricsObserver(factory: metrics)
+        let task = try tasks.task("http://example.com/a")
+        observer?.taskDidResume(Payloads.resume(task: 1, request: task.summary))
+        observer?.taskDidResume(Payloads.resume(task: 2, request: task.summary))
+        observer?.taskDidSuspend(Payloads.suspend(task: 2, request: task.summary))
+        let url = URL(string: "https://api.example.com:8443/items")!
+        observer?.connectionDidChangeState(Payloads.connection(.active, previous: nil, active: 2, idle: 1, url: url))
+        let active = try metrics.test.expectMeter(MetricsObserver.Name.activeRequests, Self.target("example.com"))
+        let pool = [
+            ("server.address", "api.example.com"), ("server.port", "8443"), ("network.peer.address", "127.0.0.1"),
+        ]
+        let open = try metrics.test.expectMeter(
+            MetricsObserver.Name.openConnections, [("http.connection.state", "active")] + pool)
+        let idle = try metrics.test.expectMeter(
+            MetricsObserver.Name.openConnections, [("http.connection.state", "idle")] + pool)
+        #expect((active.lastValue, open.lastValue, idle.lastValue) == (1, 2, 1))
+        observer = nil
+        #expect((active.lastValue, open.lastValue, idle.lastValue) == (0, 0, 0))
+    }
+
     @Test("the advised duration buckets are OpenTelemetry's for http.client.request.duration")
     func advisedBuckets() {
         #expect(

@@ -15,7 +15,9 @@ import Metrics
 /// - `http.client.active_requests` (up-down counter, `{request}`): a meter of the tasks running now (resumed,
 ///   not suspended or complete).
 /// - `http.client.open_connections` (up-down counter, `{connection}`): a meter per `http.connection.state`
-///   (`active` or `idle`) of the sessions' open connections, from `connectionDidChangeState`.
+///   (`active` or `idle`) of the sessions' open connections, from `connectionDidChangeState`. When the
+///   observation ends (its token cancelled or released) with requests running or connections open, the
+///   observer takes back what it counted in these two meters.
 /// - `http.client.connection.duration` (histogram, `s`): a timer per closed connection, of how long it was
 ///   open.
 /// - `http.client.request.body.size` and `http.client.response.body.size` (histograms, `By`): recorders of
@@ -400,6 +402,23 @@ public final class MetricsObserver: SessionObserver {
     public init(factory: any MetricsFactory, configuration: Configuration = Configuration()) {
         self.factory = factory
         self.configuration = configuration
+    }
+
+    deinit {
+        // The observation ended (its token cancelled or released) with requests running and connections open:
+        // their meters would keep those counts for ever, as a backend keeps a series by its dimensions. What
+        // this observer added, it takes back.
+        let (running, connections) = state.withLock { state in
+            (
+                state.tasks.values.filter(\.isRunning).map(\.meter),
+                Array(state.connectionGroups.values)
+            )
+        }
+        for meter in running { meter.decrement() }
+        for group in connections {
+            if group.counts.active > 0 { group.active.decrement(by: Double(group.counts.active)) }
+            if group.counts.idle > 0 { group.idle.decrement(by: Double(group.counts.idle)) }
+        }
     }
 
     /// `dimensions`, with the instrument's `unit` and `description` when ``Configuration/describesInstruments``.
