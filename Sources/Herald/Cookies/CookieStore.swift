@@ -110,7 +110,17 @@ public final class CookieStore: Sendable {
             }
     }
 
+    /// The longest `Cookie` field value ``cookieHeader(for:)`` makes, in bytes: libcurl's own limit.
+    public static let maximumCookieHeaderLength = 8190
+    /// The most cookies ``cookieHeader(for:)`` sends in one request: libcurl's own limit.
+    public static let maximumCookiesPerRequest = 150
+
     /// The `Cookie` field value for a request to `url` (`a=1; b=2`), or `nil` when no cookie matches.
+    ///
+    /// The cookies go in the order of ``cookies(for:at:)``, at most ``maximumCookiesPerRequest`` of them and
+    /// ``maximumCookieHeaderLength`` bytes in all, as libcurl limits its own: a site (or a sibling host setting
+    /// cookies for the whole domain) can't make every request carry a header servers refuse. A cookie that
+    /// doesn't fit is left out and the next ones are tried.
     /// - Parameter url: The request URL.
     /// - Returns: The field value.
     public func cookieHeader(for url: URL) -> String? {
@@ -118,7 +128,16 @@ public final class CookieStore: Sendable {
         guard !cookies.withLock({ $0.isEmpty }) else { return nil }
         let matching = cookies(for: url)
         guard !matching.isEmpty else { return nil }
-        return matching.map { "\($0.name)=\($0.value)" }.joined(separator: "; ")
+        var header = ""
+        var count = 0
+        for cookie in matching where count < Self.maximumCookiesPerRequest {
+            let pair = "\(cookie.name)=\(cookie.value)"
+            let added = (header.isEmpty ? 0 : 2) + pair.utf8.count
+            guard header.utf8.count + added <= Self.maximumCookieHeaderLength else { continue }
+            header += header.isEmpty ? pair : "; " + pair
+            count += 1
+        }
+        return header.isEmpty ? nil : header
     }
 
     /// Stores what the `Set-Cookie` fields of a response to `url` set, as Herald does for every response.

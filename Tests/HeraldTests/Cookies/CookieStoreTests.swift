@@ -136,6 +136,33 @@ struct CookieStoreTests {
         #expect(stored.map(\.name) == ["ok"])
     }
 
+    @Test("the Cookie field stays within 8,190 bytes and 150 cookies; the longest-path cookies go first")
+    func cookieHeaderIsBounded() throws {
+        let store = CookieStore()
+        let url = testURL("https://api.h.example/a/b")
+        let big = String(repeating: "v", count: 4000)
+        for index in 0..<5 {
+            store.setCookie(Cookie(name: "big\(index)", value: big, domain: "h.example", isHostOnly: false))
+        }
+        store.setCookie(Cookie(name: "deep", value: "1", domain: "api.h.example", path: "/a/b"))
+        let header = try #require(store.cookieHeader(for: url))
+        #expect(header.utf8.count <= CookieStore.maximumCookieHeaderLength)
+        #expect(header.hasPrefix("deep=1; big"))
+        // Two 4 KB cookies fit beside `deep`, a third doesn't.
+        #expect(header.split(separator: ";").count == 3)
+
+        // 200 matching cookies: 50 (the most a domain keeps) for each of four domains of the host.
+        let many = CookieStore()
+        for domain in ["h.example", "sub.h.example", "x.sub.h.example", "y.x.sub.h.example"] {
+            for index in 0..<50 {
+                many.setCookie(Cookie(name: "c\(index)", value: "1", domain: domain, isHostOnly: false))
+            }
+        }
+        #expect(many.cookies(for: testURL("https://y.x.sub.h.example/")).count == 200)
+        let manyHeader = try #require(many.cookieHeader(for: testURL("https://y.x.sub.h.example/")))
+        #expect(manyHeader.split(separator: ";").count == CookieStore.maximumCookiesPerRequest)
+    }
+
     @Test("changes from two threads at once: after flush the file holds what the store holds, every round")
     func concurrentChangesEndInTheFile() async throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("herald-cookies-\(UUID()).jsonl")
