@@ -56,8 +56,24 @@ public struct MultipartFormData: Sendable {
         self.boundary = boundary
     }
 
-    /// The request's `Content-Type`: `multipart/form-data; boundary=…`.
-    public var contentType: String { "multipart/form-data; boundary=\(boundary)" }
+    /// The request's `Content-Type`: `multipart/form-data; boundary=…`, the boundary quoted when it has a
+    /// character an unquoted parameter value can't carry (RFC 9110 §5.6.6: a space, `'`-less separators such as
+    /// `=`, `:`, `(`, `)`, `,`, `/`, `?`).
+    public var contentType: String {
+        boundary.utf8.allSatisfy(Self.isTokenByte)
+            ? "multipart/form-data; boundary=\(boundary)" : "multipart/form-data; boundary=\"\(boundary)\""
+    }
+
+    /// Whether `byte` may appear in an unquoted parameter value (an RFC 9110 token character).
+    private static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
+            true
+        default:
+            "!#$%&'*+-.^_`|~".utf8.contains(byte)
+        }
+    }
 
     /// The number of bytes the body has when sent, framing included: its `Content-Length`.
     public var contentLength: Int64 { segments.reduce(0) { $0 + $1.length } }

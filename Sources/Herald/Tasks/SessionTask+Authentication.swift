@@ -11,9 +11,12 @@ extension SessionTask {
     /// keeps returning the same wrong password must not keep the task busy forever.
     static let maximumAuthenticationAttempts = 8
 
-    /// Whether a 401 carries a challenge Herald can answer. After the transfer ended.
+    /// Whether a 401 carries a challenge Herald can answer (Basic or Digest). After the transfer ended. Any other
+    /// (`Bearer`, which RFC 6750 puts on every 401 of a token) is the retrier's to answer, as a 401 without a
+    /// challenge is: refreshing a token is an interceptor's work.
     func wantsAuthenticationHop(for response: HTTPResponse) -> Bool {
         response.headers.contains("WWW-Authenticate")
+            && AuthenticationChallenge.parse(response, url: response.url) != nil
     }
 
     /// Asks the hooks or the store about the challenge and starts the next hop, or completes. Hook queue.

@@ -87,12 +87,29 @@ extension SessionTask {
             } catch {
                 return finishHop(outcome, error: error)
             }
+            if chosen.url != target {
+                // The hook sends the request elsewhere: the session's rules hold for where it goes, and a
+                // credential answering a challenge stays with its origin (the hook sees no such credential to
+                // remove itself).
+                if let refusal = RedirectRules.refusal(
+                    from: current.url, to: chosen.url, allowedProtocols: configuration.allowedProtocols,
+                    allowsInsecureRedirects: configuration.allowsInsecureRedirects)
+                {
+                    return finishHop(outcome, error: refusal)
+                }
+                if !RedirectRules.isSameOrigin(current.url, chosen.url) { next.credential = nil }
+            }
             if chosen.body != proposed.body {
                 next.body = chosen.body.map { .data($0) }
             }
             next.url = chosen.url
             next.method = chosen.method
             next.headers = chosen.headers.engineFields
+            if !RedirectRules.isSameOrigin(current.url, chosen.url), chosen.headers == proposed.headers {
+                // A hook that only moved the request to another origin leaves it the credential fields it was
+                // shown: they stay behind, as on any redirect across origins. A hook that set fields chose them.
+                for name in RedirectRules.credentialHeaders { next.headers.remove(name: name) }
+            }
             proposed = chosen
         }
         let key = TaskHops.key(method: next.method, url: next.url)

@@ -6,16 +6,17 @@ import NIOHTTP1
 
 /// The endpoints for session-level features: retries (`/flaky`) and cookies (`/login`, `/account`).
 ///
-/// - `/flaky?key=K&fail=N&status=S&retry-after=V`: the first `N` requests (0...100, default 1) carrying key `K`
-///   (default empty) get status `S` (400...599, default 503) with `Retry-After: V` when given; every later one gets
-///   `200` with `{"attempt":n,"key":K}`, `n` counting from 1. Counted per server.
+/// - `/flaky?key=K&fail=N&status=S&retry-after=V&www-authenticate=W`: the first `N` requests (0...100, default 1)
+///   carrying key `K` (default empty) get status `S` (400...599, default 503) with `Retry-After: V` and
+///   `WWW-Authenticate: W` when given; every later one gets `200` with `{"attempt":n,"key":K}`, `n` counting from 1.
+///   Counted per server.
 /// - `/login?value=V&redirect=URL&cookie=C`: `302` to `URL` (default `/account`) with
 ///   `Set-Cookie: session=V; Path=/; HttpOnly` (`V` default `s3cr3t`), plus each `cookie=C` as one more
 ///   `Set-Cookie` field as given.
 /// - `/account`: `200` with `{"cookie":"…"}` (the request's `Cookie` field) when it carries a `session` cookie,
 ///   otherwise `403` with `{"cookie":""}`.
 enum SessionRoute: Sendable, Equatable {
-    case flaky(key: String, failures: Int, status: Int, retryAfter: String?)
+    case flaky(key: String, failures: Int, status: Int, retryAfter: String?, authenticate: String? = nil)
     case login(value: String, redirect: String, cookies: [String])
     case account
 
@@ -25,8 +26,9 @@ enum SessionRoute: Sendable, Equatable {
         case ["flaky"]:
             return .flaky(
                 key: query.value("key") ?? "", failures: try query.integer("fail", default: 1, in: 0...100),
-                status: try query.integer("status", default: 503, in: 400...599), retryAfter: query.value("retry-after")
-            )
+                status: try query.integer("status", default: 503, in: 400...599),
+                retryAfter: query.value("retry-after"),
+                authenticate: query.value("www-authenticate").flatMap { $0.contains(where: \.isNewline) ? nil : $0 })
         case ["login"]:
             return .login(
                 value: query.value("value") ?? "s3cr3t", redirect: query.value("redirect") ?? "/account",
@@ -41,11 +43,12 @@ enum SessionRoute: Sendable, Equatable {
     /// The response to `request`, counting `/flaky` requests in `counters`.
     func response(for request: ReceivedRequest, counters: RequestCounters) -> CannedResponse {
         switch self {
-        case .flaky(let key, let failures, let status, let retryAfter):
+        case .flaky(let key, let failures, let status, let retryAfter, let authenticate):
             let attempt = counters.next(for: key)
             guard attempt > failures else {
                 var headers = NIOHTTP1.HTTPHeaders()
                 if let retryAfter { headers.add(name: "Retry-After", value: retryAfter) }
+                if let authenticate { headers.add(name: "WWW-Authenticate", value: authenticate) }
                 return .status(HTTPResponseStatus(statusCode: status), headers: headers)
             }
             struct Answer: Encodable {

@@ -89,8 +89,9 @@ import NIOPosix
 /// - `/auth/basic?user=U&password=P`: `200` with `{"authenticated":true,"user":U}` if the request carries
 ///   `Authorization: Basic base64(U:P)`, otherwise `401` with `WWW-Authenticate: Basic realm="herald"`. With
 ///   `&redirect=URL`, a request carrying the right credential gets `302` to `URL` instead of the `200`.
-/// - `/flaky?key=K&fail=N&status=S&retry-after=V`: the first `N` requests (default 1) with key `K` get status `S`
-///   (default 503, with `Retry-After: V` when given), the later ones `200` with `{"attempt":n,"key":K}`.
+/// - `/flaky?key=K&fail=N&status=S&retry-after=V&www-authenticate=W`: the first `N` requests (default 1) with key
+///   `K` get status `S` (default 503, with `Retry-After: V` and `WWW-Authenticate: W` when given), the later ones
+///   `200` with `{"attempt":n,"key":K}`.
 /// - `/login?value=V&redirect=URL&cookie=C`: `302` to `URL` (default `/account`) with
 ///   `Set-Cookie: session=V; Path=/; HttpOnly` (default `V` is `s3cr3t`) and each `cookie=C` as another `Set-Cookie`.
 /// - `/account`: `200` with `{"cookie":"…"}` (the request's `Cookie`) when it has a `session` cookie, else `403`.

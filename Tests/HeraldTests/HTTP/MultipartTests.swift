@@ -98,6 +98,27 @@ struct MultipartTests {
         try await fixture.tearDown()
     }
 
+    @Test("a boundary with characters a bare parameter can't carry is quoted, and the server splits the parts by it")
+    func quotedBoundary() async throws {
+        let fixture = try await HTTPFixture.make()
+        for (index, boundary) in ["----=_NextPart_0", "a b", "a:b/c?d"].enumerated() {
+            var form = try MultipartFormData(boundary: boundary)
+            try form.append(Data("1".utf8), name: "a")
+            try form.append(Data("<b/>".utf8), name: "f", fileName: "f.xml")
+            #expect(form.contentType == "multipart/form-data; boundary=\"\(boundary)\"")
+            let log = CompletionLog()
+            let task = try fixture.session.uploadTask(
+                with: Request(url: fixture.server.url("/multipart"), method: "POST"), multipartFormData: form,
+                completionHandler: log.handler)
+            task.resume()
+            try await fixture.recorder.waitForCompletions(index + 1)
+            let echoed = try #require((log.all.first?.object as? JSONValue)?.echoedMultipart, "\(boundary)")
+            #expect(echoed.parts.map(\.name) == ["a", "f"], "\(boundary)")
+        }
+        #expect(try MultipartFormData(boundary: "XyZ-1").contentType == "multipart/form-data; boundary=XyZ-1")
+        try await fixture.tearDown()
+    }
+
     @Test("the body is framed exactly as RFC 7578 says")
     func wireFormat() async throws {
         let fixture = try await HTTPFixture.make()

@@ -164,6 +164,51 @@ struct AuthenticationTests {
         try await fixture.tearDown()
     }
 
+    @Test("a redirection hook that moves a same-origin redirect to another origin takes no credential there")
+    func hookMovingTheRedirectTakesNoCredential() async throws {
+        let fixture = try await SessionFixture.make()
+        let other = try await TestServer.start()
+        fixture.session.taskDidReceiveAuthenticationChallenge = { _, _ in
+            .useCredential(Credential(user: "u", password: "p"))
+        }
+        let mirror = other.url("/echo")
+        fixture.session.taskWillPerformHTTPRedirection = { _, _, proposed in
+            var moved = proposed
+            moved.url = mirror
+            return moved
+        }
+        // The server redirects within its own origin; the hook sends the request to the other server.
+        let request = Request(
+            url: fixture.server.url("/auth/basic?user=u&password=p&redirect=%2Fecho"),
+            headers: ["Authorization": "Bearer caller-token"])
+        let (_, response) = try await fixture.session.data(for: request)
+        #expect(response.statusCode == 200)
+        let received = try #require(other.requests(forPath: "/echo").first)
+        #expect(received.headerValue("Authorization") == nil)
+        try await other.shutdown()
+        try await fixture.tearDown()
+    }
+
+    @Test("a 401 with a Bearer challenge goes to the retrier, which can refresh the token and retry")
+    func bearerChallengeReachesTheRetrier() async throws {
+        let fixture = try await SessionFixture.make()
+        let asked = Locked(0)
+        fixture.session.interceptor = Interceptor(retry: { context in
+            asked.withLock { $0 += 1 }
+            return context.response?.statusCode == 401 ? .retry : .doNotRetry
+        })
+        let task = try fixture.session.dataTask(
+            with: Request(
+                url: fixture.server.url(
+                    "/flaky?key=bearer&status=401&www-authenticate=Bearer%20error%3D%22invalid_token%22")))
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(asked.withLock { $0 } == 1)
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .retry, .complete])
+        #expect(fixture.recorder.completions.first?.response?.statusCode == 200)
+        try await fixture.tearDown()
+    }
+
     @Test("a credential's description redacts the password; challenges parse Digest before Basic")
     func valuesAndParsing() throws {
         let credential = Credential(user: "alice", password: "hunter2")
