@@ -146,13 +146,15 @@ package final class Transfer: @unchecked Sendable {
     ///
     /// Unpausing passes buffered data to the write callback synchronously, inside `curl_easy_pause`, so the write callback
     /// runs before this returns.
-    func unpause() {
+    /// - Returns: The error that must end the transfer when continuing failed (see ``perform(_:)``).
+    func unpause() -> TransferError? {
         perform(machine.unpause())
     }
 
     /// A streamed body's consumer drained below its low watermark: continues a transfer its write callback
     /// paused for it, unless the user paused it meanwhile.
-    func consumerDidDrain() {
+    /// - Returns: The error that must end the transfer when continuing failed.
+    func consumerDidDrain() -> TransferError? {
         perform(machine.consumerDidDrain())
     }
 
@@ -160,7 +162,8 @@ package final class Transfer: @unchecked Sendable {
 
     /// The task allowed the response: continue (unless the user suspended the task meanwhile — then their
     /// resume continues it). Loop thread only, outside curl callbacks.
-    func allowResponse() {
+    /// - Returns: The error that must end the transfer when continuing failed.
+    func allowResponse() -> TransferError? {
         perform(machine.allowResponse())
     }
 
@@ -175,27 +178,38 @@ package final class Transfer: @unchecked Sendable {
         }
         collectsBodyInMemory = false
         delegate = newDelegate
-        allowResponse()
-        return nil
+        return allowResponse()
     }
 
     /// Whether curl is done with the transfer but its completion is held for the task's answer or the
     /// user's resume. Loop thread only.
     var isHoldingResult: Bool { machine.isHoldingResult }
 
-    /// Carries out what the machine answered to a resume or to the task's answer.
-    private func perform(_ action: TransferStateMachine.ContinueAction) {
+    /// Carries out what the machine answered to a resume or to the task's answer; returns the error that must
+    /// end the transfer when continuing it failed.
+    ///
+    /// Continuing hands curl's kept data to the write callback from inside `curl_easy_pause`. When that write
+    /// fails (a callback of ours aborted: the response is over its size limit, a file can't be written), curl
+    /// 7.88 returns the error at once without scheduling the transfer again, and it has stopped watching the
+    /// socket while paused: nothing would ever drive it to its end. So the owner removes it with the error.
+    private func perform(_ action: TransferStateMachine.ContinueAction) -> TransferError? {
         switch action {
         case .none:
-            break
+            return nil
         case .continueCurl:
-            guard let easyHandle else { return }
+            guard let easyHandle else { return nil }
             lastActivity = ActivityClock.now
             // The machine is already running: the write callback curl calls from in here sees that.
-            curl_easy_pause(easyHandle, CURLPAUSE_CONT)
+            let code = curl_easy_pause(easyHandle, CURLPAUSE_CONT)
+            if let abort = machine.abortError { return abort }
+            guard code != CURLE_OK else { return nil }
+            return TransferError.fromCurl(
+                code, osErrno: 0, errorBuffer: "", url: request.url,
+                stage: response == nil ? .sending : .receivingResponse)
         case .finishHeldResult:
             // Held only when curl succeeded, with no abort of ours and no body begun.
             handOverOutcome(error: nil, sinkDidBegin: false)
+            return nil
         }
     }
 

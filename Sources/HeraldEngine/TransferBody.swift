@@ -121,8 +121,12 @@ final class FileBodySource: BodySource {
     deinit { close(descriptor) }
 
     func read(into buffer: UnsafeMutableRawBufferPointer) -> BodySourceRead {
+        // Never past the size declared as the Content-Length: a file still being written to (a log) would
+        // otherwise put its new bytes on the wire after the body, as the start of a bogus next request.
+        let wanted = length.map { Int(clamping: max(0, min(Int64(buffer.count), $0 - offset))) } ?? buffer.count
+        if wanted == 0, let length, offset >= length { return .end }
         while true {
-            let count = pread(descriptor, buffer.baseAddress, buffer.count, off_t(offset))
+            let count = pread(descriptor, buffer.baseAddress, wanted, off_t(offset))
             if count > 0 {
                 offset += Int64(count)
                 return .bytes(count)

@@ -34,13 +34,13 @@ extension MultiHandle {
         case .pause(let transfer):
             transfer.pause()
         case .unpause(let transfer):
-            transfer.unpause()
+            if let error = transfer.unpause() { remove(transfer, error: error) }
         case .resumeReceiving(let transfer):
-            transfer.consumerDidDrain()
+            if let error = transfer.consumerDidDrain() { remove(transfer, error: error) }
         case .bodyAvailable(let transfer):
             transfer.bodyDidBecomeAvailable()
         case .allowResponse(let transfer):
-            transfer.allowResponse()
+            if let error = transfer.allowResponse() { remove(transfer, error: error) }
         case .becomeDownload(let transfer, let sink, let delegate):
             if let error = transfer.becomeDownload(sink: sink, delegate: delegate) {
                 remove(transfer, error: error)

@@ -30,6 +30,44 @@ struct BodySinkTests {
         return nil
     }
 
+    @Test("an upload file that grows while it is sent yields its declared size and no more; one that shrinks fails")
+    func uploadFileChangingSize() throws {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("herald-upload-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: url) }
+        try Data(repeating: 0x61, count: 10).write(to: url)
+        let source = try FileBodySource(url: url)
+        let handle = try FileHandle(forWritingTo: url)
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(repeating: 0x62, count: 10))  // the file grows to 20 bytes
+        try handle.close()
+        var buffer = [UInt8](repeating: 0, count: 64)
+        func read() -> String {
+            buffer.withUnsafeMutableBytes { bytes in
+                switch source.read(into: bytes) {
+                case .bytes(let count): "bytes \(count)"
+                case .end: "end"
+                case .failed(let error): "failed \(error.code)"
+                default: "other"
+                }
+            }
+        }
+        #expect(read() == "bytes 10")
+        #expect(buffer[0..<10].allSatisfy { $0 == 0x61 })
+        #expect(read() == "end")
+
+        #expect(truncate(url.path, 4) == 0)
+        let shrunk = try FileBodySource(url: url)
+        try Data(repeating: 0x61, count: 2).write(to: url)  // now 2 bytes of the 4 declared
+        buffer.withUnsafeMutableBytes { bytes in
+            if case .bytes(2) = shrunk.read(into: bytes) {} else { Issue.record("expected the 2 bytes left") }
+            if case .failed(let error) = shrunk.read(into: bytes) {
+                #expect(error.code == .fileIO)
+            } else {
+                Issue.record("a file that shrank while sending must fail")
+            }
+        }
+    }
+
     @Test("the memory sink returns exactly the bytes written, for a declared length, none, and a wrong one")
     func memorySinkKeepsEveryByte() {
         // Declared and exact; none at all (doubling from the initial size); declared too small (a compressed

@@ -46,6 +46,23 @@ struct ProtectiveLimitTests {
         #expect(call.object == nil)
     }
 
+    @Test("a response allowed by the disposition hook, then over the maximum → responseTooLarge, not a hang")
+    func tooLargeAfterDisposition() async throws {
+        let fixture = try await SessionFixture.make(
+            configuration: Self.limited(responseSize: 1000), serializer: DataResponseSerializer())
+        // The body arrives with the head, waits while the hook decides, and goes over the limit when the
+        // transfer continues: the abort happens inside libcurl's unpause.
+        fixture.session.dataTaskDidReceiveResponse = { _, _ in .allow }
+        let log = CompletionLog()
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/bytes/5000")), completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1, timeout: .seconds(30))
+        #expect(log.all.first?.error?.code == .responseTooLarge)
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
+        try await fixture.tearDown()
+    }
+
     @Test("a chunked body growing past the maximum → responseTooLarge, the transfer stopped, nothing kept")
     func streamedTooLarge() async throws {
         let harness = try await FaultHarness.make(configuration: Self.limited(responseSize: 64 << 10))
