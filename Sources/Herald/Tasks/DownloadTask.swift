@@ -298,8 +298,15 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
             guard let response = outcome.response, response.statusCode == 200 || response.statusCode == 206 else {
                 return nil
             }
+            // Continued where the bytes came from, after any redirect: asked again, the redirecting URL would
+            // answer a range request with its redirect, which is no range of the file. Credential fields don't
+            // go along to another origin, as on a redirect.
+            var headers = originalRequest.headers
+            if !RedirectRules.isSameOrigin(originalRequest.url, response.url) {
+                for name in RedirectRules.credentialHeaders { headers.remove(name: name) }
+            }
             resume = DownloadResumeData(
-                url: originalRequest.url, headers: originalRequest.headers.map { [$0.name, $0.value] },
+                url: response.url, headers: headers.map { [$0.name, $0.value] },
                 bytesReceived: file.byteCount, entityTag: response.headers["ETag"],
                 lastModified: response.headers["Last-Modified"], partialFilePath: temporaryURL.path)
         } else if let current = core.withLock({ $0.downloadContinuation }) {

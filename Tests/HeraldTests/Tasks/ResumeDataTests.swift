@@ -44,6 +44,28 @@ struct ResumeDataTests {
         try await fixture.tearDown()
     }
 
+    @Test("resume data of a download behind a redirect continues from where the bytes came from")
+    func resumeBehindRedirect() async throws {
+        let fixture = try await SessionFixture.make()
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let size = 2 * 1024 * 1024
+        let target = "/bytes/\(size)?chunkSize=16384&delayMs=20"
+        let encoded = try #require(
+            fixture.server.url(target).absoluteString.addingPercentEncoding(
+                withAllowedCharacters: .alphanumerics))
+        let (_, resumeData, _) = try await cancelMidway(fixture, path: "/redirect-to?url=\(encoded)", size: size)
+        let data = try #require(resumeData)
+        let destination = scratch.url.appendingPathComponent("behind-redirect.bin")
+        let (_, response) = try await fixture.session.download(resumingWith: data, to: destination)
+        #expect(response.statusCode == 206)
+        #expect(try PatternFile.matches(destination, count: size))
+        // The redirect was asked once, by the first attempt; the continuation went straight to the file.
+        #expect(fixture.server.requests(forPath: "/redirect-to").count == 1)
+        #expect(fixture.server.requests(forPath: "/bytes/\(size)").last?.headerValue("Range") != nil)
+        try await fixture.tearDown()
+    }
+
     @Test("cancel with resume data, then resume with Range and If-Range: the file is identical")
     func roundTrip() async throws {
         let fixture = try await SessionFixture.make()
