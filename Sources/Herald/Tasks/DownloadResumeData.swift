@@ -69,9 +69,15 @@ struct DownloadResumeData: Codable, Sendable, Equatable {
         // Resuming appends to this file, so it must be one Herald made: an absolute path to a
         // `download-….part` file, reached without `..` and not through a symbolic link. Otherwise crafted
         // resume data could make a download write into any file the process may write.
-        let components = resume.partialFilePath.split(separator: "/", omittingEmptySubsequences: false)
-        guard resume.partialFilePath.hasPrefix("/"), !components.contains(".."), !components.contains("."),
-            let fileName = components.last, fileName.hasPrefix("download-"), fileName.hasSuffix(".part")
+        // Split on the byte, as the kernel does: a `/` followed by a combining mark is one Character, and would
+        // hide a `..` from a split on Characters.
+        let components = resume.partialFilePath.utf8.split(
+            separator: UInt8(ascii: "/"), omittingEmptySubsequences: false
+        )
+        .map { String(decoding: $0, as: UTF8.self) }
+        guard resume.partialFilePath.utf8.first == UInt8(ascii: "/"), !components.contains(".."),
+            !components.contains("."), let fileName = components.last, fileName.hasPrefix("download-"),
+            fileName.hasSuffix(".part")
         else {
             throw HeraldError(.cannotResume, "The resume data does not name a Herald partial download file.")
         }

@@ -258,7 +258,12 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
         }
     }
 
-    static func moveItem(at source: URL, to destination: URL, options: DownloadMoveOptions) throws {
+    /// Moves the downloaded file to `destination` as `options` say. `copy` copies a file to a path that doesn't
+    /// exist yet (tests replace it to make a copy fail).
+    static func moveItem(
+        at source: URL, to destination: URL, options: DownloadMoveOptions,
+        copy: (URL, URL) throws -> Void = { try FileManager.default.copyItem(at: $0, to: $1) }
+    ) throws {
         let fileManager = FileManager.default
         if options.contains(.createIntermediateDirectories) {
             try fileManager.createDirectory(
@@ -269,10 +274,21 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
             if rename(source.path, destination.path) == 0 { return }
             let code = errno
             guard code == EXDEV else { throw POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO) }
-            // Another file system: copy-and-delete below, after removing a stale file (never a directory).
-            if unlink(destination.path) != 0, errno != ENOENT {
-                throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+            // Another file system: copied beside the destination first, then renamed over it, so the file it
+            // replaces stays whole until the new one is (a copy that fails, on a full disk, loses nothing).
+            let sibling = destination.deletingLastPathComponent().appendingPathComponent(
+                ".herald-\(UUID().uuidString.lowercased()).part")
+            do {
+                try copy(source, sibling)
+                guard rename(sibling.path, destination.path) == 0 else {
+                    throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+                }
+            } catch {
+                unlink(sibling.path)
+                throw error
             }
+            unlink(source.path)
+            return
         }
         try fileManager.moveItem(at: source, to: destination)
     }

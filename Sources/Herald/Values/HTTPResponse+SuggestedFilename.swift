@@ -30,29 +30,58 @@ extension HTTPResponse {
     ///   formatting characters, surrounding whitespace or leading dots, cut to 255 UTF-8 bytes (keeping a short
     ///   extension); `nil` if empty.
     public static func safeFilename(_ raw: String) -> String? {
-        let lastPart = raw.split(omittingEmptySubsequences: true) { $0 == "/" || $0 == "\\" }.last ?? ""
-        var scalars = String.UnicodeScalarView()
-        for scalar in lastPart.unicodeScalars where !isUnsafe(scalar) { scalars.append(scalar) }
-        var name = Substring(String(scalars))
-        // Dots and spaces in any mix: " . .." must not leave a dot first once the spaces are gone.
-        while let first = name.first, first == "." || first.isWhitespace { name.removeFirst() }
-        while let last = name.last, last.isWhitespace { name.removeLast() }
-        if name.utf8.count > 255 { name = shortened(name) }
-        return name.isEmpty ? nil : String(name)
+        // Unicode scalars, not Characters, throughout: a `/` followed by a combining mark is one Character that
+        // isn't "/", and a grapheme of hundreds of bytes would go whole when the name is cut.
+        var scalars: [Unicode.Scalar] = []
+        for scalar in raw.unicodeScalars {
+            if scalar == "/" || scalar == "\\" {
+                scalars.removeAll(keepingCapacity: true)
+            } else if !isUnsafe(scalar) {
+                scalars.append(scalar)
+            }
+        }
+        trim(&scalars)
+        if scalars.reduce(0, { $0 + UTF8.width($1) }) > 255 {
+            scalars = shortened(scalars)
+            // Cut, the stem may have gone whole: what is left must not start with a dot either.
+            trim(&scalars)
+        }
+        guard !scalars.isEmpty else { return nil }
+        var name = String.UnicodeScalarView()
+        name.append(contentsOf: scalars)
+        return String(name)
+    }
+
+    /// Removes leading dots and whitespace in any mix (" . .." must not leave a dot first once the spaces are
+    /// gone) and trailing whitespace.
+    private static func trim(_ scalars: inout [Unicode.Scalar]) {
+        let leading = scalars.prefix { $0 == "." || $0.properties.isWhitespace }.count
+        scalars.removeFirst(leading)
+        while let last = scalars.last, last.properties.isWhitespace { scalars.removeLast() }
     }
 
     /// `name` cut to 255 UTF-8 bytes, the longest name most file systems take: a short extension (the last `.`
     /// and up to 16 bytes after it) is kept and the part before it shortened, so `report.pdf` stays a PDF.
-    private static func shortened(_ name: Substring) -> Substring {
+    private static func shortened(_ name: [Unicode.Scalar]) -> [Unicode.Scalar] {
         let limit = 255
-        if let dot = name.lastIndex(of: "."), dot != name.startIndex, name[dot...].utf8.count <= 17 {
+        func width(_ part: ArraySlice<Unicode.Scalar>) -> Int { part.reduce(0) { $0 + UTF8.width($1) } }
+        if let dot = name.lastIndex(of: "."), dot != name.startIndex, width(name[dot...]) <= 17 {
             var stem = name[..<dot]
             let suffix = name[dot...]
-            while stem.utf8.count + suffix.utf8.count > limit { stem.removeLast() }
-            return Substring(String(stem) + String(suffix))
+            let suffixWidth = width(suffix)
+            var stemWidth = width(stem)
+            while stemWidth + suffixWidth > limit, let last = stem.last {
+                stemWidth -= UTF8.width(last)
+                stem.removeLast()
+            }
+            return Array(stem) + Array(suffix)
         }
         var name = name
-        while name.utf8.count > limit { name.removeLast() }
+        var total = width(name[...])
+        while total > limit, let last = name.last {
+            total -= UTF8.width(last)
+            name.removeLast()
+        }
         return name
     }
 

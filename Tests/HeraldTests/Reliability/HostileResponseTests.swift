@@ -69,17 +69,34 @@ struct HostileResponseTests {
         let alphabet: [String] = [
             "/", "\\", ".", "..", "%2e", "%2f", "%00", "\u{0}", "\r", "\n", "\"", ";", "a",
             "é", "\u{202E}", " ", "filename=", "filename*=UTF-8''", "'",
+            // A combining mark makes one Character of the scalar before it (a `/`, a `.`), and a long run of
+            // them one Character of hundreds of bytes.
+            "\u{301}", String(repeating: "\u{301}", count: 130),
         ]
         let directory = URL(fileURLWithPath: "/tmp/herald-downloads", isDirectory: true)
         for _ in 0..<5_000 {
             var value = "attachment; "
             for _ in 0..<Int(random.next() % 12) { value += alphabet[Int(random.next() % UInt64(alphabet.count))] }
             let name = response(disposition: value, url: "http://127.0.0.1/..").suggestedFilename
-            #expect(!name.isEmpty && !name.hasPrefix(".") && !name.contains("/") && !name.contains("\\"), "\(value)")
+            // Bytes, not Characters: "/\u{301}" is one Character that isn't "/".
+            #expect(!name.isEmpty && name.utf8.first != UInt8(ascii: ".") && name.utf8.count <= 255, "\(value)")
+            #expect(!name.utf8.contains(UInt8(ascii: "/")) && !name.utf8.contains(UInt8(ascii: "\\")), "\(value)")
             #expect(!name.unicodeScalars.contains { $0.value < 0x20 }, "\(value)")
             let destination = directory.appendingPathComponent(name).standardizedFileURL
             #expect(destination.deletingLastPathComponent().path == directory.path, "\(value) → \(name)")
         }
+    }
+
+    @Test("combining marks can't smuggle a separator or a leading dot into a suggested name")
+    func combiningMarks() {
+        let accents = String(repeating: "\u{301}", count: 130)
+        // One 261-byte Character before the extension: cut, the name must not become a hidden file.
+        let cut = HTTPResponse.safeFilename("a" + accents + ".htaccess")
+        #expect(cut.map { $0.utf8.first != UInt8(ascii: ".") && $0.utf8.count <= 255 } == true, "\(cut ?? "nil")")
+        #expect(HTTPResponse.safeFilename("a" + accents + ".") != ".")
+        // "/\u{301}" is one Character: the separator must still separate.
+        #expect(HTTPResponse.safeFilename("a/\u{301}b") == "\u{301}b")
+        #expect(HTTPResponse.safeFilename("x/..\u{301}/y") == "y")
     }
 
     @Test("a download saved under its suggested name lands in the chosen directory, whatever the server says")
@@ -183,6 +200,12 @@ struct HostileResponseTests {
         try Data(repeating: 1, count: 100).write(to: part)
         let victim = scratch.url.appendingPathComponent("victim.txt")
         try Data("keep me".utf8).write(to: victim)
+        // A real partial file reached through `sub/..`, for the combining-mark case below.
+        try FileManager.default.createDirectory(
+            at: scratch.url.appendingPathComponent("sub"), withIntermediateDirectories: false)
+        let hidden = scratch.url.appendingPathComponent("\u{301}x")
+        try FileManager.default.createDirectory(at: hidden, withIntermediateDirectories: false)
+        try Data(repeating: 1, count: 100).write(to: hidden.appendingPathComponent("download-1-x.part"))
         let link = scratch.url.appendingPathComponent("download-2-x.part")
         try FileManager.default.createSymbolicLink(at: link, withDestinationURL: victim)
         func resume(_ fields: [String: String]) -> Data {
@@ -225,6 +248,11 @@ struct HostileResponseTests {
                 resume([
                     "partialFilePath": "\"\(scratch.url.path)/../\(scratch.url.lastPathComponent)/download-1-x.part\""
                 ])
+            ),
+            (
+                // "/\u{301}" is one Character: split on Characters, the `..` before it would go unseen.
+                "path with .. hidden by a combining mark",
+                resume(["partialFilePath": "\"\(scratch.url.path)/sub/../\\u0301x/download-1-x.part\""])
             ),
             ("path a directory", resume(["partialFilePath": "\"\(scratch.url.path)/download-dir.part\""])),
             ("path with NUL", resume(["partialFilePath": "\"\(part.path)\\u0000.txt\""])),

@@ -1,0 +1,77 @@
+import Foundation
+import Testing
+
+@testable import Herald
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `/dev/shm` when it is a folder on another device than the temporary folder.
+private func otherDevice() -> URL? {
+    var shared = stat()
+    var temporary = stat()
+    guard stat("/dev/shm", &shared) == 0, (shared.st_mode & S_IFMT) == S_IFDIR,
+        stat(FileManager.default.temporaryDirectory.path, &temporary) == 0, shared.st_dev != temporary.st_dev
+    else { return nil }
+    return URL(fileURLWithPath: "/dev/shm", isDirectory: true)
+}
+
+/// A download moved onto another file system with `.replaceExistingFile`, where rename(2) can't reach: between
+/// the system's temporary folder and `/dev/shm` (a tmpfs), when the two are on different devices.
+@Suite(
+    "Download moves across file systems",
+    .enabled(if: otherDevice() != nil, "/dev/shm is on the temporary folder's device, or absent"))
+struct CrossDeviceMoveTests {
+    private struct Files {
+        let source: URL
+        let destination: URL
+
+        init() throws {
+            let other = try #require(otherDevice())
+            source = FileManager.default.temporaryDirectory.appendingPathComponent("herald-move-\(UUID().uuidString)")
+            destination = other.appendingPathComponent("herald-move-\(UUID().uuidString)")
+            try Data("new".utf8).write(to: source)
+            try Data("old, keep me".utf8).write(to: destination)
+        }
+
+        func remove() {
+            unlink(source.path)
+            unlink(destination.path)
+        }
+
+        /// The files Herald left beside the destination.
+        func leftovers() throws -> [String] {
+            try FileManager.default.contentsOfDirectory(atPath: destination.deletingLastPathComponent().path)
+                .filter { $0.hasPrefix(".herald-") }
+        }
+    }
+
+    @Test("replacing across file systems: the new file takes the old one's place, and the source goes")
+    func replaces() throws {
+        let files = try Files()
+        defer { files.remove() }
+        try DownloadTask.moveItem(at: files.source, to: files.destination, options: [.replaceExistingFile])
+        #expect(FileManager.default.contents(atPath: files.destination.path) == Data("new".utf8))
+        #expect(!FileManager.default.fileExists(atPath: files.source.path))
+        #expect(try files.leftovers().isEmpty)
+    }
+
+    @Test("a copy that fails (a full disk) leaves the file it was to replace whole, and the download where it was")
+    func failedCopyLosesNothing() throws {
+        let files = try Files()
+        defer { files.remove() }
+        struct DiskFull: Error {}
+        #expect(throws: DiskFull.self) {
+            try DownloadTask.moveItem(at: files.source, to: files.destination, options: [.replaceExistingFile]) {
+                _, sibling in
+                // Half a copy, then the failure.
+                try Data("ne".utf8).write(to: sibling)
+                throw DiskFull()
+            }
+        }
+        #expect(FileManager.default.contents(atPath: files.destination.path) == Data("old, keep me".utf8))
+        #expect(FileManager.default.contents(atPath: files.source.path) == Data("new".utf8))
+        #expect(try files.leftovers().isEmpty)
+    }
+}
