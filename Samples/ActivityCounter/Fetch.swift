@@ -112,9 +112,10 @@ enum InputFile {
     static func lines(of path: String) throws -> [(number: Int, text: String)] {
         let data: Data
         do {
-            data =
+            data// readToEnd(), not readDataToEndOfFile(): that one traps on a closed or unreadable stdin.
+            =
                 path == "-"
-                ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: path))
+                ? try FileHandle.standardInput.readToEnd() ?? Data() : try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
             throw ValidationError("--input-file \(path) can't be read: \((error as NSError).localizedDescription)")
         }

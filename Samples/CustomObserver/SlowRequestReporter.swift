@@ -9,8 +9,15 @@ import Synchronization
 /// It reports every task that took longer than a threshold from its first resume to its completion,
 /// and counts how many tasks it saw.
 final class SlowRequestReporter: SessionObserver {
+    /// A task's identity on a center several sessions may post to: task identifiers are unique within their
+    /// session only.
+    private struct TaskKey: Hashable {
+        let session: Int
+        let task: Int
+    }
+
     private struct State {
-        var started: [Int: ContinuousClock.Instant] = [:]
+        var started: [TaskKey: ContinuousClock.Instant] = [:]
         var completed = 0
         var slow: [String] = []
     }
@@ -24,11 +31,10 @@ final class SlowRequestReporter: SessionObserver {
 
     func taskDidResume(_ notification: TypedNotification<TaskLifecycleEvent>) {
         let now = ContinuousClock.now
+        let key = TaskKey(session: notification.userInfo.sessionIdentifier, task: notification.userInfo.taskIdentifier)
         state.withLock { storage in
             // A task resumed again after a suspend keeps its first start time.
-            if storage.started[notification.userInfo.taskIdentifier] == nil {
-                storage.started[notification.userInfo.taskIdentifier] = now
-            }
+            if storage.started[key] == nil { storage.started[key] = now }
         }
     }
 
@@ -37,7 +43,8 @@ final class SlowRequestReporter: SessionObserver {
         let completion = notification.userInfo
         state.withLock { storage in
             storage.completed += 1
-            guard let start = storage.started.removeValue(forKey: completion.taskIdentifier) else { return }
+            let key = TaskKey(session: completion.sessionIdentifier, task: completion.taskIdentifier)
+            guard let start = storage.started.removeValue(forKey: key) else { return }
             let elapsed = now - start
             if elapsed > threshold {
                 let url = completion.finalURL?.absoluteString ?? "?"

@@ -9,10 +9,13 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 let server: TestServer? = arguments.isEmpty ? try await TestServer.start() : nil
 let urls: [URL] =
     if let server { [server.url("/json"), server.url("/delay/400"), server.url("/text")] } else {
-        arguments.compactMap(URL.init(string:))
+        // http and https URLs with a host only: anything else the session would refuse.
+        arguments.compactMap(URL.init(string:)).filter {
+            ["http", "https"].contains($0.scheme?.lowercased() ?? "") && !($0.host ?? "").isEmpty
+        }
     }
 guard urls.count == max(arguments.count, urls.count), !urls.isEmpty else {
-    FileHandle.standardError.write(Data("usage: custom-observer [URL…]\n".utf8))
+    FileHandle.standardError.write(Data("usage: custom-observer [URL…] (http or https URLs)\n".utf8))
     exit(64)
 }
 
@@ -25,9 +28,15 @@ session.responseSerializer = DataResponseSerializer()
 let finished = AsyncStream<Void>.makeStream()
 let invalidation = center.addObserver(for: .sessionDidInvalidate) { _ in finished.continuation.finish() }
 for url in urls {
-    try session.dataTask(with: Request(url: url)) { response, _, error in
-        print("\(url.absoluteString): \(response.map { "\($0.statusCode)" } ?? "-") \(error?.code.description ?? "")")
-    }.resume()
+    do {
+        try session.dataTask(with: Request(url: url)) { response, _, error in
+            print(
+                "\(url.absoluteString): \(response.map { "\($0.statusCode)" } ?? "-") \(error?.code.description ?? "")")
+        }.resume()
+    } catch {
+        // A request the session refuses (a URL it can't use) is reported, and the others go on.
+        FileHandle.standardError.write(Data("custom-observer: \(url.absoluteString): \(error)\n".utf8))
+    }
 }
 session.invalidate(cancelingTasks: false)
 for await _ in finished.stream {}

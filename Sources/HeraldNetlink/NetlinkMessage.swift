@@ -120,7 +120,8 @@ package enum NetlinkDecoder {
         case NLMSG_ERROR:
             guard body.count >= 4 else { return nil }
             // The kernel's negative errno, or 0 for an acknowledgement.
-            return .error(code: -body.loadUnaligned(as: Int32.self))
+            // Wrapping: only the kernel writes here, but a negation must not trap on Int32.min.
+            return .error(code: 0 &- body.loadUnaligned(as: Int32.self))
         case Int32(RTM_NEWLINK), Int32(RTM_DELLINK):
             guard let link = link(body) else { return nil }
             return Int32(type) == Int32(RTM_NEWLINK) ? .link(link) : .linkRemoved(index: link.index)

@@ -161,6 +161,16 @@ struct OptionTests {
         #expect(bad.stderr.contains("-:1"))
     }
 
+    @Test("-i - with stdin closed, or a directory, is a usage error (exit 64) in one line, not a crash")
+    func unreadableStdin() async throws {
+        for redirect in ["<&-", "< /"] {
+            let run = try await ActivityCounterProcess.run(
+                ["fetch", "-i", "-"], shell: "\"$0\" \"$@\" \(redirect)")
+            #expect(run.status == 64, "\(redirect): \(run.stderr)")
+            #expect(run.stderr.contains("--input-file - can't be read"), "\(redirect): \(run.stderr)")
+        }
+    }
+
     @Test("--version prints Herald's version and the libcurl and libuv it runs on")
     func version() async throws {
         let run = try await ActivityCounterProcess.run(["--version"])

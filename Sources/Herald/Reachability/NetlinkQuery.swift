@@ -45,10 +45,13 @@ final class NetlinkQuery {
         return table
     }
 
-    /// Replaces `table`'s routes with the kernel's.
+    /// Replaces `table`'s routes with the kernel's; when the dump fails, `table` is left as it was (its routes
+    /// are never emptied for a read that didn't happen).
     func readRoutes(into table: inout NetworkTable) throws {
-        table.removeAllRoutes()
-        try dump(UInt16(RTM_GETROUTE), into: &table)
+        var fresh = table
+        fresh.removeAllRoutes()
+        try dump(UInt16(RTM_GETROUTE), into: &fresh)
+        table = fresh
     }
 
     /// Dumps every object of `type` into `table`, again from the start when the tables changed meanwhile

@@ -34,6 +34,9 @@ final class RoutingMonitor: @unchecked Sendable {
     /// Called with each status to report: the first one at ``start(reporting:)``, then each settled change.
     private var report: ((NetworkReachabilityStatus) -> Void)?
     private var waiters: [Waiter] = []
+    /// A read of the kernel's tables failed after announcements were lost (or after routes changed): it is
+    /// tried again at the next announcement, so the table can't stay stale for want of one.
+    private var owesRead: (all: Bool, routes: Bool) = (false, false)
 
     private struct Waiter {
         var target: ReachabilityTarget
@@ -113,8 +116,8 @@ final class RoutingMonitor: @unchecked Sendable {
     var waiterCount: Int { waiters.count }
 
     private func readAnnouncements() {
-        var readRoutes = false
-        var readAll = false
+        var readRoutes = owesRead.routes
+        var readAll = owesRead.all
         while true {
             let received = hnl_receive(announcements, buffer.baseAddress!, buffer.count)
             if received == -Int(EAGAIN) { break }
@@ -129,10 +132,15 @@ final class RoutingMonitor: @unchecked Sendable {
                 if table.apply(message.event) { readRoutes = true }
             }
         }
+        owesRead = (false, false)
         if readAll {
-            if let fresh = try? query.readTable(classify: table.classify) { table = fresh }
+            if let fresh = try? query.readTable(classify: table.classify) {
+                table = fresh
+            } else {
+                owesRead.all = true
+            }
         } else if readRoutes {
-            try? query.readRoutes(into: &table)
+            do { try query.readRoutes(into: &table) } catch { owesRead.routes = true }
         }
         evaluate()
     }
