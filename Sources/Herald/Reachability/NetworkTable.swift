@@ -33,7 +33,8 @@ struct NetworkTable {
     var classify: @Sendable (NetlinkLink) -> NetworkInterfaceKind = NetworkTable.kind(of:)
 
     /// Applies one message. Returns whether the routes must be read again: IPv4 routes through a link that
-    /// goes down, or that use an address that goes away, are removed by the kernel without a message.
+    /// goes down, or that use an address that goes away, are removed by the kernel without a message, and a
+    /// default route's change may stand for more than it says (see below).
     mutating func apply(_ event: NetlinkMessage.Event) -> Bool {
         switch event {
         case .link(let link):
@@ -59,7 +60,10 @@ struct NetworkTable {
         case .route(let route, let removed):
             guard route.isDefault else { return false }
             defaultRoutes[RouteKey(route)] = removed ? nil : route
-            return false
+            // Applied at once, then read again: a replace (`ip route replace`) announces only the new route, not
+            // the one it took the place of, and two default routes through one link that differ by gateway alone
+            // share a key here; the kernel's list settles both. Default routes change rarely.
+            return true
         case .done, .error:
             return false
         }

@@ -171,6 +171,38 @@ struct ReachabilityNamespaceTests {
         }
     }
 
+    @Test("a replaced default route and a second gateway on one link: the status follows the kernel's routes")
+    func replacedAndSecondGateway() async throws {
+        try await restoringNetwork {
+            let changes = Changes()
+            let reachability = NetworkReachability(notificationCenter: changes.center, debounceInterval: 0.05)
+            try reachability.startMonitoring()
+            defer { reachability.stopMonitoring() }
+            var expected = ["unknown→not_reachable"]
+            #expect(try await changes.labels(count: 1) == expected)
+            try await NetworkNamespace.ip(
+                contentsOf: vethPair("hr0", address: "10.200.0.1") + vethPair("hr1", address: "10.201.0.1")
+                    + ["route add default via 10.200.0.2 dev hr0 metric 10"])
+            expected.append("not_reachable→reachable_via_ethernet(hr0)")
+            #expect(try await changes.labels(count: 2) == expected)
+            // A replace announces the new route only; the one through hr0 is gone all the same.
+            try await NetworkNamespace.ip("route replace default via 10.201.0.2 dev hr1 metric 10")
+            expected.append("reachable_via_ethernet(hr0)→reachable_via_ethernet(hr1)")
+            #expect(try await changes.labels(count: 3) == expected)
+            // A second default route through hr1 by another gateway: deleting the first leaves it (nothing to
+            // post), so a preferred route through hr0 comes and goes over it.
+            try await NetworkNamespace.ip(
+                "route append default via 10.201.0.3 dev hr1 metric 10",
+                "route del default via 10.201.0.2 dev hr1 metric 10",
+                "route add default via 10.200.0.2 dev hr0 metric 5")
+            expected.append("reachable_via_ethernet(hr1)→reachable_via_ethernet(hr0)")
+            #expect(try await changes.labels(count: 4) == expected)
+            try await NetworkNamespace.ip("route del default via 10.200.0.2 dev hr0 metric 5")
+            expected.append("reachable_via_ethernet(hr0)→reachable_via_ethernet(hr1)")
+            #expect(try await changes.labels(count: 5) == expected)
+        }
+    }
+
     @Test("a link flapping within the debounce delay posts once; a flap that ends where it began posts nothing")
     func flap() async throws {
         try await restoringNetwork {
