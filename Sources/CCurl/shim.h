@@ -82,6 +82,30 @@ static inline const char *herald_easy_default_cainfo(CURL *handle) {
 #endif
 }
 
+/// The CA directory libcurl reads when none is set (`CURLINFO_CAPATH`, libcurl 7.84.0), such as Debian's
+/// `/etc/ssl/certs`. NULL when it has none, and before libcurl 7.84.0. The text belongs to `handle`.
+static inline const char *herald_easy_default_capath(CURL *handle) {
+#if LIBCURL_VERSION_NUM >= 0x075400
+    char *path = NULL;
+    return curl_easy_getinfo(handle, CURLINFO_CAPATH, &path) == CURLE_OK ? path : NULL;
+#else
+    (void)handle;
+    return NULL;
+#endif
+}
+
+/// How long libcurl keeps a certificate store it built (`CURLOPT_CA_CACHE_TIMEOUT`, libcurl 7.87.0), in
+/// seconds. Before libcurl 7.87.0 there is no store to keep: returns `CURLE_NOT_BUILT_IN`.
+static inline CURLcode herald_easy_setopt_ca_cache_timeout(CURL *handle, long seconds) {
+#if LIBCURL_VERSION_NUM >= 0x075700
+    return curl_easy_setopt(handle, CURLOPT_CA_CACHE_TIMEOUT, seconds);
+#else
+    (void)handle;
+    (void)seconds;
+    return CURLE_NOT_BUILT_IN;
+#endif
+}
+
 /// Whether these headers have `CURLOPT_CAINFO_BLOB` (libcurl 7.77.0), so a CA bundle can be given in memory.
 static const int herald_has_cainfo_blob = LIBCURL_VERSION_NUM >= 0x074D00;
 

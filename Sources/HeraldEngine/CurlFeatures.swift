@@ -1,4 +1,5 @@
 import CCurl
+import Foundation
 
 #if canImport(Glibc)
     import Glibc
@@ -65,8 +66,19 @@ package enum CurlFeatures {
         guard stat(bundle, &status) == 0, status.st_mode & S_IFMT == S_IFREG, access(bundle, R_OK) == 0 else {
             return nil
         }
+        // Only the directory the bundle itself is in, as the system's tools keep them (Debian's
+        // `/etc/ssl/certs` and its `ca-certificates.crt`): a libcurl built with a directory elsewhere keeps it.
+        if let directory = herald_easy_default_capath(easy) {
+            let bundleFolder = URL(fileURLWithPath: bundle).deletingLastPathComponent().standardizedFileURL.path
+            let folder = URL(fileURLWithPath: String(cString: directory)).standardizedFileURL.path
+            guard folder == bundleFolder else { return nil }
+        }
         return bundle
     }()
+
+    /// How long a store built from the system's bundle is kept, in seconds: an hour, so that authorities the
+    /// system adds or removes (`update-ca-certificates`) count within the hour, for a read of the bundle an hour.
+    package static let systemStoreLifetime = 3600
 
     /// The header line `Accept-Encoding: <contentEncodings>` as a C string, made once.
     static let acceptEncodingHeader: ContiguousArray<CChar>? = contentEncodings.map {

@@ -18,6 +18,9 @@ extension Transfer {
             // builds for the next connections instead of reading the bundle for each (see CurlFeatures).
             if CurlFeatures.cachedSystemBundle != nil {
                 check("CAPATH", herald_easy_setopt_string(easy, CURLOPT_CAPATH, nil))
+                check(
+                    "CA_CACHE_TIMEOUT",
+                    herald_easy_setopt_ca_cache_timeout(easy, CurlFeatures.systemStoreLifetime))
             }
         } else {
             // Custom authorities replace the system's. libcurl starts with its build's defaults (Debian:

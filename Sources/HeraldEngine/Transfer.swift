@@ -202,7 +202,9 @@ package final class Transfer: @unchecked Sendable {
             // The machine is already running: the write callback curl calls from in here sees that.
             let code = curl_easy_pause(easyHandle, CURLPAUSE_CONT)
             if let abort = machine.abortError { return abort }
-            guard code != CURLE_OK else { return nil }
+            // Only the write failing inside the unpause strands the transfer; any other answer leaves it where
+            // curl's own result will end it.
+            guard code == CURLE_WRITE_ERROR else { return nil }
             return TransferError.fromCurl(
                 code, osErrno: 0, errorBuffer: "", url: request.url,
                 stage: response == nil ? .sending : .receivingResponse)

@@ -30,6 +30,8 @@ public struct MultipartFormData: Sendable {
     /// The boundary between parts (without the leading `--`).
     public let boundary: String
     private(set) var parts: [Part] = []
+    /// The bytes of every part so far, framing included, without the closing delimiter.
+    private var partsLength: Int64 = 0
 
     /// Creates an empty form with a random boundary, `Herald-Boundary-` and 32 hexadecimal digits.
     public init() {
@@ -76,7 +78,7 @@ public struct MultipartFormData: Sendable {
     }
 
     /// The number of bytes the body has when sent, framing included: its `Content-Length`.
-    public var contentLength: Int64 { segments.reduce(0) { $0 + $1.length } }
+    public var contentLength: Int64 { partsLength + Int64(closeLength(afterParts: !parts.isEmpty)) }
 
     /// The number of parts appended so far.
     public var count: Int { parts.count }
@@ -200,20 +202,29 @@ public struct MultipartFormData: Sendable {
         try appendChecked(Part(headers: headers, body: body))
     }
 
-    /// Appends `part` unless the body's length would no longer fit a `Content-Length` (an `Int64`).
+    /// Appends `part` unless the body's length would no longer fit a `Content-Length` (an `Int64`). Counts the
+    /// new part alone, so a form of many parts costs no more per part than one of a few.
     private mutating func appendChecked(_ part: Part) throws(HeraldError) {
-        parts.append(part)
-        var total: Int64 = 0
-        for segment in segments {
-            let (sum, overflow) = total.addingReportingOverflow(segment.length)
-            guard !overflow else {
-                parts.removeLast()
-                throw HeraldError(
-                    .invalidRequest,
-                    "The multipart body would be longer than \(Int64.max) bytes with this part; it was not appended.")
-            }
-            total = sum
+        // What the part adds: its delimiter line (with the CRLF before it after the first part), its header
+        // lines, the blank line, its body. The close is counted once, in `contentLength`.
+        var head = parts.isEmpty ? "--\(boundary)\r\n" : "\r\n--\(boundary)\r\n"
+        for field in part.headers { head += "\(field.name): \(field.value)\r\n" }
+        head += "\r\n"
+        let (withHead, overflow1) = partsLength.addingReportingOverflow(Int64(head.utf8.count))
+        let (withBody, overflow2) = withHead.addingReportingOverflow(part.body.length)
+        let (_, overflow3) = withBody.addingReportingOverflow(Int64(closeLength(afterParts: true)))
+        guard !overflow1, !overflow2, !overflow3 else {
+            throw HeraldError(
+                .invalidRequest,
+                "The multipart body would be longer than \(Int64.max) bytes with this part; it was not appended.")
         }
+        parts.append(part)
+        partsLength = withBody
+    }
+
+    /// The length of the closing delimiter: after parts, it starts with a CRLF.
+    private func closeLength(afterParts: Bool) -> Int {
+        (afterParts ? "\r\n--\(boundary)--\r\n" : "--\(boundary)--\r\n").utf8.count
     }
 
     /// Refuses what would break out of a header line or a quoted string.

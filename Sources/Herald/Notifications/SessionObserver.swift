@@ -70,7 +70,10 @@ extension NotificationHub {
     /// - Parameters:
     ///   - observer: The plug-in. It is held strongly until the token is cancelled or released.
     ///   - delivery: `.posting` (on the session's event queue, synchronously) or `.queue`.
-    /// - Returns: A token; cancel or release it to stop observing.
+    /// - Returns: A token; cancel or release it to stop observing. With `.queue`, cancelling waits for a method
+    ///   that is running on another thread, as `ObservationToken.cancel()` does for any
+    ///   handler: don't cancel while holding what such a method waits for (a lock it takes, a queue it `sync`s
+    ///   onto).
     public func addObserver(_ observer: some SessionObserver, delivery: NotificationDelivery = .posting)
         -> ObservationToken
     {

@@ -133,7 +133,10 @@ extension SessionManager {
     /// Completion queue, before the completion handler.
     private func store(_ outcome: TaskOutcome, of task: DataTask, in cache: any ResponseCache) {
         guard !outcome.isFromCache, outcome.error == nil, task.originalRequest.method == "GET" else { return }
-        let sent = requestAsSent(task.originalRequest)
+        // The header fields of the last attempt as the adapter made it (an `Authorization` an interceptor adds
+        // keeps the answer out too), on the task's own URL, which lookups use.
+        var sent = requestAsSent(task.originalRequest)
+        if let adapted = task.machine({ $0.hops.attemptRequest }) { sent.headers = requestAsSent(adapted).headers }
         let proposal =
             keeps(outcome, of: task, sent: sent) ? ResponseCachePolicy.proposal(for: sent, outcome: outcome) : nil
         guard let proposal, let entry = dataTaskWillCacheResponse.map({ $0(task, proposal) }) ?? proposal else {

@@ -33,10 +33,17 @@ extension HTTPResponse {
         // Unicode scalars, not Characters, throughout: a `/` followed by a combining mark is one Character that
         // isn't "/", and a grapheme of hundreds of bytes would go whole when the name is cut.
         var scalars: [Unicode.Scalar] = []
+        // The last non-empty part: a separator starts a new part only once something follows it, so
+        // "report.pdf/" is "report.pdf".
+        var startsNewPart = false
         for scalar in raw.unicodeScalars {
             if scalar == "/" || scalar == "\\" {
-                scalars.removeAll(keepingCapacity: true)
+                startsNewPart = true
             } else if !isUnsafe(scalar) {
+                if startsNewPart {
+                    scalars.removeAll(keepingCapacity: true)
+                    startsNewPart = false
+                }
                 scalars.append(scalar)
             }
         }

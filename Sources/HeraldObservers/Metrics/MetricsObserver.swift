@@ -16,8 +16,8 @@ import Metrics
 ///   not suspended or complete).
 /// - `http.client.open_connections` (up-down counter, `{connection}`): a meter per `http.connection.state`
 ///   (`active` or `idle`) of the sessions' open connections, from `connectionDidChangeState`. When the
-///   observation ends (its token cancelled or released) with requests running or connections open, the
-///   observer takes back what it counted in these two meters.
+///   observer is released (as when the token that holds it is cancelled or released and nothing else keeps
+///   it) with requests running or connections open, it takes back what it counted in these two meters.
 /// - `http.client.connection.duration` (histogram, `s`): a timer per closed connection, of how long it was
 ///   open.
 /// - `http.client.request.body.size` and `http.client.response.body.size` (histograms, `By`): recorders of

@@ -63,7 +63,9 @@ import Synchronization
 /// `herald.reachability.previous_status`.
 ///
 /// Pass the tracer your application uses (`InstrumentationSystem.tracer`, or any `Tracer`);
-/// the observer never bootstraps one.
+/// the observer never bootstraps one. When the observer is released with tasks still running (as when the
+/// token that holds it is cancelled or released and nothing else keeps it), their spans end with an error
+/// status, so a tracer never holds a span for ever.
 public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sendable {
     private struct State {
         /// The spans of tasks seen resuming and not yet complete.

@@ -378,6 +378,22 @@ struct ResponseCacheTests {
         try await fixture.tearDown()
     }
 
+    @Test("an Authorization field an interceptor's adapter adds keeps the answer out of the cache")
+    func adaptedAuthorizationNotStored() async throws {
+        let (fixture, cache) = try await Self.fixture()
+        fixture.session.interceptor = Interceptor(adapt: { request, _ in
+            var adapted = request
+            adapted.headers.replaceOrAdd(name: "Authorization", value: "Bearer fresh-token")
+            return adapted
+        })
+        let request = Request(url: fixture.server.url("/headers?Cache-Control=max-age%3D60"))
+        _ = try await Self.run(fixture, request, completions: 1)
+        _ = try await Self.run(fixture, request, completions: 2)
+        #expect(cache.count == 0)
+        #expect(fixture.server.requestCount == 2)
+        try await fixture.tearDown()
+    }
+
     @Test("a response that varies on a field the session adds is kept with the value sent, and served only to it")
     func varyOnSessionField() async throws {
         let (fixture, cache) = try await Self.fixture { $0.httpAdditionalHeaders = ["X-Tenant": "blue"] }

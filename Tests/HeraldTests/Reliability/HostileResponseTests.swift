@@ -97,6 +97,9 @@ struct HostileResponseTests {
         // "/\u{301}" is one Character: the separator must still separate.
         #expect(HTTPResponse.safeFilename("a/\u{301}b") == "\u{301}b")
         #expect(HTTPResponse.safeFilename("x/..\u{301}/y") == "y")
+        // The last part that has something in it, as before: a trailing separator keeps the name.
+        #expect(HTTPResponse.safeFilename("dir/report.pdf/") == "report.pdf")
+        #expect(HTTPResponse.safeFilename("report.pdf\\\\") == "report.pdf")
     }
 
     @Test("a download saved under its suggested name lands in the chosen directory, whatever the server says")
