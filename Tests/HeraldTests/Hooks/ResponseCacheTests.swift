@@ -367,25 +367,26 @@ struct ResponseCacheTests {
         try await fixture.tearDown()
     }
 
-    @Test("an Authorization field the session adds to every request keeps the answer out of the cache")
-    func sessionAuthorizationNotStored() async throws {
-        let (fixture, cache) = try await Self.fixture { $0.httpAdditionalHeaders = ["Authorization": "Bearer t0ken"] }
-        let request = Request(url: fixture.server.url("/headers?Cache-Control=max-age%3D60"))
-        _ = try await Self.run(fixture, request, completions: 1)
-        _ = try await Self.run(fixture, request, completions: 2)
-        #expect(cache.count == 0)
-        #expect(fixture.server.requestCount == 2)
-        try await fixture.tearDown()
+    /// Where an `Authorization` field can come from besides the request itself.
+    enum AuthorizationSource: CaseIterable, Sendable {
+        case sessionHeaders
+        case adapter
     }
 
-    @Test("an Authorization field an interceptor's adapter adds keeps the answer out of the cache")
-    func adaptedAuthorizationNotStored() async throws {
-        let (fixture, cache) = try await Self.fixture()
-        fixture.session.interceptor = Interceptor(adapt: { request, _ in
-            var adapted = request
-            adapted.headers.replaceOrAdd(name: "Authorization", value: "Bearer fresh-token")
-            return adapted
-        })
+    @Test(
+        "an Authorization field the session adds (its headers, an interceptor's adapter) keeps the answer out",
+        arguments: AuthorizationSource.allCases)
+    func addedAuthorizationNotStored(source: AuthorizationSource) async throws {
+        let (fixture, cache) = try await Self.fixture { configuration in
+            if source == .sessionHeaders { configuration.httpAdditionalHeaders = ["Authorization": "Bearer t0ken"] }
+        }
+        if source == .adapter {
+            fixture.session.interceptor = Interceptor(adapt: { request, _ in
+                var adapted = request
+                adapted.headers.replaceOrAdd(name: "Authorization", value: "Bearer fresh-token")
+                return adapted
+            })
+        }
         let request = Request(url: fixture.server.url("/headers?Cache-Control=max-age%3D60"))
         _ = try await Self.run(fixture, request, completions: 1)
         _ = try await Self.run(fixture, request, completions: 2)
