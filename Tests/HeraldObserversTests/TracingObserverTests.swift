@@ -13,7 +13,7 @@ struct TracingObserverTests {
     func releasedObserverEndsOpenSpans() throws {
         let tracer = InMemoryTracer()
         var observer: TracingObserver<InMemoryTracer>? = TracingObserver(tracer: tracer)
-        let task = try tasks.task("https://api.example.com/v1/items")
+        let task = try tasks.task("https://127.0.0.1/v1/items")
         observer?.taskDidResume(Payloads.resume(task: 1, request: task.summary))
         #expect(tracer.activeSpans.count == 1)
         observer = nil
@@ -26,7 +26,7 @@ struct TracingObserverTests {
     func startedSpansOfTwoObservers() throws {
         let (tracerA, tracerB) = (InMemoryTracer(), InMemoryTracer())
         let (a, b) = (TracingObserver(tracer: tracerA), TracingObserver(tracer: tracerB))
-        let url = URL(string: "https://api.example.com/v1/items")!
+        let url = URL(string: "https://127.0.0.1/v1/items")!
         _ = b.startSpan(for: Request(url: url))  // B's, for a request not sent yet
         let request = a.startSpan(for: Request(url: url))
         let task = try tasks.session.dataTask(with: request)

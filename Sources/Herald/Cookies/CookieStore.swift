@@ -129,12 +129,14 @@ public final class CookieStore: Sendable {
         let matching = cookies(for: url)
         guard !matching.isEmpty else { return nil }
         var header = ""
+        var length = 0
         var count = 0
         for cookie in matching where count < Self.maximumCookiesPerRequest {
             let pair = "\(cookie.name)=\(cookie.value)"
-            let added = (header.isEmpty ? 0 : 2) + pair.utf8.count
-            guard header.utf8.count + added <= Self.maximumCookieHeaderLength else { continue }
-            header += header.isEmpty ? pair : "; " + pair
+            let added = (count == 0 ? 0 : 2) + pair.utf8.count
+            guard length + added <= Self.maximumCookieHeaderLength else { continue }
+            header += count == 0 ? pair : "; " + pair
+            length += added
             count += 1
         }
         return header.isEmpty ? nil : header

@@ -78,7 +78,7 @@ public struct MultipartFormData: Sendable {
     }
 
     /// The number of bytes the body has when sent, framing included: its `Content-Length`.
-    public var contentLength: Int64 { partsLength + Int64(closeLength(afterParts: !parts.isEmpty)) }
+    public var contentLength: Int64 { partsLength + Int64(close(afterParts: !parts.isEmpty).utf8.count) }
 
     /// The number of parts appended so far.
     public var count: Int { parts.count }
@@ -207,12 +207,10 @@ public struct MultipartFormData: Sendable {
     private mutating func appendChecked(_ part: Part) throws(HeraldError) {
         // What the part adds: its delimiter line (with the CRLF before it after the first part), its header
         // lines, the blank line, its body. The close is counted once, in `contentLength`.
-        var head = parts.isEmpty ? "--\(boundary)\r\n" : "\r\n--\(boundary)\r\n"
-        for field in part.headers { head += "\(field.name): \(field.value)\r\n" }
-        head += "\r\n"
+        let head = self.head(of: part, isFirst: parts.isEmpty)
         let (withHead, overflow1) = partsLength.addingReportingOverflow(Int64(head.utf8.count))
         let (withBody, overflow2) = withHead.addingReportingOverflow(part.body.length)
-        let (_, overflow3) = withBody.addingReportingOverflow(Int64(closeLength(afterParts: true)))
+        let (_, overflow3) = withBody.addingReportingOverflow(Int64(close(afterParts: true).utf8.count))
         guard !overflow1, !overflow2, !overflow3 else {
             throw HeraldError(
                 .invalidRequest,
@@ -222,9 +220,17 @@ public struct MultipartFormData: Sendable {
         partsLength = withBody
     }
 
-    /// The length of the closing delimiter: after parts, it starts with a CRLF.
-    private func closeLength(afterParts: Bool) -> Int {
-        (afterParts ? "\r\n--\(boundary)--\r\n" : "--\(boundary)--\r\n").utf8.count
+    /// A part's delimiter line (after the first part, with the CRLF that ends the previous body), its header
+    /// lines and the blank line before its body.
+    private func head(of part: Part, isFirst: Bool) -> String {
+        var head = isFirst ? "--\(boundary)\r\n" : "\r\n--\(boundary)\r\n"
+        for field in part.headers { head += "\(field.name): \(field.value)\r\n" }
+        return head + "\r\n"
+    }
+
+    /// The closing delimiter: after parts, it starts with the CRLF that ends the last body.
+    private func close(afterParts: Bool) -> String {
+        afterParts ? "\r\n--\(boundary)--\r\n" : "--\(boundary)--\r\n"
     }
 
     /// Refuses what would break out of a header line or a quoted string.
@@ -243,13 +249,10 @@ public struct MultipartFormData: Sendable {
     var segments: [Segment] {
         var segments: [Segment] = []
         for (index, part) in parts.enumerated() {
-            var head = index == 0 ? "--\(boundary)\r\n" : "\r\n--\(boundary)\r\n"
-            for field in part.headers { head += "\(field.name): \(field.value)\r\n" }
-            head += "\r\n"
-            segments.append(.bytes(Data(head.utf8)))
+            segments.append(.bytes(Data(head(of: part, isFirst: index == 0).utf8)))
             segments.append(part.body)
         }
-        segments.append(.bytes(Data((parts.isEmpty ? "--\(boundary)--\r\n" : "\r\n--\(boundary)--\r\n").utf8)))
+        segments.append(.bytes(Data(close(afterParts: !parts.isEmpty).utf8)))
         return segments
     }
 

@@ -334,23 +334,10 @@ public final class DiskResponseCache: ResponseCache {
         if let path = bodyPath(name) { unlink(path) }
     }
 
-    /// Whether `name` is a body file's name as ``storeCachedResponse(_:for:)`` makes them: a lowercase UUID,
-    /// 36 characters of `0-9`, `a-f` and hyphens at 8, 13, 18 and 23.
+    /// Whether `name` is a body file's name as ``storeCachedResponse(_:for:)`` makes them: a UUID in its
+    /// canonical lowercase form.
     static func isBodyFileName(_ name: String) -> Bool {
-        let bytes = Array(name.utf8)
-        guard bytes.count == 36 else { return false }
-        for (index, byte) in bytes.enumerated() {
-            switch index {
-            case 8, 13, 18, 23:
-                guard byte == UInt8(ascii: "-") else { return false }
-            default:
-                guard
-                    (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
-                        || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
-                else { return false }
-            }
-        }
-        return true
+        UUID(uuidString: name)?.uuidString.lowercased() == name
     }
 
     // MARK: - the folder

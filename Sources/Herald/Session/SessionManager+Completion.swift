@@ -135,8 +135,9 @@ extension SessionManager {
         guard !outcome.isFromCache, outcome.error == nil, task.originalRequest.method == "GET" else { return }
         // The header fields of the last attempt as the adapter made it (an `Authorization` an interceptor adds
         // keeps the answer out too), on the task's own URL, which lookups use.
-        var sent = requestAsSent(task.originalRequest)
-        if let adapted = task.machine({ $0.hops.attemptRequest }) { sent.headers = requestAsSent(adapted).headers }
+        var judged = task.originalRequest
+        if let adapted = task.machine({ $0.hops.attemptRequest }) { judged.headers = adapted.headers }
+        let sent = requestAsSent(judged)
         let proposal =
             keeps(outcome, of: task, sent: sent) ? ResponseCachePolicy.proposal(for: sent, outcome: outcome) : nil
         guard let proposal, let entry = dataTaskWillCacheResponse.map({ $0(task, proposal) }) ?? proposal else {
