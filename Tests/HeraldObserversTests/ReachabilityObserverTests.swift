@@ -63,6 +63,34 @@ struct ReachabilityObserverTests {
         #expect(indicator.waitingTaskCount == 0)
     }
 
+    @Test("a task paused and resumed while it waits for a network still waits; a network back meanwhile ends it")
+    func activityIndicatorPausedWait() {
+        let clock = ManualScheduler()
+        let indicator = NetworkActivityIndicator(activationDelay: 1, completionDelay: 0.17, scheduler: clock)
+        indicator.taskDidResume(Payloads.resume(task: 1))
+        indicator.taskIsWaitingForConnectivity(Payloads.waiting(task: 1))
+        indicator.taskDidSuspend(Payloads.suspend(task: 1))
+        #expect(indicator.waitingTaskCount == 0 && indicator.runningTaskCount == 0)
+        // The task announced its wait once; resumed, it is still waiting and is no activity.
+        indicator.taskDidResume(Payloads.resume(task: 1))
+        #expect(indicator.waitingTaskCount == 1 && indicator.runningTaskCount == 1)
+        clock.advance(by: 1)
+        #expect(indicator.state == .notActive)
+        // Paused again, and the network comes back meanwhile: resumed, it transfers.
+        indicator.taskDidSuspend(Payloads.suspend(task: 1))
+        indicator.reachabilityDidChange(Payloads.reachability(Payloads.ethernet, from: .notReachable))
+        indicator.taskDidResume(Payloads.resume(task: 1))
+        #expect(indicator.waitingTaskCount == 0)
+        clock.advance(by: 1)
+        #expect(indicator.state == .active)
+        // A completion forgets a paused wait: a later resume under that key is activity, not a wait.
+        indicator.taskIsWaitingForConnectivity(Payloads.waiting(task: 1))
+        indicator.taskDidSuspend(Payloads.suspend(task: 1))
+        indicator.taskDidComplete(Payloads.complete(task: 1))
+        indicator.taskDidResume(Payloads.resume(task: 1))
+        #expect(indicator.waitingTaskCount == 0 && indicator.runningTaskCount == 1)
+    }
+
     @Test("the logging observer writes the wait and the change at debug, with bounded labels")
     func logLines() async throws {
         let handler = InMemoryLogHandler()

@@ -143,6 +143,16 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
         // The resume data the task was made from, or what a retry continues: the same rules either way.
         let continuation = core.withLock { $0.downloadContinuation }
         let offset = continuation?.bytesReceived ?? 0
+        var request = request
+        if offset > 0, let continuation, continuation.url != request.url {
+            // A retry behind a redirect asks where the bytes came from: the redirecting URL would answer the
+            // range with its redirect, which is no range of the file. Credential fields stay behind when that
+            // is another origin, as they did on the redirect.
+            if !RedirectRules.isSameOrigin(request.url, continuation.url) {
+                for name in RedirectRules.credentialHeaders { request.headers.remove(name: name) }
+            }
+            request.url = continuation.url
+        }
         var transfer = session.transferRequest(
             for: request, body: request.body.map { .data($0) }, sink: .file(temporaryURL, resumeOffset: offset))
         if offset > 0, let validator = continuation?.validator {

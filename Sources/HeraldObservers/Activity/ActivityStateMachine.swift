@@ -19,6 +19,9 @@ struct ActivityStateMachine {
     /// don't keep the indicator up. They leave this set when they complete or pause, or when a network
     /// comes back (they start again then, without another resume).
     private(set) var waiting: Set<TaskKey> = []
+    /// Tasks paused while they waited for a network. Their wait goes on (a task announces it once), so
+    /// resumed they wait again, unless a network came back meanwhile.
+    private var pausedWhileWaiting: Set<TaskKey> = []
     /// The last reachability status seen.
     private(set) var networkStatus = NetworkReachabilityStatus.unknown
     private(set) var isEnabled: Bool
@@ -33,16 +36,30 @@ struct ActivityStateMachine {
         self.isEnabled = isEnabled
     }
 
-    /// A task started or continued. Adding a task already running does nothing.
+    /// A task started or continued; one paused while it waited for a network waits again. Adding a task
+    /// already running does nothing.
     mutating func taskStarted(_ key: TaskKey) -> Action {
         guard running.insert(key).inserted else { return Action() }
+        if pausedWhileWaiting.remove(key) != nil { waiting.insert(key) }
         return reevaluate()
     }
 
-    /// A task paused or completed. Removing a task that is not running does nothing, so a duplicated
-    /// completion, or a completion without a resume, can never drive the count below zero.
-    mutating func taskStopped(_ key: TaskKey) -> Action {
+    /// A task paused: it is no longer running, and a wait it was in goes on while it is paused.
+    mutating func taskSuspended(_ key: TaskKey) -> Action {
+        if waiting.remove(key) != nil { pausedWhileWaiting.insert(key) }
+        return taskLeft(key)
+    }
+
+    /// A task completed: nothing of it is kept.
+    mutating func taskCompleted(_ key: TaskKey) -> Action {
         waiting.remove(key)
+        pausedWhileWaiting.remove(key)
+        return taskLeft(key)
+    }
+
+    /// Removing a task that is not running does nothing, so a duplicated completion, or a completion without
+    /// a resume, can never drive the count below zero.
+    private mutating func taskLeft(_ key: TaskKey) -> Action {
         guard running.remove(key) != nil else { return Action() }
         return reevaluate()
     }
@@ -56,7 +73,9 @@ struct ActivityStateMachine {
     /// A reachability monitor announced `status`; a reachable one ends every wait.
     mutating func reachabilityChanged(to status: NetworkReachabilityStatus) -> Action {
         networkStatus = status
-        guard status.isReachable, !waiting.isEmpty else { return Action() }
+        guard status.isReachable else { return Action() }
+        pausedWhileWaiting = []
+        guard !waiting.isEmpty else { return Action() }
         waiting = []
         return reevaluate()
     }
@@ -69,6 +88,7 @@ struct ActivityStateMachine {
         let before = running.count
         running = running.filter { $0.sessionIdentifier != sessionIdentifier }
         waiting = waiting.filter { $0.sessionIdentifier != sessionIdentifier }
+        pausedWhileWaiting = pausedWhileWaiting.filter { $0.sessionIdentifier != sessionIdentifier }
         return running.count == before ? Action() : reevaluate()
     }
 

@@ -15,7 +15,8 @@ import HeraldNotifications
 /// that session. A task waiting for a network (`taskIsWaitingForConnectivity`) stays in the set but is no
 /// activity: it doesn't keep the indicator up, and ``waitingTaskCount`` counts it until it completes,
 /// pauses, or a `NetworkReachability` posting on the same center announces a reachable network
-/// (``networkStatus``).
+/// (``networkStatus``). Paused and resumed while the network is still away, it waits again: the task
+/// announces its wait once.
 ///
 /// ```swift
 /// let indicator = NetworkActivityIndicator { change in
@@ -104,14 +105,14 @@ public final class NetworkActivityIndicator: SessionObserver {
     /// - Parameter notification: `taskDidSuspend`.
     public func taskDidSuspend(_ notification: TypedNotification<TaskLifecycleEvent>) {
         let key = TaskKey(notification.userInfo)
-        perform { $0.taskStopped(key) }
+        perform { $0.taskSuspended(key) }
     }
 
     /// Removes the task from the running set; nothing happens if it wasn't there.
     /// - Parameter notification: `taskDidComplete`.
     public func taskDidComplete(_ notification: TypedNotification<TaskCompletion>) {
         let key = TaskKey(notification.userInfo)
-        perform { $0.taskStopped(key) }
+        perform { $0.taskCompleted(key) }
     }
 
     /// Marks the task as waiting for a network: it no longer keeps the indicator up.

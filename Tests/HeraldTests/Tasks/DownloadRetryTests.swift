@@ -48,6 +48,35 @@ struct DownloadRetryTests {
         try await Self.tearDown(session, scratch, server)
     }
 
+    @Test("a download behind a redirect, dropped at 40%, continues with one Range request to the redirect's target")
+    func continuesBehindRedirect() async throws {
+        let server = try await TestServer.start()
+        let scratch = try ScratchDirectory()
+        let session = SessionManager(notificationCenter: NotificationHub())
+        let recorder = RecordingObserver(center: session.notificationCenter)
+        let path = "/bytes/\(Self.size)"
+        let target = server.url("\(path)?key=redirected-drop&dropAfter=\(Self.dropped)&chunkSize=16384")
+        let encoded = try #require(target.absoluteString.addingPercentEncoding(withAllowedCharacters: .alphanumerics))
+        let destination = scratch.url.appendingPathComponent("behind-redirect.bin")
+        let task = try session.downloadTask(
+            with: Request(url: server.url("/redirect-to?url=\(encoded)")), destination: { _, _ in destination })
+        task.interceptor = Self.fast
+        task.resume()
+
+        try await recorder.waitForCompletions(1)
+        #expect(recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .retry, .complete])
+        #expect(recorder.events.compactMap(\.retry).first?.continuesFromByte == Int64(Self.dropped))
+        #expect(task.error == nil && task.response?.statusCode == 206)
+        #expect(task.response?.url == target)
+        // The redirect was asked once, by the first attempt; the retry went straight to the file.
+        #expect(server.requests(forPath: "/redirect-to").count == 1)
+        let requests = server.requests(forPath: path)
+        #expect(requests.count == 2)
+        #expect(requests.last?.headerValue("Range") == "bytes=\(Self.dropped)-")
+        #expect(try PatternFile.matches(destination, count: Self.size))
+        try await Self.tearDown(session, scratch, server)
+    }
+
     @Test("a resource that changed meanwhile (If-Range no longer matches: 200) is written again from byte 0")
     func startsOverWhenChanged() async throws {
         let server = try await TestServer.start()
