@@ -49,8 +49,8 @@ package enum SetCookieParser {
         var parts = field.split(separator: ";", omittingEmptySubsequences: false).map(String.init)
         let pair = parts.removeFirst()
         guard let equals = pair.firstIndex(of: "=") else { return .ignored("no name=value pair") }
-        let name = pair[..<equals].trimmingCharacters(in: .whitespaces)
-        let value = pair[pair.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+        let name = trimmingBlanks(pair[..<equals])
+        let value = trimmingBlanks(pair[pair.index(after: equals)...])
         guard !name.isEmpty else { return .ignored("an empty name") }
         guard name.utf8.count + value.utf8.count <= maximumNameValueLength else { return .ignored("too long") }
 
@@ -91,7 +91,10 @@ package enum SetCookieParser {
         var isHostOnly = true
         var domain = host
         if !domainAttribute.isEmpty {
-            if publicSuffixes.isPublicSuffix(domainAttribute) {
+            // A name with a trailing dot (`github.io.`) is the same name: it is a public suffix when its undotted
+            // form is one.
+            let undotted = domainAttribute.hasSuffix(".") ? String(domainAttribute.dropLast()) : domainAttribute
+            if publicSuffixes.isPublicSuffix(undotted) {
                 guard domainAttribute == host else {
                     return .ignored("the domain \(domainAttribute) is a public suffix")
                 }
@@ -111,12 +114,23 @@ package enum SetCookieParser {
                             "the domain \(domainAttribute) is broader than the registrable domain of \(host)")
                     }
                 }
-                isHostOnly = false
-                domain = domainAttribute
+                // An IP address has no subdomains: `Domain=` naming it keeps the cookie to it alone.
+                if !CookieMatching.isIPAddress(host) {
+                    isHostOnly = false
+                    domain = domainAttribute
+                }
             }
         }
         if isSecure, url.scheme?.lowercased() != "https" {
             return .ignored("a Secure cookie set over http")
+        }
+        // RFC 6265bis's name prefixes, in any case: `__Secure-` promises a Secure cookie; `__Host-` one that is
+        // also host-only and for the whole host (an explicit `Path=/`).
+        if hasPrefix(name, "__secure-"), !isSecure {
+            return .ignored("a __Secure- cookie without Secure")
+        }
+        if hasPrefix(name, "__host-"), !(isSecure && isHostOnly && domainAttribute.isEmpty && path == "/") {
+            return .ignored("a __Host- cookie without Secure, with a Domain, or without Path=/")
         }
         return .store(
             Fields(
@@ -126,13 +140,25 @@ package enum SetCookieParser {
     }
 
     private static func split(_ attribute: String) -> (String, String) {
-        guard let equals = attribute.firstIndex(of: "=") else {
-            return (attribute.trimmingCharacters(in: .whitespaces), "")
-        }
-        return (
-            attribute[..<equals].trimmingCharacters(in: .whitespaces),
-            attribute[attribute.index(after: equals)...].trimmingCharacters(in: .whitespaces)
-        )
+        guard let equals = attribute.firstIndex(of: "=") else { return (trimmingBlanks(attribute[...]), "") }
+        return (trimmingBlanks(attribute[..<equals]), trimmingBlanks(attribute[attribute.index(after: equals)...]))
+    }
+
+    /// Whether `name` starts with `prefix` (lowercase ASCII), in any case.
+    private static func hasPrefix(_ name: String, _ prefix: String) -> Bool {
+        name.utf8.count >= prefix.utf8.count
+            && zip(name.utf8, prefix.utf8).allSatisfy { byte, expected in
+                (byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte) == expected
+            }
+    }
+
+    /// `text` without leading and trailing spaces and tabs: the only white space RFC 6265 trims (a no-break
+    /// space is part of a value).
+    private static func trimmingBlanks(_ text: Substring) -> String {
+        let isBlank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        guard let first = text.firstIndex(where: { !isBlank($0) }), let last = text.lastIndex(where: { !isBlank($0) })
+        else { return "" }
+        return String(text[first...last])
     }
 
     /// The expiry a `Max-Age` value sets (§5.2.2): a number of seconds, optionally negative; zero or less

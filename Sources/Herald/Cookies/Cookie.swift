@@ -91,6 +91,27 @@ public struct Cookie: Sendable, Hashable, Codable {
 
     /// The identity RFC 6265 replaces a cookie by: name, domain and path.
     var key: String { "\(name)\u{0}\(domain)\u{0}\(path)" }
+
+    /// Why the cookie could not be sent as it is, or `nil` when it can: a name or value with a control
+    /// character or `;` would end the `Cookie` field or add one (a line break, a field of its own), an empty
+    /// name or one with `=` reads back as another cookie, and a domain or path with a control character or a
+    /// path not starting with `/` matches nothing it should.
+    var malformation: String? {
+        func hasControl(_ text: String) -> Bool {
+            text.utf8.contains { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }
+        }
+        if name.isEmpty { return "an empty name" }
+        if hasControl(name) || hasControl(value) { return "a control character in its name or value" }
+        if name.utf8.contains(where: { $0 == UInt8(ascii: ";") || $0 == UInt8(ascii: "=") }) {
+            return "a `;` or `=` in its name"
+        }
+        if value.utf8.contains(UInt8(ascii: ";")) { return "a `;` in its value" }
+        if domain.isEmpty || hasControl(domain) { return "an empty domain or a control character in it" }
+        if !path.hasPrefix("/") || hasControl(path) {
+            return "a path not starting with `/`, or a control character in it"
+        }
+        return nil
+    }
 }
 
 extension Cookie {

@@ -23,8 +23,14 @@ import HeraldNotifications
 /// - The `Set-Cookie` fields of one response are applied in order, each as if it came alone.
 /// - `HttpOnly` and `SameSite` are kept (and persisted) as received; `SameSite` is not enforced, as a
 ///   client has no top-level site.
-/// - Limits: a name and value over 4096 bytes together are ignored; at most 50 cookies per domain (the
-///   oldest go first) and 3000 in all.
+/// - RFC 6265bis: a cookie named `__Secure-…` must be `Secure`, one named `__Host-…` also host-only with
+///   `Path=/`; an `http` response can't set a cookie of the same name as a `Secure` one on an overlapping
+///   domain and path (it could replace or shadow it).
+/// - Limits: a name and value over 4096 bytes together are ignored; at most 50 cookies per domain, 180 per
+///   site (a registrable domain and every name under it, so that one site can't push out every other site's
+///   cookies) and 3000 in all; the cookies least recently stored or sent go first (RFC 6265 §5.3).
+/// - A cookie whose name or value holds a control character or `;`, or whose name is empty or holds `=`, is
+///   never stored, from a response, ``setCookie(_:)`` or a file: it could not be sent as it is.
 ///
 /// ## The file format
 ///
@@ -32,17 +38,23 @@ import HeraldNotifications
 /// session cookies are never written) in a text file of JSON lines: one JSON object per cookie, with the
 /// keys `name`, `value`, `domain`, `isHostOnly`, `path`, `expiresAt` and `creationDate` (seconds since
 /// 1970, UTC), `isSecure`, `isHTTPOnly` and `sameSite` (`"Strict"`, `"Lax"`, `"None"`, or absent). The file
-/// is rewritten (to a temporary file, then renamed over it) on a background queue after each change;
-/// ``flush()`` waits for that.
+/// is rewritten (to a temporary file, then renamed over it) on a background queue after each change, readable
+/// by its owner alone (mode `0600`: it holds sessions' credentials); ``flush()`` waits for that.
 ///
 /// Safe to use from any thread; its methods never call back into your code.
 public final class CookieStore: Sendable {
     /// The most cookies kept for one domain.
     public static let maximumCookiesPerDomain = 50
+    /// The most cookies kept for one site: a registrable domain (see ``PublicSuffixList``) and every name under
+    /// it, or a host that has none (an IP address, a name that is a public suffix).
+    public static let maximumCookiesPerSite = 180
     /// The most cookies kept in all.
     public static let maximumCookies = 3000
+    /// The largest cookie file ``init(persistingTo:publicSuffixes:)`` reads, in bytes: 3000 cookies of the
+    /// longest name and value fit in it.
+    public static let maximumFileSize = 16 << 20
 
-    private let cookies = Locked<[String: Cookie]>([:])
+    private let jar = Locked<Jar>(Jar())
     private let fileURL: URL?
     private let saveQueue = DispatchQueue(label: "herald.cookie-store.save")
     private let publicSuffixes: PublicSuffixList
@@ -68,31 +80,55 @@ public final class CookieStore: Sendable {
         guard FileManager.default.fileExists(atPath: fileURL.path) else { return }
         let text: String
         do {
+            let size = try FileManager.default.attributesOfItem(atPath: fileURL.path)[.size] as? Int ?? 0
+            guard size <= Self.maximumFileSize else {
+                throw HeraldError(
+                    .fileIO,
+                    "The cookie file \(fileURL.path) holds \(size) bytes, more than the \(Self.maximumFileSize) "
+                        + "a store of \(Self.maximumCookies) cookies needs.")
+            }
             text = try String(contentsOf: fileURL, encoding: .utf8)
+        } catch let error as HeraldError {
+            throw error
         } catch {
             throw HeraldError(.fileIO, "Cannot read the cookie file \(fileURL.path).", underlying: error)
         }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .secondsSince1970
         let now = Date()
-        var loaded: [String: Cookie] = [:]
+        var loaded: [Cookie] = []
         for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: true).enumerated() {
-            let cookie: Cookie
+            let decoded: Cookie
             do {
-                cookie = try decoder.decode(Cookie.self, from: Data(line.utf8))
+                decoded = try decoder.decode(Cookie.self, from: Data(line.utf8))
             } catch {
                 throw HeraldError(
                     .fileIO, "Line \(index + 1) of the cookie file \(fileURL.path) is not a cookie.", underlying: error)
             }
-            if !cookie.isExpired(at: now) { loaded[cookie.key] = cookie }
+            // Through the initializer, which lowercases the domain and drops a leading dot, as for any cookie.
+            let cookie = Cookie(
+                name: decoded.name, value: decoded.value, domain: decoded.domain, isHostOnly: decoded.isHostOnly,
+                path: decoded.path, expiresAt: decoded.expiresAt, isSecure: decoded.isSecure,
+                isHTTPOnly: decoded.isHTTPOnly, sameSite: decoded.sameSite, creationDate: decoded.creationDate)
+            if let fault = cookie.malformation {
+                throw HeraldError(
+                    .fileIO,
+                    "Line \(index + 1) of the cookie file \(fileURL.path) is not a cookie that can be sent: \(fault).")
+            }
+            if !cookie.isExpired(at: now) { loaded.append(cookie) }
         }
-        cookies.withLock { $0 = loaded }
+        // The file keeps no time of use: the oldest are taken as the least recently used.
+        loaded.sort { $0.creationDate < $1.creationDate }
+        jar.withLock { jar in
+            for cookie in loaded { jar.put(cookie, site: site(of: cookie)) }
+            jar.enforceLimits()
+        }
     }
 
     /// Every cookie kept and not expired, by domain, path and name.
     public var allCookies: [Cookie] {
         let now = Date()
-        return cookies.withLock { Array($0.values) }.filter { !$0.isExpired(at: now) }
+        return jar.withLock { $0.entries.values.map(\.cookie) }.filter { !$0.isExpired(at: now) }
             .sorted { ($0.domain, $0.path, $0.name) < ($1.domain, $1.path, $1.name) }
     }
 
@@ -103,7 +139,7 @@ public final class CookieStore: Sendable {
     ///   - date: The time of the request; default now.
     /// - Returns: The matching cookies.
     public func cookies(for url: URL, at date: Date = Date()) -> [Cookie] {
-        cookies.withLock { Array($0.values) }.filter { $0.matches(url, at: date) }
+        jar.withLock { $0.entries.values.map(\.cookie) }.filter { $0.matches(url, at: date) }
             .sorted { lhs, rhs in
                 lhs.path.count != rhs.path.count
                     ? lhs.path.count > rhs.path.count : lhs.creationDate < rhs.creationDate
@@ -125,21 +161,25 @@ public final class CookieStore: Sendable {
     /// - Returns: The field value.
     public func cookieHeader(for url: URL) -> String? {
         // Every request of a session asks, most of them of an empty store.
-        guard !cookies.withLock({ $0.isEmpty }) else { return nil }
+        guard !jar.withLock({ $0.entries.isEmpty }) else { return nil }
         let matching = cookies(for: url)
         guard !matching.isEmpty else { return nil }
         var header = ""
         var length = 0
-        var count = 0
-        for cookie in matching where count < Self.maximumCookiesPerRequest {
+        var sent: [String] = []
+        for cookie in matching where sent.count < Self.maximumCookiesPerRequest {
             let pair = "\(cookie.name)=\(cookie.value)"
-            let added = (count == 0 ? 0 : 2) + pair.utf8.count
+            let added = (sent.isEmpty ? 0 : 2) + pair.utf8.count
             guard length + added <= Self.maximumCookieHeaderLength else { continue }
-            header += count == 0 ? pair : "; " + pair
+            header += sent.isEmpty ? pair : "; " + pair
             length += added
-            count += 1
+            sent.append(cookie.key)
         }
-        return header.isEmpty ? nil : header
+        guard !sent.isEmpty else { return nil }
+        jar.withLock { jar in
+            for key in sent { jar.touch(key) }
+        }
+        return header
     }
 
     /// Stores what the `Set-Cookie` fields of a response to `url` set, as Herald does for every response.
@@ -167,39 +207,53 @@ public final class CookieStore: Sendable {
             parsed.append(cookie)
         }
         guard !parsed.isEmpty else { return [] }
+        let sites = parsed.map(site(of:))
+        let isSecureResponse = url.scheme?.lowercased() == "https"
         var stored: [Cookie?] = []
-        update { cookies in
+        update { jar in
             var setHere: [String: Int] = [:]  // key → index in `stored`, of the cookies this response set
-            for var cookie in parsed {
+            for (var cookie, site) in zip(parsed, sites) {
+                // RFC 6265bis: a plain response can neither replace nor shadow a Secure cookie.
+                if !isSecureResponse, jar.holdsSecureNamesake(of: cookie) { continue }
                 if let index = setHere.removeValue(forKey: cookie.key) { stored[index] = nil }
                 if cookie.isExpired(at: now) {
-                    cookies[cookie.key] = nil
+                    jar.entries[cookie.key] = nil
                     continue
                 }
-                if let old = cookies[cookie.key] { cookie.creationDate = old.creationDate }
-                cookies[cookie.key] = cookie
+                if let old = jar.entries[cookie.key] { cookie.creationDate = old.cookie.creationDate }
+                jar.put(cookie, site: site)
                 setHere[cookie.key] = stored.count
                 stored.append(cookie)
             }
         }
-        return stored.compactMap { $0 }
+        // What the limits removed again is not stored either.
+        return jar.withLock { jar in stored.compactMap { $0 }.filter { jar.entries[$0.key] != nil } }
     }
 
     /// Stores `cookie`, replacing the one of the same name, domain and path; an expired cookie removes it.
+    ///
+    /// A cookie that could not be sent as it is — a name or value with a control character or `;`, an empty
+    /// name or one with `=`, a domain or path with a control character, a path not starting with `/` — is
+    /// not stored: it could otherwise add fields to every request it goes with.
     /// - Parameter cookie: The cookie.
-    public func setCookie(_ cookie: Cookie) {
-        update { cookies in
+    /// - Returns: Whether the cookie was well formed (and so stored, or its namesake removed).
+    @discardableResult
+    public func setCookie(_ cookie: Cookie) -> Bool {
+        guard cookie.malformation == nil else { return false }
+        let site = site(of: cookie)
+        update { jar in
             if cookie.isExpired(at: Date()) {
-                cookies[cookie.key] = nil
+                jar.entries[cookie.key] = nil
             } else {
-                cookies[cookie.key] = cookie
+                jar.put(cookie, site: site)
             }
         }
+        return true
     }
 
     /// Removes every cookie.
     public func removeAll() {
-        update { $0.removeAll() }
+        update { $0.entries.removeAll() }
     }
 
     /// Waits until every change made so far is written to the file (no-op for an in-memory store).
@@ -209,31 +263,20 @@ public final class CookieStore: Sendable {
     }
 
     /// Applies `change`, enforces the limits and schedules a save.
-    private func update(_ change: (inout [String: Cookie]) -> Void) {
-        cookies.withLock { cookies in
-            change(&cookies)
-            Self.enforceLimits(on: &cookies)
+    private func update(_ change: (inout Jar) -> Void) {
+        jar.withLock { jar in
+            change(&jar)
+            jar.enforceLimits()
         }
         guard let fileURL else { return }
         // The save writes the cookies as they are when it runs, not a copy taken here: two threads' changes may
         // reach the queue in the other order than they were made, and the file must end as the store does.
-        saveQueue.async { [self] in Self.save(cookies.withLock { Array($0.values) }, to: fileURL) }
+        saveQueue.async { [self] in Self.save(jar.withLock { $0.entries.values.map(\.cookie) }, to: fileURL) }
     }
 
-    private static func enforceLimits(on cookies: inout [String: Cookie]) {
-        let now = Date()
-        for (key, cookie) in cookies where cookie.isExpired(at: now) { cookies[key] = nil }
-        let byDomain = Dictionary(grouping: cookies.values, by: \.domain)
-        for (_, group) in byDomain where group.count > maximumCookiesPerDomain {
-            for cookie in group.sorted(by: { $0.creationDate < $1.creationDate }).dropLast(maximumCookiesPerDomain) {
-                cookies[cookie.key] = nil
-            }
-        }
-        if cookies.count > maximumCookies {
-            for cookie in cookies.values.sorted(by: { $0.creationDate < $1.creationDate }).dropLast(maximumCookies) {
-                cookies[cookie.key] = nil
-            }
-        }
+    /// The site `cookie` counts against: its domain's registrable domain, or the domain itself when it has none.
+    private func site(of cookie: Cookie) -> String {
+        publicSuffixes.registrableDomain(for: cookie.domain) ?? cookie.domain
     }
 
     /// Writes the persistent cookies as JSON lines, atomically. Save queue.
@@ -250,6 +293,87 @@ public final class CookieStore: Sendable {
             text += line + "\n"
         }
         // A failed write leaves the previous file in place; the cookies stay in memory.
-        try? Data(text.utf8).write(to: fileURL, options: .atomic)
+        let temporary = fileURL.deletingLastPathComponent().appendingPathComponent(
+            ".\(fileURL.lastPathComponent).\(UUID().uuidString.lowercased())")
+        let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { return }
+        let written = Array(text.utf8).withUnsafeBytes { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let count = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { return false }
+                offset += count
+            }
+            return true
+        }
+        close(descriptor)
+        guard written, rename(temporary.path, fileURL.path) == 0 else {
+            unlink(temporary.path)
+            return
+        }
+    }
+}
+
+/// The cookies of a store and when each was last stored or sent.
+private struct Jar {
+    struct Entry {
+        var cookie: Cookie
+        /// The site the cookie counts against (see `CookieStore.maximumCookiesPerSite`).
+        let site: String
+        /// The `clock` of the cookie's last store or send: the lowest goes first when a limit is reached.
+        var lastUse: UInt64
+    }
+
+    var entries: [String: Entry] = [:]
+    /// Counts stores and sends, so that uses are ordered even within one clock tick.
+    private var clock: UInt64 = 0
+
+    /// Stores `cookie`, replacing its namesake, as just used.
+    mutating func put(_ cookie: Cookie, site: String) {
+        clock += 1
+        entries[cookie.key] = Entry(cookie: cookie, site: site, lastUse: clock)
+    }
+
+    /// Whether a Secure cookie of the same name is stored whose domain and `cookie`'s match either way and
+    /// whose path `cookie`'s path is inside (RFC 6265bis §5.7, step 16).
+    func holdsSecureNamesake(of cookie: Cookie) -> Bool {
+        entries.values.contains { entry in
+            let held = entry.cookie
+            return held.isSecure && held.name == cookie.name
+                && (CookieRules.domainMatches(held.domain, cookie.domain)
+                    || CookieRules.domainMatches(cookie.domain, held.domain))
+                && CookieRules.pathMatches(cookie.path, held.path)
+        }
+    }
+
+    /// Marks the cookie of `key` as just sent.
+    mutating func touch(_ key: String) {
+        clock += 1
+        entries[key]?.lastUse = clock
+    }
+
+    /// Removes expired cookies, then the least recently used of a domain, a site, or the whole store over its
+    /// limit.
+    mutating func enforceLimits() {
+        let now = Date()
+        for (key, entry) in entries where entry.cookie.isExpired(at: now) { entries[key] = nil }
+        trim(CookieStore.maximumCookiesPerDomain) { $0.cookie.domain }
+        trim(CookieStore.maximumCookiesPerSite) { $0.site }
+        if entries.count > CookieStore.maximumCookies {
+            for entry in entries.values.sorted(by: { $0.lastUse < $1.lastUse }).dropLast(CookieStore.maximumCookies) {
+                entries[entry.cookie.key] = nil
+            }
+        }
+    }
+
+    /// Keeps at most `limit` cookies of each group, the most recently used.
+    private mutating func trim(_ limit: Int, by group: (Entry) -> String) {
+        guard entries.count > limit else { return }
+        for (_, members) in Dictionary(grouping: entries.values, by: group) where members.count > limit {
+            for entry in members.sorted(by: { $0.lastUse < $1.lastUse }).dropLast(limit) {
+                entries[entry.cookie.key] = nil
+            }
+        }
     }
 }

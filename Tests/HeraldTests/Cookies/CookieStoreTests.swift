@@ -151,14 +151,15 @@ struct CookieStoreTests {
         // Two 4 KB cookies fit beside `deep`, a third doesn't.
         #expect(header.split(separator: ";").count == 3)
 
-        // 200 matching cookies: 50 (the most a domain keeps) for each of four domains of the host.
+        // 200 cookies set, 50 (the most a domain keeps) for each of four domains of the host: the site keeps 180,
+        // all matching, more than one request carries.
         let many = CookieStore()
         for domain in ["h.example", "sub.h.example", "x.sub.h.example", "y.x.sub.h.example"] {
             for index in 0..<50 {
                 many.setCookie(Cookie(name: "c\(index)", value: "1", domain: domain, isHostOnly: false))
             }
         }
-        #expect(many.cookies(for: testURL("https://y.x.sub.h.example/")).count == 200)
+        #expect(many.cookies(for: testURL("https://y.x.sub.h.example/")).count == CookieStore.maximumCookiesPerSite)
         let manyHeader = try #require(many.cookieHeader(for: testURL("https://y.x.sub.h.example/")))
         #expect(manyHeader.split(separator: ";").count == CookieStore.maximumCookiesPerRequest)
     }
@@ -211,6 +212,150 @@ struct CookieStoreTests {
         let error = #expect(throws: HeraldError.self) { try CookieStore(persistingTo: file) }
         #expect(error?.code == .fileIO)
         #expect(error?.message.contains("Line 1") == true)
+    }
+
+    @Test("at most 180 cookies per site, whatever its subdomains: another site's cookies stay")
+    func siteLimit() {
+        let store = CookieStore()
+        store.store(setCookieFields: ["login=1; Max-Age=3600"], from: testURL("https://bank.example/"))
+        // Five names under one registrable domain, 50 cookies each, set for the domain the host names.
+        let hosts = [
+            "evil.example", "a.evil.example", "b.a.evil.example", "c.b.a.evil.example", "d.c.b.a.evil.example",
+        ]
+        for host in hosts {
+            store.store(
+                setCookieFields: (0..<50).map { "c\($0)=1; Domain=\(host)" }, from: testURL("https://\(host)/"))
+        }
+        let evil = store.allCookies.filter { $0.domain.hasSuffix("evil.example") }
+        #expect(evil.count == CookieStore.maximumCookiesPerSite)
+        // The least recently stored went: the first host's.
+        #expect(!evil.contains { $0.domain == "evil.example" })
+        #expect(store.cookieHeader(for: testURL("https://bank.example/")) == "login=1")
+    }
+
+    @Test("a cookie stored or sent lately outlives older ones at a limit: the least recently used go first")
+    func evictionByUse() {
+        let store = CookieStore()
+        let site = testURL("https://h.example/")
+        store.store(setCookieFields: ["session=old"], from: site)
+        store.store(setCookieFields: (0..<49).map { "c\($0)=1" }, from: site)
+        store.store(setCookieFields: ["session=refreshed"], from: site)
+        store.store(setCookieFields: ["late=1"], from: site)
+        #expect(store.byName["session"]?.value == "refreshed")
+        #expect(store.byName["c0"] == nil && store.byName["c1"] != nil)
+        // Sending counts as use: c1 goes with a request, and the next cookie over the limit takes c2 instead.
+        store.store(setCookieFields: ["only=1; Path=/only"], from: testURL("https://h.example/x"))
+        #expect(store.byName["c1"] == nil)
+        store.setCookie(Cookie(name: "c2", value: "2", domain: "h.example", path: "/two"))
+        _ = store.cookieHeader(for: testURL("https://h.example/two"))
+        store.store(setCookieFields: ["later=1"], from: site)
+        #expect(store.byName["c2"]?.value == "2")
+    }
+
+    @Test("a cookie that could not be sent as it is is refused by setCookie and by a file")
+    func malformedCookies() throws {
+        let store = CookieStore()
+        for cookie in [
+            Cookie(name: "a", value: "x\r\nX-Injected: 1", domain: "h.example"),
+            Cookie(name: "", value: "x", domain: "h.example"),
+            Cookie(name: "a=b", value: "x", domain: "h.example"),
+            Cookie(name: "a", value: "x; b=2", domain: "h.example"),
+            Cookie(name: "a", value: "x", domain: "h.example", path: "nope"),
+        ] {
+            #expect(!store.setCookie(cookie), "\(cookie.name)=\(cookie.value)")
+        }
+        #expect(store.cookieHeader(for: testURL("http://h.example/")) == nil)
+        #expect(store.setCookie(Cookie(name: "a", value: "x", domain: "h.example")))
+
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("herald-cookies-\(UUID()).jsonl")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let line =
+            #"{"creationDate":1,"domain":"h.example","expiresAt":4000000000,"isHTTPOnly":false,"#
+            + #""isHostOnly":true,"isSecure":false,"name":"a","path":"/","value":"x\r\nX-Injected: 1"}"#
+        try Data((line + "\n").utf8).write(to: file)
+        let error = #expect(throws: HeraldError.self) { try CookieStore(persistingTo: file) }
+        #expect(error?.code == .fileIO)
+        #expect(error?.message.contains("Line 1") == true)
+    }
+
+    @Test("a cookie file is read as cookies are stored: domains normalised, limits kept, size bounded, mode 0600")
+    func fileIsHeldToTheRules() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("herald-cookies-\(UUID()).jsonl")
+        defer { try? FileManager.default.removeItem(at: file) }
+        func line(_ name: String, domain: String, created: Int) -> String {
+            #"{"creationDate":\#(created),"domain":"\#(domain)","expiresAt":4000000000,"isHTTPOnly":false,"#
+                + #""isHostOnly":true,"isSecure":false,"name":"\#(name)","path":"/","value":"1"}"#
+        }
+        var lines = (0..<60).map { line("c\($0)", domain: "h.example", created: 1000 + $0) }
+        lines.append(line("up", domain: "UP.EXAMPLE", created: 5))
+        lines.append(line("dot", domain: ".dot.example", created: 5))
+        try Data(lines.joined(separator: "\n").utf8).write(to: file)
+        let store = try CookieStore(persistingTo: file)
+        #expect(store.allCookies.filter { $0.domain == "h.example" }.count == CookieStore.maximumCookiesPerDomain)
+        #expect(store.byName["c0"] == nil && store.byName["c59"] != nil)
+        #expect(store.cookieHeader(for: testURL("http://up.example/")) == "up=1")
+        #expect(store.cookieHeader(for: testURL("http://dot.example/")) == "dot=1")
+
+        store.setCookie(
+            Cookie(name: "new", value: "1", domain: "h.example", expiresAt: Date().addingTimeInterval(60)))
+        store.flush()
+        let mode = try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+
+        try Data(count: CookieStore.maximumFileSize + 1).write(to: file)
+        let error = #expect(throws: HeraldError.self) { try CookieStore(persistingTo: file) }
+        #expect(error?.code == .fileIO)
+    }
+
+    @Test("Domain naming a public suffix with a trailing dot, or an IP address, keeps the cookie to its host")
+    func hostOnlyDomains() {
+        let dotted = CookieStore.after(["t=1; Domain=github.io."], from: testURL("http://github.io./"))
+        #expect(dotted.byName["t"]?.isHostOnly == true)
+        #expect(dotted.cookieHeader(for: testURL("http://victim.github.io./")) == nil)
+        #expect(dotted.cookieHeader(for: testURL("http://github.io./")) == "t=1")
+
+        let address = CookieStore.after(["ip=1; Domain=127.0.0.1"], from: testURL("http://127.0.0.1/"))
+        #expect(address.byName["ip"]?.isHostOnly == true)
+        #expect(address.cookieHeader(for: testURL("http://x.127.0.0.1/")) == nil)
+        #expect(address.cookieHeader(for: testURL("http://127.0.0.1/")) == "ip=1")
+    }
+
+    @Test("name prefixes: __Secure- needs Secure; __Host- needs Secure, no Domain and Path=/; in any case")
+    func namePrefixes() {
+        let site = testURL("https://www.h.example/a/")
+        let store = CookieStore()
+        let kept = store.store(
+            setCookieFields: [
+                "__Secure-a=1", "__Secure-b=1; Secure", "__secure-c=1",
+                "__Host-d=1; Secure; Path=/", "__Host-e=1; Secure", "__Host-f=1; Secure; Path=/; Domain=h.example",
+                "__HOST-g=1; Path=/", "__Host-h=1; Secure; Path=/; Domain=www.h.example",
+            ],
+            from: site)
+        #expect(kept.map(\.name) == ["__Secure-b", "__Host-d"])
+    }
+
+    @Test("an http response can't replace or shadow a Secure cookie of the same name; https can")
+    func plainResponseLeavesSecureCookies() {
+        let store = CookieStore()
+        store.store(setCookieFields: ["sid=good; Secure; Domain=h.example"], from: testURL("https://www.h.example/"))
+        let attempts = [
+            "sid=evil", "sid=evil; Domain=h.example", "sid=evil; Path=/deeper", "sid=; Max-Age=0; Domain=h.example",
+        ]
+        for attempt in attempts {
+            #expect(
+                store.store(setCookieFields: [attempt], from: testURL("http://www.h.example/")).isEmpty, "\(attempt)")
+        }
+        #expect(store.cookieHeader(for: testURL("https://www.h.example/deeper")) == "sid=good")
+        // Another name, or the same name from https, is stored as ever.
+        #expect(store.store(setCookieFields: ["other=1"], from: testURL("http://www.h.example/")).count == 1)
+        store.store(setCookieFields: ["sid=new; Secure; Domain=h.example"], from: testURL("https://www.h.example/"))
+        #expect(store.byName["sid"]?.value == "new")
+    }
+
+    @Test("only spaces and tabs are trimmed from a name and value: a no-break space is part of the value")
+    func trimsBlanksOnly() {
+        let store = CookieStore.after(["a= \t\u{A0}x\u{A0}\t "])
+        #expect(store.byName["a"]?.value == "\u{A0}x\u{A0}")
     }
 
     @Test("at most 50 cookies per domain: the oldest go first")
