@@ -257,9 +257,11 @@ extension SessionManager {
     /// - Parameters:
     ///   - request: The request; validated before anything is sent (see ``Request``).
     ///   - progress: Called with the download progress on ``completionQueue``, coalesced; default none.
-    ///   - destination: Called once, on a background queue, after the whole body is on disk, with the
-    ///     temporary file and the response; returns where the file should go. `nil` — or returning the
-    ///     temporary URL — leaves the file in the session's temporary directory, yours to move or delete.
+    ///   - destination: Called once after the whole body is on disk, with the temporary file and the
+    ///     response, where ``downloadTask(with:progress:destination:completionHandler:)`` calls it (on
+    ///     ``completionQueue`` by default, on the task's hook queue when you passed a completion queue); it
+    ///     must not block. Returns where the file should go. `nil` — or returning the temporary URL — leaves
+    ///     the file in the session's temporary directory, yours to move or delete.
     /// - Returns: Where the file ended up and the response head.
     /// - Throws: ``HeraldError`` as ``download(for:to:progress:)`` does.
     public func download(

@@ -24,17 +24,19 @@ public typealias DownloadDestination = @Sendable (_ temporaryURL: URL, _ respons
 /// ``SessionManager/downloadTask(withResumeData:progress:destination:completionHandler:)``.
 ///
 /// **Where the bytes are, and when they are deleted.** The body is written to a temporary file in a
-/// directory of the session's own under `FileManager.default.temporaryDirectory`. After a complete
-/// transfer (whatever the HTTP status — validating it is yours), `destination` is called and the file is
-/// moved there with the session's ``SessionConfiguration/downloadMoveOptions``. The temporary file is
-/// deleted only when (1) it was moved, (2) the task was cancelled without asking for resume data (or
-/// resume data could not be made), or (3) the transfer failed and cannot be resumed (not a `GET`, or the
-/// response had neither `ETag` nor `Last-Modified`). A failed transfer that can be resumed (connection
-/// lost, timeout) keeps its partial file and offers ``resumeDataAfterFailure`` — also in the error's
-/// ``HeraldError/resumeData``, as URLSession's resume data in a failure's `userInfo`. A retry (see
-/// ``SessionTask/interceptor``) continues the partial file the same way, with `Range` and `If-Range`. If the move fails, the file is kept, `downloadDidFailToMoveFile`
-/// is posted, and the completion reports it. With ``cancel(byProducingResumeData:)`` the partial file is
-/// kept for the resume data. To have the session hand out a subclass, see ``TaskClasses``.
+/// directory of the session's own under ``SessionConfiguration/temporaryDirectory`` when it is set, else
+/// under the system's temporary directory (`TMPDIR`, else `/tmp`). After a complete transfer (whatever the
+/// HTTP status — validating it is yours), `destination` is called and the file is moved there with the
+/// session's ``SessionConfiguration/downloadMoveOptions``. The temporary file is deleted only when (1) it
+/// was moved, (2) the task was cancelled without asking for resume data (or resume data could not be made),
+/// or (3) the transfer failed and cannot be resumed (not a `GET`, or the response had neither a strong
+/// `ETag` nor a `Last-Modified`). A failed transfer that can be resumed (connection lost, timeout) keeps
+/// its partial file and offers ``resumeDataAfterFailure`` — also in the error's ``HeraldError/resumeData``,
+/// as URLSession's resume data in a failure's `userInfo`. A retry (see ``SessionTask/interceptor``)
+/// continues the partial file the same way, with `Range` and `If-Range`. If the move fails, the file is
+/// kept, `downloadDidFailToMoveFile` is posted, and the completion reports it. With
+/// ``cancel(byProducingResumeData:)`` the partial file is kept for the resume data. To have the session hand
+/// out a subclass, see ``TaskClasses``.
 open class DownloadTask: SessionTask, @unchecked Sendable {
     // Safety: adds only immutable, Sendable members to SessionTask; its mutable state is the task's, in `core`.
 
