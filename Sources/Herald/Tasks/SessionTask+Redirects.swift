@@ -74,6 +74,12 @@ extension SessionTask {
             for name in RedirectRules.credentialHeaders { next.headers.remove(name: name) }
             next.credential = nil
         }
+        if next.revalidatesCachedResponse {
+            // The stored response's validators are the redirecting URL's: asked of the target, a `304` would
+            // confirm the wrong body.
+            for name in ResponseCachePolicy.conditionalFields { next.headers.remove(name: name) }
+            next.revalidatesCachedResponse = false
+        }
         var proposed = Request(
             url: next.url, method: next.method, headers: HTTPHeaders(next.headers),
             body: keepsBody ? originalRequest.body : nil, timeoutInterval: originalRequest.timeoutInterval)

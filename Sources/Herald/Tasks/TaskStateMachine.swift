@@ -623,9 +623,10 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
     private mutating func reported(_ outcome: TaskOutcome) -> TaskOutcome {
         var outcome = outcome
         if let stale = report.revalidating, outcome.error == nil, let notModified = outcome.response,
-            notModified.statusCode == 304
+            notModified.statusCode == 304, hops.redirectCount == 0
         {
-            // The server confirmed the cached response: complete with it, refreshed by the 304's fields.
+            // The server confirmed the cached response: complete with it, refreshed by the 304's fields. (Behind
+            // a redirect a 304 answers another URL, which was not asked with the entry's validators.)
             outcome.response = ResponseCachePolicy.refreshed(stale.response, with: notModified)
             outcome.body = stale.data
             outcome.source = .revalidated

@@ -422,6 +422,32 @@ struct ResponseCacheTests {
         try await fixture.tearDown()
     }
 
+    @Test("a stale entry's validators don't follow a redirect: the target's answer, not the stored body, completes")
+    func revalidationDoesNotCrossRedirects() async throws {
+        let (fixture, cache) = try await Self.fixture()
+        let target = fixture.server.url("/headers?ETag=%22x%22&X-Served=target")
+        let encoded = try #require(target.absoluteString.addingPercentEncoding(withAllowedCharacters: .alphanumerics))
+        let origin = Request(url: fixture.server.url("/redirect-to?url=\(encoded)"))
+        cache.storeCachedResponse(
+            CachedResponse(
+                response: HTTPResponse(
+                    url: origin.url, statusCode: 200, headers: ["Cache-Control": "max-age=60", "ETag": "\"x\""]),
+                data: Data("stale".utf8), storageDate: Date(timeIntervalSinceNow: -120)),
+            for: origin)
+        let result = try await Self.run(fixture, origin, completions: 1)
+        // The redirect was asked with the validators; its target without them, and it answered in full.
+        let redirect = try #require(fixture.server.requests(forPath: "/redirect-to").first)
+        #expect(redirect.headerValue("If-None-Match") == "\"x\"")
+        let followed = try #require(fixture.server.requests(forPath: "/headers").first)
+        #expect(followed.headerValue("If-None-Match") == nil)
+        #expect(followed.responseStatus == 200)
+        #expect(result.call.error == nil)
+        #expect(result.call.response?.statusCode == 200)
+        #expect(result.call.response?.headers["X-Served"] == "target")
+        #expect(result.call.object as? Data != Data("stale".utf8))
+        try await fixture.tearDown()
+    }
+
     @Test("the answer at the end of a redirect is not stored under the URL that redirected")
     func redirectTargetNotStoredUnderOrigin() async throws {
         let (fixture, cache) = try await Self.fixture()
