@@ -11,9 +11,13 @@ extension Transfer {
     /// connection, when nothing of a response arrived and sending it twice can do no harm: an idempotent
     /// method whose body, if it has one, can be read again from its first byte (data, a file, a stream that
     /// can rewind). The task sees one transfer.
+    ///
+    /// Over HTTP/2 the same race ends differently: a server that shuts a connection down with GOAWAY naming
+    /// an earlier stream as its last, while the new request's stream is the only one open, makes libcurl 7.88
+    /// fail it with `CURLE_HTTP2` (it moves a refused stream to a new connection only while others run), and a
+    /// clean close with nothing answered ends it with `CURLE_PARTIAL_FILE`. Both are sent again the same way.
     func retriesOnFreshConnection(after result: CURLcode) -> Bool {
-        guard !didRetryOnFreshConnection, let easyHandle,
-            result == CURLE_SEND_ERROR || result == CURLE_RECV_ERROR || result == CURLE_GOT_NOTHING,
+        guard !didRetryOnFreshConnection, let easyHandle, Self.staleConnectionResults.contains(result.rawValue),
             responseStatus == 0, headerBytesReceived == 0,
             Self.idempotentMethods.contains(request.method.uppercased()), !machine.isHoldingResult
         else { return false }
@@ -31,6 +35,12 @@ extension Transfer {
         lastActivity = ActivityClock.now
         return true
     }
+
+    /// How a request sent on a connection the server was closing fails, when nothing of a response arrived.
+    private static let staleConnectionResults: Set<UInt32> = [
+        CURLE_SEND_ERROR.rawValue, CURLE_RECV_ERROR.rawValue, CURLE_GOT_NOTHING.rawValue, CURLE_HTTP2.rawValue,
+        CURLE_PARTIAL_FILE.rawValue,
+    ]
 
     /// The methods RFC 9110 calls idempotent.
     private static let idempotentMethods: Set<String> = ["GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"]

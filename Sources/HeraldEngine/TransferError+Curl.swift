@@ -90,6 +90,11 @@ enum CurlErrorMapping {
             // connection was fine, the bytes were not HTTP, and sending the request again would get the same.
             return (.badServerResponse, "the response's chunked framing is malformed")
         }
+        if rawCode == 16 || rawCode == 18, stage == .awaitingResponse {
+            // Over HTTP/2, a GOAWAY that leaves the request's stream unprocessed (16) or a close with nothing
+            // answered (18): the connection ended before the response began, not a malformed one.
+            return (.networkConnectionLost, "the server closed the connection before answering the request")
+        }
         if rawCode == 55, stage != .sending {
             // curl can notice a reset on a write it makes after the request went out and report it as a send
             // failure: say what was under way. (A reset discards what the kernel had received and curl had not

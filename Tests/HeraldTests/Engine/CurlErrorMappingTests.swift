@@ -62,10 +62,24 @@ struct CurlErrorMappingTests {
     @Test("a receive error about chunk framing is badServerResponse; another stays networkConnectionLost")
     func chunkFraming() {
         let chunky = "Received problem 2 in the chunky parser"
-        #expect(TransferError.fromCurl(rawCode: 56, osErrno: 0, curlMessage: chunky, url: nil).code == .badServerResponse)
+        #expect(
+            TransferError.fromCurl(rawCode: 56, osErrno: 0, curlMessage: chunky, url: nil).code == .badServerResponse)
         #expect(
             TransferError.fromCurl(rawCode: 56, osErrno: ECONNRESET, curlMessage: "Recv failure", url: nil).code
                 == .networkConnectionLost)
+    }
+
+    @Test("over HTTP/2, a GOAWAY or a close before the response began is the connection lost, not a framing error")
+    func closedBeforeAnswer() {
+        for rawCode: Int32 in [16, 18] {
+            let error = TransferError.fromCurl(
+                rawCode: rawCode, osErrno: 0, curlMessage: "", url: nil, stage: .awaitingResponse)
+            #expect(error.code == .networkConnectionLost)
+            #expect(error.message.hasSuffix("before answering the request"))
+        }
+        let framing = TransferError.fromCurl(
+            rawCode: 16, osErrno: 0, curlMessage: "", url: nil, stage: .receivingResponse)
+        #expect(framing.code == .badServerResponse)
     }
 
     @Test(

@@ -1,0 +1,146 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A loopback server that speaks just enough cleartext HTTP/2 to shut a kept connection down as a request
+/// arrives on it: each connection starts as HTTP/1.1 with `Upgrade: h2c`, its first request is answered with an
+/// empty `200` on stream 1, and every later stream gets a GOAWAY naming stream 1 the last one processed, with
+/// the connection left open. No real server can be made to do that on cue (nginx does it on an idle timeout,
+/// a race with the next request).
+///
+/// The frames are written by hand (RFC 9113 §4.1): each connection runs on a thread of its own, blocking.
+final class ShuttingDownH2CServer: Sendable {
+    /// The port it listens on, on 127.0.0.1.
+    let port: Int
+    private let listener: Int32
+    private let state = Mutex<(accepted: Int, goaways: Int, connections: [Int32])>((0, 0, []))
+
+    /// Connections accepted so far.
+    var acceptedConnections: Int { state.withLock { $0.accepted } }
+    /// GOAWAY frames sent so far.
+    var goawaysSent: Int { state.withLock { $0.goaways } }
+
+    init() throws {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
+                bind(descriptor, socketAddress, length) == 0 && listen(descriptor, 8) == 0
+                    && getsockname(descriptor, socketAddress, &length) == 0
+            }
+        }
+        guard bound else {
+            close(descriptor)
+            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+        }
+        listener = descriptor
+        port = Int(UInt16(bigEndian: address.sin_port))
+        Thread { [self] in acceptConnections() }.start()
+    }
+
+    /// Stops accepting and ends every connection.
+    func stop() {
+        shutdown(listener, Int32(SHUT_RDWR))
+        for connection in state.withLock({ $0.connections }) { shutdown(connection, Int32(SHUT_RDWR)) }
+    }
+
+    private func acceptConnections() {
+        while true {
+            let connection = accept(listener, nil, nil)
+            guard connection >= 0 else { break }
+            state.withLock {
+                $0.accepted += 1
+                $0.connections.append(connection)
+            }
+            Thread { [self] in serve(connection) }.start()
+        }
+        close(listener)
+    }
+
+    private func serve(_ connection: Int32) {
+        defer { close(connection) }
+        var input: [UInt8] = []
+        // The HTTP/1.1 request asking for the upgrade, then the switch, the server's SETTINGS and stream 1's
+        // answer: `:status 200` (HPACK's static entry 8), END_STREAM and END_HEADERS.
+        guard let headEnd = readUntil(connection, &input, containing: Array("\r\n\r\n".utf8)) else { return }
+        input.removeFirst(headEnd)
+        let switching = Array("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n".utf8)
+        guard send(connection, switching + frame(type: 4) + frame(type: 1, flags: 0x5, stream: 1, payload: [0x88]))
+        else { return }
+        // The client's preface, then its frames.
+        let preface = 24
+        guard fill(connection, &input, to: preface) else { return }
+        input.removeFirst(preface)
+        while fill(connection, &input, to: 9) {
+            let length = Int(input[0]) << 16 | Int(input[1]) << 8 | Int(input[2])
+            guard fill(connection, &input, to: 9 + length) else { return }
+            let type = input[3]
+            let flags = input[4]
+            let stream =
+                (UInt32(input[5]) << 24 | UInt32(input[6]) << 16 | UInt32(input[7]) << 8 | UInt32(input[8]))
+                & 0x7FFF_FFFF
+            let payload = Array(input[9..<(9 + length)])
+            input.removeFirst(9 + length)
+            switch type {
+            case 4 where flags & 0x1 == 0:  // SETTINGS: acknowledged.
+                guard send(connection, frame(type: 4, flags: 0x1)) else { return }
+            case 6 where flags & 0x1 == 0:  // PING: answered.
+                guard send(connection, frame(type: 6, flags: 0x1, payload: payload)) else { return }
+            case 1 where stream > 1:  // A new request: the connection is going away, stream 1 was the last.
+                state.withLock { $0.goaways += 1 }
+                guard send(connection, frame(type: 7, payload: [0, 0, 0, 1, 0, 0, 0, 0])) else { return }
+            default:
+                break
+            }
+        }
+    }
+
+    private func frame(type: UInt8, flags: UInt8 = 0, stream: UInt32 = 0, payload: [UInt8] = []) -> [UInt8] {
+        let length = payload.count
+        return [UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF), type, flags]
+            + [UInt8(stream >> 24 & 0x7F), UInt8(stream >> 16 & 0xFF), UInt8(stream >> 8 & 0xFF), UInt8(stream & 0xFF)]
+            + payload
+    }
+
+    private func send(_ connection: Int32, _ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes[offset...].withUnsafeBytes { write(connection, $0.baseAddress, $0.count) }
+            guard sent > 0 else { return false }
+            offset += sent
+        }
+        return true
+    }
+
+    /// Reads until `input` holds at least `count` bytes; `false` when the connection ends first.
+    private func fill(_ connection: Int32, _ input: inout [UInt8], to count: Int) -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 16_384)
+        while input.count < count {
+            let received = chunk.withUnsafeMutableBytes { read(connection, $0.baseAddress, $0.count) }
+            guard received > 0 else { return false }
+            input += chunk[..<received]
+        }
+        return true
+    }
+
+    /// Reads until `input` holds `marker`; the offset just past it, or `nil` when the connection ends first.
+    private func readUntil(_ connection: Int32, _ input: inout [UInt8], containing marker: [UInt8]) -> Int? {
+        while true {
+            if input.count >= marker.count {
+                for start in 0...(input.count - marker.count)
+                where input[start..<(start + marker.count)].elementsEqual(marker) {
+                    return start + marker.count
+                }
+            }
+            guard fill(connection, &input, to: input.count + 1) else { return nil }
+        }
+    }
+}
