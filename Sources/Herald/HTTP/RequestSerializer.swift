@@ -154,7 +154,12 @@ public struct JSONRequestSerializer: RequestSerializer {
         do {
             body = try encoder.encode(value)
         } catch {
-            throw HeraldError(.invalidRequest, "The JSON body could not be encoded: \(error)", underlying: error)
+            // Bounded: an encoder's error can hold the whole value, a body's secrets included.
+            let reason = String(describing: error)
+            throw HeraldError(
+                .invalidRequest,
+                "The JSON body could not be encoded: \(reason.count > 200 ? reason.prefix(200) + "…" : reason)",
+                underlying: error)
         }
         var request = request
         request.setBody(body, contentType: "application/json")

@@ -6,6 +6,9 @@ import Foundation
 /// whitespace only) is decoded as JSON `null`, so an `Optional` output type yields `nil` and a type whose
 /// `init(from:)` accepts `null` can stand for "no content"; any other type fails with
 /// ``HeraldError/Code/serializationFailed``.
+///
+/// A `JSONValue` (or `JSONValue?`) output is parsed with ``JSONParser``, not `decoder`; a `JSONValue` inside
+/// your own type is decoded by `decoder` down to ``JSONValue/maximumDecodingDepth`` levels.
 public struct DecodableResponseSerializer<T: Decodable & Sendable>: ResponseSerializer {
     /// The status and content-type rules applied before decoding. Default: ``ResponseValidation/json``.
     public var validation: ResponseValidation
@@ -46,6 +49,11 @@ public struct DecodableResponseSerializer<T: Decodable & Sendable>: ResponseSeri
                     responseBody: data
                 )
             }
+        }
+        if T.self == JSONValue.self || T.self == JSONValue?.self {
+            // Herald's parser, linear in the body. `JSONDecoder` finds a `JSONValue`'s kind by trying each in
+            // turn, and each miss costs it the square of the depth: a crafted body would take minutes.
+            if let value = try JSONBody.parse(data, response: response) as? T { return value }
         }
         return try JSONBody.decode(T.self, from: data, with: decoder, response: response)
     }

@@ -123,7 +123,8 @@ struct JSONParser: ~Copyable {
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
-                let string = try makeString(UnsafeBufferPointer(rebasing: bytes[start..<index]), at: start)
+                let string = try makeString(
+                    UnsafeBufferPointer(rebasing: bytes[start..<index]), at: start, locatingFaults: true)
                 index += 1
                 return string
             }
@@ -208,13 +209,29 @@ struct JSONParser: ~Copyable {
         return value
     }
 
-    private func makeString(_ utf8: UnsafeBufferPointer<UInt8>, at offset: Int) throws(JSONParseError) -> String {
+    /// The string of `utf8`, which starts at byte `offset` of the body. An invalid sequence is reported at its
+    /// own byte when `locatingFaults` (the bytes are the body's, one for one), at `offset` otherwise (a string
+    /// with escapes, whose bytes are decoded ones).
+    private func makeString(
+        _ utf8: UnsafeBufferPointer<UInt8>, at offset: Int, locatingFaults: Bool = false
+    ) throws(JSONParseError) -> String {
         // ASCII needs no validation; `String(validating:as:)` is generic and costs a metadata lookup per call.
         if utf8.allSatisfy({ $0 < 0x80 }) { return String(decoding: utf8, as: UTF8.self) }
         guard let string = String(validating: utf8, as: UTF8.self) else {
-            throw JSONParseError(offset: offset, reason: "invalid UTF-8 in a string")
+            throw JSONParseError(
+                offset: offset + (locatingFaults ? Self.firstInvalidUTF8(in: utf8) : 0),
+                reason: "invalid UTF-8 in a string")
         }
         return string
+    }
+
+    /// Where the first invalid UTF-8 sequence of `utf8` starts.
+    private static func firstInvalidUTF8(in utf8: UnsafeBufferPointer<UInt8>) -> Int {
+        var iterator = utf8.makeIterator()
+        var parser = Unicode.UTF8.ForwardParser()
+        var position = 0
+        while case .valid(let scalar) = parser.parseScalar(from: &iterator) { position += scalar.count }
+        return position
     }
 
     /// Parses a number with RFC 8259's grammar: `-? (0 | [1-9][0-9]*) (.[0-9]+)? ([eE][+-]?[0-9]+)?`.

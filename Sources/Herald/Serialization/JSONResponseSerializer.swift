@@ -36,9 +36,26 @@ public struct JSONResponseSerializer: ResponseSerializer {
     public func serialize(response: HTTPResponse, data: Data) throws(HeraldError) -> JSONValue? {
         try validation.validate(response, data: data)
         if JSONBody.isEmpty(response: response, data: data) { return nil }
-        let value: JSONValue
+        let value = try JSONBody.parse(data, response: response)
+        return removesKeysWithNullValues ? value.removingKeysWithNullValues() : value
+    }
+}
+
+/// The empty-body rules and parsing shared by ``JSONResponseSerializer`` and ``DecodableResponseSerializer``.
+enum JSONBody {
+    /// Whether the body counts as absent: status 204/205 (whatever was sent), or nothing but whitespace.
+    static func isEmpty(response: HTTPResponse, data: Data) -> Bool {
+        if response.statusCode == 204 || response.statusCode == 205 { return true }
+        // JSON's insignificant whitespace: space, tab, LF, CR, after the byte-order mark the parser skips too.
+        // AFNetworking treats a lone " " as empty too.
+        let body = data.starts(with: [0xEF, 0xBB, 0xBF]) ? data.dropFirst(3) : data[...]
+        return body.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
+    }
+
+    /// Parses `data` with ``JSONParser``, turning a failure into ``HeraldError/Code/serializationFailed``.
+    static func parse(_ data: Data, response: HTTPResponse) throws(HeraldError) -> JSONValue {
         do {
-            value = try JSONParser.parse(data)
+            return try JSONParser.parse(data)
         } catch {
             throw HeraldError(
                 .serializationFailed,
@@ -49,17 +66,6 @@ public struct JSONResponseSerializer: ResponseSerializer {
                 responseBody: data
             )
         }
-        return removesKeysWithNullValues ? value.removingKeysWithNullValues() : value
-    }
-}
-
-/// The empty-body rules and parsing shared by ``JSONResponseSerializer`` and ``DecodableResponseSerializer``.
-enum JSONBody {
-    /// Whether the body counts as absent: status 204/205 (whatever was sent), or nothing but whitespace.
-    static func isEmpty(response: HTTPResponse, data: Data) -> Bool {
-        if response.statusCode == 204 || response.statusCode == 205 { return true }
-        // JSON's insignificant whitespace: space, tab, LF, CR. AFNetworking treats a lone " " as empty too.
-        return data.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
     }
 
     /// Decodes `type` from `data`, turning any failure into ``HeraldError/Code/serializationFailed``.
@@ -70,7 +76,7 @@ enum JSONBody {
         response: HTTPResponse
     ) throws(HeraldError) -> T {
         do {
-            return try decoder.decode(type, from: data)
+            return try JSONValueSource.decoder(like: decoder, reading: data).decode(type, from: data)
         } catch {
             throw HeraldError(
                 .serializationFailed,

@@ -1,9 +1,30 @@
 extension JSONValue: Codable {
+    /// How deep in a decoded document (its coding path) a `JSONValue` may be decoded through a `Decoder`.
+    ///
+    /// A decoder such as `JSONDecoder` can't say which kind of value comes next: a `JSONValue` asks for each
+    /// kind in turn, and `JSONDecoder` pays for each miss in proportion to the square of the depth, so a deep
+    /// document of a few hundred kilobytes takes seconds to minutes. ``DecodableResponseSerializer`` doesn't
+    /// go that way: a `JSONValue` anywhere in its output type takes its value from the body as ``JSONParser``
+    /// reads it, in linear time, at any depth up to 512 (unless the decoder converts keys or reads JSON5).
+    /// This limit is for decoding with a `JSONDecoder` of your own.
+    public static let maximumDecodingDepth = 32
+
     /// Decodes any JSON value.
     ///
     /// - Parameter decoder: The decoder to read from.
-    /// - Throws: `DecodingError.dataCorrupted` when the value is none of the JSON types.
+    /// - Throws: `DecodingError.dataCorrupted` when the value is none of the JSON types, or lies deeper than
+    ///   ``maximumDecodingDepth`` in the document.
     public init(from decoder: any Decoder) throws {
+        let path = decoder.codingPath
+        if let source = JSONValueSource.key.flatMap({ decoder.userInfo[$0] }) as? JSONValueSource,
+            let value = source.value(at: path)
+        {
+            self = value
+            return
+        }
+        guard path.count <= Self.maximumDecodingDepth else {
+            throw DecodingError.dataCorrupted(DecodingError.Context(codingPath: path, debugDescription: Self.tooDeep))
+        }
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             self = .null
@@ -13,12 +34,27 @@ extension JSONValue: Codable {
             self = .number(value)
         } else if let value = try? container.decode(String.self) {
             self = .string(value)
-        } else if let value = try? container.decode([JSONValue].self) {
+        } else if let value = try Self.unlessTooDeep({ try container.decode([JSONValue].self) }) {
             self = .array(value)
-        } else if let value = try? container.decode([String: JSONValue].self) {
+        } else if let value = try Self.unlessTooDeep({ try container.decode([String: JSONValue].self) }) {
             self = .object(value)
         } else {
             throw DecodingError.dataCorruptedError(in: container, debugDescription: "not a JSON value")
+        }
+    }
+
+    private static let tooDeep =
+        "a JSONValue nested deeper than \(maximumDecodingDepth) levels; parse such a body with JSONParser"
+
+    /// What `decode` returns, or `nil` when it fails for being another kind of value; a value too deep below
+    /// fails the whole decoding.
+    private static func unlessTooDeep<T>(_ decode: () throws -> T) throws -> T? {
+        do {
+            return try decode()
+        } catch DecodingError.dataCorrupted(let context) where context.debugDescription == tooDeep {
+            throw DecodingError.dataCorrupted(context)
+        } catch {
+            return nil
         }
     }
 
@@ -31,7 +67,13 @@ extension JSONValue: Codable {
         switch self {
         case .null: try container.encodeNil()
         case .bool(let value): try container.encode(value)
-        case .number(let value): try container.encode(value)
+        case .number(let value):
+            // An integral value as an integer (`10000000000000000`, not `1e+16`), which strict parsers require.
+            if let integer = Int64(exactly: value) {
+                try container.encode(integer)
+            } else {
+                try container.encode(value)
+            }
         case .string(let value): try container.encode(value)
         case .array(let value): try container.encode(value)
         case .object(let value): try container.encode(value)

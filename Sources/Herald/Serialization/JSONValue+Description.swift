@@ -42,12 +42,9 @@ extension JSONValue: CustomStringConvertible {
         }
     }
 
-    /// A number as JSON text: integral values within the exactly representable range without `.0`.
+    /// A number as JSON text: integral values that fit an `Int64` as integers, without `.0` or an exponent.
     private static func numberText(_ value: Double) -> String {
-        if value.isFinite, value.rounded(.towardZero) == value, abs(value) < 9_007_199_254_740_992 {
-            return String(Int64(value))
-        }
-        return value.description
+        Int64(exactly: value).map { String($0) } ?? value.description
     }
 
     /// Appends `string` as a quoted, escaped JSON string.

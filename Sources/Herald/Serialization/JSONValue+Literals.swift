@@ -13,7 +13,7 @@ extension JSONValue: ExpressibleByBooleanLiteral {
 }
 
 extension JSONValue: ExpressibleByIntegerLiteral {
-    /// Creates a number from an integer literal.
+    /// Creates a number from an integer literal; one beyond ±2^53 is rounded to the nearest `Double`.
     public init(integerLiteral value: Int) {
         self = .number(Double(value))
     }

@@ -57,9 +57,10 @@ extension JSONValue {
         return value
     }
 
-    /// The number when this is a number with no fractional part that fits an `Int`; `nil` otherwise.
+    /// The number when this is a number with no fractional part within ±(2^53 − 1), the integers a `Double`
+    /// holds exactly; `nil` otherwise (a larger one may have been rounded when it was parsed).
     public var intValue: Int? {
-        guard case .number(let value) = self else { return nil }
+        guard case .number(let value) = self, abs(value) <= 9_007_199_254_740_991 else { return nil }
         return Int(exactly: value)
     }
 

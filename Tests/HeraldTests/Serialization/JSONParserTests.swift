@@ -47,8 +47,13 @@ struct JSONParserTests {
     }
 
     @Test("invalid UTF-8 inside a string is rejected")
-    func invalidUTF8() {
+    func invalidUTF8() throws {
         #expect(throws: JSONParseError.self) { try JSONParser.parse(Data([0x22, 0xC3, 0x28, 0x22])) }
+        // The offset is the invalid byte's, not the string's.
+        let error = try #require(throws: JSONParseError.self) {
+            try JSONParser.parse(Data([0x22, 0x61, 0x62, 0x63, 0xFF, 0x22]))
+        }
+        #expect(error.offset == 4)
     }
 
     @Test("nesting is capped at 512 levels")

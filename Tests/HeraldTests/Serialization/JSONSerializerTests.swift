@@ -57,11 +57,54 @@ struct JSONResponseSerializerTests {
     }
 
     @Test(
-        "204/205, an empty body and a whitespace-only body serialize to nil",
-        arguments: [(204, "{\"ignored\":1}"), (205, ""), (200, ""), (200, " "), (200, " \r\n\t ")])
+        "204/205, an empty body and a whitespace-only body (after a byte-order mark too) serialize to nil",
+        arguments: [(204, "{\"ignored\":1}"), (205, ""), (200, ""), (200, " "), (200, " \r\n\t "), (200, "\u{FEFF} ")])
     func emptyBodies(status: Int, body: String) throws {
         let response = makeResponse(status: status, contentType: "application/json")
         #expect(try JSONResponseSerializer().serialize(response: response, data: Data(body.utf8)) == nil)
+    }
+
+    @Test("a JSONValue output, or one inside a Decodable type, is read by Herald's parser at any depth")
+    func jsonValueDepth() throws {
+        let deep = String(repeating: "[", count: 100) + "1" + String(repeating: "]", count: 100)
+        let value = try DecodableResponseSerializer(JSONValue.self).serialize(response: json, data: Data(deep.utf8))
+        var innermost = value
+        for _ in 0..<100 { innermost = try #require(innermost.arrayValue?.first) }
+        #expect(innermost == 1)
+        let optional = try DecodableResponseSerializer(JSONValue?.self).serialize(response: json, data: Data(deep.utf8))
+        #expect(optional == value)
+
+        struct Envelope: Decodable, Sendable {
+            let id: Int
+            let meta: JSONValue
+            let items: [JSONValue]
+            let created: Date
+        }
+        let body = Data(
+            ("{\"id\":7,\"created\":0,\"items\":[{\"a\":[true]},null,\"x\"],\"meta\":"
+                + String(repeating: "{\"a\":", count: 100) + "[]" + String(repeating: "}", count: 100) + "}").utf8)
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .secondsSince1970
+        let envelope = try DecodableResponseSerializer(Envelope.self, decoder: decoder).serialize(
+            response: json, data: body)
+        #expect(envelope.id == 7 && envelope.created == Date(timeIntervalSince1970: 0))
+        #expect(envelope.items == [["a": [true]], nil, "x"])
+        var level = envelope.meta
+        for _ in 0..<100 { level = try #require(level["a"]) }
+        #expect(level == [])
+
+        // A JSONDecoder of the caller's own meets the bound instead.
+        let error = try #require(throws: DecodingError.self) { try JSONDecoder().decode(Envelope.self, from: body) }
+        guard case .dataCorrupted(let context) = error else { throw error }
+        #expect(context.debugDescription.contains("deeper than \(JSONValue.maximumDecodingDepth)"))
+
+        // Converting keys, the decoder's own way applies (shallow here) and finds the same values.
+        struct Snake: Decodable, Sendable { let metaData: JSONValue }
+        let snakeDecoder = JSONDecoder()
+        snakeDecoder.keyDecodingStrategy = .convertFromSnakeCase
+        let snake = try DecodableResponseSerializer(Snake.self, decoder: snakeDecoder).serialize(
+            response: json, data: Data(#"{"meta_data":{"b":[1,"two"]}}"#.utf8))
+        #expect(snake.metaData == ["b": [1, "two"]])
     }
 
     @Test("removesKeysWithNullValues drops null members recursively but keeps null array elements")

@@ -1,0 +1,57 @@
+import Foundation
+import Synchronization
+
+/// A response body as ``JSONParser`` reads it, for the `JSONValue`s a `JSONDecoder` meets in it: such a value
+/// takes its subtree from here, found by its coding path, instead of asking the decoder for each kind of value
+/// in turn (each miss costs `JSONDecoder` the square of the depth). Parsed on first use, once.
+final class JSONValueSource: Sendable {
+    /// Where a decoder's `userInfo` holds the source.
+    static let key = CodingUserInfoKey(rawValue: "herald.json-value-source")
+
+    private let body: Data
+    /// The parsed body: not yet parsed, parsed, or not parsed (`nil`: the decoder's own way then applies).
+    private let parsed = Mutex<JSONValue??>(nil)
+
+    private init(body: Data) {
+        self.body = body
+    }
+
+    /// A decoder with `decoder`'s settings whose `JSONValue`s read `body` through a source; `decoder` itself
+    /// when it converts keys (a coding path then names other keys than the body's) or reads JSON5.
+    static func decoder(like decoder: JSONDecoder, reading body: Data) -> JSONDecoder {
+        guard case .useDefaultKeys = decoder.keyDecodingStrategy, !decoder.allowsJSON5, let key else { return decoder }
+        let copy = JSONDecoder()
+        copy.dateDecodingStrategy = decoder.dateDecodingStrategy
+        copy.dataDecodingStrategy = decoder.dataDecodingStrategy
+        copy.nonConformingFloatDecodingStrategy = decoder.nonConformingFloatDecodingStrategy
+        copy.assumesTopLevelDictionary = decoder.assumesTopLevelDictionary
+        copy.userInfo = decoder.userInfo
+        copy.userInfo[key] = JSONValueSource(body: body)
+        return copy
+    }
+
+    /// The value at `path` in the body, or `nil` when the body is not JSON ``JSONParser`` reads or nothing is
+    /// there.
+    func value(at path: [any CodingKey]) -> JSONValue? {
+        let root = parsed.withLock { parsed -> JSONValue? in
+            if let parsed { return parsed }
+            let value = try? JSONParser.parse(body)
+            parsed = .some(value)
+            return value
+        }
+        guard var node = root else { return nil }
+        for key in path {
+            switch node {
+            case .object(let members):
+                guard let member = members[key.stringValue] else { return nil }
+                node = member
+            case .array(let elements):
+                guard let index = key.intValue, elements.indices.contains(index) else { return nil }
+                node = elements[index]
+            default:
+                return nil
+            }
+        }
+        return node
+    }
+}
