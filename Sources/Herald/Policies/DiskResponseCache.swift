@@ -55,6 +55,12 @@ public final class DiskResponseCache: ResponseCache {
     /// failing disk would make it: for tests of the write-failure path.
     let simulatedWriteError = Locked<Int32?>(nil)
 
+    /// Makes every index statement fail (`true`) or run again (`false`), as a lock another process holds past
+    /// the busy timeout, or a damaged index, would: for tests of the index-failure path.
+    func simulateIndexFailure(_ failing: Bool) {
+        database.withLock { $0.failsStatements = failing }
+    }
+
     /// Opens the cache in `directory`, making the folder when it is missing, and, when no other cache has the
     /// folder open, removes what a process killed mid-store left behind.
     /// - Parameters:
@@ -131,7 +137,9 @@ public final class DiskResponseCache: ResponseCache {
     public func cachedResponse(for request: Request) -> CachedResponse? {
         let key = Self.key(for: request)
         return database.withLock { database -> CachedResponse? in
-            guard let row = entry(for: key, in: database).row else { return nil }
+            // A store or removal of the key that failed may have left an older entry in the index.
+            guard !database.unservable.contains(key), case .found(let row) = entry(for: key, in: database).lookup
+            else { return nil }
             guard let path = bodyPath(row.file) else {
                 // Not a name this cache gives a body (the index was edited): the row goes, no file is touched.
                 _ = database.delete(key: key, file: row.file)
@@ -156,7 +164,8 @@ public final class DiskResponseCache: ResponseCache {
     /// Stores `cachedResponse` for `request`, evicting least recently used entries to make room. An entry
     /// larger than the whole capacity is not stored, and any earlier one for the same request is removed.
     /// When the folder is no longer private or a write fails, nothing is stored (and the earlier entry is
-    /// removed).
+    /// removed). When the index can't be written (another process holds it past the busy timeout, the disk is
+    /// full), this cache serves no entry for the request until a later store or removal of it commits.
     public func storeCachedResponse(_ cachedResponse: CachedResponse, for request: Request) {
         let key = Self.key(for: request)
         guard let head = try? JSONEncoder().encode(StoredHead(cachedResponse)),
@@ -175,12 +184,18 @@ public final class DiskResponseCache: ResponseCache {
             defer { counters?.endStore(in: bucket) }
             // The replaced and evicted bodies are removed once the transaction that stops naming them commits.
             let unnamed = database.transaction { () -> [String]? in
-                let replaced = database.entry(for: key)?.file
+                let replaced: String?
+                switch database.entry(for: key) {
+                case .found(let row): replaced = row.file
+                case .absent: replaced = nil
+                case .failed: return nil
+                }
                 guard database.insert(key: key, head: head, file: file, bodySize: cachedResponse.data.count),
                     let evicted = evict(in: database)
                 else { return nil }
                 return (replaced.map { [$0] } ?? []) + evicted
             }
+            database.setServable(key, unnamed != nil)
             for name in unnamed ?? [file] { removeBody(name) }
         }
     }
@@ -191,28 +206,36 @@ public final class DiskResponseCache: ResponseCache {
         database.withLock { database in
             // Every uncacheable response asks for a removal, and most find nothing: none at all when the key
             // is known to be absent, else a read, and the write lock only when there is a row to delete.
-            let (row, settled) = entry(for: key, in: database)
-            guard row != nil else { return }
+            let (lookup, settled) = entry(for: key, in: database)
+            // A read that failed may have missed a row: the removal is tried all the same.
+            if case .absent = lookup, !database.unservable.contains(key) { return }
             let removed = database.transaction { () -> [String]? in
-                guard let file = database.entry(for: key)?.file else { return [] }
-                return database.delete(key: key, file: file) ? [file] : nil
+                switch database.entry(for: key) {
+                case .found(let row): database.delete(key: key, file: row.file) ? [row.file] : nil
+                case .absent: []
+                case .failed: nil
+                }
             }
+            database.setServable(key, removed != nil)
             // Committed, the key is absent: no store can have committed it again within the transaction.
             if removed != nil, let settled { database.rememberAbsent(key, settled) }
             for name in removed ?? [] { removeBody(name) }
         }
     }
 
-    /// The index's row for `key`, if any, and the bucket's store count when no store of it was in flight just
+    /// What the index holds for `key`, and the bucket's store count when no store of it was in flight just
     /// before the read (`nil` when one was, or the counts are not mapped). No read at all when the key is known
-    /// to be absent; a read that finds nothing is remembered with that count. Under the database's lock.
-    private func entry(for key: String, in database: Database) -> (row: Database.Row?, settled: Database.Absence?) {
-        if isKnownAbsent(key, in: database) { return (nil, nil) }
+    /// to be absent; a read that finds nothing is remembered with that count (a read that failed is not).
+    /// Under the database's lock.
+    private func entry(for key: String, in database: Database) -> (
+        lookup: Database.Lookup, settled: Database.Absence?
+    ) {
+        if isKnownAbsent(key, in: database) { return (.absent, nil) }
         let bucket = StoreCounters.bucket(of: key)
         let settled = counters?.settledGeneration(of: bucket).map { Database.Absence(bucket: bucket, generation: $0) }
-        let row = database.entry(for: key)
-        if row == nil, let settled { database.rememberAbsent(key, settled) }
-        return (row, settled)
+        let lookup = database.entry(for: key)
+        if case .absent = lookup, let settled { database.rememberAbsent(key, settled) }
+        return (lookup, settled)
     }
 
     /// Whether `key` was found absent by a read that began after the moment its bucket's store counts were
@@ -426,6 +449,17 @@ private final class Database: @unchecked Sendable {
 
     func absence(of key: String) -> Absence? { absent[key] }
 
+    /// Keys whose last store or removal failed in the index, which may still hold an older entry: not served
+    /// until one commits.
+    private(set) var unservable: Set<String> = []
+    /// When set, every statement fails (see `DiskResponseCache.simulateIndexFailure(_:)`).
+    var failsStatements = false
+
+    /// Records whether the last store or removal of `key` committed.
+    func setServable(_ key: String, _ committed: Bool) {
+        if committed { unservable.remove(key) } else { unservable.insert(key) }
+    }
+
     func rememberAbsent(_ key: String, _ absence: Absence) {
         if absent.count >= 4096, absent[key] == nil { absent.removeAll(keepingCapacity: true) }
         absent[key] = absence
@@ -488,6 +522,7 @@ private final class Database: @unchecked Sendable {
     private func run(_ sql: String, _ bindings: [Binding] = [], row: ((OpaquePointer) -> Void)? = nil) -> Bool {
         guard let statement = prepared(sql) else { return false }
         statementsRun += 1
+        if failsStatements { return false }
         // Reset at once: a statement left mid-step would hold its read transaction open.
         defer {
             sqlite3_reset(statement)
@@ -535,18 +570,27 @@ private final class Database: @unchecked Sendable {
         sqlite3_column_text(statement, column).map { String(cString: $0) } ?? ""
     }
 
-    func entry(for key: String) -> Row? {
+    /// What a read of the index found for a key.
+    enum Lookup {
+        case found(Row)
+        case absent
+        /// The read failed (locked past the busy timeout, I/O, a damaged index): a row may be there.
+        case failed
+    }
+
+    func entry(for key: String) -> Lookup {
         var found: Row?
         let sql =
             "SELECT head, file, body_size, last_use >= (SELECT MAX(last_use) FROM entries) FROM entries WHERE key = ?"
-        run(sql, [.text(key)]) { statement in
+        let ran = run(sql, [.text(key)]) { statement in
             let count = Int(sqlite3_column_bytes(statement, 0))
             let head = sqlite3_column_blob(statement, 0).map { Data(bytes: $0, count: count) } ?? Data()
             found = Row(
                 head: head, file: Self.text(statement, 1), bodySize: Int(sqlite3_column_int64(statement, 2)),
                 isMostRecent: sqlite3_column_int64(statement, 3) != 0)
         }
-        return found
+        guard ran else { return .failed }
+        return found.map { .found($0) } ?? .absent
     }
 
     /// Runs `body` in an immediate transaction (the write lock taken at the start, so that it never has to

@@ -48,6 +48,46 @@ struct DiskResponseCacheTests {
         #expect(Self.bodyFiles(in: folder).isEmpty)
     }
 
+    @Test(
+        "an index that fails: a read misses and is not remembered as absence; a failed store or removal serves no older entry"
+    )
+    func indexFailures() throws {
+        let folder = Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let cache = try DiskResponseCache(directory: folder)
+        // Nothing is sent anywhere: the cache is used directly.
+        let url = try #require(URL(string: "http://127.0.0.1/index-failure"))
+        let request = Request(url: url)
+        cache.storeCachedResponse(Self.entry("v1", url: url), for: request)
+
+        // A read that fails misses, and the key is not taken as absent: once the index works, the entry is there
+        // and a removal finds it.
+        cache.simulateIndexFailure(true)
+        #expect(cache.cachedResponse(for: request) == nil)
+        cache.simulateIndexFailure(false)
+        #expect(cache.cachedResponse(for: request)?.data == Data("v1".utf8))
+        cache.simulateIndexFailure(true)
+        #expect(cache.cachedResponse(for: request) == nil)
+        cache.simulateIndexFailure(false)
+        cache.removeCachedResponse(for: request)
+        #expect(cache.count == 0)
+
+        // A store that fails leaves the older entry in the index, and it is not served; nor after a removal that
+        // fails. A removal that commits ends that, and a store serves again.
+        cache.storeCachedResponse(Self.entry("v1", url: url), for: request)
+        cache.simulateIndexFailure(true)
+        cache.storeCachedResponse(Self.entry("v2", url: url), for: request)
+        cache.removeCachedResponse(for: request)
+        cache.simulateIndexFailure(false)
+        #expect(cache.count == 1)
+        #expect(Self.bodyFiles(in: folder).count == 1)
+        #expect(cache.cachedResponse(for: request) == nil)
+        cache.removeCachedResponse(for: request)
+        #expect(cache.count == 0 && Self.bodyFiles(in: folder).isEmpty)
+        cache.storeCachedResponse(Self.entry("v3", url: url), for: request)
+        #expect(cache.cachedResponse(for: request)?.data == Data("v3".utf8))
+    }
+
     @Test("past the capacity, the least recently used entries are evicted, with their body files")
     func leastRecentlyUsedEviction() throws {
         let folder = Self.folder()
@@ -58,12 +98,16 @@ struct DiskResponseCacheTests {
         let probeFolder = Self.folder()
         defer { try? FileManager.default.removeItem(at: probeFolder) }
         let probe = try DiskResponseCache(directory: probeFolder)
-        probe.storeCachedResponse(Self.entry(String(repeating: "a", count: 1000), url: requests[0].url), for: requests[0])
+        probe.storeCachedResponse(
+            Self.entry(String(repeating: "a", count: 1000), url: requests[0].url), for: requests[0])
         let cache = try DiskResponseCache(directory: folder, capacity: 2 * probe.currentSize + 10)
-        cache.storeCachedResponse(Self.entry(String(repeating: "a", count: 1000), url: requests[0].url), for: requests[0])
-        cache.storeCachedResponse(Self.entry(String(repeating: "b", count: 1000), url: requests[1].url), for: requests[1])
+        cache.storeCachedResponse(
+            Self.entry(String(repeating: "a", count: 1000), url: requests[0].url), for: requests[0])
+        cache.storeCachedResponse(
+            Self.entry(String(repeating: "b", count: 1000), url: requests[1].url), for: requests[1])
         #expect(cache.cachedResponse(for: requests[0]) != nil)  // 0 is now more recent than 1
-        cache.storeCachedResponse(Self.entry(String(repeating: "c", count: 1000), url: requests[2].url), for: requests[2])
+        cache.storeCachedResponse(
+            Self.entry(String(repeating: "c", count: 1000), url: requests[2].url), for: requests[2])
         #expect(cache.cachedResponse(for: requests[1]) == nil)
         #expect(cache.cachedResponse(for: requests[0]) != nil)
         #expect(cache.cachedResponse(for: requests[2]) != nil)
@@ -106,7 +150,9 @@ struct DiskResponseCacheTests {
         }
         let bodies = folder.appendingPathComponent("bodies")
         let named = try #require(Self.bodyFiles(in: folder).first)
-        #expect(FileManager.default.createFile(atPath: bodies.appendingPathComponent(".tmp-partial").path, contents: Data("01".utf8)))
+        #expect(
+            FileManager.default.createFile(
+                atPath: bodies.appendingPathComponent(".tmp-partial").path, contents: Data("01".utf8)))
         #expect(FileManager.default.createFile(atPath: bodies.appendingPathComponent("unnamed").path, contents: Data()))
         let reopened = try DiskResponseCache(directory: folder)
         #expect(Self.bodyFiles(in: folder) == [named])
@@ -116,7 +162,8 @@ struct DiskResponseCacheTests {
         #expect(reopened.count == 0)
     }
 
-    @Test("a new session over the same folder answers a fresh URL without a request and revalidates a stale one with 304")
+    @Test(
+        "a new session over the same folder answers a fresh URL without a request and revalidates a stale one with 304")
     func restart() async throws {
         let folder = Self.folder()
         defer { try? FileManager.default.removeItem(at: folder) }
