@@ -80,6 +80,58 @@ enum ResponseCachePolicy {
         return validators.count > 0 ? .stale(entry, validators: validators) : nil
     }
 
+    /// What a usable `entry` answers `request` with (RFC 9111 §4.3.2): a `304 Not Modified` with the stored
+    /// header fields and no body when the request's own preconditions say the caller holds that response — its
+    /// `If-None-Match` names the entry's `ETag` (compared weakly) or is `*`, or, without `If-None-Match`, its
+    /// `If-Modified-Since` is not before the entry's `Last-Modified` (or `Date`); the stored response otherwise.
+    static func answer(to request: Request, from entry: CachedResponse) -> (response: HTTPResponse, body: Data) {
+        let stored = entry.response
+        let notModified: Bool
+        if let condition = request.headers["If-None-Match"] {
+            let tags = entityTags(in: condition)
+            notModified =
+                tags.contains("*")
+                || stored.headers["ETag"].map { tag in tags.contains { weakMatch($0, tag) } } == true
+        } else if let since = request.headers["If-Modified-Since"].flatMap(parseDate),
+            let modified = (stored.headers["Last-Modified"] ?? stored.headers["Date"]).flatMap(parseDate)
+        {
+            notModified = modified <= since
+        } else {
+            notModified = false
+        }
+        guard notModified else { return (stored, entry.data) }
+        var response = stored
+        response.statusCode = 304
+        for name in ["Content-Length", "Transfer-Encoding"] { response.headers.remove(name: name) }
+        return (response, Data())
+    }
+
+    /// The entity tags of an `If-None-Match` value, `*` included, each as written (`W/"a"`, `"b"`).
+    private static func entityTags(in value: String) -> [String] {
+        var tags: [String] = []
+        var rest = Substring(value)
+        while let start = rest.firstIndex(where: { $0 != " " && $0 != "\t" && $0 != "," }) {
+            rest = rest[start...]
+            if rest.hasPrefix("*") {
+                tags.append("*")
+                rest = rest.dropFirst()
+                continue
+            }
+            let weak = rest.hasPrefix("W/")
+            let quoted = weak ? rest.dropFirst(2) : rest
+            guard quoted.hasPrefix("\""), let end = quoted.dropFirst().firstIndex(of: "\"") else { break }
+            tags.append(String(rest[..<quoted.index(after: end)]))
+            rest = quoted[quoted.index(after: end)...]
+        }
+        return tags
+    }
+
+    /// RFC 9110 §8.8.3.2's weak comparison: the opaque tags are equal, whichever is weak.
+    private static func weakMatch(_ lhs: String, _ rhs: String) -> Bool {
+        func opaque(_ tag: String) -> Substring { tag.hasPrefix("W/") ? tag.dropFirst(2) : Substring(tag) }
+        return opaque(lhs) == opaque(rhs)
+    }
+
     /// The conditional fields that revalidate `response`: `If-None-Match` from its `ETag`, `If-Modified-Since`
     /// from its `Last-Modified`.
     static func validators(of response: HTTPResponse) -> HTTPHeaders {

@@ -103,6 +103,34 @@ struct ResponseCacheTests {
         try await fixture.tearDown()
     }
 
+    @Test(
+        "a caller's own If-None-Match or If-Modified-Since met by a fresh entry is answered 304 from the cache",
+        arguments: [
+            ("If-None-Match", "\"c1\"", 304), ("If-None-Match", "W/\"c1\"", 304),
+            ("If-None-Match", "\"x\", \"c1\"", 304),
+            ("If-None-Match", "*", 304), ("If-None-Match", "\"other\"", 200),
+            ("If-Modified-Since", "Sun, 01 Jan 2023 00:00:00 GMT", 304),
+            ("If-Modified-Since", "Sat, 31 Dec 2022 23:59:59 GMT", 200),
+        ])
+    func conditionalRequestOnFreshEntry(field: String, value: String, status: Int) async throws {
+        let (fixture, _) = try await Self.fixture()
+        let url = fixture.server.url(
+            "/headers?Cache-Control=max-age%3D60&ETag=%22c1%22&Last-Modified=Sun%2C%2001%20Jan%202023%2000%3A00%3A00%20GMT"
+        )
+        let first = try await Self.run(fixture, Request(url: url), completions: 1)
+        let body = try #require(first.call.object as? Data)
+        let conditional = try await Self.run(fixture, Request(url: url, headers: [field: value]), completions: 2)
+        #expect(fixture.server.requestCount == 1)
+        #expect(conditional.call.response?.statusCode == status)
+        #expect(conditional.call.response?.headers["ETag"] == "\"c1\"")
+        if status == 304 {
+            #expect(conditional.call.response?.headers["Content-Length"] == nil)
+        } else {
+            #expect(conditional.call.object as? Data == body)
+        }
+        try await fixture.tearDown()
+    }
+
     @Test("a request with Cache-Control: no-cache bypasses the cache")
     func requestNoCache() async throws {
         let (fixture, _) = try await Self.fixture()
