@@ -48,11 +48,16 @@ extension Transfer {
     ///
     /// libcurl 7.88 refuses a single header line over `CURL_MAX_HTTP_HEADER` (100 KiB) with
     /// `CURLE_OUT_OF_MEMORY` and an empty error buffer, and (with the CVE-2023-38039 fix that Debian backports)
-    /// a head over 300 KiB with `CURLE_RECV_ERROR` and "Too large response headers". Neither is a network
-    /// failure or a lack of memory: the server sent a head no client should accept.
+    /// a head over 300 KiB with `CURLE_RECV_ERROR` and "Too large response headers". Over HTTP/2 its header
+    /// callback refuses a head of about 128 KiB, which nghttp2 reports as its callback failing (`-902`), again
+    /// as `CURLE_RECV_ERROR`, before any status. None is a network failure or a lack of memory: the server sent
+    /// a head no client should accept.
     func oversizedHeadError(result: CURLcode, errorText: String) -> TransferError? {
         let isOversizedLine = result == CURLE_OUT_OF_MEMORY && response == nil && bodyBytesReceived == 0
-        let isOversizedHead = result == CURLE_RECV_ERROR && errorText.contains("Too large response headers")
+        let isOversizedHead =
+            result == CURLE_RECV_ERROR
+            && (errorText.contains("Too large response headers")
+                || (response == nil && errorText.contains("nghttp2_session_mem_recv() returned -902")))
         guard isOversizedLine || isOversizedHead else { return nil }
         return TransferError(
             .badServerResponse, "The response head is larger than libcurl accepts.", curlCode: Int32(result.rawValue),

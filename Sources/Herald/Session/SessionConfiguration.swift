@@ -72,7 +72,7 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// redirect chain counted on its own). A larger head stops the transfer with
     /// ``HeraldError/Code/badServerResponse``. Default 256 KiB; 0 disables Herald's check. libcurl
     /// enforces its own limits whatever this says: a single header line over 100 KiB, or a head over
-    /// 300 KiB, fails the same way.
+    /// 300 KiB (about 128 KiB over HTTP/2), fails the same way.
     public var maximumHeaderSize: Int = 256 << 10
     /// How download tasks move their file to the destination: replace an existing file, create missing
     /// directories. Default none (see ``DownloadMoveOptions``).

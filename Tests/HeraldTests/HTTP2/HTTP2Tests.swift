@@ -359,6 +359,20 @@ struct HTTP2Tests {
         #expect(recorder.timeline(ofTask: second.taskIdentifier) == [.resume, .complete])
     }
 
+    @Test("an HTTP/2 response head larger than libcurl takes fails with badServerResponse, not a lost connection")
+    func oversizedHeadOverHTTP2() async throws {
+        try await withNginx { server in
+            let client = try Client(server: server, httpVersion: .http2)
+            defer { client.close() }
+            let task = try client.session.dataTask(with: Request(url: server.url("/huge-head")))
+            task.resume()
+            _ = try await client.recorder.waitForCompletions(1, timeout: .seconds(30))
+            let error = try #require(task.error)
+            #expect(error.code == .badServerResponse, "\(error)")
+            #expect(error.message.contains("larger than libcurl accepts"))
+        }
+    }
+
     @Test("HTTP/2 with prior knowledge: requests one after another and at once all succeed")
     func priorKnowledgeRequestsSucceed() async throws {
         try await withNginx(cleartext: true) { server in

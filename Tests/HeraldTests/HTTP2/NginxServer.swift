@@ -20,6 +20,12 @@ import Herald
 /// opened after it. With `offersHTTP2` false it speaks HTTP/1.1 only. Prefer
 /// ``withNginx(cleartext:offersHTTP2:requestsPerConnection:_:)``, which always stops it.
 final class NginxServer: StoppableServer {
+    /// The `add_header` directives of `/huge-head`: 140 fields of 1,000 bytes each.
+    static let hugeHeadFields = (0..<140).map {
+        "add_header X-Big-\($0) \(String(repeating: "x", count: 1000)) always;"
+    }
+    .joined(separator: " ")
+
     /// One line of the access log.
     struct LogLine: Equatable {
         let connection: String
@@ -182,6 +188,8 @@ final class NginxServer: StoppableServer {
                             location = /slow.bin { limit_rate 64k; }
                             # Closes the request without an answer: over HTTP/2, a reset of its stream alone.
                             location = /reset { return 444; }
+                            # A response head of about 140 KiB: 140 fields of 1,000 bytes.
+                            location = /huge-head { \(Self.hugeHeadFields) return 200 "ok\\n"; }
                             \(http2Directive ? "" : #"location = /pushing { http2_push /ok/pushed; return 200 "pushing\n"; }"#)
                         }
                     }
