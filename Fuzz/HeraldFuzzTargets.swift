@@ -1,5 +1,6 @@
 // libFuzzer entry point for Herald's parsers of untrusted bytes. Compiled into the Herald module itself by
-// Fuzz/run.sh (so internal functions are reachable without @testable), with -sanitize=fuzzer,address.
+// Fuzz/run.sh (so internal functions are reachable without @testable, and HeraldEngine's package ones), with
+// -sanitize=fuzzer,address.
 //
 // HERALD_FUZZ_TARGET selects what the input feeds:
 //   headers      — response head lines (ResponseHeadLine.parse, as curl's header callback hands them over),
@@ -10,6 +11,7 @@
 //                  input, and whatever parses must survive a round trip through its own JSON text
 //                  (JSONEncoder, when the value is within the encoder's own nesting limit) to an equal value.
 import Foundation
+import HeraldEngine
 
 private enum FuzzTarget {
     case headers

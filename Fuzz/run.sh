@@ -3,8 +3,9 @@
 # and runs each for FUZZ_SECONDS (default 60).
 #
 # The fuzz entry point (Fuzz/HeraldFuzzTargets.swift) is compiled into the Herald module itself with
-# `swiftc -sanitize=fuzzer,address`, so the internal parsers are reachable without @testable and everything is
-# instrumented: HeraldNotifications first (its own module), then Herald's sources plus the entry point.
+# `swiftc -sanitize=fuzzer,address`, so the internal parsers are reachable without @testable (and HeraldEngine's
+# package ones, one package name for all) and everything is instrumented: each module Herald depends on first,
+# then Herald's sources plus the entry point.
 #
 # Corpora start from Fuzz/Corpus/<target> and grow in $BUILD/corpus/<target> (the checked-in seeds are not
 # modified). A crash leaves its input in $BUILD/crashes/<target>-crash-…; copy it to
@@ -18,26 +19,38 @@ TARGETS=${FUZZ_TARGETS:-"headers resume-data json"}
 mkdir -p "$BUILD/modules" "$BUILD/crashes"
 
 flags=(-sanitize=fuzzer,address -parse-as-library -swift-version 6 -package-name herald -O -g)
+root=$(pwd)
+# The C modules' headers: system libraries (CCurl, CUV, CIDN2, CSQLite) and the package's own C targets.
+includes=(-I modules -I "$root/Sources/CCurl" -I "$root/Sources/CUV" -I "$root/Sources/CIDN2" -I "$root/Sources/CSQLite"
+    -I "$root/Sources/CHeraldThread/include" -I "$root/Sources/CNetlink/include")
 echo "fuzz: building (swiftc ${flags[*]})"
-# HeraldNotifications keeps its per-thread state in a C thread-local (Sources/CHeraldThread).
-clang -fsanitize=fuzzer-no-link,address -O2 -g -c Sources/CHeraldThread/posting_thread.c \
-    -I Sources/CHeraldThread/include -o "$BUILD/CHeraldThread.o"
-"$SWIFTC" "${flags[@]}" -module-name HeraldNotifications -wmo -emit-module -I Sources/CHeraldThread/include \
-    -emit-module-path "$BUILD/modules/HeraldNotifications.swiftmodule" -c \
-    $(find Sources/HeraldNotifications -name '*.swift' | sort) -o "$BUILD/HeraldNotifications.o"
+# The package's C targets: HeraldNotifications keeps its per-thread state in a C thread-local (CHeraldThread),
+# reachability makes the socket calls Swift can't spell in CNetlink.
+for target in CHeraldThread CNetlink; do
+    clang -fsanitize=fuzzer-no-link,address -O2 -g -c Sources/$target/*.c -I Sources/$target/include \
+        -o "$BUILD/$target.o"
+done
+# Builds the Swift module $1 from the sources under $2 into $BUILD/$1.o and its interface into $BUILD/modules.
+# Run from the build directory: the driver leaves a $1-*.swiftmodule for the debugger in the current one.
+build_module() {
+    local name=$1 sources=$2
+    (cd "$BUILD" && "$SWIFTC" "${flags[@]}" -module-name "$name" -wmo -emit-module "${includes[@]}" \
+        -emit-module-path "modules/$name.swiftmodule" -c $(find "$sources" -name '*.swift' | sort) -o "$name.o" \
+        2> >(grep -v "Cannot export local symbol" >&2))
+}
+build_module HeraldNotifications "$root/Sources/HeraldNotifications"
 # Herald carries a task's trace context through swift-distributed-tracing's Instrumentation module: built the
 # same way from the package's checkout (resolved, not built, by SwiftPM).
 swift package resolve >/dev/null
-tracing=$(pwd)/.build/checkouts/swift-distributed-tracing/Sources/Instrumentation
-"$SWIFTC" "${flags[@]}" -module-name Instrumentation -wmo -emit-module \
-    -emit-module-path "$BUILD/modules/Instrumentation.swiftmodule" -c \
-    $(find "$tracing" -name '*.swift' | sort) -o "$BUILD/Instrumentation.o"
-# Run from the build directory: the driver leaves a Herald-*.swiftmodule for the debugger in the current one.
-root=$(pwd)
-(cd "$BUILD" && "$SWIFTC" "${flags[@]}" -module-name Herald -wmo -I modules -I "$root/Sources/CCurl" \
-    -I "$root/Sources/CUV" -I "$root/Sources/CHeraldThread/include" \
+build_module Instrumentation "$root/.build/checkouts/swift-distributed-tracing/Sources/Instrumentation"
+# The targets Herald is made of, in dependency order; the fuzz entry point is compiled into Herald itself.
+for module in HeraldEngine HeraldCookies HeraldNetlink; do
+    build_module "$module" "$root/Sources/$module"
+done
+(cd "$BUILD" && "$SWIFTC" "${flags[@]}" -module-name Herald -wmo "${includes[@]}" \
     $(find "$root/Sources/Herald" -name '*.swift' | sort) "$root/Fuzz/HeraldFuzzTargets.swift" \
-    HeraldNotifications.o CHeraldThread.o Instrumentation.o -lcurl -luv -o herald-fuzz \
+    HeraldNotifications.o Instrumentation.o HeraldEngine.o HeraldCookies.o HeraldNetlink.o CHeraldThread.o CNetlink.o \
+    -lcurl -luv -lidn2 -lsqlite3 -o herald-fuzz \
     2> >(grep -v "Cannot export local symbol" >&2))
 
 # Partial files the resume-data seeds name, so that decoding succeeds and the round trip is exercised.

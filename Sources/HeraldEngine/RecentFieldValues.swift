@@ -8,7 +8,7 @@ import Glibc
 /// loop thread, freed later by whichever thread lets the response go; comparing the bytes with the last
 /// value's, kept beside it, costs a fraction of that. Values of up to ``longestKept`` bytes are kept, and
 /// never those that may carry credentials (``CommonText/keepsRecentValue``). Loop thread only.
-final class RecentFieldValues {
+package final class RecentFieldValues {
     // The stored properties are `@exclusivity(unchecked)`: used on the loop thread only (see `Transfer`).
 
     /// The longest value kept, in bytes.

@@ -6,7 +6,7 @@ import Glibc
 /// (`Fuzz/`, `make fuzz`) drives this function with arbitrary bytes. Whatever a server sends — no colon, bytes
 /// that are not UTF-8, a status code of twenty digits — it returns a value and never traps. Bytes that are not
 /// valid UTF-8 are decoded lossily (each bad sequence becomes U+FFFD), so a value is never dropped.
-enum ResponseHeadLine: Equatable {
+package enum ResponseHeadLine: Equatable {
     /// `HTTP/1.1 200 OK`: a new response head starts (an interim 1xx, a 401 curl answers for Digest, or the final
     /// one). `statusCode` is 0 when the code is not one to three ASCII digits.
     case statusLine(version: String, statusCode: Int)
@@ -20,7 +20,7 @@ enum ResponseHeadLine: Equatable {
 
     /// Parses one line; with `recentValues`, the value of a common field that repeats the last one received
     /// (byte for byte) is that string again rather than a new one.
-    static func parse(_ raw: UnsafeRawBufferPointer, recentValues: RecentFieldValues? = nil) -> ResponseHeadLine {
+    package static func parse(_ raw: UnsafeRawBufferPointer, recentValues: RecentFieldValues? = nil) -> ResponseHeadLine {
         // Plain index arithmetic over the bytes: this runs for every header line of every response.
         var end = raw.count
         while end > 0, raw[end - 1] == 0x0D || raw[end - 1] == 0x0A { end -= 1 }
