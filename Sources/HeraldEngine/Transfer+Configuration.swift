@@ -67,11 +67,16 @@ extension Transfer {
         return easyHandle
     }
 
-    /// Whether the body is decoded (`Content-Encoding`) before it reaches the sink: for bodies in memory;
-    /// a file keeps the representation's bytes as sent.
+    /// Whether the body is decoded (`Content-Encoding`) before it reaches the sink: for bodies in memory. A
+    /// file keeps the representation's bytes as sent, and so does a stream: libcurl goes on decoding the rest
+    /// of a read after its write callback pauses the transfer, into a buffer of its own, so a well-compressed
+    /// read (a 512 KiB read of zstd can hold gigabytes) would overrun the consumer's bound, or fail the
+    /// transfer with `CURLE_OUT_OF_MEMORY` past libcurl's 64 MiB.
     private var decodesContent: Bool {
-        if case .file = request.sink { return false }
-        return true
+        switch request.sink {
+        case .memory: true
+        case .file, .stream: false
+        }
     }
 
     /// libcurl's receive buffer (`CURLOPT_BUFFERSIZE`) for this transfer's sink. Larger means fewer reads and

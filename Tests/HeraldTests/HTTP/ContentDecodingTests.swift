@@ -31,6 +31,19 @@ struct ContentDecodingTests {
         try await fixture.tearDown()
     }
 
+    @Test("a streamed body asks for no coding and comes as the server sent it, so its bound holds")
+    func streamNotDecoded() async throws {
+        let fixture = try await SessionFixture.make()
+        let (response, body) = try await fixture.session.bytes(for: Request(url: fixture.server.url("/gzip")))
+        var received: [UInt8] = []
+        for try await chunk in body { received += chunk }
+        #expect(response.headers["Content-Encoding"] == "gzip")
+        #expect(received == TestServer.gzipBody)
+        let recorded = try #require(fixture.server.requests.first)
+        #expect(recorded.headerValue("Accept-Encoding") == nil)
+        try await fixture.tearDown()
+    }
+
     @Test("a caller's own Accept-Encoding is sent alone, as it is, and decoding still applies")
     func callersAcceptEncodingWins() async throws {
         let fixture = try await SessionFixture.make()
