@@ -373,6 +373,32 @@ struct HTTP2Tests {
         }
     }
 
+    @Test("a streamed body its consumer doesn't read holds back no other request to the host")
+    func unreadStreamHoldsBackNoOtherRequest() async throws {
+        try await withNginx { server in
+            let client = try Client(server: server, httpVersion: .http2)
+            defer { client.close() }
+            let policy = try StreamBufferPolicy(highWatermark: 64 << 10, lowWatermark: 16 << 10)
+            let (head, body) = try await client.session.bytes(
+                for: Request(url: server.url("/big.bin")), bufferPolicy: policy)
+            #expect(head.statusCode == 200)
+            // Unread: the stream pauses once its buffer is full, and the server goes on sending.
+            let alongside = try client.session.dataTask(with: Request(url: server.url("/ok/alongside")))
+            alongside.resume()
+            _ = try await client.recorder.waitForCompletions(1, timeout: .seconds(20))
+            #expect(alongside.error == nil, "\(String(describing: alongside.error))")
+            #expect(alongside.response?.statusCode == 200)
+            var received = 0
+            for try await chunk in body { received += chunk.count }
+            #expect(received == NginxServer.bigBytes)
+            // Both on one HTTP/2 connection: the unread stream's pause was the connection's to bear.
+            _ = try await client.recorder.waitForCompletions(2, timeout: .seconds(20))
+            let ports = client.recorder.completions.map { $0.metrics?.localPort }
+            #expect(head.httpVersion == "HTTP/2")
+            #expect(ports.count == 2 && ports[0] == ports[1], "\(ports)")
+        }
+    }
+
     @Test("HTTP/2 with prior knowledge: requests one after another and at once all succeed")
     func priorKnowledgeRequestsSucceed() async throws {
         try await withNginx(cleartext: true) { server in

@@ -50,6 +50,8 @@ final class NginxServer: StoppableServer {
 
     static let pacedBytes = 256 * 1024
     static let slowBytes = 2 * 1024 * 1024
+    /// The size of `/big.bin`, served at full speed: more than a stream window and a consumer's buffer.
+    static let bigBytes = 48 * 1024 * 1024
 
     /// The executable `make deps` installs.
     static func executable() throws -> URL {
@@ -151,6 +153,8 @@ final class NginxServer: StoppableServer {
                     to: root.appendingPathComponent("paced.bin"))
                 try Data(repeating: UInt8(ascii: "s"), count: slowBytes).write(
                     to: root.appendingPathComponent("slow.bin"))
+                try Data(repeating: UInt8(ascii: "b"), count: bigBytes).write(
+                    to: root.appendingPathComponent("big.bin"))
                 let prefix = directory.path
                 let http2Parameter = offersHTTP2 && !http2Directive ? " http2" : ""
                 let listen = "listen 127.0.0.1:\(port)\(cleartext ? "" : " ssl")\(http2Parameter);"
