@@ -268,8 +268,9 @@ final class StreamBodyReader: @unchecked Sendable {
         case .unsized:
             do {
                 let count = try stream.read(UnsafeMutableRawBufferPointer(start: scratch, count: limit))
-                guard count > 0 else { return .end }
-                guard count <= limit else {
+                guard count != 0 else { return .end }
+                // A negative count (a C-style error) is no end: sent as one, the server would take a cut body.
+                guard count > 0, count <= limit else {
                     return .failed(
                         TransferError(
                             .bodyStream, "The body stream reported \(count) bytes read into a \(limit)-byte buffer."))

@@ -221,12 +221,21 @@ final class ResponseBodyBuffer: Sendable {
     ) -> Result<Data?, HeraldError>? {
         state.withLock { state in
             if state.chunks.isEmpty, state.tail.isEmpty, state.end == nil {
-                if let continuation { state.consumer = continuation }
+                guard let continuation else { return nil }
+                // One consumer at a time: a second one parked here would replace the first, which would then
+                // wait for ever. It fails instead, and the first goes on.
+                if state.consumer != nil { return .failure(Self.secondConsumer) }
+                state.consumer = continuation
                 return nil
             }
             return Self.next(from: &state)
         }
     }
+
+    /// What a consumer gets that asks while another waits for the same body.
+    private static let secondConsumer = HeraldError(
+        .invalidRequest,
+        "The body is already being read by another iteration: read a streamed body once, from one task.")
 
     /// Whether the consumer has the head: from then on the task's response is fixed.
     var hasHandedOverHead: Bool { state.withLock { $0.head != nil } }

@@ -23,7 +23,8 @@ public struct BodyStream: Sendable {
     /// Creates a stream from a read function.
     ///
     /// - Parameter read: Copies up to `buffer.count` bytes into `buffer` and returns how many it copied;
-    ///   returning 0 ends the body. Throwing fails the task with ``HeraldError/Code/bodyStream`` and the
+    ///   returning 0 ends the body. A negative count, or more than `buffer.count`, fails the task with
+    ///   ``HeraldError/Code/bodyStream``. Throwing fails the task with ``HeraldError/Code/bodyStream`` and the
     ///   thrown error as ``HeraldError/underlying``. Runs on the upload task's hook queue, one call at a
     ///   time, never on the engine's loop thread.
     public init(read: @escaping @Sendable (_ buffer: UnsafeMutableRawBufferPointer) throws -> Int) {

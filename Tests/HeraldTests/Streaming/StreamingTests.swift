@@ -29,6 +29,24 @@ struct StreamingTests {
         try await fixture.tearDown()
     }
 
+    @Test("a body read from two tasks at once: the second to wait fails with invalidRequest; neither waits for ever")
+    func twoConsumers() async throws {
+        let fixture = try await SessionFixture.make()
+        // 64 paced chunks: both readers spend most of the body waiting.
+        let (_, body) = try await fixture.session.bytes(
+            for: Request(url: fixture.server.url("/bytes/\(64 * 1024)?chunkSize=1024&delayMs=10")))
+        async let first = readAll(body)
+        async let second = readAll(body)
+        let results = try await [first, second]
+        let failures = results.compactMap { result -> HeraldError? in
+            if case .failure(let error) = result { return error }
+            return nil
+        }
+        #expect(failures.contains { $0.code == .invalidRequest }, "\(results)")
+        _ = try await fixture.recorder.waitForCompletions(1)
+        try await fixture.tearDown()
+    }
+
     @Test("no element is larger than the policy's maximum chunk size")
     func chunkSizes() async throws {
         let fixture = try await SessionFixture.make()

@@ -312,6 +312,29 @@ struct StreamedUploadTests {
         try await fixture.tearDown()
     }
 
+    @Test("a stream whose read returns a negative count fails its task with bodyStream: no cut body is sent as whole")
+    func negativeCountFails() async throws {
+        let fixture = try await SessionFixture.make()
+        let sent = Locked(0)
+        let stream = BodyStream { buffer in
+            let start = sent.withLock { $0 }
+            guard start < 50_000 else { return -1 }
+            let length = min(buffer.count, 50_000 - start)
+            for index in 0..<length { buffer[index] = 7 }
+            sent.withLock { $0 += length }
+            return length
+        }
+        let log = CompletionLog()
+        let task = try fixture.session.uploadTask(
+            withStreamedRequest: Request(url: fixture.server.url("/echo"), method: "POST"), bodyProvider: stream,
+            completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1, timeout: .seconds(30))
+        #expect(log.all.first?.error?.code == .bodyStream)
+        #expect(log.all.first?.response?.statusCode != 200)
+        try await fixture.tearDown()
+    }
+
     @Test("a stream that gives nothing for longer than the request timeout fails its upload with timedOut")
     func stalledStreamTimesOut() async throws {
         let fixture = try await SessionFixture.make()
