@@ -49,7 +49,9 @@ public struct EventSourceOptions: Sendable, Equatable {
 /// `Pragma: no-cache` — what Fetch puts on the wire for `EventSource`'s "no-store" cache mode — and
 /// `Last-Event-ID` once an event set an ID) and yields each event as its blank line arrives. When the
 /// connection ends — the server closes it, or it fails with a transport error — the sequence waits the
-/// stream's `retry` time (``EventSourceOptions/defaultReconnectionTime`` until one is set), posts
+/// stream's `retry` time (``EventSourceOptions/defaultReconnectionTime`` until one is set; when connections
+/// fail one after another without an event, from the second on at least 100 milliseconds, doubled for each
+/// further failure, as the standard allows, up to ``EventSourceOptions/maximumReconnectionTime``), posts
 /// ``HeraldNotifications/NotificationName/eventSourceWillReconnect`` and connects again with `Last-Event-ID`;
 /// the incomplete event the ended connection was sending is discarded, so an event is neither lost (the server
 /// resends from the ID) nor repeated. Each connection is a streamed data task of the session, announced with
@@ -58,8 +60,10 @@ public struct EventSourceOptions: Sendable, Equatable {
 /// It ends — returns `nil` — when the server answers `204 No Content`. It throws
 /// ``HeraldError/Code/unacceptableStatusCode`` for another status than 200,
 /// ``HeraldError/Code/unacceptableContentType`` for a type other than `text/event-stream` (neither is
-/// retried), ``HeraldError/Code/cancelled`` when the iterating Swift task is cancelled, and the last
-/// transport error after ``EventSourceOptions/maximumConsecutiveFailures`` failed connections in a row.
+/// retried), ``HeraldError/Code/cancelled`` when the iterating Swift task is cancelled,
+/// ``HeraldError/Code/sessionInvalidated`` once the session is invalidated (a wait that began before ends
+/// first), and the last transport error after ``EventSourceOptions/maximumConsecutiveFailures`` failed
+/// connections in a row.
 /// Dropping the iterator stops the current connection.
 ///
 /// It yields events only. To learn that a connection was accepted before its first event arrives — the
@@ -314,21 +318,60 @@ final class EventSourceConnection: @unchecked Sendable {
                 throw error
             }
         }
-        let delay = min(
-            parser.reconnectionTime.map { Duration.milliseconds($0) } ?? options.defaultReconnectionTime,
-            options.maximumReconnectionTime)
+        guard !session.isInvalidated else {
+            isFinished = true
+            throw HeraldError(.sessionInvalidated, "The session was invalidated.", url: request.url)
+        }
+        let delay = Self.reconnectionDelay(
+            retry: parser.reconnectionTime.map { Duration.milliseconds($0) } ?? options.defaultReconnectionTime,
+            failuresInARow: error == nil ? 0 : failuresInARow, maximum: options.maximumReconnectionTime)
         if let task = currentTask {
             session.eventPoster.postReconnection(
                 of: task, attempt: connections + 1, error: error, lastEventID: parser.lastEventID, delay: delay)
         }
         currentTask = nil
-        do {
-            try await Task.sleep(for: delay)
-        } catch {
-            isFinished = true
-            throw HeraldError(.cancelled, "The event stream was cancelled.", url: request.url)
-        }
+        try await waitBeforeReconnecting(delay)
     }
+
+    /// Waits `delay` before the next connection. The session's invalidation ends the wait, and the sequence,
+    /// with ``HeraldError/Code/sessionInvalidated``: no connection can follow, and a consumer would otherwise
+    /// wait up to ``EventSourceOptions/maximumReconnectionTime`` for nothing. Cancelling the iterating task ends
+    /// it with ``HeraldError/Code/cancelled``.
+    private func waitBeforeReconnecting(_ delay: Duration) async throws(HeraldError) {
+        let sleep = Task { try await Task.sleep(for: delay) }
+        let session = session
+        // Registered before the state is read again, so an invalidation in between is seen one way or the other.
+        let token = session.notificationCenter.addObserver(for: .sessionDidInvalidate, object: session) { _ in
+            sleep.cancel()
+        }
+        defer { token.cancelWithoutWaiting() }
+        if session.isInvalidated { sleep.cancel() }
+        let slept = await withTaskCancellationHandler {
+            (try? await sleep.value) != nil
+        } onCancel: {
+            sleep.cancel()
+        }
+        guard !slept else { return }
+        isFinished = true
+        if session.isInvalidated, !Task.isCancelled {
+            throw HeraldError(.sessionInvalidated, "The session was invalidated.", url: request.url)
+        }
+        throw HeraldError(.cancelled, "The event stream was cancelled.", url: request.url)
+    }
+
+    /// The wait before the next connection: the stream's `retry`; from the second failed connection in a row
+    /// (none of them with an event), at least `minimumFailureDelay`, doubled for each further one (the
+    /// standard's "exponential backoff"), so a server that is down isn't asked again and again without a
+    /// pause, whatever its last `retry` said; never more than `maximum`.
+    static func reconnectionDelay(retry: Duration, failuresInARow: Int, maximum: Duration) -> Duration {
+        guard failuresInARow > 1 else { return min(retry, maximum) }
+        var delay = max(retry, minimumFailureDelay)
+        for _ in 1..<min(failuresInARow, 64) where delay < maximum { delay *= 2 }
+        return min(delay, maximum)
+    }
+
+    /// The shortest wait after a failed connection.
+    static let minimumFailureDelay = Duration.milliseconds(100)
 
     /// The stream sent a line or an event over ``EventSourceOptions/maximumEventSize``: the connection stops
     /// (its consumer dropped) and the sequence ends with the error, after the events that came before it.

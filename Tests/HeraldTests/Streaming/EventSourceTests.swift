@@ -1,11 +1,42 @@
 import Foundation
-import Herald
+@testable import Herald
 import HeraldNotifications
 import HeraldTesting
 import Testing
 
 @Suite("Server-sent events: events(for:) and reconnection with Last-Event-ID")
 struct EventSourceTests {
+    @Test("invalidating the session while the sequence waits to reconnect ends it at once with sessionInvalidated")
+    func invalidatedWhileWaiting() async throws {
+        let fixture = try await SessionFixture.make()
+        // Dropped after its first event, the stream asks for a minute before the next connection.
+        let events = fixture.session.events(for: Request(url: fixture.server.url("/events/3?dropEvery=1&retry=60000")))
+        let reading = Task { try await readAll(events, timeout: .seconds(20)) }
+        _ = try await fixture.recorder.waitForCompletions(1)
+        fixture.session.invalidate(cancelingTasks: true)
+        let (received, error) = try await reading.value
+        #expect(received.map(\.id) == ["1"])
+        #expect(error?.code == .sessionInvalidated)
+        try await fixture.tearDown()
+    }
+
+    @Test("the wait before reconnecting: the stream's retry, then from the second failure in a row a doubling backoff")
+    func reconnectionBackoff() {
+        let hour = Duration.seconds(3600)
+        func delay(_ retry: Duration, _ failures: Int) -> Duration {
+            EventSourceConnection.reconnectionDelay(retry: retry, failuresInARow: failures, maximum: hour)
+        }
+        #expect(delay(.zero, 0) == .zero)
+        #expect(delay(.zero, 1) == .zero)
+        #expect(delay(.zero, 2) == .milliseconds(200))
+        #expect(delay(.zero, 3) == .milliseconds(400))
+        #expect(delay(.seconds(3), 1) == .seconds(3))
+        #expect(delay(.seconds(3), 2) == .seconds(6))
+        #expect(delay(.seconds(3), 40) == hour)
+        #expect(delay(.seconds(7200), 0) == hour)
+        #expect(delay(.milliseconds(1), 10_000) == hour)
+    }
+
     @Test("a stream dropped mid-event twice: every event exactly once, in order, each reconnection after retry ms")
     func reconnectsWithLastEventID() async throws {
         let fixture = try await SessionFixture.make()
