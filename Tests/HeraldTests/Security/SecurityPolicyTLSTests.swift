@@ -103,6 +103,33 @@ struct SecurityPolicyTLSTests {
         }
     }
 
+    @Test("an authority taken out of a trusted file is no longer trusted by the session's next new connection")
+    func rotatedFileIsReadAgain() async throws {
+        try await withScenario { scenario in
+            let trust = scenario.pki.directory.appendingPathComponent("rotated-trust.pem")
+            try FileManager.default.copyItem(at: scenario.pki.authority.certificate, to: trust)
+            var configuration = SessionConfiguration()
+            configuration.securityPolicy = try SecurityPolicy.trustingCertificateAuthorities(pemFile: trust)
+            configuration.timeoutIntervalForRequest = 30
+            let session = SessionManager(configuration: configuration, notificationCenter: NotificationHub())
+            defer { session.invalidate(cancelingTasks: true) }
+            func get(_ url: URL) async throws -> Result<(Data, HTTPResponse), HeraldError> {
+                let call = startCall { () async throws(HeraldError) in try await session.data(for: Request(url: url)) }
+                return try await outcome(of: call, timeout: .seconds(60))
+            }
+            expectServed(try await get(scenario.server.url()), by: scenario.server)
+            // The file now names another authority only. A second server from the first authority, on a port of its
+            // own (no connection nor TLS session to reuse), is refused.
+            let unrelated = try await scenario.pki.makeUnrelatedAuthority(named: "replacement")
+            try FileManager.default.removeItem(at: trust)
+            try FileManager.default.copyItem(at: unrelated.certificate, to: trust)
+            let identity = try await scenario.pki.issueServerIdentity(named: "second", subjectAltNames: "IP:127.0.0.1")
+            try await withOpenSSLServer(identity: identity, in: scenario.pki.directory) { second in
+                expectFailure(try await get(second.url()), .serverCertificateUntrusted, curlCode: 60)
+            }
+        }
+    }
+
     @Test("the host name is always checked: a trusted certificate for another name is rejected")
     func hostNameIsVerified() async throws {
         try await withScenario(subjectAltNames: "DNS:elsewhere.invalid") { scenario in
