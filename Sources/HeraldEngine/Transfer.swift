@@ -240,7 +240,9 @@ package final class Transfer: @unchecked Sendable {
         var osErrno: Int = 0
         if let easyHandle { herald_easy_getinfo_long(easyHandle, CURLINFO_OS_ERRNO, &osErrno) }
         let text = String(cString: errorBuffer)
-        if let oversized = oversizedHeadError(result: result, errorText: text) {
+        if let refusal = tunnelRefusal(result: result, errorText: text) {
+            return refusal
+        } else if let oversized = oversizedHeadError(result: result, errorText: text) {
             return oversized
         } else if result == CURLE_UNSUPPORTED_PROTOCOL, requestWasSent {
             // curl reports a malformed status line as an unsupported protocol: no status line at all
@@ -255,6 +257,22 @@ package final class Transfer: @unchecked Sendable {
             responseStatus != 0 ? .receivingResponse : requestWasSent ? .awaitingResponse : .sending
         return TransferError.fromCurl(
             result, osErrno: Int32(truncatingIfNeeded: osErrno), errorBuffer: text, url: request.url, stage: stage)
+    }
+
+    /// The error for a transfer whose proxy refused the tunnel (`CONNECT`) to an `https` server, if that is
+    /// what ended it: ``TransferError/Code/authentication`` for a `407` (no credential, or a wrong one), else
+    /// ``TransferError/Code/proxy``, with the proxy's status. libcurl reports either as a receive error
+    /// (`CURLE_RECV_ERROR`), which would read as a lost connection, and be tried again, to no avail.
+    private func tunnelRefusal(result: CURLcode, errorText: String) -> TransferError? {
+        guard let easyHandle else { return nil }
+        var status = 0
+        herald_easy_getinfo_long(easyHandle, CURLINFO_HTTP_CONNECTCODE, &status)
+        guard status != 0, !(200..<300).contains(status) else { return nil }
+        let why = status == 407 ? " (it wants a credential, or refused the one given)" : ""
+        return TransferError(
+            status == 407 ? .authentication : .proxy,
+            "The proxy refused to open a tunnel to the server: it answered \(status)\(why).",
+            curlCode: Int32(result.rawValue), curlMessage: errorText, url: request.url, statusCode: status)
     }
 
     /// Whether curl sent the request (any request bytes), so that a failure is about the server's answer.

@@ -53,6 +53,25 @@ struct ProxyTests {
         try await server.shutdown()
     }
 
+    @Test("an https request whose tunnel the proxy refuses with 407 fails with authentication and the status")
+    func tunnelRefused() async throws {
+        let server = try await TestServer.start()
+        try await withTinyproxy(credential: Credential(user: "proxyuser", password: "proxypass")) { tinyproxy in
+            let session = Self.session(through: Proxy(kind: .http, host: "127.0.0.1", port: tinyproxy.port))
+            defer { session.invalidate(cancelingTasks: true) }
+            // Refused at the CONNECT: nothing reaches the (loopback) server, which speaks no TLS anyway.
+            let url = try #require(URL(string: "https://127.0.0.1:\(server.port)/json"))
+            let error = try #require(
+                await #expect(throws: HeraldError.self) { try await session.data(for: Request(url: url)) })
+            #expect(error.code == .authentication, "\(error)")
+            #expect(error.statusCode == 407)
+            #expect(server.requests(forPath: "/json").isEmpty)
+            // Not a lost connection, so the default retry policy doesn't send a refused credential again.
+            #expect(!RetryPolicy.defaultRetryableErrorCodes.contains(error.code))
+        }
+        try await server.shutdown()
+    }
+
     @Test("hosts in the no-proxy list are reached directly")
     func excludedHostsGoDirect() async throws {
         let server = try await TestServer.start()
