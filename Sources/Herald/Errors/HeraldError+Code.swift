@@ -33,7 +33,7 @@ extension HeraldError {
         public static let tls = Code(.tls)
         /// The server's certificate was not trusted (`CURLE_PEER_FAILED_VERIFICATION`): its chain does not
         /// lead to a certificate authority of the session's ``SecurityPolicy`` (unknown issuer, self-signed,
-        /// expired, revoked), or it is not valid for the host name in the URL.
+        /// expired), or it is not valid for the host name in the URL. Revocation (CRLs, OCSP) is not checked.
         public static let serverCertificateUntrusted = Code(.serverCertificateUntrusted)
         /// The server's public key matched none of the session's pinned keys
         /// (`CURLE_SSL_PINNEDPUBKEYNOTMATCH`; see ``SecurityPolicy/pinning(publicKeys:)-([PublicKeyPin])``).

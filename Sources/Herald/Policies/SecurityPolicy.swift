@@ -83,7 +83,8 @@ public struct SecurityPolicy: Sendable, Hashable {
     /// - Parameter pemData: One or more PEM certificates.
     /// - Returns: The policy.
     /// - Throws: ``HeraldError`` with ``HeraldError/Code/invalidSecurityPolicy`` when `pemData` holds no
-    ///   PEM certificate, or when Herald was built against a libcurl older than 7.77.0, which has no
+    ///   PEM certificate or a damaged one (a block whose base64 is not one DER certificate, a block without
+    ///   its END line), or when Herald was built against a libcurl older than 7.77.0, which has no
     ///   `CURLOPT_CAINFO_BLOB` (write the certificates to a file and use
     ///   ``trustingCertificateAuthorities(pemFile:)`` there).
     public static func trustingCertificateAuthorities(pemData: Data) throws(HeraldError) -> SecurityPolicy {
@@ -95,9 +96,43 @@ public struct SecurityPolicy: Sendable, Hashable {
         guard pemData.range(of: Data("-----BEGIN CERTIFICATE-----".utf8)) != nil else {
             throw invalid("The certificate authority data holds no PEM certificate.")
         }
+        // libcurl refuses the whole bundle for one damaged block, at every request: refused here instead.
+        if let fault = Self.damagedCertificate(in: pemData) { throw invalid(fault) }
         var policy = SecurityPolicy()
         policy.certificateAuthorityData = pemData
         return policy
+    }
+
+    /// What is wrong with the first damaged `CERTIFICATE` block of `pem`, or `nil` when each is whole: its
+    /// base64 decodes to one DER `SEQUENCE` exactly (the outer shape of a certificate; OpenSSL checks the rest).
+    static func damagedCertificate(in pem: Data) -> String? {
+        let begin = "-----BEGIN CERTIFICATE-----"
+        let end = "-----END CERTIFICATE-----"
+        var rest = Substring(String(decoding: pem, as: UTF8.self))
+        var index = 0
+        while let start = rest.range(of: begin) {
+            index += 1
+            guard let stop = rest[start.upperBound...].range(of: end) else {
+                return "Certificate \(index) of the certificate authority data has no END line."
+            }
+            let text = rest[start.upperBound..<stop.lowerBound].filter { !$0.isWhitespace }
+            guard let der = Data(base64Encoded: String(text)), Self.isOneSequence(der) else {
+                return "Certificate \(index) of the certificate authority data is damaged (not one DER certificate)."
+            }
+            rest = rest[stop.upperBound...]
+        }
+        return nil
+    }
+
+    /// Whether `der` is one DER `SEQUENCE` and nothing after it.
+    private static func isOneSequence(_ der: Data) -> Bool {
+        let bytes = [UInt8](der)
+        guard bytes.count >= 2, bytes[0] == 0x30 else { return false }
+        if bytes[1] < 0x80 { return bytes.count == 2 + Int(bytes[1]) }
+        let lengthBytes = Int(bytes[1] & 0x7F)
+        guard (1...4).contains(lengthBytes), bytes.count >= 2 + lengthBytes else { return false }
+        let length = bytes[2..<(2 + lengthBytes)].reduce(0) { $0 << 8 | Int($1) }
+        return bytes.count == 2 + lengthBytes + length
     }
 
     /// A policy that accepts **any** certificate: expired, self-signed, issued by anyone, for any host.

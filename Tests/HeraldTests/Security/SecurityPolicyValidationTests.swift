@@ -82,6 +82,27 @@ struct SecurityPolicyValidationTests {
         #expect(!policy.usesSystemCertificateAuthorities)
     }
 
+    @Test(
+        "PEM data with a damaged certificate block is refused when the policy is built; whole ones in any layout pass")
+    func damagedPEMData() async throws {
+        let pki = try await ThrowawayPKI.make()
+        defer { pki.remove() }
+        let pem = try String(contentsOf: pki.authority.certificate, encoding: .utf8)
+        let lines = pem.split(separator: "\n")
+        for good in [pem, pem.replacingOccurrences(of: "\n", with: "\r\n"), "comment\n" + pem + pem] {
+            #expect(throws: Never.self) { try SecurityPolicy.trustingCertificateAuthorities(pemData: Data(good.utf8)) }
+        }
+        // The same certificate cut short, its END line gone, or its base64 decoding to something else.
+        let truncated = lines.prefix(lines.count - 3).joined(separator: "\n") + "\n-----END CERTIFICATE-----\n"
+        let unterminated = lines.dropLast().joined(separator: "\n") + "\n"
+        let other = "-----BEGIN CERTIFICATE-----\naGVsbG8gd29ybGQ=\n-----END CERTIFICATE-----\n"
+        for bad in [pem + truncated, pem + unterminated, other + pem] {
+            expectInvalid { () throws(HeraldError) in
+                try SecurityPolicy.trustingCertificateAuthorities(pemData: Data(bad.utf8))
+            }
+        }
+    }
+
     @Test("the default configuration verifies against the system's authorities")
     func defaults() {
         let policy = SessionConfiguration().securityPolicy
