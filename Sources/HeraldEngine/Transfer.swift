@@ -252,6 +252,13 @@ package final class Transfer: @unchecked Sendable {
             return TransferError(
                 .badServerResponse, "The server's status line is malformed or not HTTP.",
                 curlCode: Int32(result.rawValue), curlMessage: text, url: request.url)
+        } else if result == CURLE_GOT_NOTHING, request.httpVersion == .http2PriorKnowledge, responseStatus == 0 {
+            // An HTTP/1.1 server closes a connection that opens with HTTP/2's preface, without a word.
+            return TransferError(
+                .badServerResponse,
+                "The server closed the connection without an HTTP/2 answer: with prior knowledge, it must speak "
+                    + "HTTP/2 in cleartext (h2c).", curlCode: Int32(result.rawValue), curlMessage: text,
+                url: request.url)
         }
         let stage: CurlErrorMapping.Stage =
             responseStatus != 0 ? .receivingResponse : requestWasSent ? .awaitingResponse : .sending

@@ -85,6 +85,11 @@ enum CurlErrorMapping {
         if rawCode == 7, osErrno == ETIMEDOUT {
             return (.timedOut, "the connection attempt timed out")
         }
+        if rawCode == 56, stage != .receivingResponse, curlMessage.hasPrefix("Connection died, tried") {
+            // libcurl sends an HTTP/2 stream the server refused (REFUSED_STREAM) again on a new connection, up to
+            // five times, then gives up with this text.
+            return (.networkConnectionLost, "the server refused the request on every connection tried")
+        }
         if rawCode == 56, curlMessage.localizedCaseInsensitiveContains("chunk") {
             // curl reports a chunk size that is not one ("… in the chunky parser") as a receive error: the
             // connection was fine, the bytes were not HTTP, and sending the request again would get the same.

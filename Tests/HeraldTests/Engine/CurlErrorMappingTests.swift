@@ -80,6 +80,12 @@ struct CurlErrorMappingTests {
         let framing = TransferError.fromCurl(
             rawCode: 16, osErrno: 0, curlMessage: "", url: nil, stage: .receivingResponse)
         #expect(framing.code == .badServerResponse)
+        // A stream refused on every connection libcurl tried (its own text, libcurl 7.88).
+        let refused = TransferError.fromCurl(
+            rawCode: 56, osErrno: 0, curlMessage: "Connection died, tried 5 times before giving up", url: nil,
+            stage: .awaitingResponse)
+        #expect(refused.code == .networkConnectionLost)
+        #expect(refused.message.hasSuffix("refused the request on every connection tried"))
     }
 
     @Test(

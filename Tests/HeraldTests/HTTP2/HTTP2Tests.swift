@@ -399,6 +399,20 @@ struct HTTP2Tests {
         }
     }
 
+    @Test("HTTP/2 with prior knowledge against a server that speaks HTTP/1.1 only: badServerResponse that says so")
+    func priorKnowledgeAgainstHTTP1() async throws {
+        try await withNginx(cleartext: true, offersHTTP2: false) { server in
+            let client = try Client(server: server, httpVersion: .http2PriorKnowledge)
+            defer { client.close() }
+            let task = try client.session.dataTask(with: Request(url: server.url("/ok/prior")))
+            task.resume()
+            _ = try await client.recorder.waitForCompletions(1, timeout: .seconds(30))
+            let error = try #require(task.error)
+            #expect(error.code == .badServerResponse)
+            #expect(error.message.contains("prior knowledge"), "\(error)")
+        }
+    }
+
     @Test("HTTP/2 with prior knowledge: requests one after another and at once all succeed")
     func priorKnowledgeRequestsSucceed() async throws {
         try await withNginx(cleartext: true) { server in
