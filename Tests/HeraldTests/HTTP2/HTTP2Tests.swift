@@ -378,7 +378,7 @@ struct HTTP2Tests {
         try await withNginx { server in
             let client = try Client(server: server, httpVersion: .http2)
             defer { client.close() }
-            let policy = try StreamBufferPolicy(highWatermark: 64 << 10, lowWatermark: 16 << 10)
+            let policy = StreamBufferPolicy(highWatermark: 64 << 10, lowWatermark: 16 << 10)
             let (head, body) = try await client.session.bytes(
                 for: Request(url: server.url("/big.bin")), bufferPolicy: policy)
             #expect(head.statusCode == 200)
