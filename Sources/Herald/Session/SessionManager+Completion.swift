@@ -101,7 +101,8 @@ extension SessionManager {
     /// the task has completed, when its handlers can no longer change.
     private func answersInline(_ task: SessionTask) -> Bool {
         guard task.answersAwaitingCaller, completionGroup == nil else { return false }
-        guard configuration.responseCache == nil || !task.usesResponseCache else { return false }
+        // Any task may touch the cache: an unsafe method's success invalidates stored responses.
+        guard configuration.responseCache == nil else { return false }
         let noHooks = readHooks { hooks in
             hooks.taskDidComplete == nil && hooks.dataTaskDidReceiveData == nil && hooks.taskDidSendBodyData == nil
         }

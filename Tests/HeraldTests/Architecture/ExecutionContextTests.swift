@@ -81,6 +81,45 @@ struct ExecutionContextTests {
         "sessionDidBecomeInvalid": .eventQueue,
     ]
 
+    /// An in-memory cache that records where each of its methods ran: a cache is user code.
+    final class RecordingCache: ResponseCache {
+        let inner = InMemoryResponseCache(capacity: 1 << 20)
+        let places = Locked<[String]>([])
+
+        private func record(_ method: String) {
+            places.withLock { $0.append("\(method) on \(ExecutionContext.current)") }
+        }
+        func cachedResponse(for request: Request) -> CachedResponse? {
+            record("cachedResponse")
+            return inner.cachedResponse(for: request)
+        }
+        func storeCachedResponse(_ cachedResponse: CachedResponse, for request: Request) {
+            record("store")
+            inner.storeCachedResponse(cachedResponse, for: request)
+        }
+        func removeCachedResponse(for request: Request) {
+            record("remove")
+            inner.removeCachedResponse(for: request)
+        }
+        func removeAllCachedResponses() { inner.removeAllCachedResponses() }
+    }
+
+    @Test("an async upload's cache invalidation runs on the completion queue, where every cache call runs")
+    func asyncUploadInvalidatesOnCompletionQueue() async throws {
+        let cache = RecordingCache()
+        var configuration = SessionConfiguration()
+        configuration.responseCache = cache
+        let fixture = try await SessionFixture.make(configuration: configuration)
+        let session = fixture.session
+        let request = Request(url: fixture.server.url("/echo"), method: "POST")
+        // Detached: a caller without a task executor preference, whom Herald may answer without a hand-off.
+        _ = try await Task.detached { try await session.upload(for: request, from: Data("x".utf8)) }.value
+        let places = cache.places.withLock { $0 }
+        #expect(places.contains { $0.hasPrefix("remove") }, "\(places)")
+        #expect(places.allSatisfy { $0.hasSuffix("on \(ExecutionContext.completionQueue)") }, "\(places)")
+        try await fixture.tearDown()
+    }
+
     @Test("every hook, handler and observer runs in its one context of four, and none on the loop thread")
     func contextsMatchTheTable() async throws {
         let server = try await TestServer.start()

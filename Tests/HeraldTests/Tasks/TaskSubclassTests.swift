@@ -70,6 +70,49 @@ final class PlainUploadSubclass: UploadTask, @unchecked Sendable {}
 @Suite("A session hands out the task subclasses it is given")
 struct TaskSubclassTests {
     @Test(
+        "an async call whose task class declines resume() is cancelled at once with a message saying so, not left waiting"
+    )
+    func asyncCallOfDecliningClass() async throws {
+        let fixture = try await SessionFixture.make()
+        fixture.session.taskClasses = TaskClasses(dataTask: VetoingDataTask.self)
+        let error = try #require(
+            await #expect(throws: HeraldError.self) {
+                try await fixture.session.data(for: Request(url: fixture.server.url("/json")))
+            })
+        #expect(error.code == .cancelled)
+        #expect(error.message.contains("declined resume()"))
+        let streamError = try #require(
+            await #expect(throws: HeraldError.self) {
+                try await fixture.session.bytes(for: Request(url: fixture.server.url("/json")))
+            })
+        #expect(streamError.code == .cancelled)
+        #expect(fixture.server.requestCount == 0)
+        try await fixture.tearDown()
+    }
+
+    @Test("an async call made from an already-cancelled Swift task never calls the task class's resume()")
+    func cancelledCallNeverResumes() async throws {
+        let fixture = try await SessionFixture.make()
+        fixture.session.taskClasses = TaskClasses(dataTask: CountingDataTask.self)
+        let session = fixture.session
+        let url = fixture.server.url("/json")
+        let call = Task { () async -> HeraldError? in
+            withUnsafeCurrentTask { $0?.cancel() }
+            do throws(HeraldError) {
+                _ = try await session.data(for: Request(url: url))
+                return nil
+            } catch {
+                return error
+            }
+        }
+        #expect(await call.value?.code == .cancelled)
+        _ = try await fixture.recorder.waitForCompletions(1)
+        #expect(HookCalls.calls(session: session.identifier).isEmpty)
+        #expect(fixture.recorder.events.map(\.kind) == [.complete])
+        try await fixture.tearDown()
+    }
+
+    @Test(
         "overrides that call super run for the caller's, the progress object's and the session's calls; notifications stay once"
     )
     func forwardingOverridesRunEverywhere() async throws {
