@@ -7,6 +7,13 @@ import HeraldEngine
 /// libcurl's own redirect following is off (`CURLOPT_FOLLOWLOCATION` = 0) so that every hop is visible
 /// and can be vetoed; these are the rules curl and browsers apply, written out.
 enum RedirectRules {
+    /// Leaves `transfer`'s credential fields and challenge credential behind, for a request to another origin
+    /// than the one they were meant for.
+    static func dropCredentials(from transfer: inout TransferRequest) {
+        for name in credentialHeaders { transfer.headers.remove(name: name) }
+        transfer.credential = nil
+    }
+
     /// The statuses Herald follows.
     static func isRedirect(_ status: Int) -> Bool {
         [301, 302, 303, 307, 308].contains(status)

@@ -143,20 +143,19 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
 
     override func makeTransferRequest(for request: Request) -> TransferRequest {
         // The resume data the task was made from, or what a retry continues: the same rules either way.
-        let continuation = core.withLock { $0.downloadContinuation }
+        let (continuation, target) = core.withLock { ($0.downloadContinuation, $0.downloadContinuationTarget) }
         let offset = continuation?.bytesReceived ?? 0
         var request = request
-        if offset > 0, let continuation, continuation.url != request.url {
+        let leavesOrigin = offset > 0 && target.map { !RedirectRules.isSameOrigin(request.url, $0) } == true
+        if offset > 0, let target {
             // A retry behind a redirect asks where the bytes came from: the redirecting URL would answer the
-            // range with its redirect, which is no range of the file. Credential fields stay behind when that
-            // is another origin, as they did on the redirect.
-            if !RedirectRules.isSameOrigin(request.url, continuation.url) {
-                for name in RedirectRules.credentialHeaders { request.headers.remove(name: name) }
-            }
-            request.url = continuation.url
+            // range with its redirect, which is no range of the file.
+            request.url = target
         }
         var transfer = session.transferRequest(
             for: request, body: request.body.map { .data($0) }, sink: .file(temporaryURL, resumeOffset: offset))
+        // Credentials stay behind on another origin, as they did on the redirect: the caller's and the session's.
+        if leavesOrigin { RedirectRules.dropCredentials(from: &transfer) }
         if offset > 0, let validator = continuation?.validator {
             // Not CURLOPT_RESUME_FROM: it fails with CURLE_RANGE_ERROR when the server answers 200; the
             // file sink decides from the status instead (206 appends, 200 restarts).
@@ -196,7 +195,11 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
     /// `continuation(after:)`), and starts over otherwise.
     override func prepareRetry(after outcome: TaskOutcome) -> Int64? {
         let next = continuation(after: outcome)
-        core.withLock { $0.downloadContinuation = next }
+        let redirected = machine { $0.hops.redirectCount > 0 }
+        core.withLock {
+            $0.downloadContinuation = next
+            $0.downloadContinuationTarget = redirected ? next?.url : nil
+        }
         return next?.bytesReceived
     }
 

@@ -70,10 +70,7 @@ extension SessionTask {
             next.body = nil
             for name in RedirectRules.bodyHeaders { next.headers.remove(name: name) }
         }
-        if !RedirectRules.isSameOrigin(current.url, target) {
-            for name in RedirectRules.credentialHeaders { next.headers.remove(name: name) }
-            next.credential = nil
-        }
+        if !RedirectRules.isSameOrigin(current.url, target) { RedirectRules.dropCredentials(from: &next) }
         if next.revalidatesCachedResponse {
             // The stored response's validators are the redirecting URL's: asked of the target, a `304` would
             // confirm the wrong body.

@@ -46,6 +46,9 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         /// `Range` and `If-Range`; `nil` when the attempt asks for the whole body. Set when the task is made
         /// (from resume data) and when a retry is decided.
         var downloadContinuation: DownloadResumeData?
+        /// Where a retry's continuation asks for the rest: the redirect's target the failed attempt's bytes came
+        /// from; `nil` when that attempt followed no redirect (the attempt's own request is asked).
+        var downloadContinuationTarget: URL?
         /// The task's hook queue and its executor, made on first use (see ``SessionTask/hooks``): most
         /// tasks never need one.
         var hooks: HookQueueExecutor?

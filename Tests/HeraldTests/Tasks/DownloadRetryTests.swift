@@ -77,6 +77,77 @@ struct DownloadRetryTests {
         try await Self.tearDown(session, scratch, server)
     }
 
+    @Test("a retry behind a redirect to another origin sends none of the session's or the caller's credentials there")
+    func continuesAcrossOriginsWithoutCredentials() async throws {
+        let server = try await TestServer.start()
+        let scratch = try ScratchDirectory()
+        var configuration = SessionConfiguration()
+        configuration.httpAdditionalHeaders = ["Authorization": "Bearer session-secret"]
+        let session = SessionManager(configuration: configuration, notificationCenter: NotificationHub())
+        let recorder = RecordingObserver(center: session.notificationCenter)
+        let path = "/bytes/\(Self.size)"
+        // Another origin for the same loopback server: another host name.
+        let target = try #require(
+            URL(
+                string:
+                    "http://localhost:\(server.port)\(path)?key=cross-origin&dropAfter=\(Self.dropped)&chunkSize=16384")
+        )
+        let encoded = try #require(target.absoluteString.addingPercentEncoding(withAllowedCharacters: .alphanumerics))
+        let destination = scratch.url.appendingPathComponent("cross-origin.bin")
+        let task = try session.downloadTask(
+            with: Request(url: server.url("/redirect-to?url=\(encoded)"), headers: ["Authorization": "Basic caller"]),
+            destination: { _, _ in destination })
+        task.interceptor = Self.fast
+        task.resume()
+
+        try await recorder.waitForCompletions(1)
+        #expect(task.error == nil && task.response?.statusCode == 206)
+        #expect(server.requests(forPath: "/redirect-to").first?.headerValue("Authorization") == "Basic caller")
+        let requests = server.requests(forPath: path)
+        #expect(requests.count == 2)
+        #expect(requests.last?.headerValue("Range") == "bytes=\(Self.dropped)-")
+        #expect(requests.allSatisfy { $0.headerValue("Authorization") == nil })
+        #expect(try PatternFile.matches(destination, count: Self.size))
+        try await Self.tearDown(session, scratch, server)
+    }
+
+    /// Signs each attempt's URL anew, as a presigned-URL API does: `sig=<attempt>`.
+    struct SigningAdapter: RequestAdapter {
+        let attempts = Locked(0)
+        func adapt(_ request: Request, for task: SessionTask) async throws -> Request {
+            let attempt = attempts.withLock { count -> Int in
+                count += 1
+                return count
+            }
+            var signed = request
+            signed.url = URL(string: request.url.absoluteString + "&sig=\(attempt)") ?? request.url
+            return signed
+        }
+    }
+
+    @Test("a retry without a redirect asks the URL its adapter gives it now, not the one of the failed attempt")
+    func continuesAtTheAdaptedURL() async throws {
+        let server = try await TestServer.start()
+        let scratch = try ScratchDirectory()
+        let session = SessionManager(notificationCenter: NotificationHub())
+        let recorder = RecordingObserver(center: session.notificationCenter)
+        let path = "/bytes/\(Self.size)"
+        let destination = scratch.url.appendingPathComponent("signed.bin")
+        let task = try session.downloadTask(
+            with: Request(url: server.url("\(path)?key=signed&dropAfter=\(Self.dropped)&chunkSize=16384")),
+            destination: { _, _ in destination })
+        task.interceptor = Interceptor(adapters: [SigningAdapter()], retriers: [Self.fast])
+        task.resume()
+
+        try await recorder.waitForCompletions(1)
+        #expect(task.error == nil && task.response?.statusCode == 206)
+        let requests = server.requests(forPath: path)
+        #expect(requests.map { $0.uri.contains("sig=1") } == [true, false])
+        #expect(requests.last?.uri.contains("sig=2") == true)
+        #expect(requests.last?.headerValue("Range") == "bytes=\(Self.dropped)-")
+        try await Self.tearDown(session, scratch, server)
+    }
+
     @Test("a resource that changed meanwhile (If-Range no longer matches: 200) is written again from byte 0")
     func startsOverWhenChanged() async throws {
         let server = try await TestServer.start()
