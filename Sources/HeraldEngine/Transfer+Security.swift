@@ -33,7 +33,7 @@ extension Transfer {
                 // alone): an authority taken out of the file would go on being trusted. Read for each new
                 // connection, as the policy promises. (Older libcurl reads it each time anyway.)
                 let code = herald_easy_setopt_ca_cache_timeout(easy, 0)
-                if code != CURLE_NOT_BUILT_IN { check("CA_CACHE_TIMEOUT", code) }
+                if code != CURLE_NOT_BUILT_IN, code != CURLE_UNKNOWN_OPTION { check("CA_CACHE_TIMEOUT", code) }
             } else {
                 check("CAINFO", herald_easy_setopt_string(easy, CURLOPT_CAINFO, nil))
             }

@@ -271,7 +271,8 @@ package final class Transfer: @unchecked Sendable {
     /// ``TransferError/Code/proxy``, with the proxy's status. libcurl reports either as a receive error
     /// (`CURLE_RECV_ERROR`), which would read as a lost connection, and be tried again, to no avail.
     private func tunnelRefusal(result: CURLcode, errorText: String) -> TransferError? {
-        guard let easyHandle else { return nil }
+        // A refused CONNECT is a receive error; anything else (a timeout during proxy authentication) is itself.
+        guard result == CURLE_RECV_ERROR, let easyHandle else { return nil }
         var status = 0
         herald_easy_getinfo_long(easyHandle, CURLINFO_HTTP_CONNECTCODE, &status)
         guard status != 0, !(200..<300).contains(status) else { return nil }

@@ -95,9 +95,8 @@ enum CurlErrorMapping {
             // connection was fine, the bytes were not HTTP, and sending the request again would get the same.
             return (.badServerResponse, "the response's chunked framing is malformed")
         }
-        if rawCode == 16 || rawCode == 18, stage == .awaitingResponse {
-            // Over HTTP/2, a GOAWAY that leaves the request's stream unprocessed (16) or a close with nothing
-            // answered (18): the connection ended before the response began, not a malformed one.
+        if rawCode == 18, stage == .awaitingResponse {
+            // A close with nothing answered (over HTTP/2): the connection ended before the response began.
             return (.networkConnectionLost, "the server closed the connection before answering the request")
         }
         if rawCode == 55, stage != .sending {

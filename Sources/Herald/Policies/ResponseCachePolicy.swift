@@ -81,13 +81,17 @@ enum ResponseCachePolicy {
     }
 
     /// What a usable `entry` answers `request` with (RFC 9111 §4.3.2): a `304 Not Modified` with the stored
-    /// header fields and no body when the request's own preconditions say the caller holds that response — its
+    /// header fields and no body when the entry is a `2xx` and the request's own preconditions say the caller
+    /// holds that response — its
     /// `If-None-Match` names the entry's `ETag` (compared weakly) or is `*`, or, without `If-None-Match`, its
     /// `If-Modified-Since` is not before the entry's `Last-Modified` (or `Date`); the stored response otherwise.
     static func answer(to request: Request, from entry: CachedResponse) -> (response: HTTPResponse, body: Data) {
         let stored = entry.response
         let notModified: Bool
-        if let condition = request.headers["If-None-Match"] {
+        if !(200..<300).contains(stored.statusCode) {
+            // Preconditions apply to a successful response only (RFC 9110 §13.2.1): a stored 301 or 404 is itself.
+            notModified = false
+        } else if let condition = request.headers["If-None-Match"] {
             let tags = entityTags(in: condition)
             notModified =
                 tags.contains("*")

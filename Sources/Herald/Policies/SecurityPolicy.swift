@@ -115,7 +115,12 @@ public struct SecurityPolicy: Sendable, Hashable {
             guard let stop = rest[start.upperBound...].range(of: end) else {
                 return "Certificate \(index) of the certificate authority data has no END line."
             }
-            let text = rest[start.upperBound..<stop.lowerBound].filter { !$0.isWhitespace }
+            var block = rest[start.upperBound..<stop.lowerBound]
+            // RFC 1421 header lines (`Proc-Type: …`, `Comment: …`) end at a blank line before the base64.
+            if block.contains(":"), let blank = block.range(of: "\n\n") ?? block.range(of: "\r\n\r\n") {
+                block = block[blank.upperBound...]
+            }
+            let text = block.filter { !$0.isWhitespace }
             guard let der = Data(base64Encoded: String(text)), Self.isOneSequence(der) else {
                 return "Certificate \(index) of the certificate authority data is damaged (not one DER certificate)."
             }

@@ -50,7 +50,9 @@ public struct DecodableResponseSerializer<T: Decodable & Sendable>: ResponseSeri
                 )
             }
         }
-        if T.self == JSONValue.self || T.self == JSONValue?.self {
+        if T.self == JSONValue.self || T.self == JSONValue?.self, !decoder.allowsJSON5,
+            type(of: decoder) == JSONDecoder.self
+        {
             // Herald's parser, linear in the body. `JSONDecoder` finds a `JSONValue`'s kind by trying each in
             // turn, and each miss costs it the square of the depth: a crafted body would take minutes.
             if let value = try JSONBody.parse(data, response: response) as? T { return value }

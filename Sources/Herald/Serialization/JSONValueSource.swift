@@ -17,9 +17,13 @@ final class JSONValueSource: Sendable {
     }
 
     /// A decoder with `decoder`'s settings whose `JSONValue`s read `body` through a source; `decoder` itself
-    /// when it converts keys (a coding path then names other keys than the body's) or reads JSON5.
+    /// when it converts keys (a coding path then names other keys than the body's), reads JSON5, or is a
+    /// subclass.
     static func decoder(like decoder: JSONDecoder, reading body: Data) -> JSONDecoder {
-        guard case .useDefaultKeys = decoder.keyDecodingStrategy, !decoder.allowsJSON5, let key else { return decoder }
+        // A subclass may decode its own way: it is used as it is.
+        guard case .useDefaultKeys = decoder.keyDecodingStrategy, !decoder.allowsJSON5,
+            type(of: decoder) == JSONDecoder.self, let key
+        else { return decoder }
         let copy = JSONDecoder()
         copy.dateDecodingStrategy = decoder.dateDecodingStrategy
         copy.dataDecodingStrategy = decoder.dataDecodingStrategy

@@ -61,8 +61,8 @@ public struct EventSourceOptions: Sendable, Equatable {
 /// ``HeraldError/Code/unacceptableStatusCode`` for another status than 200,
 /// ``HeraldError/Code/unacceptableContentType`` for a type other than `text/event-stream` (neither is
 /// retried), ``HeraldError/Code/cancelled`` when the iterating Swift task is cancelled,
-/// ``HeraldError/Code/sessionInvalidated`` once the session is invalidated (a wait that began before ends
-/// first), and the last transport error after ``EventSourceOptions/maximumConsecutiveFailures`` failed
+/// ``HeraldError/Code/sessionInvalidated`` once the session is invalidated (a wait to reconnect ends when the
+/// session posts `sessionDidInvalidate`, once its tasks have ended), and the last transport error after ``EventSourceOptions/maximumConsecutiveFailures`` failed
 /// connections in a row.
 /// Dropping the iterator stops the current connection.
 ///
@@ -333,8 +333,9 @@ final class EventSourceConnection: @unchecked Sendable {
         try await waitBeforeReconnecting(delay)
     }
 
-    /// Waits `delay` before the next connection. The session's invalidation ends the wait, and the sequence,
-    /// with ``HeraldError/Code/sessionInvalidated``: no connection can follow, and a consumer would otherwise
+    /// Waits `delay` before the next connection. The session's invalidation (its `sessionDidInvalidate`, posted
+    /// once its tasks have ended) ends the wait, and the sequence, with
+    /// ``HeraldError/Code/sessionInvalidated``: no connection can follow, and a consumer would otherwise
     /// wait up to ``EventSourceOptions/maximumReconnectionTime`` for nothing. Cancelling the iterating task ends
     /// it with ``HeraldError/Code/cancelled``.
     private func waitBeforeReconnecting(_ delay: Duration) async throws(HeraldError) {
@@ -360,13 +361,13 @@ final class EventSourceConnection: @unchecked Sendable {
     }
 
     /// The wait before the next connection: the stream's `retry`; from the second failed connection in a row
-    /// (none of them with an event), at least `minimumFailureDelay`, doubled for each further one (the
+    /// (none of them with an event), at least `minimumFailureDelay`, doubled for each one after that (the
     /// standard's "exponential backoff"), so a server that is down isn't asked again and again without a
     /// pause, whatever its last `retry` said; never more than `maximum`.
     static func reconnectionDelay(retry: Duration, failuresInARow: Int, maximum: Duration) -> Duration {
         guard failuresInARow > 1 else { return min(retry, maximum) }
         var delay = max(retry, minimumFailureDelay)
-        for _ in 1..<min(failuresInARow, 64) where delay < maximum { delay *= 2 }
+        for _ in 2..<min(failuresInARow, 64) where delay < maximum { delay *= 2 }
         return min(delay, maximum)
     }
 

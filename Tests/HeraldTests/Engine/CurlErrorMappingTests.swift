@@ -69,17 +69,16 @@ struct CurlErrorMappingTests {
                 == .networkConnectionLost)
     }
 
-    @Test("over HTTP/2, a GOAWAY or a close before the response began is the connection lost, not a framing error")
+    @Test("a close before the response began is the connection lost; an HTTP/2 framing failure stays badServerResponse")
     func closedBeforeAnswer() {
-        for rawCode: Int32 in [16, 18] {
-            let error = TransferError.fromCurl(
-                rawCode: rawCode, osErrno: 0, curlMessage: "", url: nil, stage: .awaitingResponse)
-            #expect(error.code == .networkConnectionLost)
-            #expect(error.message.hasSuffix("before answering the request"))
+        let closed = TransferError.fromCurl(
+            rawCode: 18, osErrno: 0, curlMessage: "", url: nil, stage: .awaitingResponse)
+        #expect(closed.code == .networkConnectionLost)
+        #expect(closed.message.hasSuffix("before answering the request"))
+        for stage in [CurlErrorMapping.Stage.awaitingResponse, .receivingResponse] {
+            let framing = TransferError.fromCurl(rawCode: 16, osErrno: 0, curlMessage: "", url: nil, stage: stage)
+            #expect(framing.code == .badServerResponse)
         }
-        let framing = TransferError.fromCurl(
-            rawCode: 16, osErrno: 0, curlMessage: "", url: nil, stage: .receivingResponse)
-        #expect(framing.code == .badServerResponse)
         // A stream refused on every connection libcurl tried (its own text, libcurl 7.88).
         let refused = TransferError.fromCurl(
             rawCode: 56, osErrno: 0, curlMessage: "Connection died, tried 5 times before giving up", url: nil,

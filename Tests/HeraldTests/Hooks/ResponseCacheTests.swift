@@ -131,6 +131,23 @@ struct ResponseCacheTests {
         try await fixture.tearDown()
     }
 
+    @Test("a stored response other than a 2xx answers a conditional request as itself, never as a 304")
+    func conditionsApplyToSuccessesOnly() throws {
+        let url = try #require(URL(string: "http://127.0.0.1/conditions"))
+        for status in [301, 404, 410] {
+            let entry = CachedResponse(
+                response: HTTPResponse(
+                    url: url, statusCode: status,
+                    headers: ["ETag": "\"c1\"", "Date": "Sun, 01 Jan 2023 00:00:00 GMT", "Cache-Control": "max-age=60"]),
+                data: Data("stored".utf8), storageDate: Date())
+            for field in [("If-None-Match", "\"c1\""), ("If-Modified-Since", "Mon, 02 Jan 2023 00:00:00 GMT")] {
+                let answer = ResponseCachePolicy.answer(to: Request(url: url, headers: [field.0: field.1]), from: entry)
+                #expect(answer.response.statusCode == status)
+                #expect(answer.body == Data("stored".utf8))
+            }
+        }
+    }
+
     @Test("a request with Cache-Control: no-cache bypasses the cache")
     func requestNoCache() async throws {
         let (fixture, _) = try await Self.fixture()

@@ -89,7 +89,10 @@ struct SecurityPolicyValidationTests {
         defer { pki.remove() }
         let pem = try String(contentsOf: pki.authority.certificate, encoding: .utf8)
         let lines = pem.split(separator: "\n")
-        for good in [pem, pem.replacingOccurrences(of: "\n", with: "\r\n"), "comment\n" + pem + pem] {
+        // RFC 1421 header lines before the base64, which OpenSSL reads past.
+        let withHeaders = pem.replacingOccurrences(
+            of: "-----BEGIN CERTIFICATE-----\n", with: "-----BEGIN CERTIFICATE-----\nComment: our CA\n\n")
+        for good in [pem, pem.replacingOccurrences(of: "\n", with: "\r\n"), "comment\n" + pem + pem, withHeaders] {
             #expect(throws: Never.self) { try SecurityPolicy.trustingCertificateAuthorities(pemData: Data(good.utf8)) }
         }
         // The same certificate cut short, its END line gone, or its base64 decoding to something else.
