@@ -24,17 +24,21 @@ struct JSONParser: ~Copyable {
     static let maximumDepth = 512
 
     private let bytes: UnsafeBufferPointer<UInt8>
+    private let keepsFirstDuplicate: Bool
     private var index = 0
     private var depth = 0
 
-    private init(bytes: UnsafeBufferPointer<UInt8>) {
+    private init(bytes: UnsafeBufferPointer<UInt8>, keepsFirstDuplicate: Bool) {
         self.bytes = bytes
+        self.keepsFirstDuplicate = keepsFirstDuplicate
     }
 
     /// Parses one JSON text (a leading UTF-8 byte-order mark is skipped; surrounding whitespace is allowed).
-    static func parse(_ data: Data) throws(JSONParseError) -> JSONValue {
+    /// A repeated member name keeps its last value, as `JSONSerialization` does; with `keepsFirstDuplicate`, its
+    /// first, as `JSONDecoder` does.
+    static func parse(_ data: Data, keepsFirstDuplicate: Bool = false) throws(JSONParseError) -> JSONValue {
         let result: Result<JSONValue, JSONParseError> = data.withUnsafeBytes { raw in
-            var parser = JSONParser(bytes: raw.bindMemory(to: UInt8.self))
+            var parser = JSONParser(bytes: raw.bindMemory(to: UInt8.self), keepsFirstDuplicate: keepsFirstDuplicate)
             return Result { () throws(JSONParseError) in try parser.parseDocument() }
         }
         return try result.get()
@@ -79,8 +83,8 @@ struct JSONParser: ~Copyable {
             let key = try parseString()
             skipWhitespace()
             guard consume(UInt8(ascii: ":")) else { throw failure("expected ':'") }
-            // A repeated name keeps its last value, as JSONSerialization does.
-            members[key] = try parseValue()
+            let value = try parseValue()
+            if !keepsFirstDuplicate || members[key] == nil { members[key] = value }
             skipWhitespace()
             if consume(UInt8(ascii: ",")) { continue }
             if consume(UInt8(ascii: "}")) { break }

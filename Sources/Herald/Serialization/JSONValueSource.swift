@@ -39,7 +39,8 @@ final class JSONValueSource: Sendable {
     func value(at path: [any CodingKey]) -> JSONValue? {
         let root = parsed.withLock { parsed -> JSONValue? in
             if let parsed { return parsed }
-            let value = try? JSONParser.parse(body)
+            // A repeated member name keeps its first value, as the decoder reading the rest of the body does.
+            let value = try? JSONParser.parse(body, keepsFirstDuplicate: true)
             parsed = .some(value)
             return value
         }

@@ -98,6 +98,16 @@ struct JSONResponseSerializerTests {
         guard case .dataCorrupted(let context) = error else { throw error }
         #expect(context.debugDescription.contains("deeper than \(JSONValue.maximumDecodingDepth)"))
 
+        // A repeated name: the decoder keeps the first, and so does every JSONValue inside the type.
+        struct Pair: Decodable, Sendable {
+            let id: Int
+            let meta: JSONValue
+        }
+        struct Twice: Decodable, Sendable { let u: Pair }
+        let twice = try DecodableResponseSerializer(Twice.self).serialize(
+            response: json, data: Data(#"{"u":{"id":1,"meta":"first"},"u":{"id":2,"meta":"second"}}"#.utf8))
+        #expect(twice.u.id == 1 && twice.u.meta == "first")
+
         // Converting keys, the decoder's own way applies (shallow here) and finds the same values.
         struct Snake: Decodable, Sendable { let metaData: JSONValue }
         let snakeDecoder = JSONDecoder()
