@@ -82,11 +82,29 @@ public struct Cookie: Sendable, Hashable, Codable {
     ///   - date: The time of the request.
     /// - Returns: Whether it is sent.
     public func matches(_ url: URL, at date: Date) -> Bool {
-        guard let urlHost = url.host, !isExpired(at: date) else { return false }
-        let host = IDNA.asciiName(urlHost) ?? urlHost.lowercased()
-        if isSecure, url.scheme?.lowercased() != "https" { return false }
-        let domainMatches = isHostOnly ? host == domain : CookieRules.domainMatches(host, domain)
-        return domainMatches && CookieMatching.pathMatches(CookieMatching.requestPath(of: url), path)
+        Target(url).map { matches($0, at: date) } ?? false
+    }
+
+    /// What of a request URL the cookie rules look at, worked out once for all the cookies of a store.
+    struct Target {
+        /// The host in its ASCII form, lowercased.
+        let host: String
+        let isSecure: Bool
+        let path: String
+
+        init?(_ url: URL) {
+            guard let urlHost = url.host else { return nil }
+            host = IDNA.asciiName(urlHost) ?? urlHost.lowercased()
+            isSecure = url.scheme?.lowercased() == "https"
+            path = CookieMatching.requestPath(of: url)
+        }
+    }
+
+    /// Whether the cookie is sent with a request to `target` at `date` (see ``matches(_:at:)``).
+    func matches(_ target: Target, at date: Date) -> Bool {
+        guard !isExpired(at: date), !isSecure || target.isSecure else { return false }
+        let domainMatches = isHostOnly ? target.host == domain : CookieRules.domainMatches(target.host, domain)
+        return domainMatches && CookieMatching.pathMatches(target.path, path)
     }
 
     /// The identity RFC 6265 replaces a cookie by: name, domain and path.

@@ -51,19 +51,23 @@ public final class CookieStore: Sendable {
     /// The most cookies kept in all.
     public static let maximumCookies = 3000
     /// The largest cookie file ``init(persistingTo:publicSuffixes:)`` reads, in bytes: 3000 cookies of the
-    /// longest name and value fit in it.
-    public static let maximumFileSize = 16 << 20
+    /// longest name, value, domain and path, every character of them escaped in the JSON, fit in it.
+    public static let maximumFileSize = 48 << 20
 
     private let jar = Locked<Jar>(Jar())
     private let fileURL: URL?
     private let saveQueue = DispatchQueue(label: "herald.cookie-store.save")
     private let publicSuffixes: PublicSuffixList
+    /// How many cookies the file ``init(persistingTo:publicSuffixes:)`` loaded held that could not be sent as
+    /// they are (see ``setCookie(_:)``), left out; 0 for an in-memory store.
+    public let unsendableCookiesSkipped: Int
 
     /// Creates an empty in-memory store.
     /// - Parameter publicSuffixes: The suffixes refused as cookie domains; default ``PublicSuffixList/shared``.
     public init(publicSuffixes: PublicSuffixList = .shared) {
         self.fileURL = nil
         self.publicSuffixes = publicSuffixes
+        self.unsendableCookiesSkipped = 0
     }
 
     /// Creates a store that loads the persistent cookies of `fileURL` (in the format above) and saves them
@@ -72,12 +76,17 @@ public final class CookieStore: Sendable {
     /// - Parameters:
     ///   - fileURL: The file.
     ///   - publicSuffixes: The suffixes refused as cookie domains; default ``PublicSuffixList/shared``.
-    /// - Throws: ``HeraldError`` with ``HeraldError/Code/fileIO`` when the file exists but can't be read,
-    ///   or a line of it is not a cookie (the message names the line).
+    /// A line holding a cookie that could not be sent as it is (see ``setCookie(_:)``; an earlier version
+    /// stored such cookies) is left out and counted in ``unsendableCookiesSkipped``; the rest load.
+    /// - Throws: ``HeraldError`` with ``HeraldError/Code/fileIO`` when the file exists but can't be read, is
+    ///   larger than ``maximumFileSize``, or a line of it is not a cookie (the message names the line).
     public init(persistingTo fileURL: URL, publicSuffixes: PublicSuffixList = .shared) throws(HeraldError) {
         self.fileURL = fileURL
         self.publicSuffixes = publicSuffixes
-        guard FileManager.default.fileExists(atPath: fileURL.path) else { return }
+        guard FileManager.default.fileExists(atPath: fileURL.path) else {
+            unsendableCookiesSkipped = 0
+            return
+        }
         let text: String
         do {
             let size = try FileManager.default.attributesOfItem(atPath: fileURL.path)[.size] as? Int ?? 0
@@ -97,6 +106,7 @@ public final class CookieStore: Sendable {
         decoder.dateDecodingStrategy = .secondsSince1970
         let now = Date()
         var loaded: [Cookie] = []
+        var skipped = 0
         for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: true).enumerated() {
             let decoded: Cookie
             do {
@@ -110,13 +120,13 @@ public final class CookieStore: Sendable {
                 name: decoded.name, value: decoded.value, domain: decoded.domain, isHostOnly: decoded.isHostOnly,
                 path: decoded.path, expiresAt: decoded.expiresAt, isSecure: decoded.isSecure,
                 isHTTPOnly: decoded.isHTTPOnly, sameSite: decoded.sameSite, creationDate: decoded.creationDate)
-            if let fault = cookie.malformation {
-                throw HeraldError(
-                    .fileIO,
-                    "Line \(index + 1) of the cookie file \(fileURL.path) is not a cookie that can be sent: \(fault).")
+            if cookie.malformation != nil {
+                skipped += 1
+            } else if !cookie.isExpired(at: now) {
+                loaded.append(cookie)
             }
-            if !cookie.isExpired(at: now) { loaded.append(cookie) }
         }
+        unsendableCookiesSkipped = skipped
         // The file keeps no time of use: the oldest are taken as the least recently used.
         loaded.sort { $0.creationDate < $1.creationDate }
         jar.withLock { jar in
@@ -139,7 +149,13 @@ public final class CookieStore: Sendable {
     ///   - date: The time of the request; default now.
     /// - Returns: The matching cookies.
     public func cookies(for url: URL, at date: Date = Date()) -> [Cookie] {
-        jar.withLock { $0.entries.values.map(\.cookie) }.filter { $0.matches(url, at: date) }
+        guard let target = Cookie.Target(url) else { return [] }
+        return jar.withLock { Self.matching($0, target, at: date) }
+    }
+
+    /// The cookies of `jar` sent to `target` at `date`, in the order of the `Cookie` field.
+    private static func matching(_ jar: borrowing Jar, _ target: Cookie.Target, at date: Date) -> [Cookie] {
+        jar.entries.values.lazy.map(\.cookie).filter { $0.matches(target, at: date) }
             .sorted { lhs, rhs in
                 lhs.path.count != rhs.path.count
                     ? lhs.path.count > rhs.path.count : lhs.creationDate < rhs.creationDate
@@ -160,26 +176,25 @@ public final class CookieStore: Sendable {
     /// - Parameter url: The request URL.
     /// - Returns: The field value.
     public func cookieHeader(for url: URL) -> String? {
-        // Every request of a session asks, most of them of an empty store.
-        guard !jar.withLock({ $0.entries.isEmpty }) else { return nil }
-        let matching = cookies(for: url)
-        guard !matching.isEmpty else { return nil }
-        var header = ""
-        var length = 0
-        var sent: [String] = []
-        for cookie in matching where sent.count < Self.maximumCookiesPerRequest {
-            let pair = "\(cookie.name)=\(cookie.value)"
-            let added = (sent.isEmpty ? 0 : 2) + pair.utf8.count
-            guard length + added <= Self.maximumCookieHeaderLength else { continue }
-            header += sent.isEmpty ? pair : "; " + pair
-            length += added
-            sent.append(cookie.key)
+        guard let target = Cookie.Target(url) else { return nil }
+        let now = Date()
+        // One lock for the match and the use it counts; every request of a session asks, most of an empty store.
+        return jar.withLock { jar -> String? in
+            guard !jar.entries.isEmpty else { return nil }
+            var header = ""
+            var length = 0
+            var count = 0
+            for cookie in Self.matching(jar, target, at: now) where count < Self.maximumCookiesPerRequest {
+                let pair = "\(cookie.name)=\(cookie.value)"
+                let added = (count == 0 ? 0 : 2) + pair.utf8.count
+                guard length + added <= Self.maximumCookieHeaderLength else { continue }
+                header += count == 0 ? pair : "; " + pair
+                length += added
+                count += 1
+                jar.touch(cookie.key)
+            }
+            return count == 0 ? nil : header
         }
-        guard !sent.isEmpty else { return nil }
-        jar.withLock { jar in
-            for key in sent { jar.touch(key) }
-        }
-        return header
     }
 
     /// Stores what the `Set-Cookie` fields of a response to `url` set, as Herald does for every response.

@@ -239,20 +239,24 @@ struct CookieStoreTests {
         let site = testURL("https://h.example/")
         store.store(setCookieFields: ["session=old"], from: site)
         store.store(setCookieFields: (0..<49).map { "c\($0)=1" }, from: site)
+        // Stored again: used now, though created first.
         store.store(setCookieFields: ["session=refreshed"], from: site)
         store.store(setCookieFields: ["late=1"], from: site)
         #expect(store.byName["session"]?.value == "refreshed")
         #expect(store.byName["c0"] == nil && store.byName["c1"] != nil)
-        // Sending counts as use: c1 goes with a request, and the next cookie over the limit takes c2 instead.
-        store.store(setCookieFields: ["only=1; Path=/only"], from: testURL("https://h.example/x"))
-        #expect(store.byName["c1"] == nil)
-        store.setCookie(Cookie(name: "c2", value: "2", domain: "h.example", path: "/two"))
-        _ = store.cookieHeader(for: testURL("https://h.example/two"))
-        store.store(setCookieFields: ["later=1"], from: site)
-        #expect(store.byName["c2"]?.value == "2")
+
+        // Sent: c1 alone goes with a request to /only, so it is used now; the next cookie over the limit takes
+        // c2, the least recently used, instead of c1.
+        let only = CookieStore()
+        only.store(setCookieFields: ["c1=1; Path=/only"], from: site)
+        only.store(setCookieFields: (2..<51).map { "c\($0)=1; Path=/other" }, from: site)
+        #expect(only.cookieHeader(for: testURL("https://h.example/only")) != nil)
+        only.store(setCookieFields: ["later=1"], from: site)
+        #expect(only.byName["c1"] != nil)
+        #expect(only.byName["c2"] == nil && only.byName["c3"] != nil)
     }
 
-    @Test("a cookie that could not be sent as it is is refused by setCookie and by a file")
+    @Test("a cookie that could not be sent as it is is refused by setCookie, and left out of a file that holds one")
     func malformedCookies() throws {
         let store = CookieStore()
         for cookie in [
@@ -269,13 +273,17 @@ struct CookieStoreTests {
 
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("herald-cookies-\(UUID()).jsonl")
         defer { try? FileManager.default.removeItem(at: file) }
-        let line =
+        let bad =
             #"{"creationDate":1,"domain":"h.example","expiresAt":4000000000,"isHTTPOnly":false,"#
             + #""isHostOnly":true,"isSecure":false,"name":"a","path":"/","value":"x\r\nX-Injected: 1"}"#
-        try Data((line + "\n").utf8).write(to: file)
-        let error = #expect(throws: HeraldError.self) { try CookieStore(persistingTo: file) }
-        #expect(error?.code == .fileIO)
-        #expect(error?.message.contains("Line 1") == true)
+        let good =
+            #"{"creationDate":2,"domain":"h.example","expiresAt":4000000000,"isHTTPOnly":false,"#
+            + #""isHostOnly":true,"isSecure":false,"name":"b","path":"/","value":"2"}"#
+        try Data((bad + "\n" + good + "\n").utf8).write(to: file)
+        // The cookie that can't be sent is left out and counted; the rest of the file loads.
+        let loaded = try CookieStore(persistingTo: file)
+        #expect(loaded.unsendableCookiesSkipped == 1)
+        #expect(loaded.cookieHeader(for: testURL("http://h.example/")) == "b=2")
     }
 
     @Test("a cookie file is read as cookies are stored: domains normalised, limits kept, size bounded, mode 0600")
