@@ -7,8 +7,10 @@ import Foundation
 /// `init(from:)` accepts `null` can stand for "no content"; any other type fails with
 /// ``HeraldError/Code/serializationFailed``.
 ///
-/// A `JSONValue` (or `JSONValue?`) output is parsed with ``JSONParser``, not `decoder`; a `JSONValue` inside
-/// your own type is decoded by `decoder` down to ``JSONValue/maximumDecodingDepth`` levels.
+/// A `JSONValue` (or `JSONValue?`) output is parsed as ``JSONResponseSerializer`` parses, not by `decoder`, and a
+/// `JSONValue` inside your own type takes its value from the body parsed that way, found by its coding path,
+/// in time linear in the body (see ``JSONValue/maximumDecodingDepth`` for why). A `decoder` that converts keys,
+/// reads JSON5 or is a subclass decodes such values itself, down to ``JSONValue/maximumDecodingDepth`` levels.
 public struct DecodableResponseSerializer<T: Decodable & Sendable>: ResponseSerializer {
     /// The status and content-type rules applied before decoding. Default: ``ResponseValidation/json``.
     public var validation: ResponseValidation

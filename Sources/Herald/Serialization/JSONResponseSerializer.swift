@@ -52,7 +52,7 @@ enum JSONBody {
         return body.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
     }
 
-    /// Parses `data` with ``JSONParser``, turning a failure into ``HeraldError/Code/serializationFailed``.
+    /// Parses `data` with `JSONParser`, turning a failure into ``HeraldError/Code/serializationFailed``.
     static func parse(_ data: Data, response: HTTPResponse) throws(HeraldError) -> JSONValue {
         do {
             return try JSONParser.parse(data)

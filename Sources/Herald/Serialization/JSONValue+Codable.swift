@@ -4,7 +4,7 @@ extension JSONValue: Codable {
     /// A decoder such as `JSONDecoder` can't say which kind of value comes next: a `JSONValue` asks for each
     /// kind in turn, and `JSONDecoder` pays for each miss in proportion to the square of the depth, so a deep
     /// document of a few hundred kilobytes takes seconds to minutes. ``DecodableResponseSerializer`` doesn't
-    /// go that way: a `JSONValue` anywhere in its output type takes its value from the body as ``JSONParser``
+    /// go that way: a `JSONValue` anywhere in its output type takes its value from the body as ``JSONResponseSerializer``
     /// reads it, in linear time, at any depth up to 512 (unless the decoder converts keys or reads JSON5).
     /// This limit is for decoding with a `JSONDecoder` of your own.
     public static let maximumDecodingDepth = 32
@@ -44,7 +44,7 @@ extension JSONValue: Codable {
     }
 
     private static let tooDeep =
-        "a JSONValue nested deeper than \(maximumDecodingDepth) levels; parse such a body with JSONParser"
+        "a JSONValue nested deeper than \(maximumDecodingDepth) levels; parse such a body with JSONResponseSerializer"
 
     /// What `decode` returns, or `nil` when it fails for being another kind of value; a value too deep below
     /// fails the whole decoding.

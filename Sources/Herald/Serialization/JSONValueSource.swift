@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 
-/// A response body as ``JSONParser`` reads it, for the `JSONValue`s a `JSONDecoder` meets in it: such a value
+/// A response body as `JSONParser` reads it, for the `JSONValue`s a `JSONDecoder` meets in it: such a value
 /// takes its subtree from here, found by its coding path, instead of asking the decoder for each kind of value
 /// in turn (each miss costs `JSONDecoder` the square of the depth). Parsed on first use, once.
 final class JSONValueSource: Sendable {
@@ -34,7 +34,7 @@ final class JSONValueSource: Sendable {
         return copy
     }
 
-    /// The value at `path` in the body, or `nil` when the body is not JSON ``JSONParser`` reads or nothing is
+    /// The value at `path` in the body, or `nil` when the body is not JSON `JSONParser` reads or nothing is
     /// there.
     func value(at path: [any CodingKey]) -> JSONValue? {
         let root = parsed.withLock { parsed -> JSONValue? in
