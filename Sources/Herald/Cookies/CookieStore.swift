@@ -176,11 +176,12 @@ public final class CookieStore: Sendable {
     /// - Parameter url: The request URL.
     /// - Returns: The field value.
     public func cookieHeader(for url: URL) -> String? {
-        guard let target = Cookie.Target(url) else { return nil }
+        // Every request of a session asks, most of them of an empty store: that answer costs one lock, and no
+        // work on the URL.
+        guard !jar.withLock({ $0.entries.isEmpty }), let target = Cookie.Target(url) else { return nil }
         let now = Date()
-        // One lock for the match and the use it counts; every request of a session asks, most of an empty store.
+        // One lock for the match and the use it counts.
         return jar.withLock { jar -> String? in
-            guard !jar.entries.isEmpty else { return nil }
             var header = ""
             var length = 0
             var count = 0
