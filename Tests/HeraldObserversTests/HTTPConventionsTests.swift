@@ -46,6 +46,8 @@ struct HTTPConventionsTests {
         let lost = HeraldError(.networkConnectionLost, "Reset.")
         #expect(HTTPAttributeValue.errorType(error: lost, response: fine) == "network_connection_lost")
         #expect(HTTPAttributeValue.errorType(error: lost, response: nil) == "network_connection_lost")
+        // A failed status wins over a transport error that came after its head (a 404 whose body broke off).
+        #expect(HTTPAttributeValue.errorType(error: lost, response: notFound) == "404")
     }
 
     @Test(

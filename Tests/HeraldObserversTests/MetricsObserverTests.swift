@@ -259,6 +259,15 @@ struct MetricsObserverTests {
         #expect(metrics.test.timers(label: MetricsObserver.Name.requestDuration).flatMap(\.values).count == 1)
     }
 
+    @Test("a task cancelled before it ever resumed creates no series at all, not even an empty one")
+    func neverResumedMakesNoSeries() {
+        let metrics = CountingMetrics()
+        let observer = MetricsObserver(factory: metrics)
+        observer.taskDidComplete(Payloads.complete(task: 1, error: HeraldError(.cancelled, "Cancelled.")))
+        #expect(metrics.test.timers(label: MetricsObserver.Name.requestDuration).isEmpty)
+        #expect(metrics.test.recorders.filter { $0.label == MetricsObserver.Name.responseBodySize }.isEmpty)
+    }
+
     @Test("alternating dimension sets each record under their own instruments")
     func alternatingDimensionSets() throws {
         let metrics = CountingMetrics()

@@ -45,7 +45,7 @@ struct RetryObserverTests {
         #expect(entry.metadata["herald.retry.attempt"]?.description == "2")
         #expect(entry.metadata["herald.retry.delay"] == "1.500")
         #expect(entry.metadata["http.response.status_code"]?.description == "503")
-        #expect(entry.metadata["error.type"] == "unacceptable_status_code")
+        #expect(entry.metadata["error.type"] == "503")
         #expect(entry.metadata["herald.task.id"]?.description == "4")
         #expect(entry.metadata["http.request.method"] == "GET")
         #expect(!handler.entries.description.contains("s3cret"))
@@ -85,7 +85,7 @@ struct RetryObserverTests {
         let event = try #require(span.events.first)
         #expect(event.attributes.get("herald.retry.attempt") == .int64(2))
         #expect(event.attributes.get("herald.retry.delay") == .double(0.25))
-        #expect(event.attributes.get("error.type") == .string("unacceptable_status_code"))
+        #expect(event.attributes.get("error.type") == .string("503"))
         #expect(event.attributes.get("http.response.status_code") == .int64(503))
         #expect(span.status == nil)
     }

@@ -109,7 +109,7 @@ struct TracingObserverTests {
         observer.taskDidResume(Payloads.resume(task: 2, session: 3))
         observer.sessionDidInvalidate(Payloads.invalidate(session: 3))
         #expect(tracer.activeSpans.isEmpty)
-        #expect(tracer.finishedSpans.first?.attributes.get("error.type") == .string("sessionInvalidated"))
+        #expect(tracer.finishedSpans.first?.attributes.get("error.type") == .string("session_invalidated"))
     }
 
     @Test("a failed download move is an event on the task's span, which then ends with the error")

@@ -130,8 +130,11 @@ public final class LoggingObserver: SessionObserver {
             "herald.task.id": .stringConvertible(retry.taskIdentifier),
             "herald.retry.attempt": .stringConvertible(retry.attempt),
             "herald.retry.delay": .string(Self.seconds(retry.delay)),
-            "error.type": .string(retry.error.code.description),
         ]
+        // As the metrics and the spans record it: the failed status, else the error code.
+        if let errorType = HTTPAttributeValue.errorType(error: retry.error, response: retry.response) {
+            metadata["error.type"] = .string(errorType)
+        }
         metadata["http.request.method"] = .string(retry.request.method)
         metadata["url.full"] = .string(redaction.redacting(retry.request.url))
         if let response = retry.response {

@@ -560,15 +560,17 @@ public final class MetricsObserver: SessionObserver {
     private func record(_ completion: TaskCompletion) {
         let key = TaskKey(completion)
         let metrics = completion.metrics
-        let (record, instruments, queueTimer) = state.withLock { state in
+        let (record, instruments, queueTimer) = state.withLock {
+            state -> (TaskRecord?, Instruments?, Metrics.Timer?) in
             let record = state.tasks.removeValue(forKey: key)
+            // A task that never resumed (cancelled while suspended) made no request: no series, no server slot.
+            guard metrics != nil || record != nil else { return (record, nil, nil) }
             let values = dimensionValuesLocked(for: completion, target: record?.target, in: &state)
             let queueTimer = metrics?.timeInQueue == nil ? nil : queueTimerLocked(for: values, in: &state)
             return (record, instrumentsLocked(for: values, in: &state), queueTimer)
         }
         if let record, record.isRunning { record.meter.decrement() }
-        // A task that never resumed (cancelled while suspended) made no request: nothing to time.
-        guard metrics != nil || record != nil else { return }
+        guard let instruments else { return }
         let seconds = metrics?.total ?? record.map { completion.date.timeIntervalSince($0.started) } ?? 0
         instruments.duration.recordNanoseconds(Self.nanoseconds(seconds))
         if let metrics {

@@ -117,7 +117,7 @@ enum HTTPAttributeValue {
     /// the response says the request failed (400 or more), else the error code's description
     /// (``HeraldError/Code``'s: bounded), else `nil` for a success.
     static func errorType(error: HeraldError?, response: HTTPResponse?) -> String? {
-        if let error, error.code != .unacceptableStatusCode { return error.code.description }
+        // The status first: a 503 whose body then broke off is still a 503.
         if let status = response?.statusCode, status >= 400 { return statusCode(status) }
         return error?.code.description
     }

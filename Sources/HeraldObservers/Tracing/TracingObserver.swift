@@ -250,7 +250,7 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
         var attributes: SpanAttributes = [:]
         attributes["herald.retry.attempt"] = retry.attempt
         attributes["herald.retry.delay"] = retry.delay
-        attributes["error.type"] = retry.error.code.description
+        attributes["error.type"] = HTTPAttributeValue.errorType(error: retry.error, response: retry.response)
         if let status = retry.response?.statusCode { attributes["http.response.status_code"] = status }
         span.addEvent(SpanEvent(name: "herald.task.retry", attributes: attributes))
     }
@@ -361,7 +361,7 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
             return Array(orphans.values)
         }
         for span in orphans {
-            span.attributes["error.type"] = "sessionInvalidated"
+            span.attributes["error.type"] = HeraldError.Code.sessionInvalidated.description
             span.setStatus(SpanStatus(code: .error, message: "The session was invalidated."))
             span.end()
         }
