@@ -51,8 +51,9 @@ final class HeaderList: @unchecked Sendable {
         func append(name: String, value: String) {
             line.removeAll(keepingCapacity: true)
             appendBytes(of: name)
-            if value.isEmpty {
-                // "Name:" alone would tell curl to remove the header; "Name;" sends it with an empty value.
+            if value.utf8.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) {
+                // "Name:" with nothing but blanks after it would tell curl to remove the header (and its own
+                // default of that name); "Name;" sends it with an empty value, which blanks around it are not.
                 line.append(UInt8(ascii: ";"))
             } else {
                 line.append(UInt8(ascii: ":"))

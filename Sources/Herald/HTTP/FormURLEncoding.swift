@@ -117,15 +117,13 @@ public enum FormURLEncoding {
         }
     }
 
-    /// A number as text: whole numbers without a fraction, others in Swift's shortest round-trip form.
+    /// A number as text: whole numbers within `Int64` as integers (no fraction, no exponent), others in Swift's
+    /// shortest round-trip form.
     static func text(of number: Double, named key: String) throws(HeraldError) -> String {
         guard number.isFinite else {
             throw HeraldError(.invalidRequest, "The parameter '\(key)' is \(number), which has no text form.")
         }
-        if number == number.rounded(), abs(number) < 9_007_199_254_740_992 {
-            return String(Int64(number))
-        }
-        return String(describing: number)
+        return Int64(exactly: number).map { String($0) } ?? String(describing: number)
     }
 
     /// Key order: by Unicode scalar values, so the same parameters always give the same string.

@@ -11,7 +11,7 @@ import HeraldEngine
 /// is needed.
 ///
 /// Every `append` checks its input at once and throws ``HeraldError/Code/invalidRequest`` for what would
-/// corrupt the body's framing: a name or file name containing CR, LF, NUL or `"`, a content type or part
+/// corrupt the body's framing: a name or file name containing CR, LF, NUL, `"` or `\`, a content type or part
 /// header containing CR, LF or NUL, a header name that is not an HTTP token. A file that can't be read
 /// throws ``HeraldError/Code/fileIO``. So a bad part is refused before any byte is sent.
 ///
@@ -91,7 +91,7 @@ public struct MultipartFormData: Sendable {
     /// - Parameters:
     ///   - data: The field's value.
     ///   - name: The field name.
-    /// - Throws: ``HeraldError`` with ``HeraldError/Code/invalidRequest`` for a name with CR, LF, NUL or `"`.
+    /// - Throws: ``HeraldError`` with ``HeraldError/Code/invalidRequest`` for a name with CR, LF, NUL, `"` or `\`.
     public mutating func append(_ data: Data, name: String) throws(HeraldError) {
         try appendPart(name: name, fileName: nil, mimeType: nil, body: .bytes(data))
     }
@@ -104,7 +104,7 @@ public struct MultipartFormData: Sendable {
     ///   - fileName: The file name the server sees.
     ///   - mimeType: The part's `Content-Type`; default from `fileName`'s extension (see ``MIMEType``).
     /// - Throws: ``HeraldError`` with ``HeraldError/Code/invalidRequest`` for a name or file name with CR, LF,
-    ///   NUL or `"`, or a type with CR, LF or NUL.
+    ///   NUL, `"` or `\`, or a type with CR, LF or NUL.
     public mutating func append(_ data: Data, name: String, fileName: String, mimeType: String? = nil)
         throws(HeraldError)
     {
@@ -233,13 +233,15 @@ public struct MultipartFormData: Sendable {
         afterParts ? "\r\n--\(boundary)--\r\n" : "--\(boundary)--\r\n"
     }
 
-    /// Refuses what would break out of a header line or a quoted string.
+    /// Refuses what would break out of a header line or a quoted string: in a quoted string a backslash escapes
+    /// the next character for parsers that follow RFC 9110 (`x\"` would end the string), and is taken as it is
+    /// by others, so no spelling of it reads the same everywhere.
     private static func check(_ text: String, what: String, refusingQuotes: Bool) throws(HeraldError) {
-        for byte in text.utf8 where byte == 0x0D || byte == 0x0A || byte == 0x00 || (refusingQuotes && byte == 0x22) {
+        for byte in text.utf8
+        where byte == 0x0D || byte == 0x0A || byte == 0x00 || (refusingQuotes && (byte == 0x22 || byte == 0x5C)) {
+            let character = byte == 0x22 ? "a double quote" : byte == 0x5C ? "a backslash" : "CR, LF or NUL"
             throw HeraldError(
-                .invalidRequest,
-                "\(what) contains \(byte == 0x22 ? "a double quote" : "CR, LF or NUL"), which would corrupt the "
-                    + "multipart body.")
+                .invalidRequest, "\(what) contains \(character), which would corrupt the multipart body.")
         }
     }
 

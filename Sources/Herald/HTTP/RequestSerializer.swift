@@ -93,7 +93,8 @@ public struct FormRequestSerializer: RequestSerializer {
             fragment = String(text[hash...])
             text = String(text[..<hash])
         }
-        text += (text.contains("?") ? "&" : "?") + query + fragment
+        // `?` with nothing after it is an empty query: the pairs follow it directly.
+        text += (text.hasSuffix("?") ? "" : text.contains("?") ? "&" : "?") + query + fragment
         guard let result = URL(string: text) else {
             throw HeraldError(.badURL, "Appending the query to \(url.absoluteString) gave no valid URL.", url: url)
         }

@@ -67,12 +67,26 @@ extension SessionManager {
         return sent
     }
 
+    /// The fields that frame a request body, which libcurl sets from the body itself.
+    static let framingHeaders = ["Content-Length", "Transfer-Encoding"]
+
+    private static func isFraming(_ name: String) -> Bool {
+        // Most names differ in length from both: no comparison for them.
+        let length = name.utf8.count
+        guard length == 14 || length == 17 else { return false }
+        return framingHeaders.contains { $0.caseInsensitiveCompare(name) == .orderedSame }
+    }
+
     /// `own` followed by each of `additional`'s fields whose name isn't there yet, then `User-Agent` and
-    /// `Accept-Language` from ``DefaultHeaders`` when neither list has them.
+    /// `Accept-Language` from ``DefaultHeaders`` when neither list has them; neither list's `Content-Length` or
+    /// `Transfer-Encoding` (the engine frames the body).
     static func requestHeaders(_ own: HTTPHeaders, adding additional: HTTPHeaders) -> HTTPHeaders {
         var headers = own
+        // The body's framing is the engine's: a Content-Length or Transfer-Encoding of the caller's beside
+        // libcurl's would make the server read the body, and the next request on the connection, wrongly.
+        for name in framingHeaders where headers.contains(name) { headers.remove(name: name) }
         headers.reserveCapacity(own.count + additional.count + 2)
-        for field in additional where !headers.contains(field.name) {
+        for field in additional where !headers.contains(field.name) && !Self.isFraming(field.name) {
             headers.add(name: field.name, value: field.value)
         }
         if !headers.contains("User-Agent") { headers.add(name: "User-Agent", value: DefaultHeaders.userAgent) }

@@ -48,10 +48,12 @@ struct FormURLEncodingTests {
     func scalars() throws {
         let parameters: [String: JSONValue] = [
             "none": nil, "yes": true, "no": false, "int": 42, "negative": -7, "fraction": 1.5, "big": 1e21,
+            "wide": .number(9_007_199_254_740_992), "nanos": .number(1.7e18),
         ]
         #expect(
             try FormURLEncoding.query(from: parameters)
-                == "big=1e%2B21&fraction=1.5&int=42&negative=-7&no=0&none&yes=1")
+                == "big=1e%2B21&fraction=1.5&int=42&nanos=1700000000000000000&negative=-7&no=0&none"
+                + "&wide=9007199254740992&yes=1")
     }
 
     @Test("an empty object or array adds nothing")

@@ -175,10 +175,12 @@ struct MultipartTests {
     @Test("names, file names, types and headers that would corrupt the framing are refused before sending")
     func invalidPartsThrow() async throws {
         var form = MultipartFormData()
-        for name in ["a\r\nX-Injected: 1", "a\nb", "quote\"d", "nul\0"] {
+        // A backslash too: `x\"` would end the quoted string for a parser that reads RFC 9110's escapes.
+        for name in ["a\r\nX-Injected: 1", "a\nb", "quote\"d", "nul\0", "x\\"] {
             #expect(throws: HeraldError.self) { try form.append(Data(), name: name) }
         }
         #expect(throws: HeraldError.self) { try form.append(Data(), name: "ok", fileName: "evil\".txt") }
+        #expect(throws: HeraldError.self) { try form.append(Data(), name: "ok", fileName: "C:\\Users\\ada.png") }
         #expect(throws: HeraldError.self) { try form.append(Data(), name: "ok", fileName: "a\r\n.txt") }
         #expect(throws: HeraldError.self) {
             try form.append(Data(), name: "ok", fileName: "a", mimeType: "text/plain\r\nX: y")

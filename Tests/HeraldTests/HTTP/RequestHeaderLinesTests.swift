@@ -12,6 +12,8 @@ struct RequestHeaderLinesTests {
         let fixture = try await SessionFixture.make()
         var headers = HTTPHeaders()
         headers.add(name: "X-Empty", value: "")
+        // Blanks alone are an empty value too (not "remove the field", as curl would read them).
+        headers.add(name: "X-Blank", value: " \t")
         headers.add(name: "X-Text", value: "caf\u{E9} \u{1F600}")
         headers.add(name: "X-Repeated", value: "one")
         headers.add(name: "X-Repeated", value: "two")
@@ -20,8 +22,25 @@ struct RequestHeaderLinesTests {
         #expect(response.statusCode == 200)
         let recorded = try #require(fixture.server.requests.first)
         let sent = recorded.headers.filter { $0.name.lowercased().hasPrefix("x-") }
-        #expect(sent.map(\.name) == ["X-Empty", "X-Text", "X-Repeated", "X-Repeated"])
-        #expect(sent.map(\.value) == ["", "caf\u{E9} \u{1F600}", "one", "two"])
+        #expect(sent.map(\.name) == ["X-Empty", "X-Blank", "X-Text", "X-Repeated", "X-Repeated"])
+        #expect(sent.map(\.value) == ["", "", "caf\u{E9} \u{1F600}", "one", "two"])
+        try await fixture.tearDown()
+    }
+
+    @Test("a caller's Content-Length or Transfer-Encoding never goes beside the engine's: the body frames itself")
+    func framingIsTheEngines() async throws {
+        var configuration = SessionConfiguration()
+        configuration.httpAdditionalHeaders = ["Transfer-Encoding": "identity"]
+        let fixture = try await SessionFixture.make(configuration: configuration)
+        let request = Request(
+            url: fixture.server.url("/echo"), method: "POST", headers: ["content-length": "0"], body: Data("a=1".utf8))
+        let (_, response) = try await fixture.session.data(for: request)
+        #expect(response.statusCode == 200)
+        let recorded = try #require(fixture.server.requests.first)
+        #expect(recorded.headers.filter { $0.name.lowercased() == "content-length" }.map(\.value) == ["3"])
+        #expect(recorded.headerValue("Transfer-Encoding") == nil)
+        #expect(recorded.bodyByteCount == 3)
+        #expect(fixture.server.requestCount == 1)
         try await fixture.tearDown()
     }
 

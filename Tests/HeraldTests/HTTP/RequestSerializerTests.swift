@@ -15,6 +15,9 @@ struct RequestSerializerTests {
         #expect(echoed(plain)?.bodyLength == 0)
         let appended = try await fixture.manager.get("echo?page=2", parameters: ["sort": "name"])
         #expect(echoed(appended)?.uri == "/echo?page=2&sort=name")
+        // An empty query: the pairs follow the `?` directly.
+        let empty = try await fixture.manager.get("echo?", parameters: ["sort": "name"])
+        #expect(echoed(empty)?.uri == "/echo?sort=name")
         let none = try await fixture.manager.get("echo", parameters: [:])
         #expect(echoed(none)?.uri == "/echo")
         try await fixture.tearDown()
