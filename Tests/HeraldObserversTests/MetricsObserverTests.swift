@@ -72,6 +72,39 @@ struct MetricsObserverTests {
         #expect(try metrics.test.expectRecorder(MetricsObserver.Name.requestBodySize, dimensions).values == [3])
     }
 
+    @Test(
+        "a revalidated response is recorded with the protocol its 304 came over and no body size; a cache hit with no protocol"
+    )
+    func revalidatedAndCachedVersions() throws {
+        let metrics = CountingMetrics()
+        let observer = MetricsObserver(factory: metrics)
+        let task = try tasks.task("http://example.com/a")
+        var stored = Payloads.response(200, url: task.originalRequest.url)
+        stored.httpVersion = "HTTP/1.1"
+        var overHTTP2 = Payloads.metrics(total: 0.5, received: 0)
+        overHTTP2.httpVersion = "HTTP/2"
+        observer.taskDidResume(Payloads.resume(task: 1, request: task.summary))
+        observer.taskDidComplete(
+            Payloads.complete(
+                task: 1, request: task.summary, response: stored, metrics: overHTTP2, source: .revalidated))
+        let revalidated =
+            Self.target("example.com") + [("http.response.status_code", "200"), ("network.protocol.version", "2")]
+        let timer = try metrics.test.expectTimer(
+            MetricsObserver.Name.requestDuration, revalidated + [("herald.response.source", "revalidated")])
+        #expect(timer.values == [500_000_000])
+        #expect(
+            metrics.test.recorders.filter { $0.label == MetricsObserver.Name.responseBodySize }
+                .allSatisfy { $0.values.isEmpty })
+
+        observer.taskDidResume(Payloads.resume(task: 2, request: task.summary))
+        observer.taskDidComplete(Payloads.complete(task: 2, request: task.summary, response: stored, source: .cache))
+        let cached = Self.target("example.com") + [("http.response.status_code", "200")]
+        #expect(
+            try metrics.test.expectTimer(
+                MetricsObserver.Name.requestDuration, cached + [("herald.response.source", "cache")]
+            ).values.count == 1)
+    }
+
     @Test("an observer released with requests running and connections open takes its counts back")
     func releasedObserverTakesCountsBack() throws {
         let metrics = CountingMetrics()

@@ -577,7 +577,9 @@ public final class MetricsObserver: SessionObserver {
             // A body size only for a request that went out, and for a response that arrived: a connection
             // that failed sent and received no body, and a 0 would read as an empty one.
             if metrics.requestHeaderBytes > 0 { instruments.requestBodySize.record(metrics.requestBodyBytes) }
-            if completion.response != nil { instruments.responseBodySize.record(metrics.responseBodyBytes) }
+            if HTTPAttributeValue.receivedBody(completion) {
+                instruments.responseBodySize.record(metrics.responseBodyBytes)
+            }
             if let queueTimer, let queued = metrics.timeInQueue {
                 queueTimer.recordNanoseconds(Self.nanoseconds(queued))
             }
@@ -716,7 +718,7 @@ public final class MetricsObserver: SessionObserver {
             target: target
                 ?? targetLocked(method: completion.request.method, url: completion.request.url, in: &state),
             statusCode: response.map { HTTPAttributeValue.statusCode($0.statusCode) } ?? "",
-            protocolVersion: response.map { HTTPAttributeValue.protocolVersion($0.httpVersion) } ?? "",
+            protocolVersion: HTTPAttributeValue.protocolVersion(of: completion) ?? "",
             errorType: HTTPAttributeValue.errorType(error: completion.error, response: response) ?? "",
             source: completion.responseSource)
     }

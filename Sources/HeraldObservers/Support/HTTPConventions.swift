@@ -113,6 +113,21 @@ enum HTTPAttributeValue {
         HTTPResponse.protocolVersionAttribute(httpVersion) ?? other
     }
 
+    /// `network.protocol.version` of a finished request: the version its last transfer spoke (a revalidated
+    /// response's head is the stored one, with the version of the transfer that first fetched it); `nil` for a
+    /// response from the cache alone, which no protocol carried.
+    static func protocolVersion(of completion: TaskCompletion) -> String? {
+        if let version = completion.metrics?.httpVersion { return protocolVersion(version) }
+        guard completion.responseSource == .network, let response = completion.response else { return nil }
+        return protocolVersion(response.httpVersion)
+    }
+
+    /// Whether a finished request's response body arrived over the network (a revalidated response's body is
+    /// the stored one; its 304 had none): the only body whose size is the transfer's.
+    static func receivedBody(_ completion: TaskCompletion) -> Bool {
+        completion.response != nil && completion.responseSource == .network
+    }
+
     /// `error.type` of a finished request, as OpenTelemetry's HTTP conventions define it: the status code when
     /// the response says the request failed (400 or more), else the error code's description
     /// (``HeraldError/Code``'s: bounded), else `nil` for a success.

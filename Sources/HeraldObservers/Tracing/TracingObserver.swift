@@ -292,14 +292,15 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
             (state.spans.removeValue(forKey: key), state.retries.removeValue(forKey: key) ?? 0)
         }
         guard let span = open ?? takePendingSpan(for: completion.request) else { return }
-        if let response = completion.response {
-            span.attributes["http.response.status_code"] = response.statusCode
-            span.attributes["network.protocol.version"] = HTTPAttributeValue.protocolVersion(response.httpVersion)
+        if let response = completion.response { span.attributes["http.response.status_code"] = response.statusCode }
+        if let version = HTTPAttributeValue.protocolVersion(of: completion) {
+            span.attributes["network.protocol.version"] = version
         }
         span.attributes["herald.response.source"] = completion.responseSource.rawValue
         let metrics = completion.metrics
         if let metrics {
-            Self.setTransferAttributes(on: span, metrics: metrics, responseArrived: completion.response != nil)
+            Self.setTransferAttributes(
+                on: span, metrics: metrics, responseArrived: HTTPAttributeValue.receivedBody(completion))
         }
         let resends = retries + (metrics?.redirectCount ?? 0)
         if resends > 0 { span.attributes["http.request.resend_count"] = resends }

@@ -31,7 +31,8 @@ enum Payloads {
 
     static func complete(
         task: Int, session: Int = 1, request: RequestSummary = anyRequest, response: HTTPResponse? = nil,
-        error: HeraldError? = nil, metrics: TransferMetrics? = nil, date: Date = Date()
+        error: HeraldError? = nil, metrics: TransferMetrics? = nil, date: Date = Date(),
+        source: ResponseSource = .network
     ) -> TypedNotification<TaskCompletion> {
         TypedNotification(
             name: .taskDidComplete, object: nil,
@@ -39,7 +40,7 @@ enum Payloads {
                 taskIdentifier: task, sessionIdentifier: session, date: date, request: request,
                 responseSerializer: DataResponseSerializer(), responseData: nil, assetPath: nil,
                 serializedResponse: nil, error: error, response: response, finalURL: response?.url,
-                metrics: metrics))
+                metrics: metrics, responseSource: source))
     }
 
     /// A `downloadDidFailToMoveFile` for a download kept at `/tmp/herald/kept.download`, meant for
