@@ -105,6 +105,29 @@ struct MetricsObserverTests {
             ).values.count == 1)
     }
 
+    @Test(
+        "after a redirect to another server, the request is recorded under that server; the active count under the first"
+    )
+    func redirectedToAnotherServer() throws {
+        let metrics = CountingMetrics()
+        let observer = MetricsObserver(factory: metrics)
+        let task = try tasks.task("http://a.example/a")
+        observer.taskDidResume(Payloads.resume(task: 1, request: task.summary))
+        let finalURL = try #require(URL(string: "https://b.example:8443/file"))
+        observer.taskDidComplete(
+            Payloads.complete(
+                task: 1, request: task.summary, response: Payloads.response(200, url: finalURL),
+                metrics: Payloads.metrics(total: 0.25)))
+        let final = [
+            ("http.request.method", "GET"), ("server.address", "b.example"), ("server.port", "8443"),
+            ("url.scheme", "https"), ("http.response.status_code", "200"), ("network.protocol.version", "1.1"),
+        ]
+        #expect(
+            try metrics.test.expectTimer(MetricsObserver.Name.requestDuration, final + Self.network).values.count == 1)
+        #expect(
+            try metrics.test.expectMeter(MetricsObserver.Name.activeRequests, Self.target("a.example")).lastValue == 0)
+    }
+
     @Test("an observer released with requests running and connections open takes its counts back")
     func releasedObserverTakesCountsBack() throws {
         let metrics = CountingMetrics()

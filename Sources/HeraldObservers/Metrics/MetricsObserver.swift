@@ -709,14 +709,21 @@ public final class MetricsObserver: SessionObserver {
         return true
     }
 
-    /// The dimensions of a completion; `target` is the task's, when it was seen resuming.
+    /// The dimensions of a completion; `target` is the task's, when it was seen resuming. The status, the
+    /// version and the timings are the last transfer's: after a redirect to another server, the target is
+    /// that server (the final URL's).
     private func dimensionValuesLocked(
         for completion: TaskCompletion, target: Target?, in state: inout State
     ) -> DimensionValues {
         let response = completion.response
+        let request = completion.request
+        let final = completion.finalURL.flatMap { url in
+            url.host == request.url.host && url.effectivePort == request.url.effectivePort
+                && url.scheme == request.url.scheme ? nil : url
+        }
         return DimensionValues(
-            target: target
-                ?? targetLocked(method: completion.request.method, url: completion.request.url, in: &state),
+            target: final.map { targetLocked(method: request.method, url: $0, in: &state) } ?? target
+                ?? targetLocked(method: request.method, url: request.url, in: &state),
             statusCode: response.map { HTTPAttributeValue.statusCode($0.statusCode) } ?? "",
             protocolVersion: HTTPAttributeValue.protocolVersion(of: completion) ?? "",
             errorType: HTTPAttributeValue.errorType(error: completion.error, response: response) ?? "",
