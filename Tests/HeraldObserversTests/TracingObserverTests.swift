@@ -182,5 +182,14 @@ struct TracingObserverTests {
         func nanoseconds(_ instant: any TracerInstant) -> Int64 { Int64(instant.nanosecondsSinceEpoch) }
         #expect(abs(nanoseconds(span.startInstant) - 1_800_000_000_000_000_000) < 1_000)
         #expect(abs(nanoseconds(span.endInstant) - 1_800_000_000_750_000_000) < 1_000)
+
+        // Without a transfer (a cache hit): it ends when the task completed, whenever the notification came.
+        observer.taskDidResume(Payloads.resume(task: 2, request: task.summary, date: resumed))
+        observer.taskDidComplete(
+            Payloads.complete(
+                task: 2, request: task.summary, response: Payloads.response(200, url: task.originalRequest.url),
+                date: resumed.addingTimeInterval(0.2), source: .cache))
+        let cached = try #require(tracer.finishedSpans.last)
+        #expect(abs(nanoseconds(cached.endInstant) - 1_800_000_000_200_000_000) < 1_000)
     }
 }

@@ -171,6 +171,8 @@ extension SessionManager {
     private func finishCompletion(
         _ task: SessionTask, outcome: TaskOutcome, result: CompletionResult, serializer: any ResponseSerializer
     ) {
+        // The completion's date: before the hooks and the handler, whose time is not the task's.
+        let completedAt = Date()
         if let cache = configuration.responseCache {
             // An unsafe method's success invalidates the stored GETs it may have changed, whatever the task.
             for url in ResponseCachePolicy.invalidatedURLs(for: task.originalRequest, response: outcome.response) {
@@ -195,7 +197,7 @@ extension SessionManager {
             eventPoster.postCompletion(
                 of: task,
                 TaskCompletion(
-                    taskIdentifier: task.taskIdentifier, sessionIdentifier: identifier, date: Date(),
+                    taskIdentifier: task.taskIdentifier, sessionIdentifier: identifier, date: completedAt,
                     request: task.requestSummary, responseSerializer: serializer, responseData: result.responseData,
                     assetPath: result.assetPath, serializedResponse: result.serializedResponse,
                     error: result.error, response: outcome.response, finalURL: outcome.response?.url,

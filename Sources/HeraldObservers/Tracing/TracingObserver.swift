@@ -315,13 +315,10 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
                 span.setStatus(SpanStatus(code: .error))
             }
         }
-        // At the moment the last transfer ended, when curl measured it: the notification arrives after the
-        // completion handler ran, and by then the caller's own span (a server's request) may have ended.
-        if let metrics {
-            span.end(at: Self.instant(metrics.startDate.addingTimeInterval(metrics.total)))
-        } else {
-            span.end()
-        }
+        // At the moment the last transfer ended, when curl measured it, or (no transfer: a cache hit, a failure
+        // before the network) when the task completed: the notification arrives after the completion handler
+        // ran, and by then the caller's own span (a server's request) may have ended.
+        span.end(at: Self.instant(metrics.map { $0.startDate.addingTimeInterval($0.total) } ?? completion.date))
     }
 
     /// The peer, the sizes and the connection's timings of the task's last transfer.

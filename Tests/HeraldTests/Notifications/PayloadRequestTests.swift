@@ -6,6 +6,21 @@ import Testing
 
 @Suite("Payloads carry the request")
 struct PayloadRequestTests {
+    @Test("taskDidComplete's date is when the task completed, before its completion handler ran, not after")
+    func completionDateBeforeHandler() async throws {
+        let fixture = try await SessionFixture.make()
+        let handlerStarted = Locked<Date?>(nil)
+        let task = try fixture.session.dataTask(with: Request(url: fixture.server.url("/json"))) { _, _, _ in
+            handlerStarted.withLock { $0 = Date() }
+        }
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        let completion = try #require(fixture.recorder.completions.first)
+        let started = try #require(handlerStarted.withLock { $0 })
+        #expect(completion.date <= started)
+        try await fixture.tearDown()
+    }
+
     @Test("resume, suspend and complete carry the method, the credential-redacted URL and the caller's headers")
     func lifecyclePayloads() async throws {
         let fixture = try await SessionFixture.make()
