@@ -20,7 +20,8 @@ package enum ResponseHeadLine: Equatable {
 
     /// Parses one line; with `recentValues`, the value of a common field that repeats the last one received
     /// (byte for byte) is that string again rather than a new one.
-    package static func parse(_ raw: UnsafeRawBufferPointer, recentValues: RecentFieldValues? = nil) -> ResponseHeadLine {
+    package static func parse(_ raw: UnsafeRawBufferPointer, recentValues: RecentFieldValues? = nil) -> ResponseHeadLine
+    {
         // Plain index arithmetic over the bytes: this runs for every header line of every response.
         var end = raw.count
         while end > 0, raw[end - 1] == 0x0D || raw[end - 1] == 0x0A { end -= 1 }

@@ -4,9 +4,9 @@ extension JSONValue: Codable {
     /// A decoder such as `JSONDecoder` can't say which kind of value comes next: a `JSONValue` asks for each
     /// kind in turn, and `JSONDecoder` pays for each miss in proportion to the square of the depth, so a deep
     /// document of a few hundred kilobytes takes seconds to minutes. ``DecodableResponseSerializer`` doesn't
-    /// go that way: a `JSONValue` anywhere in its output type takes its value from the body as ``JSONResponseSerializer``
-    /// reads it, in linear time, at any depth up to 512 (unless the decoder converts keys or reads JSON5).
-    /// This limit is for decoding with a `JSONDecoder` of your own.
+    /// go that way: a `JSONValue` anywhere in its output type takes its value from the body as
+    /// ``JSONResponseSerializer`` reads it, in linear time, at any depth up to 512 (unless the decoder converts
+    /// keys, reads JSON5 or is a subclass). This limit is for decoding with a `JSONDecoder` of your own.
     public static let maximumDecodingDepth = 32
 
     /// Decodes any JSON value.

@@ -62,8 +62,8 @@ public struct EventSourceOptions: Sendable, Equatable {
 /// ``HeraldError/Code/unacceptableContentType`` for a type other than `text/event-stream` (neither is
 /// retried), ``HeraldError/Code/cancelled`` when the iterating Swift task is cancelled,
 /// ``HeraldError/Code/sessionInvalidated`` once the session is invalidated (a wait to reconnect ends when the
-/// session posts `sessionDidInvalidate`, once its tasks have ended), and the last transport error after ``EventSourceOptions/maximumConsecutiveFailures`` failed
-/// connections in a row.
+/// session posts `sessionDidInvalidate`, once its tasks have ended), and the last transport error after
+/// ``EventSourceOptions/maximumConsecutiveFailures`` failed connections in a row.
 /// Dropping the iterator stops the current connection.
 ///
 /// It yields events only. To learn that a connection was accepted before its first event arrives — the
