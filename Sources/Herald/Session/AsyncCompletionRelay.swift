@@ -63,31 +63,18 @@ extension SessionManager {
     /// ``taskClasses`` sees no resume for a task that never ran), and the task completes (one
     /// `taskDidComplete`) with ``HeraldError/Code/cancelled``.
     ///
-    /// A task whose class declines `resume()` (an override that doesn't call `super`) is cancelled at once: the
-    /// caller never holds the task, so nothing could resume it later, and the call would wait for ever.
+    /// A task whose class holds `resume()` back (an override that calls `super.resume()` later, when it sees
+    /// fit) holds the call until it does; one that never does holds it until the calling Swift task is cancelled.
     func performAsync<Value: Sendable>(
         _ make: (_ answer: @escaping @Sendable (Result<Value, HeraldError>) -> Void) throws(HeraldError) -> SessionTask
     ) async throws(HeraldError) -> Value {
         let relay = AsyncCompletionRelay<Value>()
         let task = try make { relay.resume(with: $0) }
-        let (result, declined) = await withTaskCancellationHandler {
-            var declined = false
-            if !Task.isCancelled {
-                task.resume()
-                if task.machine({ !$0.hasStarted }) {
-                    declined = true
-                    task.cancel()
-                }
-            }
-            return (await relay.result(), declined)
+        let result = await withTaskCancellationHandler {
+            if !Task.isCancelled { task.resume() }
+            return await relay.result()
         } onCancel: {
             task.cancel()
-        }
-        if declined, case .failure(let error) = result, error.code == .cancelled {
-            throw HeraldError(
-                .cancelled,
-                "The task's class (SessionManager.taskClasses) declined resume(): an async call can't resume it "
-                    + "later, so it was cancelled.", url: task.originalRequest.url)
         }
         return try result.get()
     }

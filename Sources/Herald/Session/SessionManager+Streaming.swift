@@ -94,13 +94,7 @@ extension SessionManager {
     ) async throws(HeraldError) -> (StreamConsumer, Result<HTTPResponse, HeraldError>) {
         let (task, buffer) = try makeStreamedTask(with: request, bufferPolicy: bufferPolicy)
         let consumer = StreamConsumer(buffer: buffer, task: task)
-        if Task.isCancelled {
-            task.cancel()
-        } else {
-            task.resume()
-            // A task class that declined resume(): nothing could resume it later, and the head would never come.
-            if task.machine({ !$0.hasStarted }) { task.cancel() }
-        }
+        if Task.isCancelled { task.cancel() } else { task.resume() }
         let head = await withTaskCancellationHandler {
             await buffer.head()
         } onCancel: {

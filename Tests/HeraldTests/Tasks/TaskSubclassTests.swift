@@ -32,6 +32,23 @@ final class VetoingDataTask: DataTask, @unchecked Sendable {
     override func suspend() { calls.withLock { $0.append("suspend") } }
 }
 
+/// Holds each `resume()` back until the test lets it through (`resumeNow()`): a class that resumes later, when it
+/// sees fit. Only `asyncCallOfDeferringClass` uses it.
+final class DeferringDataTask: DataTask, @unchecked Sendable {
+    // Safety: adds no stored state; the stream is Sendable.
+    private static let held = AsyncStream<DeferringDataTask>.makeStream()
+
+    override func resume() { Self.held.continuation.yield(self) }
+
+    func resumeNow() { super.resume() }
+
+    /// The next task whose resume was held back.
+    static func next() async -> DeferringDataTask? {
+        var iterator = held.stream.makeAsyncIterator()
+        return await iterator.next()
+    }
+}
+
 /// Records, in one list for all its instances, each `resume()` call: the session, the task and the state
 /// it left. Tests run in parallel: each reads only its own session's entries.
 final class SessionResumedDataTask: DataTask, @unchecked Sendable {
@@ -70,23 +87,31 @@ final class PlainUploadSubclass: UploadTask, @unchecked Sendable {}
 @Suite("A session hands out the task subclasses it is given")
 struct TaskSubclassTests {
     @Test(
-        "an async call whose task class declines resume() is cancelled at once with a message saying so, not left waiting"
+        "an async call waits for a task class that resumes later, and one that never does ends with the caller's cancellation"
     )
-    func asyncCallOfDecliningClass() async throws {
+    func asyncCallOfDeferringClass() async throws {
         let fixture = try await SessionFixture.make()
-        fixture.session.taskClasses = TaskClasses(dataTask: VetoingDataTask.self)
-        let error = try #require(
-            await #expect(throws: HeraldError.self) {
-                try await fixture.session.data(for: Request(url: fixture.server.url("/json")))
-            })
-        #expect(error.code == .cancelled)
-        #expect(error.message.contains("declined resume()"))
-        let streamError = try #require(
-            await #expect(throws: HeraldError.self) {
-                try await fixture.session.bytes(for: Request(url: fixture.server.url("/json")))
-            })
-        #expect(streamError.code == .cancelled)
+        fixture.session.taskClasses = TaskClasses(dataTask: DeferringDataTask.self)
+        let session = fixture.session
+        let url = fixture.server.url("/json")
+        let call = Task { () async throws(HeraldError) -> Int in
+            try await session.data(for: Request(url: url)).1.statusCode
+        }
+        // The class held the resume back: nothing was sent. It resumes now, and the call gets its answer.
+        let held = try #require(await DeferringDataTask.next())
         #expect(fixture.server.requestCount == 0)
+        held.resumeNow()
+        #expect(try await call.value == 200)
+
+        // Never resumed: the caller's cancellation ends the call, and the task.
+        let abandoned = Task { () async throws(HeraldError) -> Int in
+            try await session.data(for: Request(url: url)).1.statusCode
+        }
+        _ = try #require(await DeferringDataTask.next())
+        abandoned.cancel()
+        let error = await #expect(throws: HeraldError.self) { try await abandoned.value }
+        #expect(error?.code == .cancelled)
+        #expect(fixture.server.requestCount == 1)
         try await fixture.tearDown()
     }
 
