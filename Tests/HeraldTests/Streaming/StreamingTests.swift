@@ -35,6 +35,9 @@ struct StreamingTests {
         // 64 paced chunks: both readers spend most of the body waiting.
         let (_, body) = try await fixture.session.bytes(
             for: Request(url: fixture.server.url("/bytes/\(64 * 1024)?chunkSize=1024&delayMs=10")))
+        // Neither may time out (readAll throws then). Whenever both wait at once, the second fails with
+        // invalidRequest; a machine too busy to run them side by side may let them take turns instead, and then
+        // what they read together is the whole body.
         async let first = readAll(body)
         async let second = readAll(body)
         let results = try await [first, second]
@@ -42,7 +45,9 @@ struct StreamingTests {
             if case .failure(let error) = result { return error }
             return nil
         }
-        #expect(failures.contains { $0.code == .invalidRequest }, "\(results)")
+        let received = results.compactMap { try? $0.get() }.reduce(0) { $0 + $1.count }
+        #expect(failures.allSatisfy { $0.code == .invalidRequest }, "\(results)")
+        #expect(!failures.isEmpty || received == 64 * 1024, "\(results)")
         _ = try await fixture.recorder.waitForCompletions(1)
         try await fixture.tearDown()
     }
