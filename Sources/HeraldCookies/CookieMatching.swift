@@ -3,6 +3,11 @@ import Foundation
 /// RFC 6265's matching rules (§5.1.3, §5.1.4), as pure functions: what the cookie store and the public suffix
 /// rules compare names and paths with.
 package enum CookieMatching {
+    /// Whether `text` holds a control character other than a tab, which RFC 6265bis refuses in a cookie.
+    package static func hasControlCharacter(_ text: some StringProtocol) -> Bool {
+        text.utf8.contains { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }
+    }
+
     /// Whether `host` domain-matches `domain` (both lowercased): equal, or a name ending in `.domain`.
     package static func domainMatches(_ host: String, _ domain: String) -> Bool {
         if host == domain { return true }

@@ -41,7 +41,7 @@ package enum SetCookieParser {
     ) -> Outcome {
         guard let urlHost = url.host, !urlHost.isEmpty else { return .ignored("the URL has no host") }
         // RFC 6265bis: a control character other than a tab anywhere in the field (RFC 6265 has no such rule).
-        guard !field.utf8.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) else {
+        guard !CookieMatching.hasControlCharacter(field) else {
             return .ignored("a control character")
         }
         // Names compare in ASCII: an internationalized host or Domain in Unicode as in punycode.

@@ -115,17 +115,18 @@ public struct Cookie: Sendable, Hashable, Codable {
     /// name or one with `=` reads back as another cookie, and a domain or path with a control character or a
     /// path not starting with `/` matches nothing it should.
     var malformation: String? {
-        func hasControl(_ text: String) -> Bool {
-            text.utf8.contains { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }
-        }
         if name.isEmpty { return "an empty name" }
-        if hasControl(name) || hasControl(value) { return "a control character in its name or value" }
+        if CookieMatching.hasControlCharacter(name) || CookieMatching.hasControlCharacter(value) {
+            return "a control character in its name or value"
+        }
         if name.utf8.contains(where: { $0 == UInt8(ascii: ";") || $0 == UInt8(ascii: "=") }) {
             return "a `;` or `=` in its name"
         }
         if value.utf8.contains(UInt8(ascii: ";")) { return "a `;` in its value" }
-        if domain.isEmpty || hasControl(domain) { return "an empty domain or a control character in it" }
-        if !path.hasPrefix("/") || hasControl(path) {
+        if domain.isEmpty || CookieMatching.hasControlCharacter(domain) {
+            return "an empty domain or a control character in it"
+        }
+        if !path.hasPrefix("/") || CookieMatching.hasControlCharacter(path) {
             return "a path not starting with `/`, or a control character in it"
         }
         return nil

@@ -24,9 +24,11 @@ enum ResponseCachePolicy {
     /// What a cache holds for a request about to start.
     enum Lookup {
         /// Fresh (or stale but acceptable to the request's `max-stale`): answer from it without the network.
+        /// The entry as it answers the request: a `304` when the request's own conditions are met (see
+        /// ``ResponseCachePolicy/answer(to:from:)``).
         case fresh(CachedResponse)
-        /// Stale but within its `stale-while-revalidate` window: answer from it, and revalidate it in the
-        /// background with ``ResponseCachePolicy/backgroundRevalidation(of:)``.
+        /// Stale but within its `stale-while-revalidate` window: answer from it (as for `fresh`), and revalidate
+        /// it in the background with ``ResponseCachePolicy/backgroundRevalidation(of:)``.
         case staleWhileRevalidate(CachedResponse)
         /// Stale but with a validator: ask the server with these conditional header fields; a `304`
         /// confirms the entry.
@@ -61,19 +63,19 @@ enum ResponseCachePolicy {
         var acceptable = !mustValidate && age < lifetime
         if let requestMaxAge, age > requestMaxAge { acceptable = false }
         if let minFresh, lifetime - age < minFresh { acceptable = false }
-        if acceptable { return .fresh(entry) }
+        if acceptable { return .fresh(answering(request, with: entry)) }
         let mayServeStale =
             !mustValidate && responseDirectives["must-revalidate"] == nil && requestMaxAge.map { age <= $0 } ?? true
             && minFresh == nil
         if mayServeStale, let maxStale = requestDirectives["max-stale"],
             maxStale.isEmpty || deltaSeconds(maxStale).map({ age - lifetime <= $0 }) == true
         {
-            return .fresh(entry)
+            return .fresh(answering(request, with: entry))
         }
         if mayServeStale, requestMaxAge == nil,
             let window = responseDirectives["stale-while-revalidate"].flatMap(deltaSeconds), age - lifetime < window
         {
-            return .staleWhileRevalidate(entry)
+            return .staleWhileRevalidate(answering(request, with: entry))
         }
         guard !conditionalFields.contains(where: request.headers.contains) else { return nil }
         let validators = validators(of: entry.response)
@@ -108,6 +110,13 @@ enum ResponseCachePolicy {
         response.statusCode = 304
         for name in ["Content-Length", "Transfer-Encoding"] { response.headers.remove(name: name) }
         return (response, Data())
+    }
+
+    /// `entry` with the head and body it answers `request` with (see ``answer(to:from:)``).
+    private static func answering(_ request: Request, with entry: CachedResponse) -> CachedResponse {
+        var answered = entry
+        (answered.response, answered.data) = answer(to: request, from: entry)
+        return answered
     }
 
     /// The entity tags of an `If-None-Match` value, `*` included, each as written (`W/"a"`, `"b"`).

@@ -36,9 +36,8 @@ extension SessionTask {
         case .fresh(let entry), .staleWhileRevalidate(let entry):
             if case .staleWhileRevalidate = cached { revalidateInBackground() }
             // Followed up on the loop thread, as every transfer's outcome is: one path, whatever stood in.
-            let answer = ResponseCachePolicy.answer(to: session.requestAsSent(originalRequest), from: entry)
             let outcome = TaskOutcome(
-                response: answer.response, body: answer.body, error: nil, metrics: nil, source: .cache)
+                response: entry.response, body: entry.data, error: nil, metrics: nil, source: .cache)
             return session.engine.execute { [self] in proceed(after: outcome) }
         case .stale, nil:
             break
