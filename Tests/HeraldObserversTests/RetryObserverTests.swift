@@ -70,6 +70,84 @@ struct RetryObserverTests {
         #expect(metrics.count(MetricsObserver.Name.retries) == 2)
     }
 
+    @Test("the activity indicator counts no activity while a task waits out a retry's delay, pauses included")
+    func activityIndicatorRetryDelay() {
+        let clock = ManualScheduler()
+        let indicator = NetworkActivityIndicator(activationDelay: 1, completionDelay: 0.17, scheduler: clock)
+        indicator.taskDidResume(Payloads.resume(task: 1))
+        clock.advance(by: 1)
+        #expect(indicator.state == .active)
+        indicator.taskWillRetry(Payloads.retry(task: 1, delay: 30))
+        #expect(indicator.state == .delayingEnd)
+        #expect(indicator.runningTaskCount == 1)
+        clock.advance(by: 0.17)
+        #expect(indicator.state == .notActive)
+        // Paused and resumed within the delay: the delay runs on, still no activity.
+        indicator.taskDidSuspend(Payloads.suspend(task: 1))
+        indicator.taskDidResume(Payloads.resume(task: 1))
+        #expect(indicator.state == .notActive)
+        // The delay passes: the next attempt runs, and counts as activity.
+        clock.advance(by: 30)
+        #expect(indicator.state == .delayingStart)
+        clock.advance(by: 1)
+        #expect(indicator.state == .active)
+        // A retry at once is no pause in the activity.
+        indicator.taskWillRetry(Payloads.retry(task: 1, delay: 0))
+        #expect(indicator.state == .active)
+        // A task completing during its delay leaves a stale timer that changes nothing.
+        indicator.taskWillRetry(Payloads.retry(task: 1, delay: 5))
+        indicator.taskDidComplete(Payloads.complete(task: 1))
+        indicator.taskDidResume(Payloads.resume(task: 2))
+        #expect(indicator.state == .active)
+        indicator.taskWillRetry(Payloads.retry(task: 2, delay: 10))
+        clock.advance(by: 5)
+        #expect(indicator.state == .notActive)
+        clock.advance(by: 5)
+        #expect(indicator.state == .delayingStart)
+    }
+
+    @Test("the metrics observer takes a task waiting out a retry's delay out of active requests until it passes")
+    func activeRequestsDuringRetryDelay() throws {
+        let metrics = CountingMetrics()
+        let clock = ManualScheduler()
+        let observer = MetricsObserver(factory: metrics, scheduler: clock)
+        let task = try tasks.task("http://example.com/a")
+        observer.taskDidResume(Payloads.resume(task: 1, request: task.summary))
+        let dimensions = [
+            ("http.request.method", "GET"), ("server.address", "example.com"), ("server.port", "80"),
+            ("url.scheme", "http"),
+        ]
+        let active = try metrics.test.expectMeter(MetricsObserver.Name.activeRequests, dimensions)
+        #expect(active.lastValue == 1)
+        observer.taskWillRetry(Payloads.retry(task: 1, request: task.summary, delay: 2))
+        #expect(active.lastValue == 0)
+        // Paused and resumed within the delay: still not active.
+        observer.taskDidSuspend(Payloads.suspend(task: 1, request: task.summary))
+        observer.taskDidResume(Payloads.resume(task: 1, request: task.summary))
+        #expect(active.lastValue == 0)
+        clock.advance(by: 2)
+        #expect(active.lastValue == 1)
+        // A retry at once changes nothing; a delay ended by completion leaves a stale timer.
+        observer.taskWillRetry(Payloads.retry(task: 1, request: task.summary, delay: 0))
+        #expect(active.lastValue == 1)
+        observer.taskWillRetry(Payloads.retry(task: 1, request: task.summary, delay: 3))
+        #expect(active.lastValue == 0)
+        observer.taskDidComplete(
+            Payloads.complete(
+                task: 1, request: task.summary, response: Payloads.response(200, url: task.originalRequest.url)))
+        #expect(active.lastValue == 0)
+        clock.advance(by: 3)
+        #expect(active.lastValue == 0)
+        // Suspended when the delay ends: it counts again only when resumed.
+        observer.taskDidResume(Payloads.resume(task: 2, request: task.summary))
+        observer.taskWillRetry(Payloads.retry(task: 2, request: task.summary, delay: 1))
+        observer.taskDidSuspend(Payloads.suspend(task: 2, request: task.summary))
+        clock.advance(by: 1)
+        #expect(active.lastValue == 0)
+        observer.taskDidResume(Payloads.resume(task: 2, request: task.summary))
+        #expect(active.lastValue == 1)
+    }
+
     @Test("the tracing observer records a herald.task.retry event on the task's span")
     func spanEvent() throws {
         let tracer = InMemoryTracer()

@@ -11,6 +11,8 @@ struct ActivityStateMachine {
         var changes: [ActivityIndicatorChange] = []
         /// A timer to start: fire ``timerFired(generation:)`` with this generation after the delay.
         var timer: (delay: Double, generation: Int)?
+        /// A retry's delay to wait out: fire ``retryDelayEnded(_:token:)`` with this task and token after it.
+        var retryTimer: (delay: Double, key: TaskKey, token: Int)?
     }
 
     private(set) var state = ActivityIndicatorState.notActive
@@ -22,6 +24,11 @@ struct ActivityStateMachine {
     /// Tasks paused while they waited for a network. Their wait goes on (a task announces it once), so
     /// resumed they wait again, unless a network came back meanwhile.
     private var pausedWhileWaiting: Set<TaskKey> = []
+    /// Tasks waiting out a retry's delay (`taskWillRetry` with a delay), each with the token of the timer
+    /// that ends the wait: no network activity until then. Pausing doesn't end the wait (the task's own
+    /// timer runs on), completing does.
+    private(set) var delayedRetries: [TaskKey: Int] = [:]
+    private var nextRetryToken = 0
     /// The last reachability status seen.
     private(set) var networkStatus = NetworkReachabilityStatus.unknown
     private(set) var isEnabled: Bool
@@ -54,6 +61,7 @@ struct ActivityStateMachine {
     mutating func taskCompleted(_ key: TaskKey) -> Action {
         waiting.remove(key)
         pausedWhileWaiting.remove(key)
+        delayedRetries[key] = nil
         return taskLeft(key)
     }
 
@@ -70,6 +78,26 @@ struct ActivityStateMachine {
         return reevaluate()
     }
 
+    /// A task's attempt failed and the next one starts after `delay` seconds: until then the task is no
+    /// activity, even if it is paused and resumed meanwhile (its delay runs on). A retry at once changes
+    /// nothing.
+    mutating func taskRetryDelayed(_ key: TaskKey, delay: Double) -> Action {
+        guard delay > 0 else { return Action() }
+        nextRetryToken += 1
+        delayedRetries[key] = nextRetryToken
+        var action = reevaluate()
+        action.retryTimer = (delay, key, nextRetryToken)
+        return action
+    }
+
+    /// The timer of a retry's delay fired: the task's next attempt has started, unless a later retry or its
+    /// completion made the timer stale.
+    mutating func retryDelayEnded(_ key: TaskKey, token: Int) -> Action {
+        guard delayedRetries[key] == token else { return Action() }
+        delayedRetries[key] = nil
+        return reevaluate()
+    }
+
     /// A reachability monitor announced `status`; a reachable one ends every wait.
     mutating func reachabilityChanged(to status: NetworkReachabilityStatus) -> Action {
         networkStatus = status
@@ -80,8 +108,11 @@ struct ActivityStateMachine {
         return reevaluate()
     }
 
-    /// The tasks that count as network activity: running, not waiting for a network.
-    private var active: Set<TaskKey> { waiting.isEmpty ? running : running.subtracting(waiting) }
+    /// The tasks that count as network activity: running, not waiting for a network or out a retry's delay.
+    private var active: Set<TaskKey> {
+        guard !waiting.isEmpty || !delayedRetries.isEmpty else { return running }
+        return running.filter { !waiting.contains($0) && delayedRetries[$0] == nil }
+    }
 
     /// A session finished invalidating: none of its tasks can still be running, whatever was missed.
     mutating func sessionEnded(_ sessionIdentifier: Int) -> Action {
@@ -89,6 +120,7 @@ struct ActivityStateMachine {
         running = running.filter { $0.sessionIdentifier != sessionIdentifier }
         waiting = waiting.filter { $0.sessionIdentifier != sessionIdentifier }
         pausedWhileWaiting = pausedWhileWaiting.filter { $0.sessionIdentifier != sessionIdentifier }
+        delayedRetries = delayedRetries.filter { $0.key.sessionIdentifier != sessionIdentifier }
         return running.count == before ? Action() : reevaluate()
     }
 

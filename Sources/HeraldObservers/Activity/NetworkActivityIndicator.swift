@@ -16,7 +16,8 @@ import HeraldNotifications
 /// activity: it doesn't keep the indicator up, and ``waitingTaskCount`` counts it until it completes,
 /// pauses, or a `NetworkReachability` posting on the same center announces a reachable network
 /// (``networkStatus``). Paused and resumed while the network is still away, it waits again: the task
-/// announces its wait once.
+/// announces its wait once. A task waiting out a retry's delay (`taskWillRetry` with a delay) is no activity
+/// either, from the announcement until the delay has passed.
 ///
 /// ```swift
 /// let indicator = NetworkActivityIndicator { change in
@@ -122,6 +123,14 @@ public final class NetworkActivityIndicator: SessionObserver {
         perform { $0.taskWaiting(key) }
     }
 
+    /// Stops counting the task as activity while it waits out the retry's delay.
+    /// - Parameter notification: `taskWillRetry`.
+    public func taskWillRetry(_ notification: TypedNotification<TaskRetry>) {
+        let key = TaskKey(notification.userInfo)
+        let delay = notification.userInfo.delay
+        perform { $0.taskRetryDelayed(key, delay: delay) }
+    }
+
     /// Records the status; a reachable network ends every wait (the tasks start again).
     /// - Parameter notification: `reachabilityDidChange`.
     public func reachabilityDidChange(_ notification: TypedNotification<ReachabilityChange>) {
@@ -139,13 +148,18 @@ public final class NetworkActivityIndicator: SessionObserver {
     // MARK: - plumbing
 
     private func perform(_ event: (inout ActivityStateMachine) -> ActivityStateMachine.Action) {
-        let timer = machine.update { machine in
+        let (timer, retryTimer) = machine.update { machine in
             let action = event(&machine)
-            return (action.timer, action.changes)
+            return ((action.timer, action.retryTimer), action.changes)
         }
         if let timer {
             scheduler.schedule(after: timer.delay) { [weak self] in
                 self?.perform { $0.timerFired(generation: timer.generation) }
+            }
+        }
+        if let retryTimer {
+            scheduler.schedule(after: retryTimer.delay) { [weak self] in
+                self?.perform { $0.retryDelayEnded(retryTimer.key, token: retryTimer.token) }
             }
         }
     }

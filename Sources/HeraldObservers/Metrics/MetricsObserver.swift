@@ -13,7 +13,8 @@ import Metrics
 /// - `http.client.request.time_in_queue` (histogram, `s`): how long a task's last transfer waited for a
 ///   connection (`TransferMetrics.timeInQueue`), when measured.
 /// - `http.client.active_requests` (up-down counter, `{request}`): a meter of the tasks running now (resumed,
-///   not suspended or complete).
+///   not suspended or complete, and not waiting out a retry's delay: from `taskWillRetry` with a delay until
+///   the delay has passed).
 /// - `http.client.open_connections` (up-down counter, `{connection}`): a meter per `http.connection.state`
 ///   (`active` or `idle`) of the sessions' open connections, from `connectionDidChangeState`. When the
 ///   observer is released (as when the token that holds it is cancelled or released and nothing else keeps
@@ -289,8 +290,13 @@ public final class MetricsObserver: SessionObserver {
         var target: Target
         /// The `http.client.active_requests` meter it counts in while running.
         var meter: Meter
-        /// Whether it counts in `http.client.active_requests` now (resumed, not suspended).
+        /// Whether it is resumed and not suspended.
         var isRunning: Bool
+        /// While it waits out a retry's delay, the token of the timer that ends the wait.
+        var retryDelay: Int? = nil
+
+        /// Whether it counts in `http.client.active_requests` now: running, and not waiting to retry.
+        var isCounted: Bool { isRunning && retryDelay == nil }
     }
 
     private struct State {
@@ -317,6 +323,8 @@ public final class MetricsObserver: SessionObserver {
         /// Each session's connections to one origin through one peer, while it has any: the counts last
         /// announced (a change's meters move by the difference) and the meters.
         var connectionGroups: [ConnectionGroup: ConnectionGroupRecord] = [:]
+        /// The token of the last retry delay started: a delay's timer ends it only if no later one began.
+        var lastRetryToken = 0
         /// `http.client.open_connections`'s meters, by bounded dimensions and state.
         var connectionMeters: [ConnectionMeterKey: Meter] = [:]
         /// `http.client.connection.duration`'s timers, by bounded dimensions and protocol version.
@@ -393,15 +401,22 @@ public final class MetricsObserver: SessionObserver {
 
     private let factory: any MetricsFactory
     private let configuration: Configuration
+    private let scheduler: any ObserverScheduler
     private let state = Locked(State())
 
     /// Creates a metrics observer.
     /// - Parameters:
     ///   - factory: The metrics backend, such as your application's bootstrapped `MetricsSystem.factory`.
     ///   - configuration: Options; default ``Configuration/init()``.
-    public init(factory: any MetricsFactory, configuration: Configuration = Configuration()) {
+    ///   - scheduler: How a retry's delay is waited out before the task counts as active again; default
+    ///     ``DispatchObserverScheduler``. Tests pass a manual one.
+    public init(
+        factory: any MetricsFactory, configuration: Configuration = Configuration(),
+        scheduler: any ObserverScheduler = DispatchObserverScheduler()
+    ) {
         self.factory = factory
         self.configuration = configuration
+        self.scheduler = scheduler
     }
 
     deinit {
@@ -410,7 +425,7 @@ public final class MetricsObserver: SessionObserver {
         // this observer added, it takes back.
         let (running, connections) = state.withLock { state in
             (
-                state.tasks.values.filter(\.isRunning).map(\.meter),
+                state.tasks.values.filter(\.isCounted).map(\.meter),
                 Array(state.connectionGroups.values)
             )
         }
@@ -494,7 +509,7 @@ public final class MetricsObserver: SessionObserver {
             if let record = state.tasks[key] {
                 guard !record.isRunning else { return nil }
                 state.tasks[key]?.isRunning = true
-                return record.meter
+                return record.retryDelay == nil ? record.meter : nil
             }
             let target: Target
             let meter: Meter
@@ -518,15 +533,17 @@ public final class MetricsObserver: SessionObserver {
         let meter = state.withLock { state -> Meter? in
             guard let record = state.tasks[key], record.isRunning else { return nil }
             state.tasks[key]?.isRunning = false
-            return record.meter
+            return record.retryDelay == nil ? record.meter : nil
         }
         meter?.decrement()
     }
 
-    /// Counts one retry under `herald.client.request.retries`.
+    /// Counts one retry under `herald.client.request.retries`; a retry with a delay stops counting the task
+    /// in `http.client.active_requests` until the delay has passed.
     /// - Parameter notification: `taskWillRetry`.
     public func taskWillRetry(_ notification: TypedNotification<TaskRetry>) {
         let retry = notification.userInfo
+        if retry.delay > 0 { startRetryDelay(of: TaskKey(retry), for: retry.delay) }
         var values = [
             KnownHTTPMethod.bounded(retry.request.method, known: configuration.knownMethods),
             retry.response.map { HTTPAttributeValue.statusCode($0.statusCode) } ?? "",
@@ -550,6 +567,30 @@ public final class MetricsObserver: SessionObserver {
         counter.increment()
     }
 
+    /// Stops counting the task as active until `delay` has passed (its next attempt has started then).
+    private func startRetryDelay(of key: TaskKey, for delay: TimeInterval) {
+        let (meter, token) = state.withLock { state -> (Meter?, Int?) in
+            guard let record = state.tasks[key] else { return (nil, nil) }
+            state.lastRetryToken += 1
+            state.tasks[key]?.retryDelay = state.lastRetryToken
+            return (record.isCounted ? record.meter : nil, state.lastRetryToken)
+        }
+        meter?.decrement()
+        guard let token else { return }
+        scheduler.schedule(after: delay) { [weak self] in self?.endRetryDelay(of: key, token: token) }
+    }
+
+    /// A retry's delay passed: the task counts as active again if it is running, unless a later retry's
+    /// delay began or it completed meanwhile.
+    private func endRetryDelay(of key: TaskKey, token: Int) {
+        let meter = state.withLock { state -> Meter? in
+            guard let record = state.tasks[key], record.retryDelay == token else { return nil }
+            state.tasks[key]?.retryDelay = nil
+            return record.isRunning ? record.meter : nil
+        }
+        meter?.increment()
+    }
+
     /// Records duration and body sizes, and stops counting the task as running.
     /// - Parameter notification: `taskDidComplete`.
     public func taskDidComplete(_ notification: TypedNotification<TaskCompletion>) {
@@ -569,7 +610,7 @@ public final class MetricsObserver: SessionObserver {
             let queueTimer = metrics?.timeInQueue == nil ? nil : queueTimerLocked(for: values, in: &state)
             return (record, instrumentsLocked(for: values, in: &state), queueTimer)
         }
-        if let record, record.isRunning { record.meter.decrement() }
+        if let record, record.isCounted { record.meter.decrement() }
         guard let instruments else { return }
         let seconds = metrics?.total ?? record.map { completion.date.timeIntervalSince($0.started) } ?? 0
         instruments.duration.recordNanoseconds(Self.nanoseconds(seconds))
@@ -670,7 +711,7 @@ public final class MetricsObserver: SessionObserver {
     public func sessionDidInvalidate(_ notification: TypedNotification<SessionInvalidation>) {
         let session = notification.userInfo.sessionIdentifier
         let running = state.withLock { state -> [Meter] in
-            let running = state.tasks.lazy.filter { $0.key.sessionIdentifier == session && $0.value.isRunning }
+            let running = state.tasks.lazy.filter { $0.key.sessionIdentifier == session && $0.value.isCounted }
                 .map(\.value.meter)
             state.tasks = state.tasks.filter { $0.key.sessionIdentifier != session }
             return Array(running)
