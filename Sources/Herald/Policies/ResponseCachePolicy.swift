@@ -204,6 +204,22 @@ enum ResponseCachePolicy {
         return values.map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
     }
 
+    /// Whether a `304` answering a revalidation confirms `stored` (RFC 9111 §4.3.4): its `ETag`, when it has one,
+    /// names the stored one (strongly compared when the `304`'s is strong, weakly when weak); without an `ETag`
+    /// its `Last-Modified`, when both have one, is the stored one. A `304` without validators, or with an `ETag`
+    /// where the stored response has none, confirms it (one response is stored per request).
+    static func confirms(_ notModified: HTTPResponse, stored: HTTPResponse) -> Bool {
+        if let tag = notModified.headers["ETag"] {
+            guard let storedTag = stored.headers["ETag"] else { return true }
+            return tag.hasPrefix("W/") ? weakMatch(tag, storedTag) : tag == storedTag
+        }
+        guard let modified = notModified.headers["Last-Modified"],
+            let storedModified = stored.headers["Last-Modified"]
+        else { return true }
+        return modified == storedModified
+            || parseDate(modified).map { $0 == parseDate(storedModified) } == true
+    }
+
     /// `stored` updated with the header fields of the `304` that confirmed it (RFC 9111 §4.3.4): each field
     /// the `304` carries replaces the stored one of that name; framing fields are kept.
     static func refreshed(_ stored: HTTPResponse, with notModified: HTTPResponse) -> HTTPResponse {

@@ -13,7 +13,7 @@ import HeraldEngine
 // `cancelled`; a `suspend()` holds the next transfer until `resume()`.
 extension SessionTask {
     /// Whether `outcome` leads to another transfer for this task (a redirect to follow, an authentication
-    /// challenge to answer); if so the task does not complete now. On the loop thread, after the transfer
+    /// challenge to answer, a `304` confirming another representation than a stale cache entry's); if so the task does not complete now. On the loop thread, after the transfer
     /// ended: the decision and the hooks it asks run on ``hookQueue``.
     func beginNextHop(after outcome: TaskOutcome) -> Bool {
         guard outcome.error == nil, let response = outcome.response else { return false }
@@ -21,7 +21,8 @@ extension SessionTask {
             RedirectRules.isRedirect(response.statusCode) && session.configuration.followsRedirects
             && response.headers["Location"] != nil
         let isChallenge = !isRedirect && response.statusCode == 401 && wantsAuthenticationHop(for: response)
-        guard isRedirect || isChallenge else { return false }
+        let isRefutedRevalidation = response.statusCode == 304 && machine { $0.refutesRevalidation(response) }
+        guard isRedirect || isChallenge || isRefutedRevalidation else { return false }
         guard let ended = machine({ $0.currentTransfer }) else { return false }
         let key = TaskHops.key(method: ended.request.method, url: ended.request.url)
         let hop = transition {
@@ -32,11 +33,27 @@ extension SessionTask {
         hookQueue.async { [self] in
             if isRedirect {
                 followRedirect(outcome, response: response, from: current)
-            } else {
+            } else if isChallenge {
                 answerChallenge(outcome, response: response, from: current)
+            } else {
+                askWithoutValidators(outcome, from: current)
             }
         }
         return true
+    }
+
+    /// A `304` confirmed another representation than the stale cache entry's (its `ETag` differs): the entry
+    /// can't answer, so the request is sent again without its validators, and the server's full answer is the
+    /// task's (and replaces the entry when it can be stored). Hook queue.
+    private func askWithoutValidators(_ outcome: TaskOutcome, from current: TransferRequest) {
+        transition { $0.revalidationAbandoned() }
+        var next = current
+        for name in ResponseCachePolicy.conditionalFields { next.headers.remove(name: name) }
+        next.revalidatesCachedResponse = false
+        if let failure = rewindBody(of: &next) {
+            return finishHop(outcome, error: failure)
+        }
+        startTransfer(next)
     }
 
     /// Decides the redirect and starts the next hop, or completes the task. Hook queue.

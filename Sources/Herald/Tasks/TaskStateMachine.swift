@@ -420,6 +420,22 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
         case loop
     }
 
+    /// Whether `response`, the answer to a stale cache entry's revalidation, is a `304` that confirms another
+    /// representation than the entry's: then it can't complete the task from the entry.
+    func refutesRevalidation(_ response: HTTPResponse) -> Bool {
+        guard response.statusCode == 304, hops.redirectCount == 0, let stale = report.revalidating else {
+            return false
+        }
+        return !ResponseCachePolicy.confirms(response, stored: stale.response)
+    }
+
+    /// The task stops revalidating its stale cache entry: its next transfers, retries included, ask without the
+    /// entry's validators, and their answer is the task's.
+    mutating func revalidationAbandoned() {
+        report.revalidating = nil
+        hops.cacheValidators = nil
+    }
+
     /// The next hop follows a redirect to the request `key`.
     mutating func redirectFollowed(to key: String) -> RedirectAction {
         guard !hops.visited.contains(key) else { return .loop }

@@ -62,8 +62,8 @@ extension Route {
             return .status(HTTPResponseStatus(statusCode: status), headers: headers)
         case .redirectTo(let location, let status):
             return .status(HTTPResponseStatus(statusCode: status), headers: ["Location": location])
-        case .headers(let fields):
-            return headersResponse(fields, for: request)
+        case .headers(let fields, let notModifiedWhenConditional):
+            return headersResponse(fields, notModifiedWhenConditional: notModifiedWhenConditional, for: request)
         case .basicAuth(let user, let password, let redirect):
             return basicAuthResponse(for: request, user: user, password: password, redirect: redirect)
         case .digestAuth(let user, let password):
@@ -101,7 +101,7 @@ extension Route {
     }
 
     private func headersResponse(
-        _ fields: [(name: String, value: String)], for request: ReceivedRequest
+        _ fields: [(name: String, value: String)], notModifiedWhenConditional: Bool, for request: ReceivedRequest
     ) -> CannedResponse {
         // Framing headers are the server's to choose; letting a query set them would produce an unparsable stream
         // instead of the requested header.
@@ -112,6 +112,12 @@ extension Route {
             guard Self.isValidHeader(field) else { return .badRequest("invalid header \(field.name)") }
             headers.add(name: field.name, value: field.value)
             echoed[field.name] = field.value
+        }
+        let isConditional =
+            request.head.headers.contains(name: "If-None-Match")
+            || request.head.headers.contains(name: "If-Modified-Since")
+        if notModifiedWhenConditional && isConditional {
+            return CannedResponse(status: .notModified, headers: headers)
         }
         if let entityTag = headers["ETag"].first,
             request.head.headers["If-None-Match"].contains(where: { $0 == entityTag || $0 == "*" })

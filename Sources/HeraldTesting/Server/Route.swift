@@ -22,7 +22,8 @@ enum Route: Sendable {
     case barrier(count: Int, key: String)
     case redirect(remaining: Int, status: Int)
     case redirectTo(location: String, status: Int)
-    case headers([(name: String, value: String)])
+    /// `/headers`; `notModifiedWhenConditional` for `/headers/not-modified`.
+    case headers([(name: String, value: String)], notModifiedWhenConditional: Bool = false)
     case basicAuth(user: String, password: String, redirect: String?)
     case digestAuth(user: String, password: String)
     case fault(Fault)
@@ -113,6 +114,9 @@ enum Route: Sendable {
             return .redirectTo(location: location, status: try query.integer("status", default: 302, in: 300...399))
         case "headers" where segments.count == 1:
             return .headers(query.items.map { (name: $0.name, value: $0.value ?? "") })
+        case "headers" where segments == ["headers", "not-modified"]:
+            return .headers(
+                query.items.map { (name: $0.name, value: $0.value ?? "") }, notModifiedWhenConditional: true)
         case "auth" where segments == ["auth", "basic"]:
             guard let user = query.value("user"), let password = query.value("password") else {
                 throw RouteQuery.InvalidParameter(message: "missing user or password parameter")

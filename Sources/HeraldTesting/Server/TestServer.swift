@@ -86,6 +86,9 @@ import NIOPosix
 ///   and a JSON body of them; framing headers (`Content-Length`, `Transfer-Encoding`, `Connection`) are ignored,
 ///   a query-supplied `Content-Type` replaces the default. When the fields include `ETag` and the request's
 ///   `If-None-Match` names it (or is `*`), the answer is `304 Not Modified` with the same fields and no body.
+/// - `/headers/not-modified?Name=value&...`: as `/headers`, but any request with a conditional field
+///   (`If-None-Match`, `If-Modified-Since`) is answered `304` with the query's fields, whatever they name: a
+///   server that confirms a representation other than the one asked about.
 /// - `/auth/basic?user=U&password=P`: `200` with `{"authenticated":true,"user":U}` if the request carries
 ///   `Authorization: Basic base64(U:P)`, otherwise `401` with `WWW-Authenticate: Basic realm="herald"`. With
 ///   `&redirect=URL`, a request carrying the right credential gets `302` to `URL` instead of the `200`.

@@ -234,6 +234,44 @@ struct ResponseCacheTests {
         try await fixture.tearDown()
     }
 
+    @Test(
+        "a 304 confirming another representation than the stale entry's is not merged: the request goes again without validators",
+        arguments: [
+            ("ETag", "%22v2%22", "\"v1\"", false), ("ETag", "W/%22v2%22", "\"v1\"", false),
+            ("Last-Modified", "Tue,%2003%20Jan%202023%2000:00:00%20GMT", "Mon, 02 Jan 2023 00:00:00 GMT", false),
+            ("ETag", "W/%22v1%22", "\"v1\"", true),
+        ])
+    func revalidationRefuted(field: String, answered: String, stored: String, confirms: Bool) async throws {
+        let (fixture, cache) = try await Self.fixture()
+        let request = Request(
+            url: fixture.server.url("/headers/not-modified?Cache-Control=max-age%3D60&\(field)=\(answered)"))
+        let old = CachedResponse(
+            response: HTTPResponse(
+                url: request.url, statusCode: 200,
+                headers: ["Cache-Control": "max-age=60", field: stored, "Content-Length": "6"]),
+            data: Data("cached".utf8), storageDate: Date(timeIntervalSinceNow: -120))
+        cache.storeCachedResponse(old, for: request)
+        let fetched = try await Self.run(fixture, request, completions: 1)
+        #expect(fetched.call.error == nil)
+        #expect(fetched.call.response?.statusCode == 200)
+        #expect(fixture.recorder.timeline(ofTask: fetched.task.taskIdentifier) == [.resume, .complete])
+        if confirms {
+            #expect(fixture.server.requestCount == 1)
+            #expect(fetched.call.object as? Data == Data("cached".utf8))
+            return try await fixture.tearDown()
+        }
+        #expect(fixture.server.requests.map(\.responseStatus) == [304, 200])
+        let conditional = ["if-none-match", "if-modified-since"]
+        #expect(fixture.server.requests.first?.headers.contains { conditional.contains($0.name.lowercased()) } == true)
+        #expect(fixture.server.requests.last?.headers.contains { conditional.contains($0.name.lowercased()) } == false)
+        let body = try #require(fetched.call.object as? Data)
+        #expect(body != Data("cached".utf8))
+        #expect(fetched.task.hopMetrics.count == 2)
+        let replaced = try #require(cache.cachedResponse(for: request))
+        #expect(replaced.data == body)
+        try await fixture.tearDown()
+    }
+
     @Test("dataTaskWillCacheResponse sees the proposal and can veto it or change it")
     func willCacheHook() async throws {
         let (fixture, cache) = try await Self.fixture()
