@@ -8,6 +8,8 @@ struct Downloader: Sendable {
     let output: OutputDirectory?
     /// Set with `--continue`.
     let resumeStore: ResumeStore?
+    /// Set with `--continue`: which URL each saved file came from.
+    let savedFiles: SavedFileIndex?
     let retrySchedule: RetrySchedule
     let maximumSize: Int64?
     let display: ActivityDisplay
@@ -20,8 +22,9 @@ struct Downloader: Sendable {
         let start = clock.now
         var result = FetchResult(target: target)
         var resumeData = resumeStore?.load(for: target.url)
-        if resumeStore != nil, resumeData == nil, let existing = output?.existingFile(for: target.url) {
-            // --continue with the file already there and nothing left to resume: complete, not fetched again.
+        if resumeStore != nil, resumeData == nil, let existing = savedFiles?.existingFile(for: target.url) {
+            // --continue with the file an earlier run saved from this URL still there and nothing left to
+            // resume: complete, not fetched again.
             result.file = .alreadyThere(existing.path)
             let size = try? FileManager.default.attributesOfItem(atPath: existing.path)[.size] as? NSNumber
             result.bytes = size?.int64Value ?? 0
@@ -58,6 +61,15 @@ struct Downloader: Sendable {
             }
         } else if result.failure == nil {
             resumeStore?.discard(for: target.url)
+        }
+        if let savedFiles, case .saved(let path) = result.file {
+            do {
+                try savedFiles.record(URL(fileURLWithPath: path), for: target.url)
+            } catch {
+                console.warn(
+                    "\(SavedFileIndex.fileName) could not be written (\(error.localizedDescription)): the next "
+                        + "--continue run fetches \(console.redacted(target.url)) again.")
+            }
         }
         let elapsed = start.duration(to: clock.now)
         result.seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18

@@ -15,8 +15,10 @@ struct Fetch: AsyncParsableCommand {
 
             Files are named after Content-Disposition, else the URL's last path component, reduced to one safe \
             path component; names that collide get -2, -3…; nothing is ever written outside --output-dir, and an \
-            existing file is never replaced without --overwrite; with --continue a file already there under its \
-            name is skipped, not fetched again (as wget -nc -c). Ctrl-C (SIGINT), SIGTERM or SIGHUP cancel the \
+            existing file is never replaced without --overwrite. With --continue a URL whose file an earlier \
+            --continue run saved is skipped while that file is still there, not fetched again: which URL each \
+            file came from is kept in .activity-counter-index.json in --output-dir (a file named like another \
+            URL's is no reason to skip). Ctrl-C (SIGINT), SIGTERM or SIGHUP cancel the \
             transfers, remove their temporary files (or keep them with --continue), print the summary and exit \
             130, 143 or 129; a second signal never cuts that cleanup short.
 
@@ -112,7 +114,7 @@ enum InputFile {
     static func lines(of path: String) throws -> [(number: Int, text: String)] {
         let data: Data
         do {
-            data// readToEnd(), not readDataToEndOfFile(): that one traps on a closed or unreadable stdin.
+            data  // readToEnd(), not readDataToEndOfFile(): that one traps on a closed or unreadable stdin.
             =
                 path == "-"
                 ? try FileHandle.standardInput.readToEnd() ?? Data() : try Data(contentsOf: URL(fileURLWithPath: path))

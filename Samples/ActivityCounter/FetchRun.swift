@@ -62,6 +62,7 @@ struct FetchRun {
         let downloader = Downloader(
             session: session, output: output,
             resumeStore: transfer.resume ? output.map { ResumeStore(directory: $0.url) } : nil,
+            savedFiles: transfer.resume ? output.map { SavedFileIndex(directory: $0.url) } : nil,
             retrySchedule: RetrySchedule(retries: transfer.retry, initialDelay: transfer.retryDelay),
             maximumSize: transfer.maxFilesize?.bytes, display: display, console: console)
 

@@ -22,7 +22,8 @@ final class OutputDirectory: Sendable {
     /// The permissions a saved file gets: `0666 & ~umask`, as `open(2)` would give a new file (Herald writes
     /// its temporary files as 0600, readable by no one else while they are incomplete).
     let fileMode: mode_t
-    private let claimed = Mutex<Set<String>>([])
+    /// The names handed out this run, and the `--continue` index's, never a download's.
+    private let claimed = Mutex<Set<String>>([SavedFileIndex.fileName])
 
     /// Why the directory can't be used: one line for the user.
     struct Unusable: Error, CustomStringConvertible {
@@ -101,16 +102,6 @@ final class OutputDirectory: Sendable {
                 attempt += 1
             }
         }
-    }
-
-    /// The file a download of `url` would be saved as by the URL's last path component, when one is already
-    /// there (a regular file, not a symlink): what `--continue` skips, as `wget -nc -c` does.
-    func existingFile(for url: URL) -> URL? {
-        let name = HTTPResponse.safeFilename(url.lastPathComponent) ?? "download"
-        let file = self.url.appendingPathComponent(name, isDirectory: false)
-        var status = stat()
-        guard lstat(file.path, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return nil }
-        return file
     }
 
     /// Gives a saved file ``fileMode``, on the file itself, never through a symlink put in its place.

@@ -84,7 +84,7 @@ struct ResumeStore: Sendable {
 
     /// Writes `data` to `file` whole or not at all, readable by its owner only: into a new file made with
     /// `O_EXCL | O_NOFOLLOW`, mode 0600, renamed over `file`.
-    private static func writePrivately(_ data: Data, to file: URL) throws {
+    static func writePrivately(_ data: Data, to file: URL) throws {
         let temporary = file.deletingLastPathComponent()
             .appendingPathComponent(".\(file.lastPathComponent).\(UUID().uuidString)")
         let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)

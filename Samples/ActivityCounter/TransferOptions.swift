@@ -44,7 +44,8 @@ struct TransferOptions: ParsableArguments {
         name: [.customShort("c"), .customLong("continue")],
         help: ArgumentHelp(
             "Resume interrupted downloads from the partial files kept in --output-dir, and keep them when "
-                + "interrupted (e.g. --continue --output-dir downloads)."))
+                + "interrupted; skip URLs whose file an earlier --continue run saved there "
+                + "(e.g. --continue --output-dir downloads)."))
     var resume = false
 
     @Option(

@@ -105,23 +105,85 @@ struct SharedMachineCLITests {
         #expect(!(run.stdout + run.stderr).contains("sending"), "\(run.stderr)")
     }
 
-    @Test("the mirror recipe run twice fetches nothing again: complete files are skipped, not renamed -2")
+    @Test(
+        "the mirror recipe run twice fetches nothing again: each URL's own file is skipped, whatever named it")
     func mirrorIsIdempotent() async throws {
         let scratch = try Scratch()
         defer { scratch.remove() }
         let server = try await TestServer.start()
+        let paths = [
+            "/bytes/1000", "/bytes/2000",
+            // Two URLs that suggest the same name: the second is saved as 100-2, never skipped as "already there".
+            "/bytes/100?key=a", "/bytes/100?key=b",
+            // Named by Content-Disposition, and by the redirect's target: neither is the URL's last component.
+            "/headers?Content-Disposition=attachment;%20filename%3Dreport.pdf", "/redirect-to?url=/bytes/300",
+        ]
+        let arguments =
+            ["fetch"] + paths.map { server.url($0).absoluteString } + [
+                "--continue", "--output-dir", scratch.path("mirror"),
+            ]
+        let first = try await ActivityCounterProcess.run(arguments)
+        #expect(first.status == 0, "stderr: \(first.stderr)")
+        let expected = [SavedFileIndex.fileName, "100", "100-2", "1000", "2000", "300", "report.pdf"]
+        #expect(try scratch.files(in: "mirror") == expected)
+        let requestsAfterFirst = server.requestCount
+        #expect(requestsAfterFirst == 7)
+
+        let second = try await ActivityCounterProcess.run(arguments)
+        #expect(second.status == 0, "stderr: \(second.stderr)")
+        #expect(try scratch.files(in: "mirror") == expected)
+        #expect(server.requestCount == requestsAfterFirst)
+        #expect(second.stdout.components(separatedBy: "already there").count - 1 == paths.count, "\(second.stdout)")
+
+        // A file removed since is fetched again, under its name; the others are still skipped.
+        try FileManager.default.removeItem(atPath: scratch.path("mirror/100-2"))
+        let third = try await ActivityCounterProcess.run(arguments)
+        try await server.shutdown()
+        #expect(third.status == 0, "stderr: \(third.stderr)")
+        #expect(try scratch.files(in: "mirror") == expected)
+        #expect(server.requests(forPath: "/bytes/100").count == 3)
+        #expect(server.requestCount == requestsAfterFirst + 1)
+    }
+
+    @Test("a file named like another URL's is fetched, never skipped: the first run without an index skips nothing")
+    func sameNameIsNotSkipped() async throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let server = try await TestServer.start()
+        try FileManager.default.createDirectory(atPath: scratch.path("mirror"), withIntermediateDirectories: true)
+        try Data("someone else's".utf8).write(to: URL(fileURLWithPath: scratch.path("mirror/100")))
+        let run = try await ActivityCounterProcess.run([
+            "fetch", server.url("/bytes/100").absoluteString, "--continue", "--output-dir", scratch.path("mirror"),
+        ])
+        try await server.shutdown()
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        #expect(!run.stdout.contains("already there"), "\(run.stdout)")
+        #expect(try scratch.contents("mirror/100") == Data("someone else's".utf8))
+        #expect(try scratch.contents("mirror/100-2") == Data(TestServer.expectedBytes(in: 0..<100)))
+    }
+
+    @Test(
+        "a damaged --continue index skips nothing and is written again",
+        arguments: ["", "{\"files\": 3}", "\u{0}garbage"])
+    func damagedIndex(contents: String) async throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let server = try await TestServer.start()
         let arguments = [
-            "fetch", server.url("/bytes/1000").absoluteString, server.url("/bytes/2000").absoluteString,
-            "--continue", "--output-dir", scratch.path("mirror"),
+            "fetch", server.url("/bytes/100").absoluteString, "--continue", "--output-dir", scratch.path("mirror"),
         ]
         let first = try await ActivityCounterProcess.run(arguments)
         #expect(first.status == 0, "stderr: \(first.stderr)")
+        let index = URL(fileURLWithPath: scratch.path("mirror/\(SavedFileIndex.fileName)"))
+        try Data(contents.utf8).write(to: index)
         let second = try await ActivityCounterProcess.run(arguments)
+        let third = try await ActivityCounterProcess.run(arguments)
         try await server.shutdown()
         #expect(second.status == 0, "stderr: \(second.stderr)")
-        #expect(try scratch.files(in: "mirror") == ["1000", "2000"])
+        #expect(!second.stdout.contains("already there"), "\(second.stdout)")
+        #expect(third.stdout.contains("already there"), "\(third.stdout)")
         #expect(server.requestCount == 2)
-        #expect(second.stdout.contains("already there"), "\(second.stdout)")
+        #expect(try scratch.files(in: "mirror") == [SavedFileIndex.fileName, "100", "100-2"])
     }
 
     @Test("saved files get 0666 & ~umask, as a new file would", arguments: [(0o022, 0o644), (0o027, 0o640)])

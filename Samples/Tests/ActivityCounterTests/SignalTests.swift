@@ -2,6 +2,8 @@ import Foundation
 import HeraldTesting
 import Testing
 
+@testable import ActivityCounter
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -72,11 +74,14 @@ struct SignalTests {
         let first = try await process.finish(timeout: .seconds(10))
         #expect(first.status == status, "stderr: \(first.stderr)")
         let kept = try scratch.files(in: "out")
-        #expect(kept.count == 3, "\(kept)")
+        // The partial file, its resume data, the small URL's file and the index of where each saved file came from.
+        #expect(kept.count == 4, "\(kept)")
         let partialName = try #require(kept.first { $0.hasSuffix(".part") })
         let resumeName = try #require(kept.first { $0.hasSuffix(".resume") })
-        #expect(!String(decoding: try scratch.contents("out/" + resumeName), as: UTF8.self).contains("s3cretPW9"))
-        for name in [partialName, resumeName] {
+        for name in [resumeName, SavedFileIndex.fileName] {
+            #expect(!String(decoding: try scratch.contents("out/" + name), as: UTF8.self).contains("s3cretPW9"))
+        }
+        for name in [partialName, resumeName, SavedFileIndex.fileName] {
             var status = stat()
             #expect(stat(scratch.path("out/" + name), &status) == 0)
             #expect(status.st_mode & 0o077 == 0, "\(name) is readable by others")
@@ -92,7 +97,7 @@ struct SignalTests {
             environment: ["TMPDIR": scratch.path("tmp")])
         #expect(second.status == 0, "stderr: \(second.stderr)")
         let name = "\(Self.size)"
-        #expect(try scratch.files(in: "out") == [name, "json"].sorted())
+        #expect(try scratch.files(in: "out") == [name, "json", SavedFileIndex.fileName].sorted())
         #expect(try scratch.contents("out/" + name) == Data(TestServer.expectedBytes(in: 0..<Self.size)))
         // The server was asked only for what was missing.
         try await server.waitUntil(timeout: .seconds(10)) { statistics in
