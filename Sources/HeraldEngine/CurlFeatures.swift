@@ -44,6 +44,13 @@ package enum CurlFeatures {
         return number >= 0x07_58_00 && number < 0x08_00_00
     }()
 
+    /// Whether libcurl's TLS backend is OpenSSL, whose certificate verification results
+    /// (`CURLINFO_SSL_VERIFYRESULT`) are `X509_V_ERR_*` codes.
+    package static let usesOpenSSL: Bool = {
+        guard let info = herald_curl_version_info(), let backend = info.pointee.ssl_version else { return false }
+        return String(cString: backend).hasPrefix("OpenSSL")
+    }()
+
     /// The CA bundle to trust alone for the system's certificate authorities, when libcurl then builds its
     /// certificate store once and keeps it for every later connection; `nil` when it would not.
     ///

@@ -262,8 +262,17 @@ package final class Transfer: @unchecked Sendable {
         }
         let stage: CurlErrorMapping.Stage =
             responseStatus != 0 ? .receivingResponse : requestWasSent ? .awaitingResponse : .sending
-        return TransferError.fromCurl(
+        var error = TransferError.fromCurl(
             result, osErrno: Int32(truncatingIfNeeded: osErrno), errorBuffer: text, url: request.url, stage: stage)
+        if result == CURLE_PEER_FAILED_VERIFICATION, CurlFeatures.usesOpenSSL, let easyHandle {
+            var verifyResult = 0
+            herald_easy_getinfo_long(easyHandle, CURLINFO_SSL_VERIFYRESULT, &verifyResult)
+            if let problem = TransferError.CertificateProblem(verifyResult: verifyResult, curlMessage: text) {
+                error.certificateProblem = problem
+                error.message = problem.explanation
+            }
+        }
+        return error
     }
 
     /// The error for a transfer whose proxy refused the tunnel (`CONNECT`) to an `https` server, if that is

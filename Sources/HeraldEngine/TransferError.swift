@@ -31,9 +31,49 @@ package struct TransferError: Error, Sendable {
     package var url: URL?
     /// The HTTP status code, for ``Code/unacceptableStatusCode``.
     package var statusCode: Int?
+    /// Why the server's certificate was not trusted, for ``Code/serverCertificateUntrusted``, when the TLS library
+    /// said.
+    package var certificateProblem: CertificateProblem?
     /// The session's own error this one carries through the transfer unchanged (a cancellation's reason, a
     /// streamed body that could not be opened), to be handed back as it was.
     package var original: (any Error & Sendable)?
+
+    /// Why a server's certificate was not trusted, from OpenSSL's verification result and libcurl's host check.
+    package enum CertificateProblem: Hashable, Sendable {
+        case expired, notYetValid, unknownIssuer, selfSigned, hostNameMismatch
+        /// Another OpenSSL verification result (`X509_V_ERR_*`).
+        case other(verifyResult: Int)
+
+        /// The problem a failed verification names: `verifyResult` is `CURLINFO_SSL_VERIFYRESULT` (OpenSSL's
+        /// `X509_V_ERR_*`), `curlMessage` libcurl's text, which alone says when its own host name check failed
+        /// (the result is then 1, "unspecified"). `nil` when neither tells.
+        package init?(verifyResult: Int, curlMessage: String) {
+            switch verifyResult {
+            case 9: self = .notYetValid
+            case 10: self = .expired
+            case 2, 20, 21: self = .unknownIssuer
+            case 18, 19: self = .selfSigned
+            case 62, 64: self = .hostNameMismatch
+            case 0, 1:
+                guard curlMessage.contains("host name") || curlMessage.contains("common name") else { return nil }
+                self = .hostNameMismatch
+            default: self = .other(verifyResult: verifyResult)
+            }
+        }
+
+        /// A sentence for the error's message.
+        package var explanation: String {
+            switch self {
+            case .expired: "The server's certificate has expired."
+            case .notYetValid: "The server's certificate is not valid yet."
+            case .unknownIssuer:
+                "The server's certificate was issued by an authority the session doesn't trust."
+            case .selfSigned: "The server's certificate is self-signed, or its chain ends in an untrusted root."
+            case .hostNameMismatch: "The server's certificate is not valid for the host name in the URL."
+            case .other(let result): "The server's certificate failed verification (OpenSSL result \(result))."
+            }
+        }
+    }
 
     /// Creates an error.
     package init(

@@ -45,6 +45,9 @@ public struct HeraldError: Error, Sendable {
     /// Pass it to ``SessionManager/download(resumingWith:to:progress:)``; until then the partial file it
     /// names is kept. `nil` for other errors.
     public var resumeData: Data? { storage.resumeData }
+    /// For ``Code/serverCertificateUntrusted``, why the certificate was not trusted (expired, an unknown
+    /// issuer, another host name…), when the TLS library said; `nil` for other errors.
+    public var serverCertificateProblem: ServerCertificateProblem? { storage.serverCertificateProblem }
 
     /// The most bytes of a response body an error keeps (``responseBody``): 1 MiB, enough for any error
     /// document, bounded so that a failed large download does not hold its body twice.
@@ -69,11 +72,12 @@ public struct HeraldError: Error, Sendable {
         let responseBody: Data?
         let metrics: TransferMetrics?
         let resumeData: Data?
+        let serverCertificateProblem: ServerCertificateProblem?
 
         init(
             code: Code, message: String, underlying: (any Error & Sendable)?, curlCode: Int32?, curlMessage: String?,
             url: URL?, statusCode: Int?, keptFileURL: URL?, response: HTTPResponse?, responseBody: Data?,
-            metrics: TransferMetrics?, resumeData: Data?
+            metrics: TransferMetrics?, resumeData: Data?, serverCertificateProblem: ServerCertificateProblem?
         ) {
             self.code = code
             self.message = message
@@ -87,6 +91,7 @@ public struct HeraldError: Error, Sendable {
             self.responseBody = responseBody
             self.metrics = metrics
             self.resumeData = resumeData
+            self.serverCertificateProblem = serverCertificateProblem
         }
     }
 
@@ -107,6 +112,7 @@ public struct HeraldError: Error, Sendable {
     ///     bytes are kept.
     ///   - metrics: The transfer's metrics.
     ///   - resumeData: Resume data continuing a download that failed part-way.
+    ///   - serverCertificateProblem: Why the server's certificate was not trusted.
     public init(
         _ code: Code,
         _ message: String,
@@ -119,7 +125,8 @@ public struct HeraldError: Error, Sendable {
         response: HTTPResponse? = nil,
         responseBody: Data? = nil,
         metrics: TransferMetrics? = nil,
-        resumeData: Data? = nil
+        resumeData: Data? = nil,
+        serverCertificateProblem: ServerCertificateProblem? = nil
     ) {
         // Redacting here, not at each call site, means no path can store a password by forgetting to.
         storage = Storage(
@@ -129,7 +136,7 @@ public struct HeraldError: Error, Sendable {
             responseBody: responseBody.map {
                 $0.count > Self.maximumKeptBodyLength ? $0.prefix(Self.maximumKeptBodyLength) : $0
             },
-            metrics: metrics, resumeData: resumeData)
+            metrics: metrics, resumeData: resumeData, serverCertificateProblem: serverCertificateProblem)
     }
 
     /// This error with the transfer's metrics, which the code that made it did not have. Keeps metrics
@@ -139,7 +146,7 @@ public struct HeraldError: Error, Sendable {
         return HeraldError(
             code, message, underlying: underlying, curlCode: curlCode, curlMessage: curlMessage, url: url,
             statusCode: statusCode, keptFileURL: keptFileURL, response: response, responseBody: responseBody,
-            metrics: metrics, resumeData: resumeData)
+            metrics: metrics, resumeData: resumeData, serverCertificateProblem: serverCertificateProblem)
     }
 
     /// This error with the resume data of the download it failed.
@@ -147,7 +154,7 @@ public struct HeraldError: Error, Sendable {
         HeraldError(
             code, message, underlying: underlying, curlCode: curlCode, curlMessage: curlMessage, url: url,
             statusCode: statusCode, keptFileURL: keptFileURL, response: response, responseBody: responseBody,
-            metrics: metrics, resumeData: resumeData)
+            metrics: metrics, resumeData: resumeData, serverCertificateProblem: serverCertificateProblem)
     }
 }
 

@@ -15,7 +15,8 @@ extension HeraldError {
         }
         self.init(
             Code(failure.code), failure.message, underlying: failure.underlying, curlCode: failure.curlCode,
-            curlMessage: failure.curlMessage, url: failure.url, statusCode: failure.statusCode)
+            curlMessage: failure.curlMessage, url: failure.url, statusCode: failure.statusCode,
+            serverCertificateProblem: failure.certificateProblem.map(ServerCertificateProblem.init))
     }
 }
 

@@ -48,10 +48,11 @@ struct SecurityPolicyTLSTests {
         }
     }
 
-    /// Expects the request failed with `code` and the raw `curlCode`.
+    /// Expects the request failed with `code` and the raw `curlCode`, and with `problem` as its
+    /// ``HeraldError/serverCertificateProblem``.
     func expectFailure(
         _ result: Result<(Data, HTTPResponse), HeraldError>, _ code: HeraldError.Code, curlCode: Int32,
-        sourceLocation: SourceLocation = #_sourceLocation
+        problem: ServerCertificateProblem? = nil, sourceLocation: SourceLocation = #_sourceLocation
     ) {
         switch result {
         case .success:
@@ -59,6 +60,7 @@ struct SecurityPolicyTLSTests {
         case .failure(let error):
             #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
             #expect(error.curlCode == curlCode, "\(error)", sourceLocation: sourceLocation)
+            #expect(error.serverCertificateProblem == problem, "\(error)", sourceLocation: sourceLocation)
         }
     }
 
@@ -71,7 +73,7 @@ struct SecurityPolicyTLSTests {
             // CurlFeatures.cachedSystemBundle): it must trust no more than the first did.
             for _ in 0..<2 {
                 let result = try await get(scenario.server.url(), with: .default)
-                expectFailure(result, .serverCertificateUntrusted, curlCode: 60)
+                expectFailure(result, .serverCertificateUntrusted, curlCode: 60, problem: .unknownIssuer)
             }
         }
     }
@@ -99,7 +101,9 @@ struct SecurityPolicyTLSTests {
         try await withScenario { scenario in
             let unrelated = try await scenario.pki.makeUnrelatedAuthority(named: "unrelated")
             let policy = try SecurityPolicy.trustingCertificateAuthorities(pemFile: unrelated.certificate)
-            expectFailure(try await get(scenario.server.url(), with: policy), .serverCertificateUntrusted, curlCode: 60)
+            expectFailure(
+                try await get(scenario.server.url(), with: policy), .serverCertificateUntrusted, curlCode: 60,
+                problem: .unknownIssuer)
         }
     }
 
@@ -125,7 +129,8 @@ struct SecurityPolicyTLSTests {
             try FileManager.default.copyItem(at: unrelated.certificate, to: trust)
             let identity = try await scenario.pki.issueServerIdentity(named: "second", subjectAltNames: "IP:127.0.0.1")
             try await withOpenSSLServer(identity: identity, in: scenario.pki.directory) { second in
-                expectFailure(try await get(second.url()), .serverCertificateUntrusted, curlCode: 60)
+                expectFailure(
+                    try await get(second.url()), .serverCertificateUntrusted, curlCode: 60, problem: .unknownIssuer)
             }
         }
     }
@@ -134,7 +139,32 @@ struct SecurityPolicyTLSTests {
     func hostNameIsVerified() async throws {
         try await withScenario(subjectAltNames: "DNS:elsewhere.invalid") { scenario in
             let policy = try SecurityPolicy.trustingCertificateAuthorities(pemFile: scenario.pki.authority.certificate)
-            expectFailure(try await get(scenario.server.url(), with: policy), .serverCertificateUntrusted, curlCode: 60)
+            expectFailure(
+                try await get(scenario.server.url(), with: policy), .serverCertificateUntrusted, curlCode: 60,
+                problem: .hostNameMismatch)
+        }
+    }
+
+    @Test("an expired or self-signed certificate is untrusted, and the error says which")
+    func certificateProblemIsNamed() async throws {
+        try await withScenario { scenario in
+            let policy = try SecurityPolicy.trustingCertificateAuthorities(pemFile: scenario.pki.authority.certificate)
+            let expired = try await scenario.pki.issueServerIdentity(
+                named: "expired", subjectAltNames: "IP:127.0.0.1", days: -1)
+            try await withOpenSSLServer(identity: expired, in: scenario.pki.directory) { server in
+                let result = try await get(server.url(), with: policy)
+                expectFailure(result, .serverCertificateUntrusted, curlCode: 60, problem: .expired)
+                if case .failure(let error) = result {
+                    #expect(error.message.contains("expired"), "\(error)")
+                    #expect(error.serverCertificateProblem?.description == "expired")
+                }
+            }
+            let selfSigned = try await scenario.pki.makeUnrelatedAuthority(named: "self-signed")
+            try await withOpenSSLServer(identity: selfSigned, in: scenario.pki.directory) { server in
+                expectFailure(
+                    try await get(server.url(), with: policy), .serverCertificateUntrusted, curlCode: 60,
+                    problem: .selfSigned)
+            }
         }
     }
 

@@ -34,9 +34,10 @@ struct ThrowawayPKI {
         try await Self.makeAuthority(named: name, in: directory)
     }
 
-    /// A server certificate issued by ``authority`` for `subjectAltNames` (openssl's SAN syntax).
+    /// A server certificate issued by ``authority`` for `subjectAltNames` (openssl's SAN syntax), valid from now
+    /// for `days` (a negative number: expired that long ago).
     func issueServerIdentity(
-        named name: String = "server", subjectAltNames: String = "DNS:localhost,IP:127.0.0.1"
+        named name: String = "server", subjectAltNames: String = "DNS:localhost,IP:127.0.0.1", days: Int = 2
     ) async throws -> Identity {
         let key = "\(name).key"
         let request = "\(name).csr"
@@ -52,7 +53,7 @@ struct ThrowawayPKI {
         try await OpenSSLTool.run(
             [
                 "x509", "-req", "-in", request, "-CA", authority.certificate.path, "-CAkey", authority.key.path,
-                "-CAcreateserial", "-days", "2", "-extfile", extensions, "-out", certificate,
+                "-CAcreateserial", "-days", String(days), "-extfile", extensions, "-out", certificate,
             ], in: directory)
         return try await Self.identity(certificate: certificate, key: key, in: directory)
     }
