@@ -2,6 +2,12 @@ import ArgumentParser
 import Foundation
 import HeraldObservers
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// `activity-counter fetch URL…`: downloads the given URLs.
 struct Fetch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -43,15 +49,27 @@ struct Fetch: AsyncParsableCommand {
         if transfer.resume, options.outputDir == nil {
             throw ValidationError("--continue keeps partial files in --output-dir: give one.")
         }
-        // Standard input can be read only once: `--input-file -` is read and checked in `run`.
-        guard inputFile != "-" else { return }
-        let all = try allURLs()
-        guard !all.isEmpty else { throw ValidationError("Give at least one URL, or run `activity-counter demo`.") }
+        // The input file is read once, in `run`: stdin, a pipe or a FIFO (`-i <(…)`) can be read only once.
+        let arguments = try Self.checked(urls.map { (text: $0, origin: Self.quoted($0)) })
+        guard inputFile != nil || !arguments.isEmpty else {
+            throw ValidationError("Give at least one URL, or run `activity-counter demo`.")
+        }
     }
 
     func run() async throws {
-        let all = try allURLs()
-        guard !all.isEmpty else { throw ValidationError("Give at least one URL, or run `activity-counter demo`.") }
+        let all: [URL]
+        do {
+            all = try allURLs()
+            guard !all.isEmpty else {
+                throw ValidationError("Give at least one URL, or run `activity-counter demo`.")
+            }
+        } catch {
+            // Reported as a bad argument is, with this subcommand's usage, exit 64.
+            StandardStream.write(
+                "Error: \(Self.message(for: error))\nUsage: \(ActivityCounter.usageString(for: Fetch.self))\n"
+                    + "  See 'activity-counter fetch --help' for more information.\n", to: STDERR_FILENO)
+            throw ExitCode(ExitStatus.usage.rawValue)
+        }
         let targets = all.map { FetchTarget(url: $0) }
         let outcome = try await FetchRun(targets: targets, options: options, transfer: transfer).run()
         if outcome.exitStatus != .success { throw ExitCode(outcome.exitStatus.rawValue) }
@@ -66,18 +84,24 @@ struct Fetch: AsyncParsableCommand {
         return String(text[..<slashes.upperBound]) + "***:***" + String(text[at...])
     }
 
-    /// The arguments' URLs, then the input file's, each checked.
+    /// The arguments' URLs, then the input file's (read here, once), each checked.
     private func allURLs() throws -> [URL] {
-        // An error message quotes the URL as the log would show it: credentials never reach the terminal.
-        func quoted(_ text: String) -> String {
-            "'" + (URL(string: text).map { LogRedaction.default.redacting($0) } ?? Self.redactingUserInfo(text)) + "'"
-        }
-        var texts = urls.map { (text: $0, origin: quoted($0)) }
+        var texts = urls.map { (text: $0, origin: Self.quoted($0)) }
         if let inputFile {
             let lines = try InputFile.lines(of: inputFile)
-            texts += lines.map { (text: $0.text, origin: "\(inputFile):\($0.number): \(quoted($0.text))") }
+            texts += lines.map { (text: $0.text, origin: "\(inputFile):\($0.number): \(Self.quoted($0.text))") }
         }
-        return try texts.map { text, origin in
+        return try Self.checked(texts)
+    }
+
+    /// An error message quotes the URL as the log would show it: credentials never reach the terminal.
+    private static func quoted(_ text: String) -> String {
+        "'" + (URL(string: text).map { LogRedaction.default.redacting($0) } ?? redactingUserInfo(text)) + "'"
+    }
+
+    /// Each text as an http or https URL with a host.
+    private static func checked(_ texts: [(text: String, origin: String)]) throws -> [URL] {
+        try texts.map { text, origin in
             guard let url = URL(string: text), let scheme = url.scheme?.lowercased(),
                 ["http", "https"].contains(scheme),
                 url.host?.isEmpty == false
@@ -111,15 +135,13 @@ enum InputFile {
         return lines
     }
 
+    /// The URL lines of `path` (`-`: stdin), read once, to the end: a regular file, a pipe or a FIFO alike.
     static func lines(of path: String) throws -> [(number: Int, text: String)] {
         let data: Data
         do {
-            data  // readToEnd(), not readDataToEndOfFile(): that one traps on a closed or unreadable stdin.
-            =
-                path == "-"
-                ? try FileHandle.standardInput.readToEnd() ?? Data() : try Data(contentsOf: URL(fileURLWithPath: path))
+            data = try read(path)
         } catch {
-            throw ValidationError("--input-file \(path) can't be read: \((error as NSError).localizedDescription)")
+            throw ValidationError("--input-file \(path) can't be read: \(reason(error)).")
         }
         guard let text = String(data: data, encoding: .utf8) else {
             throw ValidationError("--input-file \(path) is not UTF-8 text.")
@@ -129,5 +151,27 @@ enum InputFile {
             guard !trimmed.isEmpty, !trimmed.hasPrefix("#") else { return nil }
             return (index + 1, trimmed)
         }
+    }
+
+    /// All of `path`'s bytes. `Data(contentsOf:)` refuses what is not a regular file (`-i <(…)` names a pipe),
+    /// so the file is opened and read to its end: readToEnd(), not readDataToEndOfFile(), which traps on an
+    /// unreadable descriptor.
+    private static func read(_ path: String) throws -> Data {
+        if path == "-" { return try FileHandle.standardInput.readToEnd() ?? Data() }
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        var status = stat()
+        if fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFDIR { throw POSIXError(.EISDIR) }
+        return try handle.readToEnd() ?? Data()
+    }
+
+    /// Why a read failed, as `strerror` words ("No such file or directory").
+    private static func reason(_ error: any Error) -> String {
+        let error = error as NSError
+        let posix =
+            error.domain == NSPOSIXErrorDomain ? error : (error.userInfo[NSUnderlyingErrorKey] as? NSError)
+        if let posix, posix.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(posix.code))) }
+        return error.localizedDescription
     }
 }

@@ -65,6 +65,28 @@ struct SharedMachineCLITests {
         #expect(server.requestCount == 4)
     }
 
+    @Test("--input-file reads a pipe (-i <(…)) once, to its end")
+    func inputFileFromPipe() async throws {
+        let server = try await TestServer.start()
+        let urls = ["/bytes/10", "/bytes/20"].map { server.url($0).absoluteString }
+        let run = try await ActivityCounterProcess.run(
+            ["fetch"], environment: ["URL_LIST": urls.joined(separator: "\n")],
+            shell: #""$0" "$@" --input-file <(printf '%s\n' "$URL_LIST")"#)
+        try await server.shutdown()
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        #expect(run.stdout.contains("2 URLs"), "\(run.stdout)")
+        #expect(server.requestCount == 2)
+    }
+
+    @Test(
+        "an --input-file that can't be read says why, exit 64",
+        arguments: [("/nonexistent/urls.txt", "No such file or directory"), ("/", "Is a directory")])
+    func unreadableInputFile(path: String, reason: String) async throws {
+        let run = try await ActivityCounterProcess.run(["fetch", "--input-file", path])
+        #expect(run.status == 64)
+        #expect(run.stderr.contains("--input-file \(path) can't be read: \(reason)."), "\(run.stderr)")
+    }
+
     @Test("a URL that does not parse is quoted without its password")
     func unparsableURLRedacted() async throws {
         let run = try await ActivityCounterProcess.run(["fetch", "http://user:s3cretPW9@[::1/"])
