@@ -2,8 +2,7 @@ import ArgumentParser
 import Herald
 
 /// `activity-counter`: downloads URLs concurrently with Herald and shows the network activity indicator
-/// while it works. Without arguments it runs ``Demo``.
-@main
+/// while it works. Without arguments it runs ``Demo``. Started by ``EntryPoint``.
 struct ActivityCounter: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "activity-counter",
@@ -34,5 +33,16 @@ struct ActivityCounter: AsyncParsableCommand {
             activity-counter \(HeraldVersion.string)
             Herald \(HeraldVersion.string), libcurl \(LibraryVersions.curl)\(tls), libuv \(LibraryVersions.libuv)
             """
+    }
+}
+
+/// The process's entry point: the standard streams first, then the command.
+@main
+enum EntryPoint {
+    static func main() async {
+        // Before anything opens a descriptor: a closed stdin, stdout or stderr would hand its number to the
+        // first file libdispatch or the run opens, and output meant for the terminal would go there.
+        StandardStream.fillClosedDescriptors()
+        await ActivityCounter.main()
     }
 }

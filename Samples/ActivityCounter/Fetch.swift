@@ -157,7 +157,11 @@ enum InputFile {
     /// so the file is opened and read to its end: readToEnd(), not readDataToEndOfFile(), which traps on an
     /// unreadable descriptor.
     private static func read(_ path: String) throws -> Data {
-        if path == "-" { return try FileHandle.standardInput.readToEnd() ?? Data() }
+        if path == "-" {
+            // Closed at launch (`0<&-`): /dev/null stands in for it, but an empty list would hide the mistake.
+            if StandardStream.closedAtLaunch.withLock({ $0.contains(STDIN_FILENO) }) { throw POSIXError(.EBADF) }
+            return try FileHandle.standardInput.readToEnd() ?? Data()
+        }
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)

@@ -30,7 +30,7 @@ struct FetchRun {
 
     /// Runs the downloads and prints the summary; the exit status is the outcome's.
     func run() async throws(ExitCode) -> Outcome {
-        let closedStreams = StandardStream.fillClosedDescriptors()
+        let closedStreams = StandardStream.closedAtLaunch.withLock { $0 }
         let console = Console(quiet: options.quiet)
         let output: OutputDirectory?
         do throws(OutputDirectory.Unusable) {

@@ -37,7 +37,8 @@ struct Observers {
         logger.logLevel = options.effectiveLogLevel
         self.logger = LoggingObserver(logger: logger)
         let eventsError = self.eventsError
-        if stdoutIsClosed { eventsError.errno.withLock { $0 = EBADF } }
+        // Only the event log writes to stdout for a program: without --events a closed stdout is no failure.
+        if options.events, stdoutIsClosed { eventsError.errno.withLock { $0 = EBADF } }
         eventLog =
             options.events
             ? JSONLinesEventLog { line in

@@ -49,7 +49,29 @@ struct SharedMachineCLITests {
             shell: shell)
         try await server.shutdown()
         #expect(run.status == 73, "stderr: \(run.stderr)")
-        #expect(run.stderr.contains("--events"))
+        // Closed: seen as closed (the descriptor was filled with /dev/null before anything could take it).
+        let reason = shell.hasSuffix(">&-") ? "Bad file descriptor" : "No space left on device"
+        #expect(run.stderr.contains("--events: stdout could not be written (\(reason))"), "\(run.stderr)")
+        #expect(try scratch.files(in: "out") == ["5000"])
+    }
+
+    @Test("a closed stdin is said to be closed for --input-file -, never read as a descriptor libdispatch opened")
+    func closedStdin() async throws {
+        let run = try await ActivityCounterProcess.run(["fetch", "--input-file", "-"], shell: #""$0" "$@" 0<&-"#)
+        #expect(run.status == 64)
+        #expect(run.stderr.contains("--input-file - can't be read: Bad file descriptor."), "\(run.stderr)")
+    }
+
+    @Test("a closed stdout without --events is no failure: the file is saved, exit 0")
+    func closedStdoutWithoutEvents() async throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let server = try await TestServer.start()
+        let run = try await ActivityCounterProcess.run(
+            ["fetch", server.url("/bytes/5000").absoluteString, "--output-dir", scratch.path("out")],
+            shell: #""$0" "$@" >&-"#)
+        try await server.shutdown()
+        #expect(run.status == 0, "stderr: \(run.stderr)")
         #expect(try scratch.files(in: "out") == ["5000"])
     }
 
