@@ -24,7 +24,8 @@ struct Fetch: AsyncParsableCommand {
             existing file is never replaced without --overwrite. With --continue a URL whose file an earlier \
             --continue run saved is skipped while that file is still there, not fetched again: which URL each \
             file came from is kept in .activity-counter-index.json in --output-dir (a file named like another \
-            URL's is no reason to skip). Ctrl-C (SIGINT), SIGTERM or SIGHUP cancel the \
+            URL's is no reason to skip). A URL given more than once (as the summary shows it) is fetched once. \
+            Ctrl-C (SIGINT), SIGTERM or SIGHUP cancel the \
             transfers, remove their temporary files (or keep them with --continue), print the summary and exit \
             130, 143 or 129; a second signal never cuts that cleanup short.
 
@@ -70,9 +71,24 @@ struct Fetch: AsyncParsableCommand {
                     + "  See 'activity-counter fetch --help' for more information.\n", to: STDERR_FILENO)
             throw ExitCode(ExitStatus.usage.rawValue)
         }
-        let targets = all.map { FetchTarget(url: $0) }
+        let targets = Self.removingDuplicates(all, console: Console(quiet: options.quiet)).map { FetchTarget(url: $0) }
         let outcome = try await FetchRun(targets: targets, options: options, transfer: transfer).run()
         if outcome.exitStatus != .success { throw ExitCode(outcome.exitStatus.rawValue) }
+    }
+
+    /// `urls` in their order, each only the first time it appears as the summary shows it (credentials and
+    /// signatures redacted): two copies would save the same file twice, and with `--continue` both would
+    /// resume from the same partial file. Each one left out is said on stderr.
+    static func removingDuplicates(_ urls: [URL], console: Console) -> [URL] {
+        var seen: Set<String> = []
+        return urls.filter { url in
+            let shown = console.redacted(url)
+            guard seen.insert(shown).inserted else {
+                console.note("\(shown) is given more than once: fetched once.")
+                return false
+            }
+            return true
+        }
     }
 
     /// `text`, a URL that does not parse, with whatever stands where its user and password would be replaced

@@ -230,6 +230,30 @@ struct SharedMachineCLITests {
         #expect(try scratch.files(in: "mirror") == [SavedFileIndex.fileName, "100", "100-2"])
     }
 
+    @Test("a URL given twice is fetched once, and with --continue resumed once from its partial file")
+    func duplicateURL() async throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let server = try await TestServer.start()
+        // The first request is cut short after 30000 bytes: --continue keeps them.
+        let url = server.url("/bytes/100000?key=duplicate&dropAfter=30000").absoluteString
+        let arguments = ["--continue", "--output-dir", scratch.path("out")]
+        let first = try await ActivityCounterProcess.run(["fetch", url] + arguments)
+        #expect(first.status == 2, "stdout: \(first.stdout) stderr: \(first.stderr)")
+        #expect(try scratch.files(in: "out").contains { $0.hasSuffix(".part") })
+
+        let second = try await ActivityCounterProcess.run(["fetch", url, url] + arguments)
+        try await server.shutdown()
+        #expect(second.status == 0, "stdout: \(second.stdout) stderr: \(second.stderr)")
+        #expect(second.stderr.contains("is given more than once: fetched once."), "\(second.stderr)")
+        #expect(second.stdout.contains("1 URL"), "\(second.stdout)")
+        #expect(try scratch.files(in: "out") == [SavedFileIndex.fileName, "100000"])
+        #expect(try scratch.contents("out/100000") == Data(TestServer.expectedBytes(in: 0..<100_000)))
+        let requests = server.requests(forPath: "/bytes/100000")
+        #expect(requests.count == 2)
+        #expect(requests.last?.headerValue("Range") == "bytes=30000-")
+    }
+
     @Test("saved files get 0666 & ~umask, as a new file would", arguments: [(0o022, 0o644), (0o027, 0o640)])
     func fileModeFollowsUmask(mask: Int, expected: Int) async throws {
         let scratch = try Scratch()
