@@ -31,6 +31,7 @@ let package = Package(
             name: "CustomObserver",
             dependencies: [
                 .product(name: "Herald", package: "Herald"),
+                .product(name: "HeraldObservers", package: "Herald"),
                 .product(name: "HeraldTesting", package: "Herald"),
             ],
             path: "CustomObserver"

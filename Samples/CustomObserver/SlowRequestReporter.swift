@@ -1,6 +1,7 @@
 import Foundation
 import Herald
 import HeraldNotifications
+import HeraldObservers
 import Synchronization
 
 /// A plug-in observer written the way a user would: it conforms to `SessionObserver`, implements only
@@ -47,7 +48,8 @@ final class SlowRequestReporter: SessionObserver {
             guard let start = storage.started.removeValue(forKey: key) else { return }
             let elapsed = now - start
             if elapsed > threshold {
-                let url = completion.finalURL?.absoluteString ?? "?"
+                // Never a password on the terminal: the URL as the log shows it.
+                let url = completion.finalURL.map { LogRedaction.default.redacting($0) } ?? "?"
                 storage.slow.append("\(url) took \(elapsed.formatted(.units(allowed: [.milliseconds])))")
             }
         }

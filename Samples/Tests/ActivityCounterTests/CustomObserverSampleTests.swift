@@ -1,29 +1,63 @@
 import Foundation
+import HeraldTesting
 import Testing
 
-/// The `custom-observer` sample's own checks of what it is given.
-@Suite("custom-observer: arguments")
+/// The `custom-observer` sample's own checks of what it is given, what it prints and how it exits.
+@Suite("custom-observer: arguments, output, exit status")
 struct CustomObserverSampleTests {
-    /// Runs `custom-observer arguments…` (built beside this test bundle) and returns its exit status and stderr.
-    private func run(_ arguments: [String]) async throws -> (status: Int32, stderr: String) {
+    struct Run {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    /// Runs `custom-observer arguments…` (built beside this test bundle); with `shell`, through `bash -c shell`,
+    /// in which `"$0" "$@"` is the command.
+    private func run(_ arguments: [String], shell: String? = nil) async throws -> Run {
         let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         let binary = try #require(
             [directory, directory.deletingLastPathComponent()].map { $0.appendingPathComponent("custom-observer") }
                 .first { FileManager.default.isExecutableFile(atPath: $0.path) },
             "build the samples first: swift build --build-tests")
         let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
+        if let shell {
+            process.executableURL = URL(fileURLWithPath: "/bin/bash")
+            process.arguments = ["-c", shell, binary.path] + arguments
+        } else {
+            process.executableURL = binary
+            process.arguments = arguments
+        }
+        let output = Pipe()
         let errors = Pipe()
+        process.standardOutput = output
         process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
         let exited = AsyncStream<Int32>.makeStream()
         process.terminationHandler = { exited.continuation.yield($0.terminationStatus) }
         try process.run()
-        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        var statuses = exited.stream.makeAsyncIterator()
-        let status = try #require(await statuses.next())
-        return (status, stderr)
+        // Both pipes read at once, each to its end on a thread of its own: a full pipe never blocks the child.
+        async let stdout = Self.readToEnd(output)
+        async let stderr = Self.readToEnd(errors)
+        let status: Int32
+        do {
+            status = try await withTimeout(.seconds(60), "custom-observer did not exit") {
+                for await status in exited.stream { return status }
+                return -1
+            }
+        } catch {
+            // Its pipes close as it ends: the readers return.
+            process.terminate()
+            throw error
+        }
+        return Run(status: status, stdout: await stdout, stderr: await stderr)
+    }
+
+    private static func readToEnd(_ pipe: Pipe) async -> String {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                let data = (try? pipe.fileHandleForReading.readToEnd()) ?? Data()
+                continuation.resume(returning: String(decoding: data, as: UTF8.self))
+            }
+        }
     }
 
     @Test("a URL the session can't use (no scheme, another scheme) is a usage error, exit 64, not a crash")
@@ -33,5 +67,41 @@ struct CustomObserverSampleTests {
             #expect(result.status == 64, "\(url): \(result.stderr)")
             #expect(result.stderr.hasPrefix("usage: custom-observer"), "\(url): \(result.stderr)")
         }
+    }
+
+    @Test(
+        "a closed or full stderr loses the usage line, never the process: exit 64",
+        arguments: [#""$0" "$@" 2>/dev/full"#, #""$0" "$@" 2>&-"#])
+    func unwritableStderr(shell: String) async throws {
+        let result = try await run(["ftp://127.0.0.1/x"], shell: shell)
+        #expect(result.status == 64, "\(result.stderr)")
+    }
+
+    @Test("a request that fails or answers outside 2xx makes the exit status 1; every 2xx is 0")
+    func failuresExitNonZero() async throws {
+        let server = try await TestServer.start()
+        let failing = try await run([server.url("/text").absoluteString, server.url("/status/500").absoluteString])
+        let passing = try await run([server.url("/text").absoluteString])
+        try await server.shutdown()
+        #expect(failing.status == 1, "stdout: \(failing.stdout) stderr: \(failing.stderr)")
+        #expect(failing.stdout.contains("/status/500: 500"), "\(failing.stdout)")
+        #expect(failing.stdout.contains("failed: 1"), "\(failing.stdout)")
+        #expect(passing.status == 0, "stdout: \(passing.stdout) stderr: \(passing.stderr)")
+        #expect(!passing.stdout.contains("failed"), "\(passing.stdout)")
+    }
+
+    @Test("URLs are printed without their password, the slow-request line too")
+    func credentialsRedacted() async throws {
+        let server = try await TestServer.start()
+        var components = try #require(URLComponents(url: server.url("/delay/400"), resolvingAgainstBaseURL: false))
+        components.user = "alice"
+        components.password = "s3cretPW9"
+        let url = try #require(components.url)
+        let result = try await run([url.absoluteString])
+        try await server.shutdown()
+        #expect(result.status == 0, "stdout: \(result.stdout) stderr: \(result.stderr)")
+        #expect(result.stdout.contains("slow: "), "\(result.stdout)")
+        #expect(result.stdout.contains("/delay/400: 200"), "\(result.stdout)")
+        #expect(!result.stdout.contains("s3cretPW9") && !result.stderr.contains("s3cretPW9"), "\(result.stdout)")
     }
 }
