@@ -124,6 +124,9 @@ struct Fetch: AsyncParsableCommand {
             else {
                 throw ValidationError("\(origin) is not an http or https URL with a host.")
             }
+            if let port = url.port, !(0...65535).contains(port) {
+                throw ValidationError("\(origin) has port \(port): a port is 0-65535.")
+            }
             return url
         }
     }

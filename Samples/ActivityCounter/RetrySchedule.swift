@@ -12,8 +12,10 @@ struct RetrySchedule: Sendable {
     var retries: Int
     /// The upper bound of the first wait, in seconds.
     var initialDelay: Double
+    /// The longest wait, in seconds, whatever `Retry-After` says; `--retry-delay` is at most this too.
+    static let defaultMaximumDelay: Double = 120
     /// No wait is longer than this, whatever `Retry-After` says.
-    var maximumDelay: Double = 120
+    var maximumDelay: Double = defaultMaximumDelay
 
     /// The wait before retry number `retry` (1 for the first retry), or `nil` when `failure` is not retried.
     func delay(

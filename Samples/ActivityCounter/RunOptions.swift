@@ -65,6 +65,10 @@ struct RunOptions: ParsableArguments {
         guard completionDelay.isFinite, completionDelay >= 0, completionDelay <= 60 else {
             throw ValidationError("--completion-delay must be between 0 and 60 seconds.")
         }
+        // An empty path would quietly mean the current directory.
+        if outputDir?.isEmpty == true {
+            throw ValidationError("--output-dir needs a directory: give '.' for the current one.")
+        }
         guard !(quiet && verbose) else { throw ValidationError("--quiet and --verbose can't be used together.") }
     }
 }

@@ -29,14 +29,16 @@ struct TransferOptions: ParsableArguments {
         name: .long,
         help: ArgumentHelp(
             "Try a transient failure again up to N times: connection refused or lost, timeout, 408, 429, 5xx; "
-                + "Retry-After is honoured, else exponential backoff with jitter (e.g. --retry 3).",
+                + "Retry-After is honoured, else exponential backoff with jitter; no wait, Retry-After's "
+                + "included, is longer than 120 s (e.g. --retry 3).",
             valueName: "N"))
     var retry = 0
 
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "The upper bound of the first retry's wait, doubling each time (e.g. --retry-delay 0.5).",
+            "The upper bound of the first retry's wait, doubling each time up to 120 s; 0-120 "
+                + "(e.g. --retry-delay 0.5).",
             valueName: "seconds"))
     var retryDelay = 1.0
 
@@ -86,8 +88,11 @@ struct TransferOptions: ParsableArguments {
             }
         }
         guard (0...100).contains(retry) else { throw ValidationError("--retry must be between 0 and 100.") }
-        guard retryDelay.isFinite, retryDelay >= 0, retryDelay <= 600 else {
-            throw ValidationError("--retry-delay must be between 0 and 600 seconds.")
+        // Every wait is capped at this: a larger first wait would not be honoured.
+        let cap = RetrySchedule.defaultMaximumDelay
+        guard retryDelay.isFinite, retryDelay >= 0, retryDelay <= cap else {
+            throw ValidationError(
+                "--retry-delay must be between 0 and \(Int(cap)) seconds (every wait is capped there).")
         }
         if let cacert, !FileManager.default.isReadableFile(atPath: cacert) {
             throw ValidationError("--cacert \(cacert) can't be read.")

@@ -12,6 +12,9 @@ struct ActivityCounterCLITests {
             ["demo", "--activation-delay", "-1"], ["demo", "--log-level", "loud"], ["frobnicate"],
             ["fetch", "http://127.0.0.1:1/", "--continue"], ["fetch", "http://127.0.0.1:1/", "-H", "NoColon"],
             ["fetch", "http://127.0.0.1:1/", "--max-filesize", "lots"], ["fetch", "http://127.0.0.1:1/", "-q", "-v"],
+            ["fetch", "http://127.0.0.1:1/", "--retry-delay", "121"],
+            ["fetch", "http://127.0.0.1:1/", "--output-dir", ""],
+            ["fetch", "http://127.0.0.1:99999/x"], ["fetch", "http://127.0.0.1:65536/x"],
         ])
     func badArguments(_ arguments: [String]) async throws {
         let run = try await ActivityCounterProcess.run(arguments)
