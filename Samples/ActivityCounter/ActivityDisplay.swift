@@ -18,7 +18,10 @@ import Synchronization
 /// a plain line when the indicator shows or hides, and a progress line at most once a second between.
 final class ActivityDisplay: Sendable {
     private struct State {
+        /// The bytes each download received in this run: a resumed one's partial file is not counted.
         var bytesByTask: [Int: Int64] = [:]
+        /// The bytes each resumed download's partial file held, for its percentage.
+        var resumedFromByTask: [Int: Int64] = [:]
         /// Each download's declared length and when its first bytes were seen, for its percentage and ETA.
         var filesByTask: [Int: (total: Int64, start: ContinuousClock.Instant)] = [:]
         var isVisible = false
@@ -80,11 +83,14 @@ final class ActivityDisplay: Sendable {
         queue.sync { erase() }
     }
 
-    /// Records the bytes a download has received so far, and its length when declared (`total > 0`).
-    func progress(_ task: Int, bytes: Int64, total: Int64 = 0) {
+    /// Records the bytes a download has received so far, and its length when declared (`total > 0`). A resumed
+    /// download counts from its partial file's `resumedFrom` bytes: only what arrives after them is counted in
+    /// the bytes and the rate.
+    func progress(_ task: Int, bytes: Int64, total: Int64 = 0, resumedFrom: Int64 = 0) {
         let now = clock.now
         let plain = state.withLock { state -> Bool in
-            state.bytesByTask[task] = max(state.bytesByTask[task] ?? 0, bytes)
+            state.bytesByTask[task] = max(state.bytesByTask[task] ?? 0, max(0, bytes - resumedFrom))
+            state.resumedFromByTask[task] = resumedFrom
             if total > 0, state.filesByTask[task]?.total != total { state.filesByTask[task] = (total, now) }
             guard !isTerminal, state.isVisible else { return false }
             let now = clock.now
@@ -137,7 +143,7 @@ final class ActivityDisplay: Sendable {
 
     // MARK: - rendering (display queue for the terminal)
 
-    private func progressLine() -> String {
+    func progressLine() -> String {
         let running = indicator?.runningTaskCount ?? 0
         let (bytes, rate) = state.withLock { state -> (Int64, Double) in
             let bytes = state.bytesByTask.values.reduce(0, +)
@@ -159,11 +165,13 @@ final class ActivityDisplay: Sendable {
             let now = clock.now
             let files = state.withLock { state in
                 state.filesByTask.sorted { $0.key < $1.key }.compactMap { task, file -> String? in
-                    let received = state.bytesByTask[task] ?? 0
+                    let resumedFrom = state.resumedFromByTask[task] ?? 0
+                    let received = (state.bytesByTask[task] ?? 0) + resumedFrom
                     guard received < file.total else { return nil }
                     let elapsed = file.start.duration(to: now)
                     let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-                    return Self.fileProgress(received: received, total: file.total, seconds: seconds)
+                    return Self.fileProgress(
+                        received: received, total: file.total, seconds: seconds, resumedFrom: resumedFrom)
                 }
             }
             for file in files.prefix(3) { line += " · " + file }
@@ -172,12 +180,14 @@ final class ActivityDisplay: Sendable {
     }
 
     /// `"45% ETA 0:12"`: how much of a file of `total` bytes has arrived, and the time left at the average rate
-    /// since its first bytes (`seconds` ago); `"45%"` alone until there is a rate to go by.
-    static func fileProgress(received: Int64, total: Int64, seconds: Double) -> String {
+    /// since its first bytes (`seconds` ago); `"45%"` alone until there is a rate to go by. `resumedFrom`: the
+    /// bytes of `received` a partial file already held, which count in the percentage but not in the rate.
+    static func fileProgress(received: Int64, total: Int64, seconds: Double, resumedFrom: Int64 = 0) -> String {
         guard total > 0 else { return "" }
         let percent = Int(min(received, total) * 100 / total)
-        guard received > 0, seconds >= 0.5 else { return "\(percent)%" }
-        let left = Double(total - min(received, total)) / (Double(received) / seconds)
+        let arrived = received - min(resumedFrom, received)
+        guard arrived > 0, seconds >= 0.5 else { return "\(percent)%" }
+        let left = Double(total - min(received, total)) / (Double(arrived) / seconds)
         guard left.isFinite, left < 360_000 else { return "\(percent)%" }
         let whole = Int(left.rounded(.up))
         let clock =
@@ -197,9 +207,27 @@ final class ActivityDisplay: Sendable {
             return
         }
         let spinner = Self.spinner[frame]
-        let text = usesColor ? "\u{1B}[36m\(spinner)\u{1B}[0m \(progressLine())" : "\(spinner) \(progressLine())"
+        // Never wider than the terminal: a wrapped line leaves rows that "\r\e[2K" does not clear.
+        let line = Self.fitted(progressLine(), columns: Self.terminalColumns().map { $0 - 2 })
+        let text = usesColor ? "\u{1B}[36m\(spinner)\u{1B}[0m \(line)" : "\(spinner) \(line)"
         state.withLock { $0.lineIsDrawn = true }
         writeRaw("\r\u{1B}[2K" + text)
+    }
+
+    /// `line` cut to fit in `columns` (minus one: writing the last column wraps on some terminals), with "…"
+    /// where it was cut; whole when the width is unknown. Every character the line holds takes one column.
+    static func fitted(_ line: String, columns: Int?) -> String {
+        guard let columns else { return line }
+        let width = max(columns - 1, 1)
+        guard line.count > width else { return line }
+        return String(line.prefix(width - 1)) + "…"
+    }
+
+    /// The terminal's width on stderr, read again at each redraw (the window may be resized), or `nil`.
+    static func terminalColumns() -> Int? {
+        var size = winsize()
+        guard ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return nil }
+        return Int(size.ws_col)
     }
 
     /// A transfer found no network and waits for one (`--wait-for-network`): says so on stderr, once per run,

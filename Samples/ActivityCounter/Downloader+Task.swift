@@ -12,7 +12,12 @@ extension Downloader {
         let display = self.display
         let progress: @Sendable (TransferProgress) -> Void = { progress in
             let received = progress.completedUnitCount
-            display.progress(index, bytes: received, total: progress.totalUnitCount)
+            let resumedFrom = state.fields.withLock { fields -> Int64 in
+                // Fewer bytes than resumed from: the server sent the whole body again and the file restarted.
+                if received < fields.resumedFrom { fields.resumedFrom = 0 }
+                return fields.resumedFrom
+            }
+            display.progress(index, bytes: received, total: progress.totalUnitCount, resumedFrom: resumedFrom)
             let tooLarge = maximumSize.map { received > $0 || progress.totalUnitCount > $0 } ?? false
             let task = state.fields.withLock { fields -> DownloadTask? in
                 fields.bytes = max(fields.bytes, received)
@@ -38,9 +43,13 @@ extension Downloader {
         }
         if let resumeData {
             do {
-                return try session.downloadTask(
+                let task = try session.downloadTask(
                     withResumeData: resumeData, progress: progress, destination: destination,
                     completionHandler: handler)
+                // Set before the task is resumed, so before its first progress report.
+                let offset = Self.bytesReceived(in: resumeData)
+                state.fields.withLock { $0.resumedFrom = offset }
+                return task
             } catch  where error.code == .cannotResume {
                 // Stale or foreign resume data: start again from zero rather than fail.
                 resumeStore?.discard(for: url)
@@ -94,6 +103,14 @@ extension Downloader {
         }
         if !(200..<300).contains(response.statusCode) { attempt.failure = .http(status: response.statusCode) }
         return attempt
+    }
+
+    /// The bytes Herald's resume data says the partial file holds (its documented `bytesReceived` field).
+    static func bytesReceived(in resumeData: Data) -> Int64 {
+        guard let object = try? JSONSerialization.jsonObject(with: resumeData) as? [String: Any],
+            let bytes = (object["bytesReceived"] as? NSNumber)?.int64Value
+        else { return 0 }
+        return max(0, bytes)
     }
 
     /// Removes the partial file named by Herald's resume data (its documented `partialFilePath` field).

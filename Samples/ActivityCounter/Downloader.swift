@@ -93,6 +93,8 @@ struct Downloader: Sendable {
             var bytes: Int64 = 0
             var tooLarge = false
             var resumeDataFromCancel: Data?
+            /// The bytes the partial file held when the request resumed it: not this request's to show.
+            var resumedFrom: Int64 = 0
         }
         let fields = Mutex(Fields())
     }

@@ -304,4 +304,28 @@ struct SharedMachineCLITests {
     func fileProgress(received: Int64, total: Int64, seconds: Double, expected: String) {
         #expect(ActivityDisplay.fileProgress(received: received, total: total, seconds: seconds) == expected)
     }
+
+    @Test("a resumed download's partial file counts in its percentage, not in the bytes, the rate or the time left")
+    func resumedProgress() {
+        // 500 bytes were there; 100 arrived in a second: 400 left at 100 B/s.
+        #expect(
+            ActivityDisplay.fileProgress(received: 600, total: 1000, seconds: 1, resumedFrom: 500) == "60% ETA 0:04")
+        let display = ActivityDisplay(enabled: true, environment: ["TERM": "dumb"])
+        display.progress(0, bytes: 600, total: 1000, resumedFrom: 500)
+        let line = display.progressLine()
+        #expect(line.hasPrefix("0 active, \(ByteFormat.string(100)),"), "\(line)")
+    }
+
+    @Test(
+        "the status line is cut to the terminal's width, never wrapped",
+        arguments: [
+            ("0 active, 1.0 MiB, 2.0 KiB/s", Int?(nil), "0 active, 1.0 MiB, 2.0 KiB/s"),
+            ("0 active, 1.0 MiB, 2.0 KiB/s", 40, "0 active, 1.0 MiB, 2.0 KiB/s"),
+            ("0 active, 1.0 MiB, 2.0 KiB/s", 12, "0 active, …"), ("abc", 1, "…"),
+        ])
+    func fittedLine(line: String, columns: Int?, expected: String) {
+        let fitted = ActivityDisplay.fitted(line, columns: columns)
+        #expect(fitted == expected)
+        if let columns { #expect(fitted.count < max(columns, 2)) }
+    }
 }
