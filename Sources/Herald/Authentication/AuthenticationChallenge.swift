@@ -96,8 +96,9 @@ public typealias SessionAuthenticationChallengeHandler =
     @Sendable (_ session: SessionManager, _ challenge: AuthenticationChallenge) -> AuthenticationDisposition
 
 extension AuthenticationChallenge {
-    /// The challenge a 401 carries for `url`: Digest preferred over Basic when a server offers both;
-    /// `nil` when `WWW-Authenticate` names neither.
+    /// The challenge a 401 carries for `url`: Digest preferred over Basic when a server offers both and
+    /// libcurl can answer its Digest challenge (see ``isAnswerableDigest(_:)``); `nil` when `WWW-Authenticate`
+    /// names neither, or only a Digest challenge libcurl can't answer.
     static func parse(_ response: HTTPResponse, url: URL) -> ProtectionSpace? {
         var offered: [(AuthenticationScheme, String?)] = []
         for value in response.headers.values(for: "WWW-Authenticate") {
@@ -105,9 +106,10 @@ extension AuthenticationChallenge {
                 guard
                     let scheme = AuthenticationScheme.allCases.first(where: {
                         $0.rawValue.lowercased() == challenge.scheme.lowercased()
-                    })
+                    }),
+                    scheme != .digest || isAnswerableDigest(challenge.parameters)
                 else { continue }
-                offered.append((scheme, challenge.realm))
+                offered.append((scheme, challenge.parameters["realm"]))
             }
         }
         guard let chosen = offered.first(where: { $0.0 == .digest }) ?? offered.first,
@@ -117,10 +119,31 @@ extension AuthenticationChallenge {
             urlScheme: urlScheme, host: host, port: port, authenticationScheme: chosen.0, realm: chosen.1)
     }
 
+    /// The digest algorithms libcurl answers (RFC 7616), in upper case.
+    private static let digestAlgorithms: Set<String> = [
+        "MD5", "MD5-SESS", "SHA-256", "SHA-256-SESS", "SHA-512-256", "SHA-512-256-SESS",
+    ]
+
+    /// Whether libcurl can answer a Digest challenge with these parameters: it has a `nonce`, an algorithm
+    /// libcurl knows (MD5 when none is named), and a `qop` of `auth` when it names any (not `auth-int` alone).
+    /// libcurl sends nothing for another, and the server's 401 would read as a refused credential.
+    static func isAnswerableDigest(_ parameters: [String: String]) -> Bool {
+        guard let nonce = parameters["nonce"], !nonce.isEmpty else { return false }
+        if let algorithm = parameters["algorithm"], !digestAlgorithms.contains(algorithm.uppercased()) {
+            return false
+        }
+        if let qop = parameters["qop"] {
+            let options = qop.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            return options.contains("auth")
+        }
+        return true
+    }
+
     /// Splits one `WWW-Authenticate` value into challenges: a scheme token starts a challenge, and the
-    /// `realm` parameter that follows belongs to it (quoted strings may contain commas).
-    static func challenges(in value: String) -> [(scheme: String, realm: String?)] {
-        var result: [(scheme: String, realm: String?)] = []
+    /// parameters that follow belong to it, by lower-cased name, the first of a repeated one kept (quoted
+    /// strings may contain commas).
+    static func challenges(in value: String) -> [(scheme: String, parameters: [String: String])] {
+        var result: [(scheme: String, parameters: [String: String])] = []
         var index = value.startIndex
         func skipSpacesAndCommas() {
             while index < value.endIndex, value[index] == " " || value[index] == "," || value[index] == "\t" {
@@ -164,11 +187,12 @@ extension AuthenticationChallenge {
                 index = value.index(after: index)
                 while index < value.endIndex, value[index] == " " { index = value.index(after: index) }
                 let parameter = parameterValue()
-                if name.lowercased() == "realm", !result.isEmpty, result[result.count - 1].realm == nil {
-                    result[result.count - 1].realm = parameter
+                let key = name.lowercased()
+                if !result.isEmpty, result[result.count - 1].parameters[key] == nil {
+                    result[result.count - 1].parameters[key] = parameter
                 }
             } else {
-                result.append((scheme: name, realm: nil))
+                result.append((scheme: name, parameters: [:]))
             }
         }
         return result

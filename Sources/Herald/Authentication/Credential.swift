@@ -17,6 +17,14 @@ public struct Credential: Sendable, Hashable, CustomStringConvertible, CustomDeb
         self.password = password
     }
 
+    /// Whether the user name or password has a control character (CR, LF, NUL, DEL…): libcurl writes both
+    /// into the request as they are, where CR or LF would start a header field of its own and NUL would cut
+    /// the value short. Such a credential is refused with ``HeraldError/Code/invalidRequest`` wherever it is
+    /// used: answering a challenge, in a ``Proxy``.
+    public var hasControlCharacter: Bool {
+        (user.unicodeScalars + password.unicodeScalars).contains { $0.value < 0x20 || $0.value == 0x7F }
+    }
+
     /// `Credential(user: "alice", password: <redacted>)`.
     public var description: String { "Credential(user: \"\(user)\", password: <redacted>)" }
 

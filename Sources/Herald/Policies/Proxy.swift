@@ -74,11 +74,7 @@ public struct Proxy: Sendable, Hashable, CustomStringConvertible {
         where entry.isEmpty || entry.unicodeScalars.contains(where: Self.isSeparatorOrControl) {
             throw HeraldError(.invalidRequest, "The no-proxy entry '\(entry)' is not a host, address or range.")
         }
-        if let credential,
-            (credential.user + credential.password).unicodeScalars.contains(where: {
-                $0.value < 0x20 || $0.value == 0x7F
-            })
-        {
+        if let credential, credential.hasControlCharacter {
             throw HeraldError(.invalidRequest, "The proxy credential contains a control character.")
         }
     }

@@ -42,7 +42,8 @@ public struct CachedResponse: Sendable, Hashable {
 ///   `501`); and when it can be used later: it is fresh for a while, or has a validator (`ETag`,
 ///   `Last-Modified`) to revalidate it with. `no-cache` responses are stored and revalidated on every use.
 /// - **Not stored:** `no-store` (request or response), `Vary: *`, a request with a `Range` or an
-///   `Authorization` header, upload and download tasks, streamed bodies.
+///   `Authorization` header or a URL with a user name or password (libcurl sends it as `Authorization`, and a
+///   key would hold the password), upload and download tasks, streamed bodies.
 /// - **Freshness:** `max-age` (`s-maxage` is for shared caches and ignored), else `Expires` minus `Date`,
 ///   else 10% of the time since `Last-Modified` for the statuses above. The age counts the `Age` header
 ///   (its first member), the time between `Date` and the response's arrival, and the time since.

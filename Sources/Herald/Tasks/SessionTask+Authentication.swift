@@ -43,14 +43,25 @@ extension SessionTask {
         case .useCredential(let chosen):
             credential = chosen
         case .performDefaultHandling:
-            // The store's credential once; refused, it is not sent again.
-            guard let stored, failures == 0 else { return finishHop(outcome, error: nil) }
+            // The store's credential, unless this attempt already sent it and it was refused.
+            guard let stored, !machine({ $0.hops.answeredCredentials.contains(stored) }) else {
+                return finishHop(outcome, error: nil)
+            }
             credential = stored
         case .rejectProtectionSpace:
             return finishHop(outcome, error: nil)
         case .cancelAuthenticationChallenge:
             return finishHop(outcome, error: Self.cancellation(for: originalRequest.url))
         }
+        guard !credential.hasControlCharacter else {
+            return finishHop(
+                outcome,
+                error: HeraldError(
+                    .invalidRequest,
+                    "The credential answering the server's challenge contains a control character (CR, LF, NUL…), "
+                        + "which would change the request's header fields.", url: current.url))
+        }
+        transition { $0.challengeAnswered(with: credential) }
         var next = current
         next.credential = TransferCredential(credential, scheme: space.authenticationScheme)
         // A header of the caller's would win over curl's own, and it is what the server just refused.

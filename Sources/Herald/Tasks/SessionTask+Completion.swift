@@ -42,6 +42,8 @@ extension SessionTask {
                 let upload = self.progress(upload: true, forHandler: callbacks.uploadProgress, in: &core)
                 let download = self.progress(upload: false, forHandler: callbacks.downloadProgress, in: &core)
                 core.progress.isFinished = true
+                core.resourceDeadline?.cancel()
+                core.resourceDeadline = nil
                 return ((callbacks, upload, download), [])
             }
         }

@@ -29,6 +29,7 @@ extension SessionTask {
             $0.hopEnds(sent: key, response: response, metrics: outcome.metrics, isChallenge: isChallenge)
         }
         guard case .decide(let transfer) = hop else { return false }
+        armResourceDeadline()
         let current = transfer.request
         hookQueue.async { [self] in
             if isRedirect {

@@ -141,6 +141,7 @@ extension SessionTask {
                 ]
             }
         }
+        armResourceDeadline()
     }
 
     /// What a retrier is shown for `outcome`: its transport error (not a cancellation), or

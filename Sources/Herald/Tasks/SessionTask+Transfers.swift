@@ -72,11 +72,15 @@ extension SessionTask {
         // Every transfer carries the trace context, whatever a redirection hook or an adapter did to the headers.
         trace?.inject(into: &request.headers)
         request.cookieHeader = session.cookieHeader(for: request.url)
-        let firstStart = machine { $0.hops.metrics.first?.startDate }
-        if request.resourceTimeout > 0, let firstStart {
+        core.withLock { core in
+            core.resourceDeadline?.cancel()
+            core.resourceDeadline = nil
+        }
+        if let left = resourceTimeLeft(of: request.resourceTimeout) {
             // The resource timeout covers the whole task, every hop included: the next transfer gets what is
-            // left (a minimal value when nothing is, so curl fails it with timedOut at once).
-            request.resourceTimeout = max(0.001, request.resourceTimeout - Date().timeIntervalSince(firstStart))
+            // left, and none is started once nothing is.
+            guard left > 0 else { return resourceTimeoutPassed(url: request.url) }
+            request.resourceTimeout = left
         }
         let sendsCredential = request.credential != nil
         // The request moves into the transfer: it is about 350 bytes, and copying it is not free.
@@ -96,5 +100,47 @@ extension SessionTask {
         var outcome = outcome
         outcome.error = error
         completeTransfer(outcome)
+    }
+}
+
+// The resource timeout between transfers. Each transfer's own timeout is what is left of the task's; while the
+// task is between transfers — a hook deciding a redirect or a challenge, a retry's delay — a timer stands in.
+extension SessionTask {
+    /// What is left of the task's resource timeout `timeout`, counted from its first transfer's start; `nil` when
+    /// there is no timeout or no transfer has started.
+    func resourceTimeLeft(of timeout: TimeInterval) -> TimeInterval? {
+        guard timeout > 0, timeout.isFinite, let firstStart = machine({ $0.hops.metrics.first?.startDate }) else {
+            return nil
+        }
+        return timeout - Date().timeIntervalSince(firstStart)
+    }
+
+    /// Arms the timer that completes the task with `timedOut` if its resource timeout passes before the next
+    /// transfer starts. The task is between transfers.
+    func armResourceDeadline() {
+        guard let left = resourceTimeLeft(of: session.configuration.timeoutIntervalForResource) else { return }
+        let url = originalRequest.url
+        let timer = DispatchSource.makeTimerSource(queue: .global())
+        timer.schedule(deadline: .now() + .nanoseconds(Int(min(max(0, left), 1e9) * 1e9)))
+        timer.setEventHandler { [weak self] in self?.resourceTimeoutPassed(url: url) }
+        core.withLock { core in
+            core.resourceDeadline?.cancel()
+            core.resourceDeadline = timer
+        }
+        timer.resume()
+    }
+
+    /// Completes the task with `timedOut` unless a transfer of it is in the engine (its own timeout ends it).
+    func resourceTimeoutPassed(url: URL) {
+        let error = HeraldError(
+            .timedOut, "The request did not finish within its resource timeout (timeoutIntervalForResource).",
+            url: url)
+        transition({ $0.resourceTimedOut(error) }) { action in
+            switch action {
+            case .none, .stop: []
+            case .complete(let completion, let retryTimer):
+                (retryTimer.map { [.cancelTimer($0)] } ?? []) + [finishing(completion)]
+            }
+        }
     }
 }

@@ -52,6 +52,10 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         /// The task's hook queue and its executor, made on first use (see ``SessionTask/hooks``): most
         /// tasks never need one.
         var hooks: HookQueueExecutor?
+        /// Between two transfers, the timer that ends the task with `timedOut` when its resource timeout passes
+        /// before the next transfer starts (a hook that takes that long); cancelled when it starts or the task
+        /// completes.
+        var resourceDeadline: (any DispatchSourceTimer)?
     }
 
     /// The task's identifier, unique within its session.

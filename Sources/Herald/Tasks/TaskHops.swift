@@ -12,6 +12,8 @@ struct TaskHops {
     var metrics: [TransferMetrics] = []
     /// Credentials sent for this task that the server answered with another 401.
     var authenticationFailures = 0
+    /// The credentials this attempt answered challenges with: at the next challenge, each was refused.
+    var answeredCredentials: Set<Credential> = []
     /// The attempt running now, from 1; a retry starts the next (see `SessionTask+Retry.swift`).
     var attempt = 1
     /// The request the current attempt sent first, after adaptation: what the retrier is shown.

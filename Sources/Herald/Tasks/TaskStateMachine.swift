@@ -267,6 +267,29 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
         }
     }
 
+    /// The task's resource timeout passed while nothing of it was in the engine (a hook deciding the next hop,
+    /// a retry's delay): it completes now with `error`, after `retryTimer` is cancelled. In a transfer, the
+    /// transfer's own timeout ends it; with an outcome held, the transfer ended in time.
+    mutating func resourceTimedOut(_ error: HeraldError) -> CancelAction {
+        switch state {
+        case .running(.betweenTransfers(let timer)), .suspended(.betweenTransfers(let timer)):
+            state = .completed
+            var outcome = TaskOutcome(response: nil, body: Data(), error: error, metrics: nil)
+            outcome = reported(withLastResponse: outcome)
+            return .complete(
+                Completion(outcome: outcome, wasCancelled: false, download: becameDownload), retryTimer: timer)
+        case .suspended(.readyToStart):
+            state = .completed
+            let outcome = TaskOutcome(response: nil, body: Data(), error: error, metrics: nil)
+            return .complete(
+                Completion(outcome: reported(withLastResponse: outcome), wasCancelled: false, download: becameDownload),
+                retryTimer: nil)
+        case .running(.transferring), .suspended(.transferring), .suspended(.notStarted), .suspended(.holding),
+            .canceling, .completed:
+            return .none
+        }
+    }
+
     // MARK: - the response and the caller's callbacks
 
     /// A response head arrived: a transfer's, or a hop's or a retry's that ends one. Kept until the next.
@@ -436,6 +459,11 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
         hops.cacheValidators = nil
     }
 
+    /// The task answers a challenge with `credential`: refused, it is not sent again by default handling.
+    mutating func challengeAnswered(with credential: Credential) {
+        hops.answeredCredentials.insert(credential)
+    }
+
     /// The next hop follows a redirect to the request `key`.
     mutating func redirectFollowed(to key: String) -> RedirectAction {
         guard !hops.visited.contains(key) else { return .loop }
@@ -475,6 +503,7 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
         hops.redirectCount = 0
         hops.visited = []
         hops.authenticationFailures = 0
+        hops.answeredCredentials = []
         return .schedule(attempt: hops.attempt)
     }
 
@@ -500,6 +529,7 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
         hops.redirectCount = 0
         hops.visited = []
         hops.authenticationFailures = 0
+        hops.answeredCredentials = []
         hops.connectivityWaits += 1
         let since = hops.metrics.first?.startDate
         return hops.connectivityWaits == 1 ? .announceAndWait(since: since) : .wait(since: since)

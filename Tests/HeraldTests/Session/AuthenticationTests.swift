@@ -226,5 +226,147 @@ struct AuthenticationTests {
         #expect(AuthenticationChallenge.parse(basicOnly, url: url)?.realm == "a, b")
         let bearer = HTTPResponse(url: url, statusCode: 401, headers: ["WWW-Authenticate": "Bearer"])
         #expect(AuthenticationChallenge.parse(bearer, url: url) == nil)
+        // A Digest challenge libcurl can't answer gives way to Basic; alone, there is nothing to answer.
+        for digest in [
+            #"Digest realm="d""#, #"Digest realm="d", nonce="n", qop="auth-int""#,
+            #"Digest realm="d", nonce="n", algorithm=SHA-1"#,
+        ] {
+            let both = HTTPResponse(
+                url: url, statusCode: 401, headers: ["WWW-Authenticate": digest + #", Basic realm="b""#])
+            #expect(AuthenticationChallenge.parse(both, url: url)?.authenticationScheme == .basic, "\(digest)")
+            let alone = HTTPResponse(url: url, statusCode: 401, headers: ["WWW-Authenticate": digest])
+            #expect(AuthenticationChallenge.parse(alone, url: url) == nil, "\(digest)")
+        }
+        let sha = HTTPResponse(
+            url: url, statusCode: 401,
+            headers: ["WWW-Authenticate": #"Digest realm="d", nonce="n", algorithm=sha-256, qop="auth,auth-int""#])
+        #expect(AuthenticationChallenge.parse(sha, url: url)?.authenticationScheme == .digest)
+    }
+
+    /// `text` percent-encoded for a query value.
+    private static func queryValue(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? text
+    }
+
+    @Test("a credential with CR, LF or NUL is refused with invalidRequest, and nothing of it reaches the server")
+    func controlCharactersRefused() async throws {
+        let fixture = try await SessionFixture.make()
+        let users = Locked(["alice\r\nX-Injected: yes", "alice\0admin"])
+        fixture.session.taskDidReceiveAuthenticationChallenge = { _, _ in
+            .useCredential(Credential(user: users.withLock { $0.removeFirst() }, password: "pw"))
+        }
+        let challenge = Self.queryValue(#"Digest realm="r", nonce="abc123", qop="auth", algorithm=MD5"#)
+        for key in ["crlf", "nul"] {
+            let call = startCall { () async throws(HeraldError) in
+                try await fixture.session.data(
+                    for: Request(
+                        url: fixture.server.url("/flaky?key=\(key)&fail=2&status=401&www-authenticate=\(challenge)")))
+            }
+            let result = try await outcome(of: call, timeout: .seconds(30))
+            #expect(result.failure?.code == .invalidRequest, "\(result)")
+        }
+        let sent = fixture.server.requests(forPath: "/flaky")
+        #expect(sent.count == 2)
+        #expect(!sent.contains { $0.headerValue("X-Injected") != nil || $0.headerValue("Authorization") != nil })
+        try await fixture.tearDown()
+    }
+
+    @Test("a Digest challenge libcurl can't answer, offered beside Basic, is answered with Basic")
+    func unanswerableDigestBesideBasic() async throws {
+        let fixture = try await SessionFixture.make()
+        let schemes = Locked<[AuthenticationScheme]>([])
+        fixture.session.taskDidReceiveAuthenticationChallenge = { _, challenge in
+            schemes.withLock { $0.append(challenge.protectionSpace.authenticationScheme) }
+            return .useCredential(Credential(user: "u", password: "p"))
+        }
+        let challenge = Self.queryValue(#"Digest realm="r", Basic realm="b""#)
+        let (_, response) = try await fixture.session.data(
+            for: Request(url: fixture.server.url("/flaky?key=mixed&fail=1&status=401&www-authenticate=\(challenge)")))
+        #expect(response.statusCode == 200)
+        #expect(schemes.withLock { $0 } == [.basic])
+        let sent = fixture.server.requests(forPath: "/flaky")
+        #expect(sent.map(\.responseStatus) == [401, 200])
+        #expect(sent.last?.headerValue("Authorization")?.hasPrefix("Basic ") == true)
+        try await fixture.tearDown()
+    }
+
+    @Test("default handling sends the store's credential after the hook's own was refused; refused, not again")
+    func defaultHandlingAfterHookRefusal() async throws {
+        let fixture = try await SessionFixture.make()
+        fixture.session.credentialStore.setCredential(
+            Credential(user: "u", password: "right"), forHost: "127.0.0.1", port: fixture.server.port)
+        let failures = Locked<[Int]>([])
+        fixture.session.taskDidReceiveAuthenticationChallenge = { _, challenge in
+            failures.withLock { $0.append(challenge.previousFailureCount) }
+            return challenge.previousFailureCount == 0
+                ? .useCredential(Credential(user: "u", password: "wrong")) : .performDefaultHandling
+        }
+        let (_, response) = try await fixture.session.data(
+            for: Request(url: fixture.server.url("/auth/basic?user=u&password=right")))
+        #expect(response.statusCode == 200)
+        #expect(failures.withLock { $0 } == [0, 1])
+        // The store's credential refused too: default handling doesn't send it a second time.
+        let (_, refused) = try await fixture.session.data(
+            for: Request(url: fixture.server.url("/auth/basic?user=u&password=other")))
+        #expect(refused.statusCode == 401)
+        #expect(
+            fixture.server.requests(forPath: "/auth/basic").map(\.responseStatus) == [401, 401, 200, 401, 401, 401])
+        try await fixture.tearDown()
+    }
+
+    @Test("a response to a URL with a user name and password is not stored in the response cache")
+    func urlCredentialNotCached() async throws {
+        let cache = InMemoryResponseCache()
+        var configuration = SessionConfiguration()
+        configuration.responseCache = cache
+        let fixture = try await SessionFixture.make(configuration: configuration)
+        let url = try #require(
+            URL(string: "http://bob:hunter2@127.0.0.1:\(fixture.server.port)/headers?Cache-Control=max-age%3D600"))
+        let (_, response) = try await fixture.session.data(for: Request(url: url))
+        #expect(response.statusCode == 200)
+        #expect(fixture.server.requests(forPath: "/headers").first?.headerValue("Authorization") != nil)
+        #expect(cache.cachedResponse(for: Request(url: url)) == nil)
+        // Without the credential the same response is stored.
+        let anonymous = fixture.server.url("/headers?Cache-Control=max-age%3D600")
+        _ = try await fixture.session.data(for: Request(url: anonymous))
+        #expect(cache.cachedResponse(for: Request(url: anonymous)) != nil)
+        try await fixture.tearDown()
+    }
+
+    @Test("the resource timeout ends a task whose challenge hook takes longer, and no next request is sent")
+    func resourceTimeoutWhileHookDecides() async throws {
+        var configuration = SessionConfiguration()
+        // Long enough for the first exchange on a busy machine; the hook then holds the task far longer.
+        configuration.timeoutIntervalForResource = 4
+        let fixture = try await SessionFixture.make(configuration: configuration)
+        let entered = Locked(false)
+        let released = DispatchSemaphore(value: 0)
+        fixture.session.taskDidReceiveAuthenticationChallenge = { _, _ in
+            entered.withLock { $0 = true }
+            // Held until the test has seen the outcome (at most 60 s).
+            _ = released.wait(timeout: .now() + 60)
+            return .useCredential(Credential(user: "u", password: "p"))
+        }
+        let start = ContinuousClock.now
+        let call = startCall { () async throws(HeraldError) in
+            try await fixture.session.data(for: Request(url: fixture.server.url("/auth/basic?user=u&password=p")))
+        }
+        let result = try await outcome(of: call, timeout: .seconds(50))
+        let elapsed = ContinuousClock.now - start
+        released.signal()
+        #expect(entered.withLock { $0 })
+        #expect(result.failure?.code == .timedOut, "\(result)")
+        // Ended while the hook still held it: by the task's timer, not by the hook's return.
+        #expect(elapsed < .seconds(40))
+        #expect(fixture.server.requests(forPath: "/auth/basic").count == 1)
+        try await fixture.tearDown()
+    }
+}
+
+extension Result {
+    /// The error, if the result is a failure.
+    fileprivate var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
     }
 }

@@ -157,6 +157,30 @@ struct TaskStateMachineTests {
         }
     }
 
+    @Test(
+        "resourceTimedOut in every state: completes with the error only when nothing of the task is in the engine",
+        arguments: Situation.allCases)
+    func resourceTimedOutEverywhere(_ situation: Situation) {
+        let expected: [Situation: Answer] = [
+            .notStarted: Self.answer("none", .suspended),
+            .suspendedBetweenTransfers: Self.answer("complete", .completed),
+            .suspendedTransferring: Self.answer("none", .suspended),
+            .readyToStart: Self.answer("complete", .completed),
+            .holding: Self.answer("none", .suspended),
+            .runningBetweenTransfers: Self.answer("complete", .completed),
+            .runningTransferring: Self.answer("none", .running),
+            .canceling: Self.answer("none", .canceling),
+            .completed: Self.answer("none", .completed),
+        ]
+        var (machine, _) = Self.machine(in: situation)
+        let action = machine.resourceTimedOut(Self.failure)
+        #expect(Answer(action: Self.name(action), state: machine.taskState) == expected[situation])
+        if case .complete(let completion, _) = action {
+            #expect(!completion.wasCancelled)
+            #expect(completion.outcome.error?.code == .timedOut)
+        }
+    }
+
     @Test("complete(with:) a success in every state but the unstarted one", arguments: Situation.allCases)
     func completeWithSuccessEverywhere(_ situation: Situation) {
         let expected: [Situation: Answer] = [
