@@ -36,6 +36,10 @@ package struct TransferRequest: Sendable {
     /// The `Cookie` field from the session's cookie store for this hop's URL, sent unless `headers` has a
     /// `Cookie` of the caller's.
     package var cookieHeader: String?
+    /// Whether the task may answer a 401's Basic or Digest challenge (a challenge hook is set, or the session's
+    /// credential store has a credential for the host): such a 401 is then not presented to the task's
+    /// disposition and body hooks. Set only when the task has those hooks.
+    package var answersChallenges = false
     /// The session's explicit proxy; `nil` leaves libcurl to its environment variables.
     package var proxy: ProxySettings?
 
@@ -47,10 +51,26 @@ package struct TransferRequest: Sendable {
     }
 
     /// Whether a response with `status` and `headers` is one Herald follows with another transfer (a
-    /// redirect), so its body is not the task's and is not forwarded to body hooks.
+    /// redirect, a Basic or Digest challenge when ``answersChallenges``), so it is not presented and its body
+    /// is not the task's and is not forwarded to body hooks.
     package func leadsToNextHop(status: Int, headers: HeaderFields) -> Bool {
-        // A 401 is not excluded: most are the task's result (no credential), and hooks must see those.
-        followsRedirects && ResponseHead.isRedirect(status: status) && headers["Location"] != nil
+        if status == 401 {
+            // Most 401s are the task's result (no credential), and hooks must see those.
+            return answersChallenges && Self.offersBasicOrDigest(headers)
+        }
+        return followsRedirects && ResponseHead.isRedirect(status: status) && headers["Location"] != nil
+    }
+
+    /// Whether a `WWW-Authenticate` field names the Basic or Digest scheme: a scheme token starts the value or
+    /// follows a comma (a parameter's quoted value may hold those words too; such a 401 is hidden for nothing).
+    static func offersBasicOrDigest(_ headers: HeaderFields) -> Bool {
+        for value in headers.values(for: "WWW-Authenticate") {
+            for part in value.split(separator: ",") {
+                let token = part.drop { $0 == " " || $0 == "\t" }.prefix { $0 != " " && $0 != "\t" && $0 != "=" }
+                if token.lowercased() == "basic" || token.lowercased() == "digest" { return true }
+            }
+        }
+        return false
     }
     /// Which servers' certificates to trust (see `Transfer+Security.swift`).
     package var trust: TrustSettings = .system

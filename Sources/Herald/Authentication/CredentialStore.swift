@@ -40,6 +40,15 @@ public final class CredentialStore: Sendable {
         }
     }
 
+    /// Whether a credential is stored for `host` and `port`, for any realm or scheme.
+    func hasCredential(forHost host: String, port: Int) -> Bool {
+        let host = host.lowercased()
+        return storage.withLock { storage in
+            storage.byHost[HostKey(host: host, port: port)] != nil
+                || storage.bySpace.keys.contains { $0.host.lowercased() == host && $0.port == port }
+        }
+    }
+
     /// Removes every credential.
     public func removeAll() {
         storage.withLock { $0 = Storage() }

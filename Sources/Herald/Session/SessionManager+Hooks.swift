@@ -62,7 +62,9 @@ extension SessionManager {
     /// takes effect on the loop thread. A user ``SessionTask/suspend()`` while the hook runs stays in
     /// force: `.allow` does not continue a suspended task, its ``SessionTask/resume()`` does. A
     /// ``SessionTask/cancel()`` meanwhile wins over any answer. A response served from ``SessionConfiguration/responseCache``
-    /// does not call it.
+    /// does not call it, nor does a redirect Herald follows, nor a `401` with a Basic or Digest challenge that
+    /// Herald may answer (a challenge hook is set, or ``credentialStore`` holds a credential for the host): if
+    /// no credential answers it after all, the task completes with that `401` without the hook seeing it.
     ///
     /// Herald reads this property when a task starts: set it before resuming the tasks it should see.
     /// Tasks made by the `async` ``data(for:)`` and ``upload(for:from:progress:)`` forms return their body
@@ -104,8 +106,9 @@ extension SessionManager {
     /// body as it arrives — a copy of the bytes, exactly as collected (after content decoding).
     ///
     /// Runs on ``completionQueue``, in order, before the task's completion handler; the task still collects
-    /// the whole body for its completion. Not called for a data task that became a download, nor for a
-    /// response served from ``SessionConfiguration/responseCache``.
+    /// the whole body for its completion. Not called for a data task that became a download, for a
+    /// response served from ``SessionConfiguration/responseCache``, nor for the body of a redirect Herald
+    /// follows or of a `401` it may answer with a credential (see ``dataTaskDidReceiveResponse``).
     ///
     /// Herald reads this property when a task starts: set it before resuming the tasks it should see.
     /// Without it the engine does no per-chunk work for it at all. Default `nil`.

@@ -45,9 +45,19 @@ extension SessionTask {
             for field in validators { transfer.headers.add(name: field.name, value: field.value) }
         }
         if receivesDataTaskHooks {
+            var hasChallengeHook = false
             session.readHooks { hooks in
                 transfer.asksForResponseDisposition = hooks.dataTaskDidReceiveResponse != nil
                 transfer.forwardsBodyChunks = hooks.dataTaskDidReceiveData != nil
+                hasChallengeHook =
+                    hooks.taskDidReceiveAuthenticationChallenge != nil
+                    || hooks.sessionDidReceiveAuthenticationChallenge != nil
+            }
+            if transfer.asksForResponseDisposition || transfer.forwardsBodyChunks, let host = request.url.host,
+                let port = request.url.effectivePort
+            {
+                transfer.answersChallenges =
+                    hasChallengeHook || session.credentialStore.hasCredential(forHost: host, port: port)
             }
         }
         return transfer

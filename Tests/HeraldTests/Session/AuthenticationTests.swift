@@ -314,6 +314,68 @@ struct AuthenticationTests {
         try await fixture.tearDown()
     }
 
+    @Test("the data hooks see only the answer to the credential, never the 401 it answered")
+    func dataHooksSeeOnlyTheFinalResponse() async throws {
+        let fixture = try await SessionFixture.make()
+        fixture.session.credentialStore.setCredential(
+            Credential(user: "a", password: "b"), forHost: "127.0.0.1", port: fixture.server.port)
+        let chunks = Locked(Data())
+        let statuses = Locked<[Int]>([])
+        fixture.session.dataTaskDidReceiveData = { _, data in chunks.withLock { $0.append(data) } }
+        fixture.session.dataTaskDidReceiveResponse = { _, response in
+            statuses.withLock { $0.append(response.statusCode) }
+            return .allow
+        }
+        let log = CompletionLog()
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/auth/basic?user=a&password=b")), completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        let call = try #require(log.all.first)
+        #expect(call.response?.statusCode == 200)
+        #expect(statuses.withLock { $0 } == [200])
+        let streamed = chunks.withLock { $0 }
+        #expect(try JSONDecoder().decode(Authenticated.self, from: streamed).user == "a")
+        #expect(fixture.server.requests(forPath: "/auth/basic").map(\.responseStatus) == [401, 200])
+
+        // A 401 no credential answers (wrong password, refused once) completes the task, unseen by the hooks.
+        let refused = CompletionLog()
+        let second = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/auth/basic?user=a&password=other")),
+            completionHandler: refused.handler)
+        second.resume()
+        try await fixture.recorder.waitForCompletions(2)
+        #expect(refused.all.first?.response?.statusCode == 401)
+        #expect(statuses.withLock { $0 } == [200])
+        // Without any credential source the 401 is the task's answer, and the hooks see it.
+        fixture.session.credentialStore.removeAll()
+        let third = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/auth/basic?user=a&password=b")), completionHandler: refused.handler)
+        third.resume()
+        try await fixture.recorder.waitForCompletions(3)
+        #expect(statuses.withLock { $0 } == [200, 401])
+        try await fixture.tearDown()
+    }
+
+    @Test("the response hook's .becomeDownload applies to the answer to the credential, not to the 401")
+    func becomeDownloadAfterChallenge() async throws {
+        let fixture = try await SessionFixture.make()
+        fixture.session.credentialStore.setCredential(
+            Credential(user: "a", password: "b"), forHost: "127.0.0.1", port: fixture.server.port)
+        fixture.session.dataTaskDidReceiveResponse = { _, _ in .becomeDownload }
+        let log = CompletionLog()
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/auth/basic?user=a&password=b")), completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        let call = try #require(log.all.first)
+        #expect(call.response?.statusCode == 200)
+        let file = try #require(call.object as? URL)
+        let text = try String(contentsOf: file, encoding: .utf8)
+        #expect(text.contains("authenticated"))
+        try await fixture.tearDown()
+    }
+
     @Test("a response to a URL with a user name and password is not stored in the response cache")
     func urlCredentialNotCached() async throws {
         let cache = InMemoryResponseCache()
