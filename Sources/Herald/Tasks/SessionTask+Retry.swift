@@ -136,7 +136,7 @@ extension SessionTask {
         // session for as long as the delay (up to a year). A task waiting to retry is held by the session's
         // task list until it completes.
         let timer = DispatchWorkItem { [weak self] in self?.startAttempt(with: interceptor) }
-        transition({ $0.retryScheduled(timer, after: outcome.metrics) }) { action in
+        let scheduled = transition({ $0.retryScheduled(timer, after: outcome.metrics) }) { action in
             switch action {
             case .none:
                 []
@@ -151,7 +151,7 @@ extension SessionTask {
                 ]
             }
         }
-        armResourceDeadline()
+        if case .schedule = scheduled { armResourceDeadline() }
     }
 
     /// What a retrier is shown for `outcome`: its transport error (not a cancellation), or

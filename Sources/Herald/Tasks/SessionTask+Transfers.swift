@@ -122,11 +122,19 @@ extension SessionTask {
         let url = originalRequest.url
         let timer = DispatchSource.makeTimerSource(queue: .global())
         timer.schedule(deadline: .now() + .nanoseconds(Int(min(max(0, left), 1e9) * 1e9)))
-        timer.setEventHandler { [weak self] in self?.resourceTimeoutPassed(url: url) }
-        core.withLock { core in
+        timer.setEventHandler { [weak self, timer] in
+            timer.cancel()
+            self?.resourceTimeoutPassed(url: url)
+        }
+        // Not armed for a task already complete: nothing would cancel it.
+        let armed = core.withLock { core -> Bool in
+            guard core.machine.taskState != .completed else { return false }
             core.resourceDeadline?.cancel()
             core.resourceDeadline = timer
+            return true
         }
+        // A source is released resumed (a suspended one traps); cancelled first, its handler never runs.
+        if !armed { timer.cancel() }
         timer.resume()
     }
 

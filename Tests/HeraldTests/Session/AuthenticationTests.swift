@@ -376,6 +376,26 @@ struct AuthenticationTests {
         try await fixture.tearDown()
     }
 
+    @Test("the resource timeout ends a task waiting out a retry's delay, with one resume and one complete")
+    func resourceTimeoutDuringRetryDelay() async throws {
+        var configuration = SessionConfiguration()
+        configuration.timeoutIntervalForResource = 3
+        let fixture = try await SessionFixture.make(configuration: configuration)
+        fixture.session.interceptor = Interceptor(retry: { _ in .retryWithDelay(120) })
+        let start = ContinuousClock.now
+        let log = CompletionLog()
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/flaky?key=slow-retry&fail=5&status=503")),
+            completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1, timeout: .seconds(60))
+        #expect(ContinuousClock.now - start < .seconds(60))
+        #expect(log.all.first?.error?.code == .timedOut)
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .retry, .complete])
+        #expect(fixture.server.requests(forPath: "/flaky").count == 1)
+        try await fixture.tearDown()
+    }
+
     @Test("a response to a URL with a user name and password is not stored in the response cache")
     func urlCredentialNotCached() async throws {
         let cache = InMemoryResponseCache()
