@@ -40,9 +40,13 @@ final class FileBodySink: BodySink {
     /// Whether blocks past the last byte may be reserved, to be given back at close.
     private var mayHoldBlocksPastEnd = false
 
-    init(url: URL, resumeOffset: Int64) throws(TransferError) {
+    /// The `If-Range` validator a continuing request carries: a `206` naming another version is refused.
+    private let validator: String?
+
+    init(url: URL, resumeOffset: Int64, validator: String? = nil) throws(TransferError) {
         self.url = url
         self.resumeOffset = resumeOffset
+        self.validator = validator
         self.position = resumeOffset
         descriptor = try PrivateFile.openForWriting(url)
     }
@@ -60,6 +64,19 @@ final class FileBodySink: BodySink {
                         "The server answered the resumed download with a range that does not start at byte "
                             + "\(resumeOffset) (Content-Range: \(response.headers["Content-Range"] ?? "none")).",
                         url: response.url))
+            }
+            if let range = Self.contentRange(response.headers["Content-Range"]), let length = range.completeLength,
+                range.end + 1 != length
+            {
+                // An open-ended range asked for the rest: a shorter part completed would pass for the whole file.
+                return .failure(
+                    TransferError(
+                        .cannotResume,
+                        "The server answered the resumed download with bytes \(range.start)-\(range.end) of "
+                            + "\(length), not the rest of the file.", url: response.url))
+            }
+            if let refusal = Self.otherVersion(response, validator: validator) {
+                return .failure(TransferError(.cannotResume, refusal, url: response.url))
             }
             guard cut(to: resumeOffset) else {
                 return .failure(FileIOError.make("Cannot truncate the partial download file", url: url))
@@ -174,5 +191,33 @@ final class FileBodySink: BodySink {
         let spec = trimmed.dropFirst("bytes ".count).trimmingCharacters(in: .whitespaces)
         guard let dash = spec.firstIndex(of: "-") else { return nil }
         return Int64(spec[..<dash])
+    }
+
+    /// `Content-Range: bytes a-b/n` as numbers, `n` `nil` when it is `*` (unknown); `nil` when malformed.
+    static func contentRange(_ value: String?) -> (start: Int64, end: Int64, completeLength: Int64?)? {
+        guard let value, let start = rangeStart(value) else { return nil }
+        let spec = value.trimmingCharacters(in: .whitespaces).dropFirst("bytes ".count)
+        guard let dash = spec.firstIndex(of: "-"), let slash = spec.firstIndex(of: "/"), dash < slash,
+            let end = Int64(spec[spec.index(after: dash)..<slash].trimmingCharacters(in: .whitespaces)), end >= start
+        else { return nil }
+        let total = spec[spec.index(after: slash)...].trimmingCharacters(in: .whitespaces)
+        if total == "*" { return (start, end, nil) }
+        guard let length = Int64(total) else { return nil }
+        return (start, end, length)
+    }
+
+    /// Why a `206` continuing a file is of another version than the file's, or `nil`: its `ETag` is not the
+    /// strong tag `validator` names, or, for a date validator, its `Last-Modified` is another date. A server
+    /// that ignores `If-Range` answers a range of the changed resource, which the file must not take.
+    static func otherVersion(_ response: ResponseHead, validator: String?) -> String? {
+        guard let validator else { return nil }
+        if validator.hasPrefix("\"") || validator.hasPrefix("W/") {
+            guard let tag = response.headers["ETag"], tag != validator else { return nil }
+            return "The server answered the resumed download with another version of the file (ETag \(tag), "
+                + "not \(validator))."
+        }
+        guard let modified = response.headers["Last-Modified"], modified != validator else { return nil }
+        return "The server answered the resumed download with another version of the file (Last-Modified "
+            + "\(modified), not \(validator))."
     }
 }

@@ -69,6 +69,11 @@ extension Transfer {
                 break
             }
         }
+        if let response, isHopIntoFile(response) {
+            // A redirect or challenge the task answers with another transfer: its body is no part of the file
+            // (a continued file must not take it), nor of the download's progress.
+            return length
+        }
         if !machine.sinkDidBegin, let response, let error = beginSink(for: response) {
             machine.abort(with: error)
             return 0

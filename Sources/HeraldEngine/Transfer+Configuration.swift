@@ -57,7 +57,7 @@ extension Transfer {
         }
         do throws(TransferError) {
             // A body in memory goes to the sink made with the transfer, still empty: no second one.
-            if !collectsBodyInMemory { sink = try request.sink.open() }
+            if !collectsBodyInMemory { sink = try request.sink.open(validator: request.headers["If-Range"]) }
         } catch {
             finish(error: error)
             return nil

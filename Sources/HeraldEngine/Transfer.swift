@@ -306,6 +306,13 @@ package final class Transfer: @unchecked Sendable {
         handOverOutcome(error: error, sinkDidBegin: sinkDidBegin)
     }
 
+    /// Whether `response` leads to another transfer (a redirect, a challenge the task answers) while the body
+    /// goes to a file: the file, which may hold a download's first part, is left as it is.
+    func isHopIntoFile(_ response: ResponseHead) -> Bool {
+        guard case .file = request.sink else { return false }
+        return request.leadsToNextHop(status: response.statusCode, headers: response.headers)
+    }
+
     /// Hands the outcome to the delegate's ``TransferDelegate/proceed(after:)``, here on the loop thread. The
     /// machine has just moved to `finished`, which it does once.
     private func handOverOutcome(error: TransferError?, sinkDidBegin: Bool) {
@@ -313,7 +320,9 @@ package final class Transfer: @unchecked Sendable {
         if response == nil, responseStatus >= 200 {
             response = makeResponse()
         }
-        if error == nil, let response, !sinkDidBegin, let failure = beginSink(for: response) {
+        if error == nil, let response, !sinkDidBegin, !isHopIntoFile(response),
+            let failure = beginSink(for: response)
+        {
             // A final response with an empty body still replaces what an earlier one (or a partial
             // file that the server declined to resume) left in the sink.
             error = failure

@@ -12,11 +12,12 @@ package enum TransferSink: Sendable {
     /// (streamed data tasks).
     case stream(any StreamedBodyConsumer)
 
-    /// Opens the sink. Loop thread.
-    func open() throws(TransferError) -> any BodySink {
+    /// Opens the sink; `validator` is the `If-Range` a continuing file's request carries. Loop thread.
+    func open(validator: String? = nil) throws(TransferError) -> any BodySink {
         switch self {
         case .memory: MemoryBodySink()
-        case .file(let url, let resumeOffset): try FileBodySink(url: url, resumeOffset: resumeOffset)
+        case .file(let url, let resumeOffset):
+            try FileBodySink(url: url, resumeOffset: resumeOffset, validator: resumeOffset > 0 ? validator : nil)
         case .stream(let buffer): StreamBodySink(buffer: buffer)
         }
     }

@@ -211,6 +211,19 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
     }
 
     override func completionResult(for outcome: TaskOutcome, serializer: any ResponseSerializer) -> CompletionResult {
+        var outcome = outcome
+        if outcome.error == nil, let response = outcome.response, !(200..<300).contains(response.statusCode),
+            outcome.file?.receivedBody != true,
+            let continuation = core.withLock({ $0.downloadContinuation }), continuation.bytesReceived > 0
+        {
+            // A continued download ended on a redirect or challenge no one answered: its body never reached the
+            // partial file, which is kept with its resume data rather than moved as the result.
+            outcome.error = HeraldError(
+                .cannotResume,
+                "The server answered the resumed download with status \(response.statusCode); the "
+                    + "\(continuation.bytesReceived) bytes already written are kept.",
+                url: response.url, response: response, metrics: outcome.metrics)
+        }
         var keepTemporaryFile = false
         if case .answer(let resumeDataHandler) = transition({ $0.resumeDataAnswered() }) {
             let resumeData = outcome.error == nil ? nil : makeResumeData(from: outcome)
@@ -320,10 +333,11 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
     }
 
     /// What continues the file as the transfer left it — for resume data and for a retry alike — or `nil`
-    /// when it can't be continued: not a `GET`, no strong `ETag` nor `Last-Modified`, or the file's bytes
-    /// are not those of a `200` or `206` body.
+    /// when it can't be continued: not a `GET`, a request with a `Range` of the caller's (the file holds that
+    /// range, and asking for the rest of the resource from its byte count would splice two parts), no strong
+    /// `ETag` nor `Last-Modified`, or the file's bytes are not those of a `200` or `206` body.
     private func continuation(after outcome: TaskOutcome) -> DownloadResumeData? {
-        guard originalRequest.method == "GET" else { return nil }
+        guard originalRequest.method == "GET", !originalRequest.headers.contains("Range") else { return nil }
         var resume: DownloadResumeData
         if let file = outcome.file, file.receivedBody {
             guard let response = outcome.response, response.statusCode == 200 || response.statusCode == 206 else {

@@ -44,17 +44,22 @@ extension SessionTask {
             transfer.revalidatesCachedResponse = true
             for field in validators { transfer.headers.add(name: field.name, value: field.value) }
         }
-        if receivesDataTaskHooks {
+        var writesFile = false
+        if case .file = transfer.sink { writesFile = true }
+        if receivesDataTaskHooks || writesFile {
             var hasChallengeHook = false
             session.readHooks { hooks in
-                transfer.asksForResponseDisposition = hooks.dataTaskDidReceiveResponse != nil
-                transfer.forwardsBodyChunks = hooks.dataTaskDidReceiveData != nil
+                if receivesDataTaskHooks {
+                    transfer.asksForResponseDisposition = hooks.dataTaskDidReceiveResponse != nil
+                    transfer.forwardsBodyChunks = hooks.dataTaskDidReceiveData != nil
+                }
                 hasChallengeHook =
                     hooks.taskDidReceiveAuthenticationChallenge != nil
                     || hooks.sessionDidReceiveAuthenticationChallenge != nil
             }
-            if transfer.asksForResponseDisposition || transfer.forwardsBodyChunks, let host = request.url.host,
-                let port = request.url.effectivePort
+            // A 401 the task may answer is kept from the data hooks and from a download's file.
+            if transfer.asksForResponseDisposition || transfer.forwardsBodyChunks || writesFile,
+                let host = transfer.url.host, let port = transfer.url.effectivePort
             {
                 transfer.answersChallenges =
                     hasChallengeHook || session.credentialStore.hasCredential(forHost: host, port: port)

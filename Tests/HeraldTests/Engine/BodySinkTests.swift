@@ -271,6 +271,56 @@ struct BodySinkTests {
         #expect(Self.footprint(url).allocated <= Int64(sent.count) + (64 << 10))
     }
 
+    @Test(
+        "a resumed file refuses a 206 that ends short of the whole, or names another version, and keeps its bytes",
+        arguments: [
+            ("bytes 100-199/1000", "\"v1\"", nil, false),
+            ("bytes 100-999/1000", "\"v2\"", nil, false),
+            ("bytes 100-999/1000", nil, "Tue, 03 Jan 2023 00:00:00 GMT", false),
+            ("bytes 100-999/1000", "\"v1\"", nil, true),
+            ("bytes 100-999/*", "\"v1\"", nil, true),
+            ("bytes 100-999/1000", nil, nil, true),
+        ])
+    func resumedFileChecksTheRange(contentRange: String, entityTag: String?, lastModified: String?, continues: Bool)
+        throws
+    {
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let partial = scratch.url.appendingPathComponent("partial.bin")
+        let head = Self.bytes(100, seed: 7)
+        try Data(head).write(to: partial)
+        let validator = lastModified == nil ? "\"v1\"" : "Mon, 02 Jan 2023 00:00:00 GMT"
+        let sink = try FileBodySink(url: partial, resumeOffset: 100, validator: validator)
+        var headers = HeaderFields()
+        headers.add(name: "Content-Range", value: contentRange)
+        if let entityTag { headers.add(name: "ETag", value: entityTag) }
+        if let lastModified { headers.add(name: "Last-Modified", value: lastModified) }
+        let ranged = ResponseHead(url: URL(string: "http://127.0.0.1/")!, statusCode: 206, headers: headers)
+        switch sink.begin(response: ranged, declaredLength: 900) {
+        case .success(let offset):
+            #expect(continues)
+            #expect(offset == 100)
+        case .failure(let error):
+            #expect(!continues, "\(error.message)")
+            #expect(error.code == .cannotResume)
+        }
+        _ = sink.finish()
+        #expect(try Data(contentsOf: partial) == Data(head))
+    }
+
+    @Test("Content-Range parses to its start, end and complete length; a malformed one to nothing")
+    func contentRangeParsing() {
+        #expect(
+            FileBodySink.contentRange("bytes 0-9/10").map { [$0.start, $0.end, $0.completeLength ?? -1] } == [0, 9, 10])
+        #expect(
+            FileBodySink.contentRange(" bytes 5-9/* ").map { [$0.start, $0.end, $0.completeLength ?? -1] } == [
+                5, 9, -1,
+            ])
+        for malformed in ["bytes 9-5/10", "bytes 0-9", "bytes x-9/10", "items 0-9/10", "bytes 0-9/ten"] {
+            #expect(FileBodySink.contentRange(malformed) == nil, "\(malformed)")
+        }
+    }
+
     @Test("the memory sink trusts a declared length only up to its largest starting buffer")
     func memorySinkCapsTheDeclaredLength() {
         let sink = MemoryBodySink()

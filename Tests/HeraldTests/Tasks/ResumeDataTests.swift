@@ -66,6 +66,73 @@ struct ResumeDataTests {
         try await fixture.tearDown()
     }
 
+    @Test("resume data whose URL now redirects follows the redirect and continues the file there")
+    func resumeWhereTheURLNowRedirects() async throws {
+        let fixture = try await SessionFixture.make()
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let size = 2 * 1024 * 1024
+        let target = "/bytes/\(size)?chunkSize=16384&delayMs=20"
+        let (first, resumeData, _) = try await cancelMidway(fixture, path: target, size: size)
+        let partialSize = try #require(PatternFile.size(of: first.temporaryURL))
+        // The same resume data, its URL moved behind a redirect to where the bytes are.
+        let original = try #require(resumeData)
+        var object = try #require(try JSONSerialization.jsonObject(with: original) as? [String: Any])
+        let encoded = try #require(
+            fixture.server.url(target).absoluteString.addingPercentEncoding(withAllowedCharacters: .alphanumerics))
+        object["url"] = fixture.server.url("/redirect-to?url=\(encoded)").absoluteString
+        let moved = try JSONSerialization.data(withJSONObject: object)
+        let destination = scratch.url.appendingPathComponent("moved.bin")
+        let (_, response) = try await fixture.session.download(resumingWith: moved, to: destination)
+        #expect(response.statusCode == 206)
+        #expect(try PatternFile.matches(destination, count: size))
+        #expect(
+            fixture.server.requests(forPath: "/bytes/\(size)").last?.headerValue("Range") == "bytes=\(partialSize)-")
+        try await fixture.tearDown()
+    }
+
+    @Test("a download of a caller's Range gives no resume data: continuing would splice two parts")
+    func callersRangeIsNotResumed() async throws {
+        let fixture = try await SessionFixture.make()
+        let size = 2 * 1024 * 1024
+        let resumeData = OneShot<Data?>()
+        let cancel = ActionAtProgress<DownloadTask>(atLeast: 128 * 1024) {
+            $0.cancel(byProducingResumeData: { resumeData.send($0) })
+        }
+        var request = Request(url: fixture.server.url("/bytes/\(size)?chunkSize=16384&delayMs=20"))
+        request.headers.add(name: "Range", value: "bytes=\(size / 2)-")
+        let task = try fixture.session.downloadTask(with: request, progress: cancel.handler)
+        cancel.attach(task)
+        task.resume()
+        #expect(try await resumeData.value() == nil)
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(fixture.server.requests(forPath: "/bytes/\(size)").first?.responseStatus == 206)
+        try await fixture.tearDown()
+    }
+
+    @Test("a download behind a redirect counts only its file's bytes: the redirect's body is no progress")
+    func redirectBodyIsNoProgress() async throws {
+        let fixture = try await SessionFixture.make()
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let size = 65536
+        let writes = Locked<[(written: Int64, total: Int64)]>([])
+        fixture.session.downloadTaskDidWriteData = { _, written, total, _ in
+            writes.withLock { $0.append((written, total)) }
+        }
+        let encoded = try #require(
+            fixture.server.url("/bytes/\(size)").absoluteString.addingPercentEncoding(
+                withAllowedCharacters: .alphanumerics))
+        let destination = scratch.url.appendingPathComponent("redirected.bin")
+        _ = try await fixture.session.download(
+            for: Request(url: fixture.server.url("/redirect-to?url=\(encoded)")), to: destination)
+        let all = writes.withLock { $0 }
+        #expect(all.reduce(0) { $0 + $1.written } == Int64(size))
+        #expect(all.map(\.total) == all.map(\.total).sorted())
+        #expect(try PatternFile.matches(destination, count: size))
+        try await fixture.tearDown()
+    }
+
     @Test("cancel with resume data, then resume with Range and If-Range: the file is identical")
     func roundTrip() async throws {
         let fixture = try await SessionFixture.make()
