@@ -148,7 +148,9 @@ package final class Transfer: @unchecked Sendable {
     /// runs before this returns.
     /// - Returns: The error that must end the transfer when continuing failed (see ``perform(_:)``).
     func unpause() -> TransferError? {
-        perform(machine.unpause())
+        // Time spent suspended is no silence: the idle timeout counts from the resume.
+        lastActivity = ActivityClock.now
+        return perform(machine.unpause())
     }
 
     /// A streamed body's consumer drained below its low watermark: continues a transfer its write callback

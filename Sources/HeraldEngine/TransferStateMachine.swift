@@ -319,10 +319,11 @@ struct TransferStateMachine {
     var sinkDidBegin: Bool { stage?.didBegin ?? false }
 
     /// Whether silence counts against the idle timeout: not while the user, the task or a streamed body's
-    /// consumer holds the transfer.
+    /// consumer holds the transfer — a pause still pending included (a transfer waiting for a connection, which
+    /// curl can't pause yet, is suspended all the same).
     var isIdleTimeoutRunning: Bool {
         switch state {
-        case .running, .pausePending: true
+        case .running: true
         default: false
         }
     }

@@ -8,7 +8,10 @@ public enum ConnectionState: String, Sendable, Hashable, CaseIterable {
     case active
     /// Open and kept for a later request to its origin; no request is on it.
     case idle
-    /// Closed: by the server, by the pool (its limits, a failure on it) or with the session.
+    /// Closed: by the pool (its limits, its maximum age, a failure on it, a server's close found when the
+    /// connection is next wanted) or with the session. An idle connection the server closes is not watched:
+    /// libcurl finds it closed, and Herald announces it, when the next request to its origin looks for a
+    /// connection, or when the session is invalidated.
     case closed
 }
 

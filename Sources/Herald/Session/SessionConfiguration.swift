@@ -44,9 +44,11 @@ public struct SessionConfiguration: Sendable, Hashable {
     public var maximumConnectionsPerHost: Int = 6
     /// The most connections open in all at a time; 0 means no limit. Default 0.
     ///
-    /// Connections stay open after their transfers for the next ones, until the server closes them or they have
-    /// been idle for curl's maximum age (118 seconds): with a limit, every connection it allows; without one,
-    /// up to 64. (Left to curl's own rule, a pool keeps four idle connections for each transfer running when one
+    /// Connections stay open after their transfers for the next ones, until they have been idle for curl's
+    /// maximum age (118 seconds) or the session ends: with a limit, every connection it allows; without one,
+    /// up to 64. Idle connections are not watched: one the server closed meanwhile (its socket left in
+    /// `CLOSE_WAIT`) is found, closed and announced when the next request to its origin looks for a
+    /// connection, as libcurl's pool is pruned then. (Left to curl's own rule, a pool keeps four idle connections for each transfer running when one
     /// finishes, so the end of a burst closes some that the next burst opens again.)
     public var maximumConnectionsTotal: Int = 0
     /// The protocol version to negotiate. Default ``HTTPVersion/automatic``.

@@ -83,8 +83,8 @@ struct TransferStateMachineTests {
         var machine = Machine()
         _ = machine.pause()
         machine.didTryPause(accepted: false)
-        // The idle timeout still runs while the pause is only pending.
-        #expect(machine.isIdleTimeoutRunning)
+        // A pause only pending is a suspension all the same: silence doesn't count (a connect has its own timeout).
+        #expect(!machine.isIdleTimeoutRunning)
         #expect(machine.progressDidTick() == .tryPause)
         machine.didTryPause(accepted: false)
         #expect(machine.progressDidTick() == .tryPause)

@@ -53,4 +53,35 @@ struct ConnectionKeepingTests {
         #expect(second.allSatisfy { $0.connectionReused }, "\(second.map(\.connectionReused))")
         #expect(Set(second.compactMap(\.localPort)) == firstPorts)
     }
+
+    @Test("a task suspended while it waits for a connection doesn't time out meanwhile, and runs when resumed")
+    func suspendedWhileQueuedDoesNotTimeOut() async throws {
+        var configuration = SessionConfiguration()
+        configuration.maximumConnectionsPerHost = 1
+        configuration.timeoutIntervalForRequest = 1
+        let fixture = try await SessionFixture.make(configuration: configuration, serializer: DataResponseSerializer())
+        let server = fixture.server
+        // The first task holds the only connection, its body waiting at a gate; then it is suspended.
+        let first = try fixture.session.dataTask(
+            with: Request(url: server.url("/bytes/100000?gate=held&gateAfter=1000")))
+        first.resume()
+        try await server.waitForRequests(count: 1)
+        first.suspend()
+        // The second waits for that connection, suspended before it has one (curl can't pause it yet).
+        let second = try fixture.session.dataTask(with: Request(url: server.url("/json")))
+        second.resume()
+        second.suspend()
+        // More than twice the idle timeout, both suspended: neither completes.
+        await #expect(throws: (any Error).self) {
+            try await fixture.recorder.waitForCompletions(1, timeout: .milliseconds(2500))
+        }
+        server.openGate("held")
+        first.resume()
+        second.resume()
+        try await fixture.recorder.waitForCompletions(2, timeout: .seconds(30))
+        #expect(first.error == nil)
+        #expect(second.error == nil)
+        #expect(fixture.recorder.timeline(ofTask: second.taskIdentifier) == [.resume, .suspend, .resume, .complete])
+        try await fixture.tearDown()
+    }
 }
