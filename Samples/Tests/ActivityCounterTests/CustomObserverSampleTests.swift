@@ -5,64 +5,15 @@ import Testing
 /// The `custom-observer` sample's own checks of what it is given, what it prints and how it exits.
 @Suite("custom-observer: arguments, output, exit status")
 struct CustomObserverSampleTests {
-    struct Run {
-        var status: Int32
-        var stdout: String
-        var stderr: String
-    }
-
     /// Runs `custom-observer arguments…` (built beside this test bundle); with `shell`, through `bash -c shell`,
     /// in which `"$0" "$@"` is the command.
-    private func run(_ arguments: [String], shell: String? = nil) async throws -> Run {
-        let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        let binary = try #require(
-            [directory, directory.deletingLastPathComponent()].map { $0.appendingPathComponent("custom-observer") }
-                .first { FileManager.default.isExecutableFile(atPath: $0.path) },
-            "build the samples first: swift build --build-tests")
-        let process = Process()
-        if let shell {
-            process.executableURL = URL(fileURLWithPath: "/bin/bash")
-            process.arguments = ["-c", shell, binary.path] + arguments
-        } else {
-            process.executableURL = binary
-            process.arguments = arguments
-        }
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        let exited = AsyncStream<Int32>.makeStream()
-        process.terminationHandler = { exited.continuation.yield($0.terminationStatus) }
-        try process.run()
-        // Both pipes read at once, each to its end on a thread of its own: a full pipe never blocks the child.
-        async let stdout = Self.readToEnd(output)
-        async let stderr = Self.readToEnd(errors)
-        let status: Int32
-        do {
-            status = try await withTimeout(.seconds(60), "custom-observer did not exit") {
-                for await status in exited.stream { return status }
-                return -1
-            }
-        } catch {
-            // Its pipes close as it ends: the readers return.
-            process.terminate()
-            throw error
-        }
-        return Run(status: status, stdout: await stdout, stderr: await stderr)
-    }
-
-    private static func readToEnd(_ pipe: Pipe) async -> String {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                let data = (try? pipe.fileHandleForReading.readToEnd()) ?? Data()
-                continuation.resume(returning: String(decoding: data, as: UTF8.self))
-            }
-        }
+    private func run(_ arguments: [String], shell: String? = nil) async throws -> ActivityCounterProcess.Run {
+        try await ActivityCounterProcess.run(arguments, shell: shell, executable: "custom-observer")
     }
 
     @Test("a URL the session can't use (no scheme, another scheme) is a usage error, exit 64, not a crash")
     func unusableURL() async throws {
-        for url in ["example.com", "ftp://127.0.0.1/x", "http://"] {
+        for url in ["127.0.0.1/x", "ftp://127.0.0.1/x", "http://"] {
             let result = try await run([url])
             #expect(result.status == 64, "\(url): \(result.stderr)")
             #expect(result.stderr.hasPrefix("usage: custom-observer"), "\(url): \(result.stderr)")

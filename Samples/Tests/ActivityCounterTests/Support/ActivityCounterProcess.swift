@@ -7,8 +7,8 @@ import Testing
     import Glibc
 #endif
 
-/// The built `activity-counter` executable run as a child process (it sits next to the test bundle in the build
-/// directory; `swift build --build-tests` builds it). Both pipes are read while it runs, so a full pipe can never
+/// A built sample executable — `activity-counter` unless another is named — run as a child process (it sits next
+/// to the test bundle in the build directory; `swift build --build-tests` builds it). Both pipes are read while it runs, so a full pipe can never
 /// block it; everything is awaited with a timeout, never slept for.
 final class ActivityCounterProcess: Sendable {
     struct Run: Sendable {
@@ -19,10 +19,13 @@ final class ActivityCounterProcess: Sendable {
         var duration: Duration
     }
 
-    static var binary: URL? {
+    static var binary: URL? { binary(named: "activity-counter") }
+
+    /// The built executable `name`, if it is there.
+    static func binary(named name: String) -> URL? {
         let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         for candidate in [directory, directory.deletingLastPathComponent()] {
-            let url = candidate.appendingPathComponent("activity-counter")
+            let url = candidate.appendingPathComponent(name)
             if FileManager.default.isExecutableFile(atPath: url.path) { return url }
         }
         return nil
@@ -37,12 +40,14 @@ final class ActivityCounterProcess: Sendable {
     /// Kept open until the reading threads are done with them.
     private let pipes: [Pipe]
 
-    /// Starts `activity-counter arguments…` with `NO_COLOR=1` and `environment` added; with `shell`, through
+    /// Starts `executable arguments…` with `NO_COLOR=1` and `environment` added; with `shell`, through
     /// `bash -c shell`, in which `"$0" "$@"` is the command (`'"$0" "$@" 2>/dev/full'`).
     init(
-        _ arguments: [String], environment extra: [String: String] = [:], stdin: Data? = nil, shell: String? = nil
+        _ arguments: [String], environment extra: [String: String] = [:], stdin: Data? = nil, shell: String? = nil,
+        executable: String = "activity-counter"
     ) throws {
-        let binary = try #require(Self.binary, "build the executable first: swift build --build-tests")
+        let binary = try #require(
+            Self.binary(named: executable), "build the executable first: swift build --build-tests")
         process = Process()
         if let shell {
             process.executableURL = URL(fileURLWithPath: "/bin/bash")
@@ -71,7 +76,8 @@ final class ActivityCounterProcess: Sendable {
         for (pipe, isStdout) in [(out, true), (err, false)] {
             // A thread per pipe, reading until end of file: blocking reads see every byte and the end for sure.
             PipeReader.start(
-                reading: pipe.fileHandleForReading, name: isStdout ? "activity-counter-stdout" : "activity-counter-stderr",
+                reading: pipe.fileHandleForReading,
+                name: isStdout ? "activity-counter-stdout" : "activity-counter-stderr",
                 onData: { [output, linesContinuation] data in
                     output.state.withLock { isStdout ? $0.stdout.append(data) : $0.stderr.append(data) }
                     linesContinuation.yield()
@@ -120,13 +126,14 @@ final class ActivityCounterProcess: Sendable {
             duration: duration)
     }
 
-    /// Runs `activity-counter arguments…` to its exit.
+    /// Runs `executable arguments…` to its exit.
     static func run(
         _ arguments: [String], environment: [String: String] = [:], stdin: Data? = nil, shell: String? = nil,
-        timeout: Duration = .seconds(60)
+        executable: String = "activity-counter", timeout: Duration = .seconds(60)
     ) async throws -> Run {
-        try await ActivityCounterProcess(arguments, environment: environment, stdin: stdin, shell: shell)
-            .finish(timeout: timeout)
+        try await ActivityCounterProcess(
+            arguments, environment: environment, stdin: stdin, shell: shell, executable: executable
+        ).finish(timeout: timeout)
     }
 
     deinit {
