@@ -13,8 +13,9 @@ import HeraldEngine
 // `cancelled`; a `suspend()` holds the next transfer until `resume()`.
 extension SessionTask {
     /// Whether `outcome` leads to another transfer for this task (a redirect to follow, an authentication
-    /// challenge to answer, a `304` confirming another representation than a stale cache entry's); if so the task does not complete now. On the loop thread, after the transfer
-    /// ended: the decision and the hooks it asks run on ``hookQueue``.
+    /// challenge to answer, a `304` confirming another representation than a stale cache entry's); if so the
+    /// task does not complete now. On the loop thread, after the transfer ended: the decision and the hooks it
+    /// asks run on ``hookQueue``.
     func beginNextHop(after outcome: TaskOutcome) -> Bool {
         guard outcome.error == nil, let response = outcome.response else { return false }
         let isRedirect =

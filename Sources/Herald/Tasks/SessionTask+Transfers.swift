@@ -72,11 +72,14 @@ extension SessionTask {
         // Every transfer carries the trace context, whatever a redirection hook or an adapter did to the headers.
         trace?.inject(into: &request.headers)
         request.cookieHeader = session.cookieHeader(for: request.url)
-        core.withLock { core in
-            core.resourceDeadline?.cancel()
-            core.resourceDeadline = nil
+        // One lock for what the resource timeout needs: when the first transfer started, and the timer that
+        // stood in between transfers, which this transfer's own timeout replaces.
+        let (firstStart, deadline) = core.withLock { core in
+            defer { core.resourceDeadline = nil }
+            return (core.machine.hops.metrics.first?.startDate, core.resourceDeadline)
         }
-        if let left = resourceTimeLeft(of: request.resourceTimeout) {
+        deadline?.cancel()
+        if let left = Self.timeLeft(of: request.resourceTimeout, since: firstStart) {
             // The resource timeout covers the whole task, every hop included: the next transfer gets what is
             // left, and none is started once nothing is.
             guard left > 0 else { return resourceTimeoutPassed(url: request.url) }
@@ -106,19 +109,21 @@ extension SessionTask {
 // The resource timeout between transfers. Each transfer's own timeout is what is left of the task's; while the
 // task is between transfers — a hook deciding a redirect or a challenge, a retry's delay — a timer stands in.
 extension SessionTask {
-    /// What is left of the task's resource timeout `timeout`, counted from its first transfer's start; `nil` when
-    /// there is no timeout or no transfer has started.
-    func resourceTimeLeft(of timeout: TimeInterval) -> TimeInterval? {
-        guard timeout > 0, timeout.isFinite, let firstStart = machine({ $0.hops.metrics.first?.startDate }) else {
-            return nil
-        }
+    /// What is left of a resource timeout `timeout` counted from `firstStart`, the task's first transfer's
+    /// start; `nil` when there is no timeout or no transfer has started.
+    static func timeLeft(of timeout: TimeInterval, since firstStart: Date?) -> TimeInterval? {
+        guard timeout > 0, timeout.isFinite, let firstStart else { return nil }
         return timeout - Date().timeIntervalSince(firstStart)
     }
 
     /// Arms the timer that completes the task with `timedOut` if its resource timeout passes before the next
     /// transfer starts. The task is between transfers.
     func armResourceDeadline() {
-        guard let left = resourceTimeLeft(of: session.configuration.timeoutIntervalForResource) else { return }
+        guard
+            let left = Self.timeLeft(
+                of: session.configuration.timeoutIntervalForResource,
+                since: machine { $0.hops.metrics.first?.startDate })
+        else { return }
         let url = originalRequest.url
         let timer = DispatchSource.makeTimerSource(queue: .global())
         timer.schedule(deadline: .now() + .nanoseconds(Int(min(max(0, left), 1e9) * 1e9)))
