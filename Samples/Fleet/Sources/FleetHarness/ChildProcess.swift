@@ -20,6 +20,8 @@ final class ChildProcess: Sendable {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
+        // Without OpenTelemetry's variables: the services are configured by their command line alone.
+        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("OTEL_") }
         let output = Pipe()
         process.standardOutput = output
         process.standardError = try FileHandle(forWritingTo: logFile)

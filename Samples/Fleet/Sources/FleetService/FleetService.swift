@@ -19,9 +19,16 @@ enum FleetService {
         do {
             options = try ServiceOptions(arguments: Array(CommandLine.arguments.dropFirst()))
         } catch {
-            FileHandle.standardError.write(Data("fleet-service: \(error)\n".utf8))
+            if error.isHelp {
+                FileHandle.standardOutput.write(Data("\(ServiceOptions.usage)\n".utf8))
+                exit(0)
+            }
+            FileHandle.standardError.write(Data("fleet-service: \(error)\n\(ServiceOptions.usage)\n".utf8))
             exit(64)
         }
+        // The command line wins over OpenTelemetry's environment variables: swift-otel would let them replace
+        // the endpoint `--otlp` gives (or stop the process on a value it does not support).
+        Telemetry.ignoreOTelEnvironment(service: options.name)
         do {
             try await run(options)
         } catch {
@@ -104,6 +111,12 @@ struct Relay<T: Tracer>: Sendable where T.Span: Sendable {
     let downstream: URL
 
     func forward(query: String?) async -> Response {
+        // Foundation traps when given a query that is not valid percent-encoded text: check it first, and
+        // answer 400 when it is not.
+        if let query, !Work.isValidQuery(query) {
+            return Response(
+                status: .badRequest, body: ResponseBody(byteBuffer: ByteBuffer(string: "malformed query\n")))
+        }
         var components = URLComponents(url: downstream.appending(path: "work"), resolvingAgainstBaseURL: false)
         components?.percentEncodedQuery = query
         guard let url = components?.url else { return Response(status: .badRequest) }
@@ -112,9 +125,11 @@ struct Relay<T: Tracer>: Sendable where T.Span: Sendable {
         let outgoing = tracing.startSpan(for: Herald.Request(url: url))
         do {
             let (body, response) = try await session.data(for: outgoing)
-            return Response(
-                status: .init(code: response.statusCode),
-                body: ResponseBody(byteBuffer: ByteBuffer(bytes: Array("a>".utf8) + body)))
+            let status = HTTPResponse.Status(code: response.statusCode)
+            // 1xx, 204 and 304 have no body: one written after them would be read as the start of the next
+            // response on the client's connection.
+            guard Work.allowsBody(status.code) else { return Response(status: status) }
+            return Response(status: status, body: ResponseBody(byteBuffer: ByteBuffer(bytes: Array("a>".utf8) + body)))
         } catch {
             return Response(status: .badGateway, body: ResponseBody(byteBuffer: ByteBuffer(string: "\(error.code)\n")))
         }

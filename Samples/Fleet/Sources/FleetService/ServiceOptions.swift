@@ -25,18 +25,35 @@ struct ServiceOptions {
     /// versioned with Herald.
     static let defaultVersion = HeraldVersion.string
 
-    /// A command line that does not say what the service needs.
+    /// What `--help` prints.
+    static let usage = """
+        usage: fleet-service --name NAME --otlp URL [--port PORT] [--downstream URL] [--service-version VERSION]
+                             [--instance-id ID]
+          --name NAME                 the service's name (OpenTelemetry's service.name, Prometheus's job)
+          --otlp URL                  the OTLP/HTTP receiver's base URL, such as http://127.0.0.1:4318
+          --port PORT                 the port to listen on at 127.0.0.1; 0 (the default) for any free one
+          --downstream URL            answer /work by calling this service's /work through Herald
+          --service-version VERSION   OpenTelemetry's service.version (default \(defaultVersion))
+          --instance-id ID            OpenTelemetry's service.instance.id (default a random UUID)
+          --help                      print this and exit
+        OTEL_* environment variables are ignored (and said so on standard error): the command line wins.
+        """
+
+    /// A command line that does not say what the service needs, or that asks for help.
     struct UsageError: Error, CustomStringConvertible {
         let description: String
+        /// Whether it asked for the usage (`--help` or `-h`) rather than got something wrong.
+        var isHelp = false
     }
 
     /// Reads `arguments` (without the program name).
-    /// - Throws: ``UsageError`` for an unknown option, a missing or malformed value, or a missing `--name` or
+    /// - Throws: ``UsageError`` for `--help` (``UsageError/isHelp``), an unknown option, a missing or malformed value, or a missing `--name` or
     ///   `--otlp`.
     init(arguments: [String]) throws(UsageError) {
         var values: [String: String] = [:]
         var remaining = arguments[...]
         while let option = remaining.popFirst() {
+            if option == "--help" || option == "-h" { throw UsageError(description: Self.usage, isHelp: true) }
             guard ["--name", "--port", "--otlp", "--downstream", "--service-version", "--instance-id"].contains(option)
             else {
                 throw UsageError(description: "unknown option \(option)")

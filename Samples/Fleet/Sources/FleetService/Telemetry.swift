@@ -16,6 +16,20 @@ struct Telemetry {
     /// The background services that export (they flush on graceful shutdown).
     let services: [any Service]
 
+    /// Removes every `OTEL_*` variable from this process's environment, saying so on standard error, one line
+    /// each. swift-otel reads them over the configuration ``bootstrap(resource:otlpEndpoint:)`` makes: an
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT` would silently replace `--otlp`, and values it does not support (such as
+    /// `OTEL_EXPORTER_OTLP_PROTOCOL=grpc`, `OTEL_PROPAGATORS=b3` or `OTEL_TRACES_SAMPLER=jaeger_remote`) stop the
+    /// process. The fleet's services are configured by their command line alone.
+    static func ignoreOTelEnvironment(service: String) {
+        let names = ProcessInfo.processInfo.environment.keys.filter { $0.hasPrefix("OTEL_") }.sorted()
+        for name in names {
+            unsetenv(name)
+            FileHandle.standardError.write(
+                Data("fleet-service \(service): ignoring \(name): the command line configures telemetry\n".utf8))
+        }
+    }
+
     /// Bootstraps swift-log, swift-metrics and the instrumentation system for this process, and returns the
     /// telemetry with the tracer Herald's tracing observer uses.
     /// - Parameters:
