@@ -14,13 +14,17 @@ after S seconds (at most 60) with what there is. A test that expects an export t
 exporter's request to arrive instead of polling.
 
 It binds 127.0.0.1 only, on the port given (0: any free one), and prints `listening on PORT` once ready.
+
+Its limits: an export needs a Content-Length (411 without one, or with Transfer-Encoding) of at most
+MAXIMUM_BODY bytes (413 beyond), and decompresses to at most MAXIMUM_DECOMPRESSED bytes (413 beyond); a body
+it cannot decode gets 400. It holds the last MAXIMUM_RECORDS records of each kind, dropping the oldest.
 """
 
-import gzip
 import json
 import signal
 import sys
 import threading
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -34,6 +38,9 @@ LOCK = threading.Lock()
 # Notified whenever an export adds records; a waiting query sleeps on it.
 CHANGED = threading.Condition(LOCK)
 MAXIMUM_WAIT = 60.0
+MAXIMUM_BODY = 16 * 1024 * 1024
+MAXIMUM_DECOMPRESSED = 64 * 1024 * 1024
+MAXIMUM_RECORDS = 100_000
 SPANS = []
 METRIC_POINTS = []
 LOGS = []
@@ -43,7 +50,32 @@ def keep(records, store):
     """Adds an export's records to their store and wakes the queries waiting for news."""
     with CHANGED:
         store.extend(records)
+        if len(store) > MAXIMUM_RECORDS:
+            del store[:len(store) - MAXIMUM_RECORDS]
         CHANGED.notify_all()
+
+
+def enum_name(enum, number):
+    """The name of `number` in `enum`, or the number in decimal when it is not one the package knows (so that
+    the field stays a string)."""
+    try:
+        return enum.Name(number)
+    except ValueError:
+        return str(number)
+
+
+class TooLarge(Exception):
+    """A body that decompresses to more than MAXIMUM_DECOMPRESSED bytes."""
+
+
+def gunzip(body):
+    decompressor = zlib.decompressobj(wbits=31)
+    data = decompressor.decompress(body, MAXIMUM_DECOMPRESSED)
+    if decompressor.unconsumed_tail:
+        raise TooLarge()
+    if not decompressor.eof:
+        raise zlib.error("truncated gzip body")
+    return data
 
 
 def any_value(value):
@@ -83,11 +115,11 @@ def record_traces(body):
                     "spanId": span.span_id.hex(),
                     "parentSpanId": span.parent_span_id.hex(),
                     "name": span.name,
-                    "kind": trace_pb2.Span.SpanKind.Name(span.kind),
+                    "kind": enum_name(trace_pb2.Span.SpanKind, span.kind),
                     "startTimeUnixNano": span.start_time_unix_nano,
                     "endTimeUnixNano": span.end_time_unix_nano,
                     "attributes": attributes(span.attributes),
-                    "statusCode": trace_pb2.Status.StatusCode.Name(span.status.code),
+                    "statusCode": enum_name(trace_pb2.Status.StatusCode, span.status.code),
                 })
     keep(spans, SPANS)
     return trace_service_pb2.ExportTraceServiceResponse()
@@ -158,17 +190,42 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def refuse(self, status, text):
+        """Answers `status` and closes the connection: the body that was not read must not be taken for the
+        next request."""
+        self.close_connection = True
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(text)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(text)
+
     def do_POST(self):  # noqa: N802 - the base class's name
-        length = int(self.headers.get("Content-Length") or 0)
+        if self.headers.get("Transfer-Encoding") is not None:
+            return self.refuse(411, b"Transfer-Encoding is not supported: send a Content-Length\n")
+        field = self.headers.get("Content-Length")
+        if field is None:
+            return self.refuse(411, b"Content-Length required\n")
+        if not field.strip().isdigit():
+            return self.refuse(400, b"malformed Content-Length\n")
+        length = int(field)
+        if length > MAXIMUM_BODY:
+            return self.refuse(413, f"body over {MAXIMUM_BODY} bytes\n".encode())
         body = self.rfile.read(length)
+        if len(body) < length:
+            self.close_connection = True
+            return
         record = EXPORTS.get(self.path)
         if record is None:
             return self.answer(404, "text/plain", b"no such OTLP signal\n")
         try:
             if self.headers.get("Content-Encoding", "").lower() == "gzip":
-                body = gzip.decompress(body)
+                body = gunzip(body)
             response = record(body)
-        except (DecodeError, OSError, EOFError) as error:
+        except TooLarge:
+            return self.answer(413, "text/plain", f"body decompresses to over {MAXIMUM_DECOMPRESSED} bytes\n".encode())
+        except (DecodeError, zlib.error, ValueError, OSError, EOFError) as error:
             return self.answer(400, "text/plain", f"undecodable OTLP body: {error}\n".encode())
         self.answer(200, "application/x-protobuf", response.SerializeToString())
 
@@ -196,10 +253,21 @@ def main():
     # Swift thread that starts the receiver has SIGTERM blocked: unblock it and handle it.
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
-    port = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+    signal.signal(signal.SIGINT, lambda signum, frame: sys.exit(0))
+    try:
+        port = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+        if not 0 <= port <= 65535:
+            raise ValueError
+    except ValueError:
+        print(f"otlp_receiver: the port must be a number within 0...65535, not {sys.argv[1]!r}", file=sys.stderr)
+        sys.exit(2)
     server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    server.daemon_threads = True
     print(f"listening on {server.server_address[1]}", flush=True)
-    server.serve_forever()
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
 
 
 if __name__ == "__main__":

@@ -134,6 +134,13 @@ enum RawHTTP {
     /// The whole response to `GET target` at `base` (`Connection: close`), read until the server closes;
     /// fails after 30 seconds without a byte.
     static func response(to target: String, at base: URL) async throws -> String {
+        try await response(
+            sending: "GET \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", at: base)
+    }
+
+    /// The whole response to `text`, sent as it is, read until the server closes; fails after 30 seconds
+    /// without a byte.
+    static func response(sending text: String, at base: URL) async throws -> String {
         guard let port = base.port else { throw FleetError("no port in \(base)") }
         return try await Task.detached { () throws -> String in
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -151,7 +158,7 @@ enum RawHTTP {
                 }
             }
             guard connected == 0 else { throw FleetError("connect: \(errno)") }
-            let request = Array("GET \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
+            let request = Array(text.utf8)
             guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, 0) }) == request.count else {
                 throw FleetError("send: \(errno)")
             }
@@ -166,5 +173,72 @@ enum RawHTTP {
             }
             return String(decoding: received, as: UTF8.self)
         }.value
+    }
+}
+
+/// The OTLP receiver's answers to exports it should refuse: it answers each with a status and keeps answering.
+@Suite("OTLP receiver limits")
+struct OTLPReceiverTests {
+    @Test("no, negative or huge Content-Length, Transfer-Encoding and bad gzip get 4xx; the receiver keeps answering")
+    func refusals() async throws {
+        let locations = Fleet.Locations.checkout
+        let process = Process()
+        process.executableURL = locations.python
+        process.arguments = [locations.receiverScript.path, "0"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        let line = try await Task.detached { () throws -> String in
+            var text = Data()
+            while !text.contains(UInt8(ascii: "\n")) {
+                let chunk = output.fileHandleForReading.availableData
+                if chunk.isEmpty { throw FleetError("the receiver ended: \(String(decoding: text, as: UTF8.self))") }
+                text.append(chunk)
+            }
+            return String(decoding: text, as: UTF8.self)
+        }.value
+        let port = try #require(Int(line.split(separator: "\n")[0].dropFirst("listening on ".count)))
+        let base = try #require(URL(string: "http://127.0.0.1:\(port)"))
+        let post = "POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-protobuf\r\n"
+        for (headers, body, status) in [
+            ("", "", "411"),
+            ("Content-Length: -1\r\n", "", "400"),
+            ("Content-Length: x\r\n", "", "400"),
+            ("Content-Length: 99999999999\r\n", "", "413"),
+            ("Transfer-Encoding: chunked\r\n", "0\r\n\r\n", "411"),
+            ("Content-Encoding: gzip\r\nContent-Length: 3\r\n", "abc", "400"),
+            ("Content-Length: 3\r\n", "\u{FF}\u{FF}\u{FF}", "400"),
+        ] {
+            let answer = try await RawHTTP.response(
+                sending: post + headers + "Connection: close\r\n\r\n" + body, at: base)
+            #expect(answer.hasPrefix("HTTP/1.1 \(status) "), "\(headers): \(answer)")
+        }
+        let spans = try await RawHTTP.response(to: "/spans", at: base)
+        #expect(spans.hasPrefix("HTTP/1.1 200 "), "\(spans)")
+    }
+
+    @Test("a port that is not one: a line on standard error and exit status 2")
+    func badPort() async throws {
+        let locations = Fleet.Locations.checkout
+        for argument in ["port", "-1", "65536"] {
+            let process = Process()
+            process.executableURL = locations.python
+            process.arguments = [locations.receiverScript.path, argument]
+            let error = Pipe()
+            process.standardError = error
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            let text = await Task.detached {
+                String(decoding: error.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            }.value
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 2, "\(argument): \(text)")
+            #expect(text.split(separator: "\n").count == 1, "\(argument): \(text)")
+        }
     }
 }
