@@ -18,20 +18,55 @@ enum FleetDemo {
         }
     }
 
+    /// Runs the demo until it ends or SIGINT or SIGTERM arrives, whichever is first. The signals are watched
+    /// from the start: one that arrives while the fleet starts, or while the demo runs, stops every program
+    /// started so far and removes the fleet's folder, as the end of the keep-up phase does.
     static func run() async throws {
         let keep = try keepSeconds()
+        // A reader of the output that Ctrl-C ended (tee) must not end the demo before it has stopped the fleet.
+        signal(SIGPIPE, SIG_IGN)
+        let signals = SignalWatch.start([SIGINT, SIGTERM])
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                try await demo(keep: keep)
+                return true
+            }
+            group.addTask {
+                for await number in signals {
+                    say("\nReceived signal \(number).")
+                    return false
+                }
+                return true
+            }
+            // The demo's end (or failure) ends the watch; a signal cancels the demo, which then stops the fleet.
+            let demoEnded = try await group.next() ?? true
+            group.cancelAll()
+            if !demoEnded {
+                // Stopped by the signal: what the cancelled demo throws on its way out is not a failure.
+                _ = try? await group.next()
+            }
+        }
+    }
+
+    /// Starts the fleet, demonstrates it, keeps it up if asked, and stops it. When cancelled (a signal), stops
+    /// what was started and removes the fleet's folder.
+    static func demo(keep: Int?) async throws {
         say("Starting the OTLP receiver, service B, service A and Prometheus on 127.0.0.1 …")
+        // Cancelled while starting, `Fleet.start` stops what it started and removes the folder.
         let fleet = try await Fleet.start()
         do {
             try await demonstrate(fleet)
             if let keep { try await keepUp(fleet, seconds: keep) }
+        } catch  where Task.isCancelled {
+            // A signal: stopped below, like the end of the keep-up phase.
         } catch {
             await fleet.stop(keepingLogs: true)
             throw FleetError("\(error) (logs kept in \(fleet.directory.path))")
         }
         say()
         say("Stopping the fleet …")
-        await fleet.stop()
+        // In a task of its own: the cancellation that a signal brings must not cut the programs' shutdown short.
+        await Task { await fleet.stop() }.value
         say("Stopped.")
     }
 
@@ -119,27 +154,14 @@ enum FleetDemo {
         return seconds
     }
 
-    /// Keeps the fleet up for `seconds` (0: until SIGINT or SIGTERM), sending it two requests a second for at
-    /// most ten minutes.
+    /// Keeps the fleet up for `seconds` (0: until cancelled, by SIGINT or SIGTERM), sending it two requests a
+    /// second for at most ten minutes.
     static func keepUp(_ fleet: Fleet, seconds: Int) async throws {
         say()
         say("The fleet stays up \(seconds == 0 ? "until Ctrl-C" : "for \(seconds) s"), with two requests a second:")
         say("  Prometheus  \(fleet.prometheus.absoluteString)/graph  (rules: \(fleet.prometheus.absoluteString)/rules)")
         say("  service A   \(fleet.serviceA.absoluteString)/metrics")
         say("  service B   \(fleet.serviceB.absoluteString)/metrics")
-        // Installed only now: a child started earlier would have inherited the ignored signals.
-        let (signals, signalled) = AsyncStream.makeStream(of: Int32.self)
-        var sources: [any DispatchSourceSignal] = []
-        // A reader of the output that Ctrl-C ended (tee) must not end the demo before it has stopped the fleet.
-        signal(SIGPIPE, SIG_IGN)
-        for number in [SIGINT, SIGTERM] {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number)
-            source.setEventHandler { signalled.yield(number) }
-            source.resume()
-            sources.append(source)
-        }
-        defer { sources.forEach { $0.cancel() } }
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 // The trickle: bounded in time, every request to 127.0.0.1.
@@ -153,18 +175,11 @@ enum FleetDemo {
                 }
                 while true { try await Task.sleep(for: .seconds(3600)) }
             }
-            group.addTask {
-                for await number in signals {
-                    say("\nReceived signal \(number).")
-                    return
-                }
-            }
             if seconds > 0 { group.addTask { try await Task.sleep(for: .seconds(seconds)) } }
-            // Whichever ends first (a signal, or the time given) ends the others.
+            // Whichever ends first (the time given, or a signal's cancellation) ends the others.
             try await group.next()
             group.cancelAll()
         }
-        signalled.finish()
     }
 
     static func randomHex(bytes: Int) -> String {
@@ -177,5 +192,48 @@ enum FleetDemo {
     static func say(_ line: String = "") {
         // Failing quietly: with a pipe closed by Ctrl-C (`make fleet-demo | tee …`), the demo still stops the fleet.
         try? FileHandle.standardOutput.write(contentsOf: Data((line + "\n").utf8))
+    }
+}
+
+/// SIGINT and SIGTERM as a stream, from a handler that writes the signal's number to a pipe. A handler (unlike
+/// an ignored signal, which a dispatch source needs, or a blocked one) is not inherited by the programs the
+/// fleet starts: they get the default action back when they are executed, so their own SIGTERM still stops them.
+enum SignalWatch {
+    /// The pipe's write end, for the handler; set once, before any handler is installed.
+    nonisolated(unsafe) static var writeEnd: Int32 = -1
+
+    /// Installs the handlers for `numbers` and returns the signals as they arrive.
+    static func start(_ numbers: [Int32]) -> AsyncStream<Int32> {
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { fatalError("fleet-demo: pipe failed: \(errno)") }
+        // Not for the programs the fleet starts.
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        writeEnd = ends[1]
+        let readEnd = ends[0]
+        let (stream, sink) = AsyncStream.makeStream(of: Int32.self)
+        // A thread of its own, blocked in read(2) for the life of the program.
+        let reader = Thread {
+            var byte: UInt8 = 0
+            while true {
+                let count = read(readEnd, &byte, 1)
+                if count < 0, errno == EINTR { continue }
+                guard count == 1 else { break }
+                sink.yield(Int32(byte))
+            }
+            sink.finish()
+        }
+        reader.name = "fleet-demo-signals"
+        reader.start()
+        for number in numbers {
+            var action = sigaction()
+            action.__sigaction_handler.sa_handler = { number in
+                var byte = UInt8(truncatingIfNeeded: number)
+                _ = write(SignalWatch.writeEnd, &byte, 1)
+            }
+            sigemptyset(&action.sa_mask)
+            action.sa_flags = SA_RESTART
+            sigaction(number, &action, nil)
+        }
+        return stream
     }
 }

@@ -75,7 +75,8 @@ public final class Fleet: Sendable {
     /// - Parameter locations: Where the programs are; default ``Locations/checkout``.
     /// - Returns: The running fleet.
     /// - Throws: ``FleetError`` when a program is missing, does not start, or Prometheus does not see both
-    ///   services within a minute; whatever was started is stopped again.
+    ///   services within a minute; whatever was started is stopped again. Cancelled, it stops what it started,
+    ///   removes the fleet's folder and throws `CancellationError`.
     public static func start(_ locations: Locations = .checkout) async throws -> Fleet {
         for (path, hint) in [
             (locations.service, "build the fleet package (swift build)"),
@@ -129,12 +130,20 @@ public final class Fleet: Sendable {
             do {
                 _ = try await fleet.waitForQuery("sum(up)", seconds: 60) { $0.first?.value == 2 }
             } catch {
-                await fleet.stop(keepingLogs: true)
+                // Cancelled, the caller wants nothing left behind; failed, the logs tell why.
+                let cancelled = Task.isCancelled
+                await Task { await fleet.stop(keepingLogs: !cancelled) }.value
+                if cancelled { throw CancellationError() }
                 throw FleetError("\(error); Prometheus's log: \(prometheus.logTail())")
             }
             return fleet
         } catch {
-            for process in started.reversed() { await process.stop() }
+            // In a task of its own, so that a cancelled start still waits for each program to stop.
+            let cancelled = Task.isCancelled
+            await Task {
+                for process in started.reversed() { await process.stop() }
+                if cancelled { try? FileManager.default.removeItem(at: directory) }
+            }.value
             throw error
         }
     }
@@ -195,7 +204,9 @@ public final class Fleet: Sendable {
         } catch {
             throw FleetError("GET \(url.absoluteString): \(error)")
         }
-        guard response.statusCode == 200 else { throw FleetError("GET \(url.absoluteString): status \(response.statusCode)") }
+        guard response.statusCode == 200 else {
+            throw FleetError("GET \(url.absoluteString): status \(response.statusCode)")
+        }
         return String(decoding: body, as: UTF8.self)
     }
 
