@@ -75,10 +75,16 @@ public struct HeraldPrometheusFactory: MetricsFactory {
         self.fallback = PrometheusMetricsFactory(registry: registry)
     }
 
+    /// The label a Herald metric gets when it has no other: swift-prometheus stops the process when one name is
+    /// made both with and without labels (a connection that closes before it has a peer address, then one that
+    /// has), so a metric of this factory is never made without any.
+    public static let placeholderLabel = (name: "herald_unlabeled", value: "true")
+
     private static func labels(_ dimensions: [(String, String)]) -> [(String, String)] {
-        dimensions.compactMap { key, value in
+        let labels = dimensions.compactMap { key, value in
             key == "unit" || key == "description" ? nil : (MetricsObserver.prometheusLabelName(key), value)
         }
+        return labels.isEmpty ? [placeholderLabel] : labels
     }
 
     /// A counter; Herald's under its `_total` name with its help text.

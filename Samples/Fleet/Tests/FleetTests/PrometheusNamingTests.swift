@@ -173,6 +173,36 @@ struct PrometheusNamingTests {
         CoreMetrics.Timer(label: "work.duration", dimensions: [], factory: factory).recordSeconds(0.5)
         let text = registry.emitToString()
         #expect(Self.bounds(of: "work_duration_seconds", in: text) == [0.1, 1])
-        #expect(text.contains(#"work_duration_seconds_bucket{le="+Inf"} 1"#), "\(text)")
+        // No dimensions: the placeholder label (see HeraldPrometheusFactory.placeholderLabel).
+        #expect(text.contains(#"work_duration_seconds_bucket{herald_unlabeled="true",le="+Inf"} 1"#), "\(text)")
+    }
+
+    @Test("a Herald metric made first without labels, then with them, is one family of two series")
+    func unlabeledThenLabeled() throws {
+        let registry = PrometheusCollectorRegistry()
+        let factory = HeraldPrometheusFactory(
+            registry: registry, additional: ["work.count": .init(name: "work_total", help: "Work done.")])
+        let describing = [("unit", "s"), ("description", "Duration of HTTP client connections.")]
+        // A connection closed with neither a peer address nor a protocol version, then one with a peer address.
+        factory.makeTimer(label: "http.client.connection.duration", dimensions: describing)
+            .recordNanoseconds(1_000_000)
+        factory.makeTimer(
+            label: "http.client.connection.duration", dimensions: [("network.peer.address", "127.0.0.1")] + describing
+        ).recordNanoseconds(2_000_000)
+        // And the other way round, for a counter.
+        factory.makeCounter(label: "work.count", dimensions: [("status", "200")]).increment(by: 1)
+        factory.makeCounter(label: "work.count", dimensions: []).increment(by: 1)
+        var bytes: [UInt8] = []
+        registry.emit(into: &bytes)
+        let text = String(decoding: bytes, as: UTF8.self)
+        let counts = text.split(separator: "\n").filter {
+            $0.hasPrefix("http_client_connection_duration_seconds_count{")
+        }
+        #expect(counts.count == 2, "\(text)")
+        #expect(counts.contains { $0.contains(#"herald_unlabeled="true""#) }, "\(text)")
+        #expect(counts.contains { $0.contains(#"network_peer_address="127.0.0.1""#) }, "\(text)")
+        #expect(!counts.contains { $0.contains("herald_unlabeled") && $0.contains("network_peer_address") }, "\(text)")
+        #expect(text.contains(#"work_total{status="200"} 1"#), "\(text)")
+        #expect(text.contains(#"work_total{herald_unlabeled="true"} 1"#), "\(text)")
     }
 }
