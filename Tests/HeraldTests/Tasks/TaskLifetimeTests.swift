@@ -140,13 +140,22 @@ struct TaskLifetimeTests {
         configuration.temporaryDirectory = scratch.url
         let destination = scratch.url.appendingPathComponent("downloaded.bin")
         weak var released: SessionManager?
-        let folder: URL? = try await {
+        let (folder, queues): (URL?, [DispatchQueue]) = try await {
             let session = SessionManager(configuration: configuration, notificationCenter: NotificationHub())
             released = session
             _ = try await session.download(for: Request(url: server.url("/bytes/1024")), to: destination)
-            return session.downloadDirectory.madeURL
+            return (session.downloadDirectory.madeURL, [session.completionQueue, session.eventPoster.eventQueue])
         }()
         let made = try #require(folder)
+        // The `async` call returns from inside the completion queue's block, which still holds the task (and the
+        // task its session) until it ends, as the event queue's posting of its completion does: once both queues
+        // have run what they had, nothing holds the session.
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                for _ in 0..<2 { for queue in queues { queue.sync {} } }
+                continuation.resume()
+            }
+        }
         #expect(released == nil)
         #expect(!FileManager.default.fileExists(atPath: made.path))
         #expect(FileManager.default.fileExists(atPath: destination.path))
