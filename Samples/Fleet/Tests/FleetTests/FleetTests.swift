@@ -30,19 +30,6 @@ struct FleetTests {
         return bounds.sorted()
     }
 
-    /// Runs `body` with a started fleet, stopping it afterwards whatever happened (keeping its logs on failure).
-    func withFleet(_ body: (Fleet) async throws -> Void) async throws {
-        let fleet = try await Fleet.start()
-        do {
-            try await body(fleet)
-        } catch {
-            await fleet.stop(keepingLogs: true)
-            Issue.record("logs kept in \(fleet.directory.path)")
-            throw error
-        }
-        await fleet.stop()
-    }
-
     @Test("after N requests through A, Prometheus counts N for A's Herald client, a p99 and the documented labels")
     func prometheusCounts() async throws {
         try await withFleet { fleet in
@@ -52,13 +39,16 @@ struct FleetTests {
             let statuses = try await fleet.load(paths, concurrency: 8)
             #expect(statuses == [200: 40, 404: 10, 500: 10])
 
-            let total = try await fleet.waitForQuery(#"sum(http_client_request_duration_seconds_count{job="service-a"})"#) {
+            let total = try await fleet.waitForQuery(
+                #"sum(http_client_request_duration_seconds_count{job="service-a"})"#
+            ) {
                 $0.first?.value == Double(paths.count)
             }
             #expect(total.first?.value == 60)
 
             let p99 = try await fleet.query(
-                #"histogram_quantile(0.99, sum by (le) (http_client_request_duration_seconds_bucket{job="service-a"}))"#)
+                #"histogram_quantile(0.99, sum by (le) (http_client_request_duration_seconds_bucket{job="service-a"}))"#
+            )
             let seconds = try #require(p99.first?.value)
             #expect(p99.count == 1)
             #expect(seconds.isFinite && seconds > 0.015 && seconds <= 10, "p99 \(seconds) s")

@@ -6,19 +6,6 @@ import Testing
 /// statuses without a body, `--help`, and OpenTelemetry's environment variables.
 @Suite("Service robustness", .serialized)
 struct ServiceRobustnessTests {
-    /// Runs `body` with a started fleet, stopping it afterwards whatever happened (keeping its logs on failure).
-    func withFleet(_ body: (Fleet) async throws -> Void) async throws {
-        let fleet = try await Fleet.start()
-        do {
-            try await body(fleet)
-        } catch {
-            await fleet.stop(keepingLogs: true)
-            Issue.record("logs kept in \(fleet.directory.path)")
-            throw error
-        }
-        await fleet.stop()
-    }
-
     @Test("a malformed query gets 400 from A and from B, and both keep answering")
     func malformedQuery() async throws {
         try await withFleet { fleet in
