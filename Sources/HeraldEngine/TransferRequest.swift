@@ -38,7 +38,8 @@ package struct TransferRequest: Sendable {
     package var cookieHeader: String?
     /// Whether the task may answer a 401's Basic or Digest challenge (a challenge hook is set, or the session's
     /// credential store has a credential for the host): such a 401 is then not presented to the task's
-    /// disposition and body hooks. Set only when the task has those hooks.
+    /// disposition and body hooks, nor written to a download's file. Set only for a task with those hooks or a
+    /// file.
     package var answersChallenges = false
     /// The session's explicit proxy; `nil` leaves libcurl to its environment variables.
     package var proxy: ProxySettings?

@@ -61,9 +61,11 @@ struct ConnectionKeepingTests {
         configuration.timeoutIntervalForRequest = 1
         let fixture = try await SessionFixture.make(configuration: configuration, serializer: DataResponseSerializer())
         let server = fixture.server
-        // The first task holds the only connection, its body waiting at a gate; then it is suspended.
-        let first = try fixture.session.dataTask(
-            with: Request(url: server.url("/bytes/100000?gate=held&gateAfter=1000")))
+        // The first task holds the only connection, its body waiting at a gate; then it is suspended. Its own
+        // idle timeout is long: on a busy machine the suspension may come a while after the body stops.
+        var held = Request(url: server.url("/bytes/100000?gate=held&gateAfter=1000"))
+        held.timeoutInterval = 60
+        let first = try fixture.session.dataTask(with: held)
         first.resume()
         try await server.waitForRequests(count: 1)
         first.suspend()
