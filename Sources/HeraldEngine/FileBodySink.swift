@@ -69,6 +69,8 @@ final class FileBodySink: BodySink {
                 range.end + 1 != length
             {
                 // An open-ended range asked for the rest: a shorter part completed would pass for the whole file.
+                // Nothing of it reaches the file, which stays what the resume data says it is.
+                didBegin = false
                 return .failure(
                     TransferError(
                         .cannotResume,
@@ -76,6 +78,8 @@ final class FileBodySink: BodySink {
                             + "\(length), not the rest of the file.", url: response.url))
             }
             if let refusal = Self.otherVersion(response, validator: validator) {
+                // The file keeps its version, and the resume data its validator, not this response's.
+                didBegin = false
                 return .failure(TransferError(.cannotResume, refusal, url: response.url))
             }
             guard cut(to: resumeOffset) else {
