@@ -68,7 +68,8 @@ package struct TransferRequest: Sendable {
         for value in headers.values(for: "WWW-Authenticate") {
             for part in value.split(separator: ",") {
                 let token = part.drop { $0 == " " || $0 == "\t" }.prefix { $0 != " " && $0 != "\t" && $0 != "=" }
-                if token.lowercased() == "basic" || token.lowercased() == "digest" { return true }
+                let scheme = token.lowercased()
+                if scheme == "basic" || scheme == "digest" { return true }
             }
         }
         return false

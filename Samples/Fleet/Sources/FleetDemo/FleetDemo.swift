@@ -25,7 +25,7 @@ enum FleetDemo {
         let keep = try keepSeconds()
         // A reader of the output that Ctrl-C ended (tee) must not end the demo before it has stopped the fleet.
         signal(SIGPIPE, SIG_IGN)
-        let signals = SignalWatch.start([SIGINT, SIGTERM])
+        let signals = try SignalWatch.start([SIGINT, SIGTERM])
         try await withThrowingTaskGroup(of: Bool.self) { group in
             group.addTask {
                 try await demo(keep: keep)
@@ -203,9 +203,12 @@ enum SignalWatch {
     nonisolated(unsafe) static var writeEnd: Int32 = -1
 
     /// Installs the handlers for `numbers` and returns the signals as they arrive.
-    static func start(_ numbers: [Int32]) -> AsyncStream<Int32> {
+    /// - Throws: ``FleetError`` when the pipe can't be made (no descriptor left); nothing is installed then.
+    static func start(_ numbers: [Int32]) throws -> AsyncStream<Int32> {
         var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else { fatalError("fleet-demo: pipe failed: \(errno)") }
+        guard pipe(&ends) == 0 else {
+            throw FleetError("can't watch SIGINT and SIGTERM: pipe(2) failed: \(String(cString: strerror(errno)))")
+        }
         // Not for the programs the fleet starts.
         for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         writeEnd = ends[1]
