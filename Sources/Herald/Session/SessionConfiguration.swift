@@ -28,8 +28,8 @@ public struct SessionConfiguration: Sendable, Hashable {
     public var timeoutIntervalForRequest: TimeInterval = 60
     /// The longest a whole task may take, in seconds, from its first transfer's start: every redirect,
     /// authentication round and retry with it, and time spent suspended, in a hook deciding the next
-    /// transfer or waiting out a retry's delay. Then the task fails with ``HeraldError/Code/timedOut``.
-    /// Default 7 days; 0 disables it.
+    /// transfer or waiting out a retry's delay. Then the task fails with ``HeraldError/Code/timedOut``; an
+    /// attempt that fails once this time is spent is not offered to the retrier. Default 7 days; 0 disables it.
     public var timeoutIntervalForResource: TimeInterval = 7 * 24 * 3600
     /// Headers added to every request that does not set the same field itself. After them, a request
     /// without `User-Agent` or `Accept-Language` gets ``DefaultHeaders``' values.

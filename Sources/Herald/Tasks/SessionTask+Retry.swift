@@ -103,9 +103,17 @@ extension SessionTask {
     }
 
     /// Whether `outcome`, a failed attempt, goes to the retrier; if so the task does not complete now.
-    /// On the loop thread, after the transfer ended; the retrier runs on ``hookQueue``.
+    /// Not once the resource timeout has passed: no attempt could start, so the failure stands as it is
+    /// rather than be announced as a retry that never comes. On the loop thread, after the transfer ended;
+    /// the retrier runs on ``hookQueue``.
     func beginRetry(after outcome: TaskOutcome) -> Bool {
         guard !outcome.isFromCache, let failure = Self.retryableFailure(of: outcome) else { return false }
+        if let left = Self.timeLeft(
+            of: session.configuration.timeoutIntervalForResource,
+            since: machine { $0.hops.metrics.first?.startDate } ?? outcome.metrics?.startDate), left <= 0
+        {
+            return false
+        }
         // The session's interceptor is read before taking the task's lock: it has a lock of its own.
         let shared = session.interceptor
         guard let interceptor = Self.combined(interceptor, shared),

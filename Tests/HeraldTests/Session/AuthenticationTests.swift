@@ -379,7 +379,9 @@ struct AuthenticationTests {
     @Test("the resource timeout ends a task waiting out a retry's delay, with one resume and one complete")
     func resourceTimeoutDuringRetryDelay() async throws {
         var configuration = SessionConfiguration()
-        configuration.timeoutIntervalForResource = 3
+        // Long enough for the first attempt to reach the server on a loaded machine: a failure once the time is
+        // spent is not offered to the retrier.
+        configuration.timeoutIntervalForResource = 8
         let fixture = try await SessionFixture.make(configuration: configuration)
         fixture.session.interceptor = Interceptor(retry: { _ in .retryWithDelay(120) })
         let start = ContinuousClock.now

@@ -224,4 +224,25 @@ struct RetryTests {
         #expect(log.all.first?.error == nil)
         try await fixture.tearDown()
     }
+
+    @Test("a transfer the resource timeout ended is not offered to the retrier: one resume, one complete")
+    func resourceTimeoutIsNotRetried() async throws {
+        var configuration = SessionConfiguration()
+        configuration.timeoutIntervalForResource = 1
+        let fixture = try await SessionFixture.make(configuration: configuration)
+        let asked = Locked(0)
+        fixture.session.interceptor = Interceptor(retry: { _ in
+            asked.withLock { $0 += 1 }
+            return .retry
+        })
+        let log = CompletionLog()
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/fault/stall")), completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1, timeout: .seconds(30))
+        #expect(log.all.first?.error?.code == .timedOut)
+        #expect(asked.withLock { $0 } == 0)
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
+        try await fixture.tearDown()
+    }
 }
