@@ -420,8 +420,9 @@ struct AuthenticationTests {
     @Test("the resource timeout ends a task whose challenge hook takes longer, and no next request is sent")
     func resourceTimeoutWhileHookDecides() async throws {
         var configuration = SessionConfiguration()
-        // Long enough for the first exchange on a busy machine; the hook then holds the task far longer.
-        configuration.timeoutIntervalForResource = 4
+        // Long enough for the first exchange on a busy machine (the whole suite in parallel, a sanitizer); the
+        // hook then holds the task far longer.
+        configuration.timeoutIntervalForResource = 10
         let fixture = try await SessionFixture.make(configuration: configuration)
         let entered = Locked(false)
         let released = DispatchSemaphore(value: 0)
