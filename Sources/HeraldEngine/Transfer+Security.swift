@@ -48,6 +48,18 @@ extension Transfer {
             }
         }
 
+        if let crlFile = policy.revocationListFile {
+            // libcurl has OpenSSL check every certificate of the chain against the file's lists
+            // (X509_V_FLAG_CRL_CHECK | X509_V_FLAG_CRL_CHECK_ALL). The store is built afresh for each new
+            // connection, so that a list replaced in the file applies to the next one, and no TLS session is
+            // resumed: a resumed session skips verification, and would go on trusting a certificate revoked
+            // since it was made.
+            check("CRLFILE", herald_easy_setopt_string(easy, CURLOPT_CRLFILE, crlFile.path))
+            let code = herald_easy_setopt_ca_cache_timeout(easy, 0)
+            if code != CURLE_NOT_BUILT_IN, code != CURLE_UNKNOWN_OPTION { check("CA_CACHE_TIMEOUT", code) }
+            check("SSL_SESSIONID_CACHE", herald_easy_setopt_long(easy, CURLOPT_SSL_SESSIONID_CACHE, 0))
+        }
+
         if !policy.pinnedPublicKeys.isEmpty {
             // curl accepts the key when it matches any of the ';'-separated pins; base64 has no ';'.
             let pins = policy.pinnedPublicKeys.joined(separator: ";")

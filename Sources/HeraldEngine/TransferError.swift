@@ -40,7 +40,7 @@ package struct TransferError: Error, Sendable {
 
     /// Why a server's certificate was not trusted, from OpenSSL's verification result and libcurl's host check.
     package enum CertificateProblem: Hashable, Sendable {
-        case expired, notYetValid, unknownIssuer, selfSigned, hostNameMismatch
+        case expired, notYetValid, unknownIssuer, selfSigned, hostNameMismatch, revoked, revocationUnknown
         /// Another OpenSSL verification result (`X509_V_ERR_*`).
         case other(verifyResult: Int)
 
@@ -54,6 +54,10 @@ package struct TransferError: Error, Sendable {
             case 2, 20, 21: self = .unknownIssuer
             case 18, 19: self = .selfSigned
             case 62, 64: self = .hostNameMismatch
+            case 23: self = .revoked
+            // No usable revocation list for a certificate of the chain: none from its issuer, or one not yet or
+            // no longer valid, badly signed, malformed, or of a scope OpenSSL can't apply.
+            case 3, 5, 8, 11, 12, 15, 16, 33, 35, 36, 44, 54: self = .revocationUnknown
             case 0, 1:
                 guard curlMessage.contains("host name") || curlMessage.contains("common name") else { return nil }
                 self = .hostNameMismatch
@@ -70,6 +74,10 @@ package struct TransferError: Error, Sendable {
                 "The server's certificate was issued by an authority the session doesn't trust."
             case .selfSigned: "The server's certificate is self-signed, or its chain ends in an untrusted root."
             case .hostNameMismatch: "The server's certificate is not valid for the host name in the URL."
+            case .revoked:
+                "The server's certificate, or one of its chain, is revoked by the session's revocation lists."
+            case .revocationUnknown:
+                "The session's revocation lists have no usable list for a certificate of the server's chain."
             case .other(let result): "The server's certificate failed verification (OpenSSL result \(result))."
             }
         }

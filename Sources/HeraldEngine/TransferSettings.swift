@@ -25,6 +25,8 @@ package struct TrustSettings: Sendable, Hashable {
     package var certificateAuthorityData: Data?
     /// Public key pins in libcurl's `sha256//<base64>` form; any one of them must match.
     package var pinnedPublicKeys: [String] = []
+    /// A PEM file of certificate revocation lists checked for every certificate of the server's chain.
+    package var revocationListFile: URL?
 
     /// Whether the system's certificate authorities are trusted (no authorities of the caller's).
     package var usesSystemCertificateAuthorities: Bool {
@@ -37,12 +39,13 @@ package struct TrustSettings: Sendable, Hashable {
     /// Creates settings; the defaults are ``system``'s.
     package init(
         allowsInvalidCertificates: Bool = false, certificateAuthorityFile: URL? = nil,
-        certificateAuthorityData: Data? = nil, pinnedPublicKeys: [String] = []
+        certificateAuthorityData: Data? = nil, pinnedPublicKeys: [String] = [], revocationListFile: URL? = nil
     ) {
         self.allowsInvalidCertificates = allowsInvalidCertificates
         self.certificateAuthorityFile = certificateAuthorityFile
         self.certificateAuthorityData = certificateAuthorityData
         self.pinnedPublicKeys = pinnedPublicKeys
+        self.revocationListFile = revocationListFile
     }
 }
 

@@ -29,11 +29,13 @@ extension HeraldError {
         /// The server sent nothing, or something that is not valid HTTP.
         public static let badServerResponse = Code(.badServerResponse)
         /// The TLS handshake failed for a reason other than trust: no common cipher or version, a broken
-        /// handshake, a CA file that could not be loaded.
+        /// handshake, a CA or revocation list file that could not be loaded.
         public static let tls = Code(.tls)
         /// The server's certificate was not trusted (`CURLE_PEER_FAILED_VERIFICATION`): its chain does not
         /// lead to a certificate authority of the session's ``SecurityPolicy`` (unknown issuer, self-signed,
-        /// expired), or it is not valid for the host name in the URL. Revocation (CRLs, OCSP) is not checked.
+        /// expired), it is not valid for the host name in the URL, or it is revoked by the policy's revocation
+        /// lists (``SecurityPolicy/checkingRevocation(crlFile:)``; OCSP is not asked).
+        /// ``HeraldError/serverCertificateProblem`` says which.
         public static let serverCertificateUntrusted = Code(.serverCertificateUntrusted)
         /// The server's public key matched none of the session's pinned keys
         /// (`CURLE_SSL_PINNEDPUBKEYNOTMATCH`; see ``SecurityPolicy/pinning(publicKeys:)-([PublicKeyPin])``).

@@ -19,6 +19,12 @@ public enum ServerCertificateProblem: Hashable, Sendable, CustomStringConvertibl
     case selfSigned
     /// The chain is trusted, but the certificate is for other names than the URL's host.
     case hostNameMismatch
+    /// The certificate, or one in its chain, is on a revocation list of the session's ``SecurityPolicy``
+    /// (``SecurityPolicy/checkingRevocation(crlFile:)``).
+    case revoked
+    /// The policy checks revocation, but its lists have none usable for a certificate of the chain: no list
+    /// from that certificate's issuer, or one that is not yet or no longer valid, or wrongly signed.
+    case revocationUnknown
     /// Another verification failure, with OpenSSL's `X509_V_ERR_*` code.
     case other(verifyResult: Int)
 
@@ -29,12 +35,14 @@ public enum ServerCertificateProblem: Hashable, Sendable, CustomStringConvertibl
         case .unknownIssuer: self = .unknownIssuer
         case .selfSigned: self = .selfSigned
         case .hostNameMismatch: self = .hostNameMismatch
+        case .revoked: self = .revoked
+        case .revocationUnknown: self = .revocationUnknown
         case .other(let result): self = .other(verifyResult: result)
         }
     }
 
     /// A stable snake-case name, safe as a log field: `expired`, `not_yet_valid`, `unknown_issuer`,
-    /// `self_signed`, `host_name_mismatch`, or `x509_error_<code>`.
+    /// `self_signed`, `host_name_mismatch`, `revoked`, `revocation_unknown`, or `x509_error_<code>`.
     public var description: String {
         switch self {
         case .expired: "expired"
@@ -42,6 +50,8 @@ public enum ServerCertificateProblem: Hashable, Sendable, CustomStringConvertibl
         case .unknownIssuer: "unknown_issuer"
         case .selfSigned: "self_signed"
         case .hostNameMismatch: "host_name_mismatch"
+        case .revoked: "revoked"
+        case .revocationUnknown: "revocation_unknown"
         case .other(let result): "x509_error_\(result)"
         }
     }

@@ -32,6 +32,9 @@ public struct SecurityPolicy: Sendable, Hashable {
     public private(set) var certificateAuthorityData: Data?
     /// The public keys the server's certificate must match one of; empty means no pinning.
     public private(set) var pinnedPublicKeys: [PublicKeyPin] = []
+    /// The PEM file of certificate revocation lists every certificate of the server's chain is checked
+    /// against, if any (``checkingRevocation(crlFile:)``).
+    public private(set) var revocationListFile: URL?
     /// Whether certificate and host-name verification are switched off.
     ///
     /// - Warning: When `true`, anyone on the network path can impersonate any server. Only
@@ -154,6 +157,42 @@ public struct SecurityPolicy: Sendable, Hashable {
     public static func dangerouslyAcceptingInvalidCertificates() -> SecurityPolicy {
         var policy = SecurityPolicy()
         policy.allowsInvalidCertificates = true
+        return policy
+    }
+
+    /// This policy, additionally refusing a server whose certificate, or any certificate of its chain, is
+    /// revoked by a certificate revocation list (CRL) in `crlFile` (`CURLOPT_CRLFILE`).
+    ///
+    /// Revocation is not checked otherwise: Herald fetches no CRL and asks no OCSP responder. Keep the file
+    /// current yourself (from your authority's CRL distribution point); it is read for every new connection,
+    /// so a replaced file applies to the next one, and a missing or unreadable file fails the request with
+    /// ``HeraldError/Code/tls``. OpenSSL checks **every** certificate of the chain below the trusted root: the
+    /// file needs a current list from each issuing authority (for a server certificate issued straight by a
+    /// root, the root's list). A revoked certificate fails the task with
+    /// ``HeraldError/Code/serverCertificateUntrusted`` and the problem ``ServerCertificateProblem/revoked``; a
+    /// chain with no usable list for one of its certificates (none from its issuer, or one past its next
+    /// update) with ``ServerCertificateProblem/revocationUnknown`` — a missing list is a failure, not a pass.
+    ///
+    /// So that every new connection is checked against the current lists, none resumes an earlier TLS session
+    /// (a resumed session is not verified again), and the certificate authorities are read afresh for each:
+    /// with the system's authorities, over a hundred certificates, that costs a new connection about 20 ms of
+    /// CPU with OpenSSL 3.0 (a file of your own authorities, far less). Kept-alive connections pay nothing.
+    /// Replaces any list file the policy already had.
+    ///
+    /// - Parameter crlFile: A local file of one or more PEM lists (`-----BEGIN X509 CRL-----`).
+    /// - Returns: The policy checking revocation.
+    /// - Throws: ``HeraldError`` with ``HeraldError/Code/invalidSecurityPolicy`` when `crlFile` is not a local
+    ///   file URL, or when this policy accepts invalid certificates (nothing would be checked).
+    public func checkingRevocation(crlFile: URL) throws(HeraldError) -> SecurityPolicy {
+        guard crlFile.isFileURL, !crlFile.path.isEmpty, !crlFile.path.contains("\0") else {
+            throw Self.invalid("The certificate revocation list file must be a local file URL.")
+        }
+        guard !allowsInvalidCertificates else {
+            throw Self.invalid(
+                "A policy accepting invalid certificates verifies nothing, so it can't check revocation either.")
+        }
+        var policy = self
+        policy.revocationListFile = crlFile
         return policy
     }
 

@@ -80,7 +80,8 @@ extension SecurityPolicy {
     var trustSettings: TrustSettings {
         TrustSettings(
             allowsInvalidCertificates: allowsInvalidCertificates, certificateAuthorityFile: certificateAuthorityFile,
-            certificateAuthorityData: certificateAuthorityData, pinnedPublicKeys: pinnedPublicKeys.map(\.description))
+            certificateAuthorityData: certificateAuthorityData, pinnedPublicKeys: pinnedPublicKeys.map(\.description),
+            revocationListFile: revocationListFile)
     }
 }
 

@@ -145,6 +145,71 @@ struct SecurityPolicyTLSTests {
         }
     }
 
+    @Test("a revocation list: a revoked server certificate is refused as revoked, one it doesn't name is served")
+    func revocationList() async throws {
+        try await withScenario { scenario in
+            let trusted = try SecurityPolicy.trustingCertificateAuthorities(pemFile: scenario.pki.authority.certificate)
+            let revoked = try await scenario.pki.issueServerIdentity(named: "revoked", subjectAltNames: "IP:127.0.0.1")
+            let list = try await scenario.pki.revocationList(revoking: [revoked])
+            let policy = try trusted.checkingRevocation(crlFile: list)
+            #expect(policy.revocationListFile == list)
+            // The scenario's own certificate is not on the list.
+            expectServed(try await get(scenario.server.url(), with: policy), by: scenario.server)
+            try await withOpenSSLServer(identity: revoked, in: scenario.pki.directory) { server in
+                let result = try await get(server.url(), with: policy)
+                expectFailure(result, .serverCertificateUntrusted, curlCode: 60, problem: .revoked)
+                if case .failure(let error) = result {
+                    #expect(error.message.contains("revoked"), "\(error)")
+                    #expect(error.serverCertificateProblem?.description == "revoked")
+                }
+                // Without the list, the same certificate is trusted: revocation is checked only when asked for.
+                expectServed(try await get(server.url(), with: trusted), by: server)
+            }
+        }
+    }
+
+    @Test("a revocation list with nothing from the server's issuer fails as revocationUnknown; a missing file as tls")
+    func revocationListWithoutTheIssuer() async throws {
+        try await withScenario { scenario in
+            let trusted = try SecurityPolicy.trustingCertificateAuthorities(pemFile: scenario.pki.authority.certificate)
+            let other = try await scenario.pki.makeUnrelatedAuthority(named: "other-ca")
+            let otherList = try await scenario.pki.revocationList(named: "other-crl.pem", issuer: other)
+            expectFailure(
+                try await get(scenario.server.url(), with: try trusted.checkingRevocation(crlFile: otherList)),
+                .serverCertificateUntrusted, curlCode: 60, problem: .revocationUnknown)
+            let missing = scenario.pki.directory.appendingPathComponent("no-such-crl.pem")
+            expectFailure(
+                try await get(scenario.server.url(), with: try trusted.checkingRevocation(crlFile: missing)), .tls,
+                curlCode: 82)
+        }
+    }
+
+    @Test("a list replaced in the file applies to the session's next new connection")
+    func revocationListIsReadPerConnection() async throws {
+        try await withScenario { scenario in
+            let file = scenario.pki.directory.appendingPathComponent("current-crl.pem")
+            try FileManager.default.copyItem(at: try await scenario.pki.revocationList(named: "empty.pem"), to: file)
+            var configuration = SessionConfiguration()
+            configuration.securityPolicy = try SecurityPolicy.trustingCertificateAuthorities(
+                pemFile: scenario.pki.authority.certificate
+            ).checkingRevocation(crlFile: file)
+            // Each request on a connection of its own, so that each is a new handshake.
+            configuration.httpAdditionalHeaders = ["Connection": "close"]
+            let session = SessionManager(configuration: configuration, notificationCenter: NotificationHub())
+            defer { session.invalidate(cancelingTasks: true) }
+            let url = scenario.server.url()
+            let first = startCall { () async throws(HeraldError) in try await session.data(for: Request(url: url)) }
+            expectServed(try await outcome(of: first, timeout: .seconds(60)), by: scenario.server)
+            let revoking = try await scenario.pki.revocationList(named: "revoking.pem", revoking: [scenario.identity])
+            try FileManager.default.removeItem(at: file)
+            try FileManager.default.copyItem(at: revoking, to: file)
+            let second = startCall { () async throws(HeraldError) in try await session.data(for: Request(url: url)) }
+            expectFailure(
+                try await outcome(of: second, timeout: .seconds(60)), .serverCertificateUntrusted, curlCode: 60,
+                problem: .revoked)
+        }
+    }
+
     @Test("an expired or self-signed certificate is untrusted, and the error says which")
     func certificateProblemIsNamed() async throws {
         try await withScenario { scenario in

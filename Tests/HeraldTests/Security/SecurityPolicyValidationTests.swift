@@ -65,6 +65,23 @@ struct SecurityPolicyValidationTests {
         #expect(!policy.allowsInvalidCertificates)
     }
 
+    @Test("revocation lists need a local file URL, and a policy that verifies certificates")
+    func revocationListValidation() throws {
+        expectInvalid { () throws(HeraldError) in
+            try SecurityPolicy.default.checkingRevocation(crlFile: URL(string: "https://127.0.0.1/crl.pem")!)
+        }
+        expectInvalid { () throws(HeraldError) in
+            try SecurityPolicy.dangerouslyAcceptingInvalidCertificates().checkingRevocation(
+                crlFile: URL(fileURLWithPath: "/tmp/crl.pem"))
+        }
+        let file = URL(fileURLWithPath: "/tmp/crl.pem")
+        let policy = try SecurityPolicy.default.checkingRevocation(crlFile: file)
+        #expect(policy.revocationListFile == file)
+        #expect(policy.usesSystemCertificateAuthorities)
+        #expect(SecurityPolicy.default.revocationListFile == nil)
+        #expect(policy != SecurityPolicy.default)
+    }
+
     @Test("custom certificate authorities need a file URL or PEM data holding a certificate")
     func certificateAuthorityInput() throws {
         expectInvalid { () throws(HeraldError) in

@@ -58,6 +58,42 @@ struct ThrowawayPKI {
         return try await Self.identity(certificate: certificate, key: key, in: directory)
     }
 
+    /// A PEM certificate revocation list signed by ``authority`` (or `issuer`), valid from now for two days,
+    /// revoking `revoked` (certificates `issuer` issued), written to a file of its own, `name`.
+    ///
+    /// `openssl ca` keeps the revocations in the directory's database: a later list also names the certificates
+    /// earlier calls revoked with the same authority.
+    func revocationList(
+        named name: String = "crl.pem", revoking revoked: [Identity] = [], issuer: Identity? = nil
+    ) async throws -> URL {
+        let issuer = issuer ?? authority
+        let stem = issuer.certificate.deletingPathExtension().lastPathComponent
+        let configuration = "\(stem)-ca.cnf"
+        let database = "\(stem)-index.txt"
+        let number = "\(stem)-crlnumber"
+        if !FileManager.default.fileExists(atPath: directory.appendingPathComponent(database).path) {
+            try Data().write(to: directory.appendingPathComponent(database))
+            try Data("1000\n".utf8).write(to: directory.appendingPathComponent(number))
+            let text = """
+                [ca]
+                default_ca = throwaway
+                [throwaway]
+                database = \(database)
+                crlnumber = \(number)
+                default_md = sha256
+                default_crl_days = 2
+
+                """
+            try Data(text.utf8).write(to: directory.appendingPathComponent(configuration))
+        }
+        let signing = ["-config", configuration, "-cert", issuer.certificate.path, "-keyfile", issuer.key.path]
+        for identity in revoked {
+            try await OpenSSLTool.run(["ca"] + signing + ["-revoke", identity.certificate.path], in: directory)
+        }
+        try await OpenSSLTool.run(["ca"] + signing + ["-gencrl", "-out", name], in: directory)
+        return directory.appendingPathComponent(name)
+    }
+
     /// Deletes the directory and everything in it.
     func remove() {
         try? FileManager.default.removeItem(at: directory)
