@@ -46,7 +46,7 @@ public struct HeraldError: Error, Sendable {
     /// names is kept. `nil` for other errors.
     public var resumeData: Data? { storage.resumeData }
     /// For ``Code/serverCertificateUntrusted``, why the certificate was not trusted (expired, an unknown
-    /// issuer, another host name…), when the TLS library said; `nil` for other errors.
+    /// issuer, another host name, revoked…), when the TLS library said; `nil` for other errors.
     public var serverCertificateProblem: ServerCertificateProblem? { storage.serverCertificateProblem }
 
     /// The most bytes of a response body an error keeps (``responseBody``): 1 MiB, enough for any error
