@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# make fuzz: builds Herald's libFuzzer targets (response heads and file names, resume data, the JSON parser)
-# and runs each for FUZZ_SECONDS (default 60).
+# make fuzz: builds Herald's libFuzzer targets and runs each for FUZZ_SECONDS (default 60): response heads and file
+# names (headers), resume data (resume-data), the JSON parser (json), server-sent events (sse), Set-Cookie fields
+# (set-cookie), the cookie file (cookie-file), WWW-Authenticate challenges (auth-challenge), Cache-Control, Age and
+# HTTP dates (cache-control), Content-Range (content-range), Retry-After (retry-after), the disk cache's stored
+# response heads (stored-head), routing-netlink datagrams (netlink), public suffix lists and IDNA host names
+# (public-suffix). Fuzz/HeraldFuzzTargets.swift says what each checks; FUZZ_TARGETS picks some.
 #
 # The fuzz entry point (Fuzz/HeraldFuzzTargets.swift) is compiled into the Herald module itself with
 # `swiftc -sanitize=fuzzer,address`, so the internal parsers are reachable without @testable (and HeraldEngine's
@@ -15,7 +19,8 @@ cd "$(dirname "$0")/.."
 SWIFTC=${SWIFTC:-swiftc}
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 BUILD=${FUZZ_BUILD:-.build-fuzz}
-TARGETS=${FUZZ_TARGETS:-"headers resume-data json"}
+TARGETS=${FUZZ_TARGETS:-"headers resume-data json sse set-cookie cookie-file auth-challenge cache-control content-range
+    retry-after stored-head netlink public-suffix"}
 mkdir -p "$BUILD/modules" "$BUILD/crashes"
 
 flags=(-sanitize=fuzzer,address -parse-as-library -swift-version 6 -package-name herald -O -g)

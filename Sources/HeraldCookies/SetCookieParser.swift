@@ -46,7 +46,9 @@ package enum SetCookieParser {
         }
         // Names compare in ASCII: an internationalized host or Domain in Unicode as in punycode.
         let host = IDNA.asciiName(urlHost) ?? urlHost.lowercased()
-        var parts = field.split(separator: ";", omittingEmptySubsequences: false).map(String.init)
+        // Split at `;` and `=` as Unicode scalars, not Characters: a `;` followed by a combining mark is one
+        // Character with it, yet it still ends the pair (and must never end up inside a name or value).
+        var parts = field.unicodeScalars.split(separator: ";", omittingEmptySubsequences: false)
         let pair = parts.removeFirst()
         guard let equals = pair.firstIndex(of: "=") else { return .ignored("no name=value pair") }
         let name = trimmingBlanks(pair[..<equals])
@@ -139,8 +141,9 @@ package enum SetCookieParser {
                 isHTTPOnly: isHTTPOnly, sameSite: sameSite, creationDate: now))
     }
 
-    private static func split(_ attribute: String) -> (String, String) {
-        guard let equals = attribute.firstIndex(of: "=") else { return (trimmingBlanks(attribute[...]), "") }
+    /// An attribute's name and value, split at its first `=` (a Unicode scalar), each without blanks around it.
+    private static func split(_ attribute: Substring.UnicodeScalarView) -> (String, String) {
+        guard let equals = attribute.firstIndex(of: "=") else { return (trimmingBlanks(attribute), "") }
         return (trimmingBlanks(attribute[..<equals]), trimmingBlanks(attribute[attribute.index(after: equals)...]))
     }
 
@@ -154,11 +157,11 @@ package enum SetCookieParser {
 
     /// `text` without leading and trailing spaces and tabs: the only white space RFC 6265 trims (a no-break
     /// space is part of a value).
-    private static func trimmingBlanks(_ text: Substring) -> String {
-        let isBlank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+    private static func trimmingBlanks(_ text: Substring.UnicodeScalarView) -> String {
+        let isBlank: (Unicode.Scalar) -> Bool = { $0 == " " || $0 == "\t" }
         guard let first = text.firstIndex(where: { !isBlank($0) }), let last = text.lastIndex(where: { !isBlank($0) })
         else { return "" }
-        return String(text[first...last])
+        return String(Substring(text[first...last]))
     }
 
     /// The expiry a `Max-Age` value sets (§5.2.2): a number of seconds, optionally negative; zero or less

@@ -56,18 +56,18 @@ final class FileBodySink: BodySink {
     func begin(response: ResponseHead, declaredLength: Int64?) -> Result<Int64, TransferError> {
         didBegin = true
         if resumeOffset > 0, response.statusCode == 206 {
-            // A range answer continues the partial file only if it starts exactly where the file ends.
-            guard let start = Self.rangeStart(response.headers["Content-Range"]), start == resumeOffset else {
+            // A range answer continues the partial file only if it is a valid range (its end within its length)
+            // starting exactly where the file ends. Refused, nothing of it reaches the file.
+            guard let range = ContentRange.parse(response.headers["Content-Range"]), range.start == resumeOffset else {
+                didBegin = false
                 return .failure(
                     TransferError(
                         .cannotResume,
-                        "The server answered the resumed download with a range that does not start at byte "
+                        "The server answered the resumed download without a valid range starting at byte "
                             + "\(resumeOffset) (Content-Range: \(response.headers["Content-Range"] ?? "none")).",
                         url: response.url))
             }
-            if let range = Self.contentRange(response.headers["Content-Range"]), let length = range.completeLength,
-                range.end + 1 != length
-            {
+            if let length = range.completeLength, range.end + 1 != length {
                 // An open-ended range asked for the rest: a shorter part completed would pass for the whole file.
                 // Nothing of it reaches the file, which stays what the resume data says it is.
                 didBegin = false
@@ -187,29 +187,6 @@ final class FileBodySink: BodySink {
         descriptor = -1
     }
 
-    /// The first byte of `Content-Range: bytes a-b/n`.
-    static func rangeStart(_ value: String?) -> Int64? {
-        guard let value else { return nil }
-        let trimmed = value.trimmingCharacters(in: .whitespaces)
-        guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
-        let spec = trimmed.dropFirst("bytes ".count).trimmingCharacters(in: .whitespaces)
-        guard let dash = spec.firstIndex(of: "-") else { return nil }
-        return Int64(spec[..<dash])
-    }
-
-    /// `Content-Range: bytes a-b/n` as numbers, `n` `nil` when it is `*` (unknown); `nil` when malformed.
-    static func contentRange(_ value: String?) -> (start: Int64, end: Int64, completeLength: Int64?)? {
-        guard let value, let start = rangeStart(value) else { return nil }
-        let spec = value.trimmingCharacters(in: .whitespaces).dropFirst("bytes ".count)
-        guard let dash = spec.firstIndex(of: "-"), let slash = spec.firstIndex(of: "/"), dash < slash,
-            let end = Int64(spec[spec.index(after: dash)..<slash].trimmingCharacters(in: .whitespaces)), end >= start
-        else { return nil }
-        let total = spec[spec.index(after: slash)...].trimmingCharacters(in: .whitespaces)
-        if total == "*" { return (start, end, nil) }
-        guard let length = Int64(total) else { return nil }
-        return (start, end, length)
-    }
-
     /// Why a `206` continuing a file is of another version than the file's, or `nil`: its `ETag` is not the
     /// strong tag `validator` names, or, for a date validator, its `Last-Modified` is another date. A server
     /// that ignores `If-Range` answers a range of the changed resource, which the file must not take.
@@ -223,5 +200,33 @@ final class FileBodySink: BodySink {
         guard let modified = response.headers["Last-Modified"], modified != validator else { return nil }
         return "The server answered the resumed download with another version of the file (Last-Modified "
             + "\(modified), not \(validator))."
+    }
+}
+
+/// The `Content-Range` field of a `206` (RFC 9110 §14.4), as a resumed download checks it: package-level so that
+/// the fuzz target reaches it.
+package enum ContentRange {
+    /// The first byte of `Content-Range: bytes a-b/n`.
+    package static func start(_ value: String?) -> Int64? {
+        guard let value else { return nil }
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
+        let spec = trimmed.dropFirst("bytes ".count).trimmingCharacters(in: .whitespaces)
+        guard let dash = spec.firstIndex(of: "-") else { return nil }
+        return Int64(spec[..<dash])
+    }
+
+    /// `Content-Range: bytes a-b/n` as numbers, `n` `nil` when it is `*` (unknown); `nil` when malformed, and
+    /// when the range is invalid (RFC 9110 §14.4): `b` before `a`, or `n` not after `b`. So `0 <= a <= b < n`.
+    package static func parse(_ value: String?) -> (start: Int64, end: Int64, completeLength: Int64?)? {
+        guard let value, let start = start(value) else { return nil }
+        let spec = value.trimmingCharacters(in: .whitespaces).dropFirst("bytes ".count)
+        guard let dash = spec.firstIndex(of: "-"), let slash = spec.firstIndex(of: "/"), dash < slash,
+            let end = Int64(spec[spec.index(after: dash)..<slash].trimmingCharacters(in: .whitespaces)), end >= start
+        else { return nil }
+        let total = spec[spec.index(after: slash)...].trimmingCharacters(in: .whitespaces)
+        if total == "*" { return (start, end, nil) }
+        guard let length = Int64(total), end < length else { return nil }
+        return (start, end, length)
     }
 }

@@ -142,50 +142,56 @@ extension AuthenticationChallenge {
     /// Splits one `WWW-Authenticate` value into challenges: a scheme token starts a challenge, and the
     /// parameters that follow belong to it, by lower-cased name, the first of a repeated one kept (quoted
     /// strings may contain commas).
+    ///
+    /// The value is scanned by Unicode scalar, as its bytes would be, not by Character: a space, comma, `=` or
+    /// quote followed by a combining mark is one Character with it, yet it still separates or quotes.
     static func challenges(in value: String) -> [(scheme: String, parameters: [String: String])] {
         var result: [(scheme: String, parameters: [String: String])] = []
-        var index = value.startIndex
+        let scalars = value.unicodeScalars
+        var index = scalars.startIndex
         func skipSpacesAndCommas() {
-            while index < value.endIndex, value[index] == " " || value[index] == "," || value[index] == "\t" {
-                index = value.index(after: index)
+            while index < scalars.endIndex, scalars[index] == " " || scalars[index] == "," || scalars[index] == "\t" {
+                index = scalars.index(after: index)
             }
         }
         func token() -> String {
             let start = index
-            while index < value.endIndex, !" \t,=".contains(value[index]) { index = value.index(after: index) }
-            return String(value[start..<index])
+            while index < scalars.endIndex, !" \t,=".unicodeScalars.contains(scalars[index]) {
+                index = scalars.index(after: index)
+            }
+            return String(Substring(scalars[start..<index]))
         }
         func parameterValue() -> String {
-            guard index < value.endIndex else { return "" }
-            if value[index] == "\"" {
-                index = value.index(after: index)
-                var text = ""
-                while index < value.endIndex, value[index] != "\"" {
-                    if value[index] == "\\", value.index(after: index) < value.endIndex {
-                        index = value.index(after: index)
+            guard index < scalars.endIndex else { return "" }
+            if scalars[index] == "\"" {
+                index = scalars.index(after: index)
+                var text = String.UnicodeScalarView()
+                while index < scalars.endIndex, scalars[index] != "\"" {
+                    if scalars[index] == "\\", scalars.index(after: index) < scalars.endIndex {
+                        index = scalars.index(after: index)
                     }
-                    text.append(value[index])
-                    index = value.index(after: index)
+                    text.append(scalars[index])
+                    index = scalars.index(after: index)
                 }
-                if index < value.endIndex { index = value.index(after: index) }
-                return text
+                if index < scalars.endIndex { index = scalars.index(after: index) }
+                return String(text)
             }
             return token()
         }
-        while index < value.endIndex {
+        while index < scalars.endIndex {
             skipSpacesAndCommas()
             let name = token()
             guard !name.isEmpty else {
-                if index < value.endIndex { index = value.index(after: index) }
+                if index < scalars.endIndex { index = scalars.index(after: index) }
                 continue
             }
-            while index < value.endIndex, value[index] == " " || value[index] == "\t" {
-                index = value.index(after: index)
+            while index < scalars.endIndex, scalars[index] == " " || scalars[index] == "\t" {
+                index = scalars.index(after: index)
             }
-            if index < value.endIndex, value[index] == "=" {
+            if index < scalars.endIndex, scalars[index] == "=" {
                 // A parameter of the current challenge.
-                index = value.index(after: index)
-                while index < value.endIndex, value[index] == " " { index = value.index(after: index) }
+                index = scalars.index(after: index)
+                while index < scalars.endIndex, scalars[index] == " " { index = scalars.index(after: index) }
                 let parameter = parameterValue()
                 let key = name.lowercased()
                 if !result.isEmpty, result[result.count - 1].parameters[key] == nil {

@@ -24,6 +24,8 @@ public enum RetryAfter {
     /// - Parameter text: The date.
     /// - Returns: The date, or `nil` when it is not one.
     public static func httpDate(_ text: String) -> Date? {
+        // Not a DateFormatter's to read when it is not ASCII (see ResponseCachePolicy.mayBeHTTPDate).
+        guard ResponseCachePolicy.mayBeHTTPDate(text) else { return nil }
         for format in formats {
             let formatter = DateFormatter()
             formatter.locale = Locale(identifier: "en_US_POSIX")

@@ -388,8 +388,9 @@ public final class DiskResponseCache: ResponseCache {
     }
 }
 
-/// What the index keeps of a response besides its body.
-private struct StoredHead: Codable {
+/// What the index keeps of a response besides its body: the `head` column, as JSON. Internal rather than
+/// private so that the fuzz target and its regression test can decode what a damaged index might hold.
+struct StoredHead: Codable {
     var url: URL
     var statusCode: Int
     var httpVersion: String

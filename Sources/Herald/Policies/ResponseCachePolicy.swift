@@ -423,10 +423,18 @@ enum ResponseCachePolicy {
         (3, ","), (4, " "), (7, " "), (11, " "), (16, " "), (19, ":"), (22, ":"), (25, " "),
     ].map { ($0, UInt8(ascii: $1)) }
 
+    /// Whether `text` may be an HTTP date: printable ASCII (and tabs), as all three formats of RFC 9110 §5.6.7
+    /// are. Only such text is given to a `DateFormatter`: Foundation's traps when its parse stops inside a
+    /// Character (a letter followed by a combining mark, the CR of a CRLF), and the server chooses the text.
+    static func mayBeHTTPDate(_ text: String) -> Bool {
+        text.utf8.allSatisfy { $0 == 0x09 || (0x20...0x7E).contains($0) }
+    }
+
     /// Parses an HTTP date in any of the three formats RFC 9110 §5.6.7 allows. The two with a zone must
     /// name `GMT` (in any case, as browsers read it): `UTC` or any other zone makes the date invalid.
     static func parseDate(_ text: String) -> Date? {
         var trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard mayBeHTTPDate(trimmed) else { return nil }
         let zoned = trimmed.lowercased().hasSuffix(" gmt")
         if zoned { trimmed = trimmed.dropLast(3) + "GMT" }
         if zoned, let date = imfFixdate(trimmed) { return date }

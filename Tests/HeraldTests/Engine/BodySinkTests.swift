@@ -280,6 +280,9 @@ struct BodySinkTests {
             ("bytes 100-999/1000", "\"v1\"", nil, true),
             ("bytes 100-999/*", "\"v1\"", nil, true),
             ("bytes 100-999/1000", nil, nil, true),
+            // An end past the length: refused, not an overflow computing the end of the range.
+            ("bytes 100-9223372036854775807/1000", "\"v1\"", nil, false),
+            ("bytes 100-x/1000", "\"v1\"", nil, false),
         ])
     func resumedFileChecksTheRange(contentRange: String, entityTag: String?, lastModified: String?, continues: Bool)
         throws
@@ -313,13 +316,16 @@ struct BodySinkTests {
     @Test("Content-Range parses to its start, end and complete length; a malformed one to nothing")
     func contentRangeParsing() {
         #expect(
-            FileBodySink.contentRange("bytes 0-9/10").map { [$0.start, $0.end, $0.completeLength ?? -1] } == [0, 9, 10])
+            ContentRange.parse("bytes 0-9/10").map { [$0.start, $0.end, $0.completeLength ?? -1] } == [0, 9, 10])
         #expect(
-            FileBodySink.contentRange(" bytes 5-9/* ").map { [$0.start, $0.end, $0.completeLength ?? -1] } == [
+            ContentRange.parse(" bytes 5-9/* ").map { [$0.start, $0.end, $0.completeLength ?? -1] } == [
                 5, 9, -1,
             ])
-        for malformed in ["bytes 9-5/10", "bytes 0-9", "bytes x-9/10", "items 0-9/10", "bytes 0-9/ten"] {
-            #expect(FileBodySink.contentRange(malformed) == nil, "\(malformed)")
+        for malformed in [
+            "bytes 9-5/10", "bytes 0-9", "bytes x-9/10", "items 0-9/10", "bytes 0-9/ten", "bytes 0-10/10",
+            "bytes 5-9223372036854775807/1",
+        ] {
+            #expect(ContentRange.parse(malformed) == nil, "\(malformed)")
         }
     }
 
