@@ -47,6 +47,9 @@ extension TransferError {
         return TransferError(
             mapping.code,
             mapping.message,
+            // No route when the connection was tried: kept, so that a wait for connectivity can tell a network that
+            // was away (and may be back by the time the failure is looked at) from a server that refused.
+            underlying: rawCode == 7 && osErrno == ENETUNREACH ? POSIXError(.ENETUNREACH) : nil,
             curlCode: rawCode,
             curlMessage: curlMessage.isEmpty ? nil : curlMessage,
             url: url,

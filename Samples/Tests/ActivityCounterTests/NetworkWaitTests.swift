@@ -57,7 +57,7 @@ struct NetworkWaitTests {
         }
         #expect(status == 0)
         let run = try await process.finish()
-        #expect(run.status == 0, "stderr: \(run.stderr)")
+        #expect(run.status == 0, "stderr: \(run.stderr)\nstdout: \(run.stdout)")
         #expect(run.stderr.components(separatedBy: "waiting for the network").count == 2, "said once: \(run.stderr)")
     }
 

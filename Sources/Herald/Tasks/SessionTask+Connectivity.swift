@@ -22,9 +22,15 @@ extension SessionTask {
         else { return false }
         // Through an explicit proxy the connection that failed was the proxy's: the network in general decides.
         let target = session.configuration.proxy == nil ? ReachabilityTarget(host: url.host ?? "") : .anyNetwork
-        // A route exists: the failure is the server's (refused, unknown name), not the network's.
+        // A route exists: the failure is the server's (refused, unknown name), not the network's — unless the
+        // connection failed for want of a route and the route came back since: then the task's first wait ends at
+        // once (`whenReachable` runs it) and the attempt starts again. Only the first, so a kernel that keeps
+        // refusing a route the table shows can't make a task retry without end.
+        let hadNoRoute =
+            (failure.underlying as? POSIXError)?.code == .ENETUNREACH
+            && machine({ $0.hops.connectivityWaits }) == 0
         guard let query = try? NetlinkQuery(), let table = try? query.readTable(),
-            let now = try? query.status(of: target, in: table), !now.isReachable,
+            let now = try? query.status(of: target, in: table), !now.isReachable || hadNoRoute,
             let monitor = ConnectivityMonitors.monitor(for: session.engine)
         else { return false }
         let wait = ConnectivityWait()

@@ -24,7 +24,8 @@ extension MetricsObserver {
     public static func prometheusName(_ name: String, unit: String, isCounter: Bool) -> String {
         var result = String(
             name.unicodeScalars.enumerated().map { index, scalar -> Character in
-                let isLetter = ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || scalar == "_"
+                let isLetter =
+                    ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || scalar == "_"
                     || scalar == ":"
                 let isDigit = ("0"..."9").contains(scalar)
                 return isLetter || (isDigit && index > 0) ? Character(scalar) : "_"
@@ -71,8 +72,16 @@ extension MetricsObserver {
         let labels = dimensions.compactMap { key, value in
             key == "unit" || key == "description" ? nil : (prometheusLabelName(key), value)
         }
-        return (instrument.prometheusName, labels)
+        // swift-prometheus stops the process when one name is made both with and without labels (a connection
+        // closed before it had a peer address, then one that had, without `server.address`): an instrument that
+        // may carry attributes is never made without any.
+        guard labels.isEmpty, !instrument.attributes.isEmpty else { return (instrument.prometheusName, labels) }
+        return (instrument.prometheusName, [prometheusPlaceholderLabel])
     }
+
+    /// The label ``prometheusNameAndLabels(_:_:)`` gives a metric that may carry attributes and has none:
+    /// `herald_unlabeled="true"`, as the fleet sample's `HeraldPrometheusFactory` does.
+    public static let prometheusPlaceholderLabel = (name: "herald_unlabeled", value: "true")
 
     /// The advised buckets of the timers (``advisedDurationBuckets``, ``advisedConnectionDurationBuckets``) as
     /// `Duration`s, keyed by the Prometheus names ``prometheusNameAndLabels(_:_:)`` gives:

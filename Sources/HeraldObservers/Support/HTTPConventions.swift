@@ -40,11 +40,16 @@ extension URL {
         }
         if let items = components.percentEncodedQueryItems {
             components.percentEncodedQueryItems = items.map { item in
-                guard item.value != nil, queryItems.contains(item.name.lowercased()) else { return item }
+                guard item.value != nil, queryItems.contains(Self.queryItemName(item.name)) else { return item }
                 return URLQueryItem(name: item.name, value: LogRedaction.placeholder)
             }
         }
         return components.string ?? LogRedaction.placeholder
+    }
+
+    /// A query item's name as the server reads it (`%73ig` is `sig`), lowercased, to compare with redacted names.
+    private static func queryItemName(_ percentEncoded: String) -> String {
+        (percentEncoded.removingPercentEncoding ?? percentEncoded).lowercased()
     }
 
     /// The secrets this URL carries in clear: its password and the values of the query items named in
@@ -57,7 +62,9 @@ extension URL {
             secrets.insert(password.removingPercentEncoding ?? password)
         }
         for item in components.percentEncodedQueryItems ?? [] {
-            guard let value = item.value, !value.isEmpty, queryItems.contains(item.name.lowercased()) else { continue }
+            guard let value = item.value, !value.isEmpty, queryItems.contains(Self.queryItemName(item.name)) else {
+                continue
+            }
             secrets.insert(value)
             secrets.insert(value.removingPercentEncoding ?? value)
         }

@@ -1,0 +1,244 @@
+import CoreMetrics
+import Foundation
+import Herald
+import HeraldNotifications
+import HeraldObservers
+import HeraldTesting
+import InMemoryLogging
+import InMemoryTracing
+import Logging
+import MetricsTestKit
+import Synchronization
+import Testing
+
+/// The ready observers together (metrics, tracing, the activity indicator, logging) over real sessions and a
+/// loopback server, through the lifecycle's corners: every count back to zero, every span ended once.
+@Suite("The ready observers across the lifecycle's corners")
+struct ObserverLifecycleCornerTests {
+    final class Rig: @unchecked Sendable {
+        let server: TestServer
+        let center = NotificationHub()
+        let metrics = TestMetrics()
+        let tracer = InMemoryTracer()
+        let logHandler = InMemoryLogHandler()
+        let indicator = NetworkActivityIndicator(activationDelay: 0, completionDelay: 0)
+        let logging: LoggingObserver
+        var tokens: [ObservationToken] = []
+        let recorder: RecordingObserver
+
+        init(server: TestServer) {
+            self.server = server
+            var logger = Logger(label: "corners") { [logHandler] _ in logHandler }
+            logger.logLevel = .trace
+            logging = LoggingObserver(logger: logger)
+            tokens = [
+                MetricsObserver(factory: metrics, configuration: .init()).observe(center),
+                TracingObserver(tracer: tracer).observe(center),
+                indicator.observe(center),
+                logging.observe(center),
+            ]
+            recorder = RecordingObserver(center: center)
+        }
+
+        func session(_ configuration: SessionConfiguration = .default) -> SessionManager {
+            SessionManager(configuration: configuration, notificationCenter: center)
+        }
+
+        var activeRequests: Double {
+            metrics.meters.filter { $0.label == MetricsObserver.Name.activeRequests }.compactMap(\.lastValue).reduce(
+                0, +)
+        }
+    }
+
+    static func settled(_ rig: Rig, completions: Int) async throws {
+        try await rig.recorder.waitForCompletions(completions, timeout: .seconds(30))
+        await rig.center.drain()
+    }
+
+    static func expectBalanced(_ rig: Rig, spans: Int, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(rig.activeRequests == 0, "active requests \(rig.activeRequests)", sourceLocation: sourceLocation)
+        #expect(rig.indicator.runningTaskCount == 0, sourceLocation: sourceLocation)
+        #expect(
+            rig.tracer.activeSpans.isEmpty, "open spans: \(rig.tracer.activeSpans.map(\.operationName))",
+            sourceLocation: sourceLocation)
+        #expect(
+            rig.tracer.finishedSpans.count == spans, "finished \(rig.tracer.finishedSpans.count)",
+            sourceLocation: sourceLocation)
+    }
+
+    @Test("cancel before resume; suspended for ever then invalidated: counts back to zero, spans end once")
+    func cancelAndSuspendedForever() async throws {
+        let server = try await TestServer.start()
+        let rig = Rig(server: server)
+        let session = rig.session()
+        let never = try session.dataTask(with: Request(url: server.url("/json")))
+        never.cancel()
+        let suspended = try session.dataTask(with: Request(url: server.url("/bytes/1048576?delayMs=50&chunkSize=1024")))
+        suspended.resume()
+        suspended.suspend()
+        try await rig.recorder.waitUntil { $0.contains { $0.kind == .suspend } }
+        await session.invalidateAndWait(cancelingTasks: true)
+        try await Self.settled(rig, completions: 2)
+        Self.expectBalanced(rig, spans: 1)
+        let span = try #require(rig.tracer.finishedSpans.first)
+        #expect(span.status?.code == .error)
+        #expect(span.attributes.get("error.type") == .string("cancelled"))
+        try await server.shutdown()
+    }
+
+    @Test("retries with and without delay, redirects, a cache hit, a data task become download: all balanced")
+    func retriesRedirectsCacheDownload() async throws {
+        let server = try await TestServer.start()
+        let rig = Rig(server: server)
+        var configuration = SessionConfiguration()
+        configuration.responseCache = InMemoryResponseCache()
+        let session = rig.session(configuration)
+        session.responseSerializer = DataResponseSerializer()
+        session.interceptor = RetryPolicy(backoffScale: 0.05, maximumBackoff: 0.1)
+        let becomes = Mutex(Set<Int>())
+        session.dataTaskDidReceiveResponse = { task, _ in
+            becomes.withLock { $0.contains(task.taskIdentifier) } ? .becomeDownload : .allow
+        }
+        let cached = Request(url: server.url("/headers?Cache-Control=max-age%3D600"))
+        _ = try await session.data(for: cached)
+        let requests = [
+            Request(url: server.url("/flaky?key=a&fail=2")),
+            Request(url: server.url("/flaky?key=b&fail=1&retry-after=0")),
+            Request(url: server.url("/redirect/3")),
+            cached,
+            Request(url: server.url("/bytes/65536")),
+        ]
+        var tasks: [SessionTask] = []
+        for request in requests {
+            let task = try session.dataTask(with: request)
+            tasks.append(task)
+        }
+        becomes.withLock { _ = $0.insert(tasks.last!.taskIdentifier) }
+        for task in tasks { task.resume() }
+        try await Self.settled(rig, completions: 6)
+        #expect(tasks.allSatisfy { $0.error == nil }, "\(tasks.map { $0.error?.message ?? "ok" })")
+        Self.expectBalanced(rig, spans: 6)
+        for span in rig.tracer.finishedSpans {
+            #expect(span.status == nil, "\(span.attributes)")
+            #expect(span.attributes.get("http.response.status_code") == .int64(200))
+            // network.protocol.version, except a pure cache hit
+            if span.attributes.get("herald.response.source") == .string("network") {
+                #expect(span.attributes.get("network.protocol.version") == .string("1.1"))
+            }
+        }
+        let redirected = rig.tracer.finishedSpans.first {
+            "\($0.attributes.get("url.full").map { "\($0)" } ?? "")".contains("/redirect/3")
+        }
+        #expect(redirected?.attributes.get("http.request.resend_count") == .int64(3))
+        let flaky = rig.tracer.finishedSpans.first {
+            "\($0.attributes.get("url.full").map { "\($0)" } ?? "")".contains("key=a")
+        }
+        #expect(flaky?.attributes.get("http.request.resend_count") == .int64(2))
+        await session.invalidateAndWait()
+        await rig.center.drain()
+        Self.expectBalanced(rig, spans: 6)
+        try await server.shutdown()
+    }
+
+    @Test("a slow completion handler and a throwing serializer: balanced")
+    func slowHandlerAndThrowingSerializer() async throws {
+        struct Refuses: ResponseSerializer {
+            func serialize(response: HTTPResponse, data: Data) throws(HeraldError) -> Int {
+                throw HeraldError(.serializationFailed, "no")
+            }
+        }
+        let server = try await TestServer.start()
+        let rig = Rig(server: server)
+        let session = rig.session()
+        session.responseSerializer = Refuses()
+        let slow = try session.dataTask(with: Request(url: server.url("/json"))) { _, _, _ in
+            Thread.sleep(forTimeInterval: 0.3)
+        }
+        let other = try session.dataTask(with: Request(url: server.url("/json")))
+        slow.resume()
+        other.resume()
+        try await Self.settled(rig, completions: 2)
+        Self.expectBalanced(rig, spans: 2)
+        #expect(rig.tracer.finishedSpans.allSatisfy { $0.status?.code == .error })
+        await session.invalidateAndWait()
+        try await server.shutdown()
+    }
+
+    @Test("url.full and logs carry no credentials or signature, however the query item name is spelled")
+    func redaction() async throws {
+        let server = try await TestServer.start()
+        let rig = Rig(server: server)
+        let session = rig.session()
+        var components = URLComponents(url: server.url("/json"), resolvingAgainstBaseURL: false)!
+        components.user = "bob"
+        components.password = "pw-secret-1"
+        components.percentEncodedQuery = "X-Amz-Signature=sig-secret-2&%73ig=sig-secret-3&Signature=sig-secret-4"
+        let task = try session.dataTask(with: Request(url: components.url!))
+        task.resume()
+        try await Self.settled(rig, completions: 1)
+        await rig.logging.flush()
+        let span = try #require(rig.tracer.finishedSpans.first)
+        let url = span.attributes.get("url.full").map { "\($0)" } ?? ""
+        let logs = rig.logHandler.entries.map { "\($0.message) \($0.metadata)" }.joined(separator: "\n")
+        for secret in ["pw-secret-1", "sig-secret-2", "sig-secret-3", "sig-secret-4"] {
+            #expect(!url.contains(secret), "url.full: \(url)")
+            #expect(!logs.contains(secret), "log has \(secret)")
+        }
+        await session.invalidateAndWait()
+        try await server.shutdown()
+    }
+
+    @Test("metrics observers registered and released from many threads while tasks run: active requests back to 0")
+    func observerChurn() async throws {
+        let server = try await TestServer.start()
+        let center = NotificationHub()
+        let metrics = TestMetrics()
+        let session = SessionManager(notificationCenter: center)
+        let recorder = RecordingObserver(center: center)
+        let count = 200
+        let tasks = try (0..<count).map { i in
+            try session.dataTask(with: Request(url: server.url(i % 3 == 0 ? "/delay/20" : "/json")))
+        }
+        let stop = Atomic<Bool>(false)
+        let finished = DispatchGroup()
+        let threads = (0..<4).map { n in
+            Thread {
+                defer { finished.leave() }
+                var i = 0
+                while !stop.load(ordering: .relaxed) {
+                    let indicator = NetworkActivityIndicator(activationDelay: 0, completionDelay: 0)
+                    let observer = MetricsObserver(factory: metrics)
+                    let delivery: NotificationDelivery = (i + n) % 2 == 0 ? .posting : .queue(.global())
+                    let tokens = [
+                        observer.observe(center, delivery: delivery), indicator.observe(center, delivery: delivery),
+                    ]
+                    i += 1
+                    for token in tokens { token.cancel() }
+                }
+            }
+        }
+        for thread in threads {
+            finished.enter()
+            thread.start()
+        }
+        DispatchQueue.concurrentPerform(iterations: count) { index in
+            tasks[index].resume()
+            if index % 5 == 0 { tasks[index].suspend(); tasks[index].resume() }
+        }
+        try await recorder.waitForCompletions(count, timeout: .seconds(60))
+        stop.store(true, ordering: .relaxed)
+        await center.drain()
+        // Observers released: what each added it took back.
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                finished.wait()
+                continuation.resume()
+            }
+        }
+        let active = metrics.meters.filter { $0.label == MetricsObserver.Name.activeRequests }
+        let total = active.compactMap(\.lastValue).reduce(0, +)
+        #expect(total == 0, "\(active.map { ($0.dimensions, $0.lastValue ?? .nan) })")
+        await session.invalidateAndWait()
+        try await server.shutdown()
+    }
+}
