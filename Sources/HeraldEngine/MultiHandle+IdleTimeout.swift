@@ -14,8 +14,18 @@ extension MultiHandle {
         idleCheckDue = nil
         let now = ActivityClock.now
         var idle: [Transfer] = []
+        var timedOut: [Transfer] = []
         var next: UInt64?
         for transfer in transfers {
+            if transfer.isParked, let resourceTimeout = transfer.resourceTimeout {
+                // Out of curl (MultiHandle.park), whose own timeout can't end it.
+                let due = transfer.firstAddedAt &+ resourceTimeout
+                if now >= due {
+                    timedOut.append(transfer)
+                    continue
+                }
+                next = min(next ?? due, due)
+            }
             guard let idleTimeout = transfer.idleTimeout else { continue }
             // Held by the user or its task, a transfer isn't idle: look at it again a timeout from now.
             var due = now &+ idleTimeout
@@ -32,6 +42,9 @@ extension MultiHandle {
         }
         for transfer in idle {
             remove(transfer, error: transfer.idleTimeoutError)
+        }
+        for transfer in timedOut {
+            remove(transfer, error: transfer.resourceTimeoutError)
         }
         if let next { scheduleIdleCheck(at: next) }
     }

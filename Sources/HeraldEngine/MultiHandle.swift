@@ -129,11 +129,54 @@ package final class MultiHandle: @unchecked Sendable {
         transfer.recentFieldValues = engine.recentFieldValues
         insert(transfer)
         transfer.addedAt = QueueClock.now
+        transfer.firstAddedAt = ActivityClock.now
         let code = curl_multi_add_handle(multi, easy)
         if code != CURLM_OK {
             _ = takeOut(transfer)
             transfer.connections = nil
             transfer.finish(error: TransferError(.internal, "curl_multi_add_handle failed (\(code.rawValue))."))
+            return
+        }
+        if let idleTimeout = transfer.idleTimeout {
+            scheduleIdleCheck(at: transfer.lastActivity &+ idleTimeout &+ 1)
+        }
+    }
+
+    /// Takes a transfer whose pause curl refused (it has no connection yet) out of curl while it stays in the
+    /// pool: left in curl, it would still take a connection when one is free (the per-host limit's), and hold
+    /// it paused, so that requests the user did not suspend wait for it. Nothing was sent without a
+    /// connection, so ``unpark(_:)`` adds it again from the start. Loop thread only, outside curl callbacks.
+    func park(_ transfer: Transfer) {
+        guard transfer.machine.isPausePending, !transfer.isParked, let easy = transfer.easyHandle, isInPool(transfer)
+        else { return }
+        curl_multi_remove_handle(multi, easy)
+        connections.detach(transfer)
+        transfer.isParked = true
+        // Out of curl, its resource timeout is the idle check's (checkIdleTransfers).
+        if let resourceTimeout = transfer.resourceTimeout {
+            scheduleIdleCheck(at: transfer.firstAddedAt &+ resourceTimeout)
+        }
+    }
+
+    /// Adds a parked transfer to curl again, the user having resumed it. Loop thread only, outside curl callbacks.
+    func unpark(_ transfer: Transfer) {
+        guard transfer.isParked, let easy = transfer.easyHandle, isInPool(transfer) else { return }
+        transfer.isParked = false
+        // The progress callback was turned on for the pending pause, which is gone.
+        herald_easy_setopt_long(easy, CURLOPT_NOPROGRESS, 1)
+        // curl counts its timeout from the add: what is left of the transfer's, counted from its first add.
+        if let resourceTimeout = transfer.resourceTimeout {
+            let spent = ActivityClock.now &- transfer.firstAddedAt
+            guard spent < resourceTimeout else { return remove(transfer, error: transfer.resourceTimeoutError) }
+            herald_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, Int((resourceTimeout - spent) / 1_000_000)))
+            // No longer the profile's value: the handle is reset before another transfer takes it.
+            transfer.profile = nil
+        }
+        transfer.addedAt = QueueClock.now
+        transfer.lastActivity = ActivityClock.now
+        let code = curl_multi_add_handle(multi, easy)
+        if code != CURLM_OK {
+            remove(transfer, error: TransferError(.internal, "curl_multi_add_handle failed (\(code.rawValue))."))
             return
         }
         if let idleTimeout = transfer.idleTimeout {

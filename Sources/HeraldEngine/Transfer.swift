@@ -75,6 +75,9 @@ package final class Transfer: @unchecked Sendable {
     @exclusivity(unchecked) var source: (any BodySource)?
     @exclusivity(unchecked) var sink: any BodySink = MemoryBodySink()
     @exclusivity(unchecked) var bodyBytesSent: Int64 = 0
+    /// Whether the transfer is out of curl, but still in its pool, because its pause came before it had a
+    /// connection (``MultiHandle/park(_:)``). Loop thread only.
+    @exclusivity(unchecked) var isParked = false
     /// Whether the read callback paused sending because a streamed body's reader had nothing yet (or the body
     /// was rewound): the reader's wake (`bodyAvailable`) unpauses it. Loop thread only.
     @exclusivity(unchecked) var isWaitingForBody = false
@@ -92,6 +95,11 @@ package final class Transfer: @unchecked Sendable {
     /// How long, in nanoseconds, no byte may move before the transfer fails with `timedOut` (the request
     /// timeout), made once for the multi handle's idle check; `nil` for none.
     let idleTimeout: UInt64?
+    /// The resource timeout in nanoseconds, `nil` for none: curl's own (`CURLOPT_TIMEOUT_MS`) ends the transfer
+    /// while it is in curl; this one a parked transfer's (``isParked``). Counted from ``firstAddedAt``.
+    let resourceTimeout: UInt64?
+    /// When the transfer first joined its multi handle, on ``ActivityClock``. Loop thread only.
+    @exclusivity(unchecked) var firstAddedAt: UInt64 = 0
     let startDate = Date()
     /// When the transfer was last added to its multi handle, on ``QueueClock``; 0 before. Loop thread only.
     @exclusivity(unchecked) var addedAt: UInt64 = 0
@@ -110,6 +118,9 @@ package final class Transfer: @unchecked Sendable {
     package init(request: consuming TransferRequest, delegate: any TransferDelegate) {
         self.delegate = delegate
         self.idleTimeout = request.requestTimeout > 0 ? ActivityClock.nanoseconds(request.requestTimeout) : nil
+        self.resourceTimeout =
+            request.resourceTimeout > 0 && request.resourceTimeout.isFinite
+            ? ActivityClock.nanoseconds(request.resourceTimeout) : nil
         if case .memory = request.sink { collectsBodyInMemory = true } else { collectsBodyInMemory = false }
         self.errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
         self.errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
@@ -120,6 +131,12 @@ package final class Transfer: @unchecked Sendable {
     deinit {
         if let easyHandle { curl_easy_cleanup(easyHandle) }
         errorBuffer.deallocate()
+    }
+
+    /// The error of a parked transfer whose resource timeout passed.
+    var resourceTimeoutError: TransferError {
+        TransferError(
+            .timedOut, "The request did not finish within \(request.resourceTimeout) seconds.", url: request.url)
     }
 
     /// The error of a transfer no byte moved for within its idle timeout.

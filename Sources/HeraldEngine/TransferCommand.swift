@@ -33,8 +33,13 @@ extension MultiHandle {
             add(transfer)
         case .pause(let transfer):
             transfer.pause()
+            park(transfer)
         case .unpause(let transfer):
-            if let error = transfer.unpause() { remove(transfer, error: error) }
+            if let error = transfer.unpause() {
+                remove(transfer, error: error)
+            } else {
+                unpark(transfer)
+            }
         case .resumeReceiving(let transfer):
             if let error = transfer.consumerDidDrain() { remove(transfer, error: error) }
         case .bodyAvailable(let transfer):

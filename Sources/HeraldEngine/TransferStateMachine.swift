@@ -328,6 +328,12 @@ struct TransferStateMachine {
         }
     }
 
+    /// Whether a user's pause waits for a connection to apply to.
+    var isPausePending: Bool {
+        guard case .pausePending = state else { return false }
+        return true
+    }
+
     /// Why a callback stopped the transfer, if one did.
     var abortError: TransferError? {
         guard case .aborted(let error, _) = state else { return nil }

@@ -86,4 +86,32 @@ struct ConnectionKeepingTests {
         #expect(fixture.recorder.timeline(ofTask: second.taskIdentifier) == [.resume, .suspend, .resume, .complete])
         try await fixture.tearDown()
     }
+
+    @Test("a task suspended before it has a connection takes none: the running tasks behind it get theirs")
+    func suspendedBeforeConnectionTakesNone() async throws {
+        var configuration = SessionConfiguration()
+        configuration.maximumConnectionsPerHost = 1
+        configuration.timeoutIntervalForRequest = 10
+        let fixture = try await SessionFixture.make(configuration: configuration, serializer: DataResponseSerializer())
+        let server = fixture.server
+        // Suspended at once, before curl has given it the connection: curl can't pause it yet.
+        let suspended = try fixture.session.dataTask(with: Request(url: server.url("/json?task=suspended")))
+        suspended.resume()
+        suspended.suspend()
+        // Each waits for the one connection; none may wait for the suspended task.
+        let running = try (0..<3).map { index in
+            try fixture.session.dataTask(with: Request(url: server.url("/json?task=running-\(index)")))
+        }
+        for task in running { task.resume() }
+        try await fixture.recorder.waitForCompletions(3, timeout: .seconds(30))
+        for task in running { #expect(task.error == nil, "\(String(describing: task.error))") }
+        #expect(suspended.state == .suspended)
+        #expect(server.requests(forPath: "/json").count == 3)
+        suspended.resume()
+        try await fixture.recorder.waitForCompletions(4, timeout: .seconds(30))
+        #expect(suspended.error == nil)
+        #expect(server.requests(forPath: "/json").count == 4)
+        #expect(fixture.recorder.timeline(ofTask: suspended.taskIdentifier) == [.resume, .suspend, .resume, .complete])
+        try await fixture.tearDown()
+    }
 }
