@@ -53,7 +53,8 @@ for module in HeraldEngine HeraldCookies HeraldNetlink; do
     build_module "$module" "$root/Sources/$module"
 done
 (cd "$BUILD" && "$SWIFTC" "${flags[@]}" -module-name Herald -wmo "${includes[@]}" \
-    $(find "$root/Sources/Herald" -name '*.swift' | sort) "$root/Fuzz/HeraldFuzzTargets.swift" \
+    -D HERALD_FUZZ_BUILD $(find "$root/Sources/Herald" -name '*.swift' | sort) "$root/Fuzz/HeraldFuzzTargets.swift" \
+    "$root/Tests/HeraldTests/Reliability/FuzzChecks.swift" \
     HeraldNotifications.o Instrumentation.o HeraldEngine.o HeraldCookies.o HeraldNetlink.o CHeraldThread.o CNetlink.o \
     -lcurl -luv -lidn2 -lsqlite3 -o herald-fuzz \
     2> >(grep -v "Cannot export local symbol" >&2))
