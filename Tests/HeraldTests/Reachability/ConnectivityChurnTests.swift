@@ -85,13 +85,7 @@ extension ReachabilityNamespaceTests {
 
     @Test("a waiting task suspended, the route back, then resumed: it completes; one wait notice")
     func suspendedWhileRouteReturns() async throws {
-        var configuration = SessionConfiguration()
-        configuration.waitsForConnectivity = true
-        let fixture = try await SessionFixture.make(configuration: configuration)
-        try await restoringNetwork {
-            try await NetworkNamespace.ip(contentsOf: Self.loopbackRoutesRemoved)
-            let task = try fixture.session.dataTask(with: Request(url: fixture.server.url("/json")))
-            task.resume()
+        try await withTaskWithoutRoute { fixture, task in
             let id = task.taskIdentifier
             try await fixture.recorder.waitUntil { $0.contains { $0.kind == .waiting } }
             task.suspend()
@@ -105,7 +99,6 @@ extension ReachabilityNamespaceTests {
             #expect(fixture.recorder.timeline(ofTask: id) == [.resume, .waiting, .suspend, .resume, .complete])
             #expect(task.error == nil)
         }
-        try await fixture.tearDown()
     }
 }
 

@@ -58,6 +58,24 @@ struct ReachabilityNamespaceTests {
         if let failure { throw failure }
     }
 
+    /// Runs `body` with a task of a session that waits for connectivity, resumed with its route removed (the
+    /// namespace's loopback routes put back afterwards), and the resource timeout `resourceTimeout` if given.
+    func withTaskWithoutRoute(
+        resourceTimeout: TimeInterval? = nil, _ body: (SessionFixture, DataTask) async throws -> Void
+    ) async throws {
+        var configuration = SessionConfiguration()
+        configuration.waitsForConnectivity = true
+        if let resourceTimeout { configuration.timeoutIntervalForResource = resourceTimeout }
+        let fixture = try await SessionFixture.make(configuration: configuration)
+        try await restoringNetwork {
+            try await NetworkNamespace.ip(contentsOf: Self.loopbackRoutesRemoved)
+            let task = try fixture.session.dataTask(with: Request(url: fixture.server.url("/json")))
+            task.resume()
+            try await body(fixture, task)
+        }
+        try await fixture.tearDown()
+    }
+
     /// A veth pair `name`/`name`p, both up, with `address` (a /24) on `name`.
     func vethPair(_ name: String, address: String) -> [String] {
         [
@@ -359,13 +377,7 @@ struct ReachabilityNamespaceTests {
 
     @Test("with waitsForConnectivity a task started with no route waits, then completes once the route is back")
     func waitsForTheRoute() async throws {
-        var configuration = SessionConfiguration()
-        configuration.waitsForConnectivity = true
-        let fixture = try await SessionFixture.make(configuration: configuration)
-        try await restoringNetwork {
-            try await NetworkNamespace.ip(contentsOf: Self.loopbackRoutesRemoved)
-            let task = try fixture.session.dataTask(with: Request(url: fixture.server.url("/json")))
-            task.resume()
+        try await withTaskWithoutRoute { fixture, task in
             let id = task.taskIdentifier
             let waiting = try await fixture.recorder.waitUntil { $0.contains { $0.kind == .waiting } }
             #expect(waiting.map(\.description) == ["resume#\(id)", "waiting#\(id)"])
@@ -377,37 +389,22 @@ struct ReachabilityNamespaceTests {
             #expect(task.error == nil)
             #expect(task.response?.statusCode == 200)
         }
-        try await fixture.tearDown()
     }
 
     @Test("a task waiting for connectivity fails with timedOut when the resource timeout ends first")
     func waitTimesOut() async throws {
-        var configuration = SessionConfiguration()
-        configuration.waitsForConnectivity = true
-        configuration.timeoutIntervalForResource = 1
-        let fixture = try await SessionFixture.make(configuration: configuration)
-        try await restoringNetwork {
-            try await NetworkNamespace.ip(contentsOf: Self.loopbackRoutesRemoved)
-            let task = try fixture.session.dataTask(with: Request(url: fixture.server.url("/json")))
-            task.resume()
+        try await withTaskWithoutRoute(resourceTimeout: 1) { fixture, task in
             let id = task.taskIdentifier
             let events = try await fixture.recorder.waitForCompletions(1)
             #expect(events.map(\.description) == ["resume#\(id)", "waiting#\(id)", "complete#\(id)"])
             #expect(task.error?.code == .timedOut)
             #expect((task.error?.underlying as? HeraldError)?.code == .cannotConnect)
         }
-        try await fixture.tearDown()
     }
 
     @Test("cancelling a task that waits for connectivity completes it at once as cancelled")
     func cancelWhileWaiting() async throws {
-        var configuration = SessionConfiguration()
-        configuration.waitsForConnectivity = true
-        let fixture = try await SessionFixture.make(configuration: configuration)
-        try await restoringNetwork {
-            try await NetworkNamespace.ip(contentsOf: Self.loopbackRoutesRemoved)
-            let task = try fixture.session.dataTask(with: Request(url: fixture.server.url("/json")))
-            task.resume()
+        try await withTaskWithoutRoute { fixture, task in
             let id = task.taskIdentifier
             try await fixture.recorder.waitUntil { $0.contains { $0.kind == .waiting } }
             task.cancel()
@@ -424,6 +421,5 @@ struct ReachabilityNamespaceTests {
             #expect(fixture.server.requestCount == 1)
             #expect(fixture.recorder.timeline(ofTask: id) == [.resume, .waiting, .complete])
         }
-        try await fixture.tearDown()
     }
 }
