@@ -152,6 +152,7 @@ struct ObserverLifecycleCornerTests {
         let session = rig.session()
         session.responseSerializer = Refuses()
         let slow = try session.dataTask(with: Request(url: server.url("/json"))) { _, _, _ in
+            // The slow user code under test (a completion handler that blocks), not a wait for an event.
             Thread.sleep(forTimeInterval: 0.3)
         }
         let other = try session.dataTask(with: Request(url: server.url("/json")))

@@ -32,6 +32,7 @@ struct FleetDemoSignalTests {
 
 /// A value shared between the test and the tasks that watch the demo.
 final class Locked<Value: Sendable>: @unchecked Sendable {
+    // Safety: `value` is read and written only while `lock` is held.
     private let lock = NSLock()
     private var value: Value
 
