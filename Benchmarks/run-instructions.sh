@@ -4,7 +4,8 @@
 # make bench-transfers. Instruction counts don't depend on what else the machine does, so a change to
 # the hot path can be judged without the noise of req/s.
 #
-# usage: Benchmarks/run-instructions.sh [--requests N] [--concurrency C] [--baseline B] [--runs R] [--top K] [--keep]
+# usage: Benchmarks/run-instructions.sh [--requests N] [--concurrency C] [--baseline B] [--runs R] [--top K]
+#                                       [--protocol http1|https1|h2] [--threads] [--c-herald-fields] [--keep]
 #
 # Each client runs twice under callgrind, for B (default 200) and N (default 2000) GETs of 1 KiB with C
 # (default 64) in flight; instructions per request = (Ir(N) − Ir(B)) / (N − B), so start-up and
@@ -14,6 +15,15 @@
 # (Ir) of the last N run,
 # from callgrind_annotate, demangled. Release builds: the C client at -O2, TransferBench with
 # `swift build -c release`. --keep keeps the temp dir with the callgrind.out files.
+#
+# --protocol picks what the GETs go over: http1 (the default, plain HTTP/1.1), https1 (HTTP/1.1 over TLS
+# 1.3, kept alive) or h2 (HTTP/2 over TLS 1.3, the requests multiplexed on one connection), against the
+# throwaway authority and nginx servers of run-transfers.sh. --threads also prints, for each client, the
+# instructions per request of every thread that ran at least 1% of them (callgrind --separate-threads),
+# named by the function that costs it most, so the busiest thread (the loop's) can be compared with C's one.
+# --c-herald-fields has the C client send the three request fields a Herald session sends by default
+# (`User-Agent`, `Accept-Language`, `Accept-Encoding`, as CURLOPT_HTTPHEADER lines of the same length), which
+# libcurl itself spends instructions on, so that the difference left is Herald's own.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -23,6 +33,9 @@ concurrency=64
 top=20
 runs=3
 keep=0
+protocol=http1
+threads=0
+c_herald_fields=0
 
 usage() { awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "${BASH_SOURCE[0]}"; }
 
@@ -33,6 +46,9 @@ while [ $# -gt 0 ]; do
         --concurrency) concurrency=${2:?}; shift 2 ;;
         --top) top=${2:?}; shift 2 ;;
         --runs) runs=${2:?}; shift 2 ;;
+        --protocol) protocol=${2:?}; shift 2 ;;
+        --threads) threads=1; shift ;;
+        --c-herald-fields) c_herald_fields=1; shift ;;
         --keep) keep=1; shift ;;
         -h | --help) usage; exit 0 ;;
         *) echo "run-instructions: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
@@ -42,6 +58,7 @@ for v in "$requests" "$baseline" "$concurrency" "$top" "$runs"; do
     [[ "$v" =~ ^[1-9][0-9]*$ ]] || { echo "run-instructions: '$v' is not a positive integer" >&2; exit 2; }
 done
 [ "$baseline" -lt "$requests" ] || { echo "run-instructions: --baseline must be below --requests" >&2; exit 2; }
+case "$protocol" in http1 | https1 | h2) ;; *) echo "run-instructions: unknown protocol '$protocol'" >&2; exit 2 ;; esac
 
 log() { echo "run-instructions: $*" >&2; }
 
@@ -79,10 +96,33 @@ swift_bin="$work/TransferBench"
 prefix="$work/nginx"
 mkdir -p "$prefix/www"
 head -c 1024 /dev/zero | tr '\0' 'h' >"$prefix/www/1k.bin"
+c_options=() swift_options=()
+if [ "$protocol" != http1 ]; then
+    tls="$work/tls"
+    make_throwaway_tls "$tls"
+    h2_listen=""
+    h2_directive=""
+    c_options=(--cacert "$tls/ca.pem")
+    swift_options=(--cacert "$tls/ca.pem" --http-version 1.1)
+    if [ "$protocol" = h2 ]; then
+        h2_listen_options
+        c_options+=(--http2)
+        swift_options=(--cacert "$tls/ca.pem" --http-version 2)
+    fi
+    nginx_extra_servers="    server { listen 127.0.0.1:@PORT+1@ ssl$h2_listen backlog=4096; $h2_directive
+        ssl_certificate $tls/server.pem; ssl_certificate_key $tls/server.key; ssl_protocols TLSv1.3;
+        server_name localhost; root @PREFIX@/www; location / { } }"
+fi
+if [ "$c_herald_fields" = 1 ]; then
+    curl_version=$(curl-config --version 2>/dev/null | sed 's/^libcurl //')
+    c_options+=(--header "User-Agent: Herald/0.0.0 libcurl/${curl_version:-7.88.1}" --header "Accept-Language: en;q=1"
+        --header "Accept-Encoding: deflate, gzip, br, zstd")
+fi
 chmod -R a+rX "$work"
 start_nginx "$prefix"
 url="http://127.0.0.1:$port/1k.bin"
-log "nginx (pid $nginx_pid) serving $url"
+[ "$protocol" = http1 ] || url="https://127.0.0.1:$((port + 1))/1k.bin"
+log "nginx (pid $nginx_pid) serving $url ($protocol)"
 
 # TransferBench runs its load on the main thread (valgrind 3.19 crashes in dispatchMain()'s thread exit).
 export TRANSFERBENCH_NO_DISPATCH_MAIN=1
@@ -91,10 +131,16 @@ export TRANSFERBENCH_NO_DISPATCH_MAIN=1
 measure() { # client n
     local client=$1 n=$2 out="$work/$1-$2.out" cmd
     case "$client" in
-        c) cmd=("$here/CClient/curl-uv-client" "$url" "$concurrency" "$n") ;;
-        herald) cmd=("$swift_bin" --client herald --url "$url" --concurrency "$concurrency" --requests "$n") ;;
+        c) cmd=("$here/CClient/curl-uv-client" ${c_options[@]+"${c_options[@]}"} "$url" "$concurrency" "$n") ;;
+        herald)
+            cmd=("$swift_bin" --client herald --url "$url" --concurrency "$concurrency" --requests "$n"
+                ${swift_options[@]+"${swift_options[@]}"})
+            ;;
     esac
-    if ! valgrind --tool=callgrind --callgrind-out-file="$out" "${cmd[@]}" >"$work/$client-$n.stdout" \
+    local separate=()
+    [ "$threads" = 0 ] || separate=(--separate-threads=yes)
+    if ! valgrind --tool=callgrind ${separate[@]+"${separate[@]}"} --callgrind-out-file="$out" "${cmd[@]}" \
+        >"$work/$client-$n.stdout" \
         2>"$work/$client-$n.stderr"; then
         log "$client with $n requests failed under callgrind:"
         tail -n 20 "$work/$client-$n.stderr" >&2
@@ -105,9 +151,24 @@ measure() { # client n
         exit 1
     }
     local total
-    total=$(awk '/^(summary|totals):/ { print $2; exit }' "$out")
+    total=$(for file in $(outputs "$out"); do awk '/^(summary|totals):/ { print $2; exit }' "$file"; done |
+        awk '{ sum += $1; n++ } END { if (n) printf "%.0f", sum }')
     [ -n "$total" ] || { log "no instruction total in $out"; exit 1; }
     echo "$total"
+}
+
+# The callgrind output files of one run: one, or one per thread (OUT-01, OUT-02, …) with --threads.
+outputs() { # out
+    if [ "$threads" = 0 ]; then echo "$1"; else ls "$1"-[0-9]*; fi
+}
+
+# "count name" per function of a callgrind output, summed over its threads' files.
+self_costs() { # out
+    local file
+    for file in $(outputs "$1"); do
+        callgrind_annotate --threshold=100 "$file" 2>/dev/null | grep -E '^ *[0-9,]+ ' |
+            grep -v 'PROGRAM TOTALS' | sed -E 's/^ *([0-9,]+) +\([ 0-9.]+%\) +/\1 /; s/,//g'
+    done | awk '{ c = $1; sub(/^[0-9]+ /, ""); sum[$0] += c } END { for (f in sum) printf "%.0f %s\n", sum[f], f }'
 }
 
 declare -A per_request runs_of
@@ -133,12 +194,29 @@ echo
 echo "Herald's top $top functions by self cost per request (Ir($requests) - Ir($baseline) of each function, / $((requests - baseline))):"
 demangle() { if command -v swift-demangle >/dev/null; then swift-demangle --simplified; else "$SWIFT" demangle --simplified; fi; }
 # "count name" per function of each run (start-up and shut-down cancel out in the difference).
-for n in "$baseline" "$requests"; do
-    callgrind_annotate --threshold=100 "$work/herald-$n.out" 2>/dev/null | grep -E '^ *[0-9,]+ ' |
-        grep -v 'PROGRAM TOTALS' | sed -E 's/^ *([0-9,]+) +\([ 0-9.]+%\) +/\1 /; s/,//g' >"$work/herald-$n.self"
-done
+for n in "$baseline" "$requests"; do self_costs "$work/herald-$n.out" >"$work/herald-$n.self"; done
 awk -v d="$((requests - baseline))" '
     NR == FNR { c = $1; sub(/^[0-9]+ /, ""); low[$0] = c; next }
     { c = $1; sub(/^[0-9]+ /, ""); printf "%10.0f  %s\n", (c - low[$0]) / d, $0 }' \
     "$work/herald-$baseline.self" "$work/herald-$requests.self" | sort -rn | awk -v k="$top" 'NR <= k' | demangle |
     sed "s|$work/||" | cut -c1-180
+
+[ "$threads" = 1 ] || exit 0
+# Threads are matched between the two runs by their number (the order they were made in); each is named by
+# the function that costs it most in the larger run.
+for client in c herald; do
+    echo
+    echo "$client: instructions per request by thread (threads with at least 1% of them), the last run:"
+    for high_file in $(outputs "$work/$client-$requests.out"); do
+        thread=${high_file##*-}
+        low_file="$work/$client-$baseline.out-$thread"
+        high=$(awk '/^(summary|totals):/ { print $2; exit }' "$high_file")
+        low=0
+        [ -f "$low_file" ] && low=$(awk '/^(summary|totals):/ { print $2; exit }' "$low_file")
+        name=$(callgrind_annotate --threshold=100 "$high_file" 2>/dev/null | grep -E '^ *[0-9,]+ ' |
+            grep -v 'PROGRAM TOTALS' | awk 'NR == 1' | sed -E 's/^ *[0-9,]+ +\([ 0-9.]+%\) +//' | demangle | cut -c1-100)
+        awk -v h="$high" -v l="$low" -v d="$((requests - baseline))" -v t="$thread" -v name="$name" \
+            -v all="${per_request[$client]}" '
+            BEGIN { v = (h - l) / d; if (v >= all / 100) printf "  thread %s %10.0f  (%s)\n", t, v, name }'
+    done
+done

@@ -283,21 +283,8 @@ fi
 nginx_extra_servers=""
 urlsession_tls="" urlsession_tls_missing="" unshare_flags=() system_bundle=""
 if [ -n "$tls_rows" ]; then
-    command -v openssl >/dev/null || apt_install openssl
     tls="$work/tls"
-    mkdir -p "$tls"
-    log "making a throwaway certificate authority and a certificate for 127.0.0.1 (ECDSA P-256)"
-    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$tls/ca.key" -out "$tls/ca.pem" \
-        -days 2 -subj "/CN=Herald benchmark throwaway CA" -addext "basicConstraints=critical,CA:TRUE" \
-        -addext "keyUsage=critical,keyCertSign,cRLSign" 2>"$tls/openssl.log"
-    openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$tls/server.key" \
-        -out "$tls/server.csr" -subj "/CN=127.0.0.1" 2>>"$tls/openssl.log"
-    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n' \
-        >"$tls/server.ext"
-    openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" -CAcreateserial -days 2 \
-        -extfile "$tls/server.ext" -out "$tls/server.pem" 2>>"$tls/openssl.log"
-    openssl verify -CAfile "$tls/ca.pem" "$tls/server.pem" >/dev/null ||
-        { log "the throwaway certificate does not verify:"; cat "$tls/openssl.log" >&2; exit 1; }
+    make_throwaway_tls "$tls"
     # URLSession's way to trust the authority: libcurl's default bundle, with it added, in a namespace of its own.
     urlsession_tls=""
     if [[ " $clients " == *" urlsession "* ]]; then
@@ -314,10 +301,7 @@ if [ -n "$tls_rows" ]; then
             log "URLSession's TLS rows are $urlsession_tls_missing"
         fi
     fi
-    # nginx 1.25.1 and later take `http2 on;`; earlier ones (Debian 12's 1.22) the `http2` parameter of listen.
-    nginx_version=$("$NGINX" -v 2>&1 | sed -n 's|.*nginx/\([0-9.]*\).*|\1|p')
-    if printf '%s\n%s\n' 1.25.1 "$nginx_version" | sort -V -C; then h2_listen="" h2_directive="http2 on;"
-    else h2_listen=" http2" h2_directive=""; fi
+    h2_listen_options
     # One line per TLS request: the connection's serial number, whether its handshake resumed a session, the
     # protocol. Every request's line is written when it ends, so the log is complete when a client exits.
     tls_common="ssl_certificate $tls/server.pem; ssl_certificate_key $tls/server.key; ssl_protocols TLSv1.3;

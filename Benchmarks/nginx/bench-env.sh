@@ -8,6 +8,9 @@
 # when nginx can't be started. With `nginx_extra_servers` set (server blocks, whose @PREFIX@ and
 # @PORT+1@ … @PORT+9@ are filled in with the prefix and the ports after `port`), the config has them too: nginx
 # then listens on those ports as well, and a candidate port is given up when any of them is taken.
+# `make_throwaway_tls DIR` makes DIR/ca.pem, an authority, and DIR/server.pem and DIR/server.key, its
+# certificate for 127.0.0.1 and localhost (ECDSA P-256, two days); `h2_listen_options` sets `h2_listen` and
+# `h2_directive`, the way this nginx is told to offer HTTP/2 on a TLS server.
 
 if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
 apt_install() {
@@ -91,4 +94,30 @@ start_nginx() { # prefix
         nginx_pid=""
     done
     [ -n "$port" ] || { log "could not start nginx"; exit 1; }
+}
+
+make_throwaway_tls() { # dir
+    local tls=$1
+    command -v openssl >/dev/null || apt_install openssl
+    mkdir -p "$tls"
+    log "making a throwaway certificate authority and a certificate for 127.0.0.1 (ECDSA P-256)"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$tls/ca.key" -out "$tls/ca.pem" \
+        -days 2 -subj "/CN=Herald benchmark throwaway CA" -addext "basicConstraints=critical,CA:TRUE" \
+        -addext "keyUsage=critical,keyCertSign,cRLSign" 2>"$tls/openssl.log"
+    openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$tls/server.key" \
+        -out "$tls/server.csr" -subj "/CN=127.0.0.1" 2>>"$tls/openssl.log"
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n' \
+        >"$tls/server.ext"
+    openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" -CAcreateserial -days 2 \
+        -extfile "$tls/server.ext" -out "$tls/server.pem" 2>>"$tls/openssl.log"
+    openssl verify -CAfile "$tls/ca.pem" "$tls/server.pem" >/dev/null ||
+        { log "the throwaway certificate does not verify:"; cat "$tls/openssl.log" >&2; exit 1; }
+}
+
+h2_listen_options() {
+    # nginx 1.25.1 and later take `http2 on;`; earlier ones (Debian 12's 1.22) the `http2` parameter of listen.
+    local version
+    version=$("$NGINX" -v 2>&1 | sed -n 's|.*nginx/\([0-9.]*\).*|\1|p')
+    if printf '%s\n%s\n' 1.25.1 "$version" | sort -V -C; then h2_listen="" h2_directive="http2 on;"
+    else h2_listen=" http2" h2_directive=""; fi
 }
