@@ -63,8 +63,10 @@ extension SessionManager {
     /// force: `.allow` does not continue a suspended task, its ``SessionTask/resume()`` does. A
     /// ``SessionTask/cancel()`` meanwhile wins over any answer. A response served from ``SessionConfiguration/responseCache``
     /// does not call it, nor does a redirect Herald follows, nor a `401` with a Basic or Digest challenge that
-    /// Herald may answer (a challenge hook is set, or ``credentialStore`` holds a credential for the host): if
-    /// no credential answers it after all, the task completes with that `401` without the hook seeing it.
+    /// Herald answers with a credential. A redirect or a `401` that becomes the task's result after all (the
+    /// redirection hook returned `nil`, no credential answered the challenge) is shown then, once its body has
+    /// arrived: `.allow` and `.cancel` work as for any response, and `.becomeDownload` fails the task with
+    /// ``HeraldError/Code/invalidRequest`` (the body is already in memory).
     ///
     /// Herald reads this property when a task starts: set it before resuming the tasks it should see.
     /// Tasks made by the `async` ``data(for:)`` and ``upload(for:from:progress:)`` forms return their body
@@ -108,7 +110,8 @@ extension SessionManager {
     /// Runs on ``completionQueue``, in order, before the task's completion handler; the task still collects
     /// the whole body for its completion. Not called for a data task that became a download, for a
     /// response served from ``SessionConfiguration/responseCache``, nor for the body of a redirect Herald
-    /// follows or of a `401` it may answer with a credential (see ``dataTaskDidReceiveResponse``).
+    /// follows or of a `401` it answers with a credential. The body of a redirect or a `401` that becomes the
+    /// task's result after all comes in one piece, once it has all arrived (see ``dataTaskDidReceiveResponse``).
     ///
     /// Herald reads this property when a task starts: set it before resuming the tasks it should see.
     /// Without it the engine does no per-chunk work for it at all. Default `nil`.

@@ -60,6 +60,37 @@ open class DataTask: SessionTask, @unchecked Sendable {
         session.runOnCompletionQueue { hook(self, data) }
     }
 
+    /// The data-task hooks were kept from the response of a redirect or a challenge while it arrived, as it was
+    /// to lead to another transfer. When it is the task's result after all (the redirection hook returned `nil`,
+    /// no credential answered the challenge) they see it as any final response: ``SessionManager/dataTaskDidReceiveResponse``
+    /// here on the hook queue, then the body, whole, through ``SessionManager/dataTaskDidReceiveData`` on the
+    /// completion queue before the completion handler. `.becomeDownload` can't be honoured for a body that has
+    /// already arrived: the task fails with ``HeraldError/Code/invalidRequest``.
+    override func completeWithHopResponse(_ outcome: TaskOutcome, from current: TransferRequest) {
+        guard let response = outcome.response else { return super.completeWithHopResponse(outcome, from: current) }
+        if current.asksForResponseDisposition, let hook = session.dataTaskDidReceiveResponse {
+            switch hook(self, response) {
+            case .allow:
+                break
+            case .cancel:
+                return cancel()
+            case .becomeDownload:
+                return finishHop(
+                    outcome,
+                    error: HeraldError(
+                        .invalidRequest,
+                        "dataTaskDidReceiveResponse answered .becomeDownload for a \(response.statusCode) response whose "
+                            + "body had already arrived (a redirect not followed, or a challenge no credential "
+                            + "answered): it can't become a download.", url: originalRequest.url))
+            }
+        }
+        if current.forwardsBodyChunks, !outcome.body.isEmpty, let hook = session.dataTaskDidReceiveData {
+            let body = outcome.body
+            session.runOnCompletionQueue { hook(self, body) }
+        }
+        super.completeWithHopResponse(outcome, from: current)
+    }
+
     override func needsResponseDisposition(_ response: HTTPResponse, transfer: Transfer) {
         guard let hook = session.dataTaskDidReceiveResponse else {
             return super.needsResponseDisposition(response, transfer: transfer)

@@ -22,10 +22,12 @@ extension SessionTask {
     /// Asks the hooks or the store about the challenge and starts the next hop, or completes. Hook queue.
     func answerChallenge(_ outcome: TaskOutcome, response: HTTPResponse, from current: TransferRequest) {
         guard let space = AuthenticationChallenge.parse(response, url: current.url) else {
-            return finishHop(outcome, error: nil)
+            return completeWithHopResponse(outcome, from: current)
         }
         let failures = machine { $0.hops.authenticationFailures }
-        guard failures < Self.maximumAuthenticationAttempts else { return finishHop(outcome, error: nil) }
+        guard failures < Self.maximumAuthenticationAttempts else {
+            return completeWithHopResponse(outcome, from: current)
+        }
         let stored = session.credentialStore.credential(for: space)
         let challenge = AuthenticationChallenge(
             protectionSpace: space, previousFailureCount: failures, failureResponse: response,
@@ -45,11 +47,11 @@ extension SessionTask {
         case .performDefaultHandling:
             // The store's credential, unless this attempt already sent it and it was refused.
             guard let stored, !machine({ $0.hops.answeredCredentials.contains(stored) }) else {
-                return finishHop(outcome, error: nil)
+                return completeWithHopResponse(outcome, from: current)
             }
             credential = stored
         case .rejectProtectionSpace:
-            return finishHop(outcome, error: nil)
+            return completeWithHopResponse(outcome, from: current)
         case .cancelAuthenticationChallenge:
             return finishHop(outcome, error: Self.cancellation(for: originalRequest.url))
         }

@@ -102,7 +102,7 @@ extension SessionTask {
         if let hook = session.taskWillPerformHTTPRedirection {
             guard let chosen = hook(self, response, proposed) else {
                 // AF's nil: the 3xx itself is the task's result.
-                return finishHop(outcome, error: nil)
+                return completeWithHopResponse(outcome, from: current)
             }
             do throws(HeraldError) {
                 try chosen.validate(allowedProtocols: configuration.allowedProtocols)

@@ -346,6 +346,13 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         outcome.error
     }
 
+    /// Completes the task with the response of `current`, a transfer that was to lead to another (a redirect
+    /// not followed after all, a challenge no credential answers): that response is the task's result. Hook
+    /// queue. A data task first shows it to the data-task hooks, which it was kept from while it arrived.
+    func completeWithHopResponse(_ outcome: TaskOutcome, from current: TransferRequest) {
+        finishHop(outcome, error: nil)
+    }
+
     /// Prepares the next attempt after the failed `outcome`, once a retry is decided; returns the byte that
     /// attempt continues from, `nil` when it starts over. Only a download continues: other tasks send their
     /// request again as it was. Hook queue.
