@@ -67,7 +67,10 @@ open class DataTask: SessionTask, @unchecked Sendable {
     /// completion queue before the completion handler. `.becomeDownload` can't be honoured for a body that has
     /// already arrived: the task fails with ``HeraldError/Code/invalidRequest``.
     override func completeWithHopResponse(_ outcome: TaskOutcome, from current: TransferRequest) {
-        guard let response = outcome.response else { return super.completeWithHopResponse(outcome, from: current) }
+        // Only a response the hooks were kept from: a 401 the transfer didn't expect to answer was shown already.
+        guard let response = outcome.response,
+            current.leadsToNextHop(status: response.statusCode, headers: response.headers.engineFields)
+        else { return super.completeWithHopResponse(outcome, from: current) }
         if current.asksForResponseDisposition, let hook = session.dataTaskDidReceiveResponse {
             switch hook(self, response) {
             case .allow:
