@@ -16,7 +16,19 @@ final class ShuttingDownH2CServer: Sendable {
     /// The port it listens on, on 127.0.0.1.
     let port: Int
     private let listener: Int32
-    private let state = Mutex<(accepted: Int, goaways: Int, connections: [Int32])>((0, 0, []))
+    private let state = Mutex(State())
+
+    /// What the threads share. The descriptors are closed under the lock and ``stop()`` shuts down only those
+    /// still here, under it too: a number closed before may be another socket of the test process by then
+    /// (another test's connection), which a shutdown would end.
+    private struct State {
+        var accepted = 0
+        var goaways = 0
+        /// The connections accepted whose threads have not closed them yet.
+        var open: Set<Int32> = []
+        var isStopped = false
+        var isListenerClosed = false
+    }
 
     /// Connections accepted so far.
     var acceptedConnections: Int { state.withLock { $0.accepted } }
@@ -46,27 +58,48 @@ final class ShuttingDownH2CServer: Sendable {
         Thread { [self] in acceptConnections() }.start()
     }
 
-    /// Stops accepting and ends every connection.
+    /// Stops accepting and ends every connection still open.
     func stop() {
-        shutdown(listener, Int32(SHUT_RDWR))
-        for connection in state.withLock({ $0.connections }) { shutdown(connection, Int32(SHUT_RDWR)) }
+        state.withLock { state in
+            state.isStopped = true
+            if !state.isListenerClosed { shutdown(listener, Int32(SHUT_RDWR)) }
+            for connection in state.open { shutdown(connection, Int32(SHUT_RDWR)) }
+        }
     }
 
     private func acceptConnections() {
         while true {
             let connection = accept(listener, nil, nil)
-            guard connection >= 0 else { break }
-            state.withLock {
-                $0.accepted += 1
-                $0.connections.append(connection)
+            if connection < 0 {
+                // A connection reset before it was accepted, or a signal: listen on. Anything else (the listener
+                // shut down by stop()) ends the loop.
+                if errno == ECONNABORTED || errno == EINTR { continue }
+                break
+            }
+            let isStopped = state.withLock { state in
+                state.accepted += 1
+                if !state.isStopped { state.open.insert(connection) }
+                return state.isStopped
+            }
+            if isStopped {
+                close(connection)
+                continue
             }
             Thread { [self] in serve(connection) }.start()
         }
-        close(listener)
+        state.withLock { state in
+            state.isListenerClosed = true
+            close(listener)
+        }
     }
 
     private func serve(_ connection: Int32) {
-        defer { close(connection) }
+        defer {
+            state.withLock { state in
+                state.open.remove(connection)
+                close(connection)
+            }
+        }
         var input: [UInt8] = []
         // The HTTP/1.1 request asking for the upgrade, then the switch, the server's SETTINGS and stream 1's
         // answer: `:status 200` (HPACK's static entry 8), END_STREAM and END_HEADERS.
