@@ -46,6 +46,7 @@ typedef int (*herald_curl_timer_cb)(CURLM *multi, long timeout_ms, void *userp);
 typedef curl_socket_t (*herald_curl_opensocket_cb)(void *clientp, curlsocktype purpose, struct curl_sockaddr *address);
 typedef int (*herald_curl_closesocket_cb)(void *clientp, curl_socket_t item);
 typedef int (*herald_curl_prereq_cb)(void *clientp, char *primary_ip, char *local_ip, int primary_port, int local_port);
+typedef int (*herald_curl_debug_cb)(CURL *handle, curl_infotype type, char *data, size_t size, void *userptr);
 
 // MARK: - curl_easy_setopt
 
@@ -194,6 +195,15 @@ static inline CURLcode herald_easy_setopt_xferinfo_cb(CURL *handle, herald_curl_
 
 static inline CURLcode herald_easy_setopt_seek_cb(CURL *handle, herald_curl_seek_cb value) {
     return curl_easy_setopt(handle, CURLOPT_SEEKFUNCTION, value);
+}
+
+/// Hands libcurl's informational text and traffic to `debug` with `context` (`CURLOPT_DEBUGFUNCTION`,
+/// `CURLOPT_DEBUGDATA`) and turns it on (`CURLOPT_VERBOSE`); the function first, so nothing goes to stderr.
+static inline CURLcode herald_easy_setopt_debug(CURL *handle, herald_curl_debug_cb debug, void *context) {
+    CURLcode code = curl_easy_setopt(handle, CURLOPT_DEBUGFUNCTION, debug);
+    if (code == CURLE_OK) code = curl_easy_setopt(handle, CURLOPT_DEBUGDATA, context);
+    if (code == CURLE_OK) code = curl_easy_setopt(handle, CURLOPT_VERBOSE, 1L);
+    return code;
 }
 
 // MARK: - connections

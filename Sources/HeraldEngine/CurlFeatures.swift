@@ -44,6 +44,15 @@ package enum CurlFeatures {
         return number >= 0x07_58_00 && number < 0x08_00_00
     }()
 
+    /// Whether the libcurl running is 7.88.1, whose informational text (``GoawayRefusalWatch``) says which
+    /// HTTP/2 stream a request went out on and which last stream a server's GOAWAY names. Other versions
+    /// word or number these differently (before 7.88 the stream ID is printed in hexadecimal), so the text
+    /// is read on this one alone.
+    static let reportsGoawayInText: Bool = {
+        guard let info = herald_curl_version_info() else { return false }
+        return info.pointee.version_num == 0x07_58_01
+    }()
+
     /// Whether libcurl's TLS backend is OpenSSL, whose certificate verification results
     /// (`CURLINFO_SSL_VERIFYRESULT`) are `X509_V_ERR_*` codes.
     package static let usesOpenSSL: Bool = {

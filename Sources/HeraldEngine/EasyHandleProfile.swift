@@ -27,6 +27,8 @@ final class EasyHandleProfile: Equatable, Sendable {
         var proxy: ProxySettings?
         /// Without an explicit proxy: whether a proxy variable was set, so libcurl was left to read them.
         var environmentMayNameProxy: Bool
+        /// Whether libcurl's text is read for a GOAWAY that refused the request (`CURLOPT_VERBOSE`).
+        var watchesGoawayRefusal: Bool
     }
 
     let options: Options

@@ -103,7 +103,8 @@ extension Transfer {
                 receiveBufferSize: receiveBufferSize,
                 httpVersion: request.httpVersion, requestTimeout: request.requestTimeout,
                 resourceTimeout: request.resourceTimeout, trust: request.trust,
-                proxy: request.proxy, environmentMayNameProxy: proxyFromEnvironment))
+                proxy: request.proxy, environmentMayNameProxy: proxyFromEnvironment,
+                watchesGoawayRefusal: watchesGoawayRefusal))
     }
 
     /// Sets the options on `easy`: all of them, or with `onlyPerTransferOptions` (a handle whose options were
@@ -231,6 +232,8 @@ extension Transfer {
         check("PRIVATE", herald_easy_setopt_pointer(easy, CURLOPT_PRIVATE, context))
         // Which connection the transfer takes (ConnectionTracker); untracked if refused, as above.
         if pool?.connections != nil { _ = ConnectionTracker.setPrerequest(on: easy, transfer: context) }
+        // Whether a GOAWAY refused the request, for a request that is sent again after a refusal alone.
+        configureGoawayWatch(easy, context: context, check: check)
     }
 
     /// The error for an option libcurl refused.

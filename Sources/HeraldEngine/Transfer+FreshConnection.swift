@@ -16,22 +16,34 @@ extension Transfer {
     /// an earlier stream as its last, while the new request's stream is the only one open, makes libcurl 7.88
     /// fail it with `CURLE_HTTP2` (it moves a refused stream to a new connection only while others run), and a
     /// clean close with nothing answered ends it with `CURLE_PARTIAL_FILE`. Both are sent again the same way.
+    ///
+    /// A GOAWAY whose last stream is below the request's says the server did not process it (RFC 9113 §6.8),
+    /// so such a request is sent again whatever its method, once, when libcurl's text showed the GOAWAY
+    /// (``GoawayRefusalWatch``) and its body can be read again from its first byte at once: data or a file. A
+    /// streamed body is not: its fresh stream comes later, off the loop thread, after the request's head
+    /// would have gone out again; such a request fails with an error that says it was refused, not sent.
     func retriesOnFreshConnection(after result: CURLcode) -> Bool {
         guard !didRetryOnFreshConnection, let easyHandle, Self.staleConnectionResults.contains(result.rawValue),
-            responseStatus == 0, headerBytesReceived == 0,
-            Self.idempotentMethods.contains(request.method.uppercased()), !machine.isHoldingResult
+            responseStatus == 0, headerBytesReceived == 0, !machine.isHoldingResult
         else { return false }
+        let isIdempotent = Self.idempotentMethods.contains(request.method.uppercased())
+        guard isIdempotent || goawayWatch.refusedStream else { return false }
         // No new connection made for this transfer: it ran on one a previous transfer had opened.
         var connects = 0
         herald_easy_getinfo_long(easyHandle, CURLINFO_NUM_CONNECTS, &connects)
         guard connects == 0 else { return false }
-        if request.body != nil {
+        if let body = request.body {
+            if !isIdempotent, !body.rewindsAtOnce {
+                refusedRequestWasNotResent = true
+                return false
+            }
             // The new connection reads the body through the read callback from where the source stands.
             // A stream rewinds without waiting: its reader gets a fresh stream off the loop thread.
             guard rewindSource(to: 0) == nil else { return false }
         }
         guard herald_easy_setopt_long(easyHandle, CURLOPT_FRESH_CONNECT, 1) == CURLE_OK else { return false }
         didRetryOnFreshConnection = true
+        goawayWatch = GoawayRefusalWatch()
         lastActivity = ActivityClock.now
         return true
     }
@@ -43,5 +55,5 @@ extension Transfer {
     ]
 
     /// The methods RFC 9110 calls idempotent.
-    private static let idempotentMethods: Set<String> = ["GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"]
+    static let idempotentMethods: Set<String> = ["GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"]
 }

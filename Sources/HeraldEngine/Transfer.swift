@@ -92,6 +92,12 @@ package final class Transfer: @unchecked Sendable {
     /// Whether the request was sent again on a fresh connection, a reused one having died under it (see
     /// `retriesOnFreshConnection(after:)`). Loop thread only.
     @exclusivity(unchecked) var didRetryOnFreshConnection = false
+    /// What libcurl's informational text said of the request's HTTP/2 stream and a GOAWAY on its connection,
+    /// for a request that is sent again after a refusal alone (see ``watchesGoawayRefusal``). Loop thread only.
+    @exclusivity(unchecked) var goawayWatch = GoawayRefusalWatch()
+    /// Whether a server refused the request unprocessed with a GOAWAY and it was not sent again, its body being
+    /// a stream: the transfer then fails with an error that says so. Loop thread only.
+    @exclusivity(unchecked) var refusedRequestWasNotResent = false
     /// How long, in nanoseconds, no byte may move before the transfer fails with `timedOut` (the request
     /// timeout), made once for the multi handle's idle check; `nil` for none.
     let idleTimeout: UInt64?
@@ -259,7 +265,14 @@ package final class Transfer: @unchecked Sendable {
         var osErrno: Int = 0
         if let easyHandle { herald_easy_getinfo_long(easyHandle, CURLINFO_OS_ERRNO, &osErrno) }
         let text = String(cString: errorBuffer)
-        if let refusal = tunnelRefusal(result: result, errorText: text) {
+        if refusedRequestWasNotResent {
+            return TransferError(
+                .bodyStream,
+                "The server shut the HTTP/2 connection down (GOAWAY) before processing the request, which was not "
+                    + "sent again: a request whose method is not idempotent is sent again only with a body that "
+                    + "can be read again from its first byte at once (data or a file), and its body is a stream.",
+                curlCode: Int32(result.rawValue), curlMessage: text, url: request.url)
+        } else if let refusal = tunnelRefusal(result: result, errorText: text) {
             return refusal
         } else if let oversized = oversizedHeadError(result: result, errorText: text) {
             return oversized

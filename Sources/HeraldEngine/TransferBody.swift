@@ -18,6 +18,15 @@ package enum TransferBody: Sendable {
     /// (`readOn`, the task's hook queue, where the stream is read).
     case sized(length: Int64, open: @Sendable () throws(TransferError) -> PulledBody, readOn: DispatchQueue)
 
+    /// Whether the body can be read again from its first byte at once, on the loop thread: data and a file
+    /// can; a stream needs a fresh one, made off the loop thread.
+    var rewindsAtOnce: Bool {
+        switch self {
+        case .data, .file: true
+        case .stream, .sized: false
+        }
+    }
+
     /// Opens the body for reading, when the transfer is prepared.
     func open() throws(TransferError) -> any BodySource {
         switch self {

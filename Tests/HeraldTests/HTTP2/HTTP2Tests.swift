@@ -359,6 +359,96 @@ struct HTTP2Tests {
         #expect(recorder.timeline(ofTask: second.taskIdentifier) == [.resume, .complete])
     }
 
+    @Test(
+        "a POST the server refuses with GOAWAY before processing it, no other stream open, is sent again on a new connection and processed once"
+    )
+    func goawayRefusedPostSucceedsOnNewConnection() async throws {
+        try await withKeptShuttingDownConnection { server, session, recorder, url in
+            let body = Data("order=42&quantity=1".utf8)
+            // Stream 3 on the kept connection: HEADERS and DATA, then the GOAWAY naming stream 1 the last.
+            let task = try session.uploadTask(with: Request(url: url, method: "POST"), from: body)
+            task.resume()
+            _ = try await recorder.waitForCompletions(2, timeout: .seconds(30))
+            #expect(task.error == nil, "\(String(describing: task.error))")
+            #expect(task.response?.statusCode == 200)
+            #expect(task.response?.httpVersion == "HTTP/2")
+            #expect(server.goawaysSent == 1)
+            #expect(server.acceptedConnections == 2)
+            // Processed once, whole, on the new connection (its upgrade request).
+            let posts = server.processedRequests.filter { $0.method == "POST" }
+            #expect(posts == [.init(method: "POST", path: "/", body: body)], "\(posts)")
+            #expect(recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
+        }
+    }
+
+    @Test(
+        "a streamed POST the server refuses with GOAWAY before processing it is not sent again, and fails saying why"
+    )
+    func goawayRefusedStreamedPostIsNotResent() async throws {
+        try await withKeptShuttingDownConnection { server, session, recorder, url in
+            let sent = Locked(false)
+            // One read gives the whole body, the next its end; no fresh stream when it must be sent again.
+            let stream = BodyStream { buffer in
+                let isFirstRead = sent.withLock { done in
+                    defer { done = true }
+                    return !done
+                }
+                guard isFirstRead else { return 0 }
+                buffer.copyBytes(from: Data("streamed order".utf8))
+                return 14
+            }
+            let task = try session.uploadTask(
+                withStreamedRequest: Request(url: url, method: "POST"), bodyProvider: stream)
+            task.resume()
+            _ = try await recorder.waitForCompletions(2, timeout: .seconds(30))
+            let error = try #require(task.error)
+            #expect(error.code == .bodyStream, "\(error)")
+            #expect(error.message.contains("GOAWAY") && error.message.contains("not sent again"), "\(error)")
+            #expect(server.goawaysSent == 1)
+            // No new connection, nothing processed but the first request.
+            #expect(server.acceptedConnections == 1)
+            #expect(server.processedRequests.map(\.method) == ["GET"])
+            #expect(recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
+        }
+    }
+
+    @Test("a POST whose stream a GOAWAY names as the last one, which the server may have processed, is not sent again")
+    func goawayNamingThePostIsNotResent() async throws {
+        try await withKeptShuttingDownConnection(namingTheNewStreamLast: true) { server, session, recorder, url in
+            let task = try session.uploadTask(with: Request(url: url, method: "POST"), from: Data("order=7".utf8))
+            task.resume()
+            _ = try await recorder.waitForCompletions(2, timeout: .seconds(30))
+            #expect(task.error != nil)
+            #expect(task.response == nil)
+            #expect(server.goawaysSent == 1)
+            #expect(server.acceptedConnections == 1)
+            #expect(recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
+        }
+    }
+
+    /// Runs `body` with a session whose first request (a GET, answered on stream 1) left a kept HTTP/2
+    /// connection to a ``ShuttingDownH2CServer``, which ends the connection with a GOAWAY at the next stream on
+    /// it: refusing that stream, or with `namingTheNewStreamLast` naming it the last one.
+    private func withKeptShuttingDownConnection(
+        namingTheNewStreamLast: Bool = false,
+        _ body: (ShuttingDownH2CServer, SessionManager, RecordingObserver, URL) async throws -> Void
+    ) async throws {
+        let server = try ShuttingDownH2CServer(namingTheNewStreamLast: namingTheNewStreamLast)
+        defer { server.stop() }
+        var configuration = SessionConfiguration()
+        configuration.httpVersion = .http2
+        let center = NotificationHub()
+        let recorder = RecordingObserver(center: center)
+        let session = SessionManager(configuration: configuration, notificationCenter: center)
+        defer { session.invalidate(cancelingTasks: true) }
+        let url = try #require(URL(string: "http://127.0.0.1:\(server.port)/"))
+        let first = try session.dataTask(with: Request(url: url))
+        first.resume()
+        _ = try await recorder.waitForCompletions(1, timeout: .seconds(30))
+        try #require(first.error == nil && first.response?.httpVersion == "HTTP/2")
+        try await body(server, session, recorder, url)
+    }
+
     @Test("an HTTP/2 response head larger than libcurl takes fails with badServerResponse, not a lost connection")
     func oversizedHeadOverHTTP2() async throws {
         try await withNginx { server in
