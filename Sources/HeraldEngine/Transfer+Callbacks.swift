@@ -201,7 +201,7 @@ extension Transfer {
         case .bytes(let count):
             bodyBytesSent += Int64(count)
             lastActivity = ActivityClock.now
-            delegate.transferDidSendBytes(total: bodyBytesSent, expected: source.length)
+            delegate.transferDidSendBytes(Int64(count), total: bodyBytesSent, expected: source.length)
             return count
         }
     }

@@ -115,8 +115,9 @@ package protocol TransferDelegate: AnyObject, Sendable {
     /// Body bytes arrived, exactly as stored (only when ``TransferRequest/forwardsBodyChunks``); valid
     /// during the call only.
     func transferDidReceiveBody(_ bytes: UnsafeRawBufferPointer)
-    /// Request body bytes were sent; `expected` is the body's length when known.
-    func transferDidSendBytes(total sent: Int64, expected: Int64?)
+    /// `count` request body bytes were sent, making `sent` since the body (re)started; `expected` is the body's
+    /// length when known.
+    func transferDidSendBytes(_ count: Int64, total sent: Int64, expected: Int64?)
     /// What follows the transfer's end (cookies, the next hop, a retry, completing the task), exactly once
     /// per transfer, on the loop thread, whatever the outcome and however many transfers are in flight. It
     /// must run no user code and never wait: a hook or a handler it needs goes to a queue of its own.

@@ -58,7 +58,9 @@ extension SessionManager {
     /// progress and body blocks were dispatched to the queue before it, so they run first. With a completion
     /// queue the caller passed in, each completion's serialization runs first on the hook queue — the
     /// caller's queue (perhaps the main queue) is not the place for parsing or file moves — and the rest on
-    /// the caller's queue: one hand-off more.
+    /// the caller's queue: one hand-off more. A streamed upload's serialization runs on a serial queue of its
+    /// own instead, labelled as a hook queue: its body stream is read on its hook queue, and a read that blocks
+    /// would otherwise hold back its completion after a cancel or a timeout.
     ///
     /// A task whose completion handler only resumes an `async` caller (``SessionManager/data(for:)``, the
     /// `upload(for:…)` forms)
@@ -72,7 +74,12 @@ extension SessionManager {
     /// than the completion queue resuming them in a row.
     func complete(_ task: SessionTask, with outcome: TaskOutcome) {
         guard ownsCompletionQueue else {
-            task.hookQueue.async(group: completionGroup) { [self] in
+            // A streamed upload's hook queue may be held by a read of its body stream that blocks, which a
+            // cancel or a timeout must not wait for: its completion is serialized on a serial queue of its own.
+            let queue =
+                task.readsBodyStreamOnHookQueue
+                ? DispatchQueue(label: "herald.hooks", qos: .userInitiated) : task.hookQueue
+            queue.async(group: completionGroup) { [self] in
                 let serializer = responseSerializer
                 let result = task.completionResult(for: outcome, serializer: serializer)
                 completionQueue.async(group: completionGroup) { [self] in

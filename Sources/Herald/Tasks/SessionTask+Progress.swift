@@ -24,8 +24,6 @@ struct ProgressSlots {
     var downloadCounts = Counts()
     /// Whether the completion has finished the objects made so far: those made later are born finished.
     var isFinished = false
-    /// The request body total at the last `taskDidSendBodyData`, for its deltas.
-    var lastBodyBytesSent: Int64 = 0
     /// A download's file size at the last `downloadTaskDidWriteData`, for its deltas.
     var lastTotalWritten: Int64 = 0
 }

@@ -282,7 +282,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         object?.update(completed: received, total: expected, queue: session.completionQueue, handler: handler)
     }
 
-    package func transferDidSendBytes(total sent: Int64, expected: Int64?) {
+    package func transferDidSendBytes(_ count: Int64, total sent: Int64, expected: Int64?) {
         let (object, handler) = core.withLock { core -> (TransferProgress?, ProgressHandler?) in
             core.progress.uploadCounts.record(completed: sent, total: expected)
             let handler = core.machine.progressHandler(upload: true)
@@ -290,13 +290,10 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         }
         object?.update(completed: sent, total: expected, queue: session.completionQueue, handler: handler)
         guard let hook = session.taskDidSendBodyData else { return }
-        let delta = core.withLock { core -> Int64 in
-            defer { core.progress.lastBodyBytesSent = sent }
-            // Below the last total: the body was rewound and is counted again from its start.
-            return sent >= core.progress.lastBodyBytesSent ? sent - core.progress.lastBodyBytesSent : sent
-        }
+        // The bytes this read handed over, as the engine counted them: a total that starts again (a body
+        // rewound, a next hop or a retry sending it anew) says nothing of how many were just sent.
         let subject = lifecycleSubject
-        session.runOnCompletionQueue { hook(subject, delta, sent, expected) }
+        session.runOnCompletionQueue { hook(subject, count, sent, expected) }
     }
 
     /// A piece of the response body, for the `dataTaskDidReceiveData` hook: only data tasks have one.
@@ -328,6 +325,10 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// Whether the session's ``SessionConfiguration/responseCache`` serves and stores this task's responses:
     /// data tasks only.
     var usesResponseCache: Bool { false }
+
+    /// Whether a read of this task's request body stream may hold its ``hookQueue``: a streamed upload's body
+    /// is read there, and a read may block (waiting for a producer that stopped) for as long as it likes.
+    var readsBodyStreamOnHookQueue: Bool { false }
 
     /// Whether this task's transfers report to the data-task hooks (``SessionManager/dataTaskDidReceiveResponse``,
     /// ``SessionManager/dataTaskDidReceiveData``): data and upload tasks.

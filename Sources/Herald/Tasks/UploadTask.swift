@@ -42,6 +42,14 @@ open class UploadTask: DataTask, @unchecked Sendable {
     /// Upload tasks are never served from or stored in the response cache.
     override var usesResponseCache: Bool { false }
 
+    /// A stream's reads, and a sized body's, run on the hook queue.
+    override var readsBodyStreamOnHookQueue: Bool {
+        switch body {
+        case .data, .file: false
+        case .stream, .sized: true
+        }
+    }
+
     override func transferBody(for request: Request) -> TransferBody? {
         switch body {
         case .data(let data):

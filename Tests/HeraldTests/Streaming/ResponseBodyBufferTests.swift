@@ -141,6 +141,6 @@ private final class NoDelegate: TransferDelegate {
     func transferDidReceiveBytes(total received: Int64, expected: Int64?) {}
     func transferNeedsResponseDisposition(_ response: ResponseHead, transfer: Transfer) {}
     func transferDidReceiveBody(_ bytes: UnsafeRawBufferPointer) {}
-    func transferDidSendBytes(total sent: Int64, expected: Int64?) {}
+    func transferDidSendBytes(_ count: Int64, total sent: Int64, expected: Int64?) {}
     func proceed(after outcome: TransferOutcome) {}
 }

@@ -379,4 +379,54 @@ struct StreamedUploadTests {
         #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .suspend, .resume, .complete])
         try await fixture.tearDown()
     }
+
+    @Test(
+        "with a completion queue of the caller's, a stream whose read blocks does not hold back a cancel's completion",
+        arguments: [false, true])
+    func cancelWhileTheReadBlocks(callersQueue: Bool) async throws {
+        let server = try await TestServer.start()
+        let center = NotificationHub()
+        let recorder = RecordingObserver(center: center)
+        let session = SessionManager(
+            notificationCenter: center, completionQueue: callersQueue ? DispatchQueue(label: "caller") : nil)
+        let gate = DispatchSemaphore(value: 0)
+        let reads = Locked(0)
+        let blocking = OneShot<Void>()
+        let stream = BodyStream { buffer in
+            let read = reads.withLock { count -> Int in
+                count += 1
+                return count
+            }
+            guard read > 1 else {
+                for index in 0..<1000 { buffer[index] = 1 }
+                return 1000
+            }
+            // Blocks, waiting for a producer, until the test is over.
+            blocking.send(())
+            _ = gate.wait(timeout: .now() + 30)
+            return 0
+        }
+        let log = CompletionLog()
+        let task = try session.uploadTask(
+            withStreamedRequest: Request(url: server.url("/fault/stall"), method: "PUT"), bodyProvider: stream,
+            completionHandler: log.handler)
+        task.resume()
+        try await blocking.value()
+        task.cancel()
+        let completedDuringRead: Bool
+        do {
+            try await recorder.waitForCompletions(1, timeout: .seconds(10))
+            completedDuringRead = true
+        } catch {
+            completedDuringRead = false
+        }
+        gate.signal()
+        #expect(completedDuringRead, "the cancelled upload completed only once its stream's read returned")
+        try await recorder.waitForCompletions(1, timeout: .seconds(15))
+        #expect(recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
+        #expect(log.all.count == 1)
+        #expect(log.all.first?.error?.code == .cancelled)
+        session.invalidate(cancelingTasks: true)
+        try await server.shutdown()
+    }
 }

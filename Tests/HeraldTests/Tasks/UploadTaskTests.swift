@@ -76,6 +76,32 @@ struct UploadTaskTests {
         try await fixture.tearDown()
     }
 
+    @Test("taskDidSendBodyData reports the bytes each send hands over: after a 307 they add up to both sends")
+    func sentBytesAcrossAResend() async throws {
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        let calls = Locked<[(sent: Int64, total: Int64)]>([])
+        fixture.session.taskDidSendBodyData = { _, sent, total, _ in calls.withLock { $0.append((sent, total)) } }
+        // Small enough to go in one read each time: the second send's total is no higher than the first's.
+        let size = 1000
+        let task = try fixture.session.uploadTask(
+            with: Request(url: fixture.server.url("/redirect-to?url=/echo&status=307"), method: "POST"),
+            from: Data(TestServer.expectedBytes(in: 0..<size)))
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        // The hook's calls were queued on the completion queue before the completion.
+        await fixture.session.completionQueueBarrier()
+        #expect(task.error == nil)
+        let sent = [
+            fixture.server.requests(forPath: "/redirect-to").first?.bodyByteCount,
+            fixture.server.requests(forPath: "/echo").first?.bodyByteCount,
+        ]
+        #expect(sent == [size, size])
+        let reported = calls.withLock { $0 }
+        #expect(reported.reduce(0) { $0 + $1.sent } == Int64(2 * size), "\(reported)")
+        #expect(reported.last?.total == Int64(size))
+        try await fixture.tearDown()
+    }
+
     @Test("a streamed body of unknown length is sent chunked")
     func streamedBodyIsChunked() async throws {
         let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
