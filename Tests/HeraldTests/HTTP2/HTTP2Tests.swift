@@ -335,28 +335,17 @@ struct HTTP2Tests {
         "a request on a kept HTTP/2 connection that the server shuts down with GOAWAY, no other stream open, succeeds on a new one"
     )
     func goawayOnIdleKeptConnection() async throws {
-        let server = try ShuttingDownH2CServer()
-        defer { server.stop() }
-        var configuration = SessionConfiguration()
-        configuration.httpVersion = .http2
-        let center = NotificationHub()
-        let recorder = RecordingObserver(center: center)
-        let session = SessionManager(configuration: configuration, notificationCenter: center)
-        defer { session.invalidate(cancelingTasks: true) }
-        let url = try #require(URL(string: "http://127.0.0.1:\(server.port)/"))
-        let first = try session.dataTask(with: Request(url: url))
-        first.resume()
-        _ = try await recorder.waitForCompletions(1, timeout: .seconds(30))
-        #expect(first.error == nil && first.response?.httpVersion == "HTTP/2")
-        // The next request goes out on the kept connection as stream 3, which the GOAWAY leaves unprocessed.
-        let second = try session.dataTask(with: Request(url: url))
-        second.resume()
-        _ = try await recorder.waitForCompletions(2, timeout: .seconds(30))
-        #expect(second.error == nil, "\(String(describing: second.error))")
-        #expect(second.response?.statusCode == 200)
-        #expect(server.goawaysSent == 1)
-        #expect(server.acceptedConnections == 2)
-        #expect(recorder.timeline(ofTask: second.taskIdentifier) == [.resume, .complete])
+        try await withKeptShuttingDownConnection { server, session, recorder, url in
+            // The next request goes out on the kept connection as stream 3, which the GOAWAY leaves unprocessed.
+            let second = try session.dataTask(with: Request(url: url))
+            second.resume()
+            _ = try await recorder.waitForCompletions(2, timeout: .seconds(30))
+            #expect(second.error == nil, "\(String(describing: second.error))")
+            #expect(second.response?.statusCode == 200)
+            #expect(server.goawaysSent == 1)
+            #expect(server.acceptedConnections == 2)
+            #expect(recorder.timeline(ofTask: second.taskIdentifier) == [.resume, .complete])
+        }
     }
 
     @Test(

@@ -30,7 +30,8 @@ struct HopResponseHookTests {
     }
 
     private static func start(_ path: String, in fixture: SessionFixture, log: OrderedLog) throws -> DataTask {
-        let task = try fixture.session.dataTask(with: Request(url: fixture.server.url(path))) { response, object, error in
+        let request = Request(url: fixture.server.url(path))
+        let task = try fixture.session.dataTask(with: request) { response, object, error in
             let outcome: String
             switch error?.code {
             case nil: outcome = "none"

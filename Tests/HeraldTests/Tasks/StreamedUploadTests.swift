@@ -325,20 +325,8 @@ struct StreamedUploadTests {
     func stalledStreamTimesOut() async throws {
         let fixture = try await SessionFixture.make()
         let gate = DispatchSemaphore(value: 0)
-        let reads = Locked(0)
-        let stream = BodyStream { buffer in
-            let read = reads.withLock { count -> Int in
-                count += 1
-                return count
-            }
-            guard read > 1 else {
-                for index in 0..<1000 { buffer[index] = 1 }
-                return 1000
-            }
-            // Stalls until the test is over: no byte moves, the loop thread goes on.
-            _ = gate.wait(timeout: .now() + 20)
-            return 0
-        }
+        // Stalls until the test is over: no byte moves, the loop thread goes on.
+        let stream = Self.stallingAfterFirstRead(gate: gate, seconds: 20)
         let log = CompletionLog()
         let task = try fixture.session.uploadTask(
             withStreamedRequest: Request(
@@ -390,22 +378,9 @@ struct StreamedUploadTests {
         let session = SessionManager(
             notificationCenter: center, completionQueue: callersQueue ? DispatchQueue(label: "caller") : nil)
         let gate = DispatchSemaphore(value: 0)
-        let reads = Locked(0)
         let blocking = OneShot<Void>()
-        let stream = BodyStream { buffer in
-            let read = reads.withLock { count -> Int in
-                count += 1
-                return count
-            }
-            guard read > 1 else {
-                for index in 0..<1000 { buffer[index] = 1 }
-                return 1000
-            }
-            // Blocks, waiting for a producer, until the test is over.
-            blocking.send(())
-            _ = gate.wait(timeout: .now() + 30)
-            return 0
-        }
+        // Blocks, waiting for a producer, until the test is over.
+        let stream = Self.stallingAfterFirstRead(gate: gate, seconds: 30) { blocking.send(()) }
         let log = CompletionLog()
         let task = try session.uploadTask(
             withStreamedRequest: Request(url: server.url("/fault/stall"), method: "PUT"), bodyProvider: stream,
@@ -428,5 +403,26 @@ struct StreamedUploadTests {
         #expect(log.all.first?.error?.code == .cancelled)
         session.invalidate(cancelingTasks: true)
         try await server.shutdown()
+    }
+
+    /// A body stream whose first read gives 1000 bytes and whose next one blocks until `gate` is signalled (at
+    /// most `seconds`), calling `onStall` as it starts to wait.
+    private static func stallingAfterFirstRead(
+        gate: DispatchSemaphore, seconds: Int, onStall: @escaping @Sendable () -> Void = {}
+    ) -> BodyStream {
+        let reads = Locked(0)
+        return BodyStream { buffer in
+            let read = reads.withLock { count -> Int in
+                count += 1
+                return count
+            }
+            guard read > 1 else {
+                for index in 0..<1000 { buffer[index] = 1 }
+                return 1000
+            }
+            onStall()
+            _ = gate.wait(timeout: .now() + .seconds(seconds))
+            return 0
+        }
     }
 }
