@@ -42,6 +42,8 @@ final class FileBodySink: BodySink {
 
     /// The `If-Range` validator a continuing request carries: a `206` naming another version is refused.
     private let validator: String?
+    /// Whether a `416` said the file is already the whole representation: the body that follows is dropped.
+    private var isAlreadyComplete = false
 
     init(url: URL, resumeOffset: Int64, validator: String? = nil) throws(TransferError) {
         self.url = url
@@ -87,6 +89,17 @@ final class FileBodySink: BodySink {
             }
             position = resumeOffset
             startBody(declaredLength: declaredLength)
+            return .success(resumeOffset)
+        }
+        if resumeOffset > 0, response.statusCode == 416,
+            ContentRange.unsatisfiedLength(response.headers["Content-Range"]) == resumeOffset,
+            Self.otherVersion(response, validator: validator) == nil
+        {
+            // The file already holds the whole representation: the rest asked for starts at its end (a transfer
+            // that lost only its last chunk's terminator, say). libcurl and wget take such an answer as the
+            // download's end; its body, an error page, never reaches the file.
+            isAlreadyComplete = true
+            position = resumeOffset
             return .success(resumeOffset)
         }
         if resumeOffset > 0, !(200..<300).contains(response.statusCode) {
@@ -151,6 +164,7 @@ final class FileBodySink: BodySink {
     }
 
     func write(_ bytes: UnsafeRawBufferPointer) -> TransferError? {
+        if isAlreadyComplete { return nil }
         if reserves != false, position + Int64(bytes.count) > reservedEnd {
             reserve(through: position + Int64(bytes.count))
         }
@@ -174,7 +188,8 @@ final class FileBodySink: BodySink {
     }
 
     var file: DownloadedFile? {
-        DownloadedFile(url: url, byteCount: position, receivedBody: didBegin)
+        DownloadedFile(
+            url: url, byteCount: position, receivedBody: didBegin, wasAlreadyComplete: isAlreadyComplete)
     }
 
     private func closeDescriptor() {
@@ -228,5 +243,15 @@ package enum ContentRange {
         if total == "*" { return (start, end, nil) }
         guard let length = Int64(total), end < length else { return nil }
         return (start, end, length)
+    }
+
+    /// The complete length of `Content-Range: bytes */n`, a `416`'s (RFC 9110 §14.4); `nil` for any other form.
+    package static func unsatisfiedLength(_ value: String?) -> Int64? {
+        guard let value else { return nil }
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
+        let spec = trimmed.dropFirst("bytes ".count).trimmingCharacters(in: .whitespaces)
+        guard spec.hasPrefix("*/"), let length = Int64(spec.dropFirst(2)), length >= 0 else { return nil }
+        return length
     }
 }

@@ -85,14 +85,16 @@ extension Transfer {
     /// An ``EasyHandleProfile`` holds it, so a handle that carries its options over to a transfer of an equal
     /// profile watches for that transfer too, with its debug data pointed at it (`configureGoawayWatch`).
     var watchesGoawayRefusal: Bool {
-        guard CurlFeatures.reportsGoawayInText else { return false }
+        // The method first: a GET, by far the most common request, is turned away by one set lookup.
+        let method = request.method
+        guard CurlFeatures.reportsGoawayInText, !Self.idempotentMethods.contains(method),
+            !Self.idempotentMethods.contains(method.uppercased())
+        else { return false }
         switch request.httpVersion {
         case .http1_1: return false
-        case .automatic: guard request.url.scheme?.lowercased() == "https" else { return false }
-        case .http2, .http2PriorKnowledge: break
+        case .automatic: return request.url.scheme?.lowercased() == "https"
+        case .http2, .http2PriorKnowledge: return true
         }
-        let method = request.method
-        return !Self.idempotentMethods.contains(method) && !Self.idempotentMethods.contains(method.uppercased())
     }
 
     /// Has curl hand its informational text to ``debugCallback`` with `context`, the transfer, when the

@@ -31,6 +31,9 @@ package struct DownloadedFile: Sendable {
     package var byteCount: Int64
     /// Whether this transfer's response body reached the file (if not, the file is as it was before).
     package var receivedBody: Bool
+    /// Whether the server answered a resumed download `416` naming the file's own length as the whole
+    /// representation's: the file is complete as it was, and the answer's body went nowhere.
+    package var wasAlreadyComplete = false
 }
 
 /// Where curl's write callback puts response bytes. Loop thread only.

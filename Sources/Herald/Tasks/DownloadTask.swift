@@ -169,9 +169,16 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
     /// sink, which never writes an error page over the partial file: the file is as it was, and the attempt
     /// failed with its status, as any other attempt answered with an error status does. So the retrier sees
     /// ``HeraldError/Code/unacceptableStatusCode``, and a failure keeps the partial file and its resume data.
-    /// Other refusals (a `4xx` such as `416`, a range that starts elsewhere) stay
-    /// ``HeraldError/Code/cannotResume``.
+    /// Other refusals (a `4xx` such as a `416` naming another length, a range that starts elsewhere) stay
+    /// ``HeraldError/Code/cannotResume``. A `416` naming the file's own length as the whole representation's
+    /// completes the download with the file as it is.
     override func proceed(after outcome: TaskOutcome) {
+        if outcome.error == nil, outcome.file?.wasAlreadyComplete == true {
+            // The server's 416 says the file already holds every byte: the download is done, its file moved as
+            // any complete one's. Not a failure for a retrier to see.
+            if let response = outcome.response { session.storeCookies(from: response) }
+            return completeTransfer(outcome)
+        }
         guard let error = outcome.error, error.code == .cannotResume, let response = outcome.response,
             Self.isTransient(status: response.statusCode), outcome.file?.receivedBody == true,
             let continuation = core.withLock({ $0.downloadContinuation }), continuation.bytesReceived > 0

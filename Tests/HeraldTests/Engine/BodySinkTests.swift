@@ -313,6 +313,45 @@ struct BodySinkTests {
         #expect(try Data(contentsOf: partial) == Data(head))
     }
 
+    @Test(
+        "a 416 naming the resumed file's own length completes it as it is; one naming another length or version fails",
+        arguments: [
+            ("bytes */100", nil, true),
+            ("bytes */100", "\"v1\"", true),
+            ("bytes */100", "\"v2\"", false),
+            ("bytes */150", nil, false),
+            ("bytes */99", nil, false),
+            ("bytes 0-99/100", nil, false),
+            ("", nil, false),
+        ])
+    func resumedFileAlreadyComplete(contentRange: String, entityTag: String?, completes: Bool) throws {
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let partial = scratch.url.appendingPathComponent("partial.bin")
+        let head = Self.bytes(100, seed: 3)
+        try Data(head).write(to: partial)
+        let sink = try FileBodySink(url: partial, resumeOffset: 100, validator: "\"v1\"")
+        var headers = HeaderFields()
+        if !contentRange.isEmpty { headers.add(name: "Content-Range", value: contentRange) }
+        if let entityTag { headers.add(name: "ETag", value: entityTag) }
+        let refused = ResponseHead(url: URL(string: "http://127.0.0.1/")!, statusCode: 416, headers: headers)
+        switch sink.begin(response: refused, declaredLength: 19) {
+        case .success(let offset):
+            #expect(completes)
+            #expect(offset == 100)
+            // The 416's page goes nowhere.
+            let page = Array("416 Range Not Satisfiable".utf8)
+            #expect(page.withUnsafeBytes { sink.write($0) } == nil)
+        case .failure(let error):
+            #expect(!completes, "\(error.message)")
+            #expect(error.code == .cannotResume)
+        }
+        #expect(sink.file?.wasAlreadyComplete == completes)
+        #expect(sink.file?.byteCount == 100)
+        _ = sink.finish()
+        #expect(try Data(contentsOf: partial) == Data(head))
+    }
+
     @Test("Content-Range parses to its start, end and complete length; a malformed one to nothing")
     func contentRangeParsing() {
         #expect(

@@ -14,6 +14,45 @@ struct DownloadRetryTests {
     /// Where the first answer stops: 40% of the body.
     static let dropped = 80_000
 
+    @Test(
+        "a chunked download that lost only its last chunk's end: resumed or retried, the 416 naming its length completes it"
+    )
+    func alreadyCompleteAfterDrop() async throws {
+        let server = try await TestServer.start()
+        let scratch = try ScratchDirectory()
+        let session = SessionManager(notificationCenter: NotificationHub())
+        let recorder = RecordingObserver(center: session.notificationCenter)
+        let size = 100_000
+        let path = "/bytes/\(size)"
+
+        // Resumed from resume data: every byte is in the partial file, the chunked body's end never came.
+        let first = try session.downloadTask(
+            with: Request(url: server.url("\(path)?chunked=1&dropAfter=\(size)&key=resumed")))
+        first.resume()
+        try await recorder.waitForCompletions(1)
+        #expect(first.error?.code == .networkConnectionLost)
+        let data = try #require(first.resumeDataAfterFailure)
+        let resumedTo = scratch.url.appendingPathComponent("resumed.bin")
+        let (fileURL, response) = try await session.download(resumingWith: data, to: resumedTo)
+        #expect(fileURL == resumedTo && response.statusCode == 416)
+        #expect(try PatternFile.matches(resumedTo, count: size))
+        #expect(server.requests(forPath: path).last?.headerValue("Range") == "bytes=\(size)-")
+
+        // Retried by the task's retrier: the same answer ends the retry, not the file.
+        let retriedTo = scratch.url.appendingPathComponent("retried.bin")
+        let task = try session.downloadTask(
+            with: Request(url: server.url("\(path)?chunked=1&dropAfter=\(size)&key=retried")),
+            destination: { _, _ in retriedTo })
+        task.interceptor = Self.fast
+        task.resume()
+        try await recorder.waitForCompletions(3)
+        #expect(recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .retry, .complete])
+        #expect(task.error == nil, "\(String(describing: task.error))")
+        #expect(task.response?.statusCode == 416)
+        #expect(try PatternFile.matches(retriedTo, count: size))
+        try await Self.tearDown(session, scratch, server)
+    }
+
     @Test("a download dropped at 40% is retried with one Range request from the bytes written: byte-exact")
     func continuesAfterDrop() async throws {
         let server = try await TestServer.start()
