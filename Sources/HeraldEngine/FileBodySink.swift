@@ -221,22 +221,25 @@ final class FileBodySink: BodySink {
 /// The `Content-Range` field of a `206` (RFC 9110 §14.4), as a resumed download checks it: package-level so that
 /// the fuzz target reaches it.
 package enum ContentRange {
-    /// The first byte of `Content-Range: bytes a-b/n`.
-    package static func start(_ value: String?) -> Int64? {
+    /// What follows `bytes ` in a `Content-Range` value, trimmed; `nil` for another unit or none.
+    private static func byteRangeSpec(_ value: String?) -> Substring? {
         guard let value else { return nil }
         let trimmed = value.trimmingCharacters(in: .whitespaces)
         guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
-        let spec = trimmed.dropFirst("bytes ".count).trimmingCharacters(in: .whitespaces)
-        guard let dash = spec.firstIndex(of: "-") else { return nil }
+        return Substring(trimmed.dropFirst("bytes ".count).trimmingCharacters(in: .whitespaces))
+    }
+
+    /// The first byte of `Content-Range: bytes a-b/n`.
+    package static func start(_ value: String?) -> Int64? {
+        guard let spec = byteRangeSpec(value), let dash = spec.firstIndex(of: "-") else { return nil }
         return Int64(spec[..<dash])
     }
 
     /// `Content-Range: bytes a-b/n` as numbers, `n` `nil` when it is `*` (unknown); `nil` when malformed, and
     /// when the range is invalid (RFC 9110 §14.4): `b` before `a`, or `n` not after `b`. So `0 <= a <= b < n`.
     package static func parse(_ value: String?) -> (start: Int64, end: Int64, completeLength: Int64?)? {
-        guard let value, let start = start(value) else { return nil }
-        let spec = value.trimmingCharacters(in: .whitespaces).dropFirst("bytes ".count)
-        guard let dash = spec.firstIndex(of: "-"), let slash = spec.firstIndex(of: "/"), dash < slash,
+        guard let spec = byteRangeSpec(value), let dash = spec.firstIndex(of: "-"), let start = Int64(spec[..<dash]),
+            let slash = spec.firstIndex(of: "/"), dash < slash,
             let end = Int64(spec[spec.index(after: dash)..<slash].trimmingCharacters(in: .whitespaces)), end >= start
         else { return nil }
         let total = spec[spec.index(after: slash)...].trimmingCharacters(in: .whitespaces)
@@ -247,11 +250,9 @@ package enum ContentRange {
 
     /// The complete length of `Content-Range: bytes */n`, a `416`'s (RFC 9110 §14.4); `nil` for any other form.
     package static func unsatisfiedLength(_ value: String?) -> Int64? {
-        guard let value else { return nil }
-        let trimmed = value.trimmingCharacters(in: .whitespaces)
-        guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
-        let spec = trimmed.dropFirst("bytes ".count).trimmingCharacters(in: .whitespaces)
-        guard spec.hasPrefix("*/"), let length = Int64(spec.dropFirst(2)), length >= 0 else { return nil }
+        guard let spec = byteRangeSpec(value), spec.hasPrefix("*/"), let length = Int64(spec.dropFirst(2)),
+            length >= 0
+        else { return nil }
         return length
     }
 }

@@ -53,6 +53,7 @@ enum FuzzChecks {
 
     // MARK: set-cookie
 
+    /// The origins a fuzzed `Set-Cookie` is matched against: parsed only, never contacted.
     static let cookieHosts = [
         "https://www.example.com/docs/a", "http://sub.city.kobe.jp/", "https://www.xn--85x722f.xn--55qx5d.cn/x/y/z",
         "http://127.0.0.1:8080/p/q",
