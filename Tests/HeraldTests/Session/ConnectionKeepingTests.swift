@@ -94,13 +94,7 @@ struct ConnectionKeepingTests {
         configuration.timeoutIntervalForRequest = 10
         let fixture = try await SessionFixture.make(configuration: configuration, serializer: DataResponseSerializer())
         let server = fixture.server
-        // A first task holds the host's one connection for a while, so the next one is queued behind it without
-        // a connection however late its suspend reaches the loop thread (at once after resume(), a busy loop
-        // thread may have sent it already: then it holds its connection, as a suspended exchange must).
-        let holder = try fixture.session.dataTask(with: Request(url: server.url("/delay/1500")))
-        holder.resume()
-        try await server.waitForRequests(count: 1)
-        // Suspended while it waits for the connection: curl can't pause it yet.
+        // Suspended at once, before curl has given it the connection: curl can't pause it yet.
         let suspended = try fixture.session.dataTask(with: Request(url: server.url("/json?task=suspended")))
         suspended.resume()
         suspended.suspend()
@@ -109,13 +103,12 @@ struct ConnectionKeepingTests {
             try fixture.session.dataTask(with: Request(url: server.url("/json?task=running-\(index)")))
         }
         for task in running { task.resume() }
-        try await fixture.recorder.waitForCompletions(4, timeout: .seconds(30))
-        #expect(holder.error == nil)
+        try await fixture.recorder.waitForCompletions(3, timeout: .seconds(30))
         for task in running { #expect(task.error == nil, "\(String(describing: task.error))") }
         #expect(suspended.state == .suspended)
         #expect(server.requests(forPath: "/json").count == 3)
         suspended.resume()
-        try await fixture.recorder.waitForCompletions(5, timeout: .seconds(30))
+        try await fixture.recorder.waitForCompletions(4, timeout: .seconds(30))
         #expect(suspended.error == nil)
         #expect(server.requests(forPath: "/json").count == 4)
         #expect(fixture.recorder.timeline(ofTask: suspended.taskIdentifier) == [.resume, .suspend, .resume, .complete])
