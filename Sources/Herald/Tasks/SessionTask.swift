@@ -220,6 +220,10 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// it right after the next ``resume()`` (`taskDidResume`, then `taskDidComplete`), or as cancelled
     /// on ``cancel()``. A transfer that fails while suspended (a timeout) completes with its error.
     ///
+    /// A task suspended while it waits for a connection (``SessionConfiguration/maximumConnectionsPerHost``)
+    /// gives up its place, and takes one again on ``resume()``. Once it has a connection, it keeps it while
+    /// suspended: other requests to that host then wait for it when the limit is reached.
+    ///
     /// A paused connection may be closed by the server after its idle timeout; the task then fails
     /// with ``HeraldError/Code/networkConnectionLost`` after resuming. The session's resource timeout
     /// keeps running while suspended.

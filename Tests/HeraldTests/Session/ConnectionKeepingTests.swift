@@ -1,7 +1,8 @@
 import Foundation
-import Herald
 import HeraldTesting
 import Testing
+
+@testable import Herald
 
 @Suite("Connections kept between bursts")
 struct ConnectionKeepingTests {
@@ -94,10 +95,20 @@ struct ConnectionKeepingTests {
         configuration.timeoutIntervalForRequest = 10
         let fixture = try await SessionFixture.make(configuration: configuration, serializer: DataResponseSerializer())
         let server = fixture.server
-        // Suspended at once, before curl has given it the connection: curl can't pause it yet.
+        // Suspended before curl has given it a connection, so curl can't pause it yet. The loop thread is held
+        // meanwhile, so that it carries out the start and the suspend together: free, it may run curl in between
+        // and open a connection for the request, which a suspended exchange rightly keeps.
+        let loopHeld = DispatchSemaphore(value: 0)
+        await withCheckedContinuation { continuation in
+            fixture.session.engine.execute {
+                continuation.resume()
+                loopHeld.wait()
+            }
+        }
         let suspended = try fixture.session.dataTask(with: Request(url: server.url("/json?task=suspended")))
         suspended.resume()
         suspended.suspend()
+        loopHeld.signal()
         // Each waits for the one connection; none may wait for the suspended task.
         let running = try (0..<3).map { index in
             try fixture.session.dataTask(with: Request(url: server.url("/json?task=running-\(index)")))
