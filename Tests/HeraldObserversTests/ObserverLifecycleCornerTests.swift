@@ -8,7 +8,6 @@ import InMemoryLogging
 import InMemoryTracing
 import Logging
 import MetricsTestKit
-import Synchronization
 import Testing
 
 /// The ready observers together (metrics, tracing, the activity indicator, logging) over real sessions and a
@@ -95,7 +94,7 @@ struct ObserverLifecycleCornerTests {
         let session = rig.session(configuration)
         session.responseSerializer = DataResponseSerializer()
         session.interceptor = RetryPolicy(backoffScale: 0.05, maximumBackoff: 0.1)
-        let becomes = Mutex(Set<Int>())
+        let becomes = Locked(Set<Int>())
         session.dataTaskDidReceiveResponse = { task, _ in
             becomes.withLock { $0.contains(task.taskIdentifier) } ? .becomeDownload : .allow
         }

@@ -1,6 +1,6 @@
 import Foundation
+import HeraldNotifications
 import HeraldTesting
-import Synchronization
 import Testing
 
 @Suite("PipeReader", .timeLimit(.minutes(1)))
@@ -17,7 +17,7 @@ struct PipeReaderTests {
         process.standardInput = FileHandle.nullDevice
         let pipe = Pipe()
         process.standardOutput = pipe
-        let received = Mutex((data: Data(), chunks: 0, emptyChunks: 0, ends: 0))
+        let received = Locked((data: Data(), chunks: 0, emptyChunks: 0, ends: 0))
         let (ended, endedContinuation) = AsyncStream.makeStream(of: Void.self)
         try process.run()
         PipeReader.start(

@@ -1,6 +1,6 @@
 import Foundation
 import HeraldCookies
-import Synchronization
+import HeraldNotifications
 
 /// The Public Suffix List: the domains under which anyone can register a name (`com`, `co.uk`,
 /// `github.io`…), which a cookie's `Domain` may never be (RFC 6265 §5.3 step 5).
@@ -74,7 +74,7 @@ public struct PublicSuffixList: Sendable {
     /// Reads a list once, when it is first asked for, by whichever thread asks first; the others wait for it.
     private final class FirstUse: Sendable {
         private let read: @Sendable () -> PublicSuffixList
-        private let list = Mutex<PublicSuffixList?>(nil)
+        private let list = Locked<PublicSuffixList?>(nil)
 
         init(read: @escaping @Sendable () -> PublicSuffixList) {
             self.read = read

@@ -120,7 +120,7 @@ extension NotificationHub {
 private final class ForwardingGate: Sendable {
     private let isOpen = Atomic(true)
     /// Held while a forwarded call runs.
-    private let running = Mutex(())
+    private let running = Locked(())
 
     /// Runs `call` unless the gate is closed.
     func run(_ call: () -> Void) {

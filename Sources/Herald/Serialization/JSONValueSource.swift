@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import HeraldNotifications
 
 /// A response body as `JSONParser` reads it, for the `JSONValue`s a `JSONDecoder` meets in it: such a value
 /// takes its subtree from here, found by its coding path, instead of asking the decoder for each kind of value
@@ -10,7 +10,7 @@ final class JSONValueSource: Sendable {
 
     private let body: Data
     /// The parsed body: not yet parsed, parsed, or not parsed (`nil`: the decoder's own way then applies).
-    private let parsed = Mutex<JSONValue??>(nil)
+    private let parsed = Locked<JSONValue??>(nil)
 
     private init(body: Data) {
         self.body = body

@@ -2,7 +2,6 @@ import Foundation
 import Herald
 import HeraldNotifications
 import HeraldTesting
-import Synchronization
 import Testing
 
 @Suite("try await forms return the response and the body or file")
@@ -25,7 +24,7 @@ struct AsyncTransferTests {
         let fixture = try await SessionFixture.make()
         let onCompletionQueue = DispatchSpecificKey<Bool>()
         fixture.session.completionQueue.setSpecific(key: onCompletionQueue, value: true)
-        let seen = Mutex<[String]>([])
+        let seen = Locked<[String]>([])
         @Sendable func record(_ name: String) {
             let place = DispatchQueue.getSpecific(key: onCompletionQueue) == true ? "" : " off the completion queue"
             seen.withLock { $0.append(name + place) }
@@ -50,7 +49,7 @@ struct AsyncTransferTests {
         #expect(body.count == 1000)
         // A progress sequence asked for while the task runs: its handler, and its end, run on the completion
         // queue before data(for:) returns.
-        let updates = Mutex<TransferProgress.Updates?>(nil)
+        let updates = Locked<TransferProgress.Updates?>(nil)
         let token = fixture.center.addObserver(for: .taskDidResume, delivery: .posting) { note in
             let task = fixture.session.tasks.first { $0.taskIdentifier == note.userInfo.taskIdentifier }
             updates.withLock { $0 = task?.downloadProgressUpdates }

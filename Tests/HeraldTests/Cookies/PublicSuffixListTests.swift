@@ -1,6 +1,6 @@
 import Foundation
 import Herald
-import Synchronization
+import HeraldNotifications
 import Testing
 
 /// The Public Suffix List's algorithm and its own test file's `checkPublicSuffix(domain, registrable)` cases,
@@ -150,7 +150,7 @@ struct PublicSuffixListTests {
 
     @Test("a list read on first use is read once, by the first question; a store holding it doesn't read it")
     func readOnFirstUse() {
-        let reads = Mutex(0)
+        let reads = Locked(0)
         let list = PublicSuffixList(readingOnFirstUse: {
             reads.withLock { $0 += 1 }
             return PublicSuffixList(rules: "uk\nco.uk\n", source: .builtIn)
@@ -170,7 +170,7 @@ struct PublicSuffixListTests {
 
     @Test("threads asking a list left for its first use at once read it once and get the same answers")
     func readOnceUnderConcurrentFirstUse() async {
-        let reads = Mutex(0)
+        let reads = Locked(0)
         let list = PublicSuffixList(readingOnFirstUse: {
             reads.withLock { $0 += 1 }
             return PublicSuffixList.builtIn

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import HeraldNotifications
 
 #if canImport(Glibc)
     import Glibc
@@ -20,7 +20,7 @@ final class ShuttingDownH2CServer: Sendable {
     let port: Int
     private let listener: Int32
     private let namingTheNewStreamLast: Bool
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// A request the server processed: the one each connection's upgrade came with.
     struct ProcessedRequest: Sendable, Equatable {

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import HeraldNotifications
 
 @testable import Herald
 @testable import HeraldEngine
@@ -140,7 +140,7 @@ final class EventLog<Value: Sendable>: Sendable {
         var nextID = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     var values: [Value] { state.withLock { $0.values } }
 

@@ -80,6 +80,9 @@ struct ConnectionKeepingTests {
         }
         server.openGate("held")
         first.resume()
+        // Resumed once the connection is free: waiting behind the first task's body counts against its 1 s idle
+        // timeout, which a loaded machine (the sanitizers) can spend there.
+        try await fixture.recorder.waitForCompletions(1, timeout: .seconds(30))
         second.resume()
         try await fixture.recorder.waitForCompletions(2, timeout: .seconds(30))
         #expect(first.error == nil)

@@ -3,7 +3,6 @@ import Foundation
 import Herald
 import HeraldNotifications
 import HeraldTesting
-import Synchronization
 import Testing
 
 /// A caller that keeps the bytes of a cancelled download (a CLI's `--continue`) reads the resume data in the task's
@@ -18,7 +17,7 @@ struct ResumeDataOrderTests {
         let queue = DispatchQueue(label: "resume-data-order.completion")
         let session = SessionManager(
             notificationCenter: NotificationHub(), completionQueue: callerSuppliesQueue ? queue : nil)
-        let calls = Mutex<[String]>([])
+        let calls = Locked<[String]>([])
         let completed = OneShot<Void>()
         let sessionQueue = session.completionQueue
         let cancel = ActionAtProgress<DownloadTask> { task in
