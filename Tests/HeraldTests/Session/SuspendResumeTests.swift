@@ -14,8 +14,10 @@ struct SuspendResumeTests {
         // Suspended from the progress handler at the first bytes, not from the test's own task: beside the
         // other suites, the test's task could wait longer than the whole 2.5 s stream before it ran again.
         let suspender = Locked<(task: SessionTask?, done: Bool)>((nil, false))
+        // And the body stops at 1 MiB until the suspend is seen, so the suspend lands mid-body.
+        let url = fixture.server.url("/bytes/\(size)?chunkSize=65536&delayMs=20&gate=body&gateAfter=1048576")
         let task = try fixture.session.dataTask(
-            with: Request(url: fixture.server.url("/bytes/\(size)?chunkSize=65536&delayMs=20")),
+            with: Request(url: url),
             downloadProgress: { progress in
                 guard progress.completedUnitCount > 0 else { return }
                 let first = suspender.withLock { state -> SessionTask? in
@@ -31,6 +33,7 @@ struct SuspendResumeTests {
         let receivedWhenSuspended = task.downloadProgress.completedUnitCount
         #expect(receivedWhenSuspended > 0)
         #expect(receivedWhenSuspended < Int64(size))
+        fixture.server.openGate("body")
         task.resume()
         try await fixture.recorder.waitForCompletions(1)
         #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .suspend, .resume, .complete])

@@ -226,14 +226,16 @@ struct DownloadTaskTests {
         let size = 2 * 1024 * 1024
         let log = DownloadLog()
         let suspend = ActionAtProgress<DownloadTask> { $0.suspend() }
-        // Paced over >= 2.5 s so the suspend after the first bytes always lands mid-body.
+        // Stopped at 512 KiB until the suspend is seen: it lands mid-body however late a loaded machine runs it.
+        let url = fixture.server.url("/bytes/\(size)?chunkSize=16384&delayMs=20&gate=body&gateAfter=524288")
         let task = try fixture.session.downloadTask(
-            with: Request(url: fixture.server.url("/bytes/\(size)?chunkSize=16384&delayMs=20")),
+            with: Request(url: url),
             progress: suspend.handler, completionHandler: log.handler)
         suspend.attach(task)
         task.resume()
         try await fixture.recorder.waitUntil { $0.contains { $0.kind == .suspend } }
         #expect(task.downloadProgress.completedUnitCount < Int64(size))
+        fixture.server.openGate("body")
         task.resume()
         try await fixture.recorder.waitForCompletions(1)
         #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .suspend, .resume, .complete])
