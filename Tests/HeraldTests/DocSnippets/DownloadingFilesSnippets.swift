@@ -214,7 +214,8 @@ struct DownloadingFilesSnippets {
             })
         broken.resume()
 
-        try await recorder.waitForCompletions(1)
+        // The 8 s idle timeout ends it: waited for with room for a loaded machine's late timer.
+        try await recorder.waitForCompletions(1, timeout: .seconds(30))
         #expect(broken.error?.code == .timedOut)
         #expect(broken.resumeDataAfterFailure != nil)
         #expect(PatternFile.size(of: broken.temporaryURL) == 40_000)
