@@ -167,6 +167,10 @@ test-tsan: deps
 	TSAN_OPTIONS=suppressions=$(CURDIR)/.ci/tsan.supp $(LOOPBACK_ONLY) $(SWIFT) test --sanitize=thread --scratch-path .build-tsan --skip LargeTransferTests --skip LargeStreamingTests --skip LoadTests \
 		--skip SuspendAtLastByteTests --no-parallel
 
+# Each of test-asan's runs: the tests already built with AddressSanitizer, in its scratch path.
+ASAN_TEST = ASAN_OPTIONS=detect_leaks=0:suppressions=$(CURDIR)/.ci/asan.supp $(LOOPBACK_ONLY) $(SWIFT) test \
+	--skip-build --sanitize=address --scratch-path .build-asan
+
 ## test-asan: the whole suite under AddressSanitizer, in its own scratch path (leaks: see leak-check).
 test-asan: deps
 	@# The 256 MiB and 1 GiB RSS-budget tests are memory measurements, meaningless with ASan's shadow memory and
@@ -179,21 +183,15 @@ test-asan: deps
 	@# run in processes of their own: beside them, ASan's slowdown made other suites' timeouts fire (18 tests
 	@# at once, their transfers idle for 10 s while a race burned both cores and a child was killed 100 times).
 	@# The closed-pipe test counts every SIGPIPE the process receives: in a process of its own, as in `test`.
-	ASAN_OPTIONS=detect_leaks=0:suppressions=$(CURDIR)/.ci/asan.supp $(LOOPBACK_ONLY) $(SWIFT) test --skip-build --sanitize=address \
-		--scratch-path .build-asan --skip LargeTransferTests --skip LargeStreamingTests --skip LoadTests --skip StressTests \
+	$(ASAN_TEST) --skip LargeTransferTests --skip LargeStreamingTests --skip LoadTests --skip StressTests \
 		--skip ClosedPipeSignalTests --skip '$(TIMED_TESTS)' --skip '$(RACE_SUITES)' --skip DiskResponseCacheProcessTests
-	ASAN_OPTIONS=detect_leaks=0:suppressions=$(CURDIR)/.ci/asan.supp $(LOOPBACK_ONLY) $(SWIFT) test --skip-build --sanitize=address \
-		--scratch-path .build-asan --filter '$(RACE_SUITES)'
-	ASAN_OPTIONS=detect_leaks=0:suppressions=$(CURDIR)/.ci/asan.supp $(LOOPBACK_ONLY) $(SWIFT) test --skip-build --sanitize=address \
-		--scratch-path .build-asan --filter DiskResponseCacheProcessTests
+	$(ASAN_TEST) --filter '$(RACE_SUITES)'
+	$(ASAN_TEST) --filter DiskResponseCacheProcessTests
 	@# The millisecond timings in a process of their own, as in `test`: beside the other suites under ASan they
 	@# measured the scheduler (127 ms for a cancellation that takes 2 ms).
-	ASAN_OPTIONS=detect_leaks=0:suppressions=$(CURDIR)/.ci/asan.supp $(LOOPBACK_ONLY) $(SWIFT) test --skip-build --sanitize=address \
-		--scratch-path .build-asan --filter '$(TIMED_TESTS)'
-	ASAN_OPTIONS=detect_leaks=0:suppressions=$(CURDIR)/.ci/asan.supp $(LOOPBACK_ONLY) $(SWIFT) test --skip-build --sanitize=address \
-		--scratch-path .build-asan --filter ClosedPipeSignalTests
-	ASAN_OPTIONS=detect_leaks=0:suppressions=$(CURDIR)/.ci/asan.supp $(LOOPBACK_ONLY) $(SWIFT) test --skip-build --sanitize=address \
-		--scratch-path .build-asan --filter 'LoadTests|StressTests'
+	$(ASAN_TEST) --filter '$(TIMED_TESTS)'
+	$(ASAN_TEST) --filter ClosedPipeSignalTests
+	$(ASAN_TEST) --filter 'LoadTests|StressTests'
 
 ## leak-check: the activity-counter demo built with AddressSanitizer; LeakSanitizer fails it on any leak.
 leak-check: deps

@@ -27,8 +27,7 @@ struct ResumeDataOrderTests {
             })
         }
         let task = try session.downloadTask(
-            // Stopped at 512 KiB until the connection closes: the cancel after the first bytes lands mid-body.
-            with: Request(url: server.url("/bytes/2097152?chunkSize=16384&delayMs=20&gate=body&gateAfter=524288")),
+            with: Request(url: server.url("/bytes/2097152?\(stoppedBodyQuery(key: "order"))")),
             progress: cancel.handler,
             completionHandler: { _, _, error in
                 calls.withLock { $0.append("completion \(error?.code.description ?? "none")") }

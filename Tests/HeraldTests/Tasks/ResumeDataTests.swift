@@ -6,14 +6,8 @@ import Testing
 
 @Suite("Download resume data")
 struct ResumeDataTests {
-    /// The query of a 2 MiB body paced over 2.5 s whose first request stops at 512 KiB until its connection
-    /// closes: a cancel after 256 KiB lands mid-body however late a loaded machine runs it. A later request
-    /// with the same `key` (a resumption) goes straight on.
-    private static func pausedBody(key: String) -> String {
-        "chunkSize=16384&delayMs=20&gate=\(key)&gateAfter=524288&key=\(key)"
-    }
-
-    /// Starts a slow download of `path`, waits for some bytes, and cancels it producing resume data.
+    /// Starts a download of `path` (a body that stops mid-way: ``stoppedBodyQuery(key:)``), waits for some bytes, and
+    /// cancels it producing resume data.
     private func cancelMidway(
         _ fixture: SessionFixture, path: String, size: Int
     ) async throws -> (task: DownloadTask, resumeData: Data?, log: DownloadLog) {
@@ -37,7 +31,7 @@ struct ResumeDataTests {
         let scratch = try ScratchDirectory()
         defer { scratch.remove() }
         let size = 2 * 1024 * 1024
-        let path = "/bytes/\(size)?\(Self.pausedBody(key: "async"))"
+        let path = "/bytes/\(size)?\(stoppedBodyQuery(key: "async"))"
         let (first, resumeData, _) = try await cancelMidway(fixture, path: path, size: size)
         let data = try #require(resumeData)
         let partialSize = try #require(PatternFile.size(of: first.temporaryURL))
@@ -57,7 +51,7 @@ struct ResumeDataTests {
         let scratch = try ScratchDirectory()
         defer { scratch.remove() }
         let size = 2 * 1024 * 1024
-        let target = "/bytes/\(size)?\(Self.pausedBody(key: "behind-redirect"))"
+        let target = "/bytes/\(size)?\(stoppedBodyQuery(key: "behind-redirect"))"
         let encoded = try #require(
             fixture.server.url(target).absoluteString.addingPercentEncoding(
                 withAllowedCharacters: .alphanumerics))
@@ -79,7 +73,7 @@ struct ResumeDataTests {
         let scratch = try ScratchDirectory()
         defer { scratch.remove() }
         let size = 2 * 1024 * 1024
-        let target = "/bytes/\(size)?\(Self.pausedBody(key: "now-redirects"))"
+        let target = "/bytes/\(size)?\(stoppedBodyQuery(key: "now-redirects"))"
         let (first, resumeData, _) = try await cancelMidway(fixture, path: target, size: size)
         let partialSize = try #require(PatternFile.size(of: first.temporaryURL))
         // The same resume data, its URL moved behind a redirect to where the bytes are.
@@ -145,8 +139,7 @@ struct ResumeDataTests {
         let fixture = try await SessionFixture.make()
         let scratch = try ScratchDirectory()
         let size = 2 * 1024 * 1024
-        // 128 paced chunks (>= 2.5 s): the cancel after 256 KiB lands mid-body even on a loaded machine.
-        let path = "/bytes/\(size)?\(Self.pausedBody(key: "resumed"))"
+        let path = "/bytes/\(size)?\(stoppedBodyQuery(key: "resumed"))"
         let (first, resumeData, firstLog) = try await cancelMidway(fixture, path: path, size: size)
         let data = try #require(resumeData)
         #expect(firstLog.all.first?.error?.code == .cancelled)
@@ -203,7 +196,7 @@ struct ResumeDataTests {
         let scratch = try ScratchDirectory()
         let size = 2 * 1024 * 1024
         let (_, resumeData, _) = try await cancelMidway(
-            fixture, path: "/bytes/\(size)?ranges=0&\(Self.pausedBody(key: "ignores-range"))", size: size)
+            fixture, path: "/bytes/\(size)?ranges=0&\(stoppedBodyQuery(key: "ignores-range"))", size: size)
         let data = try #require(resumeData)
         let destination = scratch.url.appendingPathComponent("restarted.bin")
         let log = DownloadLog()
@@ -228,7 +221,7 @@ struct ResumeDataTests {
     func impossibleDeclaredLength() async throws {
         let fixture = try await SessionFixture.make()
         let size = 2 * 1024 * 1024
-        let path = "/bytes/\(size)?\(Self.pausedBody(key: "lying-length"))&partialLength=\(Int64.max)"
+        let path = "/bytes/\(size)?\(stoppedBodyQuery(key: "lying-length"))&partialLength=\(Int64.max)"
         let (first, resumeData, _) = try await cancelMidway(fixture, path: path, size: size)
         let data = try #require(resumeData)
         let partialSize = try #require(PatternFile.size(of: first.temporaryURL))
@@ -272,8 +265,7 @@ struct ResumeDataTests {
         let fixture = try await SessionFixture.make()
         let cancel = ActionAtProgress<DownloadTask> { $0.cancel() }
         let task = try fixture.session.downloadTask(
-            // Stopped at 512 KiB until the connection closes: the cancel after the first bytes lands mid-body.
-            with: Request(url: fixture.server.url("/bytes/2097152?\(Self.pausedBody(key: "no-resume-data"))")),
+            with: Request(url: fixture.server.url("/bytes/2097152?\(stoppedBodyQuery(key: "no-resume-data"))")),
             progress: cancel.handler)
         cancel.attach(task)
         task.resume()

@@ -137,6 +137,13 @@ final class ActionAtProgress<Task: SessionTask>: Sendable {
     }
 }
 
+/// The query of a `/bytes` body that stops at 512 KiB, its first request's only, until its connection closes or
+/// the test opens gate `key`: an ``ActionAtProgress`` at the first bytes (a cancel, a suspend) lands mid-body
+/// however late a loaded machine runs it. A later request with the same key (a resumption) goes straight on.
+func stoppedBodyQuery(key: String) -> String {
+    "chunkSize=16384&gate=\(key)&gateAfter=524288&key=\(key)"
+}
+
 /// The process's resident memory, from `/proc/self/status`.
 enum ResidentMemory {
     /// `VmRSS` in bytes.
