@@ -75,7 +75,10 @@ struct DownloadResumeData: Codable, Sendable, Equatable {
             separator: UInt8(ascii: "/"), omittingEmptySubsequences: false
         )
         .map { String(decoding: $0, as: UTF8.self) }
-        guard resume.partialFilePath.utf8.first == UInt8(ascii: "/"), !components.contains(".."),
+        // A NUL would end the C string the checks below and the open pass to the kernel early, so that they
+        // could name different files than the path's last component says.
+        guard resume.partialFilePath.utf8.first == UInt8(ascii: "/"), !resume.partialFilePath.utf8.contains(0),
+            !components.contains(".."),
             !components.contains("."), let fileName = components.last, fileName.hasPrefix("download-"),
             fileName.hasSuffix(".part")
         else {

@@ -269,6 +269,14 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     }
 
     package func proceed(after outcome: TransferOutcome) {
+        // A data task that became a download hands the transfer to it when the engine carries out the answer.
+        // A transfer that failed before that (its connection lost while the hook ran) or while doing it (the
+        // download's file could not be opened) still reports here: the download runs the task from now on, so
+        // that a retry is its next attempt, to its file. Only a failure can end such a transfer before the
+        // hand-over: a finished body is held for the answer.
+        if outcome.error != nil, let download = machine({ $0.downloadTask }), download !== self {
+            return download.proceed(after: TaskOutcome(outcome))
+        }
         proceed(after: TaskOutcome(outcome))
     }
 

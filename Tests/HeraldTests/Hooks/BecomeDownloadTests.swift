@@ -139,4 +139,57 @@ struct BecomeDownloadTests {
         token.cancel()
         try await fixture.tearDown()
     }
+
+    @Test(
+        "a download whose file can't be opened is retried as the download: the next attempt writes the file",
+        arguments: [false, true])
+    func becomeDownloadRetriedAfterFileFailure(answerAllowOnRetry: Bool) async throws {
+        let fixture = try await SessionFixture.make()
+        let session = fixture.session
+        let count = 100_000
+        let dispositions = Locked(0)
+        session.dataTaskDidReceiveResponse = { _, _ in
+            // Asked again only if the retry ran as the data task it was, not as the download.
+            let asked = dispositions.withLock { count -> Int in
+                count += 1
+                return count
+            }
+            return asked == 1 || !answerAllowOnRetry ? .becomeDownload : .allow
+        }
+        let removedDirectory = Locked<URL?>(nil)
+        session.dataTaskDidBecomeDownloadTask = { _, download in
+            // The engine makes the file when it carries out the answer, after this hook: with its folder gone
+            // it can't, and the transfer fails with `fileIO`.
+            let directory = download.temporaryURL.deletingLastPathComponent()
+            if removedDirectory.withLock({ $0 }) == nil, rmdir(directory.path) == 0 {
+                removedDirectory.withLock { $0 = directory }
+            }
+        }
+        let retried = Collected<HeraldError.Code>()
+        session.interceptor = Interceptor { context in
+            retried.append(context.error.code)
+            guard context.attempt == 1, let directory = removedDirectory.withLock({ $0 }) else { return .doNotRetry }
+            // The folder back, so the download's next attempt can write its file.
+            mkdir(directory.path, 0o700)
+            return .retry
+        }
+        let log = CompletionLog()
+        let task = try session.dataTask(
+            with: Request(url: fixture.server.url("/bytes/\(count)")), completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+
+        #expect(removedDirectory.withLock { $0 } != nil)
+        #expect(retried.all == [.fileIO])
+        // The download's next attempt goes straight to its file: the data-task hook is not asked again.
+        #expect(dispositions.withLock { $0 } == 1)
+        let call = try #require(log.all.first)
+        #expect(log.all.count == 1)
+        #expect(call.error == nil)
+        let fileURL = try #require(call.object as? URL)
+        defer { try? FileManager.default.removeItem(at: fileURL) }
+        #expect(try PatternFile.matches(fileURL, count: count))
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .retry, .complete])
+        try await fixture.tearDown()
+    }
 }

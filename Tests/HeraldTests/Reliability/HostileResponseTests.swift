@@ -260,6 +260,11 @@ struct HostileResponseTests {
             ("path a directory", resume(["partialFilePath": "\"\(scratch.url.path)/download-dir.part\""])),
             ("path with NUL", resume(["partialFilePath": "\"\(part.path)\\u0000.txt\""])),
             (
+                // The C string the kernel gets ends at the NUL: it would name the victim, a regular file.
+                "path with NUL before a Herald file name",
+                resume(["partialFilePath": "\"\(victim.path)\\u0000/download-1-x.part\"", "bytesReceived": "0"])
+            ),
+            (
                 "huge path",
                 resume(["partialFilePath": "\"/\(String(repeating: "a", count: 100_000))/download-1.part\""])
             ),
