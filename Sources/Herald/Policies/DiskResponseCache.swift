@@ -138,7 +138,7 @@ public final class DiskResponseCache: ResponseCache {
         let key = Self.key(for: request)
         return database.withLock { database -> CachedResponse? in
             // A store or removal of the key that failed may have left an older entry in the index.
-            guard !database.unservable.contains(key), case .found(let row) = entry(for: key, in: database).lookup
+            guard database.mayServe(key), case .found(let row) = entry(for: key, in: database).lookup
             else { return nil }
             guard let path = bodyPath(row.file) else {
                 // Not a name this cache gives a body (the index was edited): the row goes, no file is touched.
@@ -165,7 +165,9 @@ public final class DiskResponseCache: ResponseCache {
     /// larger than the whole capacity is not stored, and any earlier one for the same request is removed.
     /// When the folder is no longer private or a write fails, nothing is stored (and the earlier entry is
     /// removed). When the index can't be written (another process holds it past the busy timeout, the disk is
-    /// full), this cache serves no entry for the request until a later store or removal of it commits.
+    /// full), this cache serves no entry for the request until a later store or removal of it commits; after
+    /// more than 4,096 requests' stores and removals failed so, it serves none at all until the index can be
+    /// written again, and then removes every entry first.
     public func storeCachedResponse(_ cachedResponse: CachedResponse, for request: Request) {
         let key = Self.key(for: request)
         guard let head = try? JSONEncoder().encode(StoredHead(cachedResponse)),
@@ -176,6 +178,7 @@ public final class DiskResponseCache: ResponseCache {
         guard writeBody(cachedResponse.data, as: file) else { return removeCachedResponse(for: request) }
         let bucket = StoreCounters.bucket(of: key)
         database.withLock { database in
+            guard settleLostFailures(in: database) else { return removeBody(file) }
             database.forgetAbsent(key)
             // Counted as begun before the transaction and as ended after it, committed or not: a cache that
             // saw the counts equal before a lookup that missed knows that no store of the bucket was in flight
@@ -204,11 +207,12 @@ public final class DiskResponseCache: ResponseCache {
     public func removeCachedResponse(for request: Request) {
         let key = Self.key(for: request)
         database.withLock { database in
+            guard settleLostFailures(in: database) else { return }
             // Every uncacheable response asks for a removal, and most find nothing: none at all when the key
             // is known to be absent, else a read, and the write lock only when there is a row to delete.
             let (lookup, settled) = entry(for: key, in: database)
             // A read that failed may have missed a row: the removal is tried all the same.
-            if case .absent = lookup, !database.unservable.contains(key) { return }
+            if case .absent = lookup, database.mayServe(key) { return }
             let removed = database.transaction { () -> [String]? in
                 switch database.entry(for: key) {
                 case .found(let row): database.delete(key: key, file: row.file) ? [row.file] : nil
@@ -254,13 +258,30 @@ public final class DiskResponseCache: ResponseCache {
     /// Removes every entry: the index's rows and the body files they name. (Files a store cut short left
     /// behind are removed when a cache next opens the folder with no other cache using it.)
     public func removeAllCachedResponses() {
-        database.withLock { database in
-            let removed = database.transaction { () -> [String]? in
-                let files = database.files()
-                return database.deleteAll() ? files : nil
-            }
-            for name in removed ?? [] { removeBody(name) }
+        database.withLock { database in _ = removeAll(in: database) }
+    }
+
+    /// Removes every entry; `false` when the index could not be changed. Under the database's lock.
+    private func removeAll(in database: Database) -> Bool {
+        let removed = database.transaction { () -> [String]? in
+            let files = database.files()
+            return database.deleteAll() ? files : nil
         }
+        guard let removed else { return false }
+        database.allRemoved()
+        for name in removed { removeBody(name) }
+        return true
+    }
+
+    /// The most keys whose store or removal failed that a cache keeps track of: about 4,096 URLs' worth of
+    /// memory, however long the index fails.
+    static let unservableLimit = 4096
+
+    /// When more stores and removals failed than the cache keeps track of (``unservableLimit``), any
+    /// entry may be one a failed removal left: every entry is removed before the next store or removal, which
+    /// goes ahead only when that commits. Under the database's lock.
+    private func settleLostFailures(in database: Database) -> Bool {
+        !database.lostTrackOfFailures || removeAll(in: database)
     }
 
     /// What `PRAGMA integrity_check` says of the index: `["ok"]` when it is sound. For tests.
@@ -421,8 +442,9 @@ struct StoredHead: Codable {
 
 /// The SQLite index: one connection, used under the cache's lock only.
 private final class Database: @unchecked Sendable {
-    // Safety: the connection, its prepared statements, the decoded heads, the absent keys and the counts
-    // (`statements`, `decodedHeads`, `absent`, `statementsRun` and `skippedReads`, mutable) are only used
+    // Safety: the connection, its prepared statements, the decoded heads, the absent and unservable keys and
+    // the counts (`statements`, `decodedHeads`, `absent`, `unservable`, `lostTrackOfFailures`, `statementsRun`
+    // and `skippedReads`, mutable) are only used
     // inside `Locked.withLock`, by one thread at a time, and SQLite is built thread-safe (serialized or
     // multi-thread mode), so a connection may move between threads.
     private let connection: OpaquePointer
@@ -451,14 +473,38 @@ private final class Database: @unchecked Sendable {
     func absence(of key: String) -> Absence? { absent[key] }
 
     /// Keys whose last store or removal failed in the index, which may still hold an older entry: not served
-    /// until one commits.
-    private(set) var unservable: Set<String> = []
+    /// until one commits. At most ``DiskResponseCache/unservableLimit``: past that the cache no longer knows which keys failed
+    /// (``lostTrackOfFailures``).
+    private var unservable: Set<String> = []
+    /// Whether more stores and removals failed than ``unservable`` holds (the index failing for a long time,
+    /// a disk full, with many URLs requested meanwhile): then no entry is served until every entry has been
+    /// removed.
+    private(set) var lostTrackOfFailures = false
     /// When set, every statement fails (see `DiskResponseCache.simulateIndexFailure(_:)`).
     var failsStatements = false
 
     /// Records whether the last store or removal of `key` committed.
     func setServable(_ key: String, _ committed: Bool) {
-        if committed { unservable.remove(key) } else { unservable.insert(key) }
+        if committed {
+            unservable.remove(key)
+        } else if !lostTrackOfFailures, unservable.count < DiskResponseCache.unservableLimit || unservable.contains(key) {
+            unservable.insert(key)
+        } else {
+            unservable.removeAll()
+            lostTrackOfFailures = true
+        }
+    }
+
+    /// Whether the entry for `key`, if the index holds one, may be served: no store or removal of it failed.
+    func mayServe(_ key: String) -> Bool {
+        !lostTrackOfFailures && !unservable.contains(key)
+    }
+
+    /// Every entry was removed, and the removal committed: none is left that a failed store or removal may
+    /// have meant to replace or remove.
+    func allRemoved() {
+        unservable.removeAll()
+        lostTrackOfFailures = false
     }
 
     func rememberAbsent(_ key: String, _ absence: Absence) {

@@ -88,6 +88,44 @@ struct DiskResponseCacheTests {
         #expect(cache.cachedResponse(for: request)?.data == Data("v3".utf8))
     }
 
+    @Test(
+        "an index that fails for many requests: past the keys tracked nothing is served, then every entry is removed first"
+    )
+    func indexFailuresPastTheTrackedKeys() throws {
+        let folder = Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let cache = try DiskResponseCache(directory: folder)
+        // Nothing is sent anywhere: the cache is used directly.
+        let base = try #require(URL(string: "http://127.0.0.1/tracked"))
+        let kept = Request(url: base.appendingPathComponent("kept"))
+        let stale = Request(url: base.appendingPathComponent("stale"))
+        cache.storeCachedResponse(Self.entry("kept", url: kept.url), for: kept)
+        cache.storeCachedResponse(Self.entry("stale", url: stale.url), for: stale)
+
+        cache.simulateIndexFailure(true)
+        // The removal that should have taken the stale entry fails: it is not served.
+        cache.removeCachedResponse(for: stale)
+        for index in 0..<DiskResponseCache.unservableLimit {
+            cache.removeCachedResponse(for: Request(url: base.appendingPathComponent("other-\(index)")))
+        }
+        cache.simulateIndexFailure(false)
+        // One key too many: the cache no longer knows which failed, so it serves no entry, the kept one
+        // included, though the index holds both.
+        #expect(cache.count == 2)
+        #expect(cache.cachedResponse(for: stale) == nil)
+        #expect(cache.cachedResponse(for: kept) == nil)
+
+        // The next store removes every entry before it commits its own.
+        let next = Request(url: base.appendingPathComponent("next"))
+        cache.storeCachedResponse(Self.entry("next", url: next.url), for: next)
+        #expect(cache.count == 1)
+        #expect(Self.bodyFiles(in: folder).count == 1)
+        #expect(cache.cachedResponse(for: next)?.data == Data("next".utf8))
+        #expect(cache.cachedResponse(for: stale) == nil)
+        cache.storeCachedResponse(Self.entry("kept again", url: kept.url), for: kept)
+        #expect(cache.cachedResponse(for: kept)?.data == Data("kept again".utf8))
+    }
+
     @Test("past the capacity, the least recently used entries are evicted, with their body files")
     func leastRecentlyUsedEviction() throws {
         let folder = Self.folder()
