@@ -69,8 +69,11 @@ package enum SetCookieParser {
             guard rawValue.utf8.count <= maximumAttributeValueLength else { continue }
             switch key.lowercased() {
             case "expires":
-                // §5.2.1: a date the algorithm refuses leaves the attribute ignored.
-                if let date = CookieDate.parse(rawValue) { expires = date }
+                // §5.2.1: a date the algorithm refuses leaves the attribute ignored. A later date than 400 days
+                // from now is that day (RFC 6265bis), as for `Max-Age`.
+                if let date = CookieDate.parse(rawValue) {
+                    expires = min(date, now.addingTimeInterval(TimeInterval(maximumLifetime)))
+                }
             case "max-age":
                 if let date = maxAgeExpiry(rawValue, now: now) { maxAge = date }
             case "domain":
@@ -176,6 +179,6 @@ package enum SetCookieParser {
         return now.addingTimeInterval(TimeInterval(min(seconds, maximumLifetime)))
     }
 
-    /// The longest lifetime `Max-Age` gives a cookie, 400 days (RFC 6265bis).
+    /// The longest lifetime `Max-Age` or `Expires` gives a cookie, 400 days (RFC 6265bis).
     package static let maximumLifetime = 400 * 86_400
 }

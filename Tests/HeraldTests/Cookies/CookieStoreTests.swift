@@ -104,7 +104,9 @@ struct CookieStoreTests {
         #expect(throws: HeraldError.self) { try PublicSuffixList(contentsOf: "/nonexistent/public_suffix_list.dat") }
     }
 
-    @Test("Max-Age wins over Expires; Max-Age=0 and a past Expires remove the cookie; HttpOnly and SameSite are kept")
+    @Test(
+        "Max-Age wins over Expires; both are capped at 400 days; Max-Age=0 and a past Expires remove the cookie; HttpOnly and SameSite are kept"
+    )
     func expiryAndAttributes() throws {
         let store = CookieStore()
         let url = testURL("http://h.example/")
@@ -113,17 +115,24 @@ struct CookieStoreTests {
                 "a=1; Max-Age=3600; Expires=Wed, 21 Oct 2015 07:28:00 GMT; HttpOnly; SameSite=Strict",
                 "b=2; Expires=Wed, 21 Oct 2099 07:28:00 GMT; SameSite=lax",
                 "c=3",
+                "d=4; Max-Age=999999999",
             ], from: url)
         let a = try #require(store.allCookies.first { $0.name == "a" })
         let expiry = try #require(a.expiresAt)
         #expect(abs(expiry.timeIntervalSinceNow - 3600) < 60)
         #expect(a.isHTTPOnly && a.sameSite == .strict)
         let b = try #require(store.allCookies.first { $0.name == "b" })
-        #expect(b.expiresAt == RetryAfter.httpDate("Wed, 21 Oct 2099 07:28:00 GMT"))
+        // RFC 6265bis: an expiry later than 400 days from now is that day, whichever attribute set it.
+        let fourHundredDays: TimeInterval = 400 * 86_400
+        #expect(abs(try #require(b.expiresAt).timeIntervalSinceNow - fourHundredDays) < 60)
+        let d = try #require(store.allCookies.first { $0.name == "d" })
+        #expect(abs(try #require(d.expiresAt).timeIntervalSinceNow - fourHundredDays) < 60)
         #expect(b.sameSite == .lax && !b.isHTTPOnly)
         #expect(store.allCookies.first { $0.name == "c" }?.expiresAt == nil)
 
-        store.store(setCookieFields: ["a=gone; Max-Age=0", "b=gone; Expires=Thu, 01 Jan 1970 00:00:01 GMT"], from: url)
+        store.store(
+            setCookieFields: ["a=gone; Max-Age=0", "b=gone; Expires=Thu, 01 Jan 1970 00:00:01 GMT", "d=gone; Max-Age=-1"],
+            from: url)
         #expect(store.cookieHeader(for: url) == "c=3")
     }
 
