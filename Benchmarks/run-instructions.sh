@@ -5,7 +5,8 @@
 # the hot path can be judged without the noise of req/s.
 #
 # usage: Benchmarks/run-instructions.sh [--requests N] [--concurrency C] [--baseline B] [--runs R] [--top K]
-#                                       [--protocol http1|https1|h2] [--threads] [--c-herald-fields] [--keep]
+#                                       [--protocol http1|https1|h2] [--threads] [--c-herald-fields] [--post N]
+#                                       [--keep]
 #
 # Each client runs twice under callgrind, for B (default 200) and N (default 2000) GETs of 1 KiB with C
 # (default 64) in flight; instructions per request = (Ir(N) − Ir(B)) / (N − B), so start-up and
@@ -24,6 +25,10 @@
 # --c-herald-fields has the C client send the three request fields a Herald session sends by default
 # (`User-Agent`, `Accept-Language`, `Accept-Encoding`, as CURLOPT_HTTPHEADER lines of the same length), which
 # libcurl itself spends instructions on, so that the difference left is Herald's own.
+# --post N makes every request a POST with a body of N bytes (C: CURLOPT_UPLOAD and a read callback, as Herald's
+# engine sends a body), to a location where nginx reads the whole body before it answers with the same 1 KiB
+# (it passes the request on to itself as a GET): a server that answered before reading the body would meet a
+# libcurl 7.88 failure over HTTP/2 (Docs/Performance.md says which).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -36,6 +41,7 @@ keep=0
 protocol=http1
 threads=0
 c_herald_fields=0
+post_bytes=""
 
 usage() { awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "${BASH_SOURCE[0]}"; }
 
@@ -49,11 +55,16 @@ while [ $# -gt 0 ]; do
         --protocol) protocol=${2:?}; shift 2 ;;
         --threads) threads=1; shift ;;
         --c-herald-fields) c_herald_fields=1; shift ;;
+        --post) post_bytes=${2:?}; shift 2 ;;
         --keep) keep=1; shift ;;
         -h | --help) usage; exit 0 ;;
         *) echo "run-instructions: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
     esac
 done
+[ -z "$post_bytes" ] || [[ "$post_bytes" =~ ^[0-9]+$ ]] || {
+    echo "run-instructions: --post takes a number of bytes, not '$post_bytes'" >&2
+    exit 2
+}
 for v in "$requests" "$baseline" "$concurrency" "$top" "$runs"; do
     [[ "$v" =~ ^[1-9][0-9]*$ ]] || { echo "run-instructions: '$v' is not a positive integer" >&2; exit 2; }
 done
@@ -111,8 +122,22 @@ if [ "$protocol" != http1 ]; then
     fi
     nginx_extra_servers="    server { listen 127.0.0.1:@PORT+1@ ssl$h2_listen backlog=4096; $h2_directive
         ssl_certificate $tls/server.pem; ssl_certificate_key $tls/server.key; ssl_protocols TLSv1.3;
-        server_name localhost; root @PREFIX@/www; location / { } }"
+        server_name localhost; root @PREFIX@/www; location / { } @POST_LOCATION@ }"
 fi
+path=1k.bin
+if [ -n "$post_bytes" ]; then
+    # nginx reads the whole body before it passes the request on (proxy_request_buffering), to a plain server
+    # of its own that answers the GET with the file.
+    post_location="location = /post/1k.bin { proxy_pass http://127.0.0.1:@PORT+2@/1k.bin; proxy_method GET; }"
+    nginx_extra_servers="${nginx_extra_servers:-}
+    server { listen 127.0.0.1:@PORT+2@ backlog=4096; server_name localhost; root @PREFIX@/www; location / { }
+        $post_location }"
+    path=post/1k.bin
+    c_options+=(--post "$post_bytes")
+    swift_options+=(--post-bytes "$post_bytes")
+fi
+nginx_extra_servers=${nginx_extra_servers:-}
+nginx_extra_servers=${nginx_extra_servers//@POST_LOCATION@/${post_location:-}}
 if [ "$c_herald_fields" = 1 ]; then
     curl_version=$(curl-config --version 2>/dev/null | sed 's/^libcurl //')
     c_options+=(--header "User-Agent: Herald/0.0.0 libcurl/${curl_version:-7.88.1}" --header "Accept-Language: en;q=1"
@@ -120,8 +145,9 @@ if [ "$c_herald_fields" = 1 ]; then
 fi
 chmod -R a+rX "$work"
 start_nginx "$prefix"
-url="http://127.0.0.1:$port/1k.bin"
-[ "$protocol" = http1 ] || url="https://127.0.0.1:$((port + 1))/1k.bin"
+url="http://127.0.0.1:$port/$path"
+[ -z "$post_bytes" ] || url="http://127.0.0.1:$((port + 2))/$path"
+[ "$protocol" = http1 ] || url="https://127.0.0.1:$((port + 1))/$path"
 log "nginx (pid $nginx_pid) serving $url ($protocol)"
 
 # TransferBench runs its load on the main thread (valgrind 3.19 crashes in dispatchMain()'s thread exit).
@@ -175,7 +201,7 @@ declare -A per_request runs_of
 for client in c herald; do
     counts=()
     for run in $(seq 1 "$runs"); do
-        log "$client, run $run of $runs: $baseline and $requests GETs at concurrency $concurrency under callgrind"
+        log "$client, run $run of $runs: $baseline and $requests requests at concurrency $concurrency under callgrind"
         low=$(measure "$client" "$baseline")
         high=$(measure "$client" "$requests")
         counts+=("$(awk -v h="$high" -v l="$low" -v n="$requests" -v b="$baseline" \
@@ -187,7 +213,9 @@ for client in c herald; do
 done
 
 echo
-echo "Instructions per request (callgrind, 1 KiB GETs at concurrency $concurrency, (Ir($requests) - Ir($baseline)) / $((requests - baseline))), median of $runs runs:"
+what="1 KiB GETs"
+[ -z "$post_bytes" ] || what="POSTs of $post_bytes bytes answered with 1 KiB"
+echo "Instructions per request (callgrind, $what at concurrency $concurrency, (Ir($requests) - Ir($baseline)) / $((requests - baseline))), median of $runs runs:"
 printf '  %-7s %10s   (runs: %s)\n' c "${per_request[c]}" "${runs_of[c]}" herald "${per_request[herald]}" "${runs_of[herald]}"
 printf '  herald/c %.2fx\n' "$(awk -v h="${per_request[herald]}" -v c="${per_request[c]}" 'BEGIN { print h / c }')"
 echo

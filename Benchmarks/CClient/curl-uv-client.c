@@ -25,6 +25,8 @@
  * --buffer-size N sets CURLOPT_BUFFERSIZE (curl's default is 16 KiB).
  * --header LINE (repeatable) adds a request header line (CURLOPT_HTTPHEADER), to measure what the
  * request headers a library sends by default cost libcurl itself.
+ * --post N makes every request a POST with a body of N bytes, sent the way Herald's engine sends a body
+ * (CURLOPT_UPLOAD with CURLOPT_INFILESIZE_LARGE, CURLOPT_CUSTOMREQUEST "POST", and a read callback).
  *
  * HTTPS (the TLS rows of Docs/Performance.md), with the options Herald's engine sets:
  *   --cacert PATH         trusts the authority in PATH (CURLOPT_CAINFO) instead of the system's.
@@ -42,7 +44,7 @@
  * handle opens resumes the session an earlier one negotiated. One thread: the share needs no lock callbacks.
  *
  * usage: curl-uv-client [--fresh] [--expect-bytes N] [--buffer-size N] [--header LINE]...
- *                       [--cacert PATH] [--http2] [--fresh-connections] [--no-session-reuse]
+ *                       [--cacert PATH] [--http2] [--fresh-connections] [--no-session-reuse] [--post N]
  *                       [--download-to PATH | --in-memory | --stream] URL CONCURRENCY REQUESTS
  */
 #include <curl/curl.h>
@@ -64,6 +66,7 @@ typedef struct {
     FILE *file;         /* --download-to */
     char *buffer;       /* --in-memory */
     size_t capacity;
+    long body_sent;     /* --post: body bytes handed to curl so far */
 } transfer;
 
 static uv_loop_t *loop;
@@ -84,6 +87,7 @@ static const char *ca_file;      /* --cacert */
 static int http2;                /* --http2 */
 static int fresh_connections;    /* --fresh-connections */
 static int no_session_reuse;     /* --no-session-reuse */
+static long post_bytes = -1;     /* --post N: the body's size; -1: GET */
 static CURLSH *tls_sessions;     /* the share every easy handle is attached to */
 static const char *last_http_version = "?"; /* of the last response (CURLINFO_HTTP_VERSION) */
 
@@ -124,6 +128,16 @@ static size_t on_write_memory(char *data, size_t size, size_t nmemb, void *user)
     return n;
 }
 
+/* --post: the body, N bytes of 'a'. */
+static size_t on_read(char *buffer, size_t size, size_t nmemb, void *user) {
+    transfer *t = user;
+    size_t n = (size_t)(post_bytes - t->body_sent);
+    if (n > size * nmemb) n = size * nmemb;
+    memset(buffer, 'a', n);
+    t->body_sent += (long)n;
+    return n;
+}
+
 static CURL *make_easy(transfer *t) {
     CURL *easy = curl_easy_init();
     if (!easy) {
@@ -148,6 +162,13 @@ static CURL *make_easy(transfer *t) {
     curl_easy_setopt(easy, CURLOPT_WRITEDATA, t);
     curl_easy_setopt(easy, CURLOPT_PRIVATE, t);
     if (extra_headers) curl_easy_setopt(easy, CURLOPT_HTTPHEADER, extra_headers);
+    if (post_bytes >= 0) {
+        curl_easy_setopt(easy, CURLOPT_UPLOAD, 1L);
+        curl_easy_setopt(easy, CURLOPT_INFILESIZE_LARGE, (curl_off_t)post_bytes);
+        curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, "POST");
+        curl_easy_setopt(easy, CURLOPT_READFUNCTION, on_read);
+        curl_easy_setopt(easy, CURLOPT_READDATA, t);
+    }
     return easy;
 }
 
@@ -156,6 +177,7 @@ static void start_next(transfer *t) {
     if (started >= requests_total) return;
     started++;
     t->bytes = 0;
+    t->body_sent = 0;
     if (download_path) {
         t->file = fopen(download_path, "wb");
         if (!t->file) {
@@ -285,7 +307,7 @@ static double now_seconds(void) {
 
 static void usage(void) {
     fprintf(stderr, "usage: curl-uv-client [--fresh] [--expect-bytes N] [--buffer-size N] [--header LINE]...\n"
-                    "                      [--cacert PATH] [--http2] [--fresh-connections] [--no-session-reuse]\n"
+                    "                      [--cacert PATH] [--http2] [--fresh-connections] [--no-session-reuse] [--post N]\n"
                     "                      [--download-to PATH | --in-memory | --stream] URL CONCURRENCY REQUESTS\n");
     exit(2);
 }
@@ -313,6 +335,10 @@ int main(int argc, char **argv) {
             fresh_connections = 1;
         } else if (strcmp(argv[argi], "--no-session-reuse") == 0) {
             no_session_reuse = 1;
+        } else if (strcmp(argv[argi], "--post") == 0 && argi + 1 < argc) {
+            char *end;
+            post_bytes = strtol(argv[++argi], &end, 10);
+            if (*end != '\0' || post_bytes < 0) usage();
         } else if (strcmp(argv[argi], "--header") == 0 && argi + 1 < argc) {
             struct curl_slist *grown = curl_slist_append(extra_headers, argv[++argi]);
             if (!grown) {

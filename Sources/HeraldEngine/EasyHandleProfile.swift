@@ -5,8 +5,8 @@ import Foundation
 ///
 /// A pooled handle keeps the options it was last given. When the next transfer's profile is equal, setting
 /// the per-transfer options is all it needs: the reset and the thirty-odd other options would set the same
-/// values again. A request with a credential or a body has no profile, so its options are always set afresh
-/// on a reset handle, and the handle it leaves is reset before the next transfer.
+/// values again. A request with a credential has no profile, so its options are always set afresh on a reset
+/// handle, and the handle it leaves is reset before the next transfer. A body's length is a per-transfer option.
 ///
 /// A class around the values, not a struct: the pool and the transfer pass it around, and copying a struct
 /// that holds a security policy and a proxy went through the runtime's generic copy for each of their
@@ -16,6 +16,8 @@ final class EasyHandleProfile: Equatable, Sendable {
     struct Options: Equatable, Sendable {
         var allowedProtocols: String
         var method: String
+        /// Whether a body is sent (curl's upload mode): its length is set for each transfer.
+        var sendsBody: Bool
         /// Whether the body is decoded before it reaches the sink (a body in memory; a file keeps the bytes).
         var decodesContent: Bool
         /// libcurl's receive buffer for the sink.

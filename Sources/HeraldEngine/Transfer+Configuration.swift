@@ -94,12 +94,13 @@ extension Transfer {
     }
 
     /// What this transfer's options are set from, apart from the per-transfer ones; `nil` when the request
-    /// has a credential or a body, whose options are set afresh on a reset handle every time.
+    /// has a credential, whose options are set afresh on a reset handle every time.
     private func makeProfile() -> EasyHandleProfile? {
-        guard request.credential == nil, !sendsBody else { return nil }
+        guard request.credential == nil else { return nil }
         return EasyHandleProfile(
             .init(
-                allowedProtocols: request.allowedProtocols, method: request.method, decodesContent: decodesContent,
+                allowedProtocols: request.allowedProtocols, method: request.method, sendsBody: sendsBody,
+                decodesContent: decodesContent,
                 receiveBufferSize: receiveBufferSize,
                 httpVersion: request.httpVersion, requestTimeout: request.requestTimeout,
                 resourceTimeout: request.resourceTimeout, trust: request.trust,
@@ -109,7 +110,7 @@ extension Transfer {
 
     /// Sets the options on `easy`: all of them, or with `onlyPerTransferOptions` (a handle whose options were
     /// set from this transfer's ``profile``) only those that change with every transfer: the URL, the error
-    /// buffer, the header list and the callbacks' data. The error says which option libcurl refused, if one
+    /// buffer, the header list, the body's length and the callbacks' data. The error says which option libcurl refused, if one
     /// was.
     func configure(_ easy: UnsafeMutableRawPointer, onlyPerTransferOptions: Bool) -> TransferError? {
         let context = Unmanaged.passUnretained(self).toOpaque()
@@ -129,6 +130,7 @@ extension Transfer {
         check("URL", url.withCString { herald_easy_setopt_string(easy, CURLOPT_URL, $0) })
         if onlyPerTransferOptions {
             check("ERRORBUFFER", herald_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer))
+            if sendsBody { configureBodyLength(easy, check: check) }
             configureHeaders(easy, check: check)
             configureCallbackData(easy, context: context, check: check)
             // A pause pending in the handle's last transfer turned the progress callback on.
@@ -269,12 +271,17 @@ extension Transfer {
             // UPLOAD + a custom method sends any method with a body from the read callback: with a known
             // length curl sends Content-Length, with -1 (a stream) it sends chunks.
             check("UPLOAD", herald_easy_setopt_long(easy, CURLOPT_UPLOAD, 1))
-            let length = source.map { $0.length ?? -1 } ?? 0
-            check("INFILESIZE", herald_easy_setopt_off(easy, CURLOPT_INFILESIZE_LARGE, curl_off_t(length)))
+            configureBodyLength(easy, check: check)
             check("CUSTOMREQUEST", herald_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, method))
         } else if method != "GET" {
             check("CUSTOMREQUEST", herald_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, method))
         }
+    }
+
+    /// The body's length (`-1`: unknown, sent in chunks), which changes with every transfer.
+    private func configureBodyLength(_ easy: UnsafeMutableRawPointer, check: (String, CURLcode) -> Void) {
+        let length = source.map { $0.length ?? -1 } ?? 0
+        check("INFILESIZE", herald_easy_setopt_off(easy, CURLOPT_INFILESIZE_LARGE, curl_off_t(length)))
     }
 
     /// Whether the request goes out with a body (curl's upload mode).

@@ -66,10 +66,11 @@ func applyProtocol(to configuration: inout SessionConfiguration, caFile: URL?, h
 /// Herald's SessionManager with a DataResponseSerializer, the way an app would use it; with
 /// `observedLogLevel`, the activity indicator, logging (at that level) and metrics observers are attached to
 /// its notification center. With `cache` `memory` or `disk`, the session has that response cache, and one
-/// request fills it before the measured phase.
+/// request fills it before the measured phase. With `postBytes`, each request is a `POST` with a body of that
+/// many bytes.
 func runHerald(
     url: URL, concurrency: Int, requests: Int, expectedBytes: Int, observedLogLevel: Logger.Level?, cache: String,
-    caFile: URL?, httpVersion: HTTPVersionChoice
+    caFile: URL?, httpVersion: HTTPVersionChoice, postBytes: Int? = nil
 ) -> LoadOutcome {
     var configuration = SessionConfiguration()
     configuration.maximumConnectionsPerHost = concurrency
@@ -114,10 +115,18 @@ func runHerald(
         }
         warmed.wait()
     }
+    let request = {
+        var request = Request(url: url)
+        if let postBytes {
+            request.method = "POST"
+            request.body = Data(repeating: UInt8(ascii: "a"), count: postBytes)
+        }
+        return request
+    }()
     let cpuBefore = processCPUMicroseconds()
     let generator = LoadGenerator(total: requests, concurrency: concurrency) { generator in
         do {
-            let task = try manager.dataTask(with: Request(url: url)) { response, responseObject, error in
+            let task = try manager.dataTask(with: request) { response, responseObject, error in
                 var failure: String?
                 if let error {
                     failure = "\(error)"

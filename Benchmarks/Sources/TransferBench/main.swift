@@ -2,7 +2,7 @@
 //
 //   TransferBench --client urlsession|herald|herald-observed|herald-async|ahc|ahc-async --url URL --concurrency N --requests R
 //                 [--expect-bytes B] [--log-level LEVEL] [--cache none|memory|disk]
-//                 [--cacert PATH] [--http-version 1.1|2]
+//                 [--cacert PATH] [--http-version 1.1|2] [--post-bytes N]
 //   TransferBench --client herald --url URL --idle-seconds S
 //   TransferBench --client urlsession|herald|ahc --url URL --mode download-file|data-memory|stream --expect-bytes B
 //                 [--destination PATH]
@@ -91,6 +91,7 @@ runClient {
         }
     }
     if options.cache != "none" && options.client != "herald" { usage() }
+    if options.postBytes != nil && options.client != "herald" { usage() }
     if options.client == "herald-async" {
         report(
             runHeraldAsync(
@@ -103,6 +104,6 @@ runClient {
             url: options.url, concurrency: options.concurrency, requests: options.requests,
             expectedBytes: options.expectedBytes,
             observedLogLevel: options.client == "herald-observed" ? logLevel : nil, cache: options.cache,
-            caFile: options.caFile, httpVersion: options.httpVersion),
+            caFile: options.caFile, httpVersion: options.httpVersion, postBytes: options.postBytes),
         options: options)
 }

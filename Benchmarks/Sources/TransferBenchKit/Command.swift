@@ -5,7 +5,7 @@ import Foundation
 ///
 ///     TransferBench --client urlsession|herald|herald-observed|herald-async|ahc --url URL --concurrency N --requests R
 ///                   [--expect-bytes B] [--log-level LEVEL] [--cache none|memory|disk]
-///                   [--cacert PATH] [--http-version 1.1|2]
+///                   [--cacert PATH] [--http-version 1.1|2] [--post-bytes N]
 ///     TransferBench --client herald --url URL --idle-seconds S
 ///     TransferBench --client urlsession|herald|ahc --url URL --mode download-file|data-memory --expect-bytes B
 ///                   [--destination PATH]
@@ -30,6 +30,9 @@ public struct Options: Sendable {
     /// The HTTP version the client asks for: `1.1` (HTTP/1.1 only) or `2` (HTTP/2 when the server offers it
     /// in the TLS handshake, which every client here multiplexes on one connection).
     public var httpVersion = HTTPVersionChoice.http1_1
+    /// With `herald`: each request is a `POST` with a body of this many bytes instead of a `GET`
+    /// (`make bench-instructions ARGS="--post N"`).
+    public var postBytes: Int?
 
     /// Parses the process's arguments; prints the usage and exits with status 2 when they don't parse.
     public static func parse() -> Options {
@@ -57,6 +60,9 @@ public struct Options: Sendable {
             case "--http-version":
                 guard let version = HTTPVersionChoice(rawValue: value) else { usage() }
                 options.httpVersion = version
+            case "--post-bytes":
+                guard let bytes = Int(value), bytes >= 0 else { usage() }
+                options.postBytes = bytes
             default: usage()
             }
         }
@@ -84,6 +90,7 @@ public func usage() -> Never {
                                  --concurrency N --requests R
                                  [--expect-bytes B] [--log-level trace|debug|info|notice|warning|error|critical]
                                  [--cache none|memory|disk] [--cacert PATH] [--http-version 1.1|2]
+                                 [--post-bytes N]
                    TransferBench --client herald --url URL --idle-seconds S
                    TransferBench --client urlsession|herald|ahc --url URL --mode download-file|data-memory
                                  --expect-bytes B [--destination PATH]

@@ -100,6 +100,49 @@ struct EasyHandlePoolTests {
         try await fixture.tearDown()
     }
 
+    @Test("requests with bodies of other lengths, or of none known, reuse a handle's settings and send their own body")
+    func bodiesOfOtherLengthsShareAProfile() async throws {
+        let fixture = try await SessionFixture.make()
+        let session = fixture.session
+        let url = fixture.server.url("/echo")
+        var request = Request(url: url)
+        request.method = "POST"
+        func echoed(_ data: Data) throws -> EchoedRequest { try JSONDecoder().decode(EchoedRequest.self, from: data) }
+        // Each length is set for its own transfer: a handle that kept the last one would cut a body short, or
+        // wait for bytes that never come.
+        for body in [Data("first".utf8), Data(repeating: UInt8(ascii: "b"), count: 100_000), Data(), Data("last".utf8)] {
+            let (data, response) = try await session.upload(for: request, from: body)
+            let echo = try echoed(data)
+            #expect(response.statusCode == 200)
+            #expect(echo.method == "POST" && echo.bodyLength == body.count)
+            #expect(echo.headers["content-length"] == "\(body.count)")
+        }
+        // A streamed body of no known length goes in chunks on the same handle, and a sized one after it is
+        // sized again.
+        session.responseSerializer = DataResponseSerializer()
+        let log = CompletionLog()
+        let streamed = Data(repeating: UInt8(ascii: "s"), count: 70_000)
+        try session.uploadTask(
+            withStreamedRequest: request, bodyProvider: BodyStream(data: streamed), completionHandler: log.handler
+        ).resume()
+        // The four uploads above and this one.
+        try await fixture.recorder.waitForCompletions(5)
+        let call = try #require(log.all.first)
+        #expect(call.error == nil, "\(String(describing: call.error))")
+        let chunked = try echoed(try #require(call.object as? Data))
+        #expect(chunked.bodyLength == streamed.count)
+        #expect(chunked.headers["transfer-encoding"] == "chunked" && chunked.headers["content-length"] == nil)
+        let (data, _) = try await session.upload(for: request, from: Data("sized".utf8))
+        #expect(try echoed(data).headers["content-length"] == "5" && echoed(data).body == "sized")
+
+        let pool = try #require(session.multi?.easyHandles)
+        #expect(pool.idleCount == 1)
+        let idle = try #require(pool.take())
+        #expect(idle.profile?.options.method == "POST" && idle.profile?.options.sendsBody == true)
+        pool.give(idle.easy, profile: idle.profile)
+        try await fixture.tearDown()
+    }
+
     @Test("a request with other options starts from a reset handle: a download after a data task never decodes")
     func otherProfileResetsTheHandle() async throws {
         let fixture = try await SessionFixture.make()
