@@ -277,7 +277,7 @@ bench-streaming: deps
 
 ## bench-instructions: instructions per 1 KiB GET for Herald and the C client under valgrind's callgrind
 ## (installed with apt when missing), and Herald's top 20 functions (ARGS="--requests N --concurrency C
-## --protocol http1|https1|h2 --threads --c-herald-fields"; Benchmarks/run-instructions.sh says what each does).
+## --protocol http1|https1|h2 --threads --c-herald-fields --post N"; Benchmarks/run-instructions.sh says what each does).
 bench-instructions: deps
 	@command -v valgrind >/dev/null || { if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq valgrind; }
