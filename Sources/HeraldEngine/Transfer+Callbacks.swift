@@ -181,7 +181,7 @@ extension Transfer {
     // MARK: - sending
 
     private func fillBody(_ buffer: UnsafeMutablePointer<CChar>, capacity: Int) -> Int {
-        switch machine.callbackDidRun() {
+        switch machine.readCallbackDidRun() {
         case .abort: return Int(herald_readfunc_abort)
         case .pause: return Int(herald_readfunc_pause)
         case .proceed: break

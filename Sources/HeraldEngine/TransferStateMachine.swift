@@ -188,7 +188,15 @@ struct TransferStateMachine {
 
     // MARK: - curl's callbacks
 
-    /// The write or read callback runs (a connection exists).
+    /// The read callback runs (a connection exists): curl sends the request body. Receiving stays paused while a
+    /// streamed response's consumer is behind: curl goes on sending, and the consumer's drain continues
+    /// receiving (``consumerDidDrain()``). Otherwise as the write callback.
+    mutating func readCallbackDidRun() -> CallbackAction {
+        if case .waitingForConsumer = state { return .proceed }
+        return callbackDidRun()
+    }
+
+    /// The write callback runs (a connection exists); the read callback, through ``readCallbackDidRun()``.
     mutating func callbackDidRun() -> CallbackAction {
         switch state {
         case .pausePending(let stage):

@@ -46,7 +46,8 @@ extension HeraldError {
         public static let invalidSecurityPolicy = Code(.invalidSecurityPolicy)
         /// The redirect hop limit was reached.
         public static let tooManyRedirects = Code(.tooManyRedirects)
-        /// A redirect led back to a URL already visited in this chain.
+        /// A redirect led back to a request already sent in this chain: the same method and URL, with the same
+        /// cookies (a redirect back after a hop set a cookie is followed).
         public static let redirectLoop = Code(.redirectLoop)
         /// The URL is malformed.
         public static let badURL = Code(.badURL)

@@ -25,7 +25,10 @@ extension SessionTask {
         let isRefutedRevalidation = response.statusCode == 304 && machine { $0.refutesRevalidation(response) }
         guard isRedirect || isChallenge || isRefutedRevalidation else { return false }
         guard let ended = machine({ $0.currentTransfer }) else { return false }
-        let key = TaskHops.key(method: ended.request.method, url: ended.request.url)
+        let sent = ended.request
+        let key = TaskHops.key(
+            method: sent.method, url: sent.url,
+            cookies: TaskHops.cookies(field: sent.headers["Cookie"], store: sent.cookieHeader))
         let hop = transition {
             $0.hopEnds(sent: key, response: response, metrics: outcome.metrics, isChallenge: isChallenge)
         }
@@ -134,7 +137,10 @@ extension SessionTask {
             }
             proposed = chosen
         }
-        let key = TaskHops.key(method: next.method, url: next.url)
+        // With the cookies it will carry: those of the response just stored are among them.
+        let key = TaskHops.key(
+            method: next.method, url: next.url,
+            cookies: TaskHops.cookies(field: next.headers["Cookie"], store: session.cookieHeader(for: next.url)))
         if case .loop = transition({ $0.redirectFollowed(to: key) }) {
             return finishHop(
                 outcome,

@@ -35,5 +35,20 @@ struct TaskHops {
         self.metrics.append(metrics)
     }
 
-    static func key(method: String, url: URL) -> String { "\(method) \(url.absoluteString)" }
+    /// What tells one request of the task from another, for finding a redirect loop: its method, its URL and
+    /// the cookies it carries. A redirect back to a URL already requested is followed when the cookies sent
+    /// changed since (a server that sets a cookie and sends the client back to where it came from, as a login
+    /// or a cookie check does); sent again unchanged, it would get the same answer.
+    static func key(method: String, url: URL, cookies: String?) -> String {
+        "\(method) \(url.absoluteString)" + (cookies.map { "\n" + $0 } ?? "")
+    }
+
+    /// The cookies a request carries: the caller's `Cookie` field, then the session's.
+    static func cookies(field: String?, store: String?) -> String? {
+        switch (field, store) {
+        case (let field?, let store?): "\(field); \(store)"
+        case (let field?, nil): field
+        case (nil, let store): store
+        }
+    }
 }

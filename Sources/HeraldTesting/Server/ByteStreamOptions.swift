@@ -31,11 +31,15 @@ struct ByteStreamOptions: Sendable, Equatable {
     /// The `Content-Length` a `206` answer declares instead of its range's size (a lying server); `nil`, the
     /// truth. The body sent is the range's either way.
     var declaredPartialLength: Int?
+    /// Whether the response starts as soon as the request's head arrives, while its body may still be coming
+    /// (read and counted all the same), as a server that answers without waiting for the body does.
+    var answersBeforeBody: Bool
 
     init(
         count: Int, isChunked: Bool = false, chunkSize: Int = 64 << 10, delayMilliseconds: Int = 0,
         acceptsRanges: Bool = true, headDelayMilliseconds: Int = 0, key: String? = nil, dropAfter: Int? = nil,
-        changesAfterFirst: Bool = false, gate: String? = nil, gateAfter: Int = 0, declaredPartialLength: Int? = nil
+        changesAfterFirst: Bool = false, gate: String? = nil, gateAfter: Int = 0, declaredPartialLength: Int? = nil,
+        answersBeforeBody: Bool = false
     ) {
         self.count = count
         self.isChunked = isChunked
@@ -49,6 +53,7 @@ struct ByteStreamOptions: Sendable, Equatable {
         self.gate = gate
         self.gateAfter = gateAfter
         self.declaredPartialLength = declaredPartialLength
+        self.answersBeforeBody = answersBeforeBody
     }
 
     init(count: String, query: RouteQuery) throws {
@@ -66,7 +71,8 @@ struct ByteStreamOptions: Sendable, Equatable {
             gate: query.value("gate"),
             gateAfter: try query.integer("gateAfter", default: 0, in: 0...Self.maximumCount),
             declaredPartialLength: query.value("partialLength") == nil
-                ? nil : try query.integer("partialLength", default: 0, in: 0...Int.max)
+                ? nil : try query.integer("partialLength", default: 0, in: 0...Int.max),
+            answersBeforeBody: query.flag("early")
         )
     }
 

@@ -14,11 +14,12 @@ import NIOHTTP1
 ///   `Set-Cookie: session=V; Path=/; HttpOnly` (`V` default `s3cr3t`), plus each `cookie=C` as one more
 ///   `Set-Cookie` field as given.
 /// - `/account`: `200` with `{"cookie":"…"}` (the request's `Cookie` field) when it carries a `session` cookie,
-///   otherwise `403` with `{"cookie":""}`.
+///   otherwise `403` with `{"cookie":""}`; with `?login=1`, a request without one is sent to log in instead:
+///   `302` to `/login?redirect=/account%3Flogin%3D1`, which sets the cookie and sends it back here.
 enum SessionRoute: Sendable, Equatable {
     case flaky(key: String, failures: Int, status: Int, retryAfter: String?, authenticate: String? = nil)
     case login(value: String, redirect: String, cookies: [String])
-    case account
+    case account(sendsToLogin: Bool)
 
     /// The route for `segments`, or `nil` when the path is not one of these.
     static func parse(segments: [String], query: RouteQuery) throws -> SessionRoute? {
@@ -34,7 +35,7 @@ enum SessionRoute: Sendable, Equatable {
                 value: query.value("value") ?? "s3cr3t", redirect: query.value("redirect") ?? "/account",
                 cookies: query.items.filter { $0.name == "cookie" }.compactMap(\.value))
         case ["account"]:
-            return .account
+            return .account(sendsToLogin: query.value("login") == "1")
         default:
             return nil
         }
@@ -64,10 +65,13 @@ enum SessionRoute: Sendable, Equatable {
                 headers.add(name: "Set-Cookie", value: cookie)
             }
             return .status(.found, headers: headers)
-        case .account:
+        case .account(let sendsToLogin):
             let cookie = request.head.headers["cookie"].joined(separator: "; ")
             let hasSession = cookie.split(separator: ";").contains {
                 $0.trimmingCharacters(in: .whitespaces).hasPrefix("session=")
+            }
+            if sendsToLogin, !hasSession {
+                return .status(.found, headers: ["Location": "/login?redirect=/account%3Flogin%3D1"])
             }
             var response = CannedResponse.json(["cookie": cookie])
             if !hasSession { response.status = .forbidden }

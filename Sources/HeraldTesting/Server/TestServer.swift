@@ -59,6 +59,8 @@ import NIOPosix
 ///     an `If-Range` naming the first one's validator then gets the whole body with `200`.
 ///   - `?partialLength=L`: a `206` answer declares `Content-Length: L` (0...`Int.max`), whatever its range's size: a
 ///     lying server. The body sent is the range's.
+///   - `?early=1`: the response starts when the request's head arrives, while its body is still coming (read and
+///     counted all the same), as a server that answers without waiting for the body does.
 ///
 ///   Resumption: responses carry `Accept-Ranges: bytes`, `ETag: "herald-bytes-{n}"` and a fixed `Last-Modified`.
 ///   A single `Range: bytes=a-b`, `bytes=a-` or `bytes=-s` gets `206 Partial Content` with `Content-Range`; a range
@@ -97,7 +99,8 @@ import NIOPosix
 ///   `200` with `{"attempt":n,"key":K}`.
 /// - `/login?value=V&redirect=URL&cookie=C`: `302` to `URL` (default `/account`) with
 ///   `Set-Cookie: session=V; Path=/; HttpOnly` (default `V` is `s3cr3t`) and each `cookie=C` as another `Set-Cookie`.
-/// - `/account`: `200` with `{"cookie":"…"}` (the request's `Cookie`) when it has a `session` cookie, else `403`.
+/// - `/account`: `200` with `{"cookie":"…"}` (the request's `Cookie`) when it has a `session` cookie, else `403`;
+///   with `?login=1`, else `302` to `/login`, which sets the cookie and redirects back.
 /// - `/auth/digest?user=U&password=P`: RFC 7616 Digest (`MD5`, `qop="auth"`, realm `herald-digest`), checked
 ///   server-side: `200` with `{"authenticated":true,"user":U}` for a correct `Authorization: Digest …`,
 ///   otherwise `401` with a fresh nonce.

@@ -23,6 +23,8 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var pendingGate: (key: String, id: Int)?
     /// How many request heads this connection has carried, the current one included.
     private var requestsOnConnection = 0
+    /// Whether the current request was answered when its head arrived (`/bytes/N?early=1`).
+    private var answeredAtHead = false
 
     init(recorder: RequestRecorder, barriers: BarrierRegistry, gates: GateRegistry, counters: RequestCounters) {
         self.recorder = recorder
@@ -54,6 +56,10 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
             if case .multipart = route {
                 request?.multipart = MultipartDigester(contentType: head.headers["content-type"].first)
             }
+            if case .bytes(let options) = route, options.answersBeforeBody, let request {
+                answeredAtHead = true
+                respond(to: request, context: context)
+            }
         case .body(var buffer):
             guard let sequenceNumber = request?.sequenceNumber else { return }
             let byteCount = buffer.readableBytes
@@ -66,7 +72,11 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .end:
             guard let request else { return }
             self.request = nil
-            respond(to: request, context: context)
+            if answeredAtHead {
+                answeredAtHead = false
+            } else {
+                respond(to: request, context: context)
+            }
         }
     }
 

@@ -38,6 +38,33 @@ struct CookieFlowTests {
         try await fixture.tearDown()
     }
 
+    @Test("a redirect back to a URL already requested, now with the cookie a hop set, is followed: a login")
+    func redirectBackAfterLogin() async throws {
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        // /account?login=1 without the cookie → /login, which sets it → /account?login=1 again, with it.
+        let (data, response) = try await fixture.session.data(
+            for: Request(url: fixture.server.url("/account?login=1")))
+        #expect(response.statusCode == 200)
+        #expect(try JSONDecoder().decode([String: String].self, from: data)["cookie"] == "session=s3cr3t")
+        let accounts = fixture.server.requests(forPath: "/account")
+        #expect(accounts.map { $0.headerValue("Cookie") } == [nil, "session=s3cr3t"])
+        #expect(fixture.server.requests(forPath: "/login").count == 1)
+        try await fixture.tearDown()
+    }
+
+    @Test("the same redirect without a cookie store is a loop: the request would go again unchanged")
+    func redirectBackWithoutCookiesIsALoop() async throws {
+        var configuration = SessionConfiguration.default
+        configuration.httpShouldSetCookies = false
+        let fixture = try await SessionFixture.make(configuration: configuration)
+        let error = await #expect(throws: HeraldError.self) {
+            _ = try await fixture.session.data(for: Request(url: fixture.server.url("/account?login=1")))
+        }
+        #expect(error?.code == .redirectLoop)
+        #expect(fixture.server.requests(forPath: "/account").count == 1)
+        try await fixture.tearDown()
+    }
+
     @Test("the cookie goes with an authentication round-trip after the redirect too")
     func authenticationHop() async throws {
         let fixture = try await SessionFixture.make()

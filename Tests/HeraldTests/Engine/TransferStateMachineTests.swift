@@ -39,6 +39,21 @@ struct TransferStateMachineTests {
         #expect(machine.callbackDidRun() == .proceed)
     }
 
+    @Test("curl sending the request body while the consumer is behind leaves receiving paused for the drain")
+    func readCallbackWhileConsumerBehind() {
+        var machine = Machine()
+        #expect(machine.consumerIsBehind() == true)
+        #expect(machine.bodyResumeAction == .continueSendingOnly)
+        // The write callback paused receiving only: curl goes on sending, and reads the body.
+        #expect(machine.readCallbackDidRun() == .proceed)
+        #expect(!machine.isIdleTimeoutRunning)
+        #expect(machine.bodyResumeAction == .continueSendingOnly)
+        // The drain is what continues receiving.
+        #expect(machine.consumerDidDrain() == .continueCurl)
+        #expect(machine.isIdleTimeoutRunning)
+        #expect(machine.readCallbackDidRun() == .proceed)
+    }
+
     @Test("the user's pause while the consumer is behind stands through the drain; their resume continues curl")
     func userPauseWhileConsumerBehind() {
         var machine = Machine()

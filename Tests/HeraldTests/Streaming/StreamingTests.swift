@@ -29,6 +29,31 @@ struct StreamingTests {
         try await fixture.tearDown()
     }
 
+    @Test(
+        "a response that fills the consumer's buffer while the request body still goes out arrives whole once read"
+    )
+    func responseBeforeRequestBodyEnds() async throws {
+        let fixture = try await SessionFixture.make()
+        let size = 2 * 1024 * 1024
+        let upload = 8 * 1024 * 1024
+        // The server answers as soon as the head arrives, and reads the body as it comes.
+        var request = Request(url: fixture.server.url("/bytes/\(size)?early=1"), timeoutInterval: 5)
+        request.method = "POST"
+        request.body = Data(count: upload)
+        let (response, body) = try await fixture.session.bytes(for: request, bufferPolicy: Self.smallPolicy)
+        #expect(response.statusCode == 200)
+        // Not read yet: the response stops at the high watermark, and curl goes on sending the body. Reading it
+        // once the server has most of the body must continue the response; it stayed paused for good, failing
+        // with the 5 s idle timeout, when sending the body had taken the consumer as caught up.
+        try await fixture.server.waitUntil(timeout: .seconds(30)) { statistics in
+            statistics.requests.contains { $0.bodyByteCount >= upload / 2 }
+        }
+        let received = try await readAll(body).get()
+        #expect(received == Data(TestServer.expectedBytes(in: 0..<size)))
+        #expect(fixture.server.requests.first?.bodyByteCount == upload)
+        try await fixture.tearDown()
+    }
+
     @Test("a body read from two tasks at once: the second to wait fails with invalidRequest; neither waits for ever")
     func twoConsumers() async throws {
         let fixture = try await SessionFixture.make()
