@@ -34,6 +34,8 @@
 //                                                                 in-memory CA bundle up front instead
 //   CURLOPT_PREREQFUNCTION, CURLOPT_PREREQDATA          7.80.0  → CURLE_NOT_BUILT_IN; a transfer is tied to
 //                                                                 its connection at its first response head
+//   CURLOPT_QUICK_EXIT                                  7.87.0  → CURLE_NOT_BUILT_IN; removing a transfer
+//                                                                 waits for its host name lookup to end
 
 // MARK: - callback signatures
 
@@ -103,6 +105,19 @@ static inline CURLcode herald_easy_setopt_ca_cache_timeout(CURL *handle, long se
 #else
     (void)handle;
     (void)seconds;
+    return CURLE_NOT_BUILT_IN;
+#endif
+}
+
+/// Lets removing a transfer whose host name is still being looked up leave the lookup's thread to end on its own
+/// (`CURLOPT_QUICK_EXIT`, libcurl 7.87.0) instead of waiting for it: with the threaded resolver,
+/// `curl_multi_remove_handle` (and curl's own timeout of a lookup) otherwise joins that thread, blocking the
+/// caller until `getaddrinfo` returns. Before libcurl 7.87.0: `CURLE_NOT_BUILT_IN`, and the wait stays.
+static inline CURLcode herald_easy_setopt_quick_exit(CURL *handle) {
+#if LIBCURL_VERSION_NUM >= 0x075700
+    return curl_easy_setopt(handle, CURLOPT_QUICK_EXIT, 1L);
+#else
+    (void)handle;
     return CURLE_NOT_BUILT_IN;
 #endif
 }

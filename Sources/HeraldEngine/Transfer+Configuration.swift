@@ -141,6 +141,10 @@ extension Transfer {
         }
         check("NOSIGNAL", herald_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1))
         check("ERRORBUFFER", herald_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer))
+        // A cancel or a timeout while the host name is being looked up would otherwise wait on the loop thread,
+        // which every session shares, until the lookup ends (seconds, with a name server that doesn't answer).
+        // Refused by a libcurl older than 7.87.0, which then waits as before: not a reason to fail the request.
+        _ = herald_easy_setopt_quick_exit(easy)
         // PROTOCOLS_STR from libcurl 7.85, the PROTOCOLS bitmask before it (see the shim).
         check("PROTOCOLS", herald_easy_setopt_protocols(easy, request.allowedProtocols))
         // Herald follows redirects itself (SessionTask+Redirects) so a hook sees and may veto every hop.
