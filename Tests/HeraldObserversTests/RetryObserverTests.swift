@@ -2,12 +2,13 @@ import CoreMetrics
 import Foundation
 import Herald
 import HeraldNotifications
-import HeraldObservers
 import InMemoryLogging
 import InMemoryTracing
 import Logging
 import MetricsTestKit
 import Testing
+
+@testable import HeraldObservers
 
 extension Payloads {
     static func retry(
@@ -27,6 +28,16 @@ extension Payloads {
 /// Each ready observer reports `taskWillRetry`: a log line, a counter, a span event, a JSON line.
 @Suite("Observers of taskWillRetry")
 struct RetryObserverTests {
+    @Test("a retry's delay is waited for up to a year, as the session waits: two days are two days, not one")
+    func longRetryDelays() {
+        #expect(DispatchObserverScheduler.nanoseconds(forDelay: 2 * 86_400) == 2 * 86_400 * 1_000_000_000)
+        #expect(DispatchObserverScheduler.nanoseconds(forDelay: 1.5) == 1_500_000_000)
+        #expect(DispatchObserverScheduler.nanoseconds(forDelay: 10 * 365 * 86_400) == 365 * 86_400 * 1_000_000_000)
+        #expect(DispatchObserverScheduler.nanoseconds(forDelay: .infinity) == 365 * 86_400 * 1_000_000_000)
+        #expect(DispatchObserverScheduler.nanoseconds(forDelay: -1) == 0)
+        #expect(DispatchObserverScheduler.nanoseconds(forDelay: .nan) == 0)
+    }
+
     let tasks = OfflineTasks()
 
     @Test("the logging observer writes 'task will retry' at debug with attempt, delay, status and error type")

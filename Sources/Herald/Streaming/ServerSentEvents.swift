@@ -200,7 +200,10 @@ final class EventSourceConnection: @unchecked Sendable {
         self.request = request
         self.options = options
         self.yieldsOpen = yieldsOpen
-        self.parser = ServerSentEventParser(maximumEventSize: options.maximumEventSize)
+        // A `Last-Event-ID` of the caller's (an ID kept from an earlier stream) goes with the first connection,
+        // and with later ones until the stream sets an `id` of its own.
+        self.parser = ServerSentEventParser(
+            lastEventID: request.headers["Last-Event-ID"] ?? "", maximumEventSize: options.maximumEventSize)
     }
 
     /// The next event, for ``ServerSentEvents``.
@@ -418,7 +421,8 @@ extension SessionManager {
     /// reconnection posts ``HeraldNotifications/NotificationName/eventSourceWillReconnect`` first.
     ///
     /// - Parameters:
-    ///   - request: The request; `Accept`, `Cache-Control` and `Last-Event-ID` are set on each connection.
+    ///   - request: The request; `Accept`, `Cache-Control` and `Last-Event-ID` are set on each connection. A
+    ///     `Last-Event-ID` of its own (an ID kept from an earlier stream) is sent until the stream sets an `id`.
     ///   - options: Reconnection and buffering; default ``EventSourceOptions/default``.
     /// - Returns: The events, in order; its ``ServerSentEvents/withOpen`` adds each connection's opening.
     public func events(for request: Request, options: EventSourceOptions = .default) -> ServerSentEvents {

@@ -27,10 +27,18 @@ public struct DispatchObserverScheduler: ObserverScheduler {
 
     /// Runs `work` on ``queue`` after `delay` seconds.
     /// - Parameters:
-    ///   - delay: Seconds to wait.
+    ///   - delay: Seconds to wait: none when not positive (NaN included), at most a year, the longest a session
+    ///     waits before a retry.
     ///   - work: What to run.
     public func schedule(after delay: Double, _ work: @escaping @Sendable () -> Void) {
-        let nanoseconds = delay > 0 ? Int(min(delay, 86_400) * 1_000_000_000) : 0
-        queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds), execute: work)
+        queue.asyncAfter(deadline: .now() + .nanoseconds(Self.nanoseconds(forDelay: delay)), execute: work)
+    }
+
+    /// The longest delay waited for: a year, as a session's retries (a retry delay is clamped to it).
+    static let maximumDelay: Double = 365 * 86_400
+
+    /// `delay` seconds in nanoseconds, for `asyncAfter`: 0 when not positive or NaN, at most ``maximumDelay``.
+    static func nanoseconds(forDelay delay: Double) -> Int {
+        delay > 0 ? Int(min(delay, maximumDelay) * 1_000_000_000) : 0
     }
 }

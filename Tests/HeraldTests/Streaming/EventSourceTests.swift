@@ -88,6 +88,20 @@ struct EventSourceTests {
         try await fixture.tearDown()
     }
 
+    @Test("a Last-Event-ID of the caller's goes with the first connection: the stream goes on from the event after it")
+    func callersLastEventID() async throws {
+        let fixture = try await SessionFixture.make()
+        var request = Request(url: fixture.server.url("/events/5"))
+        request.headers.replaceOrAdd(name: "Last-Event-ID", value: "3")
+        let (received, error) = try await readAll(fixture.session.events(for: request), timeout: .seconds(30))
+        // The stream ends after event 5; the reconnection sends "5" and gets 204, which ends the sequence.
+        #expect(error == nil)
+        #expect(received.map(\.id) == ["4", "5"])
+        let sent = fixture.server.requests(forPath: "/events/5").map { $0.headerValue("Last-Event-ID") }
+        #expect(sent == ["3", "5"])
+        try await fixture.tearDown()
+    }
+
     @Test("204 No Content ends the sequence without an error")
     func noContentEnds() async throws {
         let fixture = try await SessionFixture.make()
