@@ -137,6 +137,8 @@ extension SessionTask {
             }
             proposed = chosen
         }
+        // Whether a 401 from the target is answered depends on the target's origin, not the first request's.
+        updateAnswersChallenges(of: &next)
         // With the cookies it will carry: those of the response just stored are among them.
         let key = TaskHops.key(
             method: next.method, url: next.url,

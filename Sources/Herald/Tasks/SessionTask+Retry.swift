@@ -44,28 +44,34 @@ extension SessionTask {
             transfer.revalidatesCachedResponse = true
             for field in validators { transfer.headers.add(name: field.name, value: field.value) }
         }
-        var writesFile = false
-        if case .file = transfer.sink { writesFile = true }
-        if receivesDataTaskHooks || writesFile {
-            var hasChallengeHook = false
+        if receivesDataTaskHooks {
             session.readHooks { hooks in
-                if receivesDataTaskHooks {
-                    transfer.asksForResponseDisposition = hooks.dataTaskDidReceiveResponse != nil
-                    transfer.forwardsBodyChunks = hooks.dataTaskDidReceiveData != nil
-                }
-                hasChallengeHook =
-                    hooks.taskDidReceiveAuthenticationChallenge != nil
-                    || hooks.sessionDidReceiveAuthenticationChallenge != nil
-            }
-            // A 401 the task may answer is kept from the data hooks and from a download's file.
-            if transfer.asksForResponseDisposition || transfer.forwardsBodyChunks || writesFile,
-                let host = transfer.url.host, let port = transfer.url.effectivePort
-            {
-                transfer.answersChallenges =
-                    hasChallengeHook || session.credentialStore.hasCredential(forHost: host, port: port)
+                transfer.asksForResponseDisposition = hooks.dataTaskDidReceiveResponse != nil
+                transfer.forwardsBodyChunks = hooks.dataTaskDidReceiveData != nil
             }
         }
+        updateAnswersChallenges(of: &transfer)
         return transfer
+    }
+
+    /// Sets whether a `401` to `transfer` may be answered by the task — a challenge hook, or a credential the
+    /// store holds for the transfer's origin — and so is kept from the data hooks and from a download's file.
+    /// For every hop's own origin: the first request's, and each redirect's.
+    func updateAnswersChallenges(of transfer: inout TransferRequest) {
+        var writesFile = false
+        if case .file = transfer.sink { writesFile = true }
+        guard transfer.asksForResponseDisposition || transfer.forwardsBodyChunks || writesFile,
+            let host = transfer.url.host, let port = transfer.url.effectivePort
+        else {
+            transfer.answersChallenges = false
+            return
+        }
+        var hasChallengeHook = false
+        session.readHooks { hooks in
+            hasChallengeHook =
+                hooks.taskDidReceiveAuthenticationChallenge != nil || hooks.sessionDidReceiveAuthenticationChallenge != nil
+        }
+        transfer.answersChallenges = hasChallengeHook || session.credentialStore.hasCredential(forHost: host, port: port)
     }
 
     /// Runs the adapter, then starts the attempt's transfer. The task is between hops.

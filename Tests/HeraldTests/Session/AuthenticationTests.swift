@@ -314,6 +314,36 @@ struct AuthenticationTests {
         try await fixture.tearDown()
     }
 
+    @Test("after a redirect to another origin, the data hooks see only the answer that origin's credential gets")
+    func dataHooksAfterRedirectToAnotherOrigin() async throws {
+        let fixture = try await SessionFixture.make()
+        let other = try await TestServer.start()
+        // A credential for the redirect's target alone: the first request's origin has none.
+        fixture.session.credentialStore.setCredential(
+            Credential(user: "a", password: "b"), forHost: "127.0.0.1", port: other.port)
+        let statuses = Locked<[Int]>([])
+        let chunks = Locked(Data())
+        fixture.session.dataTaskDidReceiveData = { _, data in chunks.withLock { $0.append(data) } }
+        fixture.session.dataTaskDidReceiveResponse = { _, response in
+            statuses.withLock { $0.append(response.statusCode) }
+            return .allow
+        }
+        let target = try #require(
+            other.url("/auth/basic?user=a&password=b").absoluteString.addingPercentEncoding(
+                withAllowedCharacters: .alphanumerics))
+        let log = CompletionLog()
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/redirect-to?url=\(target)")), completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(log.all.first?.response?.statusCode == 200)
+        #expect(statuses.withLock { $0 } == [200])
+        #expect(try JSONDecoder().decode(Authenticated.self, from: chunks.withLock { $0 }).user == "a")
+        #expect(other.requests(forPath: "/auth/basic").map(\.responseStatus) == [401, 200])
+        try await other.shutdown()
+        try await fixture.tearDown()
+    }
+
     @Test("the data hooks see only the answer to the credential, never the 401 it answered")
     func dataHooksSeeOnlyTheFinalResponse() async throws {
         let fixture = try await SessionFixture.make()
