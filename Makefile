@@ -113,7 +113,7 @@ OTLP_PROTO_VERSION := 1.45.2
 fleet-deps: deps
 	@missing=""; \
 	[ -x /usr/bin/prometheus ] || missing="prometheus"; \
-	python3 -m venv --help >/dev/null 2>&1 || missing="$$missing python3-venv"; \
+	python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing="$$missing python3-venv"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \

@@ -13,7 +13,8 @@ enum FleetDemo {
         do {
             try await run()
         } catch {
-            FileHandle.standardError.write(Data("fleet-demo: \(error)\n".utf8))
+            // `write(contentsOf:)`: Foundation's `write(_:)` traps on a closed or full stream.
+            try? FileHandle.standardError.write(contentsOf: Data("fleet-demo: \(error)\n".utf8))
             exit(1)
         }
     }

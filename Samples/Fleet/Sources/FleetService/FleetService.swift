@@ -19,11 +19,14 @@ enum FleetService {
         do {
             options = try ServiceOptions(arguments: Array(CommandLine.arguments.dropFirst()))
         } catch {
+            // `write(contentsOf:)`, never Foundation's `write(_:)`, which traps when the stream is closed or full:
+            // the exit status still says what happened.
             if error.isHelp {
-                FileHandle.standardOutput.write(Data("\(ServiceOptions.usage)\n".utf8))
-                exit(0)
+                let written: ()? = try? FileHandle.standardOutput.write(contentsOf: Data("\(ServiceOptions.usage)\n".utf8))
+                exit(written == nil ? 74 : 0)
             }
-            FileHandle.standardError.write(Data("fleet-service: \(error)\n\(ServiceOptions.usage)\n".utf8))
+            try? FileHandle.standardError.write(
+                contentsOf: Data("fleet-service: \(error)\n\(ServiceOptions.usage)\n".utf8))
             exit(64)
         }
         // The command line wins over OpenTelemetry's environment variables: swift-otel would let them replace
@@ -32,7 +35,7 @@ enum FleetService {
         do {
             try await run(options)
         } catch {
-            FileHandle.standardError.write(Data("fleet-service \(options.name): \(error)\n".utf8))
+            try? FileHandle.standardError.write(contentsOf: Data("fleet-service \(options.name): \(error)\n".utf8))
             exit(1)
         }
     }
@@ -93,8 +96,15 @@ enum FleetService {
             configuration: .init(address: .hostname("127.0.0.1", port: options.port), serverName: options.name),
             services: telemetry.services,
             onServerRunning: { channel in
-                // The harness reads the port from this line.
-                FileHandle.standardOutput.write(Data("listening on \(channel.localAddress?.port ?? 0)\n".utf8))
+                // The harness reads the port from this line: a service that can't tell it is of no use, and stops.
+                do {
+                    try FileHandle.standardOutput.write(
+                        contentsOf: Data("listening on \(channel.localAddress?.port ?? 0)\n".utf8))
+                } catch {
+                    try? FileHandle.standardError.write(
+                        contentsOf: Data("fleet-service \(options.name): cannot write the port: \(error)\n".utf8))
+                    exit(74)
+                }
             },
             logger: logger)
         try await app.runService()

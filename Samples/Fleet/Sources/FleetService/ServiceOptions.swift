@@ -37,6 +37,8 @@ struct ServiceOptions {
           --instance-id ID            OpenTelemetry's service.instance.id (default a random UUID)
           --help                      print this and exit
         OTEL_* environment variables are ignored (and said so on standard error): the command line wins.
+        Exit status: 0 after --help, 64 for a bad command line, 74 when standard output can't be written (the
+        usage, or the "listening on PORT" line), 1 when the service fails.
         """
 
     /// A command line that does not say what the service needs, or that asks for help.

@@ -25,8 +25,9 @@ struct Telemetry {
         let names = ProcessInfo.processInfo.environment.keys.filter { $0.hasPrefix("OTEL_") }.sorted()
         for name in names {
             unsetenv(name)
-            FileHandle.standardError.write(
-                Data("fleet-service \(service): ignoring \(name): the command line configures telemetry\n".utf8))
+            try? FileHandle.standardError.write(
+                contentsOf: Data(
+                    "fleet-service \(service): ignoring \(name): the command line configures telemetry\n".utf8))
         }
     }
 

@@ -48,6 +48,34 @@ struct ServiceRobustnessTests {
         #expect(error.contains("unknown option --bogus"), "\(error)")
     }
 
+    @Test("a standard stream that can't be written (a full disk) gives an exit status, never a crash")
+    func unwritableStreams() async throws {
+        // The usage to a full standard output: 74. A bad command line whose message can't be written: still 64.
+        #expect(try await Self.status(of: ["--help"], redirecting: ">/dev/full") == 74)
+        #expect(try await Self.status(of: ["--bogus"], redirecting: "2>/dev/full") == 64)
+    }
+
+    /// Runs `fleet-service` with `arguments` through `sh -c`, with the shell redirection `redirect`, and returns
+    /// its exit status; fails after 60 seconds.
+    static func status(of arguments: [String], redirecting redirect: String) async throws -> Int32 {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", "exec \"$0\" \"$@\" \(redirect)", Fleet.Locations.checkout.service.path] + arguments
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let exited = Task.detached { () -> Int32 in
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+        let timeout = Task {
+            try await Task.sleep(for: .seconds(60))
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }
+        let status = await exited.value
+        timeout.cancel()
+        return status
+    }
+
     @Test("OTEL_* variables are ignored, one line each, and the service starts")
     func otelEnvironmentIgnored() async throws {
         let environment = [
