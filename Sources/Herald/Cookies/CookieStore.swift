@@ -73,6 +73,10 @@ public final class CookieStore: Sendable {
     /// Creates a store that loads the persistent cookies of `fileURL` (in the format above) and saves them
     /// there after each change. A missing file is an empty store; it is created on the first save.
     /// Expired cookies in the file are dropped.
+    ///
+    /// One store to a file: each save writes the store's own cookies over the file, so two stores on one file
+    /// (two processes, or two in one process) keep only the cookies of whichever saved last. Share one store
+    /// between the sessions of a process instead (``SessionConfiguration/httpCookieStore``).
     /// - Parameters:
     ///   - fileURL: The file.
     ///   - publicSuffixes: The suffixes refused as cookie domains; default ``PublicSuffixList/shared``.

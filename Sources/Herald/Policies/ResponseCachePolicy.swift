@@ -351,8 +351,13 @@ enum ResponseCachePolicy {
             || responseDirectives["public"] != nil || responseDirectives["private"] != nil
         guard explicit || heuristicallyCacheable.contains(response.statusCode) else { return nil }
         let now = now ?? Date()
+        // Kept without its `Set-Cookie` fields, as browsers keep theirs: the cookies went to the cookie store
+        // when the response arrived, and a copy in the cache (a file, for a disk cache) would outlive their
+        // removal, a logout, and a session cookie's session.
+        var kept = response
+        kept.headers.remove(name: "Set-Cookie")
         let entry = CachedResponse(
-            response: response, data: outcome.body, storageDate: now,
+            response: kept, data: outcome.body, storageDate: now,
             varyingRequestHeaders: varyingRequestHeaders(of: request, for: response))
         let usableFresh =
             responseDirectives["no-cache"] == nil
@@ -374,6 +379,10 @@ enum ResponseCachePolicy {
             formatter.locale = Locale(identifier: "en_US_POSIX")
             formatter.timeZone = TimeZone(identifier: "GMT")
             formatter.dateFormat = format
+            // RFC 850's two-digit year is the one within 50 years of now (RFC 9110 §5.6.7: a date more than 50
+            // years ahead is in the past century); ICU's default window reaches only 20 years ahead.
+            formatter.twoDigitStartDate = Calendar(identifier: .gregorian).date(
+                byAdding: .year, value: -50, to: Date())
             return formatter
         })
 

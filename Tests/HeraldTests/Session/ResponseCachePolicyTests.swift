@@ -182,6 +182,14 @@ struct ResponseCachePolicyTests {
         #expect(ResponseCachePolicy.freshnessLifetime(of: response, storedAt: Self.now) == 0)
     }
 
+    @Test("an RFC 850 date's two-digit year is the one within 50 years of now: 50 is 2050, 94 is 1994")
+    func rfc850Years() throws {
+        let fifty = try #require(ResponseCachePolicy.parseDate("Thursday, 18-Aug-50 02:01:18 GMT"))
+        #expect(fifty == ResponseCachePolicy.parseDate("Thu, 18 Aug 2050 02:01:18 GMT"))
+        let ninetyFour = try #require(ResponseCachePolicy.parseDate("Sunday, 06-Nov-94 08:49:37 GMT"))
+        #expect(ninetyFour == ResponseCachePolicy.parseDate("Sun, 06 Nov 1994 08:49:37 GMT"))
+    }
+
     @Test("IMF-fixdates read without a formatter give the formatter's date, and what the formatter refuses is refused")
     func imfFixdateFastPath() {
         let formatter = DateFormatter()
