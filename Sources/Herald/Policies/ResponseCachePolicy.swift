@@ -33,6 +33,13 @@ enum ResponseCachePolicy {
         /// Stale but with a validator: ask the server with these conditional header fields; a `304`
         /// confirms the entry.
         case stale(CachedResponse, validators: HTTPHeaders)
+
+        /// The stored entry, as it answers the request.
+        var entry: CachedResponse {
+            switch self {
+            case .fresh(let entry), .staleWhileRevalidate(let entry), .stale(let entry, _): entry
+            }
+        }
     }
 
     /// The conditional request fields; a request that sets one of its own is never revalidated by Herald.

@@ -9,9 +9,18 @@ extension SessionTask {
     /// What the session's cache holds for this task's first resume, or `nil`.
     func cacheLookup() -> ResponseCachePolicy.Lookup? {
         guard let cache = session.configuration.responseCache, usesResponseCache,
-            !machine({ $0.hasStarted })
+            !machine({ $0.hasStarted }),
+            let lookup = ResponseCachePolicy.lookup(for: session.requestAsSent(originalRequest), in: cache)
         else { return nil }
-        return ResponseCachePolicy.lookup(for: session.requestAsSent(originalRequest), in: cache)
+        // A stored answer that would lead to another hop — a redirect this session follows (stored by a session
+        // that doesn't, or whose redirection hook declined it), a challenge it may answer — is asked of the
+        // network: the next hop is built from the transfer that got the answer, and a stored one has none.
+        let response = lookup.entry.response
+        let isRedirect =
+            RedirectRules.isRedirect(response.statusCode) && session.configuration.followsRedirects
+            && response.headers["Location"] != nil
+        if isRedirect || (response.statusCode == 401 && wantsAuthenticationHop(for: response)) { return nil }
+        return lookup
     }
 
     /// Revalidates the stale entry this task was served (within its `stale-while-revalidate` window) with a

@@ -435,6 +435,28 @@ struct ResponseCacheTests {
         )
     }
 
+    @Test("a stored redirect is not served to a session that follows redirects: the network answers, and is followed")
+    func storedRedirectFollowed() async throws {
+        let (fixture, cache) = try await Self.fixture()
+        let target = fixture.server.url("/headers?X-Target=1")
+        let encoded = try #require(target.absoluteString.addingPercentEncoding(withAllowedCharacters: .alphanumerics))
+        let origin = Request(url: fixture.server.url("/redirect-to?url=\(encoded)&status=301"))
+        // Stored by a session that doesn't follow redirects (or whose redirection hook declined this one).
+        cache.storeCachedResponse(
+            CachedResponse(
+                response: HTTPResponse(
+                    url: origin.url, statusCode: 301,
+                    headers: ["Location": target.absoluteString, "Cache-Control": "max-age=600"]),
+                data: Data()),
+            for: origin)
+        let (_, call) = try await Self.run(fixture, origin, completions: 1)
+        #expect(call.error == nil)
+        #expect(call.response?.statusCode == 200)
+        #expect(call.response?.headers["X-Target"] == "1")
+        #expect(fixture.server.requests(forPath: "/redirect-to").count == 1)
+        try await fixture.tearDown()
+    }
+
     @Test("a response is stored without its Set-Cookie: a removed cookie stays removed, and a hit carries none")
     func cachedSetCookieNotReplayed() async throws {
         let (fixture, cache) = try await Self.fixture()
