@@ -42,6 +42,18 @@ enum ResponseCachePolicy {
         }
     }
 
+    /// Whether `request` asks for a stored response or none (`Cache-Control: only-if-cached`, RFC 9111
+    /// §5.2.1.7): never the network.
+    static func asksOnlyIfCached(_ request: Request) -> Bool {
+        CacheControlDirectives.contains("only-if-cached", in: request.headers)
+    }
+
+    /// The answer to an `only-if-cached` request the cache can't serve: `504 Gateway Timeout` (RFC 9111
+    /// §5.2.1.7), with no body, as if from the cache.
+    static func gatewayTimeout(for request: Request) -> CachedResponse {
+        CachedResponse(response: HTTPResponse(url: request.url, statusCode: 504, headers: [:]), data: Data())
+    }
+
     /// The conditional request fields; a request that sets one of its own is never revalidated by Herald.
     static let conditionalFields = [
         "If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range",
@@ -358,13 +370,8 @@ enum ResponseCachePolicy {
             || responseDirectives["public"] != nil || responseDirectives["private"] != nil
         guard explicit || heuristicallyCacheable.contains(response.statusCode) else { return nil }
         let now = now ?? Date()
-        // Kept without its `Set-Cookie` fields, as browsers keep theirs: the cookies went to the cookie store
-        // when the response arrived, and a copy in the cache (a file, for a disk cache) would outlive their
-        // removal, a logout, and a session cookie's session.
-        var kept = response
-        kept.headers.remove(name: "Set-Cookie")
         let entry = CachedResponse(
-            response: kept, data: outcome.body, storageDate: now,
+            response: response, data: outcome.body, storageDate: now,
             varyingRequestHeaders: varyingRequestHeaders(of: request, for: response))
         let usableFresh =
             responseDirectives["no-cache"] == nil

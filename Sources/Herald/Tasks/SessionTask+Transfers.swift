@@ -6,15 +6,26 @@ import HeraldEngine
 // lock (the trace instrument, the cookie store and the session's hooks are read here), then handed to the
 // state machine, which starts it, keeps it for `resume()`, or drops it when the task was cancelled meanwhile.
 extension SessionTask {
-    /// What the session's cache holds for this task's first resume, or `nil`.
+    /// What the session's cache holds for this task's first resume, or `nil`. For a `GET` asking
+    /// `only-if-cached`, never `nil` nor stale: a `504` stands in for what the cache can't serve.
     func cacheLookup() -> ResponseCachePolicy.Lookup? {
-        guard let cache = session.configuration.responseCache, usesResponseCache,
-            !machine({ $0.hasStarted }),
-            let lookup = ResponseCachePolicy.lookup(for: session.requestAsSent(originalRequest), in: cache)
+        guard let cache = session.configuration.responseCache, usesResponseCache, !machine({ $0.hasStarted })
         else { return nil }
-        // A stored answer that would lead to another hop — a redirect this session follows (stored by a session
-        // that doesn't, or whose redirection hook declined it), a challenge it may answer — is asked of the
-        // network: the next hop is built from the transfer that got the answer, and a stored one has none.
+        let sent = session.requestAsSent(originalRequest)
+        let lookup = ResponseCachePolicy.lookup(for: sent, in: cache).flatMap(usable)
+        switch lookup {
+        case .fresh, .staleWhileRevalidate: return lookup
+        case .stale, nil:
+            guard sent.method == "GET", ResponseCachePolicy.asksOnlyIfCached(sent) else { return lookup }
+            return .fresh(ResponseCachePolicy.gatewayTimeout(for: sent))
+        }
+    }
+
+    /// `lookup`, unless its stored answer would lead to another hop — a redirect this session follows (stored
+    /// by a session that doesn't, or whose redirection hook declined it), a challenge it may answer: that is
+    /// asked of the network, as the next hop is built from the transfer that got the answer, and a stored one
+    /// has none.
+    private func usable(_ lookup: ResponseCachePolicy.Lookup) -> ResponseCachePolicy.Lookup? {
         let response = lookup.entry.response
         let isRedirect =
             RedirectRules.isRedirect(response.statusCode) && session.configuration.followsRedirects

@@ -126,32 +126,6 @@ struct DiskResponseCacheTests {
         #expect(cache.cachedResponse(for: kept)?.data == Data("kept again".utf8))
     }
 
-    @Test("a response's Set-Cookie never reaches the cache's folder")
-    func setCookieNotOnDisk() async throws {
-        let folder = Self.folder()
-        defer { try? FileManager.default.removeItem(at: folder) }
-        var configuration = SessionConfiguration()
-        configuration.responseCache = try DiskResponseCache(directory: folder)
-        let fixture = try await SessionFixture.make(configuration: configuration, serializer: DataResponseSerializer())
-        let request = Request(
-            url: fixture.server.url("/headers?Cache-Control=max-age%3D60&Set-Cookie=sid%3Ds3cret-token"))
-        _ = try await fixture.session.data(for: request)
-        #expect(fixture.session.cookieStore.allCookies.map(\.value) == ["s3cret-token"])
-        let reopened = try DiskResponseCache(directory: folder)
-        let stored = try #require(reopened.cachedResponse(for: request))
-        #expect(stored.response.headers["Set-Cookie"] == nil)
-        // Nor in the index's files, where the heads are: the field as stored would read `sid=s3cret-token`. (The
-        // key holds the URL, whose query has it percent-encoded; this route's body, in its own file, lists it.)
-        let files = try FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil)
-        let index = files.filter { $0.lastPathComponent.hasPrefix("index") }
-        #expect(!index.isEmpty)
-        for file in index {
-            let bytes = try Data(contentsOf: file)
-            #expect(bytes.range(of: Data("sid=s3cret-token".utf8)) == nil, "\(file.lastPathComponent)")
-        }
-        try await fixture.tearDown()
-    }
-
     @Test("past the capacity, the least recently used entries are evicted, with their body files")
     func leastRecentlyUsedEviction() throws {
         let folder = Self.folder()
