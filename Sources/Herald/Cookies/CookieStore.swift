@@ -59,7 +59,9 @@ public final class CookieStore: Sendable {
     private let saveQueue = DispatchQueue(label: "herald.cookie-store.save")
     private let publicSuffixes: PublicSuffixList
     /// How many cookies the file ``init(persistingTo:publicSuffixes:)`` loaded held that could not be sent as
-    /// they are (see ``setCookie(_:)``), left out; 0 for an in-memory store.
+    /// they are (see ``setCookie(_:)``), or that no response could have set — a domain cookie for a public
+    /// suffix, a `__Secure-` or `__Host-` name without what its prefix promises — left out; 0 for an in-memory
+    /// store.
     public let unsendableCookiesSkipped: Int
 
     /// Creates an empty in-memory store.
@@ -124,9 +126,13 @@ public final class CookieStore: Sendable {
                 name: decoded.name, value: decoded.value, domain: decoded.domain, isHostOnly: decoded.isHostOnly,
                 path: decoded.path, expiresAt: decoded.expiresAt, isSecure: decoded.isSecure,
                 isHTTPOnly: decoded.isHTTPOnly, sameSite: decoded.sameSite, creationDate: decoded.creationDate)
-            if cookie.malformation != nil {
+            if cookie.malformation != nil || Self.refusesOnLoad(cookie, publicSuffixes: publicSuffixes) {
                 skipped += 1
             } else if !cookie.isExpired(at: now) {
+                // A lifetime reaching past 400 days from now is 400 days, as for a cookie that arrives.
+                var cookie = cookie
+                let latest = now.addingTimeInterval(TimeInterval(SetCookieParser.maximumLifetime))
+                cookie.expiresAt = cookie.expiresAt.map { min($0, latest) }
                 loaded.append(cookie)
             }
         }
@@ -269,6 +275,17 @@ public final class CookieStore: Sendable {
             }
         }
         return true
+    }
+
+    /// Whether a cookie read from the file is one no response could have set here, so that a file from an
+    /// older list of public suffixes, or edited, can't send it: a domain cookie for a public suffix, or a
+    /// name whose `__Secure-` or `__Host-` prefix (in any case) promises what the cookie lacks.
+    private static func refusesOnLoad(_ cookie: Cookie, publicSuffixes: PublicSuffixList) -> Bool {
+        if !cookie.isHostOnly, publicSuffixes.isPublicSuffix(cookie.domain) { return true }
+        let name = cookie.name.lowercased()
+        if name.hasPrefix("__secure-"), !cookie.isSecure { return true }
+        if name.hasPrefix("__host-"), !(cookie.isSecure && cookie.isHostOnly && cookie.path == "/") { return true }
+        return false
     }
 
     /// Removes every cookie.

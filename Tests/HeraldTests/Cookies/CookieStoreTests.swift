@@ -324,6 +324,35 @@ struct CookieStoreTests {
         #expect(error?.code == .fileIO)
     }
 
+    @Test("a cookie file's cookies no response could have set are left out; lifetimes are capped at 400 days")
+    func fileRefusesWhatAResponseCouldNot() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("herald-cookies-\(UUID()).jsonl")
+        defer { try? FileManager.default.removeItem(at: file) }
+        func line(_ name: String, domain: String, hostOnly: Bool, secure: Bool, path: String = "/") -> String {
+            #"{"creationDate":1,"domain":"\#(domain)","expiresAt":4000000000,"isHTTPOnly":false,"#
+                + #""isHostOnly":\#(hostOnly),"isSecure":\#(secure),"name":"\#(name)","path":"\#(path)","value":"1"}"#
+        }
+        let lines = [
+            // A domain cookie for a public suffix: sent to every site under it.
+            line("suffix", domain: "co.uk", hostOnly: false, secure: true),
+            line("__Secure-plain", domain: "bank.co.uk", hostOnly: true, secure: false),
+            line("__Host-wide", domain: "bank.co.uk", hostOnly: false, secure: true),
+            line("__host-deep", domain: "bank.co.uk", hostOnly: true, secure: true, path: "/app"),
+            line("__Host-ok", domain: "bank.co.uk", hostOnly: true, secure: true),
+            line("plain", domain: "bank.co.uk", hostOnly: true, secure: false),
+        ]
+        try Data(lines.joined(separator: "\n").utf8).write(to: file)
+        let store = try CookieStore(persistingTo: file)
+        #expect(store.unsendableCookiesSkipped == 4)
+        #expect(Set(store.allCookies.map(\.name)) == ["__Host-ok", "plain"])
+        #expect(store.cookieHeader(for: testURL("https://other.co.uk/")) == nil)
+        // 2096 in the file: 400 days from now at most, as for a cookie a response sets.
+        for cookie in store.allCookies {
+            let expiry = try #require(cookie.expiresAt)
+            #expect(abs(expiry.timeIntervalSinceNow - 400 * 86_400) < 60)
+        }
+    }
+
     @Test("Domain naming a public suffix with a trailing dot, or an IP address, keeps the cookie to its host")
     func hostOnlyDomains() {
         let dotted = CookieStore.after(["t=1; Domain=github.io."], from: testURL("http://github.io./"))
