@@ -13,18 +13,30 @@ import Synchronization
 
 // A custom observer watching a session: `custom-observer [URL…]`. Without URLs it starts the loopback
 // test server and fetches a fast and a slow endpoint from it. Exits 0 when every request got a 2xx answer,
-// 1 when one failed or answered otherwise, 64 on bad arguments. URLs are printed without their credentials.
+// 1 when one failed or answered otherwise (or the test server could not start), 64 on bad arguments, 74 when
+// its report could not be written to stdout. URLs are printed without their credentials.
+
+// A standard stream closed at launch (`>&-`) gets /dev/null, first thing: the server's or the engine's first
+// descriptor would otherwise take its number, and the report would go there.
+for descriptor in [STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO] where fcntl(descriptor, F_GETFD) == -1 {
+    _ = open("/dev/null", descriptor == STDIN_FILENO ? O_RDONLY : O_WRONLY)
+}
 
 /// Writes `text` to stderr. A closed or full stderr loses the text, never the run: `FileHandle.write(_:)`
 /// would trap on `EBADF`, `EPIPE` or `ENOSPC`.
 func writeError(_ text: String) {
-    var bytes = Array(text.utf8)[...]
-    while !bytes.isEmpty {
-        let written = bytes.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
-        if written < 0, errno == EINTR { continue }
-        guard written > 0 else { return }
-        bytes = bytes.dropFirst(written)
-    }
+    FileDescriptorOutput.write(text, to: STDERR_FILENO)
+}
+
+/// The `errno` of the first report line that could not be written to stdout, if one could not.
+let outputFailure = Mutex<Int32?>(nil)
+
+/// Writes one line of the report to stdout, the same way; a line that can't be written is remembered, and
+/// the exit status says so.
+func writeLine(_ line: String) {
+    guard outputFailure.withLock({ $0 == nil }), let failure = FileDescriptorOutput.write(line + "\n", to: STDOUT_FILENO)
+    else { return }
+    outputFailure.withLock { $0 = failure }
 }
 
 /// The URL as it may be shown: user name, password and signing query items redacted.
@@ -33,7 +45,13 @@ func shown(_ url: URL) -> String {
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
-let server: TestServer? = arguments.isEmpty ? try await TestServer.start() : nil
+let server: TestServer?
+do {
+    server = arguments.isEmpty ? try await TestServer.start() : nil
+} catch {
+    writeError("custom-observer: cannot start the loopback test server: \(error)\n")
+    exit(1)
+}
 let urls: [URL] =
     if let server { [server.url("/json"), server.url("/delay/400"), server.url("/text")] } else {
         // http and https URLs with a host only: anything else the session would refuse.
@@ -60,7 +78,7 @@ for url in urls {
     do {
         try session.dataTask(with: Request(url: url)) { response, _, error in
             if error != nil || !(200..<300).contains(response?.statusCode ?? 0) { failures.withLock { $0 += 1 } }
-            print("\(shown(url)): \(response.map { "\($0.statusCode)" } ?? "-") \(error?.code.description ?? "")")
+            writeLine("\(shown(url)): \(response.map { "\($0.statusCode)" } ?? "-") \(error?.code.description ?? "")")
         }.resume()
     } catch {
         // A request the session refuses (a URL it can't use) is reported and counted, and the others go on.
@@ -72,13 +90,16 @@ session.invalidate(cancelingTasks: false)
 for await _ in finished.stream {}
 
 let report = reporter.report
-print("completed: \(report.completed)")
-for line in report.slow { print("slow: \(line)") }
+writeLine("completed: \(report.completed)")
+for line in report.slow { writeLine("slow: \(line)") }
 token.cancel()
 invalidation.cancel()
-try await server?.shutdown()
+// The report is complete: a server that doesn't stop cleanly changes nothing of it.
+try? await server?.shutdown()
 let failed = failures.withLock { $0 }
-if failed > 0 {
-    print("failed: \(failed)")
-    exit(1)
+if failed > 0 { writeLine("failed: \(failed)") }
+if let failure = outputFailure.withLock({ $0 }) {
+    writeError("custom-observer: cannot write the report to stdout: \(String(cString: strerror(failure)))\n")
+    exit(74)
 }
+if failed > 0 { exit(1) }

@@ -28,6 +28,25 @@ struct CustomObserverSampleTests {
         #expect(result.status == 64, "\(result.stderr)")
     }
 
+    @Test("a full stdout loses the report: said on stderr, exit 74, never 0")
+    func fullStdout() async throws {
+        let server = try await TestServer.start()
+        let result = try await run([server.url("/text").absoluteString], shell: #""$0" "$@" >/dev/full"#)
+        try await server.shutdown()
+        #expect(result.status == 74, "\(result.stderr)")
+        #expect(result.stderr.contains("cannot write the report"), "\(result.stderr)")
+    }
+
+    @Test("a closed stdout takes no descriptor's place: the report is lost, the requests are not")
+    func closedStdout() async throws {
+        let server = try await TestServer.start()
+        let result = try await run([server.url("/text").absoluteString], shell: #""$0" "$@" >&-"#)
+        try await server.shutdown()
+        // /dev/null stood in: writes to it succeed.
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(server.requests(forPath: "/text").count == 1)
+    }
+
     @Test("a request that fails or answers outside 2xx makes the exit status 1; every 2xx is 0")
     func failuresExitNonZero() async throws {
         let server = try await TestServer.start()
