@@ -1,4 +1,5 @@
 import Foundation
+import HeraldEngine
 import HeraldNotifications
 import HeraldTesting
 import Testing
@@ -140,19 +141,28 @@ struct TaskLifetimeTests {
         configuration.temporaryDirectory = scratch.url
         let destination = scratch.url.appendingPathComponent("downloaded.bin")
         weak var released: SessionManager?
-        let (folder, queues): (URL?, [DispatchQueue]) = try await {
+        let (folder, queues, engine): (URL?, [DispatchQueue], Engine) = try await {
             let session = SessionManager(configuration: configuration, notificationCenter: NotificationHub())
             released = session
             _ = try await session.download(for: Request(url: server.url("/bytes/1024")), to: destination)
-            return (session.downloadDirectory.madeURL, [session.completionQueue, session.eventPoster.eventQueue])
+            return (
+                session.downloadDirectory.madeURL, [session.completionQueue, session.eventPoster.eventQueue],
+                session.engine
+            )
         }()
         let made = try #require(folder)
         // The `async` call returns from inside the completion queue's block, which still holds the task (and the
-        // task its session) until it ends, as the event queue's posting of its completion does: once both queues
-        // have run what they had, nothing holds the session.
+        // task its session) until it ends, as the event queue's posting of its completion does, and the loop
+        // thread may not yet have let go of the finished transfer (which holds its task): once the queues and
+        // the loop thread have run what they had, nothing holds the session.
         await withCheckedContinuation { continuation in
             DispatchQueue.global().async {
-                for _ in 0..<2 { for queue in queues { queue.sync {} } }
+                for _ in 0..<2 {
+                    let looped = DispatchSemaphore(value: 0)
+                    engine.execute { looped.signal() }
+                    looped.wait()
+                    for queue in queues { queue.sync {} }
+                }
                 continuation.resume()
             }
         }
