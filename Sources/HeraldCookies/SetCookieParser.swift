@@ -129,13 +129,10 @@ package enum SetCookieParser {
         if isSecure, url.scheme?.lowercased() != "https" {
             return .ignored("a Secure cookie set over http")
         }
-        // RFC 6265bis's name prefixes, in any case: `__Secure-` promises a Secure cookie; `__Host-` one that is
-        // also host-only and for the whole host (an explicit `Path=/`).
-        if hasPrefix(name, "__secure-"), !isSecure {
-            return .ignored("a __Secure- cookie without Secure")
-        }
-        if hasPrefix(name, "__host-"), !(isSecure && isHostOnly && domainAttribute.isEmpty && path == "/") {
-            return .ignored("a __Host- cookie without Secure, with a Domain, or without Path=/")
+        if let broken = namePrefixBroken(
+            name: name, isSecure: isSecure, isHostOnly: isHostOnly && domainAttribute.isEmpty, path: path)
+        {
+            return .ignored(broken)
         }
         return .store(
             Fields(
@@ -151,6 +148,19 @@ package enum SetCookieParser {
     }
 
     /// Whether `name` starts with `prefix` (lowercase ASCII), in any case.
+    /// What a cookie named `name` lacks of what its RFC 6265bis prefix promises (in any case), or `nil`:
+    /// `__Secure-` promises a Secure cookie; `__Host-` one that is also host-only, set without a `Domain`, and
+    /// for the whole host (an explicit `Path=/`; `path` is `nil` without one).
+    package static func namePrefixBroken(name: String, isSecure: Bool, isHostOnly: Bool, path: String?) -> String? {
+        if hasPrefix(name, "__secure-"), !isSecure {
+            return "a __Secure- cookie without Secure"
+        }
+        if hasPrefix(name, "__host-"), !(isSecure && isHostOnly && path == "/") {
+            return "a __Host- cookie without Secure, with a Domain, or without Path=/"
+        }
+        return nil
+    }
+
     private static func hasPrefix(_ name: String, _ prefix: String) -> Bool {
         name.utf8.count >= prefix.utf8.count
             && zip(name.utf8, prefix.utf8).allSatisfy { byte, expected in

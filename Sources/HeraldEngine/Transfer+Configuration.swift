@@ -110,8 +110,8 @@ extension Transfer {
 
     /// Sets the options on `easy`: all of them, or with `onlyPerTransferOptions` (a handle whose options were
     /// set from this transfer's ``profile``) only those that change with every transfer: the URL, the error
-    /// buffer, the header list, the body's length and the callbacks' data. The error says which option libcurl refused, if one
-    /// was.
+    /// buffer, the header list, the body's length and the callbacks' data. The error says which option libcurl
+    /// refused, if one was.
     func configure(_ easy: UnsafeMutableRawPointer, onlyPerTransferOptions: Bool) -> TransferError? {
         let context = Unmanaged.passUnretained(self).toOpaque()
         var failed: (String, CURLcode)?

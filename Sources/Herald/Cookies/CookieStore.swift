@@ -282,10 +282,8 @@ public final class CookieStore: Sendable {
     /// name whose `__Secure-` or `__Host-` prefix (in any case) promises what the cookie lacks.
     private static func refusesOnLoad(_ cookie: Cookie, publicSuffixes: PublicSuffixList) -> Bool {
         if !cookie.isHostOnly, publicSuffixes.isPublicSuffix(cookie.domain) { return true }
-        let name = cookie.name.lowercased()
-        if name.hasPrefix("__secure-"), !cookie.isSecure { return true }
-        if name.hasPrefix("__host-"), !(cookie.isSecure && cookie.isHostOnly && cookie.path == "/") { return true }
-        return false
+        return SetCookieParser.namePrefixBroken(
+            name: cookie.name, isSecure: cookie.isSecure, isHostOnly: cookie.isHostOnly, path: cookie.path) != nil
     }
 
     /// Removes every cookie.

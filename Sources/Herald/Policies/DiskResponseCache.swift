@@ -473,8 +473,8 @@ private final class Database: @unchecked Sendable {
     func absence(of key: String) -> Absence? { absent[key] }
 
     /// Keys whose last store or removal failed in the index, which may still hold an older entry: not served
-    /// until one commits. At most ``DiskResponseCache/unservableLimit``: past that the cache no longer knows which keys failed
-    /// (``lostTrackOfFailures``).
+    /// until one commits. At most ``DiskResponseCache/unservableLimit``: past that the cache no longer knows
+    /// which keys failed (``lostTrackOfFailures``).
     private var unservable: Set<String> = []
     /// Whether more stores and removals failed than ``unservable`` holds (the index failing for a long time,
     /// a disk full, with many URLs requested meanwhile): then no entry is served until every entry has been
@@ -487,7 +487,9 @@ private final class Database: @unchecked Sendable {
     func setServable(_ key: String, _ committed: Bool) {
         if committed {
             unservable.remove(key)
-        } else if !lostTrackOfFailures, unservable.count < DiskResponseCache.unservableLimit || unservable.contains(key) {
+        } else if !lostTrackOfFailures,
+            unservable.count < DiskResponseCache.unservableLimit || unservable.contains(key)
+        {
             unservable.insert(key)
         } else {
             unservable.removeAll()

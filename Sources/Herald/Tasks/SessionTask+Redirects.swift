@@ -18,17 +18,15 @@ extension SessionTask {
     /// asks run on ``hookQueue``.
     func beginNextHop(after outcome: TaskOutcome) -> Bool {
         guard outcome.error == nil, let response = outcome.response else { return false }
-        let isRedirect =
-            RedirectRules.isRedirect(response.statusCode) && session.configuration.followsRedirects
-            && response.headers["Location"] != nil
-        let isChallenge = !isRedirect && response.statusCode == 401 && wantsAuthenticationHop(for: response)
+        let answer = nextHop(after: response)
+        let isRedirect = answer == .redirect
+        let isChallenge = answer == .challenge
         let isRefutedRevalidation = response.statusCode == 304 && machine { $0.refutesRevalidation(response) }
         guard isRedirect || isChallenge || isRefutedRevalidation else { return false }
         guard let ended = machine({ $0.currentTransfer }) else { return false }
         let sent = ended.request
-        let key = TaskHops.key(
-            method: sent.method, url: sent.url,
-            cookies: TaskHops.cookies(field: sent.headers["Cookie"], store: sent.cookieHeader))
+        // The cookies it carried: its own field, else the session's (the engine sends one or the other).
+        let key = TaskHops.key(method: sent.method, url: sent.url, cookies: sent.headers["Cookie"] ?? sent.cookieHeader)
         let hop = transition {
             $0.hopEnds(sent: key, response: response, metrics: outcome.metrics, isChallenge: isChallenge)
         }
@@ -45,6 +43,24 @@ extension SessionTask {
             }
         }
         return true
+    }
+
+    /// The hop `response` leads this session to on its own, if any.
+    enum NextHop {
+        /// A redirect the session follows.
+        case redirect
+        /// An authentication challenge the task may answer.
+        case challenge
+    }
+
+    /// The hop `response` leads this session to: a redirect it follows, a challenge the task may answer, or none.
+    func nextHop(after response: HTTPResponse) -> NextHop? {
+        if RedirectRules.isRedirect(response.statusCode), session.configuration.followsRedirects,
+            response.headers["Location"] != nil
+        {
+            return .redirect
+        }
+        return response.statusCode == 401 && wantsAuthenticationHop(for: response) ? .challenge : nil
     }
 
     /// A `304` confirmed another representation than the stale cache entry's (its `ETag` differs): the entry
@@ -139,10 +155,10 @@ extension SessionTask {
         }
         // Whether a 401 from the target is answered depends on the target's origin, not the first request's.
         updateAnswersChallenges(of: &next)
-        // With the cookies it will carry: those of the response just stored are among them.
+        // With the cookies it will carry (its own field, else the session's, among them those just stored).
         let key = TaskHops.key(
             method: next.method, url: next.url,
-            cookies: TaskHops.cookies(field: next.headers["Cookie"], store: session.cookieHeader(for: next.url)))
+            cookies: next.headers["Cookie"] ?? session.cookieHeader(for: next.url))
         if case .loop = transition({ $0.redirectFollowed(to: key) }) {
             return finishHop(
                 outcome,

@@ -69,9 +69,11 @@ extension SessionTask {
         var hasChallengeHook = false
         session.readHooks { hooks in
             hasChallengeHook =
-                hooks.taskDidReceiveAuthenticationChallenge != nil || hooks.sessionDidReceiveAuthenticationChallenge != nil
+                hooks.taskDidReceiveAuthenticationChallenge != nil
+                || hooks.sessionDidReceiveAuthenticationChallenge != nil
         }
-        transfer.answersChallenges = hasChallengeHook || session.credentialStore.hasCredential(forHost: host, port: port)
+        transfer.answersChallenges =
+            hasChallengeHook || session.credentialStore.hasCredential(forHost: host, port: port)
     }
 
     /// Runs the adapter, then starts the attempt's transfer. The task is between hops.

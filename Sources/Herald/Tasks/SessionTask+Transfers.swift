@@ -26,12 +26,7 @@ extension SessionTask {
     /// asked of the network, as the next hop is built from the transfer that got the answer, and a stored one
     /// has none.
     private func usable(_ lookup: ResponseCachePolicy.Lookup) -> ResponseCachePolicy.Lookup? {
-        let response = lookup.entry.response
-        let isRedirect =
-            RedirectRules.isRedirect(response.statusCode) && session.configuration.followsRedirects
-            && response.headers["Location"] != nil
-        if isRedirect || (response.statusCode == 401 && wantsAuthenticationHop(for: response)) { return nil }
-        return lookup
+        nextHop(after: lookup.entry.response) == nil ? lookup : nil
     }
 
     /// Revalidates the stale entry this task was served (within its `stale-while-revalidate` window) with a

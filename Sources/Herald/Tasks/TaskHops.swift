@@ -42,13 +42,4 @@ struct TaskHops {
     static func key(method: String, url: URL, cookies: String?) -> String {
         "\(method) \(url.absoluteString)" + (cookies.map { "\n" + $0 } ?? "")
     }
-
-    /// The cookies a request carries: the caller's `Cookie` field, then the session's.
-    static func cookies(field: String?, store: String?) -> String? {
-        switch (field, store) {
-        case (let field?, let store?): "\(field); \(store)"
-        case (let field?, nil): field
-        case (nil, let store): store
-        }
-    }
 }
