@@ -45,7 +45,8 @@ enum ExitStatus: Int32, CaseIterable, Comparable {
             case .networkError: "a network error: no host, refused, reset, timeout, size or time limit"
             case .tlsError: "a TLS error: handshake, untrusted certificate, --pin mismatch"
             case .usage: "bad arguments"
-            case .localFileError: "a local file error: --output-dir unusable, a file not saved, --events not written"
+            case .localFileError:
+                "a local file error: --output-dir unusable, a file not saved, --events or the summary not written"
             case .hungUp: "hung up: SIGHUP (the terminal closed)"
             case .interrupted: "interrupted by SIGINT (Ctrl-C)"
             case .terminated: "terminated by SIGTERM"

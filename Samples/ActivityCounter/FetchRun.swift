@@ -18,13 +18,19 @@ struct FetchRun {
         var interruptedBy: ExitStatus?
         /// Why the `--events` lines could not all be written, if so: a local file error.
         var eventsFailure: String?
+        /// Why the summary table could not be written, if so (a full disk, an I/O error): a local file error.
+        /// A reader that has gone (`| head`) is none: it asked for no more.
+        var summaryFailure: String?
 
         /// The exit status: the interruption's, else the most severe failure's (the demo's planned 404 is none),
-        /// an unwritable `--events` counting as a local file error.
+        /// an unwritable `--events` or summary counting as a local file error.
         var exitStatus: ExitStatus {
             if let interruptedBy { return interruptedBy }
             let failures = results.filter { !$0.behavedAsExpected }.compactMap { $0.failure?.exitStatus }
-            return (failures + (eventsFailure == nil ? [] : [.localFileError])).max() ?? .success
+            let outputFailures = [eventsFailure, summaryFailure].compactMap { failure in
+                failure.map { _ in ExitStatus.localFileError }
+            }
+            return (failures + outputFailures).max() ?? .success
         }
     }
 
@@ -85,12 +91,15 @@ struct FetchRun {
         display.stop()
 
         let finished = results.compactMap { $0 }
-        let outcome = Outcome(
+        var outcome = Outcome(
             results: finished, notStarted: results.count - finished.count, interruptedBy: interruptedBy,
             eventsFailure: observers.eventsFailure)
-        report(outcome, console: console)
+        outcome.summaryFailure = report(outcome, console: console)
         if let failure = outcome.eventsFailure {
             console.error("--events: stdout could not be written (\(failure)); the event log is incomplete.")
+        }
+        if let failure = outcome.summaryFailure {
+            console.error("the summary could not be written to stdout (\(failure)).")
         }
         return outcome
     }
@@ -138,7 +147,9 @@ struct FetchRun {
         return results
     }
 
-    private func report(_ outcome: Outcome, console: Console) {
+    /// Writes the notes on kept files and, unless `--quiet`, the summary table.
+    /// - Returns: Why the summary table could not be written, if it could not, except for a reader that has gone.
+    private func report(_ outcome: Outcome, console: Console) -> String? {
         for result in outcome.results {
             switch result.file {
             case .keptAfterFailedMove(let path):
@@ -153,8 +164,14 @@ struct FetchRun {
                 console.error("\(console.redacted(result.target.url)): \(failure.message)")
             }
         }
-        guard !options.quiet else { return }
+        guard !options.quiet else { return nil }
         let table = SummaryTable(outcome: outcome, console: console).render()
-        StandardStream.write(table, to: options.events ? STDERR_FILENO : STDOUT_FILENO)
+        if options.events {
+            // With --events the table goes to stderr, for a person: like the console's lines, it may be lost there.
+            StandardStream.write(table, to: STDERR_FILENO)
+            return nil
+        }
+        guard let error = StandardStream.write(table, to: STDOUT_FILENO), error != EPIPE else { return nil }
+        return String(cString: strerror(error))
     }
 }

@@ -75,6 +75,35 @@ struct SharedMachineCLITests {
         #expect(try scratch.files(in: "out") == ["5000"])
     }
 
+    @Test("a full stdout loses the summary table: a local file error in the exit status; the file is still saved")
+    func fullStdoutLosesSummary() async throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let server = try await TestServer.start()
+        let run = try await ActivityCounterProcess.run(
+            ["fetch", server.url("/bytes/5000").absoluteString, "--output-dir", scratch.path("out")],
+            shell: #""$0" "$@" >/dev/full"#)
+        try await server.shutdown()
+        #expect(run.status == 73, "stderr: \(run.stderr)")
+        #expect(
+            run.stderr.contains("the summary could not be written to stdout (No space left on device)"),
+            "\(run.stderr)")
+        #expect(try scratch.files(in: "out") == ["5000"])
+    }
+
+    @Test("a reader that stops early (| head) is no failure: exit 0")
+    func abandonedStdoutIsNoFailure() async throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let server = try await TestServer.start()
+        let run = try await ActivityCounterProcess.run(
+            ["fetch", server.url("/bytes/5000").absoluteString, "--output-dir", scratch.path("out")],
+            shell: #""$0" "$@" | head -c 0; exit ${PIPESTATUS[0]}"#)
+        try await server.shutdown()
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        #expect(try scratch.files(in: "out") == ["5000"])
+    }
+
     @Test("--input-file lines end with LF, CRLF or a lone CR: each is its own URL")
     func inputFileLineEndings() async throws {
         let server = try await TestServer.start()
