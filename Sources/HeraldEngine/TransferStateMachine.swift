@@ -204,6 +204,11 @@ struct TransferStateMachine {
             // when the transfer is unpaused.
             state = .paused(stage)
             return .pause
+        case .paused:
+            // curl calls neither callback once it took the pause; one that runs means the pause was a callback's
+            // pause code (a pending pause applied), which holds that callback's direction only: this callback
+            // holds its own, and the user's resume continues both.
+            return .pause
         case .aborted, .finished:
             return .abort
         case .waitingForConsumer(let stage):
@@ -211,7 +216,7 @@ struct TransferStateMachine {
             // consumer again.
             state = .running(stage)
             return .proceed
-        case .running, .paused, .awaitingDisposition, .heldForDisposition, .heldForResume:
+        case .running, .awaitingDisposition, .heldForDisposition, .heldForResume:
             return .proceed
         }
     }

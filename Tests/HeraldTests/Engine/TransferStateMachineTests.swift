@@ -18,8 +18,11 @@ struct TransferStateMachineTests {
         machine.didTryPause(accepted: true)
         #expect(machine.pause() == .none)
         #expect(!machine.isIdleTimeoutRunning)
-        #expect(machine.callbackDidRun() == .proceed)
+        // curl calls no callback of a transfer it paused; one that runs anyway holds its bytes.
+        #expect(machine.callbackDidRun() == .pause)
+        #expect(machine.readCallbackDidRun() == .pause)
         #expect(machine.unpause() == .continueCurl)
+        #expect(machine.callbackDidRun() == .proceed)
         #expect(machine.isIdleTimeoutRunning)
         #expect(machine.unpause() == .none)
     }
@@ -81,16 +84,26 @@ struct TransferStateMachineTests {
         #expect(machine.consumerDidDrain() == .none)
     }
 
-    @Test("a pause curl refuses before the connection exists is applied by the first write or read callback")
-    func pendingPauseAppliedByFirstCallback() {
+    @Test(
+        "a pause curl refuses before the connection exists is applied by the first callback; each direction holds",
+        arguments: [true, false])
+    func pendingPauseAppliedByFirstCallback(writeFirst: Bool) {
         var machine = Machine()
         #expect(machine.pause() == .pauseCurl)
         machine.didTryPause(accepted: false)
         #expect(machine.progressDidTick() == .tryPause)
-        #expect(machine.callbackDidRun() == .pause)
+        #expect((writeFirst ? machine.callbackDidRun() : machine.readCallbackDidRun()) == .pause)
         #expect(machine.progressDidTick() == .proceed)
-        #expect(machine.callbackDidRun() == .proceed)
+        #expect(!machine.isIdleTimeoutRunning)
+        // A callback's pause code holds its direction only: the other direction's callback pauses too, and
+        // again (curl calls it again for the same bytes).
+        #expect((writeFirst ? machine.readCallbackDidRun() : machine.callbackDidRun()) == .pause)
+        #expect(machine.readCallbackDidRun() == .pause)
+        #expect(machine.callbackDidRun() == .pause)
         #expect(machine.unpause() == .continueCurl)
+        // The resume's continue hands the kept bytes back in both directions.
+        #expect(machine.callbackDidRun() == .proceed)
+        #expect(machine.readCallbackDidRun() == .proceed)
     }
 
     @Test("a pending pause is tried again at each progress tick until curl takes it")
