@@ -33,6 +33,9 @@ final class FileBodySink: BodySink {
     private var bodyStart: Int64 = 0
     /// Where the body is declared to end, if the response says.
     private var declaredEnd: Int64?
+    /// Where a `206`'s body must end, from its `Content-Range`: libcurl counts only the `Content-Length`, and a
+    /// range answer that ends short of its own range would otherwise pass for the whole part.
+    private var rangeEnd: Int64?
     /// The end of the blocks reserved so far; `bodyStart` while nothing is.
     private var reservedEnd: Int64 = 0
     /// Whether to reserve: unknown until the first reservation, false once one fails.
@@ -57,6 +60,12 @@ final class FileBodySink: BodySink {
 
     func begin(response: ResponseHead, declaredLength: Int64?) -> Result<Int64, TransferError> {
         didBegin = true
+        rangeEnd = nil
+        if response.statusCode == 206, let refusal = Self.lengthDisagreesWithRange(response) {
+            // Nothing of it reaches the file, which stays as it was.
+            didBegin = false
+            return .failure(refusal)
+        }
         if resumeOffset > 0, response.statusCode == 206 {
             // A range answer continues the partial file only if it is a valid range (its end within its length)
             // starting exactly where the file ends. Refused, nothing of it reaches the file.
@@ -89,6 +98,7 @@ final class FileBodySink: BodySink {
             }
             position = resumeOffset
             startBody(declaredLength: declaredLength)
+            rangeEnd = range.end + 1
             return .success(resumeOffset)
         }
         if resumeOffset > 0, response.statusCode == 416,
@@ -116,7 +126,25 @@ final class FileBodySink: BodySink {
         }
         position = 0
         startBody(declaredLength: declaredLength)
+        if response.statusCode == 206, let range = ContentRange.parse(response.headers["Content-Range"]) {
+            // The part the caller's own `Range` asked for, at the file's start.
+            rangeEnd = range.end - range.start + 1
+        }
         return .success(0)
+    }
+
+    /// Why a `206`'s `Content-Length` can't be the body of its `Content-Range` (RFC 9110 §14.4: the length of
+    /// a single part is its range's), or `nil`. Without either, or with a range the sink doesn't read, there is
+    /// nothing to compare.
+    private static func lengthDisagreesWithRange(_ response: ResponseHead) -> TransferError? {
+        guard let range = ContentRange.parse(response.headers["Content-Range"]),
+            let length = response.headers["Content-Length"].flatMap(ResponseHead.contentLength(from:)),
+            length != range.end - range.start + 1
+        else { return nil }
+        return TransferError(
+            .badServerResponse,
+            "The server's range answer declares \(length) body bytes for bytes \(range.start)-\(range.end) "
+                + "(\(range.end - range.start + 1) bytes).", url: response.url)
     }
 
     private func startBody(declaredLength: Int64?) {
@@ -165,6 +193,13 @@ final class FileBodySink: BodySink {
 
     func write(_ bytes: UnsafeRawBufferPointer) -> TransferError? {
         if isAlreadyComplete { return nil }
+        if let rangeEnd, position + Int64(bytes.count) > rangeEnd {
+            // Bytes past the range would land on what comes after it in the file: none of them is written.
+            return TransferError(
+                .badServerResponse,
+                "The server sent more than the bytes its range answer names (its range ends at byte \(rangeEnd - 1)).",
+                url: url)
+        }
         if reserves != false, position + Int64(bytes.count) > reservedEnd {
             reserve(through: position + Int64(bytes.count))
         }
@@ -180,6 +215,14 @@ final class FileBodySink: BodySink {
             position += Int64(count)
         }
         return nil
+    }
+
+    var shortfall: TransferError? {
+        guard let rangeEnd, !isAlreadyComplete, position < rangeEnd else { return nil }
+        return TransferError(
+            .networkConnectionLost,
+            "The range answer ended \(rangeEnd - position) bytes short of its range (at byte \(position), not "
+                + "\(rangeEnd)).", url: url)
     }
 
     func finish() -> Data {

@@ -359,6 +359,7 @@ package final class Transfer: @unchecked Sendable {
             // file that the server declined to resume) left in the sink.
             error = failure
         }
+        if error == nil, let shortfall = sink.shortfall { error = shortfall }
         let body = sink.finish()
         // A streamed body's reader stops reading ahead.
         source?.stopReading()

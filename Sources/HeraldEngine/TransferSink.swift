@@ -48,6 +48,9 @@ protocol BodySink: AnyObject {
     func begin(response: ResponseHead, declaredLength: Int64?) -> Result<Int64, TransferError>
     /// Stores body bytes; returns an error that aborts the transfer.
     func write(_ bytes: UnsafeRawBufferPointer) -> TransferError?
+    /// Why a body curl took as whole is not, if the sink knows better than curl: a range answer ended before
+    /// the end of its `Content-Range`. Asked once curl has finished the transfer without an error.
+    var shortfall: TransferError? { get }
     /// Ends the sink; the bytes collected in memory (empty for a file).
     func finish() -> Data
     /// The file written, for file sinks.
@@ -62,6 +65,7 @@ protocol BodySink: AnyObject {
 }
 
 extension BodySink {
+    var shortfall: TransferError? { nil }
     func isFull(pausing transfer: Transfer) -> Bool { false }
     func headDidEnd(_ makeResponse: () -> ResponseHead) {}
 }

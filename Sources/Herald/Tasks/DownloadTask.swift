@@ -357,10 +357,19 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
             if !RedirectRules.isSameOrigin(originalRequest.url, response.url) {
                 for name in RedirectRules.credentialHeaders { headers.remove(name: name) }
             }
+            var entityTag = response.headers["ETag"]
+            var lastModified = response.headers["Last-Modified"]
+            if response.statusCode == 206, let continued = core.withLock({ $0.downloadContinuation }) {
+                // A range answer need not repeat every validator (RFC 9110 §15.3.7 asks for the ETag only, and
+                // only when a 200 would send one); the file accepted it as the version it continues, whose
+                // validators still name it.
+                entityTag = entityTag ?? continued.entityTag
+                lastModified = lastModified ?? continued.lastModified
+            }
             resume = DownloadResumeData(
                 url: response.url, headers: headers.map { [$0.name, $0.value] },
-                bytesReceived: file.byteCount, entityTag: response.headers["ETag"],
-                lastModified: response.headers["Last-Modified"], partialFilePath: temporaryURL.path)
+                bytesReceived: file.byteCount, entityTag: entityTag, lastModified: lastModified,
+                partialFilePath: temporaryURL.path)
         } else if let current = core.withLock({ $0.downloadContinuation }) {
             // No new byte reached the file: it is exactly what the attempt continued.
             resume = current

@@ -34,12 +34,16 @@ struct ByteStreamOptions: Sendable, Equatable {
     /// Whether the response starts as soon as the request's head arrives, while its body may still be coming
     /// (read and counted all the same), as a server that answers without waiting for the body does.
     var answersBeforeBody: Bool
+    /// How many bytes of its range a `206` sends before ending its body, cleanly, short of the range; `nil`, all.
+    var partialBodyLength: Int?
+    /// Whether a `206` leaves out `ETag` and `Last-Modified` (a `200` still carries them).
+    var omitsPartialValidators: Bool
 
     init(
         count: Int, isChunked: Bool = false, chunkSize: Int = 64 << 10, delayMilliseconds: Int = 0,
         acceptsRanges: Bool = true, headDelayMilliseconds: Int = 0, key: String? = nil, dropAfter: Int? = nil,
         changesAfterFirst: Bool = false, gate: String? = nil, gateAfter: Int = 0, declaredPartialLength: Int? = nil,
-        answersBeforeBody: Bool = false
+        answersBeforeBody: Bool = false, partialBodyLength: Int? = nil, omitsPartialValidators: Bool = false
     ) {
         self.count = count
         self.isChunked = isChunked
@@ -54,6 +58,8 @@ struct ByteStreamOptions: Sendable, Equatable {
         self.gateAfter = gateAfter
         self.declaredPartialLength = declaredPartialLength
         self.answersBeforeBody = answersBeforeBody
+        self.partialBodyLength = partialBodyLength
+        self.omitsPartialValidators = omitsPartialValidators
     }
 
     init(count: String, query: RouteQuery) throws {
@@ -72,7 +78,10 @@ struct ByteStreamOptions: Sendable, Equatable {
             gateAfter: try query.integer("gateAfter", default: 0, in: 0...Self.maximumCount),
             declaredPartialLength: query.value("partialLength") == nil
                 ? nil : try query.integer("partialLength", default: 0, in: 0...Int.max),
-            answersBeforeBody: query.flag("early")
+            answersBeforeBody: query.flag("early"),
+            partialBodyLength: query.value("partialBody") == nil
+                ? nil : try query.integer("partialBody", default: 0, in: 0...Self.maximumCount),
+            omitsPartialValidators: query.flag("bareRanges")
         )
     }
 

@@ -130,7 +130,12 @@ final class ByteStreamResponder: StreamingResponder {
             return .ok
         case .partial(let range):
             nextOffset = range.lowerBound
-            endOffset = range.upperBound
+            endOffset =
+                options.partialBodyLength.map { min(range.upperBound, range.lowerBound + $0) } ?? range.upperBound
+            if options.omitsPartialValidators {
+                headers.remove(name: "ETag")
+                headers.remove(name: "Last-Modified")
+            }
             headers.add(
                 name: "Content-Range", value: "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(options.count)")
             if let declared = options.declaredPartialLength {

@@ -59,6 +59,10 @@ import NIOPosix
 ///     an `If-Range` naming the first one's validator then gets the whole body with `200`.
 ///   - `?partialLength=L`: a `206` answer declares `Content-Length: L` (0...`Int.max`), whatever its range's size: a
 ///     lying server. The body sent is the range's.
+///   - `?partialBody=B`: a `206` answer sends the first `B` bytes of its range, then ends its body as if whole:
+///     a server that cuts its range short. Clean only where the framing allows it: with `chunked=1`, or with
+///     `partialLength=B`.
+///   - `?bareRanges=1`: a `206` answer carries no `ETag` or `Last-Modified` (a `200` still does).
 ///   - `?early=1`: the response starts when the request's head arrives, while its body is still coming (read and
 ///     counted all the same), as a server that answers without waiting for the body does.
 ///

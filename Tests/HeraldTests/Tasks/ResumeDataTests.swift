@@ -235,11 +235,92 @@ struct ResumeDataTests {
         try await fixture.recorder.waitForCompletions(2)
         let error = try #require(log.all.first?.error)
         #expect(error.code == .badServerResponse)
-        #expect(error.message.contains("\(Int64.max) body bytes after byte \(partialSize)"))
+        // A single part's length is its range's: refused before the sum with the offset could overflow.
+        #expect(error.message.contains("declares \(Int64.max) body bytes for bytes \(partialSize)-"), "\(error)")
         #expect(fixture.recorder.timeline(ofTask: second.taskIdentifier) == [.resume, .complete])
         #expect(fixture.server.requests(forPath: "/bytes/\(size)").last?.responseStatus == 206)
         // The hook runs on the completion queue, ahead of the completion handler.
         #expect(resumes.withLock { $0 } == ["\(partialSize)/unknown"])
+        try await fixture.tearDown()
+    }
+
+    @Test("a 206 whose Content-Length is not its range's size is refused; the partial file stays as it was")
+    func rangeAndLengthDisagree() async throws {
+        let fixture = try await SessionFixture.make()
+        let size = 2 * 1024 * 1024
+        let path = "/bytes/\(size)?\(stoppedBodyQuery(key: "short-length"))&partialLength=1000&partialBody=1000"
+        let (first, resumeData, _) = try await cancelMidway(fixture, path: path, size: size)
+        let data = try #require(resumeData)
+        let partialSize = try #require(PatternFile.size(of: first.temporaryURL))
+        let log = DownloadLog()
+        let second = try fixture.session.downloadTask(withResumeData: data, completionHandler: log.handler)
+        second.resume()
+        try await fixture.recorder.waitForCompletions(2)
+        let error = try #require(log.all.first?.error)
+        #expect(error.code == .badServerResponse)
+        #expect(error.message.contains("declares 1000 body bytes for bytes \(partialSize)-\(size - 1)"), "\(error)")
+        // Nothing of the short part reached the file, and it can still be continued.
+        #expect(try PatternFile.matches(second.temporaryURL, count: Int(partialSize)))
+        #expect(error.resumeData != nil)
+        try await fixture.tearDown()
+    }
+
+    @Test("a 206 whose body ends cleanly short of its Content-Range fails; the bytes that came are kept to resume")
+    func rangeEndsShort() async throws {
+        let fixture = try await SessionFixture.make()
+        let size = 2 * 1024 * 1024
+        let path = "/bytes/\(size)?\(stoppedBodyQuery(key: "short-body"))&chunked=1&partialBody=100000"
+        let (first, resumeData, _) = try await cancelMidway(fixture, path: path, size: size)
+        let data = try #require(resumeData)
+        let partialSize = Int(try #require(PatternFile.size(of: first.temporaryURL)))
+        let log = DownloadLog()
+        let second = try fixture.session.downloadTask(withResumeData: data, completionHandler: log.handler)
+        second.resume()
+        try await fixture.recorder.waitForCompletions(2)
+        // It completed without an error before, its file 1.9 MiB short of the representation.
+        let error = try #require(log.all.first?.error, "\(log.all)")
+        #expect(error.code == .networkConnectionLost)
+        #expect(error.message.contains("ended \(size - partialSize - 100_000) bytes short of its range"), "\(error)")
+        #expect(log.all.first?.fileURL == nil)
+        #expect(try PatternFile.matches(second.temporaryURL, count: partialSize + 100_000))
+        let continued = try #require(error.resumeData)
+        let fields = try #require(try JSONSerialization.jsonObject(with: continued) as? [String: Any])
+        #expect((fields["bytesReceived"] as? NSNumber)?.intValue == partialSize + 100_000)
+        try await fixture.tearDown()
+    }
+
+    @Test("a download continued by a 206 without validators, stopped again, still gives resume data that finishes it")
+    func rangeWithoutValidatorsResumesAgain() async throws {
+        let fixture = try await SessionFixture.make()
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let size = 2 * 1024 * 1024
+        // The 200 names its version; the 206 answers the If-Range but repeats neither validator.
+        let path = "/bytes/\(size)?\(stoppedBodyQuery(key: "bare"))&bareRanges=1"
+        let (first, resumeData, _) = try await cancelMidway(fixture, path: path, size: size)
+        let partialSize = try #require(PatternFile.size(of: first.temporaryURL))
+        // The continuation asks a URL whose first request waits at a gate of its own 64 KiB further on, where it
+        // is stopped: the same representation (the same validators), under another key.
+        let firstData = try #require(resumeData)
+        var fields = try #require(try JSONSerialization.jsonObject(with: firstData) as? [String: Any])
+        let gated =
+            "/bytes/\(size)?chunkSize=16384&gate=bare-2&gateAfter=\(partialSize + 65_536)&key=bare-2&bareRanges=1"
+        fields["url"] = fixture.server.url(gated).absoluteString
+        let data = try JSONSerialization.data(withJSONObject: fields)
+        let again = OneShot<Data?>()
+        let stop = ActionAtProgress<DownloadTask>(atLeast: Int64(partialSize + 16_384)) {
+            $0.cancel(byProducingResumeData: { again.send($0) })
+        }
+        let second = try fixture.session.downloadTask(withResumeData: data, progress: stop.handler)
+        stop.attach(second)
+        second.resume()
+        // Before, a 206 without validators gave no resume data, and the partial file was deleted.
+        let secondData = try #require(try await again.value())
+        try await fixture.recorder.waitForCompletions(2)
+        let destination = scratch.url.appendingPathComponent("bare.bin")
+        let (_, response) = try await fixture.session.download(resumingWith: secondData, to: destination)
+        #expect(response.statusCode == 206)
+        #expect(try PatternFile.matches(destination, count: size))
         try await fixture.tearDown()
     }
 
