@@ -50,6 +50,9 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
     public let temporaryURL: URL
     let destination: DownloadDestination?
     let resumedFrom: DownloadResumeData?
+    /// The body of the upload task this download became, if it became one: its retries send it again (the
+    /// request's own body field is not where an upload's body is).
+    let uploadBody: UploadTask.Body?
 
     /// Creates the task a session prepared. The session calls it on the class ``SessionManager/taskClasses``
     /// names — also for the download task a data task becomes; a subclass that declares initializers of its
@@ -61,11 +64,13 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
             self.temporaryURL = temporaryURL
             self.destination = nil
             self.resumedFrom = nil
+            self.uploadBody = (dataTask as? UploadTask)?.body
             super.init(continuing: dataTask)
         case .download(let temporaryURL, let resumedFrom, let destination):
             self.temporaryURL = temporaryURL
             self.destination = destination
             self.resumedFrom = resumedFrom
+            self.uploadBody = nil
             super.init(creation: creation)
             core.withLock { $0.downloadContinuation = resumedFrom }
         case .data, .upload:
@@ -79,9 +84,13 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
                 "download-\(creation.identifier)-\(UUID().uuidString).part")
             self.destination = nil
             self.resumedFrom = nil
+            self.uploadBody = nil
             super.init(creation: creation)
         }
     }
+
+    /// A stream's reads, and a sized body's, run on the hook queue, as they did for the upload task.
+    override var readsBodyStreamOnHookQueue: Bool { uploadBody?.isReadOnHookQueue ?? false }
 
     /// A download completion handler in the form every task's completion takes: the file URL is the
     /// response object.
@@ -153,7 +162,8 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
             request.url = target
         }
         var transfer = session.transferRequest(
-            for: request, body: request.body.map { .data($0) }, sink: .file(temporaryURL, resumeOffset: offset))
+            for: request, body: uploadBody?.transferBody(for: self) ?? request.body.map { .data($0) },
+            sink: .file(temporaryURL, resumeOffset: offset))
         // Credentials stay behind on another origin, as they did on the redirect: the caller's and the session's.
         if leavesOrigin { RedirectRules.dropCredentials(from: &transfer) }
         if offset > 0, let validator = continuation?.validator {

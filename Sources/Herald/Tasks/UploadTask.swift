@@ -43,27 +43,40 @@ open class UploadTask: DataTask, @unchecked Sendable {
     override var usesResponseCache: Bool { false }
 
     /// A stream's reads, and a sized body's, run on the hook queue.
-    override var readsBodyStreamOnHookQueue: Bool {
-        switch body {
+    override var readsBodyStreamOnHookQueue: Bool { body.isReadOnHookQueue }
+
+    override func transferBody(for request: Request) -> TransferBody? {
+        body.transferBody(for: self)
+    }
+}
+
+extension UploadTask.Body {
+    /// Whether the body is user code (a stream, a sized body's `open`), read on the task's hook queue.
+    var isReadOnHookQueue: Bool {
+        switch self {
         case .data, .file: false
         case .stream, .sized: true
         }
     }
 
-    override func transferBody(for request: Request) -> TransferBody? {
-        switch body {
+    /// The body's source for one attempt of `task`: the upload task, or the download it became, whose retries
+    /// send the same body. A stream is renewed through ``SessionManager/taskNeedNewBodyStream``, asked about
+    /// `task`.
+    func transferBody(for task: SessionTask) -> TransferBody {
+        let hookQueue = task.hookQueue
+        switch self {
         case .data(let data):
             return .data(data)
         case .file(let url):
             return .file(url)
         case .stream(let stream):
-            let session = session
+            let session = task.session
             // The stream is user code: it is read on this task's hook queue, as its hooks run.
             return .stream(
                 stream.pulled,
-                renew: { [weak self] in
-                    guard let self else { return nil }
-                    return session.taskNeedNewBodyStream?(self)?.pulled
+                renew: { [weak task] in
+                    guard let task else { return nil }
+                    return session.taskNeedNewBodyStream?(task)?.pulled
                 }, readOn: hookQueue)
         case .sized(let length, let open):
             return .sized(

@@ -193,3 +193,49 @@ struct BecomeDownloadTests {
         try await fixture.tearDown()
     }
 }
+
+extension BecomeDownloadTests {
+    @Test(
+        "an upload that became a download sends its body again when the download is retried",
+        arguments: ["data", "file", "stream"])
+    func becameDownloadRetrySendsUploadBody(source: String) async throws {
+        let fixture = try await SessionFixture.make()
+        let session = fixture.session
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let body = Data(TestServer.expectedBytes(in: 0..<10_000))
+        session.dataTaskDidReceiveResponse = { _, _ in .becomeDownload }
+        // A stream can't be read twice: the retry asks for a new one.
+        session.taskNeedNewBodyStream = { _ in BodyStream(data: body) }
+        session.interceptor = Interceptor { context in context.attempt == 1 ? .retry : .doNotRetry }
+        let count = 200_000
+        // The first answer stops short of its length (a dropped connection); the second is whole.
+        var request = Request(url: fixture.server.url("/bytes/\(count)?key=upload-became&dropAfter=50000"))
+        request.method = "PUT"
+        let log = CompletionLog()
+        let task: UploadTask
+        switch source {
+        case "data":
+            task = try session.uploadTask(with: request, from: body, completionHandler: log.handler)
+        case "file":
+            let url = scratch.url.appendingPathComponent("body.bin")
+            try body.write(to: url)
+            task = try session.uploadTask(with: request, fromFile: url, completionHandler: log.handler)
+        default:
+            task = try session.uploadTask(
+                withStreamedRequest: request, bodyProvider: BodyStream(data: body), completionHandler: log.handler)
+        }
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        let call = try #require(log.all.first)
+        #expect(call.error == nil, "\(String(describing: call.error))")
+        let fileURL = try #require(call.object as? URL)
+        defer { try? FileManager.default.removeItem(at: fileURL) }
+        #expect(try PatternFile.matches(fileURL, count: count))
+        // Both attempts carried the whole body: the retry sent nothing before.
+        let bodies = fixture.server.requests(forPath: "/bytes/\(count)").map(\.bodyByteCount)
+        #expect(bodies == [body.count, body.count])
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .retry, .complete])
+        try await fixture.tearDown()
+    }
+}
