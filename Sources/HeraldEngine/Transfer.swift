@@ -295,7 +295,8 @@ package final class Transfer: @unchecked Sendable {
         let stage: CurlErrorMapping.Stage =
             responseStatus != 0 ? .receivingResponse : requestWasSent ? .awaitingResponse : .sending
         var error = TransferError.fromCurl(
-            result, osErrno: Int32(truncatingIfNeeded: osErrno), errorBuffer: text, url: request.url, stage: stage)
+            result, osErrno: Int32(truncatingIfNeeded: osErrno), errorBuffer: text, url: request.url, stage: stage,
+            connected: hadConnection)
         if result == CURLE_PEER_FAILED_VERIFICATION, CurlFeatures.usesOpenSSL, let easyHandle {
             var verifyResult = 0
             herald_easy_getinfo_long(easyHandle, CURLINFO_SSL_VERIFYRESULT, &verifyResult)
@@ -330,6 +331,17 @@ package final class Transfer: @unchecked Sendable {
         var requestBytes = 0
         herald_easy_getinfo_long(easyHandle, CURLINFO_REQUEST_SIZE, &requestBytes)
         return requestBytes > 0
+    }
+
+    /// Whether the transfer had a connection: one it made (counted, or its TCP connect timed), or one it reused
+    /// and sent on. libcurl resets these for each transfer, unlike the OS errno.
+    private var hadConnection: Bool {
+        guard let easyHandle else { return false }
+        var connects = 0
+        var connectTime: curl_off_t = 0
+        herald_easy_getinfo_long(easyHandle, CURLINFO_NUM_CONNECTS, &connects)
+        herald_easy_getinfo_off(easyHandle, CURLINFO_CONNECT_TIME_T, &connectTime)
+        return connects > 0 || connectTime > 0 || requestWasSent
     }
 
     /// Ends the transfer with an error of ours (cancelled, invalid, …). Loop thread only.

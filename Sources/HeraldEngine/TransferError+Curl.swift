@@ -19,14 +19,16 @@ extension TransferError {
     ///   - stage: How far the exchange had gone.
     /// - Returns: The error to report.
     static func fromCurl(
-        _ code: CURLcode, osErrno: Int32, errorBuffer: String, url: URL?, stage: CurlErrorMapping.Stage = .sending
+        _ code: CURLcode, osErrno: Int32, errorBuffer: String, url: URL?, stage: CurlErrorMapping.Stage = .sending,
+        connected: Bool = false
     ) -> TransferError {
         let raw = Int32(bitPattern: code.rawValue)
         var curlText = errorBuffer.trimmingCharacters(in: .whitespacesAndNewlines)
         if curlText.isEmpty, let strerror = curl_easy_strerror(code) {
             curlText = String(cString: strerror)
         }
-        return fromCurl(rawCode: raw, osErrno: osErrno, curlMessage: curlText, url: url, stage: stage)
+        return fromCurl(
+            rawCode: raw, osErrno: osErrno, curlMessage: curlText, url: url, stage: stage, connected: connected)
     }
 
     /// The mapping itself, on the raw value, so it can be tested without a transfer.
@@ -37,11 +39,14 @@ extension TransferError {
     ///   - curlMessage: curl's description of the failure (error buffer or `curl_easy_strerror`).
     ///   - url: The request URL.
     ///   - stage: How far the exchange had gone.
+    ///   - connected: Whether the transfer had a connection (see ``CurlErrorMapping/map(_:osErrno:curlMessage:stage:connected:)``).
     /// - Returns: The error to report.
     static func fromCurl(
-        rawCode: Int32, osErrno: Int32, curlMessage: String, url: URL?, stage: CurlErrorMapping.Stage = .sending
+        rawCode: Int32, osErrno: Int32, curlMessage: String, url: URL?, stage: CurlErrorMapping.Stage = .sending,
+        connected: Bool = false
     ) -> TransferError {
-        let mapping = CurlErrorMapping.map(rawCode, osErrno: osErrno, curlMessage: curlMessage, stage: stage)
+        let mapping = CurlErrorMapping.map(
+            rawCode, osErrno: osErrno, curlMessage: curlMessage, stage: stage, connected: connected)
         let statusCode =
             mapping.code == .unacceptableStatusCode ? CurlErrorMapping.trailingStatus(in: curlMessage) : nil
         return TransferError(
@@ -73,16 +78,18 @@ enum CurlErrorMapping {
 
     /// The code and a short message for a raw `CURLcode` and OS errno.
     ///
-    /// `errno` refines two cases, as FoundationNetworking does: `ECONNREFUSED` on a transport failure
-    /// means the host refused the connection (``TransferError/Code/cannotConnect``), and
-    /// `CURLE_COULDNT_CONNECT` with `ETIMEDOUT` is a connect timeout (``TransferError/Code/timedOut``).
+    /// `errno` refines two cases, as FoundationNetworking does: `ECONNREFUSED` on a transport failure of a
+    /// transfer that never had a connection means the host refused it (``TransferError/Code/cannotConnect``),
+    /// and `CURLE_COULDNT_CONNECT` with `ETIMEDOUT` is a connect timeout (``TransferError/Code/timedOut``).
+    /// Once `connected`, a refusal is history: libcurl never clears the errno, which one address refusing while
+    /// another connected (IPv4 and IPv6 of `localhost`), or an earlier transfer on the same handle, left behind.
     /// curl's text and the stage refine two more: a receive error about chunks is a malformed response, and a
     /// send error once the request went out is the connection breaking after it.
     static func map(
-        _ rawCode: Int32, osErrno: Int32, curlMessage: String = "", stage: Stage = .sending
+        _ rawCode: Int32, osErrno: Int32, curlMessage: String = "", stage: Stage = .sending, connected: Bool = false
     ) -> (code: TransferError.Code, message: String) {
         let base = baseMapping(rawCode)
-        if osErrno == ECONNREFUSED, refusalRefines.contains(base.code) {
+        if osErrno == ECONNREFUSED, !connected, stage == .sending, refusalRefines.contains(base.code) {
             return (.cannotConnect, "the server refused the connection")
         }
         if rawCode == 7, osErrno == ETIMEDOUT {

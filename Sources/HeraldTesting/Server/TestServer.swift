@@ -162,10 +162,13 @@ public final class TestServer: Sendable {
     ///     shut down; the server only closes its own channels.
     ///   - backlog: The listen backlog (capped by the kernel's `somaxconn`). Raise it for load tests that open
     ///     thousands of connections at once, so that connects are not dropped and retried a second later.
+    ///   - host: The loopback address to listen on: `127.0.0.1`, or `::1` for a server that a client reaching
+    ///     `localhost` finds only over IPv6. ``url(_:)`` names 127.0.0.1 whatever it is.
     /// - Returns: A running server. Call ``shutdown()`` when done.
     /// - Throws: An error from NIO if the socket cannot be bound.
     public static func start(
-        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, backlog: Int = 256
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, backlog: Int = 256,
+        host: String = "127.0.0.1"
     ) async throws -> TestServer {
         let recorder = RequestRecorder()
         let barriers = BarrierRegistry()
@@ -186,7 +189,7 @@ public final class TestServer: Sendable {
                         TestServerHandler(recorder: recorder, barriers: barriers, gates: gates, counters: counters))
                 }
             }
-            .bind(host: "127.0.0.1", port: 0)
+            .bind(host: host, port: 0)
             .get()
         guard let port = channel.localAddress?.port else {
             try? await channel.close()

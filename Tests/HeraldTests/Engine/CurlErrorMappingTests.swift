@@ -1,5 +1,6 @@
 import CCurl
 import Foundation
+import HeraldTesting
 import Testing
 
 @testable import Herald
@@ -129,5 +130,36 @@ struct CurlErrorMappingTests {
             #expect(!error.message.isEmpty)
             #expect(error.curlMessage == nil)
         }
+    }
+}
+
+extension CurlErrorMappingTests {
+    @Test("ECONNREFUSED left over from an address that refused is no refusal once the transfer had a connection")
+    func staleRefusal() {
+        for curlCode: Int32 in [35, 52, 56] {
+            let error = TransferError.fromCurl(
+                rawCode: curlCode, osErrno: ECONNREFUSED, curlMessage: "", url: nil, connected: true)
+            #expect(error.code != .cannotConnect, "\(curlCode)")
+        }
+        let answered = TransferError.fromCurl(
+            rawCode: 18, osErrno: ECONNREFUSED, curlMessage: "", url: nil, stage: .receivingResponse)
+        #expect(answered.code == .networkConnectionLost)
+    }
+
+    @Test("a server on ::1 only, reached as localhost after 127.0.0.1 refused: its failure is its own, not a refusal")
+    func refusedAddressThenConnected() async throws {
+        let server = try await TestServer.start(host: "::1")
+        let session = SessionManager()
+        // A head declaring 100 bytes, none of them, then a close: the connection lost, once connected.
+        var components = URLComponents(
+            url: server.url("/fault/truncated?declared=100&sent=0"), resolvingAgainstBaseURL: false)
+        components?.host = "localhost"
+        let url = try #require(components?.url)
+        let error = await #expect(throws: HeraldError.self) {
+            _ = try await session.data(for: Request(url: url))
+        }
+        #expect(error?.code == .networkConnectionLost, "\(String(describing: error))")
+        await session.invalidateAndWait(cancelingTasks: true)
+        try await server.shutdown()
     }
 }
