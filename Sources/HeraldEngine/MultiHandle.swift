@@ -164,14 +164,7 @@ package final class MultiHandle: @unchecked Sendable {
         transfer.isParked = false
         // The progress callback was turned on for the pending pause, which is gone.
         herald_easy_setopt_long(easy, CURLOPT_NOPROGRESS, 1)
-        // curl counts its timeout from the add: what is left of the transfer's, counted from its first add.
-        if let resourceTimeout = transfer.resourceTimeout {
-            let spent = ActivityClock.now &- transfer.firstAddedAt
-            guard spent < resourceTimeout else { return remove(transfer, error: transfer.resourceTimeoutError) }
-            herald_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, Int((resourceTimeout - spent) / 1_000_000)))
-            // No longer the profile's value: the handle is reset before another transfer takes it.
-            transfer.profile = nil
-        }
+        guard limitsToTimeLeft(transfer, easy) else { return remove(transfer, error: transfer.resourceTimeoutError) }
         transfer.addedAt = QueueClock.now
         transfer.lastActivity = ActivityClock.now
         let code = curl_multi_add_handle(multi, easy)
@@ -182,6 +175,18 @@ package final class MultiHandle: @unchecked Sendable {
         if let idleTimeout = transfer.idleTimeout {
             scheduleIdleCheck(at: transfer.lastActivity &+ idleTimeout &+ 1)
         }
+    }
+
+    /// Gives curl what is left of the transfer's resource timeout, counted from its first add, for an add after
+    /// the first (curl counts its own from each add); whether any is left.
+    private func limitsToTimeLeft(_ transfer: Transfer, _ easy: UnsafeMutableRawPointer) -> Bool {
+        guard let resourceTimeout = transfer.resourceTimeout else { return true }
+        let spent = ActivityClock.now &- transfer.firstAddedAt
+        guard spent < resourceTimeout else { return false }
+        herald_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, Int((resourceTimeout - spent) / 1_000_000)))
+        // No longer the profile's value: the handle is reset before another transfer takes it.
+        transfer.profile = nil
+        return true
     }
 
     /// Stops a transfer that is still in the pool and finishes it with `error`. Loop thread only.
@@ -206,10 +211,17 @@ package final class MultiHandle: @unchecked Sendable {
             guard let transfer = transfer(of: easy) else { continue }
             curl_multi_remove_handle(multi, easy)
             connections.detach(transfer)
-            // Still in the pool: the same transfer starts again on a fresh connection.
-            if transfer.retriesOnFreshConnection(after: result), curl_multi_add_handle(multi, easy) == CURLM_OK {
-                transfer.addedAt = QueueClock.now
-                continue
+            // Still in the pool: the same transfer starts again on a fresh connection, within what is left of
+            // its resource timeout.
+            if transfer.retriesOnFreshConnection(after: result) {
+                guard limitsToTimeLeft(transfer, easy) else {
+                    if takeOut(transfer) { transfer.finish(error: transfer.resourceTimeoutError) }
+                    continue
+                }
+                if curl_multi_add_handle(multi, easy) == CURLM_OK {
+                    transfer.addedAt = QueueClock.now
+                    continue
+                }
             }
             guard takeOut(transfer) else { continue }
             transfer.finish(result: result)

@@ -43,6 +43,8 @@ extension Transfer {
         }
         guard herald_easy_setopt_long(easyHandle, CURLOPT_FRESH_CONNECT, 1) == CURLE_OK else { return false }
         didRetryOnFreshConnection = true
+        // The connection it ran on is gone; the fresh one's number comes when the request goes out on it.
+        connectionNumber = nil
         goawayWatch = GoawayRefusalWatch()
         lastActivity = ActivityClock.now
         return true

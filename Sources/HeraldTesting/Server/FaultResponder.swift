@@ -23,12 +23,14 @@ struct FaultResponder {
         switch fault {
         case .resetBeforeHeaders:
             reset()
-        case .resetWhenReused:
+        case .resetWhenReused(let firstDelay, let resetAfter):
             // A server whose keep-alive timeout ran out just as the next request arrived.
             if isFirstOnConnection {
-                writer.write(CannedResponse(status: .ok, contentType: "text/plain", body: "ok\n"))
+                after(milliseconds: firstDelay) {
+                    writer.write(CannedResponse(status: .ok, contentType: "text/plain", body: "ok\n"))
+                }
             } else {
-                reset()
+                after(milliseconds: resetAfter) { reset() }
             }
         case .resetMidBody(let bytes, let declared):
             writer.writeHead(status: .ok, headers: octetStreamHeaders(contentLength: declared))
@@ -69,6 +71,12 @@ struct FaultResponder {
             // A well-formed answer, kept alive like any other: only its Location is hostile.
             writer.write(.status(.found, headers: ["Location": "/fault/redirect-loop"]))
         }
+    }
+
+    /// Runs `body` now, or `milliseconds` later on the connection's event loop.
+    private func after(milliseconds: Int, _ body: @escaping () -> Void) {
+        guard milliseconds > 0 else { return body() }
+        context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(milliseconds))) { body() }
     }
 
     /// What `/fault/raw-headers` writes: header values that are not UTF-8 and repeated fields, which NIO's

@@ -43,7 +43,7 @@ enum Route: Sendable {
         case hugeHeader(bytes: Int, lines: Int)
         case redirectLoop
         case rawHeaders
-        case resetWhenReused
+        case resetWhenReused(firstDelayMilliseconds: Int, resetAfterMilliseconds: Int)
     }
 
     /// The largest head `/fault/huge-header` writes.
@@ -140,7 +140,9 @@ enum Route: Sendable {
         case "reset-before-headers":
             return .resetBeforeHeaders
         case "reset-when-reused":
-            return .resetWhenReused
+            return .resetWhenReused(
+                firstDelayMilliseconds: try query.integer("firstDelayMs", default: 0, in: 0...60_000),
+                resetAfterMilliseconds: try query.integer("resetAfterMs", default: 0, in: 0...60_000))
         case "reset-mid-body":
             let bytes = try query.integer("bytes", default: 1024, in: limit)
             let declared = try query.integer("declared", default: bytes + 1024, in: (bytes + 1)...Int.max)

@@ -59,3 +59,26 @@ struct FreshConnectionRetryTests {
         try await fixture.tearDown()
     }
 }
+
+extension FreshConnectionRetryTests {
+    @Test("the request sent again on a fresh connection has only what is left of the resource timeout")
+    func retryKeepsResourceTimeout() async throws {
+        var configuration = SessionConfiguration()
+        configuration.timeoutIntervalForResource = 2
+        let fixture = try await SessionFixture.make(configuration: configuration, serializer: DataResponseSerializer())
+        // A fresh connection's request is answered after 1.5 s; a reused one's is reset after 1 s. So the
+        // second request meets the reset at 1 s, and its new attempt would be answered at 2.5 s: past its 2 s.
+        let url = fixture.server.url(Self.path + "?firstDelayMs=1500&resetAfterMs=1000")
+        _ = try await fixture.session.data(for: Request(url: url))
+        let clock = ContinuousClock()
+        let start = clock.now
+        let error = await #expect(throws: HeraldError.self) {
+            _ = try await fixture.session.data(for: Request(url: url))
+        }
+        let elapsed = clock.now - start
+        // It completed with a 200 at 2.5 s before: curl counted the timeout afresh from the new attempt.
+        #expect(error?.code == .timedOut, "\(String(describing: error)) after \(elapsed)")
+        #expect(fixture.server.requests(forPath: Self.path).count == 3)
+        try await fixture.tearDown()
+    }
+}
