@@ -10,8 +10,10 @@ import HeraldEngine
 /// files are reread and stream parts remade from their factories: no ``SessionManager/taskNeedNewBodyStream``
 /// is needed.
 ///
-/// Every `append` checks its input at once and throws ``HeraldError/Code/invalidRequest`` for what would
-/// corrupt the body's framing: a name or file name containing CR, LF, NUL, `"` or `\`, a content type or part
+/// Names and file names are written as browsers write them (the HTML standard's form encoding): `"`, CR and LF
+/// as `%22`, `%0D` and `%0A`, so `report "final".pdf` arrives as `report %22final%22.pdf`. Every `append`
+/// checks its input at once and throws ``HeraldError/Code/invalidRequest`` for what would corrupt the body's
+/// framing: a name or file name containing NUL or `\` (which parsers read in two ways), a content type or part
 /// header containing CR, LF or NUL, a header name that is not an HTTP token. A file that can't be read
 /// throws ``HeraldError/Code/fileIO``. So a bad part is refused before any byte is sent.
 ///
@@ -91,7 +93,7 @@ public struct MultipartFormData: Sendable {
     /// - Parameters:
     ///   - data: The field's value.
     ///   - name: The field name.
-    /// - Throws: ``HeraldError`` with ``HeraldError/Code/invalidRequest`` for a name with CR, LF, NUL, `"` or `\`.
+    /// - Throws: ``HeraldError`` with ``HeraldError/Code/invalidRequest`` for a name with NUL or `\`.
     public mutating func append(_ data: Data, name: String) throws(HeraldError) {
         try appendPart(name: name, fileName: nil, mimeType: nil, body: .bytes(data))
     }
@@ -103,8 +105,8 @@ public struct MultipartFormData: Sendable {
     ///   - name: The field name.
     ///   - fileName: The file name the server sees.
     ///   - mimeType: The part's `Content-Type`; default from `fileName`'s extension (see ``MIMEType``).
-    /// - Throws: ``HeraldError`` with ``HeraldError/Code/invalidRequest`` for a name or file name with CR, LF,
-    ///   NUL, `"` or `\`, or a type with CR, LF or NUL.
+    /// - Throws: ``HeraldError`` with ``HeraldError/Code/invalidRequest`` for a name or file name with NUL or
+    ///   `\`, or a type with CR, LF or NUL.
     public mutating func append(_ data: Data, name: String, fileName: String, mimeType: String? = nil)
         throws(HeraldError)
     {
@@ -180,7 +182,7 @@ public struct MultipartFormData: Sendable {
             guard Request.isToken(field.name) else {
                 throw HeraldError(.invalidRequest, "The part header name '\(field.name)' is not an HTTP token.")
             }
-            try Self.check(field.value, what: "The value of part header '\(field.name)'", refusingQuotes: false)
+            try Self.check(field.value, what: "The value of part header '\(field.name)'")
         }
         try appendChecked(Part(headers: headers, body: .bytes(body)))
     }
@@ -188,15 +190,15 @@ public struct MultipartFormData: Sendable {
     private mutating func appendPart(name: String, fileName: String?, mimeType: String?, body: Segment)
         throws(HeraldError)
     {
-        try Self.check(name, what: "The field name '\(name)'", refusingQuotes: true)
-        var disposition = "form-data; name=\"\(name)\""
+        try Self.checkQuoted(name, what: "The field name '\(name)'")
+        var disposition = "form-data; name=\"\(Self.escapedForQuoting(name))\""
         if let fileName {
-            try Self.check(fileName, what: "The file name '\(fileName)'", refusingQuotes: true)
-            disposition += "; filename=\"\(fileName)\""
+            try Self.checkQuoted(fileName, what: "The file name '\(fileName)'")
+            disposition += "; filename=\"\(Self.escapedForQuoting(fileName))\""
         }
         var headers: HTTPHeaders = ["Content-Disposition": disposition]
         if let mimeType {
-            try Self.check(mimeType, what: "The content type '\(mimeType)'", refusingQuotes: false)
+            try Self.check(mimeType, what: "The content type '\(mimeType)'")
             headers.add(name: "Content-Type", value: mimeType)
         }
         try appendChecked(Part(headers: headers, body: body))
@@ -233,16 +235,39 @@ public struct MultipartFormData: Sendable {
         afterParts ? "\r\n--\(boundary)--\r\n" : "--\(boundary)--\r\n"
     }
 
-    /// Refuses what would break out of a header line or a quoted string: in a quoted string a backslash escapes
-    /// the next character for parsers that follow RFC 9110 (`x\"` would end the string), and is taken as it is
-    /// by others, so no spelling of it reads the same everywhere.
-    private static func check(_ text: String, what: String, refusingQuotes: Bool) throws(HeraldError) {
-        for byte in text.utf8
-        where byte == 0x0D || byte == 0x0A || byte == 0x00 || (refusingQuotes && (byte == 0x22 || byte == 0x5C)) {
-            let character = byte == 0x22 ? "a double quote" : byte == 0x5C ? "a backslash" : "CR, LF or NUL"
+    /// Refuses what would break out of a header line.
+    private static func check(_ text: String, what: String) throws(HeraldError) {
+        for byte in text.utf8 where byte == 0x0D || byte == 0x0A || byte == 0x00 {
+            throw HeraldError(
+                .invalidRequest, "\(what) contains CR, LF or NUL, which would corrupt the multipart body.")
+        }
+    }
+
+    /// Refuses what no escape makes safe in a quoted name: NUL, and a backslash, which escapes the next character
+    /// for parsers that follow RFC 9110 (`x\"` would end the string) and is taken as it is by others (browsers
+    /// send it so), so no spelling of it reads the same everywhere.
+    private static func checkQuoted(_ text: String, what: String) throws(HeraldError) {
+        for byte in text.utf8 where byte == 0x00 || byte == 0x5C {
+            let character = byte == 0x5C ? "a backslash" : "NUL"
             throw HeraldError(
                 .invalidRequest, "\(what) contains \(character), which would corrupt the multipart body.")
         }
+    }
+
+    /// A name or file name as the HTML standard's multipart form encoding writes it in its quoted string: `"`,
+    /// CR and LF percent-encoded, everything else as it is.
+    static func escapedForQuoting(_ text: String) -> String {
+        guard text.utf8.contains(where: { $0 == 0x22 || $0 == 0x0D || $0 == 0x0A }) else { return text }
+        var escaped = ""
+        for character in text.unicodeScalars {
+            switch character {
+            case "\"": escaped += "%22"
+            case "\r": escaped += "%0D"
+            case "\n": escaped += "%0A"
+            default: escaped.unicodeScalars.append(character)
+            }
+        }
+        return escaped
     }
 
     // MARK: - the body

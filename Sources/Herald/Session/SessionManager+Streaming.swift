@@ -71,8 +71,10 @@ extension SessionManager {
         for request: Request, bufferPolicy: StreamBufferPolicy = .default, validation: ResponseValidation
     ) async throws(HeraldError) -> (HTTPResponse, ResponseBodyStream) {
         let (response, body) = try await bytes(for: request, bufferPolicy: bufferPolicy)
+        // A HEAD response has no body whatever its Content-Length says (the content type then describes none).
         let mayHaveBody =
-            response.statusCode != 204 && response.statusCode != 304 && response.expectedContentLength != 0
+            request.method != "HEAD" && response.statusCode != 204 && response.statusCode != 304
+            && response.expectedContentLength != 0
         guard let failure = validation.failure(of: response, hasBody: mayHaveBody) else { return (response, body) }
         var kept = Data()
         do {

@@ -19,9 +19,14 @@ extension Request {
     /// A `curl` command line for these parts, with credentials redacted (see ``curlDescription``).
     static func curlCommand(url: URL, method: String, headers: HTTPHeaders, body: Data?) -> String {
         var lines = ["curl"]
-        // curl sends GET without a body and POST with one; any other combination needs `-X`.
+        // curl sends GET without a body and POST with one; any other combination needs `-X`, except HEAD: with
+        // `-X HEAD` curl would wait for the body the response's `Content-Length` announces, `--head` asks no body.
         let impliedMethod = body == nil ? "GET" : "POST"
-        if method != impliedMethod { lines.append("-X \(shellQuoted(method))") }
+        if method == "HEAD", body == nil {
+            lines.append("--head")
+        } else if method != impliedMethod {
+            lines.append("-X \(shellQuoted(method))")
+        }
         for field in headers.fields {
             let isSecret = redactedFieldNames.contains { field.name.caseInsensitiveEquals($0) }
             let value = isSecret ? URL.redactedCredential : field.value

@@ -67,6 +67,20 @@ struct FailedResponseTests {
         try await fixture.tearDown()
     }
 
+    @Test("bytes(for:validation:) on a HEAD checks no content type: the answer has no body to describe")
+    func streamedHeadValidation() async throws {
+        let fixture = try await SessionFixture.make()
+        // A text/html head declaring a body (the GET's), which a HEAD never carries: `.json` accepts it.
+        let (response, body) = try await fixture.session.bytes(
+            for: Request(url: fixture.server.url("/html"), method: "HEAD"), validation: .json)
+        #expect(response.statusCode == 200)
+        var received = 0
+        for try await chunk in body { received += chunk.count }
+        #expect(received == 0)
+        try await fixture.recorder.waitForCompletions(1)
+        try await fixture.tearDown()
+    }
+
     @Test("bytes(for:validation:) refuses a head before any byte is handed over, keeping the body's start")
     func streamedRefusal() async throws {
         let fixture = try await SessionFixture.make()

@@ -37,6 +37,9 @@ struct CURLDescriptionTests {
         let binary = Request(url: url, method: "POST", body: Data([0xFF, 0xFE, 0x00]))
         #expect(!binary.curlDescription.contains("-X"))
         #expect(binary.curlDescription.contains("# 3 bytes of binary data, not shown"))
+        // `-X HEAD` would have curl wait for the body the answer's Content-Length announces.
+        #expect(
+            Request(url: url, method: "HEAD").curlDescription == "curl \\\n    --head \\\n    'http://127.0.0.1:8080/'")
     }
 
     @Test("the session's form adds its headers, its User-Agent and a redacted Cookie when it holds cookies")

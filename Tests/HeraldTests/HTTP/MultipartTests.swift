@@ -144,6 +144,32 @@ struct MultipartTests {
         try await fixture.tearDown()
     }
 
+    @Test("a name or file name with a double quote, CR or LF is sent percent-encoded, as browsers send it")
+    func namesEscapedAsBrowsersDo() async throws {
+        let fixture = try await HTTPFixture.make()
+        var form = try MultipartFormData(boundary: "XyZ")
+        // Refused before: a file's own name (`append(fileURL:)`'s default) made the whole request fail.
+        try form.append(Data("1".utf8), name: "say \"hi\"\r\nX-Injected: 1")
+        try form.append(Data("2".utf8), name: "f", fileName: "report \"final\".txt")
+        #expect(MultipartFormData.escapedForQuoting("plain é") == "plain é")
+        let log = CompletionLog()
+        fixture.session.responseSerializer = DataResponseSerializer()
+        let task = try fixture.session.uploadTask(
+            with: Request(url: fixture.server.url("/echo"), method: "POST"), multipartFormData: form,
+            completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        let data = try #require(log.all.first?.object as? Data)
+        let echoed = try JSONDecoder().decode(EchoedRequest.self, from: data)
+        #expect(
+            echoed.body
+                == "--XyZ\r\nContent-Disposition: form-data; name=\"say %22hi%22%0D%0AX-Injected: 1\"\r\n\r\n1"
+                + "\r\n--XyZ\r\nContent-Disposition: form-data; name=\"f\"; filename=\"report %22final%22.txt\"\r\n"
+                + "Content-Type: text/plain\r\n\r\n2\r\n--XyZ--\r\n")
+        #expect(Int64(echoed.bodyLength) == form.contentLength)
+        try await fixture.tearDown()
+    }
+
     @Test("a 307 resends the whole form: files reread, streams remade")
     func redirectResends() async throws {
         let fixture = try await HTTPFixture.make()
@@ -175,13 +201,13 @@ struct MultipartTests {
     @Test("names, file names, types and headers that would corrupt the framing are refused before sending")
     func invalidPartsThrow() async throws {
         var form = MultipartFormData()
-        // A backslash too: `x\"` would end the quoted string for a parser that reads RFC 9110's escapes.
-        for name in ["a\r\nX-Injected: 1", "a\nb", "quote\"d", "nul\0", "x\\"] {
+        // A backslash: `x\"` would end the quoted string for a parser that reads RFC 9110's escapes, and others
+        // take it as it is. (CR, LF and `"` are percent-encoded instead: see `namesEscapedAsBrowsersDo`.)
+        for name in ["nul\0", "x\\"] {
             #expect(throws: HeraldError.self) { try form.append(Data(), name: name) }
         }
-        #expect(throws: HeraldError.self) { try form.append(Data(), name: "ok", fileName: "evil\".txt") }
         #expect(throws: HeraldError.self) { try form.append(Data(), name: "ok", fileName: "C:\\Users\\ada.png") }
-        #expect(throws: HeraldError.self) { try form.append(Data(), name: "ok", fileName: "a\r\n.txt") }
+        #expect(throws: HeraldError.self) { try form.append(Data(), name: "ok", fileName: "a\0.txt") }
         #expect(throws: HeraldError.self) {
             try form.append(Data(), name: "ok", fileName: "a", mimeType: "text/plain\r\nX: y")
         }
@@ -199,7 +225,7 @@ struct MultipartTests {
         }
         #expect(form.count == 0)
         do {
-            try form.append(Data(), name: "line\nbreak")
+            try form.append(Data(), name: "back\\slash")
         } catch {
             #expect(error.code == .invalidRequest)
         }
@@ -208,7 +234,7 @@ struct MultipartTests {
         do {
             _ = try await fixture.manager.post("multipart") { form throws(HeraldError) in
                 try form.append(Data("ok".utf8), name: "fine")
-                try form.append(Data(), name: "bad\r\nname")
+                try form.append(Data(), name: "bad\0name")
             }
             Issue.record("a bad field name was accepted")
         } catch {
