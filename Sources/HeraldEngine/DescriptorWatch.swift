@@ -11,7 +11,7 @@ package final class DescriptorWatch {
     private let engine: Engine
     private let descriptor: Int32
     private var poll: UnsafeMutablePointer<uv_poll_t>?
-    private let onReadable: () -> Void
+    fileprivate let onReadable: () -> Void
 
     /// Starts watching `descriptor`; `nil` when libuv can't poll it. Loop thread only.
     package init?(descriptor: Int32, on engine: Engine, onReadable: @escaping () -> Void) {
@@ -24,10 +24,7 @@ package final class DescriptorWatch {
         self.onReadable = onReadable
         // Unretained: the owner keeps the watch until `stop()`, which clears the handle's pointer to it.
         poll.pointee.data = Unmanaged.passUnretained(self).toOpaque()
-        let started = uv_poll_start(poll, Int32(UV_READABLE.rawValue)) { handle, _, _ in
-            guard let handle, let context = handle.pointee.data else { return }
-            Unmanaged<DescriptorWatch>.fromOpaque(context).takeUnretainedValue().onReadable()
-        }
+        let started = uv_poll_start(poll, Int32(UV_READABLE.rawValue), descriptorWatchCallback)
         guard started == 0 else {
             engine.pollHandles.stop(poll, socket: curl_socket_t(descriptor))
             self.poll = nil
@@ -44,6 +41,21 @@ package final class DescriptorWatch {
 
     deinit {
         assert(poll == nil, "a descriptor watch released while still watching")
+    }
+}
+
+/// The poll callback of every ``DescriptorWatch``. libuv (1.44) stops a poll handle whose descriptor reports an
+/// error (`POLLERR`: a netlink socket whose buffer overflowed reports `ENOBUFS` so) and calls this once with a
+/// negative status: the owner reads anyway, which takes the error and lets it recover (a full re-read), and the
+/// handle is started again, or the descriptor would never be watched again.
+private func descriptorWatchCallback(_ handle: UnsafeMutablePointer<uv_poll_t>?, _ status: Int32, _ events: Int32) {
+    guard let handle, let context = handle.pointee.data else { return }
+    Unmanaged<DescriptorWatch>.fromOpaque(context).takeUnretainedValue().onReadable()
+    // Still this watch's (`stop()` clears the pointer) and stopped by libuv: watched again.
+    if status < 0, handle.pointee.data != nil,
+        uv_is_active(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) == 0
+    {
+        uv_poll_start(handle, Int32(UV_READABLE.rawValue), descriptorWatchCallback)
     }
 }
 

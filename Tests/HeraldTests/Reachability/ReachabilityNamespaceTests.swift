@@ -4,6 +4,7 @@ import HeraldTesting
 import Testing
 
 @testable import Herald
+@testable import HeraldEngine
 
 /// Reachability and waiting for connectivity against the kernel's real routing tables, changed by the tests
 /// with iproute2 in a network namespace of their own (see ``NetworkNamespace``): veth pairs, addresses,
@@ -420,6 +421,46 @@ struct ReachabilityNamespaceTests {
             #expect(next.error == nil)
             #expect(fixture.server.requestCount == 1)
             #expect(fixture.recorder.timeline(ofTask: id) == [.resume, .waiting, .complete])
+        }
+    }
+}
+
+extension ReachabilityNamespaceTests {
+    @Test("announcements that overflow the monitor's socket while its loop is busy: it re-reads, and goes on hearing")
+    func overflowedAnnouncements() async throws {
+        try await restoringNetwork {
+            let engine = Engine(name: "herald.engine.reachability-overflow")
+            let changes = Changes()
+            let reachability = NetworkReachability(
+                host: nil, target: .anyNetwork, notificationCenter: changes.center, debounceInterval: 0.05,
+                engine: engine)
+            try reachability.startMonitoring()
+            defer { reachability.stopMonitoring() }
+            #expect(try await changes.labels(count: 1) == ["unknown→not_reachable"])
+            // The loop held while 3,000 routes are added: their announcements overflow the socket's buffer, and
+            // the kernel reports ENOBUFS on it, which libuv sees as an error on the descriptor.
+            let loopHeld = DispatchSemaphore(value: 0)
+            await withCheckedContinuation { continuation in
+                engine.execute {
+                    continuation.resume()
+                    loopHeld.wait()
+                }
+            }
+            let routes = (0..<3_000).map { "route add 10.\(100 + $0 / 250).\($0 % 250).0/24 dev lo" }
+            do {
+                try await NetworkNamespace.ip(contentsOf: routes)
+            } catch {
+                loopHeld.signal()
+                throw error
+            }
+            loopHeld.signal()
+            // Heard after the overflow: before, libuv had stopped watching the socket, and nothing was heard again.
+            try await NetworkNamespace.ip(
+                contentsOf: vethPair("hr0", address: "10.200.0.1") + ["route add default via 10.200.0.2 dev hr0"])
+            #expect(
+                try await changes.labels(count: 2) == [
+                    "unknown→not_reachable", "not_reachable→reachable_via_ethernet(hr0)",
+                ])
         }
     }
 }
