@@ -67,7 +67,7 @@ extension SessionTask {
     private func startAttemptAfterWaiting(failure: HeraldError) {
         let shared = session.interceptor
         let own = interceptor
-        if let interceptor = Self.combined(own, shared) { return startAttempt(with: interceptor) }
+        if let interceptor = Self.combined(own, shared) { return startAttempt(with: interceptor, afterWait: true) }
         let request = machine { $0.hops.attemptRequest } ?? originalRequest
         guard case .start(_, let validators) = transition({ $0.attemptStarts(with: request) }) else { return }
         var transfer = attemptTransferRequest(for: request, validators: validators)

@@ -77,11 +77,13 @@ extension SessionTask {
     }
 
     /// Runs the adapter, then starts the attempt's transfer. The task is between hops.
-    func startAttempt(with interceptor: any RequestInterceptor) {
-        runOnHookQueue { [self] in await runAttempt(with: interceptor) }
+    /// `afterWait`: the attempt starts again after a wait for connectivity, which keeps its number; the failed
+    /// transfer may have read some of a streamed body, so the body is sent again from its start.
+    func startAttempt(with interceptor: any RequestInterceptor, afterWait: Bool = false) {
+        runOnHookQueue { [self] in await runAttempt(with: interceptor, afterWait: afterWait) }
     }
 
-    private func runAttempt(with interceptor: any RequestInterceptor) async {
+    private func runAttempt(with interceptor: any RequestInterceptor, afterWait: Bool) async {
         let request: Request
         do {
             let adapted = try await interceptor.adapt(originalRequest, for: lifecycleSubject)
@@ -94,8 +96,9 @@ extension SessionTask {
             return
         }
         var transfer = attemptTransferRequest(for: request, validators: validators)
-        // The first attempt sends the body as it is; a retry sends it again (a stream asks for a new one).
-        if attempt > 1, let failure = rewindBody(of: &transfer) { return failAttempt(failure) }
+        // The first attempt sends the body as it is; a retry, or the attempt again after a wait for
+        // connectivity, sends it again (a stream asks for a new one).
+        if attempt > 1 || afterWait, let failure = rewindBody(of: &transfer) { return failAttempt(failure) }
         startTransfer(transfer)
     }
 

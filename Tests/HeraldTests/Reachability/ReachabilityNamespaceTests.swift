@@ -464,3 +464,37 @@ extension ReachabilityNamespaceTests {
         }
     }
 }
+
+extension ReachabilityNamespaceTests {
+    @Test("with an interceptor, a streamed upload waiting for connectivity sends a fresh stream whole once back")
+    func streamedUploadAfterWaitWithInterceptor() async throws {
+        var configuration = SessionConfiguration()
+        configuration.waitsForConnectivity = true
+        let fixture = try await SessionFixture.make(configuration: configuration)
+        let body = Data(TestServer.expectedBytes(in: 0..<300_000))
+        let renewed = Locked(0)
+        fixture.session.taskNeedNewBodyStream = { _ in
+            renewed.withLock { $0 += 1 }
+            return BodyStream(data: body)
+        }
+        // An adapter that changes nothing: the attempt after the wait goes through it.
+        fixture.session.interceptor = Interceptor(adapt: { request, _ in request })
+        try await restoringNetwork {
+            try await NetworkNamespace.ip(contentsOf: Self.loopbackRoutesRemoved)
+            var request = Request(url: fixture.server.url("/echo"))
+            request.method = "PUT"
+            let task = try fixture.session.uploadTask(
+                withStreamedRequest: request, bodyProvider: BodyStream(data: body))
+            task.resume()
+            _ = try await fixture.recorder.waitUntil { $0.contains { $0.kind == .waiting } }
+            try await NetworkNamespace.ip(contentsOf: Self.loopbackRoutesAdded)
+            try await fixture.recorder.waitForCompletions(1)
+            #expect(task.error == nil, "\(String(describing: task.error))")
+            // The failed attempt may have read some of the stream: the attempt after the wait asks for a new one,
+            // as it does without an interceptor.
+            #expect(renewed.withLock { $0 } == 1)
+            #expect(fixture.server.requests(forPath: "/echo").last?.bodyByteCount == body.count)
+        }
+        try await fixture.tearDown()
+    }
+}
