@@ -10,6 +10,8 @@ enum ReachabilityTarget: Hashable, Sendable {
     /// The target for `host`, a URL's host: an IPv4 or IPv6 address (brackets allowed) follows that address's
     /// route; `localhost` and names under `.localhost` follow 127.0.0.1's, as curl resolves them without asking
     /// a name server; any other name follows the general status, since finding its address needs a network.
+    /// IPv4 is read in every form curl reads a URL's host in (`127.1`, `0x7f000001`, octal parts), and an
+    /// IPv4-mapped IPv6 address (`::ffff:127.0.0.1`) follows its IPv4 address's route, as its packets do.
     init(host: String) {
         var host = host
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
@@ -19,7 +21,9 @@ enum ReachabilityTarget: Hashable, Sendable {
             return
         }
         var v4 = in_addr()
-        if inet_pton(AF_INET, host, &v4) == 1 {
+        // inet_aton: the forms `inet_pton` refuses and curl normalizes (a URL's host has no space, after which
+        // glibc's would stop reading).
+        if !host.isEmpty, !host.contains(where: \.isWhitespace), inet_aton(host, &v4) != 0 {
             self = .address(family: AF_INET, bytes: withUnsafeBytes(of: &v4) { Array($0) })
             return
         }
@@ -27,9 +31,17 @@ enum ReachabilityTarget: Hashable, Sendable {
         // A zone (`fe80::1%eth0`) is not part of the address the kernel routes.
         let address = host.split(separator: "%", maxSplits: 1).first.map(String.init) ?? host
         if inet_pton(AF_INET6, address, &v6) == 1 {
-            self = .address(family: AF_INET6, bytes: withUnsafeBytes(of: &v6) { Array($0) })
+            let bytes = withUnsafeBytes(of: &v6) { Array($0) }
+            if bytes.prefix(12) == Self.ipv4MappedPrefix[...] {
+                self = .address(family: AF_INET, bytes: Array(bytes.suffix(4)))
+            } else {
+                self = .address(family: AF_INET6, bytes: bytes)
+            }
             return
         }
         self = .anyNetwork
     }
+
+    /// The first 12 bytes of an IPv4-mapped IPv6 address (RFC 4291 §2.5.5.2): `::ffff:0:0/96`.
+    private static let ipv4MappedPrefix: [UInt8] = Array(repeating: 0, count: 10) + [0xFF, 0xFF]
 }
