@@ -71,6 +71,22 @@ struct TracingObserverTests {
         #expect(span.events.map(\.name) == ["herald.task.suspend", "herald.task.resume"])
     }
 
+    @Test("after a redirect to another server, the URL and the server named are the last ones, as the status is")
+    func redirectedSpanNamesTheLastServer() throws {
+        let tracer = InMemoryTracer()
+        let observer = TracingObserver(tracer: tracer)
+        let task = try tasks.task("https://api.example.com/v1/items")
+        observer.taskDidResume(Payloads.resume(task: 1, request: task.summary))
+        let final = try #require(URL(string: "http://cdn.example.net:8080/items?sig=secret"))
+        observer.taskDidComplete(
+            Payloads.complete(task: 1, request: task.summary, response: Payloads.response(200, url: final)))
+        let span = try #require(tracer.finishedSpans.first)
+        #expect(span.attributes.get("server.address") == .string("cdn.example.net"))
+        #expect(span.attributes.get("server.port") == .int64(8080))
+        #expect(span.attributes.get("url.scheme") == .string("http"))
+        #expect(span.attributes.get("url.full") == .string("http://cdn.example.net:8080/items?sig=REDACTED"))
+    }
+
     @Test("a transport error sets error.type to the code and the status to error")
     func transportError() throws {
         let tracer = InMemoryTracer()

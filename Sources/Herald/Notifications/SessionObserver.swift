@@ -101,12 +101,16 @@ extension NotificationHub {
         let connections =
             observer.observesConnections
             ? [observe(.connectionDidChangeState) { observer.connectionDidChangeState($0) }] : []
+        // The ends before the starts: a task that resumes while the observations are being added, and completes
+        // at once, is then never counted as running without its completion being seen.
+        let ends = [
+            observe(.taskDidComplete) { observer.taskDidComplete($0) },
+            observe(.sessionDidInvalidate) { observer.sessionDidInvalidate($0) },
+            observe(.taskDidSuspend) { observer.taskDidSuspend($0) },
+        ]
         return ObservationToken(
-            combining: drainToken + connections + [
+            combining: drainToken + connections + ends + [
                 observe(.taskDidResume) { observer.taskDidResume($0) },
-                observe(.taskDidSuspend) { observer.taskDidSuspend($0) },
-                observe(.taskDidComplete) { observer.taskDidComplete($0) },
-                observe(.sessionDidInvalidate) { observer.sessionDidInvalidate($0) },
                 observe(.downloadDidFailToMoveFile) { observer.downloadDidFailToMoveFile($0) },
                 observe(.taskWillRetry) { observer.taskWillRetry($0) },
                 observe(.taskIsWaitingForConnectivity) { observer.taskIsWaitingForConnectivity($0) },

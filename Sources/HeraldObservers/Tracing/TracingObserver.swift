@@ -15,9 +15,9 @@ import Synchronization
 /// |---|---|---|
 /// | `http.request.method` | string: a known method, else `_OTHER` | always |
 /// | `http.request.method_original` | string: the method as sent | when it is not a known method |
-/// | `url.full` | string: credentials and signature values `REDACTED` | always |
-/// | `url.scheme`, `server.address` | string | always |
-/// | `server.port` | int | always |
+/// | `url.full` | string: credentials and signature values `REDACTED`; the last server's URL after a redirect to another | always |
+/// | `url.scheme`, `server.address` | string: of `url.full` | always |
+/// | `server.port` | int: of `url.full` | always |
 /// | `http.response.status_code` | int | when a response arrived |
 /// | `network.protocol.version` | string: `1.0`, `1.1`, `2`, `3` | when a response arrived |
 /// | `http.request.body.size` | int | when the request was sent |
@@ -174,6 +174,11 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
         if method != bounded {
             span.attributes["http.request.method_original"] = method
         }
+        setURLAttributes(on: span, url: url)
+    }
+
+    /// The URL and the server it names (set again at completion for the URL a redirect led to).
+    private func setURLAttributes(on span: T.Span, url: URL) {
         span.attributes["url.full"] = configuration.redaction.redacting(url)
         if let scheme = url.scheme { span.attributes["url.scheme"] = scheme }
         if let host = url.host { span.attributes["server.address"] = host }
@@ -292,6 +297,15 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
             (state.spans.removeValue(forKey: key), state.retries.removeValue(forKey: key) ?? 0)
         }
         guard let span = open ?? takePendingSpan(for: completion.request) else { return }
+        let requested = completion.request.url
+        if let final = completion.finalURL,
+            final.host != requested.host || final.effectivePort != requested.effectivePort
+                || final.scheme != requested.scheme
+        {
+            // After a redirect to another server the status, the peer and the timings are that server's: so are
+            // the URL and the server named, as in the metrics' dimensions.
+            setURLAttributes(on: span, url: final)
+        }
         if let response = completion.response { span.attributes["http.response.status_code"] = response.statusCode }
         if let version = HTTPAttributeValue.protocolVersion(of: completion) {
             span.attributes["network.protocol.version"] = version
