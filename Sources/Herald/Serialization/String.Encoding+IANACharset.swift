@@ -4,7 +4,11 @@ extension String.Encoding {
     /// The encoding an IANA charset label names (`"utf-8"`, `"ISO-8859-1"`, `"latin1"`, …), or `nil`.
     ///
     /// Labels are matched case-insensitively, ignoring surrounding quotes and whitespace. swift-corelibs
-    /// does not expose CoreFoundation's IANA table, so this covers the labels servers actually send.
+    /// does not expose CoreFoundation's IANA table, so this covers the labels servers actually send, read as
+    /// browsers read them (the WHATWG Encoding Standard): `us-ascii`, `iso-8859-1` and `latin1` name
+    /// windows-1252, of which they are subsets in practice, and `utf-16` is little-endian. Labels this
+    /// Foundation can't decode correctly (`euc-jp`, `macintosh`) are left out: unknown, they fall back to the
+    /// default encoding.
     init?(ianaCharsetName name: String) {
         let label = name.trimmingCharacters(in: CharacterSet(charactersIn: " \t\"'")).lowercased()
         guard let encoding = Self.ianaLabels[label] else { return nil }
@@ -18,22 +22,21 @@ extension String.Encoding {
 
     private static let ianaLabels: [String: String.Encoding] = [
         "utf-8": .utf8, "utf8": .utf8, "unicode-1-1-utf-8": .utf8,
-        "us-ascii": .ascii, "ascii": .ascii, "ansi_x3.4-1968": .ascii,
-        "iso-8859-1": .isoLatin1, "iso8859-1": .isoLatin1, "iso_8859-1": .isoLatin1, "latin1": .isoLatin1,
-        "l1": .isoLatin1,
+        "us-ascii": .windowsCP1252, "ascii": .windowsCP1252, "ansi_x3.4-1968": .windowsCP1252,
+        "iso-8859-1": .windowsCP1252, "iso8859-1": .windowsCP1252, "iso_8859-1": .windowsCP1252,
+        "latin1": .windowsCP1252, "l1": .windowsCP1252,
         "iso-8859-2": .isoLatin2, "iso8859-2": .isoLatin2, "latin2": .isoLatin2,
         "windows-1250": .windowsCP1250, "cp1250": .windowsCP1250,
         "windows-1251": .windowsCP1251, "cp1251": .windowsCP1251,
         "windows-1252": .windowsCP1252, "cp1252": .windowsCP1252,
         "windows-1253": .windowsCP1253, "cp1253": .windowsCP1253,
         "windows-1254": .windowsCP1254, "cp1254": .windowsCP1254,
-        "utf-16": .utf16, "utf16": .utf16,
+        "utf-16": .utf16LittleEndian, "utf16": .utf16LittleEndian,
         "utf-16be": .utf16BigEndian, "utf-16le": .utf16LittleEndian,
         "utf-32": .utf32, "utf32": .utf32,
         "utf-32be": .utf32BigEndian, "utf-32le": .utf32LittleEndian,
         "shift_jis": .shiftJIS, "shift-jis": .shiftJIS, "sjis": .shiftJIS,
-        "euc-jp": .japaneseEUC, "iso-2022-jp": .iso2022JP,
-        "macintosh": .macOSRoman, "mac": .macOSRoman,
+        "iso-2022-jp": .iso2022JP,
     ]
 
     private static let ianaNames: [String.Encoding: String] = [

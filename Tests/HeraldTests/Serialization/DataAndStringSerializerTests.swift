@@ -59,6 +59,19 @@ struct StringResponseSerializerTests {
             ("text/plain; charset=utf-16be", Data([0x00, 0x68, 0x00, 0x69]), "hi"),
             ("text/plain; charset=windows-1252", Data([0x80]), "€"),
             ("text/plain; charset=utf-8", Data("ü".utf8), "ü"),
+            // As browsers read them: us-ascii and iso-8859-1 are windows-1252, whose every byte decodes.
+            ("text/plain; charset=iso-8859-1", Data([0x93, 0x68, 0x69, 0x94, 0x80]), "\u{201C}hi\u{201D}€"),
+            ("text/plain; charset=us-ascii", Data([0x41, 0xE9]), "Aé"),
+            ("text/plain; charset=windows-1252", Data([0x61, 0x81, 0x9D]), "a\u{81}\u{9D}"),
+            // utf-16 without a mark is little-endian; a mark wins over the label, and is dropped.
+            ("text/plain; charset=utf-16", Data([0x41, 0x00, 0x42, 0x00]), "AB"),
+            ("text/plain; charset=utf-16le", Data([0xFF, 0xFE, 0x41, 0x00]), "A"),
+            ("text/plain; charset=iso-8859-1", Data([0xEF, 0xBB, 0xBF, 0x41]), "A"),
+            ("text/plain", Data([0xFF, 0xFE, 0x41, 0x00]), "A"),
+            ("text/plain; charset=utf-8", Data([0xFE, 0xFF, 0x00, 0x41]), "A"),
+            // A label this Foundation can't decode falls back to UTF-8 instead of failing every body.
+            ("text/plain; charset=euc-jp", Data("abc".utf8), "abc"),
+            ("text/plain; charset=utf-32le", Data([0xFF, 0xFE, 0, 0, 0x41, 0, 0, 0]), "A"),
         ])
     func charsets(contentType: String, body: Data, expected: String) throws {
         #expect(
