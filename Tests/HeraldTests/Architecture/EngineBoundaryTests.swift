@@ -5,7 +5,9 @@ import Testing
 /// libcurl and libuv stay behind `Sources/HeraldEngine/`: no other source file of the package imports
 /// `CCurl` or `CUV` or names one of their symbols in code. Comments may still name a libcurl option when
 /// they document what a public setting maps to.
-@Suite("the engine boundary")
+// Serialized: its regular expressions compile their programs lazily, on first use, and two tests matching
+// with them at once on two threads have crashed the test process (the heap damaged, a later copy faulting).
+@Suite("the engine boundary", .serialized)
 struct EngineBoundaryTests {
     /// The package's `Sources/`, found from this file: `Tests/HeraldTests/Architecture/<this file>`.
     static let sourcesDirectory = URL(fileURLWithPath: #filePath)
