@@ -250,11 +250,11 @@ extension Transfer {
     }
 
     private func configureTimeouts(_ easy: UnsafeMutableRawPointer, check: (String, CURLcode) -> Void) {
-        if let milliseconds = Self.milliseconds(request.requestTimeout) {
-            check("CONNECTTIMEOUT_MS", herald_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, milliseconds))
-            // The idle timeout itself is the multi handle's timer (MultiHandle.checkIdleTransfers), not
-            // curl's low-speed check, which costs a timer update in curl at every read.
-        }
+        // The idle timeout itself is the multi handle's timer (MultiHandle.checkIdleTransfers), not curl's
+        // low-speed check, which costs a timer update in curl at every read.
+        let connectTimeout = Self.connectTimeoutMilliseconds(
+            requestTimeout: request.requestTimeout, resourceTimeout: request.resourceTimeout)
+        check("CONNECTTIMEOUT_MS", herald_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, connectTimeout))
         if let milliseconds = Self.milliseconds(request.resourceTimeout) {
             check("TIMEOUT_MS", herald_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, milliseconds))
         }
@@ -262,6 +262,12 @@ extension Transfer {
 
     /// A timeout for libcurl in whole milliseconds, at least 1; `nil` for none: zero, negative, NaN or infinite
     /// seconds. Longer than about 31,700 years counts as that long (libcurl counts milliseconds in 64 bits).
+    /// How long connecting may take: the idle timeout; without one, the resource timeout, or no limit at all
+    /// (about 24 days). Never 0, which would leave libcurl's own 300 s where the caller turned the limit off.
+    package static func connectTimeoutMilliseconds(requestTimeout: TimeInterval, resourceTimeout: TimeInterval) -> Int {
+        milliseconds(requestTimeout) ?? milliseconds(resourceTimeout) ?? Int(Int32.max)
+    }
+
     package static func milliseconds(_ seconds: TimeInterval) -> Int? {
         guard seconds > 0, seconds.isFinite else { return nil }
         return max(1, Int(min(seconds, 1e12) * 1000))

@@ -24,7 +24,7 @@ public enum HTTPVersion: Sendable, Hashable {
 public struct SessionConfiguration: Sendable, Hashable {
     /// The idle timeout: a request fails with ``HeraldError/Code/timedOut`` when no byte moves for this
     /// many seconds, or when connecting takes longer. Time spent suspended does not count. Default 60;
-    /// 0 disables it.
+    /// 0 disables it (connecting is then limited by ``timeoutIntervalForResource`` alone).
     public var timeoutIntervalForRequest: TimeInterval = 60
     /// The longest a whole task may take, in seconds, from its first transfer's start: every redirect,
     /// authentication round and retry with it, and time spent suspended, in a hook deciding the next

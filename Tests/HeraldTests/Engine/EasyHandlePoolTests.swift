@@ -191,3 +191,14 @@ struct EasyHandlePoolTests {
         try await fixture.tearDown()
     }
 }
+
+extension EasyHandlePoolTests {
+    @Test("connecting is limited by the idle timeout, else the resource timeout, else hardly at all: never curl's 300 s")
+    func connectTimeout() {
+        #expect(Transfer.connectTimeoutMilliseconds(requestTimeout: 60, resourceTimeout: 600) == 60_000)
+        #expect(Transfer.connectTimeoutMilliseconds(requestTimeout: 0, resourceTimeout: 600) == 600_000)
+        // Both turned off: 0 would leave libcurl's default of 300 s, a limit the caller never set.
+        #expect(Transfer.connectTimeoutMilliseconds(requestTimeout: 0, resourceTimeout: 0) == Int(Int32.max))
+        #expect(Transfer.connectTimeoutMilliseconds(requestTimeout: .infinity, resourceTimeout: .nan) == Int(Int32.max))
+    }
+}
