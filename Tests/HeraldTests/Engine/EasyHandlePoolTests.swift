@@ -110,7 +110,8 @@ struct EasyHandlePoolTests {
         func echoed(_ data: Data) throws -> EchoedRequest { try JSONDecoder().decode(EchoedRequest.self, from: data) }
         // Each length is set for its own transfer: a handle that kept the last one would cut a body short, or
         // wait for bytes that never come.
-        for body in [Data("first".utf8), Data(repeating: UInt8(ascii: "b"), count: 100_000), Data(), Data("last".utf8)] {
+        let bodies = [Data("first".utf8), Data(repeating: UInt8(ascii: "b"), count: 100_000), Data(), Data("last".utf8)]
+        for body in bodies {
             let (data, response) = try await session.upload(for: request, from: body)
             let echo = try echoed(data)
             #expect(response.statusCode == 200)
@@ -199,6 +200,7 @@ extension EasyHandlePoolTests {
         #expect(Transfer.connectTimeoutMilliseconds(requestTimeout: 0, resourceTimeout: 600) == 600_000)
         // Both turned off: 0 would leave libcurl's default of 300 s, a limit the caller never set.
         #expect(Transfer.connectTimeoutMilliseconds(requestTimeout: 0, resourceTimeout: 0) == Int(Int32.max))
-        #expect(Transfer.connectTimeoutMilliseconds(requestTimeout: .infinity, resourceTimeout: .nan) == Int(Int32.max))
+        #expect(
+            Transfer.connectTimeoutMilliseconds(requestTimeout: .infinity, resourceTimeout: .nan) == Int(Int32.max))
     }
 }
