@@ -110,7 +110,9 @@ struct EasyHandlePoolTests {
         func echoed(_ data: Data) throws -> EchoedRequest { try JSONDecoder().decode(EchoedRequest.self, from: data) }
         // Each length is set for its own transfer: a handle that kept the last one would cut a body short, or
         // wait for bytes that never come.
-        let bodies = [Data("first".utf8), Data(repeating: UInt8(ascii: "b"), count: 100_000), Data(), Data("last".utf8)]
+        let bodies = [
+            Data("first".utf8), Data(repeating: UInt8(ascii: "b"), count: 100_000), Data(), Data("last".utf8),
+        ]
         for body in bodies {
             let (data, response) = try await session.upload(for: request, from: body)
             let echo = try echoed(data)
@@ -194,7 +196,8 @@ struct EasyHandlePoolTests {
 }
 
 extension EasyHandlePoolTests {
-    @Test("connecting is limited by the idle timeout, else the resource timeout, else hardly at all: never curl's 300 s")
+    @Test(
+        "connecting is limited by the idle timeout, else the resource timeout, else hardly at all: never curl's 300 s")
     func connectTimeout() {
         #expect(Transfer.connectTimeoutMilliseconds(requestTimeout: 60, resourceTimeout: 600) == 60_000)
         #expect(Transfer.connectTimeoutMilliseconds(requestTimeout: 0, resourceTimeout: 600) == 600_000)
