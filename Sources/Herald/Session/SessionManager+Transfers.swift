@@ -165,8 +165,9 @@ extension SessionManager {
     ///   - completionHandler: As for ``downloadTask(with:progress:destination:completionHandler:)``.
     /// - Returns: The task, suspended; it writes to the partial file the resume data names.
     /// - Throws: ``HeraldError`` with ``HeraldError/Code/cannotResume`` when the data is corrupt, of
-    ///   another format or version, or its partial file is gone or too short;
-    ///   ``HeraldError/Code/sessionInvalidated`` after ``invalidate(cancelingTasks:)``.
+    ///   another format or version, or its partial file is gone or too short, or while another task of this
+    ///   session continues the same partial file; ``HeraldError/Code/sessionInvalidated`` after
+    ///   ``invalidate(cancelingTasks:)``.
     public func downloadTask(
         withResumeData resumeData: Data,
         progress: (@Sendable (TransferProgress) -> Void)? = nil,
@@ -175,6 +176,17 @@ extension SessionManager {
             nil
     ) throws(HeraldError) -> DownloadTask {
         let resume = try DownloadResumeData.decode(resumeData)
+        let partialPath = resume.partialFileURL.standardizedFileURL.path
+        if let holder = downloadTasks.first(where: {
+            $0.state != .completed && $0.temporaryURL.standardizedFileURL.path == partialPath
+        }) {
+            // Two tasks on one partial file would write over each other's bytes, and either one's cancel would
+            // delete the file the other writes.
+            throw HeraldError(
+                .cannotResume,
+                "Task \(holder.taskIdentifier) of this session already continues this resume data's partial file; "
+                    + "a second task would write the same file.", url: resume.url)
+        }
         var headers = HTTPHeaders()
         for pair in resume.headers { headers.add(name: pair[0], value: pair[1]) }
         let request = Request(url: resume.url, headers: headers)

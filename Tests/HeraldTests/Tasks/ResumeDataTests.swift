@@ -324,6 +324,28 @@ struct ResumeDataTests {
         try await fixture.tearDown()
     }
 
+    @Test("resume data a live task of the session already continues is refused: one partial file, one writer")
+    func oneTaskPerPartialFile() async throws {
+        let fixture = try await SessionFixture.make()
+        let size = 2 * 1024 * 1024
+        let path = "/bytes/\(size)?\(stoppedBodyQuery(key: "twice"))"
+        let (_, resumeData, _) = try await cancelMidway(fixture, path: path, size: size)
+        let data = try #require(resumeData)
+        let log = DownloadLog()
+        let first = try fixture.session.downloadTask(withResumeData: data, completionHandler: log.handler)
+        // A second tap on "resume": before, a second task opened the same file, and its cancel deleted it.
+        let error = #expect(throws: HeraldError.self) { try fixture.session.downloadTask(withResumeData: data) }
+        #expect(error?.code == .cannotResume)
+        #expect(error?.message.contains("Task \(first.taskIdentifier)") == true, "\(String(describing: error))")
+        first.resume()
+        try await fixture.recorder.waitForCompletions(2)
+        #expect(log.all.first?.error == nil)
+        let fileURL = try #require(log.all.first?.fileURL)
+        #expect(try PatternFile.matches(fileURL, count: size))
+        try? FileManager.default.removeItem(at: fileURL)
+        try await fixture.tearDown()
+    }
+
     @Test("corrupt, foreign or orphaned resume data is refused with cannotResume when the task is created")
     func badResumeData() async throws {
         let fixture = try await SessionFixture.make()
