@@ -415,6 +415,10 @@ package final class Transfer: @unchecked Sendable {
                     url: request.url)
             }
             bodyStartOffset = offset
+            // A file already whole (a 416 naming its length) ends where it is; the answer's body goes nowhere.
+            let isWhole = sink.file?.wasAlreadyComplete == true
+            delegate.transferDidBeginBody(
+                at: offset, expected: isWhole ? offset : expectedBodyLength.map { offset + $0 })
             return nil
         case .failure(let error):
             return error

@@ -106,6 +106,10 @@ package protocol TransferDelegate: AnyObject, Sendable {
     /// The response head arrived: this transfer's last one (a redirect or a 401 that Herald answers ends
     /// the transfer; the next hop is a new one).
     func transferDidReceiveResponse(_ response: ResponseHead)
+    /// The sink took the final response's body, which starts at `offset` of the representation (a continued
+    /// download's partial file length, else 0); `expected` is where it is declared to end, when known. Not for
+    /// a response that leads to another hop, nor one the sink refused.
+    func transferDidBeginBody(at offset: Int64, expected: Int64?)
     /// Body bytes arrived; `expected` is the declared total when known.
     func transferDidReceiveBytes(total received: Int64, expected: Int64?)
     /// The final response head arrived and the transfer is paused until ``Transfer/allowResponse()``,

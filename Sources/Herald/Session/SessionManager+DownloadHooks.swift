@@ -30,9 +30,11 @@ extension SessionManager {
     }
 
     /// AF's `downloadTaskDidResume`: called on ``completionQueue`` when a download created from resume data
-    /// starts receiving its body — and for each attempt of a retried download that continues its file — with the offset it continues from (`0` when the server sent the whole
-    /// representation again) and the expected total when known; before any `downloadTaskDidWriteData` of
-    /// that body. Default `nil`.
+    /// starts receiving its body — and for each attempt of a retried download that continues its file — with
+    /// the offset it continues from (`0` when the server sent the whole representation again) and the
+    /// expected total when known; before any `downloadTaskDidWriteData` of that body. A redirect or a challenge
+    /// on the way, and an answer the file refuses (an error status, a range that doesn't continue it), start no
+    /// body and are not reported. Default `nil`.
     public var downloadTaskDidResume:
         (@Sendable (_ task: DownloadTask, _ fileOffset: Int64, _ expectedTotalBytes: Int64?) -> Void)?
     {

@@ -122,19 +122,15 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
 
     // MARK: - hooks (engine loop thread)
 
-    override func didReceiveResponse(_ response: HTTPResponse) {
-        super.didReceiveResponse(response)
-        // The sink continues the partial file only for a 206 starting where it ends (anything else fails
-        // or restarts from zero), so the offset follows from the status.
-        let continuation = core.withLock { $0.downloadContinuation }
-        let offset = response.statusCode == 206 ? (continuation?.bytesReceived ?? 0) : 0
-        core.withLock { $0.progress.lastTotalWritten = offset }
-        guard continuation != nil, let hook = session.downloadTaskDidResume else { return }
-        // Nil when the sum overflows: the transfer then fails on the declared length before any byte.
-        let expected = response.expectedContentLength.flatMap { length in
-            let (end, overflow) = offset.addingReportingOverflow(length)
-            return overflow ? nil : end
+    /// Where the file's body starts, as the sink decided: the partial file's length for a `206` continuing it
+    /// (or a `416` saying it is whole), 0 for a body that restarts it. A redirect or a challenge on the way,
+    /// and an answer the sink refused, start no body and are not reported.
+    override func didBeginBody(at offset: Int64, expected: Int64?) {
+        let continuation = core.withLock { core -> DownloadResumeData? in
+            core.progress.lastTotalWritten = offset
+            return core.downloadContinuation
         }
+        guard continuation != nil, let hook = session.downloadTaskDidResume else { return }
         session.runOnCompletionQueue { hook(self, offset, expected) }
     }
 

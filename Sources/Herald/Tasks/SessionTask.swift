@@ -285,6 +285,14 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         transition { $0.responseArrived(response) }
     }
 
+    package func transferDidBeginBody(at offset: Int64, expected: Int64?) {
+        didBeginBody(at: offset, expected: expected)
+    }
+
+    /// The final response's body starts at `offset` of the representation. Loop thread; download tasks report
+    /// it.
+    func didBeginBody(at offset: Int64, expected: Int64?) {}
+
     package func transferDidReceiveBytes(total received: Int64, expected: Int64?) {
         let (object, handler) = core.withLock { core -> (TransferProgress?, ProgressHandler?) in
             core.progress.downloadCounts.record(completed: received, total: expected)

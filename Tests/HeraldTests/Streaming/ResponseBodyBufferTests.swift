@@ -137,6 +137,7 @@ struct ResponseBodyBufferTests {
 
 /// A transfer delegate that ignores everything: the buffer only keeps the transfer for its drain.
 private final class NoDelegate: TransferDelegate {
+    func transferDidBeginBody(at offset: Int64, expected: Int64?) {}
     func transferDidReceiveResponse(_ response: ResponseHead) {}
     func transferDidReceiveBytes(total received: Int64, expected: Int64?) {}
     func transferNeedsResponseDisposition(_ response: ResponseHead, transfer: Transfer) {}
