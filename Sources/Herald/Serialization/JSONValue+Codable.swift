@@ -17,7 +17,7 @@ extension JSONValue: Codable {
     public init(from decoder: any Decoder) throws {
         let path = decoder.codingPath
         if let source = JSONValueSource.key.flatMap({ decoder.userInfo[$0] }) as? JSONValueSource,
-            let value = source.value(at: path)
+            let value = source.value(at: path), Self.decoder(decoder, reads: value)
         {
             self = value
             return
@@ -40,6 +40,28 @@ extension JSONValue: Codable {
             self = .object(value)
         } else {
             throw DecodingError.dataCorruptedError(in: container, debugDescription: "not a JSON value")
+        }
+    }
+
+    /// Whether `decoder` is at `value` in the document it reads: a source found in `userInfo` is the body's, and
+    /// a decoder made in an `init(from:)` with the outer decoder's `userInfo` (to read an embedded document,
+    /// say) carries it too, at a coding path of its own document. Checked on the value's outline: its kind and
+    /// scalar, its element count, or its member names; a value that fails it is decoded the decoder's way.
+    private static func decoder(_ decoder: any Decoder, reads value: JSONValue) -> Bool {
+        switch value {
+        case .null:
+            return (try? decoder.singleValueContainer().decodeNil()) == true
+        case .bool(let bool):
+            return (try? decoder.singleValueContainer().decode(Bool.self)) == bool
+        case .number(let number):
+            return (try? decoder.singleValueContainer().decode(Double.self)) == number
+        case .string(let string):
+            return (try? decoder.singleValueContainer().decode(String.self)) == string
+        case .array(let elements):
+            return (try? decoder.unkeyedContainer().count) == elements.count
+        case .object(let members):
+            guard let keys = try? decoder.container(keyedBy: AnyCodingKey.self).allKeys else { return false }
+            return keys.count == members.count && keys.allSatisfy { members[$0.stringValue] != nil }
         }
     }
 
@@ -78,5 +100,21 @@ extension JSONValue: Codable {
         case .array(let value): try container.encode(value)
         case .object(let value): try container.encode(value)
         }
+    }
+}
+
+/// Any member name, for reading an object's names.
+private struct AnyCodingKey: CodingKey {
+    let stringValue: String
+    let intValue: Int?
+
+    init(stringValue: String) {
+        self.stringValue = stringValue
+        intValue = nil
+    }
+
+    init(intValue: Int) {
+        stringValue = String(intValue)
+        self.intValue = intValue
     }
 }

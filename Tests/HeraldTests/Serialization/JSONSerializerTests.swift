@@ -64,6 +64,29 @@ struct JSONResponseSerializerTests {
         #expect(try JSONResponseSerializer().serialize(response: response, data: Data(body.utf8)) == nil)
     }
 
+    @Test("a JSONValue decoded from an embedded document by a decoder with the outer one's userInfo is that document's")
+    func embeddedDocument() throws {
+        struct Event: Decodable, Sendable {
+            let kind: String
+            let payload: JSONValue
+            init(from decoder: any Decoder) throws {
+                enum Keys: String, CodingKey { case kind, payload }
+                let container = try decoder.container(keyedBy: Keys.self)
+                kind = try container.decode(String.self, forKey: .kind)
+                // The payload is JSON inside a string, read with a decoder that keeps the outer one's context.
+                let inner = JSONDecoder()
+                inner.userInfo = decoder.userInfo
+                payload = try inner.decode(
+                    JSONValue.self, from: Data(try container.decode(String.self, forKey: .payload).utf8))
+            }
+        }
+        let body = Data(#"{"kind":"k","payload":"{\"inner\":[1,2]}"}"#.utf8)
+        let event = try DecodableResponseSerializer(Event.self).serialize(response: json, data: body)
+        // Before, the inner decode at coding path [] took the outer body's root.
+        #expect(event.payload == ["inner": [1, 2]])
+        #expect(event.kind == "k")
+    }
+
     @Test("a JSONValue output, or one inside a Decodable type, is read by Herald's parser at any depth")
     func jsonValueDepth() throws {
         let deep = String(repeating: "[", count: 100) + "1" + String(repeating: "]", count: 100)
