@@ -119,12 +119,8 @@ struct MultipartTests {
         try await fixture.tearDown()
     }
 
-    @Test("the body is framed exactly as RFC 7578 says")
-    func wireFormat() async throws {
-        let fixture = try await HTTPFixture.make()
-        var form = try MultipartFormData(boundary: "XyZ")
-        try form.append(Data("1".utf8), name: "a")
-        try form.append(Data("<b/>".utf8), name: "f", fileName: "f.xml")
+    /// `form` POSTed in an upload task to the server's `/echo`, as the server received it.
+    private func echoed(_ form: MultipartFormData, by fixture: HTTPFixture) async throws -> EchoedRequest {
         let log = CompletionLog()
         fixture.session.responseSerializer = DataResponseSerializer()
         let task = try fixture.session.uploadTask(
@@ -133,7 +129,16 @@ struct MultipartTests {
         task.resume()
         try await fixture.recorder.waitForCompletions(1)
         let data = try #require(log.all.first?.object as? Data)
-        let echoed = try JSONDecoder().decode(EchoedRequest.self, from: data)
+        return try JSONDecoder().decode(EchoedRequest.self, from: data)
+    }
+
+    @Test("the body is framed exactly as RFC 7578 says")
+    func wireFormat() async throws {
+        let fixture = try await HTTPFixture.make()
+        var form = try MultipartFormData(boundary: "XyZ")
+        try form.append(Data("1".utf8), name: "a")
+        try form.append(Data("<b/>".utf8), name: "f", fileName: "f.xml")
+        let echoed = try await echoed(form, by: fixture)
         #expect(
             echoed.body
                 == "--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n1"
@@ -152,15 +157,7 @@ struct MultipartTests {
         try form.append(Data("1".utf8), name: "say \"hi\"\r\nX-Injected: 1")
         try form.append(Data("2".utf8), name: "f", fileName: "report \"final\".txt")
         #expect(MultipartFormData.escapedForQuoting("plain é") == "plain é")
-        let log = CompletionLog()
-        fixture.session.responseSerializer = DataResponseSerializer()
-        let task = try fixture.session.uploadTask(
-            with: Request(url: fixture.server.url("/echo"), method: "POST"), multipartFormData: form,
-            completionHandler: log.handler)
-        task.resume()
-        try await fixture.recorder.waitForCompletions(1)
-        let data = try #require(log.all.first?.object as? Data)
-        let echoed = try JSONDecoder().decode(EchoedRequest.self, from: data)
+        let echoed = try await echoed(form, by: fixture)
         #expect(
             echoed.body
                 == "--XyZ\r\nContent-Disposition: form-data; name=\"say %22hi%22%0D%0AX-Injected: 1\"\r\n\r\n1"

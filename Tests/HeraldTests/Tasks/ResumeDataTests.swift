@@ -25,6 +25,21 @@ struct ResumeDataTests {
         return (task, data, log)
     }
 
+    /// Stops a download of `path` midway (``cancelMidway(_:path:size:)``), then runs a task made from its resume
+    /// data to its completion: the partial file's size when stopped, the second task and its completion.
+    private func stopThenContinue(
+        _ fixture: SessionFixture, path: String, size: Int
+    ) async throws -> (partialSize: Int, task: DownloadTask, log: DownloadLog) {
+        let (first, resumeData, _) = try await cancelMidway(fixture, path: path, size: size)
+        let data = try #require(resumeData)
+        let partialSize = try #require(PatternFile.size(of: first.temporaryURL))
+        let log = DownloadLog()
+        let second = try fixture.session.downloadTask(withResumeData: data, completionHandler: log.handler)
+        second.resume()
+        try await fixture.recorder.waitForCompletions(2)
+        return (partialSize, second, log)
+    }
+
     @Test("download(resumingWith:to:): the async form continues from the resume data with a 206")
     func asyncResume() async throws {
         let fixture = try await SessionFixture.make()
@@ -228,17 +243,11 @@ struct ResumeDataTests {
         let fixture = try await SessionFixture.make()
         let size = 2 * 1024 * 1024
         let path = "/bytes/\(size)?\(stoppedBodyQuery(key: "lying-length"))&partialLength=\(Int64.max)"
-        let (first, resumeData, _) = try await cancelMidway(fixture, path: path, size: size)
-        let data = try #require(resumeData)
-        let partialSize = try #require(PatternFile.size(of: first.temporaryURL))
         let resumes = Locked<[String]>([])
         fixture.session.downloadTaskDidResume = { _, offset, expected in
             resumes.withLock { $0.append("\(offset)/\(expected.map(String.init) ?? "unknown")") }
         }
-        let log = DownloadLog()
-        let second = try fixture.session.downloadTask(withResumeData: data, completionHandler: log.handler)
-        second.resume()
-        try await fixture.recorder.waitForCompletions(2)
+        let (partialSize, second, log) = try await stopThenContinue(fixture, path: path, size: size)
         let error = try #require(log.all.first?.error)
         #expect(error.code == .badServerResponse)
         // A single part's length is its range's: refused before the sum with the offset could overflow.
@@ -255,18 +264,12 @@ struct ResumeDataTests {
         let fixture = try await SessionFixture.make()
         let size = 2 * 1024 * 1024
         let path = "/bytes/\(size)?\(stoppedBodyQuery(key: "short-length"))&partialLength=1000&partialBody=1000"
-        let (first, resumeData, _) = try await cancelMidway(fixture, path: path, size: size)
-        let data = try #require(resumeData)
-        let partialSize = try #require(PatternFile.size(of: first.temporaryURL))
-        let log = DownloadLog()
-        let second = try fixture.session.downloadTask(withResumeData: data, completionHandler: log.handler)
-        second.resume()
-        try await fixture.recorder.waitForCompletions(2)
+        let (partialSize, second, log) = try await stopThenContinue(fixture, path: path, size: size)
         let error = try #require(log.all.first?.error)
         #expect(error.code == .badServerResponse)
         #expect(error.message.contains("declares 1000 body bytes for bytes \(partialSize)-\(size - 1)"), "\(error)")
         // Nothing of the short part reached the file, and it can still be continued.
-        #expect(try PatternFile.matches(second.temporaryURL, count: Int(partialSize)))
+        #expect(try PatternFile.matches(second.temporaryURL, count: partialSize))
         #expect(error.resumeData != nil)
         try await fixture.tearDown()
     }
@@ -276,13 +279,7 @@ struct ResumeDataTests {
         let fixture = try await SessionFixture.make()
         let size = 2 * 1024 * 1024
         let path = "/bytes/\(size)?\(stoppedBodyQuery(key: "short-body"))&chunked=1&partialBody=100000"
-        let (first, resumeData, _) = try await cancelMidway(fixture, path: path, size: size)
-        let data = try #require(resumeData)
-        let partialSize = Int(try #require(PatternFile.size(of: first.temporaryURL)))
-        let log = DownloadLog()
-        let second = try fixture.session.downloadTask(withResumeData: data, completionHandler: log.handler)
-        second.resume()
-        try await fixture.recorder.waitForCompletions(2)
+        let (partialSize, second, log) = try await stopThenContinue(fixture, path: path, size: size)
         // It completed without an error before, its file 1.9 MiB short of the representation.
         let error = try #require(log.all.first?.error, "\(log.all)")
         #expect(error.code == .networkConnectionLost)
