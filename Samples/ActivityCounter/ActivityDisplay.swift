@@ -18,10 +18,18 @@ import Synchronization
 /// a plain line when the indicator shows or hides, and a progress line at most once a second between.
 final class ActivityDisplay: Sendable {
     private struct State {
-        /// The bytes each download received in this run: a resumed one's partial file is not counted.
+        /// The bytes each download received in this run, over all its attempts: a resumed one's partial file
+        /// is not counted.
         var bytesByTask: [Int: Int64] = [:]
-        /// The bytes each resumed download's partial file held, for its percentage.
+        /// What the attempts before the current one received, in ``bytesByTask``.
+        var earlierAttemptsByTask: [Int: Int64] = [:]
+        /// The bytes the current attempt's partial file held when it started: a retry that continues the file
+        /// starts from where the last attempt left it.
         var resumedFromByTask: [Int: Int64] = [:]
+        /// The bytes the partial file held when the run started, for the rate and the time left.
+        var heldAtStartByTask: [Int: Int64] = [:]
+        /// How much of each file there is now, partial file included, for its percentage.
+        var receivedByTask: [Int: Int64] = [:]
         /// Each download's declared length and when its first bytes were seen, for its percentage and ETA.
         var filesByTask: [Int: (total: Int64, start: ContinuousClock.Instant)] = [:]
         var isVisible = false
@@ -83,14 +91,22 @@ final class ActivityDisplay: Sendable {
         queue.sync { erase() }
     }
 
-    /// Records the bytes a download has received so far, and its length when declared (`total > 0`). A resumed
-    /// download counts from its partial file's `resumedFrom` bytes: only what arrives after them is counted in
-    /// the bytes and the rate.
+    /// Records the bytes a download's current attempt has, partial file included, and its length when declared
+    /// (`total > 0`). An attempt that continues a partial file starts from its `resumedFrom` bytes: only what
+    /// arrives after them is counted in the bytes and the rate. A retry that continues the file where the last
+    /// attempt left it reports a new `resumedFrom`: what the last attempt received stays counted.
     func progress(_ task: Int, bytes: Int64, total: Int64 = 0, resumedFrom: Int64 = 0) {
         let now = clock.now
         let plain = state.withLock { state -> Bool in
-            state.bytesByTask[task] = max(state.bytesByTask[task] ?? 0, max(0, bytes - resumedFrom))
+            if let previous = state.resumedFromByTask[task], previous != resumedFrom {
+                // A new attempt: the last one's bytes are kept, and this one counts from its own start.
+                state.earlierAttemptsByTask[task] = state.bytesByTask[task] ?? 0
+            }
+            if state.heldAtStartByTask[task] == nil { state.heldAtStartByTask[task] = resumedFrom }
+            let earlier = state.earlierAttemptsByTask[task] ?? 0
+            state.bytesByTask[task] = max(state.bytesByTask[task] ?? 0, earlier + max(0, bytes - resumedFrom))
             state.resumedFromByTask[task] = resumedFrom
+            state.receivedByTask[task] = bytes
             if total > 0, state.filesByTask[task]?.total != total { state.filesByTask[task] = (total, now) }
             guard !isTerminal, state.isVisible else { return false }
             let now = clock.now
@@ -165,8 +181,8 @@ final class ActivityDisplay: Sendable {
             let now = clock.now
             let files = state.withLock { state in
                 state.filesByTask.sorted { $0.key < $1.key }.compactMap { task, file -> String? in
-                    let resumedFrom = state.resumedFromByTask[task] ?? 0
-                    let received = (state.bytesByTask[task] ?? 0) + resumedFrom
+                    let resumedFrom = state.heldAtStartByTask[task] ?? 0
+                    let received = state.receivedByTask[task] ?? 0
                     guard received < file.total else { return nil }
                     let elapsed = file.start.duration(to: now)
                     let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18

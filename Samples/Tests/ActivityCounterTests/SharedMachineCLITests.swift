@@ -345,6 +345,18 @@ struct SharedMachineCLITests {
         #expect(line.hasPrefix("0 active, \(ByteFormat.string(100)),"), "\(line)")
     }
 
+    @Test("a retry that continues the file where the last attempt stopped adds its bytes to the last attempt's")
+    func retriedProgress() {
+        let display = ActivityDisplay(enabled: true, environment: ["TERM": "dumb"])
+        // The first attempt gets 1,900 bytes and fails; the retry continues from byte 1,900.
+        display.progress(0, bytes: 1_900, total: 2_000)
+        display.progress(0, bytes: 1_950, total: 2_000, resumedFrom: 1_900)
+        // Stuck at 1,900 before: the retry's 50 bytes were taken for fewer than the first attempt's.
+        #expect(display.progressLine().hasPrefix("0 active, \(ByteFormat.string(1_950)),"))
+        display.progress(0, bytes: 2_000, total: 2_000, resumedFrom: 1_900)
+        #expect(display.progressLine().hasPrefix("0 active, \(ByteFormat.string(2_000)),"))
+    }
+
     @Test(
         "the status line is cut to the terminal's width, never wrapped",
         arguments: [
