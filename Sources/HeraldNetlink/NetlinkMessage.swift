@@ -7,10 +7,15 @@ package struct NetlinkMessage: Equatable, Sendable {
     package var sequence: UInt32
     /// What the message says.
     package var event: Event
+    /// Whether the kernel marked this message `NLM_F_DUMP_INTR`: the tables changed while the dump it belongs
+    /// to was read. The kernel marks the message at which it noticed, not every one after it, nor necessarily
+    /// the dump's end: a dump is consistent only when none of its messages carries the mark.
+    package var isDumpInterrupted: Bool
 
-    package init(sequence: UInt32, event: Event) {
+    package init(sequence: UInt32, event: Event, isDumpInterrupted: Bool = false) {
         self.sequence = sequence
         self.event = event
+        self.isDumpInterrupted = isDumpInterrupted
     }
 
     package enum Event: Equatable, Sendable {
@@ -22,8 +27,8 @@ package struct NetlinkMessage: Equatable, Sendable {
         case address(linkIndex: Int32, removed: Bool)
         /// A route exists, or is gone (`RTM_NEWROUTE`, `RTM_DELROUTE`); also the answer to a route request.
         case route(NetlinkRoute, removed: Bool)
-        /// The end of a dump (`NLMSG_DONE`); `interrupted` when the tables changed while it was read
-        /// (`NLM_F_DUMP_INTR` on one of its messages), so it must be read again.
+        /// The end of a dump (`NLMSG_DONE`); `interrupted` when the end itself carries `NLM_F_DUMP_INTR` (see
+        /// ``NetlinkMessage/isDumpInterrupted`` for the dump's other messages).
         case done(interrupted: Bool)
         /// An error answer (`NLMSG_ERROR`) with the kernel's errno; `0` is an acknowledgement.
         case error(code: Int32)
@@ -106,7 +111,8 @@ package enum NetlinkDecoder {
             let sequence = datagram.loadUnaligned(fromByteOffset: offset + 8, as: UInt32.self)
             let body = UnsafeRawBufferPointer(rebasing: datagram[(offset + headerSize)..<(offset + length)])
             if let event = event(type: type, flags: flags, body: body) {
-                messages.append(NetlinkMessage(sequence: sequence, event: event))
+                let isDumpInterrupted = flags & UInt16(NLM_F_DUMP_INTR) != 0
+                messages.append(NetlinkMessage(sequence: sequence, event: event, isDumpInterrupted: isDumpInterrupted))
             }
             offset += hnl_message_align(length)
         }

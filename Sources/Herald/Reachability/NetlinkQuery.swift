@@ -72,13 +72,16 @@ final class NetlinkQuery {
         sequence &+= 1
         let request = hnl_request_dump(descriptor, type, sequence)
         guard request == 0 else { throw Self.error("ask the kernel for its tables", code: -request) }
+        // The kernel marks the message at which it noticed a change, which is seldom the end.
+        var interrupted = false
         while true {
             let received = hnl_receive(descriptor, buffer.baseAddress!, buffer.count)
             guard received >= 0 else { throw Self.error("read the kernel's tables", code: Int32(-received)) }
             for message in NetlinkDecoder.messages(in: UnsafeRawBufferPointer(rebasing: buffer[..<received]))
             where message.sequence == sequence {
+                interrupted = interrupted || message.isDumpInterrupted
                 switch message.event {
-                case .done(let interrupted): return !interrupted
+                case .done(let endInterrupted): return !(interrupted || endInterrupted)
                 case .error(let code) where code != 0: throw Self.error("read the kernel's tables", code: code)
                 default: _ = table.apply(message.event)
                 }

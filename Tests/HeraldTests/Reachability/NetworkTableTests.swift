@@ -85,6 +85,14 @@ struct NetworkTableTests {
         let events = Self.decode(datagram).map(\.event)
         #expect(events.count == 3)
         #expect(events.last == .done(interrupted: true))
+        // The mark is read on any message of a dump: the kernel sets it where it noticed the change.
+        let marked = Self.message(
+            type: Int32(RTM_NEWLINK), flags: UInt16(NLM_F_DUMP_INTR), sequence: 9,
+            header: [UInt8(0), 0] + Self.le(UInt16(ARPHRD_ETHER)) + Self.le(Int32(3)) + Self.le(Self.up)
+                + Self.le(UInt32(0)),
+            attributes: [(UInt16(IFLA_IFNAME), Array("eth1".utf8) + [0])])
+        let unmarked = Self.link(index: 2, name: "eth0", flags: Self.up)
+        #expect(Self.decode(marked + unmarked).map(\.isDumpInterrupted) == [true, false])
         var cut = datagram
         cut.removeLast(done.count + 3)
         // The route's length now runs past the datagram: only the link is read.
