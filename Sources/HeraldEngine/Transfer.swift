@@ -106,7 +106,7 @@ package final class Transfer: @unchecked Sendable {
     let resourceTimeout: UInt64?
     /// When the transfer first joined its multi handle, on ``ActivityClock``. Loop thread only.
     @exclusivity(unchecked) var firstAddedAt: UInt64 = 0
-    let startDate = Date()
+    package let startDate = Date()
     /// When the transfer was last added to its multi handle, on ``QueueClock``; 0 before. Loop thread only.
     @exclusivity(unchecked) var addedAt: UInt64 = 0
     /// When the first response line reached the header callback, on ``QueueClock``; 0 before. Loop thread only.

@@ -132,12 +132,13 @@ extension SessionTask {
     }
 
     /// Arms the timer that completes the task with `timedOut` if its resource timeout passes before the next
-    /// transfer starts. The task is between transfers.
-    func armResourceDeadline() {
+    /// transfer starts — the task is between transfers — or that stops `transfer`, whose result the engine
+    /// holds for the task's answer, out of libcurl's reach (its own timeout ends only what it runs).
+    func armResourceDeadline(holding transfer: Transfer? = nil) {
         guard
             let left = Self.timeLeft(
                 of: session.configuration.timeoutIntervalForResource,
-                since: machine { $0.hops.metrics.first?.startDate })
+                since: machine { $0.hops.metrics.first?.startDate } ?? transfer?.startDate)
         else { return }
         let url = originalRequest.url
         let timer = DispatchSource.makeTimerSource(queue: .global())
@@ -158,14 +159,17 @@ extension SessionTask {
         timer.resume()
     }
 
-    /// Completes the task with `timedOut` unless a transfer of it is in the engine (its own timeout ends it).
+    /// Completes the task with `timedOut`, or stops its transfer with it: the engine then finishes the transfer
+    /// with that error (one libcurl runs would end by its own timeout about now; one whose result is held for
+    /// the task's answer would not).
     func resourceTimeoutPassed(url: URL) {
         let error = HeraldError(
             .timedOut, "The request did not finish within its resource timeout (timeoutIntervalForResource).",
             url: url)
         transition({ $0.resourceTimedOut(error) }) { action in
             switch action {
-            case .none, .stop: []
+            case .none: []
+            case .stop(let transfer): [.engine(.remove(transfer, error: TransferError(error)))]
             case .complete(let completion, let retryTimer):
                 (retryTimer.map { [.cancelTimer($0)] } ?? []) + [finishing(completion)]
             }

@@ -267,9 +267,11 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
         }
     }
 
-    /// The task's resource timeout passed while nothing of it was in the engine (a hook deciding the next hop,
-    /// a retry's delay): it completes now with `error`, after `retryTimer` is cancelled. In a transfer, the
-    /// transfer's own timeout ends it; with an outcome held, the transfer ended in time.
+    /// The task's resource timeout passed. With nothing of it in the engine (a hook deciding the next hop, a
+    /// retry's delay) it completes now with `error`, after `retryTimer` is cancelled. With a transfer in the
+    /// engine, the transfer is stopped (`stop`), and the engine finishes it with `error`: one libcurl runs ends
+    /// by its own timeout about then, but one whose result the engine holds for the task's answer would not.
+    /// With an outcome held while suspended, the transfer ended in time.
     mutating func resourceTimedOut(_ error: HeraldError) -> CancelAction {
         switch state {
         case .running(.betweenTransfers(let timer)), .suspended(.betweenTransfers(let timer)):
@@ -284,8 +286,10 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
             return .complete(
                 Completion(outcome: reported(withLastResponse: outcome), wasCancelled: false, download: becameDownload),
                 retryTimer: nil)
-        case .running(.transferring), .suspended(.transferring), .suspended(.notStarted), .suspended(.holding),
-            .canceling, .completed:
+        case .running(.transferring(let inFlight)), .suspended(.transferring(let inFlight)):
+            // The engine ends the transfer with the error; its outcome goes the usual way.
+            return .stop(inFlight.transfer)
+        case .suspended(.notStarted), .suspended(.holding), .canceling, .completed:
             return .none
         }
     }

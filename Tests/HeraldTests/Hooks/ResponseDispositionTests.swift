@@ -231,3 +231,29 @@ struct ResponseDispositionTests {
         try await fixture.tearDown()
     }
 }
+
+extension ResponseDispositionTests {
+    @Test("a body-less answer held for a hook slower than the resource timeout fails with timedOut at the timeout")
+    func heldAnswerKeepsResourceTimeout() async throws {
+        var configuration = SessionConfiguration()
+        configuration.timeoutIntervalForResource = 1
+        let fixture = try await SessionFixture.make(configuration: configuration)
+        // The hook answers only once the task has completed (or after 30 s): a 204 has no body, so libcurl is
+        // done with the transfer and its own timeout no longer runs; the engine holds the result for the answer.
+        let completed = DispatchSemaphore(value: 0)
+        fixture.session.dataTaskDidReceiveResponse = { _, _ in
+            _ = completed.wait(timeout: .now() + 30)
+            return .allow
+        }
+        let log = CompletionLog()
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/empty")), completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1, timeout: .seconds(20))
+        completed.signal()
+        // It completed without an error when the hook answered, however late, before.
+        #expect(log.all.first?.error?.code == .timedOut, "\(log.all)")
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
+        try await fixture.tearDown()
+    }
+}

@@ -158,17 +158,17 @@ struct TaskStateMachineTests {
     }
 
     @Test(
-        "resourceTimedOut in every state: completes with the error only when nothing of the task is in the engine",
+        "resourceTimedOut in every state: completes with the error when nothing is in the engine, else stops it",
         arguments: Situation.allCases)
     func resourceTimedOutEverywhere(_ situation: Situation) {
         let expected: [Situation: Answer] = [
             .notStarted: Self.answer("none", .suspended),
             .suspendedBetweenTransfers: Self.answer("complete", .completed),
-            .suspendedTransferring: Self.answer("none", .suspended),
+            .suspendedTransferring: Self.answer("stop", .suspended),
             .readyToStart: Self.answer("complete", .completed),
             .holding: Self.answer("none", .suspended),
             .runningBetweenTransfers: Self.answer("complete", .completed),
-            .runningTransferring: Self.answer("none", .running),
+            .runningTransferring: Self.answer("stop", .running),
             .canceling: Self.answer("none", .canceling),
             .completed: Self.answer("none", .completed),
         ]
