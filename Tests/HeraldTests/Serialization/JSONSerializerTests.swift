@@ -75,7 +75,10 @@ struct JSONResponseSerializerTests {
                 kind = try container.decode(String.self, forKey: .kind)
                 // The payload is JSON inside a string, read with a decoder that keeps the outer one's context.
                 let inner = JSONDecoder()
-                inner.userInfo = decoder.userInfo
+                for (key, value) in decoder.userInfo {
+                    // What Herald put there, as a copy of the whole userInfo would carry it.
+                    if let source = value as? JSONValueSource { inner.userInfo[key] = source }
+                }
                 payload = try inner.decode(
                     JSONValue.self, from: Data(try container.decode(String.self, forKey: .payload).utf8))
             }
