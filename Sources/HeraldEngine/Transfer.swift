@@ -297,6 +297,9 @@ package final class Transfer: @unchecked Sendable {
         var error = TransferError.fromCurl(
             result, osErrno: Int32(truncatingIfNeeded: osErrno), errorBuffer: text, url: request.url, stage: stage,
             connected: hadConnection)
+        if let proxyFailure = untrustedProxyError(result: result, errorText: text) {
+            return proxyFailure
+        }
         if result == CURLE_PEER_FAILED_VERIFICATION, CurlFeatures.usesOpenSSL, let easyHandle {
             var verifyResult = 0
             herald_easy_getinfo_long(easyHandle, CURLINFO_SSL_VERIFYRESULT, &verifyResult)
@@ -331,6 +334,24 @@ package final class Transfer: @unchecked Sendable {
         var requestBytes = 0
         herald_easy_getinfo_long(easyHandle, CURLINFO_REQUEST_SIZE, &requestBytes)
         return requestBytes > 0
+    }
+
+    /// The error for a transfer whose HTTPS proxy presented a certificate that failed verification, if that is
+    /// what `result` is: libcurl reports it as it reports the server's (`CURLE_PEER_FAILED_VERIFICATION`), but the
+    /// session's security policy is not what trusts a proxy, so it is the proxy's failure. Read from
+    /// `CURLINFO_PROXY_SSL_VERIFYRESULT`, which only a failed check of the proxy's certificate sets.
+    private func untrustedProxyError(result: CURLcode, errorText: String) -> TransferError? {
+        guard result == CURLE_PEER_FAILED_VERIFICATION, CurlFeatures.usesOpenSSL,
+            request.proxy?.url.lowercased().hasPrefix("https://") == true, let easyHandle
+        else { return nil }
+        var proxyResult = 0
+        herald_easy_getinfo_long(easyHandle, CURLINFO_PROXY_SSL_VERIFYRESULT, &proxyResult)
+        guard proxyResult != 0 else { return nil }
+        return TransferError(
+            .proxy,
+            "The HTTPS proxy's certificate is not trusted (OpenSSL verification result \(proxyResult)). The "
+                + "session's security policy trusts servers, not the proxy: the system's trust store does.",
+            curlCode: Int32(result.rawValue), curlMessage: errorText, url: request.url)
     }
 
     /// Whether the transfer had a connection: one it made (counted, or its TCP connect timed), or one it reused

@@ -75,7 +75,8 @@ extension HeraldError {
         public static let responseTooLarge = Code(.responseTooLarge)
         /// The response's content encoding (gzip, br, …) could not be decoded.
         public static let decoding = Code(.decoding)
-        /// The proxy could not be resolved or the proxy handshake failed.
+        /// The proxy could not be resolved, the proxy handshake failed, or an HTTPS proxy's certificate was not
+        /// trusted.
         public static let proxy = Code(.proxy)
         /// Authentication with the server or proxy failed.
         public static let authentication = Code(.authentication)

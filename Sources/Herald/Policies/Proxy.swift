@@ -20,7 +20,9 @@ public struct Proxy: Sendable, Hashable, CustomStringConvertible {
     public enum Kind: String, Sendable, Hashable {
         /// A plain-text HTTP proxy.
         case http
-        /// An HTTP proxy reached over TLS.
+        /// An HTTP proxy reached over TLS. Its certificate is checked against the system's trust store (the
+        /// session's ``SecurityPolicy`` is for servers); one that fails the check fails the task with
+        /// ``HeraldError/Code/proxy``.
         case https
         /// A SOCKS5 proxy; host names are resolved locally.
         case socks5

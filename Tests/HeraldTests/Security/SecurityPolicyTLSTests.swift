@@ -315,3 +315,31 @@ struct SecurityPolicyTLSTests {
         }
     }
 }
+
+extension SecurityPolicyTLSTests {
+    @Test("an HTTPS proxy whose certificate is not trusted fails as the proxy's problem, not the server's")
+    func untrustedHTTPSProxy() async throws {
+        try await withScenario { scenario in
+            var configuration = SessionConfiguration()
+            configuration.proxy = Proxy(kind: .https, host: "127.0.0.1", port: scenario.server.port)
+            configuration.timeoutIntervalForRequest = 30
+            let session = SessionManager(configuration: configuration, notificationCenter: NotificationHub())
+            defer { session.invalidate(cancelingTasks: true) }
+            // The target is never reached: the handshake with the proxy fails first.
+            let target = try #require(URL(string: "http://127.0.0.1:9/"))
+            let call = startCall { () async throws(HeraldError) in
+                try await session.data(for: Request(url: target))
+            }
+            let result = try await outcome(of: call, timeout: .seconds(60))
+            guard case .failure(let error) = result else {
+                Issue.record("expected a failure, got \(result)")
+                return
+            }
+            // Before: serverCertificateUntrusted, with no problem named, which the security policy can't fix.
+            #expect(error.code == .proxy, "\(error)")
+            #expect(error.curlCode == 60)
+            #expect(error.serverCertificateProblem == nil)
+            #expect(error.message.contains("HTTPS proxy's certificate is not trusted"), "\(error.message)")
+        }
+    }
+}
