@@ -260,14 +260,14 @@ extension Transfer {
         }
     }
 
-    /// A timeout for libcurl in whole milliseconds, at least 1; `nil` for none: zero, negative, NaN or infinite
-    /// seconds. Longer than about 31,700 years counts as that long (libcurl counts milliseconds in 64 bits).
     /// How long connecting may take: the idle timeout; without one, the resource timeout, or no limit at all
     /// (about 24 days). Never 0, which would leave libcurl's own 300 s where the caller turned the limit off.
     package static func connectTimeoutMilliseconds(requestTimeout: TimeInterval, resourceTimeout: TimeInterval) -> Int {
         milliseconds(requestTimeout) ?? milliseconds(resourceTimeout) ?? Int(Int32.max)
     }
 
+    /// A timeout for libcurl in whole milliseconds, at least 1; `nil` for none: zero, negative, NaN or infinite
+    /// seconds. Longer than about 31,700 years counts as that long (libcurl counts milliseconds in 64 bits).
     package static func milliseconds(_ seconds: TimeInterval) -> Int? {
         guard seconds > 0, seconds.isFinite else { return nil }
         return max(1, Int(min(seconds, 1e12) * 1000))

@@ -274,6 +274,8 @@ package final class Transfer: @unchecked Sendable {
                 curlCode: Int32(result.rawValue), curlMessage: text, url: request.url)
         } else if let refusal = tunnelRefusal(result: result, errorText: text) {
             return refusal
+        } else if let proxyFailure = untrustedProxyError(result: result, errorText: text) {
+            return proxyFailure
         } else if let oversized = oversizedHeadError(result: result, errorText: text) {
             return oversized
         } else if result == CURLE_UNSUPPORTED_PROTOCOL, requestWasSent {
@@ -296,10 +298,7 @@ package final class Transfer: @unchecked Sendable {
             responseStatus != 0 ? .receivingResponse : requestWasSent ? .awaitingResponse : .sending
         var error = TransferError.fromCurl(
             result, osErrno: Int32(truncatingIfNeeded: osErrno), errorBuffer: text, url: request.url, stage: stage,
-            connected: hadConnection)
-        if let proxyFailure = untrustedProxyError(result: result, errorText: text) {
-            return proxyFailure
-        }
+            connected: madeConnection)
         if result == CURLE_PEER_FAILED_VERIFICATION, CurlFeatures.usesOpenSSL, let easyHandle {
             var verifyResult = 0
             herald_easy_getinfo_long(easyHandle, CURLINFO_SSL_VERIFYRESULT, &verifyResult)
@@ -354,15 +353,15 @@ package final class Transfer: @unchecked Sendable {
             curlCode: Int32(result.rawValue), curlMessage: errorText, url: request.url)
     }
 
-    /// Whether the transfer had a connection: one it made (counted, or its TCP connect timed), or one it reused
-    /// and sent on. libcurl resets these for each transfer, unlike the OS errno.
-    private var hadConnection: Bool {
+    /// Whether the transfer connected: a connection counted, or its TCP connect timed. (One it reused shows
+    /// in the stage: its request went out.) libcurl resets these for each transfer, unlike the OS errno.
+    private var madeConnection: Bool {
         guard let easyHandle else { return false }
         var connects = 0
         var connectTime: curl_off_t = 0
         herald_easy_getinfo_long(easyHandle, CURLINFO_NUM_CONNECTS, &connects)
         herald_easy_getinfo_off(easyHandle, CURLINFO_CONNECT_TIME_T, &connectTime)
-        return connects > 0 || connectTime > 0 || requestWasSent
+        return connects > 0 || connectTime > 0
     }
 
     /// Ends the transfer with an error of ours (cancelled, invalid, …). Loop thread only.

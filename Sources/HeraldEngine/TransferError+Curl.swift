@@ -39,7 +39,7 @@ extension TransferError {
     ///   - curlMessage: curl's description of the failure (error buffer or `curl_easy_strerror`).
     ///   - url: The request URL.
     ///   - stage: How far the exchange had gone.
-    ///   - connected: Whether the transfer had a connection (see ``CurlErrorMapping/map(_:osErrno:curlMessage:stage:connected:)``).
+    ///   - connected: Whether the transfer connected (see ``CurlErrorMapping``'s `map`).
     /// - Returns: The error to report.
     static func fromCurl(
         rawCode: Int32, osErrno: Int32, curlMessage: String, url: URL?, stage: CurlErrorMapping.Stage = .sending,

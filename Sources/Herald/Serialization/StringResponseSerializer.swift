@@ -86,7 +86,7 @@ public struct StringResponseSerializer: ResponseSerializer {
         scalars.reserveCapacity(data.count)
         for byte in data {
             let value = (0x80...0x9F).contains(byte) ? windows1252High[Int(byte) - 0x80] : UInt32(byte)
-            scalars.append(Unicode.Scalar(value).map { $0 } ?? Unicode.Scalar(UInt8(byte)))
+            scalars.append(Unicode.Scalar(value) ?? Unicode.Scalar(byte))
         }
         return String(scalars)
     }
