@@ -48,15 +48,21 @@ final class FileBodySink: BodySink {
     /// Whether a `416` said the file is already the whole representation: the body that follows is dropped.
     private var isAlreadyComplete = false
 
-    init(url: URL, resumeOffset: Int64, validator: String? = nil) throws(TransferError) {
+    /// Closes a descriptor, as `close(2)` does; replaced only by tests, to see a failed close.
+    private let closeFile: (Int32) -> Int32
+
+    init(
+        url: URL, resumeOffset: Int64, validator: String? = nil, closeFile: @escaping (Int32) -> Int32 = { close($0) }
+    ) throws(TransferError) {
         self.url = url
         self.resumeOffset = resumeOffset
         self.validator = validator
         self.position = resumeOffset
+        self.closeFile = closeFile
         descriptor = try PrivateFile.openForWriting(url)
     }
 
-    deinit { closeDescriptor() }
+    deinit { _ = closeDescriptor() }
 
     func begin(response: ResponseHead, declaredLength: Int64?) -> Result<Int64, TransferError> {
         didBegin = true
@@ -114,6 +120,7 @@ final class FileBodySink: BodySink {
         }
         if resumeOffset > 0, !(200..<300).contains(response.statusCode) {
             // Not a representation at all (416, 412, 5xx…): never overwrite the partial file with an error page.
+            didBegin = false
             return .failure(
                 TransferError(
                     .cannotResume, "The server refused to resume the download (status \(response.statusCode)).",
@@ -225,8 +232,11 @@ final class FileBodySink: BodySink {
                 + "\(rangeEnd)).", url: url)
     }
 
-    func finish() -> Data {
-        closeDescriptor()
+    func finish() throws(TransferError) -> Data {
+        // A write the kernel took into its cache and could not complete afterwards (a network or removable file
+        // system's `EIO`, a quota's `EDQUOT`) is reported by the close: the file would be taken as whole when it
+        // isn't.
+        if let failure = closeDescriptor() { throw failure }
         return Data()
     }
 
@@ -235,14 +245,19 @@ final class FileBodySink: BodySink {
             url: url, byteCount: position, receivedBody: didBegin, wasAlreadyComplete: isAlreadyComplete)
     }
 
-    private func closeDescriptor() {
-        guard descriptor >= 0 else { return }
+    /// Closes the file, once; why the close failed, if it did. The descriptor is released either way (Linux
+    /// never leaves it open after a failed `close`, and trying again could close another thread's new one).
+    private func closeDescriptor() -> TransferError? {
+        guard descriptor >= 0 else { return nil }
         // Gives back the blocks reserved beyond the last byte: on ext4, truncating a file to its own size
         // frees them and nothing else (at zero it arms the flush-on-close safeguard described at `cut`,
         // which then finds nothing written to flush).
         if mayHoldBlocksPastEnd, reservedEnd > position { _ = ftruncate(descriptor, off_t(position)) }
-        close(descriptor)
+        let status = closeFile(descriptor)
         descriptor = -1
+        // `EINTR` leaves the file closed on Linux, with nothing lost.
+        guard status != 0, errno != EINTR else { return nil }
+        return FileIOError.make("Closing the download file failed", url: url)
     }
 
     /// Why a `206` continuing a file is of another version than the file's, or `nil`: its `ETag` is not the

@@ -392,7 +392,12 @@ package final class Transfer: @unchecked Sendable {
             error = failure
         }
         if error == nil, let shortfall = sink.shortfall { error = shortfall }
-        let body = sink.finish()
+        var body = Data()
+        do {
+            body = try sink.finish()
+        } catch let failure {
+            if error == nil { error = failure }
+        }
         // A streamed body's reader stops reading ahead.
         source?.stopReading()
         // Out of the multi handle by now (or never in it), so the metrics can be read and the handle reused.

@@ -51,8 +51,9 @@ protocol BodySink: AnyObject {
     /// Why a body curl took as whole is not, if the sink knows better than curl: a range answer ended before
     /// the end of its `Content-Range`. Asked once curl has finished the transfer without an error.
     var shortfall: TransferError? { get }
-    /// Ends the sink; the bytes collected in memory (empty for a file).
-    func finish() -> Data
+    /// Ends the sink; the bytes collected in memory (empty for a file), or why what was written can't be trusted
+    /// (the file's close reported a write the kernel could not complete).
+    func finish() throws(TransferError) -> Data
     /// The file written, for file sinks.
     var file: DownloadedFile? { get }
     /// Whether the write callback must pause before handing over more bytes, because the consumer is behind;

@@ -186,11 +186,10 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
             return completeTransfer(outcome)
         }
         guard let error = outcome.error, error.code == .cannotResume, let response = outcome.response,
-            Self.isTransient(status: response.statusCode), outcome.file?.receivedBody == true,
+            Self.isTransient(status: response.statusCode),
             let continuation = core.withLock({ $0.downloadContinuation }), continuation.bytesReceived > 0
         else { return super.proceed(after: outcome) }
         var kept = outcome
-        kept.file?.receivedBody = false
         kept.error = HeraldError(
             .unacceptableStatusCode,
             "The server answered \(response.statusCode) to the request for the rest of the download; the "

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import Herald
@@ -204,7 +205,7 @@ struct BodySinkTests {
         if Self.reservesBlocks(in: scratch.url) {
             #expect(during.allocated >= step, "\(during.allocated) bytes allocated after \(first.count) written")
         }
-        _ = sink.finish()
+        _ = try sink.finish()
         let after = Self.footprint(url)
         #expect(after.size == Int64(first.count))
         // Given back: no more than the bytes and a few blocks of the file system's own.
@@ -224,7 +225,7 @@ struct BodySinkTests {
         _ = smallSink.begin(response: Self.response(contentLength: nil), declaredLength: nil)
         #expect(Self.write(Self.bytes(512 << 10, seed: 1), to: smallSink, piece: 64 << 10) == nil)
         #expect(Self.footprint(small).allocated <= (512 + 64) << 10)
-        _ = smallSink.finish()
+        _ = try smallSink.finish()
         #expect(Self.footprint(small).size == 512 << 10)
 
         // Two MiB already on disk; the server continues with a range from there.
@@ -245,7 +246,7 @@ struct BodySinkTests {
         if Self.reservesBlocks(in: scratch.url) {
             #expect(during.allocated >= Int64(head.count) + FileBodySink.reservationStep)
         }
-        _ = sink.finish()
+        _ = try sink.finish()
         let after = Self.footprint(partial)
         #expect(after.size == Int64(head.count + tail.count))
         #expect(after.allocated <= Int64(head.count + tail.count) + (64 << 10))
@@ -267,7 +268,7 @@ struct BodySinkTests {
         // Up to the declared 2 MiB, not a whole step of 8.
         #expect(during.allocated <= declared + (64 << 10), "\(during.allocated) bytes allocated")
         if Self.reservesBlocks(in: scratch.url) { #expect(during.allocated >= declared) }
-        _ = sink.finish()
+        _ = try sink.finish()
         #expect(Self.footprint(url).allocated <= Int64(sent.count) + (64 << 10))
     }
 
@@ -309,7 +310,7 @@ struct BodySinkTests {
         }
         // Refused, the response reached nothing: the file is as the resume data says, its validator kept.
         #expect(sink.file?.receivedBody == continues)
-        _ = sink.finish()
+        _ = try sink.finish()
         #expect(try Data(contentsOf: partial) == Data(head))
     }
 
@@ -348,8 +349,52 @@ struct BodySinkTests {
         }
         #expect(sink.file?.wasAlreadyComplete == completes)
         #expect(sink.file?.byteCount == 100)
-        _ = sink.finish()
+        _ = try sink.finish()
         #expect(try Data(contentsOf: partial) == Data(head))
+    }
+
+    @Test("a resumed file refusing an error status says no body reached it, and keeps its bytes", arguments: [503, 412, 404])
+    func resumedFileRefusesErrorStatus(status: Int) throws {
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let partial = scratch.url.appendingPathComponent("partial.bin")
+        let head = Self.bytes(100, seed: 5)
+        try Data(head).write(to: partial)
+        let sink = try FileBodySink(url: partial, resumeOffset: 100, validator: "\"v1\"")
+        guard case .failure(let error) = sink.begin(response: Self.response(contentLength: 12, status: status), declaredLength: 12)
+        else {
+            Issue.record("status \(status) continued the file")
+            return
+        }
+        #expect(error.code == .cannotResume)
+        #expect(error.statusCode == status)
+        #expect(sink.file?.receivedBody == false)
+        #expect(sink.file?.byteCount == 100)
+        _ = try sink.finish()
+        #expect(try Data(contentsOf: partial) == Data(head))
+    }
+
+    @Test("a close that reports a failed write fails the file's finish with fileIO; the descriptor is released once")
+    func failedCloseFailsTheFile() throws {
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let url = scratch.url.appendingPathComponent("body.bin")
+        let closes = Mutex(0)
+        let sink = try FileBodySink(url: url, resumeOffset: 0) { descriptor in
+            closes.withLock { $0 += 1 }
+            // The file is closed, as a real failing close leaves it, and the kernel reports a lost write.
+            _ = close(descriptor)
+            errno = EIO
+            return -1
+        }
+        #expect(throws: Never.self) { try sink.begin(response: Self.response(contentLength: 4), declaredLength: 4).get() }
+        #expect(Array("body".utf8).withUnsafeBytes { sink.write($0) } == nil)
+        let failure = #expect(throws: TransferError.self) { try sink.finish() }
+        #expect(failure?.code == .fileIO)
+        #expect(failure?.message.contains("Closing the download file failed") == true)
+        // Asked again (the deinit does), nothing is closed twice.
+        #expect(throws: Never.self) { try sink.finish() }
+        #expect(closes.withLock { $0 } == 1)
     }
 
     @Test("Content-Range parses to its start, end and complete length; a malformed one to nothing")
