@@ -133,14 +133,24 @@ extension SessionTask {
         let request = sent ?? originalRequest
         let context = RetryContext(
             task: lifecycleSubject, request: request, error: failure, response: outcome.response, attempt: attempt)
+        // What the next attempt would continue from is settled before the retrier answers: a cancel or the resource
+        // timeout while it decides completes the task without this attempt's outcome, and a download must still
+        // keep its file and give resume data then, as it does during a retry's delay.
+        let continuesFromByte = prepareRetry(after: outcome)
+        // The transfer's own timeout ended with it: a retrier slower than what is left is cut short.
+        armResourceDeadline(firstStart: outcome.metrics?.startDate)
         runOnHookQueue { [self] in
             switch await interceptor.retry(context) {
             case .doNotRetry:
                 finishHop(outcome, error: finalError(of: outcome, failure: failure, attempt: attempt))
             case .retry:
-                scheduleRetry(after: outcome, failure: failure, delay: 0, interceptor: interceptor)
+                scheduleRetry(
+                    after: outcome, failure: failure, delay: 0, continuesFromByte: continuesFromByte,
+                    interceptor: interceptor)
             case .retryWithDelay(let delay):
-                scheduleRetry(after: outcome, failure: failure, delay: delay, interceptor: interceptor)
+                scheduleRetry(
+                    after: outcome, failure: failure, delay: delay, continuesFromByte: continuesFromByte,
+                    interceptor: interceptor)
             }
         }
         return true
@@ -152,10 +162,10 @@ extension SessionTask {
     /// Announces the retry and starts the next attempt after `delay`, unless the task was cancelled
     /// meanwhile. Between hops.
     private func scheduleRetry(
-        after outcome: TaskOutcome, failure: HeraldError, delay: TimeInterval, interceptor: any RequestInterceptor
+        after outcome: TaskOutcome, failure: HeraldError, delay: TimeInterval, continuesFromByte: Int64?,
+        interceptor: any RequestInterceptor
     ) {
         let delay = delay.isNaN ? 0 : min(Self.maximumRetryDelay, max(0, delay))
-        let continuesFromByte = prepareRetry(after: outcome)
         // Weak: a cancelled work item keeps its block until the deadline, and with it a cancelled task and its
         // session for as long as the delay (up to a year). A task waiting to retry is held by the session's
         // task list until it completes.

@@ -133,12 +133,13 @@ extension SessionTask {
 
     /// Arms the timer that completes the task with `timedOut` if its resource timeout passes before the next
     /// transfer starts — the task is between transfers — or that stops `transfer`, whose result the engine
-    /// holds for the task's answer, out of libcurl's reach (its own timeout ends only what it runs).
-    func armResourceDeadline(holding transfer: Transfer? = nil) {
+    /// holds for the task's answer, out of libcurl's reach (its own timeout ends only what it runs). The task's
+    /// first transfer started at `firstStart` when the task has not recorded it yet (its first attempt just ended).
+    func armResourceDeadline(holding transfer: Transfer? = nil, firstStart: Date? = nil) {
         guard
             let left = Self.timeLeft(
                 of: session.configuration.timeoutIntervalForResource,
-                since: machine { $0.hops.metrics.first?.startDate } ?? transfer?.startDate)
+                since: machine { $0.hops.metrics.first?.startDate } ?? transfer?.startDate ?? firstStart)
         else { return }
         let url = originalRequest.url
         let timer = DispatchSource.makeTimerSource(queue: .global())

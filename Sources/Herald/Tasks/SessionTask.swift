@@ -374,9 +374,10 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         finishHop(outcome, error: nil)
     }
 
-    /// Prepares the next attempt after the failed `outcome`, once a retry is decided; returns the byte that
-    /// attempt continues from, `nil` when it starts over. Only a download continues: other tasks send their
-    /// request again as it was. Hook queue.
+    /// Prepares the next attempt after the failed `outcome`, before the retrier is asked (a task completed while
+    /// it decides, by a cancel or the resource timeout, keeps what the attempt left); returns the byte that
+    /// attempt would continue from, `nil` when it starts over. Only a download continues: other tasks send their
+    /// request again as it was. Loop thread.
     func prepareRetry(after outcome: TaskOutcome) -> Int64? { nil }
 
     /// Turns the transfer's outcome into what the completion handler and `taskDidComplete` carry. Runs

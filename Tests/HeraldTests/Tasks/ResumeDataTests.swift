@@ -387,4 +387,54 @@ struct ResumeDataTests {
         #expect(fixture.recorder.timeline(ofTask: idle.taskIdentifier) == [.complete])
         try await fixture.tearDown()
     }
+
+    /// A retrier that tells the test it was asked, then waits for the test's word before answering.
+    private struct HeldRetrier: RequestInterceptor {
+        let asked = OneShot<Void>()
+        let answer = OneShot<RetryDecision>()
+
+        func retry(_ context: RetryContext) async -> RetryDecision {
+            asked.send(())
+            return (try? await answer.value()) ?? .doNotRetry
+        }
+    }
+
+    @Test(
+        "a download cancelled or timed out while its retrier decides keeps its file and gives resume data that finishes it",
+        arguments: [false, true])
+    func stoppedWhileTheRetrierDecides(byTimeout: Bool) async throws {
+        var configuration = SessionConfiguration.default
+        if byTimeout { configuration.timeoutIntervalForResource = 3 }
+        let fixture = try await SessionFixture.make(configuration: configuration)
+        let size = 200_000
+        let retrier = HeldRetrier()
+        let task = try fixture.session.downloadTask(
+            with: Request(url: fixture.server.url("/bytes/\(size)?dropAfter=120000&key=held-\(byTimeout)")))
+        task.interceptor = retrier
+        task.resume()
+        try await retrier.asked.value()
+        let resumeData: Data?
+        if byTimeout {
+            try await fixture.recorder.waitForCompletions(1)
+            #expect(task.error?.code == .timedOut)
+            resumeData = task.resumeDataAfterFailure
+        } else {
+            let produced = OneShot<Data?>()
+            task.cancel(byProducingResumeData: { produced.send($0) })
+            resumeData = try await produced.value()
+            try await fixture.recorder.waitForCompletions(1)
+        }
+        retrier.answer.send(.retry)
+        // Before, a cancel completed the task with an outcome that named no file: the resume data was nil and the file
+        // deleted; and no deadline ran while the retrier decided, so the resource timeout never ended the task.
+        let data = try #require(resumeData)
+        #expect(PatternFile.size(of: task.temporaryURL) == 120_000)
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let destination = scratch.url.appendingPathComponent("held.bin")
+        let (_, response) = try await fixture.session.download(resumingWith: data, to: destination)
+        #expect(response.statusCode == 206)
+        #expect(try PatternFile.matches(destination, count: size))
+        try await fixture.tearDown()
+    }
 }
