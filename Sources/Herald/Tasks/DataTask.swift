@@ -72,7 +72,11 @@ open class DataTask: SessionTask, @unchecked Sendable {
             current.leadsToNextHop(status: response.statusCode, headers: response.headers.engineFields)
         else { return super.completeWithHopResponse(outcome, from: current) }
         if current.asksForResponseDisposition, let hook = session.dataTaskDidReceiveResponse {
-            switch hook(self, response) {
+            let disposition = hook(self, response)
+            // Completed while the hook decided (a cancel, the resource timeout): the body goes to no hook after
+            // the completion handler.
+            guard !hasCompleted else { return }
+            switch disposition {
             case .allow:
                 break
             case .cancel:

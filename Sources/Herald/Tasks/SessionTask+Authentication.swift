@@ -40,6 +40,8 @@ extension SessionTask {
         } else {
             disposition = .performDefaultHandling
         }
+        // Completed while the hook decided: its answer is ignored.
+        guard !hasCompleted else { return }
         let credential: Credential
         switch disposition {
         case .useCredential(let chosen):

@@ -34,6 +34,8 @@ extension SessionTask {
         armResourceDeadline()
         let current = transfer.request
         hookQueue.async { [self] in
+            // Completed while this waited its turn (a cancel, the resource timeout): no hook is asked.
+            guard !hasCompleted else { return }
             if isRedirect {
                 followRedirect(outcome, response: response, from: current)
             } else if isChallenge {
@@ -119,7 +121,10 @@ extension SessionTask {
             url: next.url, method: next.method, headers: HTTPHeaders(next.headers),
             body: keepsBody ? originalRequest.body : nil, timeoutInterval: originalRequest.timeoutInterval)
         if let hook = session.taskWillPerformHTTPRedirection {
-            guard let chosen = hook(self, response, proposed) else {
+            let answer = hook(self, response, proposed)
+            // Completed while the hook decided: its answer is ignored.
+            guard !hasCompleted else { return }
+            guard let chosen = answer else {
                 // AF's nil: the 3xx itself is the task's result.
                 return completeWithHopResponse(outcome, from: current)
             }

@@ -132,4 +132,45 @@ struct HopResponseHookTests {
         #expect((calls.all.first?.object as? Data) == Data("401 Unauthorized\n".utf8))
         try await fixture.tearDown()
     }
+
+    @Test(
+        "a task cancelled while its redirection or challenge hook decides: the answer is ignored, no hook runs after the completion",
+        arguments: ["redirect", "challenge"])
+    func cancelledWhileTheHookDecides(hop: String) async throws {
+        let log = OrderedLog()
+        let body = Collected<Data>()
+        let fixture = try await Self.hookedFixture(log: log, body: body)
+        let entered = OneShot<Void>()
+        let release = DispatchSemaphore(value: 0)
+        fixture.session.taskWillPerformHTTPRedirection = { _, _, _ in
+            entered.send(())
+            release.wait()
+            log.append("redirect returns")
+            return nil
+        }
+        fixture.session.taskDidReceiveAuthenticationChallenge = { _, _ in
+            entered.send(())
+            release.wait()
+            log.append("challenge returns")
+            return .rejectProtectionSpace
+        }
+        let path = hop == "redirect" ? "/redirect/1" : "/auth/basic?user=alice&password=s3cret"
+        let task = try Self.start(path, in: fixture, log: log)
+        try await entered.value()
+        task.cancel()
+        _ = try await fixture.recorder.waitForCompletions(1)
+        await fixture.session.completionQueueBarrier()
+        release.signal()
+        // What the hook's answer would lead to runs on the task's hook queue, right after the hook.
+        task.hookQueue.sync {}
+        await fixture.session.completionQueueBarrier()
+        // Before, the declined hop's response went to the response hook and its body to the data hook after the
+        // completion handler had run.
+        let status = hop == "redirect" ? 302 : 401
+        #expect(log.all == ["completion \(status) cancelled -1", "\(hop) returns"])
+        #expect(body.all.isEmpty)
+        #expect(task.error?.code == .cancelled)
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
+        try await fixture.tearDown()
+    }
 }
