@@ -58,9 +58,10 @@ extension SessionManager {
     /// progress and body blocks were dispatched to the queue before it, so they run first. With a completion
     /// queue the caller passed in, each completion's serialization runs first on the hook queue — the
     /// caller's queue (perhaps the main queue) is not the place for parsing or file moves — and the rest on
-    /// the caller's queue: one hand-off more. A streamed upload's serialization runs on a serial queue of its
-    /// own instead, labelled as a hook queue: its body stream is read on its hook queue, and a read that blocks
-    /// would otherwise hold back its completion after a cancel or a timeout.
+    /// the caller's queue: one hand-off more. That serialization runs on a serial queue of its own, labelled as
+    /// a hook queue, not the task's: a cancel or a timeout completes a task while one of its hooks (a redirect
+    /// or challenge hook asking a person, a streamed body's read) may still block its hook queue, and the
+    /// completion must not wait for it.
     ///
     /// A task whose completion handler only resumes an `async` caller (``SessionManager/data(for:)``, the
     /// `upload(for:…)` forms)
@@ -74,11 +75,9 @@ extension SessionManager {
     /// than the completion queue resuming them in a row.
     func complete(_ task: SessionTask, with outcome: TaskOutcome) {
         guard ownsCompletionQueue else {
-            // A streamed upload's hook queue may be held by a read of its body stream that blocks, which a
-            // cancel or a timeout must not wait for: its completion is serialized on a serial queue of its own.
-            let queue =
-                task.readsBodyStreamOnHookQueue
-                ? DispatchQueue(label: "herald.hooks", qos: .userInitiated) : task.hookQueue
+            // The task's hook queue may be held by a hook or a body stream's read that blocks, which a cancel or a
+            // timeout must not wait for: the completion is serialized on a serial queue of its own.
+            let queue = DispatchQueue(label: "herald.hooks", qos: .userInitiated)
             queue.async(group: completionGroup) { [self] in
                 let serializer = responseSerializer
                 let result = task.completionResult(for: outcome, serializer: serializer)

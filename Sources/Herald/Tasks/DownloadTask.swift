@@ -89,9 +89,6 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
         }
     }
 
-    /// A stream's reads, and a sized body's, run on the hook queue, as they did for the upload task.
-    override var readsBodyStreamOnHookQueue: Bool { uploadBody?.isReadOnHookQueue ?? false }
-
     /// A download completion handler in the form every task's completion takes: the file URL is the
     /// response object.
     static func taskCompletionHandler(_ handler: DownloadCompletionHandler?) -> TaskCompletionHandler? {

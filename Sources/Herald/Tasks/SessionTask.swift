@@ -351,10 +351,6 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// data tasks only.
     var usesResponseCache: Bool { false }
 
-    /// Whether a read of this task's request body stream may hold its ``hookQueue``: a streamed upload's body
-    /// is read there, and a read may block (waiting for a producer that stopped) for as long as it likes.
-    var readsBodyStreamOnHookQueue: Bool { false }
-
     /// Whether this task's transfers report to the data-task hooks (``SessionManager/dataTaskDidReceiveResponse``,
     /// ``SessionManager/dataTaskDidReceiveData``): data and upload tasks.
     var receivesDataTaskHooks: Bool { false }

@@ -42,23 +42,12 @@ open class UploadTask: DataTask, @unchecked Sendable {
     /// Upload tasks are never served from or stored in the response cache.
     override var usesResponseCache: Bool { false }
 
-    /// A stream's reads, and a sized body's, run on the hook queue.
-    override var readsBodyStreamOnHookQueue: Bool { body.isReadOnHookQueue }
-
     override func transferBody(for request: Request) -> TransferBody? {
         body.transferBody(for: self)
     }
 }
 
 extension UploadTask.Body {
-    /// Whether the body is user code (a stream, a sized body's `open`), read on the task's hook queue.
-    var isReadOnHookQueue: Bool {
-        switch self {
-        case .data, .file: false
-        case .stream, .sized: true
-        }
-    }
-
     /// The body's source for one attempt of `task`: the upload task, or the download it became, whose retries
     /// send the same body. A stream is renewed through ``SessionManager/taskNeedNewBodyStream``, asked about
     /// `task`.
