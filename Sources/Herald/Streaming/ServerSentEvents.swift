@@ -4,8 +4,10 @@ import Foundation
 public struct EventSourceOptions: Sendable, Equatable {
     /// The wait before reconnecting until the stream sets one with `retry`. Default 3 seconds.
     public var defaultReconnectionTime: Duration
-    /// How many connections in a row may fail before any event arrives before the sequence throws the last
-    /// error; `nil` (the default) reconnects for as long as you iterate, as the standard's `EventSource` does.
+    /// How many connections in a row may fail before one is accepted (a `200` with `text/event-stream`) before
+    /// the sequence throws the last error; `nil` (the default) reconnects for as long as you iterate, as the
+    /// standard's `EventSource` does. A connection that was accepted and later ends with an error (an idle
+    /// timeout on a quiet stream, a proxy that cuts long responses) starts the count again.
     public var maximumConsecutiveFailures: Int?
     /// The watermarks of each connection's body; default ``StreamBufferPolicy/default``.
     public var bufferPolicy: StreamBufferPolicy
@@ -50,7 +52,7 @@ public struct EventSourceOptions: Sendable, Equatable {
 /// `Last-Event-ID` once an event set an ID) and yields each event as its blank line arrives. When the
 /// connection ends — the server closes it, or it fails with a transport error — the sequence waits the
 /// stream's `retry` time (``EventSourceOptions/defaultReconnectionTime`` until one is set; when connections
-/// fail one after another without an event, from the second on at least 100 milliseconds, doubled for each
+/// fail one after another before one is accepted, from the second on at least 100 milliseconds, doubled for each
 /// further failure, as the standard allows, up to ``EventSourceOptions/maximumReconnectionTime``), posts
 /// ``HeraldNotifications/NotificationName/eventSourceWillReconnect`` and connects again with `Last-Event-ID`;
 /// the incomplete event the ended connection was sending is discarded, so an event is neither lost (the server
@@ -240,7 +242,6 @@ final class EventSourceConnection: @unchecked Sendable {
                 body = stream
                 if let chunk {
                     ready = parser.parse(chunk)
-                    if !ready.isEmpty { failuresInARow = 0 }
                 } else {
                     try await connectionEnded(error: nil)
                 }
@@ -302,6 +303,9 @@ final class EventSourceConnection: @unchecked Sendable {
                     + "not text/event-stream.", url: response.url, statusCode: response.statusCode)
         }
         body = ResponseBodyStream(consumer: consumer).makeAsyncIterator()
+        // Accepted: the server is there. Browsers reset their backoff here too; a stream that is quiet for longer
+        // than an idle timeout would otherwise back off, connection after connection, to an hour between them.
+        failuresInARow = 0
         if yieldsOpen { opened = response }
     }
 
@@ -311,6 +315,12 @@ final class EventSourceConnection: @unchecked Sendable {
         body = nil
         parser.endOfStream()
         if let error {
+            if error.code == .cancelled, !Task.isCancelled, session.isInvalidated {
+                // Not the iterating task's cancellation: the session's, whose `invalidate(cancelingTasks: true)`
+                // cancelled the connection. The sequence says which, as a wait to reconnect does.
+                isFinished = true
+                throw HeraldError(.sessionInvalidated, "The session was invalidated.", url: request.url)
+            }
             guard Self.reconnects(after: error), !Task.isCancelled else {
                 isFinished = true
                 throw error
@@ -364,7 +374,7 @@ final class EventSourceConnection: @unchecked Sendable {
     }
 
     /// The wait before the next connection: the stream's `retry`; from the second failed connection in a row
-    /// (none of them with an event), at least `minimumFailureDelay`, doubled for each one after that (the
+    /// (none of them accepted), at least `minimumFailureDelay`, doubled for each one after that (the
     /// standard's "exponential backoff"), so a server that is down isn't asked again and again without a
     /// pause, whatever its last `retry` said; never more than `maximum`.
     static func reconnectionDelay(retry: Duration, failuresInARow: Int, maximum: Duration) -> Duration {
