@@ -48,11 +48,21 @@ enum RedirectRules {
             && a.effectivePort == b.effectivePort
     }
 
+    /// The schemes a redirect may lead to, whatever else a session's requests may use: what browsers follow,
+    /// and what libcurl's own redirect following allows by default. A session that reads `file:` URLs of its own
+    /// must not read one because a server named it.
+    static let followedSchemes: Set<String> = ["http", "https"]
+
     /// Why a hop to `target` from `current` is refused, or `nil` when it may be followed.
     static func refusal(
         from current: URL, to target: URL, allowedProtocols: Set<String>, allowsInsecureRedirects: Bool
     ) -> HeraldError? {
         let scheme = target.scheme?.lowercased() ?? ""
+        guard followedSchemes.contains(scheme) else {
+            return HeraldError(
+                .unsupportedURL, "A redirect to the URL scheme '\(scheme)' is never followed: only http and https are.",
+                url: target)
+        }
         guard allowedProtocols.contains(scheme) else {
             return HeraldError(
                 .unsupportedURL, "A redirect to the URL scheme '\(scheme)' is not allowed by this session.", url: target

@@ -54,7 +54,9 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// The protocol version to negotiate. Default ``HTTPVersion/automatic``.
     public var httpVersion: HTTPVersion = .automatic
     /// The URL schemes requests and redirects may use, lowercased. Default `["http", "https"]`; anything
-    /// else (`file:`, `gopher:`, `dict:` …) is refused with ``HeraldError/Code/unsupportedURL``.
+    /// else (`file:`, `gopher:`, `dict:` …) is refused with ``HeraldError/Code/unsupportedURL``. A redirect goes
+    /// to `http` and `https` only, whatever this set adds: a server's `Location` never makes the session read a
+    /// local file or speak another protocol.
     public var allowedProtocols: Set<String> = ["http", "https"]
     /// Whether redirects (301, 302, 303, 307, 308 with a `Location`) are followed. Default `true`; with
     /// `false` the 3xx response is the task's result. Herald follows each hop itself, so

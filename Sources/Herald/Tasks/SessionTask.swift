@@ -141,7 +141,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// Whether the task has completed: a cancel or the resource timeout completes a task between transfers at
     /// once, while a hook may still be deciding its next hop. What the hook then returns is ignored, and no
     /// further hook is called for the task.
-    var hasCompleted: Bool { machine { $0.taskState == .completed } }
+    final var hasCompleted: Bool { machine { $0.taskState == .completed } }
 
     /// Whether a transfer finished while the task was suspended and its outcome waits for ``resume()``
     /// or ``cancel()``.

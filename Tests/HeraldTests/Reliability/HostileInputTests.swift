@@ -149,6 +149,25 @@ struct HostileInputTests {
         }
     }
 
+    @Test("a session that allows file: and ftp: for its own requests still follows a redirect to http and https only")
+    func redirectLeavesHTTPOnlyForHTTP() async throws {
+        var configuration = SessionConfiguration.default
+        configuration.allowedProtocols = ["http", "https", "file", "ftp"]
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let secret = scratch.url.appendingPathComponent("secret.txt")
+        try Data("local secret".utf8).write(to: secret)
+        for target in [secret.absoluteString, "ftp://127.0.0.1:1/x"] {
+            let harness = try await FaultHarness.make(configuration: configuration)
+            let encoded = target.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+            // Before, the file's contents became the task's body.
+            let call = try await harness.expectFailure(
+                Request(url: harness.server.url("/redirect-to?url=\(encoded)")), code: .unsupportedURL)
+            #expect(call.error?.message.contains("only http and https") == true, "\(String(describing: call.error))")
+            #expect(harness.server.requests(forPath: "/redirect-to").count == 1)
+        }
+    }
+
     @Test("credentials in a URL are redacted in the error's description, URL and curl text")
     func credentialsRedacted() async throws {
         let closed = try await TestServer.start()
