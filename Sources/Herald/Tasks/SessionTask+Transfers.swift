@@ -30,11 +30,15 @@ extension SessionTask {
     }
 
     /// Revalidates the stale entry this task was served (within its `stale-while-revalidate` window) with a
-    /// data task of its own, whose answer the session stores as it stores any. A session that can no longer
-    /// make tasks (invalidated) skips it: the entry stays stale and the next request revalidates it.
-    private func revalidateInBackground() {
+    /// data task of its own, whose answer the session stores as it stores any. It carries this task's own
+    /// `interceptor`: the entry was stored under the request as that interceptor adapted it, and asked without
+    /// it the server could answer for another request (another tenant, no credential) in the entry's place. A
+    /// session that can no longer make tasks (invalidated) skips it: the entry stays stale and the next request
+    /// revalidates it.
+    private func revalidateInBackground(interceptor: (any RequestInterceptor)?) {
         let request = ResponseCachePolicy.backgroundRevalidation(of: originalRequest)
         let task = try? session.makeDataTask(with: request, bodyHandling: .raw, callbacks: TaskCallbacks())
+        task?.interceptor = interceptor
         task?.resume()
     }
 
@@ -49,7 +53,7 @@ extension SessionTask {
     func startFirstTransfer(cached: ResponseCachePolicy.Lookup?, _ start: FirstStart) {
         switch cached {
         case .fresh(let entry), .staleWhileRevalidate(let entry):
-            if case .staleWhileRevalidate = cached { revalidateInBackground() }
+            if case .staleWhileRevalidate = cached { revalidateInBackground(interceptor: start.interceptor) }
             // Followed up on the loop thread, as every transfer's outcome is: one path, whatever stood in.
             let outcome = TaskOutcome(
                 response: entry.response, body: entry.data, error: nil, metrics: nil, source: .cache)

@@ -216,6 +216,37 @@ struct ResponseCacheTests {
         try await fixture.tearDown()
     }
 
+    /// Adds the tenant's field to every request of the task it is set on.
+    private struct TenantAdapter: RequestInterceptor {
+        func adapt(_ request: Request, for task: SessionTask) async throws -> Request {
+            var adapted = request
+            adapted.headers.replaceOrAdd(name: "X-Tenant", value: "acme")
+            return adapted
+        }
+    }
+
+    @Test("a stale-while-revalidate hit revalidates in the background through the task's own interceptor")
+    func backgroundRevalidationKeepsTheInterceptor() async throws {
+        let (fixture, _) = try await Self.fixture()
+        let request = Request(
+            url: fixture.server.url("/headers?Cache-Control=max-age%3D0,%20stale-while-revalidate%3D600&ETag=%22a%22"))
+        for completions in 1...2 {
+            let log = CompletionLog()
+            let task = try fixture.session.dataTask(with: request, completionHandler: log.handler)
+            task.interceptor = TenantAdapter()
+            task.resume()
+            try await fixture.recorder.waitForCompletions(completions)
+        }
+        // The second was served stale from the cache; its revalidation is a third task.
+        try await fixture.recorder.waitForCompletions(3)
+        let sent = fixture.server.requests(forPath: "/headers")
+        #expect(sent.count == 2)
+        // Before, the revalidation went out without the field the entry was stored under.
+        #expect(sent.map { $0.headerValue("X-Tenant") } == ["acme", "acme"])
+        #expect(sent.last?.headerValue("If-None-Match") == #""a""#)
+        try await fixture.tearDown()
+    }
+
     @Test("a stale entry whose ETag no longer matches is replaced by the server's 200")
     func revalidationChanged() async throws {
         let (fixture, cache) = try await Self.fixture()
