@@ -240,8 +240,14 @@ enum ResponseCachePolicy {
     }
 
     /// `stored` updated with the header fields of the `304` that confirmed it (RFC 9111 §4.3.4): each field
-    /// the `304` carries replaces the stored one of that name; framing fields are kept.
-    static func refreshed(_ stored: HTTPResponse, with notModified: HTTPResponse) -> HTTPResponse {
+    /// the `304` carries replaces the stored one of that name; framing fields are kept. The refreshed response
+    /// is as old as the `304`: without a `Date` of its own, it gets `receivedAt` (RFC 9110 §6.6.1 has a cache add
+    /// the time it received such a response), and the stored `Age` goes unless the `304` carries one — else the
+    /// first answer's date and age would make the entry stale again as soon as it is refreshed, and every later
+    /// request would ask the server.
+    static func refreshed(
+        _ stored: HTTPResponse, with notModified: HTTPResponse, receivedAt: Date = Date()
+    ) -> HTTPResponse {
         let framing: Set<String> = ["content-length", "transfer-encoding", "connection", "content-encoding"]
         var headers = stored.headers
         var replaced: Set<String> = []
@@ -249,6 +255,11 @@ enum ResponseCachePolicy {
             if replaced.insert(field.name.lowercased()).inserted { headers.remove(name: field.name) }
             headers.add(name: field.name, value: field.value)
         }
+        if !replaced.contains("date") {
+            headers.remove(name: "Date")
+            headers.add(name: "Date", value: httpDate(receivedAt))
+        }
+        if !replaced.contains("age") { headers.remove(name: "Age") }
         var response = stored
         response.headers = headers
         return response
@@ -399,6 +410,11 @@ enum ResponseCachePolicy {
                 byAdding: .year, value: -50, to: Date())
             return formatter
         })
+
+    /// `date` as an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`).
+    static func httpDate(_ date: Date) -> String {
+        formatters.withLock { $0[0].string(from: date) }
+    }
 
     /// An IMF-fixdate ending in `GMT` (`Sun, 06 Nov 1994 08:49:37 GMT`), the one format RFC 9110 §5.6.7 has
     /// senders use, read without a formatter: a `DateFormatter` parse cost a cache hit more than a third of its

@@ -156,6 +156,32 @@ struct ResponseCachePolicyTests {
             == "revalidate")
     }
 
+    @Test("a 304 without Date refreshes the entry as received now: fresh again, the first answer's Age gone")
+    func refreshWithoutDate() throws {
+        let stored = Self.response(
+            200,
+            [
+                ("Date", Self.httpDate(Self.now.addingTimeInterval(-3600))), ("Cache-Control", "max-age=60"),
+                ("Age", "30"), ("ETag", #""a""#),
+            ])
+        let refreshed = ResponseCachePolicy.refreshed(
+            stored, with: Self.response(304, [("ETag", #""a""#)]), receivedAt: Self.now)
+        #expect(refreshed.headers["Date"] == Self.httpDate(Self.now))
+        #expect(refreshed.headers["Age"] == nil)
+        let entry = try #require(Self.proposal(refreshed))
+        // Before, the hour-old Date made the refreshed entry stale at once: every later request asked the server.
+        #expect(Self.kind(Self.lookup(entry, after: 10)) == "fresh")
+        #expect(Self.kind(Self.lookup(entry, after: 70)) == "revalidate")
+        // A 304 with a Date and an Age of its own: those are the refreshed response's.
+        let dated = ResponseCachePolicy.refreshed(
+            stored,
+            with: Self.response(
+                304, [("ETag", #""a""#), ("Date", Self.httpDate(Self.now.addingTimeInterval(-20))), ("Age", "5")]),
+            receivedAt: Self.now)
+        #expect(dated.headers["Date"] == Self.httpDate(Self.now.addingTimeInterval(-20)))
+        #expect(dated.headers["Age"] == "5")
+    }
+
     @Test("stale-while-revalidate serves a stale response within its window, then no longer")
     func staleWhileRevalidate() throws {
         let headers = [("Cache-Control", "max-age=1, stale-while-revalidate=60"), ("ETag", #""a""#)]
