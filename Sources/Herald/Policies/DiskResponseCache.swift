@@ -64,7 +64,8 @@ public final class DiskResponseCache: ResponseCache {
     /// Opens the cache in `directory`, making the folder when it is missing, and, when no other cache has the
     /// folder open, removes what a process killed mid-store left behind.
     /// - Parameters:
-    ///   - directory: The cache's own folder: created with mode `0700` when missing; otherwise it must be a
+    ///   - directory: The cache's own folder: created with mode `0700` when missing, with any missing folders
+    ///     above it (each `0700` too); otherwise it must be a
     ///     directory of the effective user that no one else can enter.
     ///   - capacity: The most bytes (bodies plus response heads) kept; default 50 MiB.
     /// - Throws: ``HeraldError/Code/fileIO`` when the folder is not private, can't be made, its lock file
@@ -386,9 +387,18 @@ public final class DiskResponseCache: ResponseCache {
 
     // MARK: - the folder
 
+    /// Makes `url` a private folder when it is missing, with any missing folders above it (`~/.cache/my-app`
+    /// for `~/.cache/my-app/http` on a fresh install), each with mode `0700`; checks that `url` is private.
     private static func makePrivateFolder(_ url: URL) throws(HeraldError) {
         if mkdir(url.path, 0o700) != 0, errno != EEXIST {
-            throw HeraldError.fileFailure("Cannot create the response cache folder", url: url)
+            let parent = url.deletingLastPathComponent()
+            guard errno == ENOENT, parent.path != url.path,
+                (try? FileManager.default.createDirectory(
+                    at: parent, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])) != nil,
+                mkdir(url.path, 0o700) == 0 || errno == EEXIST
+            else {
+                throw HeraldError.fileFailure("Cannot create the response cache folder", url: url)
+            }
         }
         if let error = checkPrivate(url) { throw error }
     }

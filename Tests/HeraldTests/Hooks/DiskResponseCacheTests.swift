@@ -157,6 +157,31 @@ struct DiskResponseCacheTests {
         #expect(Self.bodyFiles(in: folder).isEmpty)
     }
 
+    @Test("a folder whose parents are missing is made with them, each private")
+    func missingParents() throws {
+        let top = Self.folder()
+        defer { try? FileManager.default.removeItem(at: top) }
+        let folder = top.appendingPathComponent("my-app").appendingPathComponent("http")
+        // Before, only the last folder was made, and a fresh install's missing parent failed the cache.
+        let cache = try DiskResponseCache(directory: folder)
+        let request = Request(url: URL(fileURLWithPath: "/parents"))
+        cache.storeCachedResponse(Self.entry("made", url: request.url), for: request)
+        #expect(cache.count == 1)
+        for made in [top, top.appendingPathComponent("my-app"), folder] {
+            var status = stat()
+            #expect(lstat(made.path, &status) == 0)
+            #expect(status.st_mode & 0o777 == 0o700, "\(made.path)")
+        }
+        // A parent that is a file is no folder to make one in: a clear error, not a crash.
+        let file = Self.folder()
+        defer { unlink(file.path) }
+        #expect(FileManager.default.createFile(atPath: file.path, contents: Data()))
+        let refused = #expect(throws: HeraldError.self) {
+            try DiskResponseCache(directory: file.appendingPathComponent("a").appendingPathComponent("b"))
+        }
+        #expect(refused?.code == .fileIO)
+    }
+
     @Test("a folder others can enter, or a symlink, is refused with a fileIO error")
     func folderChecks() throws {
         let folder = Self.folder()
