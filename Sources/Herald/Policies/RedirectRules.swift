@@ -25,11 +25,17 @@ enum RedirectRules {
     /// The header fields that describe a body: dropped when a hop drops the body.
     static let bodyHeaders = ["Content-Type", "Content-Length", "Content-Encoding", "Transfer-Encoding"]
 
-    /// Resolves `Location` against the URL that answered; `nil` when it is not a URL.
+    /// Resolves `Location` against the URL that answered; `nil` when it is not a URL. A `Location` without a
+    /// fragment keeps the one the answered URL had (RFC 9110 §10.2.2), as browsers do.
     static func target(of location: String, relativeTo base: URL) -> URL? {
         let trimmed = location.trimmingCharacters(in: .whitespaces)
         guard !trimmed.isEmpty, let url = URL(string: trimmed, relativeTo: base)?.absoluteURL else { return nil }
-        return url
+        guard url.fragment == nil, let fragment = URLComponents(url: base, resolvingAgainstBaseURL: true)?
+            .percentEncodedFragment,
+            var components = URLComponents(url: url, resolvingAgainstBaseURL: false)
+        else { return url }
+        components.percentEncodedFragment = fragment
+        return components.url ?? url
     }
 
     /// The method of the next hop: 303 turns everything but `HEAD` into `GET`; 301 and 302 turn `POST`

@@ -145,12 +145,22 @@ extension SessionTask {
                 }
                 if !RedirectRules.isSameOrigin(current.url, chosen.url) { next.credential = nil }
             }
+            // An upload's body is not in the request the hook is shown: a hook that turns the hop into a `GET` (or
+            // any other method) without giving a body of its own drops the one the task was sending.
+            let dropsBody =
+                next.body != nil && chosen.body == nil
+                && (chosen.method != next.method || ["GET", "HEAD"].contains(chosen.method))
             if chosen.body != proposed.body {
                 next.body = chosen.body.map { .data($0) }
+            } else if dropsBody {
+                next.body = nil
             }
             next.url = chosen.url
             next.method = chosen.method
             next.headers = chosen.headers.engineFields
+            if dropsBody {
+                for name in RedirectRules.bodyHeaders { next.headers.remove(name: name) }
+            }
             if !RedirectRules.isSameOrigin(current.url, chosen.url), chosen.headers == proposed.headers {
                 // A hook that only moved the request to another origin leaves it the credential fields it was
                 // shown: they stay behind, as on any redirect across origins. A hook that set fields chose them.

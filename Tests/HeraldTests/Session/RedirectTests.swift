@@ -77,6 +77,36 @@ struct RedirectTests {
         try await fixture.tearDown()
     }
 
+    @Test("a redirection hook that turns an upload's 307 into a GET without a body drops the upload's body")
+    func hookDropsUploadBody() async throws {
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        fixture.session.taskWillPerformHTTPRedirection = { _, _, proposed in
+            var chosen = proposed
+            chosen.method = "GET"
+            chosen.body = nil
+            return chosen
+        }
+        let url = Self.redirect(to: "/echo", status: 307, on: fixture.server)
+        let request = Request(url: url, method: "POST", headers: ["Content-Type": "text/plain"])
+        let (data, _) = try await fixture.session.upload(for: request, from: Data("uploaded".utf8))
+        let echoed = try Self.echoed(data)
+        // Before, the GET went out with the upload's body: the hook had no way to drop what it was not shown.
+        #expect(echoed.method == "GET")
+        #expect(echoed.body == "")
+        #expect(echoed.headers["content-type"] == nil)
+        #expect(fixture.server.requests(forPath: "/echo").first?.bodyByteCount == 0)
+        try await fixture.tearDown()
+    }
+
+    @Test("a Location without a fragment keeps the request's; one with its own keeps that")
+    func fragmentCarriedOver() throws {
+        let base = try #require(URL(string: "http://127.0.0.1:8080/a?q=1#sec%202"))
+        #expect(RedirectRules.target(of: "/b", relativeTo: base)?.absoluteString == "http://127.0.0.1:8080/b#sec%202")
+        #expect(RedirectRules.target(of: "/b#own", relativeTo: base)?.absoluteString == "http://127.0.0.1:8080/b#own")
+        let plain = try #require(URL(string: "http://127.0.0.1:8080/a"))
+        #expect(RedirectRules.target(of: "c?x=1", relativeTo: plain)?.absoluteString == "http://127.0.0.1:8080/c?x=1")
+    }
+
     @Test("the hook sees every hop with the proposed request; per-hop metrics are kept")
     func hookSeesEveryHop() async throws {
         let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
