@@ -44,6 +44,13 @@ package enum CurlFeatures {
         return number >= 0x07_58_00 && number < 0x08_00_00
     }()
 
+    /// Whether libcurl answers a Digest challenge with `algorithm=SHA-512-256` rightly: before 8.8.0 it sends the
+    /// SHA-256 digest under that name, which every server refuses, and a good credential reads as a wrong one.
+    package static let answersSHA512_256Digest: Bool = {
+        guard let info = herald_curl_version_info() else { return false }
+        return info.pointee.version_num >= 0x08_08_00
+    }()
+
     /// Whether the libcurl running is 7.88.1, whose informational text (``GoawayRefusalWatch``) says which
     /// HTTP/2 stream a request went out on and which last stream a server's GOAWAY names. Other versions
     /// word or number these differently (before 7.88 the stream ID is printed in hexadecimal), so the text

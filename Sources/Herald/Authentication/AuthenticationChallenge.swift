@@ -1,4 +1,5 @@
 import Foundation
+import HeraldEngine
 
 /// The HTTP authentication schemes Herald answers; libcurl computes the header for each.
 public enum AuthenticationScheme: String, Sendable, Hashable, CaseIterable {
@@ -119,10 +120,11 @@ extension AuthenticationChallenge {
             urlScheme: urlScheme, host: host, port: port, authenticationScheme: chosen.0, realm: chosen.1)
     }
 
-    /// The digest algorithms libcurl answers (RFC 7616), in upper case.
-    private static let digestAlgorithms: Set<String> = [
-        "MD5", "MD5-SESS", "SHA-256", "SHA-256-SESS", "SHA-512-256", "SHA-512-256-SESS",
-    ]
+    /// The digest algorithms libcurl answers (RFC 7616), in upper case: SHA-512/256 only from libcurl 8.8.0,
+    /// which computes it rightly (a server offering it beside Basic then gets Basic from an older one).
+    private static let digestAlgorithms = Set(
+        ["MD5", "MD5-SESS", "SHA-256", "SHA-256-SESS"]
+            + (CurlFeatures.answersSHA512_256Digest ? ["SHA-512-256", "SHA-512-256-SESS"] : []))
 
     /// Whether libcurl can answer a Digest challenge with these parameters: it has a `nonce`, an algorithm
     /// libcurl knows (MD5 when none is named), and a `qop` of `auth` when it names any (not `auth-int` alone).

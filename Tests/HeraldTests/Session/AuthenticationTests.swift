@@ -1,5 +1,6 @@
 import Foundation
 @testable import Herald
+import HeraldEngine
 import HeraldNotifications
 import HeraldTesting
 import Testing
@@ -241,6 +242,14 @@ struct AuthenticationTests {
             url: url, statusCode: 401,
             headers: ["WWW-Authenticate": #"Digest realm="d", nonce="n", algorithm=sha-256, qop="auth,auth-int""#])
         #expect(AuthenticationChallenge.parse(sha, url: url)?.authenticationScheme == .digest)
+        // SHA-512/256 only where libcurl computes it rightly (8.8.0 on); before, it sends SHA-256 under its name,
+        // so Basic is chosen, and a Digest challenge alone is not answered.
+        let sha512 = HTTPResponse(
+            url: url, statusCode: 401,
+            headers: ["WWW-Authenticate": #"Digest realm="d", nonce="n", algorithm=SHA-512-256, Basic realm="b""#])
+        #expect(
+            AuthenticationChallenge.parse(sha512, url: url)?.authenticationScheme
+                == (CurlFeatures.answersSHA512_256Digest ? .digest : .basic))
     }
 
     /// `text` percent-encoded for a query value.
