@@ -6,7 +6,7 @@ import Testing
 struct RouteTests {
     @Test("a status path parses its code and optional location")
     func statusWithLocation() {
-        guard case .status(302, "/there") = Route.parse(uri: "/status/302?location=/there").route else {
+        guard case .status(302, "/there", nil) = Route.parse(uri: "/status/302?location=/there").route else {
             Issue.record("expected a 302 status route")
             return
         }

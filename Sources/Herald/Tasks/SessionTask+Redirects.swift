@@ -20,7 +20,14 @@ extension SessionTask {
         guard outcome.error == nil, let response = outcome.response else { return false }
         let answer = nextHop(after: response)
         let isRedirect = answer == .redirect
-        let isChallenge = answer == .challenge
+        // A 401 the engine kept from the data-task hooks, taking its Basic or Digest challenge for one the task
+        // answers, that the task can't answer after all (a Digest challenge libcurl can't compute): it goes the
+        // way of a declined challenge, which shows the hooks the response and its body as any final one.
+        let isUnanswerableChallenge =
+            answer == nil && response.statusCode == 401
+            && machine({ $0.currentTransfer })?.request.leadsToNextHop(
+                status: 401, headers: response.headers.engineFields) == true
+        let isChallenge = answer == .challenge || isUnanswerableChallenge
         let isRefutedRevalidation = response.statusCode == 304 && machine { $0.refutesRevalidation(response) }
         guard isRedirect || isChallenge || isRefutedRevalidation else { return false }
         guard let ended = machine({ $0.currentTransfer }) else { return false }

@@ -26,9 +26,10 @@ extension Route {
     /// - Returns: `nil` for routes that stream (`/bytes`), wait (`/delay`) or inject faults.
     func cannedResponse(for request: ReceivedRequest) -> CannedResponse? {
         switch self {
-        case .status(let code, let location):
+        case .status(let code, let location, let authenticate):
             var headers = HTTPHeaders()
             if let location, (300..<400).contains(code) { headers.add(name: "Location", value: location) }
+            if let authenticate, code == 401 { headers.add(name: "WWW-Authenticate", value: authenticate) }
             return .status(HTTPResponseStatus(statusCode: code), headers: headers)
         case .json:
             return CannedResponse(status: .ok, contentType: "application/json", body: Self.jsonBody)

@@ -5,7 +5,7 @@ import Foundation
 /// Parsing is pure so it can be tested without sockets; a malformed parameter becomes ``badRequest(_:)`` rather
 /// than a trap, because the client controls the request target.
 enum Route: Sendable {
-    case status(code: Int, location: String?)
+    case status(code: Int, location: String?, authenticate: String? = nil)
     /// `/json`; with a gate, the first request waits there (``TestServer/openGate(_:)``).
     case json(gate: String?)
     case invalidJSON
@@ -74,7 +74,7 @@ enum Route: Sendable {
         switch segments.first {
         case "status" where segments.count == 2:
             let code = try RouteQuery.integer(segments[1], named: "status code", in: 200...599)
-            return .status(code: code, location: query.value("location"))
+            return .status(code: code, location: query.value("location"), authenticate: query.value("authenticate"))
         case "json" where segments.count == 1:
             return .json(gate: query.value("gate"))
         case "json" where segments == ["json", "invalid"]:

@@ -27,7 +27,8 @@ import NIOPosix
 /// reads and counts a request body (``RecordedRequest/bodyByteCount``); only `/echo` keeps it.
 ///
 /// - `/status/{code}`: responds with status `code` (200...599) and the body `"{code} {reason}\n"` (none for 204
-///   and 304). `?location=URL` adds `Location: URL` when `code` is 3xx.
+///   and 304). `?location=URL` adds `Location: URL` when `code` is 3xx, `?authenticate=V` adds
+///   `WWW-Authenticate: V` when it is 401.
 /// - `/json`: `200`, `application/json`, body `{"hello":"world","n":1}`.
 ///   - `?gate=K`: the first request with gate `K` waits, head and all, until ``openGate(_:)`` grants `K` a pass;
 ///     later requests with it are answered at once (a task suspended and started again).

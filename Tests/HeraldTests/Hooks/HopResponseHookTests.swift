@@ -91,6 +91,29 @@ struct HopResponseHookTests {
         try await fixture.tearDown()
     }
 
+    @Test("a 401 whose only Digest challenge can't be answered: the hooks see it and its body, then the completion")
+    func unanswerableChallenge() async throws {
+        let log = OrderedLog()
+        let body = Collected<Data>()
+        let fixture = try await Self.hookedFixture(log: log, body: body)
+        fixture.session.taskDidReceiveAuthenticationChallenge = { _, _ in
+            log.append("challenge")
+            return .performDefaultHandling
+        }
+        // qop=auth-int alone: libcurl has no answer for it.
+        let challenge = #"Digest realm="r", nonce="n", qop="auth-int""#
+        let query = challenge.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        let task = try Self.start("/status/401?authenticate=\(query)", in: fixture, log: log)
+        _ = try await fixture.recorder.waitForCompletions(1)
+        await fixture.session.completionQueueBarrier()
+        // Before, the engine kept the 401 from the hooks and the task completed with it directly: the response
+        // hook was never asked and the body never reached the data hook.
+        #expect(log.all == ["response 401", "data", "completion 401 none 17"])
+        #expect(body.all.reduce(Data(), +) == Data("401 Unauthorized\n".utf8))
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
+        try await fixture.tearDown()
+    }
+
     @Test(".cancel on such a response: the task completes once, cancelled, and its body reaches no hook")
     func cancelled() async throws {
         let log = OrderedLog()
