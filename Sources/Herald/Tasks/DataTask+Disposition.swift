@@ -6,7 +6,9 @@ extension DataTask {
     func apply(_ disposition: ResponseDisposition, to transfer: Transfer) {
         switch disposition {
         case .allow:
-            session.send(.allowResponse(transfer))
+            // Through the task's effects, as `.becomeDownload` is: a `suspend()` in the hook queued a pause the
+            // engine must see first, or the body would run until it arrives.
+            transition({ _ in () }, effects: { _ in [.engine(.allowResponse(transfer))] })
         case .cancel:
             cancel()
         case .becomeDownload:
