@@ -8,9 +8,10 @@ import Foundation
 /// completes successfully, and throws the task's ``HeraldError`` after the last byte that arrived when it
 /// fails (a connection lost mid-body: ``HeraldError/Code/networkConnectionLost``).
 ///
-/// **Backpressure.** At most ``StreamBufferPolicy/highWatermark`` bytes wait for you: past it the transfer
-/// stops reading from the socket until you have taken them down to the low watermark. A slow consumer slows
-/// the sender instead of growing memory.
+/// **Backpressure.** Once ``StreamBufferPolicy/highWatermark`` bytes wait for you, the transfer stops reading
+/// from the socket until you have taken them down to the low watermark. The check comes before each of libcurl's
+/// reads, so the read that crosses the mark is kept whole: at most the high watermark plus one read (512 KiB)
+/// wait. A slow consumer slows the sender instead of growing memory.
 ///
 /// **Cancellation.** Cancelling the Swift task that iterates, or dropping the sequence and its iterator
 /// before the end, cancels the ``task``: the transfer stops and the task completes once, with

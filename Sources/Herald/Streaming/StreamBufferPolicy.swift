@@ -2,7 +2,8 @@
 ///
 /// The transfer stops reading from the socket when the bytes waiting reach ``highWatermark`` (the server's
 /// sends then block once the socket buffers fill), and reads again when the consumer has taken them down to
-/// ``lowWatermark``. These pauses are the transfer's own: they are not ``SessionTask/suspend()``, post no
+/// ``lowWatermark``. The read that reaches the mark is kept whole, so up to one of libcurl's reads (512 KiB)
+/// more may wait. These pauses are the transfer's own: they are not ``SessionTask/suspend()``, post no
 /// notification and don't count against the request timeout.
 public struct StreamBufferPolicy: Sendable, Equatable {
     /// The bytes waiting at which receiving pauses. Default 1 MiB.
