@@ -32,7 +32,8 @@ public protocol RequestRetrier: Sendable {
     ///
     /// Asked when an attempt ends with a transport error (never for ``HeraldError/Code/cancelled``) or
     /// with a response whose status is 400 or more — after Herald followed redirects and answered
-    /// authentication challenges, so a 3xx or a 401 it can answer is never presented. Called on a Swift
+    /// authentication challenges, so a 3xx or a 401 it can answer is never presented; never for a streamed
+    /// upload whose stream can't be given again (no ``SessionManager/taskNeedNewBodyStream``). Called on a Swift
     /// concurrency task, never on the engine's loop thread; the task stays `running` meanwhile, and a
     /// `cancel()` then completes it at once with ``HeraldError/Code/cancelled``.
     ///

@@ -118,7 +118,9 @@ extension SessionTask {
     /// rather than be announced as a retry that never comes. On the loop thread, after the transfer ended;
     /// the retrier runs on ``hookQueue``.
     func beginRetry(after outcome: TaskOutcome) -> Bool {
-        guard !outcome.isFromCache, let failure = Self.retryableFailure(of: outcome) else { return false }
+        guard !outcome.isFromCache, let failure = Self.retryableFailure(of: outcome), canSendBodyAgain else {
+            return false
+        }
         if let left = Self.timeLeft(
             of: session.configuration.timeoutIntervalForResource,
             since: machine { $0.hops.metrics.first?.startDate } ?? outcome.metrics?.startDate), left <= 0

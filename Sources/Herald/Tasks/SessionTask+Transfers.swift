@@ -68,6 +68,15 @@ extension SessionTask {
         startTransfer(attemptTransferRequest(for: originalRequest, validators: start.validators))
     }
 
+    /// Whether the current transfer's body can be sent again by a later attempt: a stream only when
+    /// ``SessionManager/taskNeedNewBodyStream`` may give a new one. An attempt that could only fail with
+    /// ``HeraldError/Code/bodyStream`` is neither offered to the retrier nor waited for after a loss of network:
+    /// the failure the task has stands.
+    var canSendBodyAgain: Bool {
+        guard let transfer = machine({ $0.currentTransfer }), case .stream = transfer.request.body else { return true }
+        return session.taskNeedNewBodyStream != nil
+    }
+
     /// Prepares a body for sending again: data and file bodies reopen from their start when the transfer
     /// opens them; a stream is replaced through ``SessionManager/taskNeedNewBodyStream``. Hook queue.
     func rewindBody(of request: inout TransferRequest) -> HeraldError? {

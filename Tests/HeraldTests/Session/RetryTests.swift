@@ -198,6 +198,36 @@ struct RetryTests {
         try await fixture.tearDown()
     }
 
+    @Test("a streamed upload whose stream can't be given again is not offered to the retrier: its 503 stands")
+    func streamedUploadWithoutRenewal() async throws {
+        let fixture = try await SessionFixture.make()
+        let asked = Locked(0)
+        fixture.session.interceptor = CountingRetrier(asked: asked)
+        let log = CompletionLog()
+        let task = try fixture.session.uploadTask(
+            withStreamedRequest: Request(url: fixture.server.url("/flaky?key=once&fail=1"), method: "PUT"),
+            bodyProvider: BodyStream(data: Data("first".utf8)), completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        // Before, the retry was announced and waited for, then the task failed with bodyStream, its 503 lost.
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
+        #expect(asked.withLock { $0 } == 0)
+        #expect(log.all.first?.error?.code == .unacceptableStatusCode)
+        #expect(log.all.first?.response?.statusCode == 503)
+        #expect(fixture.server.requests(forPath: "/flaky").count == 1)
+        try await fixture.tearDown()
+    }
+
+    /// Retries everything, counting the questions.
+    private struct CountingRetrier: RequestInterceptor {
+        let asked: Locked<Int>
+
+        func retry(_ context: RetryContext) async -> RetryDecision {
+            asked.withLock { $0 += 1 }
+            return .retry
+        }
+    }
+
     @Test("a transport error is retried: a connection reset before the head, then an answer")
     func transportErrorRetried() async throws {
         let fixture = try await SessionFixture.make()
