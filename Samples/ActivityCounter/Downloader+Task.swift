@@ -32,7 +32,7 @@ extension Downloader {
         let output = self.output
         let destination: @Sendable (URL, HTTPResponse) -> URL = { temporaryURL, response in
             // Only successful bodies are saved; an error page stays in the temporary file and is removed.
-            guard let output, (200..<300).contains(response.statusCode) else { return temporaryURL }
+            guard let output, Self.isSuccess(response, file: temporaryURL) else { return temporaryURL }
             return output.claim(for: response)
         }
         let handler: @Sendable (HTTPResponse?, URL?, HeraldError?) -> Void = { response, fileURL, error in
@@ -101,8 +101,20 @@ extension Downloader {
         } else {
             try? FileManager.default.removeItem(at: fileURL)
         }
-        if !(200..<300).contains(response.statusCode) { attempt.failure = .http(status: response.statusCode) }
+        if !isSuccess(response, file: fileURL) { attempt.failure = .http(status: response.statusCode) }
         return attempt
+    }
+
+    /// Whether the download ended with the whole file: a `2xx`, or the `416` with which a server says a
+    /// continued file already holds every byte (`Content-Range: bytes */N`, N being the file's size). Herald
+    /// completes such a download with the file as it is and that `416` as its response.
+    static func isSuccess(_ response: HTTPResponse, file: URL) -> Bool {
+        if (200..<300).contains(response.statusCode) { return true }
+        guard response.statusCode == 416, let range = response.headers["Content-Range"],
+            range.hasPrefix("bytes */"), let length = Int64(range.dropFirst("bytes */".count)), length > 0,
+            let size = (try? FileManager.default.attributesOfItem(atPath: file.path))?[.size] as? NSNumber
+        else { return false }
+        return size.int64Value == length
     }
 
     /// The bytes Herald's resume data says the partial file holds (its documented `bytesReceived` field).

@@ -15,7 +15,17 @@ enum FetchFailure: Sendable, Equatable {
     case interrupted
 
     init(_ error: HeraldError) {
-        self = error.code == .downloadMoveFailed ? .notSaved : .transfer(error.code)
+        if error.code == .downloadMoveFailed {
+            self = .notSaved
+        } else if [.unacceptableStatusCode, .cannotResume].contains(error.code), let status = error.statusCode,
+            !(200..<300).contains(status)
+        {
+            // The server's status, carried by the error of a continued download: its 503 (the partial file kept
+            // for the next attempt) is retried as any 503 is, and its 404 is an HTTP error like any other.
+            self = .http(status: status)
+        } else {
+            self = .transfer(error.code)
+        }
     }
 
     /// The exit status this failure leads to.

@@ -21,6 +21,9 @@ import Synchronization
 for descriptor in [STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO] where fcntl(descriptor, F_GETFD) == -1 {
     _ = open("/dev/null", descriptor == STDIN_FILENO ? O_RDONLY : O_WRONLY)
 }
+// A reader that goes away (`| head -0`) makes writes to the closed pipe fail with EPIPE, which the report's
+// writes turn into exit status 74, instead of killing the process with SIGPIPE.
+signal(SIGPIPE, SIG_IGN)
 
 /// Writes `text` to stderr. A closed or full stderr loses the text, never the run: `FileHandle.write(_:)`
 /// would trap on `EBADF`, `EPIPE` or `ENOSPC`.

@@ -76,6 +76,29 @@ struct OptionTests {
         #expect(run.stderr.contains("retrying") && run.stderr.contains("HTTP 503 Service Unavailable"))
     }
 
+    @Test("--retry: a file whose last chunk's end was lost is whole when the server answers 416 for the rest")
+    func retryFindsTheFileWhole() async throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let server = try await ScriptedServer.start([
+            // Every byte, then the connection closes before the chunked body's end.
+            .respond(
+                "HTTP/1.1 200 OK\r\nETag: \"v1\"\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+                    + "a\r\n0123456789\r\n"),
+            .respond(ScriptedServer.response(status: "416 Range Not Satisfiable", headers: ["Content-Range: bytes */10"])),
+        ])
+        let run = try await ActivityCounterProcess.run([
+            "fetch", server.url("/whole.txt").absoluteString, "--retry", "2", "--retry-delay", "0.05",
+            "--output-dir", scratch.path("out"),
+        ])
+        let arrivals = server.arrivals
+        try await server.shutdown()
+        // Before, the 416 was taken for an error page: the whole file was deleted and the run exited 1.
+        #expect(run.status == 0, "stdout: \(run.stdout) stderr: \(run.stderr)")
+        #expect(arrivals.count == 2)
+        #expect(try scratch.contents("out/whole.txt") == Data("0123456789".utf8))
+    }
+
     @Test("--retry: a 404 is not transient, so it is not retried")
     func noRetryForNotFound() async throws {
         let server = try await ScriptedServer.start([
