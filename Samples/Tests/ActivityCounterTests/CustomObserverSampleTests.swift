@@ -37,6 +37,19 @@ struct CustomObserverSampleTests {
         #expect(result.stderr.contains("cannot write the report"), "\(result.stderr)")
     }
 
+    @Test("a reader that has gone (a closed pipe) loses the report: exit 74, not killed by SIGPIPE")
+    func closedPipe() async throws {
+        let server = try await TestServer.start()
+        // `true` exits without reading. The test process ignores SIGPIPE and children inherit that: `env
+        // --default-signal` gives the sample the default action, as from a shell.
+        let result = try await run(
+            [server.url("/text").absoluteString, server.url("/json").absoluteString],
+            shell: #"env --default-signal=PIPE "$0" "$@" | true; exit "${PIPESTATUS[0]}""#)
+        try await server.shutdown()
+        // Before, the first write killed it: 141.
+        #expect(result.status == 74, "\(result.stderr)")
+    }
+
     @Test("a closed stdout takes no descriptor's place: the report is lost, the requests are not")
     func closedStdout() async throws {
         let server = try await TestServer.start()
