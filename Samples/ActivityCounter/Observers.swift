@@ -20,9 +20,14 @@ struct Observers {
     /// The `errno` of the first `--events` line stdout refused, if any.
     private let eventsError = EventsError()
 
-    /// Why `--events` could not be written (closed or full stdout), once ``finish(session:)`` returned.
+    /// Why `--events` could not be written (closed or full stdout), or why lines are missing from it (stdout
+    /// fell so far behind that the log's queue overflowed), once ``finish(session:)`` returned.
     var eventsFailure: String? {
-        eventsError.errno.withLock { $0 }.map { String(cString: strerror($0)) }
+        if let error = eventsError.errno.withLock({ $0 }) { return String(cString: strerror(error)) }
+        if let dropped = eventLog?.droppedLines, dropped > 0 {
+            return "\(dropped) lines dropped: stdout fell behind"
+        }
+        return nil
     }
 
     /// Attaches the indicator, the logger and, with `--events`, the event log to `session`'s center.
