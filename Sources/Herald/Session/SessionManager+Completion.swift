@@ -180,8 +180,16 @@ extension SessionManager {
         // The completion's date: before the hooks and the handler, whose time is not the task's.
         let completedAt = Date()
         if let cache = configuration.responseCache {
-            // An unsafe method's success invalidates the stored GETs it may have changed, whatever the task.
-            for url in ResponseCachePolicy.invalidatedURLs(for: task.originalRequest, response: outcome.response) {
+            // An unsafe method's success invalidates the stored GETs it may have changed, whatever the task: its
+            // URL's, and after a redirect the last hop's too (a 307 or 308 sent the request there; a `Location` in
+            // its answer is relative to it). A 301 or 302 that made it a GET costs the target a miss at most.
+            let request = task.originalRequest
+            var invalidated = ResponseCachePolicy.invalidatedURLs(for: request, response: outcome.response)
+            if let response = outcome.response, response.url != request.url {
+                invalidated += ResponseCachePolicy.invalidatedURLs(
+                    for: Request(url: response.url, method: request.method), response: response)
+            }
+            for url in invalidated {
                 cache.removeCachedResponse(for: Request(url: url))
             }
             if task.usesResponseCache, let dataTask = task as? DataTask { store(outcome, of: dataTask, in: cache) }

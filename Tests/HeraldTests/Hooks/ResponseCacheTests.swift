@@ -216,6 +216,23 @@ struct ResponseCacheTests {
         try await fixture.tearDown()
     }
 
+    @Test("a POST redirected by a 307 invalidates the stored GET of the URL it was sent on to")
+    func redirectedUnsafeRequestInvalidatesItsTarget() async throws {
+        let (fixture, cache) = try await Self.fixture()
+        let path = "/headers?Cache-Control=max-age%3D600"
+        let stored = Request(url: fixture.server.url(path))
+        _ = try await Self.run(fixture, stored, completions: 1)
+        #expect(cache.count == 1)
+        let encoded = path.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        let post = Request(
+            url: fixture.server.url("/redirect-to?url=\(encoded)&status=307"), method: "POST", body: Data("x".utf8))
+        _ = try await Self.run(fixture, post, completions: 2)
+        // Before, only the redirecting URL was invalidated, and the changed resource was served from the cache.
+        _ = try await Self.run(fixture, stored, completions: 3)
+        #expect(fixture.server.requests(forPath: "/headers").map(\.method) == ["GET", "POST", "GET"])
+        try await fixture.tearDown()
+    }
+
     /// Adds the tenant's field to every request of the task it is set on.
     private struct TenantAdapter: RequestInterceptor {
         func adapt(_ request: Request, for task: SessionTask) async throws -> Request {
