@@ -75,8 +75,31 @@ public protocol ResponseCache: AnyObject, Sendable {
 }
 
 extension ResponseCache {
-    /// The key Herald's own caches use: the method and the absolute URL.
+    /// The key Herald's own caches use: the method and the URL as the server sees it — without its fragment
+    /// (never sent) or user information (never stored, and a `PUT` naming it changes the same resource), the
+    /// scheme and host in lower case, no default port, an empty path as `/` — so that the spellings of one
+    /// resource share an entry, and invalidating one invalidates the others.
     static func key(for request: Request) -> String {
-        request.method + " " + request.url.absoluteString
+        request.method + " " + ResponseCacheKey.normalized(request.url)
+    }
+}
+
+/// The URL part of a cache key.
+enum ResponseCacheKey {
+    /// `url` as the server sees it; see ``ResponseCache/key(for:)``.
+    static func normalized(_ url: URL) -> String {
+        let text = url.absoluteString
+        guard var components = URLComponents(string: text) else { return text }
+        components.fragment = nil
+        components.user = nil
+        components.password = nil
+        let scheme = components.scheme?.lowercased()
+        components.scheme = scheme
+        if let host = components.percentEncodedHost { components.percentEncodedHost = host.lowercased() }
+        if (scheme == "http" && components.port == 80) || (scheme == "https" && components.port == 443) {
+            components.port = nil
+        }
+        if components.percentEncodedPath.isEmpty, components.host != nil { components.percentEncodedPath = "/" }
+        return components.string ?? text
     }
 }

@@ -27,6 +27,23 @@ struct ResponseCacheTests {
         return (task, try #require(log.all.first))
     }
 
+    @Test("spellings of one resource share a cache entry: no fragment or user information, case, default port, /")
+    func keyNormalization() throws {
+        let cache = InMemoryResponseCache()
+        let entry = CachedResponse(
+            response: HTTPResponse(url: URL(string: "http://127.0.0.1/doc")!, statusCode: 200, headers: [:]),
+            data: Data("doc".utf8))
+        cache.storeCachedResponse(entry, for: Request(url: URL(string: "http://127.0.0.1/doc#top")!))
+        for spelling in ["http://127.0.0.1/doc", "HTTP://127.0.0.1:80/doc#other", "http://u:p@127.0.0.1/doc"] {
+            #expect(cache.cachedResponse(for: Request(url: URL(string: spelling)!)) != nil, "\(spelling)")
+        }
+        // A PUT naming the user's credential changes the same resource: its invalidation reaches the entry.
+        cache.removeCachedResponse(for: Request(url: URL(string: "http://u:tok@127.0.0.1/doc")!))
+        #expect(cache.cachedResponse(for: Request(url: URL(string: "http://127.0.0.1/doc#top")!)) == nil)
+        #expect(ResponseCacheKey.normalized(URL(string: "https://Example.INVALID:443")!) == "https://example.invalid/")
+        #expect(ResponseCacheKey.normalized(URL(string: "http://127.0.0.1:8080/a?q=1")!) == "http://127.0.0.1:8080/a?q=1")
+    }
+
     @Test("a fresh response is served from the cache without touching the network, with one resume and one complete")
     func freshServedOffline() async throws {
         let (fixture, cache) = try await Self.fixture()
