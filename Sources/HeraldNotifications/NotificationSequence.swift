@@ -44,7 +44,10 @@ public struct NotificationSequence<UserInfo: Sendable>: AsyncSequence, Sendable 
         ///
         /// - Returns: The next notification, or `nil` once the iterating task has been cancelled.
         public mutating func next() async -> Element? {
-            await base.next()
+            let element = await base.next()
+            // The stream hands out what it buffered even after the iterating task was cancelled (asked in a
+            // cancelled task, it removes the observer and then empties its buffer): the sequence ends at once.
+            return Task.isCancelled ? nil : element
         }
 
         /// Waits for the next notification, staying on the caller's actor.
@@ -52,7 +55,8 @@ public struct NotificationSequence<UserInfo: Sendable>: AsyncSequence, Sendable 
         /// - Parameter actor: The caller's actor, if any.
         /// - Returns: The next notification, or `nil` once the iterating task has been cancelled.
         public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? {
-            await base.next(isolation: actor)
+            let element = await base.next(isolation: actor)
+            return Task.isCancelled ? nil : element
         }
     }
 }

@@ -47,9 +47,11 @@ public final class ObservationToken: Sendable, Hashable {
     /// After `cancel()` returns the handler is not entered again, on any thread; a call already running
     /// may finish, and a `.queue` observer's pending notifications are discarded. To keep that promise it
     /// waits, when another thread may be about to enter the handler: for a `.posting` observer, until
-    /// the posts being delivered on other threads at the time have finished their pass; for a `.queue`
-    /// observer, until the handler call under way returns. Don't call it while holding a lock one of
-    /// your handlers takes.
+    /// the posts being delivered on other threads at the time have finished their pass — every post of the
+    /// hub, whatever its name, so a handler of another observer that is running counts too; for a `.queue`
+    /// observer, until the handler call under way returns. Don't call it while holding a lock, or on a
+    /// thread, that a handler of the hub may be waiting for (a handler that calls `DispatchQueue.main.sync`,
+    /// and a token released on the main thread), whoever's handler it is.
     ///
     /// Called from inside a handler (of any hub), it does not wait for other threads — two handlers
     /// cancelling each other's tokens would wait for each other forever — so the promise there covers

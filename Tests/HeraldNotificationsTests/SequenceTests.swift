@@ -91,6 +91,20 @@ struct SequenceTests {
         #expect(received.elements == [1])
     }
 
+    @Test("a cancelled task's next() is nil even with notifications buffered, and the observer goes")
+    func cancellationEndsBufferedIteration() async {
+        let sequence = hub.notifications(named: name)
+        for value in 0..<3 { hub.post(name, userInfo: value) }
+        let first = await Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            var iterator = sequence.makeAsyncIterator()
+            return await iterator.next()?.userInfo
+        }.value
+        // Before, the stream handed out the buffered notifications first: 0, then 1 and 2.
+        #expect(first == nil)
+        #expect(!hub.hasObservers(for: name))
+    }
+
     @Test("releasing a sequence that was never iterated removes its observer")
     func releasingRemoves() {
         do {

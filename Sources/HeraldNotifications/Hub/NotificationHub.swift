@@ -57,8 +57,9 @@ public final class NotificationHub: Sendable {
     ///   - name: The name to observe.
     ///   - object: The only sender to observe, or `nil` to observe every sender. Observing an object
     ///     never keeps it alive: its deinit runs when its last strong reference goes. Until the token is
-    ///     cancelled, the observation keeps only the dead object's memory (its instance size) allocated,
-    ///     so that no new object can take its address and be mistaken for it.
+    ///     released (cancelling it is not enough: a kept token keeps its observation), the observation keeps
+    ///     only the dead object's memory (its instance size) allocated, so that no new object can take its
+    ///     address and be mistaken for it.
     ///   - delivery: Where the handler runs; ``NotificationDelivery/posting`` by default.
     ///   - handler: The closure to call with each notification.
     /// - Returns: A token that removes the observer when cancelled or released. Keep it for as long as
