@@ -151,6 +151,11 @@ package final class MultiHandle: @unchecked Sendable {
         else { return }
         curl_multi_remove_handle(multi, easy)
         connections.detach(transfer)
+        keepParked(transfer)
+    }
+
+    /// Marks `transfer`, out of curl, as parked until ``unpark(_:)``.
+    private func keepParked(_ transfer: Transfer) {
         transfer.isParked = true
         // Out of curl, its resource timeout is the idle check's (checkIdleTransfers).
         if let resourceTimeout = transfer.resourceTimeout {
@@ -216,6 +221,13 @@ package final class MultiHandle: @unchecked Sendable {
             if transfer.retriesOnFreshConnection(after: result) {
                 guard limitsToTimeLeft(transfer, easy) else {
                     if takeOut(transfer) { transfer.finish(error: transfer.resourceTimeoutError) }
+                    continue
+                }
+                if transfer.machine.startsAgainOnFreshConnection() {
+                    // Suspended: the new attempt waits out of curl for the user's resume, as a transfer whose pause
+                    // came before its connection does. Added now, it would start unpaused and its response would
+                    // reach a suspended task.
+                    keepParked(transfer)
                     continue
                 }
                 if curl_multi_add_handle(multi, easy) == CURLM_OK {

@@ -341,6 +341,14 @@ struct TransferStateMachine {
         }
     }
 
+    /// curl ended the transfer and it is sent again on a fresh connection: libcurl forgets a pause when it
+    /// connects again, so a user's pause is pending again, for the new connection. Returns whether the transfer
+    /// is suspended: then it must stay out of curl until resumed, as a pause before any connection does.
+    mutating func startsAgainOnFreshConnection() -> Bool {
+        if case .paused(let stage) = state { state = .pausePending(stage) }
+        return isPausePending
+    }
+
     /// Whether a user's pause waits for a connection to apply to.
     var isPausePending: Bool {
         guard case .pausePending = state else { return false }

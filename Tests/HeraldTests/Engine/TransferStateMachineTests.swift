@@ -122,6 +122,24 @@ struct TransferStateMachineTests {
         #expect(machine.unpause() == .continueCurl)
     }
 
+    @Test("sent again on a fresh connection, a paused transfer's pause is pending again; a running one goes on")
+    func freshConnectionKeepsThePause() {
+        var paused = Machine()
+        _ = paused.pause()
+        paused.didTryPause(accepted: true)
+        let suspended = paused.startsAgainOnFreshConnection()
+        #expect(suspended)
+        #expect(paused.isPausePending)
+        // The resume that unparks it: curl has nothing paused to continue.
+        #expect(paused.unpause() == .none)
+        let resumed = paused.startsAgainOnFreshConnection()
+        #expect(!resumed)
+        var running = Machine()
+        let goesOn = running.startsAgainOnFreshConnection()
+        #expect(!goesOn)
+        #expect(running.callbackDidRun() == .proceed)
+    }
+
     @Test("a resume before a pending pause was applied cancels it without touching curl")
     func resumeCancelsPendingPause() {
         var machine = Machine()
