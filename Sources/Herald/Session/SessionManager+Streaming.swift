@@ -56,7 +56,8 @@ extension SessionManager {
     ///
     /// A head that fails the check throws: the first ``HeraldError/maximumKeptBodyLength`` bytes of its body
     /// are read into the error's ``HeraldError/responseBody`` (with the head in ``HeraldError/response``), then
-    /// the task is cancelled. The content type is checked only when a body may follow (not for a `204`, a
+    /// the task is cancelled. What arrives within ``keptBodyWait`` is kept: a body that trickles or never ends (an
+    /// event stream where a document was expected) doesn't hold the call back. The content type is checked only when a body may follow (not for a `204`, a
     /// `304` or `Content-Length: 0`).
     ///
     /// - Parameters:
@@ -76,6 +77,11 @@ extension SessionManager {
             request.method != "HEAD" && response.statusCode != 204 && response.statusCode != 304
             && response.expectedContentLength != 0
         guard let failure = validation.failure(of: response, hasBody: mayHaveBody) else { return (response, body) }
+        let task = body.task
+        let deadline = Task {
+            try await Task.sleep(for: Self.keptBodyWait)
+            task.cancel()
+        }
         var kept = Data()
         do {
             for try await chunk in body {
@@ -83,11 +89,16 @@ extension SessionManager {
                 if kept.count >= HeraldError.maximumKeptBodyLength { break }
             }
         } catch {
-            // The body ended early: the error keeps what arrived.
+            // The body ended early, or the wait for it did: the error keeps what arrived.
         }
-        body.task.cancel()
+        deadline.cancel()
+        task.cancel()
         throw HeraldError(failure.code, failure.message, url: response.url, response: response, responseBody: kept)
     }
+
+    /// How long ``bytes(for:bufferPolicy:validation:)`` reads the body of a response that failed its check,
+    /// for the error: 1 second.
+    public static let keptBodyWait: Duration = .seconds(1)
 
     /// Creates a streamed data task, resumes it (or cancels it, when the calling Swift task is cancelled) and
     /// awaits its head. Throws only what creating the task throws; the task's own failure is the head's.

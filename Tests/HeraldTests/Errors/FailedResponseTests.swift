@@ -102,4 +102,23 @@ struct FailedResponseTests {
         #expect(count == 4096)
         try await fixture.tearDown()
     }
+
+    @Test("bytes(for:validation:) refusing a body that never ends throws after keptBodyWait, keeping what came")
+    func streamedRefusalOfEndlessBody() async throws {
+        let fixture = try await SessionFixture.make()
+        let start = ContinuousClock.now
+        // An event stream whose body waits at a gate that never opens, where JSON was expected.
+        let error = await #expect(throws: HeraldError.self) {
+            try await fixture.session.bytes(
+                for: Request(url: fixture.server.url("/events/5?gate=never")),
+                validation: ResponseValidation(acceptableContentTypes: ["application/json"]))
+        }
+        // Before, the call waited for the body's first MiB or its end: here, the request's 60 s idle timeout.
+        #expect(ContinuousClock.now - start < .seconds(15))
+        #expect(error?.code == .unacceptableContentType)
+        #expect(error?.response?.statusCode == 200)
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(fixture.recorder.completions.first?.error?.code == .cancelled)
+        try await fixture.tearDown()
+    }
 }
