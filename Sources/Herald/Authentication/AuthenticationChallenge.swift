@@ -101,6 +101,12 @@ extension AuthenticationChallenge {
     /// libcurl can answer its Digest challenge (see ``isAnswerableDigest(_:)``); `nil` when `WWW-Authenticate`
     /// names neither, or only a Digest challenge libcurl can't answer.
     static func parse(_ response: HTTPResponse, url: URL) -> ProtectionSpace? {
+        offeredSpaces(response, url: url).first
+    }
+
+    /// Every protection space a 401 offers for `url` that Herald can answer, in the order it prefers them: the
+    /// Digest challenges libcurl can answer, then the others, each in the order the server sent them.
+    static func offeredSpaces(_ response: HTTPResponse, url: URL) -> [ProtectionSpace] {
         var offered: [(AuthenticationScheme, String?)] = []
         for value in response.headers.values(for: "WWW-Authenticate") {
             for challenge in Self.challenges(in: value) {
@@ -113,11 +119,11 @@ extension AuthenticationChallenge {
                 offered.append((scheme, challenge.parameters["realm"]))
             }
         }
-        guard let chosen = offered.first(where: { $0.0 == .digest }) ?? offered.first,
-            let host = url.host, let urlScheme = url.scheme, let port = url.effectivePort
-        else { return nil }
-        return ProtectionSpace(
-            urlScheme: urlScheme, host: host, port: port, authenticationScheme: chosen.0, realm: chosen.1)
+        guard let host = url.host, let urlScheme = url.scheme, let port = url.effectivePort else { return [] }
+        let preferred = offered.filter { $0.0 == .digest } + offered.filter { $0.0 != .digest }
+        return preferred.map { scheme, realm in
+            ProtectionSpace(urlScheme: urlScheme, host: host, port: port, authenticationScheme: scheme, realm: realm)
+        }
     }
 
     /// The digest algorithms libcurl answers (RFC 7616), in upper case: SHA-512/256 only from libcurl 8.8.0,

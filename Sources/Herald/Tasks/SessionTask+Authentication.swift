@@ -21,14 +21,20 @@ extension SessionTask {
 
     /// Asks the hooks or the store about the challenge and starts the next hop, or completes. Hook queue.
     func answerChallenge(_ outcome: TaskOutcome, response: HTTPResponse, from current: TransferRequest) {
-        guard let space = AuthenticationChallenge.parse(response, url: current.url) else {
+        let offered = AuthenticationChallenge.offeredSpaces(response, url: current.url)
+        guard let preferred = offered.first else {
             return completeWithHopResponse(outcome, from: current)
         }
         let failures = machine { $0.hops.authenticationFailures }
         guard failures < Self.maximumAuthenticationAttempts else {
             return completeWithHopResponse(outcome, from: current)
         }
-        let stored = session.credentialStore.credential(for: space)
+        // The first space offered that the store has a credential for (a server offering Digest and Basic, the
+        // user's credential stored for Basic), else the one Herald prefers.
+        let store = session.credentialStore
+        let (space, stored) =
+            offered.lazy.compactMap { space in store.credential(for: space).map { (space, $0) } }.first
+            ?? (preferred, nil)
         let challenge = AuthenticationChallenge(
             protectionSpace: space, previousFailureCount: failures, failureResponse: response,
             proposedCredential: stored)

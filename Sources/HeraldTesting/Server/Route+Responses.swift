@@ -65,8 +65,9 @@ extension Route {
             return .status(HTTPResponseStatus(statusCode: status), headers: ["Location": location])
         case .headers(let fields, let notModifiedWhenConditional):
             return headersResponse(fields, notModifiedWhenConditional: notModifiedWhenConditional, for: request)
-        case .basicAuth(let user, let password, let redirect):
-            return basicAuthResponse(for: request, user: user, password: password, redirect: redirect)
+        case .basicAuth(let user, let password, let redirect, let alsoOffer):
+            return basicAuthResponse(
+                for: request, user: user, password: password, redirect: redirect, alsoOffer: alsoOffer)
         case .digestAuth(let user, let password):
             return DigestAuthResponder.response(for: request, user: user, password: password)
         case .notFound:
@@ -136,11 +137,12 @@ extension Route {
     }
 
     private func basicAuthResponse(
-        for request: ReceivedRequest, user: String, password: String, redirect: String?
+        for request: ReceivedRequest, user: String, password: String, redirect: String?, alsoOffer: String?
     ) -> CannedResponse {
         let expected = "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
         guard request.head.headers["authorization"].first == expected else {
             var response = CannedResponse.status(.unauthorized)
+            if let alsoOffer { response.headers.add(name: "WWW-Authenticate", value: alsoOffer) }
             response.headers.add(name: "WWW-Authenticate", value: #"Basic realm="herald""#)
             return response
         }

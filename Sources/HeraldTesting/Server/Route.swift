@@ -24,7 +24,7 @@ enum Route: Sendable {
     case redirectTo(location: String, status: Int)
     /// `/headers`; `notModifiedWhenConditional` for `/headers/not-modified`.
     case headers([(name: String, value: String)], notModifiedWhenConditional: Bool = false)
-    case basicAuth(user: String, password: String, redirect: String?)
+    case basicAuth(user: String, password: String, redirect: String?, alsoOffer: String? = nil)
     case digestAuth(user: String, password: String)
     case fault(Fault)
     /// Retries and cookies: see ``SessionRoute``.
@@ -121,7 +121,9 @@ enum Route: Sendable {
             guard let user = query.value("user"), let password = query.value("password") else {
                 throw RouteQuery.InvalidParameter(message: "missing user or password parameter")
             }
-            return .basicAuth(user: user, password: password, redirect: query.value("redirect"))
+            return .basicAuth(
+                user: user, password: password, redirect: query.value("redirect"),
+                alsoOffer: query.value("alsoOffer").flatMap { $0.contains(where: \.isNewline) ? nil : $0 })
         case "auth" where segments == ["auth", "digest"]:
             guard let user = query.value("user"), let password = query.value("password") else {
                 throw RouteQuery.InvalidParameter(message: "missing user or password parameter")

@@ -98,7 +98,8 @@ import NIOPosix
 ///   server that confirms a representation other than the one asked about.
 /// - `/auth/basic?user=U&password=P`: `200` with `{"authenticated":true,"user":U}` if the request carries
 ///   `Authorization: Basic base64(U:P)`, otherwise `401` with `WWW-Authenticate: Basic realm="herald"`. With
-///   `&redirect=URL`, a request carrying the right credential gets `302` to `URL` instead of the `200`.
+///   `&redirect=URL`, a request carrying the right credential gets `302` to `URL` instead of the `200`; with
+///   `&alsoOffer=V`, the `401` offers the challenge `V` first, in a `WWW-Authenticate` field of its own.
 /// - `/flaky?key=K&fail=N&status=S&retry-after=V&www-authenticate=W`: the first `N` requests (default 1) with key
 ///   `K` get status `S` (default 503, with `Retry-After: V` and `WWW-Authenticate: W` when given), the later ones
 ///   `200` with `{"attempt":n,"key":K}`.

@@ -27,6 +27,24 @@ struct AuthenticationTests {
         try await fixture.tearDown()
     }
 
+    @Test("offered Digest and Basic, with a credential stored for the Basic space only: Basic answers")
+    func storedCredentialPicksItsSpace() async throws {
+        let fixture = try await SessionFixture.make()
+        fixture.session.credentialStore.setCredential(
+            Credential(user: "alice", password: "s3cret"),
+            for: ProtectionSpace(
+                urlScheme: "http", host: "127.0.0.1", port: fixture.server.port, authenticationScheme: .basic,
+                realm: "herald"))
+        let digest = #"Digest realm="elsewhere", nonce="n", qop="auth""#
+        let offer = digest.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        let (_, response) = try await fixture.session.data(
+            for: Request(url: fixture.server.url("/auth/basic?user=alice&password=s3cret&alsoOffer=\(offer)")))
+        // Before, the Digest space was chosen, the store had nothing for it, and the task ended with the 401.
+        #expect(response.statusCode == 200)
+        #expect(fixture.server.requests(forPath: "/auth/basic").map(\.responseStatus) == [401, 200])
+        try await fixture.tearDown()
+    }
+
     @Test("Basic through the task hook, which sees the parsed challenge")
     func basicFromHook() async throws {
         let fixture = try await SessionFixture.make()
