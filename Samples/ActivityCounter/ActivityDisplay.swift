@@ -94,11 +94,14 @@ final class ActivityDisplay: Sendable {
     /// Records the bytes a download's current attempt has, partial file included, and its length when declared
     /// (`total > 0`). An attempt that continues a partial file starts from its `resumedFrom` bytes: only what
     /// arrives after them is counted in the bytes and the rate. A retry that continues the file where the last
-    /// attempt left it reports a new `resumedFrom`: what the last attempt received stays counted.
+    /// attempt left it reports a new `resumedFrom`, and one that starts it over reports fewer bytes than the last
+    /// attempt had: either way, what the last attempt received stays counted.
     func progress(_ task: Int, bytes: Int64, total: Int64 = 0, resumedFrom: Int64 = 0) {
         let now = clock.now
         let plain = state.withLock { state -> Bool in
-            if let previous = state.resumedFromByTask[task], previous != resumedFrom {
+            if let previous = state.resumedFromByTask[task],
+                previous != resumedFrom || bytes < (state.receivedByTask[task] ?? 0)
+            {
                 // A new attempt: the last one's bytes are kept, and this one counts from its own start.
                 state.earlierAttemptsByTask[task] = state.bytesByTask[task] ?? 0
             }

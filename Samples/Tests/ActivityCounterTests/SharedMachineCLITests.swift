@@ -357,6 +357,18 @@ struct SharedMachineCLITests {
         #expect(display.progressLine().hasPrefix("0 active, \(ByteFormat.string(2_000)),"))
     }
 
+    @Test("a retry that starts the file over adds its bytes to the last attempt's")
+    func restartedProgress() {
+        let display = ActivityDisplay(enabled: true, environment: ["TERM": "dumb"])
+        // The first attempt gets 500 bytes and fails; the server named no validator, so the retry starts over.
+        display.progress(0, bytes: 500)
+        display.progress(0, bytes: 100)
+        // Stuck at 500 before, until the retry passed the first attempt's bytes.
+        #expect(display.progressLine().hasPrefix("0 active, \(ByteFormat.string(600)),"), "\(display.progressLine())")
+        display.progress(0, bytes: 700)
+        #expect(display.progressLine().hasPrefix("0 active, \(ByteFormat.string(1_200)),"))
+    }
+
     @Test(
         "the status line is cut to the terminal's width, never wrapped",
         arguments: [
