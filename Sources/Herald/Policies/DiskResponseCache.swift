@@ -265,7 +265,7 @@ public final class DiskResponseCache: ResponseCache {
     /// Removes every entry; `false` when the index could not be changed. Under the database's lock.
     private func removeAll(in database: Database) -> Bool {
         let removed = database.transaction { () -> [String]? in
-            let files = database.files()
+            guard let files = database.files() else { return nil }
             return database.deleteAll() ? files : nil
         }
         guard let removed else { return false }
@@ -333,11 +333,16 @@ public final class DiskResponseCache: ResponseCache {
     /// folder open: another's store in flight has a body the index doesn't name yet.
     private func removeOrphans() {
         database.withLock { database in
-            let named = Set(database.files())
-            let present = Set((try? FileManager.default.contentsOfDirectory(atPath: bodies.path)) ?? [])
+            // Both reads or neither: a failed read is no empty folder or index, and taken for one it would remove
+            // every body file (the index unread) or every row (the folder unread).
+            guard let named = database.files().map(Set.init),
+                let listing = try? FileManager.default.contentsOfDirectory(atPath: bodies.path)
+            else { return }
+            let present = Set(listing)
             for name in present.subtracting(named) { unlink(bodies.appendingPathComponent(name).path) }
             _ = database.transaction { () -> [String]? in
-                for (key, file) in database.keysAndFiles() where !present.contains(file) {
+                guard let rows = database.keysAndFiles() else { return nil }
+                for (key, file) in rows where !present.contains(file) {
                     guard database.delete(key: key, file: file) else { return nil }
                 }
                 return []
@@ -721,13 +726,17 @@ private final class Database: @unchecked Sendable {
         run("DELETE FROM entries WHERE rowid = ?", [.integer(row)])
     }
 
-    func files() -> [String] {
-        keysAndFiles().map(\.file)
+    /// Every body file the index names; `nil` when the index could not be read.
+    func files() -> [String]? {
+        keysAndFiles()?.map(\.file)
     }
 
-    func keysAndFiles() -> [(key: String, file: String)] {
+    /// Every entry's key and body file; `nil` when the index could not be read.
+    func keysAndFiles() -> [(key: String, file: String)]? {
         var rows: [(key: String, file: String)] = []
-        run("SELECT key, file FROM entries") { rows.append((Self.text($0, 0), Self.text($0, 1))) }
+        guard run("SELECT key, file FROM entries", row: { rows.append((Self.text($0, 0), Self.text($0, 1))) }) else {
+            return nil
+        }
         return rows
     }
 }
