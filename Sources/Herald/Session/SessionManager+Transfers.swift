@@ -177,22 +177,33 @@ extension SessionManager {
     ) throws(HeraldError) -> DownloadTask {
         let resume = try DownloadResumeData.decode(resumeData)
         let partialPath = resume.partialFileURL.standardizedFileURL.path
-        if let holder = downloadTasks.first(where: {
+        // Two tasks on one partial file would write over each other's bytes, and either one's cancel would
+        // delete the file the other writes. The file is claimed in the session's state, so two threads making
+        // tasks from the same resume data at once can't both pass; a live task whose own file it is (the one
+        // the resume data came from) holds it too.
+        let claimed = state.withLock { $0.claimedPartialFiles.insert(partialPath).inserted }
+        let holder = downloadTasks.first {
             $0.state != .completed && $0.temporaryURL.standardizedFileURL.path == partialPath
-        }) {
-            // Two tasks on one partial file would write over each other's bytes, and either one's cancel would
-            // delete the file the other writes.
+        }
+        guard claimed, holder == nil else {
+            if claimed { state.withLock { _ = $0.claimedPartialFiles.remove(partialPath) } }
+            let who = holder.map { "Task \($0.taskIdentifier) of this session" } ?? "Another task of this session"
             throw HeraldError(
                 .cannotResume,
-                "Task \(holder.taskIdentifier) of this session already continues this resume data's partial file; "
-                    + "a second task would write the same file.", url: resume.url)
+                "\(who) already continues this resume data's partial file; a second task would write the same file.",
+                url: resume.url)
         }
-        var headers = HTTPHeaders()
-        for pair in resume.headers { headers.add(name: pair[0], value: pair[1]) }
-        let request = Request(url: resume.url, headers: headers)
-        try request.validate(allowedProtocols: configuration.allowedProtocols)
-        return try makeDownloadTask(with: request, progress: progress, completionHandler: completionHandler) { _ in
-            .download(temporaryURL: resume.partialFileURL, resumedFrom: resume, destination: destination)
+        do {
+            var headers = HTTPHeaders()
+            for pair in resume.headers { headers.add(name: pair[0], value: pair[1]) }
+            let request = Request(url: resume.url, headers: headers)
+            try request.validate(allowedProtocols: configuration.allowedProtocols)
+            return try makeDownloadTask(with: request, progress: progress, completionHandler: completionHandler) { _ in
+                .download(temporaryURL: resume.partialFileURL, resumedFrom: resume, destination: destination)
+            }
+        } catch {
+            state.withLock { _ = $0.claimedPartialFiles.remove(partialPath) }
+            throw error
         }
     }
 

@@ -349,6 +349,33 @@ struct ResumeDataTests {
         try await fixture.tearDown()
     }
 
+    @Test("tasks made from one resume data at once on many threads: exactly one is made, and it finishes the file")
+    func oneTaskPerPartialFileAcrossThreads() async throws {
+        let fixture = try await SessionFixture.make()
+        let size = 2 * 1024 * 1024
+        let (_, resumeData, _) = try await cancelMidway(
+            fixture, path: "/bytes/\(size)?\(stoppedBodyQuery(key: "racing"))", size: size)
+        let data = try #require(resumeData)
+        let made = Locked<[DownloadTask]>([])
+        let refusals = Locked<[HeraldError.Code]>([])
+        // Before, the check and the listing were apart: threads that checked before any was listed all made one.
+        DispatchQueue.concurrentPerform(iterations: 16) { _ in
+            do {
+                let task = try fixture.session.downloadTask(withResumeData: data)
+                made.withLock { $0.append(task) }
+            } catch {
+                refusals.withLock { $0.append((error as? HeraldError)?.code ?? .internal) }
+            }
+        }
+        #expect(made.withLock { $0.count } == 1)
+        #expect(refusals.withLock { $0 } == Array(repeating: .cannotResume, count: 15))
+        let task = try #require(made.withLock { $0.first })
+        task.resume()
+        try await fixture.recorder.waitForCompletions(2)
+        #expect(task.error == nil)
+        try await fixture.tearDown()
+    }
+
     @Test("corrupt, foreign or orphaned resume data is refused with cannotResume when the task is created")
     func badResumeData() async throws {
         let fixture = try await SessionFixture.make()
