@@ -37,7 +37,8 @@ let outputFailure = Mutex<Int32?>(nil)
 /// Writes one line of the report to stdout, the same way; a line that can't be written is remembered, and
 /// the exit status says so.
 func writeLine(_ line: String) {
-    guard outputFailure.withLock({ $0 == nil }), let failure = FileDescriptorOutput.write(line + "\n", to: STDOUT_FILENO)
+    guard outputFailure.withLock({ $0 == nil }),
+        let failure = FileDescriptorOutput.write(line + "\n", to: STDOUT_FILENO)
     else { return }
     outputFailure.withLock { $0 = failure }
 }

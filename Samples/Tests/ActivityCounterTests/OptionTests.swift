@@ -85,7 +85,8 @@ struct OptionTests {
             .respond(
                 "HTTP/1.1 200 OK\r\nETag: \"v1\"\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
                     + "a\r\n0123456789\r\n"),
-            .respond(ScriptedServer.response(status: "416 Range Not Satisfiable", headers: ["Content-Range: bytes */10"])),
+            .respond(
+                ScriptedServer.response(status: "416 Range Not Satisfiable", headers: ["Content-Range: bytes */10"])),
         ])
         let run = try await ActivityCounterProcess.run([
             "fetch", server.url("/whole.txt").absoluteString, "--retry", "2", "--retry-delay", "0.05",

@@ -29,10 +29,16 @@ struct RetryPolicyTests {
     func statusOfAContinuedDownload() {
         let url = URL(string: "http://127.0.0.1/x")!
         // Before, these were transfer failures: never retried, and reported as errors of the transfer.
-        #expect(FetchFailure(HeraldError(.unacceptableStatusCode, "503", url: url, statusCode: 503)) == .http(status: 503))
+        #expect(
+            FetchFailure(HeraldError(.unacceptableStatusCode, "503", url: url, statusCode: 503)) == .http(status: 503))
         #expect(FetchFailure(HeraldError(.cannotResume, "404", url: url, statusCode: 404)) == .http(status: 404))
-        #expect(schedule.delay(beforeRetry: 1, after: FetchFailure(HeraldError(
-            .unacceptableStatusCode, "503", url: url, statusCode: 503)), response: nil, random: { 1 }) != nil)
+        #expect(
+            schedule.delay(
+                beforeRetry: 1,
+                after: FetchFailure(
+                    HeraldError(
+                        .unacceptableStatusCode, "503", url: url, statusCode: 503)), response: nil, random: { 1 })
+                != nil)
         // Without a status they stay what they were.
         #expect(FetchFailure(HeraldError(.cannotResume, "corrupt resume data")) == .transfer(.cannotResume))
         #expect(FetchFailure(HeraldError(.downloadMoveFailed, "x")) == .notSaved)

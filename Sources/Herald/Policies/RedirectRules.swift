@@ -30,8 +30,9 @@ enum RedirectRules {
     static func target(of location: String, relativeTo base: URL) -> URL? {
         let trimmed = location.trimmingCharacters(in: .whitespaces)
         guard !trimmed.isEmpty, let url = URL(string: trimmed, relativeTo: base)?.absoluteURL else { return nil }
-        guard url.fragment == nil, let fragment = URLComponents(url: base, resolvingAgainstBaseURL: true)?
-            .percentEncodedFragment,
+        guard url.fragment == nil,
+            let fragment = URLComponents(url: base, resolvingAgainstBaseURL: true)?
+                .percentEncodedFragment,
             var components = URLComponents(url: url, resolvingAgainstBaseURL: false)
         else { return url }
         components.percentEncodedFragment = fragment

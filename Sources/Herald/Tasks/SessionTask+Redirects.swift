@@ -33,7 +33,9 @@ extension SessionTask {
         guard let ended = machine({ $0.currentTransfer }) else { return false }
         let sent = ended.request
         // The cookies it carried: its own field, else the session's (the engine sends one or the other).
-        let key = TaskHops.key(method: sent.method, url: sent.url, cookies: sent.headers["Cookie"] ?? sent.cookieHeader)
+        let key = TaskHops.key(
+            method: sent.method, url: sent.url, cookies: sent.headers["Cookie"] ?? sent.cookieHeader,
+            credentialUser: sent.credential?.user)
         let hop = transition {
             $0.hopEnds(sent: key, response: response, metrics: outcome.metrics, isChallenge: isChallenge)
         }
@@ -180,7 +182,8 @@ extension SessionTask {
         // With the cookies it will carry (its own field, else the session's, among them those just stored).
         let key = TaskHops.key(
             method: next.method, url: next.url,
-            cookies: next.headers["Cookie"] ?? session.cookieHeader(for: next.url))
+            cookies: next.headers["Cookie"] ?? session.cookieHeader(for: next.url),
+            credentialUser: next.credential?.user)
         if case .loop = transition({ $0.redirectFollowed(to: key) }) {
             return finishHop(
                 outcome,

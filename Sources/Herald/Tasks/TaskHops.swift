@@ -35,11 +35,14 @@ struct TaskHops {
         self.metrics.append(metrics)
     }
 
-    /// What tells one request of the task from another, for finding a redirect loop: its method, its URL and
-    /// the cookies it carries. A redirect back to a URL already requested is followed when the cookies sent
-    /// changed since (a server that sets a cookie and sends the client back to where it came from, as a login
-    /// or a cookie check does); sent again unchanged, it would get the same answer.
-    static func key(method: String, url: URL, cookies: String?) -> String {
+    /// What tells one request of the task from another, for finding a redirect loop: its method, its URL, the
+    /// cookies it carries and the user whose credential answers a challenge with it. A redirect back to a URL
+    /// already requested is followed when the cookies sent changed since (a server that sets a cookie and sends
+    /// the client back to where it came from, as a login or a cookie check does), or a credential goes with it
+    /// now (a login page whose challenge was answered, sending the client back); sent again unchanged, it would
+    /// get the same answer.
+    static func key(method: String, url: URL, cookies: String?, credentialUser: String? = nil) -> String {
         "\(method) \(url.absoluteString)" + (cookies.map { "\n" + $0 } ?? "")
+            + (credentialUser.map { "\ncredential " + $0 } ?? "")
     }
 }

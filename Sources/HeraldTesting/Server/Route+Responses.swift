@@ -65,9 +65,10 @@ extension Route {
             return .status(HTTPResponseStatus(statusCode: status), headers: ["Location": location])
         case .headers(let fields, let notModifiedWhenConditional):
             return headersResponse(fields, notModifiedWhenConditional: notModifiedWhenConditional, for: request)
-        case .basicAuth(let user, let password, let redirect, let alsoOffer):
+        case .basicAuth(let user, let password, let redirect, let alsoOffer, let sendsToLogin):
             return basicAuthResponse(
-                for: request, user: user, password: password, redirect: redirect, alsoOffer: alsoOffer)
+                for: request, user: user, password: password, redirect: redirect, alsoOffer: alsoOffer,
+                sendsToLogin: sendsToLogin)
         case .digestAuth(let user, let password):
             return DigestAuthResponder.response(for: request, user: user, password: password)
         case .notFound:
@@ -137,10 +138,19 @@ extension Route {
     }
 
     private func basicAuthResponse(
-        for request: ReceivedRequest, user: String, password: String, redirect: String?, alsoOffer: String?
+        for request: ReceivedRequest, user: String, password: String, redirect: String?, alsoOffer: String?,
+        sendsToLogin: Bool
     ) -> CannedResponse {
         let expected = "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
         guard request.head.headers["authorization"].first == expected else {
+            if sendsToLogin {
+                // A page that sends a visitor without the credential to its login page, which sends them back.
+                let encode = { (text: String) in text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+                }
+                let login =
+                    "/auth/basic?user=\(encode(user))&password=\(encode(password))&redirect=\(encode(request.head.uri))"
+                return .status(.found, headers: ["Location": login])
+            }
             var response = CannedResponse.status(.unauthorized)
             if let alsoOffer { response.headers.add(name: "WWW-Authenticate", value: alsoOffer) }
             response.headers.add(name: "WWW-Authenticate", value: #"Basic realm="herald""#)

@@ -24,7 +24,8 @@ enum Route: Sendable {
     case redirectTo(location: String, status: Int)
     /// `/headers`; `notModifiedWhenConditional` for `/headers/not-modified`.
     case headers([(name: String, value: String)], notModifiedWhenConditional: Bool = false)
-    case basicAuth(user: String, password: String, redirect: String?, alsoOffer: String? = nil)
+    case basicAuth(
+        user: String, password: String, redirect: String?, alsoOffer: String? = nil, sendsToLogin: Bool = false)
     case digestAuth(user: String, password: String)
     case fault(Fault)
     /// Retries and cookies: see ``SessionRoute``.
@@ -123,7 +124,8 @@ enum Route: Sendable {
             }
             return .basicAuth(
                 user: user, password: password, redirect: query.value("redirect"),
-                alsoOffer: query.value("alsoOffer").flatMap { $0.contains(where: \.isNewline) ? nil : $0 })
+                alsoOffer: query.value("alsoOffer").flatMap { $0.contains(where: \.isNewline) ? nil : $0 },
+                sendsToLogin: query.flag("login"))
         case "auth" where segments == ["auth", "digest"]:
             guard let user = query.value("user"), let password = query.value("password") else {
                 throw RouteQuery.InvalidParameter(message: "missing user or password parameter")

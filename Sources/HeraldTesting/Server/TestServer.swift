@@ -99,7 +99,9 @@ import NIOPosix
 /// - `/auth/basic?user=U&password=P`: `200` with `{"authenticated":true,"user":U}` if the request carries
 ///   `Authorization: Basic base64(U:P)`, otherwise `401` with `WWW-Authenticate: Basic realm="herald"`. With
 ///   `&redirect=URL`, a request carrying the right credential gets `302` to `URL` instead of the `200`; with
-///   `&alsoOffer=V`, the `401` offers the challenge `V` first, in a `WWW-Authenticate` field of its own.
+///   `&alsoOffer=V`, the `401` offers the challenge `V` first, in a `WWW-Authenticate` field of its own; with
+///   `&login=1`, a request without the right credential gets `302` to its login page instead of the `401`: the
+///   same route without `login`, whose `redirect` sends the visitor back once the challenge is answered.
 /// - `/flaky?key=K&fail=N&status=S&retry-after=V&www-authenticate=W`: the first `N` requests (default 1) with key
 ///   `K` get status `S` (default 503, with `Retry-After: V` and `WWW-Authenticate: W` when given), the later ones
 ///   `200` with `{"attempt":n,"key":K}`.

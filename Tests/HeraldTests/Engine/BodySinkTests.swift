@@ -353,7 +353,9 @@ struct BodySinkTests {
         #expect(try Data(contentsOf: partial) == Data(head))
     }
 
-    @Test("a resumed file refusing an error status says no body reached it, and keeps its bytes", arguments: [503, 412, 404])
+    @Test(
+        "a resumed file refusing an error status says no body reached it, and keeps its bytes",
+        arguments: [503, 412, 404])
     func resumedFileRefusesErrorStatus(status: Int) throws {
         let scratch = try ScratchDirectory()
         defer { scratch.remove() }
@@ -361,7 +363,9 @@ struct BodySinkTests {
         let head = Self.bytes(100, seed: 5)
         try Data(head).write(to: partial)
         let sink = try FileBodySink(url: partial, resumeOffset: 100, validator: "\"v1\"")
-        guard case .failure(let error) = sink.begin(response: Self.response(contentLength: 12, status: status), declaredLength: 12)
+        guard
+            case .failure(let error) = sink.begin(
+                response: Self.response(contentLength: 12, status: status), declaredLength: 12)
         else {
             Issue.record("status \(status) continued the file")
             return
@@ -387,7 +391,9 @@ struct BodySinkTests {
             errno = EIO
             return -1
         }
-        #expect(throws: Never.self) { try sink.begin(response: Self.response(contentLength: 4), declaredLength: 4).get() }
+        #expect(throws: Never.self) {
+            try sink.begin(response: Self.response(contentLength: 4), declaredLength: 4).get()
+        }
         #expect(Array("body".utf8).withUnsafeBytes { sink.write($0) } == nil)
         let failure = #expect(throws: TransferError.self) { try sink.finish() }
         #expect(failure?.code == .fileIO)

@@ -41,7 +41,8 @@ struct ResponseCacheTests {
         cache.removeCachedResponse(for: Request(url: URL(string: "http://u:tok@127.0.0.1/doc")!))
         #expect(cache.cachedResponse(for: Request(url: URL(string: "http://127.0.0.1/doc#top")!)) == nil)
         #expect(ResponseCacheKey.normalized(URL(string: "https://LocalHost:443")!) == "https://localhost/")
-        #expect(ResponseCacheKey.normalized(URL(string: "http://127.0.0.1:8080/a?q=1")!) == "http://127.0.0.1:8080/a?q=1")
+        #expect(
+            ResponseCacheKey.normalized(URL(string: "http://127.0.0.1:8080/a?q=1")!) == "http://127.0.0.1:8080/a?q=1")
     }
 
     @Test("a fresh response is served from the cache without touching the network, with one resume and one complete")

@@ -45,6 +45,21 @@ struct AuthenticationTests {
         try await fixture.tearDown()
     }
 
+    @Test("a page that sends a visitor to a login whose challenge is answered, and back: the page, not a loop")
+    func backFromLogin() async throws {
+        let fixture = try await SessionFixture.make()
+        fixture.session.credentialStore.setCredential(
+            Credential(user: "alice", password: "s3cret"), forHost: "127.0.0.1", port: fixture.server.port)
+        // The page sends a visitor without the credential to the login page; answered, the login sends them back.
+        let (data, response) = try await fixture.session.data(
+            for: Request(url: fixture.server.url("/auth/basic?user=alice&password=s3cret&login=1")))
+        // Before, the way back to the page was taken for a loop: the same request, as far as the key knew.
+        #expect(response.statusCode == 200)
+        #expect(try JSONDecoder().decode(Authenticated.self, from: data).user == "alice")
+        #expect(fixture.server.requests(forPath: "/auth/basic").map(\.responseStatus) == [302, 401, 302, 200])
+        try await fixture.tearDown()
+    }
+
     @Test("Basic through the task hook, which sees the parsed challenge")
     func basicFromHook() async throws {
         let fixture = try await SessionFixture.make()

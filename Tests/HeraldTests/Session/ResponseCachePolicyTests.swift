@@ -144,16 +144,20 @@ struct ResponseCachePolicyTests {
     func requestDirectives() throws {
         let entry = try #require(
             Self.proposal(Self.response(200, [("Cache-Control", "max-age=100"), ("ETag", #""a""#)])))
-        #expect(Self.kind(Self.lookup(entry, after: 10, requestHeaders: [("Cache-Control", "max-age=0")]))
-            == "revalidate")
+        #expect(
+            Self.kind(Self.lookup(entry, after: 10, requestHeaders: [("Cache-Control", "max-age=0")]))
+                == "revalidate")
         #expect(Self.kind(Self.lookup(entry, after: 10, requestHeaders: [("Cache-Control", "max-age=20")])) == "fresh")
-        #expect(Self.kind(Self.lookup(entry, after: 10, requestHeaders: [("Cache-Control", "min-fresh=95")]))
-            == "revalidate")
-        #expect(Self.kind(Self.lookup(entry, after: 150, requestHeaders: [("Cache-Control", "max-stale=100")]))
-            == "fresh")
+        #expect(
+            Self.kind(Self.lookup(entry, after: 10, requestHeaders: [("Cache-Control", "min-fresh=95")]))
+                == "revalidate")
+        #expect(
+            Self.kind(Self.lookup(entry, after: 150, requestHeaders: [("Cache-Control", "max-stale=100")]))
+                == "fresh")
         #expect(Self.kind(Self.lookup(entry, after: 150, requestHeaders: [("Cache-Control", "max-stale")])) == "fresh")
-        #expect(Self.kind(Self.lookup(entry, after: 150, requestHeaders: [("Cache-Control", "max-stale=10")]))
-            == "revalidate")
+        #expect(
+            Self.kind(Self.lookup(entry, after: 150, requestHeaders: [("Cache-Control", "max-stale=10")]))
+                == "revalidate")
     }
 
     @Test("a 304 without Date refreshes the entry as received now: fresh again, the first answer's Age gone")
@@ -189,8 +193,9 @@ struct ResponseCachePolicyTests {
         #expect(Self.kind(Self.lookup(entry, after: 30)) == "stale-while-revalidate")
         #expect(Self.kind(Self.lookup(entry, after: 120)) == "revalidate")
         let background = ResponseCachePolicy.backgroundRevalidation(of: Request(url: Self.url))
-        #expect(Self.kind(Self.lookup(entry, after: 30, requestHeaders: background.headers.map { ($0.name, $0.value) }))
-            == "revalidate")
+        #expect(
+            Self.kind(Self.lookup(entry, after: 30, requestHeaders: background.headers.map { ($0.name, $0.value) }))
+                == "revalidate")
         let mustRevalidate = [("Cache-Control", "max-age=1, stale-while-revalidate=60, must-revalidate")]
         let strict = try #require(Self.proposal(Self.response(200, mustRevalidate + [("ETag", #""a""#)])))
         #expect(Self.kind(Self.lookup(strict, after: 30)) == "revalidate")
