@@ -43,6 +43,15 @@ struct ResponseCacheTests {
         #expect(ResponseCacheKey.normalized(URL(string: "https://LocalHost:443")!) == "https://localhost/")
         #expect(
             ResponseCacheKey.normalized(URL(string: "http://127.0.0.1:8080/a?q=1")!) == "http://127.0.0.1:8080/a?q=1")
+        // The spellings the scan passes as they are, and those it hands to the parse.
+        for (spelling, normal) in [
+            ("http://127.0.0.1/a", "http://127.0.0.1/a"),
+            ("https://localhost:8443/b?c=/d", "https://localhost:8443/b?c=/d"),
+            ("http://127.0.0.1:80/a", "http://127.0.0.1/a"), ("https://localhost:443/a", "https://localhost/a"),
+            ("http://127.0.0.1/a#top", "http://127.0.0.1/a"), ("http://127.0.0.1?q=/x", "http://127.0.0.1/?q=/x"),
+        ] {
+            #expect(ResponseCacheKey.normalized(URL(string: spelling)!) == normal, "\(spelling)")
+        }
     }
 
     @Test("a fresh response is served from the cache without touching the network, with one resume and one complete")
