@@ -179,12 +179,6 @@ extension SessionManager {
     ) {
         // The completion's date: before the hooks and the handler, whose time is not the task's.
         let completedAt = Date()
-        // A task made from resume data lets go of the partial file it claimed, before its handler, which may make
-        // the next task from the resume data it is given.
-        if let download = task as? DownloadTask, download.resumedFrom != nil {
-            let path = download.temporaryURL.standardizedFileURL.path
-            state.withLock { _ = $0.claimedPartialFiles.remove(path) }
-        }
         if let cache = configuration.responseCache {
             // An unsafe method's success invalidates the stored GETs it may have changed, whatever the task: its
             // URL's, and after a redirect the last hop's too (a 307 or 308 sent the request there; a `Location` in

@@ -186,7 +186,7 @@ extension SessionManager {
             $0.state != .completed && $0.temporaryURL.standardizedFileURL.path == partialPath
         }
         guard claimed, holder == nil else {
-            if claimed { state.withLock { _ = $0.claimedPartialFiles.remove(partialPath) } }
+            if claimed { releasePartialFile(partialPath) }
             let who = holder.map { "Task \($0.taskIdentifier) of this session" } ?? "Another task of this session"
             throw HeraldError(
                 .cannotResume,
@@ -202,9 +202,15 @@ extension SessionManager {
                 .download(temporaryURL: resume.partialFileURL, resumedFrom: resume, destination: destination)
             }
         } catch {
-            state.withLock { _ = $0.claimedPartialFiles.remove(partialPath) }
+            releasePartialFile(partialPath)
             throw error
         }
+    }
+
+    /// Lets go of a partial file ``downloadTask(withResumeData:progress:destination:completionHandler:)`` claimed
+    /// for a task: the task failed to be made, or has completed.
+    func releasePartialFile(_ path: String) {
+        state.withLock { _ = $0.claimedPartialFiles.remove(path) }
     }
 
     /// Makes a download task of the class ``taskClasses`` names, for every download factory.

@@ -220,6 +220,9 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
     }
 
     override func completionResult(for outcome: TaskOutcome, serializer: any ResponseSerializer) -> CompletionResult {
+        // A task made from resume data lets go of the partial file it claimed, before its handler, which may make
+        // the next task from the resume data it is given.
+        if resumedFrom != nil { session.releasePartialFile(temporaryURL.standardizedFileURL.path) }
         var outcome = outcome
         if outcome.error == nil, let response = outcome.response, !(200..<300).contains(response.statusCode),
             outcome.file?.receivedBody != true,
