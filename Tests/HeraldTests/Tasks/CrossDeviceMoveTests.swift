@@ -23,27 +23,31 @@ private func otherDevice() -> URL? {
     "Download moves across file systems",
     .enabled(if: otherDevice() != nil, "/dev/shm is on the temporary folder's device, or absent"))
 struct CrossDeviceMoveTests {
+    /// A source in the temporary folder and a destination in a folder of its own on the other device, so
+    /// that what is left beside the destination is this test's alone, whatever runs beside it.
     private struct Files {
         let source: URL
+        let folder: URL
         let destination: URL
 
         init() throws {
             let other = try #require(otherDevice())
             source = FileManager.default.temporaryDirectory.appendingPathComponent("herald-move-\(UUID().uuidString)")
-            destination = other.appendingPathComponent("herald-move-\(UUID().uuidString)")
+            folder = other.appendingPathComponent("herald-move-\(UUID().uuidString)", isDirectory: true)
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
+            destination = folder.appendingPathComponent("destination")
             try Data("new".utf8).write(to: source)
             try Data("old, keep me".utf8).write(to: destination)
         }
 
         func remove() {
             unlink(source.path)
-            unlink(destination.path)
+            try? FileManager.default.removeItem(at: folder)
         }
 
         /// The files Herald left beside the destination.
         func leftovers() throws -> [String] {
-            try FileManager.default.contentsOfDirectory(atPath: destination.deletingLastPathComponent().path)
-                .filter { $0.hasPrefix(".herald-") }
+            try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0 != destination.lastPathComponent }
         }
     }
 
