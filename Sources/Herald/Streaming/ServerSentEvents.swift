@@ -52,8 +52,10 @@ public struct EventSourceOptions: Sendable, Equatable {
 /// `Last-Event-ID` once an event set an ID) and yields each event as its blank line arrives. When the
 /// connection ends — the server closes it, or it fails with a transport error — the sequence waits the
 /// stream's `retry` time (``EventSourceOptions/defaultReconnectionTime`` until one is set; when connections
-/// fail one after another before one is accepted, from the second on at least 100 milliseconds, doubled for each
-/// further failure, as the standard allows, up to ``EventSourceOptions/maximumReconnectionTime``), posts
+/// fail one after another before one is accepted, or end one after another within a second of their request
+/// without an event — a server that closes an empty stream at once, whatever its `retry` — from the second on
+/// at least 100 milliseconds, doubled for each further one, as the standard allows, up to
+/// ``EventSourceOptions/maximumReconnectionTime``), posts
 /// ``HeraldNotifications/NotificationName/eventSourceWillReconnect`` and connects again with `Last-Event-ID`;
 /// the incomplete event the ended connection was sending is discarded, so an event is neither lost (the server
 /// resends from the ID) nor repeated. Each connection is a streamed data task of the session, announced with
@@ -191,6 +193,12 @@ final class EventSourceConnection: @unchecked Sendable {
     private var currentTask: DataTask?
     private var connections = 0
     private var failuresInARow = 0
+    /// Connections in a row that ended without an event within ``shortConnection`` of their request.
+    private var shortConnectionsInARow = 0
+    /// When the current connection's request was made.
+    private var connectedAt = ContinuousClock.now
+    /// Whether the current connection has given an event.
+    private var connectionGaveEvent = false
     private var isFinished = false
     /// Whether ``nextElement()`` yields each accepted connection's head before its events.
     private let yieldsOpen: Bool
@@ -242,6 +250,7 @@ final class EventSourceConnection: @unchecked Sendable {
                 body = stream
                 if let chunk {
                     ready = parser.parse(chunk)
+                    if !ready.isEmpty { connectionGaveEvent = true }
                 } else {
                     try await connectionEnded(error: nil)
                 }
@@ -264,6 +273,8 @@ final class EventSourceConnection: @unchecked Sendable {
             request.headers.replaceOrAdd(name: "Last-Event-ID", value: parser.lastEventID)
         }
         connections += 1
+        connectedAt = .now
+        connectionGaveEvent = false
         let consumer: StreamConsumer
         let head: Result<HTTPResponse, HeraldError>
         do throws(HeraldError) {
@@ -314,12 +325,17 @@ final class EventSourceConnection: @unchecked Sendable {
     private func connectionEnded(error: HeraldError?) async throws(HeraldError) {
         body = nil
         parser.endOfStream()
+        if !connectionGaveEvent, ContinuousClock.now - connectedAt < Self.shortConnection {
+            shortConnectionsInARow += 1
+        } else {
+            shortConnectionsInARow = 0
+        }
         if let error {
             if error.code == .cancelled, !Task.isCancelled, session.isInvalidated {
                 // Not the iterating task's cancellation: the session's, whose `invalidate(cancelingTasks: true)`
                 // cancelled the connection. The sequence says which, as a wait to reconnect does.
                 isFinished = true
-                throw HeraldError(.sessionInvalidated, "The session was invalidated.", url: request.url)
+                throw sessionInvalidated
             }
             guard Self.reconnects(after: error), !Task.isCancelled else {
                 isFinished = true
@@ -333,11 +349,12 @@ final class EventSourceConnection: @unchecked Sendable {
         }
         guard !session.isInvalidated else {
             isFinished = true
-            throw HeraldError(.sessionInvalidated, "The session was invalidated.", url: request.url)
+            throw sessionInvalidated
         }
         let delay = Self.reconnectionDelay(
             retry: parser.reconnectionTime.map { Duration.milliseconds($0) } ?? options.defaultReconnectionTime,
-            failuresInARow: error == nil ? 0 : failuresInARow, maximum: options.maximumReconnectionTime)
+            failuresInARow: max(error == nil ? 0 : failuresInARow, shortConnectionsInARow),
+            maximum: options.maximumReconnectionTime)
         if let task = currentTask {
             session.eventPoster.postReconnection(
                 of: task, attempt: connections + 1, error: error, lastEventID: parser.lastEventID, delay: delay)
@@ -368,15 +385,16 @@ final class EventSourceConnection: @unchecked Sendable {
         guard !slept else { return }
         isFinished = true
         if session.isInvalidated, !Task.isCancelled {
-            throw HeraldError(.sessionInvalidated, "The session was invalidated.", url: request.url)
+            throw sessionInvalidated
         }
         throw HeraldError(.cancelled, "The event stream was cancelled.", url: request.url)
     }
 
     /// The wait before the next connection: the stream's `retry`; from the second failed connection in a row
-    /// (none of them accepted), at least `minimumFailureDelay`, doubled for each one after that (the
-    /// standard's "exponential backoff"), so a server that is down isn't asked again and again without a
-    /// pause, whatever its last `retry` said; never more than `maximum`.
+    /// (none of them accepted, or each ended without an event within ``shortConnection``), at least
+    /// `minimumFailureDelay`, doubled for each one after that (the standard's "exponential backoff"), so a
+    /// server that is down, or that closes every stream at once, isn't asked again and again without a pause,
+    /// whatever its last `retry` said; never more than `maximum`.
     static func reconnectionDelay(retry: Duration, failuresInARow: Int, maximum: Duration) -> Duration {
         guard failuresInARow > 1 else { return min(retry, maximum) }
         var delay = max(retry, minimumFailureDelay)
@@ -384,8 +402,17 @@ final class EventSourceConnection: @unchecked Sendable {
         return min(delay, maximum)
     }
 
+    /// How the sequence ends once the session is invalidated.
+    private var sessionInvalidated: HeraldError {
+        HeraldError(.sessionInvalidated, "The session was invalidated.", url: request.url)
+    }
+
     /// The shortest wait after a failed connection.
     static let minimumFailureDelay = Duration.milliseconds(100)
+
+    /// A connection that ends without an event this soon after its request counts toward the backoff, as a
+    /// failed one does; one that lasted longer (a quiet stream cut by an idle timeout) doesn't.
+    static let shortConnection = Duration.seconds(1)
 
     /// The stream sent a line or an event over ``EventSourceOptions/maximumEventSize``: the connection stops
     /// (its consumer dropped) and the sequence ends with the error, after the events that came before it.

@@ -39,6 +39,8 @@ final class EventStreamResponder: StreamingResponder {
     private let writer: ResponseWriter
     private let options: EventStreamOptions
     private var next: Int
+    /// Whether the request named the last event it saw (`Last-Event-ID`).
+    private let resumes: Bool
     private var sentOnConnection = 0
     private var isFinished = false
     /// Whether the body may be written: false while the response waits at its gate.
@@ -55,14 +57,15 @@ final class EventStreamResponder: StreamingResponder {
         self.writer = writer
         self.options = options
         self.gates = gates
-        let lastID = writer.request.head.headers["last-event-id"].first.flatMap { Int($0) } ?? 0
-        self.next = max(1, lastID + 1)
+        let lastID = writer.request.head.headers["last-event-id"].first.flatMap { Int($0) }
+        self.resumes = lastID != nil
+        self.next = max(1, (lastID ?? 0) + 1)
         self.onFinish = onFinish
     }
 
     /// Writes the head, then (past the gate, if any) as many events as the channel accepts.
     func start() {
-        guard next <= options.count else {
+        guard next <= options.count || !resumes else {
             writer.write(CannedResponse(status: .noContent, body: "", headers: [:]))
             isFinished = true
             return onFinish()

@@ -74,6 +74,7 @@ import NIOPosix
 /// - `/events/{n}`: server-sent events (`text/event-stream`, chunked): event `i` is `id: i`, `event: tick`,
 ///   `data: i xxx…`, from the one after the request's `Last-Event-ID` (or the first) to `n`, then the response
 ///   ends; a request whose `Last-Event-ID` is `n` or more gets `204 No Content`. Written with backpressure.
+///   `/events/0` without `Last-Event-ID` is a stream that ends without an event (after its `retry`, if asked).
 ///   - `?size=S`: each `data` value is `S` bytes (1...1 MiB, default 16).
 ///   - `?retry=R`: each connection's stream starts with `retry: R`.
 ///   - `?dropEvery=K`: after `K` events on one connection, half of the next is written and the connection

@@ -40,6 +40,34 @@ struct EventSourceTests {
         #expect(delay(.milliseconds(1), 10_000) == hour)
     }
 
+    @Test("a server that closes every stream at once without an event, asking retry 0, is backed off, not hammered")
+    func emptyStreamsBackOff() async throws {
+        let fixture = try await SessionFixture.make()
+        let reconnections = ReconnectionLog(center: fixture.center)
+        // Each connection: 200, `retry: 0`, then the end of the response.
+        let events = fixture.session.events(for: Request(url: fixture.server.url("/events/0?retry=0")))
+        let reading = Task {
+            do throws(HeraldError) {
+                for try await _ in events {}
+                return HeraldError?.none
+            } catch {
+                return error
+            }
+        }
+        try await fixture.server.waitForRequests(count: 5, timeout: .seconds(20))
+        reading.cancel()
+        #expect(await reading.value?.code == .cancelled)
+        // Before, each reconnection came at once, for as long as the sequence was read.
+        let delays = reconnections.all.prefix(4).map(\.delay)
+        let expected = [0, 0.1, 0.2, 0.4]
+        #expect(delays.count == 4 && zip(delays, expected).allSatisfy { abs($0 - $1) < 1e-9 }, "\(delays)")
+        let requests = fixture.server.requests(forPath: "/events/0").prefix(5)
+        for (index, (earlier, later)) in zip(requests, requests.dropFirst()).enumerated().dropFirst() {
+            #expect(later.receivedAt - earlier.receivedAt >= .milliseconds(100 << (index - 1)))
+        }
+        try await fixture.tearDown()
+    }
+
     @Test("a stream dropped mid-event twice: every event exactly once, in order, each reconnection after retry ms")
     func reconnectsWithLastEventID() async throws {
         let fixture = try await SessionFixture.make()
