@@ -373,6 +373,41 @@ struct MetricsObserverTests {
         #expect(durations == [7_000_000_000])
     }
 
+    @Test(
+        "a retried or redirected task is timed from its first resume to its completion, not by its last transfer",
+        arguments: [(retryDelay: 0.0, redirects: 0), (retryDelay: 2.0, redirects: 0), (retryDelay: -1, redirects: 1)])
+    func multiTransferDuration(retryDelay: TimeInterval, redirects: Int) throws {
+        let metrics = CountingMetrics()
+        let observer = MetricsObserver(factory: metrics)
+        let start = Date(timeIntervalSince1970: 1_000)
+        observer.taskDidResume(Payloads.resume(task: 1, date: start))
+        // A negative delay: no retry, only the redirect the final metrics count.
+        if retryDelay >= 0 {
+            observer.taskWillRetry(Payloads.retry(task: 1, delay: retryDelay, date: start.addingTimeInterval(3)))
+        }
+        // The last transfer took a second; the task, seven.
+        observer.taskDidComplete(
+            Payloads.complete(
+                task: 1, response: Payloads.response(200, url: Payloads.anyRequest.url),
+                metrics: Payloads.metrics(total: 1, redirects: redirects), date: start.addingTimeInterval(7)))
+        let durations = metrics.test.timers(label: MetricsObserver.Name.requestDuration).flatMap(\.values)
+        #expect(durations == [7_000_000_000])
+    }
+
+    @Test("a task of one transfer is timed by curl: the transfer's total, not Herald's dates around it")
+    func singleTransferDuration() throws {
+        let metrics = CountingMetrics()
+        let observer = MetricsObserver(factory: metrics)
+        let start = Date(timeIntervalSince1970: 1_000)
+        observer.taskDidResume(Payloads.resume(task: 1, date: start))
+        observer.taskDidComplete(
+            Payloads.complete(
+                task: 1, response: Payloads.response(200, url: Payloads.anyRequest.url),
+                metrics: Payloads.metrics(total: 1), date: start.addingTimeInterval(1.25)))
+        let durations = metrics.test.timers(label: MetricsObserver.Name.requestDuration).flatMap(\.values)
+        #expect(durations == [1_000_000_000])
+    }
+
     @Test("failed download moves are counted by error type, one counter made per type")
     func moveFailuresCounted() throws {
         let metrics = CountingMetrics()

@@ -8,8 +8,10 @@ import Metrics
 /// ``instruments`` lists every instrument it exports — name, kind, unit, attributes and advised bucket
 /// boundaries — and the article "Observing Herald in production" shows them in a table:
 ///
-/// - `http.client.request.duration` (histogram, `s`): a timer per completed task, from curl's total time, or
-///   from resume to completion when the task never reached the network.
+/// - `http.client.request.duration` (histogram, `s`): a timer per completed task, as long as its span: from
+///   curl's total time for a task of one transfer; from its first resume to its completion for a task that
+///   was retried or followed a redirect (the retries' delays included, as the user waited them) or that never
+///   reached the network.
 /// - `http.client.request.time_in_queue` (histogram, `s`): how long a task's last transfer waited for a
 ///   connection (`TransferMetrics.timeInQueue`), when measured.
 /// - `http.client.active_requests` (up-down counter, `{request}`): a meter of the tasks running now (resumed,
@@ -294,6 +296,8 @@ public final class MetricsObserver: SessionObserver {
         var isRunning: Bool
         /// While it waits out a retry's delay, the token of the timer that ends the wait.
         var retryDelay: Int? = nil
+        /// Whether it was retried: more than one transfer, so curl's time of the last is not the task's.
+        var wasRetried = false
 
         /// Whether it counts in `http.client.active_requests` now: running, and not waiting to retry.
         var isCounted: Bool { isRunning && retryDelay == nil }
@@ -543,7 +547,11 @@ public final class MetricsObserver: SessionObserver {
     /// - Parameter notification: `taskWillRetry`.
     public func taskWillRetry(_ notification: TypedNotification<TaskRetry>) {
         let retry = notification.userInfo
-        if retry.delay > 0 { startRetryDelay(of: TaskKey(retry), for: retry.delay) }
+        if retry.delay > 0 {
+            startRetryDelay(of: TaskKey(retry), for: retry.delay)
+        } else {
+            state.withLock { $0.tasks[TaskKey(retry)]?.wasRetried = true }
+        }
         var values = [
             KnownHTTPMethod.bounded(retry.request.method, known: configuration.knownMethods),
             retry.response.map { HTTPAttributeValue.statusCode($0.statusCode) } ?? "",
@@ -571,6 +579,7 @@ public final class MetricsObserver: SessionObserver {
     private func startRetryDelay(of key: TaskKey, for delay: TimeInterval) {
         let (meter, token) = state.withLock { state -> (Meter?, Int?) in
             guard let record = state.tasks[key] else { return (nil, nil) }
+            state.tasks[key]?.wasRetried = true
             state.lastRetryToken += 1
             state.tasks[key]?.retryDelay = state.lastRetryToken
             return (record.isCounted ? record.meter : nil, state.lastRetryToken)
@@ -612,7 +621,7 @@ public final class MetricsObserver: SessionObserver {
         }
         if let record, record.isCounted { record.meter.decrement() }
         guard let instruments else { return }
-        let seconds = metrics?.total ?? record.map { completion.date.timeIntervalSince($0.started) } ?? 0
+        let seconds = Self.duration(of: completion, record: record)
         instruments.duration.recordNanoseconds(Self.nanoseconds(seconds))
         if let metrics {
             // A body size only for a request that went out, and for a response that arrived: a connection
@@ -625,6 +634,18 @@ public final class MetricsObserver: SessionObserver {
                 queueTimer.recordNanoseconds(Self.nanoseconds(queued))
             }
         }
+    }
+
+    /// How long a completed task took: curl's total time when one transfer was all of it; from its first resume
+    /// to its completion when it was retried, followed a redirect (curl timed the last transfer only) or never
+    /// reached the network.
+    private static func duration(of completion: TaskCompletion, record: TaskRecord?) -> TimeInterval {
+        let sinceResume = record.map { completion.date.timeIntervalSince($0.started) }
+        guard let metrics = completion.metrics else { return sinceResume ?? 0 }
+        if let sinceResume, record?.wasRetried == true || metrics.redirectCount > 0 {
+            return max(sinceResume, metrics.total)
+        }
+        return metrics.total
     }
 
     /// `seconds` in whole nanoseconds, 0 for a negative or not-a-number value.
