@@ -59,7 +59,8 @@ struct FuzzRegressionTests {
         // The partial files the seeds name, as `make fuzz` creates them.
         try FileManager.default.createDirectory(atPath: "/tmp/herald-fuzz", withIntermediateDirectories: true)
         for seed in ["download-1-seed.part", "download-2-seed.part"] {
-            try Data(count: 100).write(to: URL(fileURLWithPath: "/tmp/herald-fuzz/\(seed)"))
+            // Atomic: `make fuzz` may be writing the same file at the moment.
+            try Data(count: 100).write(to: URL(fileURLWithPath: "/tmp/herald-fuzz/\(seed)"), options: .atomic)
         }
         let inputs = Self.inputs(of: "resume-data")
         #expect(!inputs.isEmpty)

@@ -25,7 +25,9 @@ struct ConnectionKeepingTests {
         let width = fixture.session.configuration.maximumConnectionsPerHost
         var ports: [Set<Int>] = []
         for round in 0..<4 {
-            let url = fixture.server.url("/delay/20")
+            // Long enough that all 16 are waiting before the first answer, however slowly a loaded machine
+            // resumes them: then the first round opens every connection the limit allows.
+            let url = fixture.server.url("/delay/300")
             let tasks = try (0..<16).map { _ in try fixture.session.dataTask(with: Request(url: url)) }
             for task in tasks { task.resume() }
             try await fixture.recorder.waitForCompletions(16 * (round + 1))
@@ -59,7 +61,7 @@ struct ConnectionKeepingTests {
     func suspendedWhileQueuedDoesNotTimeOut() async throws {
         var configuration = SessionConfiguration()
         configuration.maximumConnectionsPerHost = 1
-        configuration.timeoutIntervalForRequest = 1
+        configuration.timeoutIntervalForRequest = 2
         let fixture = try await SessionFixture.make(configuration: configuration, serializer: DataResponseSerializer())
         let server = fixture.server
         // The first task holds the only connection, its body waiting at a gate; then it is suspended. Its own
@@ -76,12 +78,12 @@ struct ConnectionKeepingTests {
         second.suspend()
         // More than twice the idle timeout, both suspended: neither completes.
         await #expect(throws: (any Error).self) {
-            try await fixture.recorder.waitForCompletions(1, timeout: .milliseconds(2500))
+            try await fixture.recorder.waitForCompletions(1, timeout: .seconds(5))
         }
         server.openGate("held")
         first.resume()
-        // Resumed once the connection is free: waiting behind the first task's body counts against its 1 s idle
-        // timeout, which a loaded machine (the sanitizers) can spend there.
+        // Resumed once the connection is free: waiting behind the first task's body counts against its 2 s idle
+        // timeout, which a loaded machine (the sanitizers) could spend there.
         try await fixture.recorder.waitForCompletions(1, timeout: .seconds(30))
         second.resume()
         try await fixture.recorder.waitForCompletions(2, timeout: .seconds(30))

@@ -37,14 +37,14 @@ struct StreamingTests {
         let size = 2 * 1024 * 1024
         let upload = 8 * 1024 * 1024
         // The server answers as soon as the head arrives, and reads the body as it comes.
-        var request = Request(url: fixture.server.url("/bytes/\(size)?early=1"), timeoutInterval: 5)
+        var request = Request(url: fixture.server.url("/bytes/\(size)?early=1"), timeoutInterval: 30)
         request.method = "POST"
         request.body = Data(count: upload)
         let (response, body) = try await fixture.session.bytes(for: request, bufferPolicy: Self.smallPolicy)
         #expect(response.statusCode == 200)
         // Not read yet: the response stops at the high watermark, and curl goes on sending the body. Reading it
         // once the server has most of the body must continue the response; it stayed paused for good, failing
-        // with the 5 s idle timeout, when sending the body had taken the consumer as caught up.
+        // with the idle timeout, when sending the body had taken the consumer as caught up.
         try await fixture.server.waitUntil(timeout: .seconds(30)) { statistics in
             statistics.requests.contains { $0.bodyByteCount >= upload / 2 }
         }

@@ -431,7 +431,9 @@ struct ResumeDataTests {
         arguments: [false, true])
     func stoppedWhileTheRetrierDecides(byTimeout: Bool) async throws {
         var configuration = SessionConfiguration.default
-        if byTimeout { configuration.timeoutIntervalForResource = 4 }
+        // Long enough for the first attempt to reach its drop on a loaded machine: a timeout before the retrier is
+        // asked isn't offered to it.
+        if byTimeout { configuration.timeoutIntervalForResource = 8 }
         let fixture = try await SessionFixture.make(configuration: configuration)
         let size = 200_000
         let retrier = HeldRetrier()
@@ -442,7 +444,7 @@ struct ResumeDataTests {
         try await retrier.asked.value()
         let resumeData: Data?
         if byTimeout {
-            try await fixture.recorder.waitForCompletions(1)
+            try await fixture.recorder.waitForCompletions(1, timeout: .seconds(30))
             #expect(task.error?.code == .timedOut)
             resumeData = task.resumeDataAfterFailure
         } else {
