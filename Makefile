@@ -35,7 +35,8 @@ deps:
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+		$$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive \
+			$$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq $$missing; \
 	fi
 
 build: deps
@@ -117,7 +118,8 @@ fleet-deps: deps
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
+		$$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive \
+			$$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends $$missing; \
 	fi
 	@$(FLEET_VENV)/bin/python3 -c 'import opentelemetry.proto' 2>/dev/null || { \
 		mkdir -p $(FLEET)/.build && python3 -m venv $(FLEET_VENV) && \
@@ -141,9 +143,13 @@ fleet-rules: fleet-deps
 SHARED_SCRATCH ?= 1
 SAMPLES_SCRATCH ?= $(if $(SHARED_SCRATCH),$(CURDIR)/.build,$(CURDIR)/Samples/.build)
 FLEET_SCRATCH ?= $(if $(SHARED_SCRATCH),$(CURDIR)/.build,$(CURDIR)/$(FLEET)/.build)
+FLEET_TIMED := connectionWaitAccountsForTheGap
 fleet-test: fleet-deps fleet-rules
+	@# The connection-wait test reads p99s out of 200 ms waves: in a process of its own, so that the other tests'
+	@# fleets, Prometheus servers and demo runs starting at once on two cores don't move its waves.
 	cd $(FLEET) && $(SWIFT) build --build-tests --scratch-path $(FLEET_SCRATCH) && \
-		$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --scratch-path $(FLEET_SCRATCH)
+		$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --scratch-path $(FLEET_SCRATCH) --skip $(FLEET_TIMED) && \
+		$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --scratch-path $(FLEET_SCRATCH) --filter $(FLEET_TIMED)
 
 ## fleet-demo: starts the fleet and Prometheus on loopback, sends a few hundred requests, prints PromQL answers
 ## (request rate, p50/p99 latency by status class, connection wait, the rules' recorded series) and the trace tree
@@ -280,7 +286,8 @@ bench-streaming: deps
 ## --protocol http1|https1|h2 --threads --c-herald-fields --post N"; Benchmarks/run-instructions.sh says what each does).
 bench-instructions: deps
 	@command -v valgrind >/dev/null || { if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq valgrind; }
+		$$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive \
+			$$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq valgrind; }
 	Benchmarks/run-instructions.sh $(ARGS)
 
 clean:

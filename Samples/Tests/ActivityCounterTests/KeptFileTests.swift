@@ -15,7 +15,7 @@ struct KeptFileTests {
         let size = 1024 * 1024
         let process = try ActivityCounterProcess(
             [
-                "fetch", server.url("/bytes/\(size)?chunkSize=16384&delayMs=20").absoluteString,
+                "fetch", server.url("/bytes/\(size)?chunkSize=16384&delayMs=100").absoluteString,
                 "--output-dir", scratch.path("out"),
             ],
             environment: ["TMPDIR": scratch.path("tmp")])
