@@ -70,7 +70,9 @@ extension DataTask {
         transition({ _ in () }, effects: { _ in [.engine(command)] })
     }
 
+    /// Stops the transfer with `error`, a final failure: the request sent again would meet the same answer.
     private func fail(_ transfer: Transfer, _ error: HeraldError) {
+        transition({ $0.stoppingTransferWithOwnError() })
         session.send(.remove(transfer, error: TransferError(error)))
     }
 }

@@ -17,7 +17,7 @@ extension SessionTask {
     /// complete now. On the loop thread, after the transfer ended.
     func beginWaitingForConnectivity(after outcome: TaskOutcome) -> Bool {
         guard session.configuration.waitsForConnectivity, !outcome.isFromCache, outcome.response == nil,
-            let failure = outcome.error, Self.connectivityFailures.contains(failure.code), canSendBodyAgain,
+            let failure = outcome.error, Self.connectivityFailures.contains(failure.code), canTryAgain,
             let url = machine({ $0.currentTransfer?.request.url })
         else { return false }
         // Through an explicit proxy the connection that failed was the proxy's: the network in general decides.

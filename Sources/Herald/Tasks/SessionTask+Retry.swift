@@ -118,7 +118,7 @@ extension SessionTask {
     /// rather than be announced as a retry that never comes. On the loop thread, after the transfer ended;
     /// the retrier runs on ``hookQueue``.
     func beginRetry(after outcome: TaskOutcome) -> Bool {
-        guard !outcome.isFromCache, let failure = Self.retryableFailure(of: outcome), canSendBodyAgain else {
+        guard !outcome.isFromCache, let failure = Self.retryableFailure(of: outcome), canTryAgain else {
             return false
         }
         if let left = Self.timeLeft(

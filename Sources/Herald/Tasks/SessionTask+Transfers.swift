@@ -68,12 +68,15 @@ extension SessionTask {
         startTransfer(attemptTransferRequest(for: originalRequest, validators: start.validators))
     }
 
-    /// Whether the current transfer's body can be sent again by a later attempt: a stream only when
-    /// ``SessionManager/taskNeedNewBodyStream`` may give a new one. An attempt that could only fail with
-    /// ``HeraldError/Code/bodyStream`` is neither offered to the retrier nor waited for after a loss of network:
-    /// the failure the task has stands.
-    var canSendBodyAgain: Bool {
-        guard let transfer = machine({ $0.currentTransfer }), case .stream = transfer.request.body else { return true }
+    /// Whether a later attempt could do better than the failed one: not when the task stopped the transfer
+    /// with an error of its own (``TaskHops/stoppedByTask``), and for a streamed body only when
+    /// ``SessionManager/taskNeedNewBodyStream`` may give a new one. An attempt that could only fail again
+    /// (with ``HeraldError/Code/bodyStream``, or the task's own error) is neither offered to the retrier nor
+    /// waited for after a loss of network: the failure the task has stands.
+    var canTryAgain: Bool {
+        let (transfer, stoppedByTask) = machine { ($0.currentTransfer, $0.hops.stoppedByTask) }
+        guard !stoppedByTask else { return false }
+        guard let transfer, case .stream = transfer.request.body else { return true }
         return session.taskNeedNewBodyStream != nil
     }
 

@@ -26,6 +26,10 @@ struct TaskHops {
     /// Whether a transfer of the task sent a credential of the session's (an authentication challenge's
     /// answer): its response is then not stored in the response cache.
     var sentCredential = false
+    /// Whether the task stopped its transfer with an error of its own: a hook's answer it could not carry out
+    /// (`.becomeDownload` for a task whose result is in memory, or no folder for the file). Sending the request
+    /// again would meet the same answer, so the failure is final: not the retrier's, nor a connectivity wait's.
+    var stoppedByTask = false
 
     /// Keeps the metrics of a transfer that leads to another (a redirect, a challenge, a retry), with the
     /// number of redirects followed before it: curl follows none itself, so the count is Herald's.

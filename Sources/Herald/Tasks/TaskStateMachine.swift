@@ -485,6 +485,11 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
     /// The transfer in the engine failed (`response`, if any, is the failure's) and the retrier is to be asked
     /// about it; the task is between transfers meanwhile. A transfer that became a download is asked about
     /// too: its retry is the download's next attempt.
+    /// The task stops its transfer with an error of its own (see ``TaskHops/stoppedByTask``).
+    mutating func stoppingTransferWithOwnError() {
+        hops.stoppedByTask = true
+    }
+
     mutating func retryAsked(response: HTTPResponse?) -> RetryQuestionAction {
         guard endTransfer("a retry was asked", allowingDownload: true) != nil else { return .complete }
         if let response { report.response = response }

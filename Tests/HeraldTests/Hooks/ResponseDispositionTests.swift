@@ -218,16 +218,25 @@ struct ResponseDispositionTests {
         try await fixture.tearDown()
     }
 
-    @Test("the async data(for:) fails clearly when the hook answers .becomeDownload")
+    @Test("the async data(for:) fails clearly when the hook answers .becomeDownload, a failure no retrier is asked about")
     func asyncRefusesBecomeDownload() async throws {
         let fixture = try await SessionFixture.make()
         fixture.session.dataTaskDidReceiveResponse = { _, _ in .becomeDownload }
+        // A retrier that retries everything: the same request would meet the same answer, again and again.
+        let asked = Locked(0)
+        fixture.session.interceptor = Interceptor(retry: { _ in
+            asked.withLock { $0 += 1 }
+            return .retry
+        })
         await #expect {
             _ = try await fixture.session.data(for: Request(url: fixture.server.url("/bytes/1000")))
         } throws: { error in
             (error as? HeraldError)?.code == .invalidRequest
         }
         #expect(fixture.session.downloadTasks.isEmpty)
+        // Before, the retrier was asked, and the request sent again for as long as it said so.
+        #expect(asked.withLock { $0 } == 0)
+        #expect(fixture.server.requests(forPath: "/bytes/1000").count == 1)
         try await fixture.tearDown()
     }
 }
