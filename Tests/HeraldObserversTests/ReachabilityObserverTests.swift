@@ -20,6 +20,16 @@ extension Payloads {
                 error: HeraldError(.cannotConnect, "could not connect to the server", url: request.url)))
     }
 
+    static func waitEnded(task: Int, session: Int = 1, request: RequestSummary = anyRequest)
+        -> TypedNotification<TaskConnectivityWait>
+    {
+        TypedNotification(
+            name: .taskDidEndWaitingForConnectivity, object: nil,
+            userInfo: TaskConnectivityWait(
+                taskIdentifier: task, sessionIdentifier: session, request: request, date: Date(),
+                error: HeraldError(.cannotConnect, "could not connect to the server", url: request.url)))
+    }
+
     static let ethernet = NetworkReachabilityStatus.reachable(NetworkInterface(name: "eth0", index: 2, kind: .ethernet))
     static let cellular = NetworkReachabilityStatus.reachable(
         NetworkInterface(name: "wwan0", index: 5, kind: .cellular))
@@ -61,6 +71,37 @@ struct ReachabilityObserverTests {
         // A wait for a task that isn't running is not recorded.
         indicator.taskIsWaitingForConnectivity(Payloads.waiting(task: 9))
         #expect(indicator.waitingTaskCount == 0)
+    }
+
+    @Test(
+        "the end of a task's wait makes it activity again, with no reachability monitor on the center; paused, once resumed"
+    )
+    func activityIndicatorWaitEnded() {
+        let clock = ManualScheduler()
+        let indicator = NetworkActivityIndicator(activationDelay: 1, completionDelay: 0.17, scheduler: clock)
+        indicator.taskDidResume(Payloads.resume(task: 1))
+        clock.advance(by: 1)
+        indicator.taskIsWaitingForConnectivity(Payloads.waiting(task: 1))
+        clock.advance(by: 0.17)
+        #expect(indicator.state == .notActive)
+        // Before, the task stayed waiting until it completed: its whole transfer after the wait showed nothing.
+        indicator.taskDidEndWaitingForConnectivity(Payloads.waitEnded(task: 1))
+        #expect(indicator.waitingTaskCount == 0 && indicator.runningTaskCount == 1)
+        #expect(indicator.state == .delayingStart)
+        clock.advance(by: 1)
+        #expect(indicator.state == .active)
+        indicator.taskDidComplete(Payloads.complete(task: 1))
+        clock.advance(by: 0.17)
+        #expect(indicator.state == .notActive)
+        // A task paused while it waited, whose wait ends meanwhile: resumed, it transfers, and is activity.
+        indicator.taskDidResume(Payloads.resume(task: 2))
+        indicator.taskIsWaitingForConnectivity(Payloads.waiting(task: 2))
+        indicator.taskDidSuspend(Payloads.suspend(task: 2))
+        indicator.taskDidEndWaitingForConnectivity(Payloads.waitEnded(task: 2))
+        indicator.taskDidResume(Payloads.resume(task: 2))
+        #expect(indicator.waitingTaskCount == 0 && indicator.runningTaskCount == 1)
+        clock.advance(by: 1)
+        #expect(indicator.state == .active)
     }
 
     @Test("a task paused and resumed while it waits for a network still waits; a network back meanwhile ends it")

@@ -39,7 +39,8 @@ public struct TaskConnectivityWait: Sendable {
     public let sessionIdentifier: Int
     /// The task's request: method, credential-redacted URL, header fields and trace context.
     public let request: RequestSummary
-    /// When the task began waiting.
+    /// When the task began waiting (`taskIsWaitingForConnectivity`), or stopped because a network came back
+    /// (`taskDidEndWaitingForConnectivity`).
     public let date: Date
     /// The failure that showed there was no network: ``HeraldError/Code/cannotConnect``,
     /// ``HeraldError/Code/cannotFindHost`` or ``HeraldError/Code/networkConnectionLost``.
@@ -50,7 +51,7 @@ public struct TaskConnectivityWait: Sendable {
     ///   - taskIdentifier: The task's identifier.
     ///   - sessionIdentifier: The owning session's identifier.
     ///   - request: The task's request.
-    ///   - date: When the task began waiting.
+    ///   - date: When the task began waiting, or stopped.
     ///   - error: The failure that showed there was no network.
     public init(taskIdentifier: Int, sessionIdentifier: Int, request: RequestSummary, date: Date, error: HeraldError) {
         self.taskIdentifier = taskIdentifier
@@ -80,4 +81,15 @@ extension NotificationName where UserInfo == TaskConnectivityWait {
     /// again without a second `taskDidResume`, and it completes once.
     public static let taskIsWaitingForConnectivity = NotificationName<TaskConnectivityWait>(
         "herald.task.waiting-for-connectivity")
+
+    /// A network came back for a task that announced its wait with ``taskIsWaitingForConnectivity``, and its
+    /// attempt starts again (`herald.task.waiting-for-connectivity.end`). Object: the task.
+    ///
+    /// At most once per task, after its `taskIsWaitingForConnectivity` and before its `taskDidComplete`; not
+    /// when the wait ends otherwise (the resource timeout, a cancel: `taskDidComplete` says so). Until it, the
+    /// task moves no bytes; from it, the task is network activity again. The payload's
+    /// ``TaskConnectivityWait/date`` is when the wait ended, its ``TaskConnectivityWait/error`` the failure
+    /// that began it.
+    public static let taskDidEndWaitingForConnectivity = NotificationName<TaskConnectivityWait>(
+        "herald.task.waiting-for-connectivity.end")
 }

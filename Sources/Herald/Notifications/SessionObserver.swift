@@ -24,6 +24,8 @@ public protocol SessionObserver: AnyObject, Sendable {
     func taskWillRetry(_ notification: TypedNotification<TaskRetry>)
     /// A task found no network and waits for one, between its resume and its completion.
     func taskIsWaitingForConnectivity(_ notification: TypedNotification<TaskConnectivityWait>)
+    /// A network came back for a task that waited for one: its attempt starts again.
+    func taskDidEndWaitingForConnectivity(_ notification: TypedNotification<TaskConnectivityWait>)
     /// A ``NetworkReachability`` monitor posting on this center announced a new status.
     func reachabilityDidChange(_ notification: TypedNotification<ReachabilityChange>)
     /// One of a session's connections was established, became active or idle, or closed. Called only when
@@ -50,6 +52,8 @@ extension SessionObserver {
     public func taskWillRetry(_ notification: TypedNotification<TaskRetry>) {}
     /// Does nothing.
     public func taskIsWaitingForConnectivity(_ notification: TypedNotification<TaskConnectivityWait>) {}
+    /// Does nothing.
+    public func taskDidEndWaitingForConnectivity(_ notification: TypedNotification<TaskConnectivityWait>) {}
     /// Does nothing.
     public func reachabilityDidChange(_ notification: TypedNotification<ReachabilityChange>) {}
     /// Does nothing.
@@ -114,6 +118,7 @@ extension NotificationHub {
                 observe(.downloadDidFailToMoveFile) { observer.downloadDidFailToMoveFile($0) },
                 observe(.taskWillRetry) { observer.taskWillRetry($0) },
                 observe(.taskIsWaitingForConnectivity) { observer.taskIsWaitingForConnectivity($0) },
+                observe(.taskDidEndWaitingForConnectivity) { observer.taskDidEndWaitingForConnectivity($0) },
                 observe(.reachabilityDidChange) { observer.reachabilityDidChange($0) },
             ])
     }

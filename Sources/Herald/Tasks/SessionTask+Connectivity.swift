@@ -65,6 +65,11 @@ extension SessionTask {
     /// A network came back: the attempt starts again, through the adapter when there is an interceptor.
     /// Hook queue.
     private func startAttemptAfterWaiting(failure: HeraldError) {
+        // The announced wait (the first) is over: an effect of a transition, so it lands after the announcement
+        // and before the completion.
+        transition({ $0.taskState != .completed && $0.hops.connectivityWaits == 1 }) { announces, _ in
+            ((), announces ? [TaskEffect.announceConnectivityWaitEnded(self, failure)] : [])
+        }
         let shared = session.interceptor
         let own = interceptor
         if let interceptor = Self.combined(own, shared) { return startAttempt(with: interceptor, afterWait: true) }
@@ -129,15 +134,18 @@ enum ConnectivityMonitors {
 }
 
 extension SessionEventPoster {
-    /// Queues `taskIsWaitingForConnectivity` on the event queue: an effect of the task's transition, carried
-    /// out in order with its others, after its resume and before anything can complete it.
-    func postConnectivityWait(of task: SessionTask, error: HeraldError) {
-        guard center.hasObservers(for: .taskIsWaitingForConnectivity) else { return }
+    /// Queues `taskIsWaitingForConnectivity`, or `taskDidEndWaitingForConnectivity` when the wait `ended`, on
+    /// the event queue: an effect of the task's transition, carried out in order with its others, after its
+    /// resume and before anything can complete it.
+    func postConnectivityWait(of task: SessionTask, error: HeraldError, ended: Bool = false) {
+        let name: NotificationName<TaskConnectivityWait> =
+            ended ? .taskDidEndWaitingForConnectivity : .taskIsWaitingForConnectivity
+        guard center.hasObservers(for: name) else { return }
         let subject = task.lifecycleSubject
         let payload = TaskConnectivityWait(
             taskIdentifier: subject.taskIdentifier, sessionIdentifier: sessionIdentifier,
             request: task.requestSummary, date: Date(), error: error)
         let center = center
-        async { center.post(.taskIsWaitingForConnectivity, object: subject, userInfo: payload) }
+        async { center.post(name, object: subject, userInfo: payload) }
     }
 }

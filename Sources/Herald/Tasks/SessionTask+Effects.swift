@@ -15,6 +15,8 @@ enum TaskEffect {
     indirect case announceRetry(SessionTask, RetryAnnouncement)
     /// Post `taskIsWaitingForConnectivity`, with the failure that showed there was no network.
     case announceConnectivityWait(SessionTask, HeraldError)
+    /// Post `taskDidEndWaitingForConnectivity`, with the failure that began the wait.
+    case announceConnectivityWaitEnded(SessionTask, HeraldError)
     /// Send the engine a command.
     case engine(TransferCommand)
     /// Hand a completed task to the session: serialize, run the completion handler, post `taskDidComplete`.
@@ -57,6 +59,8 @@ extension SessionTask {
             session.eventPoster.postRetry(of: task, retry)
         case .announceConnectivityWait(let task, let error):
             session.eventPoster.postConnectivityWait(of: task, error: error)
+        case .announceConnectivityWaitEnded(let task, let error):
+            session.eventPoster.postConnectivityWait(of: task, error: error, ended: true)
         case .engine(let command):
             session.send(command)
         case .finish(let task, let outcome):

@@ -19,7 +19,8 @@ struct ActivityStateMachine {
     private(set) var running: Set<TaskKey> = []
     /// Running tasks that wait for a network (`taskIsWaitingForConnectivity`): no network activity, so they
     /// don't keep the indicator up. They leave this set when they complete or pause, or when a network
-    /// comes back (they start again then, without another resume).
+    /// comes back (`taskDidEndWaitingForConnectivity`, or a reachable status: they start again then, without
+    /// another resume).
     private(set) var waiting: Set<TaskKey> = []
     /// Tasks paused while they waited for a network. Their wait goes on (a task announces it once), so
     /// resumed they wait again, unless a network came back meanwhile.
@@ -75,6 +76,14 @@ struct ActivityStateMachine {
     /// A running task found no network and waits for one. A task that is not running is not added.
     mutating func taskWaiting(_ key: TaskKey) -> Action {
         guard running.contains(key), waiting.insert(key).inserted else { return Action() }
+        return reevaluate()
+    }
+
+    /// A network came back for a waiting task: its attempt starts again, and it is activity again (or will be
+    /// when resumed, if it is paused).
+    mutating func taskWaitEnded(_ key: TaskKey) -> Action {
+        pausedWhileWaiting.remove(key)
+        guard waiting.remove(key) != nil else { return Action() }
         return reevaluate()
     }
 

@@ -14,7 +14,8 @@ import HeraldNotifications
 /// can't leave it stuck on or make it negative, and `sessionDidInvalidate` clears whatever is left of
 /// that session. A task waiting for a network (`taskIsWaitingForConnectivity`) stays in the set but is no
 /// activity: it doesn't keep the indicator up, and ``waitingTaskCount`` counts it until it completes,
-/// pauses, or a `NetworkReachability` posting on the same center announces a reachable network
+/// pauses, its network comes back (`taskDidEndWaitingForConnectivity`: it transfers again, and is activity
+/// again), or a `NetworkReachability` posting on the same center announces a reachable network
 /// (``networkStatus``). Paused and resumed while the network is still away, it waits again: the task
 /// announces its wait once. A task waiting out a retry's delay (`taskWillRetry` with a delay) is no activity
 /// either, from the announcement until the delay has passed.
@@ -121,6 +122,13 @@ public final class NetworkActivityIndicator: SessionObserver {
     public func taskIsWaitingForConnectivity(_ notification: TypedNotification<TaskConnectivityWait>) {
         let key = TaskKey(notification.userInfo)
         perform { $0.taskWaiting(key) }
+    }
+
+    /// Counts the task as activity again: a network came back and its attempt starts again.
+    /// - Parameter notification: `taskDidEndWaitingForConnectivity`.
+    public func taskDidEndWaitingForConnectivity(_ notification: TypedNotification<TaskConnectivityWait>) {
+        let key = TaskKey(notification.userInfo)
+        perform { $0.taskWaitEnded(key) }
     }
 
     /// Stops counting the task as activity while it waits out the retry's delay.

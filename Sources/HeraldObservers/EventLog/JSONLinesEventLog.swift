@@ -187,6 +187,18 @@ public final class JSONLinesEventLog: SessionObserver {
         emit(record)
     }
 
+    /// Writes the `herald.task.waiting-for-connectivity.end` line: a network came back and the task's attempt
+    /// starts again.
+    /// - Parameter notification: `taskDidEndWaitingForConnectivity`.
+    public func taskDidEndWaitingForConnectivity(_ notification: TypedNotification<TaskConnectivityWait>) {
+        let wait = notification.userInfo
+        var record = EventRecord(
+            event: notification.name.rawValue, time: Self.timestamp(wait.date), session: wait.sessionIdentifier,
+            task: wait.taskIdentifier)
+        addRequest(wait.request, to: &record)
+        emit(record)
+    }
+
     /// Writes the `herald.reachability.change` line: the new and previous status, the interface, the host.
     /// - Parameter notification: `reachabilityDidChange`.
     public func reachabilityDidChange(_ notification: TypedNotification<ReachabilityChange>) {

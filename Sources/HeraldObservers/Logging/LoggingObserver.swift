@@ -155,6 +155,17 @@ public final class LoggingObserver: SessionObserver {
         write(.debug, "task waiting for connectivity", metadata: metadata, request: wait.request)
     }
 
+    /// Logs `task connectivity returned` at `debug`: its wait is over and its attempt starts again.
+    /// - Parameter notification: `taskDidEndWaitingForConnectivity`.
+    public func taskDidEndWaitingForConnectivity(_ notification: TypedNotification<TaskConnectivityWait>) {
+        guard logger.logLevel <= .debug else { return }
+        let wait = notification.userInfo
+        var metadata = Self.identity(session: wait.sessionIdentifier, task: wait.taskIdentifier)
+        metadata["http.request.method"] = .string(wait.request.method)
+        metadata["url.full"] = .string(redaction.redacting(wait.request.url))
+        write(.debug, "task connectivity returned", metadata: metadata, request: wait.request)
+    }
+
     /// Logs `network reachability changed` at `debug`: the new and previous status
     /// (`herald.reachability.status`, `herald.reachability.previous_status`: bounded labels such as
     /// `reachable_via_ethernet`), the interface (`network.interface.name`) and the host followed, if any.

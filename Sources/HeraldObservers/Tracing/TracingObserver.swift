@@ -272,6 +272,14 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
                 attributes: ["error.type": .string(wait.error.code.description)]))
     }
 
+    /// Records a `herald.task.connectivity_returned` event on the task's span: its wait is over and its attempt
+    /// starts again.
+    /// - Parameter notification: `taskDidEndWaitingForConnectivity`.
+    public func taskDidEndWaitingForConnectivity(_ notification: TypedNotification<TaskConnectivityWait>) {
+        guard let span = state.withLock({ $0.spans[TaskKey(notification.userInfo)] }) else { return }
+        span.addEvent(SpanEvent(name: "herald.task.connectivity_returned"))
+    }
+
     /// Records a `herald.network.reachability_changed` event on every open span: the network changed while
     /// those requests were under way.
     /// - Parameter notification: `reachabilityDidChange`.

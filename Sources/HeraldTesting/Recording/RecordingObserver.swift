@@ -26,6 +26,8 @@ public final class RecordingObserver: Sendable {
         case retry
         /// `taskIsWaitingForConnectivity`.
         case waiting
+        /// `taskDidEndWaitingForConnectivity`.
+        case waitEnded
         /// `connectionDidChangeState`, recorded only when asked for (``init(center:recordsConnections:)``).
         case connection
 
@@ -47,7 +49,7 @@ public final class RecordingObserver: Sendable {
         public let moveFailure: DownloadMoveFailure?
         /// The retry payload, for `taskWillRetry`.
         public let retry: TaskRetry?
-        /// The wait's payload, for `taskIsWaitingForConnectivity`.
+        /// The wait's payload, for `taskIsWaitingForConnectivity` and `taskDidEndWaitingForConnectivity`.
         public let connectivityWait: TaskConnectivityWait?
         /// The change, for `connectionDidChangeState`.
         public let connectionChange: ConnectionStateChange?
@@ -148,6 +150,12 @@ public final class RecordingObserver: Sendable {
                     kind: .waiting, taskIdentifier: note.userInfo.taskIdentifier,
                     sessionIdentifier: note.userInfo.sessionIdentifier, connectivityWait: note.userInfo))
         }
+        let waitEnded = center.addObserver(for: .taskDidEndWaitingForConnectivity) { [weak self] note in
+            self?.record(
+                Event(
+                    kind: .waitEnded, taskIdentifier: note.userInfo.taskIdentifier,
+                    sessionIdentifier: note.userInfo.sessionIdentifier, connectivityWait: note.userInfo))
+        }
         let connection =
             recordsConnections
             ? [
@@ -158,7 +166,9 @@ public final class RecordingObserver: Sendable {
                             connectionChange: note.userInfo))
                 }
             ] : []
-        tokens.withLock { $0 = [resume, suspend, complete, invalidate, moveFailed, retry, waiting] + connection }
+        tokens.withLock {
+            $0 = [resume, suspend, complete, invalidate, moveFailed, retry, waiting, waitEnded] + connection
+        }
     }
 
     /// Every event recorded so far, in order.

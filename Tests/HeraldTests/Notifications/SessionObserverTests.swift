@@ -36,6 +36,10 @@ private final class EveryMethodObserver: SessionObserver {
         calls.withLock { $0.append("waiting") }
     }
 
+    func taskDidEndWaitingForConnectivity(_ notification: TypedNotification<TaskConnectivityWait>) {
+        calls.withLock { $0.append("waitEnded") }
+    }
+
     func reachabilityDidChange(_ notification: TypedNotification<ReachabilityChange>) {
         calls.withLock { $0.append("reachability") }
     }
@@ -66,9 +70,14 @@ struct SessionObserverTests {
                 taskIdentifier: 1, sessionIdentifier: 1, request: request, date: Date(),
                 error: HeraldError(.cannotConnect, "no route")))
         center.post(
+            .taskDidEndWaitingForConnectivity,
+            userInfo: TaskConnectivityWait(
+                taskIdentifier: 1, sessionIdentifier: 1, request: request, date: Date(),
+                error: HeraldError(.cannotConnect, "no route")))
+        center.post(
             .reachabilityDidChange,
             userInfo: ReachabilityChange(status: .notReachable, previousStatus: .unknown, host: nil, date: Date()))
-        #expect(observer.calls.withLock { $0 } == ["waiting", "reachability"])
+        #expect(observer.calls.withLock { $0 } == ["waiting", "waitEnded", "reachability"])
     }
 
     @Test("connection changes reach an observer that asks for them, and only such an observer")
