@@ -35,6 +35,11 @@ public protocol SessionObserver: AnyObject, Sendable {
     /// connection turns active and idle with every request it carries, so these come about twice per request:
     /// an observer hears them only when it asks to, and while none does the sessions make none. Default `false`.
     var observesConnections: Bool { get }
+    /// The registration's token was cancelled or released while the observer lives on: nothing more comes
+    /// through it, and `end` names what it delivered that nothing will now close (tasks resumed and not
+    /// completed, sessions whose connections were announced). Called once, on the thread that ended the token,
+    /// after the registration's other calls (for a token ended inside a handler, after those on that thread).
+    func observationDidEnd(_ end: ObservationEnd)
 }
 
 extension SessionObserver {
@@ -60,6 +65,8 @@ extension SessionObserver {
     public func connectionDidChangeState(_ notification: TypedNotification<ConnectionStateChange>) {}
     /// `false`: connection changes are not delivered.
     public var observesConnections: Bool { false }
+    /// Does nothing.
+    public func observationDidEnd(_ end: ObservationEnd) {}
 }
 
 extension NotificationHub {
@@ -102,24 +109,46 @@ extension NotificationHub {
         }
         // `drain()` and `invalidateAndWait` wait for what was forwarded to the serial queue.
         let drainToken = serial.map { [drainAlso($0), ObservationToken(onCancel: gate.close)] } ?? []
+        // What this registration left open when its token ends, for `observationDidEnd`.
+        let delivered = DeliveredTasks()
         let connections =
             observer.observesConnections
-            ? [observe(.connectionDidChangeState) { observer.connectionDidChangeState($0) }] : []
+            ? [
+                observe(.connectionDidChangeState) { note in
+                    delivered.connectionChanged(session: note.userInfo.sessionIdentifier)
+                    observer.connectionDidChangeState(note)
+                }
+            ] : []
         // The ends before the starts: a task that resumes while the observations are being added, and completes
         // at once, is then never counted as running without its completion being seen.
         let ends = [
-            observe(.taskDidComplete) { observer.taskDidComplete($0) },
-            observe(.sessionDidInvalidate) { observer.sessionDidInvalidate($0) },
+            observe(.taskDidComplete) { note in
+                delivered.completed(session: note.userInfo.sessionIdentifier, task: note.userInfo.taskIdentifier)
+                observer.taskDidComplete(note)
+            },
+            observe(.sessionDidInvalidate) { note in
+                delivered.invalidated(session: note.userInfo.sessionIdentifier)
+                observer.sessionDidInvalidate(note)
+            },
             observe(.taskDidSuspend) { observer.taskDidSuspend($0) },
         ]
+        // Last: a combined token cancels in order, so the observations above are over when the end is told.
+        let end = ObservationToken(onCancel: {
+            if let end = delivered.end() { observer.observationDidEnd(end) }
+        })
         return ObservationToken(
             combining: drainToken + connections + ends + [
-                observe(.taskDidResume) { observer.taskDidResume($0) },
+                observe(.taskDidResume) { note in
+                    guard delivered.resumed(session: note.userInfo.sessionIdentifier, task: note.userInfo.taskIdentifier)
+                    else { return }
+                    observer.taskDidResume(note)
+                },
                 observe(.downloadDidFailToMoveFile) { observer.downloadDidFailToMoveFile($0) },
                 observe(.taskWillRetry) { observer.taskWillRetry($0) },
                 observe(.taskIsWaitingForConnectivity) { observer.taskIsWaitingForConnectivity($0) },
                 observe(.taskDidEndWaitingForConnectivity) { observer.taskDidEndWaitingForConnectivity($0) },
                 observe(.reachabilityDidChange) { observer.reachabilityDidChange($0) },
+                end,
             ])
     }
 }

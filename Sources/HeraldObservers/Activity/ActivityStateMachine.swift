@@ -133,6 +133,18 @@ struct ActivityStateMachine {
         return running.count == before ? Action() : reevaluate()
     }
 
+    /// Tasks the owner will hear nothing more of (their observation ended): forgotten, as if completed.
+    mutating func tasksForgotten(_ keys: [TaskKey]) -> Action {
+        var changed = false
+        for key in keys {
+            waiting.remove(key)
+            pausedWhileWaiting.remove(key)
+            delayedRetries[key] = nil
+            if running.remove(key) != nil { changed = true }
+        }
+        return changed ? reevaluate() : Action()
+    }
+
     mutating func setEnabled(_ enabled: Bool) -> Action {
         guard enabled != isEnabled else { return Action() }
         isEnabled = enabled

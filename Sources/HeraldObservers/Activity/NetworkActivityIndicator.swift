@@ -153,6 +153,14 @@ public final class NetworkActivityIndicator: SessionObserver {
         perform { $0.sessionEnded(session) }
     }
 
+    /// A registration of the indicator ended (its token cancelled or released) while it lives on: the tasks it
+    /// announced as running, whose completion it will now never hear, are forgotten, so they don't keep it up.
+    /// - Parameter end: What the registration left open.
+    public func observationDidEnd(_ end: ObservationEnd) {
+        let keys = end.openTasks.map { TaskKey($0) }
+        perform { $0.tasksForgotten(keys) }
+    }
+
     // MARK: - plumbing
 
     private func perform(_ event: (inout ActivityStateMachine) -> ActivityStateMachine.Action) {

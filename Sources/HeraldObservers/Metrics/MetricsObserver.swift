@@ -20,7 +20,8 @@ import Metrics
 /// - `http.client.open_connections` (up-down counter, `{connection}`): a meter per `http.connection.state`
 ///   (`active` or `idle`) of the sessions' open connections, from `connectionDidChangeState`. When the
 ///   observer is released (as when the token that holds it is cancelled or released and nothing else keeps
-///   it) with requests running or connections open, it takes back what it counted in these two meters.
+///   it) with requests running or connections open, it takes back what it counted in these two meters; so it
+///   does when the token is cancelled while the observer lives on (``observationDidEnd(_:)``).
 /// - `http.client.connection.duration` (histogram, `s`): a timer per closed connection, of how long it was
 ///   open.
 /// - `http.client.request.body.size` and `http.client.response.body.size` (histograms, `By`): recorders of
@@ -424,20 +425,40 @@ public final class MetricsObserver: SessionObserver {
     }
 
     deinit {
-        // The observation ended (its token cancelled or released) with requests running and connections open:
-        // their meters would keep those counts for ever, as a backend keeps a series by its dimensions. What
-        // this observer added, it takes back.
+        // The observer is gone with requests running and connections open: their meters would keep those counts
+        // for ever, as a backend keeps a series by its dimensions. What this observer added, it takes back.
         let (running, connections) = state.withLock { state in
             (
                 state.tasks.values.filter(\.isCounted).map(\.meter),
                 Array(state.connectionGroups.values)
             )
         }
+        Self.takeBack(running: running, connections: connections)
+    }
+
+    /// Takes back what the observer counted in `http.client.active_requests` and `http.client.open_connections`
+    /// for the tasks and connections it will hear nothing more of.
+    private static func takeBack(running: [Meter], connections: [ConnectionGroupRecord]) {
         for meter in running { meter.decrement() }
         for group in connections {
             if group.counts.active > 0 { group.active.decrement(by: Double(group.counts.active)) }
             if group.counts.idle > 0 { group.idle.decrement(by: Double(group.counts.idle)) }
         }
+    }
+
+    /// A registration of the observer ended (its token cancelled or released) while the observer lives on:
+    /// the requests it announced as running and the connections it announced as open, which it will now hear
+    /// nothing more of, are taken back out of `http.client.active_requests` and
+    /// `http.client.open_connections`, and no duration is recorded for them (their outcome is unknown).
+    /// - Parameter end: What the registration left open.
+    public func observationDidEnd(_ end: ObservationEnd) {
+        let (running, connections) = state.withLock { state -> ([Meter], [ConnectionGroupRecord]) in
+            let running = end.openTasks.compactMap { state.tasks.removeValue(forKey: TaskKey($0)) }
+                .filter(\.isCounted).map(\.meter)
+            let groups = state.connectionGroups.keys.filter { end.connectionSessions.contains($0.sessionIdentifier) }
+            return (running, groups.compactMap { state.connectionGroups.removeValue(forKey: $0) })
+        }
+        Self.takeBack(running: running, connections: connections)
     }
 
     /// `dimensions`, with the instrument's `unit` and `description` when ``Configuration/describesInstruments``.

@@ -29,6 +29,12 @@ public struct TaskKey: Hashable, Sendable, CustomStringConvertible {
         self.init(sessionIdentifier: completion.sessionIdentifier, taskIdentifier: completion.taskIdentifier)
     }
 
+    /// The key of a task an observation left open.
+    /// - Parameter task: One of ``Herald/ObservationEnd/openTasks``.
+    public init(_ task: ObservationEnd.OpenTask) {
+        self.init(sessionIdentifier: task.sessionIdentifier, taskIdentifier: task.taskIdentifier)
+    }
+
     /// The key of the task a retry is about.
     /// - Parameter retry: A `taskWillRetry` payload.
     public init(_ retry: TaskRetry) {

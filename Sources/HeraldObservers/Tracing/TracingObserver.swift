@@ -98,10 +98,31 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
             span.setStatus(SpanStatus(code: .error, message: "The request was never sent."))
             span.end()
         }
-        for span in running {
-            span.setStatus(SpanStatus(code: .error, message: "The observation ended before the task completed."))
-            span.end()
+        for span in running { Self.endUnfinished(span) }
+    }
+
+    /// Ends the span of a task whose completion the observer will never hear: an error, with
+    /// `herald.observation.ended`, and no `error.type` (the request's outcome is unknown).
+    private static func endUnfinished(_ span: T.Span) {
+        span.attributes["herald.observation.ended"] = true
+        span.setStatus(SpanStatus(code: .error, message: "The observation ended before the task completed."))
+        span.end()
+    }
+
+    /// A registration of the observer ended (its token cancelled or released) while the observer lives on: the
+    /// spans of the tasks it announced as running, whose completion it will now never hear, end now, as an
+    /// error with `herald.observation.ended`. Spans started by ``startSpan(for:)`` for requests not yet sent
+    /// belong to no registration and stay.
+    /// - Parameter end: What the registration left open.
+    public func observationDidEnd(_ end: ObservationEnd) {
+        let unfinished = state.withLock { state in
+            end.openTasks.compactMap { task -> T.Span? in
+                let key = TaskKey(task)
+                state.retries[key] = nil
+                return state.spans.removeValue(forKey: key)
+            }
         }
+        for span in unfinished { Self.endUnfinished(span) }
     }
 
     /// Starts the client span of a request now, before its task exists, and returns the request carrying the
