@@ -13,8 +13,8 @@ package struct TransferError: Error, Sendable {
             serverCertificateUntrusted, serverTrustPinMismatch, invalidSecurityPolicy
         case tooManyRedirects, redirectLoop, badURL, unsupportedURL, invalidRequest, cannotResume,
             sessionInvalidated, downloadMoveFailed, serializationFailed
-        case unacceptableStatusCode, unacceptableContentType, bodyStream, fileIO, responseTooLarge, decoding, proxy,
-            authentication, outOfMemory, reachabilityUnavailable, `internal`, unknown
+        case unacceptableStatusCode, unacceptableContentType, bodyStream, fileIO, fileInUse, responseTooLarge, decoding,
+            proxy, authentication, outOfMemory, reachabilityUnavailable, `internal`, unknown
     }
 
     /// What went wrong.

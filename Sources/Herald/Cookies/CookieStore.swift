@@ -56,6 +56,8 @@ public final class CookieStore: Sendable {
 
     private let jar = Locked<Jar>(Jar())
     private let fileURL: URL?
+    /// The claim on ``fileURL`` for the store's life; `nil` for an in-memory store.
+    private let fileLock: CookieFileLock?
     private let saveQueue = DispatchQueue(label: "herald.cookie-store.save")
     private let publicSuffixes: PublicSuffixList
     /// How many cookies the file ``init(persistingTo:publicSuffixes:)`` loaded held that could not be sent as
@@ -68,6 +70,7 @@ public final class CookieStore: Sendable {
     /// - Parameter publicSuffixes: The suffixes refused as cookie domains; default ``PublicSuffixList/shared``.
     public init(publicSuffixes: PublicSuffixList = .shared) {
         self.fileURL = nil
+        self.fileLock = nil
         self.publicSuffixes = publicSuffixes
         self.unsendableCookiesSkipped = 0
     }
@@ -76,17 +79,22 @@ public final class CookieStore: Sendable {
     /// there after each change. A missing file is an empty store; it is created on the first save.
     /// Expired cookies in the file are dropped.
     ///
-    /// One store to a file: each save writes the store's own cookies over the file, so two stores on one file
-    /// (two processes, or two in one process) keep only the cookies of whichever saved last. Share one store
-    /// between the sessions of a process instead (``SessionConfiguration/httpCookieStore``).
+    /// One store to a file: the store holds an exclusive lock on `.<name>.lock` beside the file (`flock(2)`) from
+    /// its creation until it is deallocated, after its last save. Another store on the same file — in another
+    /// process, or in this one — throws ``HeraldError/Code/fileInUse``: each one's saves would write its own
+    /// cookies over the other's. Share one store between the sessions of a process instead
+    /// (``SessionConfiguration/httpCookieStore``). The file's folder must exist and be writable.
     /// - Parameters:
     ///   - fileURL: The file.
     ///   - publicSuffixes: The suffixes refused as cookie domains; default ``PublicSuffixList/shared``.
     /// A line holding a cookie that could not be sent as it is (see ``setCookie(_:)``; an earlier version
     /// stored such cookies) is left out and counted in ``unsendableCookiesSkipped``; the rest load.
-    /// - Throws: ``HeraldError`` with ``HeraldError/Code/fileIO`` when the file exists but can't be read, is
-    ///   larger than ``maximumFileSize``, or a line of it is not a cookie (the message names the line).
+    /// - Throws: ``HeraldError`` with ``HeraldError/Code/fileInUse`` when another store holds the file, and with
+    ///   ``HeraldError/Code/fileIO`` when the lock file beside it can't be made, or the file exists but can't be
+    ///   read, is larger than ``maximumFileSize``, or a line of it is not a cookie (the message names the line).
     public init(persistingTo fileURL: URL, publicSuffixes: PublicSuffixList = .shared) throws(HeraldError) {
+        // Before the file is read: what is loaded is then what no other store writes meanwhile.
+        self.fileLock = try CookieFileLock(for: fileURL)
         self.fileURL = fileURL
         self.publicSuffixes = publicSuffixes
         guard FileManager.default.fileExists(atPath: fileURL.path) else {

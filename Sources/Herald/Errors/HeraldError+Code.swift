@@ -71,6 +71,9 @@ extension HeraldError {
         public static let bodyStream = Code(.bodyStream)
         /// Reading or writing a local file failed.
         public static let fileIO = Code(.fileIO)
+        /// A file that takes one user at a time has one already: another ``CookieStore``, of this process or
+        /// another, keeps its cookies in the same file.
+        public static let fileInUse = Code(.fileInUse)
         /// The response exceeded the configured maximum size.
         public static let responseTooLarge = Code(.responseTooLarge)
         /// The response's content encoding (gzip, br, …) could not be decoded.
@@ -123,6 +126,7 @@ extension HeraldError.Code: CustomStringConvertible {
         case .unacceptableContentType: "unacceptable_content_type"
         case .bodyStream: "body_stream"
         case .fileIO: "file_io"
+        case .fileInUse: "file_in_use"
         case .responseTooLarge: "response_too_large"
         case .decoding: "decoding"
         case .proxy: "proxy"

@@ -2,6 +2,10 @@ import Foundation
 import Herald
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// The cookie store's RFC 6265 rules as pure functions: no traffic, any domain.
 @Suite("Cookie store rules")
 struct CookieStoreTests {
@@ -175,8 +179,9 @@ struct CookieStoreTests {
 
     @Test("changes from two threads at once: after flush the file holds what the store holds, every round")
     func concurrentChangesEndInTheFile() async throws {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("herald-cookies-\(UUID()).jsonl")
-        defer { try? FileManager.default.removeItem(at: file) }
+        let folder = try CookieFolder()
+        defer { folder.remove() }
+        let file = folder.file()
         let store = try CookieStore(persistingTo: file)
         let expiry = Date().addingTimeInterval(3600)
         for round in 0..<300 {
@@ -190,20 +195,61 @@ struct CookieStoreTests {
                 }
             }
             store.flush()
-            let reloaded = try CookieStore(persistingTo: file)
-            #expect(Set(reloaded.allCookies.map(\.name)) == Set(store.allCookies.map(\.name)), "round \(round)")
+            // Read as a second store would load it (the store holds the file: a second one is refused).
+            #expect(try folder.cookieNames(in: file) == Set(store.allCookies.map(\.name)), "round \(round)")
         }
+    }
+
+    @Test("one store to a file: a second one throws fileInUse, from this process or another, until the first is gone")
+    func oneStorePerFile() throws {
+        let folder = try CookieFolder()
+        defer { folder.remove() }
+        let file = folder.file()
+        var first: CookieStore? = try CookieStore(persistingTo: file)
+        first?.setCookie(Cookie(name: "a", value: "1", domain: "h.example", expiresAt: Date().addingTimeInterval(3600)))
+        first?.flush()
+        // Before, the second store loaded, and each one's saves wrote its own cookies over the other's.
+        let sameProcess = #expect(throws: HeraldError.self) { try CookieStore(persistingTo: file) }
+        #expect(sameProcess?.code == .fileInUse)
+        #expect(sameProcess?.message.contains("this process") == true)
+        first = nil
+        let second = try CookieStore(persistingTo: file)
+        #expect(second.allCookies.map(\.name) == ["a"])
+        let lock = folder.file(".cookies.jsonl.lock")
+        let mode = try FileManager.default.attributesOfItem(atPath: lock.path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+
+        // Another process's store: its lock, taken through a descriptor of its own on another file's lock.
+        let other = folder.file("other.jsonl")
+        let held = open(folder.file(".other.jsonl.lock").path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        #expect(held >= 0)
+        defer { close(held) }
+        #expect(flock(held, LOCK_EX | LOCK_NB) == 0)
+        let otherProcess = #expect(throws: HeraldError.self) { try CookieStore(persistingTo: other) }
+        #expect(otherProcess?.code == .fileInUse)
+        #expect(otherProcess?.message.contains("another process") == true)
+        #expect(flock(held, LOCK_UN) == 0)
+        _ = try CookieStore(persistingTo: other)
+
+        // A folder that isn't there: refused at once, not a store whose saves all fail.
+        let missing = #expect(throws: HeraldError.self) {
+            try CookieStore(persistingTo: folder.file("missing/cookies.jsonl"))
+        }
+        #expect(missing?.code == .fileIO)
     }
 
     @Test("a persistent store writes JSON lines of its persistent cookies and reads them back")
     func persistence() throws {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("herald-cookies-\(UUID()).jsonl")
-        defer { try? FileManager.default.removeItem(at: file) }
-        let store = try CookieStore(persistingTo: file)
-        store.store(
-            setCookieFields: ["kept=1; Max-Age=600; Secure; HttpOnly; SameSite=None", "session=2"],
-            from: testURL("https://h.example/"))
-        store.flush()
+        let folder = try CookieFolder()
+        defer { folder.remove() }
+        let file = folder.file()
+        do {
+            let store = try CookieStore(persistingTo: file)
+            store.store(
+                setCookieFields: ["kept=1; Max-Age=600; Secure; HttpOnly; SameSite=None", "session=2"],
+                from: testURL("https://h.example/"))
+            store.flush()
+        }
         let lines = try String(contentsOf: file, encoding: .utf8).split(separator: "\n")
         #expect(lines.count == 1)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any])
@@ -213,9 +259,11 @@ struct CookieStoreTests {
         #expect(object["sameSite"] as? String == "None")
         #expect(object["expiresAt"] is Double)
 
-        let reloaded = try CookieStore(persistingTo: file)
-        #expect(reloaded.allCookies.map(\.name) == ["kept"])
-        #expect(reloaded.cookieHeader(for: testURL("https://h.example/x")) == "kept=1")
+        do {
+            let reloaded = try CookieStore(persistingTo: file)
+            #expect(reloaded.allCookies.map(\.name) == ["kept"])
+            #expect(reloaded.cookieHeader(for: testURL("https://h.example/x")) == "kept=1")
+        }
 
         try Data("{\"name\":\"broken\"}\n".utf8).write(to: file)
         let error = #expect(throws: HeraldError.self) { try CookieStore(persistingTo: file) }
@@ -280,8 +328,9 @@ struct CookieStoreTests {
         #expect(store.cookieHeader(for: testURL("http://h.example/")) == nil)
         #expect(store.setCookie(Cookie(name: "a", value: "x", domain: "h.example")))
 
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("herald-cookies-\(UUID()).jsonl")
-        defer { try? FileManager.default.removeItem(at: file) }
+        let folder = try CookieFolder()
+        defer { folder.remove() }
+        let file = folder.file()
         let bad =
             #"{"creationDate":1,"domain":"h.example","expiresAt":4000000000,"isHTTPOnly":false,"#
             + #""isHostOnly":true,"isSecure":false,"name":"a","path":"/","value":"x\r\nX-Injected: 1"}"#
@@ -297,8 +346,9 @@ struct CookieStoreTests {
 
     @Test("a cookie file is read as cookies are stored: domains normalised, limits kept, size bounded, mode 0600")
     func fileIsHeldToTheRules() throws {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("herald-cookies-\(UUID()).jsonl")
-        defer { try? FileManager.default.removeItem(at: file) }
+        let folder = try CookieFolder()
+        defer { folder.remove() }
+        let file = folder.file()
         func line(_ name: String, domain: String, created: Int) -> String {
             #"{"creationDate":\#(created),"domain":"\#(domain)","expiresAt":4000000000,"isHTTPOnly":false,"#
                 + #""isHostOnly":true,"isSecure":false,"name":"\#(name)","path":"/","value":"1"}"#
@@ -319,15 +369,17 @@ struct CookieStoreTests {
         let mode = try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int
         #expect(mode == 0o600)
 
-        try Data(count: CookieStore.maximumFileSize + 1).write(to: file)
-        let error = #expect(throws: HeraldError.self) { try CookieStore(persistingTo: file) }
+        let oversized = folder.file("oversized.jsonl")
+        try Data(count: CookieStore.maximumFileSize + 1).write(to: oversized)
+        let error = #expect(throws: HeraldError.self) { try CookieStore(persistingTo: oversized) }
         #expect(error?.code == .fileIO)
     }
 
     @Test("a cookie file's cookies no response could have set are left out; lifetimes are capped at 400 days")
     func fileRefusesWhatAResponseCouldNot() throws {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("herald-cookies-\(UUID()).jsonl")
-        defer { try? FileManager.default.removeItem(at: file) }
+        let folder = try CookieFolder()
+        defer { folder.remove() }
+        let file = folder.file()
         func line(_ name: String, domain: String, hostOnly: Bool, secure: Bool, path: String = "/") -> String {
             #"{"creationDate":1,"domain":"\#(domain)","expiresAt":4000000000,"isHTTPOnly":false,"#
                 + #""isHostOnly":\#(hostOnly),"isSecure":\#(secure),"name":"\#(name)","path":"\#(path)","value":"1"}"#

@@ -17,3 +17,28 @@ extension CookieStore {
         Dictionary(allCookies.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
     }
 }
+
+/// A folder of a test's own for cookie files and the lock files a store keeps beside them; `remove()` removes it.
+struct CookieFolder {
+    let url: URL
+
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "herald-cookies-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: false)
+    }
+
+    func file(_ name: String = "cookies.jsonl") -> URL { url.appendingPathComponent(name) }
+
+    func remove() { try? FileManager.default.removeItem(at: url) }
+
+    /// The names of the cookies `file` holds, decoded line by line as a store loads them.
+    func cookieNames(in file: URL) throws -> Set<String> {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .secondsSince1970
+        return Set(
+            try String(contentsOf: file, encoding: .utf8).split(separator: "\n").map {
+                try decoder.decode(Cookie.self, from: Data($0.utf8)).name
+            })
+    }
+}

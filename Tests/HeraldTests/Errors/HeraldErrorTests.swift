@@ -8,7 +8,7 @@ struct HeraldErrorTests {
     @Test("code descriptions are unique, short, snake-case and stable")
     func codeDescriptions() {
         let descriptions = HeraldError.Code.allCodes.map(\.description)
-        #expect(descriptions.count == 31)
+        #expect(descriptions.count == 32)
         #expect(Set(descriptions).count == descriptions.count)
         for description in descriptions {
             #expect(description.count <= 32)
@@ -20,6 +20,7 @@ struct HeraldErrorTests {
         #expect(HeraldError.Code.invalidSecurityPolicy.description == "invalid_security_policy")
         #expect(HeraldError.Code.internal.description == "internal")
         #expect(HeraldError.Code.reachabilityUnavailable.description == "reachability_unavailable")
+        #expect(HeraldError.Code.fileInUse.description == "file_in_use")
     }
 
     @Test("description reads code, message, curl code and text, then the URL")

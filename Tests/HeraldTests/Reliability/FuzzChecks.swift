@@ -129,8 +129,11 @@ enum FuzzChecks {
         try? FileManager.default.createDirectory(
             at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
         guard (try? data.write(to: url)) != nil else { return "cannot write \(path)" }
-        guard let store = try? CookieStore(persistingTo: url, publicSuffixes: cookieSuffixes) else { return nil }
-        let loaded = store.allCookies
+        // The store is released before the file is loaded again: a store holds its file, and a second one on it
+        // is refused.
+        guard let loaded = (try? CookieStore(persistingTo: url, publicSuffixes: cookieSuffixes))?.allCookies else {
+            return nil
+        }
         for cookie in loaded where cookie.malformation != nil {
             return "a loaded cookie with \(cookie.malformation!): \(cookie)"
         }
