@@ -30,7 +30,7 @@ public struct TaskKey: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The key of a task an observation left open.
-    /// - Parameter task: One of ``Herald/ObservationEnd/openTasks``.
+    /// - Parameter task: One of `ObservationEnd.openTasks`.
     public init(_ task: ObservationEnd.OpenTask) {
         self.init(sessionIdentifier: task.sessionIdentifier, taskIdentifier: task.taskIdentifier)
     }
