@@ -155,6 +155,10 @@ extension Transfer {
     /// curl gives up on reaches the write callback, which announces it then.
     private func headDidEnd() {
         let curlAnswersChallenge = responseStatus == 401 && request.credential != nil
+        if curlAnswersChallenge, responseHeaders.contains("Set-Cookie") {
+            // Its head is not the response, and the next one replaces it: its cookies are taken now.
+            delegate.transferDidReceiveInterimChallenge(makeResponse())
+        }
         if !curlAnswersChallenge {
             announceResponse()
             if let response, request.asksForResponseDisposition,

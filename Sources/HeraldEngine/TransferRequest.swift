@@ -116,6 +116,10 @@ package protocol TransferDelegate: AnyObject, Sendable {
     /// ``Transfer/becomeDownload(sink:delegate:)`` or a removal answers it (only when
     /// ``TransferRequest/asksForResponseDisposition``).
     func transferNeedsResponseDisposition(_ response: ResponseHead, transfer: Transfer)
+    /// A `401` libcurl answers itself on this transfer (Digest's first round-trip) arrived with `Set-Cookie`;
+    /// the next head follows on this transfer. For its cookies, which no other head carries: inside the header
+    /// callback, so no waiting and no libcurl call.
+    func transferDidReceiveInterimChallenge(_ response: ResponseHead)
     /// Body bytes arrived, exactly as stored (only when ``TransferRequest/forwardsBodyChunks``); valid
     /// during the call only.
     func transferDidReceiveBody(_ bytes: UnsafeRawBufferPointer)
@@ -126,6 +130,11 @@ package protocol TransferDelegate: AnyObject, Sendable {
     /// per transfer, on the loop thread, whatever the outcome and however many transfers are in flight. It
     /// must run no user code and never wait: a hook or a handler it needs goes to a queue of its own.
     func proceed(after outcome: TransferOutcome)
+}
+
+extension TransferDelegate {
+    /// Does nothing: a delegate that keeps no cookies has nothing to take from an interim challenge.
+    package func transferDidReceiveInterimChallenge(_ response: ResponseHead) {}
 }
 
 /// How a transfer ended: made once on the loop thread and handed to ``TransferDelegate/proceed(after:)``, which

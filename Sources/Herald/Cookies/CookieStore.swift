@@ -5,7 +5,9 @@ import HeraldNotifications
 
 /// The cookies of a session (RFC 6265): stored from every response's `Set-Cookie`, sent in a `Cookie`
 /// field with every request they match — on every hop, redirects and authentication round-trips
-/// included, since Herald runs each hop as a transfer of its own.
+/// included, since Herald runs each hop as a transfer of its own. (One exception: the request libcurl
+/// sends again with a Digest answer, inside the transfer that got the server's challenge, carries the
+/// cookies that transfer started with; what that challenge's `401` sets is stored, for the requests after.)
 ///
 /// Each ``SessionManager`` has one (``SessionManager/cookieStore``), in memory unless the configuration
 /// gives one (``SessionConfiguration/httpCookieStore``) — for example one that persists to a file:

@@ -330,6 +330,13 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         session.send(.allowResponse(transfer))
     }
 
+    /// A `401` libcurl answered itself (Digest) set cookies: stored now, as any response's are, for the requests
+    /// after this transfer. (libcurl's authenticated resend carries the `Cookie` field the transfer started
+    /// with.) Loop thread, inside the header callback: the store takes its lock and queues its save.
+    final package func transferDidReceiveInterimChallenge(_ head: ResponseHead) {
+        session.storeCookies(from: HTTPResponse(head))
+    }
+
     /// What follows a finished transfer, on the engine's loop thread for every transfer: cookies, then the
     /// next hop, a retry, or completing the task. It never runs or waits for user code: the hooks a hop
     /// needs run on ``hookQueue`` and start the next transfer, and a completed task goes to the completion

@@ -3,30 +3,34 @@ import NIOHTTP1
 
 /// `/auth/digest`: RFC 7616 Digest with `MD5` and `qop=auth`, verified server-side.
 ///
-/// Without a valid `Authorization: Digest …` the answer is `401` with a fresh nonce; with one whose
-/// `response` matches what the user and password give, `200` and `{"authenticated":true,"user":…}`.
+/// Without a valid `Authorization: Digest …` the answer is `401` with a fresh nonce (and, with a `cookie` name,
+/// `Set-Cookie: name=nonce`); with one whose `response` matches what the user and password give, `200` and
+/// `{"authenticated":true,"user":…}`, with the answer's `"nonce"` when a `cookie` name is given.
 enum DigestAuthResponder {
     static let realm = "herald-digest"
 
-    static func response(for request: ReceivedRequest, user: String, password: String) -> CannedResponse {
-        guard let header = request.head.headers["authorization"].first,
-            header.lowercased().hasPrefix("digest "),
-            isValid(
-                parameters(of: String(header.dropFirst(7))), method: request.head.method.rawValue, user: user,
-                password: password)
+    static func response(
+        for request: ReceivedRequest, user: String, password: String, cookie: String? = nil
+    ) -> CannedResponse {
+        let fields = request.head.headers["authorization"].first.flatMap { header in
+            header.lowercased().hasPrefix("digest ") ? parameters(of: String(header.dropFirst(7))) : nil
+        }
+        guard let fields, isValid(fields, method: request.head.method.rawValue, user: user, password: password)
         else {
             var response = CannedResponse.status(.unauthorized)
             let nonce = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
             response.headers.add(
                 name: "WWW-Authenticate",
                 value: #"Digest realm="\#(realm)", qop="auth", algorithm=MD5, nonce="\#(nonce)", opaque="herald""#)
+            if let cookie { response.headers.add(name: "Set-Cookie", value: "\(cookie)=\(nonce); Path=/") }
             return response
         }
         struct Authenticated: Encodable {
             var authenticated = true
             var user: String
+            var nonce: String?
         }
-        return .json(Authenticated(user: user))
+        return .json(Authenticated(user: user, nonce: cookie == nil ? nil : fields["nonce"]))
     }
 
     private static func isValid(_ fields: [String: String], method: String, user: String, password: String) -> Bool {

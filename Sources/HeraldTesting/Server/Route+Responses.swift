@@ -69,8 +69,8 @@ extension Route {
             return basicAuthResponse(
                 for: request, user: user, password: password, redirect: redirect, alsoOffer: alsoOffer,
                 sendsToLogin: sendsToLogin)
-        case .digestAuth(let user, let password):
-            return DigestAuthResponder.response(for: request, user: user, password: password)
+        case .digestAuth(let user, let password, let cookie):
+            return DigestAuthResponder.response(for: request, user: user, password: password, cookie: cookie)
         case .notFound:
             return .status(.notFound)
         case .badRequest(let message):

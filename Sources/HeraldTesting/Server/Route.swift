@@ -26,7 +26,7 @@ enum Route: Sendable {
     case headers([(name: String, value: String)], notModifiedWhenConditional: Bool = false)
     case basicAuth(
         user: String, password: String, redirect: String?, alsoOffer: String? = nil, sendsToLogin: Bool = false)
-    case digestAuth(user: String, password: String)
+    case digestAuth(user: String, password: String, cookie: String?)
     case fault(Fault)
     /// Retries and cookies: see ``SessionRoute``.
     case session(SessionRoute)
@@ -130,7 +130,11 @@ enum Route: Sendable {
             guard let user = query.value("user"), let password = query.value("password") else {
                 throw RouteQuery.InvalidParameter(message: "missing user or password parameter")
             }
-            return .digestAuth(user: user, password: password)
+            let cookie = query.value("cookie")
+            if let cookie, cookie.isEmpty || cookie.contains(where: { ";=, \t\r\n".contains($0) }) {
+                throw RouteQuery.InvalidParameter(message: "the cookie parameter is not a cookie name")
+            }
+            return .digestAuth(user: user, password: password, cookie: cookie)
         case "fault" where segments.count == 2:
             return try fault(named: segments[1], query: query).map(Route.fault) ?? .notFound
         default:

@@ -112,7 +112,8 @@ import NIOPosix
 ///   with `?login=1`, else `302` to `/login`, which sets the cookie and redirects back.
 /// - `/auth/digest?user=U&password=P`: RFC 7616 Digest (`MD5`, `qop="auth"`, realm `herald-digest`), checked
 ///   server-side: `200` with `{"authenticated":true,"user":U}` for a correct `Authorization: Digest …`,
-///   otherwise `401` with a fresh nonce.
+///   otherwise `401` with a fresh nonce. With `&cookie=NAME`, each `401` also sets the cookie `NAME` to its
+///   nonce, and the `200` says which nonce the answer used (`"nonce"`).
 ///
 /// ## Faults
 ///

@@ -104,6 +104,27 @@ struct AuthenticationTests {
         try await fixture.tearDown()
     }
 
+    @Test("a cookie set on the 401 libcurl answers for Digest is stored: the next request carries it")
+    func digestInterimCookie() async throws {
+        let fixture = try await SessionFixture.make()
+        fixture.session.sessionDidReceiveAuthenticationChallenge = { _, _ in
+            .useCredential(Credential(user: "carol", password: "digest-pw"))
+        }
+        // Each 401 sets `dsid` to its nonce. Herald's first request gets one; its answer is a transfer of its
+        // own, whose first request libcurl sends without `Authorization`, gets another 401 (a fresh nonce and
+        // cookie), and answers that one.
+        let url = fixture.server.url("/auth/digest?user=carol&password=digest-pw&cookie=dsid")
+        let (data, response) = try await fixture.session.data(for: Request(url: url))
+        #expect(response.statusCode == 200)
+        struct Answer: Decodable { var nonce: String }
+        let answered = try JSONDecoder().decode(Answer.self, from: data).nonce
+        #expect(fixture.server.requests(forPath: "/auth/digest").count == 3)
+        // Before, the interim 401's cookie was dropped with its head: the store kept the first 401's.
+        let stored = fixture.session.cookieStore.cookies(for: url).first { $0.name == "dsid" }?.value
+        #expect(stored == answered)
+        try await fixture.tearDown()
+    }
+
     @Test("a refused credential asks again with previousFailureCount 1; default handling then delivers the 401")
     func wrongPassword() async throws {
         let fixture = try await SessionFixture.make()
