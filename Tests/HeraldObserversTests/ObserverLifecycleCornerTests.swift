@@ -139,6 +139,31 @@ struct ObserverLifecycleCornerTests {
         try await server.shutdown()
     }
 
+    @Test("a task that answered a challenge is timed from its resume: the hook's 300 ms count, not the last transfer alone")
+    func challengeHopTimedWhole() async throws {
+        let server = try await TestServer.start()
+        let rig = Rig(server: server)
+        let session = rig.session()
+        session.sessionDidReceiveAuthenticationChallenge = { _, _ in
+            // The slow user code under test (a hook that takes its time), not a wait for an event.
+            Thread.sleep(forTimeInterval: 0.3)
+            return .useCredential(Credential(user: "alice", password: "s3cret"))
+        }
+        let task = try session.dataTask(with: Request(url: server.url("/auth/basic?user=alice&password=s3cret")))
+        task.resume()
+        try await Self.settled(rig, completions: 1)
+        #expect(task.response?.statusCode == 200)
+        let durations = rig.metrics.timers.filter { $0.label == MetricsObserver.Name.requestDuration }
+            .flatMap(\.values)
+        // Before, the duration was the authenticated transfer's alone: a few milliseconds.
+        #expect(durations.count == 1)
+        #expect((durations.first ?? 0) >= 300_000_000, "\(durations)")
+        #expect(task.hopMetrics.count == 2)
+        Self.expectBalanced(rig, spans: 1)
+        await session.invalidateAndWait()
+        try await server.shutdown()
+    }
+
     @Test("a slow completion handler and a throwing serializer: balanced")
     func slowHandlerAndThrowingSerializer() async throws {
         struct Refuses: ResponseSerializer {

@@ -44,7 +44,9 @@ final class CookieFileLock: Sendable {
         guard Self.claimed.withLock({ $0.insert(identity).inserted }) else {
             close(descriptor)
             throw HeraldError(
-                .fileInUse, "Another CookieStore of this process keeps its cookies in \(fileURL.path).", url: fileURL)
+                .fileInUse,
+                "Another CookieStore of this process keeps its cookies in \(fileURL.path): share it, or close() it first.",
+                url: fileURL)
         }
         var result: Int32
         repeat { result = flock(descriptor, LOCK_EX | LOCK_NB) } while result != 0 && errno == EINTR

@@ -57,9 +57,9 @@ public final class CookieStore: Sendable {
     public static let maximumFileSize = 48 << 20
 
     private let jar = Locked<Jar>(Jar())
-    private let fileURL: URL?
-    /// The claim on ``fileURL`` for the store's life; `nil` for an in-memory store.
-    private let fileLock: CookieFileLock?
+    /// The file the store keeps its persistent cookies in, with its claim on it; `nil` for an in-memory store
+    /// and once ``close()`` let the file go.
+    private let persisted: Locked<(url: URL, lock: CookieFileLock)?>
     private let saveQueue = DispatchQueue(label: "herald.cookie-store.save")
     private let publicSuffixes: PublicSuffixList
     /// How many cookies the file ``init(persistingTo:publicSuffixes:)`` loaded held that could not be sent as
@@ -71,8 +71,7 @@ public final class CookieStore: Sendable {
     /// Creates an empty in-memory store.
     /// - Parameter publicSuffixes: The suffixes refused as cookie domains; default ``PublicSuffixList/shared``.
     public init(publicSuffixes: PublicSuffixList = .shared) {
-        self.fileURL = nil
-        self.fileLock = nil
+        self.persisted = Locked(nil)
         self.publicSuffixes = publicSuffixes
         self.unsendableCookiesSkipped = 0
     }
@@ -82,10 +81,11 @@ public final class CookieStore: Sendable {
     /// Expired cookies in the file are dropped.
     ///
     /// One store to a file: the store holds an exclusive lock on `.<name>.lock` beside the file (`flock(2)`) from
-    /// its creation until it is deallocated, after its last save. Another store on the same file — in another
-    /// process, or in this one — throws ``HeraldError/Code/fileInUse``: each one's saves would write its own
-    /// cookies over the other's. Share one store between the sessions of a process instead
-    /// (``SessionConfiguration/httpCookieStore``). The file's folder must exist and be writable.
+    /// its creation until ``close()`` or its deallocation, after its last save. Another store on the same file —
+    /// in another process, or in this one — throws ``HeraldError/Code/fileInUse``: each one's saves would write
+    /// its own cookies over the other's. Share one store between the sessions of a process instead
+    /// (``SessionConfiguration/httpCookieStore``), or `close()` the old one before making its successor. The
+    /// file's folder must exist and be writable.
     /// - Parameters:
     ///   - fileURL: The file.
     ///   - publicSuffixes: The suffixes refused as cookie domains; default ``PublicSuffixList/shared``.
@@ -96,8 +96,7 @@ public final class CookieStore: Sendable {
     ///   read, is larger than ``maximumFileSize``, or a line of it is not a cookie (the message names the line).
     public init(persistingTo fileURL: URL, publicSuffixes: PublicSuffixList = .shared) throws(HeraldError) {
         // Before the file is read: what is loaded is then what no other store writes meanwhile.
-        self.fileLock = try CookieFileLock(for: fileURL)
-        self.fileURL = fileURL
+        self.persisted = Locked((fileURL, try CookieFileLock(for: fileURL)))
         self.publicSuffixes = publicSuffixes
         guard FileManager.default.fileExists(atPath: fileURL.path) else {
             unsendableCookiesSkipped = 0
@@ -303,8 +302,19 @@ public final class CookieStore: Sendable {
 
     /// Waits until every change made so far is written to the file (no-op for an in-memory store).
     public func flush() {
-        guard fileURL != nil else { return }
+        guard persisted.withLock({ $0 != nil }) else { return }
         saveQueue.sync {}
+    }
+
+    /// Writes the changes made so far to the file, then lets the file go: another store may take it at once
+    /// (``init(persistingTo:publicSuffixes:)``), and this one keeps its cookies in memory only from now on.
+    /// For a store that may outlive its use, held by a session you are replacing: without it the file is let go
+    /// only when the store is deallocated. Does nothing for an in-memory store, or a second time.
+    public func close() {
+        guard persisted.withLock({ $0 != nil }) else { return }
+        // On the save queue, after every save queued so far: a save queued later finds no file and writes
+        // nothing.
+        saveQueue.sync { persisted.withLock { $0 = nil } }
     }
 
     /// Applies `change`, enforces the limits and schedules a save.
@@ -313,10 +323,14 @@ public final class CookieStore: Sendable {
             change(&jar)
             jar.enforceLimits()
         }
-        guard let fileURL else { return }
+        guard persisted.withLock({ $0 != nil }) else { return }
         // The save writes the cookies as they are when it runs, not a copy taken here: two threads' changes may
-        // reach the queue in the other order than they were made, and the file must end as the store does.
-        saveQueue.async { [self] in Self.save(jar.withLock { $0.entries.values.map(\.cookie) }, to: fileURL) }
+        // reach the queue in the other order than they were made, and the file must end as the store does. The
+        // file is read when it runs, too: after ``close()``, there is none.
+        saveQueue.async { [self] in
+            guard let fileURL = persisted.withLock({ $0?.url }) else { return }
+            Self.save(jar.withLock { $0.entries.values.map(\.cookie) }, to: fileURL)
+        }
     }
 
     /// The site `cookie` counts against: its domain's registrable domain, or the domain itself when it has none.
@@ -352,7 +366,7 @@ public final class CookieStore: Sendable {
             }
             return true
         }
-        close(descriptor)
+        Glibc.close(descriptor)
         guard written, rename(temporary.path, fileURL.path) == 0 else {
             unlink(temporary.path)
             return

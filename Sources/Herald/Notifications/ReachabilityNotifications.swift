@@ -76,17 +76,19 @@ extension NotificationName where UserInfo == TaskConnectivityWait {
     /// A task found no network and waits for one instead of failing (`herald.task.waiting-for-connectivity`):
     /// URLSession's `urlSession(_:taskIsWaitingForConnectivity:)`. Object: the task.
     ///
-    /// Only for sessions with ``SessionConfiguration/waitsForConnectivity``; at most once per task, between its
-    /// `taskDidResume` and its `taskDidComplete`. The task stays one task: when a network comes back it starts
-    /// again without a second `taskDidResume`, and it completes once.
+    /// Only for sessions with ``SessionConfiguration/waitsForConnectivity``; once per wait (URLSession calls its
+    /// delegate for the first alone: a task whose network comes back and goes again waits, and is announced,
+    /// again), between its `taskDidResume` and its `taskDidComplete`. The task stays one task: when a network
+    /// comes back it posts ``taskDidEndWaitingForConnectivity`` and starts again without a second
+    /// `taskDidResume`, and it completes once.
     public static let taskIsWaitingForConnectivity = NotificationName<TaskConnectivityWait>(
         "herald.task.waiting-for-connectivity")
 
     /// A network came back for a task that announced its wait with ``taskIsWaitingForConnectivity``, and its
     /// attempt starts again (`herald.task.waiting-for-connectivity.end`). Object: the task.
     ///
-    /// At most once per task, after its `taskIsWaitingForConnectivity` and before its `taskDidComplete`; not
-    /// when the wait ends otherwise (the resource timeout, a cancel: `taskDidComplete` says so). Until it, the
+    /// Once per wait that ends so, after its `taskIsWaitingForConnectivity` and before the task's next wait or
+    /// its `taskDidComplete`; not when the wait ends otherwise (the resource timeout, a cancel: `taskDidComplete` says so). Until it, the
     /// task moves no bytes; from it, the task is network activity again. The payload's
     /// ``TaskConnectivityWait/date`` is when the wait ended, its ``TaskConnectivityWait/error`` the failure
     /// that began it.

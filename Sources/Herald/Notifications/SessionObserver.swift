@@ -37,8 +37,10 @@ public protocol SessionObserver: AnyObject, Sendable {
     var observesConnections: Bool { get }
     /// The registration's token was cancelled or released while the observer lives on: nothing more comes
     /// through it, and `end` names what it delivered that nothing will now close (tasks resumed and not
-    /// completed, sessions whose connections were announced). Called once, on the thread that ended the token,
-    /// after the registration's other calls (for a token ended inside a handler, after those on that thread).
+    /// completed, sessions whose connections were announced). Called once, after the registration's other
+    /// calls: on the thread that ended the token, or, when a resume or a connection change was being delivered
+    /// on another thread then (a token ended inside a handler doesn't wait for other threads), on that thread
+    /// once it returns.
     func observationDidEnd(_ end: ObservationEnd)
 }
 
@@ -115,8 +117,9 @@ extension NotificationHub {
             observer.observesConnections
             ? [
                 observe(.connectionDidChangeState) { note in
-                    delivered.connectionChanged(session: note.userInfo.sessionIdentifier)
+                    guard delivered.connectionChanging(session: note.userInfo.sessionIdentifier) else { return }
                     observer.connectionDidChangeState(note)
+                    if let end = delivered.callReturned() { observer.observationDidEnd(end) }
                 }
             ] : []
         // The ends before the starts: a task that resumes while the observations are being added, and completes
@@ -142,6 +145,7 @@ extension NotificationHub {
                     guard delivered.resumed(session: note.userInfo.sessionIdentifier, task: note.userInfo.taskIdentifier)
                     else { return }
                     observer.taskDidResume(note)
+                    if let end = delivered.callReturned() { observer.observationDidEnd(end) }
                 },
                 observe(.downloadDidFailToMoveFile) { observer.downloadDidFailToMoveFile($0) },
                 observe(.taskWillRetry) { observer.taskWillRetry($0) },

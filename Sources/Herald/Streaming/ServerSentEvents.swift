@@ -52,10 +52,11 @@ public struct EventSourceOptions: Sendable, Equatable {
 /// `Last-Event-ID` once an event set an ID) and yields each event as its blank line arrives. When the
 /// connection ends — the server closes it, or it fails with a transport error — the sequence waits the
 /// stream's `retry` time (``EventSourceOptions/defaultReconnectionTime`` until one is set; when connections
-/// fail one after another before one is accepted, or end one after another within a second of their request
-/// without an event — a server that closes an empty stream at once, whatever its `retry` — from the second on
-/// at least 100 milliseconds, doubled for each further one, as the standard allows, up to
-/// ``EventSourceOptions/maximumReconnectionTime``), posts
+/// fail one after another before one is accepted, from the second on at least 100 milliseconds, doubled for each
+/// further failure, as the standard allows, up to ``EventSourceOptions/maximumReconnectionTime``; when they end
+/// one after another within a second of their request without an event — a server that closes an empty stream
+/// at once, whatever its `retry` — the same, but never longer than the stream's `retry` or
+/// ``EventSourceOptions/defaultReconnectionTime``, whichever is longer), posts
 /// ``HeraldNotifications/NotificationName/eventSourceWillReconnect`` and connects again with `Last-Event-ID`;
 /// the incomplete event the ended connection was sending is discarded, so an event is neither lost (the server
 /// resends from the ID) nor repeated. Each connection is a streamed data task of the session, announced with
@@ -351,10 +352,17 @@ final class EventSourceConnection: @unchecked Sendable {
             isFinished = true
             throw sessionInvalidated
         }
-        let delay = Self.reconnectionDelay(
-            retry: parser.reconnectionTime.map { Duration.milliseconds($0) } ?? options.defaultReconnectionTime,
-            failuresInARow: max(error == nil ? 0 : failuresInARow, shortConnectionsInARow),
-            maximum: options.maximumReconnectionTime)
+        let retry = parser.reconnectionTime.map { Duration.milliseconds($0) } ?? options.defaultReconnectionTime
+        let afterFailures = Self.reconnectionDelay(
+            retry: retry, failuresInARow: error == nil ? 0 : failuresInARow, maximum: options.maximumReconnectionTime)
+        // Quick connections without an event back off only up to the default reconnection time (or the stream's
+        // longer retry): a server that ends an empty stream at once is paced, and one that is polled for news
+        // (it answers "nothing yet" with an empty stream) is still asked as often as it asks to be.
+        let afterShortConnections = min(
+            Self.reconnectionDelay(
+                retry: retry, failuresInARow: shortConnectionsInARow, maximum: options.maximumReconnectionTime),
+            max(retry, options.defaultReconnectionTime))
+        let delay = max(afterFailures, afterShortConnections)
         if let task = currentTask {
             session.eventPoster.postReconnection(
                 of: task, attempt: connections + 1, error: error, lastEventID: parser.lastEventID, delay: delay)

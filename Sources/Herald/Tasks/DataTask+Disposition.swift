@@ -72,7 +72,7 @@ extension DataTask {
 
     /// Stops the transfer with `error`, a final failure: the request sent again would meet the same answer.
     private func fail(_ transfer: Transfer, _ error: HeraldError) {
-        transition({ $0.stoppingTransferWithOwnError() })
+        transition({ $0.stoppingTransferWithOwnError(transfer) })
         session.send(.remove(transfer, error: TransferError(error)))
     }
 }

@@ -7,8 +7,9 @@ import HeraldEngine
 // Waiting for a network (`SessionConfiguration.waitsForConnectivity`). An attempt that failed before any
 // response arrived, while the kernel has no route for it, doesn't fail the task: the task goes between
 // transfers, as for a retry, and waits for the routing monitor to see a route; then the attempt starts again.
-// The first wait is announced with `taskIsWaitingForConnectivity`, an effect of the transition carried out in
-// order with the task's others, so it lands between the task's `taskDidResume` and its `taskDidComplete`.
+// Each wait is announced with `taskIsWaitingForConnectivity`, and its end, when a network comes back, with
+// `taskDidEndWaitingForConnectivity`: effects of the transitions, carried out in order with the task's others, so
+// they land between the task's `taskDidResume` and its `taskDidComplete`.
 extension SessionTask {
     /// The failures that can mean "no network": nothing was answered, and there may have been no route.
     static let connectivityFailures: Set<HeraldError.Code> = [.cannotConnect, .cannotFindHost, .networkConnectionLost]
@@ -44,7 +45,6 @@ extension SessionTask {
             switch action {
             case .complete: (nil, [])
             case .announceAndWait(let since): (since ?? Date(), [.announceConnectivityWait(self, failure)])
-            case .wait(let since): (since ?? Date(), [])
             }
         }
         guard let started = began else { return false }
@@ -65,9 +65,9 @@ extension SessionTask {
     /// A network came back: the attempt starts again, through the adapter when there is an interceptor.
     /// Hook queue.
     private func startAttemptAfterWaiting(failure: HeraldError) {
-        // The announced wait (the first) is over: an effect of a transition, so it lands after the announcement
-        // and before the completion.
-        transition({ $0.taskState != .completed && $0.hops.connectivityWaits == 1 }) { announces, _ in
+        // The wait is over: an effect of a transition, so it lands after its announcement and before the
+        // completion.
+        transition({ $0.taskState != .completed }) { announces, _ in
             ((), announces ? [TaskEffect.announceConnectivityWaitEnded(self, failure)] : [])
         }
         let shared = session.interceptor

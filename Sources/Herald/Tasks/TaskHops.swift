@@ -20,8 +20,7 @@ struct TaskHops {
     var attemptRequest: Request?
     /// The conditional fields revalidating a stale cache entry, added to every attempt.
     var cacheValidators: HTTPHeaders?
-    /// How many times the task has waited for a network (`SessionConfiguration.waitsForConnectivity`); the
-    /// first wait is announced.
+    /// How many times the task has waited for a network (`SessionConfiguration.waitsForConnectivity`).
     var connectivityWaits = 0
     /// Whether a transfer of the task sent a credential of the session's (an authentication challenge's
     /// answer): its response is then not stored in the response cache.

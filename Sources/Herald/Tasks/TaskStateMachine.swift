@@ -482,14 +482,16 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
         case complete
     }
 
-    /// The transfer in the engine failed (`response`, if any, is the failure's) and the retrier is to be asked
-    /// about it; the task is between transfers meanwhile. A transfer that became a download is asked about
-    /// too: its retry is the download's next attempt.
-    /// The task stops its transfer with an error of its own (see ``TaskHops/stoppedByTask``).
-    mutating func stoppingTransferWithOwnError() {
+    /// The task stops `transfer` with an error of its own (see ``TaskHops/stoppedByTask``); nothing when it is
+    /// no longer the task's transfer (it ended meanwhile, and a retry may run another).
+    mutating func stoppingTransferWithOwnError(_ transfer: Handle) {
+        guard currentTransfer === transfer else { return }
         hops.stoppedByTask = true
     }
 
+    /// The transfer in the engine failed (`response`, if any, is the failure's) and the retrier is to be asked
+    /// about it; the task is between transfers meanwhile. A transfer that became a download is asked about
+    /// too: its retry is the download's next attempt.
     mutating func retryAsked(response: HTTPResponse?) -> RetryQuestionAction {
         guard endTransfer("a retry was asked", allowingDownload: true) != nil else { return .complete }
         if let response { report.response = response }
@@ -519,11 +521,9 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
     enum ConnectivityWaitAction {
         /// The task no longer runs that transfer, or it became a download: complete the task with the outcome.
         case complete
-        /// The task's first wait: announce it, then wait with the timer; `since` is when the task's first
-        /// transfer started, `nil` without metrics.
+        /// Announce the wait, then wait with the timer; `since` is when the task's first transfer started, `nil`
+        /// without metrics.
         case announceAndWait(since: Date?)
-        /// A later wait: wait with the timer, unannounced.
-        case wait(since: Date?)
     }
 
     /// The failed transfer in the engine found no network: the task waits for one with `timer`, which starts
@@ -540,8 +540,7 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
         hops.authenticationFailures = 0
         hops.answeredCredentials = []
         hops.connectivityWaits += 1
-        let since = hops.metrics.first?.startDate
-        return hops.connectivityWaits == 1 ? .announceAndWait(since: since) : .wait(since: since)
+        return .announceAndWait(since: hops.metrics.first?.startDate)
     }
 
     enum AttemptAction {

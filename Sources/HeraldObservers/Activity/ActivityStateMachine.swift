@@ -22,7 +22,7 @@ struct ActivityStateMachine {
     /// comes back (`taskDidEndWaitingForConnectivity`, or a reachable status: they start again then, without
     /// another resume).
     private(set) var waiting: Set<TaskKey> = []
-    /// Tasks paused while they waited for a network. Their wait goes on (a task announces it once), so
+    /// Tasks paused while they waited for a network. Their wait goes on (a wait is announced once), so
     /// resumed they wait again, unless a network came back meanwhile.
     private var pausedWhileWaiting: Set<TaskKey> = []
     /// Tasks waiting out a retry's delay (`taskWillRetry` with a delay), each with the token of the timer

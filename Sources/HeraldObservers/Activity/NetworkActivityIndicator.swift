@@ -16,8 +16,8 @@ import HeraldNotifications
 /// activity: it doesn't keep the indicator up, and ``waitingTaskCount`` counts it until it completes,
 /// pauses, its network comes back (`taskDidEndWaitingForConnectivity`: it transfers again, and is activity
 /// again), or a `NetworkReachability` posting on the same center announces a reachable network
-/// (``networkStatus``). Paused and resumed while the network is still away, it waits again: the task
-/// announces its wait once. A task waiting out a retry's delay (`taskWillRetry` with a delay) is no activity
+/// (``networkStatus``). Paused and resumed while the network is still away, it waits again: a wait is
+/// announced once, however often the task is paused in it. A task waiting out a retry's delay (`taskWillRetry` with a delay) is no activity
 /// either, from the announcement until the delay has passed.
 ///
 /// ```swift

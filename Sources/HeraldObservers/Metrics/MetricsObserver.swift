@@ -9,9 +9,9 @@ import Metrics
 /// boundaries — and the article "Observing Herald in production" shows them in a table:
 ///
 /// - `http.client.request.duration` (histogram, `s`): a timer per completed task, as long as its span: from
-///   curl's total time for a task of one transfer; from its first resume to its completion for a task that
-///   was retried or followed a redirect (the retries' delays included, as the user waited them) or that never
-///   reached the network.
+///   curl's total time for a task of one transfer; from its first resume to its completion for a task that ran
+///   several (retried, redirected, answering an authentication challenge, after a wait for connectivity: the
+///   delays and waits included, as the user waited them) or that never reached the network.
 /// - `http.client.request.time_in_queue` (histogram, `s`): how long a task's last transfer waited for a
 ///   connection (`TransferMetrics.timeInQueue`), when measured.
 /// - `http.client.active_requests` (up-down counter, `{request}`): a meter of the tasks running now (resumed,
@@ -624,11 +624,14 @@ public final class MetricsObserver: SessionObserver {
     /// Records duration and body sizes, and stops counting the task as running.
     /// - Parameter notification: `taskDidComplete`.
     public func taskDidComplete(_ notification: TypedNotification<TaskCompletion>) {
-        // The payload is read in place, not copied: it is large, and this runs for every task.
-        record(notification.userInfo)
+        // The payload is read in place, not copied: it is large, and this runs for every task. The task (the
+        // object, when there is one) says how many transfers it ran: an authentication round-trip or a wait for
+        // connectivity is one more, as a retry or a redirect is.
+        let transfers = (notification.object as? SessionTask)?.hopMetrics.count ?? 1
+        record(notification.userInfo, transfers: transfers)
     }
 
-    private func record(_ completion: TaskCompletion) {
+    private func record(_ completion: TaskCompletion, transfers: Int) {
         let key = TaskKey(completion)
         let metrics = completion.metrics
         let (record, instruments, queueTimer) = state.withLock {
@@ -642,7 +645,7 @@ public final class MetricsObserver: SessionObserver {
         }
         if let record, record.isCounted { record.meter.decrement() }
         guard let instruments else { return }
-        let seconds = Self.duration(of: completion, record: record)
+        let seconds = Self.duration(of: completion, record: record, transfers: transfers)
         instruments.duration.recordNanoseconds(Self.nanoseconds(seconds))
         if let metrics {
             // A body size only for a request that went out, and for a response that arrived: a connection
@@ -658,12 +661,12 @@ public final class MetricsObserver: SessionObserver {
     }
 
     /// How long a completed task took: curl's total time when one transfer was all of it; from its first resume
-    /// to its completion when it was retried, followed a redirect (curl timed the last transfer only) or never
-    /// reached the network.
-    private static func duration(of completion: TaskCompletion, record: TaskRecord?) -> TimeInterval {
+    /// to its completion when it ran several (retried, redirected, an authentication round-trip, a wait for
+    /// connectivity: curl timed the last transfer only) or never reached the network.
+    private static func duration(of completion: TaskCompletion, record: TaskRecord?, transfers: Int) -> TimeInterval {
         let sinceResume = record.map { completion.date.timeIntervalSince($0.started) }
         guard let metrics = completion.metrics else { return sinceResume ?? 0 }
-        if let sinceResume, record?.wasRetried == true || metrics.redirectCount > 0 {
+        if let sinceResume, transfers > 1 || record?.wasRetried == true || metrics.redirectCount > 0 {
             return max(sinceResume, metrics.total)
         }
         return metrics.total

@@ -213,8 +213,18 @@ struct CookieStoreTests {
         #expect(sameProcess?.code == .fileInUse)
         #expect(sameProcess?.message.contains("this process") == true)
         first = nil
-        let second = try CookieStore(persistingTo: file)
-        #expect(second.allCookies.map(\.name) == ["a"])
+        var second: CookieStore? = try CookieStore(persistingTo: file)
+        #expect(second?.allCookies.map(\.name) == ["a"])
+        // close() lets the file go while the store lives (held by a session being replaced, say): what it had is
+        // written, what it gets later stays in memory.
+        second?.setCookie(Cookie(name: "b", value: "1", domain: "h.example", expiresAt: Date().addingTimeInterval(3600)))
+        second?.close()
+        second?.setCookie(Cookie(name: "c", value: "1", domain: "h.example", expiresAt: Date().addingTimeInterval(3600)))
+        let third = try CookieStore(persistingTo: file)
+        #expect(Set(third.allCookies.map(\.name)) == ["a", "b"])
+        #expect(try folder.cookieNames(in: file) == ["a", "b"])
+        #expect(second?.allCookies.count == 3)
+        second = nil
         let lock = folder.file(".cookies.jsonl.lock")
         let mode = try FileManager.default.attributesOfItem(atPath: lock.path)[.posixPermissions] as? Int
         #expect(mode == 0o600)

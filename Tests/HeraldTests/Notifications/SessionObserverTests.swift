@@ -240,3 +240,51 @@ struct SessionObserverTests {
         try await fixture.tearDown()
     }
 }
+
+/// Holds its `taskDidResume` until released, and records the calls and the ends it hears.
+private final class HeldResumeObserver: SessionObserver {
+    let calls = Locked<[String]>([])
+    let entered = DispatchSemaphore(value: 0)
+    let release = DispatchSemaphore(value: 0)
+
+    func taskDidResume(_ notification: TypedNotification<TaskLifecycleEvent>) {
+        entered.signal()
+        _ = release.wait(timeout: .now() + 20)
+        calls.withLock { $0.append("resume \(notification.userInfo.taskIdentifier)") }
+    }
+
+    func observationDidEnd(_ end: ObservationEnd) {
+        let tasks = end.openTasks.map(\.taskIdentifier).sorted()
+        calls.withLock { $0.append("end \(tasks)") }
+    }
+}
+
+extension SessionObserverTests {
+    @Test("a token ended inside a handler while a resume is delivered elsewhere tells its end after that resume")
+    func endWaitsForResumeUnderWay() {
+        let center = NotificationHub()
+        let other = NotificationHub()
+        let observer = HeldResumeObserver()
+        let token = center.addObserver(observer)
+        let request = RequestSummary(method: "GET", url: URL(string: "http://127.0.0.1/")!)
+        let posted = DispatchGroup()
+        DispatchQueue.global().async(group: posted) {
+            center.post(
+                .taskDidResume,
+                userInfo: TaskLifecycleEvent(taskIdentifier: 7, sessionIdentifier: 1, date: Date(), request: request))
+        }
+        #expect(observer.entered.wait(timeout: .now() + 20) == .success)
+        // A handler (of another hub) ends the token: it doesn't wait for the resume under way on the other thread.
+        let canceller = other.addObserver(for: .taskDidResume) { _ in token.cancel() }
+        other.post(
+            .taskDidResume,
+            userInfo: TaskLifecycleEvent(taskIdentifier: 1, sessionIdentifier: 2, date: Date(), request: request))
+        // Told once that resume has returned, so the observer takes back what it added too. (Before, the end came
+        // first, without task 7, which the observer then counted for good.)
+        #expect(observer.calls.withLock { $0 }.isEmpty)
+        observer.release.signal()
+        #expect(posted.wait(timeout: .now() + 20) == .success)
+        #expect(observer.calls.withLock { $0 } == ["resume 7", "end [7]"])
+        canceller.cancel()
+    }
+}

@@ -90,7 +90,8 @@ extension ReachabilityNamespaceTests {
             try await fixture.recorder.waitUntil { $0.contains { $0.kind == .waiting } }
             task.suspend()
             try await NetworkNamespace.ip(contentsOf: Self.loopbackRoutesAdded)
-            // Nothing completes while suspended.
+            // The wait ends while the task is suspended; nothing completes then.
+            try await fixture.recorder.waitUntil { $0.contains { $0.kind == .waitEnded } }
             await #expect(throws: (any Error).self) {
                 try await fixture.recorder.waitForCompletions(1, timeout: .seconds(1))
             }
