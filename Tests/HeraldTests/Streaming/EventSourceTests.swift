@@ -72,6 +72,30 @@ struct EventSourceTests {
         try await fixture.tearDown()
     }
 
+    @Test("a server polled for news, answering an empty stream each time, is asked again after its retry, not later")
+    func polledServerKeepsItsRetry() async throws {
+        let fixture = try await SessionFixture.make()
+        let reconnections = ReconnectionLog(center: fixture.center)
+        // The default reconnection time is below the stream's retry: the backoff stops at the retry.
+        let options = EventSourceOptions(defaultReconnectionTime: .milliseconds(50))
+        let events = fixture.session.events(for: Request(url: fixture.server.url("/events/0?retry=150")), options: options)
+        let reading = Task {
+            do throws(HeraldError) {
+                for try await _ in events {}
+                return HeraldError?.none
+            } catch {
+                return error
+            }
+        }
+        try await fixture.server.waitForRequests(count: 7, timeout: .seconds(30))
+        reading.cancel()
+        #expect(await reading.value?.code == .cancelled)
+        // Before the cap, the waits grew 0.15, 0.15, 0.3, 0.6, 1.2 s, … toward an hour: news arrived that late.
+        let delays = reconnections.all.map(\.delay)
+        #expect(delays.count >= 6 && delays.allSatisfy { abs($0 - 0.15) < 1e-9 }, "\(delays)")
+        try await fixture.tearDown()
+    }
+
     @Test("a stream dropped mid-event twice: every event exactly once, in order, each reconnection after retry ms")
     func reconnectsWithLastEventID() async throws {
         let fixture = try await SessionFixture.make()
