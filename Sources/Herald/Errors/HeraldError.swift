@@ -128,9 +128,11 @@ public struct HeraldError: Error, Sendable {
         resumeData: Data? = nil,
         serverCertificateProblem: ServerCertificateProblem? = nil
     ) {
-        // Redacting here, not at each call site, means no path can store a password by forgetting to.
+        // Redacting here, not at each call site, means no path can store a password by forgetting to: in the URL,
+        // and in a URL the message or libcurl's text quotes (a proxy's, from the environment; a redirect's).
         storage = Storage(
-            code: code, message: message, underlying: underlying, curlCode: curlCode, curlMessage: curlMessage,
+            code: code, message: message.redactingURLCredentials(), underlying: underlying, curlCode: curlCode,
+            curlMessage: curlMessage?.redactingURLCredentials(),
             url: url?.redactingCredentials(), statusCode: statusCode ?? response?.statusCode,
             keptFileURL: keptFileURL, response: response,
             responseBody: responseBody.map {

@@ -44,3 +44,27 @@ extension URL {
         return URL(string: String(string[..<authorityStart]) + redactedUserinfo + String(string[at...]))
     }
 }
+
+extension String {
+    /// This text with the user name and password of every URL written in it (`scheme://user:password@host`)
+    /// replaced by `placeholder`, as ``Foundation/URL/redactingCredentials(placeholder:)`` does for a URL:
+    /// for messages that quote a URL, such as libcurl's error texts, which quote a proxy's URL whole.
+    /// - Parameter placeholder: What replaces the user name and the password; default `***`.
+    package func redactingURLCredentials(placeholder: String = URL.redactedCredential) -> String {
+        // Cheap exit for nearly every message: credentials need an "@".
+        guard utf8.contains(UInt8(ascii: "@")) else { return self }
+        var result = ""
+        var rest = self[...]
+        while let separator = rest.range(of: "://") {
+            result += rest[..<separator.upperBound]
+            rest = rest[separator.upperBound...]
+            // The authority ends where a path, query or fragment begins, or where the quoted URL ends.
+            let authorityEnd = rest.firstIndex { "/?#'\"<> \t\r\n".contains($0) } ?? rest.endIndex
+            guard let at = rest[..<authorityEnd].lastIndex(of: "@") else { continue }
+            let userInformation = rest[..<at]
+            result += userInformation.contains(":") ? "\(placeholder):\(placeholder)" : placeholder
+            rest = rest[at...]
+        }
+        return result + rest
+    }
+}

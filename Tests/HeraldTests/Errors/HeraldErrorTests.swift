@@ -23,6 +23,25 @@ struct HeraldErrorTests {
         #expect(HeraldError.Code.fileInUse.description == "file_in_use")
     }
 
+    @Test("a URL quoted in the message or in libcurl's text loses its user name and password")
+    func quotedCredentialsRedacted() {
+        // libcurl 7.88's own text for a malformed proxy in the environment quotes the proxy whole.
+        let error = HeraldError(
+            .proxy, "The proxy http://alice:s3cret@127.0.0.1:99999 failed.", curlCode: 5,
+            curlMessage: "Unsupported proxy syntax in 'http://alice:s3cret@127.0.0.1:99999'")
+        #expect(error.message == "The proxy http://***:***@127.0.0.1:99999 failed.")
+        #expect(error.curlMessage == "Unsupported proxy syntax in 'http://***:***@127.0.0.1:99999'")
+        #expect(!error.description.contains("s3cret"))
+        #expect(!(error.errorDescription ?? "").contains("s3cret"))
+        // A user alone, several URLs, and what is no URL's user information.
+        #expect(
+            "socks5://bob@127.0.0.1:1080 then https://c:d@h.example/p?x=y@z".redactingURLCredentials()
+                == "socks5://***@127.0.0.1:1080 then https://***:***@h.example/p?x=y@z")
+        #expect("mail alice@example.com, see http://h.example/a@b".redactingURLCredentials()
+            == "mail alice@example.com, see http://h.example/a@b")
+        #expect("no credentials here".redactingURLCredentials() == "no credentials here")
+    }
+
     @Test("description reads code, message, curl code and text, then the URL")
     func descriptionFormat() throws {
         let url = try #require(URL(string: "https://example.com/x"))

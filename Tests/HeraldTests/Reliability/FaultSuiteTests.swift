@@ -116,6 +116,21 @@ struct FaultSuiteTests {
         #expect(harness.server.requests(forPath: "/fault/redirect-loop").count == 1)
     }
 
+    @Test("a redirect loop's error, for a URL with credentials in it, names the URL without them")
+    func redirectLoopRedactsCredentials() async throws {
+        let harness = try await FaultHarness.make()
+        var components = try #require(
+            URLComponents(url: harness.server.url("/fault/redirect-loop"), resolvingAgainstBaseURL: false))
+        components.user = "alice"
+        components.password = "s3cretPW9"
+        let call = try await harness.expectFailure(Request(url: try #require(components.url)), code: .redirectLoop)
+        let error = try #require(call.error)
+        // Before, the message quoted the redirect's URL as resolved against the request's, password and all.
+        #expect(!error.message.contains("s3cretPW9"), "\(error.message)")
+        #expect(!String(describing: error).contains("s3cretPW9"))
+        #expect(error.message.contains("***:***@127.0.0.1"), "\(error.message)")
+    }
+
     @Test("a slow sender (one byte per 100 ms) completes correctly")
     func slowSender() async throws {
         let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
