@@ -62,12 +62,20 @@ public struct Proxy: Sendable, Hashable, CustomStringConvertible {
     /// `kind://host:port`, without the credential.
     public var description: String { "\(kind.rawValue)://\(host.contains(":") ? "[\(host)]" : host):\(port)" }
 
-    /// Checks what libcurl would otherwise misread: an empty host, a port out of range, and control
-    /// characters, commas or whitespace where they would split or end an option's value.
+    /// Checks what libcurl would otherwise misread: an empty host, a host with a `:` that is not an IPv6 address
+    /// (a port written into it) or with brackets (an IPv6 address is given bare: ``description`` brackets it), a
+    /// port out of range, and control characters, commas or whitespace where they would split or end an
+    /// option's value.
     /// - Throws: ``HeraldError`` with ``HeraldError/Code/invalidRequest``.
     public func validate() throws(HeraldError) {
         guard !host.isEmpty, !host.unicodeScalars.contains(where: Self.isForbiddenInHost) else {
             throw HeraldError(.invalidRequest, "The proxy host '\(host)' is not a host name or address.")
+        }
+        if host.contains("[") || host.contains("]") || (host.contains(":") && !Self.isIPv6Address(host)) {
+            throw HeraldError(
+                .invalidRequest,
+                "The proxy host '\(host)' is not a host name or address: give an IPv6 address without brackets, "
+                    + "and the port as the port.")
         }
         guard (1...65_535).contains(port) else {
             throw HeraldError(.invalidRequest, "The proxy port \(port) is out of range.")
@@ -79,6 +87,13 @@ public struct Proxy: Sendable, Hashable, CustomStringConvertible {
         if let credential, credential.hasControlCharacter {
             throw HeraldError(.invalidRequest, "The proxy credential contains a control character.")
         }
+    }
+
+    /// Whether `text` is an IPv6 address, with a zone (`fe80::1%eth0`) or without.
+    private static func isIPv6Address(_ text: String) -> Bool {
+        var address = in6_addr()
+        let bare = text.split(separator: "%", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init)
+        return inet_pton(AF_INET6, bare ?? text, &address) == 1
     }
 
     private static func isSeparatorOrControl(_ scalar: Unicode.Scalar) -> Bool {
