@@ -18,6 +18,15 @@ import HeraldNotifications
 /// | `foo/` | `http://example.com/v1/foo/` |
 /// | `/foo/` | `http://example.com/foo/` |
 /// | `http://example2.com/` | `http://example2.com/` |
+/// | `//example2.com/foo` | `http://example2.com/foo` (a network-path reference: another host) |
+/// | `api:run` | `api:run` (a scheme: an absolute URL, refused when the task is made) |
+///
+/// Resolution is RFC 3986's, so two cases catch people out. A base URL's query is kept only for the path `""`:
+/// `http://example.com/v1?key=K` and `foo` give `http://example.com/v1/foo`, without the key (send such a key
+/// as a header, ``SessionConfiguration/httpAdditionalHeaders``, or as a parameter). And a path built by joining
+/// strings that starts with `//` (`"/" + id` when `id` starts with `/`) names another host, which the session's
+/// additional headers then go to: build paths from components you control, or percent-encode what you put in
+/// them.
 ///
 /// Parameters are encoded by ``requestSerializer`` (default ``FormRequestSerializer``): into the query for
 /// `GET`, `HEAD` and `DELETE`, into the body otherwise.

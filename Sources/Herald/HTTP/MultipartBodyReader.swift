@@ -88,7 +88,9 @@ final class MultipartBodyReader: Sendable {
                     .bodyStream,
                     count > 0
                         ? "A multipart stream part reported \(count) bytes read into a \(wanted)-byte buffer."
-                        : "A multipart stream part ended at byte \(cursor.offset) of the \(length) it declared.")
+                        : count < 0
+                            ? "A multipart stream part's read returned a negative count (\(count))."
+                            : "A multipart stream part ended at byte \(cursor.offset) of the \(length) it declared.")
             }
             return count
         }

@@ -32,8 +32,15 @@ public struct FormRequestSerializer: RequestSerializer {
     /// `HTTPMethodsEncodingParametersInURI`: `GET`, `HEAD` and `DELETE`.
     public static let defaultMethodsEncodingParametersInURI: Set<String> = ["GET", "HEAD", "DELETE"]
 
-    /// The methods whose parameters go into the query; default `GET`, `HEAD` and `DELETE`.
+    /// The methods whose parameters go into the query; default `GET`, `HEAD` and `DELETE`. Matched ignoring
+    /// case, as the request's method is.
     public var methodsEncodingParametersInURI: Set<String>
+
+    /// Whether `method`'s parameters go into the query: it is one of `methods`, ignoring case.
+    static func encodesInURI(_ method: String, methods: Set<String>) -> Bool {
+        let method = method.uppercased()
+        return methods.contains(method) || methods.contains { $0.uppercased() == method }
+    }
 
     /// Whether a request without parameters, of a method not in ``methodsEncodingParametersInURI`` and
     /// without a body of its own, is sent with an empty form body and
@@ -67,7 +74,7 @@ public struct FormRequestSerializer: RequestSerializer {
     public func serialize(_ request: Request, parameters: JSONValue?) throws(HeraldError) -> Request {
         guard let parameters else {
             guard sendsEmptyFormWithoutParameters, request.body == nil,
-                !methodsEncodingParametersInURI.contains(request.method.uppercased())
+                !Self.encodesInURI(request.method, methods: methodsEncodingParametersInURI)
             else { return request }
             var request = request
             request.setBody(Data(), contentType: "application/x-www-form-urlencoded")
@@ -75,7 +82,7 @@ public struct FormRequestSerializer: RequestSerializer {
         }
         let query = try FormURLEncoding.query(from: parameters)
         var request = request
-        if methodsEncodingParametersInURI.contains(request.method.uppercased()) {
+        if Self.encodesInURI(request.method, methods: methodsEncodingParametersInURI) {
             request.url = try Self.appending(query: query, to: request.url)
         } else {
             request.setBody(Data(query.utf8), contentType: "application/x-www-form-urlencoded")
@@ -130,7 +137,7 @@ public struct JSONRequestSerializer: RequestSerializer {
     ///   a query that is not an object.
     public func serialize(_ request: Request, parameters: JSONValue?) throws(HeraldError) -> Request {
         guard let parameters else { return request }
-        if methodsEncodingParametersInURI.contains(request.method.uppercased()) {
+        if FormRequestSerializer.encodesInURI(request.method, methods: methodsEncodingParametersInURI) {
             return try FormRequestSerializer(methodsEncodingParametersInURI: methodsEncodingParametersInURI)
                 .serialize(request, parameters: parameters)
         }

@@ -37,8 +37,9 @@ public struct DecodableResponseSerializer<T: Decodable & Sendable>: ResponseSeri
     /// - Throws: ``HeraldError/Code/unacceptableStatusCode``, ``HeraldError/Code/unacceptableContentType``,
     ///   or ``HeraldError/Code/serializationFailed`` with the `DecodingError` as ``HeraldError/underlying``.
     public func serialize(response: HTTPResponse, data: Data) throws(HeraldError) -> T {
-        try validation.validate(response, data: data)
-        if JSONBody.isEmpty(response: response, data: data) {
+        let isEmpty = JSONBody.isEmpty(response: response, data: data)
+        try validation.validate(response, data: data, hasBody: !isEmpty)
+        if isEmpty {
             do {
                 return try decoder.decode(T.self, from: Data("null".utf8))
             } catch {

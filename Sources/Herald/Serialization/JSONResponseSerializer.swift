@@ -34,8 +34,9 @@ public struct JSONResponseSerializer: ResponseSerializer {
     /// - Throws: ``HeraldError/Code/unacceptableStatusCode``, ``HeraldError/Code/unacceptableContentType``,
     ///   or ``HeraldError/Code/serializationFailed`` with a ``JSONParseError`` as ``HeraldError/underlying``.
     public func serialize(response: HTTPResponse, data: Data) throws(HeraldError) -> JSONValue? {
-        try validation.validate(response, data: data)
-        if JSONBody.isEmpty(response: response, data: data) { return nil }
+        let isEmpty = JSONBody.isEmpty(response: response, data: data)
+        try validation.validate(response, data: data, hasBody: !isEmpty)
+        if isEmpty { return nil }
         let value = try JSONBody.parse(data, response: response)
         return removesKeysWithNullValues ? value.removingKeysWithNullValues() : value
     }

@@ -48,7 +48,13 @@ public struct ResponseValidation: Sendable, Hashable {
     /// - Throws: ``HeraldError/Code/unacceptableStatusCode`` (with ``HeraldError/statusCode`` set) or
     ///   ``HeraldError/Code/unacceptableContentType``.
     public func validate(_ response: HTTPResponse, data: Data) throws(HeraldError) {
-        if let failure = failure(of: response, hasBody: !data.isEmpty) {
+        try validate(response, data: data, hasBody: !data.isEmpty)
+    }
+
+    /// ``validate(_:data:)`` for a serializer with rules of its own for what counts as no body (JSON's: a `204`
+    /// or `205`, or nothing but whitespace), which then passes the content-type check as an empty body does.
+    func validate(_ response: HTTPResponse, data: Data, hasBody: Bool) throws(HeraldError) {
+        if let failure = failure(of: response, hasBody: hasBody) {
             throw HeraldError(
                 failure.code, failure.message, url: response.url, response: response, responseBody: data)
         }

@@ -267,6 +267,16 @@ struct MultipartTests {
         } catch {
             #expect(error.code == .bodyStream)
         }
+        do {
+            _ = try await fixture.manager.post("multipart") { form throws(HeraldError) in
+                try form.append(length: 4, name: "n", fileName: "n") { BodyStream { _ in -1 } }
+            }
+            Issue.record("a stream whose read failed was sent")
+        } catch {
+            #expect(error.code == .bodyStream)
+            // Before, it read as a stream that ended early.
+            #expect(error.message.contains("negative count"), "\(error.message)")
+        }
         #expect(fixture.server.requests(forPath: "/multipart").allSatisfy { $0.responseStatus != 200 })
         scratch.remove()
         try await fixture.tearDown()

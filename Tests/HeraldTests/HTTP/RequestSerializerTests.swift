@@ -44,6 +44,18 @@ struct RequestSerializerTests {
         try await fixture.tearDown()
     }
 
+    @Test("the methods that put their parameters in the query are matched ignoring case, as the request's are")
+    func methodSetIgnoresCase() throws {
+        let request = Request(url: URL(string: "http://127.0.0.1/items")!)
+        let form = try FormRequestSerializer(methodsEncodingParametersInURI: ["get"])
+            .serialize(request, parameters: ["q": "a"])
+        // Before, a lower-case set sent a GET's parameters as a form body.
+        #expect(form.url.query == "q=a")
+        #expect(form.body == nil)
+        let json = try JSONRequestSerializer(methodsEncodingParametersInURI: ["get"]).serialize(request, parameters: ["q": "a"])
+        #expect(json.url.query == "q=a")
+    }
+
     @Test("a form POST keeps a Content-Type the caller set")
     func formKeepsCallerContentType() async throws {
         let fixture = try await HTTPFixture.make()

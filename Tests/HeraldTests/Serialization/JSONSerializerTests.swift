@@ -64,6 +64,19 @@ struct JSONResponseSerializerTests {
         #expect(try JSONResponseSerializer().serialize(response: response, data: Data(body.utf8)) == nil)
     }
 
+    @Test(
+        "an absent body passes whatever its Content-Type, as the empty-body rules promise: whitespace, a 205's",
+        arguments: [(200, " \r\n", "text/html"), (200, "\t", nil), (205, "x", "text/html"), (204, "", "text/plain")])
+    func emptyBodiesWithAnyType(status: Int, body: String, contentType: String?) throws {
+        let response = makeResponse(status: status, contentType: contentType)
+        // Before, a body of whitespace (or a 205's) was checked as a body: unacceptableContentType.
+        #expect(try JSONResponseSerializer().serialize(response: response, data: Data(body.utf8)) == nil)
+        #expect(try DecodableResponseSerializer(Int?.self).serialize(response: response, data: Data(body.utf8)) == nil)
+        // A body that is there is still checked.
+        let full = makeResponse(status: 200, contentType: contentType)
+        #expect(throws: HeraldError.self) { try JSONResponseSerializer().serialize(response: full, data: Data("1".utf8)) }
+    }
+
     @Test("a JSONValue decoded from an embedded document by a decoder with the outer one's userInfo is that document's")
     func embeddedDocument() throws {
         struct Event: Decodable, Sendable {
