@@ -77,7 +77,9 @@ enum JSONBody {
         response: HTTPResponse
     ) throws(HeraldError) -> T {
         do {
-            return try JSONValueSource.decoder(like: decoder, reading: data).decode(type, from: data)
+            let reading = JSONValueSource.decoder(like: decoder, reading: data)
+            guard reading !== decoder else { return try decoder.decode(type, from: data) }
+            return try reading.decode(JSONValueSource.Root<T>.self, from: data).value
         } catch {
             throw HeraldError(
                 .serializationFailed,

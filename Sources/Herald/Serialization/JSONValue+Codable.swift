@@ -17,7 +17,7 @@ extension JSONValue: Codable {
     public init(from decoder: any Decoder) throws {
         let path = decoder.codingPath
         if let source = JSONValueSource.key.flatMap({ decoder.userInfo[$0] }) as? JSONValueSource,
-            let value = source.value(at: path), Self.decoder(decoder, reads: value)
+            source.isRead(by: decoder), let value = source.value(at: path), Self.decoder(decoder, reads: value)
         {
             self = value
             return
@@ -43,10 +43,10 @@ extension JSONValue: Codable {
         }
     }
 
-    /// Whether `decoder` is at `value` in the document it reads: a source found in `userInfo` is the body's, and
-    /// a decoder made in an `init(from:)` with the outer decoder's `userInfo` (to read an embedded document,
-    /// say) carries it too, at a coding path of its own document. Checked on the value's outline: its kind and
-    /// scalar, its element count, or its member names; a value that fails it is decoded the decoder's way.
+    /// Whether `decoder` is at `value` in the document it reads, a check on the value's outline (its kind and
+    /// scalar, its element count, or its member names) beside the source's own (``JSONValueSource/isRead(by:)``:
+    /// a decoder made in an `init(from:)` with the outer decoder's `userInfo`, to read an embedded document, is
+    /// not the body's); a value that fails it is decoded the decoder's way.
     private static func decoder(_ decoder: any Decoder, reads value: JSONValue) -> Bool {
         switch value {
         case .null:

@@ -11,6 +11,28 @@ final class JSONValueSource: Sendable {
     private let body: Data
     /// The parsed body: not yet parsed, parsed, or not parsed (`nil`: the decoder's own way then applies).
     private let parsed = Locked<JSONValue??>(nil)
+    /// The decoder reading the body (`JSONDecoder` passes one object to every `init(from:)` of a document), once
+    /// ``Root`` has seen it: a decoder made in an `init(from:)` to read another document, with the outer one's
+    /// `userInfo`, is another object, and the source is not its document.
+    private let reader = Locked<ObjectIdentifier?>(nil)
+
+    /// What a decoder with a source decodes: `T`, at the root of the body, after telling the source which
+    /// decoder reads it.
+    struct Root<T: Decodable>: Decodable {
+        let value: T
+
+        init(from decoder: any Decoder) throws {
+            if let source = JSONValueSource.key.flatMap({ decoder.userInfo[$0] }) as? JSONValueSource {
+                source.reader.withLock { $0 = $0 ?? ObjectIdentifier(decoder as AnyObject) }
+            }
+            value = try decoder.singleValueContainer().decode(T.self)
+        }
+    }
+
+    /// Whether `decoder` reads this source's body (not another document, with a copy of its `userInfo`).
+    func isRead(by decoder: any Decoder) -> Bool {
+        reader.withLock { $0 == ObjectIdentifier(decoder as AnyObject) }
+    }
 
     private init(body: Data) {
         self.body = body
@@ -18,7 +40,7 @@ final class JSONValueSource: Sendable {
 
     /// A decoder with `decoder`'s settings whose `JSONValue`s read `body` through a source; `decoder` itself
     /// when it converts keys (a coding path then names other keys than the body's), reads JSON5, or is a
-    /// subclass.
+    /// subclass. A decoder with a source decodes ``Root`` of the type asked for.
     static func decoder(like decoder: JSONDecoder, reading body: Data) -> JSONDecoder {
         // A subclass may decode its own way: it is used as it is.
         guard case .useDefaultKeys = decoder.keyDecodingStrategy, !decoder.allowsJSON5,

@@ -101,6 +101,11 @@ struct JSONResponseSerializerTests {
         // Before, the inner decode at coding path [] took the outer body's root.
         #expect(event.payload == ["inner": [1, 2]])
         #expect(event.kind == "k")
+        // An embedded document with the outer one's outline (the same member names): before, its outline passed
+        // the check, and the payload was the outer document.
+        let alike = Data(#"{"kind":"k","payload":"{\"kind\":\"x\",\"payload\":\"y\"}"}"#.utf8)
+        let nested = try DecodableResponseSerializer(Event.self).serialize(response: json, data: alike)
+        #expect(nested.payload == ["kind": "x", "payload": "y"])
     }
 
     @Test("a JSONValue output, or one inside a Decodable type, is read by Herald's parser at any depth")
