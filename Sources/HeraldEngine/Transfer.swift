@@ -34,7 +34,7 @@ package final class Transfer: @unchecked Sendable {
     @exclusivity(unchecked) var profile: EasyHandleProfile?
     /// Without an explicit proxy, whether a proxy environment variable is set for the URL's scheme: read once,
     /// when the transfer is prepared, for its profile and its options.
-    @exclusivity(unchecked) var proxyFromEnvironment = false
+    @exclusivity(unchecked) package internal(set) var proxyFromEnvironment = false
     /// Whether ``prepare(from:)`` ran, and how it went.
     @exclusivity(unchecked) var preparation = Preparation.unprepared
     /// Where the transfer is in its life: the user's pause, the task's answer, a held result, an abort, the end.
@@ -341,7 +341,7 @@ package final class Transfer: @unchecked Sendable {
     /// `CURLINFO_PROXY_SSL_VERIFYRESULT`, which only a failed check of the proxy's certificate sets.
     private func untrustedProxyError(result: CURLcode, errorText: String) -> TransferError? {
         guard result == CURLE_PEER_FAILED_VERIFICATION, CurlFeatures.usesOpenSSL,
-            request.proxy?.url.lowercased().hasPrefix("https://") == true, let easyHandle
+            request.proxy?.url.lowercased().hasPrefix("https://") == true || proxyFromEnvironment, let easyHandle
         else { return nil }
         var proxyResult = 0
         herald_easy_getinfo_long(easyHandle, CURLINFO_PROXY_SSL_VERIFYRESULT, &proxyResult)

@@ -34,4 +34,20 @@ struct TLSOptionTests {
         // Pins still apply with --insecure.
         #expect(insecureMispinned.status == 3)
     }
+
+    @Test("an HTTPS proxy named by the environment whose certificate is untrusted fails as the proxy, not the server")
+    func untrustedEnvironmentProxy() async throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        // The TLS server plays the proxy: its self-signed certificate is in no trust store.
+        let server = try await TLSServer.start(in: scratch.url)
+        let port = try #require(server.url.port)
+        let run = try await ActivityCounterProcess.run(
+            ["fetch", "http://127.0.0.1:9/"], environment: ["http_proxy": "https://127.0.0.1:\(port)"])
+        try await server.stop()
+        // Before, only a session's own proxy was recognised: this read as the server's certificate, which no
+        // --cacert of the server's can fix.
+        #expect(run.stdout.contains("proxy failed"), "\(run.stdout) \(run.stderr)")
+        #expect(!run.stdout.contains("server certificate not trusted"))
+    }
 }

@@ -19,10 +19,13 @@ extension SessionTask {
     func beginWaitingForConnectivity(after outcome: TaskOutcome) -> Bool {
         guard session.configuration.waitsForConnectivity, !outcome.isFromCache, outcome.response == nil,
             let failure = outcome.error, Self.connectivityFailures.contains(failure.code), canTryAgain,
-            let url = machine({ $0.currentTransfer?.request.url })
+            let transfer = machine({ $0.currentTransfer })
         else { return false }
-        // Through an explicit proxy the connection that failed was the proxy's: the network in general decides.
-        let target = session.configuration.proxy == nil ? ReachabilityTarget(host: url.host ?? "") : .anyNetwork
+        let url = transfer.request.url
+        // Through a proxy (the session's, or one the environment names) the connection that failed was the
+        // proxy's: the network in general decides.
+        let throughProxy = session.configuration.proxy != nil || transfer.proxyFromEnvironment
+        let target = throughProxy ? ReachabilityTarget.anyNetwork : ReachabilityTarget(host: url.host ?? "")
         // A route exists: the failure is the server's (refused, unknown name), not the network's — unless the
         // connection failed for want of a route and the route came back since: then the task's first wait ends at
         // once (`whenReachable` runs it) and the attempt starts again. Only the first, so a kernel that keeps
