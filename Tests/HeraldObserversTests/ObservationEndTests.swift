@@ -82,7 +82,8 @@ struct ObservationEndTests {
         #expect(rig.tracer.activeSpans.isEmpty)
         #expect(rig.indicator.runningTaskCount == 0)
         // The duration histogram has the two completions heard, not the task whose outcome is unknown.
-        #expect(rig.metrics.timers.filter { $0.label == MetricsObserver.Name.requestDuration }.flatMap(\.values).count == 2)
+        #expect(
+            rig.metrics.timers.filter { $0.label == MetricsObserver.Name.requestDuration }.flatMap(\.values).count == 2)
         withExtendedLifetime(secondTokens) {}
     }
 

@@ -139,7 +139,9 @@ struct ObserverLifecycleCornerTests {
         try await server.shutdown()
     }
 
-    @Test("a task that answered a challenge is timed from its resume: the hook's 300 ms count, not the last transfer alone")
+    @Test(
+        "a task that answered a challenge is timed from its resume: the hook's 300 ms count, not the last transfer alone"
+    )
     func challengeHopTimedWhole() async throws {
         let server = try await TestServer.start()
         let rig = Rig(server: server)

@@ -142,7 +142,8 @@ extension NotificationHub {
         return ObservationToken(
             combining: drainToken + connections + ends + [
                 observe(.taskDidResume) { note in
-                    guard delivered.resumed(session: note.userInfo.sessionIdentifier, task: note.userInfo.taskIdentifier)
+                    guard
+                        delivered.resumed(session: note.userInfo.sessionIdentifier, task: note.userInfo.taskIdentifier)
                     else { return }
                     observer.taskDidResume(note)
                     if let end = delivered.callReturned() { observer.observationDidEnd(end) }

@@ -135,7 +135,9 @@ struct CookieStoreTests {
         #expect(store.allCookies.first { $0.name == "c" }?.expiresAt == nil)
 
         store.store(
-            setCookieFields: ["a=gone; Max-Age=0", "b=gone; Expires=Thu, 01 Jan 1970 00:00:01 GMT", "d=gone; Max-Age=-1"],
+            setCookieFields: [
+                "a=gone; Max-Age=0", "b=gone; Expires=Thu, 01 Jan 1970 00:00:01 GMT", "d=gone; Max-Age=-1",
+            ],
             from: url)
         #expect(store.cookieHeader(for: url) == "c=3")
     }
@@ -217,9 +219,11 @@ struct CookieStoreTests {
         #expect(second?.allCookies.map(\.name) == ["a"])
         // close() lets the file go while the store lives (held by a session being replaced, say): what it had is
         // written, what it gets later stays in memory.
-        second?.setCookie(Cookie(name: "b", value: "1", domain: "h.example", expiresAt: Date().addingTimeInterval(3600)))
+        second?.setCookie(
+            Cookie(name: "b", value: "1", domain: "h.example", expiresAt: Date().addingTimeInterval(3600)))
         second?.close()
-        second?.setCookie(Cookie(name: "c", value: "1", domain: "h.example", expiresAt: Date().addingTimeInterval(3600)))
+        second?.setCookie(
+            Cookie(name: "c", value: "1", domain: "h.example", expiresAt: Date().addingTimeInterval(3600)))
         let third = try CookieStore(persistingTo: file)
         #expect(Set(third.allCookies.map(\.name)) == ["a", "b"])
         #expect(try folder.cookieNames(in: file) == ["a", "b"])

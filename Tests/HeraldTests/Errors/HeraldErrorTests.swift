@@ -37,8 +37,9 @@ struct HeraldErrorTests {
         #expect(
             "socks5://bob@127.0.0.1:1080 then https://c:d@h.example/p?x=y@z".redactingURLCredentials()
                 == "socks5://***@127.0.0.1:1080 then https://***:***@h.example/p?x=y@z")
-        #expect("mail alice@example.com, see http://h.example/a@b".redactingURLCredentials()
-            == "mail alice@example.com, see http://h.example/a@b")
+        #expect(
+            "mail alice@example.com, see http://h.example/a@b".redactingURLCredentials()
+                == "mail alice@example.com, see http://h.example/a@b")
         #expect("no credentials here".redactingURLCredentials() == "no credentials here")
     }
 

@@ -52,7 +52,8 @@ struct RequestSerializerTests {
         // Before, a lower-case set sent a GET's parameters as a form body.
         #expect(form.url.query == "q=a")
         #expect(form.body == nil)
-        let json = try JSONRequestSerializer(methodsEncodingParametersInURI: ["get"]).serialize(request, parameters: ["q": "a"])
+        let json = try JSONRequestSerializer(methodsEncodingParametersInURI: ["get"]).serialize(
+            request, parameters: ["q": "a"])
         #expect(json.url.query == "q=a")
     }
 

@@ -218,7 +218,8 @@ struct ResponseDispositionTests {
         try await fixture.tearDown()
     }
 
-    @Test("the async data(for:) fails clearly when the hook answers .becomeDownload, a failure no retrier is asked about")
+    @Test(
+        "the async data(for:) fails clearly when the hook answers .becomeDownload, a failure no retrier is asked about")
     func asyncRefusesBecomeDownload() async throws {
         let fixture = try await SessionFixture.make()
         fixture.session.dataTaskDidReceiveResponse = { _, _ in .becomeDownload }

@@ -74,7 +74,9 @@ struct JSONResponseSerializerTests {
         #expect(try DecodableResponseSerializer(Int?.self).serialize(response: response, data: Data(body.utf8)) == nil)
         // A body that is there is still checked.
         let full = makeResponse(status: 200, contentType: contentType)
-        #expect(throws: HeraldError.self) { try JSONResponseSerializer().serialize(response: full, data: Data("1".utf8)) }
+        #expect(throws: HeraldError.self) {
+            try JSONResponseSerializer().serialize(response: full, data: Data("1".utf8))
+        }
     }
 
     @Test("a JSONValue decoded from an embedded document by a decoder with the outer one's userInfo is that document's")

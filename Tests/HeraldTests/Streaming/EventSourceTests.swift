@@ -78,7 +78,8 @@ struct EventSourceTests {
         let reconnections = ReconnectionLog(center: fixture.center)
         // The default reconnection time is below the stream's retry: the backoff stops at the retry.
         let options = EventSourceOptions(defaultReconnectionTime: .milliseconds(50))
-        let events = fixture.session.events(for: Request(url: fixture.server.url("/events/0?retry=150")), options: options)
+        let events = fixture.session.events(
+            for: Request(url: fixture.server.url("/events/0?retry=150")), options: options)
         let reading = Task {
             do throws(HeraldError) {
                 for try await _ in events {}

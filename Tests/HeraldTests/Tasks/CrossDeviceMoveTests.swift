@@ -47,7 +47,9 @@ struct CrossDeviceMoveTests {
 
         /// The files Herald left beside the destination.
         func leftovers() throws -> [String] {
-            try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0 != destination.lastPathComponent }
+            try FileManager.default.contentsOfDirectory(atPath: folder.path).filter {
+                $0 != destination.lastPathComponent
+            }
         }
     }
 
