@@ -10,24 +10,19 @@ import MetricsTestKit
 import Testing
 
 extension Payloads {
-    static func waiting(task: Int, session: Int = 1, request: RequestSummary = anyRequest)
-        -> TypedNotification<TaskConnectivityWait>
-    {
+    static func waiting(
+        task: Int, session: Int = 1, request: RequestSummary = anyRequest,
+        name: NotificationName<TaskConnectivityWait> = .taskIsWaitingForConnectivity
+    ) -> TypedNotification<TaskConnectivityWait> {
         TypedNotification(
-            name: .taskIsWaitingForConnectivity, object: nil,
+            name: name, object: nil,
             userInfo: TaskConnectivityWait(
                 taskIdentifier: task, sessionIdentifier: session, request: request, date: Date(),
                 error: HeraldError(.cannotConnect, "could not connect to the server", url: request.url)))
     }
 
-    static func waitEnded(task: Int, session: Int = 1, request: RequestSummary = anyRequest)
-        -> TypedNotification<TaskConnectivityWait>
-    {
-        TypedNotification(
-            name: .taskDidEndWaitingForConnectivity, object: nil,
-            userInfo: TaskConnectivityWait(
-                taskIdentifier: task, sessionIdentifier: session, request: request, date: Date(),
-                error: HeraldError(.cannotConnect, "could not connect to the server", url: request.url)))
+    static func waitEnded(task: Int, session: Int = 1) -> TypedNotification<TaskConnectivityWait> {
+        waiting(task: task, session: session, name: .taskDidEndWaitingForConnectivity)
     }
 
     static let ethernet = NetworkReachabilityStatus.reachable(NetworkInterface(name: "eth0", index: 2, kind: .ethernet))

@@ -177,11 +177,8 @@ public final class JSONLinesEventLog: SessionObserver {
     /// network.
     /// - Parameter notification: `taskIsWaitingForConnectivity`.
     public func taskIsWaitingForConnectivity(_ notification: TypedNotification<TaskConnectivityWait>) {
+        var record = connectivityRecord(notification)
         let wait = notification.userInfo
-        var record = EventRecord(
-            event: notification.name.rawValue, time: Self.timestamp(wait.date), session: wait.sessionIdentifier,
-            task: wait.taskIdentifier)
-        addRequest(wait.request, to: &record)
         record.error = wait.error.code.description
         record.errorMessage = redaction.redacting(wait.error.message, secretsOf: [wait.request.url])
         emit(record)
@@ -191,12 +188,17 @@ public final class JSONLinesEventLog: SessionObserver {
     /// starts again.
     /// - Parameter notification: `taskDidEndWaitingForConnectivity`.
     public func taskDidEndWaitingForConnectivity(_ notification: TypedNotification<TaskConnectivityWait>) {
+        emit(connectivityRecord(notification))
+    }
+
+    /// The line of a connectivity wait's start or end: its name, time, task and request.
+    private func connectivityRecord(_ notification: TypedNotification<TaskConnectivityWait>) -> EventRecord {
         let wait = notification.userInfo
         var record = EventRecord(
             event: notification.name.rawValue, time: Self.timestamp(wait.date), session: wait.sessionIdentifier,
             task: wait.taskIdentifier)
         addRequest(wait.request, to: &record)
-        emit(record)
+        return record
     }
 
     /// Writes the `herald.reachability.change` line: the new and previous status, the interface, the host.

@@ -46,14 +46,7 @@ struct EventSourceTests {
         let reconnections = ReconnectionLog(center: fixture.center)
         // Each connection: 200, `retry: 0`, then the end of the response.
         let events = fixture.session.events(for: Request(url: fixture.server.url("/events/0?retry=0")))
-        let reading = Task {
-            do throws(HeraldError) {
-                for try await _ in events {}
-                return HeraldError?.none
-            } catch {
-                return error
-            }
-        }
+        let reading = readUntilEnd(events)
         // Each reconnection's delay doubles from 100 ms once two connections in a row gave nothing. Waited for by
         // the request each one leads to; a connection slower than a second on a loaded machine starts the count
         // again, which only takes a little longer.
@@ -80,14 +73,7 @@ struct EventSourceTests {
         let options = EventSourceOptions(defaultReconnectionTime: .milliseconds(50))
         let events = fixture.session.events(
             for: Request(url: fixture.server.url("/events/0?retry=150")), options: options)
-        let reading = Task {
-            do throws(HeraldError) {
-                for try await _ in events {}
-                return HeraldError?.none
-            } catch {
-                return error
-            }
-        }
+        let reading = readUntilEnd(events)
         try await fixture.server.waitForRequests(count: 7, timeout: .seconds(30))
         reading.cancel()
         #expect(await reading.value?.code == .cancelled)

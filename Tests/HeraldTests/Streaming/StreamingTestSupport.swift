@@ -26,6 +26,19 @@ func readAll(
     return (collected.withLock { $0 }, nil)
 }
 
+/// Reads `events` in a task of its own, throwing every event away, until the sequence ends (the error it ended
+/// with, `nil` for none) or the task is cancelled.
+func readUntilEnd(_ events: ServerSentEvents) -> Task<HeraldError?, Never> {
+    Task {
+        do throws(HeraldError) {
+            for try await _ in events {}
+            return nil
+        } catch {
+            return error
+        }
+    }
+}
+
 /// Records every `eventSourceWillReconnect` posted on `center`.
 final class ReconnectionLog: Sendable {
     private let payloads = Locked<[EventSourceReconnection]>([])
