@@ -40,7 +40,8 @@ import HeraldNotifications
 /// session cookies are never written) in a text file of JSON lines: one JSON object per cookie, with the
 /// keys `name`, `value`, `domain`, `isHostOnly`, `path`, `expiresAt` and `creationDate` (seconds since
 /// 1970, UTC), `isSecure`, `isHTTPOnly` and `sameSite` (`"Strict"`, `"Lax"`, `"None"`, or absent). The file
-/// is rewritten (to a temporary file, then renamed over it) on a background queue after each change, readable
+/// is rewritten (to a temporary file, then renamed over it) on a background queue after each change (until
+/// ``close()``), readable
 /// by its owner alone (mode `0600`: it holds sessions' credentials); ``flush()`` waits for that.
 ///
 /// Safe to use from any thread; its methods never call back into your code.

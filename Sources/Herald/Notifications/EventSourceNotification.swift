@@ -17,7 +17,9 @@ public struct EventSourceReconnection: Sendable {
     public let error: HeraldError?
     /// The `Last-Event-ID` the next connection sends; empty when none is sent.
     public let lastEventID: String
-    /// How long Herald waits before connecting again, in seconds: the stream's `retry`, or the default.
+    /// How long Herald waits before connecting again, in seconds: the stream's `retry`, or the default, and
+    /// longer after connections in a row that failed, or ended at once without an event (see
+    /// ``ServerSentEvents``).
     public let delay: TimeInterval
 
     /// Creates a payload; Herald creates these itself, the initializer is public so observers can be unit-tested.

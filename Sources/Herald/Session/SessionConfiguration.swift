@@ -140,9 +140,9 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// resolve the host, or lost the connection — while the kernel has no route for it (for a host given as
     /// an IP address or `localhost`, no route to that address; for a name, no default route through an
     /// interface that is up), does not fail the task: the task posts
-    /// ``HeraldNotifications/NotificationName/taskIsWaitingForConnectivity`` (once per task), waits until a
-    /// route appears, then makes the attempt again — still one task, one `taskDidResume`, one
-    /// `taskDidComplete`. It waits at most what is left of ``timeoutIntervalForResource``, then fails with
+    /// ``HeraldNotifications/NotificationName/taskIsWaitingForConnectivity`` (once per wait), waits until a
+    /// route appears, posts ``HeraldNotifications/NotificationName/taskDidEndWaitingForConnectivity``, then
+    /// makes the attempt again — still one task, one `taskDidResume`, one `taskDidComplete`. It waits at most what is left of ``timeoutIntervalForResource``, then fails with
     /// ``HeraldError/Code/timedOut``; ``SessionTask/cancel()`` ends the wait at once. A failure while a route
     /// exists (a refused connection, a name that doesn't exist) fails as without this option. A wait comes
     /// before an interceptor's retrier is asked: an attempt that found no network is not shown to it. The routes are

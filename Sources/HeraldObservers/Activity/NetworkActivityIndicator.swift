@@ -12,7 +12,7 @@ import HeraldNotifications
 /// identifier: a task is added on `taskDidResume` and removed on `taskDidSuspend` or `taskDidComplete`,
 /// and removing one that isn't there does nothing. Duplicated, missing or out-of-order events therefore
 /// can't leave it stuck on or make it negative, and `sessionDidInvalidate` clears whatever is left of
-/// that session. A task waiting for a network (`taskIsWaitingForConnectivity`) stays in the set but is no
+/// that session (and ``observationDidEnd(_:)`` what a cancelled token left open). A task waiting for a network (`taskIsWaitingForConnectivity`) stays in the set but is no
 /// activity: it doesn't keep the indicator up, and ``waitingTaskCount`` counts it until it completes,
 /// pauses, its network comes back (`taskDidEndWaitingForConnectivity`: it transfers again, and is activity
 /// again), or a `NetworkReachability` posting on the same center announces a reachable network

@@ -20,8 +20,9 @@ import HeraldNotifications
 /// | `reachabilityDidChange` | `reachabilityDidChange` | the `NetworkReachability` | `reachabilityStatusItemKey`: AFNetworking's status number (``AFNetworkingNotifications/reachabilityStatusValue(_:)``); `reachabilityStatusKey`: Herald's `NetworkReachabilityStatus` |
 ///
 /// A download that completes without error also gets AFNetworking 4's `downloadTaskDidMoveFileSuccessfully`
-/// (object the task, no `userInfo`) just before its `taskDidComplete`. `taskWillRetry` and
-/// `taskIsWaitingForConnectivity` have no AFNetworking counterpart and are not re-posted. Reachability changes
+/// (object the task, no `userInfo`) just before its `taskDidComplete`. `taskWillRetry`,
+/// `taskIsWaitingForConnectivity` and `taskDidEndWaitingForConnectivity` have no AFNetworking counterpart and
+/// are not re-posted. Reachability changes
 /// reach the bridge when the monitor posts on the center the bridge observes (`NetworkReachability`
 /// posts on `NotificationHub.shared` unless given another).
 ///

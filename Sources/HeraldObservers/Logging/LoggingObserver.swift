@@ -13,9 +13,10 @@ import Logging
 /// `herald.bytes.received`, `error.type`; request and response headers and curl's timings are logged at
 /// `trace`. Messages are constant, so log backends can group them. Secrets are handled by
 /// ``LogRedaction``. A download that could not be moved (`downloadDidFailToMoveFile`) is logged at
-/// `warning`, with the kept file's path. A task waiting for a network (`taskIsWaitingForConnectivity`) and a
-/// reachability change (`reachabilityDidChange`, from a `NetworkReachability` posting on the same center)
-/// are logged at `debug`.
+/// `warning`, with the kept file's path. A task waiting for a network (`taskIsWaitingForConnectivity`), the
+/// end of that wait (`taskDidEndWaitingForConnectivity`, `task connectivity returned`) and a reachability
+/// change (`reachabilityDidChange`, from a `NetworkReachability` posting on the same center) are logged at
+/// `debug`.
 ///
 /// **Trace ids.** Each line about a task is logged with the task's trace context — the payload's
 /// `RequestSummary/serviceContext` — bound as the task-local `ServiceContext.current`, both when its

@@ -8,7 +8,7 @@ import Metrics
 /// ``instruments`` lists every instrument it exports — name, kind, unit, attributes and advised bucket
 /// boundaries — and the article "Observing Herald in production" shows them in a table:
 ///
-/// - `http.client.request.duration` (histogram, `s`): a timer per completed task, as long as its span: from
+/// - `http.client.request.duration` (histogram, `s`): a timer per completed task, about as long as its span: from
 ///   curl's total time for a task of one transfer; from its first resume to its completion for a task that ran
 ///   several (retried, redirected, answering an authentication challenge, after a wait for connectivity: the
 ///   delays and waits included, as the user waited them) or that never reached the network.
@@ -203,7 +203,8 @@ public final class MetricsObserver: SessionObserver {
                 attributes: ["http.request.method", "http.response.status_code", "error.type"], buckets: nil),
             Instrument(
                 name: Name.connectivityWaits, kind: .counter, unit: "{wait}",
-                summary: "Requests that waited for a network.", attributes: ["http.request.method", "error.type"],
+                summary: "Waits for a network, one per taskIsWaitingForConnectivity.",
+                attributes: ["http.request.method", "error.type"],
                 buckets: nil),
             Instrument(
                 name: Name.downloadMoveFailures, kind: .counter, unit: "{failure}",

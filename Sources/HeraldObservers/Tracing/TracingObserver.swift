@@ -33,6 +33,7 @@ import Synchronization
 /// | `herald.timing.tls_handshake` | double, seconds | when TLS was negotiated |
 /// | `herald.session.id`, `herald.task.id` | int | always |
 /// | `herald.response.source` | string: `network`, `cache` or `revalidated` (`ResponseSource`) | at completion |
+/// | `herald.observation.ended` | bool: `true`, the span ended before its task completed (see below) | when so |
 ///
 /// `url.full` is redacted by ``TracingObserverConfiguration/redaction``. The time in queue is
 /// `TransferMetrics.timeInQueue`; the other timings are curl's, counted from the end of that wait:
@@ -58,14 +59,15 @@ import Synchronization
 ///
 /// Each retry is an event (`herald.task.retry`, with `herald.retry.attempt`, `herald.retry.delay`,
 /// `error.type` and the failed status). A wait for a network is a `herald.task.waiting_for_connectivity`
-/// event with `error.type`; a reachability change posted on the same center while spans are open is a
+/// event with `error.type`, and its end a `herald.task.connectivity_returned` event; a reachability change posted on the same center while spans are open is a
 /// `herald.network.reachability_changed` event on each of them, with `herald.reachability.status` and
 /// `herald.reachability.previous_status`.
 ///
 /// Pass the tracer your application uses (`InstrumentationSystem.tracer`, or any `Tracer`);
 /// the observer never bootstraps one. When the observer is released with tasks still running (as when the
-/// token that holds it is cancelled or released and nothing else keeps it), their spans end with an error
-/// status, so a tracer never holds a span for ever.
+/// token that holds it is cancelled or released and nothing else keeps it), or a token is cancelled while the
+/// observer lives on (``observationDidEnd(_:)``: that registration's tasks), their spans end with an error
+/// status and `herald.observation.ended`, so a tracer never holds a span for ever.
 public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sendable {
     private struct State {
         /// The spans of tasks seen resuming and not yet complete.

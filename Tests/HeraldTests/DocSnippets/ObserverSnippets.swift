@@ -42,6 +42,14 @@ final class SlowRequestDetector: SessionObserver {
         let url = done.finalURL ?? done.request.url  // the payload says which request: no cast of `object`
         if seconds > threshold { report(url, seconds) }  // outside the lock: user code never runs under it
     }
+
+    func observationDidEnd(_ end: ObservationEnd) {
+        // The token ended while these ran: their completions won't come through it.
+        let keys = end.openTasks.map { Key(session: $0.sessionIdentifier, task: $0.taskIdentifier) }
+        firstResume.withLock { started in
+            for key in keys { started[key] = nil }
+        }
+    }
 }
 
 final class Reports: Sendable {

@@ -10,6 +10,10 @@ import Foundation
 @main
 enum FleetDemo {
     static func main() async {
+        // The fleet talks to loopback alone: a proxy the environment names (http_proxy, all_proxy, …) is for the
+        // world outside, and the programs it starts inherit this too. Set before anything runs, on one thread.
+        setenv("no_proxy", "127.0.0.1,::1,localhost", 1)
+        setenv("NO_PROXY", "127.0.0.1,::1,localhost", 1)
         do {
             try await run()
         } catch {
@@ -19,14 +23,16 @@ enum FleetDemo {
         }
     }
 
-    /// Runs the demo until it ends or SIGINT or SIGTERM arrives, whichever is first. The signals are watched
+    /// Runs the demo until it ends or SIGINT, SIGTERM or SIGHUP arrives, whichever is first. The signals are watched
     /// from the start: one that arrives while the fleet starts, or while the demo runs, stops every program
     /// started so far and removes the fleet's folder, as the end of the keep-up phase does.
     static func run() async throws {
         let keep = try keepSeconds()
         // A reader of the output that Ctrl-C ended (tee) must not end the demo before it has stopped the fleet.
         signal(SIGPIPE, SIG_IGN)
-        let signals = try SignalWatch.start([SIGINT, SIGTERM])
+        // SIGHUP too: a closed terminal must stop the fleet as Ctrl-C does (Prometheus takes a SIGHUP of its own as
+        // "reload", and would outlive the demo with its folder).
+        let signals = try SignalWatch.start([SIGINT, SIGTERM, SIGHUP])
         try await withThrowingTaskGroup(of: Bool.self) { group in
             group.addTask {
                 try await demo(keep: keep)
@@ -155,7 +161,7 @@ enum FleetDemo {
         return seconds
     }
 
-    /// Keeps the fleet up for `seconds` (0: until cancelled, by SIGINT or SIGTERM), sending it two requests a
+    /// Keeps the fleet up for `seconds` (0: until cancelled, by SIGINT, SIGTERM or SIGHUP), sending it two requests a
     /// second for at most ten minutes.
     static func keepUp(_ fleet: Fleet, seconds: Int) async throws {
         say()
@@ -196,7 +202,7 @@ enum FleetDemo {
     }
 }
 
-/// SIGINT and SIGTERM as a stream, from a handler that writes the signal's number to a pipe. A handler (unlike
+/// The signals that stop the demo as a stream, from a handler that writes the signal's number to a pipe. A handler (unlike
 /// an ignored signal, which a dispatch source needs, or a blocked one) is not inherited by the programs the
 /// fleet starts: they get the default action back when they are executed, so their own SIGTERM still stops them.
 enum SignalWatch {
@@ -208,7 +214,7 @@ enum SignalWatch {
     static func start(_ numbers: [Int32]) throws -> AsyncStream<Int32> {
         var ends: [Int32] = [-1, -1]
         guard pipe(&ends) == 0 else {
-            throw FleetError("can't watch SIGINT and SIGTERM: pipe(2) failed: \(String(cString: strerror(errno)))")
+            throw FleetError("can't watch the stopping signals: pipe(2) failed: \(String(cString: strerror(errno)))")
         }
         // Not for the programs the fleet starts.
         for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }

@@ -15,6 +15,10 @@ import Tracing
 @main
 enum FleetService {
     static func main() async {
+        // A service calls loopback alone: a proxy the environment names (http_proxy, all_proxy, …) is for the world
+        // outside. Set before anything runs, on one thread.
+        setenv("no_proxy", "127.0.0.1,::1,localhost", 1)
+        setenv("NO_PROXY", "127.0.0.1,::1,localhost", 1)
         let options: ServiceOptions
         do {
             options = try ServiceOptions(arguments: Array(CommandLine.arguments.dropFirst()))
@@ -22,7 +26,8 @@ enum FleetService {
             // `write(contentsOf:)`, never Foundation's `write(_:)`, which traps when the stream is closed or full:
             // the exit status still says what happened.
             if error.isHelp {
-                let written: ()? = try? FileHandle.standardOutput.write(contentsOf: Data("\(ServiceOptions.usage)\n".utf8))
+                let written: ()? = try? FileHandle.standardOutput.write(
+                    contentsOf: Data("\(ServiceOptions.usage)\n".utf8))
                 exit(written == nil ? 74 : 0)
             }
             try? FileHandle.standardError.write(

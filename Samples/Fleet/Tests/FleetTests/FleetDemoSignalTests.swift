@@ -2,7 +2,7 @@ import FleetHarness
 import Foundation
 import Testing
 
-/// `fleet-demo` stopped by a signal: whenever SIGINT or SIGTERM arrives — while the fleet starts, or while it is
+/// `fleet-demo` stopped by a signal: whenever SIGINT, SIGTERM or SIGHUP arrives — while the fleet starts, or while it is
 /// kept up — the demo stops every program it started, removes the fleet's folder and exits 0.
 ///
 /// Each run gets a temporary folder of its own as `TMPDIR`, where the demo makes the fleet's folder; afterwards
@@ -10,11 +10,15 @@ import Testing
 /// it on its command line (Prometheus is given its configuration and its data there).
 @Suite("fleet-demo and signals", .serialized)
 struct FleetDemoSignalTests {
-    @Test("SIGINT while the fleet is kept up: the fleet stops, its folder goes, exit 0")
-    func interruptWhileKeptUp() async throws {
-        let run = try await DemoRun.run(signal: SIGINT, once: .printed("The fleet stays up until Ctrl-C"))
+    @Test(
+        "SIGINT, or SIGHUP (a closed terminal), while the fleet is kept up: the fleet stops, its folder goes, exit 0",
+        arguments: [SIGINT, SIGHUP])
+    func interruptWhileKeptUp(signal: Int32) async throws {
+        let run = try await DemoRun.run(signal: signal, once: .printed("The fleet stays up until Ctrl-C"))
         #expect(run.status == 0, "stdout: \(run.output) stderr: \(run.error)")
-        #expect(run.output.contains("Received signal \(SIGINT)."), "\(run.output)")
+        // Before, SIGHUP killed the demo at once, and Prometheus (which takes a SIGHUP as "reload") and its
+        // folder outlived it.
+        #expect(run.output.contains("Received signal \(signal)."), "\(run.output)")
         #expect(run.output.contains("Stopped."), "\(run.output)")
         #expect(run.leftovers.isEmpty, "left behind: \(run.leftovers)")
     }
