@@ -168,9 +168,9 @@ struct EasyHandlePoolTests {
     func failedTransfersDoNotSpoilHandles() async throws {
         let fixture = try await SessionFixture.make()
         let session = fixture.session
-        let refused = try await TestServer.start()
+        let refused = try RefusingPort()
+        defer { refused.close() }
         let refusedURL = refused.url("/status/200")
-        try await refused.shutdown()
         let failing = [URL(string: "http://\(FaultHarness.unresolvableHost)/")!, refusedURL]
         for (round, url) in failing.enumerated() {
             await #expect(throws: HeraldError.self, "round \(round)") {

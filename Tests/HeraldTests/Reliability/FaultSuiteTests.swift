@@ -11,10 +11,10 @@ struct FaultSuiteTests {
     @Test("connection refused → cannotConnect")
     func connectionRefused() async throws {
         let harness = try await FaultHarness.make()
-        // A port that was just listening and no longer is: nothing accepts there.
-        let closed = try await TestServer.start()
+        // A port bound by no listener: nothing accepts there.
+        let closed = try RefusingPort()
+        defer { closed.close() }
         let url = closed.url("/json")
-        try await closed.shutdown()
         let call = try await harness.expectFailure(
             Request(url: url), code: .cannotConnect, alsoCheckingPorts: [closed.port])
         #expect(call.response == nil)

@@ -118,9 +118,9 @@ struct ConnectionStateTests {
         let fixture = try await SessionFixture.make()
         let recorder = RecordingObserver(center: fixture.center, recordsConnections: true)
         defer { recorder.cancel() }
-        let closed = try await TestServer.start()
+        let closed = try RefusingPort()
+        defer { closed.close() }
         let url = closed.url("/json")
-        try await closed.shutdown()
         await #expect(throws: HeraldError.self) { try await fixture.session.data(for: Request(url: url)) }
         // A request that does connect afterwards is connection 2: the failed attempt had a socket, not a
         // connection anyone saw.

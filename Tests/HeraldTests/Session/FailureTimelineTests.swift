@@ -8,10 +8,10 @@ struct FailureTimelineTests {
     @Test("connection refused completes once with cannotConnect")
     func connectionRefused() async throws {
         let fixture = try await SessionFixture.make()
-        // A port that was just listening and no longer is: nothing accepts there.
-        let closed = try await TestServer.start()
+        // A port bound by no listener: nothing accepts there.
+        let closed = try RefusingPort()
+        defer { closed.close() }
         let url = closed.url("/json")
-        try await closed.shutdown()
         let log = CompletionLog()
         let task = try fixture.session.dataTask(with: Request(url: url), completionHandler: log.handler)
         task.resume()

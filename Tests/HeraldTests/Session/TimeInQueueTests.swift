@@ -55,9 +55,9 @@ struct TimeInQueueTests {
     @Test("a request that never got a response byte has no time in queue")
     func noResponseNoQueueTime() async throws {
         let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
-        let closed = try await TestServer.start()
+        let closed = try RefusingPort()
+        defer { closed.close() }
         let url = closed.url("/json")
-        try await closed.shutdown()
         try fixture.session.dataTask(with: Request(url: url)).resume()
         try await fixture.recorder.waitForCompletions(1)
         let completion = try #require(fixture.recorder.completions.first)
