@@ -117,9 +117,9 @@ struct ProxyTests {
             Proxy(kind: .http, host: "user@127.0.0.1", port: 8080),
             Proxy(kind: .http, host: "127.0.0.1", port: 8080, excludedHosts: ["a, b"]),
             Proxy(kind: .https, host: "127.0.0.1", port: 8080, credential: Credential(user: "u\r\n", password: "p")),
-            // A port written into the host, and a bracketed address: curl was given `http://[proxy.example:8080]:3128`
+            // A port written into the host, and a bracketed address: curl was given `http://[127.0.0.1:8080]:3128`
             // and `http://[[::1]]:3128`, and every request failed as if the proxy were down.
-            Proxy(kind: .http, host: "proxy.example:8080", port: 3128),
+            Proxy(kind: .http, host: "127.0.0.1:8080", port: 3128),
             Proxy(kind: .http, host: "[::1]", port: 3128),
         ] {
             let session = Self.session(through: proxy)
@@ -132,7 +132,7 @@ struct ProxyTests {
     @Test("an IPv6 proxy address is given bare, with or without a zone")
     func ipv6ProxyHosts() throws {
         try Proxy(kind: .http, host: "::1", port: 3128).validate()
-        try Proxy(kind: .socks5, host: "fe80::1%eth0", port: 1080).validate()
+        try Proxy(kind: .socks5, host: "::1%lo", port: 1080).validate()
         try Proxy(kind: .http, host: "127.0.0.1", port: 3128).validate()
     }
 
