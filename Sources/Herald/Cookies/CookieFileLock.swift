@@ -30,7 +30,7 @@ final class CookieFileLock: Sendable {
     ///   the lock file can't be opened (the folder is missing or not writable) or locked.
     init(for fileURL: URL) throws(HeraldError) {
         let lockURL = fileURL.deletingLastPathComponent().appendingPathComponent(".\(fileURL.lastPathComponent).lock")
-        let descriptor = open(lockURL.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        let descriptor = LockFile.open(lockURL)
         guard descriptor >= 0 else {
             throw HeraldError.fileFailure("Cannot open the cookie file's lock file", url: lockURL)
         }
@@ -48,9 +48,7 @@ final class CookieFileLock: Sendable {
                 "Another CookieStore of this process keeps its cookies in \(fileURL.path): share it, or close() it first.",
                 url: fileURL)
         }
-        var result: Int32
-        repeat { result = flock(descriptor, LOCK_EX | LOCK_NB) } while result != 0 && errno == EINTR
-        guard result == 0 else {
+        guard LockFile.lock(descriptor, LOCK_EX | LOCK_NB) else {
             let error =
                 errno == EWOULDBLOCK
                 ? HeraldError(

@@ -77,17 +77,17 @@ public final class DiskResponseCache: ResponseCache {
         try Self.makePrivateFolder(self.directory)
         try Self.makePrivateFolder(bodies)
         let lockURL = self.directory.appendingPathComponent("lock")
-        let lockDescriptor = open(lockURL.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        let lockDescriptor = LockFile.open(lockURL)
         guard lockDescriptor >= 0 else {
             throw HeraldError.fileFailure("Cannot open the response cache's lock file", url: lockURL)
         }
-        let alone = Self.flockRetrying(lockDescriptor, LOCK_EX | LOCK_NB)
+        let alone = LockFile.lock(lockDescriptor, LOCK_EX | LOCK_NB)
         // Another cache has the folder open, or is opening it alone: wait for its shared lock, which it takes
         // once its index is set up and its sweep done, before opening the index. Two connections setting up a
         // new index at once can fail ("database is locked") without waiting for each other. Without the
         // shared lock, too, a cache opening the folder alone could settle the store counts while a store of
         // this one's is in flight, and take as absent a key that store is about to commit.
-        if !alone, !Self.flockRetrying(lockDescriptor, LOCK_SH) {
+        if !alone, !LockFile.lock(lockDescriptor, LOCK_SH) {
             close(lockDescriptor)
             throw HeraldError.fileFailure("Cannot lock the response cache's lock file", url: lockURL)
         }
@@ -109,7 +109,7 @@ public final class DiskResponseCache: ResponseCache {
             counters?.settle()
             // From exclusive to shared: no sweep starts while this cache is open. (Thrown now, the cache is
             // whole: deinit closes the lock file.)
-            guard Self.flockRetrying(lockDescriptor, LOCK_SH) else {
+            guard LockFile.lock(lockDescriptor, LOCK_SH) else {
                 throw HeraldError.fileFailure("Cannot lock the response cache's lock file", url: lockURL)
             }
         }
@@ -118,13 +118,6 @@ public final class DiskResponseCache: ResponseCache {
 
     deinit {
         close(lockDescriptor)
-    }
-
-    private static func flockRetrying(_ descriptor: Int32, _ operation: Int32) -> Bool {
-        while flock(descriptor, operation) != 0 {
-            guard errno == EINTR else { return false }
-        }
-        return true
     }
 
     /// The bytes the entries take now.
