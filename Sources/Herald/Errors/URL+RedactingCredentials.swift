@@ -12,14 +12,8 @@ extension URL {
     /// - Parameter placeholder: What replaces the user name and the password; default `***`.
     package func redactingCredentials(placeholder: String = redactedCredential) -> URL {
         let absolute = absoluteString
-        // Cheap exit for the common case: credentials need an "@" in the authority. A byte scan: Foundation's
-        // `contains` on a String would search through CFString, and this runs for every task. A native
-        // string's bytes are scanned in place (the generic `utf8.contains` walks the view index by index,
-        // about 60 instructions a byte).
-        let hasAt =
-            absolute.utf8.withContiguousStorageIfAvailable { bytes in bytes.contains(UInt8(ascii: "@")) }
-            ?? absolute.utf8.contains(UInt8(ascii: "@"))
-        guard hasAt else { return self }
+        // Cheap exit for the common case: credentials need an "@" in the authority.
+        guard absolute.containsAtSign else { return self }
         if var components = URLComponents(url: self, resolvingAgainstBaseURL: true) {
             guard components.percentEncodedUser != nil || components.percentEncodedPassword != nil else { return self }
             if components.percentEncodedUser != nil { components.percentEncodedUser = placeholder }
@@ -52,7 +46,7 @@ extension String {
     /// - Parameter placeholder: What replaces the user name and the password; default `***`.
     package func redactingURLCredentials(placeholder: String = URL.redactedCredential) -> String {
         // Cheap exit for nearly every message: credentials need an "@".
-        guard utf8.contains(UInt8(ascii: "@")) else { return self }
+        guard containsAtSign else { return self }
         var result = ""
         var rest = self[...]
         while let separator = rest.range(of: "://") {
@@ -66,5 +60,15 @@ extension String {
             rest = rest[at...]
         }
         return result + rest
+    }
+}
+
+extension String {
+    /// Whether the text has an `@`, by a byte scan: Foundation's `contains` on a String would search through
+    /// CFString, and this runs for every task. A native string's bytes are scanned in place (the generic
+    /// `utf8.contains` walks the view index by index, about 60 instructions a byte).
+    fileprivate var containsAtSign: Bool {
+        utf8.withContiguousStorageIfAvailable { bytes in bytes.contains(UInt8(ascii: "@")) }
+            ?? utf8.contains(UInt8(ascii: "@"))
     }
 }
