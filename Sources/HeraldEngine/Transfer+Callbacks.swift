@@ -155,8 +155,9 @@ extension Transfer {
     /// curl gives up on reaches the write callback, which announces it then.
     private func headDidEnd() {
         let curlAnswersChallenge = responseStatus == 401 && request.credential != nil
-        if curlAnswersChallenge, responseHeaders.contains("Set-Cookie") {
-            // Its head is not the response, and the next one replaces it: its cookies are taken now.
+        if curlAnswersChallenge, request.credential?.usesDigest == true, responseHeaders.contains("Set-Cookie") {
+            // Its head is not the response, and the next one replaces it: its cookies are taken now. (Basic is sent
+            // with the first request: a 401 then is final, and its cookies are taken with it, once.)
             delegate.transferDidReceiveInterimChallenge(makeResponse())
         }
         if !curlAnswersChallenge {
