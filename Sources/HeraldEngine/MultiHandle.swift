@@ -5,7 +5,7 @@ import CUV
 ///
 /// Follows curl's `multi-uv.c`: one `uv_poll_t` per curl socket, started on the first interest and
 /// stopped synchronously on `CURL_POLL_REMOVE` (curl reports the removal before it closes the fd), and
-/// one non-repeating `uv_timer_t` for curl's timeout. A stopped handle isn't closed: the engine keeps it for
+/// a ``CurlTimeout`` for curl's timeout. A stopped poll handle isn't closed: the engine keeps it for
 /// the next socket with its number (``PollHandles``), usually the same connection's next transfer.
 /// Messages are drained after every `curl_multi_socket_action`, and finished transfers are reported from there —
 /// never from inside a curl callback, where `curl_multi_*` would fail with `CURLM_RECURSIVE_API_CALL`.
@@ -29,7 +29,8 @@ package final class MultiHandle: @unchecked Sendable {
     /// The easy handles this pool's finished transfers leave for its next ones; any thread.
     package let easyHandles: EasyHandlePool
     private let multi: UnsafeMutableRawPointer
-    private let timer: UnsafeMutablePointer<uv_timer_t>
+    /// When curl wants its timeout: set by its timer callback, fired on the loop.
+    private let timeout = CurlTimeout()
     /// The timer of the idle check (``checkIdleTransfers()``), and when it is due on ``ActivityClock``
     /// (`nil` while it is stopped).
     let idleTimer: UnsafeMutablePointer<uv_timer_t>
@@ -63,7 +64,6 @@ package final class MultiHandle: @unchecked Sendable {
         let concurrent = options.maximumConnectionsTotal > 0 ? options.maximumConnectionsTotal : 64
         self.easyHandles = EasyHandlePool(
             capacity: min(max(concurrent, 8), 256), connections: Unmanaged.passUnretained(connections).toOpaque())
-        self.timer = .allocate(capacity: 1)
         self.idleTimer = .allocate(capacity: 1)
         let context = Unmanaged.passUnretained(self).toOpaque()
         herald_multi_setopt_pointer(multi, CURLMOPT_SOCKETDATA, context)
@@ -75,7 +75,7 @@ package final class MultiHandle: @unchecked Sendable {
         }
         herald_multi_setopt_timer_cb(multi) { _, timeoutMilliseconds, context in
             guard let context else { return -1 }
-            Unmanaged<MultiHandle>.fromOpaque(context).takeUnretainedValue().scheduleTimeout(timeoutMilliseconds)
+            Unmanaged<MultiHandle>.fromOpaque(context).takeUnretainedValue().timeout.schedule(timeoutMilliseconds)
             return 0
         }
         // HTTP/2 transfers to one origin share a connection as streams (curl's default since 7.62, set so that
@@ -92,8 +92,9 @@ package final class MultiHandle: @unchecked Sendable {
             multi, CURLMOPT_MAXCONNECTS,
             options.maximumConnectionsTotal > 0 ? options.maximumConnectionsTotal : Self.keptConnections)
         engine.execute { [self] in
-            uv_timer_init(engine.uvLoop, timer)
-            timer.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+            timeout.start(on: engine.uvLoop) { [unowned self] in
+                socketAction(herald_socket_timeout, flags: 0)
+            }
             uv_timer_init(engine.uvLoop, idleTimer)
             idleTimer.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         }
@@ -257,8 +258,7 @@ package final class MultiHandle: @unchecked Sendable {
         for (socket, poll) in polls.removeAll() {
             engine.pollHandles.stop(poll, socket: socket)
         }
-        uv_timer_stop(timer)
-        Engine.close(timer)
+        timeout.close()
         uv_timer_stop(idleTimer)
         Engine.close(idleTimer)
         idleCheckDue = nil
@@ -355,21 +355,6 @@ package final class MultiHandle: @unchecked Sendable {
             // Only while it is still in the pool: one that finished meanwhile keeps its own outcome.
             if isInPool(transfer) { remove(transfer, error: error) }
         }
-    }
-
-    private func scheduleTimeout(_ milliseconds: Int) {
-        if milliseconds < 0 {
-            uv_timer_stop(timer)
-            return
-        }
-        // 0 means "as soon as possible" — never call curl from inside its own timer callback.
-        uv_timer_start(
-            timer,
-            { timer in
-                guard let timer, let context = timer.pointee.data else { return }
-                Unmanaged<MultiHandle>.fromOpaque(context).takeUnretainedValue().socketAction(
-                    herald_socket_timeout, flags: 0)
-            }, UInt64(milliseconds), 0)
     }
 
     private func socketAction(_ socket: curl_socket_t, flags: Int32) {
