@@ -9,7 +9,7 @@ struct PipeReaderTests {
     func readsToTheEnd() async throws {
         // More than one read's worth (64 KiB), so that the chunks have to be joined in order.
         let count = 200_000
-        let process = Process()
+        let process = SpawnedProcess()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         // `seq` is cut off by `head`; SIGPIPE is ignored in this process, and so in the child, which would
         // report the broken pipe on the test's standard error.

@@ -10,8 +10,8 @@ import Foundation
 public struct TestServerProcess: Sendable {
     /// The port the child's server listens on, on `127.0.0.1`.
     public let port: Int
-    // Used only by `stop()`, after `start` returned (both are `Sendable` in Foundation).
-    private let process: Process
+    // Used only by `stop()`, after `start` returned (both are `Sendable`).
+    private let process: SpawnedProcess
     private let input: Pipe
 
     /// Why the child could not be started.
@@ -20,7 +20,7 @@ public struct TestServerProcess: Sendable {
         public let description: String
     }
 
-    private init(port: Int, process: Process, input: Pipe) {
+    private init(port: Int, process: SpawnedProcess, input: Pipe) {
         self.port = port
         self.process = process
         self.input = input
@@ -39,13 +39,13 @@ public struct TestServerProcess: Sendable {
     /// Starts the child and waits until it reports its port (it has bound its socket by then).
     ///
     /// - Parameter backlog: The listen backlog to ask for (`--backlog`).
-    /// - Throws: ``StartFailed`` when the executable is missing or prints no port; errors of
-    ///   `Process.run()`.
+    /// - Throws: ``StartFailed`` when the executable is missing or prints no port; an error that names the
+    ///   system's reason when the child can't be started.
     public static func start(backlog: Int = 4096) throws -> TestServerProcess {
         guard let executable else {
             throw StartFailed(description: "herald-test-server is not built next to \(CommandLine.arguments[0])")
         }
-        let process = Process()
+        let process = SpawnedProcess()
         process.executableURL = executable
         process.arguments = ["--backlog", String(backlog)]
         let input = Pipe()

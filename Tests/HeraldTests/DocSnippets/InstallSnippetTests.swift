@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTesting
 import Herald
 import Testing
 
@@ -90,7 +91,7 @@ struct InstallSnippetTests {
         _ = FileManager.default.createFile(atPath: output.path, contents: nil)
         let outputHandle = try FileHandle(forWritingTo: output)
         defer { try? outputHandle.close() }
-        let process = Process()
+        let process = SpawnedProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["swift", "package", "--package-path", directory.path, "dump-package"]
         process.standardInput = FileHandle.nullDevice

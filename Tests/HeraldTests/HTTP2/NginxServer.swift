@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTesting
 import Herald
 
 #if canImport(Glibc)
@@ -113,7 +114,7 @@ final class NginxServer: StoppableServer {
 
     /// Whether this nginx takes `http2 on;` (1.25.1 and later) rather than the `http2` parameter of `listen`.
     private static func takesHTTP2Directive(_ executable: URL) throws -> Bool {
-        let process = Process()
+        let process = SpawnedProcess()
         process.executableURL = executable
         process.arguments = ["-v"]
         let pipe = Pipe()

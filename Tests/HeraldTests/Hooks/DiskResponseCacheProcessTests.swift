@@ -22,7 +22,7 @@ struct DiskResponseCacheProcessTests {
             let description: String
         }
 
-        let process = Process()
+        let process = SpawnedProcess()
         private let output = Locked("")
         private let ready = OneShot<Void>()
         /// Sent once the output has ended (every byte read): the child has exited or closed it.

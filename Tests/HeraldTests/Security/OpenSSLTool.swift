@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTesting
 
 #if canImport(Glibc)
     import Glibc
@@ -25,7 +26,7 @@ enum OpenSSLTool {
 
     /// Runs `openssl arguments…` in `directory`; throws with its output when it fails or overruns `timeout`.
     static func run(_ arguments: [String], in directory: URL, timeout: Duration = .seconds(60)) async throws {
-        let process = Process()
+        let process = SpawnedProcess()
         process.executableURL = try executable()
         process.arguments = arguments
         process.currentDirectoryURL = directory

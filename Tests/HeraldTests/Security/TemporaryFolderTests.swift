@@ -212,7 +212,7 @@ struct TemporaryFolderTests {
 /// Runs a command as the user `nobody`, as another local user of the machine would.
 enum OtherUser {
     static func run(_ arguments: [String]) throws {
-        let process = Process()
+        let process = SpawnedProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
         process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", "--"] + arguments
         try process.run()

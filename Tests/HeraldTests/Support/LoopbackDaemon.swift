@@ -16,7 +16,7 @@ final class LoopbackDaemon: Sendable {
 
     /// Everything the process printed, read off its pipe as it arrives.
     let log = ProcessOutput()
-    private let process = Process()
+    private let process = SpawnedProcess()
     private let exited = OneShot<Void>()
     private let killsProcessGroup: Bool
     private let directory: URL?
@@ -25,11 +25,11 @@ final class LoopbackDaemon: Sendable {
     ///
     /// - Parameters:
     ///   - killsProcessGroup: Whether ``stop()`` kills the child's whole process group, for a daemon that
-    ///     forks workers: Foundation starts the child as the leader of a group of its own, so its pid is the
+    ///     forks workers: `SpawnedProcess` starts the child as the leader of a group of its own, so its pid is the
     ///     group id of every worker it forks.
     ///   - directory: Removed by ``stop()`` (the daemon's generated configuration).
     ///   - onOutput: Called on the output's reader thread with everything printed so far, after each read.
-    ///   - onExit: Called on Foundation's thread when the process has exited, before ``stop()`` returns.
+    ///   - onExit: Called on the thread that waits for the process when it has exited, before ``stop()`` returns.
     init(
         executable: URL, arguments: [String], killsProcessGroup: Bool = false, directory: URL? = nil,
         onOutput: (@Sendable (String) -> Void)? = nil, onExit: (@Sendable () -> Void)? = nil
@@ -66,8 +66,8 @@ final class LoopbackDaemon: Sendable {
 
     /// Kills the process (or its group), awaits its exit and removes ``directory``.
     ///
-    /// SIGKILL, not `terminate()`: a child spawned from a libdispatch worker thread inherits that thread's
-    /// signal mask, in which SIGTERM is blocked, so it would never see it. The exit is awaited through the
+    /// SIGKILL, not `terminate()`: a daemon may handle SIGTERM by finishing its connections first, and a test
+    /// is done with it. The exit is awaited through the
     /// termination handler rather than `waitUntilExit()`, which would block one of the (here two)
     /// cooperative threads and can starve the very transfers a test is waiting for.
     func stop() async throws {
@@ -78,7 +78,7 @@ final class LoopbackDaemon: Sendable {
             kill(process.processIdentifier, SIGKILL)
         }
         try await exited.value(timeout: .seconds(30))
-        // Already reaped by Foundation when the handler ran: this returns at once.
+        // Already reaped when the handler ran: this returns at once.
         process.waitUntilExit()
         if let directory { try? FileManager.default.removeItem(at: directory) }
     }
