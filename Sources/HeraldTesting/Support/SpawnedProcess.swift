@@ -44,7 +44,7 @@ package final class SpawnedProcess: @unchecked Sendable {
     package var standardOutput: Any? = FileHandle.standardOutput
     /// As ``standardOutput``.
     package var standardError: Any? = FileHandle.standardError
-    /// Called once, on the waiting thread, when the child has exited (before ``waitUntilExit()`` returns).
+    /// Called once, on the thread that waits for the child, when it has exited.
     package var terminationHandler: (@Sendable (SpawnedProcess) -> Void)? {
         get { state.withLock { $0.handler } }
         set { state.withLock { $0.handler = newValue } }
@@ -56,8 +56,6 @@ package final class SpawnedProcess: @unchecked Sendable {
         var status: Int32 = 0
         var reason: Process.TerminationReason = .exit
         var handler: (@Sendable (SpawnedProcess) -> Void)?
-        /// Whether it has exited and its handler has returned.
-        var isFinished = false
     }
     private let state = Locked(State())
     private let exited = NSCondition()
@@ -165,6 +163,7 @@ package final class SpawnedProcess: @unchecked Sendable {
         let waiter = Thread { [self] in
             var status: Int32 = 0
             while waitpid(child, &status, 0) == -1 && errno == EINTR {}
+            exited.lock()
             let handler = state.withLock { state -> (@Sendable (SpawnedProcess) -> Void)? in
                 let signal = status & 0x7f
                 if signal == 0 {
@@ -178,21 +177,20 @@ package final class SpawnedProcess: @unchecked Sendable {
                 defer { state.handler = nil }
                 return state.handler
             }
-            handler?(self)
-            exited.lock()
-            state.withLock { $0.isFinished = true }
             exited.broadcast()
             exited.unlock()
+            handler?(self)
         }
         waiter.name = "herald-spawned-process-\(child)"
         waiter.start()
     }
 
-    /// Blocks until the child has exited and its ``terminationHandler`` has returned.
+    /// Blocks until the child has exited (as `Process`'s, it doesn't wait for the ``terminationHandler``, which
+    /// may call it). At once before ``run()``.
     package func waitUntilExit() {
         exited.lock()
         defer { exited.unlock() }
-        while !state.withLock({ $0.isFinished }) { exited.wait() }
+        while isRunning { exited.wait() }
     }
 
     /// Sends the child `SIGTERM`.
