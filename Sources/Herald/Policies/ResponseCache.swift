@@ -54,7 +54,8 @@ public struct CachedResponse: Sendable, Hashable {
 /// - **Revalidation:** otherwise a stale entry with an `ETag` or a `Last-Modified` is revalidated with
 ///   `If-None-Match` / `If-Modified-Since` (unless the request sets a conditional field of its own). A
 ///   `304 Not Modified` completes the task with the stored response, its header fields updated from the
-///   `304`, and stores it again; any other answer is the task's response and replaces the entry.
+///   `304`, and stores it again; any other answer is the task's response and replaces the entry. A `304` to
+///   the caller's own conditional request freshens the entry it confirms in the same way.
 /// - **Invalidation:** a non-error answer (`2xx`, `3xx`) to a method other than `GET`, `HEAD`, `OPTIONS` or
 ///   `TRACE` removes the stored `GET` of its URL, and of its `Location` and `Content-Location` on the same
 ///   origin, whatever the task's kind.

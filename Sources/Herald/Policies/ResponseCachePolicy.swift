@@ -364,6 +364,30 @@ enum ResponseCachePolicy {
     /// The entry to propose for storing a data task's outcome (RFC 9111 §3), or `nil` when it may not be
     /// stored or could never be used: neither fresh for a while nor revalidatable. `now` (the storage date)
     /// is read from the clock when not given, and only for a response that may be stored.
+    /// Whether `response`, the network's answer to `request`, stands for the URL's whole response, so that
+    /// when it is not stored the entry kept for the URL goes too. Not a `206` (a part of it) or a `304` (the
+    /// answer to a conditional request of the caller's, which confirms an entry rather than replacing it),
+    /// nor an answer to a request with a `Range` or credentials (its answer may not be anyone else's).
+    static func supersedesStored(_ response: HTTPResponse, for request: Request) -> Bool {
+        response.statusCode != 206 && response.statusCode != 304 && !request.headers.contains("Range")
+            && !request.headers.contains("Authorization") && request.url.user == nil && request.url.password == nil
+    }
+
+    /// The entry stored for `request` freshened by `notModified`, a `304` answering the request's own
+    /// conditional fields, when that entry is the one it confirms (RFC 9111 §4.3.4: the same validator, and a
+    /// stored response the request's `Vary` fields select); `nil` otherwise.
+    static func freshened(
+        for request: Request, by notModified: HTTPResponse, in cache: any ResponseCache, now: Date = Date()
+    ) -> CachedResponse? {
+        guard notModified.statusCode == 304, let stored = cache.cachedResponse(for: request),
+            varyMatches(stored, request: request), confirms(notModified, stored: stored.response)
+        else { return nil }
+        var entry = stored
+        entry.response = refreshed(stored.response, with: notModified, receivedAt: now)
+        entry.storageDate = now
+        return entry
+    }
+
     static func proposal(for request: Request, outcome: TaskOutcome, now: Date? = nil) -> CachedResponse? {
         guard !outcome.isFromCache, outcome.error == nil, let response = outcome.response,
             (200...599).contains(response.statusCode), response.statusCode != 206, response.statusCode != 304,

@@ -145,6 +145,14 @@ extension SessionManager {
         var judged = task.originalRequest
         if let adapted = task.machine({ $0.hops.attemptRequest }) { judged.headers = adapted.headers }
         let sent = requestAsSent(judged)
+        if let response = outcome.response, !ResponseCachePolicy.supersedesStored(response, for: sent) {
+            // The entry stays; a `304` to the caller's own validators freshens the one it confirms.
+            guard keeps(outcome, of: task, sent: sent),
+                let freshened = ResponseCachePolicy.freshened(for: sent, by: response, in: cache),
+                let entry = dataTaskWillCacheResponse.map({ $0(task, freshened) }) ?? freshened
+            else { return }
+            return cache.storeCachedResponse(entry, for: sent)
+        }
         let proposal =
             keeps(outcome, of: task, sent: sent) ? ResponseCachePolicy.proposal(for: sent, outcome: outcome) : nil
         guard let proposal, let entry = dataTaskWillCacheResponse.map({ $0(task, proposal) }) ?? proposal else {

@@ -243,6 +243,59 @@ struct ResponseCacheTests {
         try await fixture.tearDown()
     }
 
+    @Test("a 304 to the caller's own If-None-Match freshens the stale entry it confirms, rather than removing it")
+    func callersConditionalFreshensEntry() async throws {
+        let (fixture, cache) = try await Self.fixture()
+        let url = fixture.server.url("/headers?Cache-Control=max-age%3D60&ETag=%22v1%22&X-Round=2")
+        let stale = CachedResponse(
+            response: HTTPResponse(
+                url: url, statusCode: 200,
+                headers: ["Cache-Control": "max-age=60", "ETag": "\"v1\"", "X-Round": "1", "Content-Length": "6"]),
+            data: Data("cached".utf8), storageDate: Date(timeIntervalSinceNow: -120))
+        cache.storeCachedResponse(stale, for: Request(url: url))
+        let conditional = Request(url: url, headers: ["If-None-Match": "\"v1\""])
+        let answered = try await Self.run(fixture, conditional, completions: 1)
+        // The caller asked conditionally: its answer is the server's 304.
+        #expect(answered.call.response?.statusCode == 304)
+        #expect(fixture.server.requests.first?.responseStatus == 304)
+        let freshened = try #require(cache.cachedResponse(for: Request(url: url)))
+        #expect(freshened.storageDate > stale.storageDate)
+        #expect(freshened.response.statusCode == 200)
+        #expect(freshened.response.headers["X-Round"] == "2")
+        #expect(freshened.data == Data("cached".utf8))
+        // Fresh again: a plain GET is served without the network.
+        let served = try await Self.run(fixture, Request(url: url), completions: 2)
+        #expect(fixture.server.requestCount == 1)
+        #expect(served.call.object as? Data == Data("cached".utf8))
+
+        // A 304 naming another validator confirms nothing: the entry is left as it was, not freshened.
+        let other = CachedResponse(
+            response: HTTPResponse(
+                url: url, statusCode: 200, headers: ["Cache-Control": "max-age=60", "ETag": "\"v0\""]),
+            data: Data("older".utf8), storageDate: Date(timeIntervalSinceNow: -120))
+        cache.storeCachedResponse(other, for: Request(url: url))
+        _ = try await Self.run(fixture, conditional, completions: 3)
+        #expect(cache.cachedResponse(for: Request(url: url)) == other)
+        try await fixture.tearDown()
+    }
+
+    @Test(
+        "an answer that isn't the URL's whole response leaves the stored entry alone",
+        arguments: [("Range", "bytes=0-9", 206), ("Authorization", "Bearer herald-test", 200)])
+    func partialOrPrivateAnswerKeepsEntry(field: String, value: String, status: Int) async throws {
+        let (fixture, cache) = try await Self.fixture()
+        let url = fixture.server.url("/bytes/100")
+        let stored = CachedResponse(
+            response: HTTPResponse(url: url, statusCode: 200, headers: ["Cache-Control": "max-age=60"]),
+            data: Data(repeating: 1, count: 100), storageDate: Date(timeIntervalSinceNow: -120))
+        cache.storeCachedResponse(stored, for: Request(url: url))
+        let answered = try await Self.run(fixture, Request(url: url, headers: [field: value]), completions: 1)
+        #expect(answered.call.response?.statusCode == status)
+        #expect(fixture.server.requestCount == 1)
+        #expect(cache.cachedResponse(for: Request(url: url)) == stored)
+        try await fixture.tearDown()
+    }
+
     @Test("a POST redirected by a 307 invalidates the stored GET of the URL it was sent on to")
     func redirectedUnsafeRequestInvalidatesItsTarget() async throws {
         let (fixture, cache) = try await Self.fixture()
