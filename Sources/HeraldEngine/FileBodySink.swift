@@ -294,11 +294,14 @@ package enum ContentRange {
     }
 
     /// `Content-Range: bytes a-b/n` as numbers, `n` `nil` when it is `*` (unknown); `nil` when malformed, and
-    /// when the range is invalid (RFC 9110 §14.4): `b` before `a`, or `n` not after `b`. So `0 <= a <= b < n`.
+    /// when the range is invalid (RFC 9110 §14.4): `b` before `a`, or `n` not after `b`. So `0 <= a <= b < n`,
+    /// and `b` is below `Int64.max` whatever `n` is, so that `b + 1` and the part's length `b - a + 1` are
+    /// numbers (a server's `bytes 0-9223372036854775807/*` would make them overflow).
     package static func parse(_ value: String?) -> (start: Int64, end: Int64, completeLength: Int64?)? {
         guard let spec = byteRangeSpec(value), let dash = spec.firstIndex(of: "-"), let start = Int64(spec[..<dash]),
             let slash = spec.firstIndex(of: "/"), dash < slash,
-            let end = Int64(spec[spec.index(after: dash)..<slash].trimmingCharacters(in: .whitespaces)), end >= start
+            let end = Int64(spec[spec.index(after: dash)..<slash].trimmingCharacters(in: .whitespaces)), end >= start,
+            end < .max
         else { return nil }
         let total = spec[spec.index(after: slash)...].trimmingCharacters(in: .whitespaces)
         if total == "*" { return (start, end, nil) }

@@ -413,10 +413,37 @@ struct BodySinkTests {
             ])
         for malformed in [
             "bytes 9-5/10", "bytes 0-9", "bytes x-9/10", "items 0-9/10", "bytes 0-9/ten", "bytes 0-10/10",
-            "bytes 5-9223372036854775807/1",
+            "bytes 5-9223372036854775807/1", "bytes 0-9223372036854775807/*", "bytes 5-9223372036854775807/*",
         ] {
             #expect(ContentRange.parse(malformed) == nil, "\(malformed)")
         }
+    }
+
+    @Test("a 206 whose range ends at Int64's last byte, with an unknown total, is never counted past it")
+    func rangeEndingAtInt64Max() throws {
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        func ranged(_ range: String, contentLength: Int?) -> ResponseHead {
+            var head = Self.response(contentLength: contentLength, status: 206)
+            head.headers.add(name: "Content-Range", value: range)
+            return head
+        }
+        // A fresh download, with a length and without: the range can't be read, so the body is the file's whole.
+        for contentLength in [5, nil] {
+            let sink = try FileBodySink(
+                url: scratch.url.appendingPathComponent("fresh-\(contentLength ?? -1)"), resumeOffset: 0)
+            let head = ranged("bytes 0-9223372036854775807/*", contentLength: contentLength)
+            #expect(try sink.begin(response: head, declaredLength: contentLength.map(Int64.init)).get() == 0)
+            #expect(Self.write(Self.bytes(5, seed: 1), to: sink, piece: 5) == nil)
+            _ = try sink.finish()
+            #expect(Self.footprint(scratch.url.appendingPathComponent("fresh-\(contentLength ?? -1)")).size == 5)
+        }
+        // A resumed one: not a range it can continue.
+        let partial = scratch.url.appendingPathComponent("partial")
+        try Data(Self.bytes(5, seed: 2)).write(to: partial)
+        let sink = try FileBodySink(url: partial, resumeOffset: 5)
+        let refused = sink.begin(response: ranged("bytes 5-9223372036854775807/*", contentLength: 5), declaredLength: 5)
+        #expect(throws: TransferError.self) { try refused.get() }
     }
 
     @Test("the memory sink trusts a declared length only up to its largest starting buffer")

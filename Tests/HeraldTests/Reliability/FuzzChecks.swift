@@ -312,7 +312,9 @@ enum FuzzChecks {
         guard ContentRange.start(value) == range.start else {
             return "start \(range.start), but ContentRange.start says \(String(describing: ContentRange.start(value)))"
         }
-        guard range.start >= 0, range.start <= range.end, range.completeLength.map({ range.end < $0 }) ?? true else {
+        guard range.start >= 0, range.start <= range.end, range.end < .max,
+            range.completeLength.map({ range.end < $0 }) ?? true
+        else {
             return "an impossible range \(range) from \(value.debugDescription)"
         }
         return nil
