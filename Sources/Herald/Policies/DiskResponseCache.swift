@@ -69,7 +69,9 @@ public final class DiskResponseCache: ResponseCache {
     ///     directory of the effective user that no one else can enter.
     ///   - capacity: The most bytes (bodies plus response heads) kept; default 50 MiB.
     /// - Throws: ``HeraldError/Code/fileIO`` when the folder is not private, can't be made, its lock file
-    ///   can't be opened or locked, or its index can't be opened or is not one of this cache's.
+    ///   can't be opened or locked, or its index can't be opened or is not one of this cache's. An index SQLite
+    ///   finds damaged or not a database is not an error when no other cache has the folder open: it starts
+    ///   again empty, and the bodies it named are removed.
     public init(directory: URL, capacity: Int = 50 << 20) throws(HeraldError) {
         self.capacity = max(0, capacity)
         self.directory = directory.standardizedFileURL
@@ -93,8 +95,17 @@ public final class DiskResponseCache: ResponseCache {
         }
         let counters = StoreCounters(descriptor: lockDescriptor)
         let database: Database
+        let indexPath = self.directory.appendingPathComponent("index.sqlite").path
         do {
-            database = try Database(path: self.directory.appendingPathComponent("index.sqlite").path)
+            do {
+                database = try Database(path: indexPath)
+            } catch where alone && error.underlying is Database.Damaged {
+                // A damaged index (a copy of the folder without its write-ahead log, a bad sector) would refuse
+                // every open for good. A cache is disposable: with no other cache on the folder, the index
+                // starts again empty, and the sweep below removes the bodies it no longer names.
+                for suffix in ["", "-wal", "-shm"] { unlink(indexPath + suffix) }
+                database = try Database(path: indexPath)
+            }
         } catch {
             close(lockDescriptor)
             throw error
@@ -450,6 +461,10 @@ struct StoredHead: Codable {
 
 /// The SQLite index: one connection, used under the cache's lock only.
 private final class Database: @unchecked Sendable {
+    /// Why an index can't be opened: SQLite finds it damaged (`SQLITE_CORRUPT`) or not a database at all
+    /// (`SQLITE_NOTADB`).
+    struct Damaged: Error {}
+
     // Safety: the connection, its prepared statements, the decoded heads, the absent and unservable keys and
     // the counts (`statements`, `decodedHeads`, `absent`, `unservable`, `lostTrackOfFailures`, `statementsRun`
     // and `skippedReads`, mutable) are only used
@@ -567,10 +582,14 @@ private final class Database: @unchecked Sendable {
             );
             CREATE INDEX IF NOT EXISTS entries_by_use ON entries (last_use);
             """
-        guard sqlite3_exec(handle, schema, nil, nil, nil) == SQLITE_OK else {
+        let result = sqlite3_exec(handle, schema, nil, nil, nil)
+        guard result == SQLITE_OK else {
             // The connection is closed by deinit.
             let message = String(cString: sqlite3_errmsg(handle))
-            throw HeraldError(.fileIO, "The response cache index \(path) cannot be used: \(message).")
+            let damaged = result & 0xff == SQLITE_CORRUPT || result & 0xff == SQLITE_NOTADB
+            throw HeraldError(
+                .fileIO, "The response cache index \(path) cannot be used: \(message).",
+                underlying: damaged ? Damaged() : nil)
         }
     }
 
@@ -757,10 +776,17 @@ final class StoreCounters: @unchecked Sendable {
 
     /// Maps the counts of the lock file open as `descriptor`, growing the file to hold them when it is
     /// shorter (as it is when new: zeros, every bucket settled); `nil` when that fails.
+    ///
+    /// The file's blocks are allocated first, not left a hole: a write into a shared mapping that needs a
+    /// block the file system can't give (a full disk, a quota) is a `SIGBUS` that ends the process, where a
+    /// failed allocation here is a cache without counts. (A copy-on-write file system such as btrfs needs a
+    /// new block for every write back, so a full one can still fault; no other file system here does.)
     init?(descriptor: Int32) {
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { return nil }
         if status.st_size < Self.byteCount, ftruncate(descriptor, off_t(Self.byteCount)) != 0 { return nil }
+        // Every open, not only when the file grows: one an earlier version grew with `ftruncate` alone has a hole.
+        guard posix_fallocate(descriptor, 0, off_t(Self.byteCount)) == 0 else { return nil }
         guard let mapping = mmap(nil, Self.byteCount, PROT_READ | PROT_WRITE, MAP_SHARED, descriptor, 0),
             mapping != UnsafeMutableRawPointer(bitPattern: -1)
         else { return nil }

@@ -326,6 +326,49 @@ struct DiskResponseCacheTests {
         #expect(Self.bodyFiles(in: folder).isEmpty)
     }
 
+    @Test("a damaged index is started again empty when the cache opens the folder alone, and its bodies go")
+    func damagedIndexStartsAgain() throws {
+        let folder = Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let request = Request(url: URL(fileURLWithPath: "/").appendingPathComponent("damaged"))
+        do {
+            let cache = try DiskResponseCache(directory: folder)
+            cache.storeCachedResponse(Self.entry("kept", url: request.url), for: request)
+            #expect(cache.count == 1)
+        }
+        #expect(Self.bodyFiles(in: folder).count == 1)
+        // What a copy of the folder without its write-ahead log, or a bad block, can leave: not a database.
+        let index = folder.appendingPathComponent("index.sqlite")
+        try Data((0..<8192).map { UInt8(truncatingIfNeeded: $0 &* 131) }).write(to: index)
+        try? FileManager.default.removeItem(at: folder.appendingPathComponent("index.sqlite-wal"))
+        let reopened = try DiskResponseCache(directory: folder)
+        #expect(reopened.count == 0)
+        #expect(Self.bodyFiles(in: folder).isEmpty)
+        reopened.storeCachedResponse(Self.entry("new", url: request.url), for: request)
+        #expect(reopened.cachedResponse(for: request)?.data == Data("new".utf8))
+    }
+
+    @Test("the shared store counts are mapped from allocated blocks, never a hole a write could fault on")
+    func countsHaveTheirBlocks() throws {
+        let folder = Self.folder()
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        // A lock file of the counts' size that is all hole, as `ftruncate` alone leaves one.
+        let path = folder.appendingPathComponent("lock").path
+        let descriptor = open(path, O_RDWR | O_CREAT, 0o600)
+        try #require(descriptor >= 0)
+        defer { close(descriptor) }
+        try #require(ftruncate(descriptor, 4096) == 0)
+        var status = stat()
+        try #require(fstat(descriptor, &status) == 0)
+        try #require(status.st_blocks == 0, "this file system allocated blocks for a truncated file")
+        let counters = try #require(StoreCounters(descriptor: descriptor))
+        // Before any count is written: the blocks are there.
+        #expect(fstat(descriptor, &status) == 0)
+        #expect(status.st_blocks * 512 >= 4096, "\(status.st_blocks) blocks of 512 bytes")
+        #expect(counters.generation(of: 0) == 0)
+    }
+
     @Test(
         "a store a killed process left counted as begun: no key of its bucket is taken as absent until a cache opens the folder alone"
     )
