@@ -99,7 +99,7 @@ public final class DiskResponseCache: ResponseCache {
         do {
             do {
                 database = try Database(path: indexPath)
-            } catch where alone && error.underlying is Database.Damaged {
+            } catch  where alone && error.underlying is Database.Damaged {
                 // A damaged index (a copy of the folder without its write-ahead log, a bad sector) would refuse
                 // every open for good. A cache is disposable: with no other cache on the folder, the index
                 // starts again empty, and the sweep below removes the bodies it no longer names.
