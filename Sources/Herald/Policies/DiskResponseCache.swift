@@ -96,10 +96,11 @@ public final class DiskResponseCache: ResponseCache {
         let counters = StoreCounters(descriptor: lockDescriptor)
         let database: Database
         let indexPath = self.directory.appendingPathComponent("index.sqlite").path
-        do {
-            do {
+        do throws(HeraldError) {
+            do throws(HeraldError) {
                 database = try Database(path: indexPath)
-            } catch  where alone && error.underlying is Database.Damaged {
+            } catch {
+                guard alone, error.underlying is Database.Damaged else { throw error }
                 // A damaged index (a copy of the folder without its write-ahead log, a bad sector) would refuse
                 // every open for good. A cache is disposable: with no other cache on the folder, the index
                 // starts again empty, and the sweep below removes the bodies it no longer names.
