@@ -62,6 +62,8 @@ public final class CookieStore: Sendable {
     /// and once ``close()`` let the file go.
     private let persisted: Locked<(url: URL, lock: CookieFileLock)?>
     private let saveQueue = DispatchQueue(label: "herald.cookie-store.save")
+    /// Why the latest save failed; `nil` once one succeeds. Written on the save queue.
+    private let saveFailure = Locked<HeraldError?>(nil)
     private let publicSuffixes: PublicSuffixList
     /// How many cookies the file ``init(persistingTo:publicSuffixes:)`` loaded held that could not be sent as
     /// they are (see ``setCookie(_:)``), or that no response could have set — a domain cookie for a public
@@ -99,6 +101,10 @@ public final class CookieStore: Sendable {
         // Before the file is read: what is loaded is then what no other store writes meanwhile.
         self.persisted = Locked((fileURL, try CookieFileLock(for: fileURL)))
         self.publicSuffixes = publicSuffixes
+        // What a save cut short left (the process killed between writing and renaming): a whole copy of the
+        // cookies under a temporary name, which nothing else would ever remove. No save of another store runs
+        // meanwhile: the lock is this store's.
+        Self.removeTemporaryFiles(of: fileURL)
         guard FileManager.default.fileExists(atPath: fileURL.path) else {
             unsendableCookiesSkipped = 0
             return
@@ -301,10 +307,18 @@ public final class CookieStore: Sendable {
         update { $0.entries.removeAll() }
     }
 
-    /// Waits until every change made so far is written to the file (no-op for an in-memory store).
-    public func flush() {
-        guard persisted.withLock({ $0 != nil }) else { return }
+    /// Waits until every change made so far is written to the file (no-op for an in-memory store), and says
+    /// whether it was.
+    ///
+    /// - Returns: `nil` when the latest save succeeded (or there was nothing to save); otherwise why it
+    ///   failed, a ``HeraldError/Code/fileIO`` error: the folder is gone or not writable, the disk is full. The
+    ///   file then still holds what the last successful save wrote, and the cookies are in memory; the next
+    ///   change tries again.
+    @discardableResult
+    public func flush() -> HeraldError? {
+        guard persisted.withLock({ $0 != nil }) else { return nil }
         saveQueue.sync {}
+        return saveFailure.withLock { $0 }
     }
 
     /// Writes the changes made so far to the file, then lets the file go: another store may take it at once
@@ -330,7 +344,8 @@ public final class CookieStore: Sendable {
         // file is read when it runs, too: after ``close()``, there is none.
         saveQueue.async { [self] in
             guard let fileURL = persisted.withLock({ $0?.url }) else { return }
-            Self.save(jar.withLock { $0.entries.values.map(\.cookie) }, to: fileURL)
+            let failure = Self.save(jar.withLock { $0.entries.values.map(\.cookie) }, to: fileURL)
+            saveFailure.withLock { $0 = failure }
         }
     }
 
@@ -339,8 +354,11 @@ public final class CookieStore: Sendable {
         publicSuffixes.registrableDomain(for: cookie.domain) ?? cookie.domain
     }
 
-    /// Writes the persistent cookies as JSON lines, atomically. Save queue.
-    private static func save(_ cookies: [Cookie], to fileURL: URL) {
+    /// Writes the persistent cookies as JSON lines, atomically and durably: to a temporary file beside it,
+    /// synced, renamed over it, and the folder synced, so that a crash of the machine leaves the old file or
+    /// the new one, never an empty or torn one. Save queue.
+    /// - Returns: Why it failed, or `nil`.
+    private static func save(_ cookies: [Cookie], to fileURL: URL) -> HeraldError? {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .secondsSince1970
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -353,10 +371,11 @@ public final class CookieStore: Sendable {
             text += line + "\n"
         }
         // A failed write leaves the previous file in place; the cookies stay in memory.
-        let temporary = fileURL.deletingLastPathComponent().appendingPathComponent(
+        let folder = fileURL.deletingLastPathComponent()
+        let temporary = folder.appendingPathComponent(
             ".\(fileURL.lastPathComponent).\(UUID().uuidString.lowercased())")
         let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { return }
+        guard descriptor >= 0 else { return HeraldError.fileFailure("Cannot save the cookie file", url: fileURL) }
         let written = Array(text.utf8).withUnsafeBytes { bytes in
             var offset = 0
             while offset < bytes.count {
@@ -367,10 +386,35 @@ public final class CookieStore: Sendable {
             }
             return true
         }
+        let synced = written && fsync(descriptor) == 0
+        let failure = synced ? nil : HeraldError.fileFailure("Cannot save the cookie file", url: fileURL)
         Glibc.close(descriptor)
-        guard written, rename(temporary.path, fileURL.path) == 0 else {
+        guard synced, rename(temporary.path, fileURL.path) == 0 else {
+            // Made before the unlink, which would change `errno`.
+            let error = failure ?? HeraldError.fileFailure("Cannot save the cookie file", url: fileURL)
             unlink(temporary.path)
-            return
+            return error
+        }
+        // The rename itself is durable once the folder is synced.
+        let folderDescriptor = open(folder.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if folderDescriptor >= 0 {
+            fsync(folderDescriptor)
+            Glibc.close(folderDescriptor)
+        }
+        return nil
+    }
+
+    /// Removes the temporary files saves of `fileURL` left (`.<name>.<UUID>` beside it); never the lock file.
+    private static func removeTemporaryFiles(of fileURL: URL) {
+        let folder = fileURL.deletingLastPathComponent()
+        let prefix = ".\(fileURL.lastPathComponent)."
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return }
+        for name in names where name.hasPrefix(prefix) {
+            let suffix = name.dropFirst(prefix.count)
+            guard suffix.count == 36, let uuid = UUID(uuidString: String(suffix)),
+                uuid.uuidString.lowercased() == suffix
+            else { continue }
+            unlink(folder.appendingPathComponent(name).path)
         }
     }
 }

@@ -285,6 +285,44 @@ struct CookieStoreTests {
         #expect(error?.message.contains("Line 1") == true)
     }
 
+    @Test("flush says when a save failed, and the next save that succeeds clears it")
+    func failedSaveIsReported() throws {
+        let folder = try CookieFolder()
+        defer { folder.remove() }
+        let store = try CookieStore(persistingTo: folder.file())
+        store.store(setCookieFields: ["a=1; Max-Age=600"], from: testURL("https://h.example/"))
+        #expect(store.flush() == nil)
+        // The folder goes (a cleaner, a user): no save can be written.
+        folder.remove()
+        store.store(setCookieFields: ["b=2; Max-Age=600"], from: testURL("https://h.example/"))
+        let failure = store.flush()
+        #expect(failure?.code == .fileIO)
+        #expect(failure?.message.contains("cookie file") == true)
+        // Back: the next change writes every cookie the store holds.
+        try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: false)
+        store.store(setCookieFields: ["c=3; Max-Age=600"], from: testURL("https://h.example/"))
+        #expect(store.flush() == nil)
+        #expect(try folder.cookieNames(in: folder.file()) == ["a", "b", "c"])
+        #expect(CookieStore().flush() == nil)
+    }
+
+    @Test("a store removes the temporary copies a save cut short left beside its file, and nothing else")
+    func leftoverTemporaryFilesRemoved() throws {
+        let folder = try CookieFolder()
+        defer { folder.remove() }
+        let leftover = folder.url.appendingPathComponent(".cookies.jsonl.\(UUID().uuidString.lowercased())")
+        let others = [".cookies.jsonl.notes", ".other.jsonl.\(UUID().uuidString.lowercased())", "cookies.jsonl.bak"]
+        for name in [leftover.lastPathComponent] + others {
+            try Data("{}\n".utf8).write(to: folder.url.appendingPathComponent(name))
+        }
+        let store = try CookieStore(persistingTo: folder.file())
+        defer { store.close() }
+        let names = Set(try FileManager.default.contentsOfDirectory(atPath: folder.url.path))
+        #expect(!names.contains(leftover.lastPathComponent))
+        #expect(names.isSuperset(of: others))
+        #expect(names.contains(".cookies.jsonl.lock"))
+    }
+
     @Test("at most 180 cookies per site, whatever its subdomains: another site's cookies stay")
     func siteLimit() {
         let store = CookieStore()
