@@ -121,12 +121,16 @@ extension SessionTask {
         let transfer = Transfer(request: request, delegate: self)
         // The easy handle is made here, not on the loop thread that every transfer of the engine shares.
         transfer.prepare(from: session.multi?.easyHandles)
-        transition({ $0.transferPrepared(transfer, sendsCredential: sendsCredential) }) { action in
+        let prepared = transition({ $0.transferPrepared(transfer, sendsCredential: sendsCredential) }) { action in
             switch action {
             case .none, .wait: []
             case .start(let transfer): [.engine(.start(transfer))]
             }
         }
+        // Suspended before it could start: the resource timeout keeps running while the transfer waits for
+        // `resume()`, as between transfers. The timer outlives a resume before the deadline and stops the
+        // transfer then: its own timeout, counted from when libcurl gets it, would let it run the wait too long.
+        if case .wait = prepared { armResourceDeadline(firstStart: firstStart) }
     }
 
     /// Completes the task with the hop's response (its 3xx or 401) and `error`. Hook queue.

@@ -255,6 +255,29 @@ struct RetryTests {
         try await fixture.tearDown()
     }
 
+    @Test("a task suspended while its redirection hook ran keeps its resource timeout: it times out suspended")
+    func resourceTimeoutRunsWhileSuspendedBetweenHops() async throws {
+        var configuration = SessionConfiguration()
+        configuration.timeoutIntervalForResource = 2
+        let fixture = try await SessionFixture.make(configuration: configuration)
+        fixture.session.taskWillPerformHTTPRedirection = { task, _, proposed in
+            task.suspend()
+            return proposed
+        }
+        let log = CompletionLog()
+        let url = fixture.server.url("/redirect-to?url=%2Ffault%2Fstall")
+        let task = try fixture.session.dataTask(with: Request(url: url), completionHandler: log.handler)
+        task.resume()
+        // Never resumed. Before, the next transfer waited for resume() with no timeout at all.
+        try await fixture.recorder.waitForCompletions(1, timeout: .seconds(20))
+        let error = try #require(log.all.first?.error)
+        #expect(error.code == .timedOut)
+        #expect(error.message.contains("resource timeout"))
+        #expect(fixture.server.requests(forPath: "/fault/stall").isEmpty)
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .suspend, .complete])
+        try await fixture.tearDown()
+    }
+
     @Test("a transfer the resource timeout ended is not offered to the retrier: one resume, one complete")
     func resourceTimeoutIsNotRetried() async throws {
         var configuration = SessionConfiguration()
