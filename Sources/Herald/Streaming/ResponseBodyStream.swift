@@ -11,7 +11,8 @@ import Foundation
 /// **Backpressure.** Once ``StreamBufferPolicy/highWatermark`` bytes wait for you, the transfer stops reading
 /// from the socket until you have taken them down to the low watermark. The check comes before each of libcurl's
 /// reads, so the read that crosses the mark is kept whole: at most the high watermark plus one read (512 KiB)
-/// wait. A slow consumer slows the sender instead of growing memory.
+/// wait. A slow consumer slows the sender instead of growing memory (over HTTP/2, only once libcurl holds a
+/// stream window of the paused stream's data: see ``StreamBufferPolicy``).
 ///
 /// **Cancellation.** Cancelling the Swift task that iterates, or dropping the sequence and its iterator
 /// before the end, cancels the ``task``: the transfer stops and the task completes once, with
