@@ -36,6 +36,11 @@ import HeraldNotifications
 /// The folder is made, mode `0700`, when it is missing; it must be a directory of the process's effective
 /// user, not a symlink, that no one else can enter, and it is checked again on every store. Without a folder,
 /// use ``InMemoryResponseCache``.
+///
+/// Empty a cache with ``removeAllCachedResponses()``, never by deleting its folder while a cache has it open: the
+/// open cache goes on with the deleted index and lock, its stores fail the folder check until the folder is
+/// there again, and a cache opened on a folder made anew shares nothing with it (not its entries, removals or
+/// size). Delete the folder only while no session uses it.
 public final class DiskResponseCache: ResponseCache {
     /// The most bytes the entries may take together (bodies plus response heads).
     public let capacity: Int
