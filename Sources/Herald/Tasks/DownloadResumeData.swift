@@ -8,8 +8,12 @@ import Foundation
 /// {"format": "herald.download-resume-data", "version": 1,
 ///  "url": "https://…", "headers": [["Accept", "*/*"]],
 ///  "bytesReceived": 1048576, "entityTag": "\"abc\"", "lastModified": "Wed, 21 Oct 2015 07:28:00 GMT",
-///  "partialFilePath": "/tmp/herald-…/download-3-….part"}
+///  "partialFilePath": "/tmp/herald-…/download-3-….part", "leftOrigin": true}
 /// ```
+///
+/// `leftOrigin` (absent means `false`) says that `url` is on another origin than the request the download was
+/// made for (a redirect led there): the continuation sends no credential field there, the session's included,
+/// as the redirect didn't.
 ///
 /// `entityTag` and `lastModified` are optional, but at least one is present: it is sent as `If-Range`, so
 /// a resource that changed is sent whole (and the file restarts from zero) rather than spliced.
@@ -25,6 +29,8 @@ struct DownloadResumeData: Codable, Sendable, Equatable {
     var entityTag: String?
     var lastModified: String?
     var partialFilePath: String
+    /// Whether ``url`` is on another origin than the download's first request: see the format above.
+    var leftOrigin: Bool?
 
     /// The `If-Range` validator: the entity tag when there is a strong one, else the date.
     var validator: String? {

@@ -148,7 +148,10 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
         let (continuation, target) = core.withLock { ($0.downloadContinuation, $0.downloadContinuationTarget) }
         let offset = continuation?.bytesReceived ?? 0
         var request = request
-        let leavesOrigin = offset > 0 && target.map { !RedirectRules.isSameOrigin(request.url, $0) } == true
+        // Resume data that a redirect led to another origin keeps that origin's rule for every attempt from it.
+        let leavesOrigin =
+            (offset > 0 && target.map { !RedirectRules.isSameOrigin(request.url, $0) } == true)
+            || continuation?.leftOrigin == true
         if offset > 0, let target {
             // A retry behind a redirect asks where the bytes came from: the redirecting URL would answer the
             // range with its redirect, which is no range of the file.
@@ -359,12 +362,17 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
             // answer a range request with its redirect, which is no range of the file. Credential fields don't
             // go along to another origin, as on a redirect.
             var headers = originalRequest.headers
-            if !RedirectRules.isSameOrigin(originalRequest.url, response.url) {
+            let continued = core.withLock { $0.downloadContinuation }
+            // Another origin than the first request's: this task's own redirect led there, or the resume data it
+            // continues says one did.
+            let leftOrigin =
+                !RedirectRules.isSameOrigin(originalRequest.url, response.url) || continued?.leftOrigin == true
+            if leftOrigin {
                 for name in RedirectRules.credentialHeaders { headers.remove(name: name) }
             }
             var entityTag = response.headers["ETag"]
             var lastModified = response.headers["Last-Modified"]
-            if response.statusCode == 206, let continued = core.withLock({ $0.downloadContinuation }) {
+            if response.statusCode == 206, let continued {
                 // A range answer need not repeat every validator (RFC 9110 §15.3.7 asks for the ETag only, and
                 // only when a 200 would send one); the file accepted it as the version it continues, whose
                 // validators still name it.
@@ -374,7 +382,7 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
             resume = DownloadResumeData(
                 url: response.url, headers: headers.map { [$0.name, $0.value] },
                 bytesReceived: file.byteCount, entityTag: entityTag, lastModified: lastModified,
-                partialFilePath: temporaryURL.path)
+                partialFilePath: temporaryURL.path, leftOrigin: leftOrigin ? true : nil)
         } else if let current = core.withLock({ $0.downloadContinuation }) {
             // No new byte reached the file: it is exactly what the attempt continued.
             resume = current

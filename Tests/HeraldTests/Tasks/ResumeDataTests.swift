@@ -82,6 +82,35 @@ struct ResumeDataTests {
         try await fixture.tearDown()
     }
 
+    @Test("resume data of a download a redirect took to another origin sends no credential there, the session's either")
+    func resumeBehindCrossOriginRedirectDropsCredentials() async throws {
+        var configuration = SessionConfiguration()
+        configuration.httpAdditionalHeaders = ["Authorization": "Bearer session-secret"]
+        let fixture = try await SessionFixture.make(configuration: configuration)
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let size = 2 * 1024 * 1024
+        let path = "/bytes/\(size)"
+        // Another origin for the same loopback server: another host name.
+        let target = try #require(
+            URL(
+                string: "http://localhost:\(fixture.server.port)\(path)?\(stoppedBodyQuery(key: "cross-origin-resume"))"
+            ))
+        let encoded = try #require(target.absoluteString.addingPercentEncoding(withAllowedCharacters: .alphanumerics))
+        let (_, resumeData, _) = try await cancelMidway(fixture, path: "/redirect-to?url=\(encoded)", size: size)
+        let data = try #require(resumeData)
+        let destination = scratch.url.appendingPathComponent("cross-origin.bin")
+        let (_, response) = try await fixture.session.download(resumingWith: data, to: destination)
+        #expect(response.statusCode == 206)
+        #expect(try PatternFile.matches(destination, count: size))
+        #expect(fixture.server.requests(forPath: "/redirect-to").first?.headerValue("Authorization") != nil)
+        let requests = fixture.server.requests(forPath: path)
+        #expect(requests.count == 2)
+        #expect(requests.last?.headerValue("Range") != nil)
+        #expect(requests.allSatisfy { $0.headerValue("Authorization") == nil })
+        try await fixture.tearDown()
+    }
+
     @Test("resume data whose URL now redirects follows the redirect and continues the file there")
     func resumeWhereTheURLNowRedirects() async throws {
         let fixture = try await SessionFixture.make()
