@@ -170,10 +170,14 @@ extension SessionTask {
             if dropsBody {
                 for name in RedirectRules.bodyHeaders { next.headers.remove(name: name) }
             }
-            if !RedirectRules.isSameOrigin(current.url, chosen.url), chosen.headers == proposed.headers {
-                // A hook that only moved the request to another origin leaves it the credential fields it was
-                // shown: they stay behind, as on any redirect across origins. A hook that set fields chose them.
-                for name in RedirectRules.credentialHeaders { next.headers.remove(name: name) }
+            if !RedirectRules.isSameOrigin(current.url, chosen.url) {
+                // A hook that moved the request to another origin leaves there the credential fields it was shown,
+                // as they are: they stay behind, as on any redirect across origins, whatever else it changed. A
+                // field the hook set or changed it chose for that origin.
+                for name in RedirectRules.credentialHeaders
+                where chosen.headers.values(for: name) == proposed.headers.values(for: name) {
+                    next.headers.remove(name: name)
+                }
             }
             proposed = chosen
         }

@@ -197,6 +197,30 @@ struct RedirectTests {
         try await fixture.tearDown()
     }
 
+    @Test("a hook that moves a same-origin hop to another origin and edits its fields: the credentials shown stay behind")
+    func hookMovingToAnotherOriginDropsShownCredentials() async throws {
+        let fixture = try await SessionFixture.make()
+        let other = try await TestServer.start()
+        fixture.session.taskWillPerformHTTPRedirection = { _, _, proposed in
+            var moved = proposed
+            moved.url = other.url("/echo")
+            moved.headers.add(name: "X-Hop", value: "1")
+            // Chosen for the new origin: kept.
+            moved.headers.replaceOrAdd(name: "Cookie", value: "chosen=1")
+            return moved
+        }
+        let headers: HTTPHeaders = ["Authorization": "Bearer secret", "Cookie": "session=1", "X-Kept": "1"]
+        _ = try await fixture.session.data(
+            for: Request(url: Self.redirect(to: "/echo", status: 302, on: fixture.server), headers: headers))
+        let received = try #require(other.requests(forPath: "/echo").first)
+        #expect(received.headerValue("Authorization") == nil)
+        #expect(received.headerValue("Cookie") == "chosen=1")
+        #expect(received.headerValue("X-Hop") == "1")
+        #expect(received.headerValue("X-Kept") == "1")
+        try await other.shutdown()
+        try await fixture.tearDown()
+    }
+
     @Test("a download's file holds only the final response's body, never a 3xx's")
     func downloadSkipsRedirectBodies() async throws {
         let fixture = try await SessionFixture.make()
