@@ -197,7 +197,7 @@ struct RedirectTests {
         try await fixture.tearDown()
     }
 
-    @Test("a hook that moves a same-origin hop to another origin and edits its fields: the credentials shown stay behind")
+    @Test("a hook that moves a hop to another origin and edits its fields: the credentials it was shown stay behind")
     func hookMovingToAnotherOriginDropsShownCredentials() async throws {
         let fixture = try await SessionFixture.make()
         let other = try await TestServer.start()
