@@ -113,6 +113,30 @@ struct SignatureRedactionTests {
         try await server.shutdown()
     }
 
+    @Test("URLs in Location, Content-Location, Link and Refresh are redacted as URLs; other fields are left alone")
+    func urlValuedHeaders() throws {
+        let signed = "https://u:pw@bucket.example/o?X-Amz-Signature=S1&X-Amz-Security-Token=T1&keep=1"
+        let headers: HTTPHeaders = [
+            "Location": signed, "Content-Location": "/o?sig=S2&keep=2",
+            "Link": "<\(signed)>; rel=\"next\", </a>; rel=x",
+            "Refresh": "5; url='/r?Signature=S3'", "X-Other": "https://h.example/?sig=visible",
+        ]
+        let redacted = LogRedaction.default.redacting(headers)
+        let text = redacted.map { "\($0.name): \($0.value)" }.joined(separator: "\n")
+        for secret in ["pw", "S1", "T1", "S2", "S3"] {
+            #expect(!text.contains("=\(secret)") && !text.contains(":\(secret)@"), "\(secret) in:\n\(text)")
+        }
+        let value = { (name: String) in redacted.first { $0.name == name }?.value }
+        #expect(
+            value("Location")
+                == "https://REDACTED:REDACTED@bucket.example/o?X-Amz-Signature=REDACTED&X-Amz-Security-Token=REDACTED&keep=1"
+        )
+        #expect(value("Content-Location") == "/o?sig=REDACTED&keep=2")
+        #expect(value("Link")?.hasSuffix("; rel=\"next\", </a>; rel=x") == true)
+        #expect(value("Refresh") == "5; url=/r?Signature=REDACTED")
+        #expect(value("X-Other") == "https://h.example/?sig=visible")
+    }
+
     @Test("the redacted query items are configurable, and compared in any case")
     func configurable() throws {
         var redaction = LogRedaction.default

@@ -67,12 +67,53 @@ public struct LogRedaction: Sendable, Hashable {
         scrubbing(text, of: urls.flatMap { $0.secretValues(queryItems: queryItemNames) })
     }
 
-    /// The header fields as `name: value` lines' worth of pairs, with redacted values replaced.
+    /// The header fields as `name: value` lines' worth of pairs, with redacted values replaced, and the URLs
+    /// that `Location`, `Content-Location`, `Link` and `Refresh` carry redacted as ``redacting(_:)-(URL)``
+    /// redacts a URL (a redirect to a pre-signed URL names its signature there).
     /// - Parameter headers: Any header fields.
     /// - Returns: `(name, value)` pairs in the original order, safe to log.
     public func redacting(_ headers: HTTPHeaders) -> [(name: String, value: String)] {
         headers.map { field in
-            (field.name, headerNames.contains(field.name.lowercased()) ? Self.placeholder : field.value)
+            let name = field.name.lowercased()
+            if headerNames.contains(name) { return (field.name, Self.placeholder) }
+            switch name {
+            case "location", "content-location": return (field.name, redactingReference(field.value))
+            case "link": return (field.name, redactingReferences(in: field.value, between: "<", and: ">"))
+            case "refresh": return (field.name, redactingRefresh(field.value))
+            default: return (field.name, field.value)
+            }
         }
+    }
+
+    /// A URI reference (absolute or relative) redacted as a URL; `REDACTED` whole when it doesn't parse.
+    private func redactingReference(_ reference: String) -> String {
+        let trimmed = reference.trimmingCharacters(in: .whitespaces)
+        guard let url = URL(string: trimmed) else { return Self.placeholder }
+        return redacting(url)
+    }
+
+    /// `value` with each reference between `open` and `close` (a `Link` field's `<…>`) redacted.
+    private func redactingReferences(in value: String, between open: Character, and close: Character) -> String {
+        var result = ""
+        var rest = Substring(value)
+        while let start = rest.firstIndex(of: open), let end = rest[start...].firstIndex(of: close) {
+            result += rest[...start]
+            result += redactingReference(String(rest[rest.index(after: start)..<end]))
+            result.append(close)
+            rest = rest[rest.index(after: end)...]
+        }
+        return result + rest
+    }
+
+    /// A `Refresh` value (`5; url=https://…`) with its URL redacted.
+    private func redactingRefresh(_ value: String) -> String {
+        guard let marker = value.range(of: "url=", options: .caseInsensitive) else { return value }
+        var reference = value[marker.upperBound...].trimmingCharacters(in: .whitespaces)
+        if let quote = reference.first, quote == "'" || quote == "\"", reference.hasSuffix(String(quote)),
+            reference.count >= 2
+        {
+            reference = String(reference.dropFirst().dropLast())
+        }
+        return value[..<marker.upperBound] + redactingReference(reference)
     }
 }

@@ -12,10 +12,12 @@ public enum HTTPSemanticConventions {
     ]
 
     /// The query parameters whose values `url.full` carries as `REDACTED` by default, compared in any case:
-    /// the signatures and key identifiers of pre-signed URLs (`AWSAccessKeyId`, `Signature`, `sig`,
-    /// `X-Goog-Signature`, and `X-Amz-Signature` beside the conventions' four).
+    /// the signatures, key identifiers and session tokens of pre-signed URLs (`AWSAccessKeyId`, `Signature`,
+    /// `sig`, `X-Goog-Signature`, and beside the conventions' four `X-Amz-Signature`, `X-Amz-Credential`,
+    /// `X-Amz-Security-Token` and `X-Goog-Credential`).
     public static let redactedQueryItems: Set<String> = [
-        "awsaccesskeyid", "signature", "sig", "x-goog-signature", "x-amz-signature",
+        "awsaccesskeyid", "signature", "sig", "x-goog-signature", "x-amz-signature", "x-amz-credential",
+        "x-amz-security-token", "x-goog-credential",
     ]
 }
 
