@@ -104,6 +104,8 @@ struct ObserverLifecycleCornerTests {
             Request(url: server.url("/flaky?key=a&fail=2")),
             Request(url: server.url("/flaky?key=b&fail=1&retry-after=0")),
             Request(url: server.url("/redirect/3")),
+            // A redirect, then a 503 that is retried: the redirect again, then the answer. Four requests.
+            Request(url: server.url("/redirect-to?url=%2Fflaky%3Fkey%3Dc%26fail%3D1")),
             cached,
             Request(url: server.url("/bytes/65536")),
         ]
@@ -114,9 +116,9 @@ struct ObserverLifecycleCornerTests {
         }
         becomes.withLock { _ = $0.insert(tasks.last!.taskIdentifier) }
         for task in tasks { task.resume() }
-        try await Self.settled(rig, completions: 6)
+        try await Self.settled(rig, completions: 7)
         #expect(tasks.allSatisfy { $0.error == nil }, "\(tasks.map { $0.error?.message ?? "ok" })")
-        Self.expectBalanced(rig, spans: 6)
+        Self.expectBalanced(rig, spans: 7)
         for span in rig.tracer.finishedSpans {
             #expect(span.status == nil, "\(span.attributes)")
             #expect(span.attributes.get("http.response.status_code") == .int64(200))
@@ -133,9 +135,14 @@ struct ObserverLifecycleCornerTests {
             "\($0.attributes.get("url.full").map { "\($0)" } ?? "")".contains("key=a")
         }
         #expect(flaky?.attributes.get("http.request.resend_count") == .int64(2))
+        // Every request after the first, the first attempt's redirect too (before, the last attempt's only: 2).
+        let retriedRedirect = rig.tracer.finishedSpans.first {
+            "\($0.attributes.get("url.full").map { "\($0)" } ?? "")".contains("redirect-to")
+        }
+        #expect(retriedRedirect?.attributes.get("http.request.resend_count") == .int64(3))
         await session.invalidateAndWait()
         await rig.center.drain()
-        Self.expectBalanced(rig, spans: 6)
+        Self.expectBalanced(rig, spans: 7)
         try await server.shutdown()
     }
 

@@ -347,7 +347,11 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
             Self.setTransferAttributes(
                 on: span, metrics: metrics, responseArrived: HTTPAttributeValue.receivedBody(completion))
         }
-        let resends = retries + (metrics?.redirectCount ?? 0)
+        // Every request sent after the first: each transfer the task ran (redirects, authentication round trips
+        // and retries, of every attempt) when the task says, else what this observer saw and the last attempt's
+        // redirects.
+        let transfers = (notification.object as? SessionTask)?.hopMetrics.count ?? 0
+        let resends = max(transfers - 1, retries + (metrics?.redirectCount ?? 0))
         if resends > 0 { span.attributes["http.request.resend_count"] = resends }
         if let errorType = HTTPAttributeValue.errorType(error: completion.error, response: completion.response) {
             span.attributes["error.type"] = errorType
