@@ -156,6 +156,10 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
     /// never resumed leaves its span open until this observer is deinitialized, which ends it with an error
     /// status. The session holds the observer weakly.
     ///
+    /// Ending the observation (cancelling its token) doesn't take the hook back: while the observer lives, the
+    /// session goes on starting a span for each task it makes, and with no completion delivered none of them
+    /// ends before the observer does. To stop tracing a session, set its `taskTraceContext` to `nil` too.
+    ///
     /// - Parameter session: The session whose tasks get their client span when they are made.
     public func traceClientSpans(of session: SessionManager) {
         session.taskTraceContext = { [weak self] request, context in
