@@ -4,12 +4,14 @@ import HeraldNotifications
 ///
 /// Consulted when a task receives a 401 and no hook decided otherwise
 /// (``AuthenticationDisposition/performDefaultHandling``): first the credential stored for the exact
-/// ``ProtectionSpace``, then the one stored for its host and port. A stored credential the server
-/// refused is not sent again for that task. Safe to use from any thread.
+/// ``ProtectionSpace``, then the one stored for its host and port (and URL scheme). A stored credential the
+/// server refused is not sent again for that task. Safe to use from any thread.
 public final class CredentialStore: Sendable {
     private struct HostKey: Hashable {
         var host: String
         var port: Int
+        /// The URL scheme the credential is for; `nil` for any.
+        var urlScheme: String?
     }
 
     private struct Storage {
@@ -28,15 +30,40 @@ public final class CredentialStore: Sendable {
         storage.withLock { $0.bySpace[space] = credential }
     }
 
-    /// Stores `credential` for every realm and scheme of `host` and `port`; `nil` removes it.
-    public func setCredential(_ credential: Credential?, forHost host: String, port: Int) {
-        storage.withLock { $0.byHost[HostKey(host: host.lowercased(), port: port)] = credential }
+    /// Stores `credential` for every realm and authentication scheme of `host` and `port`, over `urlScheme`;
+    /// `nil` removes it.
+    ///
+    /// Without a `urlScheme`, port 443 means `https` and port 80 `http`, and any other port either. So a credential
+    /// meant for a host's HTTPS service never answers a challenge over plain `http` to that port, which anyone on
+    /// the path can make a redirect lead to (and a Basic credential goes out in clear). Name the scheme for any
+    /// other port whose service is HTTPS only.
+    /// - Parameters:
+    ///   - credential: The credential, or `nil` to remove the one stored.
+    ///   - host: The host name or address (any case).
+    ///   - port: The port.
+    ///   - urlScheme: `"https"` or `"http"`; default by the port, as above.
+    public func setCredential(_ credential: Credential?, forHost host: String, port: Int, urlScheme: String? = nil) {
+        let key = HostKey(host: host.lowercased(), port: port, urlScheme: Self.scheme(urlScheme, port: port))
+        storage.withLock { $0.byHost[key] = credential }
     }
 
-    /// The credential for `space`: the one stored for it, else the one stored for its host and port.
+    /// The credential for `space`: the one stored for it, else the one stored for its host and port, for its
+    /// URL scheme or for any.
     public func credential(for space: ProtectionSpace) -> Credential? {
         storage.withLock { storage in
-            storage.bySpace[space] ?? storage.byHost[HostKey(host: space.host, port: space.port)]
+            storage.bySpace[space]
+                ?? storage.byHost[HostKey(host: space.host, port: space.port, urlScheme: space.urlScheme)]
+                ?? storage.byHost[HostKey(host: space.host, port: space.port, urlScheme: nil)]
+        }
+    }
+
+    /// `urlScheme` lowercased, else the scheme `port` is for by convention, else `nil` (any).
+    private static func scheme(_ urlScheme: String?, port: Int) -> String? {
+        if let urlScheme { return urlScheme.lowercased() }
+        switch port {
+        case 443: return "https"
+        case 80: return "http"
+        default: return nil
         }
     }
 
@@ -44,7 +71,7 @@ public final class CredentialStore: Sendable {
     func hasCredential(forHost host: String, port: Int) -> Bool {
         let host = host.lowercased()
         return storage.withLock { storage in
-            storage.byHost[HostKey(host: host, port: port)] != nil
+            storage.byHost.keys.contains { $0.host == host && $0.port == port }
                 || storage.bySpace.keys.contains { $0.host.lowercased() == host && $0.port == port }
         }
     }

@@ -27,6 +27,32 @@ struct AuthenticationTests {
         try await fixture.tearDown()
     }
 
+    @Test("a credential stored for a host and port answers over the URL scheme it is for: 443 is https, 80 http")
+    func hostCredentialKeepsToItsScheme() throws {
+        let store = CredentialStore()
+        let credential = Credential(user: "alice", password: "s3cret")
+        func space(_ scheme: String, _ port: Int) -> ProtectionSpace {
+            ProtectionSpace(urlScheme: scheme, host: "H.example", port: port, authenticationScheme: .basic, realm: "r")
+        }
+        store.setCredential(credential, forHost: "h.example", port: 443)
+        // A redirect to http://h.example:443/ can't have it answer a cleartext Basic challenge.
+        #expect(store.credential(for: space("https", 443)) == credential)
+        #expect(store.credential(for: space("http", 443)) == nil)
+        store.setCredential(credential, forHost: "h.example", port: 80)
+        #expect(store.credential(for: space("http", 80)) == credential)
+        #expect(store.credential(for: space("https", 80)) == nil)
+        // Another port: either scheme, unless one is named.
+        store.setCredential(credential, forHost: "h.example", port: 8080)
+        #expect(store.credential(for: space("http", 8080)) == credential)
+        #expect(store.credential(for: space("https", 8080)) == credential)
+        store.setCredential(credential, forHost: "h.example", port: 8443, urlScheme: "HTTPS")
+        #expect(store.credential(for: space("https", 8443)) == credential)
+        #expect(store.credential(for: space("http", 8443)) == nil)
+        // Removed for the scheme it was stored for.
+        store.setCredential(nil, forHost: "h.example", port: 443)
+        #expect(store.credential(for: space("https", 443)) == nil)
+    }
+
     @Test("offered Digest and Basic, with a credential stored for the Basic space only: Basic answers")
     func storedCredentialPicksItsSpace() async throws {
         let fixture = try await SessionFixture.make()
