@@ -15,6 +15,11 @@ import Foundation
 /// port but not the request; `http` URLs are sent to an HTTP or HTTPS proxy in full. The session's
 /// ``SecurityPolicy`` applies to the server; an HTTPS proxy's own certificate is verified against the
 /// system's certificate authorities.
+///
+/// Give the proxy its credential here (``credential``), not as a `Proxy-Authorization` field of a request or of
+/// ``SessionConfiguration/httpAdditionalHeaders``: request fields go where the request goes, so such a field
+/// reaches the origin server itself for `https` URLs (inside the tunnel, whose `CONNECT` doesn't carry it), for
+/// hosts in ``excludedHosts`` and without a proxy at all.
 public struct Proxy: Sendable, Hashable, CustomStringConvertible {
     /// How Herald talks to the proxy.
     public enum Kind: String, Sendable, Hashable {
