@@ -6,8 +6,9 @@
 /// - A line starting with `:` is a comment. A line without a colon is a field name with an empty value; one
 ///   space after the colon is dropped from the value.
 /// - `event` sets the type, `data` appends its value and an LF (the last LF is dropped at dispatch), `id`
-///   sets the last event ID buffer unless the value contains NUL (a blank line makes it the last event ID), `retry` sets the reconnection time when the
-///   value is ASCII digits only; other fields are ignored.
+///   sets the last event ID buffer unless the value contains NUL or is longer than ``maximumEventIDLength``
+///   bytes (a blank line makes it the last event ID), `retry` sets the reconnection time when the value is
+///   ASCII digits only; other fields are ignored.
 /// - An event whose data buffer is empty is not dispatched (its type is reset; an `id` still counts).
 /// - An incomplete event at the end of the stream is discarded (``endOfStream()``).
 ///
@@ -19,6 +20,10 @@
 public struct ServerSentEventParser: Sendable {
     /// The default of ``maximumEventSize``: 16 MiB.
     public static let defaultMaximumEventSize = 16 << 20
+    /// The longest `id` taken, in bytes: 64 KiB. A longer one is ignored, as one with a NUL is: a reconnection
+    /// sends the last event ID as a request field, and libcurl refuses to send a request of more than 1 MiB,
+    /// so a server's larger `id` would make every reconnection fail before anything is sent.
+    public static let maximumEventIDLength = 64 << 10
 
     /// The most bytes one line, or one event's data, may take.
     public let maximumEventSize: Int
@@ -155,7 +160,9 @@ public struct ServerSentEventParser: Sendable {
         } else if name.elementsEqual("event".utf8) {
             eventType = Array(value)
         } else if name.elementsEqual("id".utf8) {
-            if !value.contains(0) { idBuffer = String(decoding: value, as: UTF8.self) }
+            if value.count <= Self.maximumEventIDLength, !value.contains(0) {
+                idBuffer = String(decoding: value, as: UTF8.self)
+            }
         } else if name.elementsEqual("retry".utf8) {
             guard !value.isEmpty, value.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
                 return

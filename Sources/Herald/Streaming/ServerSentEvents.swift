@@ -363,6 +363,11 @@ final class EventSourceConnection: @unchecked Sendable {
                 retry: retry, failuresInARow: shortConnectionsInARow, maximum: options.maximumReconnectionTime),
             max(retry, options.defaultReconnectionTime))
         let delay = max(afterFailures, afterShortConnections)
+        // No reconnection is announced for a consumer that is gone: the wait would end at once.
+        if Task.isCancelled {
+            isFinished = true
+            throw cancelled
+        }
         if let task = currentTask {
             session.eventPoster.postReconnection(
                 of: task, attempt: connections + 1, error: error, lastEventID: parser.lastEventID, delay: delay)
@@ -395,7 +400,7 @@ final class EventSourceConnection: @unchecked Sendable {
         if session.isInvalidated, !Task.isCancelled {
             throw sessionInvalidated
         }
-        throw HeraldError(.cancelled, "The event stream was cancelled.", url: request.url)
+        throw cancelled
     }
 
     /// The wait before the next connection: the stream's `retry`; from the second failed connection in a row
@@ -408,6 +413,11 @@ final class EventSourceConnection: @unchecked Sendable {
         var delay = max(retry, minimumFailureDelay)
         for _ in 2..<min(failuresInARow, 64) where delay < maximum { delay *= 2 }
         return min(delay, maximum)
+    }
+
+    /// How the sequence ends when the iterating task is cancelled.
+    private var cancelled: HeraldError {
+        HeraldError(.cancelled, "The event stream was cancelled.", url: request.url)
     }
 
     /// How the sequence ends once the session is invalidated.

@@ -109,6 +109,14 @@ struct ServerSentEventParserTests {
         #expect(events == [ServerSentEvent(id: "1", data: "a"), ServerSentEvent(id: "1", data: "b")])
     }
 
+    @Test("an id longer than 64 KiB is ignored, as a reconnection could not send it; one of 64 KiB is taken")
+    func overlongID() {
+        let longest = String(repeating: "i", count: ServerSentEventParser.maximumEventIDLength)
+        let events = Self.events("id: 1\ndata: a\n\nid: \(longest)x\ndata: b\n\nid: \(longest)\ndata: c\n\n")
+        #expect(events.map(\.id) == ["1", "1", longest])
+        #expect(events.map(\.data) == ["a", "b", "c"])
+    }
+
     @Test("retry takes ASCII digits only; other values are ignored; a retry-only block dispatches nothing")
     func retry() {
         var parser = ServerSentEventParser()
