@@ -92,8 +92,9 @@ extension SessionManager {
     /// Threading and cancellation as for ``data(for:)``: cancelling the Swift task cancels the transfer and
     /// throws ``HeraldError/Code/cancelled``.
     ///
-    /// The body is collected as by ``data(for:)``, then `serializer` validates and parses it on the calling
-    /// task's executor before the call returns.
+    /// The body is collected as by ``data(for:)``, then `serializer` validates and parses it before the call
+    /// returns, on the global concurrent executor (or the calling task's preferred task executor): never on the
+    /// caller's actor, so a `@MainActor` caller's parse is off the main thread.
     ///
     /// - Parameters:
     ///   - request: The request; validated before anything is sent (see ``Request``).

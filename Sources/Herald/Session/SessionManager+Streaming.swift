@@ -93,6 +93,10 @@ extension SessionManager {
         }
         deadline.cancel()
         task.cancel()
+        // The caller's own cancellation is what it hears, as from any other wait of this call, not the status.
+        if Task.isCancelled {
+            throw HeraldError(.cancelled, "The request was cancelled.", url: response.url, response: response)
+        }
         throw HeraldError(failure.code, failure.message, url: response.url, response: response, responseBody: kept)
     }
 

@@ -103,6 +103,31 @@ struct FailedResponseTests {
         try await fixture.tearDown()
     }
 
+    @Test("bytes(for:validation:) cancelled while it reads a refused response's body throws cancelled, not the refusal")
+    func streamedRefusalCancelled() async throws {
+        let fixture = try await SessionFixture.make()
+        let headArrived = OneShot<Void>()
+        fixture.session.dataTaskDidReceiveResponse = { _, _ in
+            headArrived.send(())
+            return .allow
+        }
+        let session = fixture.session
+        let url = fixture.server.url("/events/5?gate=never")
+        let call = Task { () async throws -> Void in
+            _ = try await session.bytes(
+                for: Request(url: url), validation: ResponseValidation(acceptableContentTypes: ["application/json"]))
+        }
+        try await headArrived.value(timeout: .seconds(20))
+        // The body waits at a gate that never opens: the call is reading it for the error, up to keptBodyWait.
+        call.cancel()
+        let result = await call.result
+        #expect(throws: HeraldError.self) { try result.get() }
+        // Before, the caller's cancellation was swallowed and the refusal thrown: a cancel counted as a server fault.
+        if case .failure(let error) = result { #expect((error as? HeraldError)?.code == .cancelled, "\(error)") }
+        try await fixture.recorder.waitForCompletions(1)
+        try await fixture.tearDown()
+    }
+
     @Test("bytes(for:validation:) refusing a body that never ends throws after keptBodyWait, keeping what came")
     func streamedRefusalOfEndlessBody() async throws {
         let fixture = try await SessionFixture.make()
