@@ -36,8 +36,8 @@ final class ResponseBodyBuffer: Sendable {
         var head: HTTPResponse?
         /// How the stream ended, once the task completed.
         var end: Result<Void, HeraldError>?
-        var headWaiter: CheckedContinuation<Result<HTTPResponse, HeraldError>, Never>?
-        var consumer: CheckedContinuation<Result<Data?, HeraldError>, Never>?
+        var headWaiter: ParkedContinuation<Result<HTTPResponse, HeraldError>>?
+        var consumer: ParkedContinuation<Result<Data?, HeraldError>>?
         /// The transfer whose write callback paused for the consumer.
         var paused: Transfer?
         /// Bytes the consumer has taken.
@@ -55,7 +55,7 @@ final class ResponseBodyBuffer: Sendable {
     /// A final head ended: a status below 300 goes to the consumer now.
     func headDidEnd(_ response: HTTPResponse) {
         guard response.statusCode < 300 else { return }
-        let waiter = state.withLock { state -> CheckedContinuation<Result<HTTPResponse, HeraldError>, Never>? in
+        let waiter = state.withLock { state -> ParkedContinuation<Result<HTTPResponse, HeraldError>>? in
             guard state.head == nil else { return nil }
             return Self.handOver(response, in: &state)
         }
@@ -64,7 +64,7 @@ final class ResponseBodyBuffer: Sendable {
 
     /// The body of `response` begins (at its first byte, or at the end of a transfer without one).
     func begin(_ response: HTTPResponse) {
-        let waiter = state.withLock { state -> CheckedContinuation<Result<HTTPResponse, HeraldError>, Never>? in
+        let waiter = state.withLock { state -> ParkedContinuation<Result<HTTPResponse, HeraldError>>? in
             // Once a head is out, the task has no further hop: this is the same response.
             guard state.head == nil else { return nil }
             if response.statusCode < 300 { return Self.handOver(response, in: &state) }
@@ -79,8 +79,8 @@ final class ResponseBodyBuffer: Sendable {
     /// Whether the consumer is behind (at the high watermark); if so, keeps `transfer` for the drain.
     package func isFull(pausing transfer: Transfer) -> Bool {
         let (full, waiter, response) = state.withLock {
-            state -> (Bool, CheckedContinuation<Result<HTTPResponse, HeraldError>, Never>?, HTTPResponse?) in
-            var waiter: CheckedContinuation<Result<HTTPResponse, HeraldError>, Never>?
+            state -> (Bool, ParkedContinuation<Result<HTTPResponse, HeraldError>>?, HTTPResponse?) in
+            var waiter: ParkedContinuation<Result<HTTPResponse, HeraldError>>?
             var response: HTTPResponse?
             if let held = state.held, held.count >= policy.highWatermark, let heldResponse = state.heldResponse {
                 // Too large to hold back: the held response becomes the task's, and its body flows.
@@ -107,7 +107,7 @@ final class ResponseBodyBuffer: Sendable {
         let whole = stride(from: 0, to: wholeBytes, by: maximumChunkSize).map { offset in
             Data(bytes: base + offset, count: maximumChunkSize)
         }
-        let handOff = state.withLock { state -> (CheckedContinuation<Result<Data?, HeraldError>, Never>, Data)? in
+        let handOff = state.withLock { state -> (ParkedContinuation<Result<Data?, HeraldError>>, Data)? in
             if state.held != nil {
                 state.held?.append(base.assumingMemoryBound(to: UInt8.self), count: bytes.count)
                 return nil
@@ -148,11 +148,11 @@ final class ResponseBodyBuffer: Sendable {
     func finish(response: HTTPResponse?, error: HeraldError?) {
         let (headWaiter, head, consumer, next) = state.withLock {
             state -> (
-                CheckedContinuation<Result<HTTPResponse, HeraldError>, Never>?, Result<HTTPResponse, HeraldError>?,
-                CheckedContinuation<Result<Data?, HeraldError>, Never>?, Result<Data?, HeraldError>?
+                ParkedContinuation<Result<HTTPResponse, HeraldError>>?, Result<HTTPResponse, HeraldError>?,
+                ParkedContinuation<Result<Data?, HeraldError>>?, Result<Data?, HeraldError>?
             ) in
             guard state.end == nil else { return (nil, nil, nil, nil) }
-            var headWaiter: CheckedContinuation<Result<HTTPResponse, HeraldError>, Never>?
+            var headWaiter: ParkedContinuation<Result<HTTPResponse, HeraldError>>?
             var head: Result<HTTPResponse, HeraldError>?
             if state.head == nil {
                 if error == nil, let response {
@@ -188,7 +188,7 @@ final class ResponseBodyBuffer: Sendable {
             let ready = state.withLock { state -> Result<HTTPResponse, HeraldError>? in
                 if let head = state.head { return .success(head) }
                 if case .failure(let error) = state.end { return .failure(error) }
-                state.headWaiter = continuation
+                state.headWaiter = ParkedContinuation(continuation)
                 return nil
             }
             if let ready { continuation.resume(returning: ready) }
@@ -225,7 +225,7 @@ final class ResponseBodyBuffer: Sendable {
                 // One consumer at a time: a second one parked here would replace the first, which would then
                 // wait for ever. It fails instead, and the first goes on.
                 if state.consumer != nil { return .failure(Self.secondConsumer) }
-                state.consumer = continuation
+                state.consumer = ParkedContinuation(continuation)
                 return nil
             }
             return Self.next(from: &state)
@@ -261,7 +261,7 @@ final class ResponseBodyBuffer: Sendable {
 
     private static func handOver(
         _ response: HTTPResponse, in state: inout State
-    ) -> CheckedContinuation<Result<HTTPResponse, HeraldError>, Never>? {
+    ) -> ParkedContinuation<Result<HTTPResponse, HeraldError>>? {
         state.head = response
         state.held = nil
         state.heldResponse = nil
@@ -323,5 +323,27 @@ extension ResponseBodyBuffer: StreamedBodyConsumer {
 
     package func begin(_ head: ResponseHead) {
         begin(HTTPResponse(head))
+    }
+}
+
+/// A consumer's continuation, parked for the producer to resume, and whether it must be resumed off the
+/// producer's thread. The producer is the engine's loop thread (the write and header callbacks); a task that
+/// prefers a task executor has its continuation's job enqueued on that executor by whoever resumes it, and an
+/// executor's `enqueue` is user code, which never runs on the loop thread. Any other task's resumption only
+/// queues the job on the global executor, and stays where it is.
+struct ParkedContinuation<Value: Sendable>: Sendable {
+    private let continuation: CheckedContinuation<Value, Never>
+    private let resumesOffLoopThread: Bool
+
+    /// Parks `continuation`; in the consuming task, which says whether it prefers a task executor.
+    init(_ continuation: CheckedContinuation<Value, Never>) {
+        self.continuation = continuation
+        self.resumesOffLoopThread = withUnsafeCurrentTask { $0?.unownedTaskExecutor != nil }
+    }
+
+    func resume(returning value: Value) {
+        guard resumesOffLoopThread else { return continuation.resume(returning: value) }
+        let continuation = continuation
+        DispatchQueue.global().async { continuation.resume(returning: value) }
     }
 }

@@ -1,5 +1,5 @@
 import Foundation
-import Herald
+@testable import Herald
 import HeraldNotifications
 import HeraldTesting
 import Testing
@@ -36,6 +36,26 @@ struct AsyncTransferTests {
         let order = seen.withLock { $0 }
         #expect(order.last == "complete")
         #expect(!order.dropLast().isEmpty && order.dropLast().allSatisfy { $0 == "data" })
+        try await fixture.tearDown()
+    }
+
+    @Test("bytes(for:) resumes a consumer preferring a task executor without calling that executor on the loop thread")
+    func streamingResumesPreferringCallerOffLoopThread() async throws {
+        let fixture = try await SessionFixture.make()
+        let engine = fixture.session.engine
+        let executor = ThreadRecordingExecutor { engine.isOnLoopThread }
+        // Paced, so the consumer waits for each chunk and the write callback resumes it.
+        let url = fixture.server.url("/bytes/65536?chunkSize=4096&delayMs=5")
+        let received = try await withTaskExecutorPreference(executor) {
+            let (_, body) = try await fixture.session.bytes(for: Request(url: url))
+            var received = 0
+            for try await chunk in body { received += chunk.count }
+            return received
+        }
+        #expect(received == 65536)
+        #expect(executor.enqueued > 0)
+        // The executor's enqueue is the caller's code: never on the engine's loop thread.
+        #expect(executor.enqueuedOnLoopThread == 0)
         try await fixture.tearDown()
     }
 
@@ -209,6 +229,29 @@ struct AsyncTransferTests {
             #expect(error.code == .sessionInvalidated)
         }
         try await fixture.tearDown()
+    }
+}
+
+/// A task executor that counts the jobs enqueued on it, and those enqueued from the thread `isLoopThread`
+/// recognizes, then runs each job on a global queue.
+private final class ThreadRecordingExecutor: TaskExecutor, @unchecked Sendable {
+    // Safety: `counts` is locked; `isLoopThread` is immutable.
+    private let counts = Locked((all: 0, onLoopThread: 0))
+    private let isLoopThread: @Sendable () -> Bool
+
+    init(isLoopThread: @escaping @Sendable () -> Bool) { self.isLoopThread = isLoopThread }
+
+    var enqueued: Int { counts.withLock { $0.all } }
+    var enqueuedOnLoopThread: Int { counts.withLock { $0.onLoopThread } }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let onLoopThread = isLoopThread()
+        counts.withLock { counts in
+            counts.all += 1
+            if onLoopThread { counts.onLoopThread += 1 }
+        }
+        let job = UnownedJob(job)
+        DispatchQueue.global().async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }
 
