@@ -83,8 +83,9 @@ enum CurlErrorMapping {
     /// and `CURLE_COULDNT_CONNECT` with `ETIMEDOUT` is a connect timeout (``TransferError/Code/timedOut``).
     /// Once `connected`, a refusal is history: libcurl never clears the errno, which one address refusing while
     /// another connected (IPv4 and IPv6 of `localhost`), or an earlier transfer on the same handle, left behind.
-    /// curl's text and the stage refine two more: a receive error about chunks is a malformed response, and a
-    /// send error once the request went out is the connection breaking after it.
+    /// curl's text and the stage refine more: a receive error about chunks is a malformed response, a send error
+    /// once the request went out is the connection breaking after it, and a TLS handshake ended by a reset or a
+    /// close without an alert is the connection breaking, not TLS refusing.
     static func map(
         _ rawCode: Int32, osErrno: Int32, curlMessage: String = "", stage: Stage = .sending, connected: Bool = false
     ) -> (code: TransferError.Code, message: String) {
@@ -94,6 +95,15 @@ enum CurlErrorMapping {
         }
         if rawCode == 7, osErrno == ETIMEDOUT {
             return (.timedOut, "the connection attempt timed out")
+        }
+        if rawCode == 35,
+            osErrno == ECONNRESET || osErrno == EPIPE
+                || (osErrno == 0 && curlMessage.contains("SSL_ERROR_SYSCALL"))
+        {
+            // The handshake didn't fail, the connection did: reset, or closed without a TLS alert (OpenSSL's
+            // SSL_ERROR_SYSCALL), as a server restarting or a balancer whose backend is down does. Nothing of TLS
+            // was refused, and a new connection may well succeed.
+            return (.networkConnectionLost, "the connection broke during the TLS handshake")
         }
         if rawCode == 56, stage != .receivingResponse, curlMessage.hasPrefix("Connection died, tried") {
             // libcurl sends an HTTP/2 stream the server refused (REFUSED_STREAM) again on a new connection, up to

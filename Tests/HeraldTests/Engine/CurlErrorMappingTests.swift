@@ -134,6 +134,24 @@ struct CurlErrorMappingTests {
 }
 
 extension CurlErrorMappingTests {
+    @Test("a TLS handshake ended by a reset or a close without an alert is the connection lost; other failures TLS")
+    func handshakeBrokenByTheConnection() {
+        let lost: [(Int32, String)] = [
+            (ECONNRESET, "OpenSSL SSL_connect: Connection reset by peer in connection to h:443"),
+            (EPIPE, "OpenSSL SSL_connect: Broken pipe in connection to h:443"),
+            (0, "OpenSSL SSL_connect: SSL_ERROR_SYSCALL in connection to h:443"),
+        ]
+        for (errno, text) in lost {
+            let error = TransferError.fromCurl(
+                rawCode: 35, osErrno: errno, curlMessage: text, url: nil, connected: true)
+            #expect(error.code == .networkConnectionLost, "\(text)")
+        }
+        let refused = TransferError.fromCurl(
+            rawCode: 35, osErrno: 0, curlMessage: "error:0A00010B:SSL routines::wrong version number", url: nil,
+            connected: true)
+        #expect(refused.code == .tls)
+    }
+
     @Test("ECONNREFUSED left over from an address that refused is no refusal once the transfer had a connection")
     func staleRefusal() {
         for curlCode: Int32 in [35, 52, 56] {
