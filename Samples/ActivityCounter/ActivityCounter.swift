@@ -1,6 +1,12 @@
 import ArgumentParser
 import Herald
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// `activity-counter`: downloads URLs concurrently with Herald and shows the network activity indicator
 /// while it works. Without arguments it runs ``Demo``. Started by ``EntryPoint``.
 struct ActivityCounter: AsyncParsableCommand {
@@ -43,6 +49,10 @@ enum EntryPoint {
         // Before anything opens a descriptor: a closed stdin, stdout or stderr would hand its number to the
         // first file libdispatch or the run opens, and output meant for the terminal would go there.
         StandardStream.fillClosedDescriptors()
+        // A reader that has gone (`activity-counter … | head -1`, a closed stderr) ends that output, not the
+        // process: writes to the closed pipe fail with EPIPE, which every write here ignores, instead of killing
+        // it with SIGPIPE. Before any write: the first warnings and usage errors are written early.
+        signal(SIGPIPE, SIG_IGN)
         await ActivityCounter.main()
     }
 }

@@ -33,6 +33,12 @@ extension Downloader {
         let destination: @Sendable (URL, HTTPResponse) -> URL = { temporaryURL, response in
             // Only successful bodies are saved; an error page stays in the temporary file and is removed.
             guard let output, Self.isSuccess(response, file: temporaryURL) else { return temporaryURL }
+            // Over the cap (a body that ended before a progress report could stop it) it is not kept either: it
+            // must not claim a name, which with --overwrite would replace a file already there before the
+            // completion removes it.
+            if let maximumSize, state.fields.withLock({ $0.tooLarge }) || Self.size(of: temporaryURL) > maximumSize {
+                return temporaryURL
+            }
             return output.claim(for: response)
         }
         let handler: @Sendable (HTTPResponse?, URL?, HeraldError?) -> Void = { response, fileURL, error in
@@ -115,6 +121,11 @@ extension Downloader {
             let size = (try? FileManager.default.attributesOfItem(atPath: file.path))?[.size] as? NSNumber
         else { return false }
         return size.int64Value == length
+    }
+
+    /// The size of the file at `url`; 0 when it can't be read.
+    static func size(of url: URL) -> Int64 {
+        ((try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? NSNumber)?.int64Value ?? 0
     }
 
     /// The bytes Herald's resume data says the partial file holds (its documented `bytesReceived` field).

@@ -72,9 +72,6 @@ struct FetchRun {
             retrySchedule: RetrySchedule(retries: transfer.retry, initialDelay: transfer.retryDelay),
             maximumSize: transfer.maxFilesize?.bytes, display: display, console: console)
 
-        // A reader that has gone (`activity-counter … | head -1`) ends the output, not the process: writes to
-        // the closed pipe fail with EPIPE, which every write here ignores, instead of killing it with SIGPIPE.
-        signal(SIGPIPE, SIG_IGN)
         // Watching before the first request: a signal from now on cancels and cleans up.
         let interruption = Interruption()
         interruption.watch()

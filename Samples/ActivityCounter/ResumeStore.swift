@@ -53,6 +53,10 @@ struct ResumeStore: Sendable {
         else { return nil }
         object["url"] = url.absoluteString
         object["partialFilePath"] = partialFile(for: url).path
+        // The continuation starts again at the URL given, not where a redirect led: the fields and credentials
+        // sent are that URL's own, and Herald's mark that the resume data's URL left the first origin no longer
+        // holds (left in, it would strip them from the very request they are for).
+        object.removeValue(forKey: "leftOrigin")
         return try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
     }
 

@@ -48,8 +48,9 @@ final class SlowRequestReporter: SessionObserver {
             guard let start = storage.started.removeValue(forKey: key) else { return }
             let elapsed = now - start
             if elapsed > threshold {
-                // Never a password on the terminal: the URL as the log shows it.
-                let url = completion.finalURL.map { LogRedaction.default.redacting($0) } ?? "?"
+                // Never a password on the terminal: the URL as the log shows it. Where the request was answered,
+                // else (no response: a timeout, a refusal) the one it was sent to.
+                let url = LogRedaction.default.redacting(completion.finalURL ?? completion.request.url)
                 storage.slow.append("\(url) took \(elapsed.formatted(.units(allowed: [.milliseconds])))")
             }
         }

@@ -50,9 +50,20 @@ struct OptionTests {
             "fetch", server.url("/bytes/1000").absoluteString, "--max-filesize", "1K", "--output-dir",
             scratch.path("out"),
         ])
-        try await server.shutdown()
         #expect(under.status == 0, "stderr: \(under.stderr)")
         #expect(try scratch.files(in: "out") == ["1000"])
+        // With --overwrite, a body over the cap that ends before a progress report stops it (2,000 bytes on
+        // loopback, in one read, no length declared) never takes the name of a file already there: the file stays as it was.
+        let existing = URL(fileURLWithPath: scratch.path("out")).appendingPathComponent("2000")
+        try Data("kept".utf8).write(to: existing)
+        let replacing = try await ActivityCounterProcess.run([
+            "fetch", server.url("/bytes/2000?chunked=1").absoluteString, "--max-filesize", "1K", "--overwrite",
+            "--output-dir",
+            scratch.path("out"),
+        ])
+        try await server.shutdown()
+        #expect(replacing.status == 2, "stderr: \(replacing.stderr)")
+        #expect(try Data(contentsOf: existing) == Data("kept".utf8))
     }
 
     @Test("--retry: a reset, then a 503, then a 200: it succeeds on the third attempt")
