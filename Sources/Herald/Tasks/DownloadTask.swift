@@ -290,11 +290,13 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
             try Self.moveItem(at: temporaryURL, to: destinationURL, options: session.configuration.downloadMoveOptions)
             return CompletionResult(handlerObject: destinationURL, assetPath: destinationURL)
         } catch {
+            // With the response: whether the kept file is the body asked for or an error page is the caller's to
+            // tell, as for a move that succeeded.
             let failure = HeraldError(
                 .downloadMoveFailed,
                 "Moving the download to \(destinationURL.path) failed (\(error.localizedDescription)); "
                     + "the file is kept at \(temporaryURL.path).",
-                underlying: error, url: originalRequest.url, keptFileURL: temporaryURL)
+                underlying: error, url: originalRequest.url, keptFileURL: temporaryURL, response: response)
             session.eventPoster.postMoveFailure(
                 of: self, error: failure, sourceURL: temporaryURL, destinationURL: destinationURL)
             return CompletionResult(handlerObject: temporaryURL, assetPath: temporaryURL, error: failure)
@@ -319,13 +321,11 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
             guard code == EXDEV else { throw POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO) }
             // Another file system: copied beside the destination first, then renamed over it, so the file it
             // replaces stays whole until the new one is (a copy that fails, on a full disk, loses nothing).
-            let sibling = destination.deletingLastPathComponent().appendingPathComponent(
-                ".herald-\(UUID().uuidString.lowercased()).part")
+            let sibling = Self.sibling(of: destination)
             do {
                 try copy(source, sibling)
-                guard rename(sibling.path, destination.path) == 0 else {
-                    throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
-                }
+                try Self.sync(sibling)
+                guard rename(sibling.path, destination.path) == 0 else { throw Self.lastError() }
             } catch {
                 unlink(sibling.path)
                 throw error
@@ -333,7 +333,52 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
             unlink(source.path)
             return
         }
-        try fileManager.moveItem(at: source, to: destination)
+        // Never replacing: a hard link gives the file its new name only if the name is free, in one step (a check
+        // before a rename would race another move to the same name, and rename would replace what won).
+        if link(source.path, destination.path) == 0 {
+            unlink(source.path)
+            return
+        }
+        let code = errno
+        switch code {
+        case EXDEV:
+            // Another file system: copied beside the destination, synced, then linked to its name, so that the name
+            // never shows a partial copy, not even to a process killed mid-copy.
+            let sibling = Self.sibling(of: destination)
+            do {
+                try copy(source, sibling)
+                try Self.sync(sibling)
+                guard link(sibling.path, destination.path) == 0 else { throw Self.lastError() }
+            } catch {
+                unlink(sibling.path)
+                throw error
+            }
+            unlink(sibling.path)
+            unlink(source.path)
+        case EPERM, EOPNOTSUPP, ENOSYS, EMLINK:
+            // A file system without hard links (FAT, some FUSE ones): Foundation's check-then-rename.
+            try fileManager.moveItem(at: source, to: destination)
+        default:
+            throw POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO)
+        }
+    }
+
+    /// A new name beside `destination` for a copy on its way there.
+    private static func sibling(of destination: URL) -> URL {
+        destination.deletingLastPathComponent().appendingPathComponent(".herald-\(UUID().uuidString.lowercased()).part")
+    }
+
+    /// Flushes the file at `url` to its disk, so that the name it is given next names whole bytes after a crash;
+    /// a write the disk couldn't take (a quota, a network file system) fails here.
+    private static func sync(_ url: URL) throws {
+        let descriptor = open(url.path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw lastError() }
+        defer { close(descriptor) }
+        guard fsync(descriptor) == 0 else { throw lastError() }
+    }
+
+    private static func lastError() -> POSIXError {
+        POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
     }
 
     private func removeTemporaryFile() {

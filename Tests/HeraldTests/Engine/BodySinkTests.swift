@@ -419,6 +419,27 @@ struct BodySinkTests {
         }
     }
 
+    @Test("a FIFO where a partial download file should be is refused at once, not waited on for a reader")
+    func fifoAtPartialFileIsRefused() async throws {
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let path = scratch.url.appendingPathComponent("download-1.part")
+        try #require(mkfifo(path.path, 0o600) == 0)
+        let opened = OneShot<Bool>()
+        // On a thread of its own: before, the open blocked until something read the FIFO.
+        Thread {
+            let refused: Bool
+            do throws(TransferError) {
+                close(try PrivateFile.openForWriting(path))
+                refused = false
+            } catch {
+                refused = error.code == .fileIO
+            }
+            opened.send(refused)
+        }.start()
+        #expect(try await opened.value(timeout: .seconds(10)))
+    }
+
     @Test("a 206 whose range ends at Int64's last byte, with an unknown total, is never counted past it")
     func rangeEndingAtInt64Max() throws {
         let scratch = try ScratchDirectory()

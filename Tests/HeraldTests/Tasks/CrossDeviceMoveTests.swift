@@ -80,4 +80,40 @@ struct CrossDeviceMoveTests {
         #expect(FileManager.default.contents(atPath: files.source.path) == Data("new".utf8))
         #expect(try files.leftovers().isEmpty)
     }
+
+    @Test("without replacing, across file systems: a free name gets the whole file; a taken one is refused, both kept")
+    func movesWithoutReplacing() throws {
+        let files = try Files()
+        defer { files.remove() }
+        #expect(throws: POSIXError.self) {
+            try DownloadTask.moveItem(at: files.source, to: files.destination, options: [])
+        }
+        #expect(FileManager.default.contents(atPath: files.destination.path) == Data("old, keep me".utf8))
+        #expect(FileManager.default.contents(atPath: files.source.path) == Data("new".utf8))
+        #expect(try files.leftovers().isEmpty)
+        let free = files.folder.appendingPathComponent("free")
+        try DownloadTask.moveItem(at: files.source, to: free, options: [])
+        #expect(FileManager.default.contents(atPath: free.path) == Data("new".utf8))
+        #expect(!FileManager.default.fileExists(atPath: files.source.path))
+        #expect(try files.leftovers() == ["free"])
+    }
+
+    @Test("without replacing, a copy that fails part-way leaves nothing under the destination's name")
+    func failedCopyWithoutReplacingShowsNoPartialFile() throws {
+        let files = try Files()
+        defer { files.remove() }
+        struct DiskFull: Error {}
+        let free = files.folder.appendingPathComponent("free")
+        #expect(throws: DiskFull.self) {
+            try DownloadTask.moveItem(at: files.source, to: free, options: []) { _, copy in
+                try Data("ne".utf8).write(to: copy)
+                // What another process sees while the copy runs: not the destination's name.
+                #expect(!FileManager.default.fileExists(atPath: free.path))
+                throw DiskFull()
+            }
+        }
+        #expect(!FileManager.default.fileExists(atPath: free.path))
+        #expect(FileManager.default.contents(atPath: files.source.path) == Data("new".utf8))
+        #expect(try files.leftovers().isEmpty)
+    }
 }

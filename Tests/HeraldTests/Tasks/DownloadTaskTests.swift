@@ -63,6 +63,8 @@ struct DownloadTaskTests {
         #expect(failure.sourceURL == task.temporaryURL)
         #expect(failure.destinationURL == destination)
         #expect(failure.error.keptFileURL == task.temporaryURL)
+        // The response goes with the error: the kept file may be the body asked for or an error page.
+        #expect(failure.error.response?.statusCode == 200)
         #expect(failure.request.method == "GET")
         #expect(failure.request.url == fixture.server.url("/bytes/\(size)"))
         #expect(failure.sessionIdentifier == fixture.session.identifier)
@@ -70,6 +72,7 @@ struct DownloadTaskTests {
         let call = try #require(log.all.first)
         #expect(call.error?.code == .downloadMoveFailed)
         #expect(call.error?.keptFileURL == task.temporaryURL)
+        #expect(call.error?.statusCode == 200)
         #expect(call.fileURL == task.temporaryURL)
         #expect(fixture.recorder.completions.first?.assetPath == task.temporaryURL)
         #expect(fixture.recorder.completions.first?.error?.code == .downloadMoveFailed)
