@@ -8,6 +8,34 @@ struct OrderTests {
     let second = NotificationName<String>("test.order.second")
     let third = NotificationName<String>("test.order.third")
 
+    @Test(
+        "a post from the deinit of a sender released as the deferred posts are cleared is delivered before post returns",
+        .timeLimit(.minutes(1)))
+    func postFromSendersDeinit() async throws {
+        final class Probe: Sendable {
+            let onDeinit: @Sendable () -> Void
+            init(onDeinit: @escaping @Sendable () -> Void) { self.onDeinit = onDeinit }
+            deinit { onDeinit() }
+        }
+        let log = Recorder<String>()
+        let hub = hub
+        let third = third
+        let tokens = [
+            hub.addObserver(for: first) { [second] _ in
+                // The probe's last holder is this deferred post: it goes when the delivered posts are let go.
+                hub.post(second, object: Probe { hub.post(third, userInfo: "from deinit") }, userInfo: "B")
+            },
+            hub.addObserver(for: second) { note in log.append("B1 got \(note.userInfo)") },
+            hub.addObserver(for: third) { note in log.append("C1 got \(note.userInfo)") },
+        ]
+        hub.post(first, userInfo: "A")
+        log.append("post returned")
+        #expect(log.elements == ["B1 got B", "C1 got from deinit", "post returned"])
+        // Nothing is left counted as queued: a drain returns.
+        await hub.drain()
+        tokens.forEach { $0.cancel() }
+    }
+
     @Test("a handler posting from inside a handler sees breadth-first order")
     func breadthFirst() {
         let log = Recorder<String>()

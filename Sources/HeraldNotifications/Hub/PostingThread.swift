@@ -161,14 +161,15 @@ final class PostingThread {
     // MARK: Breadth-first delivery
 
     private func drainPending() {
-        var next = 0
-        // A deferred delivery may append more; `pending.count` is re-read on every turn.
-        while next < pending.count {
-            let delivery = pending[next]
-            next += 1
-            delivery(self)
+        // Taken a batch at a time: what a delivery posts goes to `pending` and the next batch. So does what a
+        // batch's release posts — the deinit of a sender or payload whose last holder was a delivered closure —
+        // which emptying `pending` in place would have mutated the array mid-removal, and lost or stranded
+        // (and a drain waiting for its delivery would wait for ever).
+        while !pending.isEmpty {
+            var batch: [(PostingThread) -> Void] = []
+            swap(&batch, &pending)
+            for delivery in batch { delivery(self) }
         }
-        pending.removeAll(keepingCapacity: true)
     }
 }
 
