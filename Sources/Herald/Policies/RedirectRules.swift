@@ -10,7 +10,7 @@ enum RedirectRules {
     /// Leaves `transfer`'s credential fields and challenge credential behind, for a request to another origin
     /// than the one they were meant for.
     static func dropCredentials(from transfer: inout TransferRequest) {
-        for name in credentialHeaders { transfer.headers.remove(name: name) }
+        for name in originBoundHeaders { transfer.headers.remove(name: name) }
         transfer.credential = nil
     }
 
@@ -19,8 +19,11 @@ enum RedirectRules {
         [301, 302, 303, 307, 308].contains(status)
     }
 
-    /// The header fields that carry credentials: dropped when a hop changes scheme, host or port.
-    static let credentialHeaders = ["Authorization", "Cookie", "Proxy-Authorization"]
+    /// The header fields that belong to the origin they were sent to, dropped when a hop changes scheme, host
+    /// or port: those that carry credentials, and a `Host` the caller named (sent to another host, it would ask
+    /// that server for a site it may not serve, and tell it the first one's name; libcurl's own redirects keep a
+    /// custom `Host` for the first host only).
+    static let originBoundHeaders = ["Authorization", "Cookie", "Proxy-Authorization", "Host"]
 
     /// The header fields that describe a body: dropped when a hop drops the body.
     static let bodyHeaders = ["Content-Type", "Content-Length", "Content-Encoding", "Transfer-Encoding"]

@@ -413,7 +413,7 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
             let leftOrigin =
                 !RedirectRules.isSameOrigin(originalRequest.url, response.url) || continued?.leftOrigin == true
             if leftOrigin {
-                for name in RedirectRules.credentialHeaders { headers.remove(name: name) }
+                for name in RedirectRules.originBoundHeaders { headers.remove(name: name) }
             }
             var entityTag = response.headers["ETag"]
             var lastModified = response.headers["Last-Modified"]

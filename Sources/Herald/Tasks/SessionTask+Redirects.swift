@@ -174,7 +174,7 @@ extension SessionTask {
                 // A hook that moved the request to another origin leaves there the credential fields it was shown,
                 // as they are: they stay behind, as on any redirect across origins, whatever else it changed. A
                 // field the hook set or changed it chose for that origin.
-                for name in RedirectRules.credentialHeaders
+                for name in RedirectRules.originBoundHeaders
                 where chosen.headers.values(for: name) == proposed.headers.values(for: name) {
                     next.headers.remove(name: name)
                 }

@@ -45,7 +45,8 @@ final class TaskTraceContext: Sendable {
 /// Writes an instrument's values into request header fields.
 struct HeaderFieldsInjector: Injector {
     /// Sets `key: value`, replacing an existing field of that name. A name that is not an HTTP token or a
-    /// value with CR, LF or NUL is dropped: an instrument must not be able to split the request.
+    /// value with a control character other than tab is dropped: an instrument must not be able to split the
+    /// request.
     func inject(_ value: String, forKey key: String, into headers: inout HeaderFields) {
         guard Request.isValidField(name: key, value: value) else { return }
         headers.replaceOrAdd(name: key, value: value)

@@ -8,8 +8,9 @@ import Instrumentation
 /// ``serviceContext``.
 ///
 /// Validated when a task is created (``SessionManager/dataTask(with:uploadProgress:downloadProgress:completionHandler:)``):
-/// a URL without a host, a scheme the session does not allow, a method that is not an HTTP token, or a
-/// header name or value containing CR, LF or NUL is refused with a ``HeraldError`` before any byte is sent.
+/// a URL without a host, a scheme the session does not allow, a method that is not an HTTP token, a header
+/// name that is not one, or a header value containing a control character other than tab (CR, LF and NUL
+/// among them) is refused with a ``HeraldError`` before any byte is sent.
 public struct Request: Sendable {
     /// The fields, in one reference-counted box shared by copies until one of them is changed (as `Array`
     /// does): a task copies its request several times on the way to the wire, and a copy is then one
@@ -186,16 +187,50 @@ extension Request {
             guard Self.isToken(field.name) else {
                 throw HeraldError(.invalidRequest, "The header name '\(field.name)' is not an HTTP token.", url: url)
             }
-            guard !Self.containsLineBreakOrNUL(field.value) else {
+            guard !Self.containsControlCharacter(field.value) else {
                 throw HeraldError(
-                    .invalidRequest, "The value of header '\(field.name)' contains CR, LF or NUL.", url: url)
+                    .invalidRequest,
+                    "The value of header '\(field.name)' contains a control character (CR, LF, NUL, or another "
+                        + "than tab).", url: url)
             }
         }
     }
 
-    /// Whether `name: value` can be sent as it is: the name an HTTP token, the value free of CR, LF and NUL.
+    /// Whether `name: value` can be sent as it is: the name an HTTP token, the value free of control characters
+    /// other than tab (RFC 9110 `field-value`: CR, LF and NUL would split or end the request, and the rest are
+    /// refused by strict servers with a `400`).
     static func isValidField(name: String, value: String) -> Bool {
-        isToken(name) && !containsLineBreakOrNUL(value)
+        isToken(name) && !containsControlCharacter(value)
+    }
+
+    /// Whether `text` contains a byte below 0x20 other than tab, or DEL (0x7F). A native string's bytes are
+    /// tested eight at a time, as for ``containsLineBreakOrNUL(_:)``.
+    static func containsControlCharacter(_ text: String) -> Bool {
+        let isControl = { (byte: UInt8) in (byte < 0x20 && byte != 0x09) || byte == 0x7F }
+        let found = text.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+            var index = 0
+            if let base = bytes.baseAddress {
+                let raw = UnsafeRawPointer(base)
+                let ones: UInt64 = 0x0101_0101_0101_0101
+                // A word with no byte below 0x20 and none equal to 0x7F holds none; one that has either is looked
+                // at byte by byte (a tab is below 0x20 and allowed).
+                while index + 8 <= bytes.count {
+                    let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                    let below = (word &- ones &* 0x20) & ~word & (ones &* 0x80) != 0
+                    if below || hasZeroByte(word ^ (ones &* 0x7F)) {
+                        for offset in 0..<8 where isControl(bytes[index + offset]) { return true }
+                    }
+                    index += 8
+                }
+            }
+            while index < bytes.count {
+                if isControl(bytes[index]) { return true }
+                index += 1
+            }
+            return false
+        }
+        if let found { return found }
+        return text.utf8.contains(where: isControl)
     }
 
     /// Whether `text` contains CR, LF or NUL. A native string's bytes are tested eight at a time (this runs

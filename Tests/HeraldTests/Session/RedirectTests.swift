@@ -171,12 +171,13 @@ struct RedirectTests {
         try await fixture.tearDown()
     }
 
-    @Test("credentials are dropped on a hop to another origin and kept on a same-origin hop")
+    @Test("credentials and a Host of the caller's are dropped on a hop to another origin, kept on a same-origin hop")
     func crossOriginDropsCredentials() async throws {
         let fixture = try await SessionFixture.make()
         let other = try await TestServer.start()
         let headers: HTTPHeaders = [
             "Authorization": "Bearer secret", "Cookie": "session=1", "Proxy-Authorization": "Basic eDp5", "X-Kept": "1",
+            "Host": "first.test",
         ]
         _ = try await fixture.session.data(
             for: Request(
@@ -186,6 +187,7 @@ struct RedirectTests {
         #expect(received.headerValue("Authorization") == nil)
         #expect(received.headerValue("Cookie") == nil)
         #expect(received.headerValue("Proxy-Authorization") == nil)
+        #expect(received.headerValue("Host") == "127.0.0.1:\(other.port)")
         #expect(received.headerValue("X-Kept") == "1")
 
         let (data, _) = try await fixture.session.data(
@@ -193,6 +195,7 @@ struct RedirectTests {
         let echoed = try Self.echoed(data)
         #expect(echoed.headers["authorization"] == "Bearer secret")
         #expect(echoed.headers["cookie"] == "session=1")
+        #expect(echoed.headers["host"] == "first.test")
         try await other.shutdown()
         try await fixture.tearDown()
     }

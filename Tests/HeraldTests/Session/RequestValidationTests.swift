@@ -23,6 +23,17 @@ struct RequestValidationTests {
         #expect(creationError(Request(url: url, headers: ["Bad Name": "1"]))?.code == .invalidRequest)
     }
 
+    @Test("a header value may hold any byte but a control character other than tab, at any place", arguments: 0...255)
+    func valueCharacters(byte: Int) {
+        let scalar = Unicode.Scalar(UInt8(byte))
+        let allowed = byte == 0x09 || (byte >= 0x20 && byte != 0x7F)
+        // Short values, and long ones whose eight-byte words put the byte at every offset.
+        for prefix in ["", "a", "abcdefg", "abcdefgh", String(repeating: "x", count: 21)] {
+            let value = prefix + String(Character(scalar)) + "z"
+            #expect(Request.isValidField(name: "X-V", value: value) == allowed, "byte \(byte) after \(prefix.count)")
+        }
+    }
+
     @Test("a header name may use exactly RFC 9110's token characters", arguments: 0...255)
     func tokenCharacters(byte: Int) {
         let scalar = Character(Unicode.Scalar(UInt8(byte)))
