@@ -321,17 +321,7 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
             guard code == EXDEV else { throw POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO) }
             // Another file system: copied beside the destination first, then renamed over it, so the file it
             // replaces stays whole until the new one is (a copy that fails, on a full disk, loses nothing).
-            let sibling = Self.sibling(of: destination)
-            do {
-                try copy(source, sibling)
-                try Self.sync(sibling)
-                guard rename(sibling.path, destination.path) == 0 else { throw Self.lastError() }
-            } catch {
-                unlink(sibling.path)
-                throw error
-            }
-            unlink(source.path)
-            return
+            return try copyBeside(destination, from: source, copy: copy) { rename($0, $1) }
         }
         // Never replacing: a hard link gives the file its new name only if the name is free, in one step (a check
         // before a rename would race another move to the same name, and rename would replace what won).
@@ -342,19 +332,9 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
         let code = errno
         switch code {
         case EXDEV:
-            // Another file system: copied beside the destination, synced, then linked to its name, so that the name
-            // never shows a partial copy, not even to a process killed mid-copy.
-            let sibling = Self.sibling(of: destination)
-            do {
-                try copy(source, sibling)
-                try Self.sync(sibling)
-                guard link(sibling.path, destination.path) == 0 else { throw Self.lastError() }
-            } catch {
-                unlink(sibling.path)
-                throw error
-            }
-            unlink(sibling.path)
-            unlink(source.path)
+            // Another file system: copied beside the destination, then linked to its name, so that the name never
+            // shows a partial copy, not even to a process killed mid-copy.
+            try copyBeside(destination, from: source, copy: copy) { link($0, $1) }
         case EPERM, EOPNOTSUPP, ENOSYS, EMLINK:
             // A file system without hard links (FAT, some FUSE ones): Foundation's check-then-rename.
             try fileManager.moveItem(at: source, to: destination)
@@ -363,9 +343,26 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
         }
     }
 
-    /// A new name beside `destination` for a copy on its way there.
-    private static func sibling(of destination: URL) -> URL {
-        destination.deletingLastPathComponent().appendingPathComponent(".herald-\(UUID().uuidString.lowercased()).part")
+    /// Copies `source` to a new name beside `destination`, syncs the copy, gives it `destination`'s name with
+    /// `publish` (`rename`, or `link`, which fails on a name taken), then removes the source. A step that fails
+    /// removes the copy and leaves the source.
+    private static func copyBeside(
+        _ destination: URL, from source: URL, copy: (URL, URL) throws -> Void,
+        publish: (_ from: String, _ to: String) -> Int32
+    ) throws {
+        let sibling = destination.deletingLastPathComponent().appendingPathComponent(
+            ".herald-\(UUID().uuidString.lowercased()).part")
+        do {
+            try copy(source, sibling)
+            try sync(sibling)
+            guard publish(sibling.path, destination.path) == 0 else { throw lastError() }
+        } catch {
+            unlink(sibling.path)
+            throw error
+        }
+        // Linked: the copy's own name goes (renamed, it is already gone).
+        unlink(sibling.path)
+        unlink(source.path)
     }
 
     /// Flushes the file at `url` to its disk, so that the name it is given next names whole bytes after a crash;

@@ -203,61 +203,68 @@ extension Request {
         isToken(name) && !containsControlCharacter(value)
     }
 
-    /// Whether `text` contains a byte below 0x20 other than tab, or DEL (0x7F). A native string's bytes are
-    /// tested eight at a time, as for ``containsLineBreakOrNUL(_:)``.
+    /// Whether `text` contains a byte below 0x20 other than tab, or DEL (0x7F).
     static func containsControlCharacter(_ text: String) -> Bool {
-        let isControl = { (byte: UInt8) in (byte < 0x20 && byte != 0x09) || byte == 0x7F }
-        let found = text.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
-            var index = 0
-            if let base = bytes.baseAddress {
-                let raw = UnsafeRawPointer(base)
-                let ones: UInt64 = 0x0101_0101_0101_0101
-                // A word with no byte below 0x20 and none equal to 0x7F holds none; one that has either is looked
-                // at byte by byte (a tab is below 0x20 and allowed).
-                while index + 8 <= bytes.count {
-                    let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
-                    let below = (word &- ones &* 0x20) & ~word & (ones &* 0x80) != 0
-                    if below || hasZeroByte(word ^ (ones &* 0x7F)) {
-                        for offset in 0..<8 where isControl(bytes[index + offset]) { return true }
-                    }
-                    index += 8
-                }
-            }
-            while index < bytes.count {
-                if isControl(bytes[index]) { return true }
-                index += 1
-            }
-            return false
-        }
-        if let found { return found }
-        return text.utf8.contains(where: isControl)
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        return containsByte(
+            in: text,
+            // A word with no byte below 0x20 and none equal to 0x7F holds none (a tab is below 0x20 and allowed,
+            // so such a word is looked at byte by byte).
+            wordMayHold: { word in
+                (word &- ones &* 0x20) & ~word & (ones &* 0x80) != 0 || hasZeroByte(word ^ (ones &* 0x7F))
+            },
+            isMatch: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F })
     }
 
-    /// Whether `text` contains CR, LF or NUL. A native string's bytes are tested eight at a time (this runs
-    /// for the URL and every header value of every request); others byte by byte.
+    /// Whether `text` contains CR, LF or NUL. This runs for the URL and every header value of every request.
     static func containsLineBreakOrNUL(_ text: String) -> Bool {
-        if let found = text.utf8.withContiguousStorageIfAvailable(containsLineBreakOrNUL(bytes:)) { return found }
-        for byte in text.utf8 where byte == 0x0D || byte == 0x0A || byte == 0x00 { return true }
-        return false
+        containsByte(in: text, wordMayHold: holdsLineBreakOrNUL, isMatch: isLineBreakOrNUL)
     }
 
     /// Whether `bytes` contain CR, LF or NUL.
     static func containsLineBreakOrNUL(bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        containsByte(in: bytes, wordMayHold: holdsLineBreakOrNUL, isMatch: isLineBreakOrNUL)
+    }
+
+    private static func isLineBreakOrNUL(_ byte: UInt8) -> Bool { byte == 0x0D || byte == 0x0A || byte == 0x00 }
+
+    /// Whether the word holds CR, LF or NUL (exact).
+    private static func holdsLineBreakOrNUL(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        return hasZeroByte(word) || hasZeroByte(word ^ (ones &* 0x0A)) || hasZeroByte(word ^ (ones &* 0x0D))
+    }
+
+    /// Whether any byte of `text` `isMatch`: a native string's bytes eight at a time, others one by one.
+    @inline(__always)
+    private static func containsByte(
+        in text: String, wordMayHold: (UInt64) -> Bool, isMatch: (UInt8) -> Bool
+    ) -> Bool {
+        if let found = text.utf8.withContiguousStorageIfAvailable({
+            containsByte(in: $0, wordMayHold: wordMayHold, isMatch: isMatch)
+        }) {
+            return found
+        }
+        return text.utf8.contains(where: isMatch)
+    }
+
+    /// Whether any of `bytes` `isMatch`, eight at a time: a word `wordMayHold` says holds no match is skipped
+    /// whole, any other is looked at byte by byte.
+    @inline(__always)
+    private static func containsByte(
+        in bytes: UnsafeBufferPointer<UInt8>, wordMayHold: (UInt64) -> Bool, isMatch: (UInt8) -> Bool
+    ) -> Bool {
         var index = 0
         if let base = bytes.baseAddress {
             let raw = UnsafeRawPointer(base)
-            let ones: UInt64 = 0x0101_0101_0101_0101
             while index + 8 <= bytes.count {
-                let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
-                if hasZeroByte(word) || hasZeroByte(word ^ (ones &* 0x0A)) || hasZeroByte(word ^ (ones &* 0x0D)) {
-                    return true
+                if wordMayHold(raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)) {
+                    for offset in 0..<8 where isMatch(bytes[index + offset]) { return true }
                 }
                 index += 8
             }
         }
         while index < bytes.count {
-            let byte = bytes[index]
-            if byte == 0x0D || byte == 0x0A || byte == 0x00 { return true }
+            if isMatch(bytes[index]) { return true }
             index += 1
         }
         return false
