@@ -258,7 +258,9 @@ struct RetryTests {
     @Test("a task suspended while its redirection hook ran keeps its resource timeout: it times out suspended")
     func resourceTimeoutRunsWhileSuspendedBetweenHops() async throws {
         var configuration = SessionConfiguration()
-        configuration.timeoutIntervalForResource = 2
+        // Room for the first hop on a loaded machine (the broad run's 180 suites on two cores): it must answer
+        // before the deadline for the hook to run at all.
+        configuration.timeoutIntervalForResource = 8
         let fixture = try await SessionFixture.make(configuration: configuration)
         fixture.session.taskWillPerformHTTPRedirection = { task, _, proposed in
             task.suspend()
@@ -269,7 +271,7 @@ struct RetryTests {
         let task = try fixture.session.dataTask(with: Request(url: url), completionHandler: log.handler)
         task.resume()
         // Never resumed. Before, the next transfer waited for resume() with no timeout at all.
-        try await fixture.recorder.waitForCompletions(1, timeout: .seconds(20))
+        try await fixture.recorder.waitForCompletions(1, timeout: .seconds(40))
         let error = try #require(log.all.first?.error)
         #expect(error.code == .timedOut)
         #expect(error.message.contains("resource timeout"))
