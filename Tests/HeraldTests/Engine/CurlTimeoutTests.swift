@@ -116,7 +116,8 @@ struct CurlTimeoutTests {
                         continuation.resume(returning: (firedTwoPassesIn.withLock { $0 }, fired.withLock { $0 }))
                     }
                 }
-                timeout.schedule(50)
+                // Long enough that no pass of a loaded machine reaches it before the two checked.
+                timeout.schedule(2_000)
                 engine.atIterationEnd {
                     engine.atIterationEnd { firedTwoPassesIn.withLock { $0 = fired.withLock { $0 } } }
                 }
