@@ -207,6 +207,37 @@ extension SessionManager {
         }
     }
 
+    /// Deletes the partial file `resumeData` names: resume data you won't continue (a download given up, or
+    /// one `download(for:to:)` failed with and you don't retry), whose file would otherwise stay in the
+    /// session's folder.
+    ///
+    /// The data is checked as ``downloadTask(withResumeData:progress:destination:completionHandler:)`` checks
+    /// it (Herald's own resume data, naming a `download-….part` file reached without a symbolic link), so no
+    /// other file can be deleted through it.
+    /// - Parameter resumeData: Data from ``DownloadTask/cancel(byProducingResumeData:)`` or a failed task's
+    ///   ``HeraldError/resumeData``.
+    /// - Throws: ``HeraldError`` with ``HeraldError/Code/cannotResume`` when the data is not resume data Herald
+    ///   made, its file is already gone (a task made from it completed), or a task of this session continues
+    ///   that file; ``HeraldError/Code/fileIO`` when it can't be deleted.
+    public func discardResumeData(_ resumeData: Data) throws(HeraldError) {
+        let resume = try DownloadResumeData.decode(resumeData)
+        let partialPath = resume.partialFileURL.standardizedFileURL.path
+        // Claimed while it is deleted, so no task can start on it meanwhile.
+        let claimed = state.withLock { $0.claimedPartialFiles.insert(partialPath).inserted }
+        defer { if claimed { releasePartialFile(partialPath) } }
+        let holder = downloadTasks.first {
+            $0.state != .completed && $0.temporaryURL.standardizedFileURL.path == partialPath
+        }
+        guard claimed, holder == nil else {
+            throw HeraldError(
+                .cannotResume, "A task of this session continues this resume data's partial file: cancel it instead.",
+                url: resume.url)
+        }
+        guard unlink(partialPath) == 0 || errno == ENOENT else {
+            throw HeraldError.fileFailure("Cannot delete the resume data's partial file", url: resume.partialFileURL)
+        }
+    }
+
     /// Lets go of a partial file ``downloadTask(withResumeData:progress:destination:completionHandler:)`` claimed
     /// for a task: the task failed to be made, or has completed.
     func releasePartialFile(_ path: String) {

@@ -111,6 +111,52 @@ struct ResumeDataTests {
         try await fixture.tearDown()
     }
 
+    @Test("discardResumeData deletes the partial file the data names, refuses one a task continues, and other data")
+    func discardResumeData() async throws {
+        let fixture = try await SessionFixture.make()
+        let size = 2 * 1024 * 1024
+        let (first, resumeData, _) = try await cancelMidway(
+            fixture, path: "/bytes/\(size)?\(stoppedBodyQuery(key: "discarded"))", size: size)
+        let data = try #require(resumeData)
+        #expect(FileManager.default.fileExists(atPath: first.temporaryURL.path))
+        // While a task continues the file, it stays.
+        let continuing = try fixture.session.downloadTask(withResumeData: data)
+        let refused = #expect(throws: HeraldError.self) { try fixture.session.discardResumeData(data) }
+        #expect(refused?.code == .cannotResume)
+        #expect(FileManager.default.fileExists(atPath: first.temporaryURL.path))
+        continuing.cancel()
+        try await fixture.recorder.waitForCompletions(2)
+        // A cancelled continuation deletes its file itself: the data names none now.
+        #expect(!FileManager.default.fileExists(atPath: first.temporaryURL.path))
+        #expect(throws: HeraldError.self) { try fixture.session.discardResumeData(data) }
+        // Data Herald didn't make, or naming a file it didn't make, deletes nothing.
+        let other = FileManager.default.temporaryDirectory.appendingPathComponent("herald-keep-\(UUID().uuidString)")
+        try Data("keep".utf8).write(to: other)
+        defer { try? FileManager.default.removeItem(at: other) }
+        var forged = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        forged["partialFilePath"] = other.path
+        let forgedData = try JSONSerialization.data(withJSONObject: forged)
+        #expect(throws: HeraldError.self) { try fixture.session.discardResumeData(forgedData) }
+        #expect(throws: HeraldError.self) { try fixture.session.discardResumeData(Data("{}".utf8)) }
+        #expect(FileManager.default.fileExists(atPath: other.path))
+        try await fixture.tearDown()
+    }
+
+    @Test("discardResumeData deletes an unused partial file")
+    func discardUnusedResumeData() async throws {
+        let fixture = try await SessionFixture.make()
+        let size = 2 * 1024 * 1024
+        let (first, resumeData, _) = try await cancelMidway(
+            fixture, path: "/bytes/\(size)?\(stoppedBodyQuery(key: "discarded-unused"))", size: size)
+        let data = try #require(resumeData)
+        #expect(FileManager.default.fileExists(atPath: first.temporaryURL.path))
+        try fixture.session.discardResumeData(data)
+        #expect(!FileManager.default.fileExists(atPath: first.temporaryURL.path))
+        // The data can't be continued now.
+        #expect(throws: HeraldError.self) { try fixture.session.downloadTask(withResumeData: data) }
+        try await fixture.tearDown()
+    }
+
     @Test("resume data whose URL now redirects follows the redirect and continues the file there")
     func resumeWhereTheURLNowRedirects() async throws {
         let fixture = try await SessionFixture.make()
