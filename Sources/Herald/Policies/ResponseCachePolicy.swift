@@ -390,9 +390,8 @@ enum ResponseCachePolicy {
 
     static func proposal(for request: Request, outcome: TaskOutcome, now: Date? = nil) -> CachedResponse? {
         guard !outcome.isFromCache, outcome.error == nil, let response = outcome.response,
-            (200...599).contains(response.statusCode), response.statusCode != 206, response.statusCode != 304,
-            request.method == "GET", request.body == nil, !request.headers.contains("Range"),
-            !request.headers.contains("Authorization"), request.url.user == nil, request.url.password == nil
+            (200...599).contains(response.statusCode), request.method == "GET", request.body == nil,
+            supersedesStored(response, for: request)
         else { return nil }
         // `no-store` first, without keeping the directives: most responses a cache turns away say it.
         guard !CacheControlDirectives.contains("no-store", in: request.headers),

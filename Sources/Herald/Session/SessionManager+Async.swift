@@ -310,7 +310,7 @@ extension SessionManager {
     /// executor: resuming it only enqueues it, and the task that answers it may complete where its transfer
     /// ended (``TaskCallbacks/answersAwaitingCaller``). A task executor the caller prefers is the caller's code,
     /// to be called from the completion queue.
-    private static var callerResumesOnGlobalExecutor: Bool {
+    static var callerResumesOnGlobalExecutor: Bool {
         withUnsafeCurrentTask { $0?.unownedTaskExecutor == nil }
     }
 

@@ -338,7 +338,7 @@ struct ParkedContinuation<Value: Sendable>: Sendable {
     /// Parks `continuation`; in the consuming task, which says whether it prefers a task executor.
     init(_ continuation: CheckedContinuation<Value, Never>) {
         self.continuation = continuation
-        self.resumesOffLoopThread = withUnsafeCurrentTask { $0?.unownedTaskExecutor != nil }
+        self.resumesOffLoopThread = !SessionManager.callerResumesOnGlobalExecutor
     }
 
     func resume(returning value: Value) {
