@@ -374,8 +374,10 @@ public final class CookieStore: Sendable {
         let folder = fileURL.deletingLastPathComponent()
         let temporary = folder.appendingPathComponent(
             ".\(fileURL.lastPathComponent).\(UUID().uuidString.lowercased())")
+        // The failure as `errno` says it when this is called: right after the call that failed.
+        let failed = { HeraldError.fileFailure("Cannot save the cookie file", url: fileURL) }
         let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { return HeraldError.fileFailure("Cannot save the cookie file", url: fileURL) }
+        guard descriptor >= 0 else { return failed() }
         let written = Array(text.utf8).withUnsafeBytes { bytes in
             var offset = 0
             while offset < bytes.count {
@@ -387,11 +389,11 @@ public final class CookieStore: Sendable {
             return true
         }
         let synced = written && fsync(descriptor) == 0
-        let failure = synced ? nil : HeraldError.fileFailure("Cannot save the cookie file", url: fileURL)
+        let failure = synced ? nil : failed()
         Glibc.close(descriptor)
         guard synced, rename(temporary.path, fileURL.path) == 0 else {
             // Made before the unlink, which would change `errno`.
-            let error = failure ?? HeraldError.fileFailure("Cannot save the cookie file", url: fileURL)
+            let error = failure ?? failed()
             unlink(temporary.path)
             return error
         }
