@@ -72,8 +72,8 @@ func forward(
         let (data, response) = try await session.data(for: request)
         var fields = NIOHTTP1.HTTPHeaders()
         for field in response.headers where !hopByHop.contains(field.name.lowercased()) {
-            // The body is handed over decoded.
-            if field.name.lowercased() == "content-encoding" { continue }
+            // A body Herald decoded is handed over decoded; one in a coding it can't undo, as it came.
+            if field.name.lowercased() == "content-encoding", response.bodyIsDecodedInMemory { continue }
             fields.add(name: field.name, value: field.value)
         }
         let bodyless = head.method == .HEAD || response.statusCode == 304 || response.statusCode == 204

@@ -34,6 +34,30 @@ package enum CurlFeatures {
         return codings.isEmpty ? nil : codings.joined(separator: ", ")
     }()
 
+    /// The content codings libcurl decodes, in lower case, with the names it takes for them (`x-gzip` for
+    /// `gzip`, `none` for `identity`).
+    package static let decodableCodings: Set<String> = {
+        var codings: Set<String> = ["identity", "none"]
+        for coding in contentEncodings?.split(separator: ",") ?? [] {
+            let name = coding.trimmingCharacters(in: .whitespaces)
+            codings.insert(name)
+            if name == "gzip" { codings.insert("x-gzip") }
+        }
+        return codings
+    }()
+
+    /// Whether libcurl can decode every coding that `Content-Encoding` values name (all of a response's
+    /// fields, in order). libcurl fails a transfer whose body has a coding it does not know, where a browser
+    /// hands the body over as it came: a caller that sees the coding in the response can still decode it.
+    package static func decodesEvery(contentCoding values: [String]) -> Bool {
+        values.allSatisfy { value in
+            value.split(separator: ",").allSatisfy { coding in
+                let name = coding.trimmingCharacters(in: .whitespaces).lowercased()
+                return name.isEmpty || decodableCodings.contains(name)
+            }
+        }
+    }
+
     /// Whether the libcurl running fails every request that reuses a connection opened with HTTP/2 prior
     /// knowledge: 7.88.x sets up a second HTTP/2 layer on the reused connection, and the request ends with
     /// `CURLE_HTTP2` ("Error in the HTTP2 framing layer") before anything is sent. libcurl 8.0.0 fixed it.

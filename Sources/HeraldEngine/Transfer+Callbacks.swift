@@ -154,6 +154,17 @@ extension Transfer {
     /// given (Digest's first round-trip) is not final: the next head follows on this transfer, and a 401
     /// curl gives up on reaches the write callback, which announces it then.
     private func headDidEnd() {
+        if decodesContent, let easyHandle {
+            // libcurl would fail the transfer at the first body byte of a coding it can't decode; such a body
+            // comes as sent, its `Content-Encoding` telling the caller what it is. libcurl reads this option
+            // for each piece of body it writes, so it applies from this head's first byte.
+            let passes = !CurlFeatures.decodesEvery(contentCoding: responseHeaders.values(for: "Content-Encoding"))
+            // Set again for each final head once turned off: the head after a Digest challenge may be decodable.
+            if passes || passesEncodedBody {
+                herald_easy_setopt_long(easyHandle, CURLOPT_HTTP_CONTENT_DECODING, passes ? 0 : 1)
+            }
+            if passes { passesEncodedBody = true }
+        }
         let curlAnswersChallenge = responseStatus == 401 && request.credential != nil
         if curlAnswersChallenge, request.credential?.usesDigest == true, responseHeaders.contains("Set-Cookie") {
             // Its head is not the response, and the next one replaces it: its cookies are taken now. (Basic is sent

@@ -72,7 +72,7 @@ extension Transfer {
     /// of a read after its write callback pauses the transfer, into a buffer of its own, so a well-compressed
     /// read (a 512 KiB read of zstd can hold gigabytes) would overrun the consumer's bound, or fail the
     /// transfer with `CURLE_OUT_OF_MEMORY` past libcurl's 64 MiB.
-    private var decodesContent: Bool {
+    var decodesContent: Bool {
         switch request.sink {
         case .memory: true
         case .file, .stream: false

@@ -92,6 +92,10 @@ package final class Transfer: @unchecked Sendable {
     /// Whether the request was sent again on a fresh connection, a reused one having died under it (see
     /// `retriesOnFreshConnection(after:)`). Loop thread only.
     @exclusivity(unchecked) var didRetryOnFreshConnection = false
+    /// Whether libcurl's decoding was turned off for a response whose `Content-Encoding` names a coding it
+    /// can't decode (the body then comes as sent); the handle's options no longer match its profile. Loop
+    /// thread only.
+    @exclusivity(unchecked) var passesEncodedBody = false
     /// What libcurl's informational text said of the request's HTTP/2 stream and a GOAWAY on its connection,
     /// for a request that is sent again after a refusal alone (see ``watchesGoawayRefusal``). Loop thread only.
     @exclusivity(unchecked) var goawayWatch = GoawayRefusalWatch()
@@ -412,7 +416,8 @@ package final class Transfer: @unchecked Sendable {
             )
             metrics?.connectionIdentifier = connectionNumber
             if error == nil, !didRetryOnFreshConnection, let pool {
-                pool.give(easyHandle, profile: profile)
+                // A handle whose decoding was turned off is reset before its next transfer.
+                pool.give(easyHandle, profile: passesEncodedBody ? nil : profile)
             } else {
                 curl_easy_cleanup(easyHandle)
             }

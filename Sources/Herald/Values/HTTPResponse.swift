@@ -84,6 +84,22 @@ public struct HTTPResponse: Sendable, Hashable {
         return trimmed.isEmpty ? nil : trimmed
     }
 
+    /// Whether a body collected in memory (a data task's, ``SessionManager/data(for:)``'s, a cached one)
+    /// comes decoded: the response's `Content-Encoding` names a coding other than `identity`, and Herald
+    /// undoes every coding it names (`deflate`, `gzip`, `br` and `zstd` with the usual libcurl build).
+    ///
+    /// `false` when it names none, or one Herald can't undo: the body then comes as the server sent it, and
+    /// `Content-Encoding` says what is left to undo. A download's file and a streamed body are never decoded,
+    /// whatever this says.
+    public var bodyIsDecodedInMemory: Bool {
+        let values = headers.values(for: "Content-Encoding")
+        let codings = values.flatMap { $0.split(separator: ",") }.map {
+            $0.trimmingCharacters(in: .whitespaces).lowercased()
+        }
+        guard codings.contains(where: { !$0.isEmpty && $0 != "identity" && $0 != "none" }) else { return false }
+        return CurlFeatures.decodesEvery(contentCoding: values)
+    }
+
     /// The `charset` parameter of `Content-Type`, lowercased, or `nil`.
     public var textEncodingName: String? {
         guard let contentType = headers["Content-Type"] else { return nil }

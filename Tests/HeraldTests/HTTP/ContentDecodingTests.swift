@@ -69,4 +69,52 @@ struct ContentDecodingTests {
         #expect(recorded.headerValue("Accept-Encoding") == nil)
         try await fixture.tearDown()
     }
+
+    @Test(
+        "a body in a coding libcurl can't decode comes as sent, with its Content-Encoding, and the handle decodes again after",
+        arguments: ["x-unknown", "gzip, x-unknown", "X-Unknown, identity"])
+    func unknownCodingPassedThrough(coding: String) async throws {
+        let fixture = try await SessionFixture.make()
+        var components = URLComponents(url: fixture.server.url("/headers"), resolvingAgainstBaseURL: false)
+        components?.queryItems = [URLQueryItem(name: "Content-Encoding", value: coding)]
+        let url = try #require(components?.url)
+        let (data, response) = try await fixture.session.data(for: Request(url: url))
+        #expect(response.statusCode == 200)
+        #expect(response.headers["Content-Encoding"] == coding)
+        #expect(!response.bodyIsDecodedInMemory)
+        // The route's body is the JSON of its fields, not encoded at all: it arrives byte for byte.
+        let fields = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        #expect(fields["Content-Encoding"] as? String == coding)
+        // The next request on the same session (and pooled handle) decodes gzip again.
+        let (decoded, gzipResponse) = try await fixture.session.data(for: Request(url: fixture.server.url("/gzip")))
+        #expect(String(decoding: decoded, as: UTF8.self) == TestServer.gzipDecodedText)
+        #expect(gzipResponse.bodyIsDecodedInMemory)
+        try await fixture.tearDown()
+    }
+
+    @Test("every coding libcurl names is decodable, with its aliases, in any case; any other is not")
+    func decodableCodings() {
+        #expect(CurlFeatures.decodesEvery(contentCoding: []))
+        #expect(
+            CurlFeatures.decodesEvery(contentCoding: ["gzip", "GZIP, br", "x-gzip", "identity", "zstd, deflate", " , "])
+        )
+        #expect(!CurlFeatures.decodesEvery(contentCoding: ["gzip", "compress"]))
+        #expect(!CurlFeatures.decodesEvery(contentCoding: ["gzip, x-unknown"]))
+    }
+
+    @Test("bodyIsDecodedInMemory: a coding other than identity, every one decodable")
+    func bodyIsDecodedInMemory() throws {
+        let url = try #require(URL(string: "http://127.0.0.1/"))
+        func response(_ codings: [String]) -> HTTPResponse {
+            var headers = HTTPHeaders()
+            for coding in codings { headers.add(name: "Content-Encoding", value: coding) }
+            return HTTPResponse(url: url, statusCode: 200, headers: headers)
+        }
+        #expect(!response([]).bodyIsDecodedInMemory)
+        #expect(!response(["identity"]).bodyIsDecodedInMemory)
+        #expect(!response([" , "]).bodyIsDecodedInMemory)
+        #expect(response(["GZIP"]).bodyIsDecodedInMemory)
+        #expect(response(["gzip", "br"]).bodyIsDecodedInMemory)
+        #expect(!response(["gzip", "compress"]).bodyIsDecodedInMemory)
+    }
 }
