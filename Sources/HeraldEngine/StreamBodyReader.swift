@@ -230,16 +230,7 @@ final class StreamBodyReader: @unchecked Sendable {
         switch origin {
         case .unsized(let renew):
             stream = renew()
-            if stream == nil {
-                return publish(
-                    .failed(
-                        TransferError(
-                            .bodyStream,
-                            "The request body must be sent again (after a redirect, an authentication challenge or "
-                                + "a dropped connection), but a streamed body cannot be rewound and "
-                                + "SessionManager.taskNeedNewBodyStream provided no new stream.")),
-                    generation: generation)
-            }
+            if stream == nil { return publish(.failed(.noNewBodyStream), generation: generation) }
         case .sized(_, let open):
             do {
                 stream = try open()
@@ -294,12 +285,41 @@ final class StreamBodyReader: @unchecked Sendable {
                                 : "The body ended at byte \(produced) of the \(length) it declared."))
                 }
                 produced += Int64(count)
+                // libcurl asks for no byte past the length: the stream's end is checked with its last bytes,
+                // which are held back when it has more, so the transfer fails rather than completes.
+                if produced == length, case .failed(let error) = probeEnd(of: stream, length: length) {
+                    return .failed(error)
+                }
                 return .bytes(count)
             } catch let error as TransferError {
                 return .failed(error)
             } catch {
                 return .failed(TransferError(.bodyStream, "The body stream failed: \(error)", underlying: error))
             }
+        }
+    }
+
+    /// The end of a body of declared length, once all its bytes are read: the stream must end too. One more
+    /// byte would mean the length was wrong, and sending the declared bytes alone would drop the rest unseen.
+    /// The byte read is not kept: the transfer fails.
+    private func probeEnd(of stream: PulledBody, length: Int64) -> Pulled {
+        do {
+            // Not into `scratch`, which holds the last bytes still to be handed over.
+            var byte: UInt8 = 0
+            let count = try withUnsafeMutableBytes(of: &byte) { try stream.read($0) }
+            guard count == 0 else {
+                return .failed(
+                    TransferError(
+                        .bodyStream,
+                        count > 0
+                            ? "The body stream has more than the \(length) bytes it declared."
+                            : "The body stream reported \(count) bytes read into a 1-byte buffer."))
+            }
+            return .end
+        } catch let error as TransferError {
+            return .failed(error)
+        } catch {
+            return .failed(TransferError(.bodyStream, "The body stream failed: \(error)", underlying: error))
         }
     }
 
@@ -364,4 +384,15 @@ final class StreamedBodySource: BodySource {
     func startReading(wake: @escaping @Sendable () -> Void) { reader.start(wake: wake) }
 
     func stopReading() { reader.close() }
+}
+
+extension TransferError {
+    /// A streamed body must be sent again, and no fresh stream was given for it.
+    static var noNewBodyStream: TransferError {
+        TransferError(
+            .bodyStream,
+            "The request body must be sent again (after a redirect, an authentication challenge or a dropped "
+                + "connection), but a streamed body cannot be rewound and SessionManager.taskNeedNewBodyStream "
+                + "provided no new stream.")
+    }
 }

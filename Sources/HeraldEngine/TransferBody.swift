@@ -10,9 +10,11 @@ package enum TransferBody: Sendable {
     case data(Data)
     /// A file, read in chunks as the connection takes them.
     case file(URL)
-    /// A provider-backed stream of unknown length; `renew` asks for a fresh stream when the body must be
-    /// resent, and returns `nil` when there is none. Both run on `readOn`, the task's hook queue.
-    case stream(PulledBody, renew: @Sendable () -> PulledBody?, readOn: DispatchQueue)
+    /// A provider-backed stream; `renew` asks for a fresh stream when the body must be resent, and returns
+    /// `nil` when there is none. Both run on `readOn`, the task's hook queue. Of unknown length (`nil`) it is
+    /// sent in chunks; of a declared `length`, with `Content-Length`, and every stream must hold exactly that
+    /// many bytes.
+    case stream(PulledBody, renew: @Sendable () -> PulledBody?, readOn: DispatchQueue, length: Int64?)
     /// A stream of a known length, sent with `Content-Length`: `open` makes a fresh stream from the
     /// start, when the transfer is prepared (the preparing thread) and whenever the body must be resent
     /// (`readOn`, the task's hook queue, where the stream is read).
@@ -32,8 +34,18 @@ package enum TransferBody: Sendable {
         switch self {
         case .data(let data): DataBodySource(data)
         case .file(let url): try FileBodySource(url: url)
-        case .stream(let stream, let renew, let queue):
+        case .stream(let stream, let renew, let queue, nil):
             StreamedBodySource(first: stream, origin: .unsized(renew: renew), queue: queue)
+        case .stream(let stream, let renew, let queue, let length?):
+            StreamedBodySource(
+                first: stream,
+                origin: .sized(
+                    length: length,
+                    open: { () throws(TransferError) -> PulledBody in
+                        guard let fresh = renew() else { throw .noNewBodyStream }
+                        return fresh
+                    }),
+                queue: queue)
         case .sized(let length, let open, let queue):
             StreamedBodySource(first: try open(), origin: .sized(length: length, open: open), queue: queue)
         }

@@ -61,7 +61,13 @@ extension SessionManager {
     }
 
     /// Creates a suspended upload task whose body is pulled from `bodyProvider` as the connection takes
-    /// it, sent with `Transfer-Encoding: chunked`; call ``SessionTask/resume()`` to start it.
+    /// it; call ``SessionTask/resume()`` to start it.
+    ///
+    /// The body is sent with `Transfer-Encoding: chunked` (over HTTP/1.1), unless `request` has a
+    /// `Content-Length` field: then that many bytes are sent with it, for servers that refuse chunked uploads
+    /// (as many object stores do). The stream must then hold exactly that many bytes: one that ends sooner, or
+    /// has more, fails the task with ``HeraldError/Code/bodyStream`` and the server sees a cut request, never a
+    /// body of another length than declared.
     ///
     /// The stream is read ahead on a dispatch queue of the upload's own, never the engine's loop thread (see
     /// ``BodyStream``). When the body must be sent
@@ -71,19 +77,40 @@ extension SessionManager {
     /// - Parameters:
     ///   - request: The request; validated now (see ``Request``). Its `body` is ignored.
     ///   - bodyProvider: The body.
-    ///   - progress: Called with the upload progress on ``completionQueue``, coalesced; the total is
-    ///     unknown (`-1`).
+    ///   - progress: Called with the upload progress on ``completionQueue``, coalesced; the total is the
+    ///     declared `Content-Length`, else unknown (`-1`).
     ///   - completionHandler: Called exactly once on ``completionQueue``, before `taskDidComplete`.
     /// - Returns: The task, suspended.
     /// - Throws: ``HeraldError`` with ``HeraldError/Code/sessionInvalidated`` after
-    ///   ``invalidate(cancelingTasks:)``, or a validation error for a malformed request.
+    ///   ``invalidate(cancelingTasks:)``, ``HeraldError/Code/invalidRequest`` for a `Content-Length` that is
+    ///   not one decimal number (or several fields that differ), or a validation error for a malformed
+    ///   request.
     public func uploadTask(
         withStreamedRequest request: Request, bodyProvider: BodyStream,
         progress: (@Sendable (TransferProgress) -> Void)? = nil,
         completionHandler: TaskCompletionHandler? = nil
     ) throws(HeraldError) -> UploadTask {
-        try makeUploadTask(
-            with: request, body: .stream(bodyProvider), progress: progress, completionHandler: completionHandler)
+        let length = try Self.declaredBodyLength(of: request)
+        return try makeUploadTask(
+            with: request, body: .stream(bodyProvider, length: length), progress: progress,
+            completionHandler: completionHandler)
+    }
+
+    /// The length the caller's `Content-Length` declares for a streamed body, or `nil` without the field.
+    /// - Throws: ``HeraldError/Code/invalidRequest`` for a value that is not a decimal number of bytes, or
+    ///   fields that disagree.
+    static func declaredBodyLength(of request: Request) throws(HeraldError) -> Int64? {
+        let values = request.headers.values(for: "Content-Length")
+        guard let first = values.first else { return nil }
+        guard let length = ResponseHead.contentLength(from: first.trimmingCharacters(in: .whitespaces)),
+            values.allSatisfy({ $0.trimmingCharacters(in: .whitespaces) == first.trimmingCharacters(in: .whitespaces) })
+        else {
+            throw HeraldError(
+                .invalidRequest,
+                "The request's Content-Length (\(values.joined(separator: ", "))) is not one decimal number of bytes.",
+                url: request.url)
+        }
+        return length
     }
 
     /// Makes an upload task of the class ``taskClasses`` names, for every upload factory.

@@ -83,7 +83,7 @@ extension SessionTask {
     /// Prepares a body for sending again: data and file bodies reopen from their start when the transfer
     /// opens them; a stream is replaced through ``SessionManager/taskNeedNewBodyStream``. Hook queue.
     func rewindBody(of request: inout TransferRequest) -> HeraldError? {
-        guard case .stream(_, let renew, let queue) = request.body else { return nil }
+        guard case .stream(_, let renew, let queue, let length) = request.body else { return nil }
         guard let fresh = renew() else {
             return HeraldError(
                 .bodyStream,
@@ -91,7 +91,7 @@ extension SessionTask {
                     + "streamed body cannot be rewound and SessionManager.taskNeedNewBodyStream provided no new stream.",
                 url: request.url)
         }
-        request.body = .stream(fresh, renew: renew, readOn: queue)
+        request.body = .stream(fresh, renew: renew, readOn: queue, length: length)
         return nil
     }
 

@@ -18,7 +18,8 @@ open class UploadTask: DataTask, @unchecked Sendable {
     enum Body: Sendable {
         case data(Data)
         case file(URL)
-        case stream(BodyStream)
+        /// A stream, of a length the caller declared (its request's `Content-Length`) or of none (chunked).
+        case stream(BodyStream, length: Int64?)
         /// A body of a known length made by `open`, fresh for every (re)send.
         case sized(length: Int64, open: @Sendable () throws(HeraldError) -> BodyStream)
     }
@@ -58,7 +59,7 @@ extension UploadTask.Body {
             return .data(data)
         case .file(let url):
             return .file(url)
-        case .stream(let stream):
+        case .stream(let stream, let length):
             let session = task.session
             // The stream is user code: it is read on this task's hook queue, as its hooks run.
             return .stream(
@@ -66,7 +67,7 @@ extension UploadTask.Body {
                 renew: { [weak task] in
                     guard let task else { return nil }
                     return session.taskNeedNewBodyStream?(task)?.pulled
-                }, readOn: hookQueue)
+                }, readOn: hookQueue, length: length)
         case .sized(let length, let open):
             return .sized(
                 length: length,

@@ -2,8 +2,9 @@ import Foundation
 import HeraldNotifications
 import HeraldEngine
 
-/// A request body produced on demand, for streamed uploads whose length is not known up front (sent with
-/// `Transfer-Encoding: chunked`).
+/// A request body produced on demand, for streamed uploads: sent with `Transfer-Encoding: chunked`, or with
+/// `Content-Length` when the request declares one (see
+/// ``SessionManager/uploadTask(withStreamedRequest:bodyProvider:progress:completionHandler:)``).
 ///
 /// Herald calls the stream's read closure on the upload task's hook queue (`herald.hooks`, a serial queue of
 /// the task's own, where its hooks run) — never on the engine's loop thread, never on ``SessionManager/completionQueue``
