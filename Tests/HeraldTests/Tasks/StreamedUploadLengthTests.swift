@@ -96,7 +96,7 @@ struct StreamedUploadLengthTests {
     func wrongLengthFails(actual: Int) async throws {
         let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
         let (call, _) = try await Self.upload(Self.patternStream(count: actual), declared: "1000", fixture: fixture)
-        let error = try #require(call.error as? HeraldError)
+        let error = try #require(call.error)
         #expect(error.code == .bodyStream)
         #expect(
             error.message.contains(actual < 1000 ? "ended at byte 999 of the 1000" : "more than the 1000 bytes"),
