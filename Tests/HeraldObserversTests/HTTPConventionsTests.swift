@@ -50,6 +50,28 @@ struct HTTPConventionsTests {
         #expect(HTTPAttributeValue.errorType(error: lost, response: notFound) == "404")
     }
 
+    @Test("error.type is absent when the task refused a response below 400 that arrived: the request succeeded")
+    func refusedResponseIsNoFailedRequest() throws {
+        let url = try #require(URL(string: "http://127.0.0.1/"))
+        let fine = HTTPResponse(url: url, statusCode: 200, headers: [:])
+        let notModified = HTTPResponse(url: url, statusCode: 304, headers: [:])
+        let notFound = HTTPResponse(url: url, statusCode: 404, headers: [:])
+        let refusals = [
+            HeraldError(.serializationFailed, "Not JSON."), HeraldError(.unacceptableContentType, "text/html."),
+            HeraldError(.unacceptableStatusCode, "304."),
+        ]
+        for refusal in refusals {
+            #expect(HTTPAttributeValue.errorType(error: refusal, response: fine) == nil)
+            #expect(HTTPAttributeValue.errorType(error: refusal, response: notModified) == nil)
+            #expect(HTTPAttributeValue.errorType(error: refusal, response: notFound) == "404")
+            // Without a response it is all there is to say.
+            #expect(HTTPAttributeValue.errorType(error: refusal, response: nil) == refusal.code.description)
+        }
+        // A failure of the exchange itself after a good head still counts.
+        let tooLarge = HeraldError(.responseTooLarge, "Too large.")
+        #expect(HTTPAttributeValue.errorType(error: tooLarge, response: fine) == "response_too_large")
+    }
+
     @Test(
         "known methods are kept, anything else is _OTHER",
         arguments: [

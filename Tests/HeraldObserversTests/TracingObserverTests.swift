@@ -117,6 +117,23 @@ struct TracingObserverTests {
         #expect(span.status?.code == .error)
     }
 
+    @Test("a 200 whose body the serializer refused keeps the span's status, with herald.response.refused and the error")
+    func refusedResponse() throws {
+        let tracer = InMemoryTracer()
+        let observer = TracingObserver(tracer: tracer)
+        let task = try tasks.task("http://127.0.0.1/items")
+        observer.taskDidResume(Payloads.resume(task: 1, request: task.summary))
+        observer.taskDidComplete(
+            Payloads.complete(
+                task: 1, request: task.summary, response: Payloads.response(200, url: task.originalRequest.url),
+                error: HeraldError(.serializationFailed, "The body is not JSON.")))
+        let span = try #require(tracer.finishedSpans.first)
+        #expect(span.attributes.get("error.type") == nil)
+        #expect(span.attributes.get("herald.response.refused") == .string("serialization_failed"))
+        #expect(span.status?.code != .error)
+        #expect(span.errors.count == 1)
+    }
+
     @Test("a task never resumed has no span; invalidation ends spans whose completion never came")
     func noLeakedSpans() throws {
         let tracer = InMemoryTracer()

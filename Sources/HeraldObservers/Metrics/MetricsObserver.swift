@@ -47,7 +47,7 @@ import Metrics
 /// | `url.scheme` | `http` or `https` | always |
 /// | `http.response.status_code` | `100`…`599`, anything else `_OTHER` | when a response arrived |
 /// | `network.protocol.version` | `1.0`, `1.1`, `2` or `3` | when a response arrived |
-/// | `error.type` | the status code for 400 or more, else `HeraldError.Code`'s description | on failure |
+/// | `error.type` | the status code for 400 or more, else `HeraldError.Code`'s description | on failure (not for a response below 400 the task's serializer or validation refused: the HTTP request succeeded) |
 /// | `herald.response.source` | `network`, `cache` or `revalidated` (`ResponseSource`) | duration only, always |
 ///
 /// swift-metrics' dimensions are strings: `http.response.status_code` and `server.port`, integers in the

@@ -139,10 +139,19 @@ enum HTTPAttributeValue {
 
     /// `error.type` of a finished request, as OpenTelemetry's HTTP conventions define it: the status code when
     /// the response says the request failed (400 or more), else the error code's description
-    /// (``HeraldError/Code``'s: bounded), else `nil` for a success.
+    /// (``HeraldError/Code``'s: bounded), else `nil` for a success. A response below 400 that the task's
+    /// serializer or validation refused (``isAfterExchange(_:)``) is no failed HTTP request: `nil` too.
     static func errorType(error: HeraldError?, response: HTTPResponse?) -> String? {
         // The status first: a 503 whose body then broke off is still a 503.
         if let status = response?.statusCode, status >= 400 { return statusCode(status) }
-        return error?.code.description
+        guard let error, !(response != nil && isAfterExchange(error)) else { return nil }
+        return error.code.description
+    }
+
+    /// Whether `error` is the task's verdict on a response that arrived whole (its serializer or validation:
+    /// a body that didn't parse, a type or status the task doesn't accept), not a failure of the exchange.
+    static func isAfterExchange(_ error: HeraldError) -> Bool {
+        error.code == .serializationFailed || error.code == .unacceptableContentType
+            || error.code == .unacceptableStatusCode
     }
 }

@@ -26,6 +26,7 @@ import Synchronization
 /// | `network.peer.port` | int | when a connection was made |
 /// | `http.request.resend_count` | int: retries and redirects before the last request | when above 0 |
 /// | `error.type` | string: the status code for 4xx/5xx, else the error code's description | on failure |
+/// | `herald.response.refused` | string: the error code of the task's serializer or validation, for a response below 400 it refused (`serialization_failed`, `unacceptable_content_type`, `unacceptable_status_code`); the span keeps its status, and the error is recorded | when so |
 /// | `herald.connection.reused` | bool: the request ran on a pooled connection | when a transfer ran |
 /// | `herald.timing.time_in_queue` | double, seconds waiting for a connection | when measured |
 /// | `herald.timing.name_lookup` | double, seconds | when a transfer ran |
@@ -367,6 +368,11 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
             } else {
                 span.setStatus(SpanStatus(code: .error))
             }
+        } else if let error = completion.error {
+            // The exchange succeeded and the task refused its response (its serializer, its validation): kept
+            // on the span, which it does not fail.
+            span.attributes["herald.response.refused"] = error.code.description
+            span.recordError(error.redacted(by: configuration.redaction, requestURL: completion.request.url))
         }
         // At the moment the last transfer ended, when curl measured it, or (no transfer: a cache hit, a failure
         // before the network) when the task completed: the notification arrives after the completion handler
