@@ -54,14 +54,15 @@ struct MetricsObserverTests {
         let metrics = CountingMetrics()
         let observer = MetricsObserver(factory: metrics)
         let task = try tasks.task("http://example.com/a")
-        observer.taskDidResume(Payloads.resume(task: 1, request: task.summary))
+        let start = Date()
+        observer.taskDidResume(Payloads.resume(task: 1, request: task.summary, date: start))
         observer.taskDidResume(Payloads.resume(task: 2, request: task.summary))
         let active = try metrics.test.expectMeter(MetricsObserver.Name.activeRequests, Self.target("example.com"))
         #expect(active.lastValue == 2)
         observer.taskDidComplete(
             Payloads.complete(
                 task: 1, request: task.summary, response: Payloads.response(200, url: task.originalRequest.url),
-                metrics: Payloads.metrics(total: 0.5, sent: 3, received: 4096)))
+                metrics: Payloads.metrics(total: 0.5, sent: 3, received: 4096, startDate: start)))
         #expect(active.lastValue == 1)
         let dimensions =
             Self.target("example.com") + [("http.response.status_code", "200"), ("network.protocol.version", "1.1")]
@@ -332,11 +333,12 @@ struct MetricsObserverTests {
         let statuses = [200, 404, 200, 200, 503, 404]
         for (index, status) in statuses.enumerated() {
             let response = Payloads.response(status, url: task.originalRequest.url)
-            observer.taskDidResume(Payloads.resume(task: index, request: task.summary))
+            let start = Date()
+            observer.taskDidResume(Payloads.resume(task: index, request: task.summary, date: start))
             observer.taskDidComplete(
                 Payloads.complete(
                     task: index, request: task.summary, response: response,
-                    metrics: Payloads.metrics(total: Double(index + 1))))
+                    metrics: Payloads.metrics(total: Double(index + 1), startDate: start)))
         }
         func seconds(_ status: String) throws -> [Int64] {
             let failure = status.hasPrefix("2") ? [] : [("error.type", status)]
@@ -394,18 +396,23 @@ struct MetricsObserverTests {
         #expect(durations == [7_000_000_000])
     }
 
-    @Test("a task of one transfer is timed by curl: the transfer's total, not Herald's dates around it")
+    @Test(
+        "a task of one transfer is timed from its resume to its transfer's end: an adapter's time in, the completion handler's out"
+    )
     func singleTransferDuration() throws {
         let metrics = CountingMetrics()
         let observer = MetricsObserver(factory: metrics)
         let start = Date(timeIntervalSince1970: 1_000)
         observer.taskDidResume(Payloads.resume(task: 1, date: start))
+        // An adapter took a quarter of a second before the transfer began; the transfer took a second; the
+        // completion handler another quarter before taskDidComplete.
         observer.taskDidComplete(
             Payloads.complete(
                 task: 1, response: Payloads.response(200, url: Payloads.anyRequest.url),
-                metrics: Payloads.metrics(total: 1), date: start.addingTimeInterval(1.25)))
+                metrics: Payloads.metrics(total: 1, startDate: start.addingTimeInterval(0.25)),
+                date: start.addingTimeInterval(1.5)))
         let durations = metrics.test.timers(label: MetricsObserver.Name.requestDuration).flatMap(\.values)
-        #expect(durations == [1_000_000_000])
+        #expect(durations == [1_250_000_000])
     }
 
     @Test("failed download moves are counted by error type, one counter made per type")

@@ -9,7 +9,8 @@ import Metrics
 /// boundaries — and the article "Observing Herald in production" shows them in a table:
 ///
 /// - `http.client.request.duration` (histogram, `s`): a timer per completed task, about as long as its span: from
-///   curl's total time for a task of one transfer; from its first resume to its completion for a task that ran
+///   its first resume to the end of its transfer for a task of one transfer (an interceptor's adapter and the
+///   wait to start included); from its first resume to its completion for a task that ran
 ///   several (retried, redirected, answering an authentication challenge, after a wait for connectivity: the
 ///   delays and waits included, as the user waited them) or that never reached the network.
 /// - `http.client.request.time_in_queue` (histogram, `s`): how long a task's last transfer waited for a
@@ -661,16 +662,19 @@ public final class MetricsObserver: SessionObserver {
         }
     }
 
-    /// How long a completed task took: curl's total time when one transfer was all of it; from its first resume
-    /// to its completion when it ran several (retried, redirected, an authentication round-trip, a wait for
-    /// connectivity: curl timed the last transfer only) or never reached the network.
+    /// How long a completed task took: from its first resume to the end of its transfer when one transfer was
+    /// all of it (what ran before the transfer, such as an interceptor's adapter, included; the completion
+    /// handler that runs after it not); from its first resume to its completion when it ran several (retried,
+    /// redirected, an authentication round-trip, a wait for connectivity: curl timed the last transfer only)
+    /// or never reached the network.
     private static func duration(of completion: TaskCompletion, record: TaskRecord?, transfers: Int) -> TimeInterval {
         let sinceResume = record.map { completion.date.timeIntervalSince($0.started) }
         guard let metrics = completion.metrics else { return sinceResume ?? 0 }
         if let sinceResume, transfers > 1 || record?.wasRetried == true || metrics.redirectCount > 0 {
             return max(sinceResume, metrics.total)
         }
-        return metrics.total
+        let beforeTransfer = record.map { max(0, metrics.startDate.timeIntervalSince($0.started)) } ?? 0
+        return beforeTransfer + metrics.total
     }
 
     /// `seconds` in whole nanoseconds, 0 for a negative or not-a-number value.

@@ -80,10 +80,11 @@ enum Payloads {
     }
 
     static func metrics(
-        total: TimeInterval = 0.25, sent: Int64 = 0, received: Int64 = 1024, redirects: Int = 0
+        total: TimeInterval = 0.25, sent: Int64 = 0, received: Int64 = 1024, redirects: Int = 0,
+        startDate: Date = Date()
     ) -> TransferMetrics {
         TransferMetrics(
-            startDate: Date(), nameLookup: 0.001, connect: 0.002, tlsHandshake: 0, timeToFirstByte: 0.01,
+            startDate: startDate, nameLookup: 0.001, connect: 0.002, tlsHandshake: 0, timeToFirstByte: 0.01,
             total: total, redirectTime: 0, requestHeaderBytes: 100, requestBodyBytes: sent,
             responseHeaderBytes: 120, responseBodyBytes: received, redirectCount: redirects, connectionReused: false,
             remoteAddress: "127.0.0.1", remotePort: 8080, localPort: 50000, httpVersion: "HTTP/1.1")
