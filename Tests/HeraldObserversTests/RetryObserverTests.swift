@@ -155,6 +155,49 @@ struct RetryObserverTests {
         #expect(active.lastValue == 1)
     }
 
+    @Test("a retry delivered late is timed from when it was posted: what is left of its delay, or none")
+    func lateRetryDelivery() throws {
+        let metrics = CountingMetrics()
+        let clock = ManualScheduler()
+        let observer = MetricsObserver(factory: metrics, scheduler: clock)
+        let indicator = NetworkActivityIndicator(activationDelay: 0, completionDelay: 0, scheduler: clock)
+        let task = try tasks.task("http://127.0.0.1/a")
+        observer.taskDidResume(Payloads.resume(task: 1, request: task.summary))
+        indicator.taskDidResume(Payloads.resume(task: 1, request: task.summary))
+        clock.advance(by: 0)
+        let active = try metrics.test.expectMeter(MetricsObserver.Name.activeRequests, MetricsObserverTests.target())
+        #expect(active.lastValue == 1)
+        #expect(indicator.state == .active)
+        // Posted 1.5 s ago with a 2 s delay: half a second of it is left.
+        let late = Payloads.retry(task: 1, request: task.summary, delay: 2, date: Date().addingTimeInterval(-1.5))
+        observer.taskWillRetry(late)
+        indicator.taskWillRetry(late)
+        clock.advance(by: 0)
+        #expect(active.lastValue == 0)
+        #expect(indicator.state == .notActive)
+        clock.advance(by: 0.6)
+        #expect(active.lastValue == 1)
+        #expect(indicator.state == .active)
+        // Posted 3 s ago with a 2 s delay: the next attempt runs already; nothing stops counting.
+        let past = Payloads.retry(task: 1, request: task.summary, delay: 2, date: Date().addingTimeInterval(-3))
+        observer.taskWillRetry(past)
+        indicator.taskWillRetry(past)
+        #expect(active.lastValue == 1)
+        #expect(indicator.state == .active)
+    }
+
+    @Test("remainingDelay: the delay less the time since the decision, never below 0")
+    func remainingDelay() throws {
+        let posted = Date(timeIntervalSince1970: 1_000)
+        let retry = Payloads.retry(task: 1, delay: 2, date: posted).userInfo
+        #expect(retry.remainingDelay(at: posted) == 2)
+        #expect(retry.remainingDelay(at: posted.addingTimeInterval(0.5)) == 1.5)
+        #expect(retry.remainingDelay(at: posted.addingTimeInterval(5)) == 0)
+        // A clock that went back counts as no time passed.
+        #expect(retry.remainingDelay(at: posted.addingTimeInterval(-5)) == 2)
+        #expect(Payloads.retry(task: 1, delay: 0, date: posted).userInfo.remainingDelay(at: posted) == 0)
+    }
+
     @Test("the tracing observer records a herald.task.retry event on the task's span")
     func spanEvent() throws {
         let tracer = InMemoryTracer()

@@ -50,6 +50,17 @@ public struct TaskRetry: Sendable {
         self.delay = delay
         self.continuesFromByte = continuesFromByte
     }
+
+    /// How much of ``delay`` is left at `now`: the delay less the time since ``date``, never below 0.
+    ///
+    /// An observer that times the delay (to stop counting the task as active while it waits) should start
+    /// from this, not from ``delay``: a notification delivered on a queue of the observer's own arrives
+    /// later than it was posted, by as much as that queue is behind.
+    /// - Parameter now: The moment to measure at; default the current time.
+    public func remainingDelay(at now: Date = Date()) -> TimeInterval {
+        guard delay > 0 else { return 0 }
+        return max(0, delay - max(0, now.timeIntervalSince(date)))
+    }
 }
 
 extension NotificationName where UserInfo == TaskRetry {

@@ -135,7 +135,8 @@ public final class NetworkActivityIndicator: SessionObserver {
     /// - Parameter notification: `taskWillRetry`.
     public func taskWillRetry(_ notification: TypedNotification<TaskRetry>) {
         let key = TaskKey(notification.userInfo)
-        let delay = notification.userInfo.delay
+        // What is left of the delay: delivery on the observer's queue may come late.
+        let delay = notification.userInfo.remainingDelay()
         perform { $0.taskRetryDelayed(key, delay: delay) }
     }
 

@@ -570,8 +570,10 @@ public final class MetricsObserver: SessionObserver {
     /// - Parameter notification: `taskWillRetry`.
     public func taskWillRetry(_ notification: TypedNotification<TaskRetry>) {
         let retry = notification.userInfo
-        if retry.delay > 0 {
-            startRetryDelay(of: TaskKey(retry), for: retry.delay)
+        // What is left of the delay: delivery on the observer's queue may come late.
+        let remaining = retry.remainingDelay()
+        if remaining > 0 {
+            startRetryDelay(of: TaskKey(retry), for: remaining)
         } else {
             state.withLock { $0.tasks[TaskKey(retry)]?.wasRetried = true }
         }
