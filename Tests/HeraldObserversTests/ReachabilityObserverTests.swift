@@ -171,6 +171,36 @@ struct ReachabilityObserverTests {
         #expect(metrics.count(MetricsObserver.Name.connectivityWaits) == 1)
     }
 
+    @Test("the metrics observer takes a task waiting for a network out of active requests until the wait ends")
+    func activeRequestsWhileWaiting() throws {
+        let metrics = CountingMetrics()
+        let observer = MetricsObserver(factory: metrics)
+        observer.taskDidResume(Payloads.resume(task: 1))
+        observer.taskDidResume(Payloads.resume(task: 2))
+        let active = try metrics.test.expectMeter(MetricsObserver.Name.activeRequests, MetricsObserverTests.target())
+        #expect(active.lastValue == 2)
+        observer.taskIsWaitingForConnectivity(Payloads.waiting(task: 1))
+        #expect(active.lastValue == 1)
+        // Suspended and resumed while it waits: still waiting, still not counted.
+        observer.taskDidSuspend(Payloads.suspend(task: 1))
+        observer.taskDidResume(Payloads.resume(task: 1))
+        #expect(active.lastValue == 1)
+        observer.taskDidEndWaitingForConnectivity(Payloads.waitEnded(task: 1))
+        #expect(active.lastValue == 2)
+        // A wait that ends in the task's completion (its resource timeout) takes nothing away twice.
+        observer.taskIsWaitingForConnectivity(Payloads.waiting(task: 2))
+        #expect(active.lastValue == 1)
+        observer.taskDidComplete(Payloads.complete(task: 2, error: HeraldError(.timedOut, "No network came back.")))
+        #expect(active.lastValue == 1)
+        // A suspended task whose network comes back counts again only when resumed.
+        observer.taskIsWaitingForConnectivity(Payloads.waiting(task: 1))
+        observer.taskDidSuspend(Payloads.suspend(task: 1))
+        observer.taskDidEndWaitingForConnectivity(Payloads.waitEnded(task: 1))
+        #expect(active.lastValue == 0)
+        observer.taskDidResume(Payloads.resume(task: 1))
+        #expect(active.lastValue == 1)
+    }
+
     @Test("the tracing observer records the wait on the task's span and a change on every open span")
     func spanEvents() throws {
         let tracer = InMemoryTracer()

@@ -16,8 +16,8 @@ import Metrics
 /// - `http.client.request.time_in_queue` (histogram, `s`): how long a task's last transfer waited for a
 ///   connection (`TransferMetrics.timeInQueue`), when measured.
 /// - `http.client.active_requests` (up-down counter, `{request}`): a meter of the tasks running now (resumed,
-///   not suspended or complete, and not waiting out a retry's delay: from `taskWillRetry` with a delay until
-///   the delay has passed).
+///   not suspended or complete, not waiting out a retry's delay, from `taskWillRetry` with a delay until the
+///   delay has passed, and not waiting for a network, from `taskIsWaitingForConnectivity` to its end).
 /// - `http.client.open_connections` (up-down counter, `{connection}`): a meter per `http.connection.state`
 ///   (`active` or `idle`) of the sessions' open connections, from `connectionDidChangeState`. When the
 ///   observer is released (as when the token that holds it is cancelled or released and nothing else keeps
@@ -301,9 +301,12 @@ public final class MetricsObserver: SessionObserver {
         var retryDelay: Int? = nil
         /// Whether it was retried: more than one transfer, so curl's time of the last is not the task's.
         var wasRetried = false
+        /// Whether it waits for a network (`taskIsWaitingForConnectivity` until its end): no request is out.
+        var isWaitingForConnectivity = false
 
-        /// Whether it counts in `http.client.active_requests` now: running, and not waiting to retry.
-        var isCounted: Bool { isRunning && retryDelay == nil }
+        /// Whether it counts in `http.client.active_requests` now: running, and neither waiting to retry nor
+        /// waiting for a network.
+        var isCounted: Bool { isRunning && retryDelay == nil && !isWaitingForConnectivity }
     }
 
     private struct State {
@@ -471,10 +474,19 @@ public final class MetricsObserver: SessionObserver {
         return dimensions + [("unit", instrument.unit), ("description", instrument.summary)]
     }
 
-    /// Counts one wait under `herald.client.request.connectivity_waits`.
+    /// Counts one wait under `herald.client.request.connectivity_waits`, and stops counting the task in
+    /// `http.client.active_requests` until the wait ends (`taskDidEndWaitingForConnectivity`, or its
+    /// completion): it has no request out meanwhile.
     /// - Parameter notification: `taskIsWaitingForConnectivity`.
     public func taskIsWaitingForConnectivity(_ notification: TypedNotification<TaskConnectivityWait>) {
         let wait = notification.userInfo
+        let key = TaskKey(wait)
+        let active = state.withLock { state -> Meter? in
+            guard let record = state.tasks[key], !record.isWaitingForConnectivity else { return nil }
+            state.tasks[key]?.isWaitingForConnectivity = true
+            return record.isCounted ? record.meter : nil
+        }
+        active?.decrement()
         let values = [
             KnownHTTPMethod.bounded(wait.request.method, known: configuration.knownMethods),
             wait.error.code.description,
@@ -491,6 +503,19 @@ public final class MetricsObserver: SessionObserver {
             return counter
         }
         counter.increment()
+    }
+
+    /// Counts the task in `http.client.active_requests` again, if it is running: a network came back and its
+    /// attempt starts again.
+    /// - Parameter notification: `taskDidEndWaitingForConnectivity`.
+    public func taskDidEndWaitingForConnectivity(_ notification: TypedNotification<TaskConnectivityWait>) {
+        let key = TaskKey(notification.userInfo)
+        let active = state.withLock { state -> Meter? in
+            guard let record = state.tasks[key], record.isWaitingForConnectivity else { return nil }
+            state.tasks[key]?.isWaitingForConnectivity = false
+            return state.tasks[key]?.isCounted == true ? record.meter : nil
+        }
+        active?.increment()
     }
 
     /// Sets `herald.network.reachable` and counts the change under `herald.network.reachability.changes`.
@@ -536,7 +561,7 @@ public final class MetricsObserver: SessionObserver {
             if let record = state.tasks[key] {
                 guard !record.isRunning else { return nil }
                 state.tasks[key]?.isRunning = true
-                return record.retryDelay == nil ? record.meter : nil
+                return state.tasks[key]?.isCounted == true ? record.meter : nil
             }
             let target: Target
             let meter: Meter
@@ -560,7 +585,7 @@ public final class MetricsObserver: SessionObserver {
         let meter = state.withLock { state -> Meter? in
             guard let record = state.tasks[key], record.isRunning else { return nil }
             state.tasks[key]?.isRunning = false
-            return record.retryDelay == nil ? record.meter : nil
+            return record.isCounted ? record.meter : nil
         }
         meter?.decrement()
     }
@@ -620,7 +645,7 @@ public final class MetricsObserver: SessionObserver {
         let meter = state.withLock { state -> Meter? in
             guard let record = state.tasks[key], record.retryDelay == token else { return nil }
             state.tasks[key]?.retryDelay = nil
-            return record.isRunning ? record.meter : nil
+            return state.tasks[key]?.isCounted == true ? record.meter : nil
         }
         meter?.increment()
     }
