@@ -24,6 +24,7 @@ let package = Package(
                 .product(name: "HeraldTesting", package: "Herald"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                "SignalStop",
             ],
             path: "ActivityCounter"
         ),
@@ -33,9 +34,12 @@ let package = Package(
                 .product(name: "Herald", package: "Herald"),
                 .product(name: "HeraldObservers", package: "Herald"),
                 .product(name: "HeraldTesting", package: "Herald"),
+                "SignalStop",
             ],
             path: "CustomObserver"
         ),
+        // SIGHUP, SIGINT and SIGTERM as a cancellation both command-line samples clean up after.
+        .target(name: "SignalStop", path: "SignalStop"),
         .executableTarget(
             name: "NotificationBasics",
             dependencies: [.product(name: "HeraldNotifications", package: "Herald")],

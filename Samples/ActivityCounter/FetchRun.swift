@@ -4,6 +4,7 @@ import Herald
 import HeraldNotifications
 import HeraldObservers
 import Logging
+import SignalStop
 
 /// Downloads targets with at most `--concurrency` at once, with the observers attached, and reports.
 struct FetchRun {
@@ -73,13 +74,13 @@ struct FetchRun {
             maximumSize: transfer.maxFilesize?.bytes, display: display, console: console)
 
         // Watching before the first request: a signal from now on cancels and cleans up.
-        let interruption = Interruption()
+        let interruption = SignalStop()
         interruption.watch()
         display.start()
         let work = Task { await downloadAll(with: downloader) }
         interruption.whenSignalled { work.cancel() }
         let results = await work.value
-        let interruptedBy = interruption.exitStatus
+        let interruptedBy = interruption.exitStatus.flatMap(ExitStatus.init(rawValue:))
         await observers.finish(session: session)
         if interruptedBy == nil {
             // Let the indicator's completion delay run out so the display ends hidden, as a user would see it.

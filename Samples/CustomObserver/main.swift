@@ -3,6 +3,7 @@ import Herald
 import HeraldNotifications
 import HeraldObservers
 import HeraldTesting
+import SignalStop
 import Synchronization
 
 #if canImport(Glibc)
@@ -14,7 +15,9 @@ import Synchronization
 // A custom observer watching a session: `custom-observer [URL…]`. Without URLs it starts the loopback
 // test server and fetches a fast and a slow endpoint from it. Exits 0 when every request got a 2xx answer,
 // 1 when one failed or answered otherwise (or the test server could not start), 64 on bad arguments, 74 when
-// its report could not be written to stdout. URLs are printed without their credentials.
+// its report could not be written to stdout, and 128 + the signal's number (130 for SIGINT, 143 for SIGTERM,
+// 129 for SIGHUP) when a signal stopped it: the requests still running are cancelled and the report printed
+// first. URLs are printed without their credentials.
 
 // A standard stream closed at launch (`>&-`) gets /dev/null, first thing: the server's or the engine's first
 // descriptor would otherwise take its number, and the report would go there.
@@ -48,6 +51,10 @@ func shown(_ url: URL) -> String {
     LogRedaction.default.redacting(url)
 }
 
+// SIGINT, SIGTERM and SIGHUP no longer end the process at once: the first cancels the requests (below).
+let stop = SignalStop()
+stop.watch()
+
 let arguments = Array(CommandLine.arguments.dropFirst())
 let server: TestServer?
 do {
@@ -78,7 +85,9 @@ session.responseSerializer = DataResponseSerializer()
 let failures = Mutex(0)
 let finished = AsyncStream<Void>.makeStream()
 let invalidation = center.addObserver(for: .sessionDidInvalidate) { _ in finished.continuation.finish() }
-for url in urls {
+// A signal cancels what still runs; each request's line and the report follow as usual.
+stop.whenSignalled { [session] in session.invalidate(cancelingTasks: true) }
+for url in urls where stop.receivedSignal == nil {
     do {
         try session.dataTask(with: Request(url: url)) { response, _, error in
             if error != nil || !(200..<300).contains(response?.statusCode ?? 0) { failures.withLock { $0 += 1 } }
@@ -105,5 +114,11 @@ if failed > 0 { writeLine("failed: \(failed)") }
 if let failure = outputFailure.withLock({ $0 }) {
     writeError("custom-observer: cannot write the report to stdout: \(String(cString: strerror(failure)))\n")
     exit(74)
+}
+if let received = stop.receivedSignal, let status = stop.exitStatus {
+    writeError(
+        "custom-observer: stopped by \(String(cString: strsignal(received))); the requests still running were "
+            + "cancelled\n")
+    exit(status)
 }
 if failed > 0 { exit(1) }

@@ -2,6 +2,10 @@ import Foundation
 import HeraldTesting
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// The `custom-observer` sample's own checks of what it is given, what it prints and how it exits.
 @Suite("custom-observer: arguments, output, exit status")
 struct CustomObserverSampleTests {
@@ -71,6 +75,28 @@ struct CustomObserverSampleTests {
         #expect(failing.stdout.contains("failed: 1"), "\(failing.stdout)")
         #expect(passing.status == 0, "stdout: \(passing.stdout) stderr: \(passing.stderr)")
         #expect(!passing.stdout.contains("failed"), "\(passing.stdout)")
+    }
+
+    @Test(
+        "a signal cancels the requests still running: the report printed, exit 128 + the signal, at once",
+        arguments: [(SIGINT, Int32(130)), (SIGTERM, Int32(143)), (SIGHUP, Int32(129))])
+    func signalCancels(signal: Int32, status: Int32) async throws {
+        let server = try await TestServer.start()
+        let slow = server.url("/delay/60000").absoluteString
+        let process = try ActivityCounterProcess(
+            [server.url("/text").absoluteString, slow], executable: "custom-observer")
+        // Both requests reached the server; the fast one is answered, the slow one would take a minute.
+        try await server.waitUntil(timeout: .seconds(30)) { $0.requests.count >= 2 }
+        let signalled = ContinuousClock.now
+        process.send(signal)
+        let run = try await process.finish(timeout: .seconds(20))
+        let afterSignal = ContinuousClock.now - signalled
+        try await server.shutdown()
+        #expect(run.status == status, "stdout: \(run.stdout) stderr: \(run.stderr)")
+        #expect(afterSignal < .seconds(10))
+        #expect(run.stdout.contains("/delay/60000: - cancelled"), "\(run.stdout)")
+        #expect(run.stdout.contains("completed: 2"), "\(run.stdout)")
+        #expect(run.stderr.contains("stopped by"), "\(run.stderr)")
     }
 
     @Test("URLs are printed without their password, the slow-request line too")
