@@ -38,6 +38,8 @@ final class ActivityDisplay: Sendable {
         var rateSample: (time: ContinuousClock.Instant, bytes: Int64)?
         var rate: Double = 0
         var hiddenWaiters: [CheckedContinuation<Void, Never>] = []
+        /// Set by ``endWaits()``: waiting for the display to hide is over for good.
+        var waitsEnded = false
         var timer: RedrawTimer?
         var lineIsDrawn = false
         /// Whether "waiting for the network" was said: once per run, however many transfers wait.
@@ -142,7 +144,7 @@ final class ActivityDisplay: Sendable {
         let deadline = DispatchTime.now() + timeout
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let hidden = state.withLock { state -> Bool in
-                if !state.isVisible { return true }
+                if !state.isVisible || state.waitsEnded { return true }
                 state.hiddenWaiters.append(continuation)
                 return false
             }
@@ -158,6 +160,16 @@ final class ActivityDisplay: Sendable {
                 waiters.forEach { $0.resume() }
             }
         }
+    }
+
+    /// Ends every wait for the display to hide, now and later (a signal: the user wants the prompt back).
+    func endWaits() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.waitsEnded = true
+            defer { state.hiddenWaiters = [] }
+            return state.hiddenWaiters
+        }
+        waiters.forEach { $0.resume() }
     }
 
     // MARK: - rendering (display queue for the terminal)
@@ -181,21 +193,33 @@ final class ActivityDisplay: Sendable {
         }
         var line = "\(running) active, \(ByteFormat.string(bytes)), \(ByteFormat.string(Int64(rate)))/s"
         if isTerminal {
-            let now = clock.now
-            let files = state.withLock { state in
-                state.filesByTask.sorted { $0.key < $1.key }.compactMap { task, file -> String? in
-                    let resumedFrom = state.heldAtStartByTask[task] ?? 0
-                    let received = state.receivedByTask[task] ?? 0
-                    guard received < file.total else { return nil }
-                    let elapsed = file.start.duration(to: now)
-                    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-                    return Self.fileProgress(
-                        received: received, total: file.total, seconds: seconds, resumedFrom: resumedFrom)
-                }
-            }
-            for file in files.prefix(3) { line += " · " + file }
+            for file in unfinishedFiles().prefix(3) { line += " · " + file }
         }
         return line
+    }
+
+    /// The percentage and time left of each download of known length still under way, in the order they
+    /// started: one that ended (saved, failed, or waiting to try again) is no longer one.
+    func unfinishedFiles() -> [String] {
+        let now = clock.now
+        return state.withLock { state in
+            state.filesByTask.sorted { $0.key < $1.key }.compactMap { task, file -> String? in
+                let resumedFrom = state.heldAtStartByTask[task] ?? 0
+                let received = state.receivedByTask[task] ?? 0
+                guard received < file.total else { return nil }
+                let elapsed = file.start.duration(to: now)
+                let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                return Self.fileProgress(
+                    received: received, total: file.total, seconds: seconds, resumedFrom: resumedFrom)
+            }
+        }
+    }
+
+    /// A download's attempt ended: its file leaves the progress line (a failed one would stay there for the
+    /// rest of the run, its time left growing); what it received stays counted. A next attempt's first
+    /// progress brings it back.
+    func attemptEnded(_ task: Int) {
+        state.withLock { _ = $0.filesByTask.removeValue(forKey: task) }
     }
 
     /// `"45% ETA 0:12"`: how much of a file of `total` bytes has arrived, and the time left at the average rate

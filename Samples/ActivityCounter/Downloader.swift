@@ -32,6 +32,7 @@ struct Downloader: Sendable {
         }
         while true {
             let attempt = await attemptOnce(target.url, index: index, resumeData: resumeData)
+            display.attemptEnded(index)
             resumeData = attempt.resumeData
             result.status = attempt.response?.statusCode
             result.bytes = attempt.bytes

@@ -78,7 +78,12 @@ struct FetchRun {
         interruption.watch()
         display.start()
         let work = Task { await downloadAll(with: downloader) }
-        interruption.whenSignalled { work.cancel() }
+        // A signal cancels the downloads. One after the last of them ended cuts the wait for the display short
+        // and changes nothing else: every download had its outcome, and the events are still all written.
+        interruption.whenSignalled {
+            work.cancel()
+            display.endWaits()
+        }
         let results = await work.value
         let interruptedBy = interruption.exitStatus.flatMap(ExitStatus.init(rawValue:))
         await observers.finish(session: session)

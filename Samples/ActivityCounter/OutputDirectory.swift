@@ -24,6 +24,10 @@ final class OutputDirectory: Sendable {
     let fileMode: mode_t
     /// The names handed out this run, and the `--continue` index's, never a download's.
     private let claimed = Mutex<Set<String>>([SavedFileIndex.fileName])
+    /// The permission bits of each file a claimed name replaces (`overwrite`): the download that replaces it
+    /// keeps them, as a file rewritten in place would (an executable script stays executable, a private file
+    /// private), without the set-user-ID, set-group-ID and sticky bits.
+    private let replacedModes = Mutex<[String: mode_t]>([:])
 
     /// Why the directory can't be used: one line for the user.
     struct Unusable: Error, CustomStringConvertible {
@@ -89,10 +93,14 @@ final class OutputDirectory: Sendable {
                 let name = Self.numbered(suggested, attempt)
                 if !claimed.contains(name) {
                     switch isFree(name) {
-                    case true?, nil:
+                    case .free, .unknown:
                         claimed.insert(name)
                         return url.appendingPathComponent(name, isDirectory: false)
-                    case false?:
+                    case .replaceable(let mode):
+                        claimed.insert(name)
+                        replacedModes.withLock { $0[name] = mode }
+                        return url.appendingPathComponent(name, isDirectory: false)
+                    case .taken:
                         break
                     }
                 }
@@ -104,19 +112,36 @@ final class OutputDirectory: Sendable {
         }
     }
 
-    /// Gives a saved file ``fileMode``, on the file itself, never through a symlink put in its place.
+    /// Gives a saved file ``fileMode``, or the permission bits of the file it replaced, on the file itself,
+    /// never through a symlink put in its place.
     func applyFileMode(to file: URL) {
         let descriptor = open(file.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard descriptor >= 0 else { return }
-        fchmod(descriptor, fileMode)
+        let replaced = replacedModes.withLock { $0[file.lastPathComponent] }
+        fchmod(descriptor, replaced ?? fileMode)
         close(descriptor)
     }
 
-    /// Whether `name` may be saved to; `nil` when the folder can't say (an error other than "no such file").
-    private func isFree(_ name: String) -> Bool? {
+    /// What is at a name in the folder, for ``claim(_:)``.
+    private enum NameStatus {
+        /// Nothing: the name is free.
+        case free
+        /// A regular file that ``overwrite`` allows replacing, with its permission bits.
+        case replaceable(mode: mode_t)
+        /// Something that is not replaced.
+        case taken
+        /// The folder can't say (an error other than "no such file").
+        case unknown
+    }
+
+    private func isFree(_ name: String) -> NameStatus {
         var status = stat()
-        guard lstat(url.appendingPathComponent(name).path, &status) == 0 else { return errno == ENOENT ? true : nil }
-        return overwrite && (status.st_mode & S_IFMT) == S_IFREG
+        guard lstat(url.appendingPathComponent(name).path, &status) == 0 else {
+            return errno == ENOENT ? .free : .unknown
+        }
+        guard overwrite, (status.st_mode & S_IFMT) == S_IFREG else { return .taken }
+        // The permission bits only: a set-user-ID or set-group-ID bit must not pass to downloaded bytes.
+        return .replaceable(mode: status.st_mode & 0o777)
     }
 
     /// `report.pdf`, `report-2.pdf`, `report-3.pdf`…; kept within 255 UTF-8 bytes by shortening the stem.

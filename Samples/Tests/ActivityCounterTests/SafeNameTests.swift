@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Hostile file names, from the URL and from `Content-Disposition`: nothing is created outside `--output-dir`,
 /// nothing is overwritten, and each URL's bytes land in a file of their own.
 @Suite("activity-counter: safe file names", .serialized)
@@ -83,6 +87,39 @@ struct SafeNameTests {
         #expect(replaced.status == 0)
         #expect(try scratch.files(in: "out") == ["file-2.txt", "file.txt"])
         #expect(try scratch.contents("out/file.txt") == Data("/file.txt".utf8))
+    }
+
+    @Test("--overwrite keeps the replaced file's permissions; a new file gets the umask's")
+    func overwriteKeepsMode() async throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let server = try await Self.echoServer()
+        let output = scratch.url.appendingPathComponent("out")
+        try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
+        for (name, mode) in [("script.sh", 0o4750), ("private.txt", 0o600)] {
+            let file = output.appendingPathComponent(name)
+            try Data("old".utf8).write(to: file)
+            try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: file.path)
+        }
+        let run = try await ActivityCounterProcess.run(
+            [
+                "fetch", server.url("/script.sh").absoluteString, server.url("/private.txt").absoluteString,
+                server.url("/new.txt").absoluteString, "--output-dir", output.path, "--overwrite",
+            ])
+        try await server.shutdown()
+        #expect(run.status == 0, "\(run.stderr)")
+        func mode(_ name: String) throws -> Int {
+            let attributes = try FileManager.default.attributesOfItem(atPath: output.appendingPathComponent(name).path)
+            return try #require(attributes[.posixPermissions] as? Int)
+        }
+        #expect(try scratch.contents("out/script.sh") == Data("/script.sh".utf8))
+        // Before, both came back 0644 (0666 less the umask): the script no longer ran, the private file was readable.
+        // The set-user-ID bit stays behind: it must not pass to downloaded bytes.
+        #expect(try mode("script.sh") == 0o750)
+        #expect(try mode("private.txt") == 0o600)
+        let mask = umask(0o022)
+        umask(mask)
+        #expect(try mode("new.txt") == 0o666 & ~Int(mask))
     }
 
     private func percentEncoded(_ value: String) -> String {

@@ -359,6 +359,22 @@ struct SharedMachineCLITests {
         #expect(display.progressLine().hasPrefix("0 active, \(ByteFormat.string(2_000)),"))
     }
 
+    @Test("a download whose attempt ended leaves the files shown, its bytes still counted; its retry comes back")
+    func endedAttemptLeavesTheLine() {
+        let display = ActivityDisplay(enabled: true, environment: ["TERM": "dumb"])
+        display.progress(0, bytes: 400, total: 1_000)
+        display.progress(1, bytes: 100, total: 1_000)
+        #expect(display.unfinishedFiles().count == 2)
+        // Download 0 failed at 40%: before, it stayed on the line for the rest of the run, its time left growing.
+        display.attemptEnded(0)
+        #expect(display.unfinishedFiles().count == 1)
+        #expect(display.unfinishedFiles().first?.hasPrefix("10%") == true)
+        #expect(display.progressLine().hasPrefix("0 active, \(ByteFormat.string(500)),"))
+        // Its retry's first progress shows it again.
+        display.progress(0, bytes: 450, total: 1_000, resumedFrom: 400)
+        #expect(display.unfinishedFiles().first?.hasPrefix("45%") == true)
+    }
+
     @Test("a retry that starts the file over adds its bytes to the last attempt's")
     func restartedProgress() {
         let display = ActivityDisplay(enabled: true, environment: ["TERM": "dumb"])

@@ -117,6 +117,31 @@ struct SignalTests {
         try await server.shutdown()
     }
 
+    @Test("a signal after the last download ended cuts the display's wind-down short: exit 0, summary printed")
+    func signalDuringWindDown() async throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let server = try await TestServer.start()
+        // The indicator shows at once and would stay for 30 s after the download.
+        let process = try ActivityCounterProcess([
+            "fetch", server.url("/delay/200").absoluteString, "--output-dir", scratch.path("out"), "--events",
+            "--activation-delay", "0", "--completion-delay", "30",
+        ])
+        try await process.waitForStdout { $0.contains("herald.task.complete") }
+        try await process.waitForStderr { $0.contains("activity: shown") }
+        let signalled = ContinuousClock.now
+        process.send(SIGINT)
+        let run = try await process.finish(timeout: .seconds(20))
+        let afterSignal = ContinuousClock.now - signalled
+        try await server.shutdown()
+        // Before, the signal was ignored here and the run sat out the 30 s.
+        #expect(afterSignal < .seconds(10))
+        // Every download had its outcome: saved, and the run says so.
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        #expect(!run.stdout.contains("interrupted"), "\(run.stdout)")
+        #expect(try scratch.files(in: "out") == ["200"])
+    }
+
     @Test("a second signal right after the first never skips the cleanup: summary printed, nothing left behind")
     func secondSignal() async throws {
         let scratch = try Scratch()

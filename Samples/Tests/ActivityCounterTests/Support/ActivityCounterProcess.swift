@@ -107,6 +107,17 @@ final class ActivityCounterProcess: Sendable {
         }
     }
 
+    /// Returns once stdout satisfies `condition`, or throws after `timeout`.
+    func waitForStdout(timeout: Duration = .seconds(30), _ condition: @Sendable @escaping (String) -> Bool) async throws
+    {
+        try await withTimeout(timeout, "stdout never matched; it is: \(self.stdout)") { [self] in
+            if condition(stdout) { return }
+            for await _ in lines where condition(stdout) { return }
+        }
+    }
+
+    var stdout: String { String(decoding: output.state.withLock { $0.stdout }, as: UTF8.self) }
+
     /// Waits for the exit (failing after `timeout`) and returns what the process wrote.
     func finish(timeout: Duration = .seconds(60)) async throws -> Run {
         let status = try await withTimeout(timeout, "activity-counter did not exit; stderr: \(self.stderr)") {
