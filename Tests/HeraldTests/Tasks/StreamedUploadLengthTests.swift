@@ -9,18 +9,7 @@ import Testing
 @Suite("Streamed uploads of a declared length: the caller's Content-Length, exactly that many bytes")
 struct StreamedUploadLengthTests {
     /// A stream of the test server's pattern bytes `0..<count`.
-    static func patternStream(count: Int) -> BodyStream {
-        let offset = Locked(0)
-        return BodyStream { buffer in
-            offset.withLock { offset in
-                let length = min(buffer.count, count - offset)
-                guard length > 0 else { return 0 }
-                for index in 0..<length { buffer[index] = UInt8((offset + index) % 251) }
-                offset += length
-                return length
-            }
-        }
-    }
+    static func patternStream(count: Int) -> BodyStream { MultipartTests.patternStream(count: count) }
 
     static func echoed(_ call: CompletionLog.Call?) throws -> EchoedRequest {
         try JSONDecoder().decode(EchoedRequest.self, from: try #require(call?.object as? Data))
