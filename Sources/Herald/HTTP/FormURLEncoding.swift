@@ -11,6 +11,9 @@ import Foundation
 ///   `null` is the key alone, without `=`.
 /// - A number that is not finite (NaN, infinity) has no text form: encoding throws
 ///   ``HeraldError/Code/invalidRequest``.
+/// - A number is a `Double` (``JSONValue``): a whole number beyond 2^53 is written as the `Double` holds it,
+///   which may not be the integer given (the literal `9007199254740993` is `9007199254740992` already). Pass a
+///   64-bit identifier as a string (`"id": "9007199254740993"`).
 public enum FormURLEncoding {
     /// The characters left as they are by ``percentEscaped(_:)``: RFC 3986's unreserved characters plus
     /// `/` and `?`, which a query may contain (AF's `AFCharacterSetURLQueryAllowed` without the general and

@@ -70,7 +70,10 @@ final class MultipartBodyReader: Sendable {
         -> Int
     {
         let wanted = Int(min(Int64(buffer.count), segment.length - cursor.offset))
-        guard wanted > 0 else { return 0 }
+        guard wanted > 0 else {
+            try checkEnd(of: segment, cursor: &cursor)
+            return 0
+        }
         let target = UnsafeMutableRawBufferPointer(rebasing: buffer[..<wanted])
         switch segment {
         case .bytes(let data):
@@ -93,6 +96,43 @@ final class MultipartBodyReader: Sendable {
                             : "A multipart stream part ended at byte \(cursor.offset) of the \(length) it declared.")
             }
             return count
+        }
+    }
+
+    /// A segment's declared bytes are all read: a file must still have that size, and a stream must end there.
+    /// A file that grew, or a stream with more to give, would otherwise be sent cut short without a word (the
+    /// declared length is what the server is told); the task fails instead. A file or stream of no bytes is
+    /// checked here alone, never having been read.
+    private func checkEnd(of segment: Segment, cursor: inout Cursor) throws {
+        switch segment {
+        case .bytes:
+            return
+        case .file(let url, let length):
+            if cursor.descriptor < 0 {
+                cursor.descriptor = try Self.open(url, length: length)
+                return
+            }
+            var status = stat()
+            guard fstat(cursor.descriptor, &status) == 0 else {
+                throw HeraldError.fileFailure("Cannot read the size of the multipart file", url: url)
+            }
+            guard Int64(status.st_size) == length else {
+                throw HeraldError(
+                    .fileIO,
+                    "The multipart file \(url.path) has \(status.st_size) bytes, not the \(length) it had when it was "
+                        + "appended; it changed while it was sent.")
+            }
+        case .stream(let length, let make):
+            if cursor.stream == nil { cursor.stream = make() }
+            var byte: UInt8 = 0
+            let count = try withUnsafeMutableBytes(of: &byte) { try cursor.stream?.read($0) ?? 0 }
+            guard count == 0 else {
+                throw HeraldError(
+                    .bodyStream,
+                    count > 0
+                        ? "A multipart stream part has more than the \(length) bytes it declared."
+                        : "A multipart stream part's read returned a negative count (\(count)).")
+            }
         }
     }
 

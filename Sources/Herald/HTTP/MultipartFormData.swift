@@ -117,8 +117,8 @@ public struct MultipartFormData: Sendable {
     /// Appends a file read from disk when the body is sent: AF's `appendPartWithFileURL:name:fileName:mimeType:error:`.
     ///
     /// The file's size is read now and sent as part of `Content-Length`; if the file has another size when
-    /// it is read, the task fails with ``HeraldError/Code/fileIO`` instead of sending a body of the wrong
-    /// length.
+    /// it is read, or when all of it has been read (it grew or shrank while it was sent), the task fails with
+    /// ``HeraldError/Code/fileIO`` instead of sending a body of the wrong length or the file cut short.
     ///
     /// - Parameters:
     ///   - fileURL: A readable regular file.
@@ -148,8 +148,9 @@ public struct MultipartFormData: Sendable {
     /// `makeStream` is called each time the body is sent — once, or again for a redirect or an
     /// authentication round-trip — on the upload task's hook queue (never the engine's loop thread),
     /// when the part is reached; the stream it returns is read there too (see ``BodyStream``). It must yield
-    /// exactly `length` bytes: a stream that ends early fails the task with ``HeraldError/Code/bodyStream``,
-    /// and bytes beyond `length` are not read.
+    /// exactly `length` bytes: a stream that ends early, or has more to give once `length` bytes are read,
+    /// fails the task with ``HeraldError/Code/bodyStream`` (one more read is made to see the end), rather than
+    /// send the part cut short.
     ///
     /// - Parameters:
     ///   - length: The number of bytes the stream yields.

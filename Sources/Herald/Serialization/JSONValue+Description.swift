@@ -2,8 +2,8 @@ extension JSONValue: CustomStringConvertible {
     /// The value as compact JSON text, such as `{"id":1,"name":"Ada","tags":["a","b"]}`.
     ///
     /// No whitespace is added and object members are sorted by key, so equal values print alike. A number
-    /// with no fractional part and a magnitude below 2^53 prints as an integer (`1`, not `1.0`); other numbers
-    /// print as Swift prints a `Double` (`0.5`, `1e+100`). Strings are escaped as JSON requires (`\"`, `\\`,
+    /// with no fractional part that fits an `Int64` prints as an integer (`1`, not `1.0`; `10000000000000000`,
+    /// not `1e+16`); other numbers print as Swift prints a `Double` (`0.5`, `1e+100`). Strings are escaped as JSON requires (`\"`, `\\`,
     /// `\n`, `\u001F`, …), other characters written as they are. A NaN or infinite number, which JSON can't
     /// represent, prints as `nan`, `inf` or `-inf`: the text is then not JSON.
     public var description: String {

@@ -9,7 +9,8 @@ public struct ResponseValidation: Sendable, Hashable {
     public var acceptableStatusCodes: Set<Int>?
     /// The media types accepted, or `nil` to accept any. Default: `nil`.
     ///
-    /// Entries are media types without parameters, compared case-insensitively: an exact type
+    /// Entries are media types, compared case-insensitively and without parameters (an entry's own
+    /// `; charset=…` and surrounding spaces are left out, as the response's are): an exact type
     /// (`"application/json"`), a wildcard subtype (`"text/*"`), everything (`"*/*"`), or a structured
     /// syntax suffix (`"*/*+json"` accepts `application/problem+json`, `application/vnd.api+json`, …).
     public var acceptableContentTypes: Set<String>?
@@ -79,7 +80,14 @@ public struct ResponseValidation: Sendable, Hashable {
     }
 
     static func matches(_ mimeType: String, anyOf patterns: Set<String>) -> Bool {
-        patterns.contains { matches(mimeType, pattern: $0.lowercased()) }
+        patterns.contains { matches(mimeType, pattern: normalized($0)) }
+    }
+
+    /// A pattern as the response's type is compared: without parameters (`; charset=utf-8`) or surrounding
+    /// spaces, lowercased. A pattern written with them would otherwise match no response at all.
+    private static func normalized(_ pattern: String) -> String {
+        let type = pattern.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        return type.trimmingCharacters(in: .whitespaces).lowercased()
     }
 
     private static func matches(_ mimeType: String, pattern: String) -> Bool {

@@ -282,6 +282,51 @@ struct MultipartTests {
         try await fixture.tearDown()
     }
 
+    @Test(
+        "a file that grew, an empty file written before the send, or a stream longer than declared fails the task, never a part cut short"
+    )
+    func growthFails() async throws {
+        let fixture = try await HTTPFixture.make()
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        // Grown by 2,000 bytes after it was appended (before the send; growth during it is checked at the file's end).
+        let grown = try PatternFile.make(count: 10_000, in: scratch.url)
+        var grownForm = MultipartFormData()
+        try grownForm.append(fileURL: grown, name: "f")
+        let handle = try FileHandle(forWritingTo: grown)
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(repeating: 7, count: 2_000))
+        try handle.close()
+        await #expect {
+            _ = try await fixture.manager.post("multipart") { $0 = grownForm }
+        } throws: { ($0 as? HeraldError)?.code == .fileIO && "\($0)".contains("12000 bytes, not the 10000") }
+        // Empty when appended, written before the send: before, an empty part went out.
+        let empty = scratch.url.appendingPathComponent("empty.txt")
+        try Data().write(to: empty)
+        var emptyForm = MultipartFormData()
+        try emptyForm.append(fileURL: empty, name: "e")
+        try Data("now it has bytes".utf8).write(to: empty)
+        await #expect {
+            _ = try await fixture.manager.post("multipart") { $0 = emptyForm }
+        } throws: { ($0 as? HeraldError)?.code == .fileIO }
+        // A stream with 1,000 bytes more than the 4,000 it declared: before, the rest was dropped unseen.
+        await #expect {
+            _ = try await fixture.manager.post("multipart") { form throws(HeraldError) in
+                try form.append(length: 4000, name: "s", fileName: "s") { Self.patternStream(count: 5000) }
+            }
+        } throws: { ($0 as? HeraldError)?.code == .bodyStream && "\($0)".contains("more than the 4000 bytes") }
+        #expect(fixture.server.requests(forPath: "/multipart").allSatisfy { $0.responseStatus != 200 })
+        // An empty file still empty, and a stream of exactly its length, go as before.
+        let stillEmpty = scratch.url.appendingPathComponent("still-empty.txt")
+        try Data().write(to: stillEmpty)
+        let (_, response) = try await fixture.manager.post("multipart") { form throws(HeraldError) in
+            try form.append(fileURL: stillEmpty, name: "e")
+            try form.append(length: 4000, name: "s", fileName: "s") { Self.patternStream(count: 4000) }
+        }
+        #expect(response.statusCode == 200)
+        try await fixture.tearDown()
+    }
+
     @Test("content types come from file extensions: mime.types, then the built-in table, then octet-stream")
     func mimeTypes() {
         #expect(MIMEType.forPathExtension("json") == "application/json")

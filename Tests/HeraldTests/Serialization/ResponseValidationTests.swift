@@ -76,6 +76,17 @@ struct ResponseValidationTests {
         try any.validate(makeResponse(contentType: "image/png"), data: Data("x".utf8))
     }
 
+    @Test("a pattern written with parameters, spaces or capitals matches as the type alone")
+    func patternsNormalized() throws {
+        let validation = ResponseValidation(acceptableContentTypes: [" Application/JSON; charset=utf-8 "])
+        // Before, no response matched: "received "application/json", acceptable: application/json; charset=utf-8".
+        try validation.validate(makeResponse(contentType: "application/json"), data: Data("{}".utf8))
+        try validation.validate(makeResponse(contentType: "application/json; charset=latin1"), data: Data("{}".utf8))
+        #expect(
+            heraldError { try validation.validate(makeResponse(contentType: "text/html"), data: Data("x".utf8)) }?.code
+                == .unacceptableContentType)
+    }
+
     @Test("the acceptable status codes are summarised as ranges in the message")
     func statusSummary() {
         #expect(ResponseValidation.summary(of: Set(200..<300).union([304])) == "200-299, 304")
