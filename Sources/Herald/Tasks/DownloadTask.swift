@@ -210,7 +210,9 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
         let redirected = machine { $0.hops.redirectCount > 0 }
         core.withLock {
             $0.downloadContinuation = next
-            $0.downloadContinuationTarget = redirected ? next?.url : nil
+            // Where the bytes come from: the URL a redirect led this attempt to, or, for an attempt that went
+            // straight to the target an earlier one found, that target still. Forgotten when starting over.
+            $0.downloadContinuationTarget = next == nil ? nil : redirected ? next?.url : $0.downloadContinuationTarget
         }
         return next?.bytesReceived
     }

@@ -21,6 +21,9 @@ struct ByteStreamOptions: Sendable, Equatable {
     var key: String?
     /// The first request with ``key`` gets this many body bytes, then a normal close (FIN) short of the length.
     var dropAfter: Int?
+    /// How many of the first requests with ``key`` stop short so: each ``dropAfter`` bytes past where its range
+    /// starts. Default 1.
+    var drops: Int = 1
     /// Whether the requests with ``key`` after the first get a changed representation: another `ETag` and
     /// `Last-Modified`, and byte `i` is `UInt8((i + 1) % 251)`.
     var changesAfterFirst: Bool
@@ -41,7 +44,7 @@ struct ByteStreamOptions: Sendable, Equatable {
 
     init(
         count: Int, isChunked: Bool = false, chunkSize: Int = 64 << 10, delayMilliseconds: Int = 0,
-        acceptsRanges: Bool = true, headDelayMilliseconds: Int = 0, key: String? = nil, dropAfter: Int? = nil,
+        acceptsRanges: Bool = true, headDelayMilliseconds: Int = 0, key: String? = nil, dropAfter: Int? = nil, drops: Int = 1,
         changesAfterFirst: Bool = false, gate: String? = nil, gateAfter: Int = 0, declaredPartialLength: Int? = nil,
         answersBeforeBody: Bool = false, partialBodyLength: Int? = nil, omitsPartialValidators: Bool = false
     ) {
@@ -53,6 +56,7 @@ struct ByteStreamOptions: Sendable, Equatable {
         self.headDelayMilliseconds = headDelayMilliseconds
         self.key = key
         self.dropAfter = dropAfter
+        self.drops = drops
         self.changesAfterFirst = changesAfterFirst
         self.gate = gate
         self.gateAfter = gateAfter
@@ -73,6 +77,7 @@ struct ByteStreamOptions: Sendable, Equatable {
             key: query.value("key"),
             dropAfter: query.value("dropAfter") == nil
                 ? nil : try query.integer("dropAfter", default: 0, in: 0...Self.maximumCount),
+            drops: try query.integer("drops", default: 1, in: 1...1_000),
             changesAfterFirst: query.flag("changed"),
             gate: query.value("gate"),
             gateAfter: try query.integer("gateAfter", default: 0, in: 0...Self.maximumCount),

@@ -23,8 +23,11 @@ final class ByteStreamResponder: StreamingResponder {
     private var isWaitingForDelay = false
     private var isFinished = false
     private let onFinish: () -> Void
-    /// Where the body stops short with a close (the first keyed request of a `dropAfter` URL).
-    private let dropOffset: Int?
+    /// Where the body stops short with a close (the first `drops` keyed requests of a `dropAfter` URL): that
+    /// many bytes past where the body starts, set again when a range moves the start.
+    private var dropOffset: Int?
+    /// Whether this is a keyed request after the first that stops short too.
+    private let isLaterDrop: Bool
     /// Whether this response serves the changed representation.
     private let isChanged: Bool
     /// The server's gates, for a response with ``ByteStreamOptions/gate``.
@@ -49,7 +52,8 @@ final class ByteStreamResponder: StreamingResponder {
         self.nextOffset = 0
         self.endOffset = options.count
         self.onFinish = onFinish
-        self.dropOffset = attempt == 1 ? options.dropAfter.map { min($0, options.count) } : nil
+        self.dropOffset = attempt <= options.drops ? options.dropAfter.map { min($0, options.count) } : nil
+        self.isLaterDrop = attempt > 1 && attempt <= options.drops
         self.isChanged = attempt > 1 && options.changesAfterFirst
         self.gates = gates
         // With a key, only the first request waits: a later one (a retry, a resumption) goes straight on.
@@ -130,6 +134,8 @@ final class ByteStreamResponder: StreamingResponder {
             return .ok
         case .partial(let range):
             nextOffset = range.lowerBound
+            // A later keyed request that stops short too (`drops`) does so `dropAfter` bytes past its range's start.
+            if isLaterDrop, let dropAfter = dropOffset { dropOffset = min(range.lowerBound + dropAfter, options.count) }
             endOffset =
                 options.partialBodyLength.map { min(range.upperBound, range.lowerBound + $0) } ?? range.upperBound
             if options.omitsPartialValidators {

@@ -55,6 +55,8 @@ import NIOPosix
 ///     it a pass; one pass lets one response go on. With `key=K2` too, only the first request with that key waits.
 ///   - `?key=K&dropAfter=D`: the first request with key `K` (counted per server, apart from `/flaky`'s keys)
 ///     gets `D` body bytes, then a normal close (FIN) short of its declared length; the later ones are served whole.
+///     With `drops=N` (1...1000, default 1) the first `N` requests with the key stop so, each after the first
+///     `D` bytes past the start of its range.
 ///   - `?key=K&changed=1`: the requests with key `K` after the first get a changed representation, with
 ///     `ETag: "herald-bytes-{n}-changed"`, another `Last-Modified` and byte `i` being `UInt8((i + 1) % 251)`;
 ///     an `If-Range` naming the first one's validator then gets the whole body with `200`.

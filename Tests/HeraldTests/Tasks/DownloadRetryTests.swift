@@ -150,6 +150,39 @@ struct DownloadRetryTests {
         try await Self.tearDown(session, scratch, server)
     }
 
+    @Test("a third attempt behind a redirect to another origin continues there too, not at the first URL")
+    func thirdAttemptKeepsTheTarget() async throws {
+        let server = try await TestServer.start()
+        let scratch = try ScratchDirectory()
+        let session = SessionManager(notificationCenter: NotificationHub())
+        let recorder = RecordingObserver(center: session.notificationCenter)
+        let path = "/bytes/\(Self.size)"
+        // The first two requests for the file each stop short; the third gets the rest.
+        let target = try #require(
+            URL(
+                string: "http://localhost:\(server.port)\(path)?key=third&dropAfter=\(Self.dropped)&drops=2"
+                    + "&chunkSize=16384"))
+        let encoded = try #require(target.absoluteString.addingPercentEncoding(withAllowedCharacters: .alphanumerics))
+        let destination = scratch.url.appendingPathComponent("third.bin")
+        let task = try session.downloadTask(
+            with: Request(url: server.url("/redirect-to?url=\(encoded)"), headers: ["Authorization": "Basic caller"]),
+            destination: { _, _ in destination })
+        task.interceptor = Self.fast
+        task.resume()
+
+        try await recorder.waitForCompletions(1)
+        #expect(task.error == nil, "\(String(describing: task.error))")
+        #expect(task.response?.statusCode == 206)
+        // Before, the third attempt went back to the redirecting URL, without the caller's credentials (the resume
+        // had left its origin), and the download failed there.
+        #expect(server.requests(forPath: "/redirect-to").count == 1)
+        let requests = server.requests(forPath: path)
+        #expect(requests.map { $0.headerValue("Range") } == [nil, "bytes=\(Self.dropped)-", "bytes=\(2 * Self.dropped)-"])
+        #expect(requests.allSatisfy { $0.headerValue("Authorization") == nil })
+        #expect(try PatternFile.matches(destination, count: Self.size))
+        try await Self.tearDown(session, scratch, server)
+    }
+
     /// Signs each attempt's URL anew, as a presigned-URL API does: `sig=<attempt>`.
     struct SigningAdapter: RequestAdapter {
         let attempts = Locked(0)
