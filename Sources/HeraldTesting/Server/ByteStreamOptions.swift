@@ -44,7 +44,8 @@ struct ByteStreamOptions: Sendable, Equatable {
 
     init(
         count: Int, isChunked: Bool = false, chunkSize: Int = 64 << 10, delayMilliseconds: Int = 0,
-        acceptsRanges: Bool = true, headDelayMilliseconds: Int = 0, key: String? = nil, dropAfter: Int? = nil, drops: Int = 1,
+        acceptsRanges: Bool = true, headDelayMilliseconds: Int = 0, key: String? = nil, dropAfter: Int? = nil,
+        drops: Int = 1,
         changesAfterFirst: Bool = false, gate: String? = nil, gateAfter: Int = 0, declaredPartialLength: Int? = nil,
         answersBeforeBody: Bool = false, partialBodyLength: Int? = nil, omitsPartialValidators: Bool = false
     ) {

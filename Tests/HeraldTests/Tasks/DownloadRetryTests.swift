@@ -177,7 +177,8 @@ struct DownloadRetryTests {
         // had left its origin), and the download failed there.
         #expect(server.requests(forPath: "/redirect-to").count == 1)
         let requests = server.requests(forPath: path)
-        #expect(requests.map { $0.headerValue("Range") } == [nil, "bytes=\(Self.dropped)-", "bytes=\(2 * Self.dropped)-"])
+        #expect(
+            requests.map { $0.headerValue("Range") } == [nil, "bytes=\(Self.dropped)-", "bytes=\(2 * Self.dropped)-"])
         #expect(requests.allSatisfy { $0.headerValue("Authorization") == nil })
         #expect(try PatternFile.matches(destination, count: Self.size))
         try await Self.tearDown(session, scratch, server)
