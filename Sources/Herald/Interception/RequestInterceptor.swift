@@ -32,7 +32,9 @@ public protocol RequestRetrier: Sendable {
     ///
     /// Asked when an attempt ends with a transport error (never for ``HeraldError/Code/cancelled``) or
     /// with a response whose status is 400 or more — after Herald followed redirects and answered
-    /// authentication challenges, so a 3xx or a 401 it can answer is never presented; never for a streamed
+    /// authentication challenges, so a 3xx it follows is never presented, nor a 401 whose Basic or Digest
+    /// challenge a challenge hook or a credential stored for the origin answers (a 401 without either, a
+    /// `Bearer` one among them, is presented: refreshing a token is the retrier's work); never for a streamed
     /// upload whose stream can't be given again (no ``SessionManager/taskNeedNewBodyStream``). Called on a Swift
     /// concurrency task, never on the engine's loop thread; the task stays `running` meanwhile, and a
     /// `cancel()` then completes it at once with ``HeraldError/Code/cancelled``.

@@ -144,7 +144,9 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// route appears, posts ``HeraldNotifications/NotificationName/taskDidEndWaitingForConnectivity``, then
     /// makes the attempt again — still one task, one `taskDidResume`, one `taskDidComplete`. It waits at most what is left of ``timeoutIntervalForResource``, then fails with
     /// ``HeraldError/Code/timedOut``; ``SessionTask/cancel()`` ends the wait at once. A failure while a route
-    /// exists (a refused connection, a name that doesn't exist) fails as without this option. A wait comes
+    /// exists (a refused connection, a name that doesn't exist) fails as without this option, and so does a
+    /// lost connection of a request that is not idempotent (a `POST`, a `PATCH`): it may have reached the server
+    /// whole, and is never made twice. A wait comes
     /// before an interceptor's retrier is asked: an attempt that found no network is not shown to it. The routes are
     /// watched as ``NetworkReachability`` does, from the first wait on; where the kernel refuses a routing
     /// netlink socket, tasks fail as without this option.

@@ -14,12 +14,22 @@ extension SessionTask {
     /// The failures that can mean "no network": nothing was answered, and there may have been no route.
     static let connectivityFailures: Set<HeraldError.Code> = [.cannotConnect, .cannotFindHost, .networkConnectionLost]
 
+    /// Whether an attempt of `method` that failed with `code` may wait for a network and be made again. A lost
+    /// connection may have carried the whole request, which the server may have acted on: only a request that
+    /// can be made twice (an idempotent method, RFC 9110) is made again after one; any request after a failure
+    /// to connect or to find the host, which sent nothing.
+    static func waitsForConnectivity(method: String, after code: HeraldError.Code) -> Bool {
+        guard connectivityFailures.contains(code) else { return false }
+        return code != .networkConnectionLost
+            || RetryPolicy.defaultRetryableHTTPMethods.contains(method.uppercased())
+    }
+
     /// Whether `outcome`, a failed attempt, makes the task wait for a network; if so the task does not
     /// complete now. On the loop thread, after the transfer ended.
     func beginWaitingForConnectivity(after outcome: TaskOutcome) -> Bool {
         guard session.configuration.waitsForConnectivity, !outcome.isFromCache, outcome.response == nil,
-            let failure = outcome.error, Self.connectivityFailures.contains(failure.code), canTryAgain,
-            let transfer = machine({ $0.currentTransfer })
+            let failure = outcome.error, canTryAgain, let transfer = machine({ $0.currentTransfer }),
+            Self.waitsForConnectivity(method: transfer.request.method, after: failure.code)
         else { return false }
         let url = transfer.request.url
         // Through a proxy (the session's, or one the environment names) the connection that failed was the
@@ -73,6 +83,9 @@ extension SessionTask {
         transition({ $0.taskState != .completed }) { announces, _ in
             ((), announces ? [TaskEffect.announceConnectivityWaitEnded(self, failure)] : [])
         }
+        // The wait's own timer ended with it: the resource timeout goes on covering what comes before the next
+        // transfer (the adapter, which may hang on a token refresh), as it does between a retry's attempts.
+        armResourceDeadline()
         let shared = session.interceptor
         let own = interceptor
         if let interceptor = Self.combined(own, shared) { return startAttempt(with: interceptor, afterWait: true) }

@@ -64,14 +64,18 @@ extension SessionTask {
         case challenge
     }
 
-    /// The hop `response` leads this session to: a redirect it follows, a challenge the task may answer, or none.
+    /// The hop `response` leads this session to: a redirect it follows, a challenge the task may answer (a hook
+    /// or a stored credential can), or none.
     func nextHop(after response: HTTPResponse) -> NextHop? {
         if RedirectRules.isRedirect(response.statusCode), session.configuration.followsRedirects,
             response.headers["Location"] != nil
         {
             return .redirect
         }
-        return response.statusCode == 401 && wantsAuthenticationHop(for: response) ? .challenge : nil
+        guard response.statusCode == 401, wantsAuthenticationHop(for: response), let host = response.url.host,
+            let port = response.url.effectivePort, mayAnswerChallenge(forHost: host, port: port)
+        else { return nil }
+        return .challenge
     }
 
     /// A `304` confirmed another representation than the stale cache entry's (its `ETag` differs): the entry

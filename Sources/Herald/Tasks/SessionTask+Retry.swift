@@ -66,14 +66,20 @@ extension SessionTask {
             transfer.answersChallenges = false
             return
         }
+        transfer.answersChallenges = mayAnswerChallenge(forHost: host, port: port)
+    }
+
+    /// Whether a Basic or Digest challenge from `host:port` may be answered: a challenge hook decides, or the
+    /// credential store holds a credential for that origin. Without either, a `401` is the attempt's result,
+    /// which the retrier is shown as any other.
+    func mayAnswerChallenge(forHost host: String, port: Int) -> Bool {
         var hasChallengeHook = false
         session.readHooks { hooks in
             hasChallengeHook =
                 hooks.taskDidReceiveAuthenticationChallenge != nil
                 || hooks.sessionDidReceiveAuthenticationChallenge != nil
         }
-        transfer.answersChallenges =
-            hasChallengeHook || session.credentialStore.hasCredential(forHost: host, port: port)
+        return hasChallengeHook || session.credentialStore.hasCredential(forHost: host, port: port)
     }
 
     /// Runs the adapter, then starts the attempt's transfer. The task is between hops.

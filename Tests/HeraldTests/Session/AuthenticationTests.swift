@@ -290,6 +290,40 @@ struct AuthenticationTests {
         try await fixture.tearDown()
     }
 
+    @Test(
+        "a 401 with a Basic challenge that no hook or stored credential can answer goes to the retrier; with a stored one, not"
+    )
+    func unanswerableBasicChallengeReachesTheRetrier() async throws {
+        let fixture = try await SessionFixture.make()
+        let asked = Locked(0)
+        fixture.session.interceptor = Interceptor(retry: { context in
+            asked.withLock { $0 += 1 }
+            return context.response?.statusCode == 401 ? .retry : .doNotRetry
+        })
+        // A token API's 401 that also names Basic: before, the task completed with it and the retrier (which
+        // refreshes the token) was never asked.
+        let task = try fixture.session.dataTask(
+            with: Request(
+                url: fixture.server.url(
+                    "/flaky?key=basic-unanswered&status=401&www-authenticate=Basic%20realm%3D%22api%22")))
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(asked.withLock { $0 } == 1)
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .retry, .complete])
+        #expect(task.response?.statusCode == 200)
+        // With a credential stored for the origin the challenge is answered instead: the retrier sees no 401.
+        let url = fixture.server.url("/auth/basic?user=ada&password=pw")
+        let host = try #require(url.host)
+        fixture.session.credentialStore.setCredential(
+            Credential(user: "ada", password: "pw"), forHost: host, port: try #require(url.port))
+        let answered = try fixture.session.dataTask(with: Request(url: url))
+        answered.resume()
+        try await fixture.recorder.waitForCompletions(2)
+        #expect(answered.response?.statusCode == 200)
+        #expect(asked.withLock { $0 } == 1)
+        try await fixture.tearDown()
+    }
+
     @Test("a credential's description redacts the password; challenges parse Digest before Basic")
     func valuesAndParsing() throws {
         let credential = Credential(user: "alice", password: "hunter2")
