@@ -91,6 +91,10 @@ public struct RetryContext: Sendable {
     public let response: HTTPResponse?
     /// The number of the attempt that failed: 1 for the first, so `attempt - 1` retries were made before.
     public let attempt: Int
+    /// When the task's ``SessionConfiguration/timeoutIntervalForResource`` ends (counted from its first
+    /// transfer), or `nil` without one. A retry whose delay reaches it never makes its attempt: the task
+    /// completes with ``HeraldError/Code/timedOut`` instead of this attempt's outcome.
+    public let resourceDeadline: Date?
 
     /// Creates a context; Herald creates these itself, the initializer is public so retriers can be unit-tested.
     /// - Parameters:
@@ -99,11 +103,16 @@ public struct RetryContext: Sendable {
     ///   - error: Why it failed.
     ///   - response: Its response head, if any.
     ///   - attempt: The number of the failed attempt, from 1.
-    public init(task: SessionTask, request: Request, error: HeraldError, response: HTTPResponse?, attempt: Int) {
+    ///   - resourceDeadline: When the task's resource timeout ends; default none.
+    public init(
+        task: SessionTask, request: Request, error: HeraldError, response: HTTPResponse?, attempt: Int,
+        resourceDeadline: Date? = nil
+    ) {
         self.task = task
         self.request = request
         self.error = error
         self.response = response
         self.attempt = attempt
+        self.resourceDeadline = resourceDeadline
     }
 }

@@ -13,7 +13,9 @@ import Foundation
 /// The delay is the response's `Retry-After` when it has one (seconds, or an HTTP date), and then no
 /// jitter is added; a `Retry-After` longer than ``maximumRetryAfter`` means "not now": the attempt is not
 /// retried. Otherwise it is `backoffScale × backoffBase^(retries made)`, at most ``maximumBackoff``,
-/// multiplied by a random factor in `1 ± jitter`.
+/// multiplied by a random factor in `1 ± jitter`. A delay that reaches the task's resource timeout
+/// (``RetryContext/resourceDeadline``) is not waited for either: the attempt's own outcome (a `503` and its
+/// body) is the task's, not the `timedOut` the wait would end in.
 public struct RetryPolicy: RequestInterceptor {
     /// The default ``retryLimit``: 2 retries, so 3 attempts in all.
     public static let defaultRetryLimit = 2
@@ -98,10 +100,15 @@ public struct RetryPolicy: RequestInterceptor {
         guard retriesMade < retryLimit, retryableHTTPMethods.contains(context.request.method.uppercased()),
             isTransient(context)
         else { return .doNotRetry }
+        let delay: TimeInterval
         if let value = context.response?.headers["Retry-After"], let wait = RetryAfter.seconds(value, now: now) {
-            return wait <= maximumRetryAfter ? .retryWithDelay(wait) : .doNotRetry
+            guard wait <= maximumRetryAfter else { return .doNotRetry }
+            delay = wait
+        } else {
+            delay = backoff(afterRetries: retriesMade, random: Double.random(in: -1...1))
         }
-        return .retryWithDelay(backoff(afterRetries: retriesMade, random: Double.random(in: -1...1)))
+        if let deadline = context.resourceDeadline, now.addingTimeInterval(delay) >= deadline { return .doNotRetry }
+        return .retryWithDelay(delay)
     }
 
     /// The backoff delay after `retriesMade` retries, in seconds, for a random draw `random` in `-1...1`.

@@ -127,12 +127,12 @@ extension SessionTask {
         guard !outcome.isFromCache, let failure = Self.retryableFailure(of: outcome), canTryAgain else {
             return false
         }
-        if let left = Self.timeLeft(
-            of: session.configuration.timeoutIntervalForResource,
-            since: machine { $0.hops.metrics.first?.startDate } ?? outcome.metrics?.startDate), left <= 0
-        {
+        let timeout = session.configuration.timeoutIntervalForResource
+        let firstStart = machine { $0.hops.metrics.first?.startDate } ?? outcome.metrics?.startDate
+        if let left = Self.timeLeft(of: timeout, since: firstStart), left <= 0 {
             return false
         }
+        let resourceDeadline = Self.timeLeft(of: timeout, since: firstStart).map { Date().addingTimeInterval($0) }
         // The session's interceptor is read before taking the task's lock: it has a lock of its own.
         let shared = session.interceptor
         guard let interceptor = Self.combined(interceptor, shared),
@@ -140,7 +140,8 @@ extension SessionTask {
         else { return false }
         let request = sent ?? originalRequest
         let context = RetryContext(
-            task: lifecycleSubject, request: request, error: failure, response: outcome.response, attempt: attempt)
+            task: lifecycleSubject, request: request, error: failure, response: outcome.response, attempt: attempt,
+            resourceDeadline: resourceDeadline)
         // What the next attempt would continue from is settled before the retrier answers: a cancel or the resource
         // timeout while it decides completes the task without this attempt's outcome, and a download must still
         // keep its file and give resume data then, as it does during a retry's delay.

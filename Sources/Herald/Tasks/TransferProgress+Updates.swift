@@ -88,8 +88,9 @@ extension SessionTask {
     /// Ask for it before or while the task runs; asked after completion, it yields the final count and
     /// finishes at once. A sequence whose consumer stops iterating (or is cancelled) just stops receiving;
     /// it costs a closure call per progress update until the task completes. It never finishes for a task
-    /// that is never resumed or cancelled. Counts can go down only when an upload body is rewound and sent
-    /// again (a 307, an authentication round-trip).
+    /// that is never resumed or cancelled. Counts go down when bytes are moved again: an upload body rewound
+    /// and sent again (a 307, an authentication round-trip), and the response of a retry's attempt, which counts
+    /// from its own start.
     public var downloadProgressUpdates: TransferProgress.Updates { makeProgressUpdates(upload: false) }
 
     private func makeProgressUpdates(upload: Bool) -> TransferProgress.Updates {

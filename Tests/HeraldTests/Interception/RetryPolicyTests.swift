@@ -11,7 +11,7 @@ struct RetryPolicyTests {
 
     private static func context(
         method: String = "GET", status: Int? = nil, code: HeraldError.Code = .unacceptableStatusCode,
-        retryAfter: String? = nil, attempt: Int = 1
+        retryAfter: String? = nil, attempt: Int = 1, resourceDeadline: Date? = nil
     ) throws -> RetryContext {
         let task = try session.dataTask(with: Request(url: url, method: method))
         var headers: HTTPHeaders = [:]
@@ -19,7 +19,8 @@ struct RetryPolicyTests {
         let response = status.map { HTTPResponse(url: url, statusCode: $0, headers: headers, httpVersion: "HTTP/1.1") }
         let error = HeraldError(code, "failed", url: url, statusCode: status)
         return RetryContext(
-            task: task, request: Request(url: url, method: method), error: error, response: response, attempt: attempt)
+            task: task, request: Request(url: url, method: method), error: error, response: response, attempt: attempt,
+            resourceDeadline: resourceDeadline)
     }
 
     private static let now = Date(timeIntervalSince1970: 1_445_412_480)  // Wed, 21 Oct 2015 07:28:00 GMT
@@ -50,6 +51,29 @@ struct RetryPolicyTests {
         for code in [HeraldError.Code.serverCertificateUntrusted, .invalidRequest, .responseTooLarge, .tls] {
             #expect(policy.decision(for: try Self.context(code: code), now: Self.now) == .doNotRetry)
         }
+    }
+
+    @Test("a delay that reaches the resource timeout is not waited for: the attempt's outcome stands")
+    func resourceDeadline() throws {
+        let policy = RetryPolicy(jitter: 0)
+        let deadline = Self.now.addingTimeInterval(30)
+        // Before, a Retry-After of 100 s was waited for, and the task ended in timedOut 30 s later, its 503 lost.
+        #expect(
+            policy.decision(
+                for: try Self.context(status: 503, retryAfter: "100", resourceDeadline: deadline), now: Self.now)
+                == .doNotRetry)
+        #expect(
+            policy.decision(
+                for: try Self.context(status: 503, retryAfter: "10", resourceDeadline: deadline), now: Self.now)
+                == .retryWithDelay(10))
+        // The backoff too: 0.5 s with 0.4 s left is not waited for.
+        #expect(
+            policy.decision(
+                for: try Self.context(status: 503, resourceDeadline: Self.now.addingTimeInterval(0.4)), now: Self.now)
+                == .doNotRetry)
+        #expect(
+            policy.decision(for: try Self.context(status: 503, resourceDeadline: nil), now: Self.now)
+                == .retryWithDelay(0.5))
     }
 
     @Test("the limit counts retries: with 2, attempts 1 and 2 are retried and attempt 3 is not")

@@ -280,6 +280,27 @@ struct RetryTests {
         try await fixture.tearDown()
     }
 
+    @Test("a Retry-After longer than the resource timeout leaves is not waited for: the 503 is the task's, at once")
+    func retryAfterPastTheResourceTimeout() async throws {
+        var configuration = SessionConfiguration()
+        configuration.timeoutIntervalForResource = 20
+        let fixture = try await SessionFixture.make(configuration: configuration)
+        fixture.session.interceptor = RetryPolicy()
+        let log = CompletionLog()
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/flaky?key=past-deadline&fail=5&status=503&retry-after=100")),
+            completionHandler: log.handler)
+        let started = ContinuousClock.now
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1, timeout: .seconds(30))
+        // Before, the retry was announced and the task ended 20 s later with timedOut, its 503 lost.
+        #expect(ContinuousClock.now - started < .seconds(15))
+        #expect(log.all.first?.response?.statusCode == 503)
+        #expect(log.all.first?.error?.code == .unacceptableStatusCode)
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
+        try await fixture.tearDown()
+    }
+
     @Test("a transfer the resource timeout ended is not offered to the retrier: one resume, one complete")
     func resourceTimeoutIsNotRetried() async throws {
         var configuration = SessionConfiguration()
