@@ -137,6 +137,8 @@ extension Transfer {
             check("NOPROGRESS", herald_easy_setopt_long(easy, CURLOPT_NOPROGRESS, 1))
             // The profile has the version but not the URL's scheme, on which waiting depends.
             configureMultiplexing(easy, check: check)
+            // Nor its host, on which going direct depends.
+            configureNoProxy(easy, check: check)
             return failed.map(refusal)
         }
         check("NOSIGNAL", herald_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1))

@@ -20,9 +20,7 @@ extension Transfer {
             return
         }
         check("PROXY", herald_easy_setopt_string(easy, CURLOPT_PROXY, proxy.url))
-        // Always set, even empty: "" makes curl use the proxy for every host, loopback included, and ignore
-        // the no_proxy environment variable.
-        check("NOPROXY", herald_easy_setopt_string(easy, CURLOPT_NOPROXY, proxy.excludedHosts.joined(separator: ",")))
+        configureNoProxy(easy, check: check)
         if let user = proxy.user {
             check("PROXYUSERNAME", herald_easy_setopt_string(easy, CURLOPT_PROXYUSERNAME, user))
             check("PROXYPASSWORD", herald_easy_setopt_string(easy, CURLOPT_PROXYPASSWORD, proxy.password ?? ""))
@@ -30,6 +28,15 @@ extension Transfer {
                 check("PROXYAUTH", herald_easy_setopt_long(easy, CURLOPT_PROXYAUTH, herald_curlauth_basic))
             }
         }
+    }
+
+    /// Tells libcurl whether this transfer's host goes direct (`*`) or through the session's proxy (`""`, which
+    /// also keeps libcurl from reading the `no_proxy` environment variable): ``NoProxyRules`` decides, whatever
+    /// libcurl's version. Per transfer, as the host changes with each hop; nothing without an explicit proxy.
+    func configureNoProxy(_ easy: UnsafeMutableRawPointer, check: (String, CURLcode) -> Void) {
+        guard let proxy = request.proxy else { return }
+        let direct = proxy.noProxy.bypasses(host: request.url.host ?? "")
+        check("NOPROXY", herald_easy_setopt_string(easy, CURLOPT_NOPROXY, direct ? "*" : ""))
     }
 
     /// Whether an environment variable libcurl reads for a proxy for this transfer's URL is set to something.

@@ -54,7 +54,11 @@ package struct ProxySettings: Sendable, Hashable {
     /// The proxy as libcurl takes it: `scheme://host:port`.
     package var url: String
     /// Hosts reached directly.
-    package var excludedHosts: [String]
+    package var excludedHosts: [String] {
+        didSet { noProxy = NoProxyRules(excludedHosts) }
+    }
+    /// ``excludedHosts`` read once, for every transfer's host.
+    package private(set) var noProxy: NoProxyRules
     /// The proxy's credential, if it asks for one.
     package var user: String?
     /// The credential's password.
@@ -66,6 +70,7 @@ package struct ProxySettings: Sendable, Hashable {
     package init(url: String, excludedHosts: [String], user: String?, password: String?, speaksHTTP: Bool) {
         self.url = url
         self.excludedHosts = excludedHosts
+        self.noProxy = NoProxyRules(excludedHosts)
         self.user = user
         self.password = password
         self.speaksHTTP = speaksHTTP

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldEngine
 
 /// An explicit proxy for a session (``SessionConfiguration/proxy``): HTTP, HTTPS or SOCKS5, with optional
 /// credentials and a list of hosts reached directly.
@@ -44,9 +45,14 @@ public struct Proxy: Sendable, Hashable, CustomStringConvertible {
     /// The credential sent to the proxy (HTTP Basic for HTTP/HTTPS proxies, user/password for SOCKS5), or
     /// `nil`.
     public var credential: Credential?
-    /// Hosts reached without the proxy: names (`example.com` also covers its subdomains), IP addresses,
-    /// CIDR ranges (`10.0.0.0/8`), or `*` for every host. Empty (the default) sends every request through
-    /// the proxy, loopback addresses included.
+    /// Hosts reached without the proxy: names (`example.com` also covers its subdomains; a leading dot is
+    /// allowed), IP addresses (IPv6 with or without brackets), CIDR ranges (`10.0.0.0/8`, `fd00::/8`), or `*`
+    /// for every host. Empty (the default) sends every request through the proxy, loopback addresses included.
+    ///
+    /// Herald decides for each request, the same with every libcurl (whose own rules changed over its versions):
+    /// names are compared with the URL's host as written, ignoring case, and addresses and ranges match a URL
+    /// whose host is an IP address (a name is never looked up for it). An entry with a port, or a range whose
+    /// prefix doesn't fit its address, is refused by ``validate()``.
     public var excludedHosts: [String]
 
     /// Creates a proxy.
@@ -88,6 +94,11 @@ public struct Proxy: Sendable, Hashable, CustomStringConvertible {
         for entry in excludedHosts
         where entry.isEmpty || entry.unicodeScalars.contains(where: Self.isSeparatorOrControl) {
             throw HeraldError(.invalidRequest, "The no-proxy entry '\(entry)' is not a host, address or range.")
+        }
+        for entry in excludedHosts {
+            if let problem = NoProxyRules.problem(in: entry) {
+                throw HeraldError(.invalidRequest, "The no-proxy entry '\(entry)' can't be used: \(problem).")
+            }
         }
         if let credential, credential.hasControlCharacter {
             throw HeraldError(.invalidRequest, "The proxy credential contains a control character.")

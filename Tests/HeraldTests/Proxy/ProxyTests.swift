@@ -87,6 +87,27 @@ struct ProxyTests {
         try await server.shutdown()
     }
 
+    @Test(
+        "excluded ranges, a * among other entries, and a leading-dot name are decided by Herald, whatever libcurl's version",
+        arguments: [
+            (["127.0.0.0/8"], true), (["example.test", "*"], true), (["::1", "127.0.0.0/30"], true),
+            ([".example.test", "10.0.0.0/8"], false), (["127.0.0.2/32"], false),
+        ])
+    func excludedRanges(entries: [String], direct: Bool) async throws {
+        let server = try await TestServer.start()
+        try await withTinyproxy { tinyproxy in
+            let session = Self.session(
+                through: Proxy(kind: .http, host: "127.0.0.1", port: tinyproxy.port, excludedHosts: entries))
+            defer { session.invalidate(cancelingTasks: true) }
+            let marker = "/echo?entries=\(entries.count)-\(direct)"
+            let (data, _) = try await session.data(for: Request(url: server.url(marker)))
+            let echoed = try JSONDecoder().decode(EchoedRequest.self, from: data)
+            // tinyproxy adds a Via field to what it forwards.
+            #expect((echoed.headers["via"] == nil) == direct, "\(entries): \(echoed.headers)")
+        }
+        try await server.shutdown()
+    }
+
     @Test("a request goes through a SOCKS5 proxy, locally and remotely resolved: the proxy's log shows it")
     func throughSOCKS5Proxy() async throws {
         let server = try await TestServer.start()
