@@ -31,7 +31,8 @@ extension Transfer {
                 check("CAINFO", herald_easy_setopt_string(easy, CURLOPT_CAINFO, file.path))
                 // libcurl 7.87+ would keep the store it built from the file for 24 hours (keyed by its path
                 // alone): an authority taken out of the file would go on being trusted. Read for each new
-                // connection, as the policy promises. (Older libcurl reads it each time anyway.)
+                // connection's full handshake, as the policy promises (a resumed TLS session is not verified
+                // again). Older libcurl reads it each time anyway.
                 let code = herald_easy_setopt_ca_cache_timeout(easy, 0)
                 if code != CURLE_NOT_BUILT_IN, code != CURLE_UNKNOWN_OPTION { check("CA_CACHE_TIMEOUT", code) }
             } else {

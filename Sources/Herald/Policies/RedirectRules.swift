@@ -59,8 +59,8 @@ enum RedirectRules {
     }
 
     /// The schemes a redirect may lead to, whatever else a session's requests may use: what browsers follow,
-    /// and what libcurl's own redirect following allows by default. A session that reads `file:` URLs of its own
-    /// must not read one because a server named it.
+    /// and what libcurl's own redirect following allows by default. A session that allows another scheme for
+    /// its own requests (`ftp`) must not speak it because a server named it.
     static let followedSchemes: Set<String> = ["http", "https"]
 
     /// Why a hop to `target` from `current` is refused, or `nil` when it may be followed.

@@ -54,9 +54,11 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// The protocol version to negotiate. Default ``HTTPVersion/automatic``.
     public var httpVersion: HTTPVersion = .automatic
     /// The URL schemes requests and redirects may use, lowercased. Default `["http", "https"]`; anything
-    /// else (`file:`, `gopher:`, `dict:` …) is refused with ``HeraldError/Code/unsupportedURL``. A redirect goes
-    /// to `http` and `https` only, whatever this set adds: a server's `Location` never makes the session read a
-    /// local file or speak another protocol.
+    /// else (`ftp:`, `gopher:`, `dict:` …) is refused with ``HeraldError/Code/unsupportedURL``. Herald is an HTTP
+    /// client: a scheme added here must be one libcurl speaks with a host (`ftp`), and a `file:` URL, which has
+    /// none, is refused with ``HeraldError/Code/badURL`` whatever this set holds. A redirect goes to `http` and
+    /// `https` only, whatever this set adds: a server's `Location` never makes the session speak another
+    /// protocol.
     public var allowedProtocols: Set<String> = ["http", "https"]
     /// Whether redirects (301, 302, 303, 307, 308 with a `Location`) are followed. Default `true`; with
     /// `false` the 3xx response is the task's result. Herald follows each hop itself, so
