@@ -78,6 +78,8 @@ extension SessionManager {
             // The task's hook queue may be held by a hook or a body stream's read that blocks, which a cancel or a
             // timeout must not wait for: the completion is serialized on a serial queue of its own.
             let queue = DispatchQueue(label: "herald.hooks", qos: .userInitiated)
+            // Its `destination` and download hooks may call invalidateAndWait(timeout:), which can't wait here.
+            queueMarker.mark(queue)
             queue.async(group: completionGroup) { [self] in
                 let serializer = responseSerializer
                 let result = task.completionResult(for: outcome, serializer: serializer)

@@ -35,7 +35,8 @@ extension SessionManager {
     ///
     /// Called from a place the invalidation itself has to get through — inside a handler of any
     /// notification hub (`.posting` or `.queue`), on the session's own completion queue (the default
-    /// ``completionQueue``), or on its internal event queue — waiting could only end in the timeout,
+    /// ``completionQueue``), on its internal event queue, or inside a hook, an interceptor or a body stream's
+    /// read of one of its tasks (a task's hook queue) — waiting could only end in the timeout,
     /// because `sessionDidInvalidate` can't be delivered until the caller returns. There it invalidates,
     /// doesn't wait, and returns `false`. A completion queue you passed in is yours and is not checked:
     /// if it is serial, don't block it with this call from a completion handler (use the `async` form).
@@ -70,8 +71,8 @@ extension SessionManager {
     }
 }
 
-/// Marks the queues a blocking wait for the session's invalidation must not run on: its event queue and
-/// the completion queue it owns. A key of its own per session.
+/// Marks the queues a blocking wait for the session's invalidation must not run on: its event queue, the
+/// completion queue it owns, and its tasks' hook queues. A key of its own per session.
 final class SessionQueueMarker: @unchecked Sendable {
     // Safety: the key is immutable after init; libdispatch keys are safe to use from any thread.
     private let key = DispatchSpecificKey<Bool>()

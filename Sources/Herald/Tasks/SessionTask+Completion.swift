@@ -49,6 +49,9 @@ extension SessionTask {
         }
         upload?.finish(deliveringFinalUpdateTo: callbacks.uploadProgress)
         download?.finish(deliveringFinalUpdateTo: callbacks.downloadProgress)
+        // A resume-data handler no download answered (asked of a data task's download as it turned back into the
+        // data task) still runs once, with no data, before the completion handler.
+        callbacks.resumeData?(nil)
         callbacks.completion?(response, object, error)
     }
 }

@@ -18,6 +18,9 @@ extension SessionTask {
         core.withLock { core in
             if let hooks = core.hooks { return hooks }
             let hooks = HookQueueExecutor()
+            // A hook that blocks waiting for its session's invalidation would wait for itself: the session
+            // knows its hook queues, and such a wait returns at once.
+            session.queueMarker.mark(hooks.queue)
             core.hooks = hooks
             return hooks
         }

@@ -187,6 +187,47 @@ struct DrainedShutdownTests {
         try await server.shutdown()
     }
 
+    @Test(
+        "called from a task's hook, or from a destination on a caller's completion queue, the synchronous form returns false at once"
+    )
+    func synchronousFormInsideHooks() async throws {
+        let server = try await TestServer.start()
+        let clock = ContinuousClock()
+        let results = Locked<[String]>([])
+        // A redirection hook: the task can't go on until the hook returns, so a wait could only time out.
+        let hooked = SessionManager(notificationCenter: NotificationHub())
+        let hookedRecorder = RecordingObserver(center: hooked.notificationCenter)
+        hooked.taskWillPerformHTTPRedirection = { _, _, proposed in
+            let start = clock.now
+            let drained = hooked.invalidateAndWait(timeout: .seconds(30))
+            results.withLock { $0.append("hook \(drained) \(clock.now - start < .seconds(5))") }
+            return proposed
+        }
+        try hooked.dataTask(with: Request(url: server.url("/redirect/1"))).resume()
+        // A download's destination, with a completion queue of the caller's: it runs on a serial queue of the
+        // completion's own, ahead of the step that lets the task go.
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let downloading = SessionManager(
+            notificationCenter: NotificationHub(), completionQueue: DispatchQueue(label: "test.completions"))
+        let downloadRecorder = RecordingObserver(center: downloading.notificationCenter)
+        let destination = scratch.url.appendingPathComponent("file")
+        try downloading.downloadTask(
+            with: Request(url: server.url("/bytes/100")),
+            destination: { _, _ in
+                let start = clock.now
+                let drained = downloading.invalidateAndWait(cancelingTasks: true, timeout: .seconds(30))
+                results.withLock { $0.append("destination \(drained) \(clock.now - start < .seconds(5))") }
+                return destination
+            }
+        ).resume()
+        // Before, each call sat out its 30 s.
+        _ = try await hookedRecorder.waitForInvalidation(timeout: .seconds(20))
+        _ = try await downloadRecorder.waitForInvalidation(timeout: .seconds(20))
+        #expect(Set(results.withLock { $0 }) == ["hook false true", "destination false true"])
+        try await server.shutdown()
+    }
+
     @Test("called from a SessionObserver method delivered on a queue, the synchronous form returns false at once")
     func synchronousFormInsidePlugIn() async throws {
         let server = try await TestServer.start()

@@ -427,6 +427,19 @@ struct TaskStateMachineTests {
         #expect(machine.report.error?.code == .timedOut)
     }
 
+    @Test("a resume-data handler no download answered is handed out with the callbacks, for its run with nil")
+    func unansweredResumeDataHandler() {
+        var (machine, _) = Self.machine(in: .runningTransferring)
+        _ = machine.resumeDataRequested { _ in }
+        _ = machine.complete(with: Self.outcome(error: Self.failure))
+        // The task completed as a data task (its download turned back): resumeDataAnswered never ran.
+        guard case .report(let callbacks) = machine.completionReported(error: Self.failure) else {
+            Issue.record("expected .report")
+            return
+        }
+        #expect(callbacks.resumeData != nil)
+    }
+
     // MARK: - scenarios
 
     @Test("a new task is suspended and not started; the first resume asks for the first transfer")
