@@ -27,9 +27,10 @@ extension MultiHandle {
                 next = min(next ?? due, due)
             }
             guard let idleTimeout = transfer.idleTimeout else { continue }
-            // Held by the user or its task, a transfer isn't idle: look at it again a timeout from now.
+            // Held by the user or its task, or waiting for a connection (`maximumConnectionsPerHost`; connecting
+            // has a timeout of its own), a transfer isn't idle: look at it again a timeout from now.
             var due = now &+ idleTimeout
-            if transfer.machine.isIdleTimeoutRunning {
+            if transfer.machine.isIdleTimeoutRunning, !transfer.waitsForConnection {
                 // The clock is monotonic, and the transfer's last activity was read from it on this thread.
                 let last = min(transfer.lastActivity, now)
                 if now - last > idleTimeout {

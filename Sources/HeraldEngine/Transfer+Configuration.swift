@@ -198,7 +198,9 @@ extension Transfer {
         if let connections = pool?.connections {
             // The pool's sockets open and close through its tracker (ConnectionTracker); refused options leave
             // the transfer untracked, not failed: the counts are an observation.
-            _ = ConnectionTracker.setCallbacks(on: easy, context: connections, transfer: context)
+            reportsConnection =
+                ConnectionTracker.setCallbacks(on: easy, context: connections, transfer: context) == CURLE_OK
+                && CurlFeatures.reportsConnectionBeforeRequest
         }
         return failed.map(refusal)
     }
@@ -239,7 +241,11 @@ extension Transfer {
         // How the multi handle finds the transfer of a finished easy handle (CURLINFO_PRIVATE).
         check("PRIVATE", herald_easy_setopt_pointer(easy, CURLOPT_PRIVATE, context))
         // Which connection the transfer takes (ConnectionTracker); untracked if refused, as above.
-        if pool?.connections != nil { _ = ConnectionTracker.setPrerequest(on: easy, transfer: context) }
+        if pool?.connections != nil {
+            reportsConnection =
+                ConnectionTracker.setPrerequest(on: easy, transfer: context) == CURLE_OK
+                && CurlFeatures.reportsConnectionBeforeRequest
+        }
         // Whether a GOAWAY refused the request, for a request that is sent again after a refusal alone.
         configureGoawayWatch(easy, context: context, check: check)
     }

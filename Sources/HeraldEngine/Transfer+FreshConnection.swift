@@ -45,6 +45,7 @@ extension Transfer {
         didRetryOnFreshConnection = true
         // The connection it ran on is gone; the fresh one's number comes when the request goes out on it.
         connectionNumber = nil
+        hasConnection = false
         goawayWatch = GoawayRefusalWatch()
         lastActivity = ActivityClock.now
         return true

@@ -89,6 +89,17 @@ package final class Transfer: @unchecked Sendable {
     @exclusivity(unchecked) var poolSlot = -1
     /// When a byte last moved, on ``ActivityClock``.
     @exclusivity(unchecked) var lastActivity = ActivityClock.now
+    /// Whether libcurl has given the transfer a connection and is about to send its request
+    /// (`CURLOPT_PREREQFUNCTION`): until then it waits for a connection (``MultiHandle`` limits), which is no
+    /// silence of the server's, and connecting is bounded by the connect timeout. Loop thread only.
+    @exclusivity(unchecked) var hasConnection = false
+    /// Whether libcurl will report the connection (the pre-request callback is set on the handle for this
+    /// transfer): only then is a transfer without one known to be waiting for one. Loop thread only after
+    /// preparation.
+    @exclusivity(unchecked) var reportsConnection = false
+
+    /// Whether the transfer waits for a connection libcurl hasn't given it yet, which is no idleness.
+    var waitsForConnection: Bool { reportsConnection && !hasConnection }
     /// Whether the request was sent again on a fresh connection, a reused one having died under it (see
     /// `retriesOnFreshConnection(after:)`). Loop thread only.
     @exclusivity(unchecked) var didRetryOnFreshConnection = false

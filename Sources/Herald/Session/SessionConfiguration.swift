@@ -23,7 +23,9 @@ public enum HTTPVersion: Sendable, Hashable {
 /// affect sessions made from it.
 public struct SessionConfiguration: Sendable, Hashable {
     /// The idle timeout: a request fails with ``HeraldError/Code/timedOut`` when no byte moves for this
-    /// many seconds, or when connecting takes longer. Time spent suspended does not count. Default 60;
+    /// many seconds, or when connecting takes longer. Time spent suspended does not count, nor time spent
+    /// waiting for a connection the session's limits hold back (``maximumConnectionsPerHost``: the requests
+    /// past it wait for one, bounded by ``timeoutIntervalForResource``; with libcurl 7.80 or later). Default 60;
     /// 0 disables it (connecting is then limited by ``timeoutIntervalForResource`` alone).
     public var timeoutIntervalForRequest: TimeInterval = 60
     /// The longest a whole task may take, in seconds, from its first transfer's start: every redirect,

@@ -66,4 +66,25 @@ struct TimeInQueueTests {
         #expect(completion.metrics?.timeInQueue == nil)
         try await fixture.tearDown()
     }
+
+    @Test("a request waiting for the host's one connection is not idle: the request timeout counts from its connection")
+    func waitForAConnectionIsNotIdle() async throws {
+        var configuration = SessionConfiguration.default
+        configuration.maximumConnectionsPerHost = 1
+        configuration.timeoutIntervalForRequest = 1
+        let fixture = try await SessionFixture.make(configuration: configuration, serializer: DataResponseSerializer())
+        // Bytes every 200 ms for about 3 s: never idle for a second, and the host's only connection all along.
+        let slow = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/bytes/4096?chunkSize=256&delayMs=200")))
+        slow.resume()
+        try await fixture.server.waitForRequests(count: 1)
+        let queued = try fixture.session.dataTask(with: Request(url: fixture.server.url("/json")))
+        queued.resume()
+        try await fixture.recorder.waitForCompletions(2, timeout: .seconds(30))
+        #expect(slow.error == nil, "\(String(describing: slow.error))")
+        // Before, it failed with timedOut a second after it was resumed, having sent nothing.
+        #expect(queued.error == nil, "\(String(describing: queued.error))")
+        #expect(queued.response?.statusCode == 200)
+        try await fixture.tearDown()
+    }
 }
