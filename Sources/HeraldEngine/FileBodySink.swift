@@ -218,6 +218,9 @@ final class FileBodySink: BodySink {
                 if errno == EINTR { continue }
                 return FileIOError.make("Writing the download file failed", url: url)
             }
+            // No byte written and no error (a FUSE or network file system can answer so): trying again would
+            // spin on the loop thread for ever.
+            if count == 0 { return FileIOError.make("Writing the download file wrote nothing", url: url, code: EIO) }
             written += count
             position += Int64(count)
         }

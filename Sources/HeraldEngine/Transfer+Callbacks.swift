@@ -24,6 +24,9 @@ extension Transfer {
         let length = size * count
         guard let buffer else { return length }
         return borrowing(userdata) { transfer in
+            // A line after the final response's body began is a trailer of a chunked body: neither a field of
+            // the head, nor counted against the head's limit.
+            guard !transfer.machine.sinkDidBegin || transfer.response == nil else { return length }
             transfer.receivedHeaderLine(UnsafeRawBufferPointer(start: buffer, count: length))
             return transfer.exceedsHeaderLimit(adding: length) ? 0 : length
         }

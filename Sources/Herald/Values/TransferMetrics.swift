@@ -28,7 +28,8 @@ public struct TransferMetrics: Sendable, Hashable {
     public var requestBodyBytes: Int64
     /// Bytes of response headers received.
     public var responseHeaderBytes: Int64
-    /// Bytes of response body received (after content decoding).
+    /// Bytes of response body received, as they came over the connection: before content decoding (a gzip
+    /// body counts its compressed bytes; the data a data task hands over may be larger).
     public var responseBodyBytes: Int64
     /// How many redirects Herald followed for the task before this transfer (each hop's metrics are in
     /// ``SessionTask/hopMetrics``).

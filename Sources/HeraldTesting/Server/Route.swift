@@ -44,6 +44,7 @@ enum Route: Sendable {
         case hugeHeader(bytes: Int, lines: Int)
         case redirectLoop
         case rawHeaders
+        case trailers(bytes: Int)
         case resetWhenReused(firstDelayMilliseconds: Int, resetAfterMilliseconds: Int)
     }
 
@@ -180,6 +181,8 @@ enum Route: Sendable {
             return .redirectLoop
         case "raw-headers":
             return .rawHeaders
+        case "trailers":
+            return .trailers(bytes: try query.integer("bytes", default: 100, in: 1...maximumHugeHeaderSize))
         default:
             return nil
         }

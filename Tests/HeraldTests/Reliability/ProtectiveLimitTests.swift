@@ -46,6 +46,20 @@ struct ProtectiveLimitTests {
         #expect(call.object == nil)
     }
 
+    @Test("a chunked body's trailers are no part of the head: not among its fields, not counted against its limit")
+    func trailersAreNotTheHead() async throws {
+        var configuration = SessionConfiguration()
+        configuration.maximumHeaderSize = 1024
+        let fixture = try await SessionFixture.make(configuration: configuration, serializer: DataResponseSerializer())
+        let (data, response) = try await fixture.session.data(
+            for: Request(url: fixture.server.url("/fault/trailers?bytes=3000")))
+        // Before, the 3,000-byte trailer went over the 1 KiB head limit after the whole body had arrived.
+        #expect(response.statusCode == 200)
+        #expect(String(decoding: data, as: UTF8.self) == "hello")
+        #expect(response.headers["X-Trailer"] == nil)
+        try await fixture.tearDown()
+    }
+
     @Test("a response allowed by the disposition hook, then over the maximum → responseTooLarge, not a hang")
     func tooLargeAfterDisposition() async throws {
         let fixture = try await SessionFixture.make(
@@ -129,7 +143,7 @@ struct ProtectiveLimitTests {
     @Test("a head over a small configured maximumHeaderSize → badServerResponse")
     func configuredHeaderLimit() async throws {
         var configuration = SessionConfiguration()
-        configuration.maximumHeaderSize = 4096
+        configuration.maximumHeaderSize = 1024
         let harness = try await FaultHarness.make(configuration: configuration)
         try await harness.expectFailure(
             Request(url: harness.server.url("/fault/huge-header?bytes=8000&lines=4")), code: .badServerResponse)
