@@ -116,72 +116,72 @@ struct DownloadRetryTests {
         try await Self.tearDown(session, scratch, server)
     }
 
+    /// A download of the pattern file behind a redirect to another origin of the same loopback server (another
+    /// host name), with the caller's `Authorization`, retried by ``fast``; `query` shapes the file's answers.
+    /// Returns once the task completed.
+    struct CrossOriginDownload {
+        let server: TestServer
+        let scratch: ScratchDirectory
+        let session: SessionManager
+        let task: DownloadTask
+        let destination: URL
+        let path = "/bytes/\(DownloadRetryTests.size)"
+
+        init(query: String, configuration: SessionConfiguration = SessionConfiguration()) async throws {
+            server = try await TestServer.start()
+            scratch = try ScratchDirectory()
+            session = SessionManager(configuration: configuration, notificationCenter: NotificationHub())
+            let recorder = RecordingObserver(center: session.notificationCenter)
+            let target = try #require(URL(string: "http://localhost:\(server.port)\(path)?\(query)&chunkSize=16384"))
+            let encoded = try #require(
+                target.absoluteString.addingPercentEncoding(withAllowedCharacters: .alphanumerics))
+            let destination = scratch.url.appendingPathComponent("cross-origin.bin")
+            self.destination = destination
+            task = try session.downloadTask(
+                with: Request(
+                    url: server.url("/redirect-to?url=\(encoded)"), headers: ["Authorization": "Basic caller"]),
+                destination: { _, _ in destination })
+            task.interceptor = DownloadRetryTests.fast
+            task.resume()
+            try await recorder.waitForCompletions(1)
+        }
+
+        func tearDown() async throws { try await DownloadRetryTests.tearDown(session, scratch, server) }
+    }
+
     @Test("a retry behind a redirect to another origin sends none of the session's or the caller's credentials there")
     func continuesAcrossOriginsWithoutCredentials() async throws {
-        let server = try await TestServer.start()
-        let scratch = try ScratchDirectory()
         var configuration = SessionConfiguration()
         configuration.httpAdditionalHeaders = ["Authorization": "Bearer session-secret"]
-        let session = SessionManager(configuration: configuration, notificationCenter: NotificationHub())
-        let recorder = RecordingObserver(center: session.notificationCenter)
-        let path = "/bytes/\(Self.size)"
-        // Another origin for the same loopback server: another host name.
-        let target = try #require(
-            URL(
-                string:
-                    "http://localhost:\(server.port)\(path)?key=cross-origin&dropAfter=\(Self.dropped)&chunkSize=16384")
-        )
-        let encoded = try #require(target.absoluteString.addingPercentEncoding(withAllowedCharacters: .alphanumerics))
-        let destination = scratch.url.appendingPathComponent("cross-origin.bin")
-        let task = try session.downloadTask(
-            with: Request(url: server.url("/redirect-to?url=\(encoded)"), headers: ["Authorization": "Basic caller"]),
-            destination: { _, _ in destination })
-        task.interceptor = Self.fast
-        task.resume()
-
-        try await recorder.waitForCompletions(1)
+        let download = try await CrossOriginDownload(
+            query: "key=cross-origin&dropAfter=\(Self.dropped)", configuration: configuration)
+        let (task, server) = (download.task, download.server)
         #expect(task.error == nil && task.response?.statusCode == 206)
         #expect(server.requests(forPath: "/redirect-to").first?.headerValue("Authorization") == "Basic caller")
-        let requests = server.requests(forPath: path)
+        let requests = server.requests(forPath: download.path)
         #expect(requests.count == 2)
         #expect(requests.last?.headerValue("Range") == "bytes=\(Self.dropped)-")
         #expect(requests.allSatisfy { $0.headerValue("Authorization") == nil })
-        #expect(try PatternFile.matches(destination, count: Self.size))
-        try await Self.tearDown(session, scratch, server)
+        #expect(try PatternFile.matches(download.destination, count: Self.size))
+        try await download.tearDown()
     }
 
     @Test("a third attempt behind a redirect to another origin continues there too, not at the first URL")
     func thirdAttemptKeepsTheTarget() async throws {
-        let server = try await TestServer.start()
-        let scratch = try ScratchDirectory()
-        let session = SessionManager(notificationCenter: NotificationHub())
-        let recorder = RecordingObserver(center: session.notificationCenter)
-        let path = "/bytes/\(Self.size)"
         // The first two requests for the file each stop short; the third gets the rest.
-        let target = try #require(
-            URL(
-                string: "http://localhost:\(server.port)\(path)?key=third&dropAfter=\(Self.dropped)&drops=2"
-                    + "&chunkSize=16384"))
-        let encoded = try #require(target.absoluteString.addingPercentEncoding(withAllowedCharacters: .alphanumerics))
-        let destination = scratch.url.appendingPathComponent("third.bin")
-        let task = try session.downloadTask(
-            with: Request(url: server.url("/redirect-to?url=\(encoded)"), headers: ["Authorization": "Basic caller"]),
-            destination: { _, _ in destination })
-        task.interceptor = Self.fast
-        task.resume()
-
-        try await recorder.waitForCompletions(1)
+        let download = try await CrossOriginDownload(query: "key=third&dropAfter=\(Self.dropped)&drops=2")
+        let (task, server) = (download.task, download.server)
         #expect(task.error == nil, "\(String(describing: task.error))")
         #expect(task.response?.statusCode == 206)
         // Before, the third attempt went back to the redirecting URL, without the caller's credentials (the resume
         // had left its origin), and the download failed there.
         #expect(server.requests(forPath: "/redirect-to").count == 1)
-        let requests = server.requests(forPath: path)
+        let requests = server.requests(forPath: download.path)
         #expect(
             requests.map { $0.headerValue("Range") } == [nil, "bytes=\(Self.dropped)-", "bytes=\(2 * Self.dropped)-"])
         #expect(requests.allSatisfy { $0.headerValue("Authorization") == nil })
-        #expect(try PatternFile.matches(destination, count: Self.size))
-        try await Self.tearDown(session, scratch, server)
+        #expect(try PatternFile.matches(download.destination, count: Self.size))
+        try await download.tearDown()
     }
 
     /// Signs each attempt's URL anew, as a presigned-URL API does: `sig=<attempt>`.
