@@ -46,6 +46,15 @@ package enum CurlFeatures {
         return codings
     }()
 
+    /// Whether turning `CURLOPT_HTTP_CONTENT_DECODING` off at the end of a response head lets that response's
+    /// body through undecoded: libcurl before 8.5 reads the option for each piece of body it writes; from 8.5
+    /// its writers are set up as it parses the `Content-Encoding` line, before Herald sees the line, and a
+    /// coding it can't decode fails the transfer as before (``HeraldError``'s `decoding`).
+    static let passesUndecodableBodies: Bool = {
+        guard let info = herald_curl_version_info() else { return false }
+        return info.pointee.version_num < 0x08_05_00
+    }()
+
     /// Whether libcurl can decode every coding that `Content-Encoding` values name (all of a response's
     /// fields, in order). libcurl fails a transfer whose body has a coding it does not know, where a browser
     /// hands the body over as it came: a caller that sees the coding in the response can still decode it.

@@ -49,6 +49,9 @@ package struct NoProxyRules: Sendable, Hashable {
         if text.contains(":") || text.contains("[") || text.contains("]") {
             return "\(text) is neither a host name nor an IP address (a port can't be named)"
         }
+        if text.dropFirst(text.hasPrefix("*.") ? 2 : 0).contains("*") {
+            return "\(text) has a * that is not the whole entry or a leading *."
+        }
         return nil
     }
 
@@ -59,7 +62,7 @@ package struct NoProxyRules: Sendable, Hashable {
         var name = host.lowercased()
         if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
         if name.hasSuffix(".") { name.removeLast() }
-        let address = Self.parseAddress(name)
+        let address = Self.parseAddress(name).map(Self.unmapped)
         for entry in entries {
             switch entry {
             case .everyHost:
@@ -88,6 +91,8 @@ package struct NoProxyRules: Sendable, Hashable {
                 family: parsed.family, bytes: parsed.bytes, prefixLength: min(length, parsed.bytes.count * 8))
         }
         var name = text
+        // `*.example.com`, as other tools' lists write it, means what `.example.com` does.
+        if name.hasPrefix("*.") { name.removeFirst() }
         while name.hasPrefix(".") { name.removeFirst() }
         if name.hasSuffix(".") { name.removeLast() }
         return name.isEmpty ? nil : .name(name)
@@ -113,6 +118,14 @@ package struct NoProxyRules: Sendable, Hashable {
             return (AF_INET6, withUnsafeBytes(of: &v6) { Array($0) })
         }
         return nil
+    }
+
+    /// An IPv4-mapped IPv6 address (`::ffff:10.0.0.1`) as the IPv4 address it stands for; any other as it is.
+    private static func unmapped(_ address: (family: Int32, bytes: [UInt8])) -> (family: Int32, bytes: [UInt8]) {
+        guard address.family == AF_INET6, address.bytes.count == 16,
+            address.bytes[0..<10].allSatisfy({ $0 == 0 }), address.bytes[10] == 0xFF, address.bytes[11] == 0xFF
+        else { return address }
+        return (AF_INET, Array(address.bytes[12..<16]))
     }
 
     /// Whether the first `length` bits of `a` and `b` are equal.

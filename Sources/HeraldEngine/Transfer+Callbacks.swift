@@ -157,7 +157,7 @@ extension Transfer {
     /// given (Digest's first round-trip) is not final: the next head follows on this transfer, and a 401
     /// curl gives up on reaches the write callback, which announces it then.
     private func headDidEnd() {
-        if decodesContent, let easyHandle {
+        if decodesContent, CurlFeatures.passesUndecodableBodies, let easyHandle {
             // libcurl would fail the transfer at the first body byte of a coding it can't decode; such a body
             // comes as sent, its `Content-Encoding` telling the caller what it is. libcurl reads this option
             // for each piece of body it writes, so it applies from this head's first byte.

@@ -45,14 +45,15 @@ public struct Proxy: Sendable, Hashable, CustomStringConvertible {
     /// The credential sent to the proxy (HTTP Basic for HTTP/HTTPS proxies, user/password for SOCKS5), or
     /// `nil`.
     public var credential: Credential?
-    /// Hosts reached without the proxy: names (`example.com` also covers its subdomains; a leading dot is
-    /// allowed), IP addresses (IPv6 with or without brackets), CIDR ranges (`10.0.0.0/8`, `fd00::/8`), or `*`
+    /// Hosts reached without the proxy: names (`example.com` also covers its subdomains; a leading dot or `*.`
+    /// is allowed and means the same), IP addresses (IPv6 with or without brackets), CIDR ranges (`10.0.0.0/8`, `fd00::/8`), or `*`
     /// for every host. Empty (the default) sends every request through the proxy, loopback addresses included.
     ///
     /// Herald decides for each request, the same with every libcurl (whose own rules changed over its versions):
     /// names are compared with the URL's host as written, ignoring case, and addresses and ranges match a URL
-    /// whose host is an IP address (a name is never looked up for it). An entry with a port, or a range whose
-    /// prefix doesn't fit its address, is refused by ``validate()``.
+    /// whose host is an IP address (an IPv4-mapped IPv6 host as its IPv4 address; a name is never looked up for
+    /// it). An entry with a port, a `*` elsewhere than alone or leading (`*.`), or a range whose prefix doesn't
+    /// fit its address, is refused by ``validate()``.
     public var excludedHosts: [String]
 
     /// Creates a proxy.

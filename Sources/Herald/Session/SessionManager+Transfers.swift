@@ -67,7 +67,9 @@ extension SessionManager {
     /// `Content-Length` field: then that many bytes are sent with it, for servers that refuse chunked uploads
     /// (as many object stores do). The stream must then hold exactly that many bytes: one that ends sooner, or
     /// has more, fails the task with ``HeraldError/Code/bodyStream`` and the server sees a cut request, never a
-    /// body of another length than declared.
+    /// body of another length than declared. To see the end, one more read is made with the last bytes, before
+    /// they are sent: it must return 0 then, not wait (a pipe whose writer closes only later holds the upload
+    /// back until it does). A declared length of 0 sends no body, and the stream is not read.
     ///
     /// The stream is read ahead on a dispatch queue of the upload's own, never the engine's loop thread (see
     /// ``BodyStream``). When the body must be sent

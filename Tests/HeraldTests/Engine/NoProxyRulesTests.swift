@@ -17,6 +17,11 @@ struct NoProxyRulesTests {
         #expect(!rules.bypasses(host: "notexample.com"))
         #expect(!rules.bypasses(host: "example.com.evil.test"))
         #expect(!rules.bypasses(host: "127.0.0.1"))
+        // Other tools' `*.example.com` means `.example.com`.
+        let wildcard = NoProxyRules(["*.corp.test"])
+        #expect(wildcard.bypasses(host: "git.corp.test"))
+        #expect(wildcard.bypasses(host: "corp.test"))
+        #expect(!wildcard.bypasses(host: "corp.test.evil.test"))
     }
 
     @Test("addresses and ranges match IPv4 and IPv6 hosts however they are spelled; * anywhere matches all")
@@ -35,17 +40,23 @@ struct NoProxyRulesTests {
         #expect(!rules.bypasses(host: "example.com"))
         #expect(NoProxyRules(["example.com", "*"]).bypasses(host: "anything.test"))
         #expect(NoProxyRules(["0.0.0.0/0"]).bypasses(host: "203.0.113.9"))
+        // An IPv4-mapped IPv6 host is the IPv4 address it stands for.
+        #expect(rules.bypasses(host: "[::ffff:10.0.0.1]"))
         #expect(!NoProxyRules([]).bypasses(host: "127.0.0.1"))
     }
 
     @Test("an entry with a port or a prefix that doesn't fit is refused by validate, naming it")
     func refusedEntries() {
-        for entry in ["example.com:8080", "10.0.0.0/33", "::1/129", "host.test/8", "[::1]:443", "10.0.0.0/x"] {
+        for entry in [
+            "example.com:8080", "10.0.0.0/33", "::1/129", "host.test/8", "[::1]:443", "10.0.0.0/x", "api.*.test",
+        ] {
             #expect(NoProxyRules.problem(in: entry) != nil, "\(entry)")
             let proxy = Proxy(kind: .http, host: "127.0.0.1", port: 3128, excludedHosts: [entry])
             #expect(throws: HeraldError.self, "\(entry)") { try proxy.validate() }
         }
-        for entry in ["*", "example.com", ".example.com", "10.0.0.0/8", "::1", "[::1]", "fd00::/8", "10.1.2.3/32"] {
+        for entry in [
+            "*", "example.com", ".example.com", "*.example.com", "10.0.0.0/8", "::1", "[::1]", "fd00::/8", "10.1.2.3/32",
+        ] {
             #expect(NoProxyRules.problem(in: entry) == nil, "\(entry)")
         }
     }

@@ -72,6 +72,7 @@ struct ContentDecodingTests {
 
     @Test(
         "a body in a coding libcurl can't decode comes as sent, with its Content-Encoding, and the handle decodes again after",
+        .enabled(if: CurlFeatures.passesUndecodableBodies, "libcurl 8.5 and later fail such a body (next test)"),
         arguments: ["x-unknown", "gzip, x-unknown", "X-Unknown, identity"])
     func unknownCodingPassedThrough(coding: String) async throws {
         let fixture = try await SessionFixture.make()
@@ -89,6 +90,19 @@ struct ContentDecodingTests {
         let (decoded, gzipResponse) = try await fixture.session.data(for: Request(url: fixture.server.url("/gzip")))
         #expect(String(decoding: decoded, as: UTF8.self) == TestServer.gzipDecodedText)
         #expect(gzipResponse.bodyIsDecodedInMemory)
+        try await fixture.tearDown()
+    }
+
+    @Test(
+        "from libcurl 8.5 a coding it can't decode fails the task with decoding, and the next request decodes",
+        .disabled(if: CurlFeatures.passesUndecodableBodies, "this libcurl hands such a body over (previous test)"))
+    func unknownCodingFailsOnNewerLibcurl() async throws {
+        let fixture = try await SessionFixture.make()
+        await #expect {
+            _ = try await fixture.session.data(for: Request(url: fixture.server.url("/headers?Content-Encoding=x-unknown")))
+        } throws: { ($0 as? HeraldError)?.code == .decoding }
+        let (decoded, _) = try await fixture.session.data(for: Request(url: fixture.server.url("/gzip")))
+        #expect(String(decoding: decoded, as: UTF8.self) == TestServer.gzipDecodedText)
         try await fixture.tearDown()
     }
 
