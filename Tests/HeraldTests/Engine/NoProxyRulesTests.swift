@@ -55,7 +55,8 @@ struct NoProxyRulesTests {
             #expect(throws: HeraldError.self, "\(entry)") { try proxy.validate() }
         }
         for entry in [
-            "*", "example.com", ".example.com", "*.example.com", "10.0.0.0/8", "::1", "[::1]", "fd00::/8", "10.1.2.3/32",
+            "*", "example.com", ".example.com", "*.example.com", "10.0.0.0/8", "::1", "[::1]", "fd00::/8",
+            "10.1.2.3/32",
         ] {
             #expect(NoProxyRules.problem(in: entry) == nil, "\(entry)")
         }

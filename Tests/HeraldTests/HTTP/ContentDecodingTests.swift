@@ -99,7 +99,8 @@ struct ContentDecodingTests {
     func unknownCodingFailsOnNewerLibcurl() async throws {
         let fixture = try await SessionFixture.make()
         await #expect {
-            _ = try await fixture.session.data(for: Request(url: fixture.server.url("/headers?Content-Encoding=x-unknown")))
+            _ = try await fixture.session.data(
+                for: Request(url: fixture.server.url("/headers?Content-Encoding=x-unknown")))
         } throws: { ($0 as? HeraldError)?.code == .decoding }
         let (decoded, _) = try await fixture.session.data(for: Request(url: fixture.server.url("/gzip")))
         #expect(String(decoding: decoded, as: UTF8.self) == TestServer.gzipDecodedText)
