@@ -171,13 +171,14 @@ final class ConnectionTracker {
     }
 
     private static let prerequest: herald_curl_prereq_cb = { context, primaryIP, _, primaryPort, localPort in
-        guard let context, let primaryIP else { return 0 }
+        guard let context else { return 0 }
         let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
         // The idle timeout counts from here: the wait for a connection before it was no silence of the server's.
         if !transfer.hasConnection {
             transfer.hasConnection = true
             transfer.lastActivity = ActivityClock.now
         }
+        guard let primaryIP else { return 0 }
         transfer.connections?.attach(
             transfer, localPort: Int(localPort), peerPort: Int(primaryPort), peerAddress: primaryIP)
         // CURL_PREREQFUNC_OK: the request goes ahead.
