@@ -71,20 +71,23 @@ struct TimeInQueueTests {
     func waitForAConnectionIsNotIdle() async throws {
         var configuration = SessionConfiguration.default
         configuration.maximumConnectionsPerHost = 1
-        configuration.timeoutIntervalForRequest = 1
+        configuration.timeoutIntervalForRequest = 2
         let fixture = try await SessionFixture.make(configuration: configuration, serializer: DataResponseSerializer())
-        // Bytes every 200 ms for about 3 s: never idle for a second, and the host's only connection all along.
+        // 100 bytes every 100 ms for about 4 s: the host's only connection all along, never silent for 2 s (with
+        // room for a loaded machine's pauses).
         let slow = try fixture.session.dataTask(
-            with: Request(url: fixture.server.url("/bytes/4096?chunkSize=256&delayMs=200")))
+            with: Request(url: fixture.server.url("/bytes/4000?chunkSize=100&delayMs=100")))
         slow.resume()
         try await fixture.server.waitForRequests(count: 1)
         let queued = try fixture.session.dataTask(with: Request(url: fixture.server.url("/json")))
         queued.resume()
-        try await fixture.recorder.waitForCompletions(2, timeout: .seconds(30))
-        #expect(slow.error == nil, "\(String(describing: slow.error))")
-        // Before, it failed with timedOut a second after it was resumed, having sent nothing.
+        try await fixture.recorder.waitForCompletions(2, timeout: .seconds(60))
+        // Before, it failed with timedOut two seconds after it was resumed, having sent nothing.
         #expect(queued.error == nil, "\(String(describing: queued.error))")
         #expect(queued.response?.statusCode == 200)
+        // It waited longer than the request timeout for the connection: the wait was not counted as silence.
+        let waited = try #require(fixture.recorder.completions.first { $0.taskIdentifier == queued.taskIdentifier })
+        #expect((waited.metrics?.timeInQueue ?? 0) > 1.5, "\(String(describing: waited.metrics?.timeInQueue))")
         try await fixture.tearDown()
     }
 }
