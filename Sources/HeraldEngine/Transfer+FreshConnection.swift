@@ -58,5 +58,5 @@ extension Transfer {
     ]
 
     /// The methods RFC 9110 calls idempotent.
-    static let idempotentMethods: Set<String> = ["GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"]
+    package static let idempotentMethods: Set<String> = ["GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"]
 }

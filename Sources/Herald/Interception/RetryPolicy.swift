@@ -1,4 +1,5 @@
 import Foundation
+import HeraldEngine
 
 /// A ready retrier: retries idempotent requests that failed for a transient reason, with exponential
 /// backoff and jitter, honouring the server's `Retry-After`, up to a limit — Alamofire's `RetryPolicy`.
@@ -20,7 +21,7 @@ public struct RetryPolicy: RequestInterceptor {
     /// The default ``retryLimit``: 2 retries, so 3 attempts in all.
     public static let defaultRetryLimit = 2
     /// The methods retried by default: the idempotent ones of RFC 9110.
-    public static let defaultRetryableHTTPMethods: Set<String> = ["DELETE", "GET", "HEAD", "OPTIONS", "PUT", "TRACE"]
+    public static let defaultRetryableHTTPMethods: Set<String> = Transfer.idempotentMethods
     /// The statuses retried by default: request timeout, too many requests, and the transient server errors.
     public static let defaultRetryableHTTPStatusCodes: Set<Int> = [408, 429, 500, 502, 503, 504]
     /// The errors retried by default: timeouts, failed name lookups and connections, lost connections and

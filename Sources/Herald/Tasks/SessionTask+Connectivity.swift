@@ -21,7 +21,7 @@ extension SessionTask {
     static func waitsForConnectivity(method: String, after code: HeraldError.Code) -> Bool {
         guard connectivityFailures.contains(code) else { return false }
         return code != .networkConnectionLost
-            || RetryPolicy.defaultRetryableHTTPMethods.contains(method.uppercased())
+            || Transfer.idempotentMethods.contains(method.uppercased())
     }
 
     /// Whether `outcome`, a failed attempt, makes the task wait for a network; if so the task does not
