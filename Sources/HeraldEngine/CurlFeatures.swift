@@ -59,11 +59,15 @@ package enum CurlFeatures {
     /// fields, in order). libcurl fails a transfer whose body has a coding it does not know, where a browser
     /// hands the body over as it came: a caller that sees the coding in the response can still decode it.
     package static func decodesEvery(contentCoding values: [String]) -> Bool {
-        values.allSatisfy { value in
-            value.split(separator: ",").allSatisfy { coding in
-                let name = coding.trimmingCharacters(in: .whitespaces).lowercased()
-                return name.isEmpty || decodableCodings.contains(name)
-            }
+        codings(in: values).allSatisfy(decodableCodings.contains)
+    }
+
+    /// The codings `Content-Encoding` values name (all of a response's fields, in order), trimmed and lowercased;
+    /// empty list elements left out.
+    package static func codings(in values: [String]) -> [String] {
+        values.flatMap { $0.split(separator: ",") }.compactMap { coding in
+            let name = coding.trimmingCharacters(in: .whitespaces).lowercased()
+            return name.isEmpty ? nil : name
         }
     }
 

@@ -107,7 +107,7 @@ package struct NoProxyRules: Sendable, Hashable {
     }
 
     /// `text` as an IPv4 or IPv6 address (an IPv6 zone, `%eth0`, left out), in network order.
-    private static func parseAddress(_ text: String) -> (family: Int32, bytes: [UInt8])? {
+    package static func parseAddress(_ text: String) -> (family: Int32, bytes: [UInt8])? {
         var v4 = in_addr()
         if inet_pton(AF_INET, text, &v4) == 1 {
             return (AF_INET, withUnsafeBytes(of: &v4) { Array($0) })

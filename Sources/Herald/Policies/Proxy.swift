@@ -108,9 +108,7 @@ public struct Proxy: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether `text` is an IPv6 address, with a zone (`fe80::1%eth0`) or without.
     private static func isIPv6Address(_ text: String) -> Bool {
-        var address = in6_addr()
-        let bare = text.split(separator: "%", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init)
-        return inet_pton(AF_INET6, bare ?? text, &address) == 1
+        NoProxyRules.parseAddress(text)?.family == AF_INET6
     }
 
     private static func isSeparatorOrControl(_ scalar: Unicode.Scalar) -> Bool {

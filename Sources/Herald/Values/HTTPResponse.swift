@@ -92,12 +92,9 @@ public struct HTTPResponse: Sendable, Hashable {
     /// `Content-Encoding` says what is left to undo. A download's file and a streamed body are never decoded,
     /// whatever this says.
     public var bodyIsDecodedInMemory: Bool {
-        let values = headers.values(for: "Content-Encoding")
-        let codings = values.flatMap { $0.split(separator: ",") }.map {
-            $0.trimmingCharacters(in: .whitespaces).lowercased()
-        }
-        guard codings.contains(where: { !$0.isEmpty && $0 != "identity" && $0 != "none" }) else { return false }
-        return CurlFeatures.decodesEvery(contentCoding: values)
+        let codings = CurlFeatures.codings(in: headers.values(for: "Content-Encoding"))
+        guard codings.contains(where: { $0 != "identity" && $0 != "none" }) else { return false }
+        return codings.allSatisfy(CurlFeatures.decodableCodings.contains)
     }
 
     /// The `charset` parameter of `Content-Type`, lowercased, or `nil`.
