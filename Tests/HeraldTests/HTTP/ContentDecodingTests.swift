@@ -71,39 +71,31 @@ struct ContentDecodingTests {
     }
 
     @Test(
-        "a body in a coding libcurl can't decode comes as sent, with its Content-Encoding, and the handle decodes again after",
-        .enabled(if: CurlFeatures.passesUndecodableBodies, "libcurl 8.5 and later fail such a body (next test)"),
+        "a body in a coding libcurl can't decode comes as sent (before libcurl 8.5; from it, decoding), and the handle decodes again after",
         arguments: ["x-unknown", "gzip, x-unknown", "X-Unknown, identity"])
     func unknownCodingPassedThrough(coding: String) async throws {
         let fixture = try await SessionFixture.make()
         var components = URLComponents(url: fixture.server.url("/headers"), resolvingAgainstBaseURL: false)
         components?.queryItems = [URLQueryItem(name: "Content-Encoding", value: coding)]
         let url = try #require(components?.url)
-        let (data, response) = try await fixture.session.data(for: Request(url: url))
-        #expect(response.statusCode == 200)
-        #expect(response.headers["Content-Encoding"] == coding)
-        #expect(!response.bodyIsDecodedInMemory)
-        // The route's body is the JSON of its fields, not encoded at all: it arrives byte for byte.
-        let fields = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
-        #expect(fields["Content-Encoding"] as? String == coding)
+        if CurlFeatures.passesUndecodableBodies {
+            let (data, response) = try await fixture.session.data(for: Request(url: url))
+            #expect(response.statusCode == 200)
+            #expect(response.headers["Content-Encoding"] == coding)
+            #expect(!response.bodyIsDecodedInMemory)
+            // The route's body is the JSON of its fields, not encoded at all: it arrives byte for byte.
+            let fields = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+            #expect(fields["Content-Encoding"] as? String == coding)
+        } else {
+            // libcurl 8.5 and later set up their decoders as they parse the field, before Herald sees it.
+            await #expect {
+                _ = try await fixture.session.data(for: Request(url: url))
+            } throws: { ($0 as? HeraldError)?.code == .decoding }
+        }
         // The next request on the same session (and pooled handle) decodes gzip again.
         let (decoded, gzipResponse) = try await fixture.session.data(for: Request(url: fixture.server.url("/gzip")))
         #expect(String(decoding: decoded, as: UTF8.self) == TestServer.gzipDecodedText)
         #expect(gzipResponse.bodyIsDecodedInMemory)
-        try await fixture.tearDown()
-    }
-
-    @Test(
-        "from libcurl 8.5 a coding it can't decode fails the task with decoding, and the next request decodes",
-        .disabled(if: CurlFeatures.passesUndecodableBodies, "this libcurl hands such a body over (previous test)"))
-    func unknownCodingFailsOnNewerLibcurl() async throws {
-        let fixture = try await SessionFixture.make()
-        await #expect {
-            _ = try await fixture.session.data(
-                for: Request(url: fixture.server.url("/headers?Content-Encoding=x-unknown")))
-        } throws: { ($0 as? HeraldError)?.code == .decoding }
-        let (decoded, _) = try await fixture.session.data(for: Request(url: fixture.server.url("/gzip")))
-        #expect(String(decoding: decoded, as: UTF8.self) == TestServer.gzipDecodedText)
         try await fixture.tearDown()
     }
 
