@@ -85,9 +85,6 @@ struct TimeInQueueTests {
         // Before, it failed with timedOut two seconds after it was resumed, having sent nothing.
         #expect(queued.error == nil, "\(String(describing: queued.error))")
         #expect(queued.response?.statusCode == 200)
-        // It waited longer than the request timeout for the connection: the wait was not counted as silence.
-        let waited = try #require(fixture.recorder.completions.first { $0.taskIdentifier == queued.taskIdentifier })
-        #expect((waited.metrics?.timeInQueue ?? 0) > 1.5, "\(String(describing: waited.metrics?.timeInQueue))")
         try await fixture.tearDown()
     }
 }
