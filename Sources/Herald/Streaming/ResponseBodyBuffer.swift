@@ -275,10 +275,12 @@ final class ResponseBodyBuffer: Sendable {
             state.chunks.append(state.tail)
             state.tail = Data()
         }
+        // Each element is a `Data` of its own, indexed from 0 as every other element is: a slice would keep
+        // the held body's indices (a consumer's `chunk[0]` would trap) and the whole held body alive.
         var start = bytes.startIndex
         while start < bytes.endIndex {
             let end = min(start + maximumChunkSize, bytes.endIndex)
-            state.chunks.append(bytes[start..<end])
+            state.chunks.append(start == 0 && end == bytes.endIndex ? bytes : Data(bytes[start..<end]))
             start = end
         }
         state.waiting += bytes.count

@@ -6,8 +6,9 @@
 /// - A line starting with `:` is a comment. A line without a colon is a field name with an empty value; one
 ///   space after the colon is dropped from the value.
 /// - `event` sets the type, `data` appends its value and an LF (the last LF is dropped at dispatch), `id`
-///   sets the last event ID buffer unless the value contains NUL or is longer than ``maximumEventIDLength``
-///   bytes (a blank line makes it the last event ID), `retry` sets the reconnection time when the value is
+///   sets the last event ID buffer unless the value contains NUL, another control character (a byte below
+///   0x20 other than tab, or DEL: the reconnection sends the ID as a request field, where these are not
+///   allowed) or is longer than ``maximumEventIDLength`` bytes (a blank line makes it the last event ID), `retry` sets the reconnection time when the value is
 ///   ASCII digits only; other fields are ignored.
 /// - An event whose data buffer is empty is not dispatched (its type is reset; an `id` still counts).
 /// - An incomplete event at the end of the stream is discarded (``endOfStream()``).
@@ -160,7 +161,11 @@ public struct ServerSentEventParser: Sendable {
         } else if name.elementsEqual("event".utf8) {
             eventType = Array(value)
         } else if name.elementsEqual("id".utf8) {
-            if value.count <= Self.maximumEventIDLength, !value.contains(0) {
+            // The standard ignores only an ID with NUL; one with another control character is ignored too, as
+            // it could not be sent back in `Last-Event-ID` and the reconnection would fail for good.
+            if value.count <= Self.maximumEventIDLength,
+                !value.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F })
+            {
                 idBuffer = String(decoding: value, as: UTF8.self)
             }
         } else if name.elementsEqual("retry".utf8) {

@@ -109,6 +109,16 @@ struct ServerSentEventParserTests {
         #expect(events == [ServerSentEvent(id: "1", data: "a"), ServerSentEvent(id: "1", data: "b")])
     }
 
+    @Test("an id with a control character other than tab is ignored, as a reconnection could not send it")
+    func idWithControlCharacter() {
+        for ignored in ["2\u{1}x", "2\u{1B}[0m", "2\u{7F}", "2\u{0B}"] {
+            let events = Self.events("id: 1\ndata: a\n\nid: \(ignored)\ndata: b\n\n")
+            #expect(events.map(\.id) == ["1", "1"], "\(ignored.debugDescription)")
+        }
+        let tabbed = Self.events("id: 1\t2\ndata: a\n\n")
+        #expect(tabbed.map(\.id) == ["1\t2"])
+    }
+
     @Test("an id longer than 64 KiB is ignored, as a reconnection could not send it; one of 64 KiB is taken")
     func overlongID() {
         let longest = String(repeating: "i", count: ServerSentEventParser.maximumEventIDLength)
