@@ -47,7 +47,8 @@ public struct CachedResponse: Sendable, Hashable {
 /// - **Freshness:** `max-age` (`s-maxage` is for shared caches and ignored), else `Expires` minus `Date`,
 ///   else 10% of the time since `Last-Modified` for the statuses above. The age counts the `Age` header
 ///   (its first member), the time between `Date` and the response's arrival, and the time since.
-/// - **Serving:** a fresh entry answers a `GET` without touching the network, when the request's `Vary`
+/// - **Serving:** a fresh entry answers a `GET` without credentials (no `Authorization`, no user name or password
+///   in its URL) without touching the network, when the request's `Vary`
 ///   fields match the stored ones and its `Cache-Control` (`max-age`, `min-fresh`, `max-stale`) allows. A
 ///   stale entry within its `stale-while-revalidate` window is served too, and revalidated by a task of
 ///   its own.

@@ -10,9 +10,13 @@ enum ResponseCachePolicy {
         CacheControlDirectives(headers)
     }
 
-    /// Whether `request` may be answered from the cache at all.
+    /// Whether `request` may be answered from the cache at all. Not one with credentials (an `Authorization`
+    /// field, a user name or password in its URL): answers to such requests are never stored, so what the cache
+    /// holds for the URL was someone else's, an anonymous request's.
     static func mayRead(_ request: Request) -> Bool {
-        guard request.method == "GET", request.body == nil, !request.headers.contains("Range") else { return false }
+        guard request.method == "GET", request.body == nil, !request.headers.contains("Range"),
+            !request.headers.contains("Authorization"), request.url.user == nil, request.url.password == nil
+        else { return false }
         let directives = directives(request.headers)
         if directives["no-cache"] != nil || directives["no-store"] != nil { return false }
         if request.headers.values(for: "Pragma").contains(where: { $0.lowercased().contains("no-cache") }) {
@@ -156,6 +160,20 @@ enum ResponseCachePolicy {
             rest = quoted[quoted.index(after: end)...]
         }
         return tags
+    }
+
+    /// Whether the caller's own conditional `request` names `stored`: an `If-None-Match` tag is its `ETag`
+    /// (weakly compared; `*` names no one response), or, without `If-None-Match`, `If-Modified-Since` is its
+    /// `Last-Modified`. The caller's validators may come from elsewhere (a download, an older copy), and a `304`
+    /// without validators of its own then says only that the caller's copy is current, not the stored one.
+    static func conditionNames(_ request: Request, stored: HTTPResponse) -> Bool {
+        if let condition = request.headers["If-None-Match"] {
+            guard let tag = stored.headers["ETag"] else { return false }
+            return entityTags(in: condition).contains { $0 != "*" && weakMatch($0, tag) }
+        }
+        guard let since = request.headers["If-Modified-Since"], let modified = stored.headers["Last-Modified"]
+        else { return false }
+        return since == modified || parseDate(since).map { $0 == parseDate(modified) } == true
     }
 
     /// RFC 9110 §8.8.3.2's weak comparison: the opaque tags are equal, whichever is weak.
@@ -375,12 +393,14 @@ enum ResponseCachePolicy {
 
     /// The entry stored for `request` freshened by `notModified`, a `304` answering the request's own
     /// conditional fields, when that entry is the one it confirms (RFC 9111 §4.3.4: the same validator, and a
-    /// stored response the request's `Vary` fields select); `nil` otherwise.
+    /// stored response the request's `Vary` fields select) and the request's condition names it (see
+    /// ``conditionNames(_:stored:)``); `nil` otherwise.
     static func freshened(
         for request: Request, by notModified: HTTPResponse, in cache: any ResponseCache, now: Date = Date()
     ) -> CachedResponse? {
         guard notModified.statusCode == 304, let stored = cache.cachedResponse(for: request),
-            varyMatches(stored, request: request), confirms(notModified, stored: stored.response)
+            varyMatches(stored, request: request), confirms(notModified, stored: stored.response),
+            conditionNames(request, stored: stored.response)
         else { return nil }
         var entry = stored
         entry.response = refreshed(stored.response, with: notModified, receivedAt: now)

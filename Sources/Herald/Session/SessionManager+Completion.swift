@@ -158,8 +158,12 @@ extension SessionManager {
         let proposal =
             keeps(outcome, of: task, sent: sent) ? ResponseCachePolicy.proposal(for: sent, outcome: outcome) : nil
         guard let proposal, let entry = dataTaskWillCacheResponse.map({ $0(task, proposal) }) ?? proposal else {
-            // The network answered anew and its answer is not kept: neither is an older one.
-            cache.removeCachedResponse(for: task.originalRequest)
+            // The network answered anew and its answer is not kept: neither is an older one. A server error
+            // says nothing of the resource (a cache may act as if the server hadn't answered): the entry stays,
+            // for a request that accepts it stale and for the next revalidation.
+            if !(500...599).contains(outcome.response?.statusCode ?? 0) {
+                cache.removeCachedResponse(for: task.originalRequest)
+            }
             return
         }
         cache.storeCachedResponse(entry, for: sent)

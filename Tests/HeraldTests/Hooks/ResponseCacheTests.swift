@@ -187,6 +187,47 @@ struct ResponseCacheTests {
         try await fixture.tearDown()
     }
 
+    @Test("a request with credentials is not answered from an entry an anonymous request stored")
+    func credentialsSkipAnonymousEntry() async throws {
+        let (fixture, cache) = try await Self.fixture()
+        let url = fixture.server.url("/headers?Cache-Control=max-age%3D300")
+        _ = try await Self.run(fixture, Request(url: url), completions: 1)
+        #expect(cache.count == 1)
+        let bearer = try await Self.run(
+            fixture, Request(url: url, headers: ["Authorization": "Bearer token"]), completions: 2)
+        #expect(fixture.server.requestCount == 2)
+        #expect(bearer.task.metrics != nil)
+        var components = try #require(URLComponents(url: url, resolvingAgainstBaseURL: false))
+        components.user = "alice"
+        components.password = "secret"
+        _ = try await Self.run(fixture, Request(url: try #require(components.url)), completions: 3)
+        #expect(fixture.server.requestCount == 3)
+        // The anonymous entry stays, for anonymous requests.
+        _ = try await Self.run(fixture, Request(url: url), completions: 4)
+        #expect(fixture.server.requestCount == 3)
+        try await fixture.tearDown()
+    }
+
+    @Test("a server error answering a revalidation leaves the stored entry, for a request that accepts it stale")
+    func serverErrorKeepsEntry() async throws {
+        let (fixture, cache) = try await Self.fixture()
+        let request = Request(url: fixture.server.url("/flaky?key=revalidated&fail=1&status=503"))
+        let stored = CachedResponse(
+            response: HTTPResponse(
+                url: request.url, statusCode: 200, headers: ["Cache-Control": "max-age=60", "ETag": "\"v1\""]),
+            data: Data("stored".utf8), storageDate: Date(timeIntervalSinceNow: -120))
+        cache.storeCachedResponse(stored, for: request)
+        let failed = try await Self.run(fixture, request, completions: 1)
+        #expect(failed.call.response?.statusCode == 503)
+        #expect(fixture.server.requests.first?.headers.contains { $0.name.lowercased() == "if-none-match" } == true)
+        #expect(cache.cachedResponse(for: request)?.data == Data("stored".utf8))
+        let stale = try await Self.run(
+            fixture, Request(url: request.url, headers: ["Cache-Control": "max-stale"]), completions: 2)
+        #expect(fixture.server.requestCount == 1)
+        #expect(stale.call.object as? Data == Data("stored".utf8))
+        try await fixture.tearDown()
+    }
+
     @Test("a stale entry goes to the network, and the new response replaces it")
     func staleGoesToNetwork() async throws {
         let (fixture, cache) = try await Self.fixture()
@@ -276,6 +317,33 @@ struct ResponseCacheTests {
         cache.storeCachedResponse(other, for: Request(url: url))
         _ = try await Self.run(fixture, conditional, completions: 3)
         #expect(cache.cachedResponse(for: Request(url: url)) == other)
+        try await fixture.tearDown()
+    }
+
+    @Test(
+        "a 304 without validators to the caller's own condition freshens the stored entry only when the condition names it",
+        arguments: [
+            ("If-None-Match", "\"v2\"", false), ("If-None-Match", "*", false), ("If-None-Match", "W/\"v1\"", true),
+            ("If-Modified-Since", "Mon, 01 Jan 2024 00:00:00 GMT", false),
+            ("If-Modified-Since", "Sat, 01 Jun 2024 00:00:00 GMT", true),
+        ])
+    func callersConditionalMustNameEntry(field: String, value: String, freshens: Bool) async throws {
+        let (fixture, cache) = try await Self.fixture()
+        // The server answers any conditional request with a 304 that carries no ETag and no Last-Modified.
+        let url = fixture.server.url("/headers/not-modified?Cache-Control=max-age%3D60")
+        let stale = CachedResponse(
+            response: HTTPResponse(
+                url: url, statusCode: 200,
+                headers: [
+                    "Cache-Control": "max-age=60", "ETag": "\"v1\"", "Last-Modified": "Sat, 01 Jun 2024 00:00:00 GMT",
+                ]),
+            data: Data("stored".utf8), storageDate: Date(timeIntervalSinceNow: -120))
+        cache.storeCachedResponse(stale, for: Request(url: url))
+        let answered = try await Self.run(fixture, Request(url: url, headers: [field: value]), completions: 1)
+        #expect(answered.call.response?.statusCode == 304)
+        let entry = try #require(cache.cachedResponse(for: Request(url: url)))
+        #expect((entry.storageDate > stale.storageDate) == freshens)
+        #expect(entry.data == Data("stored".utf8))
         try await fixture.tearDown()
     }
 
