@@ -53,8 +53,9 @@ extension SessionTask {
         case .useCredential(let chosen):
             credential = chosen
         case .performDefaultHandling:
-            // The store's credential, unless this attempt already sent it and it was refused.
-            guard let stored, !machine({ $0.hops.answeredCredentials.contains(stored) }) else {
+            // The store's credential, unless this attempt already sent it to this origin and a 401 refused it.
+            let refused = stored.map { SentCredential(user: $0.user, password: $0.password, url: current.url) }
+            guard let stored, let refused, !machine({ $0.hops.refusedCredentials.contains(refused) }) else {
                 return completeWithHopResponse(outcome, from: current)
             }
             credential = stored
@@ -71,7 +72,6 @@ extension SessionTask {
                     "The credential answering the server's challenge contains a control character (CR, LF, NUL…), "
                         + "which would change the request's header fields.", url: current.url))
         }
-        transition { $0.challengeAnswered(with: credential) }
         var next = current
         next.credential = TransferCredential(credential, scheme: space.authenticationScheme)
         // A header of the caller's would win over curl's own, and it is what the server just refused.

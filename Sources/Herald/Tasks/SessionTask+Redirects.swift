@@ -8,7 +8,7 @@ import HeraldEngine
 //
 // Threading: the decision and the session's redirection hook run on the hook queue — never on the loop
 // thread, where a slow hook would stall every transfer of the engine — and the next transfer is then
-// handed to the engine like the first one (`TaskStateMachine.transferPrepared(_:sendsCredential:)`). The task stays
+// handed to the engine like the first one (`TaskStateMachine.transferPrepared(_:credential:)`). The task stays
 // `running` (or `suspended`) in between: a `cancel()` arriving then completes the task at once with
 // `cancelled`; a `suspend()` holds the next transfer until `resume()`.
 extension SessionTask {

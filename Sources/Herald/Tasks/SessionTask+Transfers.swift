@@ -116,12 +116,14 @@ extension SessionTask {
             guard left > 0 else { return resourceTimeoutPassed(url: request.url) }
             request.resourceTimeout = left
         }
-        let sendsCredential = request.credential != nil
+        let credential = request.credential.map {
+            SentCredential(user: $0.user, password: $0.password, url: request.url)
+        }
         // The request moves into the transfer: it is about 350 bytes, and copying it is not free.
         let transfer = Transfer(request: request, delegate: self)
         // The easy handle is made here, not on the loop thread that every transfer of the engine shares.
         transfer.prepare(from: session.multi?.easyHandles)
-        let prepared = transition({ $0.transferPrepared(transfer, sendsCredential: sendsCredential) }) { action in
+        let prepared = transition({ $0.transferPrepared(transfer, credential: credential) }) { action in
             switch action {
             case .none, .wait: []
             case .start(let transfer): [.engine(.start(transfer))]

@@ -12,8 +12,10 @@ struct TaskHops {
     var metrics: [TransferMetrics] = []
     /// Credentials sent for this task that the server answered with another 401.
     var authenticationFailures = 0
-    /// The credentials this attempt answered challenges with: at the next challenge, each was refused.
-    var answeredCredentials: Set<Credential> = []
+    /// The credentials this attempt sent that a 401 answered, each with the origin that refused it: default
+    /// handling doesn't send them there again. One the server accepted, or that went to another origin, is
+    /// not among them.
+    var refusedCredentials: Set<SentCredential> = []
     /// The attempt running now, from 1; a retry starts the next (see `SessionTask+Retry.swift`).
     var attempt = 1
     /// The request the current attempt sent first, after adaptation: what the retrier is shown.
@@ -47,5 +49,20 @@ struct TaskHops {
     static func key(method: String, url: URL, cookies: String?, credentialUser: String? = nil) -> String {
         "\(method) \(url.absoluteString)" + (cookies.map { "\n" + $0 } ?? "")
             + (credentialUser.map { "\ncredential " + $0 } ?? "")
+    }
+}
+
+/// A credential a transfer sent, and the origin (scheme, host, port) it went to: what a 401 answering that
+/// transfer refuses.
+struct SentCredential: Hashable {
+    var user: String
+    var password: String
+    var origin: String
+
+    init(user: String, password: String, url: URL) {
+        self.user = user
+        self.password = password
+        origin =
+            "\(url.scheme?.lowercased() ?? "")://\(url.host?.lowercased() ?? ""):\(url.effectivePort.map(String.init) ?? "")"
     }
 }

@@ -28,8 +28,8 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
     /// A transfer the task handed to the engine (or is about to), with what the task knows of it.
     private struct InFlight {
         var transfer: Handle
-        /// Whether it sends a credential, so a 401 answering it counts as a refusal.
-        var sendsCredential: Bool
+        /// The credential it sends, if any: a 401 answering it refuses that credential.
+        var credential: SentCredential?
         /// The download task the data task became while this transfer ran
         /// (``ResponseDisposition/becomeDownload``): the task that completes. Such a transfer leads to no
         /// hop and no wait for a network, only to a retry (as a download: see ``becameDownload``).
@@ -164,7 +164,7 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
         case none
         /// The first resume: announce it, then prepare the first transfer (sending `validators`, a stale
         /// cache entry's), or serve the cache, or run the adapter, and hand it over with
-        /// ``transferPrepared(_:sendsCredential:)``.
+        /// ``transferPrepared(_:credential:)``.
         case start(validators: HTTPHeaders?)
         /// Announce, and continue the paused transfer where it stopped.
         case unpause(Handle)
@@ -435,7 +435,10 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
         guard let ended = endTransfer("a hop ended") else { return .complete }
         hops.visited.insert(key)
         hops.recordHop(metrics)
-        if isChallenge, ended.sendsCredential { hops.authenticationFailures += 1 }
+        if isChallenge, let refused = ended.credential {
+            hops.authenticationFailures += 1
+            hops.refusedCredentials.insert(refused)
+        }
         report.response = response
         return .decide(from: ended.transfer)
     }
@@ -461,11 +464,6 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
     mutating func revalidationAbandoned() {
         report.revalidating = nil
         hops.cacheValidators = nil
-    }
-
-    /// The task answers a challenge with `credential`: refused, it is not sent again by default handling.
-    mutating func challengeAnswered(with credential: Credential) {
-        hops.answeredCredentials.insert(credential)
     }
 
     /// The next hop follows a redirect to the request `key`.
@@ -514,7 +512,7 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
         hops.redirectCount = 0
         hops.visited = []
         hops.authenticationFailures = 0
-        hops.answeredCredentials = []
+        hops.refusedCredentials = []
         return .schedule(attempt: hops.attempt)
     }
 
@@ -538,7 +536,7 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
         hops.redirectCount = 0
         hops.visited = []
         hops.authenticationFailures = 0
-        hops.answeredCredentials = []
+        hops.refusedCredentials = []
         hops.connectivityWaits += 1
         return .announceAndWait(since: hops.metrics.first?.startDate)
     }
@@ -583,11 +581,11 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
         case wait
     }
 
-    /// The next transfer (the first one too) is ready; `sendsCredential` says whether it sends one (so a
-    /// 401 answering it counts as a refusal).
-    mutating func transferPrepared(_ transfer: Handle, sendsCredential: Bool = false) -> PreparedAction {
-        let inFlight = InFlight(transfer: transfer, sendsCredential: sendsCredential, download: nil)
-        if sendsCredential { hops.sentCredential = true }
+    /// The next transfer (the first one too) is ready; `credential` is the one it sends, if any (a 401
+    /// answering it refuses it).
+    mutating func transferPrepared(_ transfer: Handle, credential: SentCredential? = nil) -> PreparedAction {
+        let inFlight = InFlight(transfer: transfer, credential: credential, download: nil)
+        if credential != nil { hops.sentCredential = true }
         switch state {
         case .running(.betweenTransfers):
             state = .running(.transferring(inFlight))

@@ -440,6 +440,26 @@ struct AuthenticationTests {
         try await fixture.tearDown()
     }
 
+    @Test("default handling sends a credential one origin accepted to another origin that asks for it after a redirect")
+    func acceptedCredentialAnswersTheNextOrigin() async throws {
+        let fixture = try await SessionFixture.make()
+        let other = try await TestServer.start()
+        for port in [fixture.server.port, other.port] {
+            fixture.session.credentialStore.setCredential(
+                Credential(user: "u", password: "p"), forHost: "127.0.0.1", port: port)
+        }
+        let next = other.url("/auth/basic?user=u&password=p").absoluteString
+        let encoded = next.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? next
+        let (data, response) = try await fixture.session.data(
+            for: Request(url: fixture.server.url("/auth/basic?user=u&password=p&redirect=\(encoded)")))
+        #expect(response.statusCode == 200)
+        #expect(try JSONDecoder().decode(Authenticated.self, from: data).user == "u")
+        #expect(fixture.server.requests(forPath: "/auth/basic").map(\.responseStatus) == [401, 302])
+        #expect(other.requests(forPath: "/auth/basic").map(\.responseStatus) == [401, 200])
+        try await other.shutdown()
+        try await fixture.tearDown()
+    }
+
     @Test("after a redirect to another origin, the data hooks see only the answer that origin's credential gets")
     func dataHooksAfterRedirectToAnotherOrigin() async throws {
         let fixture = try await SessionFixture.make()

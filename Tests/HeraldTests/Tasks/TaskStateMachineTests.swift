@@ -559,7 +559,8 @@ struct TaskStateMachineTests {
         guard case .loop = machine.redirectFollowed(to: "GET /a") else { Issue.record("expected .loop"); return }
         #expect(machine.hops.redirectCount == 1)
         let next = FakeTransfer()
-        guard case .start(let started) = machine.transferPrepared(next, sendsCredential: true) else {
+        let sent = SentCredential(user: "u", password: "p", url: Self.url)
+        guard case .start(let started) = machine.transferPrepared(next, credential: sent) else {
             Issue.record("expected .start")
             return
         }
@@ -568,9 +569,14 @@ struct TaskStateMachineTests {
         let challenge = HTTPResponse(url: Self.url, statusCode: 401, headers: [:])
         _ = machine.hopEnds(sent: "GET /b", response: challenge, metrics: nil, isChallenge: true)
         #expect(machine.hops.authenticationFailures == 1)
-        _ = machine.transferPrepared(FakeTransfer(), sendsCredential: false)
+        #expect(machine.hops.refusedCredentials == [sent])
+        _ = machine.transferPrepared(FakeTransfer(), credential: nil)
         _ = machine.hopEnds(sent: "GET /b", response: challenge, metrics: nil, isChallenge: true)
         #expect(machine.hops.authenticationFailures == 1)
+        #expect(machine.hops.refusedCredentials == [sent])
+        // Refused at one origin, the same credential is not refused at another.
+        let elsewhere = SentCredential(user: "u", password: "p", url: try #require(URL(string: "http://127.0.0.2:81/")))
+        #expect(!machine.hops.refusedCredentials.contains(elsewhere))
     }
 
     @Test("a retry counts the attempt and starts its hops afresh; the attempt's request is kept")
