@@ -103,12 +103,14 @@ public final class DiskResponseCache: ResponseCache {
         let indexPath = self.directory.appendingPathComponent("index.sqlite").path
         do throws(HeraldError) {
             do throws(HeraldError) {
-                database = try Database(path: indexPath)
+                database = try Database(path: indexPath, checked: alone)
             } catch {
                 guard alone, error.underlying is Database.Damaged else { throw error }
                 // A damaged index (a copy of the folder without its write-ahead log, a bad sector) would refuse
-                // every open for good. A cache is disposable: with no other cache on the folder, the index
-                // starts again empty, and the sweep below removes the bodies it no longer names.
+                // every open for good, or, damaged past its first pages, open and then fail the statements that
+                // read every row: the size (eviction would stop, and the folder grow without bound), the sweep,
+                // `removeAll`. A cache is disposable: with no other cache on the folder, the index starts again
+                // empty, and the sweep below removes the bodies it no longer names.
                 for suffix in ["", "-wal", "-shm"] { unlink(indexPath + suffix) }
                 database = try Database(path: indexPath)
             }
@@ -137,8 +139,8 @@ public final class DiskResponseCache: ResponseCache {
         close(lockDescriptor)
     }
 
-    /// The bytes the entries take now.
-    public var currentSize: Int { database.withLock { $0.totalSize() } }
+    /// The bytes the entries take now (0 when the index can't be read).
+    public var currentSize: Int { database.withLock { $0.totalSize() ?? 0 } }
 
     /// The number of entries.
     public var count: Int { database.withLock { $0.count() } }
@@ -373,7 +375,11 @@ public final class DiskResponseCache: ResponseCache {
     /// statement failed.
     private func evict(in database: Database) -> [String]? {
         var files: [String] = []
-        while database.totalSize() > capacity, let victim = database.leastRecentlyUsed() {
+        while true {
+            // A size that can't be read fails the eviction (and so the store): taken for 0 it would let the
+            // entries grow past the capacity.
+            guard let total = database.totalSize() else { return nil }
+            guard total > capacity, let victim = database.leastRecentlyUsed() else { break }
             // By row: a key or file the index holds in another type (edited by hand, a blob) would not match
             // a delete by value, and the same row would be the victim forever. A delete that removes nothing
             // fails the eviction rather than loop.
@@ -565,7 +571,11 @@ private final class Database: @unchecked Sendable {
         sqlite3_close(connection)
     }
 
-    init(path: String) throws(HeraldError) {
+    /// Opens (or makes) the index at `path`; `checked`, it is also read through (`PRAGMA quick_check`), for
+    /// damage past the pages opening it reads.
+    /// - Throws: ``HeraldError/Code/fileIO``, with ``Damaged`` as its underlying error when SQLite finds the
+    ///   index damaged or not a database.
+    init(path: String, checked: Bool = false) throws(HeraldError) {
         var handle: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW
         guard sqlite3_open_v2(path, &handle, flags, nil) == SQLITE_OK, let handle else {
@@ -596,6 +606,15 @@ private final class Database: @unchecked Sendable {
             throw HeraldError(
                 .fileIO, "The response cache index \(path) cannot be used: \(message).",
                 underlying: damaged ? Damaged() : nil)
+        }
+        guard checked else { return }
+        var verdict: [String] = []
+        let read = run("PRAGMA quick_check", row: { verdict.append(Self.text($0, 0)) })
+        guard read, verdict == ["ok"] else {
+            throw HeraldError(
+                .fileIO,
+                "The response cache index \(path) is damaged: \(verdict.first ?? String(cString: sqlite3_errmsg(handle))).",
+                underlying: Damaged())
         }
     }
 
@@ -720,9 +739,11 @@ private final class Database: @unchecked Sendable {
         return lines
     }
 
-    func totalSize() -> Int {
+    /// The bytes the entries take, or `nil` when the index can't be read.
+    func totalSize() -> Int? {
         var total = 0
-        run("SELECT IFNULL(SUM(size), 0) FROM entries") { total = Int(sqlite3_column_int64($0, 0)) }
+        guard run("SELECT IFNULL(SUM(size), 0) FROM entries", row: { total = Int(sqlite3_column_int64($0, 0)) })
+        else { return nil }
         return total
     }
 

@@ -348,6 +348,43 @@ struct DiskResponseCacheTests {
         #expect(reopened.cachedResponse(for: request)?.data == Data("new".utf8))
     }
 
+    @Test("an index damaged past the pages an open reads is started again too: eviction keeps working")
+    func indexDamagedInsideStartsAgain() throws {
+        let folder = Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let url = URL(fileURLWithPath: "/damaged-inside")
+        let padding = String(repeating: "h", count: 600)
+        do {
+            let cache = try DiskResponseCache(directory: folder)
+            for number in 0..<400 {
+                let request = Request(url: url.appendingPathComponent("\(number)"))
+                cache.storeCachedResponse(
+                    Self.entry("body \(number)", url: request.url, headers: ["X-Padding": padding]), for: request)
+            }
+            #expect(cache.count == 400)
+        }
+        let index = folder.appendingPathComponent("index.sqlite")
+        let handle = try FileHandle(forUpdating: index)
+        let pages = try handle.seekToEnd() / 4096
+        try #require(pages > 40, "the index has \(pages) pages")
+        // A bad block in the middle of the table: the first page, the schema and most lookups still read.
+        try handle.seek(toOffset: (pages / 2) * 4096)
+        handle.write(Data(repeating: 0xFF, count: 4096))
+        try handle.close()
+        let capacity = 4096
+        let reopened = try DiskResponseCache(directory: folder, capacity: capacity)
+        #expect(reopened.count == 0)
+        #expect(reopened.indexIntegrity() == ["ok"])
+        #expect(Self.bodyFiles(in: folder).count == 0)
+        for number in 0..<20 {
+            let request = Request(url: url.appendingPathComponent("new-\(number)"))
+            reopened.storeCachedResponse(Self.entry(String(repeating: "b", count: 1000), url: request.url), for: request)
+        }
+        #expect(reopened.count > 0)
+        #expect(reopened.currentSize <= capacity)
+        #expect(Self.bodyFiles(in: folder).count == reopened.count)
+    }
+
     @Test("the shared store counts are mapped from allocated blocks, never a hole a write could fault on")
     func countsHaveTheirBlocks() throws {
         let folder = Self.folder()
