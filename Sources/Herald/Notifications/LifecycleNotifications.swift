@@ -55,9 +55,10 @@ public struct TaskCompletion: Sendable {
     public let serializedResponse: (any Sendable)?
     /// The transport or serialization error, if any (AF's `…ErrorKey`).
     public let error: HeraldError?
-    /// The response head, when one arrived.
+    /// The response head, when one arrived. A user name or password in its URL is redacted (`***`), as in
+    /// ``request``.
     public let response: HTTPResponse?
-    /// The URL the final response came from, after redirects.
+    /// The URL the final response came from, after redirects, a user name or password in it redacted (`***`).
     public let finalURL: URL?
     /// curl's timings and byte counts; `nil` when the task never reached the network.
     public let metrics: TransferMetrics?

@@ -18,7 +18,8 @@ public struct TaskRetry: Sendable {
     /// Why the previous attempt failed: its transport error, or ``HeraldError/Code/unacceptableStatusCode``
     /// (with ``HeraldError/statusCode``) when the server answered with a status of 400 or more.
     public let error: HeraldError
-    /// The failed attempt's response head, when one arrived.
+    /// The failed attempt's response head, when one arrived; a user name or password in its URL is redacted
+    /// (`***`).
     public let response: HTTPResponse?
     /// How long Herald waits, in seconds, before the next attempt starts (0 for at once).
     public let delay: TimeInterval

@@ -228,7 +228,8 @@ extension SessionManager {
                     taskIdentifier: task.taskIdentifier, sessionIdentifier: identifier, date: completedAt,
                     request: task.requestSummary, responseSerializer: serializer, responseData: result.responseData,
                     assetPath: result.assetPath, serializedResponse: result.serializedResponse,
-                    error: result.error, response: outcome.response, finalURL: outcome.response?.url,
+                    error: result.error, response: outcome.response?.redactingCredentials(),
+                    finalURL: outcome.response?.url.redactingCredentials(),
                     metrics: outcome.metrics, responseSource: outcome.source))
             switch left {
             case .none: break

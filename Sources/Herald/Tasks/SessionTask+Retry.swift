@@ -217,7 +217,8 @@ extension SessionEventPoster {
         let payload = TaskRetry(
             taskIdentifier: subject.taskIdentifier, sessionIdentifier: sessionIdentifier,
             request: task.requestSummary, date: Date(),
-            attempt: retry.attempt, error: retry.error, response: retry.response, delay: retry.delay,
+            attempt: retry.attempt, error: retry.error, response: retry.response?.redactingCredentials(),
+            delay: retry.delay,
             continuesFromByte: retry.continuesFromByte)
         let center = center
         async { center.post(.taskWillRetry, object: subject, userInfo: payload) }

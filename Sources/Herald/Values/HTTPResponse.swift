@@ -131,3 +131,15 @@ extension HTTPResponse {
         }
     }
 }
+
+extension HTTPResponse {
+    /// This response with any user name and password in its URL replaced by `***`: what a notification's
+    /// payload carries, for observers that log it as it is.
+    func redactingCredentials() -> HTTPResponse {
+        let redacted = url.redactingCredentials()
+        guard redacted != url else { return self }
+        var response = self
+        response.url = redacted
+        return response
+    }
+}

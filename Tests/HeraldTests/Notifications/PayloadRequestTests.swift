@@ -58,4 +58,32 @@ struct PayloadRequestTests {
         tokens.forEach { $0.cancel() }
         try await fixture.server.shutdown()
     }
+
+    @Test("taskDidComplete's response and finalURL, and taskWillRetry's response, carry no password from the URL")
+    func responsesRedactCredentials() async throws {
+        let fixture = try await SessionFixture.make()
+        fixture.session.interceptor = RetryPolicy(retryLimit: 1, backoffScale: 0.01, maximumBackoff: 0.05)
+        let retried = Locked<[TaskRetry]>([])
+        let token = fixture.center.addObserver(for: .taskWillRetry) { note in
+            retried.withLock { $0.append(note.userInfo) }
+        }
+        var url = URLComponents(url: fixture.server.url("/flaky?key=redacted"), resolvingAgainstBaseURL: false)!
+        url.user = "ada"
+        url.password = "s3cret"
+        let task = try fixture.session.dataTask(with: Request(url: try #require(url.url)))
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        let completion = try #require(fixture.recorder.completions.first)
+        let port = fixture.server.port
+        #expect(completion.response?.statusCode == 200)
+        #expect(completion.finalURL?.absoluteString == "http://***:***@127.0.0.1:\(port)/flaky?key=redacted")
+        #expect(completion.response?.url == completion.finalURL)
+        let retry = try #require(retried.withLock { $0.first })
+        #expect(retry.response?.statusCode == 503)
+        #expect(retry.response?.url.absoluteString.contains("s3cret") == false)
+        // The task's own response, the caller's, keeps the URL as the caller wrote it.
+        #expect(task.response?.url.password == "s3cret")
+        token.cancel()
+        try await fixture.tearDown()
+    }
 }
