@@ -64,6 +64,11 @@ public final class CookieStore: Sendable {
     private let saveQueue = DispatchQueue(label: "herald.cookie-store.save")
     /// Why the latest save failed; `nil` once one succeeds. Written on the save queue.
     private let saveFailure = Locked<HeraldError?>(nil)
+    /// Whether a save is queued and hasn't started: later changes ride on it (it writes the cookies as they are
+    /// when it runs), so a burst of changes costs one write, not one each.
+    private let saveQueued = Locked(false)
+    /// How many saves have written the file (or tried to). For tests.
+    let savesRun = Locked(0)
     private let publicSuffixes: PublicSuffixList
     /// How many cookies the file ``init(persistingTo:publicSuffixes:)`` loaded held that could not be sent as
     /// they are (see ``setCookie(_:)``), or that no response could have set — a domain cookie for a public
@@ -325,11 +330,25 @@ public final class CookieStore: Sendable {
     /// (``init(persistingTo:publicSuffixes:)``), and this one keeps its cookies in memory only from now on.
     /// For a store that may outlive its use, held by a session you are replacing: without it the file is let go
     /// only when the store is deallocated. Does nothing for an in-memory store, or a second time.
-    public func close() {
-        guard persisted.withLock({ $0 != nil }) else { return }
+    ///
+    /// - Returns: `nil` when the last save succeeded (or there was nothing to save); otherwise why it failed, a
+    ///   ``HeraldError/Code/fileIO`` error, as ``flush()`` says. After the first call, `nil`.
+    @discardableResult
+    public func close() -> HeraldError? {
+        guard persisted.withLock({ $0 != nil }) else { return nil }
         // On the save queue, after every save queued so far: a save queued later finds no file and writes
         // nothing.
-        saveQueue.sync { persisted.withLock { $0 = nil } }
+        return saveQueue.sync {
+            persisted.withLock { $0 = nil }
+            return saveFailure.withLock { $0 }
+        }
+    }
+
+    /// Calls `body` once every change made so far is written (at once for an in-memory store), without
+    /// blocking the caller: for a session's invalidation, which a program may exit after.
+    func whenSaved(then body: @escaping @Sendable () -> Void) {
+        guard persisted.withLock({ $0 != nil }) else { return body() }
+        saveQueue.async(execute: body)
     }
 
     /// Applies `change`, enforces the limits and schedules a save.
@@ -342,8 +361,16 @@ public final class CookieStore: Sendable {
         // The save writes the cookies as they are when it runs, not a copy taken here: two threads' changes may
         // reach the queue in the other order than they were made, and the file must end as the store does. The
         // file is read when it runs, too: after ``close()``, there is none.
+        guard saveQueued.withLock({ queued in
+            defer { queued = true }
+            return !queued
+        })
+        else { return }
         saveQueue.async { [self] in
+            // Cleared before the cookies are read: a change made after this point queues a save of its own.
+            saveQueued.withLock { $0 = false }
             guard let fileURL = persisted.withLock({ $0?.url }) else { return }
+            savesRun.withLock { $0 += 1 }
             let failure = Self.save(jar.withLock { $0.entries.values.map(\.cookie) }, to: fileURL)
             saveFailure.withLock { $0 = failure }
         }

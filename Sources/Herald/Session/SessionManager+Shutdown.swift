@@ -9,9 +9,10 @@ extension SessionManager {
     /// `taskDidComplete` has been posted; `sessionDidInvalidate` has been posted; and the center has been
     /// drained (see `NotificationHub.drain()`): `.posting` handlers have returned, `.queue` observers'
     /// handlers have returned from everything in their mailboxes, and notification sequences hold the
-    /// notification in their buffers. A program that exits after this call has lost no notification of
-    /// this session. Sinks that write on a queue of their own (an event log, a logger) may still have
-    /// to be flushed.
+    /// notification in their buffers; and a persistent ``cookieStore`` has written the cookies set so far
+    /// (see ``CookieStore/flush()``, which also says whether the write succeeded). A program that exits after
+    /// this call has lost no notification of this session, and no cookie. Sinks that write on a queue of their
+    /// own (an event log, a logger) may still have to be flushed.
     ///
     /// The drain covers the whole center, so it also waits for notifications other sessions posted on
     /// the same center before `sessionDidInvalidate`.
@@ -62,12 +63,13 @@ extension SessionManager {
         return delivered.wait(timeout: deadline) == .success
     }
 
-    /// Invalidates, then calls `completion` once `sessionDidInvalidate` has been posted and the center
-    /// drained.
+    /// Invalidates, then calls `completion` once `sessionDidInvalidate` has been posted, the center
+    /// drained, and the cookies the session's responses set written to a persistent store's file.
     private func invalidate(cancelingTasks: Bool, then completion: @escaping @Sendable () -> Void) {
         invalidate(cancelingTasks: cancelingTasks)
         let center = notificationCenter
-        whenInvalidationPosted { center.drain(then: completion) }
+        let cookieStore = cookieStore
+        whenInvalidationPosted { center.drain { cookieStore.whenSaved(then: completion) } }
     }
 }
 
