@@ -105,17 +105,25 @@ extension AuthenticationChallenge {
     }
 
     /// Every protection space a 401 offers for `url` that Herald can answer, in the order it prefers them: the
-    /// Digest challenges libcurl can answer, then the others, each in the order the server sent them.
+    /// Digest challenge libcurl can answer, then the others, each in the order the server sent them.
+    ///
+    /// Only the first Digest challenge counts, as libcurl answers that one and ignores the others: a later one
+    /// offered here would send a credential chosen for its realm in an answer to the first (or no answer at
+    /// all, when libcurl can't answer the first), and its 401 would read as a refused credential.
     static func offeredSpaces(_ response: HTTPResponse, url: URL) -> [ProtectionSpace] {
         var offered: [(AuthenticationScheme, String?)] = []
+        var sawDigest = false
         for value in response.headers.values(for: "WWW-Authenticate") {
             for challenge in Self.challenges(in: value) {
                 guard
                     let scheme = AuthenticationScheme.allCases.first(where: {
                         $0.rawValue.lowercased() == challenge.scheme.lowercased()
-                    }),
-                    scheme != .digest || isAnswerableDigest(challenge.parameters)
+                    })
                 else { continue }
+                if scheme == .digest {
+                    defer { sawDigest = true }
+                    guard !sawDigest, isAnswerableDigest(challenge.parameters) else { continue }
+                }
                 offered.append((scheme, challenge.parameters["realm"]))
             }
         }

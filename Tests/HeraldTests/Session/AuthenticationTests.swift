@@ -367,6 +367,22 @@ struct AuthenticationTests {
         #expect(
             AuthenticationChallenge.parse(sha512, url: url)?.authenticationScheme
                 == (CurlFeatures.answersSHA512_256Digest ? .digest : .basic))
+        // libcurl answers the first Digest challenge and ignores the rest: a later one is never offered, so a
+        // credential isn't chosen for a realm libcurl doesn't answer, nor a Digest space offered it can't.
+        var twoRealms = HTTPHeaders()
+        twoRealms.add(name: "WWW-Authenticate", value: #"Digest realm="first", nonce="n""#)
+        twoRealms.add(name: "WWW-Authenticate", value: #"Digest realm="second", nonce="m", Basic realm="b""#)
+        let realms = AuthenticationChallenge.offeredSpaces(
+            HTTPResponse(url: url, statusCode: 401, headers: twoRealms), url: url)
+        #expect(realms.map(\.realm) == ["first", "b"])
+        var unanswerableFirst = HTTPHeaders()
+        unanswerableFirst.add(name: "WWW-Authenticate", value: #"Digest realm="odd", nonce="n", algorithm=FOO-BAR"#)
+        unanswerableFirst.add(name: "WWW-Authenticate", value: #"Digest realm="md5", nonce="m""#)
+        unanswerableFirst.add(name: "WWW-Authenticate", value: #"Basic realm="b""#)
+        let spaces = AuthenticationChallenge.offeredSpaces(
+            HTTPResponse(url: url, statusCode: 401, headers: unanswerableFirst), url: url)
+        #expect(spaces.map(\.authenticationScheme) == [.basic])
+        #expect(spaces.map(\.realm) == ["b"])
     }
 
     /// `text` percent-encoded for a query value.
