@@ -128,7 +128,8 @@ extension SessionManager {
     /// the handler returns, and the transfer pauses while ``StreamBufferPolicy/highWatermark`` bytes wait (the
     /// pauses post nothing): a slow handler slows the sender. The task is announced like any data task; its
     /// `taskDidComplete` may be posted while the last chunks are still being handed to you. ``SessionTask/cancel()``
-    /// stops it; the handler then gets ``DataStreamEvent/complete(_:)`` with ``HeraldError/Code/cancelled``.
+    /// stops it: the chunks still waiting are dropped, and once the call to the handler running then (if any)
+    /// returns, the handler gets ``DataStreamEvent/complete(_:)`` with ``HeraldError/Code/cancelled``.
     /// Which responses are held back until completion, and when hops and retries may happen, is as for
     /// ``bytes(for:bufferPolicy:)``.
     ///

@@ -171,6 +171,12 @@ final class ResponseBodyBuffer: Sendable {
             state.held = nil
             state.heldResponse = nil
             state.paused = nil
+            if error?.code == .cancelled {
+                // Cancelled: what still waits is not handed out; the consumer's next element is the error.
+                state.chunks.removeAll()
+                state.tail = Data()
+                state.waiting = 0
+            }
             state.end = error.map { .failure($0) } ?? .success(())
             guard let consumer = state.consumer else { return (headWaiter, head, nil, nil) }
             state.consumer = nil

@@ -17,6 +17,8 @@ import Foundation
 /// **Cancellation.** Cancelling the Swift task that iterates, or dropping the sequence and its iterator
 /// before the end, cancels the ``task``: the transfer stops and the task completes once, with
 /// ``HeraldError/Code/cancelled``. A cancelled iteration throws ``HeraldError/Code/cancelled`` at once.
+/// Breaking out of a loop over it is not dropping it while a variable still holds it: call `task.cancel()`
+/// when you stop reading early (the chunks still waiting are dropped, and the next element is the error).
 public struct ResponseBodyStream: AsyncSequence, Sendable {
     /// A chunk of the body.
     public typealias Element = Data

@@ -126,6 +126,24 @@ struct ResponseBodyBufferTests {
         #expect(firstBytes == Array("048".utf8))
     }
 
+    @Test("a cancellation drops the chunks still waiting: the consumer's next element is the error")
+    func cancellationDropsWaitingChunks() async throws {
+        let (session, buffer, body) = try Self.stream(
+            policy: StreamBufferPolicy(highWatermark: 64, lowWatermark: 0, maximumChunkSize: 4))
+        defer { session.invalidate(cancelingTasks: true) }
+        buffer.begin(Self.response(200))
+        Self.write("0123456789", to: buffer)
+        #expect(buffer.waitingByteCount == 10)
+        buffer.finish(response: Self.response(200), error: HeraldError(.cancelled, "cancelled"))
+        #expect(buffer.waitingByteCount == 0)
+        var received = Data()
+        let error = await #expect(throws: HeraldError.self) {
+            for try await chunk in body { received.append(chunk) }
+        }
+        #expect(error?.code == .cancelled)
+        #expect(received.isEmpty)
+    }
+
     @Test("a failure before any head fails the head with the task's error")
     func failureBeforeHead() async throws {
         let (session, buffer, body) = try Self.stream()
