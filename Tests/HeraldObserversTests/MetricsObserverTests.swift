@@ -49,6 +49,26 @@ struct MetricsObserverTests {
         [("http.request.method", method), ("server.address", host), ("server.port", "80"), ("url.scheme", "http")]
     }
 
+    @Test("a host spelled in capitals is one server: server.address in lower case, and no redirect is seen")
+    func hostCaseFolded() throws {
+        let metrics = CountingMetrics()
+        let observer = MetricsObserver(factory: metrics)
+        let task = try tasks.task("HTTP://API.Example.com/a")
+        let start = Date()
+        observer.taskDidResume(Payloads.resume(task: 1, request: task.summary, date: start))
+        let active = try metrics.test.expectMeter(MetricsObserver.Name.activeRequests, Self.target("api.example.com"))
+        #expect(active.lastValue == 1)
+        // libcurl reports the URL it used in lower case: the same server, not a redirect to another.
+        observer.taskDidComplete(
+            Payloads.complete(
+                task: 1, request: task.summary, response: Payloads.response(200, url: URL(string: "http://api.example.com/a")!),
+                metrics: Payloads.metrics(total: 0.5, sent: 0, received: 10, startDate: start)))
+        #expect(active.lastValue == 0)
+        let dimensions =
+            Self.target("api.example.com") + [("http.response.status_code", "200"), ("network.protocol.version", "1.1")]
+        #expect(try metrics.test.expectTimer(MetricsObserver.Name.requestDuration, dimensions + Self.network).values.count == 1)
+    }
+
     @Test("duration in seconds, body sizes and active requests under OpenTelemetry names and attributes")
     func recordsOTelMetrics() throws {
         let metrics = CountingMetrics()

@@ -79,6 +79,17 @@ struct RetryObserverTests {
             [("http.request.method", "GET"), ("http.response.status_code", "429"), ("error.type", "429")])
         #expect(fourHundreds.totalValue == 1)
         #expect(metrics.count(MetricsObserver.Name.retries) == 2)
+        // A response below 400 the task refused has no error type: the counter has no such label, not an empty one.
+        let refused = TypedNotification(
+            name: .taskWillRetry, object: nil,
+            userInfo: TaskRetry(
+                taskIdentifier: 3, sessionIdentifier: 1, request: task.summary, date: Date(), attempt: 2,
+                error: HeraldError(.unacceptableContentType, "Not JSON.", url: task.summary.url, statusCode: 200),
+                response: Payloads.response(200, url: task.summary.url), delay: 0))
+        observer.taskWillRetry(refused)
+        let unlabelled = try metrics.test.expectCounter(
+            MetricsObserver.Name.retries, [("http.request.method", "GET"), ("http.response.status_code", "200")])
+        #expect(unlabelled.totalValue == 1)
     }
 
     @Test("the activity indicator counts no activity while a task waits out a retry's delay, pauses included")

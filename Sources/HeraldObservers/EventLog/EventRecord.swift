@@ -38,7 +38,7 @@ public struct EventRecord: Codable, Sendable, Hashable {
     public var bytesSent: Int64?
     /// Response body bytes received.
     public var bytesReceived: Int64?
-    /// Seconds from the transfer's start to its end.
+    /// Seconds from the last transfer's start to its end (not a redirect's, nor a failed attempt's before it).
     public var duration: Double?
     /// Redirects followed.
     public var redirects: Int?

@@ -167,7 +167,8 @@ public final class JSONLinesEventLog: SessionObserver {
         addRequest(retry.request, to: &record)
         record.status = retry.response?.statusCode
         record.error = retry.error.code.description
-        record.errorMessage = redaction.redacting(retry.error.message, secretsOf: [retry.request.url])
+        record.errorMessage = redaction.redacting(
+            retry.error.message, secretsOf: [retry.request.url] + (retry.error.url.map { [$0] } ?? []))
         record.attempt = retry.attempt
         record.delay = (retry.delay * 1000).rounded() / 1000
         emit(record)
@@ -180,7 +181,8 @@ public final class JSONLinesEventLog: SessionObserver {
         var record = connectivityRecord(notification)
         let wait = notification.userInfo
         record.error = wait.error.code.description
-        record.errorMessage = redaction.redacting(wait.error.message, secretsOf: [wait.request.url])
+        record.errorMessage = redaction.redacting(
+            wait.error.message, secretsOf: [wait.request.url] + (wait.error.url.map { [$0] } ?? []))
         emit(record)
     }
 

@@ -23,10 +23,13 @@ public struct LogRedaction: Sendable, Hashable {
     /// Query item names whose values are redacted, lowercased.
     public private(set) var queryItemNames: Set<String>
 
-    /// `Authorization`, `Proxy-Authorization`, `Cookie` and `Set-Cookie`, URL credentials, and the query
-    /// parameters of ``HTTPSemanticConventions/redactedQueryItems``.
+    /// `Authorization`, `Proxy-Authorization`, `Cookie` and `Set-Cookie`, the signing tokens AWS and Google
+    /// clients send as header fields (`X-Amz-Security-Token`, `X-Goog-Credential`), URL credentials, and the
+    /// query parameters of ``HTTPSemanticConventions/redactedQueryItems``.
     public static let `default` = LogRedaction(
-        headerNames: ["authorization", "proxy-authorization", "cookie", "set-cookie"],
+        headerNames: [
+            "authorization", "proxy-authorization", "cookie", "set-cookie", "x-amz-security-token", "x-goog-credential",
+        ],
         queryItemNames: HTTPSemanticConventions.redactedQueryItems)
 
     /// Creates a redaction policy. URL credentials are always redacted.

@@ -10,7 +10,8 @@ import Logging
 /// dot-notation metadata — `herald.session.id`, `herald.task.id`, `http.request.method`, `url.full`
 /// (redacted), and on completion `http.response.status_code`, `herald.response.source` (`network`, `cache`
 /// or `revalidated`), `herald.duration`, `herald.bytes.sent`,
-/// `herald.bytes.received`, `error.type`; request and response headers and curl's timings are logged at
+/// `herald.bytes.received` (the duration and the byte counts are the task's last transfer's, as
+/// `TaskCompletion.metrics` are: a redirect's or a failed attempt's are not in them), `error.type`; request and response headers and curl's timings are logged at
 /// `trace`. Messages are constant, so log backends can group them. Secrets are handled by
 /// ``LogRedaction``. A download that could not be moved (`downloadDidFailToMoveFile`) is logged at
 /// `warning`, with the kept file's path. A task waiting for a network (`taskIsWaitingForConnectivity`), the
@@ -179,7 +180,7 @@ public final class LoggingObserver: SessionObserver {
             "herald.reachability.previous_status": .string(change.previousStatus.label),
         ]
         if let interface = change.status.interface { metadata["network.interface.name"] = .string(interface.name) }
-        if let host = change.host { metadata["server.address"] = .string(host) }
+        if let host = change.host { metadata["server.address"] = .string(host.lowercased()) }
         write(.debug, "network reachability changed", metadata: metadata)
     }
 

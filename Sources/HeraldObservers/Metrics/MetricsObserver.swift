@@ -615,7 +615,7 @@ public final class MetricsObserver: SessionObserver {
             }
             var dimensions = [("http.request.method", values[0])]
             if !values[1].isEmpty { dimensions.append(("http.response.status_code", values[1])) }
-            dimensions.append(("error.type", values[2]))
+            if !values[2].isEmpty { dimensions.append(("error.type", values[2])) }
             // Created under the lock so each is made exactly once; the factory is not user code.
             let counter = Counter(
                 label: Name.retries, dimensions: described(Name.retries, dimensions), factory: factory)
@@ -806,7 +806,8 @@ public final class MetricsObserver: SessionObserver {
             scheme: HTTPAttributeValue.scheme(of: url), serverAddress: "", serverPort: "")
         guard configuration.includesServerAddress else { return target }
         (target.serverAddress, target.serverPort) = serverLocked(
-            host: url.host ?? "", port: url.effectivePort.map(String.init) ?? "", in: &state)
+            host: HTTPAttributeValue.serverAddress(of: url) ?? "", port: url.effectivePort.map(String.init) ?? "",
+            in: &state)
         return target
     }
 
@@ -836,8 +837,7 @@ public final class MetricsObserver: SessionObserver {
         let response = completion.response
         let request = completion.request
         let final = completion.finalURL.flatMap { url in
-            url.host == request.url.host && url.effectivePort == request.url.effectivePort
-                && url.scheme == request.url.scheme ? nil : url
+            HTTPAttributeValue.sameServer(url, request.url) ? nil : url
         }
         return DimensionValues(
             target: final.map { targetLocked(method: request.method, url: $0, in: &state) } ?? target
@@ -900,7 +900,7 @@ public final class MetricsObserver: SessionObserver {
         var values = ConnectionValues(serverAddress: "", serverPort: "", peerAddress: "")
         if configuration.includesServerAddress {
             (values.serverAddress, values.serverPort) = serverLocked(
-                host: change.host, port: String(change.port), in: &state)
+                host: change.host.lowercased(), port: String(change.port), in: &state)
         }
         if let peer = change.peerAddress {
             values.peerAddress = bounded(peer, in: &state.peerAddresses) ? peer : HTTPAttributeValue.other

@@ -208,8 +208,8 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
     /// The URL and the server it names (set again at completion for the URL a redirect led to).
     private func setURLAttributes(on span: T.Span, url: URL) {
         span.attributes["url.full"] = configuration.redaction.redacting(url)
-        if let scheme = url.scheme { span.attributes["url.scheme"] = scheme }
-        if let host = url.host { span.attributes["server.address"] = host }
+        if let scheme = url.scheme { span.attributes["url.scheme"] = scheme.lowercased() }
+        if let host = HTTPAttributeValue.serverAddress(of: url) { span.attributes["server.address"] = host }
         if let port = url.effectivePort { span.attributes["server.port"] = port }
     }
 
@@ -334,10 +334,7 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
         }
         guard let span = open ?? takePendingSpan(for: completion.request) else { return }
         let requested = completion.request.url
-        if let final = completion.finalURL,
-            final.host != requested.host || final.effectivePort != requested.effectivePort
-                || final.scheme != requested.scheme
-        {
+        if let final = completion.finalURL, !HTTPAttributeValue.sameServer(final, requested) {
             // After a redirect to another server the status, the peer and the timings are that server's: so are
             // the URL and the server named, as in the metrics' dimensions.
             setURLAttributes(on: span, url: final)
