@@ -60,6 +60,9 @@ public final class SessionManager: Sendable {
     let defaultRequestHeaders: HeaderFields
     /// Where download tasks write their temporary files: a private folder made with the first download task.
     let downloadDirectory: SessionTemporaryDirectory
+    /// The cache keys a `stale-while-revalidate` revalidation is running for: a second hit on the entry meanwhile
+    /// starts none of its own.
+    let backgroundRevalidations = Locked<Set<String>>([])
     let engine: Engine
     /// The session's cookies: ``SessionConfiguration/httpCookieStore``, or an in-memory store of its own.
     /// Used only when ``SessionConfiguration/httpShouldSetCookies`` is `true`.

@@ -34,12 +34,20 @@ extension SessionTask {
     /// `interceptor`: the entry was stored under the request as that interceptor adapted it, and asked without
     /// it the server could answer for another request (another tenant, no credential) in the entry's place. A
     /// session that can no longer make tasks (invalidated) skips it: the entry stays stale and the next request
-    /// revalidates it.
+    /// revalidates it. One revalidation per entry at a time: hits while one runs start none (each would ask the
+    /// server the same question, and a server slow to answer would get one per hit).
     private func revalidateInBackground(interceptor: (any RequestInterceptor)?) {
         let request = ResponseCachePolicy.backgroundRevalidation(of: originalRequest)
-        let task = try? session.makeDataTask(with: request, bodyHandling: .raw, callbacks: TaskCallbacks())
-        task?.interceptor = interceptor
-        task?.resume()
+        let key = InMemoryResponseCache.key(for: request)
+        let running = session.backgroundRevalidations
+        guard running.withLock({ $0.insert(key).inserted }) else { return }
+        let callbacks = TaskCallbacks(completion: { _, _, _ in _ = running.withLock { $0.remove(key) } })
+        guard let task = try? session.makeDataTask(with: request, bodyHandling: .raw, callbacks: callbacks) else {
+            _ = running.withLock { $0.remove(key) }
+            return
+        }
+        task.interceptor = interceptor
+        task.resume()
     }
 
     /// What a first resume read under the task's lock for starting: the task's own interceptor and a stale

@@ -412,6 +412,32 @@ struct ResponseCacheTests {
         try await fixture.tearDown()
     }
 
+    @Test("stale-while-revalidate hits while a revalidation runs start no other: one question to the server")
+    func oneBackgroundRevalidationAtATime() async throws {
+        let (fixture, cache) = try await Self.fixture()
+        // The revalidation of this entry never gets an answer: it stays in flight while the hits come.
+        let request = Request(url: fixture.server.url("/fault/stall"))
+        cache.storeCachedResponse(
+            CachedResponse(
+                response: HTTPResponse(
+                    url: request.url, statusCode: 200,
+                    headers: ["Cache-Control": "max-age=1, stale-while-revalidate=600", "ETag": "\"a\""]),
+                data: Data("stale".utf8), storageDate: Date(timeIntervalSinceNow: -60)),
+            for: request)
+        for completions in 1...5 {
+            let served = try await Self.run(fixture, request, completions: completions)
+            #expect(served.call.object as? Data == Data("stale".utf8))
+        }
+        #expect(fixture.session.tasks.count == 1)
+        let revalidation = try #require(fixture.session.tasks.first)
+        revalidation.cancel()
+        try await fixture.recorder.waitForCompletions(6)
+        // Once it ended, the next hit revalidates again.
+        _ = try await Self.run(fixture, request, completions: 7)
+        #expect(fixture.session.tasks.count == 1)
+        try await fixture.tearDown()
+    }
+
     @Test("a stale entry whose ETag no longer matches is replaced by the server's 200")
     func revalidationChanged() async throws {
         let (fixture, cache) = try await Self.fixture()
