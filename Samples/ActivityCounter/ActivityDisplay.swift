@@ -288,6 +288,20 @@ final class ActivityDisplay: Sendable {
         }
     }
 
+    /// Writes `line` on stderr on a line of its own. On a terminal the animated line is erased first and redrawn
+    /// at its next tick, in order with the redraws: a retry's note doesn't land on the end of the progress line.
+    func writeLine(_ line: String) {
+        guard isTerminal else {
+            // A closed or full stderr loses the line, never the run.
+            StandardStream.write(line + "\n", to: STDERR_FILENO)
+            return
+        }
+        queue.sync {
+            erase()
+            writePlain(line)
+        }
+    }
+
     private func erase() {
         let drawn = state.withLock { state -> Bool in
             defer { state.lineIsDrawn = false }

@@ -12,6 +12,9 @@ import HeraldObservers
 /// query items the log redacts).
 struct Console: Sendable {
     let quiet: Bool
+    /// The progress display the lines go through, so that on a terminal a line never lands on the end of the
+    /// animated one; `nil` before there is one.
+    var display: ActivityDisplay? = nil
 
     /// The URL as the user may see it: `http://***:***@host/…`.
     func redacted(_ url: URL) -> String {
@@ -34,6 +37,7 @@ struct Console: Sendable {
     }
 
     private func write(_ line: String) {
+        if let display { return display.writeLine(line) }
         // A closed or full stderr loses the line, never the run.
         StandardStream.write(line + "\n", to: STDERR_FILENO)
     }

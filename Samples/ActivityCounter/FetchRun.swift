@@ -38,7 +38,8 @@ struct FetchRun {
     /// Runs the downloads and prints the summary; the exit status is the outcome's.
     func run() async throws(ExitCode) -> Outcome {
         let closedStreams = StandardStream.closedAtLaunch.withLock { $0 }
-        let console = Console(quiet: options.quiet)
+        let display = ActivityDisplay(enabled: !options.quiet)
+        let console = Console(quiet: options.quiet, display: display)
         let output: OutputDirectory?
         do throws(OutputDirectory.Unusable) {
             // Before the first request: a bad --output-dir found after every download is too late.
@@ -62,7 +63,6 @@ struct FetchRun {
             console.warn(
                 "--insecure: TLS certificates are NOT verified; anyone on the path can read and change this traffic.")
         }
-        let display = ActivityDisplay(enabled: !options.quiet)
         let observers = Observers(
             session: session, options: options, display: display,
             stdoutIsClosed: closedStreams.contains(STDOUT_FILENO))
