@@ -53,9 +53,10 @@ public final class DiskResponseCache: ResponseCache {
     /// folder and gets it exclusively knows no other cache is mid-store, so files the index doesn't name are
     /// leftovers it may remove. The kernel lets go of it when the process ends, however it ends.
     private let lockDescriptor: Int32
-    /// The store counters in the lock file, shared with every other cache on the folder; `nil` when the
-    /// file could not be mapped, and then no key is ever taken as known to be absent.
-    private let counters: StoreCounters?
+    /// The store counters in the lock file, shared with every other cache on the folder: a cache that can't map
+    /// them isn't made, as its stores would go uncounted and another cache could go on taking a key it stored as
+    /// absent (serving an entry its removal had to remove).
+    private let counters: StoreCounters
     /// When set, every body write fails with this `errno` after opening its temporary file, as a full or
     /// failing disk would make it: for tests of the write-failure path.
     let simulatedWriteError = Locked<Int32?>(nil)
@@ -74,7 +75,8 @@ public final class DiskResponseCache: ResponseCache {
     ///     directory of the effective user that no one else can enter.
     ///   - capacity: The most bytes (bodies plus response heads) kept; default 50 MiB.
     /// - Throws: ``HeraldError/Code/fileIO`` when the folder is not private, can't be made, its lock file
-    ///   can't be opened or locked, or its index can't be opened or is not one of this cache's. An index SQLite
+    ///   can't be opened or locked, or its store counts can't be mapped from it (a full disk), or its index can't
+    ///   be opened or is not one of this cache's. An index SQLite
     ///   finds damaged or not a database is not an error when no other cache has the folder open: it starts
     ///   again empty, and the bodies it named are removed.
     public init(directory: URL, capacity: Int = 50 << 20) throws(HeraldError) {
@@ -98,7 +100,11 @@ public final class DiskResponseCache: ResponseCache {
             close(lockDescriptor)
             throw HeraldError.fileFailure("Cannot lock the response cache's lock file", url: lockURL)
         }
-        let counters = StoreCounters(descriptor: lockDescriptor)
+        guard let counters = StoreCounters(descriptor: lockDescriptor) else {
+            let failure = HeraldError.fileFailure("Cannot map the response cache's store counts in", url: lockURL)
+            close(lockDescriptor)
+            throw failure
+        }
         let database: Database
         let indexPath = self.directory.appendingPathComponent("index.sqlite").path
         do throws(HeraldError) {
@@ -125,7 +131,7 @@ public final class DiskResponseCache: ResponseCache {
             removeOrphans()
             // No other cache has the folder open, so none is mid-store: a store a killed process left
             // counted as begun and never ended is over.
-            counters?.settle()
+            counters.settle()
             // From exclusive to shared: no sweep starts while this cache is open. (Thrown now, the cache is
             // whole: deinit closes the lock file.)
             guard LockFile.lock(lockDescriptor, LOCK_SH) else {
@@ -196,8 +202,8 @@ public final class DiskResponseCache: ResponseCache {
             // Counted as begun before the transaction and as ended after it, committed or not: a cache that
             // saw the counts equal before a lookup that missed knows that no store of the bucket was in flight
             // then, so any that commits later has begun later and changed the count.
-            counters?.beginStore(in: bucket)
-            defer { counters?.endStore(in: bucket) }
+            counters.beginStore(in: bucket)
+            defer { counters.endStore(in: bucket) }
             // The replaced and evicted bodies are removed once the transaction that stops naming them commits.
             let unnamed = database.transaction { () -> [String]? in
                 let replaced: String?
@@ -249,7 +255,7 @@ public final class DiskResponseCache: ResponseCache {
     ) {
         if isKnownAbsent(key, in: database) { return (.absent, nil) }
         let bucket = StoreCounters.bucket(of: key)
-        let settled = counters?.settledGeneration(of: bucket).map { Database.Absence(bucket: bucket, generation: $0) }
+        let settled = counters.settledGeneration(of: bucket).map { Database.Absence(bucket: bucket, generation: $0) }
         let lookup = database.entry(for: key)
         if case .absent = lookup, let settled { database.rememberAbsent(key, settled) }
         return (lookup, settled)
@@ -259,7 +265,7 @@ public final class DiskResponseCache: ResponseCache {
     /// seen equal, and no store of the bucket has begun since, in any cache on the folder: then no row for it
     /// can have been committed since either. Under the database's lock.
     private func isKnownAbsent(_ key: String, in database: Database) -> Bool {
-        guard let counters, let absence = database.absence(of: key) else { return false }
+        guard let absence = database.absence(of: key) else { return false }
         if counters.generation(of: absence.bucket) == absence.generation {
             database.skippedReads += 1
             return true

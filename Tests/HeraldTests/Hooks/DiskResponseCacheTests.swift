@@ -385,6 +385,19 @@ struct DiskResponseCacheTests {
         #expect(Self.bodyFiles(in: folder).count == reopened.count)
     }
 
+    @Test("a cache that can't map the store counts from its lock file is not made: its stores would go uncounted")
+    func unmappableCountsRefused() throws {
+        let folder = Self.folder()
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: folder.path)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        // A lock file that opens and locks but can't be grown or mapped, as a full disk's would fail.
+        try #require(mkfifo(folder.appendingPathComponent("lock").path, 0o600) == 0)
+        let refused = #expect(throws: HeraldError.self) { try DiskResponseCache(directory: folder) }
+        #expect(refused?.code == .fileIO)
+        #expect(refused?.message.contains("store counts") == true)
+    }
+
     @Test("the shared store counts are mapped from allocated blocks, never a hole a write could fault on")
     func countsHaveTheirBlocks() throws {
         let folder = Self.folder()
