@@ -225,5 +225,16 @@ struct TracingObserverTests {
                 date: resumed.addingTimeInterval(0.2), source: .cache))
         let cached = try #require(tracer.finishedSpans.last)
         #expect(abs(nanoseconds(cached.endInstant) - 1_800_000_000_200_000_000) < 1_000)
+
+        // Registered while the task ran, the observer first sees it resume after its transfer ended (it was
+        // suspended over the end): the span ends where it starts, never before.
+        observer.taskDidResume(Payloads.resume(task: 3, request: task.summary, date: resumed.addingTimeInterval(2)))
+        observer.taskDidComplete(
+            Payloads.complete(
+                task: 3, request: task.summary, response: Payloads.response(200, url: task.originalRequest.url),
+                metrics: metrics))
+        let late = try #require(tracer.finishedSpans.last)
+        #expect(nanoseconds(late.endInstant) >= nanoseconds(late.startInstant))
+        #expect(abs(nanoseconds(late.endInstant) - 1_800_000_002_000_000_000) < 1_000)
     }
 }

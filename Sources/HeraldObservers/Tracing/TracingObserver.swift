@@ -77,6 +77,8 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
         var pending: [UInt64: T.Span] = [:]
         /// The resends of tasks seen retrying: the last retry's attempt less one.
         var retries: [TaskKey: Int] = [:]
+        /// When the spans this observer started at a task's resume began: a span ends no earlier.
+        var starts: [TaskKey: Date] = [:]
     }
 
     private let tracer: T
@@ -122,6 +124,7 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
             end.openTasks.compactMap { task -> T.Span? in
                 let key = TaskKey(task)
                 state.retries[key] = nil
+                state.starts[key] = nil
                 return state.spans.removeValue(forKey: key)
             }
         }
@@ -224,9 +227,11 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
         }
         let request = notification.userInfo.request
         let span: T.Span
+        var startedAt: Date?
         if let pending = takePendingSpan(for: request) {
             span = pending
         } else {
+            startedAt = notification.userInfo.date
             // From the moment the task resumed: this handler runs later, on the session's event queue.
             span = tracer.startSpan(
                 spanName(for: request.method), context: request.serviceContext ?? .topLevel, ofKind: .client,
@@ -238,6 +243,7 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
         let isDuplicate = state.withLock { state -> Bool in
             guard state.spans[key] == nil else { return true }
             state.spans[key] = span
+            state.starts[key] = startedAt
             return false
         }
         // Two first resumes of one task racing on different threads cannot happen (a session posts from
@@ -329,8 +335,11 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
         let completion = notification.userInfo
         let key = TaskKey(completion)
         // A task cancelled before it resumed has no span, unless startSpan(for:) started one for its request.
-        let (open, retries) = state.withLock { state in
-            (state.spans.removeValue(forKey: key), state.retries.removeValue(forKey: key) ?? 0)
+        let (open, retries, startedAt) = state.withLock { state in
+            (
+                state.spans.removeValue(forKey: key), state.retries.removeValue(forKey: key) ?? 0,
+                state.starts.removeValue(forKey: key)
+            )
         }
         guard let span = open ?? takePendingSpan(for: completion.request) else { return }
         let requested = completion.request.url
@@ -374,7 +383,10 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
         // At the moment the last transfer ended, when curl measured it, or (no transfer: a cache hit, a failure
         // before the network) when the task completed: the notification arrives after the completion handler
         // ran, and by then the caller's own span (a server's request) may have ended.
-        span.end(at: Self.instant(metrics.map { $0.startDate.addingTimeInterval($0.total) } ?? completion.date))
+        // Never before the span's start: an observer registered while the task ran first sees it resume (after
+        // a suspension) later than its transfer ended.
+        let ended = metrics.map { $0.startDate.addingTimeInterval($0.total) } ?? completion.date
+        span.end(at: Self.instant(max(ended, startedAt ?? ended)))
     }
 
     /// The peer, the sizes and the connection's timings of the task's last transfer.
@@ -411,6 +423,7 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
             for key in orphans.keys {
                 state.spans[key] = nil
                 state.retries[key] = nil
+                state.starts[key] = nil
             }
             return Array(orphans.values)
         }
