@@ -61,12 +61,17 @@ struct MetricsObserverTests {
         // libcurl reports the URL it used in lower case: the same server, not a redirect to another.
         observer.taskDidComplete(
             Payloads.complete(
-                task: 1, request: task.summary, response: Payloads.response(200, url: URL(string: "http://api.example.com/a")!),
+                task: 1, request: task.summary,
+                response: Payloads.response(200, url: URL(string: "http://api.example.com/a")!),
                 metrics: Payloads.metrics(total: 0.5, sent: 0, received: 10, startDate: start)))
         #expect(active.lastValue == 0)
         let dimensions =
-            Self.target("api.example.com") + [("http.response.status_code", "200"), ("network.protocol.version", "1.1")]
-        #expect(try metrics.test.expectTimer(MetricsObserver.Name.requestDuration, dimensions + Self.network).values.count == 1)
+            Self.target("api.example.com") + [
+                ("http.response.status_code", "200"), ("network.protocol.version", "1.1"),
+            ]
+        #expect(
+            try metrics.test.expectTimer(MetricsObserver.Name.requestDuration, dimensions + Self.network).values.count
+                == 1)
     }
 
     @Test("duration in seconds, body sizes and active requests under OpenTelemetry names and attributes")

@@ -361,10 +361,11 @@ public final class CookieStore: Sendable {
         // The save writes the cookies as they are when it runs, not a copy taken here: two threads' changes may
         // reach the queue in the other order than they were made, and the file must end as the store does. The
         // file is read when it runs, too: after ``close()``, there is none.
-        guard saveQueued.withLock({ queued in
-            defer { queued = true }
-            return !queued
-        })
+        guard
+            saveQueued.withLock({ queued in
+                defer { queued = true }
+                return !queued
+            })
         else { return }
         saveQueue.async { [self] in
             // Cleared before the cookies are read: a change made after this point queues a save of its own.

@@ -378,7 +378,8 @@ struct DiskResponseCacheTests {
         #expect(Self.bodyFiles(in: folder).count == 0)
         for number in 0..<20 {
             let request = Request(url: url.appendingPathComponent("new-\(number)"))
-            reopened.storeCachedResponse(Self.entry(String(repeating: "b", count: 1000), url: request.url), for: request)
+            reopened.storeCachedResponse(
+                Self.entry(String(repeating: "b", count: 1000), url: request.url), for: request)
         }
         #expect(reopened.count > 0)
         #expect(reopened.currentSize <= capacity)
