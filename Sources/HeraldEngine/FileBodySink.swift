@@ -99,6 +99,10 @@ final class FileBodySink: BodySink {
                 didBegin = false
                 return .failure(TransferError(.cannotResume, refusal, url: response.url))
             }
+            if let refusal = shrunk() {
+                didBegin = false
+                return .failure(refusal)
+            }
             guard cut(to: resumeOffset) else {
                 return .failure(FileIOError.make("Cannot truncate the partial download file", url: url))
             }
@@ -114,6 +118,14 @@ final class FileBodySink: BodySink {
             // The file already holds the whole representation: the rest asked for starts at its end (a transfer
             // that lost only its last chunk's terminator, say). libcurl and wget take such an answer as the
             // download's end; its body, an error page, never reaches the file.
+            if let refusal = shrunk() {
+                didBegin = false
+                return .failure(refusal)
+            }
+            // Bytes past the length (written to the file since the resume data was made) are not the file's.
+            guard cut(to: resumeOffset) else {
+                return .failure(FileIOError.make("Cannot truncate the partial download file", url: url))
+            }
             isAlreadyComplete = true
             position = resumeOffset
             return .success(resumeOffset)
@@ -186,6 +198,21 @@ final class FileBodySink: BodySink {
             // A step the disk could not hold whole may have been reserved in part.
             if errno == ENOSPC { mayHoldBlocksPastEnd = true }
         }
+    }
+
+    /// Why the file can't be continued at `resumeOffset`: it holds fewer bytes than the resume data counts (it
+    /// was cut short, or removed and made again, since), so the rest would follow a gap `ftruncate` fills with
+    /// zeros; `nil` when it holds them all.
+    private func shrunk() -> TransferError? {
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            return FileIOError.make("Cannot inspect the partial download file", url: url)
+        }
+        guard Int64(status.st_size) < resumeOffset else { return nil }
+        return TransferError(
+            .cannotResume,
+            "The partial download file holds \(status.st_size) bytes, fewer than the \(resumeOffset) its resume data "
+                + "counts: it was cut short since, and can't be continued.", url: url)
     }
 
     /// Makes the file `length` bytes long; whether that worked. A file already that long is left alone:
@@ -266,9 +293,19 @@ final class FileBodySink: BodySink {
     /// Why a `206` continuing a file is of another version than the file's, or `nil`: its `ETag` is not the
     /// strong tag `validator` names, or, for a date validator, its `Last-Modified` is another date. A server
     /// that ignores `If-Range` answers a range of the changed resource, which the file must not take.
+    ///
+    /// A response whose `ETag` or `Last-Modified` is the validator as written is of the file's version: a
+    /// server's tag without quotes (`ETag: abc123`, common though not RFC 9110's syntax) is a tag too, not a
+    /// date, and a resume it answers is taken.
     static func otherVersion(_ response: ResponseHead, validator: String?) -> String? {
         guard let validator else { return nil }
-        if validator.hasPrefix("\"") || validator.hasPrefix("W/") {
+        let tag = response.headers["ETag"]
+        if tag == validator || response.headers["Last-Modified"] == validator { return nil }
+        // The field the validator stands for: the `ETag` for a quoted or weak tag, or when the response's own tag
+        // is unquoted as the validator may be; else `Last-Modified`.
+        let isTag = validator.hasPrefix("\"") || validator.hasPrefix("W/")
+        let unquotedTags = tag.map { !$0.hasPrefix("\"") && !$0.hasPrefix("W/") } ?? false
+        if isTag || unquotedTags {
             guard let tag = response.headers["ETag"], tag != validator else { return nil }
             return "The server answered the resumed download with another version of the file (ETag \(tag), "
                 + "not \(validator))."

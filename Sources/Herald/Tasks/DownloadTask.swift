@@ -239,7 +239,7 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
                 .cannotResume,
                 "The server answered the resumed download with status \(response.statusCode); the "
                     + "\(continuation.bytesReceived) bytes already written are kept.",
-                url: response.url, response: response, metrics: outcome.metrics)
+                url: response.url, statusCode: response.statusCode, response: response, metrics: outcome.metrics)
         }
         var keepTemporaryFile = false
         if case .answer(let resumeDataHandler) = transition({ $0.resumeDataAnswered() }) {
@@ -386,6 +386,17 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
 
     // MARK: - resume data
 
+    /// Whether `error` is the server's refusal to continue the file that asking again won't change: a client
+    /// error status (`404`, `410`, `412`, a `416` naming another length: the resource is gone or changed), a range
+    /// answer of another version or that didn't fit the file, or a file cut short meanwhile (no status). Not a
+    /// redirect or a challenge no one answered, a `408`, a `429` or a `5xx`: a later attempt may be answered.
+    /// Resume data kept after such a refusal would be refused again, for ever.
+    static func refusedForGood(_ error: HeraldError?) -> Bool {
+        guard let error, error.code == .cannotResume else { return false }
+        guard let status = error.statusCode else { return true }
+        return (400..<500).contains(status) && ![401, 407, 408, 429].contains(status)
+    }
+
     /// Resume data for the file as the transfer left it, or `nil` when it can't be resumed.
     private func makeResumeData(from outcome: TaskOutcome) -> Data? {
         continuation(after: outcome)?.encoded()
@@ -394,11 +405,14 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
     /// What continues the file as the transfer left it — for resume data and for a retry alike — or `nil`
     /// when it can't be continued: not a `GET`, a request with a `Range` of the caller's (the file holds that
     /// range, and asking for the rest of the resource from its byte count would splice two parts), no strong
-    /// `ETag` nor `Last-Modified`, or the file's bytes are not those of a `200` or `206` body.
+    /// `ETag` nor `Last-Modified`, the file's bytes are not those of a `200` or `206` body, or the server
+    /// refused to continue it for good (see ``refusedForGood(_:)``).
     private func continuation(after outcome: TaskOutcome) -> DownloadResumeData? {
         guard originalRequest.method == "GET", !originalRequest.headers.contains("Range") else { return nil }
         var resume: DownloadResumeData
-        if let file = outcome.file, file.receivedBody {
+        // A file the server said was already whole (a `416` naming its length) took none of that answer's body:
+        // it is still exactly what the attempt continued, whatever became of the answer after.
+        if let file = outcome.file, file.receivedBody, !file.wasAlreadyComplete {
             guard let response = outcome.response, response.statusCode == 200 || response.statusCode == 206 else {
                 return nil
             }
@@ -427,7 +441,7 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
                 url: response.url, headers: headers.map { [$0.name, $0.value] },
                 bytesReceived: file.byteCount, entityTag: entityTag, lastModified: lastModified,
                 partialFilePath: temporaryURL.path, leftOrigin: leftOrigin ? true : nil)
-        } else if let current = core.withLock({ $0.downloadContinuation }) {
+        } else if let current = core.withLock({ $0.downloadContinuation }), !Self.refusedForGood(outcome.error) {
             // No new byte reached the file: it is exactly what the attempt continued.
             resume = current
         } else {

@@ -353,6 +353,75 @@ struct BodySinkTests {
         #expect(try Data(contentsOf: partial) == Data(head))
     }
 
+    @Test("a server's ETag without quotes is a tag, not a date: a 206 with that tag continues the file")
+    func unquotedEntityTagContinues() throws {
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let partial = scratch.url.appendingPathComponent("partial.bin")
+        try Data(Self.bytes(100, seed: 11)).write(to: partial)
+        for (tag, continues) in [("abc123", true), ("abc124", false)] {
+            let sink = try FileBodySink(url: partial, resumeOffset: 100, validator: "abc123")
+            var headers = HeaderFields()
+            headers.add(name: "Content-Range", value: "bytes 100-199/200")
+            headers.add(name: "ETag", value: tag)
+            headers.add(name: "Last-Modified", value: "Mon, 02 Jan 2023 00:00:00 GMT")
+            let ranged = ResponseHead(url: URL(string: "http://127.0.0.1/")!, statusCode: 206, headers: headers)
+            switch sink.begin(response: ranged, declaredLength: 100) {
+            case .success(let offset):
+                #expect(continues, "\(tag)")
+                #expect(offset == 100)
+            case .failure(let error):
+                #expect(!continues, "\(tag): \(error.message)")
+                #expect(error.code == .cannotResume)
+            }
+            _ = try sink.finish()
+        }
+    }
+
+    @Test("a partial file cut short since its resume data was made is refused, never continued after a gap of zeros")
+    func shrunkFileRefused() throws {
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let partial = scratch.url.appendingPathComponent("partial.bin")
+        try Data(Self.bytes(100, seed: 13)).write(to: partial)
+        let sink = try FileBodySink(url: partial, resumeOffset: 100, validator: "\"v1\"")
+        // Cut short after the task was made, before its answer came.
+        try #require(truncate(partial.path, 40) == 0)
+        var headers = HeaderFields()
+        headers.add(name: "Content-Range", value: "bytes 100-199/200")
+        headers.add(name: "ETag", value: "\"v1\"")
+        let ranged = ResponseHead(url: URL(string: "http://127.0.0.1/")!, statusCode: 206, headers: headers)
+        guard case .failure(let error) = sink.begin(response: ranged, declaredLength: 100) else {
+            Issue.record("a file of 40 bytes was continued at byte 100")
+            return
+        }
+        #expect(error.code == .cannotResume)
+        #expect(error.message.contains("40 bytes"))
+        #expect(sink.file?.receivedBody == false)
+        _ = try sink.finish()
+        #expect(try Data(contentsOf: partial).count == 40)
+    }
+
+    @Test("a 416 naming the resumed length completes a file that grew since at that length, not with the extra bytes")
+    func grownFileCompletesAtItsLength() throws {
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let partial = scratch.url.appendingPathComponent("partial.bin")
+        let head = Self.bytes(100, seed: 17)
+        try Data(head + Self.bytes(30, seed: 19)).write(to: partial)
+        let sink = try FileBodySink(url: partial, resumeOffset: 100, validator: "\"v1\"")
+        var headers = HeaderFields()
+        headers.add(name: "Content-Range", value: "bytes */100")
+        let refused = ResponseHead(url: URL(string: "http://127.0.0.1/")!, statusCode: 416, headers: headers)
+        guard case .success = sink.begin(response: refused, declaredLength: 0) else {
+            Issue.record("the 416 naming the file's length did not complete it")
+            return
+        }
+        #expect(sink.file?.wasAlreadyComplete == true)
+        _ = try sink.finish()
+        #expect(try Data(contentsOf: partial) == Data(head))
+    }
+
     @Test(
         "a resumed file refusing an error status says no body reached it, and keeps its bytes",
         arguments: [503, 412, 404])

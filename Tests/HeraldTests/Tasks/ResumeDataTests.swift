@@ -188,6 +188,35 @@ struct ResumeDataTests {
         try await fixture.tearDown()
     }
 
+    @Test(
+        "a resume refused for good (404, 410) deletes the partial file and gives no resume data; a 503 keeps both",
+        arguments: [(404, false), (410, false), (503, true)])
+    func resumeRefusedForGood(status: Int, keeps: Bool) async throws {
+        let fixture = try await SessionFixture.make()
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let size = 2 * 1024 * 1024
+        let (first, resumeData, _) = try await cancelMidway(
+            fixture, path: "/bytes/\(size)?\(stoppedBodyQuery(key: "refused-\(status)"))", size: size)
+        let partial = first.temporaryURL
+        #expect(FileManager.default.fileExists(atPath: partial.path))
+        // The same resume data, its URL now answering with the status.
+        let original = try #require(resumeData)
+        var object = try #require(try JSONSerialization.jsonObject(with: original) as? [String: Any])
+        object["url"] = fixture.server.url("/status/\(status)").absoluteString
+        let moved = try JSONSerialization.data(withJSONObject: object)
+        let failure = await #expect(throws: HeraldError.self) {
+            _ = try await fixture.session.download(
+                resumingWith: moved, to: scratch.url.appendingPathComponent("refused.bin"))
+        }
+        #expect(failure?.statusCode == status)
+        // Kept, the resume data would be refused the same way each time it is used.
+        #expect((failure?.resumeData != nil) == keeps)
+        #expect(FileManager.default.fileExists(atPath: partial.path) == keeps)
+        if keeps, let again = failure?.resumeData { try fixture.session.discardResumeData(again) }
+        try await fixture.tearDown()
+    }
+
     @Test("a download of a caller's Range gives no resume data: continuing would splice two parts")
     func callersRangeIsNotResumed() async throws {
         let fixture = try await SessionFixture.make()
