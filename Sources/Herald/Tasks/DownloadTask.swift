@@ -306,10 +306,12 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
     }
 
     /// Moves the downloaded file to `destination` as `options` say. `copy` copies a file to a path that doesn't
-    /// exist yet (tests replace it to make a copy fail).
+    /// exist yet, and `makeLink` is `link(2)` (tests replace them to make a copy fail, or to stand for a file
+    /// system without hard links).
     static func moveItem(
         at source: URL, to destination: URL, options: DownloadMoveOptions,
-        copy: (URL, URL) throws -> Void = { try FileManager.default.copyItem(at: $0, to: $1) }
+        copy: (URL, URL) throws -> Void = { try FileManager.default.copyItem(at: $0, to: $1) },
+        makeLink: (String, String) -> Int32 = { link($0, $1) }
     ) throws {
         let fileManager = FileManager.default
         if options.contains(.createIntermediateDirectories) {
@@ -327,7 +329,7 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
         }
         // Never replacing: a hard link gives the file its new name only if the name is free, in one step (a check
         // before a rename would race another move to the same name, and rename would replace what won).
-        if link(source.path, destination.path) == 0 {
+        if makeLink(source.path, destination.path) == 0 {
             unlink(source.path)
             return
         }
@@ -335,14 +337,29 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
         switch code {
         case EXDEV:
             // Another file system: copied beside the destination, then linked to its name, so that the name never
-            // shows a partial copy, not even to a process killed mid-copy.
-            try copyBeside(destination, from: source, copy: copy) { link($0, $1) }
-        case EPERM, EOPNOTSUPP, ENOSYS, EMLINK:
+            // shows a partial copy, not even to a process killed mid-copy. One without hard links (a FAT or exFAT
+            // drive) gets the copy renamed to the name once it is found free, as Foundation's move does there.
+            try copyBeside(destination, from: source, copy: copy) { from, to in
+                if makeLink(from, to) == 0 { return 0 }
+                guard Self.lacksHardLinks(errno) else { return -1 }
+                var status = stat()
+                if lstat(to, &status) == 0 {
+                    errno = EEXIST
+                    return -1
+                }
+                return rename(from, to)
+            }
+        case _ where Self.lacksHardLinks(code):
             // A file system without hard links (FAT, some FUSE ones): Foundation's check-then-rename.
             try fileManager.moveItem(at: source, to: destination)
         default:
             throw POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO)
         }
+    }
+
+    /// Whether `link(2)` failed with `code` because the file system has no hard links (FAT, some FUSE ones).
+    private static func lacksHardLinks(_ code: Int32) -> Bool {
+        code == EPERM || code == EOPNOTSUPP || code == ENOSYS || code == EMLINK
     }
 
     /// Copies `source` to a new name beside `destination`, syncs the copy, gives it `destination`'s name with

@@ -116,4 +116,26 @@ struct CrossDeviceMoveTests {
         #expect(FileManager.default.contents(atPath: files.source.path) == Data("new".utf8))
         #expect(try files.leftovers().isEmpty)
     }
+
+    @Test("without replacing, onto a file system without hard links (FAT): the copy takes a free name, not a taken one")
+    func movesOntoFileSystemWithoutLinks() throws {
+        let files = try Files()
+        defer { files.remove() }
+        // A FAT or exFAT drive: no link(2) at all; from the temporary folder, another device.
+        let noLinks: (String, String) -> Int32 = { from, _ in
+            errno = from == files.source.path ? EXDEV : EPERM
+            return -1
+        }
+        #expect(throws: POSIXError.self) {
+            try DownloadTask.moveItem(at: files.source, to: files.destination, options: [], makeLink: noLinks)
+        }
+        #expect(FileManager.default.contents(atPath: files.destination.path) == Data("old, keep me".utf8))
+        #expect(FileManager.default.contents(atPath: files.source.path) == Data("new".utf8))
+        #expect(try files.leftovers().isEmpty)
+        let free = files.folder.appendingPathComponent("free")
+        try DownloadTask.moveItem(at: files.source, to: free, options: [], makeLink: noLinks)
+        #expect(FileManager.default.contents(atPath: free.path) == Data("new".utf8))
+        #expect(!FileManager.default.fileExists(atPath: files.source.path))
+        #expect(try files.leftovers() == ["free"])
+    }
 }
