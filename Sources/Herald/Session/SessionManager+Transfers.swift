@@ -194,8 +194,8 @@ extension SessionManager {
     ///   - completionHandler: As for ``downloadTask(with:progress:destination:completionHandler:)``.
     /// - Returns: The task, suspended; it writes to the partial file the resume data names.
     /// - Throws: ``HeraldError`` with ``HeraldError/Code/cannotResume`` when the data is corrupt, of
-    ///   another format or version, or its partial file is gone or too short, or while another task of this
-    ///   session continues the same partial file; ``HeraldError/Code/sessionInvalidated`` after
+    ///   another format or version, or its partial file is gone or too short, or while another task made from
+    ///   it (by any session of the process) or this session's task it came from continues the same partial file; ``HeraldError/Code/sessionInvalidated`` after
     ///   ``invalidate(cancelingTasks:)``.
     public func downloadTask(
         withResumeData resumeData: Data,
@@ -207,16 +207,16 @@ extension SessionManager {
         let resume = try DownloadResumeData.decode(resumeData)
         let partialPath = resume.partialFileURL.standardizedFileURL.path
         // Two tasks on one partial file would write over each other's bytes, and either one's cancel would
-        // delete the file the other writes. The file is claimed in the session's state, so two threads making
-        // tasks from the same resume data at once can't both pass; a live task whose own file it is (the one
-        // the resume data came from) holds it too.
-        let claimed = state.withLock { $0.claimedPartialFiles.insert(partialPath).inserted }
+        // delete the file the other writes. The file is claimed process-wide, so two threads or two sessions
+        // making tasks from the same resume data at once can't both pass; a live task of this session whose own
+        // file it is (the one the resume data came from) holds it too.
+        let claimed = Self.claimedPartialFiles.withLock { $0.insert(partialPath).inserted }
         let holder = downloadTasks.first {
             $0.state != .completed && $0.temporaryURL.standardizedFileURL.path == partialPath
         }
         guard claimed, holder == nil else {
             if claimed { releasePartialFile(partialPath) }
-            let who = holder.map { "Task \($0.taskIdentifier) of this session" } ?? "Another task of this session"
+            let who = holder.map { "Task \($0.taskIdentifier) of this session" } ?? "Another task"
             throw HeraldError(
                 .cannotResume,
                 "\(who) already continues this resume data's partial file; a second task would write the same file.",
@@ -246,20 +246,20 @@ extension SessionManager {
     /// - Parameter resumeData: Data from ``DownloadTask/cancel(byProducingResumeData:)`` or a failed task's
     ///   ``HeraldError/resumeData``.
     /// - Throws: ``HeraldError`` with ``HeraldError/Code/cannotResume`` when the data is not resume data Herald
-    ///   made, its file is already gone (a task made from it completed), or a task of this session continues
+    ///   made, its file is already gone (a task made from it completed), or a task (of any session) continues
     ///   that file; ``HeraldError/Code/fileIO`` when it can't be deleted.
     public func discardResumeData(_ resumeData: Data) throws(HeraldError) {
         let resume = try DownloadResumeData.decode(resumeData)
         let partialPath = resume.partialFileURL.standardizedFileURL.path
         // Claimed while it is deleted, so no task can start on it meanwhile.
-        let claimed = state.withLock { $0.claimedPartialFiles.insert(partialPath).inserted }
+        let claimed = Self.claimedPartialFiles.withLock { $0.insert(partialPath).inserted }
         defer { if claimed { releasePartialFile(partialPath) } }
         let holder = downloadTasks.first {
             $0.state != .completed && $0.temporaryURL.standardizedFileURL.path == partialPath
         }
         guard claimed, holder == nil else {
             throw HeraldError(
-                .cannotResume, "A task of this session continues this resume data's partial file: cancel it instead.",
+                .cannotResume, "A task continues this resume data's partial file: cancel it instead.",
                 url: resume.url)
         }
         guard unlink(partialPath) == 0 || errno == ENOENT else {
@@ -270,7 +270,7 @@ extension SessionManager {
     /// Lets go of a partial file ``downloadTask(withResumeData:progress:destination:completionHandler:)`` claimed
     /// for a task: the task failed to be made, or has completed.
     func releasePartialFile(_ path: String) {
-        state.withLock { _ = $0.claimedPartialFiles.remove(path) }
+        _ = Self.claimedPartialFiles.withLock { $0.remove(path) }
     }
 
     /// Makes a download task of the class ``taskClasses`` names, for every download factory.

@@ -22,10 +22,12 @@ public final class SessionManager: Sendable {
         var hooks = SessionHooks()
         var interceptor: (any RequestInterceptor)?
         var taskClasses = TaskClasses()
-        /// The partial files that tasks made from resume data continue, until each task completes: one writer
-        /// per file, however many threads make tasks from the same resume data at once.
-        var claimedPartialFiles: Set<String> = []
     }
+
+    /// The partial files that tasks made from resume data continue, until each task completes: one writer per
+    /// file, however many threads, and sessions, make tasks from the same resume data at once (resume data may
+    /// be continued by any session of the process).
+    static let claimedPartialFiles = Locked<Set<String>>([])
 
     private static let identifiers = Atomic<Int>(0)
 

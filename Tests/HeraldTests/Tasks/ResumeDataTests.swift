@@ -453,6 +453,27 @@ struct ResumeDataTests {
         try await fixture.tearDown()
     }
 
+    @Test("resume data a task of another session continues is refused there too: one writer per file in the process")
+    func oneTaskPerPartialFileAcrossSessions() async throws {
+        let fixture = try await SessionFixture.make()
+        let other = try await SessionFixture.make()
+        let size = 2 * 1024 * 1024
+        let path = "/bytes/\(size)?\(stoppedBodyQuery(key: "two-sessions"))"
+        let (_, resumeData, _) = try await cancelMidway(fixture, path: path, size: size)
+        let data = try #require(resumeData)
+        let log = DownloadLog()
+        let first = try fixture.session.downloadTask(withResumeData: data, completionHandler: log.handler)
+        let error = #expect(throws: HeraldError.self) { try other.session.downloadTask(withResumeData: data) }
+        #expect(error?.code == .cannotResume)
+        first.resume()
+        try await fixture.recorder.waitForCompletions(2)
+        let fileURL = try #require(log.all.first?.fileURL)
+        #expect(try PatternFile.matches(fileURL, count: size))
+        try? FileManager.default.removeItem(at: fileURL)
+        try await other.tearDown()
+        try await fixture.tearDown()
+    }
+
     @Test("tasks made from one resume data at once on many threads: exactly one is made, and it finishes the file")
     func oneTaskPerPartialFileAcrossThreads() async throws {
         let fixture = try await SessionFixture.make()
