@@ -47,11 +47,19 @@ struct Options {
     }
 }
 
-/// Header fields that describe one connection or the body's framing: never forwarded either way.
+/// Header fields that describe one connection or the body's framing, or authenticate with the proxy: never
+/// forwarded either way.
 let hopByHop: Set<String> = [
     "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "host",
-    "content-length",
+    "content-length", "proxy-authorization", "proxy-authenticate",
 ]
+
+/// The field names `Connection` values list (RFC 9110 §7.6.1): fields of this one connection, not forwarded.
+func connectionFields(_ values: [String]) -> Set<String> {
+    Set(
+        values.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            .filter { !$0.isEmpty })
+}
 
 /// Forwards one request through `session` and answers with what it completed with.
 func forward(
@@ -61,24 +69,40 @@ func forward(
         return failure(head, status: .badRequest, message: "unusable request target \(head.uri)")
     }
     var headers = Herald.HTTPHeaders()
-    for (name, value) in head.headers where !hopByHop.contains(name.lowercased()) {
+    let requestConnectionFields = connectionFields(head.headers[canonicalForm: "connection"].map(String.init))
+    for (name, value) in head.headers {
+        let lowercased = name.lowercased()
+        guard !hopByHop.contains(lowercased), !requestConnectionFields.contains(lowercased) else { continue }
         // curl's own Accept-Encoding is what a Herald client sends; the client's would override it.
-        if name.lowercased() == "accept-encoding" { continue }
+        if lowercased == "accept-encoding" { continue }
         headers.add(name: name, value: value)
     }
     let bytes = body.readableBytes > 0 ? Data(body.readableBytesView) : nil
-    let request = Request(url: url, method: head.method.rawValue, headers: headers, body: bytes)
+    // NIO spells M-SEARCH's case without its hyphen: the one method whose raw value isn't what was sent.
+    let method = head.method == .MSEARCH ? "M-SEARCH" : head.method.rawValue
+    let request = Request(url: url, method: method, headers: headers, body: bytes)
     do {
         let (data, response) = try await session.data(for: request)
         var fields = NIOHTTP1.HTTPHeaders()
-        for field in response.headers where !hopByHop.contains(field.name.lowercased()) {
+        let responseConnectionFields = connectionFields(response.headers.values(for: "Connection"))
+        for field in response.headers {
+            let lowercased = field.name.lowercased()
+            guard !hopByHop.contains(lowercased), !responseConnectionFields.contains(lowercased) else { continue }
             // A body Herald decoded is handed over decoded; one in a coding it can't undo, as it came.
-            if field.name.lowercased() == "content-encoding", response.bodyIsDecodedInMemory { continue }
+            if lowercased == "content-encoding", response.bodyIsDecodedInMemory { continue }
             fields.add(name: field.name, value: field.value)
         }
-        let bodyless = head.method == .HEAD || response.statusCode == 304 || response.statusCode == 204
+        let bodyless =
+            head.method == .HEAD || response.statusCode == 304 || response.statusCode == 204
             || response.statusCode < 200
-        if !bodyless { fields.add(name: "Content-Length", value: String(data.count)) }
+        if !bodyless {
+            fields.add(name: "Content-Length", value: String(data.count))
+        } else if head.method == .HEAD, response.statusCode >= 200, response.statusCode != 204,
+            let length = response.headers["Content-Length"]
+        {
+            // A HEAD answer says how long the GET's body would be; without it NIO would frame the head as chunked.
+            fields.add(name: "Content-Length", value: length)
+        }
         let status = HTTPResponseStatus(statusCode: response.statusCode)
         let responseHead = HTTPResponseHead(version: head.version, status: status, headers: fields)
         return (responseHead, bodyless ? ByteBuffer() : ByteBuffer(bytes: data))
@@ -149,16 +173,24 @@ if let directory = options.cacheDirectory {
 }
 let session = SessionManager(configuration: configuration)
 
-let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-    .serverChannelOption(.backlog, value: 256)
-    .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-    .bind(host: "127.0.0.1", port: options.port) { channel in
-        channel.eventLoop.makeCompletedFuture {
-            try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-            return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
-                wrappingChannelSynchronously: channel)
+let server: NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never>
+do {
+    server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        .serverChannelOption(.backlog, value: 256)
+        .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+        .bind(host: "127.0.0.1", port: options.port) { channel in
+            channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
+                    wrappingChannelSynchronously: channel)
+            }
         }
-    }
+} catch {
+    // A port in use, say: said plainly, not a trap.
+    FileHandle.standardError.write(
+        Data("herald-cache-proxy: cannot listen on 127.0.0.1:\(options.port): \(error)\n".utf8))
+    exit(1)
+}
 FileHandle.standardOutput.write(Data("\(server.channel.localAddress?.port ?? 0)\n".utf8))
 
 let upstream = options.upstream
@@ -167,10 +199,15 @@ Thread.detachNewThread {
     while FileHandle.standardInput.availableData.count > 0 {}
     exit(0)
 }
-try await server.executeThenClose { connections in
-    try await withThrowingDiscardingTaskGroup { group in
-        for try await connection in connections {
-            group.addTask { await serve(connection, upstream: upstream, session: session) }
+do {
+    try await server.executeThenClose { connections in
+        try await withThrowingDiscardingTaskGroup { group in
+            for try await connection in connections {
+                group.addTask { await serve(connection, upstream: upstream, session: session) }
+            }
         }
     }
+} catch {
+    FileHandle.standardError.write(Data("herald-cache-proxy: the listening socket failed: \(error)\n".utf8))
+    exit(1)
 }
