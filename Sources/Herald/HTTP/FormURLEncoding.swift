@@ -5,7 +5,9 @@ import Foundation
 ///
 /// - Keys of an object are sorted (by Unicode scalar values) and their values encoded in that order.
 /// - A nested object `{"a": {"b": "c"}}` becomes `a[b]=c`; an array `{"a": [1, 2]}` becomes `a[]=1&a[]=2`,
-///   with the brackets percent-escaped like every other reserved character (`a%5Bb%5D=c`), as AF does.
+///   with the brackets percent-escaped like every other reserved character (`a%5Bb%5D=c`), as AF does. An empty
+///   array or object sends nothing at all (AF's rule too): a server can't tell `{"tags": []}` from no `tags`, so
+///   send such a value with ``JSONRequestSerializer``.
 /// - Strings are percent-escaped with ``percentEscaped(_:)``; numbers are written without a fraction when
 ///   they are whole (`1`, not `1.0`); `true` and `false` are `1` and `0` (AF's `NSNumber` description);
 ///   `null` is the key alone, without `=`.

@@ -37,7 +37,21 @@ extension String.Encoding {
         "utf-32be": .utf32BigEndian, "utf-32le": .utf32LittleEndian,
         "shift_jis": .shiftJIS, "shift-jis": .shiftJIS, "sjis": .shiftJIS,
         "iso-2022-jp": .iso2022JP,
+        "iso-8859-15": .isoLatin9, "iso8859-15": .isoLatin9, "iso_8859-15": .isoLatin9, "latin9": .isoLatin9,
+        "koi8-r": .koi8R, "koi8": .koi8R,
+        // As the WHATWG Encoding Standard reads them: GBK and GB2312 as GB18030, of which they are subsets.
+        "gb18030": .gb18030, "gbk": .gb18030, "gb2312": .gb18030, "x-gbk": .gb18030,
+        "big5": .big5, "big5-hkscs": .big5,
+        "euc-kr": .eucKR, "ks_c_5601-1987": .eucKR,
     ]
+
+    // Encodings Foundation decodes on Linux without naming them: CoreFoundation's numbers, as `String.Encoding`'s
+    // raw values are made from them (`CFStringConvertEncodingToNSStringEncoding`).
+    fileprivate static let isoLatin9 = String.Encoding(rawValue: 0x8000_020F)
+    fileprivate static let koi8R = String.Encoding(rawValue: 0x8000_0A02)
+    fileprivate static let gb18030 = String.Encoding(rawValue: 0x8000_0632)
+    fileprivate static let big5 = String.Encoding(rawValue: 0x8000_0A03)
+    fileprivate static let eucKR = String.Encoding(rawValue: 0x8000_0940)
 
     private static let ianaNames: [String.Encoding: String] = [
         .utf8: "utf-8", .ascii: "us-ascii", .isoLatin1: "iso-8859-1", .isoLatin2: "iso-8859-2",
@@ -45,6 +59,7 @@ extension String.Encoding {
         .windowsCP1253: "windows-1253", .windowsCP1254: "windows-1254", .utf16: "utf-16",
         .utf16BigEndian: "utf-16be", .utf16LittleEndian: "utf-16le", .utf32: "utf-32",
         .utf32BigEndian: "utf-32be", .utf32LittleEndian: "utf-32le", .shiftJIS: "shift_jis",
-        .japaneseEUC: "euc-jp", .iso2022JP: "iso-2022-jp", .macOSRoman: "macintosh",
+        .japaneseEUC: "euc-jp", .iso2022JP: "iso-2022-jp", .macOSRoman: "macintosh", .isoLatin9: "iso-8859-15",
+        .koi8R: "koi8-r", .gb18030: "gb18030", .big5: "big5", .eucKR: "euc-kr",
     ]
 }

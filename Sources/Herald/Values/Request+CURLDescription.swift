@@ -30,7 +30,9 @@ extension Request {
         for field in headers.fields {
             let isSecret = redactedFieldNames.contains { field.name.caseInsensitiveEquals($0) }
             let value = isSecret ? URL.redactedCredential : field.value
-            lines.append("-H \(shellQuoted("\(field.name): \(value)"))")
+            // curl reads a blank value as "remove the field"; `Name;` sends it empty, as the engine does.
+            let blank = value.allSatisfy { $0 == " " || $0 == "\t" }
+            lines.append("-H \(shellQuoted(blank ? "\(field.name);" : "\(field.name): \(value)"))")
         }
         if let body {
             if let text = String(data: body, encoding: .utf8) {

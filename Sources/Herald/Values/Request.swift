@@ -27,7 +27,7 @@ public struct Request: Sendable {
         get { storage.method }
         _modify { yield &uniqueStorage().method }
     }
-    /// The header fields, sent in order after the session's additional headers that they don't override.
+    /// The header fields, sent in order, before the session's additional headers whose names they don't have.
     public var headers: HTTPHeaders {
         get { storage.headers }
         _modify { yield &uniqueStorage().headers }

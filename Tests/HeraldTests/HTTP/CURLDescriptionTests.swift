@@ -30,6 +30,16 @@ struct CURLDescriptionTests {
         #expect(!description.contains("pa55"))
     }
 
+    @Test("a field sent empty is written Name; as curl sends it empty, not Name: which curl reads as removing it")
+    func emptyField() throws {
+        let request = Request(
+            url: try #require(URL(string: "http://127.0.0.1/")), headers: ["User-Agent": "", "X-Blank": " "])
+        let description = request.curlDescription
+        #expect(description.contains("-H 'User-Agent;'"))
+        #expect(description.contains("-H 'X-Blank;'"))
+        #expect(!description.contains("User-Agent: "))
+    }
+
     @Test("GET needs no -X, POST with a body neither; a binary body is described, not printed")
     func impliedMethods() throws {
         let url = try #require(URL(string: "http://127.0.0.1:8080/"))

@@ -72,6 +72,14 @@ struct StringResponseSerializerTests {
             // A label this Foundation can't decode falls back to UTF-8 instead of failing every body.
             ("text/plain; charset=euc-jp", Data("abc".utf8), "abc"),
             ("text/plain; charset=utf-32le", Data([0xFF, 0xFE, 0, 0, 0x41, 0, 0, 0]), "A"),
+            // Charsets Foundation decodes without a name: Chinese, Korean, Cyrillic, and Latin-9's euro.
+            ("text/html; charset=gbk", Data([0xD6, 0xD0]), "中"),
+            ("text/html; charset=GB2312", Data([0xD6, 0xD0]), "中"),
+            ("text/html; charset=gb18030", Data([0xD6, 0xD0]), "中"),
+            ("text/html; charset=big5", Data([0xA4, 0xA4]), "中"),
+            ("text/html; charset=euc-kr", Data([0xC7, 0xD1]), "한"),
+            ("text/plain; charset=koi8-r", Data([0xF0, 0xD2, 0xC9, 0xD7, 0xC5, 0xD4]), "Привет"),
+            ("text/plain; charset=iso-8859-15", Data([0xA4]), "€"),
         ])
     func charsets(contentType: String, body: Data, expected: String) throws {
         #expect(
