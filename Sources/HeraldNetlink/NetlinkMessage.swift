@@ -129,7 +129,10 @@ package enum NetlinkDecoder {
             // Wrapping: only the kernel writes here, but a negation must not trap on Int32.min.
             return .error(code: 0 &- body.loadUnaligned(as: Int32.self))
         case Int32(RTM_NEWLINK), Int32(RTM_DELLINK):
-            guard let link = link(body) else { return nil }
+            // A link's own messages are AF_UNSPEC. A bridge sends AF_BRIDGE ones about its ports to the same
+            // group: an RTM_DELLINK when a port leaves the bridge, though the link stays (taken as the link's
+            // removal, its default routes would be forgotten), and RTM_NEWLINKs without the driver's kind.
+            guard body.count >= 1, Int32(body[0]) == AF_UNSPEC, let link = link(body) else { return nil }
             return Int32(type) == Int32(RTM_NEWLINK) ? .link(link) : .linkRemoved(index: link.index)
         case Int32(RTM_NEWADDR), Int32(RTM_DELADDR):
             guard body.count >= MemoryLayout<ifaddrmsg>.size else { return nil }

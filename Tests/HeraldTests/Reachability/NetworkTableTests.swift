@@ -25,17 +25,18 @@ struct NetworkTableTests {
         withUnsafeBytes(of: value.littleEndian) { Array($0) }
     }
 
-    static func link(index: Int32, name: String, flags: UInt32, hardware: Int32 = ARPHRD_ETHER, kind: String? = nil)
-        -> [UInt8]
-    {
+    static func link(
+        index: Int32, name: String, flags: UInt32, hardware: Int32 = ARPHRD_ETHER, kind: String? = nil,
+        family: UInt8 = UInt8(AF_UNSPEC), type: Int32 = Int32(RTM_NEWLINK)
+    ) -> [UInt8] {
         // ifinfomsg: family, pad, type, index, flags, change.
-        let header = [UInt8(0), 0] + le(UInt16(hardware)) + le(index) + le(flags) + le(UInt32(0))
+        let header = [family, 0] + le(UInt16(hardware)) + le(index) + le(flags) + le(UInt32(0))
         var attributes: [(UInt16, [UInt8])] = [(UInt16(IFLA_IFNAME), Array(name.utf8) + [0])]
         if let kind {
             let nested = le(UInt16(4 + kind.utf8.count + 1)) + le(UInt16(IFLA_INFO_KIND)) + Array(kind.utf8) + [0]
             attributes.append((UInt16(IFLA_LINKINFO), nested + Array(repeating: 0, count: (4 - nested.count % 4) % 4)))
         }
-        return message(type: Int32(RTM_NEWLINK), header: header, attributes: attributes)
+        return message(type: type, header: header, attributes: attributes)
     }
 
     static func defaultRoute(
@@ -76,6 +77,15 @@ struct NetworkTableTests {
                             index: 7, name: "wg0", flags: Self.up, hardwareType: UInt16(ARPHRD_NONE), kind: "wireguard")
                     ))
             ])
+    }
+
+    @Test("a bridge's messages about its ports are not the links': a port leaving it keeps its default route")
+    func bridgePortMessagesIgnored() {
+        let bridged = Self.link(
+            index: 2, name: "eth0", flags: Self.up, family: UInt8(AF_BRIDGE), type: Int32(RTM_DELLINK))
+        #expect(Self.decode(bridged).isEmpty)
+        let table = Self.table(Self.link(index: 2, name: "eth0", flags: Self.up), Self.defaultRoute(through: 2), bridged)
+        #expect(table.status == .reachable(NetworkInterface(name: "eth0", index: 2, kind: .ethernet)))
     }
 
     @Test("several messages in one datagram decode in order; a message running past the end stops the decoding")
