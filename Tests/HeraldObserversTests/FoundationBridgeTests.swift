@@ -98,9 +98,16 @@ struct FoundationBridgeTests {
         let failing = try session.dataTask(with: Request(url: server.url("/status/500")))
         failing.resume()
         try await recorder.waitForCompletions(2)
-        let download = try session.downloadTask(with: Request(url: server.url("/bytes/64")))
+        // Moved to a destination, as AFNetworking's downloads are: `file-manager-succeed` comes first.
+        let moved = FileManager.default.temporaryDirectory.appendingPathComponent("herald-bridge-\(UUID().uuidString)")
+        let download = try session.downloadTask(
+            with: Request(url: server.url("/bytes/64")), destination: { _, _ in moved })
         download.resume()
         try await recorder.waitForCompletions(3)
+        // Left in the session's temporary folder: nothing was moved, and AFNetworking posts no success then.
+        let kept = try session.downloadTask(with: Request(url: server.url("/bytes/16")))
+        kept.resume()
+        try await recorder.waitForCompletions(4)
         session.invalidate(cancelingTasks: false)
         try await recorder.waitForInvalidation()
 
@@ -109,12 +116,12 @@ struct FoundationBridgeTests {
         #expect(
             log.names == [
                 resume, "com.alamofire.networking.task.suspend", resume, complete, resume, complete, resume,
-                "com.alamofire.networking.session.download.file-manager-succeed", complete,
+                "com.alamofire.networking.session.download.file-manager-succeed", complete, resume, complete,
                 "com.alamofire.networking.session.invalidate",
             ])
         let entries = log.all
-        #expect(entries.count == 10)
-        guard entries.count == 10 else { return }
+        #expect(entries.count == 12)
+        guard entries.count == 12 else { return }
         #expect(entries[0].object === ok && entries[3].object === ok)
         #expect(entries[0].userInfo == nil)
 
@@ -134,12 +141,16 @@ struct FoundationBridgeTests {
         #expect(entries[7].object === download && entries[8].object === download)
         let downloaded = try #require(entries[8].userInfo)
         let asset = try #require(downloaded[AFNetworkingNotifications.assetPathKey] as? URL)
+        #expect(asset == moved)
         #expect(downloaded[AFNetworkingNotifications.responseDataKey] == nil)
         #expect(try Data(contentsOf: asset).count == 64)
         try? FileManager.default.removeItem(at: asset)
+        #expect(entries[10].object === kept)
+        let keptFile = try #require(entries[10].userInfo?[AFNetworkingNotifications.assetPathKey] as? URL)
+        #expect(try Data(contentsOf: keptFile).count == 16)
 
-        #expect(entries[9].object === session)
-        #expect(entries[9].userInfo == nil)
+        #expect(entries[11].object === session)
+        #expect(entries[11].userInfo == nil)
         bridging.cancel()
         try await server.shutdown()
     }

@@ -66,6 +66,10 @@ public struct TaskCompletion: Sendable {
     /// so ``metrics`` is `nil`) or ``ResponseSource/revalidated`` (a `304` confirmed the stored response;
     /// ``metrics`` are the conditional request's).
     public let responseSource: ResponseSource
+    /// Whether a download's file was moved to the destination its `destination` closure or the session's
+    /// `downloadTaskDidFinishDownloading` hook chose (``assetPath`` is then that destination); `false` when it
+    /// stayed in the session's temporary folder (no destination, or the move failed) and for data tasks.
+    public let fileWasMoved: Bool
 
     /// Creates a payload; Herald creates these itself, the initializer is public so observers can be unit-tested.
     /// - Parameters:
@@ -82,6 +86,7 @@ public struct TaskCompletion: Sendable {
     ///   - finalURL: The URL of the final response.
     ///   - metrics: curl's timings and byte counts.
     ///   - responseSource: Where the response came from; default ``ResponseSource/network``.
+    ///   - fileWasMoved: Whether a download's file was moved to its destination; default `false`.
     public init(
         taskIdentifier: Int,
         sessionIdentifier: Int,
@@ -95,7 +100,8 @@ public struct TaskCompletion: Sendable {
         response: HTTPResponse?,
         finalURL: URL?,
         metrics: TransferMetrics?,
-        responseSource: ResponseSource = .network
+        responseSource: ResponseSource = .network,
+        fileWasMoved: Bool = false
     ) {
         self.taskIdentifier = taskIdentifier
         self.sessionIdentifier = sessionIdentifier
@@ -110,6 +116,7 @@ public struct TaskCompletion: Sendable {
         self.finalURL = finalURL
         self.metrics = metrics
         self.responseSource = responseSource
+        self.fileWasMoved = fileWasMoved
     }
 }
 

@@ -14,16 +14,19 @@ struct CompletionResult: Sendable {
     var assetPath: URL?
     /// The error the task completes with.
     var error: HeraldError?
+    /// ``TaskCompletion/fileWasMoved``.
+    var fileWasMoved = false
 
     init(
         handlerObject: (any Sendable)? = nil, serializedResponse: (any Sendable)? = nil, responseData: Data? = nil,
-        assetPath: URL? = nil, error: HeraldError? = nil
+        assetPath: URL? = nil, error: HeraldError? = nil, fileWasMoved: Bool = false
     ) {
         self.handlerObject = handlerObject
         self.serializedResponse = serializedResponse
         self.responseData = responseData
         self.assetPath = assetPath
         self.error = error
+        self.fileWasMoved = fileWasMoved
     }
 
     /// The serializer's output, or the error the task completes with. A transport error wins; the
@@ -230,7 +233,7 @@ extension SessionManager {
                     assetPath: result.assetPath, serializedResponse: result.serializedResponse,
                     error: result.error, response: outcome.response?.redactingCredentials(),
                     finalURL: outcome.response?.url.redactingCredentials(),
-                    metrics: outcome.metrics, responseSource: outcome.source))
+                    metrics: outcome.metrics, responseSource: outcome.source, fileWasMoved: result.fileWasMoved))
             switch left {
             case .none: break
             case .close: finishInvalidating()

@@ -290,7 +290,7 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
         }
         do {
             try Self.moveItem(at: temporaryURL, to: destinationURL, options: session.configuration.downloadMoveOptions)
-            return CompletionResult(handlerObject: destinationURL, assetPath: destinationURL)
+            return CompletionResult(handlerObject: destinationURL, assetPath: destinationURL, fileWasMoved: true)
         } catch {
             // With the response: whether the kept file is the body asked for or an error page is the caller's to
             // tell, as for a move that succeeded.

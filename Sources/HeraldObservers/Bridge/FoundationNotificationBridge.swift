@@ -19,8 +19,10 @@ import HeraldNotifications
 /// | `downloadDidFailToMoveFile` | `downloadTaskDidFailToMoveFile` | the download task | `NSUnderlyingErrorKey`: the `HeraldError`; `NSFilePathErrorKey`: the kept temporary file; `NSURLErrorKey`: the destination |
 /// | `reachabilityDidChange` | `reachabilityDidChange` | the `NetworkReachability` | `reachabilityStatusItemKey`: AFNetworking's status number (``AFNetworkingNotifications/reachabilityStatusValue(_:)``); `reachabilityStatusKey`: Herald's `NetworkReachabilityStatus` |
 ///
-/// A download that completes without error also gets AFNetworking 4's `downloadTaskDidMoveFileSuccessfully`
-/// (object the task, no `userInfo`) just before its `taskDidComplete`. `taskWillRetry`,
+/// A download whose file was moved to the destination its `destination` closure or
+/// `downloadTaskDidFinishDownloading` chose (`TaskCompletion.fileWasMoved`) also gets AFNetworking 4's
+/// `downloadTaskDidMoveFileSuccessfully` (object the task, no `userInfo`) just before its `taskDidComplete`;
+/// one left in the temporary folder doesn't, as in AFNetworking. `taskWillRetry`,
 /// `taskIsWaitingForConnectivity` and `taskDidEndWaitingForConnectivity` have no AFNetworking counterpart and
 /// are not re-posted. Reachability changes
 /// reach the bridge when the monitor posts on the center the bridge observes (`NetworkReachability`
@@ -58,7 +60,7 @@ public final class FoundationNotificationBridge: SessionObserver {
     }
 
     /// Posts `com.alamofire.networking.task.complete` with the task and AFNetworking's keys (preceded, for
-    /// a download that succeeded, by `…file-manager-succeed`).
+    /// a download whose file was moved to its destination, by `…file-manager-succeed`).
     /// - Parameter notification: `taskDidComplete`.
     public func taskDidComplete(_ notification: TypedNotification<TaskCompletion>) {
         let completion = notification.userInfo
@@ -67,7 +69,8 @@ public final class FoundationNotificationBridge: SessionObserver {
         ]
         if let assetPath = completion.assetPath {
             userInfo[AFNetworkingNotifications.assetPathKey] = assetPath
-            if completion.error == nil {
+            // As AFNetworking posts it: only after a move to a destination that succeeded, whatever came after.
+            if completion.fileWasMoved {
                 center.post(
                     name: AFNetworkingNotifications.downloadTaskDidMoveFileSuccessfully, object: notification.object)
             }
