@@ -95,9 +95,11 @@ final class FileBodySink: BodySink {
                             + "\(length), not the rest of the file.", url: response.url))
             }
             if let refusal = Self.otherVersion(response, validator: validator) {
-                // The file keeps its version, and the resume data its validator, not this response's.
+                // The file keeps its version, and the resume data its validator, not this response's: but the
+                // resource has changed, so neither can ever be continued.
                 didBegin = false
-                return .failure(TransferError(.cannotResume, refusal, url: response.url))
+                return .failure(
+                    TransferError(.cannotResume, refusal, underlying: PartialFileOutdated(), url: response.url))
             }
             if let refusal = shrunk() {
                 didBegin = false
@@ -212,7 +214,8 @@ final class FileBodySink: BodySink {
         return TransferError(
             .cannotResume,
             "The partial download file holds \(status.st_size) bytes, fewer than the \(resumeOffset) its resume data "
-                + "counts: it was cut short since, and can't be continued.", url: url)
+                + "counts: it was cut short since, and can't be continued.", underlying: PartialFileOutdated(),
+            url: url)
     }
 
     /// Makes the file `length` bytes long; whether that worked. A file already that long is left alone:
@@ -356,4 +359,11 @@ package enum ContentRange {
         else { return nil }
         return length
     }
+}
+
+/// Why a resumed download's partial file can never be continued: the server's range answer is of another version
+/// of the resource, or the file was cut short since its resume data was made. The underlying error of such a
+/// `cannotResume`, so that the task deletes the file rather than keep resume data that would be refused again.
+package struct PartialFileOutdated: Error, Sendable {
+    package init() {}
 }

@@ -225,9 +225,16 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
     }
 
     override func completionResult(for outcome: TaskOutcome, serializer: any ResponseSerializer) -> CompletionResult {
-        // A task made from resume data lets go of the partial file it claimed, before its handler, which may make
-        // the next task from the resume data it is given.
-        if resumedFrom != nil { session.releasePartialFile(temporaryURL.standardizedFileURL.path) }
+        // A task made from resume data lets go of the partial file it claimed once the file is moved, deleted or
+        // kept (not before: a task of another session could open it meanwhile), and before a handler that may make
+        // the next task from the resume data it is given. Once: a second release could drop that next task's claim.
+        var claimHeld = resumedFrom != nil
+        func releaseClaim() {
+            guard claimHeld else { return }
+            claimHeld = false
+            session.releasePartialFile(temporaryURL.standardizedFileURL.path)
+        }
+        defer { releaseClaim() }
         var outcome = outcome
         if outcome.error == nil, let response = outcome.response, !(200..<300).contains(response.statusCode),
             outcome.file?.receivedBody != true,
@@ -245,6 +252,7 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
         if case .answer(let resumeDataHandler) = transition({ $0.resumeDataAnswered() }) {
             let resumeData = outcome.error == nil ? nil : makeResumeData(from: outcome)
             keepTemporaryFile = resumeData != nil
+            if keepTemporaryFile { releaseClaim() }
             if session.ownsCompletionQueue {
                 // This runs on the session's own completion queue and the completion handler follows in the same
                 // block: an `async` here would run after it, so the handler is called now, as documented.
@@ -338,23 +346,32 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
         case EXDEV:
             // Another file system: copied beside the destination, then linked to its name, so that the name never
             // shows a partial copy, not even to a process killed mid-copy. One without hard links (a FAT or exFAT
-            // drive) gets the copy renamed to the name once it is found free, as Foundation's move does there.
+            // drive) gets the copy renamed onto the name once it is reserved.
             try copyBeside(destination, from: source, copy: copy) { from, to in
                 if makeLink(from, to) == 0 { return 0 }
                 guard Self.lacksHardLinks(errno) else { return -1 }
-                var status = stat()
-                if lstat(to, &status) == 0 {
-                    errno = EEXIST
-                    return -1
-                }
-                return rename(from, to)
+                return Self.renameOntoFreeName(from, to)
             }
         case _ where Self.lacksHardLinks(code):
-            // A file system without hard links (FAT, some FUSE ones): Foundation's check-then-rename.
-            try fileManager.moveItem(at: source, to: destination)
+            // A file system without hard links (FAT, some FUSE ones).
+            guard Self.renameOntoFreeName(source.path, destination.path) == 0 else { throw lastError() }
         default:
             throw POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO)
         }
+    }
+
+    /// Renames `from` to `to` only if `to` is free, where there are no hard links to do it in one step: the name
+    /// is first reserved with an empty file made with `O_EXCL` (which fails on a taken name, whoever takes it
+    /// meanwhile), then the file is renamed over that placeholder. 0, or -1 with `errno` set (`EEXIST`: taken).
+    private static func renameOntoFreeName(_ from: String, _ to: String) -> Int32 {
+        let placeholder = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard placeholder >= 0 else { return -1 }
+        close(placeholder)
+        if rename(from, to) == 0 { return 0 }
+        let code = errno
+        unlink(to)
+        errno = code
+        return -1
     }
 
     /// Whether `link(2)` failed with `code` because the file system has no hard links (FAT, some FUSE ones).
@@ -403,15 +420,16 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
 
     // MARK: - resume data
 
-    /// Whether `error` is the server's refusal to continue the file that asking again won't change: a client
-    /// error status (`404`, `410`, `412`, a `416` naming another length: the resource is gone or changed), a range
-    /// answer of another version or that didn't fit the file, or a file cut short meanwhile (no status). Not a
-    /// redirect or a challenge no one answered, a `408`, a `429` or a `5xx`: a later attempt may be answered.
-    /// Resume data kept after such a refusal would be refused again, for ever.
+    /// Whether `error` is a refusal to continue the file that asking again won't change: a `404`, `410`, `412`
+    /// or `416` (naming another length: the resource is gone or changed), a range answer of another version, or a
+    /// file cut short meanwhile (``PartialFileOutdated``). Not another status (a `403` a retrier may answer by
+    /// refreshing a token, a redirect or a challenge no one answered, a `5xx`), nor a range answer that started
+    /// elsewhere or stopped short (a cache in between may have sent it): a later attempt may be answered. Resume
+    /// data kept after a refusal for good would be refused again, for ever.
     static func refusedForGood(_ error: HeraldError?) -> Bool {
         guard let error, error.code == .cannotResume else { return false }
-        guard let status = error.statusCode else { return true }
-        return (400..<500).contains(status) && ![401, 407, 408, 429].contains(status)
+        if error.underlying is PartialFileOutdated { return true }
+        return [404, 410, 412, 416].contains(error.statusCode ?? 0)
     }
 
     /// Resume data for the file as the transfer left it, or `nil` when it can't be resumed.

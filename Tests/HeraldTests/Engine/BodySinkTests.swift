@@ -373,6 +373,8 @@ struct BodySinkTests {
             case .failure(let error):
                 #expect(!continues, "\(tag): \(error.message)")
                 #expect(error.code == .cannotResume)
+                // Another version: the file can never be continued, and its task deletes it.
+                #expect(error.underlying is PartialFileOutdated)
             }
             _ = try sink.finish()
         }
@@ -397,6 +399,7 @@ struct BodySinkTests {
         }
         #expect(error.code == .cannotResume)
         #expect(error.message.contains("40 bytes"))
+        #expect(error.underlying is PartialFileOutdated)
         #expect(sink.file?.receivedBody == false)
         _ = try sink.finish()
         #expect(try Data(contentsOf: partial).count == 40)

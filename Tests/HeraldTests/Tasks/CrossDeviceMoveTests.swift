@@ -139,3 +139,33 @@ struct CrossDeviceMoveTests {
         #expect(try files.leftovers() == ["free"])
     }
 }
+
+/// A download moved within one file system that has no hard links (FAT, some FUSE ones): the name is reserved
+/// before the file is renamed onto it, so a taken name is never replaced.
+@Suite("Download moves on a file system without hard links")
+struct NoLinkMoveTests {
+    @Test("a free name gets the file; a taken one is refused with EEXIST, both files kept")
+    func reservesTheName() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("herald-nolink-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let source = folder.appendingPathComponent("source")
+        let taken = folder.appendingPathComponent("taken")
+        try Data("new".utf8).write(to: source)
+        try Data("old, keep me".utf8).write(to: taken)
+        let noLinks: (String, String) -> Int32 = { _, _ in
+            errno = EPERM
+            return -1
+        }
+        let refused = #expect(throws: POSIXError.self) {
+            try DownloadTask.moveItem(at: source, to: taken, options: [], makeLink: noLinks)
+        }
+        #expect(refused?.code == .EEXIST)
+        #expect(FileManager.default.contents(atPath: taken.path) == Data("old, keep me".utf8))
+        #expect(FileManager.default.contents(atPath: source.path) == Data("new".utf8))
+        let free = folder.appendingPathComponent("free")
+        try DownloadTask.moveItem(at: source, to: free, options: [], makeLink: noLinks)
+        #expect(FileManager.default.contents(atPath: free.path) == Data("new".utf8))
+        #expect(!FileManager.default.fileExists(atPath: source.path))
+    }
+}

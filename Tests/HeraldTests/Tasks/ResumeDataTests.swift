@@ -189,8 +189,8 @@ struct ResumeDataTests {
     }
 
     @Test(
-        "a resume refused for good (404, 410) deletes the partial file and gives no resume data; a 503 keeps both",
-        arguments: [(404, false), (410, false), (503, true)])
+        "a resume refused for good (404, 410) deletes the partial file and gives no resume data; a 403 or 503 keeps both",
+        arguments: [(404, false), (410, false), (403, true), (503, true)])
     func resumeRefusedForGood(status: Int, keeps: Bool) async throws {
         let fixture = try await SessionFixture.make()
         let scratch = try ScratchDirectory()
