@@ -98,9 +98,10 @@ func forward(
         if !bodyless {
             fields.add(name: "Content-Length", value: String(data.count))
         } else if head.method == .HEAD, response.statusCode >= 200, response.statusCode != 204,
-            let length = response.headers["Content-Length"]
+            !response.bodyIsDecodedInMemory, let length = response.headers["Content-Length"]
         {
             // A HEAD answer says how long the GET's body would be; without it NIO would frame the head as chunked.
+            // Not for an encoded body: its length is not that of the decoded one a GET through the proxy gets.
             fields.add(name: "Content-Length", value: length)
         }
         let status = HTTPResponseStatus(statusCode: response.statusCode)

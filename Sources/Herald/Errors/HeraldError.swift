@@ -107,7 +107,7 @@ public struct HeraldError: Error, Sendable {
     ///   - statusCode: The HTTP status code, for ``Code/unacceptableStatusCode``.
     ///   - keptFileURL: A file kept on disk for the caller, for ``Code/downloadMoveFailed``.
     ///   - response: The response head the failure came with; its status code is used when `statusCode` is
-    ///     `nil`.
+    ///     `nil`. Credentials in its URL are redacted before it is stored.
     ///   - responseBody: The response body the failure came with; only its first ``maximumKeptBodyLength``
     ///     bytes are kept.
     ///   - metrics: The transfer's metrics.
@@ -129,12 +129,13 @@ public struct HeraldError: Error, Sendable {
         serverCertificateProblem: ServerCertificateProblem? = nil
     ) {
         // Redacting here, not at each call site, means no path can store a password by forgetting to: in the URL,
-        // and in a URL the message or libcurl's text quotes (a proxy's, from the environment; a redirect's).
+        // the response's URL, and a URL the message or libcurl's text quotes (a proxy's, from the environment; a
+        // redirect's).
         storage = Storage(
             code: code, message: message.redactingURLCredentials(), underlying: underlying, curlCode: curlCode,
             curlMessage: curlMessage?.redactingURLCredentials(),
             url: url?.redactingCredentials(), statusCode: statusCode ?? response?.statusCode,
-            keptFileURL: keptFileURL, response: response,
+            keptFileURL: keptFileURL, response: response?.redactingCredentials(),
             responseBody: responseBody.map {
                 $0.count > Self.maximumKeptBodyLength ? $0.prefix(Self.maximumKeptBodyLength) : $0
             },

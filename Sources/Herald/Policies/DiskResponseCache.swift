@@ -616,12 +616,15 @@ private final class Database: @unchecked Sendable {
         guard checked else { return }
         var verdict: [String] = []
         let read = run("PRAGMA quick_check", row: { verdict.append(Self.text($0, 0)) })
-        guard read, verdict == ["ok"] else {
-            throw HeraldError(
-                .fileIO,
-                "The response cache index \(path) is damaged: \(verdict.first ?? String(cString: sqlite3_errmsg(handle))).",
-                underlying: Damaged())
-        }
+        if read, verdict == ["ok"] { return }
+        // Damage is what the check found, or SQLite's own verdict on the read; a check that could not run for
+        // another reason (busy past the timeout, out of memory) says nothing of the index, which stays.
+        let failure = sqlite3_errcode(handle) & 0xff
+        guard read || failure == SQLITE_CORRUPT || failure == SQLITE_NOTADB else { return }
+        throw HeraldError(
+            .fileIO,
+            "The response cache index \(path) is damaged: \(verdict.first ?? String(cString: sqlite3_errmsg(handle))).",
+            underlying: Damaged())
     }
 
     /// Runs `sql` with `bindings` (text, blob or integer), calling `row` for each result row.

@@ -41,8 +41,9 @@ extension String.Encoding {
         "koi8-r": .koi8R, "koi8": .koi8R,
         // As the WHATWG Encoding Standard reads them: GBK and GB2312 as GB18030, of which they are subsets.
         "gb18030": .gb18030, "gbk": .gb18030, "gb2312": .gb18030, "x-gbk": .gb18030,
+        // As WHATWG reads them: Big5 with the HKSCS extensions, EUC-KR as windows-949 (its extended Hangul too).
         "big5": .big5, "big5-hkscs": .big5,
-        "euc-kr": .eucKR, "ks_c_5601-1987": .eucKR,
+        "euc-kr": .eucKR, "ks_c_5601-1987": .eucKR, "windows-949": .eucKR, "cp949": .eucKR,
     ]
 
     // Encodings Foundation decodes on Linux without naming them: CoreFoundation's numbers, as `String.Encoding`'s
@@ -50,8 +51,8 @@ extension String.Encoding {
     fileprivate static let isoLatin9 = String.Encoding(rawValue: 0x8000_020F)
     fileprivate static let koi8R = String.Encoding(rawValue: 0x8000_0A02)
     fileprivate static let gb18030 = String.Encoding(rawValue: 0x8000_0632)
-    fileprivate static let big5 = String.Encoding(rawValue: 0x8000_0A03)
-    fileprivate static let eucKR = String.Encoding(rawValue: 0x8000_0940)
+    fileprivate static let big5 = String.Encoding(rawValue: 0x8000_0A06)  // Big5-HKSCS
+    fileprivate static let eucKR = String.Encoding(rawValue: 0x8000_0422)  // windows-949
 
     private static let ianaNames: [String.Encoding: String] = [
         .utf8: "utf-8", .ascii: "us-ascii", .isoLatin1: "iso-8859-1", .isoLatin2: "iso-8859-2",

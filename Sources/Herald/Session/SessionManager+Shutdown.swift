@@ -45,7 +45,8 @@ extension SessionManager {
     /// - Parameters:
     ///   - cancelingTasks: `false` (the default) lets outstanding tasks finish; `true` cancels them first.
     ///   - timeout: How long to wait at most.
-    /// - Returns: `true` once `sessionDidInvalidate` has been delivered everywhere; `false` if the timeout
+    /// - Returns: `true` once `sessionDidInvalidate` has been delivered everywhere and a persistent
+    ///   ``cookieStore`` has written the cookies set so far; `false` if the timeout
     ///   passed first or the call was made from a place where it can't wait. The invalidation goes on
     ///   either way.
     public func invalidateAndWait(cancelingTasks: Bool = false, timeout: Duration) -> Bool {

@@ -81,6 +81,7 @@ struct PayloadRequestTests {
         let retry = try #require(retried.withLock { $0.first })
         #expect(retry.response?.statusCode == 503)
         #expect(retry.response?.url.absoluteString.contains("s3cret") == false)
+        #expect(retry.error.response?.url.absoluteString.contains("s3cret") == false)
         // The task's own response, the caller's, keeps the URL as the caller wrote it.
         #expect(task.response?.url.password == "s3cret")
         token.cancel()

@@ -78,6 +78,8 @@ struct StringResponseSerializerTests {
             ("text/html; charset=gb18030", Data([0xD6, 0xD0]), "中"),
             ("text/html; charset=big5", Data([0xA4, 0xA4]), "中"),
             ("text/html; charset=euc-kr", Data([0xC7, 0xD1]), "한"),
+            // windows-949's extended Hangul, which strict EUC-KR would drop a byte of.
+            ("text/html; charset=euc-kr", Data([0x8C, 0x63]), "똠"),
             ("text/plain; charset=koi8-r", Data([0xF0, 0xD2, 0xC9, 0xD7, 0xC5, 0xD4]), "Привет"),
             ("text/plain; charset=iso-8859-15", Data([0xA4]), "€"),
         ])
