@@ -6,7 +6,7 @@ import HeraldEngine
 ///
 /// libcurl's own redirect following is off (`CURLOPT_FOLLOWLOCATION` = 0) so that every hop is visible
 /// and can be vetoed; these are the rules curl and browsers apply, written out.
-enum RedirectRules {
+package enum RedirectRules {
     /// Leaves `transfer`'s credential fields and challenge credential behind, for a request to another origin
     /// than the one they were meant for.
     static func dropCredentials(from transfer: inout TransferRequest) {
@@ -52,8 +52,10 @@ enum RedirectRules {
         }
     }
 
-    /// Whether two URLs are the same origin: scheme, host and port (default ports filled in).
-    static func isSameOrigin(_ a: URL, _ b: URL) -> Bool {
+    /// Whether two URLs are the same origin: scheme, host and port (default ports filled in), scheme and host
+    /// compared without case. The one implementation in the package: the observers tell a redirect to another
+    /// server with it too.
+    package static func isSameOrigin(_ a: URL, _ b: URL) -> Bool {
         a.scheme?.lowercased() == b.scheme?.lowercased() && a.host?.lowercased() == b.host?.lowercased()
             && a.effectivePort == b.effectivePort
     }

@@ -837,7 +837,7 @@ public final class MetricsObserver: SessionObserver {
         let response = completion.response
         let request = completion.request
         let final = completion.finalURL.flatMap { url in
-            HTTPAttributeValue.sameServer(url, request.url) ? nil : url
+            RedirectRules.isSameOrigin(url, request.url) ? nil : url
         }
         return DimensionValues(
             target: final.map { targetLocked(method: request.method, url: $0, in: &state) } ?? target

@@ -114,12 +114,6 @@ enum HTTPAttributeValue {
     /// one series and one span attribute however a request spelled it (`API.Example.com`).
     static func serverAddress(of url: URL) -> String? { url.host?.lowercased() }
 
-    /// Whether `lhs` and `rhs` name the same server: scheme and host compared without case, and the port.
-    static func sameServer(_ lhs: URL, _ rhs: URL) -> Bool {
-        lhs.effectivePort == rhs.effectivePort && serverAddress(of: lhs) == serverAddress(of: rhs)
-            && lhs.scheme?.lowercased() == rhs.scheme?.lowercased()
-    }
-
     /// `http.response.status_code` as a dimension value: the code for 100…599, `_OTHER` outside it (a
     /// server can send any three digits).
     static func statusCode(_ code: Int) -> String {

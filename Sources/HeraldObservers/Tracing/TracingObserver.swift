@@ -343,7 +343,7 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
         }
         guard let span = open ?? takePendingSpan(for: completion.request) else { return }
         let requested = completion.request.url
-        if let final = completion.finalURL, !HTTPAttributeValue.sameServer(final, requested) {
+        if let final = completion.finalURL, !RedirectRules.isSameOrigin(final, requested) {
             // After a redirect to another server the status, the peer and the timings are that server's: so are
             // the URL and the server named, as in the metrics' dimensions.
             setURLAttributes(on: span, url: final)
