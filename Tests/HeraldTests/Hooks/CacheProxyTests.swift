@@ -16,11 +16,7 @@ struct CacheProxyTests {
         let client: SessionManager
 
         static func start() async throws -> Proxied {
-            let executable = try #require(
-                TestServerProcess.executable.map {
-                    $0.deletingLastPathComponent().appendingPathComponent("HeraldCacheProxy")
-                }.flatMap { FileManager.default.isExecutableFile(atPath: $0.path) ? $0 : nil },
-                "HeraldCacheProxy is not built next to the test binary (build with `swift build --build-tests`)")
+            let executable = try DiskResponseCacheProcessTests.proxyExecutable()
             let server = try await TestServer.start()
             let upstream = String(server.url("/").absoluteString.dropLast())
             let proxy = try DiskResponseCacheProcessTests.Child(executable, ["--upstream", upstream], readyText: "\n")

@@ -89,6 +89,15 @@ struct DiskResponseCacheProcessTests {
         }
     }
 
+    /// herald-cache-proxy, built next to the test binary by `swift build --build-tests`.
+    static func proxyExecutable() throws -> URL {
+        try #require(
+            TestServerProcess.executable.map {
+                $0.deletingLastPathComponent().appendingPathComponent("HeraldCacheProxy")
+            }.flatMap { FileManager.default.isExecutableFile(atPath: $0.path) ? $0 : nil },
+            "HeraldCacheProxy is not built next to the test binary (build with `swift build --build-tests`)")
+    }
+
     private static func folder() -> URL {
         FileManager.default.temporaryDirectory.appendingPathComponent("herald-cache-processes-\(UUID().uuidString)")
     }
@@ -210,11 +219,7 @@ struct DiskResponseCacheProcessTests {
     func anotherProcessFilledTheFolder() async throws {
         let folder = Self.folder()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let proxyExecutable = try #require(
-            TestServerProcess.executable.map {
-                $0.deletingLastPathComponent().appendingPathComponent("HeraldCacheProxy")
-            }.flatMap { FileManager.default.isExecutableFile(atPath: $0.path) ? $0 : nil },
-            "HeraldCacheProxy is not built next to the test binary (build with `swift build --build-tests`)")
+        let proxyExecutable = try Self.proxyExecutable()
         let server = try await TestServer.start()
         let freshPath = "/headers?Cache-Control=max-age%3D600&X-Kind=fresh"
         let stalePath = "/headers?Cache-Control=max-age%3D0&ETag=%22v1%22&X-Kind=stale"
