@@ -195,8 +195,8 @@ extension SessionManager {
     /// - Returns: The task, suspended; it writes to the partial file the resume data names.
     /// - Throws: ``HeraldError`` with ``HeraldError/Code/cannotResume`` when the data is corrupt, of
     ///   another format or version, or its partial file is gone or too short, or while another task made from
-    ///   it (by any session of the process) or this session's task it came from continues the same partial file; ``HeraldError/Code/sessionInvalidated`` after
-    ///   ``invalidate(cancelingTasks:)``.
+    ///   it (by any session of the process) or this session's task it came from continues the same partial
+    ///   file; ``HeraldError/Code/sessionInvalidated`` after ``invalidate(cancelingTasks:)``.
     public func downloadTask(
         withResumeData resumeData: Data,
         progress: (@Sendable (TransferProgress) -> Void)? = nil,

@@ -84,7 +84,8 @@ struct NetworkTableTests {
         let bridged = Self.link(
             index: 2, name: "eth0", flags: Self.up, family: UInt8(AF_BRIDGE), type: Int32(RTM_DELLINK))
         #expect(Self.decode(bridged).isEmpty)
-        let table = Self.table(Self.link(index: 2, name: "eth0", flags: Self.up), Self.defaultRoute(through: 2), bridged)
+        let table = Self.table(
+            Self.link(index: 2, name: "eth0", flags: Self.up), Self.defaultRoute(through: 2), bridged)
         #expect(table.status == .reachable(NetworkInterface(name: "eth0", index: 2, kind: .ethernet)))
     }
 
