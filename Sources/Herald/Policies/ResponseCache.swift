@@ -49,7 +49,8 @@ public struct CachedResponse: Sendable, Hashable {
 ///   (its first member), the time between `Date` and the response's arrival, and the time since.
 /// - **Serving:** a fresh entry answers a `GET` without credentials (no `Authorization`, no user name or password
 ///   in its URL) without touching the network, when the request's `Vary`
-///   fields match the stored ones and its `Cache-Control` (`max-age`, `min-fresh`, `max-stale`) allows. A
+///   fields match the stored ones and its `Cache-Control` (`max-age`, `min-fresh`, `max-stale`) allows, with an
+///   `Age` field of the entry's current age. A
 ///   stale entry within its `stale-while-revalidate` window is served too, and revalidated by a task of
 ///   its own.
 /// - **Revalidation:** otherwise a stale entry with an `ETag` or a `Last-Modified` is revalidated with

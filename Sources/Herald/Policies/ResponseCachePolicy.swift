@@ -86,19 +86,19 @@ enum ResponseCachePolicy {
         var acceptable = !mustValidate && age < lifetime
         if let requestMaxAge, age > requestMaxAge { acceptable = false }
         if let minFresh, lifetime - age < minFresh { acceptable = false }
-        if acceptable { return .fresh(answering(request, with: entry)) }
+        if acceptable { return .fresh(answering(request, with: entry, age: age)) }
         let mayServeStale =
             !mustValidate && responseDirectives["must-revalidate"] == nil && requestMaxAge.map { age <= $0 } ?? true
             && minFresh == nil
         if mayServeStale, let maxStale = requestDirectives["max-stale"],
             maxStale.isEmpty || deltaSeconds(maxStale).map({ age - lifetime <= $0 }) == true
         {
-            return .fresh(answering(request, with: entry))
+            return .fresh(answering(request, with: entry, age: age))
         }
         if mayServeStale, requestMaxAge == nil,
             let window = responseDirectives["stale-while-revalidate"].flatMap(deltaSeconds), age - lifetime < window
         {
-            return .staleWhileRevalidate(answering(request, with: entry))
+            return .staleWhileRevalidate(answering(request, with: entry, age: age))
         }
         guard !conditionalFields.contains(where: request.headers.contains) else { return nil }
         let validators = validators(of: entry.response)
@@ -135,10 +135,13 @@ enum ResponseCachePolicy {
         return (response, Data())
     }
 
-    /// `entry` with the head and body it answers `request` with (see ``answer(to:from:)``).
-    private static func answering(_ request: Request, with entry: CachedResponse) -> CachedResponse {
+    /// `entry` with the head and body it answers `request` with (see ``answer(to:from:)``), its `Age` field the
+    /// entry's current age in whole seconds (RFC 9111 §4: a response used without validation gets an `Age`,
+    /// replacing any it was stored with).
+    private static func answering(_ request: Request, with entry: CachedResponse, age: TimeInterval) -> CachedResponse {
         var answered = entry
         (answered.response, answered.data) = answer(to: request, from: entry)
+        answered.response.headers.replaceOrAdd(name: "Age", value: String(Int(max(0, min(age, 2_147_483_648)))))
         return answered
     }
 

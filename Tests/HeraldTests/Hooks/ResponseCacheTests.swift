@@ -63,7 +63,12 @@ struct ResponseCacheTests {
         let second = try await Self.run(fixture, request, completions: 2)
         #expect(fixture.server.requestCount == 1)
         #expect(second.call.error == nil)
-        #expect(second.call.response == first.call.response)
+        // The stored head, with the Age a cache adds to what it serves (RFC 9111 §4): 0 s old, or a second.
+        var served = try #require(second.call.response)
+        #expect(["0", "1"].contains(served.headers["Age"]))
+        #expect(first.call.response?.headers["Age"] == nil)
+        served.headers.remove(name: "Age")
+        #expect(served == first.call.response)
         #expect(second.call.object as? Data == first.call.object as? Data)
         #expect((second.call.object as? Data)?.isEmpty == false)
         #expect(second.task.metrics == nil)
@@ -184,6 +189,25 @@ struct ResponseCacheTests {
         #expect(fixture.server.requestCount == 2)
         _ = try await Self.run(fixture, Request(url: url), completions: 3)
         #expect(fixture.server.requestCount == 2)
+        try await fixture.tearDown()
+    }
+
+    @Test("a response served from the cache carries its current age in Age, replacing the one it was stored with")
+    func servedWithItsAge() async throws {
+        let (fixture, cache) = try await Self.fixture()
+        let request = Request(url: fixture.server.url("/headers?aged=1"))
+        cache.storeCachedResponse(
+            CachedResponse(
+                response: HTTPResponse(
+                    url: request.url, statusCode: 200, headers: ["Cache-Control": "max-age=600", "Age": "30"]),
+                data: Data("aged".utf8), storageDate: Date(timeIntervalSinceNow: -120)),
+            for: request)
+        let served = try await Self.run(fixture, request, completions: 1)
+        #expect(fixture.server.requestCount == 0)
+        // 30 s old when stored, 120 s in the cache since.
+        let age = try #require(served.call.response?.headers["Age"].flatMap { Int($0) })
+        #expect((150...152).contains(age), "Age: \(age)")
+        #expect(served.call.response?.headers.values(for: "Age").count == 1)
         try await fixture.tearDown()
     }
 
