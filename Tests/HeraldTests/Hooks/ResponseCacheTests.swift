@@ -16,6 +16,19 @@ struct ResponseCacheTests {
         )
     }
 
+    /// Stores a `200` with `headers` and `body` for `request` in `cache`, as if it came `age` seconds ago; returns it.
+    @discardableResult
+    private static func storeEntry(
+        _ body: String, headers: HTTPHeaders, for request: Request, in cache: InMemoryResponseCache,
+        age: TimeInterval = 120
+    ) -> CachedResponse {
+        let entry = CachedResponse(
+            response: HTTPResponse(url: request.url, statusCode: 200, headers: headers), data: Data(body.utf8),
+            storageDate: Date(timeIntervalSinceNow: -age))
+        cache.storeCachedResponse(entry, for: request)
+        return entry
+    }
+
     /// Runs one data task to completion and returns its completion-handler call.
     private static func run(
         _ fixture: SessionFixture, _ request: Request, completions: Int
@@ -196,12 +209,7 @@ struct ResponseCacheTests {
     func servedWithItsAge() async throws {
         let (fixture, cache) = try await Self.fixture()
         let request = Request(url: fixture.server.url("/headers?aged=1"))
-        cache.storeCachedResponse(
-            CachedResponse(
-                response: HTTPResponse(
-                    url: request.url, statusCode: 200, headers: ["Cache-Control": "max-age=600", "Age": "30"]),
-                data: Data("aged".utf8), storageDate: Date(timeIntervalSinceNow: -120)),
-            for: request)
+        Self.storeEntry("aged", headers: ["Cache-Control": "max-age=600", "Age": "30"], for: request, in: cache)
         let served = try await Self.run(fixture, request, completions: 1)
         #expect(fixture.server.requestCount == 0)
         // 30 s old when stored, 120 s in the cache since.
@@ -236,11 +244,7 @@ struct ResponseCacheTests {
     func serverErrorKeepsEntry() async throws {
         let (fixture, cache) = try await Self.fixture()
         let request = Request(url: fixture.server.url("/flaky?key=revalidated&fail=1&status=503"))
-        let stored = CachedResponse(
-            response: HTTPResponse(
-                url: request.url, statusCode: 200, headers: ["Cache-Control": "max-age=60", "ETag": "\"v1\""]),
-            data: Data("stored".utf8), storageDate: Date(timeIntervalSinceNow: -120))
-        cache.storeCachedResponse(stored, for: request)
+        Self.storeEntry("stored", headers: ["Cache-Control": "max-age=60", "ETag": "\"v1\""], for: request, in: cache)
         let failed = try await Self.run(fixture, request, completions: 1)
         #expect(failed.call.response?.statusCode == 503)
         #expect(fixture.server.requests.first?.headers.contains { $0.name.lowercased() == "if-none-match" } == true)
@@ -256,10 +260,7 @@ struct ResponseCacheTests {
     func staleGoesToNetwork() async throws {
         let (fixture, cache) = try await Self.fixture()
         let request = Request(url: fixture.server.url("/headers?Cache-Control=max-age%3D60"))
-        let old = CachedResponse(
-            response: HTTPResponse(url: request.url, statusCode: 200, headers: ["Cache-Control": "max-age=60"]),
-            data: Data("old".utf8), storageDate: Date(timeIntervalSinceNow: -120))
-        cache.storeCachedResponse(old, for: request)
+        let old = Self.storeEntry("old", headers: ["Cache-Control": "max-age=60"], for: request, in: cache)
         let first = try await Self.run(fixture, request, completions: 1)
         #expect(fixture.server.requestCount == 1)
         #expect(first.call.object as? Data != Data("old".utf8))
@@ -355,14 +356,11 @@ struct ResponseCacheTests {
         let (fixture, cache) = try await Self.fixture()
         // The server answers any conditional request with a 304 that carries no ETag and no Last-Modified.
         let url = fixture.server.url("/headers/not-modified?Cache-Control=max-age%3D60")
-        let stale = CachedResponse(
-            response: HTTPResponse(
-                url: url, statusCode: 200,
-                headers: [
-                    "Cache-Control": "max-age=60", "ETag": "\"v1\"", "Last-Modified": "Sat, 01 Jun 2024 00:00:00 GMT",
-                ]),
-            data: Data("stored".utf8), storageDate: Date(timeIntervalSinceNow: -120))
-        cache.storeCachedResponse(stale, for: Request(url: url))
+        let stale = Self.storeEntry(
+            "stored",
+            headers: [
+                "Cache-Control": "max-age=60", "ETag": "\"v1\"", "Last-Modified": "Sat, 01 Jun 2024 00:00:00 GMT",
+            ], for: Request(url: url), in: cache)
         let answered = try await Self.run(fixture, Request(url: url, headers: [field: value]), completions: 1)
         #expect(answered.call.response?.statusCode == 304)
         let entry = try #require(cache.cachedResponse(for: Request(url: url)))
@@ -441,13 +439,9 @@ struct ResponseCacheTests {
         let (fixture, cache) = try await Self.fixture()
         // The revalidation of this entry never gets an answer: it stays in flight while the hits come.
         let request = Request(url: fixture.server.url("/fault/stall"))
-        cache.storeCachedResponse(
-            CachedResponse(
-                response: HTTPResponse(
-                    url: request.url, statusCode: 200,
-                    headers: ["Cache-Control": "max-age=1, stale-while-revalidate=600", "ETag": "\"a\""]),
-                data: Data("stale".utf8), storageDate: Date(timeIntervalSinceNow: -60)),
-            for: request)
+        Self.storeEntry(
+            "stale", headers: ["Cache-Control": "max-age=1, stale-while-revalidate=600", "ETag": "\"a\""],
+            for: request, in: cache, age: 60)
         for completions in 1...5 {
             let served = try await Self.run(fixture, request, completions: completions)
             #expect(served.call.object as? Data == Data("stale".utf8))
@@ -466,11 +460,7 @@ struct ResponseCacheTests {
     func revalidationChanged() async throws {
         let (fixture, cache) = try await Self.fixture()
         let request = Request(url: fixture.server.url("/headers?Cache-Control=max-age%3D60&ETag=%22v2%22"))
-        let old = CachedResponse(
-            response: HTTPResponse(
-                url: request.url, statusCode: 200, headers: ["Cache-Control": "max-age=60", "ETag": "\"v1\""]),
-            data: Data("cached".utf8), storageDate: Date(timeIntervalSinceNow: -120))
-        cache.storeCachedResponse(old, for: request)
+        Self.storeEntry("cached", headers: ["Cache-Control": "max-age=60", "ETag": "\"v1\""], for: request, in: cache)
         let fetched = try await Self.run(fixture, request, completions: 1)
         #expect(fixture.server.requests.first?.responseStatus == 200)
         #expect(fetched.call.response?.statusCode == 200)
