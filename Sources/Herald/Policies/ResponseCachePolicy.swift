@@ -15,7 +15,7 @@ enum ResponseCachePolicy {
     /// holds for the URL was someone else's, an anonymous request's.
     static func mayRead(_ request: Request) -> Bool {
         guard request.method == "GET", request.body == nil, !request.headers.contains("Range"),
-            !request.headers.contains("Authorization"), request.url.user == nil, request.url.password == nil
+            !carriesCredentials(request)
         else { return false }
         let directives = directives(request.headers)
         if directives["no-cache"] != nil || directives["no-store"] != nil { return false }
@@ -391,7 +391,13 @@ enum ResponseCachePolicy {
     /// nor an answer to a request with a `Range` or credentials (its answer may not be anyone else's).
     static func supersedesStored(_ response: HTTPResponse, for request: Request) -> Bool {
         response.statusCode != 206 && response.statusCode != 304 && !request.headers.contains("Range")
-            && !request.headers.contains("Authorization") && request.url.user == nil && request.url.password == nil
+            && !carriesCredentials(request)
+    }
+
+    /// Whether `request` carries credentials: an `Authorization` field, or a user name or password in its URL
+    /// (libcurl sends them as `Authorization`). Its answer may be no one else's: never stored, never read.
+    static func carriesCredentials(_ request: Request) -> Bool {
+        request.headers.contains("Authorization") || request.url.user != nil || request.url.password != nil
     }
 
     /// The entry stored for `request` freshened by `notModified`, a `304` answering the request's own
