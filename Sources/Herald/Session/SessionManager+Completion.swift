@@ -225,14 +225,15 @@ extension SessionManager {
         }
         eventPoster.async { [self] in
             let left = forget(task)
+            // Redacted once, for both fields that carry it.
+            let response = outcome.response?.redactingCredentials()
             eventPoster.postCompletion(
                 of: task,
                 TaskCompletion(
                     taskIdentifier: task.taskIdentifier, sessionIdentifier: identifier, date: completedAt,
                     request: task.requestSummary, responseSerializer: serializer, responseData: result.responseData,
                     assetPath: result.assetPath, serializedResponse: result.serializedResponse,
-                    error: result.error, response: outcome.response?.redactingCredentials(),
-                    finalURL: outcome.response?.url.redactingCredentials(),
+                    error: result.error, response: response, finalURL: response?.url,
                     metrics: outcome.metrics, responseSource: outcome.source, fileWasMoved: result.fileWasMoved))
             switch left {
             case .none: break
