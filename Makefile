@@ -58,6 +58,12 @@ check-libcurl-minimum: deps
 RACE_SUITES := CancelRaceStressTests|SuspendAtLastByteTests
 TIMED_TESTS := StreamingTests/cancelConsumer|TransportLaneTests
 LOOPBACK_ONLY := $(CURDIR)/.ci/loopback-only
+# Each test process ends after TEST_TIMEOUT seconds, with a message saying so, rather than holding CI until its
+# own limit: a test that hangs (a deadlock, a wait without a timeout) fails its run in minutes, not in an hour and a
+# half. `swift test` passes an interrupt on to the test process (a termination it does not); 30 s later both are
+# killed. No run needs more than a few minutes, even on a loaded two-core machine.
+TEST_TIMEOUT ?= 1200
+TEST_RUN := $(LOOPBACK_ONLY) timeout --verbose --signal=INT --kill-after=30 $(TEST_TIMEOUT)
 
 ## test: the whole test suite (what CI runs): the library's, then the samples' (their own package, in Samples/).
 test: deps
@@ -66,41 +72,41 @@ test: deps
 	$(SWIFT) build --build-tests
 	@# Every test process runs in a network namespace whose only interface is loopback (.ci/loopback-only),
 	@# so no test can send a packet to any other address, even by mistake.
-	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --skip LargeTransferTests --skip LargeStreamingTests --skip LoadTests \
+	$(TEST_RUN) $(SWIFT) test --skip-build --skip LargeTransferTests --skip LargeStreamingTests --skip LoadTests \
 		--skip StressTests --skip '$(RACE_SUITES)' --skip ClosedPipeSignalTests --skip ReachabilityNamespaceTests \
 		--skip '$(TIMED_TESTS)' --skip DiskResponseCacheProcessTests
 	@# Tests that time one reaction in milliseconds (a consumer's cancellation ending its transfer within 100 ms)
 	@# or compare two timed rounds (the transport lane's redirect hops with and without slow user code): in a
 	@# process of their own, where 150 other suites running at once on two cores don't decide the times.
-	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --filter '$(TIMED_TESTS)'
+	$(TEST_RUN) $(SWIFT) test --skip-build --filter '$(TIMED_TESTS)'
 	@# The reachability tests add and remove links, addresses and routes, and take loopback's routes away: in a
 	@# process and a namespace of their own, where no other suite's server needs loopback meanwhile.
-	HERALD_NETNS_TESTS=1 $(LOOPBACK_ONLY) $(SWIFT) test --skip-build --filter ReachabilityNamespaceTests
+	HERALD_NETNS_TESTS=1 $(TEST_RUN) $(SWIFT) test --skip-build --filter ReachabilityNamespaceTests
 	@# The closed-pipe test counts every SIGPIPE the process receives: beside the other suites' test servers
 	@# (SwiftNIO ignores SIGPIPE process-wide and lets socket writes raise it) it would count theirs too.
-	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --filter ClosedPipeSignalTests
+	$(TEST_RUN) $(SWIFT) test --skip-build --filter ClosedPipeSignalTests
 	@# The contract-breach races: one burns both cores beside a poster and a canceller, the other needs suspend()
 	@# to land within microseconds of a transfer's last byte. Beside other suites they would starve those
 	@# suites' timeouts and be starved themselves, so they run in a process of their own.
-	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --filter '$(RACE_SUITES)'
+	$(TEST_RUN) $(SWIFT) test --skip-build --filter '$(RACE_SUITES)'
 	@# The disk cache across processes (about 10 s alone): a child killed 100 times mid-store, then two children
 	@# storing in one folder at once, fsync-bound on both cores; in a process of their own, beside no other suite.
-	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --filter DiskResponseCacheProcessTests
+	$(TEST_RUN) $(SWIFT) test --skip-build --filter DiskResponseCacheProcessTests
 	@# The public HTTP caching suite against the response cache (under a minute): where a copy of it is present.
 	@if [ -d "$(CACHE_TESTS)" ] && command -v node >/dev/null; then $(MAKE) --no-print-directory cache-tests; \
 	else echo "cache-tests: skipped (no suite at CACHE_TESTS=$(CACHE_TESTS), or no node)"; fi
 	@# The load and stress tests keep both cores busy for seconds (10,000 connections; 12 threads posting and
 	@# churning): in a process of their own, so that other suites' idle timeouts don't fire beside them.
-	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --filter 'LoadTests|StressTests' --skip '$(RACE_SUITES)'
+	$(TEST_RUN) $(SWIFT) test --skip-build --filter 'LoadTests|StressTests' --skip '$(RACE_SUITES)'
 	@# The 256 MiB transfers measure their own RSS growth, so they run alone in a process of their own.
-	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --filter LargeTransferTests
+	$(TEST_RUN) $(SWIFT) test --skip-build --filter LargeTransferTests
 	@# The 1 GiB slow-consumer stream measures its own RSS growth too: alone, in a process of its own.
-	$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --filter LargeStreamingTests
+	$(TEST_RUN) $(SWIFT) test --skip-build --filter LargeStreamingTests
 	@# The samples (activity-counter and its CLI tests) build against Herald by path in a package of their own,
 	@# so that users of Herald never resolve swift-argument-parser; in the library's build folder unless
 	@# SHARED_SCRATCH is empty (see fleet-test).
 	cd Samples && $(SWIFT) build --build-tests --scratch-path $(SAMPLES_SCRATCH) && \
-		$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --scratch-path $(SAMPLES_SCRATCH)
+		$(TEST_RUN) $(SWIFT) test --skip-build --scratch-path $(SAMPLES_SCRATCH)
 	@# The fleet (Hummingbird services, swift-otel, swift-prometheus, a real Prometheus): a package of its own.
 	$(MAKE) fleet-test
 
@@ -148,8 +154,8 @@ fleet-test: fleet-deps fleet-rules
 	@# The connection-wait test reads p99s out of 200 ms waves: in a process of its own, so that the other tests'
 	@# fleets, Prometheus servers and demo runs starting at once on two cores don't move its waves.
 	cd $(FLEET) && $(SWIFT) build --build-tests --scratch-path $(FLEET_SCRATCH) && \
-		$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --scratch-path $(FLEET_SCRATCH) --skip $(FLEET_TIMED) && \
-		$(LOOPBACK_ONLY) $(SWIFT) test --skip-build --scratch-path $(FLEET_SCRATCH) --filter $(FLEET_TIMED)
+		$(TEST_RUN) $(SWIFT) test --skip-build --scratch-path $(FLEET_SCRATCH) --skip $(FLEET_TIMED) && \
+		$(TEST_RUN) $(SWIFT) test --skip-build --scratch-path $(FLEET_SCRATCH) --filter $(FLEET_TIMED)
 
 ## fleet-demo: starts the fleet and Prometheus on loopback, sends a few hundred requests, prints PromQL answers
 ## (request rate, p50/p99 latency by status class, connection wait, the rules' recorded series) and the trace tree
