@@ -392,6 +392,15 @@ package final class Transfer: @unchecked Sendable {
         return request.leadsToNextHop(status: response.statusCode, headers: response.headers)
     }
 
+    /// Whether libcurl decoded `response`'s body before the sink saw it: it names a coding other than `identity`,
+    /// each of which libcurl decodes (one it can't is passed as sent; see `headDidEnd`). Only for a transfer that
+    /// ``decodesContent``.
+    private func decodesBody(of response: ResponseHead) -> Bool {
+        let values = response.headers.values(for: "Content-Encoding")
+        guard CurlFeatures.codings(in: values).contains(where: { $0 != "identity" }) else { return false }
+        return !CurlFeatures.passesUndecodableBodies || CurlFeatures.decodesEvery(contentCoding: values)
+    }
+
     /// Hands the outcome to the delegate's ``TransferDelegate/proceed(after:)``, here on the loop thread. The
     /// machine has just moved to `finished`, which it does once.
     private func handOverOutcome(error: TransferError?, sinkDidBegin: Bool) {
@@ -408,6 +417,8 @@ package final class Transfer: @unchecked Sendable {
         }
         if error == nil, let shortfall = sink.shortfall { error = shortfall }
         var body = Data()
+        var file = sink.file
+        if decodesContent, file != nil, let response { file?.holdsDecodedBody = decodesBody(of: response) }
         do {
             body = try sink.finish()
         } catch let failure {
@@ -435,7 +446,7 @@ package final class Transfer: @unchecked Sendable {
             self.easyHandle = nil
         }
         delegate.proceed(
-            after: TransferOutcome(response: response, body: body, file: sink.file, error: error, metrics: metrics))
+            after: TransferOutcome(response: response, body: body, file: file, error: error, metrics: metrics))
     }
 
     /// Tells the sink a response body starts; returns the error that must stop the transfer, if any.

@@ -34,6 +34,9 @@ package struct DownloadedFile: Sendable {
     /// Whether the server answered a resumed download `416` naming the file's own length as the whole
     /// representation's: the file is complete as it was, and the answer's body went nowhere.
     package var wasAlreadyComplete = false
+    /// Whether the body reached the file decoded (a data task that became a download after libcurl began decoding
+    /// its `Content-Encoding`): ``byteCount`` then counts decoded bytes, not bytes of the representation as sent.
+    package var holdsDecodedBody = false
 }
 
 /// Where curl's write callback puts response bytes. Loop thread only.

@@ -1,5 +1,5 @@
 import Foundation
-import HeraldTesting
+@testable import HeraldTesting
 import Testing
 
 @Suite("Faults")
@@ -54,6 +54,59 @@ struct FaultTests {
             #expect(response.body == TestServer.expectedBytes(in: 0..<40))
             #expect(response.ending == .closed)
         }
+    }
+
+    @Test("/fault/truncated?gzip=1 sends the first M bytes of a gzip encoding of N pattern bytes, which decode as sent")
+    func truncatedGzip() async throws {
+        try await withTestServer { server in
+            let response = try await RawHTTPClient.exchange(
+                RawHTTPClient.get("/fault/truncated?declared=200000&sent=150000&gzip=1"), port: server.port)
+            #expect(response.statusCode == 200)
+            #expect(response.header("Content-Encoding") == "gzip")
+            #expect(response.header("ETag") == "\"gzip-200000\"")
+            // 10 bytes of gzip header, four stored blocks of 5 bytes of header each, the 8-byte trailer.
+            #expect(response.header("Content-Length") == "200038")
+            #expect(response.body.count == 150_000)
+            #expect(response.ending == .closed)
+            // Two whole blocks of 65,535 bytes and 18,905 of the third: `gzip` decodes all it was sent.
+            // 1: "unexpected end of file".
+            let decoded = try Self.gunzip(response.body, status: 1)
+            #expect(decoded.count == 149_975)
+            #expect(decoded == TestServer.expectedBytes(in: 0..<149_975))
+        }
+    }
+
+    @Test(
+        "the gzip encoding of the pattern is a whole gzip stream, its checksum and length included",
+        arguments: [0, 1, 65_535, 65_536, 200_000])
+    func gzipEncodingIsWhole(count: Int) throws {
+        let decoded = try Self.gunzip(BytePattern.gzipEncoding(count: count), status: 0)
+        #expect(decoded == TestServer.expectedBytes(in: 0..<count))
+    }
+
+    /// What `gzip -dc` writes for `bytes`, which may stop short of the end of their stream; expects it to exit with
+    /// `status`.
+    private static func gunzip(_ bytes: [UInt8], status: Int32) throws -> [UInt8] {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gunzip-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let input = folder.appendingPathComponent("in.gz")
+        let output = folder.appendingPathComponent("out")
+        try Data(bytes).write(to: input)
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+        let outputHandle = try FileHandle(forWritingTo: output)
+        defer { try? outputHandle.close() }
+        let process = SpawnedProcess()
+        // `timeout`: a decoder that hung would otherwise hold the test for ever.
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
+        process.arguments = ["30", "gzip", "-dc", input.path]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = outputHandle
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == status)
+        return [UInt8](try Data(contentsOf: output))
     }
 
     @Test("/fault/truncated with sent >= declared is a bad request")

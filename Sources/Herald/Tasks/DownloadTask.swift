@@ -440,7 +440,7 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
     /// What continues the file as the transfer left it — for resume data and for a retry alike — or `nil`
     /// when it can't be continued: not a `GET`, a request with a `Range` of the caller's (the file holds that
     /// range, and asking for the rest of the resource from its byte count would splice two parts), no strong
-    /// `ETag` nor `Last-Modified`, the file's bytes are not those of a `200` or `206` body, or the server
+    /// `ETag` nor `Last-Modified`, the file's bytes are not those of a `200` or `206` body as sent, or the server
     /// refused to continue it for good (see ``refusedForGood(_:)``).
     private func continuation(after outcome: TaskOutcome) -> DownloadResumeData? {
         guard originalRequest.method == "GET", !originalRequest.headers.contains("Range") else { return nil }
@@ -448,9 +448,11 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
         // A file the server said was already whole (a `416` naming its length) took none of that answer's body:
         // it is still exactly what the attempt continued, whatever became of the answer after.
         if let file = outcome.file, file.receivedBody, !file.wasAlreadyComplete {
-            guard let response = outcome.response, response.statusCode == 200 || response.statusCode == 206 else {
-                return nil
-            }
+            // Decoded bytes (a data task that became a download after its body's decoding began) are no prefix of
+            // the representation a range request continues: the next attempt starts again.
+            guard let response = outcome.response, response.statusCode == 200 || response.statusCode == 206,
+                !file.holdsDecodedBody
+            else { return nil }
             // Continued where the bytes came from, after any redirect: asked again, the redirecting URL would
             // answer a range request with its redirect, which is no range of the file. Credential fields don't
             // go along to another origin, as on a redirect.

@@ -30,4 +30,41 @@ enum BytePattern {
     static func byte(at offset: Int) -> UInt8 {
         UInt8(offset % period)
     }
+
+    /// The largest pattern ``gzipEncoding(count:)`` encodes: bodies built whole in memory stay small.
+    static let maximumGzipCount = 16 << 20
+
+    /// The first `count` pattern bytes as a gzip member (RFC 1952) whose deflate data is stored blocks (RFC 1951
+    /// §3.2.4, no compression): a valid encoding any decoder takes, built without a compressor, and one whose
+    /// decoded bytes come out as its stored bytes arrive, so a body cut short decodes to a known prefix.
+    static func gzipEncoding(count: Int) -> [UInt8] {
+        let blockSize = 0xFFFF
+        var bytes: [UInt8] = [0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 0xFF]
+        bytes.reserveCapacity(count + count / blockSize * 5 + 23)
+        var crc: UInt32 = 0xFFFF_FFFF
+        var offset = 0
+        repeat {
+            let length = min(blockSize, count - offset)
+            let isLast = offset + length == count
+            let size = UInt16(length)
+            bytes += [isLast ? 1 : 0, UInt8(size & 0xFF), UInt8(size >> 8), UInt8(~size & 0xFF), UInt8(~size >> 8)]
+            for index in offset..<(offset + length) {
+                let byte = byte(at: index)
+                bytes.append(byte)
+                crc = crc32Table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8)
+            }
+            offset += length
+        } while offset < count
+        for value in [~crc, UInt32(truncatingIfNeeded: count)] {
+            bytes += [UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value >> 16 & 0xFF), UInt8(value >> 24)]
+        }
+        return bytes
+    }
+
+    /// The CRC-32 (ISO 3309, reflected polynomial `0xEDB88320`) of each byte value, for gzip's trailer.
+    private static let crc32Table: [UInt32] = (0..<256).map { value in
+        var crc = UInt32(value)
+        for _ in 0..<8 { crc = crc & 1 == 1 ? 0xEDB8_8320 ^ (crc >> 1) : crc >> 1 }
+        return crc
+    }
 }

@@ -40,9 +40,18 @@ struct FaultResponder {
         case .stall:
             // Answer nothing; the connection stays open until the client leaves or the server shuts down.
             break
-        case .truncated(let declared, let sent):
+        case .truncated(let declared, let sent, gzip: false):
             writer.writeHead(status: .ok, headers: octetStreamHeaders(contentLength: declared))
             let written = writer.writePatternBody(0..<sent)
+            context.flush()
+            written.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        case .truncated(let declared, let sent, gzip: true):
+            let encoded = BytePattern.gzipEncoding(count: declared)
+            var headers = octetStreamHeaders(contentLength: encoded.count)
+            headers.add(name: "Content-Encoding", value: "gzip")
+            headers.add(name: "ETag", value: "\"gzip-\(declared)\"")
+            writer.writeHead(status: .ok, headers: headers)
+            let written = writer.writeBody(context.channel.allocator.buffer(bytes: encoded.prefix(sent)))
             context.flush()
             written.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
         case .badChunked:

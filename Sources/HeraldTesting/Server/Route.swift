@@ -38,7 +38,7 @@ enum Route: Sendable {
         case resetBeforeHeaders
         case resetMidBody(bytes: Int, declared: Int)
         case stall
-        case truncated(declared: Int, sent: Int)
+        case truncated(declared: Int, sent: Int, gzip: Bool = false)
         case badChunked
         case garbageStatus(line: String)
         case hugeHeader(bytes: Int, lines: Int)
@@ -164,7 +164,12 @@ enum Route: Sendable {
             guard sent < declared else {
                 throw RouteQuery.InvalidParameter(message: "sent must be smaller than declared")
             }
-            return .truncated(declared: declared, sent: sent)
+            let gzip = query.flag("gzip")
+            guard !gzip || declared <= BytePattern.maximumGzipCount else {
+                throw RouteQuery.InvalidParameter(
+                    message: "declared must be at most \(BytePattern.maximumGzipCount) with gzip")
+            }
+            return .truncated(declared: declared, sent: sent, gzip: gzip)
         case "bad-chunked":
             return .badChunked
         case "garbage-status":

@@ -128,7 +128,9 @@ import NIOPosix
 ///   pattern bytes (default 1024), then a TCP RST.
 /// - `/fault/stall`: reads the request and never answers, until the client disconnects or the server shuts down.
 /// - `/fault/truncated?declared=N&sent=M`: `200` with `Content-Length: N` (default 100), `M < N` pattern bytes
-///   (default `N / 2`), then a normal close (FIN).
+///   (default `N / 2`), then a normal close (FIN). With `&gzip=1` (`N` at most 16 MiB) the body is the gzip
+///   encoding of `N` pattern bytes in stored blocks, which decode as they arrive (`Content-Encoding: gzip`,
+///   `ETag: "gzip-N"`, `Content-Length` the encoding's), and `M` counts the encoding's bytes sent.
 /// - `/fault/bad-chunked`: a `Transfer-Encoding: chunked` head, one valid chunk (`hello`), then chunk framing that is
 ///   not hexadecimal, then a close. Written raw, so it counts in ``bytesSent`` but not ``bodyBytesSent``.
 /// - `/fault/garbage-status?line=L`: writes exactly `L\r\n\r\n` instead of a status line (default `HELLO`; a

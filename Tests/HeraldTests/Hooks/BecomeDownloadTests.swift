@@ -107,6 +107,30 @@ struct BecomeDownloadTests {
         try await fixture.tearDown()
     }
 
+    @Test("a decoded body cut short makes no resume data: its byte count is no offset into the encoded representation")
+    func decodedBodyIsNotResumable() async throws {
+        let fixture = try await SessionFixture.make()
+        let session = fixture.session
+        session.dataTaskDidReceiveResponse = { _, _ in .becomeDownload }
+        let became = Locked<DownloadTask?>(nil)
+        session.dataTaskDidBecomeDownloadTask = { _, download in became.withLock { $0 = download } }
+        // A `GET` with an `ETag`, 150,000 bytes of a 200,038-byte gzip encoding sent, then the connection closed:
+        // libcurl has decoded 149,975 bytes into the file when it fails.
+        let path = "/fault/truncated?declared=200000&sent=150000&gzip=1"
+        let log = CompletionLog()
+        let task = try session.dataTask(with: Request(url: fixture.server.url(path)), completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+
+        let download = try #require(became.withLock { $0 })
+        #expect(log.all.first?.error?.code == .networkConnectionLost)
+        #expect(download.resumeDataAfterFailure == nil)
+        #expect(log.all.first?.error?.resumeData == nil)
+        #expect(!FileManager.default.fileExists(atPath: download.temporaryURL.path))
+        #expect(fixture.server.requests(forPath: "/fault/truncated").first?.headerValue("Accept-Encoding") != nil)
+        try await fixture.tearDown()
+    }
+
     @Test("suspending the download task and resuming the data task control one transfer, announced for the data task")
     func suspendThroughEitherFace() async throws {
         let fixture = try await SessionFixture.make()
