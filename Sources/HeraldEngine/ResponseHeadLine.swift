@@ -8,7 +8,8 @@ import Glibc
 /// valid UTF-8 are decoded lossily (each bad sequence becomes U+FFFD), so a value is never dropped.
 package enum ResponseHeadLine: Equatable {
     /// `HTTP/1.1 200 OK`: a new response head starts (an interim 1xx, a 401 curl answers for Digest, or the final
-    /// one). `statusCode` is 0 when the code is not one to three ASCII digits.
+    /// one). `statusCode` is 0 when the code is not one to three ASCII digits (the reason phrase may follow them
+    /// without a space, as libcurl allows).
     case statusLine(version: String, statusCode: Int)
     /// `Name: value`, each trimmed of spaces and tabs.
     case field(name: String, value: String)
@@ -30,9 +31,10 @@ package enum ResponseHeadLine: Equatable {
             var versionEnd = 0
             while versionEnd < end, raw[versionEnd] != 0x20 { versionEnd += 1 }
             var codeStart = versionEnd
-            while codeStart < end, raw[codeStart] == 0x20 { codeStart += 1 }
+            while codeStart < end, raw[codeStart] == 0x20 || raw[codeStart] == 0x09 { codeStart += 1 }
+            // The digits end the code, whatever follows them: libcurl takes `200OK` and `200\tOK` for 200 too.
             var codeEnd = codeStart
-            while codeEnd < end, raw[codeEnd] != 0x20 { codeEnd += 1 }
+            while codeEnd < end, raw[codeEnd] >= 0x30, raw[codeEnd] <= 0x39 { codeEnd += 1 }
             return .statusLine(
                 version: common(raw, 0, versionEnd)?.text ?? text(raw, 0, versionEnd),
                 statusCode: statusCode(raw, from: codeStart, to: codeEnd))

@@ -35,6 +35,24 @@ struct MalformedStatusLineTests {
         try await fixture.tearDown()
     }
 
+    @Test(
+        "a reason phrase that follows the code without a space is still that code's response, as libcurl reads it",
+        arguments: ["HTTP/1.1 200OK", "HTTP/1.1 200\tOK"])
+    func reasonWithoutSpace(_ line: String) async throws {
+        let fixture = try await SessionFixture.make()
+        let log = CompletionLog()
+        var components = URLComponents(url: fixture.server.url("/fault/garbage-status"), resolvingAgainstBaseURL: false)
+        components?.queryItems = [URLQueryItem(name: "line", value: line)]
+        let url = try #require(components?.url)
+        let task = try fixture.session.dataTask(with: Request(url: url), completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        let call = try #require(log.all.first)
+        #expect(call.error == nil)
+        #expect(call.response?.statusCode == 200)
+        try await fixture.tearDown()
+    }
+
     @Test("a scheme the session does not allow is still unsupportedURL, before any request is sent")
     func unsupportedSchemeStaysUnsupportedURL() async throws {
         let fixture = try await SessionFixture.make()
