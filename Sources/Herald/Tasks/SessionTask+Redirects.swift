@@ -118,7 +118,11 @@ extension SessionTask {
         var next = current
         next.url = target
         next.method = RedirectRules.method(after: response.statusCode, method: current.method)
-        let keepsBody = next.method == current.method && next.method != "GET" && next.method != "HEAD"
+        // The method kept, so is the body; but a `GET`'s only where the status promises the same request again
+        // (`307`, `308`): a `301`, `302` or `303` leads a `GET` to another resource, which its query isn't for.
+        let repeatsRequest = response.statusCode == 307 || response.statusCode == 308
+        let keepsBody =
+            next.method == current.method && next.method != "HEAD" && (next.method != "GET" || repeatsRequest)
         if !keepsBody {
             next.body = nil
             for name in RedirectRules.bodyHeaders { next.headers.remove(name: name) }

@@ -22,6 +22,9 @@ struct RedirectTests {
         let cases: [(status: Int, method: String, expected: String, keepsBody: Bool)] = [
             (301, "POST", "GET", false), (302, "POST", "GET", false), (303, "PUT", "GET", false),
             (307, "POST", "POST", true), (308, "PUT", "PUT", true), (302, "PUT", "PUT", true),
+            // A `GET` with a body (a search query, as some APIs take): the same request again only on 307 and 308.
+            (307, "GET", "GET", true), (308, "GET", "GET", true), (301, "GET", "GET", false),
+            (302, "GET", "GET", false), (303, "GET", "GET", false),
         ]
         for entry in cases {
             let request = Request(
