@@ -9,8 +9,9 @@ extension Request {
     /// `cURLDescription()`.
     ///
     /// Credentials are redacted: a `user:password` in the URL, and the values of `Authorization`,
-    /// `Proxy-Authorization` and `Cookie`, read `***`. A body that is UTF-8 text is shown with
-    /// `--data-binary`; any other body is described in a comment, not printed. This is the request alone;
+    /// `Proxy-Authorization` and `Cookie`, read `***`. A body that is UTF-8 text is shown with `--data-raw`
+    /// (sent as written, even when it starts with `@`); any other body is read from a file, `body.bin`, which a
+    /// comment line before the command describes: the bytes are not printed. This is the request alone;
     /// ``SessionManager/curlDescription(for:)`` adds what the session sends with it.
     public var curlDescription: String {
         Self.curlCommand(url: url, method: method, headers: headers, body: body)
@@ -34,15 +35,18 @@ extension Request {
             let blank = value.allSatisfy { $0 == " " || $0 == "\t" }
             lines.append("-H \(shellQuoted(blank ? "\(field.name);" : "\(field.name): \(value)"))")
         }
+        // A comment can't share a line with the command: it would swallow the `\` that continues it.
+        var note = ""
         if let body {
             if let text = String(data: body, encoding: .utf8) {
-                lines.append("--data-binary \(shellQuoted(text))")
+                lines.append("--data-raw \(shellQuoted(text))")
             } else {
-                lines.append("--data-binary @body.bin  # \(body.count) bytes of binary data, not shown")
+                lines.append("--data-binary @body.bin")
+                note = "# The body: \(body.count) bytes of binary data, not shown; save them as body.bin.\n"
             }
         }
         lines.append(shellQuoted(url.redactingCredentials().absoluteString))
-        return lines.joined(separator: " \\\n    ")
+        return note + lines.joined(separator: " \\\n    ")
     }
 
     /// `text` in single quotes for a POSIX shell: each `'` inside is closed, escaped and reopened.

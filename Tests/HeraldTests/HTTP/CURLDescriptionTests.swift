@@ -23,7 +23,7 @@ struct CURLDescriptionTests {
                     -H 'Authorization: ***' \\
                     -H 'Content-Type: application/json' \\
                     -H 'X-Note: it'\\''s here' \\
-                    --data-binary '{"name":"O'\\''Hara"}' \\
+                    --data-raw '{"name":"O'\\''Hara"}' \\
                     'https://***:***@api.example/v1/items?q=1'
                 """)
         #expect(!description.contains("s3cr3t"))
@@ -40,13 +40,21 @@ struct CURLDescriptionTests {
         #expect(!description.contains("User-Agent: "))
     }
 
-    @Test("GET needs no -X, POST with a body neither; a binary body is described, not printed")
+    @Test("GET needs no -X, POST with a body neither; a binary body is read from a file, a text body sent as written")
     func impliedMethods() throws {
         let url = try #require(URL(string: "http://127.0.0.1:8080/"))
         #expect(Request(url: url).curlDescription == "curl \\\n    'http://127.0.0.1:8080/'")
         let binary = Request(url: url, method: "POST", body: Data([0xFF, 0xFE, 0x00]))
         #expect(!binary.curlDescription.contains("-X"))
-        #expect(binary.curlDescription.contains("# 3 bytes of binary data, not shown"))
+        // The note is a line of its own before the command: after an option it would swallow the `\` that
+        // continues the command, and the shell would run `curl` without its URL.
+        #expect(
+            binary.curlDescription == "# The body: 3 bytes of binary data, not shown; save them as body.bin.\n"
+                + "curl \\\n    --data-binary @body.bin \\\n    'http://127.0.0.1:8080/'")
+        // A text body starting with `@` is sent as written, not read as a file's name.
+        #expect(
+            Request(url: url, method: "POST", body: Data("@channel deployed".utf8)).curlDescription
+                == "curl \\\n    --data-raw '@channel deployed' \\\n    'http://127.0.0.1:8080/'")
         // `-X HEAD` would have curl wait for the body the answer's Content-Length announces.
         #expect(
             Request(url: url, method: "HEAD").curlDescription == "curl \\\n    --head \\\n    'http://127.0.0.1:8080/'")
