@@ -108,6 +108,9 @@ open class DataTask: SessionTask, @unchecked Sendable {
         // The transfer waits for this answer: on the hook queue a slow hook holds back this task alone, where
         // on the completion queue it would wait behind other tasks' handlers, and they behind it.
         hookQueue.async {
+            // Completed while this waited behind the task's other hook-queue work (a body stream's read, cancelled
+            // meanwhile): the answer would be ignored, and the hook is not asked about a finished task.
+            guard !self.hasCompleted else { return }
             self.apply(hook(self, response), to: transfer)
         }
     }

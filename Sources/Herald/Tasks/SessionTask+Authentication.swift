@@ -40,7 +40,7 @@ extension SessionTask {
             proposedCredential: stored)
         let disposition: AuthenticationDisposition
         if let hook = session.taskDidReceiveAuthenticationChallenge {
-            disposition = hook(self, challenge)
+            disposition = hook(lifecycleSubject, challenge)
         } else if let hook = session.sessionDidReceiveAuthenticationChallenge {
             disposition = hook(session, challenge)
         } else {

@@ -138,7 +138,7 @@ extension SessionTask {
             url: next.url, method: next.method, headers: HTTPHeaders(next.headers),
             body: keepsBody ? originalRequest.body : nil, timeoutInterval: originalRequest.timeoutInterval)
         if let hook = session.taskWillPerformHTTPRedirection {
-            let answer = hook(self, response, proposed)
+            let answer = hook(lifecycleSubject, response, proposed)
             // Completed while the hook decided: its answer is ignored.
             guard !hasCompleted else { return }
             guard let chosen = answer else {

@@ -51,7 +51,7 @@ open class UploadTask: DataTask, @unchecked Sendable {
 extension UploadTask.Body {
     /// The body's source for one attempt of `task`: the upload task, or the download it became, whose retries
     /// send the same body. A stream is renewed through ``SessionManager/taskNeedNewBodyStream``, asked about
-    /// `task`.
+    /// the task the caller holds (the upload task, also for the download it became).
     func transferBody(for task: SessionTask) -> TransferBody {
         let hookQueue = task.hookQueue
         switch self {
@@ -66,7 +66,7 @@ extension UploadTask.Body {
                 stream.pulled,
                 renew: { [weak task] in
                     guard let task else { return nil }
-                    return session.taskNeedNewBodyStream?(task)?.pulled
+                    return session.taskNeedNewBodyStream?(task.lifecycleSubject)?.pulled
                 }, readOn: hookQueue, length: length)
         case .sized(let length, let open):
             return .sized(

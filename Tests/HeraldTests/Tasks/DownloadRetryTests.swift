@@ -293,6 +293,37 @@ struct DownloadRetryTests {
         try await Self.tearDown(session, scratch, server)
     }
 
+    @Test("a streamed upload that became a download and is retried asks taskNeedNewBodyStream about the upload task")
+    func becameDownloadRenewsStreamForUpload() async throws {
+        let server = try await TestServer.start()
+        let scratch = try ScratchDirectory()
+        let session = SessionManager(notificationCenter: NotificationHub())
+        let recorder = RecordingObserver(center: session.notificationCenter)
+        session.dataTaskDidReceiveResponse = { _, _ in .becomeDownload }
+        let asked = Locked<[SessionTask]>([])
+        session.taskNeedNewBodyStream = { task in
+            asked.withLock { $0.append(task) }
+            return BodyStream(data: Data("again".utf8))
+        }
+        // A `PUT`, retried by default; its first answer stops short, and the retry starts again (a `PUT` is not
+        // continued with a range), so its body is sent again.
+        let upload = try session.uploadTask(
+            withStreamedRequest: Request(
+                url: server.url("/bytes/\(Self.size)?key=renew&dropAfter=\(Self.dropped)"), method: "PUT"),
+            bodyProvider: BodyStream(data: Data("first".utf8)))
+        upload.interceptor = Self.fast
+        upload.resume()
+
+        try await recorder.waitForCompletions(1)
+        #expect(recorder.timeline(ofTask: upload.taskIdentifier) == [.resume, .retry, .complete])
+        #expect(recorder.completions.first?.error == nil)
+        let tasks = asked.withLock { $0 }
+        #expect(tasks.count == 1)
+        #expect(tasks.first === upload)
+        if let file = recorder.completions.first?.assetPath { try? FileManager.default.removeItem(at: file) }
+        try await Self.tearDown(session, scratch, server)
+    }
+
     @Test("cancelled while waiting for its retry, a data task that became a download completes as the download")
     func becameDownloadCancelledBetweenAttempts() async throws {
         let server = try await TestServer.start()
