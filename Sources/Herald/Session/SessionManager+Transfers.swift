@@ -32,7 +32,10 @@ extension SessionManager {
     /// whatever its size; call ``SessionTask/resume()`` to start it.
     ///
     /// The file is opened when the task starts and read in chunks as the connection takes them; its size
-    /// then is sent as `Content-Length`. A resend (307/308, authentication) rereads it from the start.
+    /// then is sent as `Content-Length`. A resend (307/308, authentication) rereads it from the start. A file
+    /// that grows meanwhile (a log still written to) is sent up to that size, as `curl -T` sends it; one that
+    /// shrinks fails the task with ``HeraldError/Code/fileIO``. A multipart form's file part, whose size is part
+    /// of the form's length, fails on either.
     ///
     /// - Parameters:
     ///   - request: The request; validated now (see ``Request``). Its `body` is ignored.
