@@ -27,7 +27,7 @@ package enum ResponseHeadLine: Equatable {
         var end = raw.count
         while end > 0, raw[end - 1] == 0x0D || raw[end - 1] == 0x0A { end -= 1 }
         guard end > 0 else { return .ignored }
-        if end >= 5, raw[0] == 0x48, raw[1] == 0x54, raw[2] == 0x54, raw[3] == 0x50, raw[4] == 0x2F {  // "HTTP/"
+        if end >= 5, startsStatusLine(raw) {
             var versionEnd = 0
             while versionEnd < end, raw[versionEnd] != 0x20 { versionEnd += 1 }
             var codeStart = versionEnd
@@ -54,6 +54,11 @@ package enum ResponseHeadLine: Equatable {
         let value =
             recentValues?.value(of: name, raw, valueStart, valueEnd) ?? text(raw, valueStart, valueEnd)
         return .field(name: name.text, value: value)
+    }
+
+    /// Whether the line starts a response head (`HTTP/`).
+    package static func startsStatusLine(_ raw: UnsafeRawBufferPointer) -> Bool {
+        raw.count >= 5 && raw[0] == 0x48 && raw[1] == 0x54 && raw[2] == 0x54 && raw[3] == 0x50 && raw[4] == 0x2F
     }
 
     /// One to three ASCII digits, else 0: no sign, no overflow, no `Int(String)` allocation.

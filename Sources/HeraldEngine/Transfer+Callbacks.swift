@@ -24,9 +24,14 @@ extension Transfer {
         let length = size * count
         guard let buffer else { return length }
         return borrowing(userdata) { transfer in
-            // A line after the final response's body began is a trailer of a chunked body: neither a field of
-            // the head, nor counted against the head's limit.
-            guard !transfer.machine.sinkDidBegin || transfer.response == nil else { return length }
+            // A line after the final response's head ended, other than the status line of another head (after a
+            // 401 or 407 libcurl answers itself), is a trailer of a chunked body: neither a field of the head,
+            // nor counted against the head's limit; an empty body's trailers come before any body byte.
+            if transfer.finalHeadEnded || (transfer.machine.sinkDidBegin && transfer.response != nil),
+                !ResponseHeadLine.startsStatusLine(UnsafeRawBufferPointer(start: buffer, count: length))
+            {
+                return length
+            }
             transfer.receivedHeaderLine(UnsafeRawBufferPointer(start: buffer, count: length))
             return transfer.exceedsHeaderLimit(adding: length) ? 0 : length
         }
@@ -125,6 +130,7 @@ extension Transfer {
             expectedBodyLength = nil
             // The sink is told again at the next body byte, and drops what an earlier response left.
             machine.responseHeadDidStart()
+            finalHeadEnded = false
             bodyBytesReceived = 0
             bodyStartOffset = 0
             headerBytesReceived = 0
@@ -157,6 +163,7 @@ extension Transfer {
     /// given (Digest's first round-trip) is not final: the next head follows on this transfer, and a 401
     /// curl gives up on reaches the write callback, which announces it then.
     private func headDidEnd() {
+        finalHeadEnded = true
         if decodesContent, CurlFeatures.passesUndecodableBodies, let easyHandle {
             // libcurl would fail the transfer at the first body byte of a coding it can't decode; such a body
             // comes as sent, its `Content-Encoding` telling the caller what it is. libcurl reads this option

@@ -107,6 +107,9 @@ package final class Transfer: @unchecked Sendable {
     /// can't decode (the body then comes as sent); the handle's options no longer match its profile. Loop
     /// thread only.
     @exclusivity(unchecked) var passesEncodedBody = false
+    /// Whether the current final head (status 200 or more) has ended: a line that follows is a trailer, unless it
+    /// starts another head. Loop thread only.
+    @exclusivity(unchecked) var finalHeadEnded = false
     /// What libcurl's informational text said of the request's HTTP/2 stream and a GOAWAY on its connection,
     /// for a request that is sent again after a refusal alone (see ``watchesGoawayRefusal``). Loop thread only.
     @exclusivity(unchecked) var goawayWatch = GoawayRefusalWatch()

@@ -76,11 +76,12 @@ struct FaultResponder {
         case .rawHeaders:
             writer.recorder.responseStarted(writer.sequenceNumber, status: 200)
             writeRawThenClose(Self.rawHeadersResponse)
-        case .trailers(let bytes):
+        case .trailers(let bytes, let emptyBody):
             writer.recorder.responseStarted(writer.sequenceNumber, status: 200)
             writeRawThenClose(
                 "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\nTrailer: X-Trailer\r\n\r\n"
-                    + "5\r\nhello\r\n0\r\nX-Trailer: " + String(repeating: "t", count: bytes) + "\r\n\r\n")
+                    + (emptyBody ? "" : "5\r\nhello\r\n") + "0\r\nX-Trailer: " + String(repeating: "t", count: bytes)
+                    + "\r\n\r\n")
         case .redirectLoop:
             // A well-formed answer, kept alive like any other: only its Location is hostile.
             writer.write(.status(.found, headers: ["Location": "/fault/redirect-loop"]))

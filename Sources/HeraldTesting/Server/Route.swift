@@ -44,7 +44,7 @@ enum Route: Sendable {
         case hugeHeader(bytes: Int, lines: Int)
         case redirectLoop
         case rawHeaders
-        case trailers(bytes: Int)
+        case trailers(bytes: Int, emptyBody: Bool = false)
         case resetWhenReused(firstDelayMilliseconds: Int, resetAfterMilliseconds: Int)
     }
 
@@ -187,7 +187,9 @@ enum Route: Sendable {
         case "raw-headers":
             return .rawHeaders
         case "trailers":
-            return .trailers(bytes: try query.integer("bytes", default: 100, in: 1...maximumHugeHeaderSize))
+            return .trailers(
+                bytes: try query.integer("bytes", default: 100, in: 1...maximumHugeHeaderSize),
+                emptyBody: query.flag("empty"))
         default:
             return nil
         }

@@ -141,7 +141,8 @@ import NIOPosix
 ///   `X-Invalid: a\xFF\xFE\x80b`), a field repeated in three spellings (`X-Dup`, `x-dup`, `X-DUP`), two
 ///   `Set-Cookie` fields, the body `ok\n`, then a close.
 /// - `/fault/trailers?bytes=N`: a chunked `200` whose body is `hello`, followed by a trailer field `X-Trailer` of `N`
-///   bytes (default 100, up to the huge-header maximum), then the connection closes.
+///   bytes (default 100, up to the huge-header maximum), then the connection closes. `&empty=1`: the body is
+///   empty, the trailer right after the head.
 /// - `/fault/redirect-loop`: `302` with `Location: /fault/redirect-loop`, forever; the connection is kept alive.
 public final class TestServer: Sendable {
     private let channel: any Channel
