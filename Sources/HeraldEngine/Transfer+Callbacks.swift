@@ -33,7 +33,8 @@ extension Transfer {
                 return length
             }
             transfer.receivedHeaderLine(UnsafeRawBufferPointer(start: buffer, count: length))
-            return transfer.exceedsHeaderLimit(adding: length) ? 0 : length
+            // Past the head's limit, or a head the line showed to be unusable: curl stops, with the error recorded.
+            return transfer.exceedsHeaderLimit(adding: length) || transfer.machine.abortError != nil ? 0 : length
         }
     }
 
@@ -126,6 +127,7 @@ extension Transfer {
             // 401 curl answered) gets its own, with room for a typical head's fields.
             if responseHeaders.count > 0 { responseHeaders = HeaderFields(capacity: 16) }
             contentLengthIndex = nil
+            hasConflictingLengths = false
             response = nil
             expectedBodyLength = nil
             // The sink is told again at the next body byte, and drops what an earlier response left.
@@ -142,16 +144,28 @@ extension Transfer {
         case .field(let name, let value):
             // The common spelling is the parser's own string, and comparing a short string with it is a
             // comparison of two words; any other spelling of the name is compared ignoring case.
-            if contentLengthIndex == nil, name.utf8.count == 14,
-                name == "Content-Length" || name.caseInsensitiveEquals("Content-Length")
-            {
-                contentLengthIndex = responseHeaders.count
+            if name.utf8.count == 14, name == "Content-Length" || name.caseInsensitiveEquals("Content-Length") {
+                if let first = contentLengthIndex {
+                    // libcurl frames the body by the last; the length reported would be the first's.
+                    let declared = ResponseHead.contentLength(from: responseHeaders.fields[first].value)
+                    if ResponseHead.contentLength(from: value) != declared { hasConflictingLengths = true }
+                } else {
+                    contentLengthIndex = responseHeaders.count
+                }
             }
             responseHeaders.add(name: name, value: value)
         case .ignored:
             // The blank line that ends a head.
             guard responseStatus >= 200, response == nil, raw.count <= 2, raw.first == 0x0D || raw.first == 0x0A
             else { return }
+            guard !hasConflictingLengths else {
+                // A message whose framing can't be known (RFC 9112 §6.3): an error, not a guess.
+                machine.abort(
+                    with: TransferError(
+                        .badServerResponse, "The response has Content-Length fields with different values.",
+                        url: request.url))
+                return
+            }
             headDidEnd()
         }
     }

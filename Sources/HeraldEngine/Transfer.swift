@@ -54,6 +54,8 @@ package final class Transfer: @unchecked Sendable {
     /// Where the current head's first `Content-Length` field is in `responseHeaders`, if it has one: the
     /// declared length is read from it without looking the name up again.
     @exclusivity(unchecked) var contentLengthIndex: Int?
+    /// Whether the current head has `Content-Length` fields with different values. Loop thread only.
+    @exclusivity(unchecked) var hasConflictingLengths = false
     @exclusivity(unchecked) var response: ResponseHead?
     /// The current response's declared `Content-Length`, read once when it is announced: every body chunk
     /// reports progress against it.

@@ -73,6 +73,11 @@ struct FaultResponder {
             let written = writer.writeBody(context.channel.allocator.buffer(string: "ok\n"))
             context.flush()
             written.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        case .twoLengths(let first, let second):
+            writer.recorder.responseStarted(writer.sequenceNumber, status: 200)
+            writeRawThenClose(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: \(first)\r\nContent-Length: \(second)\r\n"
+                    + "\r\nhi")
         case .rawHeaders:
             writer.recorder.responseStarted(writer.sequenceNumber, status: 200)
             writeRawThenClose(Self.rawHeadersResponse)

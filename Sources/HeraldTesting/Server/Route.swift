@@ -44,6 +44,7 @@ enum Route: Sendable {
         case hugeHeader(bytes: Int, lines: Int)
         case redirectLoop
         case rawHeaders
+        case twoLengths(first: Int, second: Int)
         case trailers(bytes: Int, emptyBody: Bool = false)
         case resetWhenReused(firstDelayMilliseconds: Int, resetAfterMilliseconds: Int)
     }
@@ -186,6 +187,10 @@ enum Route: Sendable {
             return .redirectLoop
         case "raw-headers":
             return .rawHeaders
+        case "two-lengths":
+            return .twoLengths(
+                first: try query.integer("first", default: 100, in: 0...Int.max),
+                second: try query.integer("second", default: 2, in: 0...Int.max))
         case "trailers":
             return .trailers(
                 bytes: try query.integer("bytes", default: 100, in: 1...maximumHugeHeaderSize),

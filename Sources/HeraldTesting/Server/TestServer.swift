@@ -137,6 +137,8 @@ import NIOPosix
 ///   malformed one such as `HTTP/1.1 abc` or `HTTP/9.9 200 OK` works too), then closes.
 /// - `/fault/huge-header?bytes=N&lines=K`: `200` whose head carries `K` fields `X-Huge-0` … `X-Huge-{K-1}` (default
 ///   1) with values of `h` adding up to `N` bytes (default 1 MiB, at most 16 MiB), then the body `ok\n` and a close.
+/// - `/fault/two-lengths?first=N&second=M`: a `200` written raw with two `Content-Length` fields, `N` (default
+///   100) then `M` (default 2), and the body `hi`, then the connection closes.
 /// - `/fault/raw-headers`: a `200` written raw with header values that are not UTF-8 (`X-Latin1: caf\xE9`,
 ///   `X-Invalid: a\xFF\xFE\x80b`), a field repeated in three spellings (`X-Dup`, `x-dup`, `X-DUP`), two
 ///   `Set-Cookie` fields, the body `ok\n`, then a close.

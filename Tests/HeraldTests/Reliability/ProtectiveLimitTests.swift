@@ -63,6 +63,26 @@ struct ProtectiveLimitTests {
         try await fixture.tearDown()
     }
 
+    @Test("Content-Length fields that differ are a bad server response; the same value twice frames the body")
+    func conflictingLengths() async throws {
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        // libcurl frames the body by the last field (2 bytes here); the first announced a length of 100.
+        var thrown: HeraldError?
+        do {
+            _ = try await fixture.session.data(for: Request(url: fixture.server.url("/fault/two-lengths")))
+        } catch {
+            thrown = error
+        }
+        #expect(thrown?.code == .badServerResponse)
+        #expect(thrown?.message.contains("Content-Length") == true)
+        let (data, response) = try await fixture.session.data(
+            for: Request(url: fixture.server.url("/fault/two-lengths?first=2&second=2")))
+        #expect(response.statusCode == 200)
+        #expect(response.expectedContentLength == 2)
+        #expect(data == Data("hi".utf8))
+        try await fixture.tearDown()
+    }
+
     @Test("a response allowed by the disposition hook, then over the maximum → responseTooLarge, not a hang")
     func tooLargeAfterDisposition() async throws {
         let fixture = try await SessionFixture.make(
