@@ -20,13 +20,18 @@ extension SessionManager {
     /// Suspends the calling task, never blocks a thread. Called from a task that a handler started, it
     /// can't deadlock: it waits for that handler to return, and the handler doesn't wait for it. With
     /// `cancelingTasks: false`, a task that is never resumed keeps it waiting (as it keeps the session
-    /// from invalidating).
+    /// from invalidating). Cancelling the calling task ends the wait at once (a shutdown with a deadline);
+    /// the invalidation goes on.
     ///
     /// - Parameter cancelingTasks: `false` (the default) lets outstanding tasks finish; `true` cancels them
     ///   first. As in ``invalidate(cancelingTasks:)``, which this calls.
     public func invalidateAndWait(cancelingTasks: Bool = false) async {
-        await withCheckedContinuation { continuation in
-            invalidate(cancelingTasks: cancelingTasks) { continuation.resume() }
+        let done = AsyncCompletionRelay<Void>()
+        invalidate(cancelingTasks: cancelingTasks) { done.resume(with: .success(())) }
+        _ = await withTaskCancellationHandler {
+            await done.result()
+        } onCancel: {
+            done.resume(with: .success(()))
         }
     }
 

@@ -159,6 +159,30 @@ struct DrainedShutdownTests {
         try await server.shutdown()
     }
 
+    @Test("the async form returns when its calling task is cancelled, and the invalidation goes on")
+    func asyncCancelled() async throws {
+        let server = try await TestServer.start()
+        let center = NotificationHub()
+        let probe = ShutdownProbe(center: center, delivery: .posting)
+        let session = SessionManager(notificationCenter: center)
+        // Never resumed: the wait can't end on its own.
+        let neverResumed = try session.dataTask(with: Request(url: server.url("/json")))
+        let returned = OneShot<Void>()
+        let waiter = Task {
+            await session.invalidateAndWait()
+            returned.send(())
+        }
+        waiter.cancel()
+        try await returned.value(timeout: .seconds(10))
+        #expect(probe.recorded.isEmpty)
+        #expect(session.isInvalidated)
+        // The invalidation went on: cancelling the task lets it finish.
+        await session.invalidateAndWait(cancelingTasks: true)
+        #expect(probe.recorded == ["complete#\(neverResumed.taskIdentifier)", "invalidate"])
+        probe.cancel()
+        try await server.shutdown()
+    }
+
     @Test("called from inside a .posting handler or a completion handler, the synchronous form returns false at once")
     func synchronousFormInsideHandlers() async throws {
         let server = try await TestServer.start()
