@@ -20,24 +20,12 @@ public enum RetryAfter {
         return max(0, date.timeIntervalSince(now))
     }
 
-    /// Parses an HTTP date in any of its three formats.
+    /// Parses an HTTP date in any of its three formats (IMF-fixdate, the obsolete RFC 850 form, C's asctime
+    /// form), as the response cache reads `Date` and `Expires`: spaces around it are ignored, and `GMT` may be
+    /// written in any case; no other zone is a date.
     /// - Parameter text: The date.
     /// - Returns: The date, or `nil` when it is not one.
     public static func httpDate(_ text: String) -> Date? {
-        // Not a DateFormatter's to read when it is not ASCII (see ResponseCachePolicy.mayBeHTTPDate).
-        guard ResponseCachePolicy.mayBeHTTPDate(text) else { return nil }
-        for format in formats {
-            let formatter = DateFormatter()
-            formatter.locale = Locale(identifier: "en_US_POSIX")
-            formatter.timeZone = TimeZone(identifier: "GMT")
-            formatter.dateFormat = format
-            if let date = formatter.date(from: text) { return date }
-        }
-        return nil
+        ResponseCachePolicy.parseDate(text)
     }
-
-    /// IMF-fixdate, the obsolete RFC 850 form, and C's asctime form.
-    private static let formats = [
-        "EEE, dd MMM yyyy HH:mm:ss 'GMT'", "EEEE, dd-MMM-yy HH:mm:ss 'GMT'", "EEE MMM d HH:mm:ss yyyy",
-    ]
 }

@@ -144,6 +144,10 @@ struct RetryPolicyTests {
         #expect(RetryAfter.seconds("-5", now: Self.now) == nil)
         #expect(RetryAfter.seconds("", now: Self.now) == nil)
         #expect(RetryAfter.seconds("tomorrow", now: Self.now) == nil)
+        // As the response cache reads dates: GMT in any case, spaces around the date ignored; no other zone.
+        #expect(RetryAfter.seconds("Wed, 21 Oct 2015 07:28:10 gmt", now: Self.now) == 10)
+        #expect(RetryAfter.httpDate("  Wed, 21 Oct 2015 07:28:10 GMT ") != nil)
+        #expect(RetryAfter.httpDate("Wed, 21 Oct 2015 07:28:10 UTC") == nil)
     }
 
     @Test("Interceptor asks retriers in order until one retries")
