@@ -87,6 +87,7 @@ extension Transfer {
             machine.abort(with: error)
             return 0
         }
+        if bodyGoesNowhere { return length }
         if length > 0, sink.isFull(pausing: self), machine.consumerIsBehind() {
             // A streamed body's consumer is above its high watermark: curl keeps this chunk and stops reading
             // the socket, so the sender slows down; the consumer's drain sends `resumeReceiving`.
@@ -99,14 +100,16 @@ extension Transfer {
             return 0
         }
         bodyBytesReceived += Int64(length)
-        if request.forwardsBodyChunks, let buffer, length > 0, let response,
-            !request.leadsToNextHop(status: response.statusCode, headers: response.headers)
-        {
+        if let response, request.leadsToNextHop(status: response.statusCode, headers: response.headers) {
+            // A redirect's or a challenge's body, which the task answers with another transfer: not the task's
+            // body, nor its progress.
+            return length
+        }
+        if request.forwardsBodyChunks, let buffer, length > 0 {
             delegate.transferDidReceiveBody(UnsafeRawBufferPointer(start: buffer, count: length))
         }
         delegate.transferDidReceiveBytes(
-            total: bodyStartOffset + bodyBytesReceived,
-            expected: expectedBodyLength.map { bodyStartOffset + $0 })
+            total: bodyStartOffset + bodyBytesReceived, expected: reportedBodyLength.map { bodyStartOffset + $0 })
         return length
     }
 
@@ -130,6 +133,8 @@ extension Transfer {
             hasConflictingLengths = false
             response = nil
             expectedBodyLength = nil
+            reportedBodyLength = nil
+            bodyGoesNowhere = false
             // The sink is told again at the next body byte, and drops what an earlier response left.
             machine.responseHeadDidStart()
             finalHeadEnded = false
@@ -215,6 +220,9 @@ extension Transfer {
         expectedBodyLength = contentLengthIndex.flatMap {
             ResponseHead.contentLength(from: head.headers.fields[$0].value)
         }
+        // A body libcurl decodes is counted decoded: the declared (encoded) length is no total for it.
+        reportedBodyLength =
+            expectedBodyLength == nil || (decodesContent && decodesBody(of: head)) ? nil : expectedBodyLength
         delegate.transferDidReceiveResponse(head)
     }
 

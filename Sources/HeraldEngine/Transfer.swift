@@ -57,9 +57,14 @@ package final class Transfer: @unchecked Sendable {
     /// Whether the current head has `Content-Length` fields with different values. Loop thread only.
     @exclusivity(unchecked) var hasConflictingLengths = false
     @exclusivity(unchecked) var response: ResponseHead?
-    /// The current response's declared `Content-Length`, read once when it is announced: every body chunk
-    /// reports progress against it.
+    /// The current response's declared `Content-Length`, read once when it is announced.
     @exclusivity(unchecked) var expectedBodyLength: Int64?
+    /// The total every body chunk reports progress against: ``expectedBodyLength``, unless libcurl decodes the
+    /// body (its declared length is then the encoded one, and the total unknown).
+    @exclusivity(unchecked) var reportedBodyLength: Int64?
+    /// Whether the current body is dropped as it comes: a `416` saying a continued file is already whole, whose
+    /// error page is neither the file's nor its progress. Loop thread only.
+    @exclusivity(unchecked) var bodyGoesNowhere = false
     @exclusivity(unchecked) var bodyBytesReceived: Int64 = 0
     /// The bytes of the current response head so far, for the header size limit.
     @exclusivity(unchecked) var headerBytesReceived = 0
@@ -400,7 +405,7 @@ package final class Transfer: @unchecked Sendable {
     /// Whether libcurl decoded `response`'s body before the sink saw it: it names a coding other than `identity`,
     /// each of which libcurl decodes (one it can't is passed as sent; see `headDidEnd`). Only for a transfer that
     /// ``decodesContent``.
-    private func decodesBody(of response: ResponseHead) -> Bool {
+    func decodesBody(of response: ResponseHead) -> Bool {
         let values = response.headers.values(for: "Content-Encoding")
         guard CurlFeatures.codings(in: values).contains(where: { $0 != "identity" }) else { return false }
         return !CurlFeatures.passesUndecodableBodies || CurlFeatures.decodesEvery(contentCoding: values)
@@ -474,8 +479,9 @@ package final class Transfer: @unchecked Sendable {
             bodyStartOffset = offset
             // A file already whole (a 416 naming its length) ends where it is; the answer's body goes nowhere.
             let isWhole = sink.file?.wasAlreadyComplete == true
+            bodyGoesNowhere = isWhole
             delegate.transferDidBeginBody(
-                at: offset, expected: isWhole ? offset : expectedBodyLength.map { offset + $0 })
+                at: offset, expected: isWhole ? offset : reportedBodyLength.map { offset + $0 })
             return nil
         case .failure(let error):
             return error

@@ -127,6 +127,8 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
             core.progress.lastTotalWritten = offset
             return core.downloadContinuation
         }
+        // A continued file's progress starts at its length: a `416` saying it is whole brings no byte after it.
+        if offset > 0 { super.transferDidReceiveBytes(total: offset, expected: expected) }
         guard continuation != nil, let hook = session.downloadTaskDidResume else { return }
         session.runOnCompletionQueue { hook(self, offset, expected) }
     }
