@@ -173,6 +173,16 @@ final class ConnectionTracker {
     private static let prerequest: herald_curl_prereq_cb = { context, primaryIP, _, primaryPort, localPort in
         guard let context else { return 0 }
         let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+        // libcurl sends a request again by itself, on a fresh connection, when a kept-alive one it went out on
+        // ended before any answer: the server may have closed it just as the request came (then it never saw
+        // it), or after reading it whole (then it may have acted on it). Only a request that may be made twice
+        // goes out again: an idempotent one, or one whose HTTP/2 stream the server refused unprocessed. Any other
+        // stops here (CURL_PREREQFUNC_ABORT) with an error that says it was not sent again.
+        if transfer.sendsWithoutAnswer > 0, !transfer.mayBeSentAgainUnanswered {
+            transfer.unansweredRequestWasNotResent = true
+            return 1
+        }
+        transfer.sendsWithoutAnswer += 1
         // The idle timeout counts from here: the wait for a connection before it was no silence of the server's.
         if !transfer.hasConnection {
             transfer.hasConnection = true

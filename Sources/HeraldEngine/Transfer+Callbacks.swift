@@ -138,6 +138,7 @@ extension Transfer {
             // The sink is told again at the next body byte, and drops what an earlier response left.
             machine.responseHeadDidStart()
             finalHeadEnded = false
+            sendsWithoutAnswer = 0
             bodyBytesReceived = 0
             bodyStartOffset = 0
             headerBytesReceived = 0

@@ -13,12 +13,19 @@ import CCurl
 /// this transfer. nghttp2 then closes every stream above the last one with `REFUSED_STREAM`.
 ///
 /// A GOAWAY counts only after the stream it follows, and libcurl's own retry ("Connection died, …") forgets
-/// both: the request may go out again on another connection.
+/// both: the request may go out again on another connection. Whether that resend follows a refusal (a GOAWAY
+/// so read, or libcurl's "REFUSED_STREAM, retrying a fresh connect" just before) is kept for it: only then may a
+/// request that is not idempotent go out again (see `ConnectionTracker`'s pre-request callback).
 struct GoawayRefusalWatch {
     /// The stream libcurl last opened for the request.
     private(set) var stream: UInt32?
     /// Whether a GOAWAY read since named a last stream below ``stream``.
     private(set) var refusedStream = false
+    /// Whether libcurl's latest resend of the request on a fresh connection follows a refusal of its stream (a
+    /// GOAWAY naming an earlier last stream, or `REFUSED_STREAM`): the server did not process it.
+    private(set) var resendFollowsRefusal = false
+    /// Whether libcurl said the stream was refused (`REFUSED_STREAM`), just before it says it resends.
+    private var refusalAnnounced = false
 
     /// Reads one message of libcurl's informational text.
     mutating func read(_ text: UnsafeRawBufferPointer) {
@@ -28,7 +35,11 @@ struct GoawayRefusalWatch {
         } else if let last = Self.goawayLastStream(in: text) {
             if let stream, last < stream { refusedStream = true }
         } else if Self.hasPrefix(text, Self.retryPrefix) {
+            let refused = refusedStream || refusalAnnounced
             self = GoawayRefusalWatch()
+            resendFollowsRefusal = refused
+        } else if Self.hasPrefix(text, Self.refusedStreamPrefix) {
+            refusalAnnounced = true
         }
     }
 
@@ -37,6 +48,7 @@ struct GoawayRefusalWatch {
     private static let goawayPrefix = Array("recveived GOAWAY, error=".utf8)
     private static let goawayMiddle = Array(", last_stream=".utf8)
     private static let retryPrefix = Array("Connection died, ".utf8)
+    private static let refusedStreamPrefix = Array("REFUSED_STREAM, ".utf8)
 
     /// The last stream of "recveived GOAWAY, error=<int>, last_stream=<uint>\n", the whole message.
     private static func goawayLastStream(in text: UnsafeRawBufferPointer) -> UInt32? {

@@ -123,6 +123,18 @@ package final class Transfer: @unchecked Sendable {
     /// Whether a server refused the request unprocessed with a GOAWAY and it was not sent again, its body being
     /// a stream: the transfer then fails with an error that says so. Loop thread only.
     @exclusivity(unchecked) var refusedRequestWasNotResent = false
+    /// How many times the request went out (libcurl's pre-request callback) since the last response head began,
+    /// or since the transfer was added to the multi handle. Loop thread only.
+    @exclusivity(unchecked) var sendsWithoutAnswer = 0
+    /// Whether libcurl was about to send the request again after a connection ended unanswered, and the
+    /// request was stopped instead (see ``mayBeSentAgainUnanswered``). Loop thread only.
+    @exclusivity(unchecked) var unansweredRequestWasNotResent = false
+
+    /// Whether the request may go out again after a connection ended before any answer to it: its method is
+    /// idempotent, or the server refused its HTTP/2 stream unprocessed (``GoawayRefusalWatch``). Loop thread only.
+    var mayBeSentAgainUnanswered: Bool {
+        Self.idempotentMethods.contains(request.method.uppercased()) || goawayWatch.resendFollowsRefusal
+    }
     /// How long, in nanoseconds, no byte may move before the transfer fails with `timedOut` (the request
     /// timeout), made once for the multi handle's idle check; `nil` for none.
     let idleTimeout: UInt64?
@@ -290,7 +302,13 @@ package final class Transfer: @unchecked Sendable {
         var osErrno: Int = 0
         if let easyHandle { herald_easy_getinfo_long(easyHandle, CURLINFO_OS_ERRNO, &osErrno) }
         let text = String(cString: errorBuffer)
-        if refusedRequestWasNotResent {
+        if unansweredRequestWasNotResent {
+            return TransferError(
+                .networkConnectionLost,
+                "The connection ended before any answer to the request, which was not sent again: the server may "
+                    + "have received it whole, and a request whose method is not idempotent is never made twice.",
+                curlCode: Int32(result.rawValue), curlMessage: text, url: request.url)
+        } else if refusedRequestWasNotResent {
             return TransferError(
                 .bodyStream,
                 "The server shut the HTTP/2 connection down (GOAWAY) before processing the request, which was not "

@@ -23,14 +23,14 @@ struct FaultResponder {
         switch fault {
         case .resetBeforeHeaders:
             reset()
-        case .resetWhenReused(let firstDelay, let resetAfter):
+        case .resetWhenReused(let firstDelay, let resetAfter, let closesCleanly):
             // A server whose keep-alive timeout ran out just as the next request arrived.
             if isFirstOnConnection {
                 after(milliseconds: firstDelay) {
                     writer.write(CannedResponse(status: .ok, contentType: "text/plain", body: "ok\n"))
                 }
             } else {
-                after(milliseconds: resetAfter) { reset() }
+                after(milliseconds: resetAfter) { closesCleanly ? context.close(promise: nil) : reset() }
             }
         case .resetMidBody(let bytes, let declared):
             writer.writeHead(status: .ok, headers: octetStreamHeaders(contentLength: declared))

@@ -46,7 +46,7 @@ enum Route: Sendable {
         case rawHeaders
         case twoLengths(first: Int, second: Int)
         case trailers(bytes: Int, emptyBody: Bool = false)
-        case resetWhenReused(firstDelayMilliseconds: Int, resetAfterMilliseconds: Int)
+        case resetWhenReused(firstDelayMilliseconds: Int, resetAfterMilliseconds: Int, closesCleanly: Bool = false)
     }
 
     /// The largest head `/fault/huge-header` writes.
@@ -152,7 +152,8 @@ enum Route: Sendable {
         case "reset-when-reused":
             return .resetWhenReused(
                 firstDelayMilliseconds: try query.integer("firstDelayMs", default: 0, in: 0...60_000),
-                resetAfterMilliseconds: try query.integer("resetAfterMs", default: 0, in: 0...60_000))
+                resetAfterMilliseconds: try query.integer("resetAfterMs", default: 0, in: 0...60_000),
+                closesCleanly: query.flag("close"))
         case "reset-mid-body":
             let bytes = try query.integer("bytes", default: 1024, in: limit)
             let declared = try query.integer("declared", default: bytes + 1024, in: (bytes + 1)...Int.max)

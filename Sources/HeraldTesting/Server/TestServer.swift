@@ -123,7 +123,8 @@ import NIOPosix
 /// - `/fault/reset-when-reused`: the first request on a connection gets `200` `ok` and the connection is kept
 ///   alive; a later one on it is answered with a TCP RST before anything is written, as by a server whose
 ///   keep-alive timeout ran out just as the request arrived. `?firstDelayMs=D` delays the first request's answer
-///   `D` ms, `?resetAfterMs=R` a later one's reset `R` ms (0...60000, default 0).
+///   `D` ms, `?resetAfterMs=R` a later one's reset `R` ms (0...60000, default 0). With `&close=1` a later request
+///   is answered with a normal close (FIN) instead of a reset: the whole request read, no answer written.
 /// - `/fault/reset-mid-body?bytes=N&declared=D`: `200` with `Content-Length: D` (default `N + 1024`), then `N`
 ///   pattern bytes (default 1024), then a TCP RST.
 /// - `/fault/stall`: reads the request and never answers, until the client disconnects or the server shuts down.

@@ -61,6 +61,31 @@ struct FreshConnectionRetryTests {
 }
 
 extension FreshConnectionRetryTests {
+    @Test("a POST whose kept-alive connection ends before any answer is not sent again: the server may have it")
+    func postNotSentAgain() async throws {
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        // A later request on the connection: read whole, then the connection closed (FIN) without a word.
+        let url = fixture.server.url(Self.path + "?close=1")
+        _ = try await fixture.session.data(for: Request(url: url))
+        // libcurl would send it again on a fresh connection by itself, and the order would be placed twice.
+        let log = CompletionLog()
+        let task = try fixture.session.dataTask(
+            with: Request(url: url, method: "POST", body: Data("order=1".utf8)), completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(2)
+        let error = try #require(log.all.first?.error)
+        #expect(error.code == .networkConnectionLost)
+        #expect(error.message.contains("not sent again"))
+        #expect(fixture.server.requests(forPath: Self.path).filter { $0.method == "POST" }.count == 1)
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
+        // An idempotent request the same thing happens to is sent again, by libcurl, and answered.
+        _ = try await fixture.session.data(for: Request(url: url))
+        let (data, _) = try await fixture.session.data(for: Request(url: url, method: "PUT", body: Data("a".utf8)))
+        #expect(String(decoding: data, as: UTF8.self) == "ok\n")
+        #expect(fixture.server.requests(forPath: Self.path).filter { $0.method == "PUT" }.count == 2)
+        try await fixture.tearDown()
+    }
+
     @Test("the request sent again on a fresh connection has only what is left of the resource timeout")
     func retryKeepsResourceTimeout() async throws {
         var configuration = SessionConfiguration()
