@@ -44,11 +44,15 @@ extension String {
     /// replaced by `placeholder`, as ``Foundation/URL/redactingCredentials(placeholder:)`` does for a URL:
     /// for messages that quote a URL, such as libcurl's error texts, which quote a proxy's URL whole.
     /// - Parameter placeholder: What replaces the user name and the password; default `***`.
+    ///
+    /// A value libcurl quotes in single quotes (`Unsupported proxy syntax in 'user:p#ss@proxy:3128'`) may be no
+    /// URL it could read: no scheme, a password with an unencoded `#`, `/` or space, a bad port. Within such
+    /// quotes, everything up to the last `@` (after the scheme, if there is one) is taken for credentials.
     package func redactingURLCredentials(placeholder: String = URL.redactedCredential) -> String {
         // Cheap exit for nearly every message: credentials need an "@".
         guard containsAtSign else { return self }
         var result = ""
-        var rest = self[...]
+        var rest = Self.redactingQuotedCredentials(in: self, placeholder: placeholder)[...]
         while let separator = rest.range(of: "://") {
             result += rest[..<separator.upperBound]
             rest = rest[separator.upperBound...]
@@ -58,6 +62,31 @@ extension String {
             let userInformation = rest[..<at]
             result += userInformation.contains(":") ? "\(placeholder):\(placeholder)" : placeholder
             rest = rest[at...]
+        }
+        return result + rest
+    }
+
+    /// `text` with what precedes the last `@` of each single-quoted span (after a `scheme://` in it) replaced by
+    /// `placeholder`, or `placeholder:placeholder` when it has a `:`.
+    private static func redactingQuotedCredentials(in text: String, placeholder: String) -> String {
+        var result = ""
+        var rest = text[...]
+        while let open = rest.firstIndex(of: "'"),
+            let close = rest[rest.index(after: open)...].firstIndex(of: "'")
+        {
+            let quoted = rest[rest.index(after: open)..<close]
+            result += rest[...open]
+            let start = quoted.range(of: "://")?.upperBound ?? quoted.startIndex
+            if let at = quoted.lastIndex(of: "@"), start < at {
+                let userInformation = quoted[start..<at]
+                result += quoted[..<start]
+                result += userInformation.contains(":") ? "\(placeholder):\(placeholder)" : placeholder
+                result += quoted[at...]
+            } else {
+                result += quoted
+            }
+            result += "'"
+            rest = rest[rest.index(after: close)...]
         }
         return result + rest
     }

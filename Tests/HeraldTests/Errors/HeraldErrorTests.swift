@@ -41,6 +41,21 @@ struct HeraldErrorTests {
             "mail alice@example.com, see http://h.example/a@b".redactingURLCredentials()
                 == "mail alice@example.com, see http://h.example/a@b")
         #expect("no credentials here".redactingURLCredentials() == "no credentials here")
+        // What libcurl quotes of a proxy value it couldn't read (from `https_proxy`): no scheme, a password with an
+        // unencoded `#`, `/` or space, a bad port. Everything before the last `@` in the quotes goes.
+        let unreadable = [
+            ("Unsupported proxy syntax in 'user:p#ss@127.0.0.1:3128'", "'***:***@127.0.0.1:3128'"),
+            ("Unsupported proxy syntax in 'http://user:se/cret@127.0.0.1:9'", "'http://***:***@127.0.0.1:9'"),
+            ("Unsupported proxy syntax in 'user:secret@127.0.0.1:99999'", "'***:***@127.0.0.1:99999'"),
+            ("Unsupported proxy syntax in 'http://user:two words@127.0.0.1:9'", "'http://***:***@127.0.0.1:9'"),
+            ("Unsupported proxy syntax in 'token@127.0.0.1:9'", "'***@127.0.0.1:9'"),
+        ]
+        for (text, redacted) in unreadable {
+            let result = text.redactingURLCredentials()
+            #expect(result == "Unsupported proxy syntax in " + redacted)
+            #expect(!result.contains("p#ss") && !result.contains("cret") && !result.contains("words"))
+        }
+        #expect("quoted 'no credentials'".redactingURLCredentials() == "quoted 'no credentials'")
     }
 
     @Test("description reads code, message, curl code and text, then the URL")
