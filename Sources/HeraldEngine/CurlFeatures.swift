@@ -36,6 +36,17 @@ package enum CurlFeatures {
 
     /// The content codings libcurl decodes, in lower case, with the names it takes for them (`x-gzip` for
     /// `gzip`, `none` for `identity`).
+    /// The URL schemes the libcurl running speaks (`curl_version_info`'s protocols), lowercased.
+    package static let protocols: Set<String> = {
+        guard let info = herald_curl_version_info(), var list = info.pointee.protocols else { return [] }
+        var names: Set<String> = []
+        while let name = list.pointee {
+            names.insert(String(cString: name).lowercased())
+            list += 1
+        }
+        return names
+    }()
+
     package static let decodableCodings: Set<String> = {
         var codings: Set<String> = ["identity", "none"]
         for coding in contentEncodings?.split(separator: ",") ?? [] {

@@ -26,17 +26,21 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// many seconds, or when connecting takes longer. Time spent suspended does not count, nor time spent
     /// waiting for a connection the session's limits hold back (``maximumConnectionsPerHost``: the requests
     /// past it wait for one, bounded by ``timeoutIntervalForResource``; with libcurl 7.80 or later). Default 60;
-    /// 0 disables it (connecting is then limited by ``timeoutIntervalForResource`` alone).
+    /// 0 disables it (connecting is then limited by ``timeoutIntervalForResource`` alone). A negative value or
+    /// NaN makes every task factory throw ``HeraldError/Code/invalidRequest``.
     public var timeoutIntervalForRequest: TimeInterval = 60
     /// The longest a whole task may take, in seconds, from its first transfer's start: every redirect,
     /// authentication round and retry with it, and time spent suspended, in a hook deciding the next
     /// transfer or waiting out a retry's delay. Then the task fails with ``HeraldError/Code/timedOut``; an
     /// attempt that fails once this time is spent is not offered to the retrier. Default 7 days; 0 disables it.
+    /// A negative value or NaN makes every task factory throw ``HeraldError/Code/invalidRequest``.
     public var timeoutIntervalForResource: TimeInterval = 7 * 24 * 3600
     /// Headers added to every request that does not set the same field itself. After them, a request
     /// without `User-Agent` or `Accept-Language` gets ``DefaultHeaders``' values.
     public var httpAdditionalHeaders: HTTPHeaders = [:]
-    /// The most connections open to one host at a time; further requests wait for one. Default 6.
+    /// The most connections open to one host at a time; further requests wait for one. Default 6; 0 means no
+    /// limit. This and the other limits below may not be negative: a negative one makes every task factory throw
+    /// ``HeraldError/Code/invalidRequest``.
     ///
     /// It counts connections, not requests. Over HTTP/2 one connection carries many requests at once, as
     /// streams: requests started together to an origin with no connection yet wait for the first one's TLS
@@ -60,7 +64,8 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// client: a scheme added here must be one libcurl speaks with a host (`ftp`), and a `file:` URL, which has
     /// none, is refused with ``HeraldError/Code/badURL`` whatever this set holds. A redirect goes to `http` and
     /// `https` only, whatever this set adds: a server's `Location` never makes the session speak another
-    /// protocol.
+    /// protocol. A scheme written with capitals, or one the libcurl running doesn't speak, makes every task
+    /// factory throw ``HeraldError/Code/invalidRequest`` (libcurl would refuse the whole list).
     public var allowedProtocols: Set<String> = ["http", "https"]
     /// Whether redirects (301, 302, 303, 307, 308 with a `Location`) are followed. Default `true`; with
     /// `false` the 3xx response is the task's result. Herald follows each hop itself, so

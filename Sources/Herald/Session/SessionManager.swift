@@ -57,6 +57,9 @@ public final class SessionManager: Sendable {
     /// ``SessionConfiguration/allowedProtocols`` sorted and joined with commas once: curl's protocol list,
     /// set on every transfer.
     let allowedProtocolList: String
+    /// Why ``configuration``'s settings can't be used, found once when the session was made: every task
+    /// factory throws it.
+    let settingsProblem: HeraldError?
     /// What a request with no header fields of its own sends: the session's additional headers, then
     /// ``DefaultHeaders``' fields. Made once and shared, so such a request copies no list.
     let defaultRequestHeaders: HeaderFields
@@ -106,6 +109,7 @@ public final class SessionManager: Sendable {
         self.completionQueue = completionQueue ?? DispatchQueue(label: "herald.session.\(identifier).completion")
         self.ownsCompletionQueue = completionQueue == nil
         self.allowedProtocolList = configuration.allowedProtocols.sorted().joined(separator: ",")
+        self.settingsProblem = configuration.settingsProblem()
         self.defaultRequestHeaders =
             Self.requestHeaders(HTTPHeaders(), adding: configuration.httpAdditionalHeaders)
             .engineFields
@@ -262,6 +266,7 @@ public final class SessionManager: Sendable {
         _ make: (TaskCreation) -> Made, request: Request, callbacks: TaskCallbacks,
         bodyHandling: ResponseBodyHandling = .serialized, kind: (_ identifier: Int) -> TaskCreation.Kind
     ) throws(HeraldError) -> Made {
+        if let settingsProblem { throw settingsProblem }
         try configuration.proxy?.validate()
         try configuration.validateAdditionalHeaders()
         guard multi != nil else {

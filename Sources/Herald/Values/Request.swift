@@ -38,7 +38,9 @@ public struct Request: Sendable {
         _modify { yield &uniqueStorage().body }
     }
     /// The idle timeout for this request in seconds, overriding the session's
-    /// ``SessionConfiguration/timeoutIntervalForRequest`` when set.
+    /// ``SessionConfiguration/timeoutIntervalForRequest`` when set; 0 means none. A negative value or NaN (a
+    /// deadline already passed, as `deadline.timeIntervalSinceNow`) is refused with
+    /// ``HeraldError/Code/invalidRequest`` when a task is made from the request.
     public var timeoutInterval: TimeInterval? {
         get { storage.timeoutInterval }
         _modify { yield &uniqueStorage().timeoutInterval }
@@ -177,11 +179,20 @@ extension Request {
         guard let host = url.host(percentEncoded: true), !host.isEmpty else {
             throw HeraldError(.badURL, "The URL has no host.", url: url)
         }
+        // `file://localhost/…` has one, and libcurl would read the local file.
+        guard scheme != "file" else {
+            throw HeraldError(.badURL, "A file: URL names a local file, which a session never reads.", url: url)
+        }
         guard !Self.containsLineBreakOrNUL(url.absoluteString) else {
             throw HeraldError(.badURL, "The URL contains CR, LF or NUL.", url: url)
         }
         guard Self.isToken(method) else {
             throw HeraldError(.invalidRequest, "The method '\(method)' is not an HTTP token.", url: url)
+        }
+        if let timeoutInterval, timeoutInterval.isNaN || timeoutInterval < 0 {
+            throw HeraldError(
+                .invalidRequest, "The request's timeoutInterval is \(timeoutInterval): 0 (none) or a number of seconds.",
+                url: url)
         }
         for field in headers {
             guard Self.isToken(field.name) else {

@@ -82,6 +82,71 @@ struct RequestValidationTests {
         #expect(creationError(Request(url: encoded)) == nil)
     }
 
+    @Test("a file: URL is refused with badURL even when the session allows file and it names a host")
+    func fileURLWithHost() throws {
+        var configuration = SessionConfiguration()
+        configuration.allowedProtocols = ["http", "https", "file"]
+        let session = SessionManager(configuration: configuration, notificationCenter: .init())
+        for text in ["file://localhost/etc/hostname", "file://127.0.0.1/etc/hostname", "file:///etc/hostname"] {
+            let url = try #require(URL(string: text))
+            let refused = #expect(throws: HeraldError.self) { try session.dataTask(with: Request(url: url)) }
+            #expect(refused?.code == .badURL, "\(text)")
+        }
+    }
+
+    @Test("a request timeout that is negative or NaN is refused with invalidRequest; 0 means none")
+    func requestTimeout() throws {
+        let url = try #require(URL(string: "http://127.0.0.1:1/"))
+        for seconds in [-1, -0.001, .nan, -.infinity] as [TimeInterval] {
+            #expect(creationError(Request(url: url, timeoutInterval: seconds))?.code == .invalidRequest, "\(seconds)")
+        }
+        for seconds in [0, 0.5, .infinity] as [TimeInterval] {
+            #expect(creationError(Request(url: url, timeoutInterval: seconds)) == nil, "\(seconds)")
+        }
+    }
+
+    @Test(
+        "settings that can't be used make every task factory throw invalidRequest, naming the setting",
+        arguments: [
+            "timeoutIntervalForRequest", "timeoutIntervalForResource", "maximumConnectionsPerHost",
+            "maximumConnectionsTotal", "maximumRedirects", "maximumResponseSize", "maximumHeaderSize", "lowercase",
+            "libcurl doesn't speak",
+        ])
+    func unusableSettings(named name: String) throws {
+        var configuration = SessionConfiguration()
+        switch name {
+        case "timeoutIntervalForRequest": configuration.timeoutIntervalForRequest = -1
+        case "timeoutIntervalForResource": configuration.timeoutIntervalForResource = .nan
+        case "maximumConnectionsPerHost": configuration.maximumConnectionsPerHost = -1
+        case "maximumConnectionsTotal": configuration.maximumConnectionsTotal = -2
+        case "maximumRedirects": configuration.maximumRedirects = -1
+        case "maximumResponseSize": configuration.maximumResponseSize = -1
+        case "maximumHeaderSize": configuration.maximumHeaderSize = -1
+        case "lowercase": configuration.allowedProtocols = ["http", "HTTPS"]
+        default: configuration.allowedProtocols = ["http", "https", "ws-not-a-scheme"]
+        }
+        let session = SessionManager(configuration: configuration, notificationCenter: .init())
+        let url = try #require(URL(string: "http://127.0.0.1:1/"))
+        let refused = #expect(throws: HeraldError.self) { try session.dataTask(with: Request(url: url)) }
+        #expect(refused?.code == .invalidRequest)
+        #expect(refused?.message.contains(name) == true, "\(String(describing: refused))")
+        #expect(throws: HeraldError.self) { try session.downloadTask(with: Request(url: url)) }
+    }
+
+    @Test("the default settings, and limits of 0, are usable")
+    func usableSettings() throws {
+        var configuration = SessionConfiguration()
+        configuration.maximumConnectionsPerHost = 0
+        configuration.maximumResponseSize = 0
+        configuration.timeoutIntervalForResource = 0
+        configuration.allowedProtocols = ["http", "https", "ftp"]
+        for configuration in [SessionConfiguration(), configuration] {
+            let session = SessionManager(configuration: configuration, notificationCenter: .init())
+            let url = try #require(URL(string: "http://127.0.0.1:1/"))
+            #expect(throws: Never.self) { try session.dataTask(with: Request(url: url)).cancel() }
+        }
+    }
+
     @Test("new tasks start suspended and a valid request is accepted")
     func startsSuspended() throws {
         let url = try #require(URL(string: "http://127.0.0.1:1/"))
