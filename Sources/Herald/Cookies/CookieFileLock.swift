@@ -63,8 +63,8 @@ final class CookieFileLock: Sendable {
     }
 
     deinit {
-        // The descriptor first, and with it the lock; then a new store of this process may claim the file.
-        close(descriptor)
+        // The lock first; then a new store of this process may claim the file.
+        LockFile.release(descriptor)
         Self.claimed.withLock { _ = $0.remove(identity) }
     }
 }

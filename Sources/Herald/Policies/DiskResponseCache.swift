@@ -142,7 +142,7 @@ public final class DiskResponseCache: ResponseCache {
     }
 
     deinit {
-        close(lockDescriptor)
+        LockFile.release(lockDescriptor)
     }
 
     /// The bytes the entries take now (0 when the index can't be read).

@@ -21,4 +21,12 @@ enum LockFile {
         }
         return true
     }
+
+    /// Unlocks and closes `descriptor`. A lock belongs to the open file, which a child process started at that
+    /// moment shares until its `exec` closes its copy of the descriptor: closing ours alone would leave the
+    /// lock held meanwhile, and a store opened right after would be told another process holds it.
+    static func release(_ descriptor: Int32) {
+        _ = lock(descriptor, LOCK_UN)
+        close(descriptor)
+    }
 }

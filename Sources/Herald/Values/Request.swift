@@ -191,8 +191,8 @@ extension Request {
         }
         if let timeoutInterval, timeoutInterval.isNaN || timeoutInterval < 0 {
             throw HeraldError(
-                .invalidRequest, "The request's timeoutInterval is \(timeoutInterval): 0 (none) or a number of seconds.",
-                url: url)
+                .invalidRequest,
+                "The request's timeoutInterval is \(timeoutInterval): 0 (none) or a number of seconds.", url: url)
         }
         for field in headers {
             guard Self.isToken(field.name) else {
