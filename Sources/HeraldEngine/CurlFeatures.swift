@@ -82,9 +82,10 @@ package enum CurlFeatures {
         }
     }
 
-    /// Whether the libcurl running fails every request that reuses a connection opened with HTTP/2 prior
-    /// knowledge: 7.88.x sets up a second HTTP/2 layer on the reused connection, and the request ends with
-    /// `CURLE_HTTP2` ("Error in the HTTP2 framing layer") before anything is sent. libcurl 8.0.0 fixed it.
+    /// Whether the libcurl running fails every request that reuses a cleartext connection opened with HTTP/2
+    /// prior knowledge: 7.88.x sets up a second HTTP/2 layer on the reused connection, and the request ends with
+    /// `CURLE_HTTP2` ("Error in the HTTP2 framing layer") before anything is sent. libcurl 8.0.0 fixed it. A TLS
+    /// connection is not affected: its protocol is negotiated in the handshake.
     /// Such transfers don't leave their connection for others (``Transfer``'s configuration).
     static let failsPriorKnowledgeReuse: Bool = {
         guard let info = herald_curl_version_info() else { return false }

@@ -171,10 +171,11 @@ extension Transfer {
         }
         check("HTTP_VERSION", herald_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, request.httpVersion.curlValue))
         configureMultiplexing(easy, check: check)
-        if request.httpVersion == .http2PriorKnowledge, CurlFeatures.failsPriorKnowledgeReuse {
-            // Each transfer on a connection of its own, closed after it: with this libcurl a second request on
-            // it would fail (CurlFeatures.failsPriorKnowledgeReuse), whether it came after the first or beside
-            // it as a stream (which libcurl would do at the per-host limit).
+        if request.httpVersion == .http2PriorKnowledge, CurlFeatures.failsPriorKnowledgeReuse, !isOverTLS {
+            // Each cleartext transfer on a connection of its own, closed after it: with this libcurl a second
+            // request on it would fail (CurlFeatures.failsPriorKnowledgeReuse), whether it came after the first or
+            // beside it as a stream (which libcurl would do at the per-host limit). Over TLS libcurl negotiates
+            // the protocol in the handshake as for `.http2`, and its connections are shared as theirs.
             check("FRESH_CONNECT", herald_easy_setopt_long(easy, CURLOPT_FRESH_CONNECT, 1))
             check("FORBID_REUSE", herald_easy_setopt_long(easy, CURLOPT_FORBID_REUSE, 1))
         }
@@ -216,14 +217,17 @@ extension Transfer {
     /// Not in cleartext. With ``ProtocolVersion/automatic`` or an ``ProtocolVersion/http2`` upgrade libcurl
     /// learns whether a cleartext connection multiplexes only from its first response head, and waiting would
     /// hold every request of a burst until then (an upgrade is rare: most servers answer with HTTP/1.1). With
-    /// ``ProtocolVersion/http2PriorKnowledge`` libcurl 7.88 fails the requests that join the first connection
-    /// (CurlFeatures.failsPriorKnowledgeReuse).
+    /// ``ProtocolVersion/http2PriorKnowledge`` in cleartext libcurl 7.88 fails the requests that join the first
+    /// connection (CurlFeatures.failsPriorKnowledgeReuse); over TLS it negotiates as for ``ProtocolVersion/http2``.
     var waitsForMultiplexing: Bool {
         switch request.httpVersion {
-        case .http1_1, .http2PriorKnowledge: false
-        case .automatic, .http2: request.url.scheme?.lowercased() == "https"
+        case .http1_1: false
+        case .automatic, .http2, .http2PriorKnowledge: isOverTLS
         }
     }
+
+    /// Whether the request goes over TLS (`https`).
+    var isOverTLS: Bool { request.url.scheme?.lowercased() == "https" }
 
     private func configureMultiplexing(_ easy: UnsafeMutableRawPointer, check: (String, CURLcode) -> Void) {
         check("PIPEWAIT", herald_easy_setopt_long(easy, CURLOPT_PIPEWAIT, waitsForMultiplexing ? 1 : 0))

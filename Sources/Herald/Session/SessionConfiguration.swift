@@ -8,11 +8,12 @@ public enum HTTPVersion: Sendable, Hashable {
     case http1_1
     /// Try HTTP/2 for every request, falling back to HTTP/1.1 (an upgrade for plain HTTP).
     case http2
-    /// HTTP/2 without negotiation, for servers known to speak it (plain-text HTTP/2 "prior knowledge").
+    /// HTTP/2 without negotiation, for servers known to speak it (plain-text HTTP/2 "prior knowledge"). Over
+    /// TLS libcurl negotiates in the handshake all the same: as ``automatic``.
     ///
-    /// libcurl 7.88 (Debian 12's) fails any request that reuses such a connection, so with it each request
-    /// opens a connection of its own and closes it afterwards; from libcurl 8.0 requests share connections
-    /// as streams.
+    /// libcurl 7.88 (Debian 12's) fails any request that reuses such a cleartext connection, so with it each
+    /// such request opens a connection of its own and closes it afterwards; from libcurl 8.0 requests share
+    /// connections as streams.
     case http2PriorKnowledge
 }
 

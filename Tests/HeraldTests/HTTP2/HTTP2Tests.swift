@@ -492,6 +492,29 @@ struct HTTP2Tests {
         }
     }
 
+    @Test("HTTP/2 with prior knowledge over TLS shares its connection: one handshake for requests one after another")
+    func priorKnowledgeOverTLSReusesConnection() async throws {
+        try await withNginx { server in
+            let client = try Client(server: server, httpVersion: .http2PriorKnowledge)
+            defer { client.close() }
+            var tasks: [DataTask] = []
+            for index in 0..<3 {
+                let task = try client.session.dataTask(with: Request(url: server.url("/ok/tls-prior-\(index)")))
+                tasks.append(task)
+                task.resume()
+                _ = try await client.recorder.waitForCompletions(index + 1, timeout: .seconds(30))
+            }
+            let completions = try client.completions(of: tasks)
+            for completion in completions {
+                #expect(completion.error == nil, "\(String(describing: completion.error))")
+                #expect(completion.metrics?.httpVersion == "HTTP/2")
+            }
+            // Before, each request paid a connection and a TLS handshake of its own.
+            #expect(Set(completions.compactMap { $0.metrics?.connectionIdentifier }).count == 1)
+            #expect(completions.dropFirst().allSatisfy { $0.metrics?.connectionReused == true })
+        }
+    }
+
     @Test("HTTP/2 with prior knowledge: requests one after another and at once all succeed")
     func priorKnowledgeRequestsSucceed() async throws {
         try await withNginx(cleartext: true) { server in
