@@ -1,4 +1,5 @@
 import CCurl
+import Foundation
 
 extension Transfer {
     /// Whether the transfer, which curl ended with `result`, is to be sent once more on a fresh connection; if
@@ -44,6 +45,8 @@ extension Transfer {
         guard herald_easy_setopt_long(easyHandle, CURLOPT_FRESH_CONNECT, 1) == CURLE_OK else { return false }
         didRetryOnFreshConnection = true
         sendsWithoutAnswer = 0
+        // libcurl counts its times afresh from the new attempt; the metrics count from the transfer's start.
+        earlierAttemptTime = Date().timeIntervalSince(startDate)
         // The connection it ran on is gone; the fresh one's number comes when the request goes out on it.
         connectionNumber = nil
         hasConnection = false

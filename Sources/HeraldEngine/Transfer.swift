@@ -144,6 +144,9 @@ package final class Transfer: @unchecked Sendable {
     /// When the transfer first joined its multi handle, on ``ActivityClock``. Loop thread only.
     @exclusivity(unchecked) var firstAddedAt: UInt64 = 0
     package let startDate = Date()
+    /// Seconds from ``startDate`` to the attempt libcurl measured, when the request was sent again on a fresh
+    /// connection (`retriesOnFreshConnection(after:)`): libcurl's times count from that attempt. Loop thread only.
+    @exclusivity(unchecked) var earlierAttemptTime: TimeInterval = 0
     /// When the transfer was last added to its multi handle, on ``QueueClock``; 0 before. Loop thread only.
     @exclusivity(unchecked) var addedAt: UInt64 = 0
     /// When the first response line reached the header callback, on ``QueueClock``; 0 before. Loop thread only.
@@ -465,6 +468,7 @@ package final class Transfer: @unchecked Sendable {
                 easyHandle: easyHandle, startDate: startDate, addedAt: addedAt, firstResponseLineAt: firstResponseLineAt
             )
             metrics?.connectionIdentifier = connectionNumber
+            if earlierAttemptTime > 0 { metrics?.moveLater(by: earlierAttemptTime) }
             if error == nil, !didRetryOnFreshConnection, let pool {
                 // A handle whose decoding was turned off is reset before its next transfer.
                 pool.give(easyHandle, profile: passesEncodedBody ? nil : profile)

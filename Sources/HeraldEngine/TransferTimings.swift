@@ -123,6 +123,15 @@ extension TransferTimings {
         )
     }
 
+    /// Moves the times libcurl measured from an attempt that began `seconds` after ``startDate`` to count from
+    /// ``startDate``, as every time here does: the phases the attempt reached (a time above 0) and the total.
+    mutating func moveLater(by seconds: TimeInterval) {
+        for keyPath in [\Self.nameLookup, \.connect, \.tlsHandshake, \.timeToFirstByte, \.total]
+        where self[keyPath: keyPath] > 0 {
+            self[keyPath: keyPath] += seconds
+        }
+    }
+
     private static func versionName(_ value: Int) -> String? {
         switch value {
         case Int(CURL_HTTP_VERSION_1_0): "HTTP/1.0"

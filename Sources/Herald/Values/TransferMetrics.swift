@@ -5,9 +5,11 @@ import Foundation
 /// Durations are measured from the moment the transfer started (curl's `*_TIME_T` values are cumulative),
 /// so `nameLookup ≤ connect ≤ tlsHandshake ≤ timeToFirstByte ≤ total`; all but `total` count from the end of
 /// the wait for a connection (``timeInQueue``), which `total` includes. On a reused connection the
-/// lookup and connect times are about zero. Time spent suspended is included in `total`.
+/// lookup and connect times are about zero. Time spent suspended is included in `total`. A request sent again on
+/// a fresh connection, its kept-alive one having died under it, is one transfer: its times count from its start,
+/// the first attempt's time included.
 public struct TransferMetrics: Sendable, Hashable {
-    /// When the transfer was handed to curl.
+    /// When the transfer was prepared to be handed to curl (when its task resumed, or its hop or retry began).
     public var startDate: Date
     /// Until the host name was resolved.
     public var nameLookup: TimeInterval

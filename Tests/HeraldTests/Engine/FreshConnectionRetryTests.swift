@@ -86,6 +86,27 @@ extension FreshConnectionRetryTests {
         try await fixture.tearDown()
     }
 
+    @Test("the metrics of a request sent again on a fresh connection count from its start, the first attempt's time too")
+    func metricsCountBothAttempts() async throws {
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        // The reused connection is reset 1.5 s after the second request arrives on it; the fresh one answers at once.
+        let url = fixture.server.url(Self.path + "?resetAfterMs=1500")
+        _ = try await fixture.session.data(for: Request(url: url))
+        let clock = ContinuousClock()
+        let start = clock.now
+        let task = try fixture.session.dataTask(with: Request(url: url))
+        task.resume()
+        try await fixture.recorder.waitForCompletions(2)
+        let elapsed = clock.now - start
+        #expect(task.error == nil)
+        let metrics = try #require(fixture.recorder.completions.last?.metrics)
+        // Before, total counted from the second attempt alone: a few milliseconds.
+        #expect(metrics.total >= 1.4, "total \(metrics.total) s of \(elapsed)")
+        #expect(Duration.seconds(metrics.total) <= elapsed)
+        #expect(metrics.timeToFirstByte >= 1.4 && metrics.timeToFirstByte <= metrics.total)
+        try await fixture.tearDown()
+    }
+
     @Test("the request sent again on a fresh connection has only what is left of the resource timeout")
     func retryKeepsResourceTimeout() async throws {
         var configuration = SessionConfiguration()
