@@ -86,7 +86,7 @@ extension FreshConnectionRetryTests {
         try await fixture.tearDown()
     }
 
-    @Test("the metrics of a request sent again on a fresh connection count from its start, the first attempt's time too")
+    @Test("the metrics of a request sent again on a fresh connection count from its start, the first attempt's too")
     func metricsCountBothAttempts() async throws {
         let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
         // The reused connection is reset 1.5 s after the second request arrives on it; the fresh one answers at once.
