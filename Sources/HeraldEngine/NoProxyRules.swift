@@ -62,7 +62,7 @@ package struct NoProxyRules: Sendable, Hashable {
         var name = host.lowercased()
         if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
         if name.hasSuffix(".") { name.removeLast() }
-        let address = Self.parseAddress(name).map(Self.unmapped)
+        let address = (Self.parseAddress(name) ?? Self.shorthandIPv4(name)).map(Self.unmapped)
         for entry in entries {
             switch entry {
             case .everyHost:
@@ -86,9 +86,13 @@ package struct NoProxyRules: Sendable, Hashable {
         if text == "*" { return .everyHost }
         let (addressText, prefix) = split(text)
         if let parsed = parseAddress(addressText) {
-            let length = prefix.flatMap(Int.init) ?? parsed.bytes.count * 8
-            return .address(
-                family: parsed.family, bytes: parsed.bytes, prefixLength: min(length, parsed.bytes.count * 8))
+            let length = min(prefix.flatMap(Int.init) ?? parsed.bytes.count * 8, parsed.bytes.count * 8)
+            let unmapped = unmapped(parsed)
+            if unmapped.family != parsed.family, length >= 96 {
+                // An IPv4-mapped entry (`::ffff:10.0.0.1`, `::ffff:0:0/96`) is the IPv4 one, as a mapped host is.
+                return .address(family: unmapped.family, bytes: unmapped.bytes, prefixLength: length - 96)
+            }
+            return .address(family: parsed.family, bytes: parsed.bytes, prefixLength: length)
         }
         var name = text
         // `*.example.com`, as other tools' lists write it, means what `.example.com` does.
@@ -121,6 +125,20 @@ package struct NoProxyRules: Sendable, Hashable {
     }
 
     /// An IPv4-mapped IPv6 address (`::ffff:10.0.0.1`) as the IPv4 address it stands for; any other as it is.
+    /// The IPv4 address a host written in one of the shorthand forms libcurl's URL parser reads as one names
+    /// (`127.1`, `2130706433`, `0x7f.0.0.1`: `inet_aton`'s forms), which `inet_pton` refuses; `nil` for a name.
+    private static func shorthandIPv4(_ host: String) -> (family: Int32, bytes: [UInt8])? {
+        let isNumeral = { (byte: UInt8) in
+            byte == UInt8(ascii: ".") || byte == UInt8(ascii: "x") || isxdigit(Int32(byte)) != 0
+        }
+        guard let first = host.utf8.first, isdigit(Int32(first)) != 0, host.utf8.allSatisfy(isNumeral) else {
+            return nil
+        }
+        var address = in_addr()
+        guard inet_aton(host, &address) != 0 else { return nil }
+        return (AF_INET, withUnsafeBytes(of: &address) { Array($0) })
+    }
+
     private static func unmapped(_ address: (family: Int32, bytes: [UInt8])) -> (family: Int32, bytes: [UInt8]) {
         guard address.family == AF_INET6, address.bytes.count == 16,
             address.bytes[0..<10].allSatisfy({ $0 == 0 }), address.bytes[10] == 0xFF, address.bytes[11] == 0xFF

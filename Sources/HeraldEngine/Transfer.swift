@@ -386,12 +386,21 @@ package final class Transfer: @unchecked Sendable {
     /// session's security policy is not what trusts a proxy, so it is the proxy's failure. Read from
     /// `CURLINFO_PROXY_SSL_VERIFYRESULT`, which only a failed check of the proxy's certificate sets.
     private func untrustedProxyError(result: CURLcode, errorText: String) -> TransferError? {
-        guard result == CURLE_PEER_FAILED_VERIFICATION, CurlFeatures.usesOpenSSL,
+        guard result == CURLE_PEER_FAILED_VERIFICATION || result == CURLE_SSL_CONNECT_ERROR, CurlFeatures.usesOpenSSL,
             request.proxy?.url.lowercased().hasPrefix("https://") == true || proxyFromEnvironment, let easyHandle
         else { return nil }
+        // OpenSSL's libcurl sets the proxy's result to "unspecified" (1) as its handshake starts, and to the real
+        // one when it completes: not 0 means the failure was in the proxy's handshake, not the server's.
         var proxyResult = 0
         herald_easy_getinfo_long(easyHandle, CURLINFO_PROXY_SSL_VERIFYRESULT, &proxyResult)
         guard proxyResult != 0 else { return nil }
+        if result == CURLE_SSL_CONNECT_ERROR {
+            return TransferError(
+                .proxy,
+                "The TLS handshake with the HTTPS proxy failed: it may not speak TLS on that port (an HTTP proxy "
+                    + "is Proxy.Kind.http), or it offers no version or cipher this libcurl takes.",
+                curlCode: Int32(result.rawValue), curlMessage: errorText, url: request.url)
+        }
         return TransferError(
             .proxy,
             "The HTTPS proxy's certificate is not trusted (OpenSSL verification result \(proxyResult)). The "

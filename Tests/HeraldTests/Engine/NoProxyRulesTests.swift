@@ -45,6 +45,26 @@ struct NoProxyRulesTests {
         #expect(!NoProxyRules([]).bypasses(host: "127.0.0.1"))
     }
 
+    @Test("an IPv4 host in a shorthand form libcurl reads (127.1, 2130706433, 0x7f.1) is that address")
+    func shorthandIPv4Hosts() {
+        let rules = NoProxyRules(["127.0.0.0/8"])
+        for host in ["127.1", "2130706433", "0x7f.1", "0x7f.0.0.1", "0177.0.0.1", "127.0.1"] {
+            #expect(rules.bypasses(host: host), "\(host)")
+        }
+        for host in ["128.1", "10.0.0.1", "1e100.net", "deadbeef.cafe", "123.abc", "0x80.1"] {
+            #expect(!rules.bypasses(host: host), "\(host)")
+        }
+    }
+
+    @Test("an IPv4-mapped entry is the IPv4 address or range it maps")
+    func mappedEntries() {
+        #expect(NoProxyRules(["::ffff:10.0.0.1"]).bypasses(host: "10.0.0.1"))
+        #expect(NoProxyRules(["::ffff:10.0.0.0/104"]).bypasses(host: "10.9.8.7"))
+        #expect(!NoProxyRules(["::ffff:10.0.0.0/104"]).bypasses(host: "11.0.0.1"))
+        #expect(NoProxyRules(["::ffff:0:0/96"]).bypasses(host: "192.0.2.1"))
+        #expect(NoProxyRules(["::ffff:10.0.0.1"]).bypasses(host: "[::ffff:10.0.0.1]"))
+    }
+
     @Test("an entry with a port or a prefix that doesn't fit is refused by validate, naming it")
     func refusedEntries() {
         for entry in [

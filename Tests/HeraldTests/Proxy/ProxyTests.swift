@@ -72,6 +72,36 @@ struct ProxyTests {
         try await server.shutdown()
     }
 
+    @Test("an HTTPS proxy that doesn't speak TLS fails the task with proxy, not as the server's TLS")
+    func httpsProxyWithoutTLS() async throws {
+        let server = try await TestServer.start()
+        // The test server as the proxy: it speaks plain HTTP, and answers a TLS handshake with an HTTP error.
+        let session = Self.session(through: Proxy(kind: .https, host: "127.0.0.1", port: server.port))
+        defer { session.invalidate(cancelingTasks: true) }
+        let error = await #expect(throws: HeraldError.self) {
+            _ = try await session.data(for: Request(url: server.url("/echo"), timeoutInterval: 20))
+        }
+        #expect(error?.code == .proxy, "\(String(describing: error))")
+        #expect(error?.message.contains("HTTPS proxy") == true)
+        try await server.shutdown()
+    }
+
+    @Test("a host written as a shorthand IPv4 address (127.1) is matched by an excluded range, and reached directly")
+    func shorthandHostGoesDirect() async throws {
+        let server = try await TestServer.start()
+        try await withTinyproxy { tinyproxy in
+            let session = Self.session(
+                through: Proxy(kind: .http, host: "127.0.0.1", port: tinyproxy.port, excludedHosts: ["127.0.0.0/8"]))
+            defer { session.invalidate(cancelingTasks: true) }
+            let url = try #require(URL(string: "http://127.1:\(server.port)/echo?via=shorthand"))
+            let (data, _) = try await session.data(for: Request(url: url))
+            let echoed = try JSONDecoder().decode(EchoedRequest.self, from: data)
+            #expect(echoed.headers["via"] == nil)
+            #expect(!tinyproxy.output.contains("via=shorthand"))
+        }
+        try await server.shutdown()
+    }
+
     @Test("hosts in the no-proxy list are reached directly")
     func excludedHostsGoDirect() async throws {
         let server = try await TestServer.start()
