@@ -279,10 +279,11 @@ extension Transfer {
     }
 
     /// A timeout for libcurl in whole milliseconds, at least 1; `nil` for none: zero, negative, NaN or infinite
-    /// seconds. Longer than about 31,700 years counts as that long (libcurl counts milliseconds in 64 bits).
+    /// seconds. Longer than about 49.7 days counts as that long: libcurl keeps its timeouts in 32 bits of
+    /// milliseconds, and cuts a longer one to 2³² − 1 itself.
     package static func milliseconds(_ seconds: TimeInterval) -> Int? {
         guard seconds > 0, seconds.isFinite else { return nil }
-        return max(1, Int(min(seconds, 1e12) * 1000))
+        return max(1, Int(min(seconds * 1000, Double(UInt32.max))))
     }
 
     private func configureMethodAndBody(_ easy: UnsafeMutableRawPointer, check: (String, CURLcode) -> Void) {

@@ -34,7 +34,8 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// authentication round and retry with it, and time spent suspended, in a hook deciding the next
     /// transfer or waiting out a retry's delay. Then the task fails with ``HeraldError/Code/timedOut``; an
     /// attempt that fails once this time is spent is not offered to the retrier. Default 7 days; 0 disables it.
-    /// A negative value or NaN makes every task factory throw ``HeraldError/Code/invalidRequest``.
+    /// A negative value or NaN makes every task factory throw ``HeraldError/Code/invalidRequest``. libcurl holds
+    /// a transfer's timeouts in 32 bits of milliseconds: one longer than about 49.7 days ends a transfer then.
     public var timeoutIntervalForResource: TimeInterval = 7 * 24 * 3600
     /// Headers added to every request that does not set the same field itself. After them, a request
     /// without `User-Agent` or `Accept-Language` gets ``DefaultHeaders``' values.
