@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import HeraldNotifications
 
 /// The progress of one direction of a task's transfer — the upload or the download — bound to its task.
@@ -29,6 +30,11 @@ public final class TransferProgress: Sendable {
     static let handlerInterval = Duration.milliseconds(20)
 
     private let state: Locked<State>
+    /// Held while a handler call runs, and while ``finish(deliveringFinalUpdateTo:)`` marks the end: on a
+    /// concurrent completion queue (a caller's may be) two calls never overlap, a later one never shows an
+    /// older count, and none runs once the completion handler may have started. Recursive: a handler may
+    /// reach its own task's end on its thread.
+    private let handlerTurn = NSRecursiveLock()
 
     /// A progress object at `completed` of `total` bytes (-1: unknown), controlling `task`, or nothing
     /// once `isFinished`.
@@ -96,6 +102,8 @@ public final class TransferProgress: Sendable {
         }
         guard let delay, let handler else { return }
         let deliver: @Sendable () -> Void = { [self] in
+            handlerTurn.lock()
+            defer { handlerTurn.unlock() }
             let isLive = state.withLock { state -> Bool in
                 state.isCallbackScheduled = false
                 if !state.isFinished { state.deliveredCount = state.counts.completed }
@@ -117,6 +125,8 @@ public final class TransferProgress: Sendable {
     /// yet (updates are throttled), it gets one last call here, so a progress bar always ends where the
     /// transfer did.
     func finish(deliveringFinalUpdateTo handler: (@Sendable (TransferProgress) -> Void)?) {
+        handlerTurn.lock()
+        defer { handlerTurn.unlock() }
         let needsFinalCall = state.withLock { state -> Bool in
             state.task = nil
             guard !state.isFinished else { return false }

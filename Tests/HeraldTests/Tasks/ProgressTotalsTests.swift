@@ -85,3 +85,49 @@ struct ProgressTotalsTests {
         try await server.shutdown()
     }
 }
+
+/// Progress handlers on a completion queue of the caller's that is concurrent.
+@Suite("Progress handlers on a concurrent completion queue")
+struct ConcurrentQueueProgressTests {
+    @Test("handler calls never overlap, never go backwards, and none runs once the completion handler started")
+    func handlersStayInOrder() async throws {
+        let server = try await TestServer.start()
+        let session = SessionManager(
+            configuration: SessionConfiguration(), notificationCenter: NotificationHub(),
+            completionQueue: DispatchQueue.global())
+        session.responseSerializer = DataResponseSerializer()
+        let recorder = RecordingObserver(center: session.notificationCenter)
+        struct Seen {
+            var running = 0
+            var overlapped = false
+            var counts: [Int64] = []
+            var afterCompletion = false
+            var completed = false
+        }
+        let seen = Locked(Seen())
+        let count = 2_000_000
+        let task = try session.dataTask(
+            with: Request(url: server.url("/bytes/\(count)?chunkSize=65536&delayMs=2")),
+            downloadProgress: { progress in
+                seen.withLock { seen in
+                    seen.running += 1
+                    if seen.running > 1 { seen.overlapped = true }
+                    if seen.completed { seen.afterCompletion = true }
+                    seen.counts.append(progress.completedUnitCount)
+                }
+                usleep(45_000)  // Simulated slow work in the handler, not a wait for anything.
+                seen.withLock { $0.running -= 1 }
+            },
+            completionHandler: { _, _, _ in seen.withLock { $0.completed = true } })
+        task.resume()
+        try await recorder.waitForCompletions(1, timeout: .seconds(60))
+        let result = seen.withLock { $0 }
+        #expect(task.error == nil)
+        #expect(!result.overlapped)
+        #expect(!result.afterCompletion)
+        #expect(result.counts == result.counts.sorted())
+        #expect(result.counts.last == Int64(count))
+        session.invalidate(cancelingTasks: true)
+        try await server.shutdown()
+    }
+}
