@@ -60,10 +60,10 @@ TIMED_TESTS := StreamingTests/cancelConsumer|TransportLaneTests
 LOOPBACK_ONLY := $(CURDIR)/.ci/loopback-only
 # Each test process ends after TEST_TIMEOUT seconds, with a message saying so, rather than holding CI until its
 # own limit: a test that hangs (a deadlock, a wait without a timeout) fails its run in minutes, not in an hour and a
-# half. `swift test` passes an interrupt on to the test process (a termination it does not); 30 s later both are
-# killed. No run needs more than a few minutes, even on a loaded two-core machine.
+# half (.ci/time-limit, which also passes a Ctrl-C on to the tests). No run needs more than a few minutes, even on a
+# loaded two-core machine.
 TEST_TIMEOUT ?= 1200
-TEST_RUN := $(LOOPBACK_ONLY) timeout --verbose --signal=INT --kill-after=30 $(TEST_TIMEOUT)
+TEST_RUN := $(LOOPBACK_ONLY) $(CURDIR)/.ci/time-limit $(TEST_TIMEOUT)
 
 ## test: the whole test suite (what CI runs): the library's, then the samples' (their own package, in Samples/).
 test: deps
