@@ -173,12 +173,14 @@ final class ConnectionTracker {
     private static let prerequest: herald_curl_prereq_cb = { context, primaryIP, _, primaryPort, localPort in
         guard let context else { return 0 }
         let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
-        // libcurl sends a request again by itself, on a fresh connection, when a kept-alive one it went out on
-        // ended before any answer: the server may have closed it just as the request came (then it never saw
-        // it), or after reading it whole (then it may have acted on it). Only a request that may be made twice
-        // goes out again: an idempotent one, or one whose HTTP/2 stream the server refused unprocessed. Any other
-        // stops here (CURL_PREREQFUNC_ABORT) with an error that says it was not sent again.
-        if transfer.sendsWithoutAnswer > 0, !transfer.mayBeSentAgainUnanswered {
+        // libcurl sends a request again by itself, on a fresh connection, when a kept-alive HTTP/1.1 one it went
+        // out on ended before any answer: the server may have closed it just as the request came (then it never
+        // saw it), or after reading it whole (then it may have acted on it). Only a request that may be made
+        // twice goes out again: an idempotent one, or one whose HTTP/2 stream libcurl's text showed refused. Any
+        // other stops here (CURL_PREREQFUNC_ABORT) with an error that says it was not sent again. Over HTTP/2,
+        // where libcurl resends a stream the server refused unprocessed (REFUSED_STREAM, a GOAWAY) and a server
+        // that goes away says so, its resends go ahead.
+        if transfer.sendsWithoutAnswer > 0, transfer.lastSendWentOverHTTP1, !transfer.mayBeSentAgainUnanswered {
             transfer.unansweredRequestWasNotResent = true
             return 1
         }
@@ -188,11 +190,31 @@ final class ConnectionTracker {
             transfer.hasConnection = true
             transfer.lastActivity = ActivityClock.now
         }
-        guard let primaryIP else { return 0 }
+        guard let primaryIP else {
+            transfer.lastSendWentOverHTTP1 = transfer.speaksHTTP1Only
+            return 0
+        }
         transfer.connections?.attach(
             transfer, localPort: Int(localPort), peerPort: Int(primaryPort), peerAddress: primaryIP)
+        let version = transfer.connections?.lastResponseVersion(of: transfer)
+        transfer.lastSendWentOverHTTP1 = transfer.speaksHTTP1Only || version?.hasPrefix("HTTP/1") == true
         // CURL_PREREQFUNC_OK: the request goes ahead.
         return 0
+    }
+
+    /// The version of the last response on `transfer`'s connection (`HTTP/1.1`, `HTTP/2`), if one arrived on it.
+    func lastResponseVersion(of transfer: Transfer) -> String? {
+        guard let socket = transfer.connectionSocket else { return nil }
+        return connections[socket]?.responseVersion
+    }
+
+    /// A GOAWAY naming `last` the last stream processed arrived on `transfer`'s connection: every other transfer
+    /// on it hears of it, as libcurl tells only the one that read the frame. Loop thread, in a curl callback.
+    func goawayArrived(for transfer: Transfer, lastStream last: UInt32) {
+        guard let socket = transfer.connectionSocket, let connection = connections[socket] else { return }
+        for other in connection.transfers where other !== transfer {
+            other.goawayWatch.goawayArrived(lastStream: last)
+        }
     }
 
     // MARK: - events

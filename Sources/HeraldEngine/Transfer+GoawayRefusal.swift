@@ -27,13 +27,15 @@ struct GoawayRefusalWatch {
     /// Whether libcurl said the stream was refused (`REFUSED_STREAM`), just before it says it resends.
     private var refusalAnnounced = false
 
-    /// Reads one message of libcurl's informational text.
-    mutating func read(_ text: UnsafeRawBufferPointer) {
+    /// Reads one message of libcurl's informational text; the last stream a GOAWAY in it named, if it was one.
+    @discardableResult
+    mutating func read(_ text: UnsafeRawBufferPointer) -> UInt32? {
         if let opened = Self.number(in: text, after: Self.streamPrefix, before: Self.streamSuffix, exact: false) {
             stream = opened
             refusedStream = false
         } else if let last = Self.goawayLastStream(in: text) {
-            if let stream, last < stream { refusedStream = true }
+            goawayArrived(lastStream: last)
+            return last
         } else if Self.hasPrefix(text, Self.retryPrefix) {
             let refused = refusedStream || refusalAnnounced
             self = GoawayRefusalWatch()
@@ -41,6 +43,14 @@ struct GoawayRefusalWatch {
         } else if Self.hasPrefix(text, Self.refusedStreamPrefix) {
             refusalAnnounced = true
         }
+        return nil
+    }
+
+    /// A GOAWAY naming `last` the last stream processed arrived on the request's connection: libcurl tells of it
+    /// to the one transfer that read the frame, which tells the others on the connection
+    /// (`ConnectionTracker.goawayArrived(for:lastStream:)`).
+    mutating func goawayArrived(lastStream last: UInt32) {
+        if let stream, last < stream { refusedStream = true }
     }
 
     private static let streamPrefix = Array("Using Stream ID: ".utf8)
@@ -124,7 +134,9 @@ extension Transfer {
     static let debugCallback: herald_curl_debug_cb = { _, type, data, size, userdata in
         guard type == CURLINFO_TEXT, let data, let userdata else { return 0 }
         Unmanaged<Transfer>.fromOpaque(userdata)._withUnsafeGuaranteedRef { transfer in
-            transfer.goawayWatch.read(UnsafeRawBufferPointer(start: data, count: size))
+            if let last = transfer.goawayWatch.read(UnsafeRawBufferPointer(start: data, count: size)) {
+                transfer.connections?.goawayArrived(for: transfer, lastStream: last)
+            }
         }
         return 0
     }

@@ -130,6 +130,15 @@ package final class Transfer: @unchecked Sendable {
     /// request was stopped instead (see ``mayBeSentAgainUnanswered``). Loop thread only.
     @exclusivity(unchecked) var unansweredRequestWasNotResent = false
 
+    /// Whether the request last went out on an HTTP/1.x connection: one its settings allow no other version on,
+    /// or one a response came on in that version. Loop thread only.
+    @exclusivity(unchecked) var lastSendWentOverHTTP1 = false
+
+    /// Whether the request can go out over HTTP/1.x alone: HTTP/1.1 asked for, or cleartext without an upgrade.
+    var speaksHTTP1Only: Bool {
+        request.httpVersion == .http1_1 || (request.httpVersion == .automatic && !isOverTLS)
+    }
+
     /// Whether the request may go out again after a connection ended before any answer to it: its method is
     /// idempotent, or the server refused its HTTP/2 stream unprocessed (``GoawayRefusalWatch``). Loop thread only.
     var mayBeSentAgainUnanswered: Bool {
@@ -145,7 +154,7 @@ package final class Transfer: @unchecked Sendable {
     @exclusivity(unchecked) var firstAddedAt: UInt64 = 0
     package let startDate = Date()
     /// Seconds from ``startDate`` to the attempt libcurl measured, when the request was sent again on a fresh
-    /// connection (`retriesOnFreshConnection(after:)`): libcurl's times count from that attempt. Loop thread only.
+    /// connection (`noteAttemptStart()`): libcurl's times count from that attempt. Loop thread only.
     @exclusivity(unchecked) var earlierAttemptTime: TimeInterval = 0
     /// When the transfer was last added to its multi handle, on ``QueueClock``; 0 before. Loop thread only.
     @exclusivity(unchecked) var addedAt: UInt64 = 0

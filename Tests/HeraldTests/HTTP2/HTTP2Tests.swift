@@ -370,6 +370,26 @@ struct HTTP2Tests {
         }
     }
 
+    @Test("two POSTs open together that one GOAWAY refuses are each sent again on a new connection and processed once")
+    func goawayRefusesTwoStreams() async throws {
+        try await withKeptShuttingDownConnection(streamsBeforeGoaway: 2) { server, session, recorder, url in
+            let bodies = [Data("order=1".utf8), Data("order=2".utf8)]
+            let tasks = try bodies.map { try session.uploadTask(with: Request(url: url, method: "POST"), from: $0) }
+            for task in tasks { task.resume() }
+            _ = try await recorder.waitForCompletions(3, timeout: .seconds(30))
+            for task in tasks {
+                // libcurl tells of the GOAWAY to one of the two alone: the other failed with a framing error.
+                #expect(task.error == nil, "\(String(describing: task.error))")
+                #expect(task.response?.statusCode == 200)
+                #expect(recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
+            }
+            #expect(server.goawaysSent == 1)
+            // Each processed once, whole, on a new connection of its own (its upgrade request).
+            let posts = server.processedRequests.filter { $0.method == "POST" }.map(\.body)
+            #expect(posts.sorted { $0.lexicographicallyPrecedes($1) } == bodies, "\(posts)")
+        }
+    }
+
     @Test(
         "a streamed POST the server refuses with GOAWAY before processing it is not sent again, and fails saying why"
     )
@@ -419,10 +439,11 @@ struct HTTP2Tests {
     /// connection to a ``ShuttingDownH2CServer``, which ends the connection with a GOAWAY at the next stream on
     /// it: refusing that stream, or with `namingTheNewStreamLast` naming it the last one.
     private func withKeptShuttingDownConnection(
-        namingTheNewStreamLast: Bool = false,
+        namingTheNewStreamLast: Bool = false, streamsBeforeGoaway: Int = 1,
         _ body: (ShuttingDownH2CServer, SessionManager, RecordingObserver, URL) async throws -> Void
     ) async throws {
-        let server = try ShuttingDownH2CServer(namingTheNewStreamLast: namingTheNewStreamLast)
+        let server = try ShuttingDownH2CServer(
+            namingTheNewStreamLast: namingTheNewStreamLast, streamsBeforeGoaway: streamsBeforeGoaway)
         defer { server.stop() }
         var configuration = SessionConfiguration()
         configuration.httpVersion = .http2

@@ -12,7 +12,9 @@ import HeraldNotifications
 /// do that on cue (nginx does it on an idle timeout, a race with the next request).
 ///
 /// With `namingTheNewStreamLast`, the GOAWAY names the new stream itself the last one (the server may have
-/// processed it), and the server then ends its side of the connection without answering it.
+/// processed it), and the server then ends its side of the connection without answering it. With
+/// `streamsBeforeGoaway` N, the GOAWAY waits until N new streams are open on the connection (requests started
+/// together), and names stream 1 the last for all of them.
 ///
 /// The frames are written by hand (RFC 9113 §4.1): each connection runs on a thread of its own, blocking.
 final class ShuttingDownH2CServer: Sendable {
@@ -20,6 +22,7 @@ final class ShuttingDownH2CServer: Sendable {
     let port: Int
     private let listener: Int32
     private let namingTheNewStreamLast: Bool
+    private let streamsBeforeGoaway: Int
     private let state = Locked(State())
 
     /// A request the server processed: the one each connection's upgrade came with.
@@ -50,8 +53,9 @@ final class ShuttingDownH2CServer: Sendable {
     /// The requests processed so far, in order.
     var processedRequests: [ProcessedRequest] { state.withLock { $0.processed } }
 
-    init(namingTheNewStreamLast: Bool = false) throws {
+    init(namingTheNewStreamLast: Bool = false, streamsBeforeGoaway: Int = 1) throws {
         self.namingTheNewStreamLast = namingTheNewStreamLast
+        self.streamsBeforeGoaway = streamsBeforeGoaway
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         var address = sockaddr_in()
@@ -142,6 +146,7 @@ final class ShuttingDownH2CServer: Sendable {
         let preface = 24
         guard fill(connection, &input, to: preface) else { return }
         input.removeFirst(preface)
+        var newStreams = 0
         while fill(connection, &input, to: 9) {
             let length = Int(input[0]) << 16 | Int(input[1]) << 8 | Int(input[2])
             guard fill(connection, &input, to: 9 + length) else { return }
@@ -158,7 +163,9 @@ final class ShuttingDownH2CServer: Sendable {
             case 6 where flags & 0x1 == 0:  // PING: answered.
                 guard send(connection, frame(type: 6, flags: 0x1, payload: payload)) else { return }
             case 1 where stream > 1:  // A new request: the connection is going away, stream 1 was the last
-                // (or, with namingTheNewStreamLast, this one).
+                // (or, with namingTheNewStreamLast, this one); once streamsBeforeGoaway are open.
+                newStreams += 1
+                guard newStreams == streamsBeforeGoaway else { break }
                 state.withLock { $0.goaways += 1 }
                 let last = namingTheNewStreamLast ? stream : 1
                 let payload =
