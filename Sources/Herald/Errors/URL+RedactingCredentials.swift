@@ -72,8 +72,15 @@ extension String {
         var result = ""
         var rest = text[...]
         while let open = rest.firstIndex(of: "'"),
-            let close = rest[rest.index(after: open)...].firstIndex(of: "'")
+            var close = rest[rest.index(after: open)...].firstIndex(of: "'")
         {
+            // A password may hold a `'` itself: a quoted span without an `@`, followed by one, runs to the last
+            // quote after that `@` (libcurl's messages end with the value they quote).
+            if !rest[open..<close].contains("@"), let at = rest[close...].firstIndex(of: "@"),
+                let last = rest[at...].lastIndex(of: "'")
+            {
+                close = last
+            }
             let quoted = rest[rest.index(after: open)..<close]
             result += rest[...open]
             let start = quoted.range(of: "://")?.upperBound ?? quoted.startIndex
