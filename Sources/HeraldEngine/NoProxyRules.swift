@@ -85,7 +85,7 @@ package struct NoProxyRules: Sendable, Hashable {
         if text.isEmpty { return nil }
         if text == "*" { return .everyHost }
         let (addressText, prefix) = split(text)
-        if let parsed = parseAddress(addressText) {
+        if let parsed = parseAddress(addressText) ?? shorthandIPv4(addressText) {
             let length = min(prefix.flatMap(Int.init) ?? parsed.bytes.count * 8, parsed.bytes.count * 8)
             let unmapped = unmapped(parsed)
             if unmapped.family != parsed.family, length >= 96 {

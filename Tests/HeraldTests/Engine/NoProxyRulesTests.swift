@@ -54,6 +54,10 @@ struct NoProxyRulesTests {
         for host in ["128.1", "10.0.0.1", "1e100.net", "deadbeef.cafe", "123.abc", "0x80.1"] {
             #expect(!rules.bypasses(host: host), "\(host)")
         }
+        // An entry written so is that address too.
+        #expect(NoProxyRules(["127.1"]).bypasses(host: "127.1"))
+        #expect(NoProxyRules(["127.1"]).bypasses(host: "127.0.0.1"))
+        #expect(NoProxyRules(["10.1/8"]).bypasses(host: "10.200.0.1"))
     }
 
     @Test("an IPv4-mapped entry is the IPv4 address or range it maps")
