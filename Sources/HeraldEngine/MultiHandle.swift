@@ -178,6 +178,7 @@ package final class MultiHandle: @unchecked Sendable {
             remove(transfer, error: TransferError(.internal, "curl_multi_add_handle failed (\(code.rawValue))."))
             return
         }
+        transfer.noteAttemptStart()
         if let idleTimeout = transfer.idleTimeout {
             scheduleIdleCheck(at: transfer.lastActivity &+ idleTimeout &+ 1)
         }
@@ -233,6 +234,7 @@ package final class MultiHandle: @unchecked Sendable {
                 }
                 if curl_multi_add_handle(multi, easy) == CURLM_OK {
                     transfer.addedAt = QueueClock.now
+                    transfer.noteAttemptStart()
                     continue
                 }
             }

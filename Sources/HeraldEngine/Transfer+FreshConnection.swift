@@ -45,14 +45,20 @@ extension Transfer {
         guard herald_easy_setopt_long(easyHandle, CURLOPT_FRESH_CONNECT, 1) == CURLE_OK else { return false }
         didRetryOnFreshConnection = true
         sendsWithoutAnswer = 0
-        // libcurl counts its times afresh from the new attempt; the metrics count from the transfer's start.
-        earlierAttemptTime = Date().timeIntervalSince(startDate)
         // The connection it ran on is gone; the fresh one's number comes when the request goes out on it.
         connectionNumber = nil
         hasConnection = false
         goawayWatch = GoawayRefusalWatch()
         lastActivity = ActivityClock.now
         return true
+    }
+
+    /// Notes that the transfer's handle was added to its multi handle again for a new attempt (after
+    /// ``retriesOnFreshConnection(after:)``, at once or when a suspended task resumed): libcurl counts its times
+    /// afresh from here, and the metrics count from the transfer's start.
+    func noteAttemptStart() {
+        guard didRetryOnFreshConnection else { return }
+        earlierAttemptTime = Date().timeIntervalSince(startDate)
     }
 
     /// How a request sent on a connection the server was closing fails, when nothing of a response arrived.
