@@ -153,7 +153,11 @@ final class ByteStreamResponder: StreamingResponder {
             return .partialContent
         case .unsatisfiable:
             headers.add(name: "Content-Range", value: "bytes */\(options.count)")
-            writer.write(CannedResponse(status: .rangeNotSatisfiable, body: "", headers: headers))
+            // With a page, as real servers send one (nginx's is about 190 bytes): no part of the representation.
+            writer.write(
+                CannedResponse(
+                    status: .rangeNotSatisfiable, contentType: "text/plain", body: "416 Range Not Satisfiable\n",
+                    headers: headers))
             return nil
         }
     }

@@ -71,8 +71,8 @@ import NIOPosix
 ///
 ///   Resumption: responses carry `Accept-Ranges: bytes`, `ETag: "herald-bytes-{n}"` and a fixed `Last-Modified`.
 ///   A single `Range: bytes=a-b`, `bytes=a-` or `bytes=-s` gets `206 Partial Content` with `Content-Range`; a range
-///   starting at or past `n` gets `416` with `Content-Range: bytes */n`; a multi-range is ignored. `If-Range` with a
-///   validator that does not match serves the whole body with `200`.
+///   starting at or past `n` gets `416` with `Content-Range: bytes */n` and a page (`416 Range Not Satisfiable`); a
+///   multi-range is ignored. `If-Range` with a validator that does not match serves the whole body with `200`.
 /// - `/events/{n}`: server-sent events (`text/event-stream`, chunked): event `i` is `id: i`, `event: tick`,
 ///   `data: i xxx…`, from the one after the request's `Last-Event-ID` (or the first) to `n`, then the response
 ///   ends; a request whose `Last-Event-ID` is `n` or more gets `204 No Content`. Written with backpressure.
