@@ -20,13 +20,7 @@ struct MalformedStatusLineTests {
         ])
     func malformedStatusLine(_ line: String) async throws {
         let fixture = try await SessionFixture.make()
-        let log = CompletionLog()
-        var components = URLComponents(url: fixture.server.url("/fault/garbage-status"), resolvingAgainstBaseURL: false)
-        components?.queryItems = [URLQueryItem(name: "line", value: line)]
-        let url = try #require(components?.url)
-        let task = try fixture.session.dataTask(with: Request(url: url), completionHandler: log.handler)
-        task.resume()
-        try await fixture.recorder.waitForCompletions(1)
+        let (task, log) = try await Self.fetch(answeredWith: line, on: fixture)
         #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
         let error = try #require(log.all.first?.error)
         #expect(error.code == .badServerResponse)
@@ -40,6 +34,18 @@ struct MalformedStatusLineTests {
         arguments: ["HTTP/1.1 200OK", "HTTP/1.1 200\tOK"])
     func reasonWithoutSpace(_ line: String) async throws {
         let fixture = try await SessionFixture.make()
+        let (_, log) = try await Self.fetch(answeredWith: line, on: fixture)
+        let call = try #require(log.all.first)
+        #expect(call.error == nil)
+        #expect(call.response?.statusCode == 200)
+        try await fixture.tearDown()
+    }
+
+    /// Runs a data task to `/fault/garbage-status`, whose answer is `line` and a blank line; returns once it
+    /// completed, with its completion handler's calls.
+    private static func fetch(
+        answeredWith line: String, on fixture: SessionFixture
+    ) async throws -> (DataTask, CompletionLog) {
         let log = CompletionLog()
         var components = URLComponents(url: fixture.server.url("/fault/garbage-status"), resolvingAgainstBaseURL: false)
         components?.queryItems = [URLQueryItem(name: "line", value: line)]
@@ -47,10 +53,7 @@ struct MalformedStatusLineTests {
         let task = try fixture.session.dataTask(with: Request(url: url), completionHandler: log.handler)
         task.resume()
         try await fixture.recorder.waitForCompletions(1)
-        let call = try #require(log.all.first)
-        #expect(call.error == nil)
-        #expect(call.response?.statusCode == 200)
-        try await fixture.tearDown()
+        return (task, log)
     }
 
     @Test("a scheme the session does not allow is still unsupportedURL, before any request is sent")
