@@ -6,9 +6,10 @@ extension Transfer {
     /// so, it is set up for that and the caller adds its handle to the multi handle again. Loop thread only.
     ///
     /// A server may close a kept-alive connection just as a request goes out on it (its idle timeout ran
-    /// out). libcurl 7.88 sends such a request again by itself in some of these cases (only an idempotent one, or
-    /// one refused unprocessed: the pre-request callback stops any other); where it gives up instead, the transfer
-    /// fails with a send or receive error although the server never saw the request through. Browsers, curl's tool, URLSession and AsyncHTTPClient send it again once, on a fresh
+    /// out). libcurl 7.88 sends such a request again by itself in some of these cases (over HTTP/1.1, the
+    /// pre-request callback lets only an idempotent one go); where it gives up instead, the transfer fails with a
+    /// send or receive error although the server never saw the request through. Browsers, curl's tool,
+    /// URLSession and AsyncHTTPClient send it again once, on a fresh
     /// connection, when nothing of a response arrived and sending it twice can do no harm: an idempotent
     /// method whose body, if it has one, can be read again from its first byte (data, a file, a stream that
     /// can rewind). The task sees one transfer.

@@ -466,13 +466,13 @@ package final class Transfer: @unchecked Sendable {
         }
         if error == nil, let shortfall = sink.shortfall { error = shortfall }
         var body = Data()
-        var file = sink.file
-        if decodesContent, file != nil, let response { file?.holdsDecodedBody = decodesBody(of: response) }
         do {
             body = try sink.finish()
         } catch let failure {
             if error == nil { error = failure }
         }
+        var file = sink.file
+        if decodesContent, file != nil, let response { file?.holdsDecodedBody = decodesBody(of: response) }
         // A streamed body's reader stops reading ahead.
         source?.stopReading()
         // Out of the multi handle by now (or never in it), so the metrics can be read and the handle reused.

@@ -8,8 +8,9 @@ extension SessionManager {
     ///
     /// Called once per hop with the task, the 3xx response and the request Herald proposes — already
     /// rewritten by the rules: `POST` → `GET` without body on 301/302, everything but `HEAD` → `GET` on 303,
-    /// method and body kept on 307/308 (a `GET`'s body too, which 301, 302 and 303 drop), `Location` resolved against the current URL, and `Authorization`,
-    /// `Cookie`, `Proxy-Authorization` and a `Host` of yours removed when the scheme, host or port changes. Return it
+    /// method and body kept on 307/308 (a `GET`'s body too, which 301, 302 and 303 drop), `Location` resolved
+    /// against the current URL, and `Authorization`, `Cookie`, `Proxy-Authorization` and a `Host` of yours
+    /// removed when the scheme, host or port changes. Return it
     /// unchanged to follow, a modified request to send that instead (it is validated like a new request),
     /// or `nil` to complete the task with the 3xx response itself (its body is the task's body). A request the
     /// hook sends to another origin than the redirecting one loses those fields as it was shown them,
