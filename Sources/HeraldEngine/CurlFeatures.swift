@@ -34,8 +34,6 @@ package enum CurlFeatures {
         return codings.isEmpty ? nil : codings.joined(separator: ", ")
     }()
 
-    /// The content codings libcurl decodes, in lower case, with the names it takes for them (`x-gzip` for
-    /// `gzip`, `none` for `identity`).
     /// The URL schemes the libcurl running speaks (`curl_version_info`'s protocols), lowercased.
     package static let protocols: Set<String> = {
         guard let info = herald_curl_version_info(), var list = info.pointee.protocols else { return [] }
@@ -47,6 +45,8 @@ package enum CurlFeatures {
         return names
     }()
 
+    /// The content codings libcurl decodes, in lower case, with the names it takes for them (`x-gzip` for
+    /// `gzip`, `none` for `identity`).
     package static let decodableCodings: Set<String> = {
         var codings: Set<String> = ["identity", "none"]
         for coding in contentEncodings?.split(separator: ",") ?? [] {

@@ -78,9 +78,12 @@ extension Transfer {
                 break
             }
         }
-        if let response, isHopIntoFile(response) {
-            // A redirect or challenge the task answers with another transfer: its body is no part of the file
-            // (a continued file must not take it), nor of the download's progress.
+        // A redirect or challenge the task answers with another transfer: its body is no part of the task's body,
+        // nor of its progress. Asked once per chunk, for both uses below.
+        let leadsToNextHop =
+            response.map { request.leadsToNextHop(status: $0.statusCode, headers: $0.headers) } ?? false
+        if leadsToNextHop, case .file = request.sink {
+            // Nor of a file (a continued file must not take it): see `isHopIntoFile`.
             return length
         }
         if !machine.sinkDidBegin, let response, let error = beginSink(for: response) {
@@ -100,11 +103,8 @@ extension Transfer {
             return 0
         }
         bodyBytesReceived += Int64(length)
-        if let response, request.leadsToNextHop(status: response.statusCode, headers: response.headers) {
-            // A redirect's or a challenge's body, which the task answers with another transfer: not the task's
-            // body, nor its progress.
-            return length
-        }
+        // In memory it is kept, in case the redirection hook declines the hop and it becomes the task's response.
+        if leadsToNextHop { return length }
         if request.forwardsBodyChunks, let buffer, length > 0 {
             delegate.transferDidReceiveBody(UnsafeRawBufferPointer(start: buffer, count: length))
         }
