@@ -4,21 +4,40 @@ SWIFT ?= swift
 # Debian package → pkg-config module it provides.
 SYSTEM_DEPS := libcurl4-openssl-dev:libcurl libuv1-dev:libuv libidn2-dev:libidn2 libsqlite3-dev:sqlite3 pkg-config:
 
-.PHONY: deps fleet-deps fleet-rules build build-strict check-libcurl-minimum test fleet-test fleet-demo test-tsan test-asan leak-check fuzz soak demo docs docs-coverage lint bench-notifications bench-json bench-transfers bench-cache bench-streaming bench-instructions cache-tests clean
+.PHONY: build-deps deps fleet-deps fleet-rules build build-strict check-libcurl-minimum test fleet-test fleet-demo test-tsan test-asan leak-check fuzz soak demo docs docs-coverage lint bench-notifications bench-json bench-transfers bench-cache bench-streaming bench-instructions cache-tests clean
 
-## deps: install libcurl, libuv, libidn2 and SQLite development files when pkg-config can't find them, the openssl CLI
-## when it is missing (the TLS tests make a throwaway CA and run `openssl s_server` on loopback), and
-## python3 and binutils' strings for check-libcurl-minimum, iproute2's ip, with which the tests bring up the
-## loopback interface of the network namespace they run in, and node, which runs the HTTP caching test suite.
-## Also Debian's publicsuffix list (cookie domains are checked against it at run time), tinyproxy (HTTP
-## proxy), dante-server (SOCKS5 proxy) and nginx (HTTP/2 over TLS): the proxy and HTTP/2 tests start their
-## own on a loopback port, in the foreground, and stop it; on a machine whose package manager starts
-## services on install, `systemctl disable --now tinyproxy danted nginx` stops the system ones.
-deps:
+## build-deps: what building and running Herald needs: libcurl, libuv, libidn2 and SQLite development files when
+## pkg-config can't find them, and Debian's publicsuffix list (cookie domains are checked against it at run time).
+## `make demo` and `make build` need no more.
+##
+## deps: build-deps, and what the tests need too: the openssl CLI (the TLS tests make a throwaway CA and run
+## `openssl s_server` on loopback), python3 and binutils' strings for check-libcurl-minimum, iproute2's ip, with
+## which the tests bring up the loopback interface of the network namespace they run in, node, which runs the HTTP
+## caching test suite, tinyproxy (HTTP proxy), dante-server (SOCKS5 proxy) and nginx (HTTP/2 over TLS): the proxy
+## and HTTP/2 tests start their own on a loopback port, in the foreground, and stop it; on a machine whose package
+## manager starts services on install, `systemctl disable --now tinyproxy danted nginx` stops the system ones.
+##
+## Each installs what is missing with apt-get, through sudo only when not root.
+APT_INSTALL := if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
+		$$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive \
+			$$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq $$missing; \
+	fi
+build-deps:
 	@missing=""; \
 	command -v pkg-config >/dev/null || missing="pkg-config"; \
-	command -v openssl >/dev/null || missing="$$missing openssl"; \
 	[ -f /usr/share/publicsuffix/public_suffix_list.dat ] || missing="$$missing publicsuffix"; \
+	for pair in $(SYSTEM_DEPS); do \
+		pkg=$${pair%%:*}; mod=$${pair##*:}; \
+		[ -z "$$mod" ] && continue; \
+		pkg-config --exists "$$mod" 2>/dev/null || missing="$$missing $$pkg"; \
+	done; \
+	$(APT_INSTALL)
+
+deps: build-deps
+	@missing=""; \
+	command -v openssl >/dev/null || missing="$$missing openssl"; \
 	command -v tinyproxy >/dev/null || [ -x /usr/bin/tinyproxy ] || [ -x /usr/sbin/tinyproxy ] || \
 		missing="$$missing tinyproxy"; \
 	[ -x /usr/sbin/danted ] || missing="$$missing dante-server"; \
@@ -27,19 +46,9 @@ deps:
 	command -v strings >/dev/null || missing="$$missing binutils"; \
 	command -v ip >/dev/null || missing="$$missing iproute2"; \
 	command -v node >/dev/null || missing="$$missing nodejs"; \
-	for pair in $(SYSTEM_DEPS); do \
-		pkg=$${pair%%:*}; mod=$${pair##*:}; \
-		[ -z "$$mod" ] && continue; \
-		pkg-config --exists "$$mod" 2>/dev/null || missing="$$missing $$pkg"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-		echo "installing:$$missing"; \
-		if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
-		$$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive \
-			$$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq $$missing; \
-	fi
+	$(APT_INSTALL)
 
-build: deps
+build: build-deps
 	$(SWIFT) build
 
 ## build-strict: the library targets with warnings as errors, in a scratch path of their own (CI runs it).
@@ -206,15 +215,16 @@ test-asan: deps
 	$(ASAN_TEST) --filter 'LoadTests|StressTests'
 
 ## leak-check: the activity-counter demo built with AddressSanitizer; LeakSanitizer fails it on any leak.
-leak-check: deps
+leak-check: build-deps
 	cd Samples && $(SWIFT) build --sanitize=address --scratch-path .build-asan --product activity-counter
 	@# .ci/lsan.supp and .ci/asan.supp name what is suppressed and why (none of it Herald's code).
 	ASAN_OPTIONS=detect_leaks=1:suppressions=$(CURDIR)/.ci/asan.supp LSAN_OPTIONS=suppressions=$(CURDIR)/.ci/lsan.supp \
 		Samples/.build-asan/debug/activity-counter demo > /dev/null
 
-## demo: the main job (the samples are a package of their own, in Samples/).
-demo: deps
-	cd Samples && $(SWIFT) run activity-counter demo
+## demo: the main job (the samples are a package of their own, in Samples/, built in the same folder as for
+## `make test`).
+demo: build-deps
+	cd Samples && $(SWIFT) run --scratch-path $(SAMPLES_SCRATCH) activity-counter demo
 
 ## docs: DocC for every library target, warnings are errors (DOCS_SCRATCH=.build-docs to build elsewhere).
 DOC_TARGETS := HeraldNotifications Herald HeraldObservers HeraldTesting

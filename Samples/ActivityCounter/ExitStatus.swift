@@ -1,5 +1,5 @@
 /// What `activity-counter` exits with. When a run has several kinds of failure, the most severe wins, in this
-/// order: interrupted, local file error, TLS error, network error, HTTP error.
+/// order: interrupted, local file error, the demo's server unavailable, TLS error, network error, HTTP error.
 enum ExitStatus: Int32, CaseIterable, Comparable {
     /// Every URL was downloaded (status 200-299), or, in the demo, behaved as planned.
     case success = 0
@@ -12,6 +12,8 @@ enum ExitStatus: Int32, CaseIterable, Comparable {
     case tlsError = 3
     /// Bad arguments (sysexits' EX_USAGE).
     case usage = 64
+    /// The demo's embedded loopback server could not start (sysexits' EX_UNAVAILABLE).
+    case unavailable = 69
     /// A local file error: `--output-dir` can't be created or written (sysexits' EX_CANTCREAT), or a download
     /// could not be saved.
     case localFileError = 73
@@ -31,8 +33,9 @@ enum ExitStatus: Int32, CaseIterable, Comparable {
         case .networkError: 2
         case .tlsError: 3
         case .usage: 4
-        case .localFileError: 5
-        case .hungUp, .interrupted, .terminated: 6
+        case .unavailable: 5
+        case .localFileError: 6
+        case .hungUp, .interrupted, .terminated: 7
         }
     }
 
@@ -45,6 +48,7 @@ enum ExitStatus: Int32, CaseIterable, Comparable {
             case .networkError: "a network error: no host, refused, reset, timeout, size or time limit"
             case .tlsError: "a TLS error: handshake, untrusted certificate, --pin mismatch"
             case .usage: "bad arguments"
+            case .unavailable: "the demo's embedded loopback server could not start"
             case .localFileError:
                 "a local file error: --output-dir unusable, a file not saved, --events or the summary not written"
             case .hungUp: "hung up: SIGHUP (the terminal closed)"

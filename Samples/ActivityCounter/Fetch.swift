@@ -111,7 +111,7 @@ struct Fetch: AsyncParsableCommand {
     }
 
     /// An error message quotes the URL as the log would show it: credentials never reach the terminal.
-    private static func quoted(_ text: String) -> String {
+    static func quoted(_ text: String) -> String {
         "'" + (URL(string: text).map { LogRedaction.default.redacting($0) } ?? redactingUserInfo(text)) + "'"
     }
 

@@ -10,7 +10,7 @@ struct RunOptions: ParsableArguments {
         name: .long,
         help: ArgumentHelp(
             "Save each download into this directory, created if missing (e.g. --output-dir downloads). Without it "
-                + "the bytes are counted, then discarded.", valueName: "directory"))
+                + "each download goes to a temporary file in $TMPDIR, counted, then deleted.", valueName: "directory"))
     var outputDir: String?
 
     @Flag(

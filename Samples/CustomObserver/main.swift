@@ -57,6 +57,12 @@ stop.watch()
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 let server: TestServer?
+if arguments.isEmpty {
+    // The embedded server is on loopback: reached directly, whatever proxy the environment names (libcurl would
+    // send even 127.0.0.1 through `http_proxy`). Set before the session exists.
+    setenv("no_proxy", "127.0.0.1,::1,localhost", 1)
+    setenv("NO_PROXY", "127.0.0.1,::1,localhost", 1)
+}
 do {
     server = arguments.isEmpty ? try await TestServer.start() : nil
 } catch {

@@ -31,6 +31,25 @@ struct ActivityCounterCLITests {
         #expect(!run.stderr.contains("hunter2") && !run.stderr.contains("bob"))
     }
 
+    @Test("a URL given without fetch is refused with a hint, its credentials never shown")
+    func urlWithoutFetch() async throws {
+        let run = try await ActivityCounterProcess.run(["http://alice:s3cret@127.0.0.1:9/file.iso"])
+        #expect(run.status == 64)
+        #expect(run.stderr.contains("activity-counter fetch"), "stderr: \(run.stderr)")
+        #expect(run.stderr.contains("127.0.0.1:9/file.iso"))
+        #expect(!run.stderr.contains("s3cret") && !run.stderr.contains("alice"))
+    }
+
+    @Test("the demo reaches its loopback server directly, whatever proxy the environment names")
+    func demoIgnoresEnvironmentProxy() async throws {
+        // Port 9 on loopback: a proxy that refuses every connection. Through it, every URL would fail.
+        let proxy = "http://127.0.0.1:9"
+        let run = try await ActivityCounterProcess.run(
+            ["demo"], environment: ["http_proxy": proxy, "all_proxy": proxy, "HTTPS_PROXY": proxy])
+        #expect(run.status == 0, "stdout: \(run.stdout) stderr: \(run.stderr)")
+        #expect(run.stdout.contains("8 URLs, 11.0 MiB, all as expected"))
+    }
+
     @Test("the demo runs end to end: summary on stdout, indicator lines on stderr, exit 0")
     func demo() async throws {
         let run = try await ActivityCounterProcess.run(["demo"])

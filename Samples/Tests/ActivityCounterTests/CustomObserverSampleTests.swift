@@ -24,6 +24,15 @@ struct CustomObserverSampleTests {
         }
     }
 
+    @Test("without URLs it reaches its own loopback server directly, whatever proxy the environment names")
+    func ownServerIgnoresEnvironmentProxy() async throws {
+        // Port 9 on loopback: a proxy that refuses every connection. Through it, every request would fail.
+        let result = try await ActivityCounterProcess.run(
+            [], environment: ["http_proxy": "http://127.0.0.1:9", "all_proxy": "http://127.0.0.1:9"],
+            executable: "custom-observer")
+        #expect(result.status == 0, "stdout: \(result.stdout) stderr: \(result.stderr)")
+    }
+
     @Test(
         "a closed or full stderr loses the usage line, never the process: exit 64",
         arguments: [#""$0" "$@" 2>/dev/full"#, #""$0" "$@" 2>&-"#])
