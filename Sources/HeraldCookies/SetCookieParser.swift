@@ -134,10 +134,17 @@ package enum SetCookieParser {
         {
             return .ignored(broken)
         }
+        // A path from the URL (none was given) or a host can be longer than an attribute may be: such a cookie
+        // could never be sent (libcurl sends no `Cookie` field that long) and would only swell the store.
+        let cookiePath = path ?? CookieMatching.defaultPath(for: url)
+        guard cookiePath.utf8.count <= maximumAttributeValueLength, domain.utf8.count <= maximumAttributeValueLength
+        else {
+            return .ignored("a path or domain longer than \(maximumAttributeValueLength) bytes")
+        }
         return .store(
             Fields(
                 name: name, value: value, domain: domain, isHostOnly: isHostOnly,
-                path: path ?? CookieMatching.defaultPath(for: url), expiresAt: maxAge ?? expires, isSecure: isSecure,
+                path: cookiePath, expiresAt: maxAge ?? expires, isSecure: isSecure,
                 isHTTPOnly: isHTTPOnly, sameSite: sameSite, creationDate: now))
     }
 

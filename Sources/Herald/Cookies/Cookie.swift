@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCookies
+import HeraldEngine
 
 /// One HTTP cookie as a ``CookieStore`` keeps it (RFC 6265 §5.3's storage model).
 public struct Cookie: Sendable, Hashable, Codable {
@@ -92,7 +93,9 @@ public struct Cookie: Sendable, Hashable, Codable {
         let isSecure: Bool
         let path: String
 
-        init?(_ url: URL) {
+        /// The target of a request to `url`, with its host and path as libcurl sends them.
+        init?(_ written: URL) {
+            let url = ParsedURL.asSent(written)
             guard let urlHost = url.host else { return nil }
             host = IDNA.asciiName(urlHost) ?? urlHost.lowercased()
             isSecure = url.scheme?.lowercased() == "https"
@@ -112,8 +115,9 @@ public struct Cookie: Sendable, Hashable, Codable {
 
     /// Why the cookie could not be sent as it is, or `nil` when it can: a name or value with a control
     /// character or `;` would end the `Cookie` field or add one (a line break, a field of its own), an empty
-    /// name or one with `=` reads back as another cookie, and a domain or path with a control character or a
-    /// path not starting with `/` matches nothing it should.
+    /// name or one with `=` reads back as another cookie, a domain or path with a control character or a
+    /// path not starting with `/` matches nothing it should, and a name and value over 4096 bytes together
+    /// or a domain or path over 1024 is more than any response may set.
     var malformation: String? {
         if name.isEmpty { return "an empty name" }
         if CookieMatching.hasControlCharacter(name) || CookieMatching.hasControlCharacter(value) {
@@ -128,6 +132,14 @@ public struct Cookie: Sendable, Hashable, Codable {
         }
         if !path.hasPrefix("/") || CookieMatching.hasControlCharacter(path) {
             return "a path not starting with `/`, or a control character in it"
+        }
+        if name.utf8.count + value.utf8.count > SetCookieParser.maximumNameValueLength {
+            return "a name and value longer than \(SetCookieParser.maximumNameValueLength) bytes together"
+        }
+        if domain.utf8.count > SetCookieParser.maximumAttributeValueLength
+            || path.utf8.count > SetCookieParser.maximumAttributeValueLength
+        {
+            return "a domain or path longer than \(SetCookieParser.maximumAttributeValueLength) bytes"
         }
         return nil
     }

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import HeraldCookies
+import HeraldEngine
 import HeraldNotifications
 
 /// The cookies of a session (RFC 6265): stored from every response's `Set-Cookie`, sent in a `Cookie`
@@ -204,7 +205,8 @@ public final class CookieStore: Sendable {
     /// ``maximumCookieHeaderLength`` bytes in all, as libcurl limits its own: a site (or a sibling host setting
     /// cookies for the whole domain) can't make every request carry a header servers refuse. A cookie that
     /// doesn't fit is left out and the next ones are tried.
-    /// - Parameter url: The request URL.
+    /// - Parameter url: The request URL. Its host and path are taken as libcurl sends them (`127.1` is
+    ///   `127.0.0.1`, `/a/../b` is `/b`), as for the URL a response is stored from.
     /// - Returns: The field value.
     public func cookieHeader(for url: URL) -> String? {
         // Every request of a session asks, most of them of an empty store: that answer costs one lock, and no
@@ -236,11 +238,14 @@ public final class CookieStore: Sendable {
     /// path set, so `a=1` followed by `a=; Max-Age=0` leaves no `a`.
     /// - Parameters:
     ///   - setCookieFields: The values of the response's `Set-Cookie` fields, in the response's order.
-    ///   - url: The URL the response answered.
+    ///   - url: The URL the response answered; its host and path are taken as libcurl sends them (`127.1` is
+    ///     `127.0.0.1`, `/a/../b` is `/b`), as for a request's URL.
     /// - Returns: The cookies the response leaves stored, in the order of the fields that last set them (one
     ///   that a later field removed or that had already expired, which only removes, is not listed).
     @discardableResult
     public func store(setCookieFields: [String], from url: URL) -> [Cookie] {
+        // Where the response really came from: the host and path as libcurl sent them, as a request is matched.
+        let url = ParsedURL.asSent(url)
         let now = Date()
         var parsed: [Cookie] = []
         for (index, field) in setCookieFields.enumerated() {
@@ -281,12 +286,16 @@ public final class CookieStore: Sendable {
     ///
     /// A cookie that could not be sent as it is — a name or value with a control character or `;`, an empty
     /// name or one with `=`, a domain or path with a control character, a path not starting with `/` — is
-    /// not stored: it could otherwise add fields to every request it goes with.
+    /// not stored: it could otherwise add fields to every request it goes with. Nor is one no response could
+    /// set, which the file would not give back either: a domain cookie for a public suffix (`github.io`), or a
+    /// name whose `__Secure-` or `__Host-` prefix promises what the cookie lacks.
     /// - Parameter cookie: The cookie.
-    /// - Returns: Whether the cookie was well formed (and so stored, or its namesake removed).
+    /// - Returns: Whether the cookie was accepted (and so stored, or its namesake removed).
     @discardableResult
     public func setCookie(_ cookie: Cookie) -> Bool {
-        guard cookie.malformation == nil else { return false }
+        guard cookie.malformation == nil, !Self.refusesOnLoad(cookie, publicSuffixes: publicSuffixes) else {
+            return false
+        }
         let site = site(of: cookie)
         update { jar in
             if cookie.isExpired(at: Date()) {
@@ -361,19 +370,19 @@ public final class CookieStore: Sendable {
         // The save writes the cookies as they are when it runs, not a copy taken here: two threads' changes may
         // reach the queue in the other order than they were made, and the file must end as the store does. The
         // file is read when it runs, too: after ``close()``, there is none.
-        guard
-            saveQueued.withLock({ queued in
-                defer { queued = true }
-                return !queued
-            })
-        else { return }
-        saveQueue.async { [self] in
-            // Cleared before the cookies are read: a change made after this point queues a save of its own.
-            saveQueued.withLock { $0 = false }
-            guard let fileURL = persisted.withLock({ $0?.url }) else { return }
-            savesRun.withLock { $0 += 1 }
-            let failure = Self.save(jar.withLock { $0.entries.values.map(\.cookie) }, to: fileURL)
-            saveFailure.withLock { $0 = failure }
+        // Queued under the flag's lock: a change that finds a save already marked queued then knows it is on the
+        // queue, so a ``flush()`` or ``whenSaved(_:)`` after it waits for that save.
+        saveQueued.withLock { queued in
+            guard !queued else { return }
+            queued = true
+            saveQueue.async { [self] in
+                // Cleared before the cookies are read: a change made after this point queues a save of its own.
+                saveQueued.withLock { $0 = false }
+                guard let fileURL = persisted.withLock({ $0?.url }) else { return }
+                savesRun.withLock { $0 += 1 }
+                let failure = Self.save(jar.withLock { $0.entries.values.map(\.cookie) }, to: fileURL)
+                saveFailure.withLock { $0 = failure }
+            }
         }
     }
 

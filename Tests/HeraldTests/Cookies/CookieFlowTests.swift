@@ -38,6 +38,27 @@ struct CookieFlowTests {
         try await fixture.tearDown()
     }
 
+    @Test(
+        "a URL libcurl rewrites (another IPv4 form, dot segments) gets back the cookies its responses set",
+        arguments: ["127.000.000.001", "127.1", "0x7f.0.0.1"])
+    func rewrittenURL(host: String) async throws {
+        let fixture = try await SessionFixture.make()
+        let url = try #require(URL(string: "http://\(host):\(fixture.server.port)/x/../login"))
+        let log = CompletionLog()
+        try fixture.session.dataTask(
+            with: Request(url: url, method: "POST", body: Data("user=ann".utf8)), completionHandler: log.handler
+        ).resume()
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(log.all.first?.response?.statusCode == 200, "\(String(describing: log.all.first?.error))")
+        let account = try #require(fixture.server.requests(forPath: "/account").first)
+        #expect(account.headerValue("Cookie") == "session=s3cr3t")
+        // Stored for the host and path the request really went to.
+        let stored = try #require(fixture.session.cookieStore.allCookies.first)
+        #expect(stored.domain == "127.0.0.1" && stored.path == "/")
+        #expect(fixture.session.cookieStore.cookieHeader(for: url) == "session=s3cr3t")
+        try await fixture.tearDown()
+    }
+
     @Test("a redirect back to a URL already requested, now with the cookie a hop set, is followed: a login")
     func redirectBackAfterLogin() async throws {
         let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())

@@ -151,6 +151,15 @@ struct CookieStoreTests {
         #expect(stored.map(\.name) == ["ok"])
     }
 
+    @Test("a cookie whose default path (from a long URL) or domain is over 1,024 bytes is ignored, not stored")
+    func overlongDefaultPath() {
+        let store = CookieStore()
+        let longPath = "/" + String(repeating: "p", count: 1100) + "/page"
+        let stored = store.store(setCookieFields: ["a=1", "b=2; Path=/"], from: testURL("http://h.example" + longPath))
+        #expect(stored.map(\.name) == ["b"])
+        #expect(store.allCookies.map(\.name) == ["b"])
+    }
+
     @Test("the Cookie field stays within 8,190 bytes and 150 cookies; the longest-path cookies go first")
     func cookieHeaderIsBounded() throws {
         let store = CookieStore()
@@ -374,6 +383,12 @@ struct CookieStoreTests {
             Cookie(name: "a=b", value: "x", domain: "h.example"),
             Cookie(name: "a", value: "x; b=2", domain: "h.example"),
             Cookie(name: "a", value: "x", domain: "h.example", path: "nope"),
+            // Longer than any response may set.
+            Cookie(name: "a", value: String(repeating: "x", count: 4096), domain: "h.example"),
+            Cookie(name: "a", value: "x", domain: "h.example", path: "/" + String(repeating: "p", count: 1024)),
+            // No response could set these, and the file would not give them back.
+            Cookie(name: "__Secure-a", value: "x", domain: "h.example"),
+            Cookie(name: "a", value: "x", domain: "github.io", isHostOnly: false),
         ] {
             #expect(!store.setCookie(cookie), "\(cookie.name)=\(cookie.value)")
         }
