@@ -48,8 +48,8 @@ public struct EventSourceOptions: Sendable, Equatable {
 /// does: what ``SessionManager/events(for:options:)`` returns.
 ///
 /// Iterating connects (the request with `Accept: text/event-stream`, `Cache-Control: no-cache` and
-/// `Pragma: no-cache` — what Fetch puts on the wire for `EventSource`'s "no-store" cache mode — and
-/// `Last-Event-ID` once an event set an ID) and yields each event as its blank line arrives. When the
+/// `Pragma: no-cache` — what Fetch puts on the wire for `EventSource`'s "no-store" cache mode —,
+/// `Accept-Encoding: identity`, since a streamed body is not decoded, and `Last-Event-ID` once an event set an ID) and yields each event as its blank line arrives. When the
 /// connection ends — the server closes it, or it fails with a transport error — the sequence waits the
 /// stream's `retry` time (``EventSourceOptions/defaultReconnectionTime`` until one is set; when connections
 /// fail one after another before one is accepted, from the second on at least 100 milliseconds, doubled for each
@@ -64,8 +64,8 @@ public struct EventSourceOptions: Sendable, Equatable {
 ///
 /// It ends — returns `nil` — when the server answers `204 No Content`. It throws
 /// ``HeraldError/Code/unacceptableStatusCode`` for another status than 200,
-/// ``HeraldError/Code/unacceptableContentType`` for a type other than `text/event-stream` (neither is
-/// retried), ``HeraldError/Code/cancelled`` when the iterating Swift task is cancelled,
+/// ``HeraldError/Code/unacceptableContentType`` for a type other than `text/event-stream` or a body in a
+/// content coding (`Content-Encoding: gzip`, which a streamed body is not decoded from; none is retried), ``HeraldError/Code/cancelled`` when the iterating Swift task is cancelled,
 /// ``HeraldError/Code/sessionInvalidated`` once the session is invalidated (a wait to reconnect ends when the
 /// session posts `sessionDidInvalidate`, once its tasks have ended), and the last transport error after
 /// ``EventSourceOptions/maximumConsecutiveFailures`` failed connections in a row.
@@ -194,6 +194,10 @@ final class EventSourceConnection: @unchecked Sendable {
     private var currentTask: DataTask?
     private var connections = 0
     private var failuresInARow = 0
+    /// Failed connections in a row that were never accepted: what ``EventSourceOptions/maximumConsecutiveFailures``
+    /// limits. An accepted connection that later fails (an idle timeout on a quiet stream) backs off, but is not
+    /// one of them.
+    private var refusedInARow = 0
     /// Connections in a row that ended without an event within ``shortConnection`` of their request.
     private var shortConnectionsInARow = 0
     /// When the current connection's request was made.
@@ -268,6 +272,9 @@ final class EventSourceConnection: @unchecked Sendable {
         // EventSource fetches with cache mode "no-store", which Fetch sends as these two fields.
         request.headers.replaceOrAdd(name: "Cache-Control", value: "no-cache")
         request.headers.replaceOrAdd(name: "Pragma", value: "no-cache")
+        // A streamed body is passed on as it arrives, never decoded: a compressed stream would be parsed as bytes
+        // of nothing, whatever the session's own fields ask for.
+        request.headers.replaceOrAdd(name: "Accept-Encoding", value: "identity")
         if parser.lastEventID.isEmpty {
             request.headers.remove(name: "Last-Event-ID")
         } else {
@@ -314,16 +321,29 @@ final class EventSourceConnection: @unchecked Sendable {
                 "The event stream's Content-Type is \(response.headers["Content-Type"] ?? "missing"), "
                     + "not text/event-stream.", url: response.url, statusCode: response.statusCode)
         }
+        if let coding = response.headers["Content-Encoding"],
+            !coding.trimmingCharacters(in: .whitespaces).isEmpty,
+            coding.trimmingCharacters(in: .whitespaces).lowercased() != "identity"
+        {
+            isFinished = true
+            throw HeraldError(
+                .unacceptableContentType,
+                "The event stream came in the content coding \(coding), which a stream is not decoded from; it "
+                    + "was asked for with Accept-Encoding: identity.", url: response.url,
+                statusCode: response.statusCode)
+        }
         body = ResponseBodyStream(consumer: consumer).makeAsyncIterator()
         // Accepted: the server is there. Browsers reset their backoff here too; a stream that is quiet for longer
         // than an idle timeout would otherwise back off, connection after connection, to an hour between them.
         failuresInARow = 0
+        refusedInARow = 0
         if yieldsOpen { opened = response }
     }
 
     /// The connection ended (`error` nil: the server closed the stream): reconnect after the delay, or throw
     /// an error that must not be retried.
     private func connectionEnded(error: HeraldError?) async throws(HeraldError) {
+        let wasAccepted = body != nil
         body = nil
         parser.endOfStream()
         if !connectionGaveEvent, ContinuousClock.now - connectedAt < Self.shortConnection {
@@ -343,7 +363,8 @@ final class EventSourceConnection: @unchecked Sendable {
                 throw error
             }
             failuresInARow += 1
-            if let limit = options.maximumConsecutiveFailures, failuresInARow >= limit {
+            if !wasAccepted { refusedInARow += 1 }
+            if let limit = options.maximumConsecutiveFailures, refusedInARow >= limit {
                 isFinished = true
                 throw error
             }
@@ -446,7 +467,8 @@ final class EventSourceConnection: @unchecked Sendable {
     /// Whether a failed connection is one the standard reconnects after: a network error, not a refusal.
     private static func reconnects(after error: HeraldError) -> Bool {
         switch error.code {
-        case .networkConnectionLost, .timedOut, .cannotConnect, .cannotFindHost, .badServerResponse: true
+        // A proxy that can't be reached or found is a network error as the origin's would be.
+        case .networkConnectionLost, .timedOut, .cannotConnect, .cannotFindHost, .badServerResponse, .proxy: true
         default: false
         }
     }

@@ -131,6 +131,47 @@ struct EventSourceTests {
         try await fixture.tearDown()
     }
 
+    @Test("a stream is asked for without a content coding, and one that comes in gzip ends the sequence, unparsed")
+    func contentCoding() async throws {
+        var configuration = SessionConfiguration.default
+        // Harmless for other requests, whose bodies libcurl decodes; a stream's would be parsed as gzip bytes.
+        configuration.httpAdditionalHeaders = ["Accept-Encoding": "gzip"]
+        let fixture = try await SessionFixture.make(configuration: configuration)
+        let quick = EventSourceOptions(defaultReconnectionTime: .milliseconds(10))
+        let (events, _) = try await readAll(
+            fixture.session.events(for: Request(url: fixture.server.url("/events/2")), options: quick))
+        #expect(events.count == 2)
+        #expect(fixture.server.requests(forPath: "/events/2").first?.headerValue("Accept-Encoding") == "identity")
+
+        let url = fixture.server.url("/headers?Content-Type=text%2Fevent-stream&Content-Encoding=gzip")
+        let (received, error) = try await readAll(fixture.session.events(for: Request(url: url)))
+        #expect(received.isEmpty)
+        #expect(error?.code == .unacceptableContentType)
+        #expect(fixture.server.requests(forPath: "/headers").count == 1)
+        try await fixture.tearDown()
+    }
+
+    @Test("a proxy that fails is a network error: the stream reconnects, up to its limit of failed connections")
+    func proxyFailureReconnects() async throws {
+        let server = try await TestServer.start()
+        var configuration = SessionConfiguration.default
+        // The test server as an HTTPS proxy: it answers the TLS handshake with plain HTTP, so each connection
+        // fails with `proxy`.
+        configuration.proxy = Proxy(kind: .https, host: "127.0.0.1", port: server.port)
+        let fixture = try await SessionFixture.make(configuration: configuration)
+        let reconnections = ReconnectionLog(center: fixture.center)
+        let options = EventSourceOptions(defaultReconnectionTime: .milliseconds(10), maximumConsecutiveFailures: 3)
+        let (received, error) = try await readAll(
+            fixture.session.events(for: Request(url: fixture.server.url("/events/2")), options: options))
+        #expect(received.isEmpty)
+        #expect(error?.code == .proxy, "\(String(describing: error))")
+        // Before, the first failure ended the sequence.
+        #expect(reconnections.all.count == 2)
+        #expect(reconnections.all.allSatisfy { $0.error?.code == .proxy })
+        try await fixture.tearDown()
+        try await server.shutdown()
+    }
+
     @Test("a Last-Event-ID of the caller's goes with the first connection: the stream goes on from the event after it")
     func callersLastEventID() async throws {
         let fixture = try await SessionFixture.make()
