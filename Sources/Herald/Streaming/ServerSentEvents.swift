@@ -47,12 +47,13 @@ public struct EventSourceOptions: Sendable, Equatable {
 /// Server-sent events as an asynchronous sequence, reconnecting as the WHATWG HTML standard's `EventSource`
 /// does: what ``SessionManager/events(for:options:)`` returns.
 ///
-/// Iterating connects (the request with `Accept: text/event-stream`, `Cache-Control: no-cache` and
-/// `Pragma: no-cache` — what Fetch puts on the wire for `EventSource`'s "no-store" cache mode —,
-/// `Accept-Encoding: identity`, since a streamed body is not decoded, and `Last-Event-ID` once an event set an ID) and yields each event as its blank line arrives. When the
-/// connection ends — the server closes it, or it fails with a transport error — the sequence waits the
-/// stream's `retry` time (``EventSourceOptions/defaultReconnectionTime`` until one is set; when connections
-/// fail one after another before one is accepted, from the second on at least 100 milliseconds, doubled for each
+/// Iterating connects (the request with `Accept: text/event-stream`; `Cache-Control: no-cache` and
+/// `Pragma: no-cache`, what Fetch puts on the wire for `EventSource`'s "no-store" cache mode;
+/// `Accept-Encoding: identity`, since a streamed body is not decoded; and `Last-Event-ID` once an event set an
+/// ID) and yields each event as its blank line arrives. When the connection ends — the server closes it, or it
+/// fails with a transport error — the sequence waits the stream's `retry` time
+/// (``EventSourceOptions/defaultReconnectionTime`` until one is set; when connections fail one after another
+/// before one is accepted, from the second on at least 100 milliseconds, doubled for each
 /// further failure, as the standard allows, up to ``EventSourceOptions/maximumReconnectionTime``; when they end
 /// one after another within a second of their request without an event — a server that closes an empty stream
 /// at once, whatever its `retry` — the same, but never longer than the stream's `retry` or
@@ -65,7 +66,8 @@ public struct EventSourceOptions: Sendable, Equatable {
 /// It ends — returns `nil` — when the server answers `204 No Content`. It throws
 /// ``HeraldError/Code/unacceptableStatusCode`` for another status than 200,
 /// ``HeraldError/Code/unacceptableContentType`` for a type other than `text/event-stream` or a body in a
-/// content coding (`Content-Encoding: gzip`, which a streamed body is not decoded from; none is retried), ``HeraldError/Code/cancelled`` when the iterating Swift task is cancelled,
+/// content coding (`Content-Encoding: gzip`, which a streamed body is not decoded from; none is retried),
+/// ``HeraldError/Code/cancelled`` when the iterating Swift task is cancelled,
 /// ``HeraldError/Code/sessionInvalidated`` once the session is invalidated (a wait to reconnect ends when the
 /// session posts `sessionDidInvalidate`, once its tasks have ended), and the last transport error after
 /// ``EventSourceOptions/maximumConsecutiveFailures`` failed connections in a row.
