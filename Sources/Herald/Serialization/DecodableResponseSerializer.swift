@@ -58,7 +58,13 @@ public struct DecodableResponseSerializer<T: Decodable & Sendable>: ResponseSeri
         {
             // Herald's parser, linear in the body. `JSONDecoder` finds a `JSONValue`'s kind by trying each in
             // turn, and each miss costs it the square of the depth: a crafted body would take minutes.
-            if let value = try JSONBody.parse(data, response: response) as? T { return value }
+            let value = try JSONBody.parse(data, response: response)
+            // A JSON `null` for an optional output is `nil`, as `JSONDecoder` decodes it (below, at no cost for
+            // four bytes), not `JSONValue.null` wrapped in an optional.
+            if case .null = value, T.self == JSONValue?.self {
+            } else if let value = value as? T {
+                return value
+            }
         }
         return try JSONBody.decode(T.self, from: data, with: decoder, response: response)
     }

@@ -35,7 +35,7 @@ struct JSONParser: ~Copyable {
 
     /// Parses one JSON text (a leading UTF-8 byte-order mark is skipped; surrounding whitespace is allowed).
     /// A repeated member name keeps its last value, as `JSONSerialization` does; with `keepsFirstDuplicate`, its
-    /// first, as `JSONDecoder` does.
+    /// first, as `JSONDecoder` does. Names equal only under Unicode canonical equivalence are an error.
     static func parse(_ data: Data, keepsFirstDuplicate: Bool = false) throws(JSONParseError) -> JSONValue {
         let result: Result<JSONValue, JSONParseError> = data.withUnsafeBytes { raw in
             var parser = JSONParser(bytes: raw.bindMemory(to: UInt8.self), keepsFirstDuplicate: keepsFirstDuplicate)
@@ -84,7 +84,16 @@ struct JSONParser: ~Copyable {
             skipWhitespace()
             guard consume(UInt8(ascii: ":")) else { throw failure("expected ':'") }
             let value = try parseValue()
-            if !keepsFirstDuplicate || members[key] == nil { members[key] = value }
+            if let existing = members.index(forKey: key) {
+                // Swift compares strings by canonical equivalence: "\u00e9" and "e\u0301" are one key to a
+                // dictionary, but two names to the server. Keeping one would silently drop the other's value.
+                guard members[existing].key.utf8.elementsEqual(key.utf8) else {
+                    throw failure("two member names that differ only in Unicode normalization (\(key))")
+                }
+                if !keepsFirstDuplicate { members[key] = value }
+            } else {
+                members[key] = value
+            }
             skipWhitespace()
             if consume(UInt8(ascii: ",")) { continue }
             if consume(UInt8(ascii: "}")) { break }

@@ -25,7 +25,10 @@ public struct JSONResponseSerializer: ResponseSerializer {
     ///
     /// The body must be UTF-8 (RFC 8259 §8.1; a leading byte-order mark is skipped). Top-level scalars
     /// (`"text"`, `42`, `true`, `null`) are accepted, as RFC 8259 allows. A repeated member name keeps its
-    /// last value. Nesting deeper than 512 levels is rejected rather than risking the stack.
+    /// last value. Two member names that differ only in Unicode normalization (`"\u00e9"` and `"e\u0301"`, one
+    /// key to a Swift dictionary) are rejected, as one would otherwise be lost. A `\u` escape of an unpaired
+    /// surrogate is rejected, as `JSONDecoder` rejects it. Nesting deeper than 512 levels is rejected rather
+    /// than risking the stack.
     ///
     /// - Parameters:
     ///   - response: The response head.

@@ -46,6 +46,24 @@ struct JSONParserTests {
         #expect(throws: JSONParseError.self) { try JSONParser.parse(Data(text.utf8)) }
     }
 
+    @Test("member names equal only under Unicode normalization are an error, not one silently lost")
+    func canonicallyEquivalentNames() throws {
+        let error = try #require(throws: JSONParseError.self) {
+            try JSONParser.parse(Data(#"{"\u00e9":1,"e\u0301":2}"#.utf8))
+        }
+        #expect(error.reason.contains("normalization"))
+        // The same bytes twice are a repeated name, as before: the last value.
+        #expect(try JSONParser.parse(Data(#"{"\u00e9":1,"\u00e9":2}"#.utf8)) == ["é": 2])
+    }
+
+    @Test("a JSON null decoded as an optional JSONValue is nil, as an empty body is")
+    func nullAsOptional() throws {
+        let response = makeResponse(contentType: "application/json")
+        let serializer = DecodableResponseSerializer(JSONValue?.self)
+        #expect(try serializer.serialize(response: response, data: Data("null".utf8)) == JSONValue?.none)
+        #expect(try serializer.serialize(response: response, data: Data("[null]".utf8)) == [nil])
+    }
+
     @Test("invalid UTF-8 inside a string is rejected")
     func invalidUTF8() throws {
         #expect(throws: JSONParseError.self) { try JSONParser.parse(Data([0x22, 0xC3, 0x28, 0x22])) }
