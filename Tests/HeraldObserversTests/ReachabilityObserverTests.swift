@@ -99,6 +99,24 @@ struct ReachabilityObserverTests {
         #expect(indicator.state == .active)
     }
 
+    @Test("a wait announced after the task was paused (its attempt failed as it was paused) goes on once resumed")
+    func activityIndicatorWaitAnnouncedWhilePaused() {
+        let clock = ManualScheduler()
+        let indicator = NetworkActivityIndicator(activationDelay: 1, completionDelay: 0.17, scheduler: clock)
+        indicator.taskDidResume(Payloads.resume(task: 1))
+        indicator.taskDidSuspend(Payloads.suspend(task: 1))
+        indicator.taskIsWaitingForConnectivity(Payloads.waiting(task: 1))
+        indicator.taskDidResume(Payloads.resume(task: 1))
+        // Before, the wait was dropped and the resumed task showed as activity for as long as it waited.
+        #expect(indicator.waitingTaskCount == 1 && indicator.runningTaskCount == 1)
+        clock.advance(by: 1)
+        #expect(indicator.state == .notActive)
+        indicator.taskDidEndWaitingForConnectivity(Payloads.waitEnded(task: 1))
+        clock.advance(by: 1)
+        #expect(indicator.state == .active)
+        indicator.taskDidComplete(Payloads.complete(task: 1))
+    }
+
     @Test("a task paused and resumed while it waits for a network still waits; a network back meanwhile ends it")
     func activityIndicatorPausedWait() {
         let clock = ManualScheduler()

@@ -236,5 +236,18 @@ struct TracingObserverTests {
         let late = try #require(tracer.finishedSpans.last)
         #expect(nanoseconds(late.endInstant) >= nanoseconds(late.startInstant))
         #expect(abs(nanoseconds(late.endInstant) - 1_800_000_002_000_000_000) < 1_000)
+
+        // Cancelled during a retry's delay: the last transfer is the failed attempt, and the span covers the wait
+        // up to the cancellation. Before, it ended with the failed attempt, before its own retry.
+        observer.taskDidResume(Payloads.resume(task: 4, request: task.summary, date: resumed))
+        observer.taskWillRetry(
+            Payloads.retry(task: 4, request: task.summary, delay: 2, date: resumed.addingTimeInterval(0.8)))
+        observer.taskDidComplete(
+            Payloads.complete(
+                task: 4, request: task.summary, response: Payloads.response(503, url: task.originalRequest.url),
+                error: HeraldError(.cancelled, "Cancelled.", url: task.originalRequest.url), metrics: metrics,
+                date: resumed.addingTimeInterval(1.5)))
+        let cancelled = try #require(tracer.finishedSpans.last)
+        #expect(abs(nanoseconds(cancelled.endInstant) - 1_800_000_001_500_000_000) < 1_000)
     }
 }

@@ -381,16 +381,19 @@ public final class DiskResponseCache: ResponseCache {
     /// statement failed.
     private func evict(in database: Database) -> [String]? {
         var files: [String] = []
-        while true {
-            // A size that can't be read fails the eviction (and so the store): taken for 0 it would let the
-            // entries grow past the capacity.
-            guard let total = database.totalSize() else { return nil }
-            guard total > capacity, let victim = database.leastRecentlyUsed() else { break }
+        // The total once, less each victim's size: summing the table again for each victim would cost a scan of
+        // every row per entry evicted, seconds for a large body stored into a cache full of small ones. A size
+        // that can't be read fails the eviction (and so the store): taken for 0 it would let the entries grow
+        // past the capacity.
+        guard var total = database.totalSize() else { return nil }
+        while total > capacity {
+            guard let victim = database.leastRecentlyUsed() else { break }
             // By row: a key or file the index holds in another type (edited by hand, a blob) would not match
             // a delete by value, and the same row would be the victim forever. A delete that removes nothing
             // fails the eviction rather than loop.
             guard database.delete(row: victim.row), database.changes > 0 else { return nil }
             files.append(victim.file)
+            total -= victim.size
         }
         return files
     }
@@ -762,10 +765,14 @@ private final class Database: @unchecked Sendable {
         return total
     }
 
-    func leastRecentlyUsed() -> (row: Int, file: String)? {
-        var victim: (row: Int, file: String)?
-        run("SELECT rowid, file FROM entries ORDER BY last_use LIMIT 1") { statement in
-            victim = (Int(sqlite3_column_int64(statement, 0)), Self.text(statement, 1))
+    /// The least recently used entry's row, body file and size (as `totalSize()` counts it).
+    func leastRecentlyUsed() -> (row: Int, file: String, size: Int)? {
+        var victim: (row: Int, file: String, size: Int)?
+        run("SELECT rowid, file, IFNULL(size, 0) FROM entries ORDER BY last_use LIMIT 1") { statement in
+            victim = (
+                Int(sqlite3_column_int64(statement, 0)), Self.text(statement, 1),
+                Int(sqlite3_column_int64(statement, 2))
+            )
         }
         return victim
     }

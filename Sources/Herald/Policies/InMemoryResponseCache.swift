@@ -61,11 +61,16 @@ public final class InMemoryResponseCache: ResponseCache {
             defer { entryCount.store(state.entries.count, ordering: .releasing) }
             if let old = state.entries.removeValue(forKey: key) { state.totalCost -= old.cost }
             guard cost <= capacity else { return }
-            while state.totalCost + cost > capacity,
-                let victim = state.entries.min(by: { $0.value.lastUse < $1.value.lastUse })
-            {
-                state.entries[victim.key] = nil
-                state.totalCost -= victim.value.cost
+            if state.totalCost + cost > capacity {
+                // One sort for all the victims: a search of every entry per victim would cost the square of the
+                // entry count when a large response displaces many small ones, under the lock every lookup takes.
+                let byUse = state.entries.map { (key: $0.key, lastUse: $0.value.lastUse, cost: $0.value.cost) }
+                    .sorted { $0.lastUse < $1.lastUse }
+                for victim in byUse {
+                    guard state.totalCost + cost > capacity else { break }
+                    state.entries[victim.key] = nil
+                    state.totalCost -= victim.cost
+                }
             }
             state.clock += 1
             state.entries[key] = Entry(response: cachedResponse, cost: cost, lastUse: state.clock)

@@ -245,13 +245,15 @@ enum ResponseCachePolicy {
     }
 
     /// Whether a `304` answering a revalidation confirms `stored` (RFC 9111 §4.3.4): its `ETag`, when it has one,
-    /// names the stored one (strongly compared when the `304`'s is strong, weakly when weak); without an `ETag`
+    /// names the stored one (strongly compared when both are strong, weakly when either is weak: a server that
+    /// weakens the tag of a body it compresses, as nginx does, answers the weak tag it was sent with a `304`
+    /// carrying the strong one, and that `304` is for the stored response); without an `ETag`
     /// its `Last-Modified`, when both have one, is the stored one. A `304` without validators, or with an `ETag`
     /// where the stored response has none, confirms it (one response is stored per request).
     static func confirms(_ notModified: HTTPResponse, stored: HTTPResponse) -> Bool {
         if let tag = notModified.headers["ETag"] {
             guard let storedTag = stored.headers["ETag"] else { return true }
-            return tag.hasPrefix("W/") ? weakMatch(tag, storedTag) : tag == storedTag
+            return tag.hasPrefix("W/") || storedTag.hasPrefix("W/") ? weakMatch(tag, storedTag) : tag == storedTag
         }
         guard let modified = notModified.headers["Last-Modified"],
             let storedModified = stored.headers["Last-Modified"]

@@ -73,9 +73,16 @@ struct ActivityStateMachine {
         return reevaluate()
     }
 
-    /// A running task found no network and waits for one. A task that is not running is not added.
+    /// A task found no network and waits for one: a running task stops counting as activity; a paused one does
+    /// not count when it is resumed, until the wait ends.
     mutating func taskWaiting(_ key: TaskKey) -> Action {
-        guard running.contains(key), waiting.insert(key).inserted else { return Action() }
+        guard running.contains(key) else {
+            // Paused as its attempt failed: the wait, announced after the pause, goes on while it is paused, as
+            // one announced before it does. Its resume must not count it as activity.
+            pausedWhileWaiting.insert(key)
+            return Action()
+        }
+        guard waiting.insert(key).inserted else { return Action() }
         return reevaluate()
     }
 

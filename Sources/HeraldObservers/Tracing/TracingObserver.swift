@@ -75,8 +75,9 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
         var spans: [TaskKey: T.Span] = [:]
         /// Spans started by ``startSpan(for:)`` whose task has not resumed yet, by ``PendingSpanKey`` value.
         var pending: [UInt64: T.Span] = [:]
-        /// The resends of tasks seen retrying: the last retry's attempt less one.
-        var retries: [TaskKey: Int] = [:]
+        /// The resends of tasks seen retrying (the last retry's attempt less one), and when the last retry was
+        /// announced.
+        var retries: [TaskKey: (resends: Int, at: Date)] = [:]
         /// When the spans this observer started at a task's resume began: a span ends no earlier.
         var starts: [TaskKey: Date] = [:]
     }
@@ -282,7 +283,7 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
         let key = TaskKey(retry)
         guard
             let span = state.withLock({ state -> T.Span? in
-                state.retries[key] = max(state.retries[key] ?? 0, retry.attempt - 1)
+                state.retries[key] = (max(state.retries[key]?.resends ?? 0, retry.attempt - 1), retry.date)
                 return state.spans[key]
             })
         else { return }
@@ -337,7 +338,7 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
         // A task cancelled before it resumed has no span, unless startSpan(for:) started one for its request.
         let (open, retries, startedAt) = state.withLock { state in
             (
-                state.spans.removeValue(forKey: key), state.retries.removeValue(forKey: key) ?? 0,
+                state.spans.removeValue(forKey: key), state.retries.removeValue(forKey: key),
                 state.starts.removeValue(forKey: key)
             )
         }
@@ -362,7 +363,7 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
         // and retries, of every attempt) when the task says, else what this observer saw and the last attempt's
         // redirects.
         let transfers = (notification.object as? SessionTask)?.hopMetrics.count ?? 0
-        let resends = max(transfers - 1, retries + (metrics?.redirectCount ?? 0))
+        let resends = max(transfers - 1, (retries?.resends ?? 0) + (metrics?.redirectCount ?? 0))
         if resends > 0 { span.attributes["http.request.resend_count"] = resends }
         if let errorType = HTTPAttributeValue.errorType(error: completion.error, response: completion.response) {
             span.attributes["error.type"] = errorType
@@ -385,7 +386,12 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
         // ran, and by then the caller's own span (a server's request) may have ended.
         // Never before the span's start: an observer registered while the task ran first sees it resume (after
         // a suspension) later than its transfer ended.
-        let ended = metrics.map { $0.startDate.addingTimeInterval($0.total) } ?? completion.date
+        var ended = metrics.map { $0.startDate.addingTimeInterval($0.total) } ?? completion.date
+        if let retriedAt = retries?.at, retriedAt > ended {
+            // The last transfer is the failed attempt a retry followed, and the task ended during the retry's
+            // delay (cancelled, out of time): the span covers the wait, and never ends before its own retry event.
+            ended = max(completion.date, retriedAt)
+        }
         span.end(at: Self.instant(max(ended, startedAt ?? ended)))
     }
 

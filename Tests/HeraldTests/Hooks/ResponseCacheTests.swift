@@ -314,6 +314,24 @@ struct ResponseCacheTests {
         try await fixture.tearDown()
     }
 
+    @Test("a 304 with the strong form of a stored weak ETag (nginx's answer for a body it compressed) confirms it")
+    func strongTagConfirmsWeakEntry() async throws {
+        let (fixture, cache) = try await Self.fixture()
+        let request = Request(url: fixture.server.url("/headers/not-modified?Cache-Control=max-age%3D60&ETag=%22v1%22"))
+        let old = CachedResponse(
+            response: HTTPResponse(
+                url: request.url, statusCode: 200, headers: ["Cache-Control": "max-age=60", "ETag": "W/\"v1\""]),
+            data: Data("cached".utf8), storageDate: Date(timeIntervalSinceNow: -120))
+        cache.storeCachedResponse(old, for: request)
+        let revalidated = try await Self.run(fixture, request, completions: 1)
+        // Before, the 304 was taken for another representation's, and the request went again without validators.
+        #expect(fixture.server.requestCount == 1)
+        #expect(fixture.server.requests.first?.responseStatus == 304)
+        #expect(revalidated.call.error == nil)
+        #expect(revalidated.call.object as? Data == Data("cached".utf8))
+        try await fixture.tearDown()
+    }
+
     @Test("a 304 to the caller's own If-None-Match freshens the stale entry it confirms, rather than removing it")
     func callersConditionalFreshensEntry() async throws {
         let (fixture, cache) = try await Self.fixture()
