@@ -59,7 +59,14 @@ package struct TransferRequest: Sendable {
             // Most 401s are the task's result (no credential), and hooks must see those.
             return answersChallenges && Self.offersBasicOrDigest(headers)
         }
-        return followsRedirects && ResponseHead.isRedirect(status: status) && headers["Location"] != nil
+        return followsRedirects && ResponseHead.isRedirect(status: status) && Self.hasLocation(headers["Location"])
+    }
+
+    /// Whether a redirect's `Location` value names somewhere to go: present and not blank. A 3xx with an empty
+    /// `Location` (a misconfigured server) is the task's response, as libcurl and URLSession take it.
+    package static func hasLocation(_ value: String?) -> Bool {
+        guard let value else { return false }
+        return value.contains { $0 != " " && $0 != "\t" }
     }
 
     /// Whether a `WWW-Authenticate` field names the Basic or Digest scheme: a scheme token starts the value or

@@ -38,12 +38,21 @@ public final class CredentialStore: Sendable {
     /// the path can make a redirect lead to (and a Basic credential goes out in clear). Name the scheme for any
     /// other port whose service is HTTPS only.
     /// - Parameters:
-    ///   - credential: The credential, or `nil` to remove the one stored.
+    ///   - credential: The credential, or `nil` to remove the one stored. Removing without a `urlScheme` removes
+    ///     what is stored for the host and port over any scheme, so that a logout that doesn't name the scheme
+    ///     leaves nothing behind.
     ///   - host: The host name or address (any case).
     ///   - port: The port.
     ///   - urlScheme: `"https"` or `"http"`; default by the port, as above.
     public func setCredential(_ credential: Credential?, forHost host: String, port: Int, urlScheme: String? = nil) {
-        let key = HostKey(host: host.lowercased(), port: port, urlScheme: Self.scheme(urlScheme, port: port))
+        let host = host.lowercased()
+        guard credential != nil || urlScheme != nil else {
+            storage.withLock { storage in
+                storage.byHost = storage.byHost.filter { $0.key.host != host || $0.key.port != port }
+            }
+            return
+        }
+        let key = HostKey(host: host, port: port, urlScheme: Self.scheme(urlScheme, port: port))
         storage.withLock { $0.byHost[key] = credential }
     }
 

@@ -68,7 +68,7 @@ extension SessionTask {
     /// or a stored credential can), or none.
     func nextHop(after response: HTTPResponse) -> NextHop? {
         if RedirectRules.isRedirect(response.statusCode), session.configuration.followsRedirects,
-            response.headers["Location"] != nil
+            TransferRequest.hasLocation(response.headers["Location"])
         {
             return .redirect
         }
@@ -175,6 +175,9 @@ extension SessionTask {
             next.url = chosen.url
             next.method = chosen.method
             next.headers = chosen.headers.engineFields
+            if chosen.timeoutInterval != proposed.timeoutInterval {
+                next.requestTimeout = chosen.timeoutInterval ?? configuration.timeoutIntervalForRequest
+            }
             if dropsBody {
                 for name in RedirectRules.bodyHeaders { next.headers.remove(name: name) }
             }

@@ -51,6 +51,14 @@ struct AuthenticationTests {
         // Removed for the scheme it was stored for.
         store.setCredential(nil, forHost: "h.example", port: 443)
         #expect(store.credential(for: space("https", 443)) == nil)
+        // Removed without naming a scheme: whatever the host and port had, over any scheme. Before, the one
+        // stored for https stayed and went on answering.
+        store.setCredential(nil, forHost: "H.example", port: 8443)
+        #expect(store.credential(for: space("https", 8443)) == nil)
+        // Named, only that scheme's goes.
+        store.setCredential(credential, forHost: "h.example", port: 8443, urlScheme: "https")
+        store.setCredential(nil, forHost: "h.example", port: 8443, urlScheme: "http")
+        #expect(store.credential(for: space("https", 8443)) == credential)
     }
 
     @Test("offered Digest and Basic, with a credential stored for the Basic space only: Basic answers")

@@ -16,6 +16,34 @@ struct RedirectTests {
         return server.url("/redirect-to?url=\(encoded)&status=\(status)")
     }
 
+    @Test("a 3xx whose Location is blank is the task's response, as libcurl and URLSession take it, not a failure")
+    func blankLocation() async throws {
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        let (_, response) = try await fixture.session.data(
+            for: Request(url: fixture.server.url("/redirect-to?url=%20&status=302")))
+        // Before, the task failed with badServerResponse ("The redirect's Location is not a URL").
+        #expect(response.statusCode == 302)
+        #expect(fixture.server.requestCount == 1)
+        try await fixture.tearDown()
+    }
+
+    @Test("a redirection hook's timeoutInterval is the hop's: a stalled target times out")
+    func hookTimeout() async throws {
+        let fixture = try await SessionFixture.make()
+        fixture.session.taskWillPerformHTTPRedirection = { _, _, proposed in
+            var shorter = proposed
+            shorter.timeoutInterval = 0.5
+            return shorter
+        }
+        let error = await #expect(throws: HeraldError.self) {
+            _ = try await fixture.session.data(
+                for: Request(url: Self.redirect(to: "/delay/5000", status: 302, on: fixture.server)))
+        }
+        // Before, the hop kept the session's 60 s timeout and the delay's answer came after 5 s.
+        #expect(error?.code == .timedOut, "\(String(describing: error))")
+        try await fixture.tearDown()
+    }
+
     @Test("301/302 turn POST into GET without a body, 303 turns PUT into GET, 307/308 keep method and body")
     func methodRewrite() async throws {
         let fixture = try await SessionFixture.make()
