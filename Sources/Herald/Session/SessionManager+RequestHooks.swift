@@ -10,12 +10,12 @@ extension SessionManager {
     /// rewritten by the rules: `POST` → `GET` without body on 301/302, everything but `HEAD` → `GET` on 303,
     /// method and body kept on 307/308 (a `GET`'s body too, which 301, 302 and 303 drop), `Location` resolved
     /// against the current URL, and `Authorization`, `Cookie`, `Proxy-Authorization` and a `Host` of yours
-    /// removed when the scheme, host or port changes. Return it
-    /// unchanged to follow, a modified request to send that instead (it is validated like a new request; its URL,
-    /// method, headers, body and `timeoutInterval` are what the hop sends with, its `serviceContext` is not used:
-    /// the task's trace goes on), or `nil` to complete the task with the 3xx response itself (its body is the task's body). A request the
-    /// hook sends to another origin than the redirecting one loses those fields as it was shown them,
-    /// whatever else the hook changed; a value the hook set or changed for one of them goes along.
+    /// removed when the scheme, host or port changes. Return it unchanged to follow, a modified request to send
+    /// that instead (it is validated like a new request; its URL, method, headers, body and `timeoutInterval` are
+    /// what the hop sends with, its `serviceContext` is not used: the task's trace goes on), or `nil` to complete
+    /// the task with the 3xx response itself (its body is the task's body). A request the hook sends to another
+    /// origin than the redirecting one loses those fields as it was shown them, whatever else the hook changed; a
+    /// value the hook set or changed for one of them goes along.
     ///
     /// Runs on the task's hook queue — never the engine's loop thread, never ``completionQueue`` — one hop
     /// at a time per task, before that hop's request is sent. The hop limit, a disallowed scheme and an
