@@ -47,6 +47,9 @@ final class FileBodySink: BodySink {
     private let validator: String?
     /// Whether a `416` said the file is already the whole representation: the body that follows is dropped.
     private var isAlreadyComplete = false
+    /// Whether the file holds a range of the representation that starts elsewhere than at its first byte (a `206`
+    /// to a request that asked for the whole, or for a range of the caller's): its byte count is no prefix.
+    private var holdsPartFromElsewhere = false
 
     /// Closes a descriptor, as `close(2)` does; replaced only by tests, to see a failed close.
     private let closeFile: (Int32) -> Int32
@@ -67,6 +70,7 @@ final class FileBodySink: BodySink {
     func begin(response: ResponseHead, declaredLength: Int64?) -> Result<Int64, TransferError> {
         didBegin = true
         rangeEnd = nil
+        holdsPartFromElsewhere = false
         if response.statusCode == 206, let refusal = Self.lengthDisagreesWithRange(response) {
             // Nothing of it reaches the file, which stays as it was.
             didBegin = false
@@ -106,6 +110,8 @@ final class FileBodySink: BodySink {
                 return .failure(refusal)
             }
             guard cut(to: resumeOffset) else {
+                // The file is as it was: no body of this answer's reached it.
+                didBegin = false
                 return .failure(FileIOError.make("Cannot truncate the partial download file", url: url))
             }
             position = resumeOffset
@@ -126,6 +132,8 @@ final class FileBodySink: BodySink {
             }
             // Bytes past the length (written to the file since the resume data was made) are not the file's.
             guard cut(to: resumeOffset) else {
+                // The file is as it was: no body of this answer's reached it.
+                didBegin = false
                 return .failure(FileIOError.make("Cannot truncate the partial download file", url: url))
             }
             isAlreadyComplete = true
@@ -143,6 +151,8 @@ final class FileBodySink: BodySink {
         // A whole representation (the server ignored the range, or the resource changed and If-Range
         // made it send all of it): restart the file from zero, never splice two versions.
         guard cut(to: 0) else {
+            // The file is as it was, its old bytes included: resume data must not take them for this answer's.
+            didBegin = false
             return .failure(FileIOError.make("Cannot truncate the download file", url: url))
         }
         position = 0
@@ -150,6 +160,7 @@ final class FileBodySink: BodySink {
         if response.statusCode == 206, let range = ContentRange.parse(response.headers["Content-Range"]) {
             // The part the caller's own `Range` asked for, at the file's start.
             rangeEnd = range.end - range.start + 1
+            holdsPartFromElsewhere = range.start != 0
         }
         return .success(0)
     }
@@ -275,7 +286,8 @@ final class FileBodySink: BodySink {
 
     var file: DownloadedFile? {
         DownloadedFile(
-            url: url, byteCount: position, receivedBody: didBegin, wasAlreadyComplete: isAlreadyComplete)
+            url: url, byteCount: position, receivedBody: didBegin, wasAlreadyComplete: isAlreadyComplete,
+            holdsPartFromElsewhere: holdsPartFromElsewhere)
     }
 
     /// Closes the file, once; why the close failed, if it did. The descriptor is released either way (Linux

@@ -37,6 +37,10 @@ package struct DownloadedFile: Sendable {
     /// Whether the body reached the file decoded (a data task that became a download after libcurl began decoding
     /// its `Content-Encoding`): ``byteCount`` then counts decoded bytes, not bytes of the representation as sent.
     package var holdsDecodedBody = false
+    /// Whether the file holds a range that doesn't start at the representation's first byte (a server's `206`
+    /// starting elsewhere): ``byteCount`` then counts bytes of that range, which no request for the rest
+    /// continues.
+    package var holdsPartFromElsewhere = false
 }
 
 /// Where curl's write callback puts response bytes. Loop thread only.

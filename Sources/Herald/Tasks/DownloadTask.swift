@@ -452,8 +452,10 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
         if let file = outcome.file, file.receivedBody, !file.wasAlreadyComplete {
             // Decoded bytes (a data task that became a download after its body's decoding began) are no prefix of
             // the representation a range request continues: the next attempt starts again.
+            // Nor are the bytes of a range starting elsewhere than at the representation's first byte, which a
+            // server sent unasked: the rest asked for from their count would be spliced onto them.
             guard let response = outcome.response, response.statusCode == 200 || response.statusCode == 206,
-                !file.holdsDecodedBody
+                !file.holdsDecodedBody, !file.holdsPartFromElsewhere
             else { return nil }
             // Continued where the bytes came from, after any redirect: asked again, the redirecting URL would
             // answer a range request with its redirect, which is no range of the file. Credential fields don't

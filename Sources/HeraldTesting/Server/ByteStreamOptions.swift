@@ -41,6 +41,9 @@ struct ByteStreamOptions: Sendable, Equatable {
     var partialBodyLength: Int?
     /// Whether a `206` leaves out `ETag` and `Last-Modified` (a `200` still carries them).
     var omitsPartialValidators: Bool
+    /// The first byte of a `206` answered to a request without `Range`, up to the end (a broken cache or proxy
+    /// sending part of the representation unasked); `nil`, a `200` as usual. Query `unaskedRangeStart`.
+    var unaskedRangeStart: Int? = nil
 
     init(
         count: Int, isChunked: Bool = false, chunkSize: Int = 64 << 10, delayMilliseconds: Int = 0,
@@ -89,6 +92,9 @@ struct ByteStreamOptions: Sendable, Equatable {
                 ? nil : try query.integer("partialBody", default: 0, in: 0...Self.maximumCount),
             omitsPartialValidators: query.flag("bareRanges")
         )
+        unaskedRangeStart =
+            query.value("unaskedRangeStart") == nil
+            ? nil : try query.integer("unaskedRangeStart", default: 0, in: 0...Self.maximumCount)
     }
 
     /// The strong validator of the representation; it depends only on the size because the content does.

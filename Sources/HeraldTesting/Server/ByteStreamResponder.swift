@@ -169,6 +169,9 @@ final class ByteStreamResponder: StreamingResponder {
         if let validator = headers["if-range"].first, validator != entityTag, validator != lastModified {
             return .full
         }
+        if headers["range"].isEmpty, let start = options.unaskedRangeStart, start < options.count {
+            return .partial(start..<options.count)
+        }
         return ByteRange(header: headers["range"].first, count: options.count)
     }
 

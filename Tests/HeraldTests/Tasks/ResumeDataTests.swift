@@ -236,6 +236,27 @@ struct ResumeDataTests {
         try await fixture.tearDown()
     }
 
+    @Test("a 206 the server sent unasked, starting past byte 0, gives no resume data: continuing would splice")
+    func unaskedRangeIsNotResumed() async throws {
+        let fixture = try await SessionFixture.make()
+        let size = 2 * 1024 * 1024
+        let resumeData = OneShot<Data?>()
+        let cancel = ActionAtProgress<DownloadTask>(atLeast: 128 * 1024) {
+            $0.cancel(byProducingResumeData: { resumeData.send($0) })
+        }
+        // No Range asked for; the server answers bytes from the middle to the end, with a strong ETag.
+        let request = Request(
+            url: fixture.server.url("/bytes/\(size)?chunkSize=16384&delayMs=20&unaskedRangeStart=\(size / 2)"))
+        let task = try fixture.session.downloadTask(with: request, progress: cancel.handler)
+        cancel.attach(task)
+        task.resume()
+        // Before, the resume data asked for the rest from the file's byte count, spliced onto the middle.
+        #expect(try await resumeData.value() == nil)
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(fixture.server.requests(forPath: "/bytes/\(size)").first?.responseStatus == 206)
+        try await fixture.tearDown()
+    }
+
     @Test("a download behind a redirect counts only its file's bytes: the redirect's body is no progress")
     func redirectBodyIsNoProgress() async throws {
         let fixture = try await SessionFixture.make()
