@@ -5,7 +5,9 @@
 /// ``cancel()`` had been called.
 ///
 /// The token owns the handler: the hub keeps no reference to a removed observer, so the handler and
-/// everything it captures are released with the last reference to the token.
+/// everything it captures are released with the last reference to the token — not when it is cancelled. A
+/// handler that captures the object holding its own token (a one-shot observer that cancels itself, a plug-in
+/// that keeps its registration) forms a cycle: drop the token after cancelling it (`token = nil`).
 ///
 /// Tokens are compared by identity.
 public final class ObservationToken: Sendable, Hashable {

@@ -81,7 +81,9 @@ extension NotificationHub {
     /// task's `taskDidResume` is never delivered after its `taskDidComplete`.
     ///
     /// - Parameters:
-    ///   - observer: The plug-in. It is held strongly until the token is cancelled or released.
+    ///   - observer: The plug-in. It is held strongly until the token is released: cancelling stops the calls,
+    ///     and releasing the token lets the plug-in go. A plug-in that keeps its own token must drop it after
+    ///     cancelling (`token?.cancel(); token = nil`), or the two keep each other alive.
     ///   - delivery: `.posting` (on the session's event queue, synchronously) or `.queue`.
     /// - Returns: A token; cancel or release it to stop observing. With `.queue`, cancelling waits for a method
     ///   that is running on another thread, as `ObservationToken.cancel()` does for any

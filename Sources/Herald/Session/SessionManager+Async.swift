@@ -184,13 +184,7 @@ extension SessionManager {
     ) async throws(HeraldError) -> (Data, HTTPResponse) {
         let answersAwaitingCaller = Self.callerResumesOnGlobalExecutor
         return try await performAsync { answer throws(HeraldError) in
-            var status = stat()
-            guard fileURL.isFileURL, stat(fileURL.path, &status) == 0 else {
-                throw HeraldError.fileFailure("Cannot read the upload file", url: fileURL)
-            }
-            guard (status.st_mode & S_IFMT) == S_IFREG, access(fileURL.path, R_OK) == 0 else {
-                throw HeraldError(.fileIO, "The upload file \(fileURL.path) is not a readable regular file.")
-            }
+            try Self.checkUploadFile(fileURL)
             return try makeUploadTask(
                 with: request, body: .file(fileURL), progress: progress,
                 completionHandler: Self.rawBodyHandler(answer), bodyHandling: .raw,

@@ -45,7 +45,9 @@ extension SessionManager {
     /// read of one of its tasks (a task's hook queue) — waiting could only end in the timeout,
     /// because `sessionDidInvalidate` can't be delivered until the caller returns. There it invalidates,
     /// doesn't wait, and returns `false`. A completion queue you passed in is yours and is not checked:
-    /// if it is serial, don't block it with this call from a completion handler (use the `async` form).
+    /// if it is serial, don't block it with this call from a completion handler (use the `async` form). Nor
+    /// is a queue you gave an observer (`.queue(q)`, `.queue(.main)` included): called on it, the wait ends in
+    /// the timeout, as that observer's `sessionDidInvalidate` waits for the caller to return.
     ///
     /// - Parameters:
     ///   - cancelingTasks: `false` (the default) lets outstanding tasks finish; `true` cancels them first.

@@ -52,13 +52,7 @@ extension SessionManager {
         progress: (@Sendable (TransferProgress) -> Void)? = nil,
         completionHandler: TaskCompletionHandler? = nil
     ) throws(HeraldError) -> UploadTask {
-        var status = stat()
-        guard fileURL.isFileURL, stat(fileURL.path, &status) == 0 else {
-            throw HeraldError.fileFailure("Cannot read the upload file", url: fileURL)
-        }
-        guard (status.st_mode & S_IFMT) == S_IFREG, access(fileURL.path, R_OK) == 0 else {
-            throw HeraldError(.fileIO, "The upload file \(fileURL.path) is not a readable regular file.")
-        }
+        try Self.checkUploadFile(fileURL)
         return try makeUploadTask(
             with: request, body: .file(fileURL), progress: progress, completionHandler: completionHandler)
     }
@@ -292,5 +286,26 @@ extension SessionManager {
     /// ``SessionConfiguration/temporaryDirectory``).
     func makeDownloadDirectory() throws(HeraldError) -> URL {
         try downloadDirectory.url()
+    }
+}
+
+extension SessionManager {
+    /// Checks that `fileURL` names a readable regular file, for an upload from it.
+    /// - Throws: ``HeraldError/Code/fileIO`` when it is not a file URL (a path given to `URL(string:)`), can't be
+    ///   found or read, or is not a regular file.
+    static func checkUploadFile(_ fileURL: URL) throws(HeraldError) {
+        guard fileURL.isFileURL else {
+            throw HeraldError(
+                .fileIO,
+                "The upload file \(fileURL.absoluteString) is not a file URL; make it with URL(fileURLWithPath:).",
+                url: fileURL)
+        }
+        var status = stat()
+        guard stat(fileURL.path, &status) == 0 else {
+            throw HeraldError.fileFailure("Cannot read the upload file", url: fileURL)
+        }
+        guard (status.st_mode & S_IFMT) == S_IFREG, access(fileURL.path, R_OK) == 0 else {
+            throw HeraldError(.fileIO, "The upload file \(fileURL.path) is not a readable regular file.")
+        }
     }
 }

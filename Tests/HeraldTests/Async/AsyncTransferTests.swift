@@ -173,6 +173,29 @@ struct AsyncTransferTests {
         try await fixture.tearDown()
     }
 
+    @Test("an upload from a path given as URL(string:) is refused with a message that says so, for both forms")
+    func uploadFromNonFileURL() async throws {
+        let fixture = try await SessionFixture.make()
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let file = scratch.url.appendingPathComponent("body.txt")
+        try Data("hello".utf8).write(to: file)
+        // A path given to URL(string:): the file is there, but the URL is no file URL.
+        let notAFileURL = try #require(URL(string: file.path))
+        let request = Request(url: fixture.server.url("/echo"), method: "PUT")
+        let thrown = await #expect(throws: HeraldError.self) {
+            _ = try await fixture.session.upload(for: request, fromFile: notAFileURL)
+        }
+        // Before, it said the file can't be read, with whatever errno the thread last had ("Success").
+        #expect(thrown?.code == .fileIO)
+        #expect(thrown?.message.contains("URL(fileURLWithPath:)") == true, "\(String(describing: thrown))")
+        let fromTask = #expect(throws: HeraldError.self) {
+            _ = try fixture.session.uploadTask(with: request, fromFile: notAFileURL)
+        }
+        #expect(fromTask?.message.contains("not a file URL") == true)
+        try await fixture.tearDown()
+    }
+
     @Test("download(for:to:) writes the whole body to the destination and returns its URL")
     func downloadToURL() async throws {
         let fixture = try await SessionFixture.make()
