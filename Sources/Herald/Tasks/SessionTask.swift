@@ -246,7 +246,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// and `taskDidComplete` is posted, exactly once. Does nothing once the task is canceling or
     /// completed.
     open func cancel() {
-        transition({ $0.cancel() }) { action in
+        transition({ $0.cancel(error: Self.cancellation(for: originalRequest.url)) }) { action in
             switch action {
             case .none:
                 []

@@ -235,8 +235,10 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
         case complete(Completion, retryTimer: DispatchWorkItem?)
     }
 
-    mutating func cancel() -> CancelAction {
-        let cancelled = TaskOutcome(response: nil, body: Data(), error: nil, metrics: nil)
+    /// `error` is what a task completed here at once reports (``TaskReport/error`` says it from now on); a
+    /// transfer that is stopped reports the engine's.
+    mutating func cancel(error: HeraldError? = nil) -> CancelAction {
+        let cancelled = TaskOutcome(response: nil, body: Data(), error: error, metrics: nil)
         switch state {
         case .canceling, .completed:
             return .none
@@ -247,8 +249,9 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
             state = .completed
             return .complete(
                 Completion(outcome: reported(cancelled), wasCancelled: true, download: nil), retryTimer: nil)
-        case .suspended(.holding(let outcome, let download)):
+        case .suspended(.holding(var outcome, let download)):
             state = .completed
+            if let error, outcome.error?.code != .cancelled { outcome.error = error }
             return .complete(
                 Completion(outcome: reported(outcome), wasCancelled: true, download: download), retryTimer: nil)
         case .suspended(.readyToStart):
@@ -698,6 +701,9 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
         }
         report.metrics = outcome.metrics
         if let response = outcome.response { report.response = response }
+        // What the task says from the moment it is completed, not only once its completion handler ran (which
+        // may replace it with the serializer's).
+        report.error = outcome.error
         return outcome
     }
 }

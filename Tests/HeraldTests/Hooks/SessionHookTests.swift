@@ -38,9 +38,11 @@ struct SessionHookTests {
         fixture.session.completionQueue.setSpecific(key: CompletionLog.queueKey, value: "completion")
         fixture.session.taskDidComplete = { task, error in
             let queue = DispatchQueue.getSpecific(key: CompletionLog.queueKey) ?? "?"
+            // The task's own error says the same already, before its completion handler ran.
+            let own = task.error?.code.description ?? "nil"
             log.append(
-                "hook#\(task.taskIdentifier) \(error?.code.description ?? "nil") \(queue) \(recorder.completions.count)"
-            )
+                "hook#\(task.taskIdentifier) \(error?.code.description ?? "nil") \(own) \(queue) "
+                    + "\(recorder.completions.count)")
         }
         // A 404 is an HTTP response: no transfer error for the hook, though the JSON serializer fails it.
         let ok = try fixture.session.dataTask(with: Request(url: fixture.server.url("/status/404"))) { _, _, error in
@@ -58,9 +60,14 @@ struct SessionHookTests {
         try await fixture.recorder.waitForCompletions(2)
         #expect(
             log.all == [
-                "hook#\(ok.taskIdentifier) nil completion 0", "handler#ok unacceptable_status_code",
-                "hook#\(cancelled.taskIdentifier) cancelled completion 1", "handler#cancelled cancelled",
+                "hook#\(ok.taskIdentifier) nil nil completion 0", "handler#ok unacceptable_status_code",
+                "hook#\(cancelled.taskIdentifier) cancelled cancelled completion 1", "handler#cancelled cancelled",
             ])
+        // Completed by its cancel at once: its error says so as soon as its state does, before any handler ran.
+        let never = try fixture.session.dataTask(with: Request(url: fixture.server.url("/json")))
+        never.cancel()
+        #expect(never.state == .completed)
+        #expect(never.error?.code == .cancelled)
         try await fixture.tearDown()
     }
 
