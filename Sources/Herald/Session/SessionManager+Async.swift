@@ -254,9 +254,9 @@ extension SessionManager {
     ///   - progress: Called with the download progress on ``completionQueue``, coalesced; default none.
     ///   - destination: Called once after the whole body is on disk, with the temporary file and the
     ///     response, where ``downloadTask(with:progress:destination:completionHandler:)`` calls it (on
-    ///     ``completionQueue`` by default, on the task's hook queue when you passed a completion queue); it
-    ///     must not block. Returns where the file should go. `nil` — or returning the temporary URL — leaves
-    ///     the file in the session's temporary directory, yours to move or delete.
+    ///     ``completionQueue`` by default, on a serial queue of the task's completion when you passed a
+    ///     completion queue); it must not block. Returns where the file should go. `nil` — or returning the
+    ///     temporary URL — leaves the file in the session's temporary directory, yours to move or delete.
     /// - Returns: Where the file ended up and the response head.
     /// - Throws: ``HeraldError`` as ``download(for:to:progress:)`` does.
     public func download(

@@ -141,7 +141,8 @@ extension SessionManager {
     ///     the partial file.
     ///   - destination: Called once after the whole body is on disk, with the temporary file and the
     ///     response, before the completion handler: on ``completionQueue`` when it is the session's own (the
-    ///     default), on the task's hook queue when you passed a completion queue; never on the loop thread.
+    ///     default), on a serial queue of the task's completion (`herald.hooks`) when you passed a completion
+    ///     queue; never on the loop thread.
     ///     It must not block: on the session's queue, other tasks' completions wait behind it. Returns where
     ///     the file should go. `nil` (or returning the temporary URL) leaves the file where it is, and it
     ///     is then yours to move or delete. The move follows ``SessionConfiguration/downloadMoveOptions``.

@@ -12,7 +12,9 @@ import HeraldEngine
 /// context per session, in causal order. Completion handlers run on ``completionQueue``.
 ///
 /// A session keeps its connection pool until ``invalidate(cancelingTasks:)``; a session that is no
-/// longer referenced releases it too.
+/// longer referenced releases it too. Its tasks keep it referenced until they complete: a task you make and
+/// never resume is listed in ``tasks`` and holds the session (and, made from resume data, its claim on the
+/// partial file) until you cancel it or invalidate the session with its tasks cancelled.
 public final class SessionManager: Sendable {
     struct State {
         /// Active, invalidating, closing or invalidated, and the tasks listed (see ``SessionStateMachine``).

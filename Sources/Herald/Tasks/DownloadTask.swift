@@ -103,7 +103,8 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
     /// task's own completion handler (which reports ``HeraldError/Code/cancelled``). It gets `nil` — and
     /// the partial file is deleted — when the download cannot be resumed: the request is not a `GET`, the
     /// response has neither `ETag` nor `Last-Modified`, or the task had already completed. Otherwise the
-    /// partial file is kept where the resume data says, until a task resumed from it completes.
+    /// partial file is kept where the resume data says, until a task resumed from it completes. A second call
+    /// while the first waits for its data gets `nil` at once; the first gets the data.
     ///
     /// - Parameter completionHandler: Receives the resume data (format: see `DownloadResumeData`) or `nil`.
     public func cancel(byProducingResumeData completionHandler: @escaping @Sendable (Data?) -> Void) {

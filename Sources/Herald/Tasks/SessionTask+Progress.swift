@@ -9,12 +9,19 @@ struct ProgressSlots {
     /// and by each ``TransferProgress``.
     struct Counts {
         var completed: Int64 = 0
-        /// -1 while unknown; a known total is kept when a later report doesn't repeat it.
+        /// -1 while unknown; a known total is kept when a later report of the same body doesn't repeat it.
         var total: Int64 = -1
 
         mutating func record(completed: Int64, total: Int64?) {
             self.completed = completed
             if let total, total >= 0 { self.total = total }
+        }
+
+        /// A new response body begins (a retry's, a redirect's target's): nothing of it has arrived, and its
+        /// total, or none, replaces the earlier body's, which says nothing of it.
+        mutating func restart(total: Int64?) {
+            completed = 0
+            self.total = total.map { max($0, -1) } ?? -1
         }
     }
 

@@ -291,6 +291,13 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     }
 
     package func transferDidBeginBody(at offset: Int64, expected: Int64?) {
+        // Each attempt's body has its own total: a retry answered in chunks has none, whatever the failed
+        // attempt declared.
+        let object = core.withLock { core -> TransferProgress? in
+            core.progress.downloadCounts.restart(total: expected)
+            return core.progress.download
+        }
+        object?.restart(total: expected)
         didBeginBody(at: offset, expected: expected)
     }
 

@@ -124,6 +124,15 @@ public final class TransferProgress: Sendable {
     /// the completion queue just before the completion handler; if the handler has not seen the final count
     /// yet (updates are throttled), it gets one last call here, so a progress bar always ends where the
     /// transfer did.
+    /// A new response body begins: its total (or none) replaces the earlier body's. No handler call: the
+    /// body's first bytes bring one.
+    func restart(total: Int64?) {
+        state.withLock { state in
+            guard !state.isFinished else { return }
+            state.counts.restart(total: total)
+        }
+    }
+
     func finish(deliveringFinalUpdateTo handler: (@Sendable (TransferProgress) -> Void)?) {
         handlerTurn.lock()
         defer { handlerTurn.unlock() }

@@ -255,6 +255,33 @@ struct RetryTests {
         try await fixture.tearDown()
     }
 
+    @Test("a retry answered in chunks has no total: the failed attempt's declared length is not kept")
+    func retryProgressTotal() async throws {
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        let attempts = Locked(0)
+        // The first attempt declares 1,000 bytes and stops at 500; the second sends 50,000 in chunks.
+        fixture.session.interceptor = Interceptor(
+            adapters: [
+                Interceptor(adapt: { request, _ in
+                    let attempt = attempts.withLock { count -> Int in
+                        count += 1
+                        return count
+                    }
+                    var request = request
+                    if attempt > 1 { request.url = fixture.server.url("/bytes/50000?chunked=1") }
+                    return request
+                })
+            ], retriers: [RetryPolicy.fast])
+        let (task, log) = try await fixture.run(
+            Request(url: fixture.server.url("/fault/truncated?declared=1000&sent=500")))
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .retry, .complete])
+        #expect(log.all.first?.error == nil)
+        // Before, the total stayed 1,000 under 50,000 bytes received: complete at once, and never indeterminate.
+        #expect(task.downloadProgress.completedUnitCount == 50_000)
+        #expect(task.downloadProgress.totalUnitCount == -1)
+        try await fixture.tearDown()
+    }
+
     @Test("a task suspended while its redirection hook ran keeps its resource timeout: it times out suspended")
     func resourceTimeoutRunsWhileSuspendedBetweenHops() async throws {
         var configuration = SessionConfiguration()
