@@ -1,4 +1,5 @@
 import Foundation
+import HeraldEngine
 
 /// A response kept by a ``ResponseCache``: the head, the body and when it was stored.
 public struct CachedResponse: Sendable, Hashable {
@@ -95,7 +96,8 @@ enum ResponseCacheKey {
         // Nearly every URL is written as the server sees it already: a scan of its bytes spares the lookup and the
         // store of every request a parse (about 2 µs each).
         if isNormal(text) { return text }
-        guard var components = URLComponents(string: text) else { return text }
+        // The path as libcurl sends it, its dot segments removed (`/a/../b` is `/b`).
+        guard var components = URLComponents(string: ParsedURL.asSent(url).absoluteString) else { return text }
         components.fragment = nil
         components.user = nil
         components.password = nil
@@ -110,7 +112,8 @@ enum ResponseCacheKey {
     }
 
     /// Whether `text`, an absolute `http` or `https` URL, has nothing ``normalized(_:)`` would change: a lower-case
-    /// scheme and host, no user information, no default port, a path, and no fragment. `false` when unsure.
+    /// scheme and host, no user information, no default port, a path without dot segments, and no fragment.
+    /// `false` when unsure.
     private static func isNormal(_ text: String) -> Bool {
         let bytes = text.utf8
         let scheme: String
@@ -123,13 +126,18 @@ enum ResponseCacheKey {
         }
         let authorityStart = bytes.index(bytes.startIndex, offsetBy: scheme.utf8.count + 3)
         guard let pathStart = bytes[authorityStart...].firstIndex(where: { $0 == UInt8(ascii: "/") }),
-            !bytes[pathStart...].contains(UInt8(ascii: "#"))
+            !bytes[pathStart...].contains(UInt8(ascii: "#")),
+            !zip(bytes[pathStart...], bytes[pathStart...].dropFirst()).contains(where: {
+                $0 == UInt8(ascii: "/") && $1 == UInt8(ascii: ".")
+            })
         else { return false }
         let authority = bytes[authorityStart..<pathStart]
         // No user information, no upper case, and no port that is the scheme's own; `?` before the path's `/` is a
         // query after an empty path.
         guard
-            !authority.contains(where: { $0 == UInt8(ascii: "@") || $0 == UInt8(ascii: "?") || (65...90).contains($0) })
+            !authority.contains(where: {
+                $0 == UInt8(ascii: "@") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") || (65...90).contains($0)
+            })
         else { return false }
         let defaultPort = scheme == "http" ? ":80" : ":443"
         return !authority.reversed().starts(with: defaultPort.utf8.reversed())

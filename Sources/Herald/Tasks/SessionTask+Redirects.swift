@@ -95,6 +95,14 @@ extension SessionTask {
     /// Decides the redirect and starts the next hop, or completes the task. Hook queue.
     private func followRedirect(_ outcome: TaskOutcome, response: HTTPResponse, from current: TransferRequest) {
         let configuration = session.configuration
+        if let cache = configuration.responseCache {
+            // An unsafe method's redirect is its non-error answer (a POST's 303): what it changed is stale now,
+            // whatever the hops after it answer.
+            let answered = Request(url: current.url, method: current.method)
+            for url in ResponseCachePolicy.invalidatedURLs(for: answered, response: response) {
+                cache.removeCachedResponse(for: Request(url: url))
+            }
+        }
         let redirectCount = machine { $0.hops.redirectCount }
         guard redirectCount < configuration.maximumRedirects else {
             return finishHop(

@@ -62,6 +62,9 @@ struct ResponseCacheTests {
             ("https://localhost:8443/b?c=/d", "https://localhost:8443/b?c=/d"),
             ("http://127.0.0.1:80/a", "http://127.0.0.1/a"), ("https://localhost:443/a", "https://localhost/a"),
             ("http://127.0.0.1/a#top", "http://127.0.0.1/a"), ("http://127.0.0.1?q=/x", "http://127.0.0.1/?q=/x"),
+            // A fragment before any path, and dot segments, which libcurl removes: the server sees `/`, `/b`.
+            ("http://127.0.0.1#/x", "http://127.0.0.1/"), ("http://127.0.0.1/a/../b", "http://127.0.0.1/b"),
+            ("http://127.0.0.1/a/./b?q=1", "http://127.0.0.1/a/b?q=1"),
         ] {
             #expect(ResponseCacheKey.normalized(URL(string: spelling)!) == normal, "\(spelling)")
         }
@@ -423,6 +426,21 @@ struct ResponseCacheTests {
         // Before, only the redirecting URL was invalidated, and the changed resource was served from the cache.
         _ = try await Self.run(fixture, stored, completions: 3)
         #expect(fixture.server.requests(forPath: "/headers").map(\.method) == ["GET", "POST", "GET"])
+        try await fixture.tearDown()
+    }
+
+    @Test("a POST answered 303 invalidates its URL's stored GET even when the page it leads to answers 404")
+    func unsafeRequestRedirectedToAnErrorInvalidates() async throws {
+        let (fixture, cache) = try await Self.fixture()
+        let url = fixture.server.url("/redirect-to?url=%2Fstatus%2F404&status=303")
+        let stored = CachedResponse(
+            response: HTTPResponse(url: url, statusCode: 200, headers: ["Cache-Control": "max-age=600"]),
+            data: Data("cart".utf8), storageDate: Date())
+        cache.storeCachedResponse(stored, for: Request(url: url))
+        _ = try await Self.run(fixture, Request(url: url, method: "POST", body: Data("x".utf8)), completions: 1)
+        #expect(fixture.server.requests.map(\.method) == ["POST", "GET"])
+        // Before, only the final 404 was looked at, and the changed resource stayed fresh in the cache.
+        #expect(cache.cachedResponse(for: Request(url: url)) == nil)
         try await fixture.tearDown()
     }
 
