@@ -143,10 +143,9 @@ extension Transfer {
             bodyStartOffset = 0
             headerBytesReceived = 0
         case .continuation(let more):
-            guard responseHeaders.count > 0 else { return }
-            var fields = responseHeaders.fields
-            fields[fields.count - 1].value += " " + more
-            responseHeaders = HeaderFields(fields)
+            // In place: copying the fields for each folded line would cost the square of the head's size, on the
+            // thread every transfer shares (libcurl before 8.18 hands each folded line over on its own).
+            responseHeaders.continueLastValue(with: more)
         case .field(let name, let value):
             // The common spelling is the parser's own string, and comparing a short string with it is a
             // comparison of two words; any other spelling of the name is compared ignoring case.

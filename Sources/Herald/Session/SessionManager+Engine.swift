@@ -77,7 +77,8 @@ extension SessionManager {
         return framingHeaders.contains { $0.caseInsensitiveCompare(name) == .orderedSame }
     }
 
-    /// `own` followed by each of `additional`'s fields whose name isn't there yet, then `User-Agent` and
+    /// `own` followed by each of `additional`'s fields whose name `own` doesn't have (all of a name repeated in
+    /// `additional`), then `User-Agent` and
     /// `Accept-Language` from ``DefaultHeaders`` when neither list has them; neither list's `Content-Length` or
     /// `Transfer-Encoding` (the engine frames the body).
     static func requestHeaders(_ own: HTTPHeaders, adding additional: HTTPHeaders) -> HTTPHeaders {
@@ -86,7 +87,7 @@ extension SessionManager {
         // libcurl's would make the server read the body, and the next request on the connection, wrongly.
         for name in framingHeaders where headers.contains(name) { headers.remove(name: name) }
         headers.reserveCapacity(own.count + additional.count + 2)
-        for field in additional where !headers.contains(field.name) && !Self.isFraming(field.name) {
+        for field in additional where !own.contains(field.name) && !Self.isFraming(field.name) {
             headers.add(name: field.name, value: field.value)
         }
         if !headers.contains("User-Agent") { headers.add(name: "User-Agent", value: DefaultHeaders.userAgent) }

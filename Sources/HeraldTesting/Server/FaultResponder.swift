@@ -99,10 +99,11 @@ struct FaultResponder {
         context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(milliseconds))) { body() }
     }
 
-    /// What `/fault/raw-headers` writes: header values that are not UTF-8 and repeated fields, which NIO's
-    /// encoder could not produce.
+    /// What `/fault/raw-headers` writes: header values that are not UTF-8, repeated fields and a folded (obsolete
+    /// continuation) field, which NIO's encoder could not produce.
     static let rawHeadersResponse: [UInt8] =
-        Array("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nX-Latin1: caf".utf8) + [0xE9]
+        Array("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nX-Folded: first\r\n second\r\n\tthird\r\n".utf8)
+        + Array("X-Latin1: caf".utf8) + [0xE9]
         + Array("\r\nX-Invalid: a".utf8) + [0xFF, 0xFE, 0x80] + Array("b\r\n".utf8)
         + Array("X-Dup: one\r\nx-dup: two\r\nX-DUP: three\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\n".utf8)
         + Array("Content-Length: 3\r\nConnection: close\r\n\r\nok\n".utf8)

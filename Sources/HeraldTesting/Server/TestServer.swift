@@ -144,7 +144,7 @@ import NIOPosix
 ///   100) then `M` (default 2), and the body `hi`, then the connection closes.
 /// - `/fault/raw-headers`: a `200` written raw with header values that are not UTF-8 (`X-Latin1: caf\xE9`,
 ///   `X-Invalid: a\xFF\xFE\x80b`), a field repeated in three spellings (`X-Dup`, `x-dup`, `X-DUP`), two
-///   `Set-Cookie` fields, the body `ok\n`, then a close.
+///   `Set-Cookie` fields, a field folded over three lines (`X-Folded`), the body `ok\n`, then a close.
 /// - `/fault/trailers?bytes=N`: a chunked `200` whose body is `hello`, followed by a trailer field `X-Trailer` of `N`
 ///   bytes (default 100, up to the huge-header maximum), then the connection closes. `&empty=1`: the body is
 ///   empty, the trailer right after the head.

@@ -27,6 +27,25 @@ struct RequestHeaderLinesTests {
         try await fixture.tearDown()
     }
 
+    @Test("a field the session's additional headers repeat goes out every time, unless the request sets that name")
+    func repeatedAdditionalHeaders() async throws {
+        var configuration = SessionConfiguration.default
+        var additional = HTTPHeaders()
+        additional.add(name: "X-Dup", value: "a")
+        additional.add(name: "X-Dup", value: "b")
+        additional.add(name: "X-Mine", value: "session")
+        configuration.httpAdditionalHeaders = additional
+        let fixture = try await SessionFixture.make(configuration: configuration)
+        _ = try await fixture.session.data(
+            for: Request(url: fixture.server.url("/echo"), headers: ["x-mine": "request"]))
+        let recorded = try #require(fixture.server.requests.first)
+        let sent = recorded.headers.filter { $0.name.lowercased().hasPrefix("x-") }
+        // Before, the second X-Dup was dropped: the first was taken for a field of the request's.
+        #expect(sent.map(\.name) == ["x-mine", "X-Dup", "X-Dup"])
+        #expect(sent.map(\.value) == ["request", "a", "b"])
+        try await fixture.tearDown()
+    }
+
     @Test("a caller's Content-Length or Transfer-Encoding never goes beside the engine's: the body frames itself")
     func framingIsTheEngines() async throws {
         var configuration = SessionConfiguration()

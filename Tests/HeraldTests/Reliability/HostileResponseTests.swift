@@ -145,6 +145,8 @@ struct HostileResponseTests {
         #expect(response.headers.values(for: "x-dup") == ["one", "two", "three"])
         #expect(response.headers.values(for: "Set-Cookie") == ["a=1", "b=2"])
         #expect(response.headers["X-Dup"] == "one")
+        // A folded field's lines, joined with a space each.
+        #expect(response.headers["X-Folded"] == "first second third")
         #expect(call.object as? Data == Data("ok\n".utf8))
         try await fixture.tearDown()
     }
