@@ -112,24 +112,12 @@ package final class EasyHandlePool: @unchecked Sendable {
     /// Requests one after another to the same URL (polling, a service's one endpoint) share one parse: libcurl
     /// only copies a parsed URL's parts (when a transfer starts), never changes them.
     func parsedURL(for text: String) -> ParsedURL? {
-        if let last = state.withLock({ $0.lastParsedURL }), Self.sameBytes(last.text, text) { return last }
+        if let last = state.withLock({ $0.lastParsedURL }), last.text.hasSameBytes(as: text) { return last }
         guard let parsed = ParsedURL(text) else { return nil }
         if !parsed.namesCredential, !parsed.hasQuery { state.withLock { $0.lastParsedURL = parsed } }
         return parsed
     }
 
-    /// Whether two texts have the same UTF-8 bytes (`==` compares canonical equivalence).
-    private static func sameBytes(_ a: String, _ b: String) -> Bool {
-        var a = a
-        var b = b
-        return a.withUTF8 { x in
-            b.withUTF8 { y in
-                guard x.count == y.count else { return false }
-                guard let first = x.baseAddress, let second = y.baseAddress else { return true }
-                return memcmp(first, second, x.count) == 0
-            }
-        }
-    }
 
     /// Frees the idle handles, and from now on every handle given back.
     func close() {

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
 /// An ordered list of header fields with case-insensitive lookup by name: a request's fields as they go out,
 /// a response's as they came in. `Herald`'s public `HeaderFields` is made from it and turned into it.
 package struct HeaderFields: Sendable, Hashable, RandomAccessCollection, ExpressibleByDictionaryLiteral {
@@ -82,6 +88,20 @@ package struct HeaderFields: Sendable, Hashable, RandomAccessCollection, Express
 }
 
 extension String {
+    /// Whether the two have the same UTF-8 bytes. `==` compares canonical equivalence: `"e\u{301}" == "\u{e9}"`,
+    /// though what goes on the wire differs.
+    package func hasSameBytes(as other: String) -> Bool {
+        var mine = self
+        var theirs = other
+        return mine.withUTF8 { left in
+            theirs.withUTF8 { right in
+                guard left.count == right.count else { return false }
+                guard let first = left.baseAddress, let second = right.baseAddress else { return true }
+                return memcmp(first, second, left.count) == 0
+            }
+        }
+    }
+
     /// ASCII case-insensitive equality, as HTTP field names compare; other bytes must match exactly.
     /// Allocation-free: header lookups run on every transfer, so native strings are compared as the two
     /// byte buffers they are.

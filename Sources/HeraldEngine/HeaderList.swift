@@ -10,7 +10,9 @@ import CCurl
 final class HeaderList: @unchecked Sendable {
     // Safety: `head` is written once, in `init`, and libcurl only reads the list.
 
-    /// What a list is made from.
+    /// What a list is made from. Two keys are equal when their lines would be the same bytes: `String`'s own `==`
+    /// takes canonically equivalent text for equal (`e\u{301}` and `\u{e9}`), and a list made for one would send
+    /// the other's bytes.
     struct Key: Equatable, Sendable {
         /// The request's fields, in order.
         var headers: HeaderFields
@@ -20,6 +22,20 @@ final class HeaderList: @unchecked Sendable {
         var decodesContent: Bool
         /// Whether a body is sent, so `Expect:` turns off waiting for `100 Continue` (unless `headers` has one).
         var sendsBody: Bool
+
+        static func == (lhs: Key, rhs: Key) -> Bool {
+            guard lhs.decodesContent == rhs.decodesContent, lhs.sendsBody == rhs.sendsBody,
+                lhs.headers.count == rhs.headers.count
+            else { return false }
+            switch (lhs.cookie, rhs.cookie) {
+            case (nil, nil): break
+            case (let left?, let right?) where left.hasSameBytes(as: right): break
+            default: return false
+            }
+            return zip(lhs.headers, rhs.headers).allSatisfy { left, right in
+                left.name.hasSameBytes(as: right.name) && left.value.hasSameBytes(as: right.value)
+            }
+        }
 
         /// Whether the lines include cookies or a credential (`Authorization`, `Proxy-Authorization`).
         var carriesSecrets: Bool {

@@ -15,8 +15,10 @@ extension HTTPResponse {
     /// Content-Disposition: attachment; filename*=UTF-8''%E2%82%AC.txt →  "€.txt"
     /// ```
     public var suggestedFilename: String {
+        // `filename*` first, then `filename`: the first that leaves a safe name (an extended value that decodes to
+        // nothing usable doesn't hide a good plain one).
         if let disposition = headers["Content-Disposition"],
-            let name = Self.dispositionFilename(disposition).flatMap(Self.safeFilename)
+            let name = Self.dispositionFilenames(disposition).lazy.compactMap(Self.safeFilename).first
         {
             return name
         }
@@ -103,9 +105,9 @@ extension HTTPResponse {
         }
     }
 
-    /// The file name a `Content-Disposition` value carries, unsanitized: `filename*` when it decodes, else
-    /// `filename`.
-    static func dispositionFilename(_ value: String) -> String? {
+    /// The file names a `Content-Disposition` value carries, unsanitized, in the order to try them: `filename*`
+    /// when it decodes, then `filename`.
+    static func dispositionFilenames(_ value: String) -> [String] {
         var plain: String?
         var extended: String?
         for (name, parameter) in dispositionParameters(value) {
@@ -115,7 +117,7 @@ extension HTTPResponse {
             default: break
             }
         }
-        return extended ?? plain
+        return [extended, plain].compactMap { $0 }
     }
 
     /// `type; name=value; name="quoted \" value"` → lowercased names with their unquoted values.
@@ -127,7 +129,13 @@ extension HTTPResponse {
         characters = characters[characters.index(after: firstSemicolon)...]
         while !characters.isEmpty {
             characters = characters.drop { $0 == " " || $0 == "\t" || $0 == ";" }
-            guard let equals = characters.firstIndex(of: "=") else { break }
+            // A parameter without `=` (`attachment; foo; filename=a.txt`) is skipped, not taken for the next's name.
+            let segmentEnd = characters.firstIndex(of: ";") ?? characters.endIndex
+            guard let equals = characters[..<segmentEnd].firstIndex(of: "=") else {
+                if segmentEnd == characters.endIndex { break }
+                characters = characters[segmentEnd...]
+                continue
+            }
             let name = characters[..<equals].trimmingCharacters(in: .whitespaces).lowercased()
             characters = characters[characters.index(after: equals)...].drop { $0 == " " || $0 == "\t" }
             var parameter = ""

@@ -46,6 +46,22 @@ struct RequestHeaderLinesTests {
         try await fixture.tearDown()
     }
 
+    @Test("the session's last header list serves only the same bytes: text equal under Unicode rules is not enough")
+    func sharedListComparesBytes() async throws {
+        let fixture = try await SessionFixture.make()
+        // "é" decomposed, then composed: equal as Swift strings, different on the wire.
+        for value in ["e\u{301}", "\u{e9}"] {
+            _ = try await fixture.session.data(
+                for: Request(url: fixture.server.url("/echo"), headers: ["X-Name": value]))
+        }
+        let sent = fixture.server.requests.map { recorded in
+            recorded.headers.first { $0.name == "X-Name" }.map { Array($0.value.utf8) }
+        }
+        // Before, the second request went out with the first one's list, and so its bytes.
+        #expect(sent == [Array("e\u{301}".utf8), Array("\u{e9}".utf8)])
+        try await fixture.tearDown()
+    }
+
     @Test("a caller's Content-Length or Transfer-Encoding never goes beside the engine's: the body frames itself")
     func framingIsTheEngines() async throws {
         var configuration = SessionConfiguration()

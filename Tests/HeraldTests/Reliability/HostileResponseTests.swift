@@ -38,6 +38,12 @@ struct HostileResponseTests {
             (#"attachment; filename*=UTF-8''%zz; filename="ok.txt""#, "ok.txt"),
             (#"attachment; filename="quo\"ted.txt""#, "quo\"ted.txt"),
             (#"attachment; filename=unquoted.txt; size=3"#, "unquoted.txt"),
+            // An extended value that leaves no safe name doesn't hide a good plain one.
+            (#"attachment; filename*=UTF-8''; filename="report-2.pdf""#, "report-2.pdf"),
+            (#"attachment; filename*=UTF-8''%2e%2e; filename="real.pdf""#, "real.pdf"),
+            // A parameter without `=` is skipped, not read as the next one's name.
+            (#"attachment; foo; filename="a.txt""#, "a.txt"),
+            (#"attachment; foo"#, "report.pdf"),
             ("attachment", "report.pdf"),
             ("attachment; filename=", "report.pdf"),
             ("attachment; filename=\"   \"", "report.pdf"),
