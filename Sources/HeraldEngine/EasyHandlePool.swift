@@ -118,7 +118,6 @@ package final class EasyHandlePool: @unchecked Sendable {
         return parsed
     }
 
-
     /// Frees the idle handles, and from now on every handle given back.
     func close() {
         let idle = state.withLock { state -> [Handle] in
