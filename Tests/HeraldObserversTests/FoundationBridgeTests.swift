@@ -142,6 +142,8 @@ struct FoundationBridgeTests {
         let downloaded = try #require(entries[8].userInfo)
         let asset = try #require(downloaded[AFNetworkingNotifications.assetPathKey] as? URL)
         #expect(asset == moved)
+        // A download's serialized response is its file's URL, as AFNetworking posts it.
+        #expect(downloaded[AFNetworkingNotifications.serializedResponseKey] as? URL == moved)
         #expect(downloaded[AFNetworkingNotifications.responseDataKey] == nil)
         #expect(try Data(contentsOf: asset).count == 64)
         try? FileManager.default.removeItem(at: asset)
@@ -175,7 +177,8 @@ struct FoundationBridgeTests {
         let failure = try #require(log.all.dropFirst().first)
         #expect(failure.object === download)
         let userInfo = try #require(failure.userInfo)
-        #expect((userInfo[NSUnderlyingErrorKey] as? HeraldError)?.code == .downloadMoveFailed)
+        // The file system's error, as AFNetworking's file manager error carried it: no such directory.
+        #expect((userInfo[NSUnderlyingErrorKey] as? POSIXError)?.code == .ENOENT, "\(userInfo)")
         let kept = try #require(userInfo[NSFilePathErrorKey] as? String)
         #expect(FileManager.default.fileExists(atPath: kept))
         #expect((userInfo[NSURLErrorKey] as? URL)?.lastPathComponent == "file")

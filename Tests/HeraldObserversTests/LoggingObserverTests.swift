@@ -63,7 +63,7 @@ struct LoggingObserverTests {
             "http://example.com/",
             headers: [
                 "Authorization": "Bearer abc", "Cookie": "session=xyz", "Proxy-Authorization": "Basic zzz",
-                "Accept": "application/json",
+                "Accept": "application/json", "X-Forwarded-For": "192.0.2.1", "x-forwarded-for": "192.0.2.2",
             ])
         let observer = LoggingObserver(logger: logger)
         observer.taskDidResume(Payloads.resume(task: 1, request: task.summary))
@@ -78,6 +78,8 @@ struct LoggingObserverTests {
         #expect(request["http.request.header.cookie"] == "REDACTED")
         #expect(request["http.request.header.proxy-authorization"] == "REDACTED")
         #expect(request["http.request.header.accept"] == "application/json")
+        // A repeated field's values, joined: before, only the last was logged.
+        #expect(request["http.request.header.x-forwarded-for"] == "192.0.2.1, 192.0.2.2")
         #expect(trace[1].metadata["http.response.header.set-cookie"] == "REDACTED")
         #expect(trace[1].metadata["http.response.header.content-type"] == "text/plain")
         let everything = handler.entries.description

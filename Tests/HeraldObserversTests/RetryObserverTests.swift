@@ -247,4 +247,16 @@ struct RetryObserverTests {
         #expect(record.error == "unacceptable_status_code")
         #expect(record.method == "GET")
     }
+
+    @Test("a delay that is not a number (a payload made by hand) still writes its line, the delay as a string")
+    func nonFiniteDelay() async throws {
+        let output = SharedText()
+        let log = JSONLinesEventLog(stream: output)
+        let task = try tasks.task("http://example.com/a")
+        log.taskWillRetry(Payloads.retry(task: 1, request: task.summary, delay: .nan))
+        await log.flush()
+        // Before, the encoder threw and the line was dropped, uncounted.
+        #expect(output.text.contains(#""delay":"NaN""#), "\(output.text)")
+        #expect(output.text.hasSuffix("\n"))
+    }
 }

@@ -135,6 +135,19 @@ struct SignatureRedactionTests {
         #expect(value("Link")?.hasSuffix("; rel=\"next\", </a>; rel=x") == true)
         #expect(value("Refresh") == "5; url=/r?Signature=REDACTED")
         #expect(value("X-Other") == "https://h.example/?sig=visible")
+        // Refresh as HTML reads it: without `url=`, and with a `url=` inside the URL's own query.
+        for (refresh, expected) in [
+            ("0; https://cdn.example/f?X-Amz-Signature=S4", "0; https://cdn.example/f?X-Amz-Signature=REDACTED"),
+            (
+                "0; https://cdn.example/f?X-Amz-Signature=S5&return_url=https://app/",
+                "0; https://cdn.example/f?X-Amz-Signature=REDACTED&return_url=https://app/"
+            ),
+            ("1, URL = \"/r?sig=S6\"", "1, URL = /r?sig=REDACTED"),
+            ("not a refresh ?sig=S7", "REDACTED"),
+        ] {
+            let one = LogRedaction.default.redacting(["Refresh": refresh]).first?.value
+            #expect(one == expected, "\(refresh)")
+        }
     }
 
     @Test("the redacted query items are configurable, and compared in any case")

@@ -14,9 +14,9 @@ import HeraldNotifications
 /// |---|---|---|---|
 /// | `taskDidResume` | `taskDidResume` | the task | none |
 /// | `taskDidSuspend` | `taskDidSuspend` | the task | none |
-/// | `taskDidComplete` | `taskDidComplete` | the task | the serializer; the body (`responseDataKey`) or, for a download, its file (`assetPathKey`); the serialized response on success; the error; the metrics |
+/// | `taskDidComplete` | `taskDidComplete` | the task | the serializer; the body (`responseDataKey`) or, for a download, its file (`assetPathKey`); on success the serialized response, which for a download is its file's URL and for a task without a serializer its body, as AFNetworking posts them; the error; the metrics |
 /// | `sessionDidInvalidate` | `sessionDidInvalidate` | the session | none (AFNetworking's had none); the error under `errorKey` if the invalidation had one |
-/// | `downloadDidFailToMoveFile` | `downloadTaskDidFailToMoveFile` | the download task | `NSUnderlyingErrorKey`: the `HeraldError`; `NSFilePathErrorKey`: the kept temporary file; `NSURLErrorKey`: the destination |
+/// | `downloadDidFailToMoveFile` | `downloadTaskDidFailToMoveFile` | the download task | `NSUnderlyingErrorKey`: the file system's error (a `POSIXError` such as `ENOENT` or `ENOSPC`, as AFNetworking's file manager error carried; the `HeraldError` when there is none); `NSFilePathErrorKey`: the kept temporary file; `NSURLErrorKey`: the destination |
 /// | `reachabilityDidChange` | `reachabilityDidChange` | the `NetworkReachability` | `reachabilityStatusItemKey`: AFNetworking's status number (``AFNetworkingNotifications/reachabilityStatusValue(_:)``); `reachabilityStatusKey`: Herald's `NetworkReachabilityStatus` |
 ///
 /// A download whose file was moved to the destination its `destination` closure or
@@ -79,7 +79,9 @@ public final class FoundationNotificationBridge: SessionObserver {
         }
         if let error = completion.error {
             userInfo[AFNetworkingNotifications.errorKey] = error
-        } else if let serialized = completion.serializedResponse {
+        } else if let serialized = completion.serializedResponse ?? completion.assetPath ?? completion.responseData {
+            // AFNetworking posts a download's file URL as its serialized response, and its default serializer's
+            // output is the body.
             userInfo[AFNetworkingNotifications.serializedResponseKey] = serialized
         }
         if let metrics = completion.metrics {
@@ -106,8 +108,8 @@ public final class FoundationNotificationBridge: SessionObserver {
         center.post(
             name: AFNetworkingNotifications.downloadTaskDidFailToMoveFile, object: notification.object,
             userInfo: [
-                NSUnderlyingErrorKey: failure.error, NSFilePathErrorKey: failure.sourceURL.path,
-                NSURLErrorKey: failure.destinationURL,
+                NSUnderlyingErrorKey: failure.error.underlying ?? failure.error,
+                NSFilePathErrorKey: failure.sourceURL.path, NSURLErrorKey: failure.destinationURL,
             ])
     }
 

@@ -5,6 +5,10 @@ import HeraldNotifications
 /// Writes one JSON object per line for every lifecycle notification: an event log to pipe into
 /// existing log systems (`jq`, Vector, Loki…).
 ///
+/// It records what a ``SessionObserver`` receives. An event stream's `eventSourceWillReconnect` is not one of
+/// them: each reconnection shows as the ended connection's complete and the next one's resume; observe the name
+/// on the center for its attempt, delay and `Last-Event-ID`.
+///
 /// Each line is an ``EventRecord``. The handlers only build the record: encoding and writing happen on
 /// a thread of the log's own, in the order the notifications arrived, so a slow disk or pipe never
 /// delays the session that posts. Lines never interleave or get cut, even from many sessions at once:
@@ -136,7 +140,9 @@ public final class JSONLinesEventLog: SessionObserver {
             event: notification.name.rawValue, time: Self.timestamp(notification.userInfo.date),
             session: notification.userInfo.sessionIdentifier)
         record.error = notification.userInfo.error?.code.description
-        record.errorMessage = notification.userInfo.error?.message
+        record.errorMessage = notification.userInfo.error.map {
+            redaction.redacting($0.message, secretsOf: $0.url.map { [$0] } ?? [])
+        }
         emit(record)
     }
 
@@ -240,8 +246,12 @@ public final class JSONLinesEventLog: SessionObserver {
     private static func encode(_ record: EventRecord) -> String? {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // Encoding an EventRecord (strings, integers, finite doubles) cannot fail; if it somehow did, the
-        // line is skipped rather than crashing the observed program.
+        // A duration or delay that is not finite (a payload made by hand) is written as a string, not lost: JSON
+        // has no number for it.
+        encoder.nonConformingFloatEncodingStrategy = .convertToString(
+            positiveInfinity: "Infinity", negativeInfinity: "-Infinity", nan: "NaN")
+        // Encoding an EventRecord (strings, integers, doubles) cannot fail now; if it somehow did, the line is
+        // skipped rather than crashing the observed program.
         guard let data = try? encoder.encode(record), let json = String(data: data, encoding: .utf8) else { return nil }
         return json + "\n"
     }

@@ -108,15 +108,27 @@ public struct LogRedaction: Sendable, Hashable {
         return result + rest
     }
 
-    /// A `Refresh` value (`5; url=https://…`) with its URL redacted.
+    /// A `Refresh` value with its URL redacted, read as HTML reads it: the delay (digits and dots), blanks, an
+    /// optional `;` or `,`, blanks, an optional `url =`, then the URL (quotes taken off) — `5; url=https://…`,
+    /// `0; https://…` and `0, URL = 'https://…'` alike. A value that doesn't read so is redacted whole.
     private func redactingRefresh(_ value: String) -> String {
-        guard let marker = value.range(of: "url=", options: .caseInsensitive) else { return value }
-        var reference = value[marker.upperBound...].trimmingCharacters(in: .whitespaces)
-        if let quote = reference.first, quote == "'" || quote == "\"", reference.hasSuffix(String(quote)),
-            reference.count >= 2
-        {
-            reference = String(reference.dropFirst().dropLast())
+        let blanks: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        var rest = Substring(value).drop(while: blanks)
+        rest = rest.drop { $0.isASCII && ($0.isNumber || $0 == ".") }
+        guard rest.count < value.count else { return "REDACTED" }
+        rest = rest.drop(while: blanks)
+        if rest.first == ";" || rest.first == "," { rest = rest.dropFirst().drop(while: blanks) }
+        if rest.prefix(3).lowercased() == "url" {
+            let afterName = rest.dropFirst(3).drop(while: blanks)
+            if afterName.first == "=" { rest = afterName.dropFirst().drop(while: blanks) }
         }
-        return value[..<marker.upperBound] + redactingReference(reference)
+        let prefix = value[..<rest.startIndex]
+        var reference = rest.trimmingCharacters(in: .whitespaces)
+        guard !reference.isEmpty else { return value }
+        if let quote = reference.first, quote == "'" || quote == "\"" {
+            reference = String(reference.dropFirst())
+            if let end = reference.firstIndex(of: quote) { reference = String(reference[..<end]) }
+        }
+        return prefix + redactingReference(reference)
     }
 }

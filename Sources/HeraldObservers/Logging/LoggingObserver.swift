@@ -109,10 +109,21 @@ public final class LoggingObserver: SessionObserver {
         guard logger.logLevel <= .trace else { return }
         let request = notification.userInfo.request
         var metadata = identity(notification.userInfo)
-        for (name, value) in redaction.redacting(request.headers) {
-            metadata["http.request.header.\(name.lowercased())"] = .string(value)
-        }
+        addHeaders(request.headers, as: "http.request.header.", to: &metadata)
         write(.trace, "task request headers", metadata: metadata, request: request)
+    }
+
+    /// Adds `headers`, redacted, under `prefix` and each lowercased name; the values of a repeated name joined
+    /// with `, `, as HTTP joins them, so no field of a repeated name is lost.
+    private func addHeaders(_ headers: HTTPHeaders, as prefix: String, to metadata: inout Logger.Metadata) {
+        for (name, value) in redaction.redacting(headers) {
+            let key = prefix + name.lowercased()
+            if case .string(let previous)? = metadata[key] {
+                metadata[key] = .string(previous + ", " + value)
+            } else {
+                metadata[key] = .string(value)
+            }
+        }
     }
 
     /// Logs `task suspended` at `debug`.
@@ -216,14 +227,7 @@ public final class LoggingObserver: SessionObserver {
             detail["herald.final_url"] = .string(redaction.redacting(finalURL))
         }
         if let response = completion.response {
-            for (name, value) in redaction.redacting(response.headers) {
-                let key = "http.response.header.\(name.lowercased())"
-                if case .string(let previous)? = detail[key] {
-                    detail[key] = .string(previous + ", " + value)
-                } else {
-                    detail[key] = .string(value)
-                }
-            }
+            addHeaders(response.headers, as: "http.response.header.", to: &detail)
         }
         if let metrics = completion.metrics {
             detail["herald.timing.name_lookup"] = .string(Self.seconds(metrics.nameLookup))
