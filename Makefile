@@ -278,7 +278,8 @@ soak: deps
 	cd Benchmarks && $(SWIFT) build -c release --product herald-test-server && $(SWIFT) build -c release --product Soak
 	Benchmarks/.build/release/Soak --seconds $(SOAK_SECONDS) --interval $(SOAK_INTERVAL)
 
-## fuzz: libFuzzer on the response-head parser, resume-data decoding and the JSON parser, FUZZ_SECONDS (default 60) each.
+## fuzz: libFuzzer on thirteen parsers (the response head, resume data, JSON, server-sent events, cookies, challenges,
+## cache and range fields, netlink, the public suffix list), FUZZ_SECONDS (default 60) each; FUZZ_TARGETS picks some.
 fuzz: deps
 	Fuzz/run.sh
 

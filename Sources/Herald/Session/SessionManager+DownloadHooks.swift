@@ -5,9 +5,9 @@ extension SessionManager {
     /// AF's `downloadTaskDidFinishDownloading`: where a finished download goes when its task has no
     /// `destination` closure of its own. Called like `destination`: once, after the whole body is on disk and
     /// before the completion handler, on ``completionQueue`` when it is the session's own (the default), on
-    /// the task's hook queue when you passed a completion queue. It must not block: on the session's queue,
-    /// other tasks' completions wait behind it. Returning `nil` leaves the file at its temporary location.
-    /// Default `nil`.
+    /// a serial queue of the task's completion when you passed a completion queue. It must not block: on the
+    /// session's queue, other tasks' completions wait behind it. Returning `nil` leaves the file at its
+    /// temporary location. Default `nil`.
     public var downloadTaskDidFinishDownloading:
         (@Sendable (_ task: DownloadTask, _ temporaryURL: URL, _ response: HTTPResponse) -> URL?)?
     {

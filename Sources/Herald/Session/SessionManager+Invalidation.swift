@@ -10,7 +10,8 @@ extension SessionManager {
     /// `sessionDidInvalidate` and releases its connection pool.
     ///
     /// - Parameter cancelingTasks: `false` lets outstanding tasks finish (AF's
-    ///   `finishTasksAndInvalidate`; a task that is never resumed keeps the session from finishing);
+    ///   `finishTasksAndInvalidate`; a task that isn't finishing on its own keeps the session from finishing:
+    ///   one never resumed, one suspended, one waiting for connectivity, a streamed body nobody reads);
     ///   `true` cancels them all first (AF's `invalidateAndCancel`). Calling it again does nothing more,
     ///   except that `true` still cancels what is outstanding.
     public func invalidate(cancelingTasks: Bool) {

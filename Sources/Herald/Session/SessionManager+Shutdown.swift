@@ -19,9 +19,10 @@ extension SessionManager {
     ///
     /// Suspends the calling task, never blocks a thread. Called from a task that a handler started, it
     /// can't deadlock: it waits for that handler to return, and the handler doesn't wait for it. With
-    /// `cancelingTasks: false`, a task that is never resumed keeps it waiting (as it keeps the session
-    /// from invalidating). Cancelling the calling task ends the wait at once (a shutdown with a deadline);
-    /// the invalidation goes on.
+    /// `cancelingTasks: false`, a task that isn't finishing on its own — never resumed, suspended, waiting for
+    /// connectivity, a streamed body nobody reads — keeps it waiting (as it keeps the session from
+    /// invalidating): pass `true`, or cancel the calling task at a deadline. Cancelling the calling task ends
+    /// the wait at once (a shutdown with a deadline); the invalidation goes on.
     ///
     /// - Parameter cancelingTasks: `false` (the default) lets outstanding tasks finish; `true` cancels them
     ///   first. As in ``invalidate(cancelingTasks:)``, which this calls.
