@@ -393,7 +393,8 @@ final class EventSourceConnection: @unchecked Sendable {
         }
         if let task = currentTask {
             session.eventPoster.postReconnection(
-                of: task, attempt: connections + 1, error: error, lastEventID: parser.lastEventID, delay: delay)
+                of: task, attempt: connections + 1, error: error, lastEventID: parser.lastEventID, delay: delay,
+                unlessInvalidated: { [session] in session.isInvalidated })
         }
         currentTask = nil
         try await waitBeforeReconnecting(delay)
@@ -477,9 +478,12 @@ final class EventSourceConnection: @unchecked Sendable {
 }
 
 extension SessionEventPoster {
-    /// Queues `eventSourceWillReconnect` on the event queue.
+    /// Queues `eventSourceWillReconnect` on the event queue, where it is dropped if `isInvalidated` says the
+    /// session was invalidated meanwhile: no reconnection follows then, and nothing of the session may come
+    /// after its `sessionDidInvalidate` (which an invalidation queues only after it is marked).
     func postReconnection(
-        of task: SessionTask, attempt: Int, error: HeraldError?, lastEventID: String, delay: Duration
+        of task: SessionTask, attempt: Int, error: HeraldError?, lastEventID: String, delay: Duration,
+        unlessInvalidated isInvalidated: @escaping @Sendable () -> Bool
     ) {
         guard center.hasObservers(for: .eventSourceWillReconnect) else { return }
         let payload = EventSourceReconnection(
@@ -487,7 +491,10 @@ extension SessionEventPoster {
             date: Date(), attempt: attempt, error: error, lastEventID: lastEventID,
             delay: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
         let center = center
-        async { center.post(.eventSourceWillReconnect, object: task, userInfo: payload) }
+        async {
+            guard !isInvalidated() else { return }
+            center.post(.eventSourceWillReconnect, object: task, userInfo: payload)
+        }
     }
 }
 

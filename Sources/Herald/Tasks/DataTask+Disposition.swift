@@ -57,8 +57,10 @@ extension DataTask {
                 }
             }
         guard isLive else {
-            // Cancelled while the hook ran: it completes as the data task it was.
+            // Cancelled while the hook ran: it completes as the data task it was. The folder made for its file
+            // may have been made after an invalidation removed the session's: it goes again, if empty.
             if isListed { _ = session.replace(download, with: self) }
+            session.removeDownloadDirectoryAfterInvalidation()
             return
         }
         session.dataTaskDidBecomeDownloadTask?(self, download)
