@@ -119,16 +119,18 @@ test: deps
 	@# The fleet (Hummingbird services, swift-otel, swift-prometheus, a real Prometheus): a package of its own.
 	$(MAKE) fleet-test
 
-## fleet-deps: what the fleet sample (Samples/Fleet) needs beside Swift packages: Debian's prometheus (its tests
+## fleet-deps: what the fleet sample (Samples/Fleet) needs beside Swift packages and build-deps: iproute2's ip (its
+## tests and demo run in a network namespace with loopback alone), Debian's prometheus (its tests
 ## and demo start their own, in the foreground on a loopback port, with a temporary storage folder, and stop it;
 ## on a machine whose package manager starts services on install, `systemctl disable --now prometheus` stops the
 ## system one) and PyPI's opentelemetry-proto, in a venv under the fleet's build folder, for its OTLP receiver.
 FLEET := Samples/Fleet
 FLEET_VENV := $(FLEET)/.build/otlp-venv
 OTLP_PROTO_VERSION := 1.45.2
-fleet-deps: deps
+fleet-deps: build-deps
 	@missing=""; \
 	[ -x /usr/bin/prometheus ] || missing="prometheus"; \
+	command -v ip >/dev/null || missing="$$missing iproute2"; \
 	python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing="$$missing python3-venv"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \

@@ -207,7 +207,8 @@ class Handler(BaseHTTPRequestHandler):
         field = self.headers.get("Content-Length")
         if field is None:
             return self.refuse(411, b"Content-Length required\n")
-        if not field.strip().isdigit():
+        # isdigit() alone takes "²" and other Unicode digits that int() refuses.
+        if not (field.strip().isascii() and field.strip().isdigit()):
             return self.refuse(400, b"malformed Content-Length\n")
         length = int(field)
         if length > MAXIMUM_BODY:

@@ -4,7 +4,7 @@ import Foundation
 /// `make fleet-demo`: starts the fleet, sends it a few hundred requests, and prints what Prometheus answers
 /// about service A's Herald client and the trace tree of one request.
 ///
-/// `FLEET_DEMO_SECONDS` keeps the fleet up afterwards, with a light load (two requests a second, for at most
+/// `FLEET_DEMO_SECONDS` keeps the fleet up afterwards, with a light load (about two requests a second, for at most
 /// ten minutes) so that its Prometheus has something to show: that many seconds, or with `0` until Ctrl-C
 /// (SIGINT) or SIGTERM. `make fleet-demo KEEP=1` sets it to 0.
 @main
@@ -152,11 +152,17 @@ enum FleetDemo {
         """
     }
 
+    /// The longest `FLEET_DEMO_SECONDS`: a year.
+    static let maximumKeepSeconds = 365 * 86_400
+
     /// `FLEET_DEMO_SECONDS`: `nil` when unset (stop at once), 0 for until a signal, else seconds.
     static func keepSeconds() throws -> Int? {
         guard let text = ProcessInfo.processInfo.environment["FLEET_DEMO_SECONDS"], !text.isEmpty else { return nil }
-        guard let seconds = Int(text), seconds >= 0 else {
-            throw FleetError("FLEET_DEMO_SECONDS must be a whole number of seconds, 0 for until Ctrl-C; not \(text)")
+        // At most a year: a sleep's deadline past what a Duration holds would trap once the fleet is up.
+        guard let seconds = Int(text), (0...maximumKeepSeconds).contains(seconds) else {
+            throw FleetError(
+                "FLEET_DEMO_SECONDS must be a whole number of seconds up to \(maximumKeepSeconds) (a year), 0 for "
+                    + "until Ctrl-C; not \(text)")
         }
         return seconds
     }
@@ -165,7 +171,8 @@ enum FleetDemo {
     /// second for at most ten minutes.
     static func keepUp(_ fleet: Fleet, seconds: Int) async throws {
         say()
-        say("The fleet stays up \(seconds == 0 ? "until Ctrl-C" : "for \(seconds) s"), with two requests a second:")
+        let until = seconds == 0 ? "until Ctrl-C" : "for \(seconds) s"
+        say("The fleet stays up \(until), with about two requests a second:")
         say("  Prometheus  \(fleet.prometheus.absoluteString)/graph  (rules: \(fleet.prometheus.absoluteString)/rules)")
         say("  service A   \(fleet.serviceA.absoluteString)/metrics")
         say("  service B   \(fleet.serviceB.absoluteString)/metrics")

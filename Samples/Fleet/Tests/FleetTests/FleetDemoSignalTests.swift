@@ -32,6 +32,39 @@ struct FleetDemoSignalTests {
         #expect(run.output.contains("Received signal \(SIGTERM)."), "\(run.output)")
         #expect(run.leftovers.isEmpty, "left behind: \(run.leftovers)")
     }
+
+    @Test("a FLEET_DEMO_SECONDS past a year is refused before anything starts: a message and exit 1, not a trap")
+    func keepSecondsTooLong() async throws {
+        let folder = FileManager.default.temporaryDirectory.appending(path: "fleet-demo-keep-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let process = Process()
+        process.executableURL = Fleet.Locations.checkout.service.deletingLastPathComponent().appending(
+            path: "fleet-demo")
+        process.environment = ProcessInfo.processInfo.environment.merging([
+            "FLEET_DEMO_SECONDS": String(Int.max), "TMPDIR": folder.path,
+        ]) { $1 }
+        let error = Pipe()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = error
+        process.standardInput = FileHandle.nullDevice
+        let (exited, continuation) = AsyncStream.makeStream(of: Int32.self)
+        process.terminationHandler = { continuation.yield($0.terminationStatus) }
+        try process.run()
+        // It refuses at once; killed after a minute if it doesn't, which fails the test.
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(60))
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }
+        let message = String(decoding: error.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        var statuses = exited.makeAsyncIterator()
+        let status = await statuses.next()
+        watchdog.cancel()
+        // Before, the fleet started and the demo trapped in its first sleep, leaving every program running.
+        #expect(status == 1, "\(message)")
+        #expect(message.contains("FLEET_DEMO_SECONDS"), "\(message)")
+        #expect(DemoRun.fleetFiles(in: folder).isEmpty)
+    }
 }
 
 /// A value shared between the test and the tasks that watch the demo.
