@@ -22,7 +22,8 @@ public struct HeraldError: Error, Sendable {
     public var curlCode: Int32? { storage.curlCode }
     /// libcurl's own description of the failure (`CURLOPT_ERRORBUFFER`, or `curl_easy_strerror` when that is empty).
     public var curlMessage: String? { storage.curlMessage }
-    /// The request URL, with any `user:password` replaced by `***` so the error can be logged safely.
+    /// The request URL, with any `user:password` replaced by `***`. Its query is kept whole, a pre-signed URL's
+    /// signature included: log ``description``, which leaves out those values, rather than the URL itself.
     public var url: URL? { storage.url }
     /// The HTTP status code: for ``Code/unacceptableStatusCode``, and whenever ``response`` is set.
     public var statusCode: Int? { storage.statusCode }
@@ -162,7 +163,8 @@ public struct HeraldError: Error, Sendable {
 }
 
 extension HeraldError: CustomStringConvertible {
-    /// `"<code>: <message> (curl N: text) [url]"`, omitting the parts that are absent.
+    /// `"<code>: <message> (curl N: text) [url]"`, omitting the parts that are absent; the URL's signature query
+    /// parameters (`X-Amz-Signature`, `sig`, …) are written as `***`.
     public var description: String {
         var text = "\(code): \(message)"
         if let curlCode {
@@ -170,7 +172,8 @@ extension HeraldError: CustomStringConvertible {
             if let curlMessage, !curlMessage.isEmpty { text += ": \(curlMessage)" }
             text += ")"
         }
-        if let url { text += " [\(url.absoluteString)]" }
+        // The values of a pre-signed URL's signature parameters stay out of the text that is logged.
+        if let url { text += " [\(url.redactingSignatures().absoluteString)]" }
         return text
     }
 }

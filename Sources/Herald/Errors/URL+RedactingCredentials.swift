@@ -4,6 +4,28 @@ extension URL {
     /// The placeholder that replaces a user name or password.
     package static let redactedCredential = "***"
 
+    /// The query parameters that carry a pre-signed URL's secrets (signatures, key identifiers, session tokens),
+    /// lowercased: `AWSAccessKeyId`, `Signature`, `sig`, `X-Amz-Signature`, `X-Amz-Credential`,
+    /// `X-Amz-Security-Token`, `X-Goog-Signature`, `X-Goog-Credential`. Compared in any case.
+    package static let signatureQueryItems: Set<String> = [
+        "awsaccesskeyid", "signature", "sig", "x-goog-signature", "x-amz-signature", "x-amz-credential",
+        "x-amz-security-token", "x-goog-credential",
+    ]
+
+    /// This URL with the values of ``signatureQueryItems`` in its query replaced by `placeholder`; unchanged when
+    /// it has none.
+    package func redactingSignatures(placeholder: String = redactedCredential) -> URL {
+        guard query != nil, var components = URLComponents(url: self, resolvingAgainstBaseURL: true),
+            let items = components.percentEncodedQueryItems,
+            items.contains(where: { Self.signatureQueryItems.contains($0.name.lowercased()) })
+        else { return self }
+        components.percentEncodedQueryItems = items.map { item in
+            Self.signatureQueryItems.contains(item.name.lowercased())
+                ? URLQueryItem(name: item.name, value: placeholder) : item
+        }
+        return components.url ?? self
+    }
+
     /// This URL with any user name and password replaced by `placeholder`, safe to log or put in an error.
     ///
     /// `https://alice:secret@example.com/x` becomes `https://***:***@example.com/x`; a URL without

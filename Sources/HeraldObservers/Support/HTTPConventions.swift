@@ -15,10 +15,7 @@ public enum HTTPSemanticConventions {
     /// the signatures, key identifiers and session tokens of pre-signed URLs (`AWSAccessKeyId`, `Signature`,
     /// `sig`, `X-Goog-Signature`, and beside the conventions' four `X-Amz-Signature`, `X-Amz-Credential`,
     /// `X-Amz-Security-Token` and `X-Goog-Credential`).
-    public static let redactedQueryItems: Set<String> = [
-        "awsaccesskeyid", "signature", "sig", "x-goog-signature", "x-amz-signature", "x-amz-credential",
-        "x-amz-security-token", "x-goog-credential",
-    ]
+    public static let redactedQueryItems: Set<String> = URL.signatureQueryItems
 }
 
 /// The method as a bounded value: anything outside the known set is `_OTHER`, keeping dimensions bounded.

@@ -81,6 +81,20 @@ struct HeraldErrorTests {
         #expect(!error.description.contains("s3cret"))
     }
 
+    @Test("the description leaves out a pre-signed URL's signature values; the url property keeps them")
+    func descriptionRedactsSignatures() throws {
+        let url = try #require(
+            URL(string: "https://bucket.example/o?X-Amz-Signature=abc123&X-Amz-Credential=AKIA%2Fx&sig=s1&keep=1"))
+        let error = HeraldError(.timedOut, "the request timed out", url: url)
+        // Before, the whole query went into the text every log line of the error carries.
+        #expect(
+            error.description
+                == "timed_out: the request timed out "
+                + "[https://bucket.example/o?X-Amz-Signature=***&X-Amz-Credential=***&sig=***&keep=1]")
+        #expect(!error.localizedDescription.contains("abc123"))
+        #expect(error.url == url)
+    }
+
     @Test("a code pattern matches a thrown HeraldError in catch clauses")
     func catchPattern() {
         func fail() throws { throw HeraldError(.cannotConnect, "refused") }
