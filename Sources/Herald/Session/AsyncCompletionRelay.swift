@@ -1,3 +1,4 @@
+import Foundation
 import HeraldNotifications
 /// Hands one task's completion to the one `async` caller awaiting it, exactly once, whichever comes first:
 /// the completion (it may run before the caller suspends — a task cancelled before it started completes
@@ -65,16 +66,29 @@ extension SessionManager {
     ///
     /// A task whose class holds `resume()` back (an override that calls `super.resume()` later, when it sees
     /// fit) holds the call until it does; one that never does holds it until the calling Swift task is cancelled.
+    ///
+    /// With `keepsResumeData`, a download task is cancelled with ``DownloadTask/cancel(byProducingResumeData:)``:
+    /// its partial file is kept, and the ``HeraldError/Code/cancelled`` error thrown carries its resume data.
     func performAsync<Value: Sendable>(
+        keepsResumeData: Bool = false,
         _ make: (_ answer: @escaping @Sendable (Result<Value, HeraldError>) -> Void) throws(HeraldError) -> SessionTask
     ) async throws(HeraldError) -> Value {
         let relay = AsyncCompletionRelay<Value>()
         let task = try make { relay.resume(with: $0) }
+        // Handed over before the completion handler runs (the resume-data handler always comes first).
+        let resumeData = Locked<Data?>(nil)
         let result = await withTaskCancellationHandler {
             if !Task.isCancelled { task.resume() }
             return await relay.result()
         } onCancel: {
-            task.cancel()
+            if keepsResumeData, let download = task as? DownloadTask {
+                download.cancel(byProducingResumeData: { data in resumeData.withLock { $0 = data } })
+            } else {
+                task.cancel()
+            }
+        }
+        if case .failure(let error) = result, error.code == .cancelled, let data = resumeData.withLock({ $0 }) {
+            throw error.adding(resumeData: data)
         }
         return try result.get()
     }

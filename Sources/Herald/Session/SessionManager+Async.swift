@@ -273,8 +273,11 @@ extension SessionManager {
     /// Continues a download from its resume data and moves the whole file to `fileURL`: the `async` form of
     /// ``downloadTask(withResumeData:progress:destination:completionHandler:)``.
     ///
-    /// Threading and cancellation as for ``data(for:)``: cancelling the Swift task cancels the transfer and
-    /// throws ``HeraldError/Code/cancelled``. The rest is asked for with `Range` and `If-Range`: a `206`
+    /// Threading as for ``data(for:)``. Cancelling the Swift task cancels the transfer as
+    /// ``DownloadTask/cancel(byProducingResumeData:)`` does: the partial file is kept, and the
+    /// ``HeraldError/Code/cancelled`` error thrown carries new resume data (``HeraldError/resumeData``) when the
+    /// download can be continued, so a cancel pauses it; the data you passed in names the same file, cut back to
+    /// its own length when used. The rest is asked for with `Range` and `If-Range`: a `206`
     /// appends to the partial file, a `200` (the resource changed, or the server ignores ranges) writes it
     /// again from the start, so the file is never a splice of two versions.
     ///
@@ -291,7 +294,7 @@ extension SessionManager {
     public func download(
         resumingWith resumeData: Data, to fileURL: URL, progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) async throws(HeraldError) -> (URL, HTTPResponse) {
-        try await performAsync { answer throws(HeraldError) in
+        try await performAsync(keepsResumeData: true) { answer throws(HeraldError) in
             try downloadTask(
                 withResumeData: resumeData, progress: progress, destination: { _, _ in fileURL },
                 completionHandler: Self.downloadHandler(answer))

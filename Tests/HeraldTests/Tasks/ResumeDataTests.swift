@@ -60,6 +60,43 @@ struct ResumeDataTests {
         try await fixture.tearDown()
     }
 
+    @Test("cancelling the Swift task of download(resumingWith:to:) keeps the file and throws new resume data")
+    func asyncResumeCancelledKeepsFile() async throws {
+        let fixture = try await SessionFixture.make()
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let size = 2 * 1024 * 1024
+        // Slow enough (16 KiB every 10 ms) that each request is still sending when it is cancelled.
+        let path = "/bytes/\(size)?chunkSize=16384&delayMs=10&key=async-cancel"
+        let (first, resumeData, _) = try await cancelMidway(fixture, path: path, size: size)
+        let data = try #require(resumeData)
+        let partialSize = try #require(PatternFile.size(of: first.temporaryURL))
+        let destination = scratch.url.appendingPathComponent("paused.bin")
+        // The continuation gets more bytes, and the caller pauses it by cancelling.
+        let moreArrived = OneShot<Void>()
+        let call = Task {
+            try await fixture.session.download(
+                resumingWith: data, to: destination,
+                progress: { if $0.completedUnitCount > Int64(partialSize) + 65536 { moreArrived.send(()) } })
+        }
+        try await moreArrived.value()
+        call.cancel()
+        let thrown: HeraldError?
+        let outcome = await call.result
+        switch outcome {
+        case .success: thrown = nil
+        case .failure(let error): thrown = error as? HeraldError
+        }
+        #expect(thrown?.code == .cancelled, "\(outcome)")
+        // Before, the partial file the caller's resume data names was deleted, and no new data came.
+        let newData = try #require(thrown?.resumeData)
+        #expect((PatternFile.size(of: first.temporaryURL) ?? 0) > partialSize)
+        let (fileURL, response) = try await fixture.session.download(resumingWith: newData, to: destination)
+        #expect(response.statusCode == 206)
+        #expect(try PatternFile.matches(fileURL, count: size))
+        try await fixture.tearDown()
+    }
+
     @Test("resume data of a download behind a redirect continues from where the bytes came from")
     func resumeBehindRedirect() async throws {
         let fixture = try await SessionFixture.make()
