@@ -44,7 +44,7 @@ open class DataTask: SessionTask, @unchecked Sendable {
         guard let buffer = bodyHandling.streamBuffer, buffer.hasHandedOverHead else {
             return super.proceed(after: outcome)
         }
-        if let response = outcome.response, !outcome.isFromCache { session.storeCookies(from: response) }
+        takeCookies(from: outcome)
         completeTransfer(outcome)
     }
 

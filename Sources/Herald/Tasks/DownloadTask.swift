@@ -185,7 +185,7 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
         if outcome.error == nil, outcome.file?.wasAlreadyComplete == true {
             // The server's 416 says the file already holds every byte: the download is done, its file moved as
             // any complete one's. Not a failure for a retrier to see.
-            if let response = outcome.response { session.storeCookies(from: response) }
+            takeCookies(from: outcome)
             return completeTransfer(outcome)
         }
         guard let error = outcome.error, error.code == .cannotResume, let response = outcome.response,

@@ -56,6 +56,9 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         /// before the next transfer starts (a hook that takes that long); cancelled when it starts or the task
         /// completes.
         var resourceDeadline: (any DispatchSourceTimer)?
+        /// Whether the current transfer's response head set cookies that were stored when it arrived, so that the
+        /// transfer's end doesn't take them again (see ``SessionTask/takeCookies(from:)``).
+        var cookiesTakenAtHead = false
     }
 
     /// The task's identifier, unique within its session.
@@ -266,7 +269,27 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     // MARK: - TransferDelegate (engine loop thread; the kinds override what differs)
 
     package func transferDidReceiveResponse(_ head: ResponseHead) {
-        didReceiveResponse(HTTPResponse(head))
+        let response = HTTPResponse(head)
+        if response.headers.contains("Set-Cookie"), session.configuration.httpShouldSetCookies {
+            // Taken as the head arrives, as browsers take them: a long response (an event stream, a large
+            // download) must not hold back, for as long as it runs, a cookie the requests made meanwhile need.
+            session.storeCookies(from: response)
+            core.withLock { $0.cookiesTakenAtHead = true }
+        }
+        didReceiveResponse(response)
+    }
+
+    /// Stores the cookies of `outcome`'s response, unless they were taken when its head arrived, or it came
+    /// from the cache (taken when it came over the network; taking them again would bring back what the caller
+    /// or the server has removed since). Loop thread, as each transfer ends.
+    final func takeCookies(from outcome: TaskOutcome) {
+        guard let response = outcome.response, !outcome.isFromCache, response.headers.contains("Set-Cookie")
+        else { return }
+        let takenAtHead = core.withLock { core in
+            defer { core.cookiesTakenAtHead = false }
+            return core.cookiesTakenAtHead
+        }
+        if !takenAtHead { session.storeCookies(from: response) }
     }
 
     package func transferNeedsResponseDisposition(_ head: ResponseHead, transfer: Transfer) {
@@ -352,7 +375,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
         // Before the next hop is built: a Set-Cookie on a 302 or a 401 goes with the next request. Not from a
         // stored response: its cookies were taken when it came over the network, and taking them again would
         // bring back what the caller or the server has removed since.
-        if let response = outcome.response, !outcome.isFromCache { session.storeCookies(from: response) }
+        takeCookies(from: outcome)
         if beginNextHop(after: outcome) { return }
         if beginWaitingForConnectivity(after: outcome) { return }
         if beginRetry(after: outcome) { return }

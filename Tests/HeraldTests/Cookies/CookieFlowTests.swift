@@ -59,6 +59,26 @@ struct CookieFlowTests {
         try await fixture.tearDown()
     }
 
+    @Test("a response's cookies are stored when its head arrives, not when its body ends: a long body holds none back")
+    func cookiesTakenAtHead() async throws {
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        let url = fixture.server.url("/headers?Set-Cookie=early%3D1")
+        let seenAtHead = Locked<String?>(nil)
+        // Asked once the head is in, before any of the body: what the store holds then.
+        fixture.session.dataTaskDidReceiveResponse = { [store = fixture.session.cookieStore] _, _ in
+            seenAtHead.withLock { $0 = store.cookieHeader(for: url) ?? "none" }
+            // The caller removes it while the body still comes.
+            store.removeAll()
+            return .allow
+        }
+        _ = try await fixture.session.data(for: Request(url: url))
+        // Before, the cookie was taken only when the transfer ended.
+        #expect(seenAtHead.withLock { $0 } == "early=1")
+        // Taken once: removed by the caller after the head, it stays removed when the transfer ends.
+        #expect(fixture.session.cookieStore.allCookies.isEmpty)
+        try await fixture.tearDown()
+    }
+
     @Test("a redirect back to a URL already requested, now with the cookie a hop set, is followed: a login")
     func redirectBackAfterLogin() async throws {
         let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
