@@ -7,8 +7,8 @@ extension SessionManager {
         return cookieStore.cookieHeader(for: url)
     }
 
-    /// Stores the cookies `response` sets, when the session handles cookies. Loop thread, as each
-    /// transfer ends, before the next hop is built.
+    /// Stores the cookies `response` sets, when the session handles cookies. Loop thread: as a response head
+    /// arrives (a head libcurl answers itself, as its transfer ends), before the next hop is built.
     func storeCookies(from response: HTTPResponse) {
         guard configuration.httpShouldSetCookies else { return }
         let fields = response.headers.values(for: "Set-Cookie")
