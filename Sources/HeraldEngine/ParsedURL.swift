@@ -65,19 +65,68 @@ package final class ParsedURL: @unchecked Sendable {
         return ParsedURL(url.absoluteString).map { $0.effectiveURL ?? url } ?? url
     }
 
+    /// A scan of the URL's bytes, with no allocation: the cookie store asks it for every request once it holds a
+    /// cookie.
     private static func mayBeRewritten(_ url: URL) -> Bool {
-        if url.path.contains("/.") { return true }
-        guard let host = url.host, !host.isEmpty else { return false }
-        if host.contains(":") { return true }
-        guard host.allSatisfy({ $0.isHexDigit || $0 == "x" || $0 == "X" || $0 == "." }) else { return false }
-        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
-        let isDottedQuad =
-            parts.count == 4
-            && parts.allSatisfy { part in
-                !part.isEmpty && part.count <= 3 && part.allSatisfy(\.isASCII) && part.allSatisfy(\.isNumber)
-                    && (part.count == 1 || part.first != "0") && (Int(part) ?? 256) <= 255
+        var text = url.absoluteString
+        return text.withUTF8 { mayBeRewritten(bytes: $0) }
+    }
+
+    private static func mayBeRewritten(bytes text: UnsafeBufferPointer<UInt8>) -> Bool {
+        let slash: UInt8 = 47, colon: UInt8 = 58, question: UInt8 = 63, hash: UInt8 = 35, dot: UInt8 = 46
+        var index = 0
+        while index + 2 < text.count, !(text[index] == colon && text[index + 1] == slash && text[index + 2] == slash) {
+            index += 1
+        }
+        guard index + 2 < text.count else { return false }
+        let authorityStart = index + 3
+        var authorityEnd = authorityStart
+        var hostStart = authorityStart
+        while authorityEnd < text.count, text[authorityEnd] != slash, text[authorityEnd] != question,
+            text[authorityEnd] != hash
+        {
+            if text[authorityEnd] == 64 { hostStart = authorityEnd + 1 }  // "@": the user information ends
+            authorityEnd += 1
+        }
+        // The path, up to its query or fragment: a segment starting with a dot (`/./`, `/../`, `/.`).
+        var pathIndex = authorityEnd
+        while pathIndex + 1 < text.count, text[pathIndex] != question, text[pathIndex] != hash {
+            if text[pathIndex] == slash, text[pathIndex + 1] == dot { return true }
+            pathIndex += 1
+        }
+        guard hostStart < authorityEnd else { return false }
+        if text[hostStart] == 91 { return true }  // "[": an IPv6 address, which libcurl writes in its short form
+        var hostEnd = hostStart
+        while hostEnd < authorityEnd, text[hostEnd] != colon { hostEnd += 1 }  // ":" starts the port
+        // A dotted quad already (four decimal parts of 0...255, no leading zero) is written as it is; any other
+        // host of hexadecimal digits, `x` and dots may be an IPv4 address in another form.
+        var parts = 0
+        var digits = 0
+        var value = 0
+        var isDottedQuad = true
+        var mayBeNumeric = true
+        for position in hostStart..<hostEnd {
+            let byte = text[position]
+            switch byte {
+            case 48...57:
+                if digits == 1, value == 0 { isDottedQuad = false }  // a leading zero
+                value = value * 10 + Int(byte - 48)
+                digits += 1
+                if digits > 3 || value > 255 { isDottedQuad = false }
+            case dot:
+                if digits == 0 { isDottedQuad = false }
+                parts += 1
+                digits = 0
+                value = 0
+            case 97...102, 65...70, 120, 88:  // a-f, A-F, x, X
+                isDottedQuad = false
+            default:
+                mayBeNumeric = false
             }
-        return !isDottedQuad
+            if !mayBeNumeric { return false }
+        }
+        if digits == 0 { isDottedQuad = false }
+        return !(isDottedQuad && parts == 3)
     }
 
     /// One part of `handle`, as libcurl writes it, or `nil` when the URL has none.

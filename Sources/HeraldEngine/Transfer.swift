@@ -520,8 +520,12 @@ package final class Transfer: @unchecked Sendable {
             // A file already whole (a 416 naming its length) ends where it is; the answer's body goes nowhere.
             let isWhole = sink.file?.wasAlreadyComplete == true
             bodyGoesNowhere = isWhole
-            delegate.transferDidBeginBody(
-                at: offset, expected: isWhole ? offset : reportedBodyLength.map { offset + $0 })
+            // A redirect's or a challenge's body, kept in memory in case the task takes it for its answer, is no
+            // body of the task's: its progress waits for the next hop's.
+            if !request.leadsToNextHop(status: response.statusCode, headers: response.headers) {
+                delegate.transferDidBeginBody(
+                    at: offset, expected: isWhole ? offset : reportedBodyLength.map { offset + $0 })
+            }
             return nil
         case .failure(let error):
             return error

@@ -75,20 +75,16 @@ extension SessionManager {
     ) async throws(HeraldError) -> Value {
         let relay = AsyncCompletionRelay<Value>()
         let task = try make { relay.resume(with: $0) }
-        // Handed over before the completion handler runs (the resume-data handler always comes first).
-        let resumeData = Locked<Data?>(nil)
         let result = await withTaskCancellationHandler {
             if !Task.isCancelled { task.resume() }
             return await relay.result()
         } onCancel: {
             if keepsResumeData, let download = task as? DownloadTask {
-                download.cancel(byProducingResumeData: { data in resumeData.withLock { $0 = data } })
+                // The cancelled error the completion handler gets carries the data.
+                download.cancel(byProducingResumeData: { _ in })
             } else {
                 task.cancel()
             }
-        }
-        if case .failure(let error) = result, error.code == .cancelled, let data = resumeData.withLock({ $0 }) {
-            throw error.adding(resumeData: data)
         }
         return try result.get()
     }

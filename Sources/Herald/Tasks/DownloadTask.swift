@@ -100,7 +100,8 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
     /// ``SessionManager/downloadTask(withResumeData:progress:destination:completionHandler:)``.
     ///
     /// `completionHandler` runs exactly once on the session's ``SessionManager/completionQueue``, before the
-    /// task's own completion handler (which reports ``HeraldError/Code/cancelled``). It gets `nil` — and
+    /// task's own completion handler (which reports ``HeraldError/Code/cancelled``, carrying the same data as
+    /// ``HeraldError/resumeData``). It gets `nil` — and
     /// the partial file is deleted — when the download cannot be resumed: the request is not a `GET`, the
     /// response has neither `ETag` nor `Last-Modified`, or the task had already completed. Otherwise the
     /// partial file is kept where the resume data says, until a task resumed from it completes. A second call
@@ -252,8 +253,10 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
                 url: response.url, statusCode: response.statusCode, response: response, metrics: outcome.metrics)
         }
         var keepTemporaryFile = false
+        var producedResumeData: Data?
         if case .answer(let resumeDataHandler) = transition({ $0.resumeDataAnswered() }) {
             let resumeData = outcome.error == nil ? nil : makeResumeData(from: outcome)
+            producedResumeData = resumeData
             keepTemporaryFile = resumeData != nil
             if keepTemporaryFile { releaseClaim() }
             if session.ownsCompletionQueue {
@@ -274,7 +277,8 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
                 return CompletionResult(error: error.adding(resumeData: resumeData))
             }
             if !keepTemporaryFile { removeTemporaryFile() }
-            return CompletionResult(error: error)
+            // The cancellation carries the data it produced too, whatever queue runs the two handlers.
+            return CompletionResult(error: producedResumeData.map { error.adding(resumeData: $0) } ?? error)
         }
         guard let response = outcome.response else {
             removeTemporaryFile()

@@ -76,6 +76,9 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
     private(set) var hops = TaskHops()
     /// What the task reports: its last response, its final metrics and error; changed only by the transitions.
     private(set) var report = TaskReport()
+    /// The error a ``cancel(error:)`` that stopped a transfer completes the task with, whatever the stopped
+    /// transfer's own outcome says (it may have ended just before the stop, or timed out).
+    private var cancellation: HeraldError?
     /// The caller's completion and progress handlers, until ``completionReported(error:)`` hands them out.
     private var callbacks: TaskCallbacks
     /// Those waiting for a finished transfer's outcome to be held (see ``whenHoldingOutcome(_:)``).
@@ -244,6 +247,7 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
             return .none
         case .running(.transferring(let inFlight)), .suspended(.transferring(let inFlight)):
             state = .canceling(stopping: inFlight.transfer, download: becameDownload)
+            cancellation = error
             return .stop(inFlight.transfer)
         case .suspended(.notStarted):
             state = .completed
@@ -657,6 +661,8 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
             return .hold(waiters: holdWaiters)
         case .canceling(_, let download):
             state = .completed
+            var outcome = outcome
+            if let cancellation, outcome.error?.code != .cancelled { outcome.error = cancellation }
             return .finish(Completion(outcome: reported(outcome), wasCancelled: true, download: download))
         case .running, .suspended:
             let download = downloadTask

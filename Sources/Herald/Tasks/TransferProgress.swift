@@ -119,11 +119,6 @@ public final class TransferProgress: Sendable {
         }
     }
 
-    /// Marks the progress finished and lets its task go: no handler call starts after this, and
-    /// ``cancel()``, ``pause()`` and ``resume()`` do nothing, as they would on the completed task. Called on
-    /// the completion queue just before the completion handler; if the handler has not seen the final count
-    /// yet (updates are throttled), it gets one last call here, so a progress bar always ends where the
-    /// transfer did.
     /// A new response body begins: its total (or none) replaces the earlier body's. No handler call: the
     /// body's first bytes bring one.
     func restart(total: Int64?) {
@@ -133,6 +128,11 @@ public final class TransferProgress: Sendable {
         }
     }
 
+    /// Marks the progress finished and lets its task go: no handler call starts after this, and
+    /// ``cancel()``, ``pause()`` and ``resume()`` do nothing, as they would on the completed task. Called on
+    /// the completion queue just before the completion handler; if the handler has not seen the final count
+    /// yet (updates are throttled), it gets one last call here, so a progress bar always ends where the
+    /// transfer did.
     func finish(deliveringFinalUpdateTo handler: (@Sendable (TransferProgress) -> Void)?) {
         handlerTurn.lock()
         defer { handlerTurn.unlock() }

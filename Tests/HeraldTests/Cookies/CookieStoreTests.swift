@@ -1,5 +1,6 @@
 import Foundation
 import Herald
+import HeraldEngine
 import Testing
 
 #if canImport(Glibc)
@@ -149,6 +150,20 @@ struct CookieStoreTests {
             setCookieFields: ["novalue", "=x", "a=b\u{7}c", "big=" + String(repeating: "x", count: 5000), "ok=1"],
             from: testURL("http://h.example/"))
         #expect(stored.map(\.name) == ["ok"])
+    }
+
+    @Test(
+        "URLs are matched as libcurl sends them; one that libcurl writes as it is stays as it is",
+        arguments: [
+            ("http://127.0.0.1:8080/a?b=/./c", "http://127.0.0.1:8080/a?b=/./c"),
+            ("http://example.com/a/b", "http://example.com/a/b"), ("https://u:p@h.example/x", "https://u:p@h.example/x"),
+            ("http://127.000.000.001/x", "http://127.0.0.1/x"), ("http://127.1/x", "http://127.0.0.1/x"),
+            ("http://0x7f.0.0.1/x", "http://127.0.0.1/x"), ("http://cafe.de/a/../b", "http://cafe.de/b"),
+            ("http://[0000::1]:8080/", "http://[::1]:8080/"), ("http://h.example/a/./b#f", "http://h.example/a/b#f"),
+        ])
+    func urlsAsSent(written: String, sent: String) throws {
+        let url = try #require(URL(string: written))
+        #expect(ParsedURL.asSent(url).absoluteString == sent)
     }
 
     @Test("a cookie whose default path (from a long URL) or domain is over 1,024 bytes is ignored, not stored")
