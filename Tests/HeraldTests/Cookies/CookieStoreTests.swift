@@ -156,7 +156,8 @@ struct CookieStoreTests {
         "URLs are matched as libcurl sends them; one that libcurl writes as it is stays as it is",
         arguments: [
             ("http://127.0.0.1:8080/a?b=/./c", "http://127.0.0.1:8080/a?b=/./c"),
-            ("http://example.com/a/b", "http://example.com/a/b"), ("https://u:p@h.example/x", "https://u:p@h.example/x"),
+            ("http://example.com/a/b", "http://example.com/a/b"),
+            ("https://u:p@h.example/x", "https://u:p@h.example/x"),
             ("http://127.000.000.001/x", "http://127.0.0.1/x"), ("http://127.1/x", "http://127.0.0.1/x"),
             ("http://0x7f.0.0.1/x", "http://127.0.0.1/x"), ("http://cafe.de/a/../b", "http://cafe.de/b"),
             ("http://[0000::1]:8080/", "http://[::1]:8080/"), ("http://h.example/a/./b#f", "http://h.example/a/b#f"),
