@@ -228,12 +228,11 @@ struct RetryTests {
         }
     }
 
-    @Test("a transport error is retried: a connection reset before the head, then an answer")
-    func transportErrorRetried() async throws {
-        let fixture = try await SessionFixture.make()
+    /// Retries with ``RetryPolicy/fast``, sending every attempt after the first to `url`: the adapter picks the
+    /// URL per attempt.
+    private static func retrying(to url: URL) -> Interceptor {
         let attempts = Locked(0)
-        // The first attempt goes to a reset, the second to /json: the adapter picks the path per attempt.
-        fixture.session.interceptor = Interceptor(
+        return Interceptor(
             adapters: [
                 Interceptor(adapt: { request, _ in
                     let attempt = attempts.withLock { count -> Int in
@@ -241,10 +240,17 @@ struct RetryTests {
                         return count
                     }
                     var request = request
-                    if attempt > 1 { request.url = fixture.server.url("/json") }
+                    if attempt > 1 { request.url = url }
                     return request
                 })
             ], retriers: [RetryPolicy.fast])
+    }
+
+    @Test("a transport error is retried: a connection reset before the head, then an answer")
+    func transportErrorRetried() async throws {
+        let fixture = try await SessionFixture.make()
+        // The first attempt goes to a reset, the second to /json.
+        fixture.session.interceptor = Self.retrying(to: fixture.server.url("/json"))
         let (task, log) = try await fixture.run(
             Request(url: fixture.server.url("/fault/reset-before-headers")))
         #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .retry, .complete])
@@ -258,20 +264,8 @@ struct RetryTests {
     @Test("a retry answered in chunks has no total: the failed attempt's declared length is not kept")
     func retryProgressTotal() async throws {
         let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
-        let attempts = Locked(0)
         // The first attempt declares 1,000 bytes and stops at 500; the second sends 50,000 in chunks.
-        fixture.session.interceptor = Interceptor(
-            adapters: [
-                Interceptor(adapt: { request, _ in
-                    let attempt = attempts.withLock { count -> Int in
-                        count += 1
-                        return count
-                    }
-                    var request = request
-                    if attempt > 1 { request.url = fixture.server.url("/bytes/50000?chunked=1") }
-                    return request
-                })
-            ], retriers: [RetryPolicy.fast])
+        fixture.session.interceptor = Self.retrying(to: fixture.server.url("/bytes/50000?chunked=1"))
         let (task, log) = try await fixture.run(
             Request(url: fixture.server.url("/fault/truncated?declared=1000&sent=500")))
         #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .retry, .complete])

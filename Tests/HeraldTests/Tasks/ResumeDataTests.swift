@@ -254,40 +254,41 @@ struct ResumeDataTests {
     @Test("a download of a caller's Range gives no resume data: continuing would splice two parts")
     func callersRangeIsNotResumed() async throws {
         let fixture = try await SessionFixture.make()
-        let size = 2 * 1024 * 1024
+        var request = Request(url: fixture.server.url("/bytes/\(Self.rangeSize)?chunkSize=16384&delayMs=20"))
+        request.headers.add(name: "Range", value: "bytes=\(Self.rangeSize / 2)-")
+        #expect(try await Self.resumeDataOfRangeCancelled(request, on: fixture) == nil)
+        try await fixture.tearDown()
+    }
+
+    private static let rangeSize = 2 * 1024 * 1024
+
+    /// Runs a download of `request` (answered `206`), cancels it with resume data after 128 KiB, and returns the
+    /// data once the task completed.
+    private static func resumeDataOfRangeCancelled(
+        _ request: Request, on fixture: SessionFixture
+    ) async throws -> Data? {
         let resumeData = OneShot<Data?>()
         let cancel = ActionAtProgress<DownloadTask>(atLeast: 128 * 1024) {
             $0.cancel(byProducingResumeData: { resumeData.send($0) })
         }
-        var request = Request(url: fixture.server.url("/bytes/\(size)?chunkSize=16384&delayMs=20"))
-        request.headers.add(name: "Range", value: "bytes=\(size / 2)-")
         let task = try fixture.session.downloadTask(with: request, progress: cancel.handler)
         cancel.attach(task)
         task.resume()
-        #expect(try await resumeData.value() == nil)
+        let data = try await resumeData.value()
         try await fixture.recorder.waitForCompletions(1)
-        #expect(fixture.server.requests(forPath: "/bytes/\(size)").first?.responseStatus == 206)
-        try await fixture.tearDown()
+        #expect(fixture.server.requests(forPath: "/bytes/\(rangeSize)").first?.responseStatus == 206)
+        return data
     }
 
     @Test("a 206 the server sent unasked, starting past byte 0, gives no resume data: continuing would splice")
     func unaskedRangeIsNotResumed() async throws {
         let fixture = try await SessionFixture.make()
-        let size = 2 * 1024 * 1024
-        let resumeData = OneShot<Data?>()
-        let cancel = ActionAtProgress<DownloadTask>(atLeast: 128 * 1024) {
-            $0.cancel(byProducingResumeData: { resumeData.send($0) })
-        }
+        let size = Self.rangeSize
         // No Range asked for; the server answers bytes from the middle to the end, with a strong ETag.
         let request = Request(
             url: fixture.server.url("/bytes/\(size)?chunkSize=16384&delayMs=20&unaskedRangeStart=\(size / 2)"))
-        let task = try fixture.session.downloadTask(with: request, progress: cancel.handler)
-        cancel.attach(task)
-        task.resume()
         // Before, the resume data asked for the rest from the file's byte count, spliced onto the middle.
-        #expect(try await resumeData.value() == nil)
-        try await fixture.recorder.waitForCompletions(1)
-        #expect(fixture.server.requests(forPath: "/bytes/\(size)").first?.responseStatus == 206)
+        #expect(try await Self.resumeDataOfRangeCancelled(request, on: fixture) == nil)
         try await fixture.tearDown()
     }
 
