@@ -5,7 +5,7 @@ import HeraldNotifications
 /// Writes one JSON object per line for every lifecycle notification: an event log to pipe into
 /// existing log systems (`jq`, Vector, Loki…).
 ///
-/// It records what a ``SessionObserver`` receives. An event stream's `eventSourceWillReconnect` is not one of
+/// It records what a `SessionObserver` receives. An event stream's `eventSourceWillReconnect` is not one of
 /// them: each reconnection shows as the ended connection's complete and the next one's resume; observe the name
 /// on the center for its attempt, delay and `Last-Event-ID`.
 ///
