@@ -84,15 +84,15 @@ struct JSONParser: ~Copyable {
             skipWhitespace()
             guard consume(UInt8(ascii: ":")) else { throw failure("expected ':'") }
             let value = try parseValue()
-            if let existing = members.index(forKey: key) {
+            // One lookup for a new name; a repeated one is looked at again. The dictionary keeps the name it was
+            // first given.
+            if let earlier = members.updateValue(value, forKey: key) {
                 // Swift compares strings by canonical equivalence: "\u00e9" and "e\u0301" are one key to a
                 // dictionary, but two names to the server. Keeping one would silently drop the other's value.
-                guard members[existing].key.utf8.elementsEqual(key.utf8) else {
+                guard let stored = members.index(forKey: key), members[stored].key.utf8.elementsEqual(key.utf8) else {
                     throw failure("two member names that differ only in Unicode normalization (\(key))")
                 }
-                if !keepsFirstDuplicate { members[key] = value }
-            } else {
-                members[key] = value
+                if keepsFirstDuplicate { members[key] = earlier }
             }
             skipWhitespace()
             if consume(UInt8(ascii: ",")) { continue }

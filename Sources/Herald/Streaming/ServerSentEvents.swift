@@ -323,9 +323,8 @@ final class EventSourceConnection: @unchecked Sendable {
                 "The event stream's Content-Type is \(response.headers["Content-Type"] ?? "missing"), "
                     + "not text/event-stream.", url: response.url, statusCode: response.statusCode)
         }
-        if let coding = response.headers["Content-Encoding"],
-            !coding.trimmingCharacters(in: .whitespaces).isEmpty,
-            coding.trimmingCharacters(in: .whitespaces).lowercased() != "identity"
+        if let coding = response.headers["Content-Encoding"]?.trimmingCharacters(in: .whitespaces).lowercased(),
+            !coding.isEmpty, coding != "identity"
         {
             isFinished = true
             throw HeraldError(

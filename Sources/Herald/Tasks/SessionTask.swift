@@ -270,7 +270,7 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
 
     package func transferDidReceiveResponse(_ head: ResponseHead) {
         let response = HTTPResponse(head)
-        if response.headers.contains("Set-Cookie"), session.configuration.httpShouldSetCookies {
+        if session.configuration.httpShouldSetCookies, response.headers.contains("Set-Cookie") {
             // Taken as the head arrives, as browsers take them: a long response (an event stream, a large
             // download) must not hold back, for as long as it runs, a cookie the requests made meanwhile need.
             session.storeCookies(from: response)

@@ -52,8 +52,9 @@ struct JSONParserTests {
             try JSONParser.parse(Data(#"{"\u00e9":1,"e\u0301":2}"#.utf8))
         }
         #expect(error.reason.contains("normalization"))
-        // The same bytes twice are a repeated name, as before: the last value.
+        // The same bytes twice are a repeated name, as before: the last value, or the first when asked.
         #expect(try JSONParser.parse(Data(#"{"\u00e9":1,"\u00e9":2}"#.utf8)) == ["é": 2])
+        #expect(try JSONParser.parse(Data(#"{"k":1,"k":2,"k":3}"#.utf8), keepsFirstDuplicate: true) == ["k": 1])
     }
 
     @Test("a JSON null decoded as an optional JSONValue is nil, as an empty body is")

@@ -38,12 +38,7 @@ struct FleetDemoSignalTests {
         let folder = FileManager.default.temporaryDirectory.appending(path: "fleet-demo-keep-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let process = Process()
-        process.executableURL = Fleet.Locations.checkout.service.deletingLastPathComponent().appending(
-            path: "fleet-demo")
-        process.environment = ProcessInfo.processInfo.environment.merging([
-            "FLEET_DEMO_SECONDS": String(Int.max), "TMPDIR": folder.path,
-        ]) { $1 }
+        let process = DemoRun.process(keepSeconds: String(Int.max), temporaryFolder: folder)
         let error = Pipe()
         process.standardOutput = FileHandle.nullDevice
         process.standardError = error
@@ -98,18 +93,24 @@ struct DemoRun {
         case started(String)
     }
 
+    /// `fleet-demo` (built beside `fleet-service`), not started, with `FLEET_DEMO_SECONDS` and `TMPDIR` set.
+    static func process(keepSeconds: String, temporaryFolder folder: URL) -> Process {
+        let process = Process()
+        process.executableURL = Fleet.Locations.checkout.service.deletingLastPathComponent().appending(
+            path: "fleet-demo")
+        process.environment = ProcessInfo.processInfo.environment.merging([
+            "FLEET_DEMO_SECONDS": keepSeconds, "TMPDIR": folder.path,
+        ]) { $1 }
+        return process
+    }
+
     /// Runs the demo with `FLEET_DEMO_SECONDS=0` and a `TMPDIR` of its own, sends it `signal` at `moment`, and
     /// waits for it to exit; the demo is killed after three minutes.
     static func run(signal number: Int32, once moment: Moment) async throws -> DemoRun {
         let folder = FileManager.default.temporaryDirectory.appending(path: "fleet-demo-signal-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let process = Process()
-        process.executableURL = Fleet.Locations.checkout.service.deletingLastPathComponent().appending(
-            path: "fleet-demo")
-        process.environment = ProcessInfo.processInfo.environment.merging([
-            "FLEET_DEMO_SECONDS": "0", "TMPDIR": folder.path,
-        ]) { $1 }
+        let process = process(keepSeconds: "0", temporaryFolder: folder)
         let output = Pipe()
         let error = Pipe()
         process.standardOutput = output
