@@ -23,6 +23,9 @@ final class EasyHandleProfile: Equatable, Sendable {
         /// libcurl's receive buffer for the sink.
         var receiveBufferSize: Int
         var httpVersion: ProtocolVersion
+        /// Whether each transfer opens a connection of its own and closes it after (`CURLOPT_FRESH_CONNECT` and
+        /// `CURLOPT_FORBID_REUSE`): set from the URL's scheme, which the rest of the profile doesn't hold.
+        var opensConnectionPerTransfer: Bool
         var requestTimeout: TimeInterval
         var resourceTimeout: TimeInterval
         var trust: TrustSettings

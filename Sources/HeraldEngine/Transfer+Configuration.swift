@@ -93,6 +93,16 @@ extension Transfer {
         }
     }
 
+    /// Whether this transfer opens a connection of its own, closed after it: HTTP/2 with prior knowledge in
+    /// cleartext, where with this libcurl a second request on a connection would fail
+    /// (``CurlFeatures/failsPriorKnowledgeReuse``), whether it came after the first or beside it as a stream
+    /// (which libcurl would do at the per-host limit). Over TLS libcurl negotiates the protocol in the handshake
+    /// as for `.http2`, and its connections are shared as theirs. Part of the profile: a pooled handle that one
+    /// scheme's transfer configured keeps the two options for the next.
+    private var opensConnectionPerTransfer: Bool {
+        request.httpVersion == .http2PriorKnowledge && CurlFeatures.failsPriorKnowledgeReuse && !isOverTLS
+    }
+
     /// What this transfer's options are set from, apart from the per-transfer ones; `nil` when the request
     /// has a credential, whose options are set afresh on a reset handle every time.
     private func makeProfile() -> EasyHandleProfile? {
@@ -102,7 +112,8 @@ extension Transfer {
                 allowedProtocols: request.allowedProtocols, method: request.method, sendsBody: sendsBody,
                 decodesContent: decodesContent,
                 receiveBufferSize: receiveBufferSize,
-                httpVersion: request.httpVersion, requestTimeout: request.requestTimeout,
+                httpVersion: request.httpVersion, opensConnectionPerTransfer: opensConnectionPerTransfer,
+                requestTimeout: request.requestTimeout,
                 resourceTimeout: request.resourceTimeout, trust: request.trust,
                 proxy: request.proxy, environmentMayNameProxy: proxyFromEnvironment,
                 watchesGoawayRefusal: watchesGoawayRefusal))
@@ -171,11 +182,7 @@ extension Transfer {
         }
         check("HTTP_VERSION", herald_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, request.httpVersion.curlValue))
         configureMultiplexing(easy, check: check)
-        if request.httpVersion == .http2PriorKnowledge, CurlFeatures.failsPriorKnowledgeReuse, !isOverTLS {
-            // Each cleartext transfer on a connection of its own, closed after it: with this libcurl a second
-            // request on it would fail (CurlFeatures.failsPriorKnowledgeReuse), whether it came after the first or
-            // beside it as a stream (which libcurl would do at the per-host limit). Over TLS libcurl negotiates
-            // the protocol in the handshake as for `.http2`, and its connections are shared as theirs.
+        if opensConnectionPerTransfer {
             check("FRESH_CONNECT", herald_easy_setopt_long(easy, CURLOPT_FRESH_CONNECT, 1))
             check("FORBID_REUSE", herald_easy_setopt_long(easy, CURLOPT_FORBID_REUSE, 1))
         }

@@ -536,6 +536,42 @@ struct HTTP2Tests {
         }
     }
 
+    @Test(
+        "HTTP/2 with prior knowledge: POSTs alternating between an HTTPS and a cleartext origin each go as their scheme does"
+    )
+    func priorKnowledgeAcrossSchemes() async throws {
+        try await withNginx { secure in
+            try await withNginx(cleartext: true) { cleartext in
+                let client = try Client(server: secure, httpVersion: .http2PriorKnowledge)
+                defer { client.close() }
+                // One after another, so that each transfer takes the easy handle the one before left in the pool.
+                let urls = [
+                    try secure.url("/ok/across-0"), try cleartext.url("/ok/across-1"), try cleartext.url("/ok/across-2"),
+                    try secure.url("/ok/across-3"), try secure.url("/ok/across-4"),
+                ]
+                var tasks: [DataTask] = []
+                for (index, url) in urls.enumerated() {
+                    let request = Request(url: url, method: "POST", body: Data("post \(index)".utf8))
+                    let task = try client.session.dataTask(with: request)
+                    tasks.append(task)
+                    task.resume()
+                    _ = try await client.recorder.waitForCompletions(index + 1, timeout: .seconds(30))
+                }
+                let completions = try client.completions(of: tasks)
+                for completion in completions {
+                    // A cleartext POST on the connection the one before left would fail with this libcurl.
+                    #expect(completion.error == nil, "\(String(describing: completion.error))")
+                    #expect(completion.metrics?.httpVersion == "HTTP/2")
+                }
+                // Cleartext: a connection each. Over TLS: the last two share the first's, as they would without
+                // the cleartext ones between.
+                #expect(completions[2].metrics?.connectionReused == false)
+                #expect(completions[3].metrics?.connectionReused == true)
+                #expect(completions[4].metrics?.connectionReused == true)
+            }
+        }
+    }
+
     @Test("HTTP/2 with prior knowledge: requests one after another and at once all succeed")
     func priorKnowledgeRequestsSucceed() async throws {
         try await withNginx(cleartext: true) { server in
