@@ -183,6 +183,11 @@ extension SessionTask {
             next.url = chosen.url
             next.method = chosen.method
             next.headers = chosen.headers.engineFields
+            // The body's framing is the engine's, as for every request (`SessionManager.requestHeaders`): a hook
+            // that starts from the task's own request would carry its `Content-Length` to a hop without its body.
+            for name in SessionManager.framingHeaders where next.headers.contains(name) {
+                next.headers.remove(name: name)
+            }
             if chosen.timeoutInterval != proposed.timeoutInterval {
                 next.requestTimeout = chosen.timeoutInterval ?? configuration.timeoutIntervalForRequest
             }

@@ -129,6 +129,28 @@ struct RedirectTests {
         try await fixture.tearDown()
     }
 
+    @Test("a hook's request that carries the caller's Content-Length is framed by the engine: no length without a body")
+    func hookRequestFramedByEngine() async throws {
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        fixture.session.taskWillPerformHTTPRedirection = { task, _, proposed in
+            // Keeps the POST, as a hook that starts from the task's own request does; the 302 dropped its body.
+            var chosen = task.originalRequest
+            chosen.url = proposed.url
+            chosen.body = nil
+            return chosen
+        }
+        let request = Request(
+            url: Self.redirect(to: "/echo", status: 302, on: fixture.server), method: "POST",
+            headers: ["Content-Length": "5"], body: Data("hello".utf8), timeoutInterval: 10)
+        let (data, _) = try await fixture.session.data(for: request)
+        let echoed = try Self.echoed(data)
+        // Before, the caller's `Content-Length: 5` went out with no body, and the server waited for five bytes.
+        #expect(echoed.method == "POST")
+        #expect(echoed.body == "")
+        #expect(echoed.headers["content-length"] ?? "0" == "0")
+        try await fixture.tearDown()
+    }
+
     @Test("a Location without a fragment keeps the request's; one with its own keeps that")
     func fragmentCarriedOver() throws {
         let base = try #require(URL(string: "http://127.0.0.1:8080/a?q=1#sec%202"))
