@@ -44,15 +44,13 @@ extension DataTask {
         let isLive =
             isListed
             && transition({ $0.becomeDownload(download, runningTransfer: transfer) }) {
-                action, core -> (Bool, [TaskEffect]) in
+                action, _ -> (Bool, [TaskEffect]) in
                 switch action {
                 case .none:
                     return (false, [])
                 case .become:
-                    // The progress objects made so far control the download task from now on; those made later
-                    // are bound to it when they are made.
-                    core.progress.upload?.bind(to: download)
-                    core.progress.download?.bind(to: download)
+                    // The progress objects keep controlling the data task, which the notifications go on naming:
+                    // its class's overrides see their pauses and resumes (the two tasks share one machine).
                     return (true, [])
                 }
             }

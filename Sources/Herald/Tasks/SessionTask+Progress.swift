@@ -52,15 +52,15 @@ extension SessionTask {
     public var downloadProgress: TransferProgress { core.withLock { progress(upload: false, in: &$0) } }
 
     /// The progress object of one direction, made now if it doesn't exist yet: with the counts so far, bound
-    /// to the task object that runs the task (the download task a data task became, once it became one), or
-    /// finished when the completion has finished the others. Under the task's lock.
+    /// to the task the notifications name (the data task, when it became a download), or finished when the
+    /// completion has finished the others. Under the task's lock.
     func progress(upload: Bool, in core: inout Core) -> TransferProgress {
         if let made = upload ? core.progress.upload : core.progress.download { return made }
         let counts = upload ? core.progress.uploadCounts : core.progress.downloadCounts
         let isFinished = core.progress.isFinished
         let made = TransferProgress(
             completed: counts.completed, total: counts.total,
-            task: isFinished ? nil : (core.machine.downloadTask ?? self), isFinished: isFinished)
+            task: isFinished ? nil : lifecycleSubject, isFinished: isFinished)
         if upload { core.progress.upload = made } else { core.progress.download = made }
         return made
     }

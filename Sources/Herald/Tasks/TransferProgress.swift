@@ -43,13 +43,6 @@ public final class TransferProgress: Sendable {
             State(counts: ProgressSlots.Counts(completed: completed, total: total), task: task, isFinished: isFinished))
     }
 
-    /// Makes `task` the one the progress controls, unless the progress has finished (its task completed).
-    func bind(to task: SessionTask) {
-        state.withLock { state in
-            if !state.isFinished { state.task = task }
-        }
-    }
-
     /// The number of bytes expected in all, or -1 when unknown (chunked responses, streamed bodies).
     public var totalUnitCount: Int64 { state.withLock { $0.counts.total } }
 

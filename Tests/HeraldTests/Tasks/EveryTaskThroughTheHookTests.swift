@@ -12,12 +12,19 @@ enum HookCalls {
         let session: Int
         let task: Int
         let method: String
+        /// The class whose override ran.
+        let className: String
     }
 
     static let log = Locked<[Call]>([])
 
     static func record(_ task: SessionTask, _ method: String) {
-        log.withLock { $0.append(Call(session: task.session.identifier, task: task.taskIdentifier, method: method)) }
+        log.withLock {
+            $0.append(
+                Call(
+                    session: task.session.identifier, task: task.taskIdentifier, method: method,
+                    className: "\(type(of: task))"))
+        }
     }
 
     static func calls(session: Int) -> [Call] { log.withLock { $0 }.filter { $0.session == session } }
@@ -219,6 +226,38 @@ struct EveryTaskThroughTheHookTests {
         let resumes = HookCalls.calls(session: fixture.session.identifier).filter { $0.method == "resume" }
         #expect(resumes.map(\.task) == [task.taskIdentifier])
         #expect(announced.all.map(\.name) == ["resume"])
+        #expect(announced.all.allSatisfy { $0.className == "CountingDataTask" })
+        if let url = log.all.first?.object as? URL { try? FileManager.default.removeItem(at: url) }
+        try await fixture.tearDown()
+    }
+
+    @Test("a data task that became a download: its progress object's pause and resume run the data task's overrides")
+    func becameDownloadProgressControl() async throws {
+        let fixture = try await SessionFixture.make()
+        fixture.session.taskClasses = TaskClasses(
+            dataTask: CountingDataTask.self, downloadTask: CountingDownloadTask.self)
+        let announced = AnnouncedTasks(center: fixture.center)
+        let became = OneShot<Void>()
+        fixture.session.dataTaskDidReceiveResponse = { _, _ in .becomeDownload }
+        fixture.session.dataTaskDidBecomeDownloadTask = { dataTask, _ in
+            // Paused before the body is let through, so the resume below comes before the task completes.
+            dataTask.downloadProgress.pause()
+            became.send(())
+        }
+        let log = CompletionLog()
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/bytes/20000")), completionHandler: log.handler)
+        task.resume()
+        try await became.value()
+        #expect(task.state == .suspended)
+        task.downloadProgress.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(log.all.first?.error == nil)
+        // The notifications name the data task the caller holds: the overrides that run are its class's.
+        let calls = HookCalls.calls(session: fixture.session.identifier)
+        #expect(calls.map(\.method) == ["resume", "suspend", "resume"])
+        #expect(calls.allSatisfy { $0.className == "CountingDataTask" }, "\(calls)")
+        #expect(announced.all.map(\.name) == ["resume", "suspend", "resume"])
         #expect(announced.all.allSatisfy { $0.className == "CountingDataTask" })
         if let url = log.all.first?.object as? URL { try? FileManager.default.removeItem(at: url) }
         try await fixture.tearDown()
