@@ -16,6 +16,8 @@ struct CompletionResult: Sendable {
     var error: HeraldError?
     /// ``TaskCompletion/fileWasMoved``.
     var fileWasMoved = false
+    /// Answers a ``DownloadTask/cancel(byProducingResumeData:)``: runs just before the completion handler.
+    var resumeDataAnswer: (@Sendable () -> Void)?
 
     init(
         handlerObject: (any Sendable)? = nil, serializedResponse: (any Sendable)? = nil, responseData: Data? = nil,
@@ -212,7 +214,9 @@ extension SessionManager {
             if task.usesResponseCache, let dataTask = task as? DataTask { store(outcome, of: dataTask, in: cache) }
         }
         taskDidComplete?(task.lifecycleSubject, outcome.error)
-        task.runCompletionHandler(response: outcome.response, object: result.handlerObject, error: result.error)
+        task.runCompletionHandler(
+            response: outcome.response, object: result.handlerObject, error: result.error,
+            answeringResumeData: result.resumeDataAnswer)
         guard notificationCenter.hasObservers(for: .taskDidComplete) else {
             // Nobody observes completions: forget the task here and spare the hand-off to the event queue. Finishing
             // an invalidation still goes through the event queue, so `sessionDidInvalidate` stays after

@@ -254,21 +254,26 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
         }
         var keepTemporaryFile = false
         var producedResumeData: Data?
+        var resumeDataAnswer: (@Sendable () -> Void)?
         if case .answer(let resumeDataHandler) = transition({ $0.resumeDataAnswered() }) {
             let resumeData = outcome.error == nil ? nil : makeResumeData(from: outcome)
             producedResumeData = resumeData
             keepTemporaryFile = resumeData != nil
             if keepTemporaryFile { releaseClaim() }
-            if session.ownsCompletionQueue {
-                // This runs on the session's own completion queue and the completion handler follows in the same
-                // block: an `async` here would run after it, so the handler is called now, as documented.
-                resumeDataHandler(resumeData)
-            } else {
-                // This runs on the hook queue and the completion handler is enqueued on the completion queue
-                // after this block: enqueued first, the handler runs first.
-                session.runOnCompletionQueue { resumeDataHandler(resumeData) }
-            }
+            // Called where the completion handler is, just before it: on a concurrent completion queue two blocks
+            // enqueued in order may run together.
+            resumeDataAnswer = { resumeDataHandler(resumeData) }
         }
+        var result = settle(outcome, keepTemporaryFile: keepTemporaryFile, producedResumeData: producedResumeData)
+        result.resumeDataAnswer = resumeDataAnswer
+        return result
+    }
+
+    /// The task's result once any resume data asked for is made: the error, with the resume data it carries, or
+    /// the file moved where it goes.
+    private func settle(
+        _ outcome: TaskOutcome, keepTemporaryFile: Bool, producedResumeData: Data?
+    ) -> CompletionResult {
         if let error = outcome.error {
             if !keepTemporaryFile, error.code != .cancelled, let resumeData = makeResumeData(from: outcome) {
                 // A transfer that broke part-way keeps its bytes: they can be resumed, not lost. The error

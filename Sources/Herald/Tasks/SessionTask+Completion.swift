@@ -32,8 +32,12 @@ extension SessionTask {
         return .finish(completion.download ?? self, outcome)
     }
 
-    /// Records the final error and runs the completion handler. Completion queue.
-    func runCompletionHandler(response: HTTPResponse?, object: (any Sendable)?, error: HeraldError?) {
+    /// Records the final error and runs the completion handler, after `resumeDataAnswer` (a download's answer to
+    /// a request for resume data). Completion queue.
+    func runCompletionHandler(
+        response: HTTPResponse?, object: (any Sendable)?, error: HeraldError?,
+        answeringResumeData resumeDataAnswer: (@Sendable () -> Void)? = nil
+    ) {
         let (callbacks, upload, download) = transition({ $0.completionReported(error: error) }) {
             action, core -> ((TaskCallbacks, TransferProgress?, TransferProgress?), [TaskEffect]) in
             switch action {
@@ -51,6 +55,7 @@ extension SessionTask {
         download?.finish(deliveringFinalUpdateTo: callbacks.downloadProgress)
         // A resume-data handler no download answered (asked of a data task's download as it turned back into the
         // data task) still runs once, with no data, before the completion handler.
+        resumeDataAnswer?()
         callbacks.resumeData?(nil)
         callbacks.completion?(response, object, error)
     }

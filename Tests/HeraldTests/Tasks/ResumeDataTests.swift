@@ -315,6 +315,42 @@ struct ResumeDataTests {
         try await fixture.tearDown()
     }
 
+    @Test(
+        "on a concurrent completion queue of the caller's, the resume data handler has run before the completion handler"
+    )
+    func resumeDataHandlerFirstOnConcurrentQueue() async throws {
+        let fixture = try await SessionFixture.make()
+        let queue = DispatchQueue(label: "test.concurrent-completions", attributes: .concurrent)
+        let session = SessionManager(notificationCenter: fixture.center, completionQueue: queue)
+        defer { session.invalidate(cancelingTasks: true) }
+        let order = Locked<[String]>([])
+        let produced = Locked<Data?>(nil)
+        let cancel = ActionAtProgress<DownloadTask>(atLeast: 256 * 1024) { task in
+            task.cancel(byProducingResumeData: { data in
+                produced.withLock { $0 = data }
+                // Storing the data takes a while (the simulated work of a real handler, not a wait): the completion
+                // handler, which may read what it stored, must not overtake it.
+                usleep(50_000)
+                order.withLock { $0.append(data == nil ? "no resume data" : "resume data") }
+            })
+        }
+        let size = 2 * 1024 * 1024
+        let task = try session.downloadTask(
+            with: Request(url: fixture.server.url("/bytes/\(size)?\(stoppedBodyQuery(key: "concurrent-queue"))")),
+            progress: cancel.handler,
+            completionHandler: { _, _, error in
+                order.withLock { $0.append("completion: \(error?.code.description ?? "no error")") }
+            })
+        cancel.attach(task)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        // The completion handler runs before `taskDidComplete` is posted: both entries are in.
+        #expect(order.withLock { $0 } == ["resume data", "completion: cancelled"])
+        // The partial file the resume data keeps goes with it.
+        try session.discardResumeData(try #require(produced.withLock { $0 }))
+        try await fixture.tearDown()
+    }
+
     @Test("cancel with resume data, then resume with Range and If-Range: the file is identical")
     func roundTrip() async throws {
         let fixture = try await SessionFixture.make()
