@@ -546,8 +546,8 @@ struct HTTP2Tests {
                 defer { client.close() }
                 // One after another, so that each transfer takes the easy handle the one before left in the pool.
                 let urls = [
-                    try secure.url("/ok/across-0"), try cleartext.url("/ok/across-1"),
-                    try cleartext.url("/ok/across-2"), try secure.url("/ok/across-3"), try secure.url("/ok/across-4"),
+                    secure.url("/ok/across-0"), cleartext.url("/ok/across-1"),
+                    cleartext.url("/ok/across-2"), secure.url("/ok/across-3"), secure.url("/ok/across-4"),
                 ]
                 var tasks: [DataTask] = []
                 for (index, url) in urls.enumerated() {
