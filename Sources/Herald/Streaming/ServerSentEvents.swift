@@ -309,29 +309,32 @@ final class EventSourceConnection: @unchecked Sendable {
             return
         }
         guard response.statusCode == 200 else {
-            isFinished = true
-            throw HeraldError(
-                .unacceptableStatusCode, "The event stream answered \(response.statusCode).", url: response.url,
-                statusCode: response.statusCode)
+            throw refuse(
+                consumer,
+                HeraldError(
+                    .unacceptableStatusCode, "The event stream answered \(response.statusCode).", url: response.url,
+                    statusCode: response.statusCode))
         }
         let mediaType = response.headers["Content-Type"]?.split(separator: ";").first?
             .trimmingCharacters(in: .whitespaces).lowercased()
         guard mediaType == "text/event-stream" else {
-            isFinished = true
-            throw HeraldError(
-                .unacceptableContentType,
-                "The event stream's Content-Type is \(response.headers["Content-Type"] ?? "missing"), "
-                    + "not text/event-stream.", url: response.url, statusCode: response.statusCode)
+            throw refuse(
+                consumer,
+                HeraldError(
+                    .unacceptableContentType,
+                    "The event stream's Content-Type is \(response.headers["Content-Type"] ?? "missing"), "
+                        + "not text/event-stream.", url: response.url, statusCode: response.statusCode))
         }
         if let coding = response.headers["Content-Encoding"]?.trimmingCharacters(in: .whitespaces).lowercased(),
             !coding.isEmpty, coding != "identity"
         {
-            isFinished = true
-            throw HeraldError(
-                .unacceptableContentType,
-                "The event stream came in the content coding \(coding), which a stream is not decoded from; it "
-                    + "was asked for with Accept-Encoding: identity.", url: response.url,
-                statusCode: response.statusCode)
+            throw refuse(
+                consumer,
+                HeraldError(
+                    .unacceptableContentType,
+                    "The event stream came in the content coding \(coding), which a stream is not decoded from; it "
+                        + "was asked for with Accept-Encoding: identity.", url: response.url,
+                    statusCode: response.statusCode))
         }
         body = ResponseBodyStream(consumer: consumer).makeAsyncIterator()
         // Accepted: the server is there. Browsers reset their backoff here too; a stream that is quiet for longer
@@ -339,6 +342,14 @@ final class EventSourceConnection: @unchecked Sendable {
         failuresInARow = 0
         refusedInARow = 0
         if yieldsOpen { opened = response }
+    }
+
+    /// Ends the sequence on a connection it refuses, and the connection's task with the same error: its
+    /// `taskDidComplete` says why, not that it was cancelled.
+    private func refuse(_ consumer: StreamConsumer, _ error: HeraldError) -> HeraldError {
+        isFinished = true
+        consumer.task.stop(reporting: error)
+        return error
     }
 
     /// The connection ended (`error` nil: the server closed the stream): reconnect after the delay, or throw

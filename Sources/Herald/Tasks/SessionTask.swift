@@ -248,16 +248,23 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// Cancels the task. It completes with ``HeraldError/Code/cancelled``: the completion handler runs
     /// and `taskDidComplete` is posted, exactly once. Does nothing once the task is canceling or
     /// completed.
-    open func cancel() {
-        transition({ $0.cancel(error: Self.cancellation(for: originalRequest.url)) }) { action in
+    open func cancel() { stop(reporting: Self.cancellation(for: originalRequest.url)) }
+
+    /// Stops the task as ``cancel()`` does, completing it with `error`: `cancelled` for a cancel, or the session's
+    /// own refusal of what the task received (an event stream's status or content type), which the completion
+    /// and `taskDidComplete` report as that error, not as a cancellation.
+    final func stop(reporting error: HeraldError) {
+        transition({ $0.cancel(error: error) }) { action in
             switch action {
             case .none:
-                []
+                return []
             case .stop(let transfer):
-                [.engine(.remove(transfer, error: TransferError(Self.cancellation(for: transfer.request.url))))]
+                // A cancel names the transfer's own URL (a redirect's target, say), as the engine's errors do.
+                let stopped = error.code == .cancelled ? Self.cancellation(for: transfer.request.url) : error
+                return [.engine(.remove(transfer, error: TransferError(stopped)))]
             case .complete(let completion, let retryTimer):
                 // Nothing is in the engine: a retry's pending timer is cancelled, and the task completes now.
-                (retryTimer.map { [.cancelTimer($0)] } ?? []) + [finishing(completion)]
+                return (retryTimer.map { [.cancelTimer($0)] } ?? []) + [finishing(completion)]
             }
         }
     }

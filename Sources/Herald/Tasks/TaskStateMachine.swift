@@ -239,9 +239,11 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
     }
 
     /// `error` is what a task completed here at once reports (``TaskReport/error`` says it from now on); a
-    /// transfer that is stopped reports the engine's.
+    /// transfer that is stopped reports the engine's. An `error` of another code than `cancelled` is the
+    /// session's own refusal of what the task received, not a cancellation: the completion says it as it is.
     mutating func cancel(error: HeraldError? = nil) -> CancelAction {
         let cancelled = TaskOutcome(response: nil, body: Data(), error: error, metrics: nil)
+        let wasCancelled = (error?.code ?? .cancelled) == .cancelled
         switch state {
         case .canceling, .completed:
             return .none
@@ -252,24 +254,24 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
         case .suspended(.notStarted):
             state = .completed
             return .complete(
-                Completion(outcome: reported(cancelled), wasCancelled: true, download: nil), retryTimer: nil)
+                Completion(outcome: reported(cancelled), wasCancelled: wasCancelled, download: nil), retryTimer: nil)
         case .suspended(.holding(var outcome, let download)):
             state = .completed
             if let error, outcome.error?.code != .cancelled { outcome.error = error }
             return .complete(
-                Completion(outcome: reported(outcome), wasCancelled: true, download: download), retryTimer: nil)
+                Completion(outcome: reported(outcome), wasCancelled: wasCancelled, download: download), retryTimer: nil)
         case .suspended(.readyToStart):
             // The prepared transfer never reached the engine.
             state = .completed
             return .complete(
                 Completion(
-                    outcome: reported(withLastResponse: cancelled), wasCancelled: true, download: becameDownload),
+                    outcome: reported(withLastResponse: cancelled), wasCancelled: wasCancelled, download: becameDownload),
                 retryTimer: nil)
         case .running(.betweenTransfers(let timer)), .suspended(.betweenTransfers(let timer)):
             state = .completed
             return .complete(
                 Completion(
-                    outcome: reported(withLastResponse: cancelled), wasCancelled: true, download: becameDownload),
+                    outcome: reported(withLastResponse: cancelled), wasCancelled: wasCancelled, download: becameDownload),
                 retryTimer: timer)
         }
     }
@@ -663,7 +665,8 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
             state = .completed
             var outcome = outcome
             if let cancellation, outcome.error?.code != .cancelled { outcome.error = cancellation }
-            return .finish(Completion(outcome: reported(outcome), wasCancelled: true, download: download))
+            let wasCancelled = (cancellation?.code ?? .cancelled) == .cancelled
+            return .finish(Completion(outcome: reported(outcome), wasCancelled: wasCancelled, download: download))
         case .running, .suspended:
             let download = downloadTask
             state = .completed

@@ -131,6 +131,23 @@ struct EventSourceTests {
         try await fixture.tearDown()
     }
 
+    @Test("a refused connection's task completes with the refusal, not as cancelled: observers see why it ended")
+    func refusedConnectionCompletesWithRefusal() async throws {
+        let fixture = try await SessionFixture.make()
+        // A body that stops after its first kilobyte (its gate is never opened): the refusal, not the body's end,
+        // ends the transfer.
+        let url = fixture.server.url("/bytes/100000?gate=event-stream-refused&gateAfter=1024")
+        let (received, error) = try await readAll(fixture.session.events(for: Request(url: url)))
+        #expect(received.isEmpty)
+        #expect(error?.code == .unacceptableContentType)
+        try await fixture.recorder.waitForCompletions(1)
+        // Before, the task the sequence dropped completed as cancelled, which no caller asked for.
+        let completion = try #require(fixture.recorder.completions.first)
+        #expect(completion.error?.code == .unacceptableContentType, "\(String(describing: completion.error))")
+        #expect(completion.response?.statusCode == 200)
+        try await fixture.tearDown()
+    }
+
     @Test("a stream is asked for without a content coding, and one that comes in gzip ends the sequence, unparsed")
     func contentCoding() async throws {
         var configuration = SessionConfiguration.default
