@@ -265,15 +265,15 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
             state = .completed
             return .complete(
                 Completion(
-                    outcome: reported(withLastResponse: cancelled), wasCancelled: wasCancelled, download: becameDownload
-                ),
+                    outcome: reported(withLastResponse: cancelled), wasCancelled: wasCancelled,
+                    download: becameDownload),
                 retryTimer: nil)
         case .running(.betweenTransfers(let timer)), .suspended(.betweenTransfers(let timer)):
             state = .completed
             return .complete(
                 Completion(
-                    outcome: reported(withLastResponse: cancelled), wasCancelled: wasCancelled, download: becameDownload
-                ),
+                    outcome: reported(withLastResponse: cancelled), wasCancelled: wasCancelled,
+                    download: becameDownload),
                 retryTimer: timer)
         }
     }
