@@ -22,8 +22,14 @@ final class ResponseBodyBuffer: Sendable {
     private let state: Locked<State>
 
     private struct State {
-        /// Handed over, not yet taken, in order; then `tail`.
+        /// Handed over, in order, from `firstChunk` on; then `tail`. Taken from the front by moving `firstChunk`:
+        /// removing the first of many small elements would move all the others, under the lock the loop thread
+        /// writes through.
         var chunks: [Data] = []
+        /// Where in `chunks` the elements not yet taken begin.
+        var firstChunk = 0
+        /// Whether elements wait in `chunks`.
+        var hasChunks: Bool { firstChunk < chunks.count }
         /// Handed-over bytes collecting into the next element.
         var tail = Data()
         /// Bytes in `chunks` and `tail`.
@@ -96,7 +102,8 @@ final class ResponseBodyBuffer: Sendable {
         return full
     }
 
-    /// Bytes of the current response's body.
+    /// Bytes of the current response's body; dropped once the stream has ended (a cancel ends it before the
+    /// engine has stopped the transfer).
     package func write(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
         // Whole elements are copied out of libcurl's buffer before the lock is taken, so that a consumer taking
@@ -108,6 +115,7 @@ final class ResponseBodyBuffer: Sendable {
             Data(bytes: base + offset, count: maximumChunkSize)
         }
         let handOff = state.withLock { state -> (ParkedContinuation<Result<Data?, HeraldError>>, Data)? in
+            if state.end != nil { return nil }
             if state.held != nil {
                 state.held?.append(base.assumingMemoryBound(to: UInt8.self), count: bytes.count)
                 return nil
@@ -173,9 +181,7 @@ final class ResponseBodyBuffer: Sendable {
             state.paused = nil
             if error?.code == .cancelled {
                 // Cancelled: what still waits is not handed out; the consumer's next element is the error.
-                state.chunks.removeAll()
-                state.tail = Data()
-                state.waiting = 0
+                Self.dropWaiting(in: &state)
             }
             state.end = error.map { .failure($0) } ?? .success(())
             guard let consumer = state.consumer else { return (headWaiter, head, nil, nil) }
@@ -184,6 +190,31 @@ final class ResponseBodyBuffer: Sendable {
         }
         if let headWaiter, let head { headWaiter.resume(returning: head) }
         if let consumer, let next { consumer.resume(returning: next) }
+    }
+
+    /// The task was stopped (its `cancel()`, or the session's refusal of a stream), or the consuming Swift task
+    /// was cancelled: what still waits is dropped now, and the consumer's next element, or the head it waits for,
+    /// is `error`, without waiting for the task's completion (which would find the stream ended). A stream that
+    /// has already ended keeps its end.
+    func stop(with error: HeraldError) {
+        let (headWaiter, consumer) = state.withLock {
+            state -> (
+                ParkedContinuation<Result<HTTPResponse, HeraldError>>?, ParkedContinuation<Result<Data?, HeraldError>>?
+            ) in
+            guard state.end == nil else { return (nil, nil) }
+            Self.dropWaiting(in: &state)
+            state.held = nil
+            state.heldResponse = nil
+            state.paused = nil
+            state.end = .failure(error)
+            defer {
+                state.headWaiter = nil
+                state.consumer = nil
+            }
+            return (state.headWaiter, state.consumer)
+        }
+        headWaiter?.resume(returning: .failure(error))
+        consumer?.resume(returning: .failure(error))
     }
 
     // MARK: - the consumer
@@ -226,7 +257,7 @@ final class ResponseBodyBuffer: Sendable {
         parking continuation: CheckedContinuation<Result<Data?, HeraldError>, Never>? = nil
     ) -> Result<Data?, HeraldError>? {
         state.withLock { state in
-            if state.chunks.isEmpty, state.tail.isEmpty, state.end == nil {
+            if !state.hasChunks, state.tail.isEmpty, state.end == nil {
                 guard let continuation else { return nil }
                 // One consumer at a time: a second one parked here would replace the first, which would then
                 // wait for ever. It fails instead, and the first goes on.
@@ -294,8 +325,18 @@ final class ResponseBodyBuffer: Sendable {
 
     private static func takeChunk(from state: inout State) -> Data? {
         let chunk: Data
-        if !state.chunks.isEmpty {
-            chunk = state.chunks.removeFirst()
+        if state.hasChunks {
+            chunk = state.chunks[state.firstChunk]
+            state.chunks[state.firstChunk] = Data()
+            state.firstChunk += 1
+            if state.firstChunk == state.chunks.count {
+                state.chunks.removeAll(keepingCapacity: true)
+                state.firstChunk = 0
+            } else if state.firstChunk >= 64, state.firstChunk * 2 >= state.chunks.count {
+                // The taken half goes, in one move of the half that remains.
+                state.chunks.removeFirst(state.firstChunk)
+                state.firstChunk = 0
+            }
         } else if !state.tail.isEmpty {
             chunk = state.tail
             state.tail = Data()
@@ -305,6 +346,13 @@ final class ResponseBodyBuffer: Sendable {
         state.waiting -= chunk.count
         state.taken += Int64(chunk.count)
         return chunk
+    }
+
+    private static func dropWaiting(in state: inout State) {
+        state.chunks.removeAll()
+        state.firstChunk = 0
+        state.tail = Data()
+        state.waiting = 0
     }
 
     private static func next(from state: inout State) -> Result<Data?, HeraldError> {

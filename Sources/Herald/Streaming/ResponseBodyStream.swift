@@ -89,6 +89,8 @@ final class StreamConsumer: Sendable {
             await buffer.next()
         } onCancel: {
             task.cancel()
+            // At once, also when the task has just completed and its end is still on its way to the buffer.
+            buffer.stop(with: SessionTask.cancellation(for: task.originalRequest.url))
         }
         return try result.get()
     }

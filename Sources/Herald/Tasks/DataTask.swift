@@ -48,6 +48,9 @@ open class DataTask: SessionTask, @unchecked Sendable {
         completeTransfer(outcome)
     }
 
+    /// A streamed body's consumer gets the error next: what waits for it is not handed out after a cancel.
+    override func didStop(reporting error: HeraldError) { bodyHandling.streamBuffer?.stop(with: error) }
+
     override func completionResult(for outcome: TaskOutcome, serializer: any ResponseSerializer) -> CompletionResult {
         bodyHandling.completionResult(for: outcome, serializer: serializer, url: originalRequest.url)
     }

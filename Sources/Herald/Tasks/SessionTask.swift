@@ -254,20 +254,25 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// own refusal of what the task received (an event stream's status or content type), which the completion
     /// and `taskDidComplete` report as that error, not as a cancellation.
     final func stop(reporting error: HeraldError) {
-        transition({ $0.cancel(error: error) }) { action in
+        let stopped = transition({ $0.cancel(error: error) }) { action, _ -> (Bool, [TaskEffect]) in
             switch action {
             case .none:
-                return []
+                return (false, [])
             case .stop(let transfer):
                 // A cancel names the transfer's own URL (a redirect's target, say), as the engine's errors do.
                 let stopped = error.code == .cancelled ? Self.cancellation(for: transfer.request.url) : error
-                return [.engine(.remove(transfer, error: TransferError(stopped)))]
+                return (true, [.engine(.remove(transfer, error: TransferError(stopped)))])
             case .complete(let completion, let retryTimer):
                 // Nothing is in the engine: a retry's pending timer is cancelled, and the task completes now.
-                return (retryTimer.map { [.cancelTimer($0)] } ?? []) + [finishing(completion)]
+                return (true, (retryTimer.map { [.cancelTimer($0)] } ?? []) + [finishing(completion)])
             }
         }
+        if stopped { didStop(reporting: error) }
     }
+
+    /// The task was stopped with `error`, before its completion: a streamed body drops what waits for its
+    /// consumer now (``DataTask`` overrides this).
+    func didStop(reporting error: HeraldError) {}
 
     static func cancellation(for url: URL) -> HeraldError {
         HeraldError(.cancelled, "The task was cancelled.", url: url)

@@ -42,6 +42,30 @@ struct ResponseBodyBufferTests {
         #expect(lines == ["a", "b", "c", "", "d"])
     }
 
+    @Test("many small elements are taken in order, across writes made while earlier ones are being taken")
+    func manySmallElementsInOrder() async throws {
+        let (session, buffer, body) = try Self.stream(
+            policy: StreamBufferPolicy(highWatermark: 1 << 20, lowWatermark: 0, maximumChunkSize: 4))
+        defer { session.invalidate(cancelingTasks: true) }
+        buffer.headDidEnd(Self.response(200))
+        let expected = Data((0..<(200 << 10)).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        var iterator = body.makeAsyncIterator()
+        var received = Data()
+        // 51,200 elements of four bytes; written in four parts, each after some of the last have been taken.
+        for part in 0..<4 {
+            expected[(part * (50 << 10))..<((part + 1) * (50 << 10))].withUnsafeBytes { buffer.write($0) }
+            for _ in 0..<(part == 3 ? 0 : 5_000) {
+                let chunk = try #require(try await iterator.next())
+                #expect(chunk.count == 4)
+                received.append(chunk)
+            }
+        }
+        buffer.finish(response: Self.response(200), error: nil)
+        while let chunk = try await iterator.next() { received.append(chunk) }
+        #expect(received == expected)
+        #expect(buffer.waitingByteCount == 0)
+    }
+
     @Test("a 2xx head is handed over before its body; the body's bytes follow in order, then the end")
     func headBeforeBody() async throws {
         let (session, buffer, body) = try Self.stream()

@@ -181,6 +181,59 @@ struct StreamingTests {
         try await fixture.tearDown()
     }
 
+    @Test("task.cancel() with chunks waiting for the consumer: the next element is cancelled, none of those chunks")
+    func cancelDropsWaitingChunks() async throws {
+        let fixture = try await SessionFixture.make()
+        let (_, body) = try await fixture.session.bytes(
+            for: Request(url: fixture.server.url("/bytes/\(16 << 20)")), bufferPolicy: Self.smallPolicy)
+        var iterator = body.makeAsyncIterator()
+        #expect(try await iterator.next() != nil)
+        // The consumer falls behind: the transfer fills the buffer to its high watermark and waits.
+        let buffer = body.consumer.buffer
+        try await fixture.server.waitUntil { _ in buffer.isHoldingTransfer }
+        #expect(buffer.waitingByteCount > 0)
+        body.task.cancel()
+        // Before, the chunks that waited kept coming until the task's completion reached the buffer.
+        do throws(HeraldError) {
+            let chunk = try await iterator.next()
+            Issue.record("an element after the cancel: \(chunk?.count ?? 0) bytes")
+        } catch {
+            #expect(error.code == .cancelled)
+        }
+        #expect(buffer.waitingByteCount == 0)
+        _ = try await fixture.recorder.waitForCompletions(1)
+        #expect(fixture.recorder.completions.first?.error?.code == .cancelled)
+        try await fixture.tearDown()
+    }
+
+    @Test("the chunk closure that cancels its task gets no further chunk, then complete with cancelled")
+    func chunkClosureCancels() async throws {
+        let fixture = try await SessionFixture.make()
+        let events = Locked<[String]>([])
+        let done = OneShot<Void>()
+        let holder = Locked<DataTask?>(nil)
+        let task = try fixture.session.dataStreamTask(
+            with: Request(url: fixture.server.url("/bytes/\(16 << 20)")), bufferPolicy: Self.smallPolicy
+        ) { event in
+            switch event {
+            case .response: events.withLock { $0.append("response") }
+            case .chunk:
+                events.withLock { $0.append("chunk") }
+                // Stop after the first: one read of libcurl's is several elements, so more are waiting.
+                holder.withLock { $0 }?.cancel()
+            case .complete(let error):
+                events.withLock { $0.append("complete \(error?.code.description ?? "without error")") }
+                done.send(())
+            }
+        }
+        holder.withLock { $0 = task }
+        task.resume()
+        try await done.value()
+        #expect(events.withLock { $0 } == ["response", "chunk", "complete cancelled"])
+        _ = try await fixture.recorder.waitForCompletions(1)
+        try await fixture.tearDown()
+    }
+
     @Test("dropping the sequence before its end cancels the task")
     func dropCancels() async throws {
         let fixture = try await SessionFixture.make()
