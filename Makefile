@@ -86,8 +86,9 @@ test: deps
 		--skip '$(TIMED_TESTS)' --skip DiskResponseCacheProcessTests
 	@# Tests that time one reaction in milliseconds (a consumer's cancellation ending its transfer within 100 ms)
 	@# or compare two timed rounds (the transport lane's redirect hops with and without slow user code): in a
-	@# process of their own, where 150 other suites running at once on two cores don't decide the times.
-	$(TEST_RUN) $(SWIFT) test --skip-build --filter '$(TIMED_TESTS)'
+	@# process of their own, where 150 other suites running at once on two cores don't decide the times, one test at a
+	@# time (--no-parallel), so that neither times the other's load.
+	$(TEST_RUN) $(SWIFT) test --skip-build --no-parallel --filter '$(TIMED_TESTS)'
 	@# The reachability tests add and remove links, addresses and routes, and take loopback's routes away: in a
 	@# process and a namespace of their own, where no other suite's server needs loopback meanwhile.
 	HERALD_NETNS_TESTS=1 $(TEST_RUN) $(SWIFT) test --skip-build --filter ReachabilityNamespaceTests
@@ -96,8 +97,8 @@ test: deps
 	$(TEST_RUN) $(SWIFT) test --skip-build --filter ClosedPipeSignalTests
 	@# The contract-breach races: one burns both cores beside a poster and a canceller, the other needs suspend()
 	@# to land within microseconds of a transfer's last byte. Beside other suites they would starve those
-	@# suites' timeouts and be starved themselves, so they run in a process of their own.
-	$(TEST_RUN) $(SWIFT) test --skip-build --filter '$(RACE_SUITES)'
+	@# suites' timeouts and be starved themselves, so they run in a process of their own, one test at a time.
+	$(TEST_RUN) $(SWIFT) test --skip-build --no-parallel --filter '$(RACE_SUITES)'
 	@# The disk cache across processes (about 10 s alone): a child killed 100 times mid-store, then two children
 	@# storing in one folder at once, fsync-bound on both cores; in a process of their own, beside no other suite.
 	$(TEST_RUN) $(SWIFT) test --skip-build --filter DiskResponseCacheProcessTests
@@ -105,8 +106,8 @@ test: deps
 	@if [ -d "$(CACHE_TESTS)" ] && command -v node >/dev/null; then $(MAKE) --no-print-directory cache-tests; \
 	else echo "cache-tests: skipped (no suite at CACHE_TESTS=$(CACHE_TESTS), or no node)"; fi
 	@# The load and stress tests keep both cores busy for seconds (10,000 connections; 12 threads posting and
-	@# churning): in a process of their own, so that other suites' idle timeouts don't fire beside them.
-	$(TEST_RUN) $(SWIFT) test --skip-build --filter 'LoadTests|StressTests' --skip '$(RACE_SUITES)'
+	@# churning): in a process of their own, one test at a time, so that no other test's timeouts fire beside them.
+	$(TEST_RUN) $(SWIFT) test --skip-build --no-parallel --filter 'LoadTests|StressTests' --skip '$(RACE_SUITES)'
 	@# The 256 MiB transfers measure their own RSS growth, so they run alone in a process of their own.
 	$(TEST_RUN) $(SWIFT) test --skip-build --filter LargeTransferTests
 	@# The 1 GiB slow-consumer stream measures its own RSS growth too: alone, in a process of its own.

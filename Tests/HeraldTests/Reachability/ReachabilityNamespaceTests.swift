@@ -276,16 +276,19 @@ struct ReachabilityNamespaceTests {
             // the last toggle, not after the first.
             var lastToggle = Date()
             for toggle in 0..<19 {
+                // Read before the toggle starts: the change can't come before it, however late this task runs
+                // again after `ip` exits.
+                lastToggle = Date()
                 try await NetworkNamespace.ip(
                     toggle.isMultiple(of: 2) ? "route del default" : "route add default via 10.200.0.2 dev hr0")
-                lastToggle = Date()
                 try await Task.sleep(for: .milliseconds(70))
             }
             #expect(
                 try await changes.labels(count: 2).last == "reachable_via_ethernet(hr0)→not_reachable")
             let posted = try #require(changes.log.values.last?.date)
-            // The loop's timer counts from its cached time of the iteration that read the change, a little
-            // before the clock read here after the last `ip` returned: allow 50 ms, far less than the train.
+            // The loop's timer counts from its cached time of the iteration that read the change, after the clock
+            // read here before the last toggle began: allow 50 ms for libuv's whole milliseconds and the dates'
+            // clock, far less than the train.
             #expect(posted.timeIntervalSince(lastToggle) >= 0.45)
             await changes.expectNoMore(than: 2, for: .milliseconds(1000))
         }

@@ -114,18 +114,23 @@ struct FuzzRegressionTests {
     ]
 
     @Test("parser inputs keep the invariants their fuzz target checks", arguments: checkedTargets)
-    func invariants(of target: String) {
+    func invariants(of target: String) throws {
         let inputs = Self.inputs(of: target)
         #expect(!inputs.isEmpty, "no inputs for \(target) under \(Self.fuzzDirectory.path)")
+        // The cookie file goes in a folder of the test's own, removed after, not in `make fuzz`'s.
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let cookieFile = scratch.url.appendingPathComponent("cookies.jsonl").path
         for (name, data) in inputs {
-            #expect(FuzzChecks.check(target, data) == nil, "\(target)/\(name)")
+            #expect(FuzzChecks.check(target, data, cookieFilePath: cookieFile) == nil, "\(target)/\(name)")
         }
     }
 }
 
 extension FuzzChecks {
-    /// The check of `target`, as `HERALD_FUZZ_TARGET` selects it.
-    static func check(_ target: String, _ data: Data) -> String? {
+    /// The check of `target`, as `HERALD_FUZZ_TARGET` selects it; the cookie-file target writes its input to
+    /// `cookieFilePath`.
+    static func check(_ target: String, _ data: Data, cookieFilePath: String) -> String? {
         switch target {
         case "sse": serverSentEvents(data)
         case "set-cookie": setCookie(data)

@@ -110,10 +110,14 @@ struct ConnectionKeepingTests {
                 loopHeld.wait()
             }
         }
+        // Let go whatever happens next: the loop thread is every default session's in the process.
+        var holdsLoop = true
+        defer { if holdsLoop { loopHeld.signal() } }
         let suspended = try fixture.session.dataTask(with: Request(url: server.url("/json?task=suspended")))
         suspended.resume()
         suspended.suspend()
         loopHeld.signal()
+        holdsLoop = false
         // Each waits for the one connection; none may wait for the suspended task.
         let running = try (0..<3).map { index in
             try fixture.session.dataTask(with: Request(url: server.url("/json?task=running-\(index)")))
