@@ -45,7 +45,6 @@ struct TimeInQueueTests {
         let seconds = Double(stretch.components.seconds) + Double(stretch.components.attoseconds) / 1e18
         // curl's times are whole microseconds: a few of them of slack, never more.
         #expect(secondWait + 0.00001 >= seconds, "waited \(secondWait) s, sure of \(seconds) s")
-        #expect(firstWait >= 0)
         // Reported, not asserted: timing never fails a test.
         print("time in queue: holding \(firstWait) s, queued \(secondWait) s (sure of \(seconds) s)")
         try await other.shutdown()

@@ -350,7 +350,9 @@ struct StreamedUploadTests {
         try await fixture.tearDown()
     }
 
-    @Test("a suspended streamed upload stays paused when its reader catches up, and resumes whole")
+    @Test(
+        "a streamed upload suspended while its reader waits is resumed after the reader goes on, and sends the whole body"
+    )
     func suspendWhileWaitingForTheStream() async throws {
         let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
         let size = 400_000
