@@ -83,6 +83,8 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
     private var callbacks: TaskCallbacks
     /// Those waiting for a finished transfer's outcome to be held (see ``whenHoldingOutcome(_:)``).
     private var holdWaiters: [@Sendable () -> Void] = []
+    /// The metrics of the attempt whose failure the retrier is deciding on, until a retry records them as a hop.
+    private var askedAttemptMetrics: TransferMetrics?
     /// The download task the data task became (``ResponseDisposition/becomeDownload``), for good: its retries
     /// are that download's attempts, and it is the task that completes, whichever transfer ends it.
     private var becameDownload: Download?
@@ -501,9 +503,12 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
     /// The transfer in the engine failed (`response`, if any, is the failure's) and the retrier is to be asked
     /// about it; the task is between transfers meanwhile. A transfer that became a download is asked about
     /// too: its retry is the download's next attempt.
-    mutating func retryAsked(response: HTTPResponse?) -> RetryQuestionAction {
+    mutating func retryAsked(response: HTTPResponse?, metrics: TransferMetrics?) -> RetryQuestionAction {
         guard endTransfer("a retry was asked", allowingDownload: true) != nil else { return .complete }
         if let response { report.response = response }
+        // Until a retry records them as a hop: a cancel or the resource timeout while the retrier decides
+        // completes the task with them.
+        askedAttemptMetrics = metrics
         return .ask(request: hops.attemptRequest, attempt: hops.attempt)
     }
 
@@ -519,6 +524,7 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
     mutating func retryScheduled(_ timer: DispatchWorkItem, after metrics: TransferMetrics?) -> RetryAction {
         guard setRetryTimer(timer, for: "a retry scheduled") else { return .none }
         hops.recordHop(metrics)
+        askedAttemptMetrics = nil
         hops.attempt += 1
         hops.redirectCount = 0
         hops.visited = []
@@ -681,6 +687,7 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
     private mutating func reported(withLastResponse outcome: TaskOutcome) -> TaskOutcome {
         var outcome = outcome
         outcome.response = report.response
+        if outcome.metrics == nil { outcome.metrics = askedAttemptMetrics }
         report.revalidating = nil
         return reported(outcome)
     }

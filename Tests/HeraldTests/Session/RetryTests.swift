@@ -98,6 +98,35 @@ struct RetryTests {
         try await fixture.tearDown()
     }
 
+    @Test("a cancel while the retrier decides: the task reports the failed attempt's metrics, its one transfer")
+    func cancelWhileRetrierDecides() async throws {
+        let fixture = try await SessionFixture.make()
+        let asked = OneShot<Void>()
+        let decide = OneShot<Void>()
+        fixture.session.interceptor = Interceptor(retry: { _ in
+            asked.send(())
+            // Decides only once the task has completed.
+            try? await decide.value(timeout: .seconds(30))
+            return .retry
+        })
+        let log = CompletionLog()
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/flaky?key=cancel-deciding&fail=1")), completionHandler: log.handler)
+        task.resume()
+        try await asked.value()
+        task.cancel()
+        try await fixture.recorder.waitForCompletions(1)
+        decide.send(())
+        let completion = try #require(fixture.recorder.completions.first)
+        #expect(completion.error?.code == .cancelled)
+        #expect(completion.response?.statusCode == 503)
+        // Before, the transfer that ran was in neither: no metrics, and no transfer for a metrics observer to count.
+        #expect(completion.metrics?.httpVersion != nil)
+        #expect(task.hopMetrics.count == 1)
+        #expect(fixture.server.requests(forPath: "/flaky").count == 1)
+        try await fixture.tearDown()
+    }
+
     @Test("suspend before the next attempt holds it until resume; the task resumes and completes once")
     func suspendDuringBackoff() async throws {
         let fixture = try await SessionFixture.make()

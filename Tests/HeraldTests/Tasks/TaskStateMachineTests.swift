@@ -264,7 +264,7 @@ struct TaskStateMachineTests {
     func retryAskedEverywhere(_ situation: Situation) {
         guard let state = Self.endings[situation] else { return }
         var (machine, _) = Self.machine(in: situation)
-        let action = machine.retryAsked(response: nil)
+        let action = machine.retryAsked(response: nil, metrics: nil)
         #expect(machine.taskState == state)
         switch action {
         case .ask(let request, let attempt):
@@ -363,7 +363,7 @@ struct TaskStateMachineTests {
             else { Issue.record("expected .complete"); return }
             // A retry is the download's next attempt: asked, and the task stays the download through it.
             var retry = machine
-            guard case .ask = retry.retryAsked(response: nil) else { Issue.record("expected .ask"); return }
+            guard case .ask = retry.retryAsked(response: nil, metrics: nil) else { Issue.record("expected .ask"); return }
             #expect(retry.downloadTask === download)
             guard case .schedule = retry.retryScheduled(DispatchWorkItem {}, after: nil) else {
                 Issue.record("expected .schedule")
@@ -482,7 +482,7 @@ struct TaskStateMachineTests {
     func cancelBetweenTransfers() throws {
         let transfer = FakeTransfer()
         var between = Self.running(transfer)
-        guard case .ask = between.retryAsked(response: nil) else { Issue.record("expected .ask"); return }
+        guard case .ask = between.retryAsked(response: nil, metrics: nil) else { Issue.record("expected .ask"); return }
         let timer = DispatchWorkItem {}
         guard case .schedule(let attempt) = between.retryScheduled(timer, after: nil) else {
             Issue.record("expected .schedule")
@@ -595,7 +595,7 @@ struct TaskStateMachineTests {
         _ = machine.hopEnds(sent: "GET /a", response: redirect, metrics: nil, isChallenge: false)
         _ = machine.redirectFollowed(to: "GET /b")
         _ = machine.transferPrepared(FakeTransfer())
-        _ = machine.retryAsked(response: nil)
+        _ = machine.retryAsked(response: nil, metrics: nil)
         guard case .schedule(let attempt) = machine.retryScheduled(DispatchWorkItem {}, after: nil) else {
             Issue.record("expected .schedule")
             return
@@ -612,7 +612,7 @@ struct TaskStateMachineTests {
         #expect(sent?["If-None-Match"] == "\"v1\"")
         #expect(machine.hops.attemptRequest?.url == Self.url)
         _ = machine.transferPrepared(FakeTransfer())
-        guard case .ask(let asked, let askedAttempt) = machine.retryAsked(response: nil) else {
+        guard case .ask(let asked, let askedAttempt) = machine.retryAsked(response: nil, metrics: nil) else {
             Issue.record("expected .ask")
             return
         }
@@ -833,7 +833,7 @@ struct TaskStateMachineTests {
     func retryAskedTraps(_ situation: Situation) async {
         await #expect(processExitsWith: .failure) { [situation] in
             var (machine, _) = TaskStateMachineTests.machine(in: situation)
-            _ = machine.retryAsked(response: nil)
+            _ = machine.retryAsked(response: nil, metrics: nil)
         }
     }
 
@@ -849,8 +849,8 @@ struct TaskStateMachineTests {
     func transferEndingTwiceTraps() async {
         await #expect(processExitsWith: .failure) {
             var (machine, _) = TaskStateMachineTests.machine(in: .runningTransferring)
-            _ = machine.retryAsked(response: nil)
-            _ = machine.retryAsked(response: nil)
+            _ = machine.retryAsked(response: nil, metrics: nil)
+            _ = machine.retryAsked(response: nil, metrics: nil)
         }
     }
 
