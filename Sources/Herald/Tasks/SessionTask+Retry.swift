@@ -136,7 +136,9 @@ extension SessionTask {
         // The session's interceptor is read before taking the task's lock: it has a lock of its own.
         let shared = session.interceptor
         guard let interceptor = Self.combined(interceptor, shared),
-            case .ask(let sent, let attempt) = transition({ $0.retryAsked(response: outcome.response, metrics: outcome.metrics) })
+            case .ask(let sent, let attempt) = transition({
+                $0.retryAsked(response: outcome.response, metrics: outcome.metrics)
+            })
         else { return false }
         let request = sent ?? originalRequest
         let context = RetryContext(

@@ -363,7 +363,9 @@ struct TaskStateMachineTests {
             else { Issue.record("expected .complete"); return }
             // A retry is the download's next attempt: asked, and the task stays the download through it.
             var retry = machine
-            guard case .ask = retry.retryAsked(response: nil, metrics: nil) else { Issue.record("expected .ask"); return }
+            guard case .ask = retry.retryAsked(response: nil, metrics: nil) else {
+                Issue.record("expected .ask"); return
+            }
             #expect(retry.downloadTask === download)
             guard case .schedule = retry.retryScheduled(DispatchWorkItem {}, after: nil) else {
                 Issue.record("expected .schedule")
