@@ -10,7 +10,9 @@ extension SessionManager {
     /// rewritten by the rules: `POST` → `GET` without body on 301/302, everything but `HEAD` → `GET` on 303,
     /// method and body kept on 307/308 (a `GET`'s body too, which 301, 302 and 303 drop), `Location` resolved
     /// against the current URL, and `Authorization`, `Cookie`, `Proxy-Authorization` and a `Host` of yours
-    /// removed when the scheme, host or port changes. Return it unchanged to follow, a modified request to send
+    /// removed when the scheme, host or port changes. Its body is the one the hop would send when that is in
+    /// memory (an adapter's, an upload's data); a file's or a stream's is sent but not shown, and a hook that
+    /// changes the method without giving a body drops it. Return it unchanged to follow, a modified request to send
     /// that instead (it is validated like a new request; its URL, method, headers, body and `timeoutInterval` are
     /// what the hop sends with, its `serviceContext` is not used: the task's trace goes on), or `nil` to complete
     /// the task with the 3xx response itself (its body is the task's body). A request the hook sends to another

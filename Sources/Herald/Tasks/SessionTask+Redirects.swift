@@ -142,9 +142,13 @@ extension SessionTask {
             for name in ResponseCachePolicy.conditionalFields { next.headers.remove(name: name) }
             next.revalidatesCachedResponse = false
         }
+        // The body the hop would send, when it is in memory: the adapter's for this attempt, an upload's own; not
+        // one an earlier hop dropped. A file's or a stream's is not shown.
+        var shownBody: Data?
+        if case .data(let data) = next.body { shownBody = data }
         var proposed = Request(
-            url: next.url, method: next.method, headers: HTTPHeaders(next.headers),
-            body: keepsBody ? originalRequest.body : nil, timeoutInterval: originalRequest.timeoutInterval)
+            url: next.url, method: next.method, headers: HTTPHeaders(next.headers), body: shownBody,
+            timeoutInterval: originalRequest.timeoutInterval)
         if let hook = session.taskWillPerformHTTPRedirection {
             let answer = hook(lifecycleSubject, response, proposed)
             // Completed while the hook decided: its answer is ignored.
@@ -170,8 +174,8 @@ extension SessionTask {
                 }
                 if !RedirectRules.isSameOrigin(current.url, chosen.url) { next.credential = nil }
             }
-            // An upload's body is not in the request the hook is shown: a hook that turns the hop into a `GET` (or
-            // any other method) without giving a body of its own drops the one the task was sending.
+            // A file's or a stream's body is not in the request the hook is shown: a hook that turns the hop into a
+            // `GET` (or any other method) without giving a body of its own drops the one the task was sending.
             let dropsBody =
                 next.body != nil && chosen.body == nil
                 && (chosen.method != next.method || ["GET", "HEAD"].contains(chosen.method))

@@ -129,6 +129,41 @@ struct RedirectTests {
         try await fixture.tearDown()
     }
 
+    @Test("the hook is shown the body the hop would send: an adapter's, not the request's as the caller made it")
+    func hookShownAdaptedBody() async throws {
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        fixture.session.interceptor = Interceptor(adapt: { request, _ in
+            var request = request
+            request.body = Data("adapted".utf8)
+            return request
+        })
+        let shown = Locked<[String?]>([])
+        fixture.session.taskWillPerformHTTPRedirection = { _, _, proposed in
+            shown.withLock { $0.append(proposed.body.map { String(decoding: $0, as: UTF8.self) }) }
+            return proposed
+        }
+        let request = Request(
+            url: Self.redirect(to: "/echo", status: 307, on: fixture.server), method: "POST",
+            body: Data("original".utf8))
+        let (data, _) = try await fixture.session.data(for: request)
+        #expect(try Self.echoed(data).body == "adapted")
+        // Before, the hook saw "original", which no hop sent.
+        #expect(shown.withLock { $0 } == ["adapted"])
+
+        // An upload's body in memory is shown too; a 303 drops it, and the 307 after shows none.
+        shown.withLock { $0 = [] }
+        fixture.session.interceptor = nil
+        let chain = Self.redirect(
+            to: Self.redirect(to: "/echo", status: 307, on: fixture.server).absoluteString, status: 303,
+            on: fixture.server)
+        let (uploaded, _) = try await fixture.session.upload(
+            for: Request(url: Self.redirect(to: chain.absoluteString, status: 307, on: fixture.server), method: "PUT"),
+            from: Data("uploaded".utf8))
+        #expect(try Self.echoed(uploaded).body == "")
+        #expect(shown.withLock { $0 } == ["uploaded", nil, nil])
+        try await fixture.tearDown()
+    }
+
     @Test("a hook's request that carries the caller's Content-Length is framed by the engine: no length without a body")
     func hookRequestFramedByEngine() async throws {
         let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
