@@ -152,10 +152,11 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
         let (continuation, target) = core.withLock { ($0.downloadContinuation, $0.downloadContinuationTarget) }
         let offset = continuation?.bytesReceived ?? 0
         var request = request
-        // Resume data that a redirect led to another origin keeps that origin's rule for every attempt from it.
+        // Resume data that a redirect led to another origin keeps that origin's rule for every attempt from it: one
+        // that starts the file over (no continuation left) too, since its URL is the resume data's, on that origin.
         let leavesOrigin =
             (offset > 0 && target.map { !RedirectRules.isSameOrigin(request.url, $0) } == true)
-            || continuation?.leftOrigin == true
+            || continuation?.leftOrigin == true || resumedFrom?.leftOrigin == true
         if offset > 0, let target {
             // A retry behind a redirect asks where the bytes came from: the redirecting URL would answer the
             // range with its redirect, which is no range of the file.

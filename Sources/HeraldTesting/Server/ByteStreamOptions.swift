@@ -44,6 +44,9 @@ struct ByteStreamOptions: Sendable, Equatable {
     /// The first byte of a `206` answered to a request without `Range`, up to the end (a broken cache or proxy
     /// sending part of the representation unasked); `nil`, a `200` as usual. Query `unaskedRangeStart`.
     var unaskedRangeStart: Int? = nil
+    /// Whether every answer, a `200` too, leaves out `ETag` and `Last-Modified`: a resource a download can't
+    /// continue. Query `validators=0`.
+    var omitsValidators = false
 
     init(
         count: Int, isChunked: Bool = false, chunkSize: Int = 64 << 10, delayMilliseconds: Int = 0,
@@ -95,6 +98,7 @@ struct ByteStreamOptions: Sendable, Equatable {
         unaskedRangeStart =
             query.value("unaskedRangeStart") == nil
             ? nil : try query.integer("unaskedRangeStart", default: 0, in: 0...Self.maximumCount)
+        omitsValidators = query.value("validators") == "0"
     }
 
     /// The strong validator of the representation; it depends only on the size because the content does.

@@ -127,6 +127,10 @@ final class ByteStreamResponder: StreamingResponder {
             "Last-Modified": lastModified,
             "Accept-Ranges": options.acceptsRanges ? "bytes" : "none",
         ]
+        if options.omitsValidators {
+            headers.remove(name: "ETag")
+            headers.remove(name: "Last-Modified")
+        }
         switch requestedRange() {
         case .full:
             addFraming(to: &headers, length: options.count)

@@ -66,6 +66,7 @@ import NIOPosix
 ///     a server that cuts its range short. Clean only where the framing allows it: with `chunked=1`, or with
 ///     `partialLength=B`.
 ///   - `?bareRanges=1`: a `206` answer carries no `ETag` or `Last-Modified` (a `200` still does).
+///   - `?validators=0`: no answer carries `ETag` or `Last-Modified`, a `200` neither.
 ///   - `?unaskedRangeStart=S`: a request without `Range` gets a `206` of bytes `S` to the end (a broken cache or
 ///     proxy sending part of the representation unasked).
 ///   - `?early=1`: the response starts when the request's head arrives, while its body is still coming (read and

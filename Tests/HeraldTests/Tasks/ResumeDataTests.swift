@@ -145,6 +145,45 @@ struct ResumeDataTests {
         try await fixture.tearDown()
     }
 
+    @Test("resume data that left its origin keeps credentials behind on a retry that starts the file over")
+    func crossOriginResumeRetriedFromScratchSendsNoCredential() async throws {
+        var configuration = SessionConfiguration()
+        configuration.httpAdditionalHeaders = ["Authorization": "Bearer session-secret"]
+        let fixture = try await SessionFixture.make(configuration: configuration)
+        fixture.session.interceptor = Interceptor(
+            retriers: [RetryPolicy(retryLimit: 2, backoffScale: 0.01, maximumBackoff: 0.05)])
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let size = 200_000
+        let partial = scratch.url.appendingPathComponent("download-1-left-origin.part")
+        try Data(TestServer.expectedBytes(in: 0..<1000)).write(to: partial)
+        // The resume data a redirect to this origin left: its server ignores ranges and names no validator, and its
+        // first answer breaks off, so the attempt after it can't continue the file and starts it over.
+        let path = "/bytes/\(size)"
+        let url = "http://localhost:\(fixture.server.port)\(path)?ranges=0&validators=0&key=left-origin&dropAfter=50000"
+        let fields: [String: Any] = [
+            "format": "herald.download-resume-data", "version": 1, "url": url, "headers": [[String]](),
+            "bytesReceived": 1000, "entityTag": "\"herald-bytes-\(size)\"", "partialFilePath": partial.path,
+            "leftOrigin": true,
+        ]
+        let log = DownloadLog()
+        let task = try fixture.session.downloadTask(
+            withResumeData: try JSONSerialization.data(withJSONObject: fields), completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1, timeout: .seconds(30))
+        let call = try #require(log.all.first)
+        #expect(call.error == nil, "\(String(describing: call.error))")
+        let requests = fixture.server.requests(forPath: path)
+        #expect(requests.count == 2)
+        // Before, the attempt that started over sent the session's credentials to the origin the redirect had led to.
+        #expect(requests.allSatisfy { $0.headerValue("Authorization") == nil })
+        if let file = call.fileURL {
+            #expect(try PatternFile.matches(file, count: size))
+            try? FileManager.default.removeItem(at: file)
+        }
+        try await fixture.tearDown()
+    }
+
     @Test("discardResumeData deletes the partial file the data names, refuses one a task continues, and other data")
     func discardResumeData() async throws {
         let fixture = try await SessionFixture.make()
