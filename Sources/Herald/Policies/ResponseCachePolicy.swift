@@ -189,13 +189,21 @@ enum ResponseCachePolicy {
     /// from its `Last-Modified`.
     static func validators(of response: HTTPResponse) -> HTTPHeaders {
         var validators = HTTPHeaders()
-        if let entityTag = response.headers["ETag"] {
+        if let entityTag = sendableValidator(response.headers["ETag"]) {
             validators.add(name: "If-None-Match", value: entityTag)
         }
-        if let lastModified = response.headers["Last-Modified"] {
+        if let lastModified = sendableValidator(response.headers["Last-Modified"]) {
             validators.add(name: "If-Modified-Since", value: lastModified)
         }
         return validators
+    }
+
+    /// A server's `ETag` or `Last-Modified` value, unless it holds a CR, LF or NUL: sent back in a conditional
+    /// field, a bare CR that came in the middle of a received line would split the request (no validation of a
+    /// request's fields sees the fields Herald adds itself).
+    static func sendableValidator(_ value: String?) -> String? {
+        guard let value, !Request.containsLineBreakOrNUL(value) else { return nil }
+        return value
     }
 
     /// The request a background revalidation sends for `request`: the same, asking for a response no older

@@ -480,8 +480,9 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
             if leftOrigin {
                 for name in RedirectRules.originBoundHeaders { headers.remove(name: name) }
             }
-            var entityTag = response.headers["ETag"]
-            var lastModified = response.headers["Last-Modified"]
+            // Sent back as `If-Range`: never one that holds a line break.
+            var entityTag = ResponseCachePolicy.sendableValidator(response.headers["ETag"])
+            var lastModified = ResponseCachePolicy.sendableValidator(response.headers["Last-Modified"])
             if response.statusCode == 206, let continued {
                 // A range answer need not repeat every validator (RFC 9110 §15.3.7 asks for the ETag only, and
                 // only when a 200 would send one); the file accepted it as the version it continues, whose

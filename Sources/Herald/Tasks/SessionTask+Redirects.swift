@@ -221,7 +221,8 @@ extension SessionTask {
                 outcome,
                 error: HeraldError(
                     .redirectLoop,
-                    "The redirect leads back to \(next.method) \(next.url.absoluteString), already requested.",
+                    "The redirect leads back to \(next.method) "
+                        + "\(next.url.redactingSignatures().absoluteString), already requested.",
                     url: next.url))
         }
         if let failure = rewindBody(of: &next) {
