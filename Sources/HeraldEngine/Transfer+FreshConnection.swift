@@ -54,11 +54,11 @@ extension Transfer {
         return true
     }
 
-    /// Notes that the transfer's handle was added to its multi handle again for a new attempt (after
-    /// ``retriesOnFreshConnection(after:)``, at once or when a suspended task resumed): libcurl counts its times
-    /// afresh from here, and the metrics count from the transfer's start.
+    /// Notes that the transfer's handle was added to its multi handle again: for a new attempt (after
+    /// ``retriesOnFreshConnection(after:)``, at once or when a suspended task resumed), or after it was parked
+    /// (suspended before it had a connection). libcurl counts its times afresh from here, and the metrics count
+    /// from the transfer's start: the time suspended is in `total`.
     func noteAttemptStart() {
-        guard didRetryOnFreshConnection else { return }
         earlierAttemptTime = Date().timeIntervalSince(startDate)
     }
 

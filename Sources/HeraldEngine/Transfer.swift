@@ -153,8 +153,9 @@ package final class Transfer: @unchecked Sendable {
     /// When the transfer first joined its multi handle, on ``ActivityClock``. Loop thread only.
     @exclusivity(unchecked) var firstAddedAt: UInt64 = 0
     package let startDate = Date()
-    /// Seconds from ``startDate`` to the attempt libcurl measured, when the request was sent again on a fresh
-    /// connection (`noteAttemptStart()`): libcurl's times count from that attempt. Loop thread only.
+    /// Seconds from ``startDate`` to the attempt libcurl measured, when the handle was added to curl again (a
+    /// request sent again on a fresh connection, a parked transfer resumed: `noteAttemptStart()`): libcurl's times
+    /// count from that attempt. Loop thread only.
     @exclusivity(unchecked) var earlierAttemptTime: TimeInterval = 0
     /// When the transfer was last added to its multi handle, on ``QueueClock``; 0 before. Loop thread only.
     @exclusivity(unchecked) var addedAt: UInt64 = 0

@@ -134,4 +134,38 @@ struct ConnectionKeepingTests {
         #expect(fixture.recorder.timeline(ofTask: suspended.taskIdentifier) == [.resume, .suspend, .resume, .complete])
         try await fixture.tearDown()
     }
+
+    @Test("a task suspended before it has a connection counts the time it was suspended in its metrics' total")
+    func suspendedBeforeConnectionCountsTheSuspension() async throws {
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        // Suspended before curl has given it a connection, as above: the loop thread carries out the start and
+        // the suspend together, so the transfer is taken out of curl and added again on resume.
+        let loopHeld = DispatchSemaphore(value: 0)
+        await withCheckedContinuation { continuation in
+            fixture.session.engine.execute {
+                continuation.resume()
+                loopHeld.wait()
+            }
+        }
+        var holdsLoop = true
+        defer { if holdsLoop { loopHeld.signal() } }
+        let task = try fixture.session.dataTask(with: Request(url: fixture.server.url("/json?task=parked")))
+        let started = ContinuousClock.now
+        task.resume()
+        task.suspend()
+        loopHeld.signal()
+        holdsLoop = false
+        try await fixture.recorder.waitUntil { $0.contains { $0.kind == .suspend } }
+        // The time the task stays suspended, for the metrics to count: a pace, not a wait for anything.
+        try await Task.sleep(for: .milliseconds(300))
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1, timeout: .seconds(30))
+        let elapsed = ContinuousClock.now - started
+        #expect(task.error == nil)
+        let total = try #require(fixture.recorder.completions.first?.metrics?.total)
+        // Before, libcurl's times started again when the transfer went back into curl: a few milliseconds.
+        #expect(total >= 0.3, "total \(total) s")
+        #expect(total <= Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18 + 0.01)
+        try await fixture.tearDown()
+    }
 }
