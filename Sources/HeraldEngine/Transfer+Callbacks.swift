@@ -220,9 +220,14 @@ extension Transfer {
         expectedBodyLength = contentLengthIndex.flatMap {
             ResponseHead.contentLength(from: head.headers.fields[$0].value)
         }
-        // A body libcurl decodes is counted decoded: the declared (encoded) length is no total for it.
-        reportedBodyLength =
-            expectedBodyLength == nil || (decodesContent && decodesBody(of: head)) ? nil : expectedBodyLength
+        // A body libcurl decodes is counted decoded: the declared (encoded) length is no total for it. A response
+        // that has no body whatever its `Content-Length` says (to a `HEAD`, a `204`, a `304`) has none to count.
+        if head.statusCode == 204 || head.statusCode == 304 || request.method == "HEAD" {
+            reportedBodyLength = 0
+        } else {
+            reportedBodyLength =
+                expectedBodyLength == nil || (decodesContent && decodesBody(of: head)) ? nil : expectedBodyLength
+        }
         delegate.transferDidReceiveResponse(head)
     }
 

@@ -29,6 +29,21 @@ struct ProgressTotalsTests {
         try await fixture.tearDown()
     }
 
+    @Test("a HEAD's answer has no body to count, whatever its Content-Length: its progress ends complete, at zero")
+    func headHasNoBodyToCount() async throws {
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/bytes/1048576"), method: "HEAD"))
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(task.error == nil)
+        #expect(task.response?.expectedContentLength == 1_048_576)
+        // Before, it finished at 0 of 1048576: a transfer that never completed, by its progress.
+        #expect(task.downloadProgress.completedUnitCount == 0)
+        #expect(task.downloadProgress.totalUnitCount == 0)
+        try await fixture.tearDown()
+    }
+
     @Test("a redirect's body is no part of the progress, and its length is no total for the body that follows")
     func redirectBodyIsNotProgress() async throws {
         let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
