@@ -26,9 +26,11 @@ extension Transfer {
         return borrowing(userdata) { transfer in
             // A line after the final response's head ended, other than the status line of another head (after a
             // 401 or 407 libcurl answers itself), is a trailer of a chunked body: neither a field of the head,
-            // nor counted against the head's limit; an empty body's trailers come before any body byte.
+            // nor counted against the head's limit; an empty body's trailers come before any body byte. A trailer
+            // that starts as a status line is a trailer all the same when no such head can follow.
             if transfer.finalHeadEnded || (transfer.machine.sinkDidBegin && transfer.response != nil),
-                !ResponseHeadLine.startsStatusLine(UnsafeRawBufferPointer(start: buffer, count: length))
+                !(transfer.mayReceiveAnotherHead
+                    && ResponseHeadLine.startsStatusLine(UnsafeRawBufferPointer(start: buffer, count: length)))
             {
                 return length
             }
@@ -122,7 +124,12 @@ extension Transfer {
             if !CurlFeatures.reportsConnectionBeforeRequest { connections?.attachAtFirstResponse(self) }
         }
         switch ResponseHeadLine.parse(raw, recentValues: recentFieldValues) {
+        case .statusLine where isInHead:
+            // A line among a head's fields that looks like a status line: libcurl took it for a field, and no
+            // head starts in the middle of another. Neither the status nor a field.
+            return
         case .statusLine(let version, let statusCode):
+            isInHead = true
             // A new response head: an interim 1xx, a 401 curl answers itself (Digest), or the final one.
             responseVersion = version
             responseStatus = statusCode
@@ -161,8 +168,9 @@ extension Transfer {
             responseHeaders.add(name: name, value: value)
         case .ignored:
             // The blank line that ends a head.
-            guard responseStatus >= 200, response == nil, raw.count <= 2, raw.first == 0x0D || raw.first == 0x0A
-            else { return }
+            guard raw.count <= 2, raw.first == 0x0D || raw.first == 0x0A else { return }
+            isInHead = false
+            guard responseStatus >= 200, response == nil else { return }
             guard !hasConflictingLengths else {
                 // A message whose framing can't be known (RFC 9112 §6.3): an error, not a guess.
                 machine.abort(

@@ -150,6 +150,12 @@ package final class Transfer: @unchecked Sendable {
     /// The resource timeout in nanoseconds, `nil` for none: curl's own (`CURLOPT_TIMEOUT_MS`) ends the transfer
     /// while it is in curl; this one a parked transfer's (``isParked``). Counted from ``firstAddedAt``.
     let resourceTimeout: UInt64?
+    /// Whether a response head's status line came and its blank line has not: a line that looks like a status
+    /// line then is none. Loop thread only.
+    @exclusivity(unchecked) var isInHead = false
+    /// Whether another head may follow the one that ended on this transfer: one libcurl answers itself, a `401`
+    /// with the request's credential or a `407`, brings the next. Loop thread only.
+    var mayReceiveAnotherHead: Bool { (responseStatus == 401 && request.credential != nil) || responseStatus == 407 }
     /// When the transfer first joined its multi handle, on ``ActivityClock``. Loop thread only.
     @exclusivity(unchecked) var firstAddedAt: UInt64 = 0
     package let startDate = Date()

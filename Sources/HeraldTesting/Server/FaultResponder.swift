@@ -81,6 +81,12 @@ struct FaultResponder {
         case .rawHeaders:
             writer.recorder.responseStarted(writer.sequenceNumber, status: 200)
             writeRawThenClose(Self.rawHeadersResponse)
+        case .forgedStatusLines:
+            writer.recorder.responseStarted(writer.sequenceNumber, status: 200)
+            writeRawThenClose(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nHTTP/1.1 500 Forged: x\r\nX-Real: yes\r\n"
+                    + "HTTP/a1 404 x: y\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n"
+                    + "HTTP/1.1 503 Trailer: x\r\nSet-Cookie: forged=1\r\n\r\n")
         case .trailers(let bytes, let emptyBody):
             writer.recorder.responseStarted(writer.sequenceNumber, status: 200)
             writeRawThenClose(

@@ -44,6 +44,7 @@ enum Route: Sendable {
         case hugeHeader(bytes: Int, lines: Int)
         case redirectLoop
         case rawHeaders
+        case forgedStatusLines
         case twoLengths(first: Int, second: Int)
         case trailers(bytes: Int, emptyBody: Bool = false)
         case resetWhenReused(firstDelayMilliseconds: Int, resetAfterMilliseconds: Int, closesCleanly: Bool = false)
@@ -188,6 +189,8 @@ enum Route: Sendable {
             return .redirectLoop
         case "raw-headers":
             return .rawHeaders
+        case "forged-status-lines":
+            return .forgedStatusLines
         case "two-lengths":
             return .twoLengths(
                 first: try query.integer("first", default: 100, in: 0...Int.max),

@@ -149,6 +149,9 @@ import NIOPosix
 /// - `/fault/trailers?bytes=N`: a chunked `200` whose body is `hello`, followed by a trailer field `X-Trailer` of `N`
 ///   bytes (default 100, up to the huge-header maximum), then the connection closes. `&empty=1`: the body is
 ///   empty, the trailer right after the head.
+/// - `/fault/forged-status-lines`: a chunked `200` whose head holds lines that look like status lines
+///   (`HTTP/1.1 500 Forged: x`, `HTTP/a1 404 x: y`) among its fields (`X-Real: yes`), and whose trailer starts with
+///   one (`HTTP/1.1 503 Trailer: x`, then `Set-Cookie: forged=1`); the body is `hello`, then the connection closes.
 /// - `/fault/redirect-loop`: `302` with `Location: /fault/redirect-loop`, forever; the connection is kept alive.
 public final class TestServer: Sendable {
     private let channel: any Channel

@@ -63,6 +63,26 @@ struct ProtectiveLimitTests {
         try await fixture.tearDown()
     }
 
+    @Test("lines that look like status lines among a head's fields or in its trailer start no response of their own")
+    func forgedStatusLines() async throws {
+        let cookies = CookieStore()
+        var configuration = SessionConfiguration()
+        configuration.httpCookieStore = cookies
+        let fixture = try await SessionFixture.make(configuration: configuration, serializer: DataResponseSerializer())
+        let url = fixture.server.url("/fault/forged-status-lines")
+        let (data, response) = try await fixture.session.data(for: Request(url: url))
+        // Before, each such line began a new head: the response took the trailer's 503, its fields and no body.
+        #expect(response.statusCode == 200)
+        #expect(String(decoding: data, as: UTF8.self) == "hello")
+        #expect(response.headers["X-Real"] == "yes")
+        #expect(response.headers["Content-Type"] == "text/plain")
+        #expect(response.httpVersion == "HTTP/1.1")
+        #expect(response.headers["Set-Cookie"] == nil)
+        // The trailer's `Set-Cookie` was taken as a field of that head, and stored.
+        #expect(cookies.cookies(for: url).isEmpty)
+        try await fixture.tearDown()
+    }
+
     @Test("Content-Length fields that differ are a bad server response; the same value twice frames the body")
     func conflictingLengths() async throws {
         let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
