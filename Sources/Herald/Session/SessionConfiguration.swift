@@ -49,6 +49,10 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// handshake to say whether it speaks HTTP/2, and then share it, rather than each open a connection of its
     /// own. A connection takes as many streams at a time as the server allows, and no more than 100
     /// (libcurl's limit); requests beyond that open another connection, within this limit, or wait.
+    ///
+    /// Through a proxy, the host is the one a connection goes to: `https` requests go through a tunnel of their
+    /// own per origin and are counted per origin, while `http` requests to every origin share the connections
+    /// to the proxy, and this limit with them.
     public var maximumConnectionsPerHost: Int = 6
     /// The most connections open in all at a time; 0 means no limit. Default 0.
     ///

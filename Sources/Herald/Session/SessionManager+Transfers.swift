@@ -239,8 +239,9 @@ extension SessionManager {
     /// session's folder.
     ///
     /// The data is checked as ``downloadTask(withResumeData:progress:destination:completionHandler:)`` checks
-    /// it (Herald's own resume data, naming a `download-….part` file reached without a symbolic link), so no
-    /// other file can be deleted through it.
+    /// it (Herald's own resume data, naming by an absolute path without `..` a regular `download-….part` file,
+    /// not itself a symbolic link), so that only such a file can be deleted through it. Keep resume data where you
+    /// keep other private data: the path's folders are followed as they are.
     /// - Parameter resumeData: Data from ``DownloadTask/cancel(byProducingResumeData:)`` or a failed task's
     ///   ``HeraldError/resumeData``.
     /// - Throws: ``HeraldError`` with ``HeraldError/Code/cannotResume`` when the data is not resume data Herald

@@ -73,7 +73,8 @@ struct DownloadResumeData: Codable, Sendable, Equatable {
             throw HeraldError(.cannotResume, "The resume data's ETag or Last-Modified contains CR, LF or NUL.")
         }
         // Resuming appends to this file, so it must be one Herald made: an absolute path to a
-        // `download-….part` file, reached without `..` and not through a symbolic link. Otherwise crafted
+        // `download-….part` file, reached without `..`, and not itself a symbolic link (the open refuses one too;
+        // the folders on the way are followed as they are). Otherwise crafted
         // resume data could make a download write into any file the process may write.
         // Split on the byte, as the kernel does: a `/` followed by a combining mark is one Character, and would
         // hide a `..` from a split on Characters.
