@@ -25,9 +25,10 @@ extension Transfer {
         guard let buffer else { return length }
         return borrowing(userdata) { transfer in
             // A line after the final response's head ended, other than the status line of another head (after a
-            // 401 or 407 libcurl answers itself), is a trailer of a chunked body: neither a field of the head,
-            // nor counted against the head's limit; an empty body's trailers come before any body byte. A trailer
-            // that starts as a status line is a trailer all the same when no such head can follow.
+            // 401, 407 or 417 libcurl answers itself: `mayReceiveAnotherHead`), is a trailer of a chunked body:
+            // neither a field of the head, nor counted against the head's limit; an empty body's trailers come
+            // before any body byte. A trailer that starts as a status line is a trailer all the same when no such
+            // head can follow.
             if transfer.finalHeadEnded || (transfer.machine.sinkDidBegin && transfer.response != nil),
                 !(transfer.mayReceiveAnotherHead
                     && ResponseHeadLine.startsStatusLine(UnsafeRawBufferPointer(start: buffer, count: length)))

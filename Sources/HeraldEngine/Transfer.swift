@@ -153,9 +153,17 @@ package final class Transfer: @unchecked Sendable {
     /// Whether a response head's status line came and its blank line has not: a line that looks like a status
     /// line then is none. Loop thread only.
     @exclusivity(unchecked) var isInHead = false
-    /// Whether another head may follow the one that ended on this transfer: one libcurl answers itself, a `401`
-    /// with the request's credential or a `407`, brings the next. Loop thread only.
-    var mayReceiveAnotherHead: Bool { (responseStatus == 401 && request.credential != nil) || responseStatus == 407 }
+    /// Whether another head may follow the one that ended on this transfer: one libcurl answers itself by sending
+    /// the request again brings the next — a `401` with the request's credential, a `407`, or a `417` to a
+    /// request that asked for `100 Continue` (libcurl sends it again without the expectation). Loop thread only.
+    var mayReceiveAnotherHead: Bool {
+        switch responseStatus {
+        case 401: request.credential != nil
+        case 407: true
+        case 417: request.headers.values(for: "Expect").contains { $0.lowercased().contains("100-continue") }
+        default: false
+        }
+    }
     /// When the transfer first joined its multi handle, on ``ActivityClock``. Loop thread only.
     @exclusivity(unchecked) var firstAddedAt: UInt64 = 0
     package let startDate = Date()

@@ -50,9 +50,9 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// own. A connection takes as many streams at a time as the server allows, and no more than 100
     /// (libcurl's limit); requests beyond that open another connection, within this limit, or wait.
     ///
-    /// Through a proxy, the host is the one a connection goes to: `https` requests go through a tunnel of their
-    /// own per origin and are counted per origin, while `http` requests to every origin share the connections
-    /// to the proxy, and this limit with them.
+    /// Through an HTTP or HTTPS proxy, the host is the one a connection goes to: `https` requests go through a
+    /// tunnel of their own per origin and are counted per origin, while `http` requests to every origin share
+    /// the connections to the proxy, and this limit with them. Through a SOCKS proxy it counts per origin.
     public var maximumConnectionsPerHost: Int = 6
     /// The most connections open in all at a time; 0 means no limit. Default 0.
     ///

@@ -1,5 +1,6 @@
 import Foundation
 import Herald
+import HeraldNotifications
 import HeraldTesting
 import Testing
 
@@ -81,6 +82,26 @@ struct ProtectiveLimitTests {
         // The trailer's `Set-Cookie` was taken as a field of that head, and stored.
         #expect(cookies.cookies(for: url).isEmpty)
         try await fixture.tearDown()
+    }
+
+    @Test(
+        "a 417 to Expect: 100-continue, which libcurl answers by sending the request again, is followed by its answer"
+    )
+    func expectationRefusedThenAnswered() async throws {
+        let server = try ExpectationRefusingServer()
+        defer { server.stop() }
+        let session = SessionManager(notificationCenter: NotificationHub())
+        session.responseSerializer = DataResponseSerializer()
+        defer { session.invalidate(cancelingTasks: true) }
+        let request = Request(
+            url: try #require(URL(string: "http://127.0.0.1:\(server.port)/upload")), method: "POST",
+            headers: ["Expect": "100-continue", "Content-Type": "text/plain"], body: Data("hello".utf8))
+        let (data, response) = try await session.data(for: request)
+        // Before, the answer to the request sent again was taken for a trailer of the 417's: the task completed
+        // with the 417 and the 200's body.
+        #expect(response.statusCode == 200)
+        #expect(String(decoding: data, as: UTF8.self) == "hello")
+        #expect(server.requestLines == ["POST /upload HTTP/1.1", "POST /upload HTTP/1.1"])
     }
 
     @Test("Content-Length fields that differ are a bad server response; the same value twice frames the body")

@@ -46,7 +46,7 @@ struct ProgressObjectTests {
         try await fixture.tearDown()
     }
 
-    @Test("a progress object first asked for after a data task became a download controls the download")
+    @Test("a progress object first asked for after a data task became a download controls the task it continues")
     func madeAfterBecomingDownload() async throws {
         let fixture = try await SessionFixture.make()
         let session = fixture.session
