@@ -98,7 +98,8 @@ struct ConnectionKeepingTests {
         var configuration = SessionConfiguration()
         configuration.maximumConnectionsPerHost = 1
         configuration.timeoutIntervalForRequest = 10
-        let fixture = try await SessionFixture.make(configuration: configuration, serializer: DataResponseSerializer())
+        let fixture = try await SessionFixture.make(
+            configuration: configuration, serializer: DataResponseSerializer(), ownEngine: true)
         let server = fixture.server
         // Suspended before curl has given it a connection, so curl can't pause it yet. The loop thread is held
         // meanwhile, so that it carries out the start and the suspend together: free, it may run curl in between
@@ -110,7 +111,7 @@ struct ConnectionKeepingTests {
                 loopHeld.wait()
             }
         }
-        // Let go whatever happens next: the loop thread is every default session's in the process.
+        // Let go whatever happens next.
         var holdsLoop = true
         defer { if holdsLoop { loopHeld.signal() } }
         let suspended = try fixture.session.dataTask(with: Request(url: server.url("/json?task=suspended")))
@@ -137,7 +138,7 @@ struct ConnectionKeepingTests {
 
     @Test("a task suspended before it has a connection counts the time it was suspended in its metrics' total")
     func suspendedBeforeConnectionCountsTheSuspension() async throws {
-        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer(), ownEngine: true)
         // Suspended before curl has given it a connection, as above: the loop thread carries out the start and
         // the suspend together, so the transfer is taken out of curl and added again on resume.
         let loopHeld = DispatchSemaphore(value: 0)

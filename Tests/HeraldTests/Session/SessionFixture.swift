@@ -1,5 +1,6 @@
 import Foundation
-import Herald
+@testable import Herald
+@testable import HeraldEngine
 import HeraldNotifications
 import HeraldTesting
 import Testing
@@ -11,13 +12,18 @@ struct SessionFixture {
     let recorder: RecordingObserver
     let session: SessionManager
 
+    /// With `ownEngine`, the session runs on an engine (a loop thread) of its own, for a test that holds its loop
+    /// thread: the shared one runs every other suite's transfers meanwhile.
     static func make(
-        configuration: SessionConfiguration = .default, serializer: (any ResponseSerializer)? = nil
+        configuration: SessionConfiguration = .default, serializer: (any ResponseSerializer)? = nil,
+        ownEngine: Bool = false
     ) async throws -> SessionFixture {
         let server = try await TestServer.start()
         let center = NotificationHub()
         let recorder = RecordingObserver(center: center)
-        let session = SessionManager(configuration: configuration, notificationCenter: center)
+        let session = SessionManager(
+            configuration: configuration, notificationCenter: center, completionQueue: nil, completionGroup: nil,
+            engine: ownEngine ? Engine(name: "herald.engine.fixture") : .shared)
         if let serializer { session.responseSerializer = serializer }
         return SessionFixture(server: server, center: center, recorder: recorder, session: session)
     }
