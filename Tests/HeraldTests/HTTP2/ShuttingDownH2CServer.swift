@@ -56,25 +56,7 @@ final class ShuttingDownH2CServer: Sendable {
     init(namingTheNewStreamLast: Bool = false, streamsBeforeGoaway: Int = 1) throws {
         self.namingTheNewStreamLast = namingTheNewStreamLast
         self.streamsBeforeGoaway = streamsBeforeGoaway
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                bind(descriptor, socketAddress, length) == 0 && listen(descriptor, 8) == 0
-                    && getsockname(descriptor, socketAddress, &length) == 0
-            }
-        }
-        guard bound else {
-            close(descriptor)
-            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
-        }
-        listener = descriptor
-        port = Int(UInt16(bigEndian: address.sin_port))
+        (listener, port) = try BlockingSocket.listenOnLoopback()
         Thread { [self] in acceptConnections() }.start()
     }
 
@@ -123,7 +105,9 @@ final class ShuttingDownH2CServer: Sendable {
         var input: [UInt8] = []
         // The HTTP/1.1 request asking for the upgrade, then the switch, the server's SETTINGS and stream 1's
         // answer: `:status 200` (HPACK's static entry 8), END_STREAM and END_HEADERS.
-        guard let headEnd = readUntil(connection, &input, containing: Array("\r\n\r\n".utf8)) else { return }
+        guard let headEnd = BlockingSocket.readUntil(connection, &input, containing: Array("\r\n\r\n".utf8)) else {
+            return
+        }
         let head = String(decoding: input[..<headEnd], as: UTF8.self)
         input.removeFirst(headEnd)
         let lines = head.split(separator: "\r\n")
@@ -134,22 +118,24 @@ final class ShuttingDownH2CServer: Sendable {
                 guard parts.count == 2, parts[0].lowercased() == "content-length" else { return nil }
                 return Int(parts[1].trimmingCharacters(in: .whitespaces))
             }.first ?? 0
-        guard requestLine.count == 3, length >= 0, fill(connection, &input, to: length) else { return }
+        guard requestLine.count == 3, length >= 0, BlockingSocket.fill(connection, &input, to: length) else { return }
         let processed = ProcessedRequest(
             method: String(requestLine[0]), path: String(requestLine[1]), body: Data(input[..<length]))
         input.removeFirst(length)
         state.withLock { $0.processed.append(processed) }
         let switching = Array("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n".utf8)
-        guard send(connection, switching + frame(type: 4) + frame(type: 1, flags: 0x5, stream: 1, payload: [0x88]))
+        guard
+            BlockingSocket.send(
+                connection, switching + frame(type: 4) + frame(type: 1, flags: 0x5, stream: 1, payload: [0x88]))
         else { return }
         // The client's preface, then its frames.
         let preface = 24
-        guard fill(connection, &input, to: preface) else { return }
+        guard BlockingSocket.fill(connection, &input, to: preface) else { return }
         input.removeFirst(preface)
         var newStreams = 0
-        while fill(connection, &input, to: 9) {
+        while BlockingSocket.fill(connection, &input, to: 9) {
             let length = Int(input[0]) << 16 | Int(input[1]) << 8 | Int(input[2])
-            guard fill(connection, &input, to: 9 + length) else { return }
+            guard BlockingSocket.fill(connection, &input, to: 9 + length) else { return }
             let type = input[3]
             let flags = input[4]
             let stream =
@@ -159,9 +145,9 @@ final class ShuttingDownH2CServer: Sendable {
             input.removeFirst(9 + length)
             switch type {
             case 4 where flags & 0x1 == 0:  // SETTINGS: acknowledged.
-                guard send(connection, frame(type: 4, flags: 0x1)) else { return }
+                guard BlockingSocket.send(connection, frame(type: 4, flags: 0x1)) else { return }
             case 6 where flags & 0x1 == 0:  // PING: answered.
-                guard send(connection, frame(type: 6, flags: 0x1, payload: payload)) else { return }
+                guard BlockingSocket.send(connection, frame(type: 6, flags: 0x1, payload: payload)) else { return }
             case 1 where stream > 1:  // A new request: the connection is going away, stream 1 was the last
                 // (or, with namingTheNewStreamLast, this one); once streamsBeforeGoaway are open.
                 newStreams += 1
@@ -171,7 +157,7 @@ final class ShuttingDownH2CServer: Sendable {
                 let payload =
                     [UInt8(last >> 24 & 0x7F), UInt8(last >> 16 & 0xFF), UInt8(last >> 8 & 0xFF)]
                     + [UInt8(last & 0xFF), 0, 0, 0, 0]
-                guard send(connection, frame(type: 7, payload: payload)) else { return }
+                guard BlockingSocket.send(connection, frame(type: 7, payload: payload)) else { return }
                 // The client reads the GOAWAY, then the end of the connection; what it still sends is read.
                 if namingTheNewStreamLast { shutdown(connection, Int32(SHUT_WR)) }
             default:
@@ -185,39 +171,5 @@ final class ShuttingDownH2CServer: Sendable {
         return [UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF), type, flags]
             + [UInt8(stream >> 24 & 0x7F), UInt8(stream >> 16 & 0xFF), UInt8(stream >> 8 & 0xFF), UInt8(stream & 0xFF)]
             + payload
-    }
-
-    private func send(_ connection: Int32, _ bytes: [UInt8]) -> Bool {
-        var offset = 0
-        while offset < bytes.count {
-            let sent = bytes[offset...].withUnsafeBytes { write(connection, $0.baseAddress, $0.count) }
-            guard sent > 0 else { return false }
-            offset += sent
-        }
-        return true
-    }
-
-    /// Reads until `input` holds at least `count` bytes; `false` when the connection ends first.
-    private func fill(_ connection: Int32, _ input: inout [UInt8], to count: Int) -> Bool {
-        var chunk = [UInt8](repeating: 0, count: 16_384)
-        while input.count < count {
-            let received = chunk.withUnsafeMutableBytes { read(connection, $0.baseAddress, $0.count) }
-            guard received > 0 else { return false }
-            input += chunk[..<received]
-        }
-        return true
-    }
-
-    /// Reads until `input` holds `marker`; the offset just past it, or `nil` when the connection ends first.
-    private func readUntil(_ connection: Int32, _ input: inout [UInt8], containing marker: [UInt8]) -> Int? {
-        while true {
-            if input.count >= marker.count {
-                for start in 0...(input.count - marker.count)
-                where input[start..<(start + marker.count)].elementsEqual(marker) {
-                    return start + marker.count
-                }
-            }
-            guard fill(connection, &input, to: input.count + 1) else { return nil }
-        }
     }
 }
