@@ -104,21 +104,11 @@ struct ConnectionKeepingTests {
         // Suspended before curl has given it a connection, so curl can't pause it yet. The loop thread is held
         // meanwhile, so that it carries out the start and the suspend together: free, it may run curl in between
         // and open a connection for the request, which a suspended exchange rightly keeps.
-        let loopHeld = DispatchSemaphore(value: 0)
-        await withCheckedContinuation { continuation in
-            fixture.session.engine.execute {
-                continuation.resume()
-                loopHeld.wait()
-            }
-        }
-        // Let go whatever happens next.
-        var holdsLoop = true
-        defer { if holdsLoop { loopHeld.signal() } }
         let suspended = try fixture.session.dataTask(with: Request(url: server.url("/json?task=suspended")))
-        suspended.resume()
-        suspended.suspend()
-        loopHeld.signal()
-        holdsLoop = false
+        await Self.holdingLoopThread(of: fixture.session) {
+            suspended.resume()
+            suspended.suspend()
+        }
         // Each waits for the one connection; none may wait for the suspended task.
         let running = try (0..<3).map { index in
             try fixture.session.dataTask(with: Request(url: server.url("/json?task=running-\(index)")))
@@ -141,21 +131,12 @@ struct ConnectionKeepingTests {
         let fixture = try await SessionFixture.make(serializer: DataResponseSerializer(), ownEngine: true)
         // Suspended before curl has given it a connection, as above: the loop thread carries out the start and
         // the suspend together, so the transfer is taken out of curl and added again on resume.
-        let loopHeld = DispatchSemaphore(value: 0)
-        await withCheckedContinuation { continuation in
-            fixture.session.engine.execute {
-                continuation.resume()
-                loopHeld.wait()
-            }
-        }
-        var holdsLoop = true
-        defer { if holdsLoop { loopHeld.signal() } }
         let task = try fixture.session.dataTask(with: Request(url: fixture.server.url("/json?task=parked")))
         let started = ContinuousClock.now
-        task.resume()
-        task.suspend()
-        loopHeld.signal()
-        holdsLoop = false
+        await Self.holdingLoopThread(of: fixture.session) {
+            task.resume()
+            task.suspend()
+        }
         try await fixture.recorder.waitUntil { $0.contains { $0.kind == .suspend } }
         // The time the task stays suspended, for the metrics to count: a pace, not a wait for anything.
         try await Task.sleep(for: .milliseconds(300))
@@ -168,5 +149,19 @@ struct ConnectionKeepingTests {
         #expect(total >= 0.3, "total \(total) s")
         #expect(total <= Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18 + 0.01)
         try await fixture.tearDown()
+    }
+
+    /// Runs `body` while the loop thread of `session`'s engine is held, and lets it go after, whatever `body` did:
+    /// the engine then carries out together what `body` sent it.
+    private static func holdingLoopThread(of session: SessionManager, _ body: () -> Void) async {
+        let loopHeld = DispatchSemaphore(value: 0)
+        await withCheckedContinuation { continuation in
+            session.engine.execute {
+                continuation.resume()
+                loopHeld.wait()
+            }
+        }
+        defer { loopHeld.signal() }
+        body()
     }
 }
