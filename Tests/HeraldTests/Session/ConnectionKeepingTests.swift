@@ -138,13 +138,15 @@ struct ConnectionKeepingTests {
             task.suspend()
         }
         try await fixture.recorder.waitUntil { $0.contains { $0.kind == .suspend } }
-        // The time the task stays suspended, for the metrics to count: a pace, not a wait for anything.
-        try await Task.sleep(for: .milliseconds(300))
+        // The task stays suspended while another request runs, whose answer the server holds back 300 ms: time
+        // for the metrics to count, taken by an awaited event rather than a sleep.
+        _ = try await fixture.session.data(for: Request(url: fixture.server.url("/bytes/1?headDelayMs=300")))
         task.resume()
-        try await fixture.recorder.waitForCompletions(1, timeout: .seconds(30))
+        try await fixture.recorder.waitForCompletions(2, timeout: .seconds(30))
         let elapsed = ContinuousClock.now - started
         #expect(task.error == nil)
-        let total = try #require(fixture.recorder.completions.first?.metrics?.total)
+        let total = try #require(
+            fixture.recorder.completions.first { $0.taskIdentifier == task.taskIdentifier }?.metrics?.total)
         // Before, libcurl's times started again when the transfer went back into curl: a few milliseconds.
         #expect(total >= 0.3, "total \(total) s")
         #expect(total <= Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18 + 0.01)
