@@ -32,8 +32,9 @@ public struct SessionConfiguration: Sendable, Hashable {
     public var timeoutIntervalForRequest: TimeInterval = 60
     /// The longest a whole task may take, in seconds, from its first transfer's start: every redirect,
     /// authentication round and retry with it, and time spent suspended, in a hook deciding the next
-    /// transfer or waiting out a retry's delay. Then the task fails with ``HeraldError/Code/timedOut``; an
-    /// attempt that fails once this time is spent is not offered to the retrier. Default 7 days; 0 disables it.
+    /// transfer or waiting out a retry's delay, on a clock that setting the system's time does not move. Then
+    /// the task fails with ``HeraldError/Code/timedOut``; an attempt that fails once this time is spent is not
+    /// offered to the retrier. Default 7 days; 0 disables it.
     /// A negative value or NaN makes every task factory throw ``HeraldError/Code/invalidRequest``. libcurl holds
     /// a transfer's timeouts in 32 bits of milliseconds: one longer than about 49.7 days ends a transfer then.
     public var timeoutIntervalForResource: TimeInterval = 7 * 24 * 3600

@@ -107,7 +107,7 @@ open class DataTask: SessionTask, @unchecked Sendable {
         }
         // A transfer whose result the engine holds for the answer (a body-less response) is out of libcurl and
         // its timeout: the task's deadline stops it instead.
-        armResourceDeadline(holding: transfer)
+        armResourceDeadline()
         // The transfer waits for this answer: on the hook queue a slow hook holds back this task alone, where
         // on the completion queue it would wait behind other tasks' handlers, and they behind it.
         hookQueue.async {

@@ -54,10 +54,10 @@ extension SessionTask {
         }
         let resourceTimeout = session.configuration.timeoutIntervalForResource
         let began = transition({ $0.connectivityWaitBegins(timer, after: outcome.metrics) }) {
-            action, _ -> (Date?, [TaskEffect]) in
+            action, _ -> (ContinuousClock.Instant?, [TaskEffect]) in
             switch action {
             case .complete: (nil, [])
-            case .announceAndWait(let since): (since ?? Date(), [.announceConnectivityWait(self, failure)])
+            case .announceAndWait(let since): (since ?? .now, [.announceConnectivityWait(self, failure)])
             }
         }
         guard let started = began else { return false }
@@ -65,7 +65,7 @@ extension SessionTask {
         let queue = hookQueue
         session.engine.execute { monitor.whenReachable(target, run: held.item, on: queue) }
         if resourceTimeout > 0 {
-            let left = max(0, resourceTimeout - Date().timeIntervalSince(started))
+            let left = max(0, Self.timeLeft(of: resourceTimeout, since: started) ?? resourceTimeout)
             hookQueue.asyncAfter(deadline: .now() + min(left, Self.maximumRetryDelay)) { [weak self] in
                 guard wait.end() else { return }
                 held.item.cancel()

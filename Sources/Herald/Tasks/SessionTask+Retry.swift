@@ -128,7 +128,7 @@ extension SessionTask {
             return false
         }
         let timeout = session.configuration.timeoutIntervalForResource
-        let firstStart = machine { $0.hops.metrics.first?.startDate } ?? outcome.metrics?.startDate
+        let firstStart = machine { $0.hops.firstTransferStart }
         if let left = Self.timeLeft(of: timeout, since: firstStart), left <= 0 {
             return false
         }
@@ -149,7 +149,7 @@ extension SessionTask {
         // keep its file and give resume data then, as it does during a retry's delay.
         let continuesFromByte = prepareRetry(after: outcome)
         // The transfer's own timeout ended with it: a retrier slower than what is left is cut short.
-        armResourceDeadline(firstStart: outcome.metrics?.startDate)
+        armResourceDeadline()
         runOnHookQueue { [self] in
             switch await interceptor.retry(context) {
             case .doNotRetry:

@@ -115,7 +115,7 @@ extension SessionTask {
         // stood in between transfers, which this transfer's own timeout replaces.
         let (firstStart, deadline) = core.withLock { core in
             defer { core.resourceDeadline = nil }
-            return (core.machine.hops.metrics.first?.startDate, core.resourceDeadline)
+            return (core.machine.hops.firstTransferStart, core.resourceDeadline)
         }
         deadline?.cancel()
         if let left = Self.timeLeft(of: request.resourceTimeout, since: firstStart) {
@@ -140,7 +140,7 @@ extension SessionTask {
         // Suspended before it could start: the resource timeout keeps running while the transfer waits for
         // `resume()`, as between transfers. The timer outlives a resume before the deadline and stops the
         // transfer then: its own timeout, counted from when libcurl gets it, would let it run the wait too long.
-        if case .wait = prepared { armResourceDeadline(firstStart: firstStart) }
+        if case .wait = prepared { armResourceDeadline() }
     }
 
     /// Completes the task with the hop's response (its 3xx or 401) and `error`. Hook queue.
@@ -156,20 +156,20 @@ extension SessionTask {
 extension SessionTask {
     /// What is left of a resource timeout `timeout` counted from `firstStart`, the task's first transfer's
     /// start; `nil` when there is no timeout or no transfer has started.
-    static func timeLeft(of timeout: TimeInterval, since firstStart: Date?) -> TimeInterval? {
+    static func timeLeft(of timeout: TimeInterval, since firstStart: ContinuousClock.Instant?) -> TimeInterval? {
         guard timeout > 0, timeout.isFinite, let firstStart else { return nil }
-        return timeout - Date().timeIntervalSince(firstStart)
+        let elapsed = (ContinuousClock.now - firstStart).components
+        return timeout - (Double(elapsed.seconds) + Double(elapsed.attoseconds) * 1e-18)
     }
 
     /// Arms the timer that completes the task with `timedOut` if its resource timeout passes before the next
-    /// transfer starts — the task is between transfers — or that stops `transfer`, whose result the engine
-    /// holds for the task's answer, out of libcurl's reach (its own timeout ends only what it runs). The task's
-    /// first transfer started at `firstStart` when the task has not recorded it yet (its first attempt just ended).
-    func armResourceDeadline(holding transfer: Transfer? = nil, firstStart: Date? = nil) {
+    /// transfer starts — the task is between transfers — or that stops the transfer whose result the engine
+    /// holds for the task's answer, out of libcurl's reach (its own timeout ends only what it runs).
+    func armResourceDeadline() {
         guard
             let left = Self.timeLeft(
                 of: session.configuration.timeoutIntervalForResource,
-                since: machine { $0.hops.metrics.first?.startDate } ?? transfer?.startDate ?? firstStart)
+                since: machine { $0.hops.firstTransferStart })
         else { return }
         let url = originalRequest.url
         let timer = DispatchSource.makeTimerSource(queue: .global())

@@ -10,6 +10,9 @@ struct TaskHops {
     var visited: Set<String> = []
     /// Metrics of each finished hop before the current one, in order.
     var metrics: [TransferMetrics] = []
+    /// When the task's first transfer was prepared, on a clock that a change of the system's time doesn't move:
+    /// the resource timeout counts from it, across every hop and attempt.
+    var firstTransferStart: ContinuousClock.Instant?
     /// Credentials sent for this task that the server answered with another 401.
     var authenticationFailures = 0
     /// The credentials this attempt sent that a 401 answered, each with the origin that refused it: default

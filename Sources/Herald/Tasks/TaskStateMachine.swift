@@ -538,7 +538,7 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
         case complete
         /// Announce the wait, then wait with the timer; `since` is when the task's first transfer started, `nil`
         /// without metrics.
-        case announceAndWait(since: Date?)
+        case announceAndWait(since: ContinuousClock.Instant?)
     }
 
     /// The failed transfer in the engine found no network: the task waits for one with `timer`, which starts
@@ -555,7 +555,7 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
         hops.authenticationFailures = 0
         hops.refusedCredentials = []
         hops.connectivityWaits += 1
-        return .announceAndWait(since: hops.metrics.first?.startDate)
+        return .announceAndWait(since: hops.firstTransferStart)
     }
 
     enum AttemptAction {
@@ -606,9 +606,11 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
         switch state {
         case .running(.betweenTransfers):
             state = .running(.transferring(inFlight))
+            if hops.firstTransferStart == nil { hops.firstTransferStart = .now }
             return .start(transfer)
         case .suspended(.betweenTransfers):
             state = .suspended(.readyToStart(inFlight))
+            if hops.firstTransferStart == nil { hops.firstTransferStart = .now }
             return .wait
         case .canceling, .completed:
             return .none

@@ -330,6 +330,30 @@ struct RetryTests {
         try await fixture.tearDown()
     }
 
+    @Test("a task suspended while its adapter ran keeps its resource timeout: it times out before its first transfer")
+    func resourceTimeoutRunsWhileSuspendedBeforeTheFirstTransfer() async throws {
+        var configuration = SessionConfiguration()
+        configuration.timeoutIntervalForResource = 1
+        let fixture = try await SessionFixture.make(configuration: configuration)
+        fixture.session.interceptor = Interceptor(adapt: { request, task in
+            task.suspend()
+            return request
+        })
+        let log = CompletionLog()
+        let task = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/bytes/10")), completionHandler: log.handler)
+        task.resume()
+        // Never resumed. Before, the first transfer waited for resume() with no timeout at all: the resource
+        // timeout counted from a transfer's start only once a transfer had ended.
+        try await fixture.recorder.waitForCompletions(1, timeout: .seconds(20))
+        let error = try #require(log.all.first?.error)
+        #expect(error.code == .timedOut)
+        #expect(error.message.contains("resource timeout"))
+        #expect(fixture.server.requests(forPath: "/bytes/10").isEmpty)
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .suspend, .complete])
+        try await fixture.tearDown()
+    }
+
     @Test("a Retry-After longer than the resource timeout leaves is not waited for: the 503 is the task's, at once")
     func retryAfterPastTheResourceTimeout() async throws {
         var configuration = SessionConfiguration()

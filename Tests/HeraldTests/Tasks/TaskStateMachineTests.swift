@@ -631,6 +631,31 @@ struct TaskStateMachineTests {
         #expect(waiting === transfer)
     }
 
+    @Test("the resource timeout counts from the first transfer's preparation, kept across hops and attempts")
+    func firstTransferStart() throws {
+        var machine = Machine()
+        _ = machine.resume()
+        #expect(machine.hops.firstTransferStart == nil)
+        let before = ContinuousClock.now
+        _ = machine.transferPrepared(FakeTransfer())
+        let start = try #require(machine.hops.firstTransferStart)
+        #expect(before <= start && start <= ContinuousClock.now)
+        let redirect = HTTPResponse(url: Self.url, statusCode: 302, headers: [:])
+        _ = machine.hopEnds(sent: "GET /a", response: redirect, metrics: nil, isChallenge: false)
+        _ = machine.redirectFollowed(to: "GET /b")
+        _ = machine.transferPrepared(FakeTransfer())
+        _ = machine.retryAsked(response: nil, metrics: nil)
+        _ = machine.retryScheduled(DispatchWorkItem {}, after: nil)
+        _ = machine.attemptStarts(with: Request(url: Self.url))
+        _ = machine.transferPrepared(FakeTransfer())
+        #expect(machine.hops.firstTransferStart == start)
+        // What is left is read on the same clock; no timeout, or no transfer yet, leaves no limit.
+        let left = try #require(SessionTask.timeLeft(of: 10, since: .now - .seconds(4)))
+        #expect(left > 5.5 && left <= 6)
+        #expect(SessionTask.timeLeft(of: 0, since: start) == nil)
+        #expect(SessionTask.timeLeft(of: 10, since: nil) == nil)
+    }
+
     @Test("a data task becomes a download only while its transfer runs; the download task completes it")
     func becomingADownload() throws {
         let transfer = FakeTransfer()
