@@ -135,7 +135,14 @@ extension SessionTask {
         let resourceDeadline = Self.timeLeft(of: timeout, since: firstStart).map { Date().addingTimeInterval($0) }
         // The session's interceptor is read before taking the task's lock: it has a lock of its own.
         let shared = session.interceptor
-        guard let interceptor = Self.combined(interceptor, shared),
+        guard let interceptor = Self.combined(interceptor, shared) else { return false }
+        // What the next attempt would continue from is settled before the task goes between transfers: a cancel or
+        // the resource timeout from then on (while the retrier decides, too) completes the task without this
+        // attempt's outcome, and a download must still keep its file and give resume data then, as it does during a
+        // retry's delay. Settled, it describes the file this outcome left, which is what the task completes with
+        // when it no longer runs the transfer.
+        let continuesFromByte = prepareRetry(after: outcome)
+        guard
             case .ask(let sent, let attempt) = transition({
                 $0.retryAsked(response: outcome.response, metrics: outcome.metrics)
             })
@@ -144,10 +151,6 @@ extension SessionTask {
         let context = RetryContext(
             task: lifecycleSubject, request: request, error: failure, response: outcome.response, attempt: attempt,
             resourceDeadline: resourceDeadline)
-        // What the next attempt would continue from is settled before the retrier answers: a cancel or the resource
-        // timeout while it decides completes the task without this attempt's outcome, and a download must still
-        // keep its file and give resume data then, as it does during a retry's delay.
-        let continuesFromByte = prepareRetry(after: outcome)
         // The transfer's own timeout ended with it: a retrier slower than what is left is cut short.
         armResourceDeadline()
         runOnHookQueue { [self] in
