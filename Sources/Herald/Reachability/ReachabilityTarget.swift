@@ -1,4 +1,5 @@
 import Foundation
+import HeraldEngine
 
 /// What a reachability check is about: the network in general, or one address.
 enum ReachabilityTarget: Hashable, Sendable {
@@ -6,6 +7,15 @@ enum ReachabilityTarget: Hashable, Sendable {
     case anyNetwork
     /// One IP address: the route the kernel picks for it. `family` is `AF_INET` (4 bytes) or `AF_INET6` (16).
     case address(family: Int32, bytes: [UInt8])
+
+    /// The target for a request to `url`: its host's (``init(host:)``), or any network when the request goes
+    /// through a proxy — the connection that failed was the proxy's — which is `proxy` unless it excludes the
+    /// host, or one the environment may name (`proxyFromEnvironment`).
+    init(url: URL, proxy: ProxySettings?, proxyFromEnvironment: Bool) {
+        let host = url.host ?? ""
+        let throughProxy = proxy.map { !$0.noProxy.bypasses(host: host) } ?? proxyFromEnvironment
+        self = throughProxy ? .anyNetwork : ReachabilityTarget(host: host)
+    }
 
     /// The target for `host`, a URL's host: an IPv4 or IPv6 address (brackets allowed) follows that address's
     /// route; `localhost` and names under `.localhost` follow 127.0.0.1's, as curl resolves them without asking

@@ -31,11 +31,9 @@ extension SessionTask {
             let failure = outcome.error, canTryAgain, let transfer = machine({ $0.currentTransfer }),
             Self.waitsForConnectivity(method: transfer.request.method, after: failure.code)
         else { return false }
-        let url = transfer.request.url
-        // Through a proxy (the session's, or one the environment names) the connection that failed was the
-        // proxy's: the network in general decides.
-        let throughProxy = session.configuration.proxy != nil || transfer.proxyFromEnvironment
-        let target = throughProxy ? ReachabilityTarget.anyNetwork : ReachabilityTarget(host: url.host ?? "")
+        let target = ReachabilityTarget(
+            url: transfer.request.url, proxy: transfer.request.proxy,
+            proxyFromEnvironment: transfer.proxyFromEnvironment)
         // A route exists: the failure is the server's (refused, unknown name), not the network's — unless the
         // connection failed for want of a route and the route came back since: then the task's first wait ends at
         // once (`whenReachable` runs it) and the attempt starts again. Only the first, so a kernel that keeps

@@ -4,6 +4,7 @@ import HeraldNetlink
 import Testing
 
 @testable import Herald
+import HeraldEngine
 
 /// The routing-netlink decoder and the table it feeds, on messages built here: no socket, no namespace.
 @Suite("routing netlink messages and the reachability they make")
@@ -179,6 +180,26 @@ struct NetworkTableTests {
         }
         #expect(ReachabilityTarget(host: "1e100.invalid") == .anyNetwork)
         #expect(ReachabilityTarget(host: "127.0.0.1 x") == .anyNetwork)
+    }
+
+    @Test("a request's target: through a proxy any network, unless the proxy excludes the host")
+    func requestTargets() throws {
+        let url = try #require(URL(string: "http://10.1.2.3:8080/a"))
+        let host = ReachabilityTarget.address(family: AF_INET, bytes: [10, 1, 2, 3])
+        func proxy(excluding hosts: [String]) -> ProxySettings {
+            ProxySettings(
+                url: "http://127.0.0.1:3128", excludedHosts: hosts, user: nil, password: nil, speaksHTTP: true)
+        }
+        #expect(ReachabilityTarget(url: url, proxy: nil, proxyFromEnvironment: false) == host)
+        #expect(ReachabilityTarget(url: url, proxy: nil, proxyFromEnvironment: true) == .anyNetwork)
+        #expect(ReachabilityTarget(url: url, proxy: proxy(excluding: []), proxyFromEnvironment: false) == .anyNetwork)
+        // Before, a session's proxy made every request wait for any network, the hosts it reaches directly too.
+        let excluding = proxy(excluding: ["10.0.0.0/8"])
+        #expect(ReachabilityTarget(url: url, proxy: excluding, proxyFromEnvironment: false) == host)
+        #expect(ReachabilityTarget(url: url, proxy: proxy(excluding: ["*"]), proxyFromEnvironment: false) == host)
+        #expect(
+            ReachabilityTarget(url: url, proxy: proxy(excluding: ["example.com"]), proxyFromEnvironment: false)
+                == .anyNetwork)
     }
 
     @Test("statuses have bounded labels and AFNetworking-style descriptions")
