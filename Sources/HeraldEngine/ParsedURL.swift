@@ -110,8 +110,10 @@ package final class ParsedURL: @unchecked Sendable {
             switch byte {
             case 48...57:
                 if digits == 1, value == 0 { isDottedQuad = false }  // a leading zero
-                value = value * 10 + Int(byte - 48)
                 digits += 1
+                // A part of four digits or more is no dotted quad's: its value no longer matters (and a server's
+                // redirect to a host of twenty digits would overflow it).
+                if digits <= 3 { value = value * 10 + Int(byte - 48) }
                 if digits > 3 || value > 255 { isDottedQuad = false }
             case dot:
                 if digits == 0 { isDottedQuad = false }

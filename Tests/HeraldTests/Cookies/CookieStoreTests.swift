@@ -161,6 +161,10 @@ struct CookieStoreTests {
             ("http://127.000.000.001/x", "http://127.0.0.1/x"), ("http://127.1/x", "http://127.0.0.1/x"),
             ("http://0x7f.0.0.1/x", "http://127.0.0.1/x"), ("http://cafe.de/a/../b", "http://cafe.de/b"),
             ("http://[0000::1]:8080/", "http://[::1]:8080/"), ("http://h.example/a/./b#f", "http://h.example/a/b#f"),
+            // A part of twenty digits or more: read as it is, where it used to overflow (a crash).
+            ("http://11111111111111111111/", "http://11111111111111111111/"),
+            ("http://1.22222222222222222222.x/", "http://1.22222222222222222222.x/"),
+            ("http://12345678901234567890123.cdn.example/a", "http://12345678901234567890123.cdn.example/a"),
         ])
     func urlsAsSent(written: String, sent: String) throws {
         let url = try #require(URL(string: written))
