@@ -242,16 +242,24 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
         defer { releaseClaim() }
         var outcome = outcome
         if outcome.error == nil, let response = outcome.response, !(200..<300).contains(response.statusCode),
-            outcome.file?.receivedBody != true,
-            let continuation = core.withLock({ $0.downloadContinuation }), continuation.bytesReceived > 0
+            outcome.file?.receivedBody != true
         {
-            // A continued download ended on a redirect or challenge no one answered: its body never reached the
-            // partial file, which is kept with its resume data rather than moved as the result.
-            outcome.error = HeraldError(
-                .cannotResume,
-                "The server answered the resumed download with status \(response.statusCode); the "
-                    + "\(continuation.bytesReceived) bytes already written are kept.",
-                url: response.url, statusCode: response.statusCode, response: response, metrics: outcome.metrics)
+            // The download ended on a redirect or challenge no one answered: its body never reached the file.
+            if let continuation = core.withLock({ $0.downloadContinuation }), continuation.bytesReceived > 0 {
+                // A continued download's partial file is kept with its resume data rather than moved as the result.
+                outcome.error = HeraldError(
+                    .cannotResume,
+                    "The server answered the resumed download with status \(response.statusCode); the "
+                        + "\(continuation.bytesReceived) bytes already written are kept.",
+                    url: response.url, statusCode: response.statusCode, response: response, metrics: outcome.metrics)
+            } else if machine({ $0.hops.attempt }) > 1, let failure = Self.retryableFailure(of: outcome) {
+                // A retried download whose last attempt got an error status fails with it, as one whose answer
+                // had a body does (``finalError(of:failure:attempt:)``).
+                outcome.error = failure
+            } else {
+                // Whatever the file holds is an earlier attempt's, which started it over: it is not this answer's.
+                truncate(temporaryURL.path, 0)
+            }
         }
         var keepTemporaryFile = false
         var producedResumeData: Data?

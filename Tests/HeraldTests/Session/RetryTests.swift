@@ -275,6 +275,58 @@ struct RetryTests {
             ], retriers: [RetryPolicy.fast])
     }
 
+    @Test("a retried download whose last attempt meets a challenge no one answers fails, and moves nothing")
+    func retriedDownloadEndingOnAChallenge() async throws {
+        let fixture = try await SessionFixture.make()
+        // The first attempt breaks after 500 bytes (no validator: the retry starts the file over), the second is
+        // answered 401, and the challenge hook turns it down.
+        fixture.session.interceptor = Self.retrying(to: fixture.server.url("/auth/basic?user=u&password=p"))
+        fixture.session.taskDidReceiveAuthenticationChallenge = { _, _ in .rejectProtectionSpace }
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let destination = scratch.url.appendingPathComponent("out.bin")
+        let log = DownloadLog()
+        let task = try fixture.session.downloadTask(
+            with: Request(url: fixture.server.url("/fault/truncated?declared=1000&sent=500")),
+            destination: { _, _ in destination }, completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .retry, .complete])
+        // Before, the task succeeded and moved the first attempt's 500 bytes as the file.
+        let call = try #require(log.all.first)
+        #expect(call.error?.code == .unacceptableStatusCode)
+        #expect(call.response?.statusCode == 401)
+        #expect(call.fileURL == nil)
+        #expect(!FileManager.default.fileExists(atPath: destination.path))
+        #expect(!FileManager.default.fileExists(atPath: task.temporaryURL.path))
+        try await fixture.tearDown()
+    }
+
+    @Test("a retried download whose last attempt ends on a refused redirect moves an empty file, not the first's bytes")
+    func retriedDownloadEndingOnARefusedRedirect() async throws {
+        let fixture = try await SessionFixture.make()
+        fixture.session.interceptor = Self.retrying(to: fixture.server.url("/redirect-to?url=%2Fbytes%2F10"))
+        fixture.session.taskWillPerformHTTPRedirection = { _, _, _ in nil }
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let destination = scratch.url.appendingPathComponent("out.bin")
+        let log = DownloadLog()
+        let task = try fixture.session.downloadTask(
+            with: Request(url: fixture.server.url("/fault/truncated?declared=1000&sent=500")),
+            destination: { _, _ in destination }, completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        let call = try #require(log.all.first)
+        #expect(call.error == nil)
+        #expect(call.response?.statusCode == 302)
+        #expect(call.fileURL == destination)
+        // The redirect's answer has no body the file could hold. Before, it held the first attempt's 500 bytes.
+        let attributes = try FileManager.default.attributesOfItem(atPath: destination.path)
+        #expect((attributes[.size] as? Int) == 0)
+        #expect(fixture.server.requests(forPath: "/bytes/10").isEmpty)
+        try await fixture.tearDown()
+    }
+
     @Test("a transport error is retried: a connection reset before the head, then an answer")
     func transportErrorRetried() async throws {
         let fixture = try await SessionFixture.make()
