@@ -264,9 +264,14 @@ public final class CookieStore: Sendable {
         var stored: [Cookie?] = []
         update { jar in
             var setHere: [String: Int] = [:]  // key → index in `stored`, of the cookies this response set
+            // The Secure cookies held, by name, read once: a plain response can neither add nor remove one, and a
+            // look through the whole jar for each field would make a head of many fields quadratic.
+            let secureByName = isSecureResponse ? [:] : jar.secureCookiesByName()
             for (var cookie, site) in zip(parsed, sites) {
                 // RFC 6265bis: a plain response can neither replace nor shadow a Secure cookie.
-                if !isSecureResponse, jar.holdsSecureNamesake(of: cookie) { continue }
+                if let secure = secureByName[cookie.name], secure.contains(where: { Jar.shadows($0, cookie) }) {
+                    continue
+                }
                 if let index = setHere.removeValue(forKey: cookie.key) { stored[index] = nil }
                 if cookie.isExpired(at: now) {
                     jar.entries[cookie.key] = nil
@@ -478,16 +483,22 @@ private struct Jar {
         entries[cookie.key] = Entry(cookie: cookie, site: site, lastUse: clock)
     }
 
-    /// Whether a Secure cookie of the same name is stored whose domain and `cookie`'s match either way and
-    /// whose path `cookie`'s path is inside (RFC 6265bis §5.7, step 16).
-    func holdsSecureNamesake(of cookie: Cookie) -> Bool {
-        entries.values.contains { entry in
-            let held = entry.cookie
-            return held.isSecure && held.name == cookie.name
-                && (CookieRules.domainMatches(held.domain, cookie.domain)
-                    || CookieRules.domainMatches(cookie.domain, held.domain))
-                && CookieRules.pathMatches(cookie.path, held.path)
+    /// The Secure cookies stored, by name.
+    func secureCookiesByName() -> [String: [Cookie]] {
+        var byName: [String: [Cookie]] = [:]
+        for entry in entries.values where entry.cookie.isSecure {
+            byName[entry.cookie.name, default: []].append(entry.cookie)
         }
+        return byName
+    }
+
+    /// Whether `cookie`, from a plain response, would replace or shadow `held`, a Secure cookie: the same name,
+    /// domains that match either way, and a path of `cookie`'s inside `held`'s (RFC 6265bis §5.7, step 16).
+    static func shadows(_ held: Cookie, _ cookie: Cookie) -> Bool {
+        held.isSecure && held.name == cookie.name
+            && (CookieRules.domainMatches(held.domain, cookie.domain)
+                || CookieRules.domainMatches(cookie.domain, held.domain))
+            && CookieRules.pathMatches(cookie.path, held.path)
     }
 
     /// Marks the cookie of `key` as just sent.
