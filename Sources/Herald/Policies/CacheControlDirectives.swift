@@ -22,6 +22,10 @@ struct CacheControlDirectives: Equatable {
     }
 
     private var directives: [Directive] = []
+    /// The names in ``directives``, once there are more than a field usually has: a server's field of thousands of
+    /// directives would otherwise be checked for repeats in time quadratic in their number.
+    private var names: Set<String>?
+    private static let namesAfter = 16
 
     /// Directive name (lowercased) → argument (`""` for a directive without one).
     var arguments: [String: String] {
@@ -60,7 +64,14 @@ struct CacheControlDirectives: Equatable {
 
     private mutating func parse(_ value: String) {
         Self.forEachDirective(in: value) { name, argument in
-            if self[name] == nil { directives.append(Directive(name: name, argument: argument)) }
+            if directives.count < Self.namesAfter {
+                if self[name] == nil { directives.append(Directive(name: name, argument: argument)) }
+            } else {
+                var known = names ?? Set(directives.map(\.name))
+                names = nil  // held once, so the insertion doesn't copy it
+                if known.insert(name).inserted { directives.append(Directive(name: name, argument: argument)) }
+                names = known
+            }
             return true
         }
     }

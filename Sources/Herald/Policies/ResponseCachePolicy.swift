@@ -227,11 +227,12 @@ enum ResponseCachePolicy {
     /// The field names `response`'s `Vary` lists, lowercased; `nil` for `Vary: *`.
     static func varyingFieldNames(of response: HTTPResponse) -> [String]? {
         var names: [String] = []
+        var seen: Set<String> = []
         for vary in response.headers.values(for: "Vary") {
             for field in vary.split(separator: ",") {
                 let name = field.trimmingCharacters(in: .whitespaces).lowercased()
                 if name == "*" { return nil }
-                if !name.isEmpty, !names.contains(name) { names.append(name) }
+                if !name.isEmpty, seen.insert(name).inserted { names.append(name) }
             }
         }
         return names
@@ -280,12 +281,15 @@ enum ResponseCachePolicy {
         _ stored: HTTPResponse, with notModified: HTTPResponse, receivedAt: Date = Date()
     ) -> HTTPResponse {
         let framing: Set<String> = ["content-length", "transfer-encoding", "connection", "content-encoding"]
-        var headers = stored.headers
-        var replaced: Set<String> = []
-        for field in notModified.headers where !framing.contains(field.name.lowercased()) {
-            if replaced.insert(field.name.lowercased()).inserted { headers.remove(name: field.name) }
+        let incoming = notModified.headers.filter { !framing.contains($0.name.lowercased()) }
+        let replaced = Set(incoming.map { $0.name.lowercased() })
+        // The stored fields the `304` doesn't replace, then the `304`'s: one pass each, however many fields a
+        // server sends (removing each name in turn would go through the list once per name).
+        var headers = HTTPHeaders()
+        for field in stored.headers where !replaced.contains(field.name.lowercased()) {
             headers.add(name: field.name, value: field.value)
         }
+        for field in incoming { headers.add(name: field.name, value: field.value) }
         if !replaced.contains("date") {
             headers.remove(name: "Date")
             headers.add(name: "Date", value: httpDate(receivedAt))

@@ -45,6 +45,21 @@ struct CacheControlDirectivesTests {
         #expect(CacheControlDirectives(headers).arguments == ["max-age": "30", "no-transform": ""])
     }
 
+    @Test("past many directives the first occurrence still counts, and a directive at the end is found")
+    func manyDirectives() {
+        let filler = (0..<40).map { "ext\($0)" }
+        let headers = HTTPHeaders(
+            [
+                ("Cache-Control", (filler + ["max-age=10"]).joined(separator: ", ")),
+                ("Cache-Control", "ext3=x, max-age=20, no-store"),
+            ])
+        let directives = CacheControlDirectives(headers)
+        #expect(directives["max-age"] == "10")
+        #expect(directives["ext3"] == "")
+        #expect(directives["no-store"] == "")
+        #expect(directives.arguments.count == 42)
+    }
+
     @Test(
         "a malformed element is skipped up to the next top-level comma, and the rest is still read",
         arguments: [

@@ -198,6 +198,27 @@ struct ResponseCachePolicyTests {
         #expect(dated.headers["Age"] == "5")
     }
 
+    @Test("a 304 replaces each field it carries, every line of that name, and keeps the others in their order")
+    func refreshReplacesByName() {
+        let stored = Self.response(
+            200,
+            [
+                ("Date", Self.httpDate(Self.now)), ("X-A", "1"), ("Link", "<a>"), ("X-B", "2"), ("link", "<b>"),
+                ("Content-Length", "5"), ("ETag", #""a""#),
+            ])
+        let refreshed = ResponseCachePolicy.refreshed(
+            stored,
+            with: Self.response(
+                304, [("LINK", "<c>"), ("X-B", "3"), ("Content-Length", "0"), ("Link", "<d>"), ("ETag", #""a""#)]),
+            receivedAt: Self.now)
+        let fields = refreshed.headers.map { "\($0.name): \($0.value)" }
+        #expect(
+            fields == [
+                "X-A: 1", "Content-Length: 5", "LINK: <c>", "X-B: 3", "Link: <d>", #"ETag: "a""#,
+                "Date: \(Self.httpDate(Self.now))",
+            ])
+    }
+
     @Test("stale-while-revalidate serves a stale response within its window, then no longer")
     func staleWhileRevalidate() throws {
         let headers = [("Cache-Control", "max-age=1, stale-while-revalidate=60"), ("ETag", #""a""#)]
