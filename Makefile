@@ -21,8 +21,8 @@ SYSTEM_DEPS := libcurl4-openssl-dev:libcurl libuv1-dev:libuv libidn2-dev:libidn2
 APT_INSTALL := if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
-		$$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive \
-			$$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq $$missing; \
+		$$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq && \
+			$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq $$missing; \
 	fi
 build-deps:
 	@missing=""; \
@@ -136,8 +136,8 @@ fleet-deps: build-deps
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
-		$$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive \
-			$$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends $$missing; \
+		$$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq && \
+			$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends $$missing; \
 	fi
 	@$(FLEET_VENV)/bin/python3 -c 'import opentelemetry.proto' 2>/dev/null || { \
 		mkdir -p $(FLEET)/.build && python3 -m venv $(FLEET_VENV) && \
@@ -306,8 +306,8 @@ bench-streaming: deps
 ## --protocol http1|https1|h2 --threads --c-herald-fields --post N"; Benchmarks/run-instructions.sh says what each does).
 bench-instructions: deps
 	@command -v valgrind >/dev/null || { if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
-		$$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive \
-			$$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq valgrind; }
+		$$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq && \
+			$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq valgrind; }
 	Benchmarks/run-instructions.sh $(ARGS)
 
 clean:

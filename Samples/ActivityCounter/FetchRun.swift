@@ -68,7 +68,7 @@ struct FetchRun {
             stdoutIsClosed: closedStreams.contains(STDOUT_FILENO))
         let downloader = Downloader(
             session: session, output: output,
-            resumeStore: transfer.resume ? output.map { ResumeStore(directory: $0.url) } : nil,
+            resumeStore: transfer.resume ? output.map { ResumeStore(outputDirectory: $0.url) } : nil,
             savedFiles: transfer.resume ? output.map { SavedFileIndex(directory: $0.url) } : nil,
             retrySchedule: RetrySchedule(retries: transfer.retry, initialDelay: transfer.retryDelay),
             maximumSize: transfer.maxFilesize?.bytes, display: display, console: console)

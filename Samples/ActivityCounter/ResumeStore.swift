@@ -9,16 +9,31 @@ import HeraldObservers
 
 /// `--continue`: where an interrupted download's bytes and resume data are kept between runs.
 ///
-/// Beside the saved files in `--output-dir`, a download that was interrupted (Ctrl-C, SIGHUP, SIGTERM, a connection
-/// lost for good) leaves `download-KEY.part` (the bytes so far) and `download-KEY.resume` (Herald's resume data:
-/// the URL, the validator, how many bytes). `KEY` is a hash of the URL, so the next run with `--continue` finds
-/// them again and asks the server only for the rest. Both files go once the download is saved.
+/// In a hidden folder of `--output-dir`, `.activity-counter-resume`, a download that was interrupted (Ctrl-C,
+/// SIGHUP, SIGTERM, a connection lost for good) leaves `download-KEY.part` (the bytes so far) and
+/// `download-KEY.resume` (Herald's resume data: the URL, the validator, how many bytes). `KEY` is a hash of the
+/// URL, so the next run with `--continue` finds them again and asks the server only for the rest. Both files go
+/// once the download is saved, and the folder once it is empty.
 ///
-/// Both are readable by their owner only (0600), and neither holds the URL's credentials: the resume file
-/// stores the URL redacted, `KEY` hashes the redacted URL, and the URL given on the next run, credentials
-/// and all, is the one the download continues with.
+/// Not beside the saved files: their names are the servers' (`Content-Disposition`, the URL's last component), and
+/// a server that named a file `download-KEY.resume` for another URL's `KEY`, which anyone who knows the URL can
+/// work out, would have the next run continue that URL from bytes of its choosing. A saved file's name is one
+/// path component without leading dots, so it can never be this folder or inside it.
+///
+/// The folder is its owner's only (0700), both files too (0600), and neither holds the URL's credentials: the
+/// resume file stores the URL redacted, `KEY` hashes the redacted URL, and the URL given on the next run,
+/// credentials and all, is the one the download continues with.
 struct ResumeStore: Sendable {
+    /// The folder's name inside `--output-dir`.
+    static let folderName = ".activity-counter-resume"
+
+    /// Where the files are kept.
     let directory: URL
+
+    /// The store for `outputDirectory` (`--output-dir`).
+    init(outputDirectory: URL) {
+        directory = outputDirectory.appendingPathComponent(Self.folderName)
+    }
 
     /// The URL as the resume file keeps it: without user name and password.
     private func stored(_ url: URL) -> String {
@@ -70,6 +85,7 @@ struct ResumeStore: Sendable {
         let partial = partialFile(for: url)
         let manager = FileManager.default
         do {
+            try makeDirectory()
             if URL(fileURLWithPath: source).standardizedFileURL != partial.standardizedFileURL {
                 if manager.fileExists(atPath: partial.path) { try manager.removeItem(at: partial) }
                 try manager.moveItem(at: URL(fileURLWithPath: source), to: partial)
@@ -106,9 +122,22 @@ struct ResumeStore: Sendable {
         }
     }
 
-    /// Removes what was kept for `url` (after it was saved, or when its resume data was refused).
+    /// Removes what was kept for `url` (after it was saved, or when its resume data was refused), and the folder
+    /// when nothing else is kept in it.
     func discard(for url: URL) {
         try? FileManager.default.removeItem(at: resumeFile(for: url))
         try? FileManager.default.removeItem(at: partialFile(for: url))
+        rmdir(directory.path)  // fails, as it should, while another download's files are there
+    }
+
+    /// Makes ``directory`` (0700) unless it is there; one that is there must be a folder of this user's that no one
+    /// else can write in, not a link.
+    private func makeDirectory() throws {
+        if mkdir(directory.path, 0o700) == 0 { return }
+        guard errno == EEXIST else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        var status = stat()
+        guard lstat(directory.path, &status) == 0, status.st_mode & S_IFMT == S_IFDIR, status.st_uid == geteuid(),
+            status.st_mode & 0o022 == 0
+        else { throw POSIXError(.EACCES) }
     }
 }

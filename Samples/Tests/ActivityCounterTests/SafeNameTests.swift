@@ -1,5 +1,8 @@
 import Foundation
+import Synchronization
 import Testing
+
+@testable import ActivityCounter
 
 #if canImport(Glibc)
     import Glibc
@@ -120,6 +123,44 @@ struct SafeNameTests {
         let mask = umask(0o022)
         umask(mask)
         #expect(try mode("new.txt") == 0o666 & ~Int(mask))
+    }
+
+    @Test("a file a server names like --continue's resume files is saved as any other, and never read back as one")
+    func plantedResumeFiles() async throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let output = scratch.url.appendingPathComponent("out")
+        try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
+        let planted = Mutex(#"{"url":"unset"}"#)
+        // The planting URLs answer with the body the route is given; names come from `Content-Disposition`.
+        let server = try await ScriptedServer.start([
+            .route { target in
+                let disposition = URLComponents(string: target)?.queryItems?.first { $0.name == "cd" }?.value
+                let body = target.hasPrefix("/resume") ? planted.withLock { $0 } : "bytes of the server's choosing"
+                return ScriptedServer.ok(body, headers: disposition.map { ["Content-Disposition: \($0)"] } ?? [])
+            }
+        ])
+        // Another URL's resume files, whose names anyone who knows that URL can work out.
+        let victim = server.url("/victim.iso")
+        let store = ResumeStore(outputDirectory: output)
+        planted.withLock { $0 = #"{"url":"\#(victim.absoluteString)","bytesReceived":1000}"# }
+        let targets = [
+            "/resume?cd="
+                + percentEncoded("attachment; filename=\"\(store.resumeFile(for: victim).lastPathComponent)\""),
+            "/part?cd="
+                + percentEncoded("attachment; filename=\"\(store.partialFile(for: victim).lastPathComponent)\""),
+        ]
+        let run = try await ActivityCounterProcess.run(
+            ["fetch", "--continue", "--output-dir", output.path] + targets.map { server.url($0).absoluteString })
+        try await server.shutdown()
+        #expect(run.status == 0, "stdout: \(run.stdout) stderr: \(run.stderr)")
+        // Saved under the names the server gave, as any file: beside the index, not where resume files are kept.
+        let saved = try scratch.files(in: "out")
+        #expect(saved.contains(store.resumeFile(for: victim).lastPathComponent), "\(saved)")
+        #expect(saved.contains(store.partialFile(for: victim).lastPathComponent), "\(saved)")
+        #expect(store.resumeFile(for: victim).deletingLastPathComponent().lastPathComponent == ResumeStore.folderName)
+        // Before, the resume files were kept beside the saved ones: the planted file was the victim's resume data.
+        #expect(store.load(for: victim) == nil)
     }
 
     private func percentEncoded(_ value: String) -> String {

@@ -269,7 +269,7 @@ struct SharedMachineCLITests {
         let arguments = ["--continue", "--output-dir", scratch.path("out")]
         let first = try await ActivityCounterProcess.run(["fetch", url] + arguments)
         #expect(first.status == 2, "stdout: \(first.stdout) stderr: \(first.stderr)")
-        #expect(try scratch.files(in: "out").contains { $0.hasSuffix(".part") })
+        #expect(try scratch.files(in: "out/" + ResumeStore.folderName).contains { $0.hasSuffix(".part") })
 
         let second = try await ActivityCounterProcess.run(["fetch", url, url] + arguments)
         try await server.shutdown()

@@ -79,22 +79,26 @@ struct SignalTests {
         process.send(signal)
         let first = try await process.finish(timeout: .seconds(10))
         #expect(first.status == status, "stderr: \(first.stderr)")
-        let kept = try scratch.files(in: "out")
-        // The partial file, its resume data, the small URL's file and the index of where each saved file came from.
-        #expect(kept.count == 4, "\(kept)")
+        // The partial file and its resume data, in their folder; the small URL's file and the index of where each
+        // saved file came from.
+        let folder = "out/" + ResumeStore.folderName + "/"
+        let kept = try scratch.files(in: folder)
+        #expect(kept.count == 2, "\(kept)")
+        #expect(
+            try scratch.files(in: "out")
+                == (kept.map { ResumeStore.folderName + "/" + $0 } + [SavedFileIndex.fileName, "json"]).sorted())
         let partialName = try #require(kept.first { $0.hasSuffix(".part") })
         let resumeName = try #require(kept.first { $0.hasSuffix(".resume") })
-        for name in [resumeName, SavedFileIndex.fileName] {
-            #expect(!String(decoding: try scratch.contents("out/" + name), as: UTF8.self).contains("s3cretPW9"))
+        for path in [folder + resumeName, "out/" + SavedFileIndex.fileName] {
+            #expect(!String(decoding: try scratch.contents(path), as: UTF8.self).contains("s3cretPW9"))
         }
-        for name in [partialName, resumeName, SavedFileIndex.fileName] {
+        for path in [folder + partialName, folder + resumeName, "out/" + SavedFileIndex.fileName, folder] {
             var status = stat()
-            #expect(stat(scratch.path("out/" + name), &status) == 0)
-            #expect(status.st_mode & 0o077 == 0, "\(name) is readable by others")
+            #expect(stat(scratch.path(path), &status) == 0)
+            #expect(status.st_mode & 0o077 == 0, "\(path) is open to others")
         }
-        #expect(kept.contains("json"))
         #expect(try scratch.files(in: "tmp") == [])
-        let partialSize = try scratch.contents("out/" + partialName).count
+        let partialSize = try scratch.contents(folder + partialName).count
         #expect(partialSize > 0 && partialSize < Self.size)
         #expect(first.stdout.contains("partial, kept at"))
 
