@@ -54,6 +54,34 @@ struct LoggingObserverTests {
             Payloads.complete(task: 1, request: task.summary, error: HeraldError(.timedOut, "Timed out.")))
         await observer.flush()
         #expect(handler.entries.first?.metadata["error.type"] == "timed_out")
+        #expect(handler.entries.first?.metadata["herald.error.code"] == "timed_out")
+    }
+
+    @Test("error.type is the metrics' and the spans': the failed status first, none for a body that didn't parse")
+    func errorTypeAsTheMetricsHaveIt() async throws {
+        let (logger, handler) = makeLogger(level: .debug)
+        let task = try tasks.task("http://example.com/items")
+        let observer = LoggingObserver(logger: logger)
+        let url = try #require(URL(string: "http://example.com/items"))
+        func response(_ status: Int) -> HTTPResponse { HTTPResponse(url: url, statusCode: status, headers: [:]) }
+        observer.taskDidComplete(
+            Payloads.complete(
+                task: 1, request: task.summary, response: response(404),
+                error: HeraldError(.unacceptableStatusCode, "404.")))
+        observer.taskDidComplete(Payloads.complete(task: 2, request: task.summary, response: response(503)))
+        observer.taskDidComplete(
+            Payloads.complete(
+                task: 3, request: task.summary, response: response(200),
+                error: HeraldError(.serializationFailed, "Not JSON.")))
+        await observer.flush()
+        let metadata = handler.entries.map(\.metadata)
+        #expect(metadata.count == 3)
+        // Before, the log said `unacceptable_status_code`, nothing, and `serialization_failed`.
+        #expect(metadata.map { $0["error.type"]?.description } == ["404", "503", nil])
+        #expect(
+            metadata.map { $0["herald.error.code"]?.description } == [
+                "unacceptable_status_code", nil, "serialization_failed",
+            ])
     }
 
     @Test("headers are logged at trace with Authorization, Cookie, Set-Cookie, Proxy-Authorization redacted")

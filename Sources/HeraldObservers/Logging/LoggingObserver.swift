@@ -11,7 +11,9 @@ import Logging
 /// (redacted), and on completion `http.response.status_code`, `herald.response.source` (`network`, `cache`
 /// or `revalidated`), `herald.duration`, `herald.bytes.sent`,
 /// `herald.bytes.received` (the duration and the byte counts are the task's last transfer's, as
-/// `TaskCompletion.metrics` are: a redirect's or a failed attempt's are not in them), `error.type`; request and response headers and curl's timings are logged at
+/// `TaskCompletion.metrics` are: a redirect's or a failed attempt's are not in them), `error.type` (as the
+/// metrics and spans have it: the status of 400 or more, else the error's code), `herald.error.code` and
+/// `error.message` for a task that failed; request and response headers and curl's timings are logged at
 /// `trace`. Messages are constant, so log backends can group them. Secrets are handled by
 /// ``LogRedaction``. A download that could not be moved (`downloadDidFailToMoveFile`) is logged at
 /// `warning`, with the kept file's path. A task waiting for a network (`taskIsWaitingForConnectivity`), the
@@ -214,8 +216,13 @@ public final class LoggingObserver: SessionObserver {
             metadata["herald.bytes.sent"] = .stringConvertible(metrics.requestBodyBytes)
             metadata["herald.bytes.received"] = .stringConvertible(metrics.responseBodyBytes)
         }
+        // As the metrics and the spans record it: the failed status, else the error code — none for a body that
+        // arrived whole and then didn't parse. The task's error code is always there besides.
+        if let errorType = HTTPAttributeValue.errorType(error: completion.error, response: completion.response) {
+            metadata["error.type"] = .string(errorType)
+        }
         if let error = completion.error {
-            metadata["error.type"] = .string(error.code.description)
+            metadata["herald.error.code"] = .string(error.code.description)
             let urls = [completion.request.url] + (error.url.map { [$0] } ?? [])
             metadata["error.message"] = .string(redaction.redacting(error.message, secretsOf: urls))
         }
