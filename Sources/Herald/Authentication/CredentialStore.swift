@@ -38,22 +38,30 @@ public final class CredentialStore: Sendable {
     /// the path can make a redirect lead to (and a Basic credential goes out in clear). Name the scheme for any
     /// other port whose service is HTTPS only.
     /// - Parameters:
-    ///   - credential: The credential, or `nil` to remove the one stored. Removing without a `urlScheme` removes
-    ///     what is stored for the host and port over any scheme, so that a logout that doesn't name the scheme
-    ///     leaves nothing behind.
+    ///   - credential: The credential, or `nil` to remove what is stored for the host and port: for every realm,
+    ///     those stored for one protection space (``setCredential(_:for:)``) included. Removing without a
+    ///     `urlScheme` removes it over any scheme, so that a logout that doesn't name the scheme leaves nothing
+    ///     behind; with one, over that scheme.
     ///   - host: The host name or address (any case).
     ///   - port: The port.
     ///   - urlScheme: `"https"` or `"http"`; default by the port, as above.
     public func setCredential(_ credential: Credential?, forHost host: String, port: Int, urlScheme: String? = nil) {
         let host = host.lowercased()
-        guard credential != nil || urlScheme != nil else {
-            storage.withLock { storage in
-                storage.byHost = storage.byHost.filter { $0.key.host != host || $0.key.port != port }
-            }
+        guard credential == nil else {
+            let key = HostKey(host: host, port: port, urlScheme: Self.scheme(urlScheme, port: port))
+            storage.withLock { $0.byHost[key] = credential }
             return
         }
-        let key = HostKey(host: host, port: port, urlScheme: Self.scheme(urlScheme, port: port))
-        storage.withLock { $0.byHost[key] = credential }
+        let scheme = urlScheme?.lowercased()  // `nil`: any
+        storage.withLock { storage in
+            storage.byHost = storage.byHost.filter { key, _ in
+                !(key.host == host && key.port == port && (scheme == nil || key.urlScheme == scheme))
+            }
+            storage.bySpace = storage.bySpace.filter { space, _ in
+                !(space.host.lowercased() == host && space.port == port
+                    && (scheme == nil || space.urlScheme.lowercased() == scheme))
+            }
+        }
     }
 
     /// The credential for `space`: the one stored for it, else the one stored for its host and port, for its

@@ -61,6 +61,28 @@ struct AuthenticationTests {
         #expect(store.credential(for: space("https", 8443)) == credential)
     }
 
+    @Test("removing a host's credentials removes those stored for its protection spaces too")
+    func hostRemovalCoversSpaces() {
+        let store = CredentialStore()
+        let credential = Credential(user: "alice", password: "s3cret")
+        func space(_ scheme: String, _ host: String, _ port: Int) -> ProtectionSpace {
+            ProtectionSpace(urlScheme: scheme, host: host, port: port, authenticationScheme: .basic, realm: "r")
+        }
+        for stored in [
+            space("https", "API.example", 443), space("http", "api.example", 443), space("https", "other.example", 443),
+        ] {
+            store.setCredential(credential, for: stored)
+        }
+        // Named, only that scheme's spaces go.
+        store.setCredential(nil, forHost: "api.example", port: 443, urlScheme: "http")
+        #expect(store.credential(for: space("http", "api.example", 443)) == nil)
+        #expect(store.credential(for: space("https", "API.example", 443)) == credential)
+        // Before, a logout by host left the space's credential answering the next 401.
+        store.setCredential(nil, forHost: "api.example", port: 443)
+        #expect(store.credential(for: space("https", "API.example", 443)) == nil)
+        #expect(store.credential(for: space("https", "other.example", 443)) == credential)
+    }
+
     @Test("offered Digest and Basic, with a credential stored for the Basic space only: Basic answers")
     func storedCredentialPicksItsSpace() async throws {
         let fixture = try await SessionFixture.make()
