@@ -53,7 +53,8 @@ public final class ObservationToken: Sendable, Hashable {
     /// hub, whatever its name, so a handler of another observer that is running counts too; for a `.queue`
     /// observer, until the handler call under way returns. Don't call it while holding a lock, or on a
     /// thread, that a handler of the hub may be waiting for (a handler that calls `DispatchQueue.main.sync`,
-    /// and a token released on the main thread), whoever's handler it is.
+    /// and a token released on the main thread; a handler that waits for a session's completion queue, and a
+    /// token released in a completion handler), whoever's handler it is.
     ///
     /// Called from inside a handler (of any hub), it does not wait for other threads — two handlers
     /// cancelling each other's tokens would wait for each other forever — so the promise there covers
