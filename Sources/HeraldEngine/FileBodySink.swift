@@ -53,6 +53,8 @@ final class FileBodySink: BodySink {
 
     /// Closes a descriptor, as `close(2)` does; replaced only by tests, to see a failed close.
     private let closeFile: (Int32) -> Int32
+    /// Whether the close reported a failed write (see `DownloadedFile.mayHaveLostWrites`).
+    private var closeFailed = false
 
     init(
         url: URL, resumeOffset: Int64, validator: String? = nil, closeFile: @escaping (Int32) -> Int32 = { close($0) }
@@ -287,7 +289,7 @@ final class FileBodySink: BodySink {
     var file: DownloadedFile? {
         DownloadedFile(
             url: url, byteCount: position, receivedBody: didBegin, wasAlreadyComplete: isAlreadyComplete,
-            holdsPartFromElsewhere: holdsPartFromElsewhere)
+            holdsPartFromElsewhere: holdsPartFromElsewhere, mayHaveLostWrites: closeFailed)
     }
 
     /// Closes the file, once; why the close failed, if it did. The descriptor is released either way (Linux
@@ -302,7 +304,9 @@ final class FileBodySink: BodySink {
         descriptor = -1
         // `EINTR` leaves the file closed on Linux, with nothing lost.
         guard status != 0, errno != EINTR else { return nil }
-        return FileIOError.make("Closing the download file failed", url: url)
+        let failure = FileIOError.make("Closing the download file failed", url: url)
+        closeFailed = true
+        return failure
     }
 
     /// Why a `206` continuing a file is of another version than the file's, or `nil`: its `ETag` is not the

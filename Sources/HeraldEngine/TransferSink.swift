@@ -41,6 +41,9 @@ package struct DownloadedFile: Sendable {
     /// starting elsewhere): ``byteCount`` then counts bytes of that range, which no request for the rest
     /// continues.
     package var holdsPartFromElsewhere = false
+    /// Whether closing the file failed (`EIO`, `EDQUOT`): bytes the kernel took may never have reached it, so the
+    /// first ``byteCount`` bytes are not known to be there, and nothing may continue from them.
+    package var mayHaveLostWrites = false
 }
 
 /// Where curl's write callback puts response bytes. Loop thread only.

@@ -465,6 +465,8 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
     /// refused to continue it for good (see ``refusedForGood(_:)``).
     private func continuation(after outcome: TaskOutcome) -> DownloadResumeData? {
         guard originalRequest.method == "GET", !originalRequest.headers.contains("Range") else { return nil }
+        // Bytes the file's close said may be lost are no prefix to continue: the next attempt starts again.
+        if outcome.file?.mayHaveLostWrites == true { return nil }
         var resume: DownloadResumeData
         // A file the server said was already whole (a `416` naming its length) took none of that answer's body:
         // it is still exactly what the attempt continued, whatever became of the answer after.

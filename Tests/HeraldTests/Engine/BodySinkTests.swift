@@ -470,6 +470,8 @@ struct BodySinkTests {
         let failure = #expect(throws: TransferError.self) { try sink.finish() }
         #expect(failure?.code == .fileIO)
         #expect(failure?.message.contains("Closing the download file failed") == true)
+        // Nothing continues from bytes the close says may be lost: no resume data, no retry from them.
+        #expect(sink.file?.mayHaveLostWrites == true)
         // Asked again (the deinit does), nothing is closed twice.
         #expect(throws: Never.self) { try sink.finish() }
         #expect(closes.withLock { $0 } == 1)
