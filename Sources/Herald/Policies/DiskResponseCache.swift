@@ -152,7 +152,8 @@ public final class DiskResponseCache: ResponseCache {
     public var count: Int { database.withLock { $0.count() } }
 
     /// The entry stored for `request`, or `nil`; a hit makes it the most recently used. An entry whose
-    /// body file is missing or not of the size the index records is removed and not returned.
+    /// body file is missing or not of the size the index records is removed and not returned; one whose body
+    /// can't be read now (the process out of descriptors, an I/O error) is a miss, and stays.
     public func cachedResponse(for request: Request) -> CachedResponse? {
         let key = Self.key(for: request)
         return database.withLock { database -> CachedResponse? in
@@ -165,8 +166,9 @@ public final class DiskResponseCache: ResponseCache {
                 return nil
             }
             let head = database.decodedHeads[row.file] ?? (try? JSONDecoder().decode(StoredHead.self, from: row.head))
-            guard let head, let data = FileManager.default.contents(atPath: path), data.count == row.bodySize
-            else {
+            let body = head == nil ? nil : Self.readBody(at: path)
+            if case .unreadable = body { return nil }
+            guard let head, case .read(let data) = body, data.count == row.bodySize else {
                 // Only this row: another process may have replaced it meanwhile (a body file is never
                 // written again once named, so a missing or short one is gone for good).
                 if database.delete(key: key, file: row.file) { unlink(path) }
@@ -366,6 +368,39 @@ public final class DiskResponseCache: ResponseCache {
                 return []
             }
         }
+    }
+
+    /// What reading a body file gave.
+    private enum BodyRead {
+        /// Its bytes.
+        case read(Data)
+        /// There is no such file.
+        case missing
+        /// It could not be read now: no descriptor left, no memory, an I/O error.
+        case unreadable
+    }
+
+    /// The bytes of the body file at `path`.
+    private static func readBody(at path: String) -> BodyRead {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return errno == ENOENT ? .missing : .unreadable }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return .unreadable }
+        let size = Int(status.st_size)
+        var data = Data(count: size)
+        let complete = data.withUnsafeMutableBytes { buffer -> Bool in
+            guard let base = buffer.baseAddress else { return size == 0 }
+            var offset = 0
+            while offset < size {
+                let count = read(descriptor, base + offset, size - offset)
+                if count < 0, errno == EINTR { continue }
+                guard count > 0 else { return false }
+                offset += count
+            }
+            return true
+        }
+        return complete ? .read(data) : .unreadable
     }
 
     /// Evicts to the capacity (it may have been lowered since the folder was last used).

@@ -225,6 +225,27 @@ struct DiskResponseCacheTests {
         #expect(reopened.count == 0)
     }
 
+    @Test("a body that can't be read for now is a miss, and its entry stays for the next lookup")
+    func unreadableBodyStays() throws {
+        let folder = Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let request = Request(url: URL(fileURLWithPath: "/unreadable"))
+        let cache = try DiskResponseCache(directory: folder)
+        cache.storeCachedResponse(Self.entry("0123456789", url: request.url), for: request)
+        let body = folder.appendingPathComponent("bodies").appendingPathComponent(
+            try #require(Self.bodyFiles(in: folder).first))
+        let saved = try Data(contentsOf: body)
+        // Something in its place that opens but doesn't read as a file (root reads any file, whatever its mode).
+        try FileManager.default.removeItem(at: body)
+        try FileManager.default.createDirectory(at: body, withIntermediateDirectories: false)
+        #expect(cache.cachedResponse(for: request) == nil)
+        // Before, any failure to read dropped the entry for good.
+        #expect(cache.count == 1)
+        try FileManager.default.removeItem(at: body)
+        try saved.write(to: body)
+        #expect(cache.cachedResponse(for: request)?.data == Data("0123456789".utf8))
+    }
+
     @Test(
         "a new session over the same folder answers a fresh URL without a request and revalidates a stale one with 304")
     func restart() async throws {
