@@ -51,7 +51,9 @@ extension HeraldError {
         public static let redirectLoop = Code(.redirectLoop)
         /// The URL is malformed.
         public static let badURL = Code(.badURL)
-        /// The URL's scheme is not allowed (Herald speaks `http` and `https` only).
+        /// The URL's scheme is not one the session allows (``SessionConfiguration/allowedProtocols``), or a
+        /// redirect leads to a scheme other than `http` and `https`, or from `https` to `http` (unless
+        /// ``SessionConfiguration/allowsInsecureRedirects``).
         public static let unsupportedURL = Code(.unsupportedURL)
         /// The request was rejected before any byte was sent, such as a header containing CR or LF.
         public static let invalidRequest = Code(.invalidRequest)
@@ -78,8 +80,9 @@ extension HeraldError {
         public static let responseTooLarge = Code(.responseTooLarge)
         /// The response's content encoding (gzip, br, …) could not be decoded.
         public static let decoding = Code(.decoding)
-        /// The proxy could not be resolved, the proxy handshake failed, or an HTTPS proxy's certificate was not
-        /// trusted.
+        /// The proxy could not be resolved, the proxy handshake failed, an HTTPS proxy's certificate was not
+        /// trusted, or the proxy refused to open a tunnel with a status other than `407` (the error's
+        /// ``HeraldError/statusCode``; a `407` is ``HeraldError/Code/authentication``).
         public static let proxy = Code(.proxy)
         /// Authentication with the server or proxy failed.
         public static let authentication = Code(.authentication)

@@ -101,10 +101,12 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
     ///
     /// `completionHandler` runs exactly once on the session's ``SessionManager/completionQueue``, before the
     /// task's own completion handler (which reports ``HeraldError/Code/cancelled``, carrying the same data as
-    /// ``HeraldError/resumeData``). It gets `nil` — and
-    /// the partial file is deleted — when the download cannot be resumed: the request is not a `GET`, the
-    /// response has neither `ETag` nor `Last-Modified`, or the task had already completed. Otherwise the
-    /// partial file is kept where the resume data says, until a task resumed from it completes. A second call
+    /// ``HeraldError/resumeData``). It gets `nil` — and the partial file is deleted — when the download cannot
+    /// be continued: the request is not a `GET` or carries a `Range` of its own, the response has neither a
+    /// strong `ETag` nor a `Last-Modified`, no byte of its body reached the file yet, or the file holds a body
+    /// decoded from its `Content-Encoding` (a data task that became a download). It gets `nil` too when the task
+    /// had already completed, whose file is left as its completion left it. Otherwise the partial file is kept
+    /// where the resume data says, until a task resumed from it completes. A second call
     /// while the first waits for its data gets `nil` at once; the first gets the data.
     ///
     /// - Parameter completionHandler: Receives the resume data (format: see `DownloadResumeData`) or `nil`.
