@@ -120,6 +120,11 @@ extension SessionManager {
         answersAwaitingCaller: Bool = false
     ) throws(HeraldError) -> UploadTask {
         try request.validate(allowedProtocols: configuration.allowedProtocols)
+        guard request.method != "HEAD" else {
+            throw HeraldError(
+                .invalidRequest, "A HEAD request has no body to upload; send one with another method.", url: request.url
+            )
+        }
         var callbacks = TaskCallbacks(completion: completionHandler, uploadProgress: progress)
         callbacks.answersAwaitingCaller = answersAwaitingCaller
         return try makeTask(

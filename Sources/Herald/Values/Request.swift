@@ -9,8 +9,8 @@ import Instrumentation
 ///
 /// Validated when a task is created (``SessionManager/dataTask(with:uploadProgress:downloadProgress:completionHandler:)``):
 /// a URL without a host, a scheme the session does not allow, a method that is not an HTTP token, a header
-/// name that is not one, or a header value containing a control character other than tab (CR, LF and NUL
-/// among them) is refused with a ``HeraldError`` before any byte is sent.
+/// name that is not one, a header value containing a control character other than tab (CR, LF and NUL
+/// among them), or a `HEAD` with a body is refused with a ``HeraldError`` before any byte is sent.
 public struct Request: Sendable {
     /// The fields, in one reference-counted box shared by copies until one of them is changed (as `Array`
     /// does): a task copies its request several times on the way to the wire, and a copy is then one
@@ -188,6 +188,10 @@ extension Request {
         }
         guard Self.isToken(method) else {
             throw HeraldError(.invalidRequest, "The method '\(method)' is not an HTTP token.", url: url)
+        }
+        // libcurl sends a HEAD without any body: refused rather than dropped.
+        if method == "HEAD", let body, !body.isEmpty {
+            throw HeraldError(.invalidRequest, "A HEAD request has no body; send one with another method.", url: url)
         }
         if let timeoutInterval, timeoutInterval.isNaN || timeoutInterval < 0 {
             throw HeraldError(

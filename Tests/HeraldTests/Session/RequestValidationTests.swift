@@ -49,6 +49,17 @@ struct RequestValidationTests {
         #expect(creationError(Request(url: url, method: ""))?.code == .invalidRequest)
     }
 
+    @Test("a HEAD with a body, or an upload by HEAD, is refused with invalidRequest: libcurl would drop the body")
+    func headWithBody() throws {
+        let url = try #require(URL(string: "http://127.0.0.1:1/"))
+        #expect(creationError(Request(url: url, method: "HEAD", body: Data("x".utf8)))?.code == .invalidRequest)
+        #expect(creationError(Request(url: url, method: "HEAD", body: Data())) == nil)
+        #expect(creationError(Request(url: url, method: "HEAD")) == nil)
+        #expect(throws: HeraldError.self) {
+            _ = try session.uploadTask(with: Request(url: url, method: "HEAD"), from: Data("x".utf8))
+        }
+    }
+
     @Test("schemes other than http and https are refused with unsupportedURL")
     func dangerousSchemes() throws {
         for text in ["file:///etc/passwd", "gopher://127.0.0.1/", "dict://127.0.0.1/", "ldap://127.0.0.1/"] {
