@@ -35,7 +35,8 @@ public struct DecodableResponseSerializer<T: Decodable & Sendable>: ResponseSeri
     ///   - data: The response body.
     /// - Returns: The decoded value.
     /// - Throws: ``HeraldError/Code/unacceptableStatusCode``, ``HeraldError/Code/unacceptableContentType``,
-    ///   or ``HeraldError/Code/serializationFailed`` with the `DecodingError` as ``HeraldError/underlying``.
+    ///   or ``HeraldError/Code/serializationFailed`` with the `DecodingError` as ``HeraldError/underlying`` (for
+    ///   a `JSONValue`, parsed as ``JSONResponseSerializer`` parses, the parser's error).
     public func serialize(response: HTTPResponse, data: Data) throws(HeraldError) -> T {
         let isEmpty = JSONBody.isEmpty(response: response, data: data)
         try validation.validate(response, data: data, hasBody: !isEmpty)

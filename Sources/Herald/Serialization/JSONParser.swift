@@ -90,7 +90,9 @@ struct JSONParser: ~Copyable {
                 // Swift compares strings by canonical equivalence: "\u00e9" and "e\u0301" are one key to a
                 // dictionary, but two names to the server. Keeping one would silently drop the other's value.
                 guard let stored = members.index(forKey: key), members[stored].key.utf8.elementsEqual(key.utf8) else {
-                    throw failure("two member names that differ only in Unicode normalization (\(key))")
+                    // The name cut short: a server's name can be as long as the body.
+                    let shown = key.count > 100 ? String(key.prefix(100)) + "…" : key
+                    throw failure("two member names that differ only in Unicode normalization (\(shown))")
                 }
                 if keepsFirstDuplicate { members[key] = earlier }
             }

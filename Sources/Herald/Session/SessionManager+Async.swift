@@ -128,7 +128,8 @@ extension SessionManager {
     /// - Throws: ``HeraldError``: everything ``data(for:)`` throws, then
     ///   ``HeraldError/Code/unacceptableStatusCode`` or ``HeraldError/Code/unacceptableContentType`` (with the
     ///   response and its body), or ``HeraldError/Code/serializationFailed`` with the `DecodingError` as
-    ///   ``HeraldError/underlying``.
+    ///   ``HeraldError/underlying`` (for a `JSONValue`, parsed as ``JSONResponseSerializer`` parses, the
+    ///   parser's error).
     public func decode<T: Decodable & Sendable>(
         _ type: T.Type, for request: Request, decoder: JSONDecoder = JSONDecoder()
     ) async throws(HeraldError) -> (T, HTTPResponse) {

@@ -52,6 +52,12 @@ struct JSONParserTests {
             try JSONParser.parse(Data(#"{"\u00e9":1,"e\u0301":2}"#.utf8))
         }
         #expect(error.reason.contains("normalization"))
+        // A long name is shown cut short: the message doesn't grow with the body.
+        let long = String(repeating: "n", count: 100_000)
+        let longError = try #require(throws: JSONParseError.self) {
+            try JSONParser.parse(Data(#"{"\#(long)\u00e9":1,"\#(long)e\u0301":2}"#.utf8))
+        }
+        #expect(longError.reason.utf8.count < 300)
         // The same bytes twice are a repeated name, as before: the last value, or the first when asked.
         #expect(try JSONParser.parse(Data(#"{"\u00e9":1,"\u00e9":2}"#.utf8)) == ["é": 2])
         #expect(try JSONParser.parse(Data(#"{"k":1,"k":2,"k":3}"#.utf8), keepsFirstDuplicate: true) == ["k": 1])
