@@ -195,16 +195,19 @@ final class StreamBodyReader: @unchecked Sendable {
         queue.async { [self] in runReader() }
     }
 
+    /// One step, then the next in a job of its own: the queue also runs the task's hooks (the answer to a
+    /// response that arrives while the body still goes out among them), which then wait for one read at most,
+    /// not for a body that a producer slower than the connection keeps going.
     private func runReader() {
-        while let step = nextStep() {
-            switch step {
-            case .reopen(let generation, let offset):
-                reopen(generation: generation, skipping: offset)
-            case .read(let generation):
-                let pulled = pull(upTo: Self.chunk)
-                publish(pulled, generation: generation)
-            }
+        guard let step = nextStep() else { return }
+        switch step {
+        case .reopen(let generation, let offset):
+            reopen(generation: generation, skipping: offset)
+        case .read(let generation):
+            let pulled = pull(upTo: Self.chunk)
+            publish(pulled, generation: generation)
         }
+        queue.async { [self] in runReader() }
     }
 
     /// What to do next, or `nil` when the job ends (it then is no longer scheduled).
