@@ -70,10 +70,12 @@ public struct ResponseLines: AsyncSequence, Sendable {
                     tooLong = false
                     isFinished = true
                     pending = []
-                    task.cancel()
-                    throw HeraldError(
+                    // The task completes with the error too, not as cancelled.
+                    let error = HeraldError(
                         .responseTooLarge, "A line of the response body is longer than \(maximumLength) bytes.",
                         url: task.originalRequest.url)
+                    task.stop(reporting: error)
+                    throw error
                 }
                 if isFinished { return nil }
                 guard let chunk = try await chunks.next(isolation: actor) else {

@@ -467,14 +467,17 @@ final class EventSourceConnection: @unchecked Sendable {
     static let shortConnection = Duration.seconds(1)
 
     /// The stream sent a line or an event over ``EventSourceOptions/maximumEventSize``: the connection stops
-    /// (its consumer dropped) and the sequence ends with the error, after the events that came before it.
+    /// with the error, which its task completes with too (not as cancelled), and the sequence ends with it, after
+    /// the events that came before it.
     private func oversizeEvent() throws(HeraldError) {
-        body = nil
-        isFinished = true
-        throw HeraldError(
+        let error = HeraldError(
             .responseTooLarge,
             "The event stream sent a line or an event longer than \(options.maximumEventSize) bytes "
                 + "(EventSourceOptions.maximumEventSize).", url: request.url)
+        body?.consumer.task.stop(reporting: error)
+        body = nil
+        isFinished = true
+        throw error
     }
 
     /// Whether a failed connection is one the standard reconnects after: a network error, not a refusal.

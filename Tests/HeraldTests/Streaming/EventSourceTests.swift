@@ -244,14 +244,16 @@ struct EventSourceTests {
     func oversizeEvent() async throws {
         let fixture = try await SessionFixture.make()
         let options = EventSourceOptions(defaultReconnectionTime: .milliseconds(10), maximumEventSize: 100)
+        // A stream far longer than its buffer: still running when the long event is found.
         let (received, error) = try await readAll(
-            fixture.session.events(for: Request(url: fixture.server.url("/events/3?size=200")), options: options))
+            fixture.session.events(for: Request(url: fixture.server.url("/events/100000?size=200")), options: options))
         #expect(received.isEmpty)
         #expect(error?.code == .responseTooLarge)
         #expect(error?.message.contains("longer than 100 bytes") == true)
         #expect(fixture.server.requestCount == 1)
-        // The connection was stopped: its task completes, as every task does.
+        // The connection was stopped: its task completes with the error, as every task does. Before, as cancelled.
         try await fixture.recorder.waitForCompletions(1)
+        #expect(fixture.recorder.completions.first?.error?.code == .responseTooLarge)
         try await fixture.tearDown()
     }
 

@@ -367,9 +367,9 @@ struct StreamingTests {
         // "data: " and 1,000 bytes is the first line over 20.
         #expect(lines == ["id: 1", "event: tick"])
         #expect(failure?.code == .responseTooLarge)
-        // The transfer is stopped, not left running.
+        // The transfer is stopped, not left running, and completes with the error. Before, as cancelled.
         try await fixture.recorder.waitForCompletions(1)
-        #expect(fixture.recorder.completions.first?.error?.code == .cancelled)
+        #expect(fixture.recorder.completions.first?.error?.code == .responseTooLarge)
         try await fixture.tearDown()
     }
 
