@@ -428,9 +428,11 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
             let orphans = state.spans.filter { $0.key.sessionIdentifier == session }
             for key in orphans.keys {
                 state.spans[key] = nil
-                state.retries[key] = nil
                 state.starts[key] = nil
             }
+            // Every retry the session's tasks announced, those of tasks without a span included (a registration
+            // made after their resume that ended before their completion): none of them will complete now.
+            state.retries = state.retries.filter { $0.key.sessionIdentifier != session }
             return Array(orphans.values)
         }
         for span in orphans {
