@@ -55,6 +55,10 @@ struct ReachabilityObserverTests {
         #expect(indicator.state == .delayingEnd)
         clock.advance(by: 0.17)
         #expect(indicator.state == .notActive)
+        // One host's monitor is no news of the network the task waits for. Before, it ended every wait.
+        indicator.reachabilityDidChange(Payloads.reachability(Payloads.ethernet, from: .notReachable, host: "h.test"))
+        #expect(indicator.waitingTaskCount == 1)
+        #expect(indicator.networkStatus != Payloads.ethernet)
         // The network comes back: the task starts again and counts as activity once more.
         indicator.reachabilityDidChange(Payloads.reachability(Payloads.ethernet, from: .notReachable))
         #expect(indicator.networkStatus == Payloads.ethernet)

@@ -28,8 +28,9 @@ import HeraldNotifications
 /// ```
 ///
 /// Thread safety: every member may be used from any thread. The change handler is called outside the
-/// indicator's lock, one call at a time and in transition order, on the thread that caused the change (a
-/// session's event queue, or the scheduler's thread when a delay ends).
+/// indicator's lock, one call at a time and in transition order, on the thread delivering the indicator's changes
+/// at the time: the one that caused the change (a session's event queue, or the scheduler's thread when a delay
+/// ends), or, when another thread was delivering an earlier change just then, that thread, right after it.
 public final class NetworkActivityIndicator: SessionObserver {
 
     /// Seconds a task must run before the indicator shows. Default 1.0, as AFNetworking.
@@ -140,9 +141,13 @@ public final class NetworkActivityIndicator: SessionObserver {
         perform { $0.taskRetryDelayed(key, delay: delay) }
     }
 
-    /// Records the status; a reachable network ends every wait (the tasks start again).
+    /// Records the status; a reachable network ends every wait (the tasks start again). A monitor of one host
+    /// (`ReachabilityChange.host` set) says nothing of the network in general, nor of the routes to other
+    /// hosts that tasks wait for, and is passed over: each task's own `taskDidEndWaitingForConnectivity` ends
+    /// its wait anyway.
     /// - Parameter notification: `reachabilityDidChange`.
     public func reachabilityDidChange(_ notification: TypedNotification<ReachabilityChange>) {
+        guard notification.userInfo.host == nil else { return }
         let status = notification.userInfo.status
         perform { $0.reachabilityChanged(to: status) }
     }
