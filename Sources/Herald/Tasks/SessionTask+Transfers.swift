@@ -6,8 +6,9 @@ import HeraldEngine
 // lock (the trace instrument, the cookie store and the session's hooks are read here), then handed to the
 // state machine, which starts it, keeps it for `resume()`, or drops it when the task was cancelled meanwhile.
 extension SessionTask {
-    /// What the session's cache holds for this task's first resume, or `nil`. For a `GET` asking
-    /// `only-if-cached`, never `nil` nor stale: a `504` stands in for what the cache can't serve.
+    /// What the session's cache holds for this task's first resume, or `nil`. For a request asking
+    /// `only-if-cached`, never `nil` nor stale: a `504` stands in for what the cache can't serve (whatever the
+    /// method: the cache serves `GET`s alone, and the request may not go to the network).
     func cacheLookup() -> ResponseCachePolicy.Lookup? {
         guard let cache = session.configuration.responseCache, usesResponseCache, !machine({ $0.hasStarted })
         else { return nil }
@@ -16,7 +17,7 @@ extension SessionTask {
         switch lookup {
         case .fresh, .staleWhileRevalidate: return lookup
         case .stale, nil:
-            guard sent.method == "GET", ResponseCachePolicy.asksOnlyIfCached(sent) else { return lookup }
+            guard ResponseCachePolicy.asksOnlyIfCached(sent) else { return lookup }
             return .fresh(ResponseCachePolicy.gatewayTimeout(for: sent))
         }
     }

@@ -733,6 +733,14 @@ struct ResponseCacheTests {
             fixture, Request(url: staleURL, headers: ["Cache-Control": "only-if-cached"]), completions: 5)
         #expect(stale.response?.statusCode == 504)
         #expect(fixture.server.requestCount == 2)
+        // Another method: the cache answers none, and the request may not go out either. Before, it did.
+        for method in ["HEAD", "POST"] {
+            let (_, other) = try await Self.run(
+                fixture, Request(url: url, method: method, headers: ["Cache-Control": "only-if-cached"]),
+                completions: method == "HEAD" ? 6 : 7)
+            #expect(other.response?.statusCode == 504, "\(method)")
+        }
+        #expect(fixture.server.requestCount == 2)
         try await fixture.tearDown()
     }
 
