@@ -14,7 +14,8 @@ import HeraldEngine
 ///
 /// Every cache lookup and every response a cache sees parses one or two of these, so the directives are
 /// kept as a short list in field order (a field has a handful), scanned from the field value's own bytes:
-/// no copy of the value, no hashing; ``contains(_:in:)`` keeps none.
+/// no copy of the value, and no hashing but for a field of more than 16 directives; ``contains(_:in:)``
+/// keeps none.
 struct CacheControlDirectives: Equatable {
     private struct Directive: Equatable {
         var name: String

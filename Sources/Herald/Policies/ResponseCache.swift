@@ -66,7 +66,9 @@ public struct CachedResponse: Sendable, Hashable {
 ///   reads the cache.
 ///
 /// Implementations must be safe to call from any thread. Herald calls them outside its own locks, from
-/// the thread that resumes a task (lookups) and from the session's completion queue (stores).
+/// several: the thread that resumes a task (lookups), the session's completion queue (stores, removals, and
+/// the lookup that freshens an entry a `304` confirmed), and a task's hook queue (the removal a redirect after
+/// an unsafe method makes).
 public protocol ResponseCache: AnyObject, Sendable {
     /// The entry stored for `request`, or `nil`. Freshness is the session's concern, not the cache's.
     func cachedResponse(for request: Request) -> CachedResponse?
