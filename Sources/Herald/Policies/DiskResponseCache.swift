@@ -641,6 +641,17 @@ private final class Database: @unchecked Sendable {
                 last_use INTEGER NOT NULL
             );
             CREATE INDEX IF NOT EXISTS entries_by_use ON entries (last_use);
+            CREATE TABLE IF NOT EXISTS totals (id INTEGER PRIMARY KEY CHECK (id = 0), size INTEGER NOT NULL);
+            CREATE TRIGGER IF NOT EXISTS entries_replacing BEFORE INSERT ON entries
+                BEGIN UPDATE totals SET size = size - IFNULL((SELECT size FROM entries WHERE key = NEW.key), 0)
+                    WHERE id = 0; END;
+            CREATE TRIGGER IF NOT EXISTS entries_added AFTER INSERT ON entries
+                BEGIN UPDATE totals SET size = size + NEW.size WHERE id = 0; END;
+            CREATE TRIGGER IF NOT EXISTS entries_removed AFTER DELETE ON entries
+                BEGIN UPDATE totals SET size = size - OLD.size WHERE id = 0; END;
+            CREATE TRIGGER IF NOT EXISTS entries_resized AFTER UPDATE OF size ON entries
+                BEGIN UPDATE totals SET size = size - OLD.size + NEW.size WHERE id = 0; END;
+            INSERT OR IGNORE INTO totals (id, size) SELECT 0, IFNULL(SUM(size), 0) FROM entries;
             """
         let result = sqlite3_exec(handle, schema, nil, nil, nil)
         guard result == SQLITE_OK else {
@@ -787,11 +798,22 @@ private final class Database: @unchecked Sendable {
     }
 
     /// The bytes the entries take, or `nil` when the index can't be read.
+    ///
+    /// Kept in `totals` by triggers on `entries`, which SQLite runs for every process writing the index, this
+    /// version of Herald or not: summing the table instead read every page of it, heads and all, on every store
+    /// (14 ms a store in a cache of 20,000 entries). The row is made, with the sum, after the triggers, so an
+    /// entry written meanwhile by another process is counted once. A store replaces its key's row with `INSERT OR
+    /// REPLACE`, whose deletion runs no delete trigger (SQLite runs none for it without `recursive_triggers`):
+    /// the insert's own trigger takes the replaced row's size off first.
     func totalSize() -> Int? {
-        var total = 0
-        guard run("SELECT IFNULL(SUM(size), 0) FROM entries", row: { total = Int(sqlite3_column_int64($0, 0)) })
+        var total: Int?
+        guard run("SELECT size FROM totals WHERE id = 0", row: { total = Int(sqlite3_column_int64($0, 0)) })
         else { return nil }
-        return total
+        if let total { return total }
+        var sum = 0
+        guard run("SELECT IFNULL(SUM(size), 0) FROM entries", row: { sum = Int(sqlite3_column_int64($0, 0)) })
+        else { return nil }
+        return sum
     }
 
     func count() -> Int {

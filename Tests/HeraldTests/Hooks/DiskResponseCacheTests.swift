@@ -1,3 +1,4 @@
+import CSQLite
 import Foundation
 @testable import Herald
 import HeraldTesting
@@ -223,6 +224,50 @@ struct DiskResponseCacheTests {
         #expect(truncate(bodies.appendingPathComponent(named).path, 4) == 0)
         #expect(reopened.cachedResponse(for: request) == nil)
         #expect(reopened.count == 0)
+    }
+
+    @Test("the size the entries take is kept as they are stored, replaced and removed, and found for an older index")
+    func runningTotal() throws {
+        let folder = Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        func request(_ index: Int) -> Request { Request(url: URL(fileURLWithPath: "/total/\(index)")) }
+        var sizes: [Int] = []
+        do {
+            let cache = try DiskResponseCache(directory: folder)
+            for index in 0..<5 {
+                let before = cache.currentSize
+                cache.storeCachedResponse(
+                    Self.entry(String(repeating: "x", count: 100 * (index + 1)), url: request(index).url),
+                    for: request(index))
+                sizes.append(cache.currentSize - before)
+            }
+            #expect(sizes == sizes.sorted() && Set(sizes).count == 5)
+            #expect(cache.currentSize == sizes.reduce(0, +))
+            // Replaced by one of another size, and removed.
+            cache.storeCachedResponse(Self.entry("y", url: request(4).url), for: request(4))
+            let replaced = cache.currentSize - sizes[0..<4].reduce(0, +)
+            #expect(replaced > 0 && replaced < sizes[4])
+            cache.removeCachedResponse(for: request(0))
+            #expect(cache.currentSize == sizes[1..<4].reduce(0, +) + replaced)
+        }
+        // An index written before the total was kept: its size is summed when a cache opens it.
+        let expected = try DiskResponseCache(directory: folder).currentSize
+        Self.editIndex(
+            in: folder,
+            "DROP TRIGGER entries_replacing; DROP TRIGGER entries_added; DROP TRIGGER entries_removed; "
+                + "DROP TRIGGER entries_resized; DROP TABLE totals")
+        let reopened = try DiskResponseCache(directory: folder)
+        #expect(reopened.currentSize == expected)
+        reopened.removeCachedResponse(for: request(1))
+        #expect(reopened.currentSize == expected - sizes[1])
+    }
+
+    /// Runs `sql` on the cache's index in `folder`, as another process (or an earlier version) would.
+    private static func editIndex(in folder: URL, _ sql: String) {
+        var connection: OpaquePointer?
+        #expect(sqlite3_open(folder.appendingPathComponent("index.sqlite").path, &connection) == SQLITE_OK)
+        #expect(sqlite3_exec(connection, sql, nil, nil, nil) == SQLITE_OK)
+        sqlite3_close(connection)
     }
 
     @Test("a body that can't be read for now is a miss, and its entry stays for the next lookup")
