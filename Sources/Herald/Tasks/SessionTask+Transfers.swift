@@ -119,7 +119,9 @@ extension SessionTask {
             return (core.machine.hops.firstTransferStart, core.resourceDeadline)
         }
         deadline?.cancel()
-        if let left = Self.timeLeft(of: request.resourceTimeout, since: firstStart) {
+        // From the session's timeout, not the request's: a hop's request is a copy of the transfer's before it, whose
+        // timeout was already cut to what was left then.
+        if let left = Self.timeLeft(of: session.configuration.timeoutIntervalForResource, since: firstStart) {
             // The resource timeout covers the whole task, every hop included: the next transfer gets what is
             // left, and none is started once nothing is.
             guard left > 0 else { return resourceTimeoutPassed(url: request.url) }
