@@ -85,6 +85,8 @@ struct FetchRun {
             display.endWaits()
         }
         let results = await work.value
+        // Every download kept its files or saved them by now.
+        downloader.resumeStore?.removeFolderIfEmpty()
         let interruptedBy = interruption.exitStatus.flatMap(ExitStatus.init(rawValue:))
         await observers.finish(session: session)
         if interruptedBy == nil {

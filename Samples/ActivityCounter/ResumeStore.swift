@@ -13,14 +13,15 @@ import HeraldObservers
 /// SIGHUP, SIGTERM, a connection lost for good) leaves `download-KEY.part` (the bytes so far) and
 /// `download-KEY.resume` (Herald's resume data: the URL, the validator, how many bytes). `KEY` is a hash of the
 /// URL, so the next run with `--continue` finds them again and asks the server only for the rest. Both files go
-/// once the download is saved, and the folder once it is empty.
+/// once the download is saved, and the folder, once empty, at the end of the run.
 ///
 /// Not beside the saved files: their names are the servers' (`Content-Disposition`, the URL's last component), and
 /// a server that named a file `download-KEY.resume` for another URL's `KEY`, which anyone who knows the URL can
 /// work out, would have the next run continue that URL from bytes of its choosing. A saved file's name is one
 /// path component without leading dots, so it can never be this folder or inside it.
 ///
-/// The folder is its owner's only (0700), both files too (0600), and neither holds the URL's credentials: the
+/// The folder is its owner's only (0700; one found there that isn't, such as another user's in a shared
+/// `--output-dir`, is neither read nor written), both files too (0600), and neither holds the URL's credentials: the
 /// resume file stores the URL redacted, `KEY` hashes the redacted URL, and the URL given on the next run,
 /// credentials and all, is the one the download continues with.
 struct ResumeStore: Sendable {
@@ -59,10 +60,11 @@ struct ResumeStore: Sendable {
         directory.appendingPathComponent("download-\(key(for: url)).resume")
     }
 
-    /// The resume data kept for `url`, pointing at the partial file where it is now; `nil` when there is none or
-    /// it is for another URL.
+    /// The resume data kept for `url`, pointing at the partial file where it is now; `nil` when there is none, it
+    /// is for another URL, or the folder is not one this store would have made (another user's, in a shared
+    /// `--output-dir`, say, or one others can write in).
     func load(for url: URL) -> Data? {
-        guard let data = try? Data(contentsOf: resumeFile(for: url)),
+        guard isPrivateFolder(), let data = try? Data(contentsOf: resumeFile(for: url)),
             var object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
             let saved = object["url"] as? String, saved == stored(url)
         else { return nil }
@@ -122,22 +124,29 @@ struct ResumeStore: Sendable {
         }
     }
 
-    /// Removes what was kept for `url` (after it was saved, or when its resume data was refused), and the folder
-    /// when nothing else is kept in it.
+    /// Removes what was kept for `url` (after it was saved, or when its resume data was refused).
     func discard(for url: URL) {
         try? FileManager.default.removeItem(at: resumeFile(for: url))
         try? FileManager.default.removeItem(at: partialFile(for: url))
-        rmdir(directory.path)  // fails, as it should, while another download's files are there
     }
 
-    /// Makes ``directory`` (0700) unless it is there; one that is there must be a folder of this user's that no one
-    /// else can write in, not a link.
+    /// Removes the folder if nothing is kept in it. Once the run's downloads have ended: meanwhile another download
+    /// may be about to keep its files there.
+    func removeFolderIfEmpty() {
+        rmdir(directory.path)  // fails, as it should, while a download's files are there
+    }
+
+    /// Makes ``directory`` (0700) unless it is there; one that is there must be private (``isPrivateFolder()``).
     private func makeDirectory() throws {
         if mkdir(directory.path, 0o700) == 0 { return }
         guard errno == EEXIST else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        guard isPrivateFolder() else { throw POSIXError(.EACCES) }
+    }
+
+    /// Whether ``directory`` is a folder of this user's that no one else can write in, not a link.
+    private func isPrivateFolder() -> Bool {
         var status = stat()
-        guard lstat(directory.path, &status) == 0, status.st_mode & S_IFMT == S_IFDIR, status.st_uid == geteuid(),
-            status.st_mode & 0o022 == 0
-        else { throw POSIXError(.EACCES) }
+        return lstat(directory.path, &status) == 0 && status.st_mode & S_IFMT == S_IFDIR
+            && status.st_uid == geteuid() && status.st_mode & 0o022 == 0
     }
 }

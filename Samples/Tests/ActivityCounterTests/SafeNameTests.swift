@@ -163,6 +163,22 @@ struct SafeNameTests {
         #expect(store.load(for: victim) == nil)
     }
 
+    @Test("resume files in a folder others can write in (another user's, in a shared --output-dir) are not read")
+    func sharedResumeFolder() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let output = scratch.url.appendingPathComponent("out")
+        let store = ResumeStore(outputDirectory: output)
+        try FileManager.default.createDirectory(at: store.directory, withIntermediateDirectories: true)
+        let url = try #require(URL(string: "http://127.0.0.1:9/file.iso"))
+        try Data(#"{"url":"\#(url.absoluteString)","bytesReceived":10}"#.utf8).write(to: store.resumeFile(for: url))
+        #expect(chmod(store.directory.path, 0o777) == 0)
+        // Before, whatever such a folder held was taken for this user's own resume data.
+        #expect(store.load(for: url) == nil)
+        #expect(chmod(store.directory.path, 0o700) == 0)
+        #expect(store.load(for: url) != nil)
+    }
+
     private func percentEncoded(_ value: String) -> String {
         var allowed = CharacterSet.alphanumerics
         allowed.insert(charactersIn: "-._~")
