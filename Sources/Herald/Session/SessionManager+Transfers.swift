@@ -120,11 +120,7 @@ extension SessionManager {
         answersAwaitingCaller: Bool = false
     ) throws(HeraldError) -> UploadTask {
         try request.validate(allowedProtocols: configuration.allowedProtocols)
-        guard request.method != "HEAD" else {
-            throw HeraldError(
-                .invalidRequest, "A HEAD request has no body to upload; send one with another method.", url: request.url
-            )
-        }
+        guard request.method != "HEAD" else { throw SessionTask.headUpload(url: request.url) }
         var callbacks = TaskCallbacks(completion: completionHandler, uploadProgress: progress)
         callbacks.answersAwaitingCaller = answersAwaitingCaller
         return try makeTask(

@@ -54,6 +54,8 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
     /// request's own body field is not where an upload's body is).
     let uploadBody: UploadTask.Body?
 
+    override var sendsUploadBody: Bool { uploadBody != nil }
+
     /// Creates the task a session prepared. The session calls it on the class ``SessionManager/taskClasses``
     /// names — also for the download task a data task becomes; a subclass that declares initializers of its
     /// own implements it and calls `super.init(creation)`.

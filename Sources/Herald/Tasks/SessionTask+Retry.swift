@@ -94,6 +94,8 @@ extension SessionTask {
         do {
             let adapted = try await interceptor.adapt(originalRequest, for: lifecycleSubject)
             try adapted.validate(allowedProtocols: session.configuration.allowedProtocols)
+            // An upload's body is not its request's, which `validate` checks: libcurl would send a HEAD without it.
+            if sendsUploadBody, adapted.method == "HEAD" { throw Self.headUpload(url: adapted.url) }
             request = adapted
         } catch {
             return failAttempt(Self.adaptationError(error, url: originalRequest.url))
@@ -112,6 +114,11 @@ extension SessionTask {
     private func failAttempt(_ error: HeraldError) {
         let response = machine { $0.report.response }
         finishHop(TaskOutcome(response: response, body: Data(), error: error, metrics: nil), error: error)
+    }
+
+    /// The refusal of an upload by `HEAD`, whose body libcurl would not send.
+    static func headUpload(url: URL) -> HeraldError {
+        HeraldError(.invalidRequest, "A HEAD request has no body to upload; send one with another method.", url: url)
     }
 
     static func adaptationError(_ error: any Error, url: URL) -> HeraldError {

@@ -404,6 +404,9 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// ``SessionManager/dataTaskDidReceiveData``): data and upload tasks.
     var receivesDataTaskHooks: Bool { false }
 
+    /// Whether this task sends a body of its own, not its request's: an upload task, and the download one became.
+    var sendsUploadBody: Bool { false }
+
     /// What the engine must do for one attempt of this task: `request` (the original, or an adapter's
     /// version of it), its body source and its body sink. Called once per attempt, never with the task's
     /// lock held.

@@ -43,6 +43,8 @@ open class UploadTask: DataTask, @unchecked Sendable {
     /// Upload tasks are never served from or stored in the response cache.
     override var usesResponseCache: Bool { false }
 
+    override var sendsUploadBody: Bool { true }
+
     override func transferBody(for request: Request) -> TransferBody? {
         body.transferBody(for: self)
     }

@@ -102,6 +102,26 @@ struct UploadTaskTests {
         try await fixture.tearDown()
     }
 
+    @Test("an adapter that makes an upload a HEAD fails it with invalidRequest: nothing goes out without its body")
+    func adaptedToHead() async throws {
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        fixture.session.interceptor = Interceptor(adapt: { request, _ in
+            var request = request
+            request.method = "HEAD"
+            return request
+        })
+        let log = CompletionLog()
+        let task = try fixture.session.uploadTask(
+            with: Request(url: fixture.server.url("/echo"), method: "POST"), from: Data("body".utf8),
+            completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        // Before, the request went out as a HEAD, and the body was dropped.
+        #expect(log.all.first?.error?.code == .invalidRequest)
+        #expect(fixture.server.requests(forPath: "/echo").isEmpty)
+        try await fixture.tearDown()
+    }
+
     @Test("a streamed body of unknown length is sent chunked")
     func streamedBodyIsChunked() async throws {
         let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
