@@ -38,7 +38,7 @@ public struct ResponseLines: AsyncSequence, Sendable {
         var afterCR = false
         var isFinished = false
         let maximumLength: Int
-        /// The task whose body this is: cancelled when a line is too long.
+        /// The task whose body this is: stopped with ``HeraldError/Code/responseTooLarge`` when a line is too long.
         let task: DataTask
         /// A line went over ``maximumLength``: thrown once the lines before it are taken.
         var tooLong = false
