@@ -18,7 +18,6 @@ struct DownloadingFilesSnippets {
         }
     }
 
-
     @Test("download(for:to:) moves the body to the destination, a 404 page as well")
     func downloadToFile() async throws {
         let server = try await TestServer.start()
