@@ -1,4 +1,3 @@
-import CSQLite
 import Foundation
 @testable import Herald
 import HeraldTesting
@@ -252,7 +251,7 @@ struct DiskResponseCacheTests {
         }
         // An index written before the total was kept: its size is summed when a cache opens it.
         let expected = try DiskResponseCache(directory: folder).currentSize
-        Self.editIndex(
+        CacheIndexEditing.run(
             in: folder,
             "DROP TRIGGER entries_replacing; DROP TRIGGER entries_added; DROP TRIGGER entries_removed; "
                 + "DROP TRIGGER entries_resized; DROP TABLE totals")
@@ -260,14 +259,6 @@ struct DiskResponseCacheTests {
         #expect(reopened.currentSize == expected)
         reopened.removeCachedResponse(for: request(1))
         #expect(reopened.currentSize == expected - sizes[1])
-    }
-
-    /// Runs `sql` on the cache's index in `folder`, as another process (or an earlier version) would.
-    private static func editIndex(in folder: URL, _ sql: String) {
-        var connection: OpaquePointer?
-        #expect(sqlite3_open(folder.appendingPathComponent("index.sqlite").path, &connection) == SQLITE_OK)
-        #expect(sqlite3_exec(connection, sql, nil, nil, nil) == SQLITE_OK)
-        sqlite3_close(connection)
     }
 
     @Test("a body that can't be read for now is a miss, and its entry stays for the next lookup")

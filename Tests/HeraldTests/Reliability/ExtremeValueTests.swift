@@ -1,4 +1,3 @@
-import CSQLite
 import Foundation
 @testable import Herald
 @testable import HeraldEngine
@@ -71,14 +70,6 @@ struct ExtremeValueTests {
         }
     }
 
-    /// Runs `sql` on the cache's index in `folder`, as another process editing it would.
-    private static func editIndex(in folder: URL, _ sql: String) {
-        var connection: OpaquePointer?
-        #expect(sqlite3_open(folder.appendingPathComponent("index.sqlite").path, &connection) == SQLITE_OK)
-        #expect(sqlite3_exec(connection, sql, nil, nil, nil) == SQLITE_OK)
-        sqlite3_close(connection)
-    }
-
     @Test("a body file name edited into the index to point outside the cache is never read or removed; its row goes")
     func indexNamesAnOutsideFile() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("herald-index-\(UUID().uuidString)")
@@ -93,7 +84,7 @@ struct ExtremeValueTests {
         // A file beside the cache's folder, of another size than the row records.
         let outside = folder.appendingPathComponent("notes.txt")
         #expect(FileManager.default.createFile(atPath: outside.path, contents: Data("keep me".utf8)))
-        Self.editIndex(in: folder, "UPDATE entries SET file = '../notes.txt'")
+        CacheIndexEditing.run(in: folder, "UPDATE entries SET file = '../notes.txt'")
         #expect(cache.cachedResponse(for: request) == nil)
         #expect(FileManager.default.contents(atPath: outside.path) == Data("keep me".utf8))
         #expect(cache.count == 0)
@@ -117,7 +108,7 @@ struct ExtremeValueTests {
         let (first, firstRequest) = entry("first")
         cache.storeCachedResponse(first, for: firstRequest)
         #expect(cache.count == 1)
-        Self.editIndex(in: folder, "UPDATE entries SET key = CAST(key AS BLOB)")
+        CacheIndexEditing.run(in: folder, "UPDATE entries SET key = CAST(key AS BLOB)")
         // Two entries don't fit in 4 KiB: storing the second must evict the first, whatever its key's type.
         let (second, secondRequest) = entry("second")
         cache.storeCachedResponse(second, for: secondRequest)

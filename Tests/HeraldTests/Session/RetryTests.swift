@@ -275,6 +275,20 @@ struct RetryTests {
             ], retriers: [RetryPolicy.fast])
     }
 
+    /// Runs a download to `destination` whose first attempt breaks after 500 bytes (no validator: a retry starts
+    /// the file over), until it completes; the fixture's interceptor says where the retry goes.
+    private static func downloadBrokenOnce(
+        _ fixture: SessionFixture, to destination: URL
+    ) async throws -> (DownloadTask, DownloadLog) {
+        let log = DownloadLog()
+        let task = try fixture.session.downloadTask(
+            with: Request(url: fixture.server.url("/fault/truncated?declared=1000&sent=500")),
+            destination: { _, _ in destination }, completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        return (task, log)
+    }
+
     @Test("a retried download whose last attempt meets a challenge no one answers fails, and moves nothing")
     func retriedDownloadEndingOnAChallenge() async throws {
         let fixture = try await SessionFixture.make()
@@ -285,12 +299,7 @@ struct RetryTests {
         let scratch = try ScratchDirectory()
         defer { scratch.remove() }
         let destination = scratch.url.appendingPathComponent("out.bin")
-        let log = DownloadLog()
-        let task = try fixture.session.downloadTask(
-            with: Request(url: fixture.server.url("/fault/truncated?declared=1000&sent=500")),
-            destination: { _, _ in destination }, completionHandler: log.handler)
-        task.resume()
-        try await fixture.recorder.waitForCompletions(1)
+        let (task, log) = try await Self.downloadBrokenOnce(fixture, to: destination)
         #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .retry, .complete])
         // Before, the task succeeded and moved the first attempt's 500 bytes as the file.
         let call = try #require(log.all.first)
@@ -310,12 +319,7 @@ struct RetryTests {
         let scratch = try ScratchDirectory()
         defer { scratch.remove() }
         let destination = scratch.url.appendingPathComponent("out.bin")
-        let log = DownloadLog()
-        let task = try fixture.session.downloadTask(
-            with: Request(url: fixture.server.url("/fault/truncated?declared=1000&sent=500")),
-            destination: { _, _ in destination }, completionHandler: log.handler)
-        task.resume()
-        try await fixture.recorder.waitForCompletions(1)
+        let (_, log) = try await Self.downloadBrokenOnce(fixture, to: destination)
         let call = try #require(log.all.first)
         #expect(call.error == nil)
         #expect(call.response?.statusCode == 302)
@@ -401,11 +405,19 @@ struct RetryTests {
         let task = try fixture.session.dataTask(with: Request(url: url), completionHandler: log.handler)
         task.resume()
         // Never resumed. Before, the next transfer waited for resume() with no timeout at all.
-        try await fixture.recorder.waitForCompletions(1, timeout: .seconds(40))
+        try await Self.expectTimedOutSuspended(task, fixture, log, neverAsked: "/fault/stall", within: .seconds(40))
+    }
+
+    /// Waits for `task`, suspended and never resumed, to complete with its resource timeout, `path` never asked.
+    private static func expectTimedOutSuspended(
+        _ task: SessionTask, _ fixture: SessionFixture, _ log: CompletionLog, neverAsked path: String,
+        within timeout: Duration
+    ) async throws {
+        try await fixture.recorder.waitForCompletions(1, timeout: timeout)
         let error = try #require(log.all.first?.error)
         #expect(error.code == .timedOut)
         #expect(error.message.contains("resource timeout"))
-        #expect(fixture.server.requests(forPath: "/fault/stall").isEmpty)
+        #expect(fixture.server.requests(forPath: path).isEmpty)
         #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .suspend, .complete])
         try await fixture.tearDown()
     }
@@ -425,13 +437,7 @@ struct RetryTests {
         task.resume()
         // Never resumed. Before, the first transfer waited for resume() with no timeout at all: the resource
         // timeout counted from a transfer's start only once a transfer had ended.
-        try await fixture.recorder.waitForCompletions(1, timeout: .seconds(20))
-        let error = try #require(log.all.first?.error)
-        #expect(error.code == .timedOut)
-        #expect(error.message.contains("resource timeout"))
-        #expect(fixture.server.requests(forPath: "/bytes/10").isEmpty)
-        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .suspend, .complete])
-        try await fixture.tearDown()
+        try await Self.expectTimedOutSuspended(task, fixture, log, neverAsked: "/bytes/10", within: .seconds(20))
     }
 
     @Test("a Retry-After longer than the resource timeout leaves is not waited for: the 503 is the task's, at once")
