@@ -65,7 +65,7 @@ check-libcurl-minimum: deps
 	.ci/check-libcurl-minimum.sh
 
 RACE_SUITES := CancelRaceStressTests|SuspendAtLastByteTests
-TIMED_TESTS := StreamingTests/cancelConsumer|TransportLaneTests
+TIMED_TESTS := StreamingTests/cancelConsumer|TransportLaneTests|RetryTests/resourceTimeoutAcrossThreeHops
 LOOPBACK_ONLY := $(CURDIR)/.ci/loopback-only
 # Each test process ends after TEST_TIMEOUT seconds, with a message saying so, rather than holding CI until its
 # own limit: a test that hangs (a deadlock, a wait without a timeout) fails its run in minutes, not in an hour and a

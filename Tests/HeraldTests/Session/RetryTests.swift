@@ -364,17 +364,17 @@ struct RetryTests {
     @Test("each hop gets what is left of the resource timeout since the first transfer, counted once")
     func resourceTimeoutAcrossThreeHops() async throws {
         var configuration = SessionConfiguration()
-        configuration.timeoutIntervalForResource = 9
+        configuration.timeoutIntervalForResource = 12
         let fixture = try await SessionFixture.make(configuration: configuration, serializer: DataResponseSerializer())
         let hops = Locked(0)
-        // The hook takes 3 s on each of the first two redirects: 6 s of the 9 are spent when the third transfer
-        // starts, and it answers at once (3 s of room on a loaded machine).
+        // The hook takes 4 s on each of the first two redirects: 8 s of the 12 are spent when the third transfer
+        // starts, and it answers at once (4 s of room on a loaded machine; the Makefile runs it alone).
         fixture.session.taskWillPerformHTTPRedirection = { _, _, proposed in
             let hop = hops.withLock { count -> Int in
                 count += 1
                 return count
             }
-            if hop <= 2 { Thread.sleep(forTimeInterval: 3) }
+            if hop <= 2 { Thread.sleep(forTimeInterval: 4) }
             return proposed
         }
         let log = CompletionLog()
@@ -382,7 +382,7 @@ struct RetryTests {
             with: Request(url: fixture.server.url("/redirect/3")), completionHandler: log.handler)
         task.resume()
         try await fixture.recorder.waitForCompletions(1, timeout: .seconds(30))
-        // Before, the third transfer was given 9 − 3 − 6 s: none, and the task failed with timedOut.
+        // Before, the third transfer was given 12 − 4 − 8 s: none, and the task failed with timedOut.
         #expect(log.all.first?.error == nil)
         #expect(log.all.first?.response?.statusCode == 200)
         #expect(hops.withLock { $0 } == 3)
