@@ -367,14 +367,22 @@ struct RetryTests {
         configuration.timeoutIntervalForResource = 12
         let fixture = try await SessionFixture.make(configuration: configuration, serializer: DataResponseSerializer())
         let hops = Locked(0)
-        // The hook takes 4 s on each of the first two redirects: 8 s of the 12 are spent when the third transfer
-        // starts, and it answers at once (4 s of room on a loaded machine; the Makefile runs it alone).
+        // On each of the first two redirects the hook asks a slow service first, as a hook refreshing a token would:
+        // the test server answers it 4 s late. 8 s of the 12 are spent when the third transfer starts, and it
+        // answers at once (4 s of room on a loaded machine; the Makefile runs it alone).
+        let service = SessionManager(notificationCenter: NotificationHub())
+        defer { service.invalidate(cancelingTasks: true) }
+        let slow = Request(url: fixture.server.url("/delay/4000"))
         fixture.session.taskWillPerformHTTPRedirection = { _, _, proposed in
             let hop = hops.withLock { count -> Int in
                 count += 1
                 return count
             }
-            if hop <= 2 { Thread.sleep(forTimeInterval: 4) }
+            guard hop <= 2 else { return proposed }
+            let answered = DispatchSemaphore(value: 0)
+            let asked = try? service.dataTask(with: slow) { _, _, _ in answered.signal() }
+            asked?.resume()
+            #expect(answered.wait(timeout: .now() + 30) == .success)
             return proposed
         }
         let log = CompletionLog()
@@ -386,6 +394,7 @@ struct RetryTests {
         #expect(log.all.first?.error == nil)
         #expect(log.all.first?.response?.statusCode == 200)
         #expect(hops.withLock { $0 } == 3)
+        #expect(fixture.server.requests(forPath: "/delay/4000").count == 2)
         try await fixture.tearDown()
     }
 
