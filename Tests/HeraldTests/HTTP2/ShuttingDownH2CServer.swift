@@ -70,14 +70,8 @@ final class ShuttingDownH2CServer: Sendable {
     }
 
     private func acceptConnections() {
-        while true {
-            let connection = accept(listener, nil, nil)
-            if connection < 0 {
-                // A connection reset before it was accepted, or a signal: listen on. Anything else (the listener
-                // shut down by stop()) ends the loop.
-                if errno == ECONNABORTED || errno == EINTR { continue }
-                break
-            }
+        // Until stop() shuts the listener down.
+        BlockingSocket.acceptEach(on: listener) { connection in
             let isStopped = state.withLock { state in
                 state.accepted += 1
                 if !state.isStopped { state.open.insert(connection) }
@@ -85,13 +79,11 @@ final class ShuttingDownH2CServer: Sendable {
             }
             if isStopped {
                 close(connection)
-                continue
+                return
             }
             Thread { [self] in serve(connection) }.start()
-        }
-        state.withLock { state in
-            state.isListenerClosed = true
-            close(listener)
+        } ended: {
+            state.withLock { $0.isListenerClosed = true }
         }
     }
 

@@ -184,8 +184,8 @@ struct NetworkTableTests {
 
     @Test("a request's target: through a proxy any network, unless the proxy excludes the host")
     func requestTargets() throws {
-        let url = try #require(URL(string: "http://10.1.2.3:8080/a"))
-        let host = ReachabilityTarget.address(family: AF_INET, bytes: [10, 1, 2, 3])
+        let url = try #require(URL(string: "http://127.1.2.3:8080/a"))
+        let host = ReachabilityTarget.address(family: AF_INET, bytes: [127, 1, 2, 3])
         func proxy(excluding hosts: [String]) -> ProxySettings {
             ProxySettings(
                 url: "http://127.0.0.1:3128", excludedHosts: hosts, user: nil, password: nil, speaksHTTP: true)
@@ -194,7 +194,7 @@ struct NetworkTableTests {
         #expect(ReachabilityTarget(url: url, proxy: nil, proxyFromEnvironment: true) == .anyNetwork)
         #expect(ReachabilityTarget(url: url, proxy: proxy(excluding: []), proxyFromEnvironment: false) == .anyNetwork)
         // Before, a session's proxy made every request wait for any network, the hosts it reaches directly too.
-        let excluding = proxy(excluding: ["10.0.0.0/8"])
+        let excluding = proxy(excluding: ["127.0.0.0/8"])
         #expect(ReachabilityTarget(url: url, proxy: excluding, proxyFromEnvironment: false) == host)
         #expect(ReachabilityTarget(url: url, proxy: proxy(excluding: ["*"]), proxyFromEnvironment: false) == host)
         #expect(

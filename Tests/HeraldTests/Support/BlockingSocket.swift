@@ -53,6 +53,21 @@ enum BlockingSocket {
     }
 
     /// Reads until `input` holds `marker`; the offset just past it, or `nil` when the connection ends first.
+    /// Accepts connections on `listener` and hands each to `handle`, until the listener is shut down; a connection
+    /// reset before it was accepted, or a signal, doesn't end the loop. Then closes the listener, after `ended`.
+    static func acceptEach(on listener: Int32, _ handle: (Int32) -> Void, ended: () -> Void) {
+        while true {
+            let connection = accept(listener, nil, nil)
+            if connection < 0 {
+                if errno == ECONNABORTED || errno == EINTR { continue }
+                break
+            }
+            handle(connection)
+        }
+        ended()
+        close(listener)
+    }
+
     static func readUntil(_ connection: Int32, _ input: inout [UInt8], containing marker: [UInt8]) -> Int? {
         while true {
             if input.count >= marker.count {

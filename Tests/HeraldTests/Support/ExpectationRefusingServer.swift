@@ -37,17 +37,10 @@ final class ExpectationRefusingServer: Sendable {
     }
 
     private func acceptConnections() {
-        while true {
-            let connection = accept(listener, nil, nil)
-            if connection < 0 {
-                if errno == ECONNABORTED || errno == EINTR { continue }
-                break
-            }
+        BlockingSocket.acceptEach(on: listener) { connection in
             Thread { [self] in serve(connection) }.start()
-        }
-        state.withLock { state in
-            state.isListenerClosed = true
-            close(listener)
+        } ended: {
+            state.withLock { $0.isListenerClosed = true }
         }
     }
 
