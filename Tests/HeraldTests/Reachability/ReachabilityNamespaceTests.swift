@@ -372,7 +372,8 @@ struct ReachabilityNamespaceTests {
             try await NetworkNamespace.ip(contentsOf: Self.loopbackRoutesRemoved)
             let task = try fixture.session.dataTask(with: Request(url: fixture.server.url("/json")))
             task.resume()
-            let events = try await fixture.recorder.waitForCompletions(1)
+            // At once: well before any connect or resource timeout could end it.
+            let events = try await fixture.recorder.waitForCompletions(1, timeout: .seconds(5))
             #expect(events.map(\.description) == ["resume#\(task.taskIdentifier)", "complete#\(task.taskIdentifier)"])
             #expect(task.error?.code == .cannotConnect)
         }
@@ -414,7 +415,7 @@ struct ReachabilityNamespaceTests {
             let id = task.taskIdentifier
             try await fixture.recorder.waitUntil { $0.contains { $0.kind == .waiting } }
             task.cancel()
-            let events = try await fixture.recorder.waitForCompletions(1)
+            let events = try await fixture.recorder.waitForCompletions(1, timeout: .seconds(5))
             #expect(events.map(\.description) == ["resume#\(id)", "waiting#\(id)", "complete#\(id)"])
             #expect(task.error?.code == .cancelled)
             // The route coming back starts nothing of the cancelled task: a task started after it is the

@@ -193,13 +193,13 @@ struct TransportLaneTests {
         // Each task's hook starts while the others' are blocked: on a pool as wide as the cores, the later
         // ones waited for libdispatch to add a thread, about one a second (9 s for 10 hooks on two cores).
         #expect(
-            await entered.wait(timeout: .seconds(3)),
+            await entered.wait(timeout: .seconds(6)),
             "\(entered.remaining) tasks' hooks waited behind other tasks' blocked hooks")
         let free = Countdown(1)
         try session.dataTask(with: Request(url: server.url("/redirect/1"))) { response, _, _ in
             if response?.statusCode == 200 { free.countDown() }
         }.resume()
-        #expect(await free.wait(timeout: .seconds(2)), "a task's redirect waited behind other tasks' blocked hooks")
+        #expect(await free.wait(timeout: .seconds(6)), "a task's redirect waited behind other tasks' blocked hooks")
         for _ in 0..<blockedCount { release.signal() }
         session.invalidate(cancelingTasks: true)
         try await server.shutdown()

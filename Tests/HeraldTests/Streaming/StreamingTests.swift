@@ -54,25 +54,29 @@ struct StreamingTests {
         try await fixture.tearDown()
     }
 
-    @Test("a body read from two tasks at once: the second to wait fails with invalidRequest; neither waits for ever")
+    @Test("a body read from two tasks at once: the second to wait fails with invalidRequest; the first reads it all")
     func twoConsumers() async throws {
         let fixture = try await SessionFixture.make()
-        // 64 paced chunks: both readers spend most of the body waiting.
+        // The body is held at a gate before its first byte, so both readers wait at once, whatever the machine's
+        // load: the second to ask fails while the first still waits.
+        let size = 64 * 1024
         let (_, body) = try await fixture.session.bytes(
-            for: Request(url: fixture.server.url("/bytes/\(64 * 1024)?chunkSize=1024&delayMs=10")))
-        // Neither may time out (readAll throws then). Whenever both wait at once, the second fails with
-        // invalidRequest; a machine too busy to run them side by side may let them take turns instead, and then
-        // what they read together is the whole body.
-        async let first = readAll(body)
-        async let second = readAll(body)
-        let results = try await [first, second]
-        let failures = results.compactMap { result -> HeraldError? in
-            if case .failure(let error) = result { return error }
-            return nil
+            for: Request(url: fixture.server.url("/bytes/\(size)?gate=two-readers&gateAfter=0")))
+        let refused = OneShot<HeraldError>()
+        let readers = (0..<2).map { _ in
+            Task { () throws -> Result<Data, HeraldError> in
+                let result = try await readAll(body)
+                if case .failure(let error) = result { refused.send(error) }
+                return result
+            }
         }
-        let received = results.compactMap { try? $0.get() }.reduce(0) { $0 + $1.count }
-        #expect(failures.allSatisfy { $0.code == .invalidRequest }, "\(results)")
-        #expect(!failures.isEmpty || received == 64 * 1024, "\(results)")
+        let error = try await refused.value(timeout: .seconds(10))
+        #expect(error.code == .invalidRequest)
+        fixture.server.openGate("two-readers")
+        var results: [Result<Data, HeraldError>] = []
+        for reader in readers { results.append(try await reader.value) }
+        let received = results.compactMap { try? $0.get() }
+        #expect(received == [Data(TestServer.expectedBytes(in: 0..<size))], "\(results)")
         _ = try await fixture.recorder.waitForCompletions(1)
         try await fixture.tearDown()
     }

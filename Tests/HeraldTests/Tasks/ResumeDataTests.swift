@@ -177,10 +177,9 @@ struct ResumeDataTests {
         #expect(requests.count == 2)
         // Before, the attempt that started over sent the session's credentials to the origin the redirect had led to.
         #expect(requests.allSatisfy { $0.headerValue("Authorization") == nil })
-        if let file = call.fileURL {
-            #expect(try PatternFile.matches(file, count: size))
-            try? FileManager.default.removeItem(at: file)
-        }
+        let file = try #require(call.fileURL)
+        #expect(try PatternFile.matches(file, count: size))
+        try? FileManager.default.removeItem(at: file)
         try await fixture.tearDown()
     }
 

@@ -651,7 +651,7 @@ struct TaskStateMachineTests {
         #expect(machine.hops.firstTransferStart == start)
         // What is left is read on the same clock; no timeout, or no transfer yet, leaves no limit.
         let left = try #require(SessionTask.timeLeft(of: 10, since: .now - .seconds(4)))
-        #expect(left > 5.5 && left <= 6)
+        #expect(left > 5 && left <= 6)
         #expect(SessionTask.timeLeft(of: 0, since: start) == nil)
         #expect(SessionTask.timeLeft(of: 10, since: nil) == nil)
     }
