@@ -56,6 +56,8 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
 
     override var sendsUploadBody: Bool { uploadBody != nil }
 
+    override var sendsStreamedBody: Bool { uploadBody?.isStream == true }
+
     /// Creates the task a session prepared. The session calls it on the class ``SessionManager/taskClasses``
     /// names — also for the download task a data task becomes; a subclass that declares initializers of its
     /// own implements it and calls `super.init(creation)`.

@@ -18,8 +18,16 @@ extension SessionTask {
     /// connection may have carried the whole request, which the server may have acted on: only a request that
     /// can be made twice (an idempotent method, RFC 9110) is made again after one; any request after a failure
     /// to connect or to find the host, which sent nothing.
-    static func waitsForConnectivity(method: String, after code: HeraldError.Code) -> Bool {
+    ///
+    /// The attempt starts again from its first request, `attemptMethod`'s: when a hop before the failed one was
+    /// answered (`earlierHopAnswered`: a redirect, a challenge), the server may have acted on that request, so
+    /// it too must be one that can be made twice. A `POST` answered with a `303` whose `GET` then finds no
+    /// network fails the task rather than post again.
+    static func waitsForConnectivity(
+        method: String, after code: HeraldError.Code, attemptMethod: String, earlierHopAnswered: Bool
+    ) -> Bool {
         guard connectivityFailures.contains(code) else { return false }
+        if earlierHopAnswered, !Transfer.idempotentMethods.contains(attemptMethod.uppercased()) { return false }
         return code != .networkConnectionLost
             || Transfer.idempotentMethods.contains(method.uppercased())
     }
@@ -28,8 +36,15 @@ extension SessionTask {
     /// complete now. On the loop thread, after the transfer ended.
     func beginWaitingForConnectivity(after outcome: TaskOutcome) -> Bool {
         guard session.configuration.waitsForConnectivity, !outcome.isFromCache, outcome.response == nil,
-            let failure = outcome.error, canTryAgain, let transfer = machine({ $0.currentTransfer }),
-            Self.waitsForConnectivity(method: transfer.request.method, after: failure.code)
+            let failure = outcome.error, canTryAgain
+        else { return false }
+        let (current, earlierHopAnswered, attemptRequest) = machine {
+            ($0.currentTransfer, !$0.hops.visited.isEmpty, $0.hops.attemptRequest)
+        }
+        guard let transfer = current,
+            Self.waitsForConnectivity(
+                method: transfer.request.method, after: failure.code,
+                attemptMethod: (attemptRequest ?? originalRequest).method, earlierHopAnswered: earlierHopAnswered)
         else { return false }
         let target = ReachabilityTarget(
             url: transfer.request.url, proxy: transfer.request.proxy,

@@ -81,12 +81,11 @@ extension SessionTask {
     /// with an error of its own (``TaskHops/stoppedByTask``), and for a streamed body only when
     /// ``SessionManager/taskNeedNewBodyStream`` may give a new one. An attempt that could only fail again
     /// (with ``HeraldError/Code/bodyStream``, or the task's own error) is neither offered to the retrier nor
-    /// waited for after a loss of network: the failure the task has stands.
+    /// waited for after a loss of network: the failure the task has stands. The body is the attempt's, which
+    /// starts again from its first request, not the failed hop's (a `303`'s `GET` sends none).
     var canTryAgain: Bool {
-        let (transfer, stoppedByTask) = machine { ($0.currentTransfer, $0.hops.stoppedByTask) }
-        guard !stoppedByTask else { return false }
-        guard let transfer, case .stream = transfer.request.body else { return true }
-        return session.taskNeedNewBodyStream != nil
+        guard !machine({ $0.hops.stoppedByTask }) else { return false }
+        return !sendsStreamedBody || session.taskNeedNewBodyStream != nil
     }
 
     /// Prepares a body for sending again: data and file bodies reopen from their start when the transfer

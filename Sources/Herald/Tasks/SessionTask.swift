@@ -407,6 +407,11 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// Whether this task sends a body of its own, not its request's: an upload task, and the download one became.
     var sendsUploadBody: Bool { false }
 
+    /// Whether every attempt of this task sends a streamed body, which only
+    /// ``SessionManager/taskNeedNewBodyStream`` can give again: an upload task made from a stream, and the
+    /// download one became. It is the task's, whatever the hop now running sends (a `303`'s `GET` sends none).
+    var sendsStreamedBody: Bool { false }
+
     /// What the engine must do for one attempt of this task: `request` (the original, or an adapter's
     /// version of it), its body source and its body sink. Called once per attempt, never with the task's
     /// lock held.

@@ -45,12 +45,20 @@ open class UploadTask: DataTask, @unchecked Sendable {
 
     override var sendsUploadBody: Bool { true }
 
+    override var sendsStreamedBody: Bool { body.isStream }
+
     override func transferBody(for request: Request) -> TransferBody? {
         body.transferBody(for: self)
     }
 }
 
 extension UploadTask.Body {
+    /// Whether the body is a stream, which only ``SessionManager/taskNeedNewBodyStream`` can give again.
+    var isStream: Bool {
+        if case .stream = self { return true }
+        return false
+    }
+
     /// The body's source for one attempt of `task`: the upload task, or the download it became, whose retries
     /// send the same body. A stream is renewed through ``SessionManager/taskNeedNewBodyStream``, asked about
     /// the task the caller holds (the upload task, also for the download it became).

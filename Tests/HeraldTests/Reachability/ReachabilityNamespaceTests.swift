@@ -429,6 +429,30 @@ struct ReachabilityNamespaceTests {
             #expect(fixture.recorder.timeline(ofTask: id) == [.resume, .waiting, .complete])
         }
     }
+
+    @Test("a POST answered with a 303 whose GET finds no route fails at once instead of waiting to post again")
+    func postNotMadeAgainAfterRedirect() async throws {
+        var configuration = SessionConfiguration()
+        configuration.waitsForConnectivity = true
+        let fixture = try await SessionFixture.make(configuration: configuration)
+        try await restoringNetwork {
+            // 127.0.0.1 keeps its route, the server's; the rest of 127.0.0.0/8 loses it.
+            try await NetworkNamespace.ip(contentsOf: ["route del local 127.0.0.0/8 dev lo table local"])
+            let target = "http://127.0.0.2:\(fixture.server.port)/json"
+            let location = try #require(target.addingPercentEncoding(withAllowedCharacters: .alphanumerics))
+            let task = try fixture.session.dataTask(
+                with: Request(
+                    url: fixture.server.url("/status/303?location=\(location)"), method: "POST",
+                    body: Data("order".utf8)))
+            task.resume()
+            let id = task.taskIdentifier
+            let events = try await fixture.recorder.waitForCompletions(1, timeout: .seconds(5))
+            #expect(events.map(\.description) == ["resume#\(id)", "complete#\(id)"])
+            #expect(task.error?.code == .cannotConnect)
+            #expect(fixture.server.requests(forPath: "/status/303").map(\.method) == ["POST"])
+        }
+        try await fixture.tearDown()
+    }
 }
 
 extension ReachabilityNamespaceTests {

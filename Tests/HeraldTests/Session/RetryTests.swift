@@ -251,6 +251,29 @@ struct RetryTests {
         try await fixture.tearDown()
     }
 
+    @Test("a streamed upload a 303 led to a GET: the GET's failure isn't offered to the retrier either")
+    func streamedUploadWithoutRenewalAfterRedirect() async throws {
+        let fixture = try await SessionFixture.make()
+        let asked = Locked(0)
+        fixture.session.interceptor = CountingRetrier(asked: asked)
+        let log = CompletionLog()
+        let location = try #require(
+            "/flaky?key=after303&fail=1".addingPercentEncoding(withAllowedCharacters: .alphanumerics))
+        let task = try fixture.session.uploadTask(
+            withStreamedRequest: Request(url: fixture.server.url("/status/303?location=\(location)"), method: "PUT"),
+            bodyProvider: BodyStream(data: Data("first".utf8)), completionHandler: log.handler)
+        task.resume()
+        try await fixture.recorder.waitForCompletions(1)
+        // The retry would send the PUT again, whose stream can't be given again. Before, the hop's GET had no body,
+        // so the retry was announced and waited for, then the task failed with bodyStream, its 503 lost.
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
+        #expect(asked.withLock { $0 } == 0)
+        #expect(log.all.first?.error?.code == .unacceptableStatusCode)
+        #expect(log.all.first?.response?.statusCode == 503)
+        #expect(fixture.server.requests(forPath: "/flaky").map(\.method) == ["GET"])
+        try await fixture.tearDown()
+    }
+
     /// Retries everything, counting the questions.
     private struct CountingRetrier: RequestInterceptor {
         let asked: Locked<Int>
