@@ -141,12 +141,15 @@ extension AuthenticationChallenge {
             + (CurlFeatures.answersSHA512_256Digest ? ["SHA-512-256", "SHA-512-256-SESS"] : []))
 
     /// Whether libcurl can answer a Digest challenge with these parameters: it has a `nonce`, an algorithm
-    /// libcurl knows (MD5 when none is named), and a `qop` of `auth` when it names any (not `auth-int` alone).
-    /// libcurl sends nothing for another, and the server's 401 would read as a refused credential.
+    /// libcurl knows (MD5 when none is named), and a `qop` of `auth` when it names any (not `auth-int` alone),
+    /// which a `-sess` algorithm must. libcurl sends nothing for another, and the server's 401 would read as a
+    /// refused credential.
     static func isAnswerableDigest(_ parameters: [String: String]) -> Bool {
         guard let nonce = parameters["nonce"], !nonce.isEmpty else { return false }
-        if let algorithm = parameters["algorithm"], !digestAlgorithms.contains(algorithm.uppercased()) {
-            return false
+        if let algorithm = parameters["algorithm"]?.uppercased() {
+            guard digestAlgorithms.contains(algorithm) else { return false }
+            // RFC 7616 defines the session variants with a qop only; libcurl refuses one without.
+            if algorithm.hasSuffix("-SESS"), parameters["qop"] == nil { return false }
         }
         if let qop = parameters["qop"] {
             let options = qop.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }

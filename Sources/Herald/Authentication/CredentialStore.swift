@@ -41,7 +41,8 @@ public final class CredentialStore: Sendable {
     ///   - credential: The credential, or `nil` to remove what is stored for the host and port: for every realm,
     ///     those stored for one protection space (``setCredential(_:for:)``) included. Removing without a
     ///     `urlScheme` removes it over any scheme, so that a logout that doesn't name the scheme leaves nothing
-    ///     behind; with one, over that scheme.
+    ///     behind; with one, every credential that would answer over that scheme: the one stored for it, and one
+    ///     stored for any scheme (which stops answering over the other scheme too).
     ///   - host: The host name or address (any case).
     ///   - port: The port.
     ///   - urlScheme: `"https"` or `"http"`; default by the port, as above.
@@ -55,7 +56,9 @@ public final class CredentialStore: Sendable {
         let scheme = urlScheme?.lowercased()  // `nil`: any
         storage.withLock { storage in
             storage.byHost = storage.byHost.filter { key, _ in
-                !(key.host == host && key.port == port && (scheme == nil || key.urlScheme == scheme))
+                // One stored for any scheme answers over this one too: it goes, or the logout leaves it answering.
+                !(key.host == host && key.port == port
+                    && (scheme == nil || key.urlScheme == nil || key.urlScheme == scheme))
             }
             storage.bySpace = storage.bySpace.filter { space, _ in
                 !(space.host.lowercased() == host && space.port == port
