@@ -385,7 +385,8 @@ struct AuthenticationTests {
             #"Digest realm="d", nonce="n", algorithm=SHA-1"#,
             // A session variant without a qop, which libcurl refuses to answer: before, Digest was chosen and
             // its 401 read as a refused credential, Basic never tried.
-            #"Digest realm="d", nonce="n", algorithm=MD5-sess"#, #"Digest realm="d", nonce="n", algorithm=SHA-256-SESS"#,
+            #"Digest realm="d", nonce="n", algorithm=MD5-sess"#,
+            #"Digest realm="d", nonce="n", algorithm=SHA-256-SESS"#,
         ] {
             let both = HTTPResponse(
                 url: url, statusCode: 401, headers: ["WWW-Authenticate": digest + #", Basic realm="b""#])
@@ -399,7 +400,9 @@ struct AuthenticationTests {
         #expect(AuthenticationChallenge.parse(sha, url: url)?.authenticationScheme == .digest)
         let session = HTTPResponse(
             url: url, statusCode: 401,
-            headers: ["WWW-Authenticate": #"Digest realm="d", nonce="n", algorithm=MD5-sess, qop=auth, Basic realm="b""#])
+            headers: [
+                "WWW-Authenticate": #"Digest realm="d", nonce="n", algorithm=MD5-sess, qop=auth, Basic realm="b""#
+            ])
         #expect(AuthenticationChallenge.parse(session, url: url)?.authenticationScheme == .digest)
         // SHA-512/256 only where libcurl computes it rightly (8.8.0 on); before, it sends SHA-256 under its name,
         // so Basic is chosen, and a Digest challenge alone is not answered.
