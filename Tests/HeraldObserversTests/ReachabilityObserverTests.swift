@@ -191,6 +191,13 @@ struct ReachabilityObserverTests {
             MetricsObserver.Name.reachabilityChanges, [("herald.reachability.status", "reachable_via_ethernet")])
         #expect(changes.totalValue == 1)
         #expect(metrics.count(MetricsObserver.Name.connectivityWaits) == 1)
+        // A monitor of one host: its route, not the network. Before, it set the gauge to 0 while the network was up.
+        observer.reachabilityDidChange(
+            Payloads.reachability(.notReachable, from: Payloads.ethernet, host: "api.example"))
+        #expect(meter.lastValue == 1)
+        let down = try metrics.test.expectCounter(
+            MetricsObserver.Name.reachabilityChanges, [("herald.reachability.status", "not_reachable")])
+        #expect(down.totalValue == 1)
     }
 
     @Test("the metrics observer takes a task waiting for a network out of active requests until the wait ends")
@@ -238,6 +245,22 @@ struct ReachabilityObserverTests {
             span.events.map(\.name) == ["herald.task.waiting_for_connectivity", "herald.network.reachability_changed"])
         #expect(span.events.first?.attributes.get("error.type") == .string("cannot_connect"))
         #expect(span.events.last?.attributes.get("herald.reachability.status") == .string("reachable_via_ethernet"))
+    }
+
+    @Test("the tracing observer puts a monitor of one host's change on the spans of requests to that host only")
+    func hostChangeOnItsSpans() throws {
+        let tracer = InMemoryTracer()
+        let observer = TracingObserver(tracer: tracer)
+        let request = RequestSummary(method: "GET", url: try #require(URL(string: "http://api.example/orders")))
+        observer.taskDidResume(Payloads.resume(task: 1, request: request))
+        for host in ["other.example", "API.example"] {
+            observer.reachabilityDidChange(Payloads.reachability(.notReachable, from: Payloads.ethernet, host: host))
+        }
+        observer.taskDidComplete(Payloads.complete(task: 1))
+        let span = try #require(tracer.finishedSpans.first)
+        // Before, both changes went on the span, the other host's read as this request's network going away.
+        #expect(span.events.map(\.name) == ["herald.network.reachability_changed"])
+        #expect(span.events.first?.attributes.get("server.address") == .string("api.example"))
     }
 
     @Test("the JSON-lines log writes a waiting line and a reachability line without a session")

@@ -30,7 +30,9 @@ import Metrics
 /// - `herald.download.move_failures`, `herald.client.request.retries`,
 ///   `herald.client.request.connectivity_waits` and `herald.network.reachability.changes`: counters.
 /// - `herald.network.reachable` (gauge, `1`): 1 while the last reachability status announced was reachable,
-///   0 while not; no value at all until a status is announced (before reachability is watched).
+///   0 while not; no value at all until a status is announced (before reachability is watched). Both it and
+///   `herald.network.reachability.changes` follow the network in general: a monitor of one host's changes are
+///   not counted.
 ///
 /// swift-metrics' API has no unit, description or bucket layout. The units reach a backend two ways: the
 /// metric names the units as OpenTelemetry does (a timer is seconds by its preferred display unit), and with
@@ -520,9 +522,11 @@ public final class MetricsObserver: SessionObserver {
 
     /// Sets `herald.network.reachable` and counts the change under `herald.network.reachability.changes`.
     /// The gauge is made at the first known status: until reachability is watched it has no value, rather
-    /// than a 0 that would read as "no network".
+    /// than a 0 that would read as "no network". A change of a monitor that follows one host
+    /// (``ReachabilityChange/host``) is about that host's route, not the network: neither records it.
     /// - Parameter notification: `reachabilityDidChange`.
     public func reachabilityDidChange(_ notification: TypedNotification<ReachabilityChange>) {
+        guard notification.userInfo.host == nil else { return }
         let status = notification.userInfo.status
         let label = status.label
         let value: Int?

@@ -316,15 +316,22 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
     }
 
     /// Records a `herald.network.reachability_changed` event on every open span: the network changed while
-    /// those requests were under way.
+    /// those requests were under way. A change of a monitor that follows one host
+    /// (``ReachabilityChange/host``) is about that host's route: it goes on the spans of requests to that host
+    /// only, with the host as `server.address`.
     /// - Parameter notification: `reachabilityDidChange`.
     public func reachabilityDidChange(_ notification: TypedNotification<ReachabilityChange>) {
         let change = notification.userInfo
-        let open = state.withLock { Array($0.spans.values) }
+        var open = state.withLock { Array($0.spans.values) }
+        let host = change.host.map { $0.lowercased() }
+        if let host {
+            open = open.filter { $0.attributes.get("server.address") == .string(host) }
+        }
         guard !open.isEmpty else { return }
         var attributes: SpanAttributes = [:]
         attributes["herald.reachability.status"] = change.status.label
         attributes["herald.reachability.previous_status"] = change.previousStatus.label
+        if let host { attributes["server.address"] = host }
         for span in open {
             span.addEvent(SpanEvent(name: "herald.network.reachability_changed", attributes: attributes))
         }
