@@ -35,7 +35,9 @@ public protocol RequestRetrier: Sendable {
     /// authentication challenges, so a 3xx it follows is never presented, nor a 401 whose Basic or Digest
     /// challenge a challenge hook or a credential stored for the origin answers (a 401 without either, a
     /// `Bearer` one among them, is presented: refreshing a token is the retrier's work); never for a streamed
-    /// upload whose stream can't be given again (no ``SessionManager/taskNeedNewBodyStream``). Called on a Swift
+    /// upload whose stream can't be given again (no ``SessionManager/taskNeedNewBodyStream``), nor for a failure
+    /// of Herald's own between the attempt's transfers (too many redirects, a redirect loop, a refused downgrade
+    /// to `http`, a `Location` that is no URL), which the attempt sent again would meet again. Called on a Swift
     /// concurrency task, never on the engine's loop thread; the task stays `running` meanwhile, and a
     /// `cancel()` then completes it at once with ``HeraldError/Code/cancelled``.
     ///

@@ -31,10 +31,12 @@ extension SessionManager {
     }
 
     /// AF's `taskNeedNewBodyStream`: provides a fresh body stream when a streamed upload must be sent again
-    /// (a 307/308 redirect, an authentication round-trip, a reused connection that closed early).
+    /// (a redirect that keeps the body: a 307 or 308, or a 301 or 302 of a method other than `POST`; an
+    /// authentication round-trip; a retry, or an attempt made again after a wait for connectivity; a reused
+    /// connection that closed early).
     ///
-    /// Never called on the engine's loop thread. Before a 307/308 hop or an authentication round-trip
-    /// (which Herald runs as a new transfer) it is called on the task's hook queue, after
+    /// Never called on the engine's loop thread. Before a redirect hop, an authentication round-trip or
+    /// another attempt (which Herald runs as a new transfer) it is called on the task's hook queue, after
     /// ``taskWillPerformHTTPRedirection`` or the challenge hook. When the same transfer sends the body again
     /// (libcurl's own resend on a reused connection that closed, Digest's own round-trip, Herald's resend on
     /// a fresh connection after a reset) it is called on the same queue, where the body's stream is read

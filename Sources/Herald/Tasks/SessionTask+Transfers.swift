@@ -95,8 +95,9 @@ extension SessionTask {
         guard let fresh = renew() else {
             return HeraldError(
                 .bodyStream,
-                "The request body must be sent again (a 307/308 redirect or an authentication challenge), but a "
-                    + "streamed body cannot be rewound and SessionManager.taskNeedNewBodyStream provided no new stream.",
+                "The request body must be sent again (a redirect that keeps it, an authentication challenge, a "
+                    + "retry), but a streamed body cannot be rewound and SessionManager.taskNeedNewBodyStream "
+                    + "provided no new stream.",
                 url: request.url)
         }
         request.body = .stream(fresh, renew: renew, readOn: queue, length: length)
