@@ -7,7 +7,10 @@ import Foundation
 /// - A nested object `{"a": {"b": "c"}}` becomes `a[b]=c`; an array `{"a": [1, 2]}` becomes `a[]=1&a[]=2`,
 ///   with the brackets percent-escaped like every other reserved character (`a%5Bb%5D=c`), as AF does. An empty
 ///   array or object sends nothing at all (AF's rule too): a server can't tell `{"tags": []}` from no `tags`, so
-///   send such a value with ``JSONRequestSerializer``.
+///   send such a value with ``JSONRequestSerializer``. Nor does an array of arrays or objects survive: each
+///   element is `a[]`, so `{"a": [[1, 2], [3]]}` and `{"a": [[1], [2], [3]]}` encode alike, and
+///   `{"items": [{"id": 1}, {"tag": "x"}]}` becomes `items[][id]=1&items[][tag]=x`, which Rack and Rails read
+///   as one object; a key with brackets of its own (`"a[b]"`) reads as a nested one. Send such values as JSON.
 /// - Strings are percent-escaped with ``percentEscaped(_:)``; numbers are written without a fraction when
 ///   they are whole (`1`, not `1.0`); `true` and `false` are `1` and `0` (AF's `NSNumber` description);
 ///   `null` is the key alone, without `=`.

@@ -39,7 +39,8 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// a transfer's timeouts in 32 bits of milliseconds: one longer than about 49.7 days ends a transfer then.
     public var timeoutIntervalForResource: TimeInterval = 7 * 24 * 3600
     /// Headers added to every request that does not set the same field itself. After them, a request
-    /// without `User-Agent` or `Accept-Language` gets ``DefaultHeaders``' values.
+    /// without `User-Agent` or `Accept-Language` gets ``DefaultHeaders``' values. `Content-Length` and
+    /// `Transfer-Encoding` are not sent from here: libcurl frames each body itself.
     public var httpAdditionalHeaders: HTTPHeaders = [:]
     /// The most connections open to one host at a time; further requests wait for one. Default 6; 0 means no
     /// limit. This and the other limits below may not be negative: a negative one makes every task factory throw

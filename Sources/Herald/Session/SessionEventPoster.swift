@@ -12,7 +12,7 @@ import HeraldNotifications
 ///
 /// One per session, posting only on that session's center, so a task never announces itself to another
 /// session's observers. Each event is an effect of the task's transition, carried out after the task's lock
-/// is released but in the order of the transitions (see `TaskEffectQueue`), which fixes their order to the
+/// is released but in the order of the transitions (the task's `OrderedTurns`), which fixes their order to the
 /// order of the state changes themselves.
 final class SessionEventPoster: Sendable {
     let center: NotificationHub

@@ -23,7 +23,7 @@ extension SessionManager {
     /// is stopped, its connection closed, and the call throws ``HeraldError/Code/cancelled``. If the Swift
     /// task is already cancelled, the session task is cancelled before it is resumed: nothing is sent, no
     /// `taskDidResume` is posted, and its one `taskDidComplete` reports ``HeraldError/Code/cancelled``.
-    /// Cancellation arriving after the transfer finished changes nothing: the call returns its result.
+    /// Cancellation arriving after the task completed changes nothing: the call returns its result.
     ///
     /// The body is returned as it arrived: the session's ``responseSerializer`` is **not** applied, and any
     /// status — a `404`, a `500` — is a success, for you to check. (The `taskDidComplete` payload carries the

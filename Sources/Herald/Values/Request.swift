@@ -28,6 +28,9 @@ public struct Request: Sendable {
         _modify { yield &uniqueStorage().method }
     }
     /// The header fields, sent in order, before the session's additional headers whose names they don't have.
+    /// `Content-Length` and `Transfer-Encoding` are the body's to say and are not sent from here: libcurl frames
+    /// the body itself (a streamed upload's declared length is the exception, see
+    /// ``SessionManager/uploadTask(withStreamedRequest:bodyProvider:progress:completionHandler:)``).
     public var headers: HTTPHeaders {
         get { storage.headers }
         _modify { yield &uniqueStorage().headers }

@@ -3,7 +3,9 @@ import Foundation
 /// Timings and byte counts curl measured for one transfer.
 ///
 /// Durations are measured from the moment the transfer started (curl's `*_TIME_T` values are cumulative),
-/// so `nameLookup ≤ connect ≤ tlsHandshake ≤ timeToFirstByte ≤ total`; all but `total` count from the end of
+/// so `nameLookup ≤ connect ≤ tlsHandshake ≤ timeToFirstByte ≤ total`, where `tlsHandshake` is zero when there
+/// was none (plain `http`): a phase's length is the difference only when both ends are
+/// non-zero. All but `total` count from the end of
 /// the wait for a connection (``timeInQueue``), which `total` includes. On a reused connection the
 /// lookup and connect times are about zero. Time spent suspended is included in `total`. A request sent again on
 /// a fresh connection, its kept-alive one having died under it, is one transfer: its times count from its start,

@@ -523,7 +523,7 @@ public final class MetricsObserver: SessionObserver {
     /// Sets `herald.network.reachable` and counts the change under `herald.network.reachability.changes`.
     /// The gauge is made at the first known status: until reachability is watched it has no value, rather
     /// than a 0 that would read as "no network". A change of a monitor that follows one host
-    /// (``ReachabilityChange/host``) is about that host's route, not the network: neither records it.
+    /// (`ReachabilityChange.host`) is about that host's route, not the network: neither records it.
     /// - Parameter notification: `reachabilityDidChange`.
     public func reachabilityDidChange(_ notification: TypedNotification<ReachabilityChange>) {
         guard notification.userInfo.host == nil else { return }

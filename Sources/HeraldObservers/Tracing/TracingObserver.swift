@@ -317,7 +317,7 @@ public final class TracingObserver<T: Tracer>: SessionObserver where T.Span: Sen
 
     /// Records a `herald.network.reachability_changed` event on every open span: the network changed while
     /// those requests were under way. A change of a monitor that follows one host
-    /// (``ReachabilityChange/host``) is about that host's route: it goes on the spans of requests to that host
+    /// (`ReachabilityChange.host`) is about that host's route: it goes on the spans of requests to that host
     /// only, with the host as `server.address`.
     /// - Parameter notification: `reachabilityDidChange`.
     public func reachabilityDidChange(_ notification: TypedNotification<ReachabilityChange>) {
