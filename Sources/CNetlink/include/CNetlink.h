@@ -14,9 +14,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/// The multicast groups a reachability monitor listens to: links, IPv4 and IPv6 addresses and routes.
-static const uint32_t hnl_reachability_groups =
-    RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE;
+/// The multicast groups a reachability monitor listens to: links, IPv4 and IPv6 addresses, routes and policy
+/// rules (a rule alone changes which route the kernel picks, and announces no route). IPv6's rule group has no
+/// RTMGRP_ constant.
+static const uint32_t hnl_reachability_groups = RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR
+    | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE | RTMGRP_IPV4_RULE | (1u << (RTNLGRP_IPV6_RULE - 1));
 
 /// Opens a NETLINK_ROUTE socket, close-on-exec, bound to `groups` (0: none, for requests only), non-blocking
 /// when `nonblocking` is not 0. Returns the descriptor, or -errno.

@@ -104,7 +104,10 @@ final class NetlinkQuery {
                 switch message.event {
                 case .route(let route, _): return route
                 case .error(let code) where code != 0:
-                    if [ENETUNREACH, EHOSTUNREACH, ESRCH, EACCES, EINVAL].contains(code) { return nil }
+                    // No route, a rule that forbids one, or no such family (IPv6 disabled at boot).
+                    if [ENETUNREACH, EHOSTUNREACH, ESRCH, EACCES, EINVAL, EOPNOTSUPP, EAFNOSUPPORT].contains(code) {
+                        return nil
+                    }
                     throw Self.error("read the kernel's route", code: code)
                 default: break
                 }

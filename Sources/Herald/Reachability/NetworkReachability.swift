@@ -34,8 +34,12 @@ public final class NetworkReachability: Sendable {
     public let host: String?
     /// Where ``HeraldNotifications/NotificationName/reachabilityDidChange`` is posted.
     public let notificationCenter: NotificationHub
-    /// How long, in seconds, a new status must hold before it is announced.
+    /// How long, in seconds, a new status must hold before it is announced: the value given, at least 0 and at
+    /// most an hour (``maximumDebounceInterval``).
     public let debounceInterval: TimeInterval
+
+    /// The longest ``debounceInterval``: a longer one given is taken as this.
+    public static let maximumDebounceInterval: TimeInterval = 3600
 
     private let target: ReachabilityTarget
     private let engine: Engine
@@ -85,7 +89,8 @@ public final class NetworkReachability: Sendable {
         self.host = host
         self.target = target
         self.notificationCenter = notificationCenter
-        self.debounceInterval = debounceInterval.isNaN ? 0 : max(0, debounceInterval)
+        self.debounceInterval =
+            debounceInterval.isNaN ? 0 : min(Self.maximumDebounceInterval, max(0, debounceInterval))
         self.engine = engine
         self.eventQueue = DispatchQueue(label: "herald.reachability")
     }
@@ -162,16 +167,17 @@ public final class NetworkReachability: Sendable {
 
     /// Records `status` as `monitor`'s news, then runs the handler and posts, on the event queue.
     private func announce(_ status: NetworkReachabilityStatus, from monitor: RoutingMonitor) {
-        let news = state.withLock {
-            state -> (NetworkReachabilityStatus, (@Sendable (NetworkReachabilityStatus) -> Void)?)? in
+        let previous = state.withLock { state -> NetworkReachabilityStatus? in
             guard state.monitor === monitor, state.status != status else { return nil }
             defer { state.status = status }
-            return (state.status, state.handler)
+            return state.status
         }
-        guard let (previous, handler) = news else { return }
+        guard let previous else { return }
         let change = ReachabilityChange(status: status, previousStatus: previous, host: host, date: Date())
         eventQueue.async { [self] in
-            handler?(status)
+            // The handler set when the change is told, not when it was seen: one set right after
+            // `startMonitoring()` hears the first status, and one removed hears nothing more.
+            state.withLock { $0.handler }?(status)
             notificationCenter.post(.reachabilityDidChange, object: self, userInfo: change)
         }
     }

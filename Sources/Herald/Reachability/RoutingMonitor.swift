@@ -69,7 +69,8 @@ final class RoutingMonitor: @unchecked Sendable {
         self.announcements = announcements
         self.target = target
         self.engine = engine
-        self.debounce = debounce.isNaN ? 0 : UInt64(min(3600, max(0, debounce)) * 1000)
+        self.debounce =
+            debounce.isNaN ? 0 : UInt64(min(NetworkReachability.maximumDebounceInterval, max(0, debounce)) * 1000)
         buffer = .allocate(byteCount: NetlinkQuery.bufferSize, alignment: 8)
     }
 

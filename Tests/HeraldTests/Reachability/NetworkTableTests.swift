@@ -1,6 +1,7 @@
 import CNetlink
 import Foundation
 import HeraldNetlink
+import HeraldNotifications
 import Testing
 
 @testable import Herald
@@ -209,5 +210,17 @@ struct NetworkTableTests {
         #expect(wifi.localizedDescription == "Reachable via Wi-Fi (wlan0)")
         #expect(NetworkReachabilityStatus.notReachable.localizedDescription == "Not Reachable")
         #expect(NetworkReachabilityStatus.unknown.label == "unknown")
+    }
+
+    @Test("a debounce interval says the delay it gets: negative and NaN are 0, past an hour an hour")
+    func debounceIntervalBounds() {
+        let center = NotificationHub()
+        #expect(NetworkReachability(notificationCenter: center, debounceInterval: -1).debounceInterval == 0)
+        #expect(NetworkReachability(notificationCenter: center, debounceInterval: .nan).debounceInterval == 0)
+        #expect(NetworkReachability(notificationCenter: center, debounceInterval: 1.5).debounceInterval == 1.5)
+        // Before, it said 86,400 while the monitor waited an hour.
+        #expect(
+            NetworkReachability(host: "127.0.0.1", notificationCenter: center, debounceInterval: 86_400)
+                .debounceInterval == NetworkReachability.maximumDebounceInterval)
     }
 }

@@ -53,8 +53,10 @@ struct ReachabilityNamespaceTests {
         // One batch that goes on past its errors (links a test never made): deleting a link takes its addresses
         // and routes along; the flush takes the routes left through loopback.
         try? await NetworkNamespace.ip(
-            contentsOf: ["link del hr0", "link del hr1", "link del hr2", "link del hr3", "route flush table main"]
-                + Self.loopbackRoutesAdded, force: true)
+            contentsOf: [
+                "link del hr0", "link del hr1", "link del hr2", "link del hr3", "route flush table main",
+                "rule del prohibit to 10.212.0.7",
+            ] + Self.loopbackRoutesAdded, force: true)
         try await NetworkNamespace.ip("link set lo up")
         if let failure { throw failure }
     }
@@ -328,6 +330,33 @@ struct ReachabilityNamespaceTests {
             try await NetworkNamespace.ip("link del hr2")
             expected.append("reachable_via_ethernet(hr2)→not_reachable")
             #expect(try await changes.labels(count: 5) == expected)
+        }
+    }
+
+    @Test("a policy rule alone, which announces no route, changes a host's status")
+    func hostRule() async throws {
+        try await restoringNetwork {
+            let changes = Changes()
+            // No IPv6 address on the links: its duplicate-address detection would announce an address a second
+            // later, and a monitor deaf to rules would re-read the route then, passing without hearing the rule.
+            try await NetworkNamespace.ip(contentsOf: [
+                "link add hr2 type veth peer name hr2p", "link set hr2 addrgenmode none",
+                "link set hr2p addrgenmode none", "link set hr2 up", "link set hr2p up",
+                "addr add 10.212.0.1/24 dev hr2",
+            ])
+            let host = NetworkReachability(
+                host: "10.212.0.7", notificationCenter: changes.center, debounceInterval: 0.05)
+            try host.startMonitoring()
+            defer { host.stopMonitoring() }
+            var expected = ["unknown→reachable_via_ethernet(hr2)"]
+            #expect(try await changes.labels(count: 1) == expected)
+            // Before, the monitor heard no rule change: the host stayed reachable until some route or link moved.
+            try await NetworkNamespace.ip("rule add prohibit to 10.212.0.7")
+            expected.append("reachable_via_ethernet(hr2)→not_reachable")
+            #expect(try await changes.labels(count: 2) == expected)
+            try await NetworkNamespace.ip("rule del prohibit to 10.212.0.7")
+            expected.append("not_reachable→reachable_via_ethernet(hr2)")
+            #expect(try await changes.labels(count: 3) == expected)
         }
     }
 
