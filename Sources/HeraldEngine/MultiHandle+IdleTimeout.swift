@@ -10,12 +10,21 @@ extension MultiHandle {
     /// times per request to find nothing, and curl's low-speed check, set only to wake the callback on a
     /// silent connection, updated curl's timers at every read. The timer fires when the first transfer's
     /// timeout is due, and the check walks the pool's transfers only then.
+    ///
+    /// A transfer waiting for a connection is not idle while another transfer has one to where it goes: it waits
+    /// for a slot (`maximumConnectionsPerHost`) or for a stream. With none (every transfer there still waiting,
+    /// or connecting), its clock runs from when it joined or when one last had a connection, whichever is later.
+    /// libcurl starts the waiting transfers of a destination whose connection failed one at a time, each with a
+    /// connect timeout of its own (and so do transfers waiting to multiplex over a connection still being made):
+    /// 64 requests to a server that never answers would otherwise fail one connect timeout after another.
     func checkIdleTransfers() {
         idleCheckDue = nil
         let now = ActivityClock.now
         var idle: [Transfer] = []
+        var unconnected: [Transfer] = []
         var timedOut: [Transfer] = []
         var next: UInt64?
+        let connected = seeConnectedDestinations(at: now)
         for transfer in transfers {
             if transfer.isParked, let resourceTimeout = transfer.resourceTimeout {
                 // Out of curl (MultiHandle.park), whose own timeout can't end it.
@@ -38,16 +47,49 @@ extension MultiHandle {
                     continue
                 }
                 due = last &+ idleTimeout &+ 1
+            } else if transfer.machine.isIdleTimeoutRunning, !transfer.isParked,
+                case let destination = transfer.connectionDestination, !connected.contains(destination)
+            {
+                let last = max(min(transfer.lastActivity, now), lastSeenConnected[destination] ?? 0)
+                if now - last > idleTimeout {
+                    unconnected.append(transfer)
+                    continue
+                }
+                due = last &+ idleTimeout &+ 1
             }
             next = min(next ?? due, due)
         }
         for transfer in idle {
             remove(transfer, error: transfer.idleTimeoutError)
         }
+        for transfer in unconnected {
+            remove(transfer, error: transfer.connectionTimeoutError)
+        }
         for transfer in timedOut {
             remove(transfer, error: transfer.resourceTimeoutError)
         }
         if let next { scheduleIdleCheck(at: next) }
+    }
+
+    /// The destinations transfers of the pool have a connection to now, noted as seen at `now`; destinations no
+    /// transfer goes to any more are forgotten.
+    private func seeConnectedDestinations(at now: UInt64) -> Set<String> {
+        var connected: Set<String> = []
+        var waiting = false
+        for transfer in transfers where !transfer.isParked {
+            if transfer.hasConnection {
+                connected.insert(transfer.connectionDestination)
+            } else if transfer.waitsForConnection {
+                waiting = true
+            }
+        }
+        guard waiting || !lastSeenConnected.isEmpty else { return connected }
+        for destination in connected { lastSeenConnected[destination] = now }
+        if !lastSeenConnected.isEmpty {
+            let going = Set(transfers.lazy.filter { !$0.isParked }.map(\.connectionDestination))
+            lastSeenConnected = lastSeenConnected.filter { going.contains($0.key) }
+        }
+        return connected
     }
 
     /// Makes the idle check run at `due` (on ``ActivityClock``) at the latest.

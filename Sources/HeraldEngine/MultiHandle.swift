@@ -35,6 +35,9 @@ package final class MultiHandle: @unchecked Sendable {
     /// (`nil` while it is stopped).
     let idleTimer: UnsafeMutablePointer<uv_timer_t>
     @exclusivity(unchecked) var idleCheckDue: UInt64?
+    /// When the idle check last saw a transfer with a connection to each destination
+    /// (``Transfer/connectionDestination``) that transfers of the pool wait for. Loop thread only.
+    @exclusivity(unchecked) var lastSeenConnected: [String: UInt64] = [:]
     /// The handles polling this pool's sockets, by socket number.
     @exclusivity(unchecked) private var polls = PollHandleTable()
     /// The number of sockets being polled. Loop thread only.

@@ -9,7 +9,8 @@ public enum HTTPVersion: Sendable, Hashable {
     /// Try HTTP/2 for every request, falling back to HTTP/1.1 (an upgrade for plain HTTP).
     case http2
     /// HTTP/2 without negotiation, for servers known to speak it (plain-text HTTP/2 "prior knowledge"). Over
-    /// TLS libcurl negotiates in the handshake all the same: as ``automatic``.
+    /// TLS libcurl negotiates in the handshake all the same: as ``automatic`` with libcurl before 8.10; from
+    /// 8.10 it offers only HTTP/2 there, so a server that speaks HTTP/1.1 alone fails the request.
     ///
     /// libcurl 7.88 (Debian 12's) fails any request that reuses such a cleartext connection, so with it each
     /// such request opens a connection of its own and closes it afterwards; from libcurl 8.0 requests share
@@ -26,7 +27,10 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// The idle timeout: a request fails with ``HeraldError/Code/timedOut`` when no byte moves for this
     /// many seconds, or when connecting takes longer. Time spent suspended does not count, nor time spent
     /// waiting for a connection the session's limits hold back (``maximumConnectionsPerHost``: the requests
-    /// past it wait for one, bounded by ``timeoutIntervalForResource``; with libcurl 7.80 or later). Default 60;
+    /// past it wait for one, bounded by ``timeoutIntervalForResource``; with libcurl 7.80 or later) while
+    /// another request has a connection to the same origin (or through a proxy). With none — the origin's first
+    /// connection still being made, or failed — a waiting request fails too once this long passes without one,
+    /// so requests started together to a server that never answers fail together. Default 60;
     /// 0 disables it (connecting is then limited by ``timeoutIntervalForResource`` alone). A negative value or
     /// NaN makes every task factory throw ``HeraldError/Code/invalidRequest``.
     public var timeoutIntervalForRequest: TimeInterval = 60

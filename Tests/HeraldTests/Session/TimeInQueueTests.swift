@@ -51,6 +51,50 @@ struct TimeInQueueTests {
         try await fixture.tearDown()
     }
 
+    /// libcurl starts a destination's waiting transfers one at a time once its connection failed, each with a
+    /// connect timeout of its own; over `https` the others wait for the first connection to multiplex on it.
+    @Test("requests resumed together to an https server that never answers all time out at once, not in turn")
+    func silentServerTimesOutTogether() async throws {
+        var configuration = SessionConfiguration.default
+        configuration.timeoutIntervalForRequest = 2
+        let fixture = try await SessionFixture.make(configuration: configuration, serializer: DataResponseSerializer())
+        // Listening, never accepting: connections are made, and no TLS handshake is ever answered.
+        let (listener, port) = try BlockingSocket.listenOnLoopback()
+        defer { close(listener) }
+        let url = try #require(URL(string: "https://127.0.0.1:\(port)/silent"))
+        let started = ContinuousClock.now
+        for _ in 0..<8 { try fixture.session.dataTask(with: Request(url: url)).resume() }
+        let completions = try await fixture.recorder.waitForCompletions(8, timeout: .seconds(60))
+        let elapsed = ContinuousClock.now - started
+        #expect(completions.filter { $0.kind == .complete }.count == 8)
+        #expect(fixture.recorder.completions.allSatisfy { $0.error?.code == .timedOut })
+        // In turn, the last failed 16 s after the first was resumed.
+        #expect(elapsed < .seconds(10), "took \(elapsed)")
+        try await fixture.tearDown()
+    }
+
+    @Test("a request waiting behind another's connection for longer than its timeout still runs")
+    func waitBehindBusyConnectionIsNoTimeout() async throws {
+        var configuration = SessionConfiguration.default
+        configuration.maximumConnectionsPerHost = 1
+        configuration.timeoutIntervalForRequest = 1
+        let fixture = try await SessionFixture.make(configuration: configuration, serializer: DataResponseSerializer())
+        // A byte every 150 ms for 3 s: the connection is busy, and never idle, for three request timeouts.
+        let busy = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/bytes/20?chunkSize=1&delayMs=150")))
+        busy.resume()
+        try await fixture.server.waitForRequests(count: 1)
+        let queued = try fixture.session.dataTask(with: Request(url: fixture.server.url("/json")))
+        queued.resume()
+        try await fixture.recorder.waitForCompletions(2, timeout: .seconds(30))
+        #expect(busy.error == nil)
+        #expect(queued.error == nil)
+        #expect(try #require(queued.response?.statusCode) == 200)
+        let waited = try #require(fixture.recorder.completions.first { $0.taskIdentifier == queued.taskIdentifier })
+        #expect(try #require(waited.metrics?.timeInQueue) > 1)
+        try await fixture.tearDown()
+    }
+
     @Test("a request that never got a response byte has no time in queue")
     func noResponseNoQueueTime() async throws {
         let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
