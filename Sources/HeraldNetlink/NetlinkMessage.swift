@@ -28,7 +28,8 @@ package struct NetlinkMessage: Equatable, Sendable {
         /// A route exists, or is gone (`RTM_NEWROUTE`, `RTM_DELROUTE`); also the answer to a route request.
         case route(NetlinkRoute, removed: Bool)
         /// The end of a dump (`NLMSG_DONE`); `interrupted` when the end itself carries `NLM_F_DUMP_INTR` (see
-        /// ``NetlinkMessage/isDumpInterrupted`` for the dump's other messages).
+        /// ``NetlinkMessage/isDumpInterrupted`` for the dump's other messages), or the kernel's errno in its
+        /// payload: a dump that failed part of the way is as incomplete as one interrupted.
         case done(interrupted: Bool)
         /// An error answer (`NLMSG_ERROR`) with the kernel's errno; `0` is an acknowledgement.
         case error(code: Int32)
@@ -122,7 +123,9 @@ package enum NetlinkDecoder {
     private static func event(type: UInt16, flags: UInt16, body: UnsafeRawBufferPointer) -> NetlinkMessage.Event? {
         switch Int32(type) {
         case NLMSG_DONE:
-            return .done(interrupted: flags & UInt16(NLM_F_DUMP_INTR) != 0)
+            // Its payload is the dump's result: a negative errno when the kernel stopped it part of the way.
+            let failed = body.count >= 4 && body.loadUnaligned(as: Int32.self) < 0
+            return .done(interrupted: flags & UInt16(NLM_F_DUMP_INTR) != 0 || failed)
         case NLMSG_ERROR:
             guard body.count >= 4 else { return nil }
             // The kernel's negative errno, or 0 for an acknowledgement.

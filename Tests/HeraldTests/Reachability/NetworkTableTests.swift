@@ -98,6 +98,11 @@ struct NetworkTableTests {
         let events = Self.decode(datagram).map(\.event)
         #expect(events.count == 3)
         #expect(events.last == .done(interrupted: true))
+        // An error in the end's payload: the dump stopped part of the way. Before, it was taken as complete.
+        let failed = Self.message(type: NLMSG_DONE, sequence: 9, header: Self.le(Int32(-ENOMEM)))
+        #expect(Self.decode(failed).map(\.event) == [.done(interrupted: true)])
+        let succeeded = Self.message(type: NLMSG_DONE, sequence: 9, header: [0, 0, 0, 0])
+        #expect(Self.decode(succeeded).map(\.event) == [.done(interrupted: false)])
         // The mark is read on any message of a dump: the kernel sets it where it noticed the change.
         let marked = Self.message(
             type: Int32(RTM_NEWLINK), flags: UInt16(NLM_F_DUMP_INTR), sequence: 9,
