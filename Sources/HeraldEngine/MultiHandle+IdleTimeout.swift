@@ -11,12 +11,13 @@ extension MultiHandle {
     /// silent connection, updated curl's timers at every read. The timer fires when the first transfer's
     /// timeout is due, and the check walks the pool's transfers only then.
     ///
-    /// A transfer waiting for a connection is not idle while another transfer has one to where it goes: it waits
-    /// for a slot (`maximumConnectionsPerHost`) or for a stream. With none (every transfer there still waiting,
-    /// or connecting), its clock runs from when it joined or when one last had a connection, whichever is later.
-    /// libcurl starts the waiting transfers of a destination whose connection failed one at a time, each with a
-    /// connect timeout of its own (and so do transfers waiting to multiplex over a connection still being made):
-    /// 64 requests to a server that never answers would otherwise fail one connect timeout after another.
+    /// A transfer waiting for a connection is not idle while another transfer of the pool has one: it waits for
+    /// a slot (the per-host or total connection limit) or for a stream. While none has (every transfer waiting,
+    /// or connecting), its clock runs from when it joined or when a transfer that had a connection last left,
+    /// whichever is later: libcurl starts the waiting transfers of a destination whose connection failed one at a
+    /// time, each with a connect timeout of its own (and so do transfers waiting to multiplex over a connection
+    /// still being made), and 64 requests to a server that never answers would otherwise fail one connect
+    /// timeout after another.
     func checkIdleTransfers() {
         idleCheckDue = nil
         let now = ActivityClock.now
@@ -24,7 +25,8 @@ extension MultiHandle {
         var unconnected: [Transfer] = []
         var timedOut: [Transfer] = []
         var next: UInt64?
-        let connected = seeConnectedDestinations(at: now)
+        // A transfer that can't tell whether it has one (libcurl reports none for it) is taken as having one.
+        let anyConnected = transfers.contains { !$0.isParked && ($0.hasConnection || !$0.reportsConnection) }
         for transfer in transfers {
             if transfer.isParked, let resourceTimeout = transfer.resourceTimeout {
                 // Out of curl (MultiHandle.park), whose own timeout can't end it.
@@ -47,10 +49,8 @@ extension MultiHandle {
                     continue
                 }
                 due = last &+ idleTimeout &+ 1
-            } else if transfer.machine.isIdleTimeoutRunning, !transfer.isParked,
-                case let destination = transfer.connectionDestination, !connected.contains(destination)
-            {
-                let last = max(min(transfer.lastActivity, now), lastSeenConnected[destination] ?? 0)
+            } else if transfer.machine.isIdleTimeoutRunning, !transfer.isParked, !anyConnected {
+                let last = max(min(transfer.lastActivity, now), min(lastConnectedTransferLeft, now))
                 if now - last > idleTimeout {
                     unconnected.append(transfer)
                     continue
@@ -69,27 +69,6 @@ extension MultiHandle {
             remove(transfer, error: transfer.resourceTimeoutError)
         }
         if let next { scheduleIdleCheck(at: next) }
-    }
-
-    /// The destinations transfers of the pool have a connection to now, noted as seen at `now`; destinations no
-    /// transfer goes to any more are forgotten.
-    private func seeConnectedDestinations(at now: UInt64) -> Set<String> {
-        var connected: Set<String> = []
-        var waiting = false
-        for transfer in transfers where !transfer.isParked {
-            if transfer.hasConnection {
-                connected.insert(transfer.connectionDestination)
-            } else if transfer.waitsForConnection {
-                waiting = true
-            }
-        }
-        guard waiting || !lastSeenConnected.isEmpty else { return connected }
-        for destination in connected { lastSeenConnected[destination] = now }
-        if !lastSeenConnected.isEmpty {
-            let going = Set(transfers.lazy.filter { !$0.isParked }.map(\.connectionDestination))
-            lastSeenConnected = lastSeenConnected.filter { going.contains($0.key) }
-        }
-        return connected
     }
 
     /// Makes the idle check run at `due` (on ``ActivityClock``) at the latest.

@@ -35,9 +35,9 @@ package final class MultiHandle: @unchecked Sendable {
     /// (`nil` while it is stopped).
     let idleTimer: UnsafeMutablePointer<uv_timer_t>
     @exclusivity(unchecked) var idleCheckDue: UInt64?
-    /// When the idle check last saw a transfer with a connection to each destination
-    /// (``Transfer/connectionDestination``) that transfers of the pool wait for. Loop thread only.
-    @exclusivity(unchecked) var lastSeenConnected: [String: UInt64] = [:]
+    /// When a transfer that had a connection last left the pool, on ``ActivityClock``: a transfer waiting for a
+    /// connection may get one then (``checkIdleTransfers()``). Loop thread only.
+    @exclusivity(unchecked) var lastConnectedTransferLeft: UInt64 = 0
     /// The handles polling this pool's sockets, by socket number.
     @exclusivity(unchecked) private var polls = PollHandleTable()
     /// The number of sockets being polled. Loop thread only.
@@ -292,6 +292,7 @@ package final class MultiHandle: @unchecked Sendable {
         }
         transfer.poolSlot = -1
         transfer.connections = nil
+        if transfer.hasConnection { lastConnectedTransferLeft = ActivityClock.now }
         return true
     }
 

@@ -225,7 +225,8 @@ extension Transfer {
     /// learns whether a cleartext connection multiplexes only from its first response head, and waiting would
     /// hold every request of a burst until then (an upgrade is rare: most servers answer with HTTP/1.1). With
     /// ``ProtocolVersion/http2PriorKnowledge`` in cleartext libcurl 7.88 fails the requests that join the first
-    /// connection (CurlFeatures.failsPriorKnowledgeReuse); over TLS it negotiates as for ``ProtocolVersion/http2``.
+    /// connection (CurlFeatures.failsPriorKnowledgeReuse); over TLS it negotiates as for
+    /// ``ProtocolVersion/http2`` (offering HTTP/2 alone from libcurl 8.10).
     var waitsForMultiplexing: Bool {
         switch request.httpVersion {
         case .http1_1: false

@@ -214,22 +214,11 @@ package final class Transfer: @unchecked Sendable {
         TransferError(.timedOut, "No data moved for \(request.requestTimeout) seconds.", url: request.url)
     }
 
-    /// The error of a transfer that waited for a connection for its idle timeout while no transfer to where it
-    /// goes had one.
+    /// The error of a transfer that waited for a connection for its idle timeout while no transfer of its pool
+    /// had one.
     var connectionTimeoutError: TransferError {
         TransferError(
             .timedOut, "No connection was made for \(request.requestTimeout) seconds.", url: request.url)
-    }
-
-    /// Where the connection this transfer waits for goes: its origin, or a proxy (connections through proxies
-    /// are told apart no further, so a transfer waiting behind another's proxy connection is never taken for one
-    /// without a connection). For the idle check, which runs seldom; loop thread only.
-    var connectionDestination: String {
-        guard request.proxy == nil, !proxyFromEnvironment else { return "proxy" }
-        let url = request.url
-        let scheme = url.scheme?.lowercased() ?? ""
-        let port = url.port ?? (scheme == "https" ? 443 : 80)
-        return "\(scheme)://\(url.host?.lowercased() ?? ""):\(port)"
     }
 
     // MARK: - pause

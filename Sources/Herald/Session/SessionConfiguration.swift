@@ -10,7 +10,7 @@ public enum HTTPVersion: Sendable, Hashable {
     case http2
     /// HTTP/2 without negotiation, for servers known to speak it (plain-text HTTP/2 "prior knowledge"). Over
     /// TLS libcurl negotiates in the handshake all the same: as ``automatic`` with libcurl before 8.10; from
-    /// 8.10 it offers only HTTP/2 there, so a server that speaks HTTP/1.1 alone fails the request.
+    /// 8.10 it offers only HTTP/2 there, so a server that speaks HTTP/1.1 alone may refuse the handshake.
     ///
     /// libcurl 7.88 (Debian 12's) fails any request that reuses such a cleartext connection, so with it each
     /// such request opens a connection of its own and closes it afterwards; from libcurl 8.0 requests share
@@ -28,9 +28,10 @@ public struct SessionConfiguration: Sendable, Hashable {
     /// many seconds, or when connecting takes longer. Time spent suspended does not count, nor time spent
     /// waiting for a connection the session's limits hold back (``maximumConnectionsPerHost``: the requests
     /// past it wait for one, bounded by ``timeoutIntervalForResource``; with libcurl 7.80 or later) while
-    /// another request has a connection to the same origin (or through a proxy). With none — the origin's first
-    /// connection still being made, or failed — a waiting request fails too once this long passes without one,
-    /// so requests started together to a server that never answers fail together. Default 60;
+    /// another request of the session has a connection. While none has — the first connection still being
+    /// made, or failed — a waiting request fails too once this long passes without one (counted from when it
+    /// started waiting, or when a request with a connection last ended), so requests started together to a
+    /// server that never answers fail together. Default 60;
     /// 0 disables it (connecting is then limited by ``timeoutIntervalForResource`` alone). A negative value or
     /// NaN makes every task factory throw ``HeraldError/Code/invalidRequest``.
     public var timeoutIntervalForRequest: TimeInterval = 60

@@ -75,9 +75,12 @@ struct AdapterCancellationTests {
         #expect(log.all.first?.error?.code == .cancelled)
         release.send(())
         try await returned.value()
-        // A request made after the adapter returned, through the same adapter and engine, reaches the server
-        // after anything the cancelled task could still have sent: once it has, only its own arrival is there.
+        // A request made after the adapter returned goes through the same engine; then a second of quiet: the
+        // cancelled task's request, had it been sent, would have arrived by the end of either.
         _ = try await fixture.run(Request(url: fixture.server.url("/json?after=1")), completions: 2)
+        await #expect(throws: TestServerError.self) {
+            try await fixture.server.waitUntil(timeout: .seconds(1)) { $0.requestCount >= 2 }
+        }
         #expect(fixture.server.requests(forPath: "/json").map(\.uri) == ["/json?after=1"])
         try await fixture.tearDown()
     }
