@@ -157,6 +157,23 @@ struct FoundationBridgeTests {
         try await server.shutdown()
     }
 
+    @Test("a serializer's empty output (JSON's for a 204) is left out of the userInfo, as AFNetworking leaves nil out")
+    func emptySerializedResponseLeftOut() async throws {
+        let (server, log, bridging, recorder, session) = try await Self.bridgedSession()
+        let task = try session.dataTask(with: Request(url: server.url("/empty")))
+        task.resume()
+        try await recorder.waitForCompletions(1)
+        session.invalidate(cancelingTasks: false)
+        try await recorder.waitForInvalidation()
+        let completion = try #require(log.all.first { $0.name == AFNetworkingNotifications.taskDidComplete })
+        let userInfo = try #require(completion.userInfo)
+        #expect(userInfo[AFNetworkingNotifications.errorKey] == nil)
+        // Before, an `Optional` holding nothing was posted, so the key was there with no value behind it.
+        #expect(userInfo[AFNetworkingNotifications.serializedResponseKey] == nil)
+        bridging.cancel()
+        try await server.shutdown()
+    }
+
     @Test("a failed download move is re-posted with the error, the kept file and the destination")
     func moveFailure() async throws {
         let (server, log, bridging, recorder, session) = try await Self.bridgedSession()

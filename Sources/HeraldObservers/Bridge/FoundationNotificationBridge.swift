@@ -14,8 +14,8 @@ import HeraldNotifications
 /// |---|---|---|---|
 /// | `taskDidResume` | `taskDidResume` | the task | none |
 /// | `taskDidSuspend` | `taskDidSuspend` | the task | none |
-/// | `taskDidComplete` | `taskDidComplete` | the task | the serializer; the body (`responseDataKey`) or, for a download, its file (`assetPathKey`); on success the serialized response, which for a download is its file's URL and for a task without a serializer its body, as AFNetworking posts them; the error; the metrics |
-/// | `sessionDidInvalidate` | `sessionDidInvalidate` | the session | none (AFNetworking's had none); the error under `errorKey` if the invalidation had one |
+/// | `taskDidComplete` | `taskDidComplete` | the task | the serializer; the body (`responseDataKey`) or, for a download, its file (`assetPathKey`); on success only (AFNetworking also posted a serializer's output beside its error) the serialized response, which for a download is its file's URL and for a task without a serializer its body, and none when the serializer's output is empty (`nil`); the error; the metrics |
+/// | `sessionDidInvalidate` | `sessionDidInvalidate` | the session | none (AFNetworking's had none); the error under `errorKey` if the invalidation had one, which no invalidation has today |
 /// | `downloadDidFailToMoveFile` | `downloadTaskDidFailToMoveFile` | the download task | `NSUnderlyingErrorKey`: the file system's error (a `POSIXError` such as `ENOENT` or `ENOSPC`, as AFNetworking's file manager error carried; the `HeraldError` when there is none); `NSFilePathErrorKey`: the kept temporary file; `NSURLErrorKey`: the destination |
 /// | `reachabilityDidChange` | `reachabilityDidChange` | the `NetworkReachability` | `reachabilityStatusItemKey`: AFNetworking's status number (``AFNetworkingNotifications/reachabilityStatusValue(_:)``); `reachabilityStatusKey`: Herald's `NetworkReachabilityStatus` |
 ///
@@ -32,7 +32,10 @@ import HeraldNotifications
 /// delivery, synchronously on the session's event queue, in Herald's causal order, so a Foundation
 /// observer registered with `queue: nil` sees a task's resume before its completion. AFNetworking posted
 /// on the main queue; register the bridge with `.queue(.main)` to get that — on Linux only if the main
-/// thread runs the main queue (`dispatchMain()` or a `RunLoop`).
+/// thread runs the main queue (`dispatchMain()` or a `RunLoop`). The same holds for a Foundation observer
+/// added with `queue: .main`: `NotificationCenter` makes the poster, here the session's event queue, wait for
+/// the block, so where nothing drains the main queue the session's notifications stop for good; use
+/// `queue: nil` there.
 public final class FoundationNotificationBridge: SessionObserver {
     /// Where notifications are re-posted.
     public let center: NotificationCenter
@@ -79,15 +82,27 @@ public final class FoundationNotificationBridge: SessionObserver {
         }
         if let error = completion.error {
             userInfo[AFNetworkingNotifications.errorKey] = error
-        } else if let serialized = completion.serializedResponse ?? completion.assetPath ?? completion.responseData {
+        } else if let serialized = completion.serializedResponse {
+            // A serializer's empty output is left out, as AFNetworking leaves out a nil response object.
+            if let value = Self.unwrapped(serialized) {
+                userInfo[AFNetworkingNotifications.serializedResponseKey] = value
+            }
+        } else if let unserialized = completion.assetPath.map({ $0 as any Sendable }) ?? completion.responseData {
             // AFNetworking posts a download's file URL as its serialized response, and its default serializer's
             // output is the body.
-            userInfo[AFNetworkingNotifications.serializedResponseKey] = serialized
+            userInfo[AFNetworkingNotifications.serializedResponseKey] = unserialized
         }
         if let metrics = completion.metrics {
             userInfo[AFNetworkingNotifications.sessionTaskMetricsKey] = metrics
         }
         center.post(name: AFNetworkingNotifications.taskDidComplete, object: notification.object, userInfo: userInfo)
+    }
+
+    /// `value`, or `nil` when it is an `Optional` holding none: a serializer whose output is optional (JSON's, for
+    /// an empty body) gives an empty one, which AFNetworking would have left out.
+    static func unwrapped(_ value: any Sendable) -> (any Sendable)? {
+        if let optional = value as? any OptionalValue, optional.holdsNone { return nil }
+        return value
     }
 
     /// Posts `com.alamofire.networking.session.invalidate` with the session.
@@ -126,5 +141,20 @@ public final class FoundationNotificationBridge: SessionObserver {
                     status),
                 Self.reachabilityStatusKey: status,
             ])
+    }
+}
+
+/// An `Optional` seen through `any Sendable`, to tell one holding none from a value.
+protocol OptionalValue {
+    /// Whether it holds none, through any number of `Optional`s.
+    var holdsNone: Bool { get }
+}
+
+extension Optional: OptionalValue {
+    var holdsNone: Bool {
+        switch self {
+        case .none: true
+        case .some(let wrapped): (wrapped as? any OptionalValue)?.holdsNone ?? false
+        }
     }
 }
