@@ -13,7 +13,7 @@ func measureHeraldIdle(url: URL, seconds: Double) -> Never {
 
 func runHerald(
     url: URL, concurrency: Int, requests: Int, expectedBytes: Int, observedLogLevel: Logger.Level?, cache: String,
-    caFile: URL?, httpVersion: HTTPVersionChoice
+    warmsUp: Bool, caFile: URL?, httpVersion: HTTPVersionChoice, postBytes: Int? = nil
 ) -> LoadOutcome {
     FileHandle.standardError.write(Data("TransferBench was built without the Herald client (TRANSFERBENCH_NO_HERALD)\n".utf8))
     exit(3)
@@ -66,11 +66,12 @@ func applyProtocol(to configuration: inout SessionConfiguration, caFile: URL?, h
 /// Herald's SessionManager with a DataResponseSerializer, the way an app would use it; with
 /// `observedLogLevel`, the activity indicator, logging (at that level) and metrics observers are attached to
 /// its notification center. With `cache` `memory` or `disk`, the session has that response cache, and one
-/// request fills it before the measured phase. With `postBytes`, each request is a `POST` with a body of that
+/// request fills it before the measured phase; with `warmsUp`, that request is made without a cache too. With
+/// `postBytes`, each request is a `POST` with a body of that
 /// many bytes.
 func runHerald(
     url: URL, concurrency: Int, requests: Int, expectedBytes: Int, observedLogLevel: Logger.Level?, cache: String,
-    caFile: URL?, httpVersion: HTTPVersionChoice, postBytes: Int? = nil
+    warmsUp: Bool, caFile: URL?, httpVersion: HTTPVersionChoice, postBytes: Int? = nil
 ) -> LoadOutcome {
     var configuration = SessionConfiguration()
     configuration.maximumConnectionsPerHost = concurrency
@@ -105,7 +106,9 @@ func runHerald(
     }
     defer { tokens.forEach { $0.cancel() } }
 
-    if configuration.responseCache != nil {
+    // With a cache the warm-up fills it; without one (the row the cache rows are set against) it leaves the
+    // same one-time costs (the first connection, the first easy handle) out of the measured CPU.
+    if configuration.responseCache != nil || warmsUp {
         let warmed = DispatchSemaphore(value: 0)
         do {
             try manager.dataTask(with: Request(url: url)) { _, _, _ in warmed.signal() }.resume()

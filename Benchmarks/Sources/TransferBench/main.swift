@@ -104,6 +104,7 @@ runClient {
             url: options.url, concurrency: options.concurrency, requests: options.requests,
             expectedBytes: options.expectedBytes,
             observedLogLevel: options.client == "herald-observed" ? logLevel : nil, cache: options.cache,
-            caFile: options.caFile, httpVersion: options.httpVersion, postBytes: options.postBytes),
+            warmsUp: options.warmsUp, caFile: options.caFile, httpVersion: options.httpVersion,
+            postBytes: options.postBytes),
         options: options)
 }

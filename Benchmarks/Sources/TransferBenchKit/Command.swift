@@ -23,6 +23,9 @@ public struct Options: Sendable {
     /// `herald`'s response cache (`none`, `memory` or `disk`): with one, a warm-up request fills it before the
     /// measured phase (`make bench-cache`).
     public var cache = "none"
+    /// Whether `--cache` was given (`make bench-cache`): then every row, `none` included, makes one warm-up
+    /// request before the measured phase, so that each leaves the same one-time costs out of its CPU.
+    public var warmsUp = false
     /// A PEM file of the authority that issued an HTTPS server's certificate, which the client trusts (Herald
     /// through its session's security policy, AsyncHTTPClient through its TLS configuration's trust roots;
     /// URLSession has no way to and refuses it).
@@ -56,6 +59,7 @@ public struct Options: Sendable {
             case "--cache":
                 guard ["none", "memory", "disk"].contains(value) else { usage() }
                 options.cache = value
+                options.warmsUp = true
             case "--cacert": options.caFile = URL(fileURLWithPath: value)
             case "--http-version":
                 guard let version = HTTPVersionChoice(rawValue: value) else { usage() }
