@@ -73,47 +73,37 @@ struct TimeInQueueTests {
         try await fixture.tearDown()
     }
 
-    @Test("a request waiting for a connection under the total limit, to another origin, is not idle either")
-    func waitUnderTotalLimitIsNotIdle() async throws {
+    @Test(
+        "a request waiting for a connection while another request has one is not idle, whatever it waits behind",
+        arguments: ["the total limit, for another origin", "a connection that then closes"])
+    func waitBehindAnotherIsNotIdle(behind: String) async throws {
+        let underTotalLimit = behind.hasPrefix("the total limit")
         var configuration = SessionConfiguration.default
-        configuration.maximumConnectionsTotal = 1
+        if underTotalLimit {
+            configuration.maximumConnectionsTotal = 1
+        } else {
+            configuration.maximumConnectionsPerHost = 1
+        }
         configuration.timeoutIntervalForRequest = 2
         let fixture = try await SessionFixture.make(configuration: configuration, serializer: DataResponseSerializer())
-        // The waiting request's origin has no connection of its own: only another origin's holds the one allowed.
         let other = try await TestServer.start()
-        // 100 bytes every 100 ms for about 4 s: the only connection all along, never silent for 2 s.
+        // 100 bytes every 100 ms for about 4 s: the only connection all along, never silent for 2 s. Under the total
+        // limit the waiting request's origin has no connection of its own; behind a connection that closes, it
+        // needs one of its own, long after it joined.
         let busy = try fixture.session.dataTask(
-            with: Request(url: fixture.server.url("/bytes/4000?chunkSize=100&delayMs=100")))
+            with: Request(
+                url: fixture.server.url("/bytes/4000?chunkSize=100&delayMs=100"),
+                headers: underTotalLimit ? [:] : ["Connection": "close"]))
         busy.resume()
         try await fixture.server.waitForRequests(count: 1)
-        let queued = try fixture.session.dataTask(with: Request(url: other.url("/json")))
+        let queued = try fixture.session.dataTask(
+            with: Request(url: (underTotalLimit ? other : fixture.server).url("/json")))
         queued.resume()
         try await fixture.recorder.waitForCompletions(2, timeout: .seconds(60))
         #expect(busy.error == nil, "\(String(describing: busy.error))")
         #expect(queued.error == nil, "\(String(describing: queued.error))")
         #expect(queued.response?.statusCode == 200)
         try await other.shutdown()
-        try await fixture.tearDown()
-    }
-
-    @Test("a request queued behind a connection that closes gets a full timeout to connect from then")
-    func queuedAfterClosedConnection() async throws {
-        var configuration = SessionConfiguration.default
-        configuration.maximumConnectionsPerHost = 1
-        configuration.timeoutIntervalForRequest = 2
-        let fixture = try await SessionFixture.make(configuration: configuration, serializer: DataResponseSerializer())
-        // Busy for about 4 s, then closed: the queued request needs a connection of its own, long after it joined.
-        let closing = Request(
-            url: fixture.server.url("/bytes/4000?chunkSize=100&delayMs=100"), headers: ["Connection": "close"])
-        let busy = try fixture.session.dataTask(with: closing)
-        busy.resume()
-        try await fixture.server.waitForRequests(count: 1)
-        let queued = try fixture.session.dataTask(with: Request(url: fixture.server.url("/json")))
-        queued.resume()
-        try await fixture.recorder.waitForCompletions(2, timeout: .seconds(60))
-        #expect(busy.error == nil, "\(String(describing: busy.error))")
-        #expect(queued.error == nil, "\(String(describing: queued.error))")
-        #expect(queued.response?.statusCode == 200)
         try await fixture.tearDown()
     }
 
