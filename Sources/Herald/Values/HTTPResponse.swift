@@ -90,7 +90,8 @@ public struct HTTPResponse: Sendable, Hashable {
     ///
     /// `false` when it names none, or one Herald can't undo: the body then comes as the server sent it, and
     /// `Content-Encoding` says what is left to undo. A download's file and a streamed body are never decoded,
-    /// whatever this says.
+    /// whatever this says; the file of a data task that became a download is, as its body in memory would have
+    /// been.
     public var bodyIsDecodedInMemory: Bool {
         let codings = CurlFeatures.codings(in: headers.values(for: "Content-Encoding"))
         guard codings.contains(where: { $0 != "identity" && $0 != "none" }) else { return false }

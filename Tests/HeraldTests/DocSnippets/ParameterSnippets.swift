@@ -68,7 +68,7 @@ struct ParameterSnippets {
         let json2 = try await api.send("POST", "/echo", json: NewUser(name: "Ada", admin: false))
         #expect(echoed(json2)?.body == #"{"admin":false,"name":"Ada"}"#)
 
-        // or every request's parameters as JSON
+        // or the parameters of POST, PUT and PATCH as JSON (GET, HEAD and DELETE keep theirs in the query)
         api.requestSerializer = JSONRequestSerializer()
         let json3 = try await api.post("/echo", parameters: ["name": "Ada"])
         #expect(echoed(json3)?.headers["content-type"] == "application/json")
