@@ -59,7 +59,9 @@ extension Transfer {
     /// (suspended before it had a connection). libcurl counts its times afresh from here, and the metrics count
     /// from the transfer's start: the time suspended is in `total`.
     func noteAttemptStart() {
-        earlierAttemptTime = Date().timeIntervalSince(startDate)
+        // On the monotonic clock, as libcurl's times are: the wall clock can run fast or slow while it is corrected.
+        let elapsed = (ContinuousClock.now - startInstant).components
+        earlierAttemptTime = Double(elapsed.seconds) + Double(elapsed.attoseconds) * 1e-18
     }
 
     /// How a request sent on a connection the server was closing fails, when nothing of a response arrived.

@@ -167,6 +167,8 @@ package final class Transfer: @unchecked Sendable {
     /// When the transfer first joined its multi handle, on ``ActivityClock``. Loop thread only.
     @exclusivity(unchecked) var firstAddedAt: UInt64 = 0
     package let startDate = Date()
+    /// ``startDate`` on a clock that a change of the system's time doesn't move, for durations.
+    let startInstant = ContinuousClock.now
     /// Seconds from ``startDate`` to the attempt libcurl measured, when the handle was added to curl again (a
     /// request sent again on a fresh connection, a parked transfer resumed: `noteAttemptStart()`): libcurl's times
     /// count from that attempt. Loop thread only.

@@ -113,12 +113,12 @@ extension FreshConnectionRetryTests {
     @Test("the request sent again on a fresh connection has only what is left of the resource timeout")
     func retryKeepsResourceTimeout() async throws {
         var configuration = SessionConfiguration()
-        configuration.timeoutIntervalForResource = 6
+        configuration.timeoutIntervalForResource = 10
         let fixture = try await SessionFixture.make(configuration: configuration, serializer: DataResponseSerializer())
-        // A fresh connection's request is answered after 3 s (well within 6 s, however busy the machine); a
-        // reused one's is reset after 3.5 s. So the second request meets the reset at 3.5 s, and its new attempt
-        // would be answered at 6.5 s: past its 6 s.
-        let url = fixture.server.url(Self.path + "?firstDelayMs=3000&resetAfterMs=3500")
+        // A fresh connection's request is answered after 5 s (well within 10 s, however busy the machine); a
+        // reused one's is reset after 5.5 s. So the second request meets the reset at 5.5 s, and its new attempt
+        // would be answered at 10.5 s: past its 10 s.
+        let url = fixture.server.url(Self.path + "?firstDelayMs=5000&resetAfterMs=5500")
         _ = try await fixture.session.data(for: Request(url: url))
         let clock = ContinuousClock()
         let start = clock.now
@@ -126,7 +126,7 @@ extension FreshConnectionRetryTests {
             _ = try await fixture.session.data(for: Request(url: url))
         }
         let elapsed = clock.now - start
-        // It completed with a 200 at 6.5 s before: curl counted the timeout afresh from the new attempt.
+        // It completed with a 200 at 10.5 s before: curl counted the timeout afresh from the new attempt.
         #expect(error?.code == .timedOut, "\(String(describing: error)) after \(elapsed)")
         #expect(fixture.server.requests(forPath: Self.path).count == 3)
         try await fixture.tearDown()
