@@ -65,7 +65,7 @@ check-libcurl-minimum: deps
 	.ci/check-libcurl-minimum.sh
 
 RACE_SUITES := CancelRaceStressTests|SuspendAtLastByteTests
-TIMED_TESTS := StreamingTests/cancelConsumer|TransportLaneTests|RetryTests/resourceTimeoutAcrossThreeHops
+TIMED_TESTS := StreamingTests/cancelConsumer|TransportLaneTests|RetryTests/resourceTimeoutAcrossThreeHops|TimeInQueueTests
 LOOPBACK_ONLY := $(CURDIR)/.ci/loopback-only
 # Each test process ends after TEST_TIMEOUT seconds, with a message saying so, rather than holding CI until its
 # own limit: a test that hangs (a deadlock, a wait without a timeout) fails its run in minutes, not in an hour and a
@@ -85,7 +85,8 @@ test: deps
 		--skip StressTests --skip '$(RACE_SUITES)' --skip ClosedPipeSignalTests --skip ReachabilityNamespaceTests \
 		--skip '$(TIMED_TESTS)' --skip DiskResponseCacheProcessTests
 	@# Tests that time one reaction in milliseconds (a consumer's cancellation ending its transfer within 100 ms)
-	@# or compare two timed rounds (the transport lane's redirect hops with and without slow user code): in a
+	@# or compare two timed rounds (the transport lane's redirect hops with and without slow user code), or that
+	@# need a paced server never silent for a 2 s idle timeout (a request waiting for another's connection): in a
 	@# process of their own, where 150 other suites running at once on two cores don't decide the times, one test at a
 	@# time (--no-parallel), so that neither times the other's load.
 	$(TEST_RUN) $(SWIFT) test --skip-build --no-parallel --filter '$(TIMED_TESTS)'
