@@ -84,7 +84,7 @@ struct RetryTests {
         fixture.session.interceptor = RetryPolicy.fast
         let log = CompletionLog()
         let task = try fixture.session.dataTask(
-            with: Request(url: fixture.server.url("/flaky?key=long&fail=1&retry-after=2")),
+            with: Request(url: fixture.server.url("/flaky?key=long&fail=1&retry-after=6")),
             completionHandler: log.handler)
         task.resume()
         try await fixture.recorder.waitUntil { $0.contains { $0.kind == .retry } }
@@ -94,9 +94,10 @@ struct RetryTests {
         #expect(log.all.count == 1)
         #expect(log.all.first?.error?.code == .cancelled)
         #expect(task.state == .completed)
-        // Had the cancel left the retry's timer running, its attempt would arrive two seconds after the retry.
+        // Had the cancel left the retry's timer running, its attempt would arrive six seconds after the retry. The
+        // delay leaves a slow (sanitized, loaded) run seconds to cancel before the timer could fire by itself.
         await #expect(throws: TestServerError.self) {
-            try await fixture.server.waitUntil(timeout: .seconds(3)) { $0.requestCount >= 2 }
+            try await fixture.server.waitUntil(timeout: .seconds(7)) { $0.requestCount >= 2 }
         }
         #expect(fixture.server.requests(forPath: "/flaky").count == 1)
         try await fixture.tearDown()
