@@ -79,12 +79,13 @@ public enum AuthenticationDisposition: Sendable, Hashable {
     /// higher ``AuthenticationChallenge/previousFailureCount``).
     case useCredential(Credential)
     /// Herald's default: the ``CredentialStore``'s credential for the protection space, unless it was
-    /// already refused; with none, the task completes with the 401 response.
+    /// already refused; with none, the 401 response is the attempt's result (the retrier is asked about it
+    /// first, as about any 401 the session doesn't answer).
     case performDefaultHandling
     /// Stop: the task completes with ``HeraldError/Code/cancelled``.
     case cancelAuthenticationChallenge
-    /// Decline this protection space: the task completes with the 401 response (the server offered no
-    /// other).
+    /// Decline this protection space: the 401 response is the attempt's result (the server offered no
+    /// other), which the retrier is asked about first.
     case rejectProtectionSpace
 }
 

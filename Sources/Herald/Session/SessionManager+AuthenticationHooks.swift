@@ -10,10 +10,11 @@ extension SessionManager {
     /// ``AuthenticationDisposition/useCredential(_:)`` to send the request again with that credential
     /// (libcurl computes the Basic or Digest header; bodies are resent as for a 307, streams through
     /// ``taskNeedNewBodyStream``). A refused credential asks again with
-    /// ``AuthenticationChallenge/previousFailureCount`` one higher; after 8 refusals the 401 is delivered.
-    /// ``AuthenticationDisposition/rejectProtectionSpace``, or default handling without a stored
-    /// credential, completes the task with the 401 response (no error from Herald; the serializer judges
-    /// the status). ``AuthenticationDisposition/cancelAuthenticationChallenge`` completes it with
+    /// ``AuthenticationChallenge/previousFailureCount`` one higher; after 8 refusals the 401 is the attempt's
+    /// result. ``AuthenticationDisposition/rejectProtectionSpace``, or default handling without a stored
+    /// credential, makes the 401 response the attempt's result too: the retrier is asked about it, as about a
+    /// 401 no hook saw, and unless it retries the task completes with it (no error from Herald; the serializer
+    /// judges the status). ``AuthenticationDisposition/cancelAuthenticationChallenge`` completes it with
     /// ``HeraldError/Code/cancelled``. A `cancel()` while the hook runs wins: the task completes once,
     /// cancelled. Default `nil`.
     public var taskDidReceiveAuthenticationChallenge: TaskAuthenticationChallengeHandler? {

@@ -130,7 +130,12 @@ extension SessionTask {
     /// Not once the resource timeout has passed: no attempt could start, so the failure stands as it is
     /// rather than be announced as a retry that never comes. On the loop thread, after the transfer ended;
     /// the retrier runs on ``hookQueue``.
-    func beginRetry(after outcome: TaskOutcome) -> Bool {
+    ///
+    /// `afterHop`: the outcome is a hop's that was to lead to another transfer and ends the attempt after all (a
+    /// `401` whose challenge no credential answered), on the hook queue; the task is between transfers, and the
+    /// hop's metrics are recorded already. The retrier is asked as it is about a `401` the session never tried to
+    /// answer.
+    func beginRetry(after outcome: TaskOutcome, afterHop: Bool = false) -> Bool {
         guard !outcome.isFromCache, let failure = Self.retryableFailure(of: outcome), canTryAgain else {
             return false
         }
@@ -150,8 +155,9 @@ extension SessionTask {
         // when it no longer runs the transfer.
         let continuesFromByte = prepareRetry(after: outcome)
         guard
-            case .ask(let sent, let attempt) = transition({
-                $0.retryAsked(response: outcome.response, metrics: outcome.metrics)
+            case .ask(let sent, let attempt) = transition({ machine in
+                if afterHop, let response = outcome.response { return machine.retryAskedAfterHop(response: response) }
+                return machine.retryAsked(response: outcome.response, metrics: outcome.metrics)
             })
         else { return false }
         let request = sent ?? originalRequest
@@ -167,11 +173,11 @@ extension SessionTask {
             case .retry:
                 scheduleRetry(
                     after: outcome, failure: failure, delay: 0, continuesFromByte: continuesFromByte,
-                    interceptor: interceptor)
+                    recordsMetrics: !afterHop, interceptor: interceptor)
             case .retryWithDelay(let delay):
                 scheduleRetry(
                     after: outcome, failure: failure, delay: delay, continuesFromByte: continuesFromByte,
-                    interceptor: interceptor)
+                    recordsMetrics: !afterHop, interceptor: interceptor)
             }
         }
         return true
@@ -181,17 +187,19 @@ extension SessionTask {
     static let maximumRetryDelay: TimeInterval = 365 * 24 * 3600
 
     /// Announces the retry and starts the next attempt after `delay`, unless the task was cancelled
-    /// meanwhile. Between hops.
+    /// meanwhile; `recordsMetrics`: the failed transfer's metrics become a hop's (not when its hop recorded them).
+    /// Between hops.
     private func scheduleRetry(
         after outcome: TaskOutcome, failure: HeraldError, delay: TimeInterval, continuesFromByte: Int64?,
-        interceptor: any RequestInterceptor
+        recordsMetrics: Bool, interceptor: any RequestInterceptor
     ) {
         let delay = delay.isNaN ? 0 : min(Self.maximumRetryDelay, max(0, delay))
         // Weak: a cancelled work item keeps its block until the deadline, and with it a cancelled task and its
         // session for as long as the delay (up to a year). A task waiting to retry is held by the session's
         // task list until it completes.
         let timer = DispatchWorkItem { [weak self] in self?.startAttempt(with: interceptor) }
-        let scheduled = transition({ $0.retryScheduled(timer, after: outcome.metrics) }) { action in
+        let metrics = recordsMetrics ? outcome.metrics : nil
+        let scheduled = transition({ $0.retryScheduled(timer, after: metrics) }) { action in
             switch action {
             case .none:
                 []

@@ -429,6 +429,9 @@ open class SessionTask: @unchecked Sendable, TransferDelegate {
     /// not followed after all, a challenge no credential answers): that response is the task's result. Hook
     /// queue. A data task first shows it to the data-task hooks, which it was kept from while it arrived.
     func completeWithHopResponse(_ outcome: TaskOutcome, from current: TransferRequest) {
+        // A 401 no credential answered is the attempt's result, which the retrier is shown as any failed one (a
+        // token to refresh): whether a challenge hook or a stored credential was there to decline doesn't change it.
+        if beginRetry(after: outcome, afterHop: true) { return }
         finishHop(outcome, error: nil)
     }
 

@@ -512,6 +512,21 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
         return .ask(request: hops.attemptRequest, attempt: hops.attempt)
     }
 
+    /// The hop that just ended (``hopEnds(sent:response:metrics:isChallenge:)``, which recorded its metrics) ends
+    /// the attempt after all — a challenge no credential answered — and the retrier is to be asked about its
+    /// `response`. The task is between transfers already.
+    mutating func retryAskedAfterHop(response: HTTPResponse) -> RetryQuestionAction {
+        switch state {
+        case .running(.betweenTransfers(retryTimer: nil)), .suspended(.betweenTransfers(retryTimer: nil)):
+            report.response = response
+            return .ask(request: hops.attemptRequest, attempt: hops.attempt)
+        case .canceling, .completed:
+            return .complete
+        case .running, .suspended:
+            preconditionFailure("a retry was asked after a hop while the task was not deciding one: \(state)")
+        }
+    }
+
     enum RetryAction {
         /// Cancelled meanwhile: nothing is scheduled.
         case none

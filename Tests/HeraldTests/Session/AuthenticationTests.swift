@@ -334,6 +334,27 @@ struct AuthenticationTests {
         try await fixture.tearDown()
     }
 
+    @Test("a 401 whose challenge a hook declines, or leaves to a store without a credential, goes to the retrier")
+    func declinedChallengeReachesTheRetrier() async throws {
+        let fixture = try await SessionFixture.make()
+        // Before, a hook that declined completed the task with the 401: the retrier, which would refresh a token,
+        // was never asked, though it is without the hook.
+        fixture.session.taskDidReceiveAuthenticationChallenge = { _, _ in .rejectProtectionSpace }
+        let (rejected, first) = try await Self.askRetrierAfter401(
+            fixture, challenge: "Basic%20realm%3D%22api%22", key: "basic-rejected")
+        #expect(rejected == 1)
+        fixture.session.taskDidReceiveAuthenticationChallenge = { _, _ in .performDefaultHandling }
+        let (defaulted, second) = try await Self.askRetrierAfter401(
+            fixture, challenge: "Basic%20realm%3D%22api%22", key: "basic-default")
+        #expect(defaulted == 1)
+        // Each transfer's metrics once: the 401's hop and the retry's answer.
+        for task in [first, second] {
+            #expect(task.hopMetrics.count == 2)
+        }
+        #expect(fixture.server.requests(forPath: "/flaky").count == 4)
+        try await fixture.tearDown()
+    }
+
     @Test(
         "a 401 with a Basic challenge that no hook or stored credential can answer goes to the retrier; with a stored one, not"
     )

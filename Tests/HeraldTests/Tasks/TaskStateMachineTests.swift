@@ -277,6 +277,28 @@ struct TaskStateMachineTests {
     }
 
     @Test(
+        "retryAskedAfterHop: a hop that ends the attempt after all goes to the retrier; once cancelled the task completes",
+        arguments: Situation.allCases)
+    func retryAskedAfterHopEverywhere(_ situation: Situation) {
+        let expected: [Situation: Answer] = [
+            .suspendedBetweenTransfers: Self.answer("ask", .suspended),
+            .runningBetweenTransfers: Self.answer("ask", .running),
+            .canceling: Self.answer("complete", .canceling),
+            .completed: Self.answer("complete", .completed),
+        ]
+        guard let answer = expected[situation] else { return }  // not deciding a hop: exit tests below
+        var (machine, _) = Self.machine(in: situation)
+        let response = HTTPResponse(url: Self.url, statusCode: 401, headers: ["WWW-Authenticate": "Basic"])
+        let action = machine.retryAskedAfterHop(response: response)
+        #expect(Answer(action: Self.name(action), state: machine.taskState) == answer)
+        if case .ask(let request, let attempt) = action {
+            #expect(request == nil)
+            #expect(attempt == 1)
+            #expect(machine.report.response?.statusCode == 401)
+        }
+    }
+
+    @Test(
         "connectivityWaitBegins: every wait is announced, a later one too; once cancelled the task completes",
         arguments: Situation.allCases)
     func connectivityWaitEverywhere(_ situation: Situation) {
@@ -861,6 +883,15 @@ struct TaskStateMachineTests {
         await #expect(processExitsWith: .failure) { [situation] in
             var (machine, _) = TaskStateMachineTests.machine(in: situation)
             _ = machine.retryAsked(response: nil, metrics: nil)
+        }
+    }
+
+    @Test("impossible: a retry asked about after a hop the task was not deciding", arguments: notBetweenTransfers)
+    func retryAskedAfterHopTraps(_ situation: Situation) async {
+        await #expect(processExitsWith: .failure) { [situation] in
+            var (machine, _) = TaskStateMachineTests.machine(in: situation)
+            let response = HTTPResponse(url: TaskStateMachineTests.url, statusCode: 401, headers: [:])
+            _ = machine.retryAskedAfterHop(response: response)
         }
     }
 
