@@ -277,7 +277,7 @@ struct TaskStateMachineTests {
     }
 
     @Test(
-        "retryAskedAfterHop: a hop that ends the attempt after all goes to the retrier; once cancelled the task completes",
+        "retryAskedAfterHop: a hop that ends the attempt goes to the retrier; once cancelled the task completes",
         arguments: Situation.allCases)
     func retryAskedAfterHopEverywhere(_ situation: Situation) {
         let expected: [Situation: Answer] = [
