@@ -267,6 +267,11 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
                 truncate(temporaryURL.path, 0)
             }
         }
+        if outcome.error == nil, let response = outcome.response, let refusal = unaskedPart(response) {
+            // What reached the file is a part, not the file: it fails, keeping the part as resume data when it is the
+            // file's start and can be continued.
+            outcome.error = refusal
+        }
         var keepTemporaryFile = false
         var producedResumeData: Data?
         var resumeDataAnswer: (@Sendable () -> Void)?
@@ -282,6 +287,25 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
         var result = settle(outcome, keepTemporaryFile: keepTemporaryFile, producedResumeData: producedResumeData)
         result.resumeDataAnswer = resumeDataAnswer
         return result
+    }
+
+    /// Why `response`, the last attempt's, is no whole file though that attempt asked for one, or `nil`: a `206`
+    /// answering a request with no `Range` (neither the caller's nor a continuation's) that is not the whole
+    /// representation, bytes `0` to its last. A resumed attempt's `206` is checked against the file as it arrives.
+    private func unaskedPart(_ response: HTTPResponse) -> HeraldError? {
+        guard response.statusCode == 206, !originalRequest.headers.contains("Range"),
+            core.withLock({ ($0.downloadContinuation?.bytesReceived ?? 0) == 0 })
+        else { return nil }
+        let contentRange = response.headers["Content-Range"]
+        if let range = ContentRange.parse(contentRange), range.start == 0,
+            let length = range.completeLength, range.end + 1 == length
+        {
+            return nil
+        }
+        return HeraldError(
+            .badServerResponse,
+            "The server answered the download, which asked for no range, with part of the file (Content-Range: "
+                + "\(contentRange ?? "none")).", url: response.url, statusCode: 206, response: response)
     }
 
     /// The task's result once any resume data asked for is made: the error, with the resume data it carries, or

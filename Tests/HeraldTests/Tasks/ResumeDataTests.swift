@@ -330,6 +330,33 @@ struct ResumeDataTests {
         try await fixture.tearDown()
     }
 
+    @Test("a download that asked for no range fails when answered with part of the file; a 206 of all of it succeeds")
+    func unaskedPartFails() async throws {
+        let fixture = try await SessionFixture.make()
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let size = 65536
+        // Before, the second half was moved to the destination as the downloaded file, and the task succeeded.
+        let half = scratch.url.appendingPathComponent("half.bin")
+        let error = await #expect(throws: HeraldError.self) {
+            _ = try await fixture.session.download(
+                for: Request(url: fixture.server.url("/bytes/\(size)?unaskedRangeStart=\(size / 2)")), to: half)
+        }
+        #expect(error?.code == .badServerResponse)
+        #expect(error?.statusCode == 206)
+        #expect(error?.message.contains("bytes \(size / 2)-\(size - 1)/\(size)") == true)
+        // A part that doesn't start the file can't be continued: no resume data, and no file kept for it.
+        #expect(error?.resumeData == nil)
+        #expect(!FileManager.default.fileExists(atPath: half.path))
+        // Bytes 0 to the end, in a 206: the whole file.
+        let whole = scratch.url.appendingPathComponent("whole.bin")
+        let (_, response) = try await fixture.session.download(
+            for: Request(url: fixture.server.url("/bytes/\(size)?unaskedRangeStart=0")), to: whole)
+        #expect(response.statusCode == 206)
+        #expect(try PatternFile.matches(whole, count: size))
+        try await fixture.tearDown()
+    }
+
     @Test("a download behind a redirect counts only its file's bytes: the redirect's body is no progress")
     func redirectBodyIsNoProgress() async throws {
         let fixture = try await SessionFixture.make()
