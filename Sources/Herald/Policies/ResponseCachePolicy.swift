@@ -376,7 +376,7 @@ enum ResponseCachePolicy {
         for name in ["Location", "Content-Location"] {
             guard let value = response.headers[name],
                 let url = URL(string: value, relativeTo: request.url)?.absoluteURL,
-                sameOrigin(url, request.url), !urls.contains(url)
+                RedirectRules.isSameOrigin(url, request.url), !urls.contains(url)
             else { continue }
             urls.append(url)
         }
@@ -389,11 +389,6 @@ enum ResponseCachePolicy {
         case "GET", "HEAD", "OPTIONS", "TRACE": true
         default: safeMethods.contains(method.uppercased())
         }
-    }
-
-    private static func sameOrigin(_ lhs: URL, _ rhs: URL) -> Bool {
-        lhs.scheme?.lowercased() == rhs.scheme?.lowercased() && lhs.host?.lowercased() == rhs.host?.lowercased()
-            && lhs.port == rhs.port
     }
 
     /// The entry to propose for storing a data task's outcome (RFC 9111 §3), or `nil` when it may not be
@@ -414,21 +409,35 @@ enum ResponseCachePolicy {
         request.headers.contains("Authorization") || request.url.user != nil || request.url.password != nil
     }
 
+    /// What a `304` answering a request's own conditional fields does to the entry stored for the request.
+    enum Freshening: Equatable {
+        /// It confirms no entry (or the request carries credentials): the entry stays as it is.
+        case none
+        /// It confirms the entry: store this one, the entry freshened by the `304`'s fields.
+        case store(CachedResponse)
+        /// It confirms the entry, but freshened by its fields the entry may not be stored (`no-store`, a `Vary`
+        /// of `*`, no freshness and no validator left): the entry is removed, as a whole answer's would be.
+        case remove
+    }
+
     /// The entry stored for `request` freshened by `notModified`, a `304` answering the request's own
     /// conditional fields, when that entry is the one it confirms (RFC 9111 §4.3.4: the same validator, and a
     /// stored response the request's `Vary` fields select) and the request's condition names it (see
-    /// ``conditionNames(_:stored:)``); `nil` otherwise.
+    /// ``conditionNames(_:stored:)``). The freshened entry is judged as a whole answer would be
+    /// (``proposal(for:outcome:now:)``), its `Vary` fields taken again from the request. An answer to a request
+    /// with credentials leaves the entry alone, as its `200` would.
     static func freshened(
         for request: Request, by notModified: HTTPResponse, in cache: any ResponseCache, now: Date = Date()
-    ) -> CachedResponse? {
-        guard notModified.statusCode == 304, let stored = cache.cachedResponse(for: request),
+    ) -> Freshening {
+        guard notModified.statusCode == 304, !carriesCredentials(request),
+            let stored = cache.cachedResponse(for: request),
             varyMatches(stored, request: request), confirms(notModified, stored: stored.response),
             conditionNames(request, stored: stored.response)
-        else { return nil }
-        var entry = stored
-        entry.response = refreshed(stored.response, with: notModified, receivedAt: now)
-        entry.storageDate = now
-        return entry
+        else { return .none }
+        let merged = TaskOutcome(
+            response: refreshed(stored.response, with: notModified, receivedAt: now), body: stored.data, error: nil,
+            metrics: nil)
+        return proposal(for: request, outcome: merged, now: now).map { .store($0) } ?? .remove
     }
 
     static func proposal(for request: Request, outcome: TaskOutcome, now: Date? = nil) -> CachedResponse? {

@@ -154,11 +154,16 @@ extension SessionManager {
         let sent = requestAsSent(judged)
         if let response = outcome.response, !ResponseCachePolicy.supersedesStored(response, for: sent) {
             // The entry stays; a `304` to the caller's own validators freshens the one it confirms.
-            guard keeps(outcome, of: task, sent: sent),
-                let freshened = ResponseCachePolicy.freshened(for: sent, by: response, in: cache),
-                let entry = dataTaskWillCacheResponse.map({ $0(task, freshened) }) ?? freshened
-            else { return }
-            return cache.storeCachedResponse(entry, for: sent)
+            guard keeps(outcome, of: task, sent: sent) else { return }
+            switch ResponseCachePolicy.freshened(for: sent, by: response, in: cache) {
+            case .none:
+                return
+            case .remove:
+                return cache.removeCachedResponse(for: task.originalRequest)
+            case .store(let freshened):
+                guard let entry = dataTaskWillCacheResponse.map({ $0(task, freshened) }) ?? freshened else { return }
+                return cache.storeCachedResponse(entry, for: sent)
+            }
         }
         let proposal =
             keeps(outcome, of: task, sent: sent) ? ResponseCachePolicy.proposal(for: sent, outcome: outcome) : nil

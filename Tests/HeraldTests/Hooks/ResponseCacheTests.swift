@@ -371,6 +371,30 @@ struct ResponseCacheTests {
         try await fixture.tearDown()
     }
 
+    @Test("a 304 to the caller's own condition that says no-store removes the entry it confirms; with credentials, not")
+    func callersConditionalNoStoreRemovesEntry() async throws {
+        let (fixture, cache) = try await Self.fixture()
+        let url = fixture.server.url("/headers?Cache-Control=no-store&ETag=%22v1%22")
+        // Stale, with a Last-Modified that heuristic freshness would have kept fresh for days once freshened.
+        let entry = Self.storeEntry(
+            "stored",
+            headers: ["Cache-Control": "no-cache", "ETag": "\"v1\"", "Last-Modified": "Sat, 01 Jun 2024 00:00:00 GMT"],
+            for: Request(url: url), in: cache)
+        // A conditional request with credentials: its answer is no one else's, and leaves the entry as it is.
+        let authorized = Request(url: url, headers: ["If-None-Match": "\"v1\"", "Authorization": "Bearer t"])
+        let first = try await Self.run(fixture, authorized, completions: 1)
+        #expect(first.call.response?.statusCode == 304)
+        #expect(cache.cachedResponse(for: Request(url: url)) == entry)
+        // Before, the entry took the 304's `no-store` and kept its Last-Modified: served without the network for
+        // days after the server said not to store it.
+        let answered = try await Self.run(
+            fixture, Request(url: url, headers: ["If-None-Match": "\"v1\""]), completions: 2)
+        #expect(answered.call.response?.statusCode == 304)
+        #expect(fixture.server.requests.map(\.responseStatus) == [304, 304])
+        #expect(cache.cachedResponse(for: Request(url: url)) == nil)
+        try await fixture.tearDown()
+    }
+
     @Test(
         "a 304 without validators to the caller's own condition freshens the stored entry only when the condition names it",
         arguments: [

@@ -65,6 +65,14 @@ struct ResponseCachePolicyTests {
             let request = Request(url: Self.url, method: method)
             #expect(ResponseCachePolicy.invalidatedURLs(for: request, response: Self.response(200, [])).isEmpty)
         }
+        // The scheme's default port written out is the same origin: before, `:443` and none differed, and the
+        // created item's stored GET stayed.
+        let https = URL(string: "https://api.example/items")!
+        let created = HTTPResponse(
+            url: https, statusCode: 201, headers: ["Location": "https://api.example:443/items/7"])
+        let invalidated = ResponseCachePolicy.invalidatedURLs(
+            for: Request(url: https, method: "POST"), response: created)
+        #expect(invalidated.map(\.absoluteString) == ["https://api.example/items", "https://api.example:443/items/7"])
     }
 
     @Test("a validator holding a line break is not sent back: it would split the conditional request")
