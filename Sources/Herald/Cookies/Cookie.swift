@@ -110,8 +110,9 @@ public struct Cookie: Sendable, Hashable, Codable {
         return domainMatches && CookieMatching.pathMatches(target.path, path)
     }
 
-    /// The identity RFC 6265 replaces a cookie by: name, domain and path.
-    var key: String { "\(name)\u{0}\(domain)\u{0}\(path)" }
+    /// The identity a cookie is replaced by: name, domain, host-only flag and path (RFC 6265bis §5.7, which adds
+    /// the flag to RFC 6265's three: a `Domain` cookie a sibling host sets doesn't replace a site's host-only one).
+    var key: String { "\(name)\u{0}\(domain)\u{0}\(path)\u{0}\(isHostOnly ? "h" : "d")" }
 
     /// Why the cookie could not be sent as it is, or `nil` when it can: a name or value with a control
     /// character or `;` would end the `Cookie` field or add one (a line break, a field of its own), an empty

@@ -22,7 +22,7 @@ import HeraldNotifications
 /// - `Secure` cookies are sent only over `https`, and one set by an `http` response is refused.
 /// - `Expires` is read with RFC 6265 §5.1.1's algorithm (tokens in any order, two-digit years, range
 ///   checks); a date it refuses leaves the attribute ignored. `Max-Age` wins over `Expires` and is capped at
-///   400 days; an expired cookie removes the one of the same name, domain and path.
+///   400 days; an expired cookie removes the one of the same name, domain, host-only flag and path.
 /// - The `Set-Cookie` fields of one response are applied in order, each as if it came alone.
 /// - `HttpOnly` and `SameSite` are kept (and persisted) as received; `SameSite` is not enforced, as a
 ///   client has no top-level site.
@@ -234,8 +234,8 @@ public final class CookieStore: Sendable {
     /// Stores what the `Set-Cookie` fields of a response to `url` set, as Herald does for every response.
     ///
     /// The fields are applied one after the other, in the order given (RFC 6265 §5.3 processes each as it
-    /// is received): a later field replaces or removes what an earlier one of the same name, domain and
-    /// path set, so `a=1` followed by `a=; Max-Age=0` leaves no `a`.
+    /// is received): a later field replaces or removes what an earlier one of the same name, domain, host-only
+    /// flag and path set, so `a=1` followed by `a=; Max-Age=0` leaves no `a`.
     /// - Parameters:
     ///   - setCookieFields: The values of the response's `Set-Cookie` fields, in the response's order.
     ///   - url: The URL the response answered; its host and path are taken as libcurl sends them (`127.1` is
@@ -287,7 +287,8 @@ public final class CookieStore: Sendable {
         return jar.withLock { jar in stored.compactMap { $0 }.filter { jar.entries[$0.key] != nil } }
     }
 
-    /// Stores `cookie`, replacing the one of the same name, domain and path; an expired cookie removes it.
+    /// Stores `cookie`, replacing the one of the same name, domain, host-only flag and path (RFC 6265bis: a
+    /// `Domain` cookie doesn't replace a host-only one); an expired cookie removes it.
     ///
     /// A cookie that could not be sent as it is — a name or value with a control character or `;`, an empty
     /// name or one with `=`, a domain or path with a control character, a path not starting with `/` — is
@@ -393,7 +394,10 @@ public final class CookieStore: Sendable {
 
     /// The site `cookie` counts against: its domain's registrable domain, or the domain itself when it has none.
     private func site(of cookie: Cookie) -> String {
-        publicSuffixes.registrableDomain(for: cookie.domain) ?? cookie.domain
+        // A host written with its root's dot (`x1.evil.com.`) counts against the site of the host without it: as its
+        // own site, every such host of one domain would have its own limit, and one site could push out the rest.
+        let domain = cookie.domain.hasSuffix(".") ? String(cookie.domain.dropLast()) : cookie.domain
+        return publicSuffixes.registrableDomain(for: domain) ?? domain
     }
 
     /// Writes the persistent cookies as JSON lines, atomically and durably: to a temporary file beside it,

@@ -371,6 +371,39 @@ struct CookieStoreTests {
         #expect(store.cookieHeader(for: testURL("https://bank.example/")) == "login=1")
     }
 
+    @Test("hosts written with the root's dot count against the site without it")
+    func siteLimitWithTrailingDots() {
+        let store = CookieStore()
+        store.store(setCookieFields: ["login=1; Max-Age=3600"], from: testURL("https://bank.example/"))
+        // Before, each `xN.evil.example.` was a site of its own, with a limit of its own.
+        for index in 1...5 {
+            store.store(
+                setCookieFields: (0..<50).map { "c\($0)=1" }, from: testURL("https://x\(index).evil.example./"))
+        }
+        let evil = store.allCookies.filter { $0.domain.hasSuffix("evil.example.") }
+        #expect(evil.count == CookieStore.maximumCookiesPerSite)
+        #expect(!evil.contains { $0.domain == "x1.evil.example." })
+        #expect(store.cookieHeader(for: testURL("https://bank.example/")) == "login=1")
+    }
+
+    @Test("a Domain cookie a sibling host sets doesn't replace the site's host-only cookie of the same name")
+    func domainCookieKeepsHostOnlyOne() throws {
+        let store = CookieStore()
+        store.store(setCookieFields: ["sid=good; Path=/; Secure"], from: testURL("https://example.com/login"))
+        // Before, the key left out the host-only flag: the sibling's cookie replaced the site's login.
+        store.store(
+            setCookieFields: ["sid=evil; Domain=example.com; Path=/; Secure"], from: testURL("https://u.example.com/"))
+        let sent = store.cookies(for: testURL("https://example.com/")).map { "\($0.name)=\($0.value)" }
+        #expect(Set(sent) == ["sid=good", "sid=evil"])
+        #expect(store.allCookies.count == 2)
+        // Each is removed by its own kind: the site's expiry takes its host-only cookie only.
+        store.store(setCookieFields: ["sid=; Path=/; Secure; Max-Age=0"], from: testURL("https://example.com/"))
+        let left = try #require(store.allCookies.first)
+        #expect(store.allCookies.count == 1)
+        #expect(left.value == "evil")
+        #expect(!left.isHostOnly)
+    }
+
     @Test("a cookie stored or sent lately outlives older ones at a limit: the least recently used go first")
     func evictionByUse() {
         let store = CookieStore()
