@@ -32,10 +32,23 @@ struct DownloadResumeData: Codable, Sendable, Equatable {
     /// Whether ``url`` is on another origin than the download's first request: see the format above.
     var leftOrigin: Bool?
 
-    /// The `If-Range` validator: the entity tag when there is a strong one, else the date.
+    /// The `If-Range` validator: the entity tag when it is strong, else the date when there is no entity tag.
+    /// Never a weak tag, and never the date beside one (RFC 9110 §13.1.5: with a weak tag the server may send the
+    /// rest of another version that the date doesn't tell apart): then there is none, and nothing to resume.
     var validator: String? {
-        if let entityTag, !entityTag.hasPrefix("W/") { return entityTag }
+        if let entityTag { return entityTag.hasPrefix("W/") ? nil : entityTag }
         return lastModified
+    }
+
+    /// `lastModified`, a response's `Last-Modified`, when it is a strong validator as `If-Range` needs (RFC 9110
+    /// §8.8.2.2): at least a second before the response's `Date`, so that the representation could not change
+    /// within that second unnoticed. `nil` when it is later or unreadable; kept as it is when the response has no
+    /// readable `Date` to judge by.
+    static func strongLastModified(_ lastModified: String?, date: String?) -> String? {
+        guard let lastModified else { return nil }
+        guard let date, let sent = ResponseCachePolicy.parseDate(date) else { return lastModified }
+        guard let modified = ResponseCachePolicy.parseDate(lastModified) else { return nil }
+        return sent.timeIntervalSince(modified) >= 1 ? lastModified : nil
     }
 
     var partialFileURL: URL { URL(fileURLWithPath: partialFilePath) }
@@ -65,7 +78,7 @@ struct DownloadResumeData: Codable, Sendable, Equatable {
         }
         guard let validator = resume.validator else {
             throw HeraldError(
-                .cannotResume, "The resume data has no ETag or Last-Modified to check the resource is unchanged.")
+                .cannotResume, "The resume data has no strong ETag or Last-Modified to check the resource is unchanged.")
         }
         // Sent as `If-Range`: a CR or LF would split the request. (The stored header fields are checked with
         // the request, as any request's are.)
