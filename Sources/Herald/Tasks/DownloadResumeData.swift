@@ -78,7 +78,8 @@ struct DownloadResumeData: Codable, Sendable, Equatable {
         }
         guard let validator = resume.validator else {
             throw HeraldError(
-                .cannotResume, "The resume data has no strong ETag or Last-Modified to check the resource is unchanged.")
+                .cannotResume, "The resume data has no strong ETag or Last-Modified to check the resource is unchanged."
+            )
         }
         // Sent as `If-Range`: a CR or LF would split the request. (The stored header fields are checked with
         // the request, as any request's are.)

@@ -523,7 +523,8 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
             // Sent back as `If-Range`: never one that holds a line break.
             var entityTag = ResponseCachePolicy.sendableValidator(response.headers["ETag"])
             var lastModified = DownloadResumeData.strongLastModified(
-                ResponseCachePolicy.sendableValidator(response.headers["Last-Modified"]), date: response.headers["Date"])
+                ResponseCachePolicy.sendableValidator(response.headers["Last-Modified"]), date: response.headers["Date"]
+            )
             if response.statusCode == 206, let continued {
                 // A range answer need not repeat every validator (RFC 9110 §15.3.7 asks for the ETag only, and
                 // only when a 200 would send one); the file accepted it as the version it continues, whose
