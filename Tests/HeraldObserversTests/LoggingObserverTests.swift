@@ -57,6 +57,33 @@ struct LoggingObserverTests {
         #expect(handler.entries.first?.metadata["herald.error.code"] == "timed_out")
     }
 
+    @Test("control characters a server sent are escaped: no forged or hidden line in a text log")
+    func controlCharactersEscaped() async throws {
+        let (logger, handler) = makeLogger(level: .trace)
+        let task = try tasks.task("http://example.com/feed")
+        let observer = LoggingObserver(logger: logger)
+        // Before, a bare CR and an escape sequence went to the backend as they came: printed, the CR returns to the
+        // line's start and overwrites it with the forged text.
+        let forged = "text/html\r2026-12-07 info: payment ok\u{1B}[K"
+        let response = Payloads.response(
+            200, url: task.originalRequest.url,
+            headers: ["Content-Type": forged, "X-Note": "a\nb\tc\u{7F}\u{85} caf\u{E9}"])
+        let error = HeraldError(.unacceptableContentType, "The server answered \"\(forged)\".")
+        observer.taskDidComplete(Payloads.complete(task: 1, request: task.summary, response: response, error: error))
+        await observer.flush()
+        let completed = try #require(handler.entries.first { $0.message == "task completed" })
+        #expect(
+            completed.metadata["error.message"]
+                == #"The server answered "text/html\r2026-12-07 info: payment ok\u{1B}[K"."#)
+        let detail = try #require(handler.entries.first { $0.message == "task completion detail" })
+        #expect(
+            detail.metadata["http.response.header.content-type"] == #"text/html\r2026-12-07 info: payment ok\u{1B}[K"#)
+        // Printable text, non-ASCII included, is left as it is.
+        #expect(detail.metadata["http.response.header.x-note"] == "a\\nb\\tc\\u{7F}\\u{85} caf\u{E9}")
+        let everything = handler.entries.description
+        #expect(!everything.unicodeScalars.contains { $0 == "\r" || $0 == "\u{1B}" })
+    }
+
     @Test("error.type is the metrics' and the spans': the failed status first, none for a body that didn't parse")
     func errorTypeAsTheMetricsHaveIt() async throws {
         let (logger, handler) = makeLogger(level: .debug)

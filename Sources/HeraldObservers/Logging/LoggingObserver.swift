@@ -15,8 +15,9 @@ import Logging
 /// metrics and spans have it: the status of 400 or more, else the error's code), `herald.error.code` and
 /// `error.message` for a task that failed; request and response headers and curl's timings are logged at
 /// `trace`. Messages are constant, so log backends can group them. Secrets are handled by
-/// ``LogRedaction``. A download that could not be moved (`downloadDidFailToMoveFile`) is logged at
-/// `warning`, with the kept file's path. A task waiting for a network (`taskIsWaitingForConnectivity`), the
+/// ``LogRedaction``; control characters in what a server controls (header names and values, error messages) are
+/// escaped (`\r`, `\u{1B}`), so that no server can forge or hide a line of a log written as text. A download that
+/// could not be moved (`downloadDidFailToMoveFile`) is logged at `warning`, with the kept file's path. A task waiting for a network (`taskIsWaitingForConnectivity`), the
 /// end of that wait (`taskDidEndWaitingForConnectivity`, `task connectivity returned`) and a reachability
 /// change (`reachabilityDidChange`, from a `NetworkReachability` posting on the same center) are logged at
 /// `debug`.
@@ -119,7 +120,8 @@ public final class LoggingObserver: SessionObserver {
     /// with `, `, as HTTP joins them, so no field of a repeated name is lost.
     private func addHeaders(_ headers: HTTPHeaders, as prefix: String, to metadata: inout Logger.Metadata) {
         for (name, value) in redaction.redacting(headers) {
-            let key = prefix + name.lowercased()
+            let key = prefix + Self.printable(name.lowercased())
+            let value = Self.printable(value)
             if case .string(let previous)? = metadata[key] {
                 metadata[key] = .string(previous + ", " + value)
             } else {
@@ -224,7 +226,7 @@ public final class LoggingObserver: SessionObserver {
         if let error = completion.error {
             metadata["herald.error.code"] = .string(error.code.description)
             let urls = [completion.request.url] + (error.url.map { [$0] } ?? [])
-            metadata["error.message"] = .string(redaction.redacting(error.message, secretsOf: urls))
+            metadata["error.message"] = .string(Self.printable(redaction.redacting(error.message, secretsOf: urls)))
         }
         write(.debug, "task completed", metadata: metadata, request: completion.request)
 
@@ -262,7 +264,8 @@ public final class LoggingObserver: SessionObserver {
             "http.request.method": .string(failure.request.method),
             "url.full": .string(redaction.redacting(failure.request.url)),
             "error.type": .string(failure.error.code.description),
-            "error.message": .string(redaction.redacting(failure.error.message, secretsOf: [failure.request.url])),
+            "error.message": .string(
+                Self.printable(redaction.redacting(failure.error.message, secretsOf: [failure.request.url]))),
             "herald.download.file": .string(failure.sourceURL.path),
             "herald.download.destination": .string(failure.destinationURL.path),
         ]
@@ -316,6 +319,30 @@ public final class LoggingObserver: SessionObserver {
         metadata["herald.session.id"] = .stringConvertible(session)
         metadata["herald.task.id"] = .stringConvertible(task)
         return metadata
+    }
+
+    /// `text` with its control characters escaped: CR, LF and tab as `\r`, `\n` and `\t`, the other C0 and C1
+    /// controls and DEL as `\u{…}`. For what a server controls (header names and values, error messages that quote
+    /// them): a log backend that writes metadata as it is (swift-log's `StreamLogHandler`) would otherwise let a
+    /// bare CR or an escape sequence forge or hide a line on a terminal or in a file.
+    static func printable(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isControl) else { return text }
+        var escaped = ""
+        escaped.reserveCapacity(text.utf8.count + 8)
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\r": escaped += "\\r"
+            case "\n": escaped += "\\n"
+            case "\t": escaped += "\\t"
+            case _ where isControl(scalar): escaped += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+            default: escaped.unicodeScalars.append(scalar)
+            }
+        }
+        return escaped
+    }
+
+    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
     }
 
     /// Seconds with millisecond precision, such as `"0.125"`. Built from whole milliseconds rather than with
