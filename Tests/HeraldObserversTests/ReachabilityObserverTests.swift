@@ -42,7 +42,7 @@ extension Payloads {
 /// indicator, a log line, metrics, span events, JSON lines, and AFNetworking's notification on Foundation.
 @Suite("Observers of taskIsWaitingForConnectivity and reachabilityDidChange")
 struct ReachabilityObserverTests {
-    @Test("the activity indicator doesn't count a waiting task as activity, and a reachable network ends the wait")
+    @Test("a waiting task is no activity; the end of its own wait ends that, not a reachable network")
     func activityIndicator() {
         let clock = ManualScheduler()
         let indicator = NetworkActivityIndicator(activationDelay: 1, completionDelay: 0.17, scheduler: clock)
@@ -59,9 +59,14 @@ struct ReachabilityObserverTests {
         indicator.reachabilityDidChange(Payloads.reachability(Payloads.ethernet, from: .notReachable, host: "h.test"))
         #expect(indicator.waitingTaskCount == 1)
         #expect(indicator.networkStatus != Payloads.ethernet)
-        // The network comes back: the task starts again and counts as activity once more.
+        // A reachable network need not route to the task's host (an IPv6 host, IPv4 routes only): before, it ended
+        // the wait, and the indicator showed activity for as long as Herald still waited.
         indicator.reachabilityDidChange(Payloads.reachability(Payloads.ethernet, from: .notReachable))
         #expect(indicator.networkStatus == Payloads.ethernet)
+        #expect(indicator.waitingTaskCount == 1)
+        #expect(indicator.state == .notActive)
+        // The task's own wait ends: it starts again and counts as activity once more.
+        indicator.taskDidEndWaitingForConnectivity(Payloads.waitEnded(task: 1))
         #expect(indicator.waitingTaskCount == 0)
         #expect(indicator.state == .delayingStart)
         indicator.taskDidComplete(Payloads.complete(task: 1))
@@ -121,7 +126,7 @@ struct ReachabilityObserverTests {
         indicator.taskDidComplete(Payloads.complete(task: 1))
     }
 
-    @Test("a task paused and resumed while it waits for a network still waits; a network back meanwhile ends it")
+    @Test("a task paused and resumed while it waits for a network still waits; its wait ending meanwhile ends it")
     func activityIndicatorPausedWait() {
         let clock = ManualScheduler()
         let indicator = NetworkActivityIndicator(activationDelay: 1, completionDelay: 0.17, scheduler: clock)
@@ -134,9 +139,14 @@ struct ReachabilityObserverTests {
         #expect(indicator.waitingTaskCount == 1 && indicator.runningTaskCount == 1)
         clock.advance(by: 1)
         #expect(indicator.state == .notActive)
-        // Paused again, and the network comes back meanwhile: resumed, it transfers.
+        // Paused again, and the network comes back meanwhile (a reachable status alone ends nothing): resumed, it
+        // transfers.
         indicator.taskDidSuspend(Payloads.suspend(task: 1))
         indicator.reachabilityDidChange(Payloads.reachability(Payloads.ethernet, from: .notReachable))
+        indicator.taskDidResume(Payloads.resume(task: 1))
+        #expect(indicator.waitingTaskCount == 1)
+        indicator.taskDidSuspend(Payloads.suspend(task: 1))
+        indicator.taskDidEndWaitingForConnectivity(Payloads.waitEnded(task: 1))
         indicator.taskDidResume(Payloads.resume(task: 1))
         #expect(indicator.waitingTaskCount == 0)
         clock.advance(by: 1)

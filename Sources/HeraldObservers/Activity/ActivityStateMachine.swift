@@ -114,14 +114,11 @@ struct ActivityStateMachine {
         return reevaluate()
     }
 
-    /// A reachability monitor announced `status`; a reachable one ends every wait.
-    mutating func reachabilityChanged(to status: NetworkReachabilityStatus) -> Action {
+    /// A reachability monitor announced `status`. It ends no wait: a task waits for the route to its own host,
+    /// which a reachable network in general need not give it, and its own `taskDidEndWaitingForConnectivity`
+    /// says when its wait is over.
+    mutating func reachabilityChanged(to status: NetworkReachabilityStatus) {
         networkStatus = status
-        guard status.isReachable else { return Action() }
-        pausedWhileWaiting = []
-        guard !waiting.isEmpty else { return Action() }
-        waiting = []
-        return reevaluate()
     }
 
     /// The tasks that count as network activity: running, not waiting for a network or out a retry's delay.

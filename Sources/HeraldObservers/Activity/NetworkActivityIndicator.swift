@@ -14,10 +14,10 @@ import HeraldNotifications
 /// can't leave it stuck on or make it negative, and `sessionDidInvalidate` clears whatever is left of
 /// that session (and ``observationDidEnd(_:)`` what a cancelled token left open). A task waiting for a network (`taskIsWaitingForConnectivity`) stays in the set but is no
 /// activity: it doesn't keep the indicator up, and ``waitingTaskCount`` counts it until it completes,
-/// pauses, its network comes back (`taskDidEndWaitingForConnectivity`: it transfers again, and is activity
-/// again), or a `NetworkReachability` posting on the same center announces a reachable network
-/// (``networkStatus``). Paused and resumed while the network is still away, it waits again: a wait is
-/// announced once, however often the task is paused in it. A task waiting out a retry's delay (`taskWillRetry` with a delay) is no activity
+/// pauses, or its network comes back (`taskDidEndWaitingForConnectivity`: it transfers again, and is activity
+/// again); a `NetworkReachability` posting on the same center sets ``networkStatus`` and ends no wait, since a
+/// network in general need not route to the task's host. Paused and resumed while it still waits, it waits
+/// again: a wait is announced once, however often the task is paused in it. A task waiting out a retry's delay (`taskWillRetry` with a delay) is no activity
 /// either, from the announcement until the delay has passed.
 ///
 /// ```swift
@@ -141,15 +141,18 @@ public final class NetworkActivityIndicator: SessionObserver {
         perform { $0.taskRetryDelayed(key, delay: delay) }
     }
 
-    /// Records the status; a reachable network ends every wait (the tasks start again). A monitor of one host
-    /// (`ReachabilityChange.host` set) says nothing of the network in general, nor of the routes to other
-    /// hosts that tasks wait for, and is passed over: each task's own `taskDidEndWaitingForConnectivity` ends
-    /// its wait anyway.
+    /// Records the status in ``networkStatus``. It ends no task's wait: a task waits for the route to its own
+    /// host, which a reachable network in general need not give it (an IPv6 host on a network with IPv4 routes
+    /// only), and its own `taskDidEndWaitingForConnectivity` ends its wait. A monitor of one host
+    /// (`ReachabilityChange.host` set) says nothing of the network in general, and is passed over.
     /// - Parameter notification: `reachabilityDidChange`.
     public func reachabilityDidChange(_ notification: TypedNotification<ReachabilityChange>) {
         guard notification.userInfo.host == nil else { return }
         let status = notification.userInfo.status
-        perform { $0.reachabilityChanged(to: status) }
+        machine.update { machine in
+            machine.reachabilityChanged(to: status)
+            return ((), [])
+        }
     }
 
     /// Removes every task of the session that is still in the running set.
