@@ -166,7 +166,7 @@ public final class DiskResponseCache: ResponseCache {
                 return nil
             }
             let head = database.decodedHeads[row.file] ?? (try? JSONDecoder().decode(StoredHead.self, from: row.head))
-            let body = head == nil ? nil : Self.readBody(at: path)
+            let body = head == nil ? nil : Self.readBody(at: path, size: row.bodySize)
             if case .unreadable = body { return nil }
             guard let head, case .read(let data) = body, data.count == row.bodySize else {
                 // Only this row: another process may have replaced it meanwhile (a body file is never
@@ -374,20 +374,22 @@ public final class DiskResponseCache: ResponseCache {
     private enum BodyRead {
         /// Its bytes.
         case read(Data)
-        /// There is no such file.
+        /// There is no such file, or it is not of the size the index records (damaged, or written behind the
+        /// cache's back): never read, so that a size a damaged file system reports is never allocated.
         case missing
         /// It could not be read now: no descriptor left, no memory, an I/O error.
         case unreadable
     }
 
-    /// The bytes of the body file at `path`.
-    private static func readBody(at path: String) -> BodyRead {
+    /// The bytes of the body file at `path`, which the index records as `size` bytes long.
+    private static func readBody(at path: String, size expected: Int) -> BodyRead {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return errno == ENOENT ? .missing : .unreadable }
         defer { close(descriptor) }
         var status = stat()
         guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return .unreadable }
-        let size = Int(status.st_size)
+        guard status.st_size == expected else { return .missing }
+        let size = expected
         var data = Data(count: size)
         let complete = data.withUnsafeMutableBytes { buffer -> Bool in
             guard let base = buffer.baseAddress else { return size == 0 }

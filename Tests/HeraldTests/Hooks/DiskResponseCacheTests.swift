@@ -223,6 +223,15 @@ struct DiskResponseCacheTests {
         #expect(truncate(bodies.appendingPathComponent(named).path, 4) == 0)
         #expect(reopened.cachedResponse(for: request) == nil)
         #expect(reopened.count == 0)
+        // A body file a damaged file system says is a terabyte long (a sparse file here): before, its size was
+        // allocated to read it before it was compared with the index's, and the process died.
+        let huge = Request(url: URL(fileURLWithPath: "/huge"))
+        reopened.storeCachedResponse(Self.entry("0123456789", url: huge.url), for: huge)
+        let hugeBody = try #require(Self.bodyFiles(in: folder).first)
+        #expect(truncate(bodies.appendingPathComponent(hugeBody).path, 1 << 40) == 0)
+        #expect(reopened.cachedResponse(for: huge) == nil)
+        #expect(reopened.count == 0)
+        #expect(Self.bodyFiles(in: folder).isEmpty)
     }
 
     @Test("the size the entries take is kept as they are stored, replaced and removed, and found for an older index")
