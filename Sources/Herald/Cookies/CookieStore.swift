@@ -104,6 +104,10 @@ public final class CookieStore: Sendable {
     ///   ``HeraldError/Code/fileIO`` when the lock file beside it can't be made, or the file exists but can't be
     ///   read, is larger than ``maximumFileSize``, or a line of it is not a cookie (the message names the line).
     public init(persistingTo fileURL: URL, publicSuffixes: PublicSuffixList = .shared) throws(HeraldError) {
+        // The file a symbolic link names: saved there (a save renames over the link itself otherwise, and the
+        // target never changes again), and locked there, so that two stores opened through two links exclude
+        // each other.
+        let fileURL = Self.linkTarget(of: fileURL)
         // Before the file is read: what is loaded is then what no other store writes meanwhile.
         self.persisted = Locked((fileURL, try CookieFileLock(for: fileURL)))
         self.publicSuffixes = publicSuffixes
@@ -111,34 +115,22 @@ public final class CookieStore: Sendable {
         // cookies under a temporary name, which nothing else would ever remove. No save of another store runs
         // meanwhile: the lock is this store's.
         Self.removeTemporaryFiles(of: fileURL)
-        guard FileManager.default.fileExists(atPath: fileURL.path) else {
+        guard let contents = try Self.readFile(fileURL) else {
             unsendableCookiesSkipped = 0
             return
-        }
-        let text: String
-        do {
-            let size = try FileManager.default.attributesOfItem(atPath: fileURL.path)[.size] as? Int ?? 0
-            guard size <= Self.maximumFileSize else {
-                throw HeraldError(
-                    .fileIO,
-                    "The cookie file \(fileURL.path) holds \(size) bytes, more than the \(Self.maximumFileSize) "
-                        + "a store of \(Self.maximumCookies) cookies needs.")
-            }
-            text = try String(contentsOf: fileURL, encoding: .utf8)
-        } catch let error as HeraldError {
-            throw error
-        } catch {
-            throw HeraldError(.fileIO, "Cannot read the cookie file \(fileURL.path).", underlying: error)
         }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .secondsSince1970
         let now = Date()
         var loaded: [Cookie] = []
         var skipped = 0
-        for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: true).enumerated() {
+        // Lines end at LF, a CR before it dropped (a file edited or copied on another system).
+        let lines = contents.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true)
+            .map { $0.last == UInt8(ascii: "\r") ? $0.dropLast() : $0 }.filter { !$0.isEmpty }
+        for (index, line) in lines.enumerated() {
             let decoded: Cookie
             do {
-                decoded = try decoder.decode(Cookie.self, from: Data(line.utf8))
+                decoded = try decoder.decode(Cookie.self, from: Data(line))
             } catch {
                 throw HeraldError(
                     .fileIO, "Line \(index + 1) of the cookie file \(fileURL.path) is not a cookie.", underlying: error)
@@ -165,6 +157,72 @@ public final class CookieStore: Sendable {
             for cookie in loaded { jar.put(cookie, site: site(of: cookie)) }
             jar.enforceLimits()
         }
+    }
+
+    /// The file `url` names once its symbolic links are followed (a link to a file not made yet included); `url`
+    /// itself when it is no link. A chain longer than the kernel follows (40 links) is left as it is: its open
+    /// fails as the kernel's would.
+    private static func linkTarget(of url: URL) -> URL {
+        var current = url
+        for _ in 0..<40 {
+            var status = stat()
+            guard lstat(current.path, &status) == 0, status.st_mode & S_IFMT == S_IFLNK,
+                let destination = try? FileManager.default.destinationOfSymbolicLink(atPath: current.path)
+            else { return current }
+            current =
+                destination.hasPrefix("/")
+                ? URL(fileURLWithPath: destination)
+                : current.deletingLastPathComponent().appendingPathComponent(destination)
+        }
+        return current
+    }
+
+    /// The bytes of the cookie file, `nil` when there is none. Read from one descriptor, with a bound: a regular
+    /// file of at most ``maximumFileSize`` bytes (a FIFO, which would block, or a device, which may never end,
+    /// is refused, and so is a file that grows past the bound while it is read).
+    private static func readFile(_ fileURL: URL) throws(HeraldError) -> Data? {
+        let descriptor = open(fileURL.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+        guard descriptor >= 0 else {
+            if errno == ENOENT { return nil }
+            throw HeraldError.fileFailure("Cannot read the cookie file", url: fileURL)
+        }
+        defer { Glibc.close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            throw HeraldError.fileFailure("Cannot read the cookie file", url: fileURL)
+        }
+        guard status.st_mode & S_IFMT == S_IFREG else {
+            throw HeraldError(.fileIO, "The cookie file \(fileURL.path) is not a regular file.")
+        }
+        let tooLarge = { (size: Int) in
+            HeraldError(
+                .fileIO,
+                "The cookie file \(fileURL.path) holds \(size) bytes, more than the \(maximumFileSize) a store of "
+                    + "\(maximumCookies) cookies needs.")
+        }
+        guard status.st_size <= maximumFileSize else { throw tooLarge(Int(status.st_size)) }
+        // One byte more than its size: a file that grew since (written behind the lock's back) is refused, not cut
+        // short, and never read past the bound.
+        let size = Int(status.st_size)
+        var data = Data(count: size + 1)
+        var length = 0
+        let failed = data.withUnsafeMutableBytes { buffer -> Bool in
+            guard let base = buffer.baseAddress else { return false }
+            while length < buffer.count {
+                let count = read(descriptor, base + length, buffer.count - length)
+                if count < 0, errno == EINTR { continue }
+                if count < 0 { return true }
+                if count == 0 { break }
+                length += count
+            }
+            return false
+        }
+        if failed { throw HeraldError.fileFailure("Cannot read the cookie file", url: fileURL) }
+        guard length <= size else {
+            throw HeraldError(.fileIO, "The cookie file \(fileURL.path) grew while it was read.")
+        }
+        data.count = length
+        return data
     }
 
     /// Every cookie kept and not expired, by domain, path and name.

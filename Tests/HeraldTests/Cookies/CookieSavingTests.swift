@@ -65,3 +65,66 @@ struct CookieSavingTests {
         try await server.shutdown()
     }
 }
+
+/// What a persistent store makes of the file it is given: a symbolic link, a FIFO, line ends of another system.
+@Suite("Cookie store file")
+struct CookieFileTests {
+    @Test("a file reached through a symbolic link is saved and locked where the link points")
+    func symbolicLink() throws {
+        let folder = try CookieFolder()
+        defer { folder.remove() }
+        let target = folder.file("real.jsonl")
+        let link = folder.file("link.jsonl")
+        let otherLink = folder.file("other-link.jsonl")
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: target)
+        try FileManager.default.createSymbolicLink(at: otherLink, withDestinationURL: target)
+        let store = try CookieStore(persistingTo: link)
+        store.setCookie(Cookie(name: "a", value: "1", domain: "h.example", expiresAt: Date().addingTimeInterval(3600)))
+        #expect(store.flush() == nil)
+        // Before, the save renamed a new file over the link: the target never changed again, and the link was gone.
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link.path) == target.path)
+        #expect(try folder.cookieNames(in: target) == ["a"])
+        // A second store through another link to the same file is refused, as one through the same path is.
+        let second = #expect(throws: HeraldError.self) { try CookieStore(persistingTo: otherLink) }
+        #expect(second?.code == .fileInUse)
+        #expect(store.close() == nil)
+    }
+
+    @Test("a FIFO or a device at the file's path is refused at once with fileIO; nothing blocks or reads forever")
+    func notARegularFile() throws {
+        let folder = try CookieFolder()
+        defer { folder.remove() }
+        let fifo = folder.file("fifo.jsonl")
+        try #require(mkfifo(fifo.path, 0o600) == 0)
+        // Opened without blocking, checked to be a regular file, and refused with that reason.
+        let refused = #expect(throws: HeraldError.self) { try CookieStore(persistingTo: fifo) }
+        #expect(refused?.code == .fileIO)
+        #expect(refused?.message.contains("not a regular file") == true)
+        // A device reports a size of 0 and never ends: refused too, never read.
+        let device = folder.file("zero.jsonl")
+        try FileManager.default.createSymbolicLink(at: device, withDestinationURL: URL(fileURLWithPath: "/dev/zero"))
+        let zero = #expect(throws: HeraldError.self) { try CookieStore(persistingTo: device) }
+        #expect(zero?.code == .fileIO)
+    }
+
+    @Test("a file whose lines end in CR LF loads")
+    func crlfLines() throws {
+        let folder = try CookieFolder()
+        defer { folder.remove() }
+        let file = folder.file()
+        do {
+            let store = try CookieStore(persistingTo: file)
+            for name in ["a", "b"] {
+                store.setCookie(
+                    Cookie(name: name, value: "1", domain: "h.example", expiresAt: Date().addingTimeInterval(3600)))
+            }
+            #expect(store.close() == nil)
+        }
+        let text = try String(contentsOf: file, encoding: .utf8)
+        try Data(text.replacingOccurrences(of: "\n", with: "\r\n").utf8).write(to: file)
+        // Before, CR LF is one Character, the split found no line end, and the file was "line 1 is not a cookie".
+        let reloaded = try CookieStore(persistingTo: file)
+        #expect(Set(reloaded.allCookies.map(\.name)) == ["a", "b"])
+        #expect(reloaded.close() == nil)
+    }
+}
