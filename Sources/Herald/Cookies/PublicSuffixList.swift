@@ -34,7 +34,8 @@ public struct PublicSuffixList: Sendable {
     /// The list every ``CookieStore`` uses: the system's, or the built-in fallback.
     ///
     /// Read when it is first asked anything (a ``CookieStore`` asks when it parses its first `Set-Cookie`
-    /// field), not when a store or a session that holds it is made: a process that never receives a cookie
+    /// field, when ``CookieStore/setCookie(_:)`` is called, and when a persistent store loads a file holding
+    /// cookies), not when a store or a session that holds it is made: a process that never handles a cookie
     /// never reads the file (about 9,500 rules, each converted to its ASCII form).
     public static let shared = PublicSuffixList(readingOnFirstUse: {
         (try? PublicSuffixList(contentsOf: systemListPath)) ?? .builtIn

@@ -8,7 +8,8 @@ public protocol RequestAdapter: Sendable {
     /// Returns the request to send for one attempt of `task`.
     ///
     /// Called once per attempt — when the task first starts and again before each retry, so a token
-    /// refreshed by a retrier is picked up — on a Swift concurrency task, never on the engine's loop thread;
+    /// refreshed by a retrier is picked up; not at all when the response cache answers the task (see
+    /// ``RequestInterceptor``) — on a Swift concurrency task, never on the engine's loop thread;
     /// the task stays `running` meanwhile. Not called again for the redirects and authentication
     /// round-trips of one attempt. The result is validated like a new request. The session's
     /// ``SessionConfiguration/httpAdditionalHeaders`` are added afterwards for fields it does not set. For
@@ -52,6 +53,14 @@ public protocol RequestRetrier: Sendable {
 ///
 /// Both methods have defaults (send the request unchanged; do not retry), so a type implements what it
 /// needs. ``RetryPolicy`` is a ready one; ``Interceptor`` combines several, or wraps closures.
+///
+/// **With a response cache.** The session's ``SessionConfiguration/responseCache`` is looked up in
+/// ``SessionTask/resume()``, before the adapter runs: the lookup judges the task's request as the session would
+/// send it without the adapter. So an `Authorization` field the adapter adds doesn't keep a fresh entry an
+/// anonymous request stored from answering the task (the adapter is then not called), and when the task goes to
+/// the network, its answer, sent with the credential, is not stored. For authenticated requests, put the
+/// credential on the request itself, or send them with a `Cache-Control: no-cache` request field or from a
+/// session without a response cache.
 public protocol RequestInterceptor: RequestAdapter, RequestRetrier {}
 
 extension RequestInterceptor {

@@ -208,7 +208,8 @@ extension NotificationName where UserInfo == SessionInvalidation {
 
 extension NotificationName where UserInfo == DownloadMoveFailure {
     /// A finished download could not be moved to its destination (`herald.download.move-file-failed`).
-    /// Object: the download task. Posted at most once per task, before its `taskDidComplete`; the
+    /// Object: the download task, or, for a download task a data task became, that data task, as for the
+    /// other lifecycle notifications. Posted at most once per task, before its `taskDidComplete`; the
     /// temporary file named in the payload is kept.
     public static let downloadDidFailToMoveFile = NotificationName<DownloadMoveFailure>(
         "herald.download.move-file-failed")

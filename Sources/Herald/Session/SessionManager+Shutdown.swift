@@ -9,10 +9,11 @@ extension SessionManager {
     /// `taskDidComplete` has been posted; `sessionDidInvalidate` has been posted; and the center has been
     /// drained (see `NotificationHub.drain()`): `.posting` handlers have returned, `.queue` observers'
     /// handlers have returned from everything in their mailboxes, and notification sequences hold the
-    /// notification in their buffers; and a persistent ``cookieStore`` has written the cookies set so far
-    /// (see ``CookieStore/flush()``, which also says whether the write succeeded). A program that exits after
-    /// this call has lost no notification of this session, and no cookie. Sinks that write on a queue of their
-    /// own (an event log, a logger) may still have to be flushed.
+    /// notification in their buffers; and a persistent ``cookieStore`` has tried to write the cookies set so far
+    /// (a write that failed, on a full disk or a folder gone, counts too: ``CookieStore/flush()`` then returns
+    /// the failure). A program that exits after this call has lost no notification of this session, and no
+    /// cookie unless that write failed. Sinks that write on a queue of their own (an event log, a logger) may
+    /// still have to be flushed.
     ///
     /// The drain covers the whole center, so it also waits for notifications other sessions posted on
     /// the same center before `sessionDidInvalidate`.
@@ -54,9 +55,9 @@ extension SessionManager {
     ///   - cancelingTasks: `false` (the default) lets outstanding tasks finish; `true` cancels them first.
     ///   - timeout: How long to wait at most.
     /// - Returns: `true` once `sessionDidInvalidate` has been delivered everywhere and a persistent
-    ///   ``cookieStore`` has written the cookies set so far; `false` if the timeout
-    ///   passed first or the call was made from a place where it can't wait. The invalidation goes on
-    ///   either way.
+    ///   ``cookieStore`` has tried to write the cookies set so far (``CookieStore/flush()`` returns a failure);
+    ///   `false` if the timeout passed first or the call was made from a place where it can't wait. The
+    ///   invalidation goes on either way.
     public func invalidateAndWait(cancelingTasks: Bool = false, timeout: Duration) -> Bool {
         if NotificationHub.isHandlerRunningOnCurrentThread || queueMarker.isCurrentQueueMarked {
             invalidate(cancelingTasks: cancelingTasks)
@@ -73,7 +74,7 @@ extension SessionManager {
     }
 
     /// Invalidates, then calls `completion` once `sessionDidInvalidate` has been posted, the center
-    /// drained, and the cookies the session's responses set written to a persistent store's file.
+    /// drained, and a persistent store has tried to write the cookies the session's responses set.
     private func invalidate(cancelingTasks: Bool, then completion: @escaping @Sendable () -> Void) {
         invalidate(cancelingTasks: cancelingTasks)
         let center = notificationCenter

@@ -10,9 +10,10 @@ import Foundation
 ///
 /// **Backpressure.** Once ``StreamBufferPolicy/highWatermark`` bytes wait for you, the transfer stops reading
 /// from the socket until you have taken them down to the low watermark. The check comes before each of libcurl's
-/// reads, so the read that crosses the mark is kept whole: at most the high watermark plus one read (512 KiB)
-/// wait. A slow consumer slows the sender instead of growing memory (over HTTP/2, only once libcurl holds a
-/// stream window of the paused stream's data: see ``StreamBufferPolicy``).
+/// reads, so the read that crosses the mark is kept whole, and the next read is paused and held by libcurl:
+/// about the high watermark plus two of libcurl's reads (up to 1 MiB beyond it) are held. A slow consumer slows
+/// the sender instead of growing memory (over HTTP/2, only once libcurl holds a stream window of the paused
+/// stream's data: see ``StreamBufferPolicy``).
 ///
 /// **Cancellation.** Cancelling the Swift task that iterates, or dropping the sequence and its iterator
 /// before the end, cancels the ``task``: the transfer stops and the task completes once, with
@@ -39,7 +40,8 @@ public struct ResponseBodyStream: AsyncSequence, Sendable {
 
     /// The body as lines of text of at most `maximumLength` bytes each: see ``ResponseLines``.
     /// - Parameter maximumLength: The most bytes a line may take, without its line end (at least 1); a longer
-    ///   line ends the lines with ``HeraldError/Code/responseTooLarge`` and stops the transfer.
+    ///   line ends the lines with ``HeraldError/Code/responseTooLarge`` and stops the transfer if it is still
+    ///   running (a task that already finished keeps its outcome).
     public func lines(maximumLength: Int) -> ResponseLines {
         ResponseLines(chunks: self, maximumLength: Swift.max(1, maximumLength))
     }

@@ -7,7 +7,8 @@ import Foundation
 /// yielded too; an empty body yields no line. Throws as the underlying ``ResponseBodyStream`` does, after
 /// the lines that were complete. A line longer than its limit (``ResponseBodyStream/lines(maximumLength:)``;
 /// ``defaultMaximumLength`` for ``ResponseBodyStream/lines``) is never collected whole: the lines end, after
-/// those before it, with ``HeraldError/Code/responseTooLarge``, and the transfer stops.
+/// those before it, with ``HeraldError/Code/responseTooLarge``, and the transfer stops if it is still running
+/// (a task whose body had all arrived keeps its own outcome).
 public struct ResponseLines: AsyncSequence, Sendable {
     /// A line, without its line end.
     public typealias Element = String

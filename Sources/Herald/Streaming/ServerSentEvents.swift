@@ -466,9 +466,9 @@ final class EventSourceConnection: @unchecked Sendable {
     /// failed one does; one that lasted longer (a quiet stream cut by an idle timeout) doesn't.
     static let shortConnection = Duration.seconds(1)
 
-    /// The stream sent a line or an event over ``EventSourceOptions/maximumEventSize``: the connection stops
-    /// with the error, which its task completes with too (not as cancelled), and the sequence ends with it, after
-    /// the events that came before it.
+    /// The stream sent a line or an event over ``EventSourceOptions/maximumEventSize``: the connection stops with
+    /// the error if it is still running, and its task then completes with it too (not as cancelled; a task that
+    /// already finished keeps its outcome), and the sequence ends with it, after the events that came before it.
     private func oversizeEvent() throws(HeraldError) {
         let error = HeraldError(
             .responseTooLarge,

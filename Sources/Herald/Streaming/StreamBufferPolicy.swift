@@ -1,16 +1,17 @@
 /// How many bytes of a streamed response body may wait for their consumer, and how they are handed over.
 ///
-/// The transfer stops reading from the socket when the bytes waiting reach ``highWatermark`` (the server's
-/// sends then block once the socket buffers fill), and reads again when the consumer has taken them down to
-/// ``lowWatermark``. The read that reaches the mark is kept whole, so up to one of libcurl's reads (512 KiB)
-/// more may wait. These pauses are the transfer's own: they are not ``SessionTask/suspend()``, post no
-/// notification and don't count against the request timeout.
+/// The transfer stops reading from the socket when the bytes waiting reach ``highWatermark`` (the server's sends
+/// then block once the socket buffers fill), and reads again when the consumer has taken them down to
+/// ``lowWatermark``. The read that reaches the mark is kept whole, and the next read is paused and held by
+/// libcurl, so about the high watermark plus two of libcurl's reads (up to 1 MiB beyond it) are held. These
+/// pauses are the transfer's own: they are not ``SessionTask/suspend()``, post no notification and don't count
+/// against the request timeout.
 ///
 /// Over HTTP/2 the socket is shared by every stream on the connection, so a paused stream can't stop its reads:
-/// libcurl 7.88 goes on taking the paused stream's data into its own memory up to the stream's flow-control
-/// window (32 MiB, libcurl's documentation says), and only then does the server's sending stop. So a stream whose
-/// consumer has stopped may hold that much beyond ``highWatermark``; over HTTP/1.1 it holds at most the read
-/// above. A session whose streamed bodies must stay small forces HTTP/1.1 (``SessionConfiguration/httpVersion``).
+/// libcurl 7.88 goes on taking the paused stream's data into its own memory up to the stream's flow-control window
+/// (32 MiB, libcurl's documentation says), and only then does the server's sending stop. So a stream whose consumer
+/// has stopped may hold that much beyond ``highWatermark``; over HTTP/1.1 it holds at most the two reads above. A
+/// session whose streamed bodies must stay small forces HTTP/1.1 (``SessionConfiguration/httpVersion``).
 public struct StreamBufferPolicy: Sendable, Equatable {
     /// The bytes waiting at which receiving pauses. Default 1 MiB.
     public var highWatermark: Int

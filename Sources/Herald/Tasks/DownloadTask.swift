@@ -29,8 +29,9 @@ public typealias DownloadDestination = @Sendable (_ temporaryURL: URL, _ respons
 /// HTTP status — validating it is yours), `destination` is called and the file is moved there with the
 /// session's ``SessionConfiguration/downloadMoveOptions``. The temporary file is deleted only when (1) it
 /// was moved, (2) the task was cancelled without asking for resume data (or resume data could not be made),
-/// or (3) the transfer failed and cannot be resumed (not a `GET`, or the response had neither a strong
-/// `ETag` nor a `Last-Modified`). A failed transfer that can be resumed (connection lost, timeout) keeps
+/// or (3) the transfer failed and cannot be resumed (not a `GET`, or the response had no validator to send as
+/// `If-Range`: neither a strong `ETag` nor, without any `ETag`, a `Last-Modified` a second or more before its
+/// `Date`). A failed transfer that can be resumed (connection lost, timeout) keeps
 /// its partial file and offers ``resumeDataAfterFailure`` — also in the error's ``HeraldError/resumeData``,
 /// as URLSession's resume data in a failure's `userInfo`. A retry (see ``SessionTask/interceptor``)
 /// continues the partial file the same way, with `Range` and `If-Range`. If the move fails, the file is
@@ -106,8 +107,9 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
     /// `completionHandler` runs exactly once on the session's ``SessionManager/completionQueue``, before the
     /// task's own completion handler (which reports ``HeraldError/Code/cancelled``, carrying the same data as
     /// ``HeraldError/resumeData``). It gets `nil` — and the partial file is deleted — when the download cannot
-    /// be continued: the request is not a `GET` or carries a `Range` of its own, the response has neither a
-    /// strong `ETag` nor a `Last-Modified`, no byte of its body reached the file yet, or the file holds a body
+    /// be continued: the request is not a `GET` or carries a `Range` of its own, the response has no validator to
+    /// send as `If-Range` (neither a strong `ETag` nor, without any `ETag`, a `Last-Modified` a second or more
+    /// before its `Date`), no byte of its body reached the file yet, or the file holds a body
     /// decoded from its `Content-Encoding` (a data task that became a download). It gets `nil` too when the task
     /// had already completed, whose file is left as its completion left it. Otherwise the partial file is kept
     /// where the resume data says, until a task resumed from it completes. A second call
@@ -490,8 +492,8 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
 
     /// What continues the file as the transfer left it — for resume data and for a retry alike — or `nil`
     /// when it can't be continued: not a `GET`, a request with a `Range` of the caller's (the file holds that
-    /// range, and asking for the rest of the resource from its byte count would splice two parts), no strong
-    /// `ETag` nor `Last-Modified`, the file's bytes are not those of a `200` or `206` body as sent, or the server
+    /// range, and asking for the rest of the resource from its byte count would splice two parts), no validator
+    /// to send as `If-Range` (`DownloadResumeData.validator`), the file's bytes are not those of a `200` or `206` body as sent, or the server
     /// refused to continue it for good (see ``refusedForGood(_:)``).
     private func continuation(after outcome: TaskOutcome) -> DownloadResumeData? {
         guard originalRequest.method == "GET", !originalRequest.headers.contains("Range") else { return nil }

@@ -16,7 +16,7 @@ import HeraldNotifications
 /// | `taskDidSuspend` | `taskDidSuspend` | the task | none |
 /// | `taskDidComplete` | `taskDidComplete` | the task | the serializer; the body (`responseDataKey`) or, for a download, its file (`assetPathKey`); on success only (AFNetworking also posted a serializer's output beside its error) the serialized response, which for a download is its file's URL and for a task without a serializer its body, and none when the serializer's output is empty (`nil`); the error; the metrics |
 /// | `sessionDidInvalidate` | `sessionDidInvalidate` | the session | none (AFNetworking's had none); the error under `errorKey` if the invalidation had one, which no invalidation has today |
-/// | `downloadDidFailToMoveFile` | `downloadTaskDidFailToMoveFile` | the download task | `NSUnderlyingErrorKey`: the file system's error (a `POSIXError` such as `ENOENT` or `ENOSPC`, as AFNetworking's file manager error carried; the `HeraldError` when there is none); `NSFilePathErrorKey`: the kept temporary file; `NSURLErrorKey`: the destination |
+/// | `downloadDidFailToMoveFile` | `downloadTaskDidFailToMoveFile` | the download task; for a download a data task became, that data task | `NSUnderlyingErrorKey`: the error the move failed with, a `POSIXError` such as `ENOENT` or `ENOSPC` when a system call failed, or a Foundation `CocoaError` when `FileManager` failed to make the destination's folders or to copy the file to another file system (the `HeraldError` when it carries none); `NSFilePathErrorKey`: the kept temporary file; `NSURLErrorKey`: the destination |
 /// | `reachabilityDidChange` | `reachabilityDidChange` | the `NetworkReachability` | `reachabilityStatusItemKey`: AFNetworking's status number (``AFNetworkingNotifications/reachabilityStatusValue(_:)``); `reachabilityStatusKey`: Herald's `NetworkReachabilityStatus` |
 ///
 /// A download whose file was moved to the destination its `destination` closure or
@@ -115,8 +115,9 @@ public final class FoundationNotificationBridge: SessionObserver {
             name: AFNetworkingNotifications.sessionDidInvalidate, object: notification.object, userInfo: userInfo)
     }
 
-    /// Posts `com.alamofire.networking.session.download.file-manager-error` with the download task, the
-    /// error, the kept file and the destination.
+    /// Posts `com.alamofire.networking.session.download.file-manager-error` with the notification's object (the
+    /// download task, or the data task that became it), the error the move failed with, the kept file and the
+    /// destination.
     /// - Parameter notification: `downloadDidFailToMoveFile`.
     public func downloadDidFailToMoveFile(_ notification: TypedNotification<DownloadMoveFailure>) {
         let failure = notification.userInfo

@@ -11,9 +11,12 @@ import HeraldNotifications
 ///
 /// Each line is an ``EventRecord``. The handlers only build the record: encoding and writing happen on
 /// a thread of the log's own, in the order the notifications arrived, so a slow disk or pipe never
-/// delays the session that posts. Lines never interleave or get cut, even from many sessions at once:
-/// one line is written at a time, whole. Call ``flush()`` before the program exits — after
-/// `SessionManager.invalidateAndWait(cancelingTasks:)`, every line of the session is then written.
+/// delays the session that posts. The lines of one log never interleave or get cut, even when many sessions
+/// share it: it writes one line at a time, whole. That holds per log: two logs on one file or stream each write
+/// from their own thread, and a line of one may land inside a line of the other (a write of more than 4,096
+/// bytes to a pipe is not atomic), so share one log among the sessions that write to one file or stream. Call
+/// ``flush()`` before the program exits — after `SessionManager.invalidateAndWait(cancelingTasks:)`, every line
+/// of the session is then written.
 ///
 /// When the output is closed (`activity-counter … | head -1`: the pipe's reader has gone) the log ends
 /// quietly: later lines are dropped, ``hasEnded`` becomes `true`, and the process is not killed by
