@@ -62,7 +62,13 @@ extension SessionTask {
     func startFirstTransfer(cached: ResponseCachePolicy.Lookup?, _ start: FirstStart) {
         switch cached {
         case .fresh(let entry), .staleWhileRevalidate(let entry):
-            if case .staleWhileRevalidate = cached { revalidateInBackground(interceptor: start.interceptor) }
+            // Not for a request that may not go to the network (`only-if-cached`): its revalidation would ask the
+            // cache alone again, and complete with a `504` that revalidates nothing.
+            if case .staleWhileRevalidate = cached,
+                !ResponseCachePolicy.asksOnlyIfCached(session.requestAsSent(originalRequest))
+            {
+                revalidateInBackground(interceptor: start.interceptor)
+            }
             // Followed up on the loop thread, as every transfer's outcome is: one path, whatever stood in.
             let outcome = TaskOutcome(
                 response: entry.response, body: entry.data, error: nil, metrics: nil, source: .cache)

@@ -521,6 +521,27 @@ struct ResponseCacheTests {
         try await fixture.tearDown()
     }
 
+    @Test("a stale-while-revalidate hit of an only-if-cached request starts no background revalidation")
+    func onlyIfCachedStartsNoRevalidation() async throws {
+        let (fixture, cache) = try await Self.fixture()
+        let url = fixture.server.url("/headers?Cache-Control=max-age%3D60&ETag=%22a%22")
+        Self.storeEntry(
+            "stale", headers: ["Cache-Control": "max-age=1, stale-while-revalidate=600", "ETag": "\"a\""],
+            for: Request(url: url), in: cache, age: 60)
+        let served = try await Self.run(
+            fixture, Request(url: url, headers: ["Cache-Control": "only-if-cached"]), completions: 1)
+        #expect(served.call.object as? Data == Data("stale".utf8))
+        // Before, a revalidation task started, asked the cache alone again and completed with a made-up 504. A plain
+        // hit after it does revalidate: its task is the second completion, and the server's first request.
+        let plain = try await Self.run(fixture, Request(url: url), completions: 2)
+        #expect(plain.call.object as? Data == Data("stale".utf8))
+        try await fixture.recorder.waitForCompletions(3)
+        let statuses = fixture.recorder.completions.map { $0.response?.statusCode }
+        #expect(!statuses.contains(504), "\(statuses)")
+        #expect(fixture.server.requestCount == 1)
+        try await fixture.tearDown()
+    }
+
     @Test("a stale entry whose ETag no longer matches is replaced by the server's 200")
     func revalidationChanged() async throws {
         let (fixture, cache) = try await Self.fixture()
