@@ -23,6 +23,12 @@ struct JSONParser: ~Copyable {
     /// The deepest nesting of arrays and objects accepted.
     static let maximumDepth = 512
 
+    /// The most combining marks (scalars of a canonical combining class other than 0) a member name may hold in a
+    /// row: UAX #15's stream-safe limit. A dictionary hashes a name in its normalized form, and the standard
+    /// library sorts each run of marks by insertion, in time that grows with the square of the run: one name of
+    /// 32,000 marks in reverse order (a 64 KiB body) took over a second to hash, one of a 1 MiB body minutes.
+    static let maximumCombiningMarksInARow = 30
+
     private let bytes: UnsafeBufferPointer<UInt8>
     private let keepsFirstDuplicate: Bool
     private var index = 0
@@ -80,7 +86,13 @@ struct JSONParser: ~Copyable {
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
                 throw failure("expected a member name")
             }
+            let keyStart = index
             let key = try parseString()
+            if Self.exceedsCombiningMarkLimit(key) {
+                throw JSONParseError(
+                    offset: keyStart,
+                    reason: "a member name with more than \(Self.maximumCombiningMarksInARow) combining marks in a row")
+            }
             skipWhitespace()
             guard consume(UInt8(ascii: ":")) else { throw failure("expected ':'") }
             let value = try parseValue()
@@ -128,6 +140,23 @@ struct JSONParser: ~Copyable {
         depth += 1
         guard depth <= Self.maximumDepth else { throw failure("nested more than \(Self.maximumDepth) levels deep") }
         index += 1
+    }
+
+    /// Whether `name` holds more than ``maximumCombiningMarksInARow`` combining marks in a row. Linear; a name
+    /// without a scalar from U+0300 on (none below combines) costs one pass over its bytes.
+    static func exceedsCombiningMarkLimit(_ name: String) -> Bool {
+        // U+0300, the first scalar that can combine, is 0xCC 0x80 in UTF-8: a name of lower bytes holds none.
+        guard !name.utf8.allSatisfy({ $0 < 0xCC }) else { return false }
+        var run = 0
+        for scalar in name.unicodeScalars {
+            if scalar.value < 0x300 || scalar.properties.canonicalCombiningClass == .notReordered {
+                run = 0
+            } else {
+                run += 1
+                if run > maximumCombiningMarksInARow { return true }
+            }
+        }
+        return false
     }
 
     /// Parses a string starting at its opening quote.

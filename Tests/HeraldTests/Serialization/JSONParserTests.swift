@@ -46,6 +46,28 @@ struct JSONParserTests {
         #expect(throws: JSONParseError.self) { try JSONParser.parse(Data(text.utf8)) }
     }
 
+    @Test("a member name with more than 30 combining marks in a row is an error, parsed in linear time")
+    func combiningMarkRuns() throws {
+        // One name of 32,000 marks in reverse canonical order, a 64 KiB body: before, hashing it took over a second
+        // (the standard library sorts each run of marks by insertion), a 1 MiB body's minutes.
+        var hostile = "a"
+        hostile.unicodeScalars.append(contentsOf: repeatElement(Unicode.Scalar(0x301)!, count: 16_000))
+        hostile.unicodeScalars.append(contentsOf: repeatElement(Unicode.Scalar(0x316)!, count: 16_000))
+        let started = ContinuousClock.now
+        let error = try #require(throws: JSONParseError.self) {
+            try JSONParser.parse(Data(#"{"x":1,"\#(hostile)":2}"#.utf8))
+        }
+        #expect(error.reason.contains("combining marks"))
+        #expect(error.offset == 7)
+        // A generous bound, far below the second the sort took: the check is linear.
+        #expect(ContinuousClock.now - started < .milliseconds(500))
+        // Thirty marks in a row are allowed (UAX #15's stream-safe limit), and so are marks in values.
+        let thirty = "a" + String(repeating: "\u{301}", count: 30)
+        let zalgo = "z" + String(repeating: "\u{316}", count: 200)
+        #expect(try JSONParser.parse(Data(#"{"\#(thirty)":"\#(zalgo)"}"#.utf8)) == [thirty: .string(zalgo)])
+        #expect(throws: JSONParseError.self) { try JSONParser.parse(Data(#"{"\#(thirty)\#u{302}":1}"#.utf8)) }
+    }
+
     @Test("member names equal only under Unicode normalization are an error, not one silently lost")
     func canonicallyEquivalentNames() throws {
         let error = try #require(throws: JSONParseError.self) {
