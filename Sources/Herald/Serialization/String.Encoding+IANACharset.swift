@@ -24,26 +24,33 @@ extension String.Encoding {
         "utf-8": .utf8, "utf8": .utf8, "unicode-1-1-utf-8": .utf8,
         "us-ascii": .windowsCP1252, "ascii": .windowsCP1252, "ansi_x3.4-1968": .windowsCP1252,
         "iso-8859-1": .windowsCP1252, "iso8859-1": .windowsCP1252, "iso_8859-1": .windowsCP1252,
-        "latin1": .windowsCP1252, "l1": .windowsCP1252,
+        "latin1": .windowsCP1252, "l1": .windowsCP1252, "cp819": .windowsCP1252, "ibm819": .windowsCP1252,
+        "csisolatin1": .windowsCP1252, "iso_8859-1:1987": .windowsCP1252, "iso-ir-100": .windowsCP1252,
         "iso-8859-2": .isoLatin2, "iso8859-2": .isoLatin2, "latin2": .isoLatin2,
         "windows-1250": .windowsCP1250, "cp1250": .windowsCP1250,
         "windows-1251": .windowsCP1251, "cp1251": .windowsCP1251,
         "windows-1252": .windowsCP1252, "cp1252": .windowsCP1252,
         "windows-1253": .windowsCP1253, "cp1253": .windowsCP1253,
         "windows-1254": .windowsCP1254, "cp1254": .windowsCP1254,
+        // As WHATWG reads them: ISO-8859-9 (Latin-5) as windows-1254, of which it is a subset.
+        "iso-8859-9": .windowsCP1254, "iso8859-9": .windowsCP1254, "iso_8859-9": .windowsCP1254,
+        "latin5": .windowsCP1254, "l5": .windowsCP1254,
         "utf-16": .utf16LittleEndian, "utf16": .utf16LittleEndian,
         "utf-16be": .utf16BigEndian, "utf-16le": .utf16LittleEndian,
         "utf-32": .utf32, "utf32": .utf32,
         "utf-32be": .utf32BigEndian, "utf-32le": .utf32LittleEndian,
-        "shift_jis": .shiftJIS, "shift-jis": .shiftJIS, "sjis": .shiftJIS,
+        "shift_jis": .shiftJIS, "shift-jis": .shiftJIS, "sjis": .shiftJIS, "windows-31j": .shiftJIS,
+        "x-sjis": .shiftJIS, "ms_kanji": .shiftJIS, "ms932": .shiftJIS, "csshiftjis": .shiftJIS,
         "iso-2022-jp": .iso2022JP,
         "iso-8859-15": .isoLatin9, "iso8859-15": .isoLatin9, "iso_8859-15": .isoLatin9, "latin9": .isoLatin9,
         "koi8-r": .koi8R, "koi8": .koi8R,
         // As the WHATWG Encoding Standard reads them: GBK and GB2312 as GB18030, of which they are subsets.
-        "gb18030": .gb18030, "gbk": .gb18030, "gb2312": .gb18030, "x-gbk": .gb18030,
+        "gb18030": .gb18030, "gbk": .gb18030, "gb2312": .gb18030, "x-gbk": .gb18030, "cp936": .gb18030,
+        "windows-936": .gb18030, "csgb2312": .gb18030,
         // As WHATWG reads them: Big5 with the HKSCS extensions, EUC-KR as windows-949 (its extended Hangul too).
         "big5": .big5, "big5-hkscs": .big5,
         "euc-kr": .eucKR, "ks_c_5601-1987": .eucKR, "windows-949": .eucKR, "cp949": .eucKR,
+        "ks_c_5601-1989": .eucKR, "korean": .eucKR, "csksc56011987": .eucKR, "ksc5601": .eucKR,
     ]
 
     // Encodings Foundation decodes on Linux without naming them: CoreFoundation's numbers, as `String.Encoding`'s

@@ -110,7 +110,7 @@ extension HTTPResponse {
     static func dispositionFilenames(_ value: String) -> [String] {
         var plain: String?
         var extended: String?
-        for (name, parameter) in dispositionParameters(value) {
+        for (name, parameter) in fieldParameters(value) {
             switch name {
             case "filename*": extended = extended ?? decodeExtendedValue(parameter)
             case "filename": plain = plain ?? parameter
@@ -120,8 +120,9 @@ extension HTTPResponse {
         return [extended, plain].compactMap { $0 }
     }
 
-    /// `type; name=value; name="quoted \" value"` → lowercased names with their unquoted values.
-    private static func dispositionParameters(_ value: String) -> [(String, String)] {
+    /// `type; name=value; name="quoted \" value"` → lowercased names with their unquoted values, in order: the
+    /// parameters of a `Content-Disposition` or a `Content-Type` (a `;` or `=` inside quotes is the value's).
+    static func fieldParameters(_ value: String) -> [(String, String)] {
         var parameters: [(String, String)] = []
         var characters = Substring(value)
         // Skip the disposition type.

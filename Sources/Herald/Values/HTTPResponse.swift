@@ -98,17 +98,12 @@ public struct HTTPResponse: Sendable, Hashable {
         return codings.allSatisfy(CurlFeatures.decodableCodings.contains)
     }
 
-    /// The `charset` parameter of `Content-Type`, lowercased, or `nil`.
+    /// The `charset` parameter of `Content-Type`, lowercased, or `nil`. Parameters are read as RFC 9110 §5.6.6
+    /// writes them: a `;` or `charset=` inside another parameter's quoted value is that value's.
     public var textEncodingName: String? {
         guard let contentType = headers["Content-Type"] else { return nil }
-        for parameter in contentType.split(separator: ";").dropFirst() {
-            let pair = parameter.split(separator: "=", maxSplits: 1)
-            guard pair.count == 2, pair[0].trimmingCharacters(in: .whitespaces).lowercased() == "charset" else {
-                continue
-            }
-            return pair[1].trimmingCharacters(in: CharacterSet(charactersIn: " \"")).lowercased()
-        }
-        return nil
+        return Self.fieldParameters(contentType).first { $0.0 == "charset" }?.1.trimmingCharacters(in: .whitespaces)
+            .lowercased()
     }
 
     /// The declared `Content-Length`, or `nil` when absent or not a number: one or more ASCII digits

@@ -82,6 +82,20 @@ struct StringResponseSerializerTests {
             ("text/html; charset=euc-kr", Data([0x8C, 0x63]), "똠"),
             ("text/plain; charset=koi8-r", Data([0xF0, 0xD2, 0xC9, 0xD7, 0xC5, 0xD4]), "Привет"),
             ("text/plain; charset=iso-8859-15", Data([0xA4]), "€"),
+            // Labels WHATWG gives the same encodings: before, each fell back to UTF-8 and failed the body.
+            ("text/plain; charset=iso-8859-9", Data([0xFD, 0xF0]), "ığ"),
+            ("text/plain; charset=latin5", Data([0xDE]), "Ş"),
+            ("text/plain; charset=windows-31j", Data([0x82, 0xA0]), "あ"),
+            ("text/plain; charset=cp936", Data([0xD6, 0xD0]), "中"),
+            ("text/plain; charset=ks_c_5601-1989", Data([0xC7, 0xD1]), "한"),
+            ("text/plain; charset=cp819", Data([0xE9]), "é"),
+            // Other charsets decoded by name: Shift_JIS, Latin-2, Cyrillic and Greek Windows code pages.
+            ("text/plain; charset=shift_jis", Data([0x93, 0xFA]), "日"),
+            ("text/plain; charset=iso-8859-2", Data([0xB1]), "ą"),
+            ("text/plain; charset=windows-1251", Data([0xC6]), "Ж"),
+            ("text/plain; charset=windows-1253", Data([0xE1]), "α"),
+            // A `charset=` inside another parameter's quoted value is that value's: before, it was taken.
+            (#"text/plain; title="x;charset=koi8-r"; charset=utf-8"#, Data("Привет".utf8), "Привет"),
         ])
     func charsets(contentType: String, body: Data, expected: String) throws {
         #expect(
