@@ -14,15 +14,27 @@ SYSTEM_DEPS := libcurl4-openssl-dev:libcurl libuv1-dev:libuv libidn2-dev:libidn2
 ## `openssl s_server` on loopback), python3 and binutils' strings for check-libcurl-minimum, iproute2's ip, with
 ## which the tests bring up the loopback interface of the network namespace they run in, node, which runs the HTTP
 ## caching test suite, tinyproxy (HTTP proxy), dante-server (SOCKS5 proxy) and nginx (HTTP/2 over TLS): the proxy
-## and HTTP/2 tests start their own on a loopback port, in the foreground, and stop it; on a machine whose package
-## manager starts services on install, `systemctl disable --now tinyproxy danted nginx` stops the system ones.
+## and HTTP/2 tests start their own on a loopback port, in the foreground, and stop it.
 ##
-## Each installs what is missing with apt-get, through sudo only when not root.
+## Each installs what is missing with apt-get, through sudo only when not root. Debian starts a service package's
+## system service when it installs it, listening on every interface (nginx on port 80, tinyproxy on 8888,
+## prometheus on 9090) and enabled at every boot: for the service packages it installed itself, the step then
+## disables the system service and, where systemd runs, stops it (`STOP_INSTALLED_SERVICES`). Packages that were
+## there before are left as they were.
+STOP_INSTALLED_SERVICES := if command -v systemctl >/dev/null; then \
+		if [ -d /run/systemd/system ]; then now="--now"; else now=""; fi; \
+		for package in $$missing; do \
+			case $$package in nginx|tinyproxy|prometheus) unit=$$package;; dante-server) unit=danted;; *) continue;; esac; \
+			$$SUDO systemctl disable $$now $$unit >/dev/null 2>&1 || \
+				echo "warning: could not disable the $$unit service it installed: run systemctl disable --now $$unit"; \
+		done; \
+	fi
 APT_INSTALL := if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
 		$$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq && \
-			$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq $$missing; \
+			$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq $$missing && \
+			{ $(STOP_INSTALLED_SERVICES); }; \
 	fi
 build-deps:
 	@missing=""; \
@@ -124,8 +136,8 @@ test: deps
 ## fleet-deps: what the fleet sample (Samples/Fleet) needs beside Swift packages and build-deps: iproute2's ip (its
 ## tests and demo run in a network namespace with loopback alone), Debian's prometheus (its tests
 ## and demo start their own, in the foreground on a loopback port, with a temporary storage folder, and stop it;
-## on a machine whose package manager starts services on install, `systemctl disable --now prometheus` stops the
-## system one) and PyPI's opentelemetry-proto, in a venv under the fleet's build folder, for its OTLP receiver.
+## the system service a fresh install starts is disabled, as for deps) and PyPI's opentelemetry-proto, in a venv
+## under the fleet's build folder, for its OTLP receiver.
 FLEET := Samples/Fleet
 FLEET_VENV := $(FLEET)/.build/otlp-venv
 OTLP_PROTO_VERSION := 1.45.2
@@ -138,7 +150,8 @@ fleet-deps: build-deps
 		echo "installing:$$missing"; \
 		if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
 		$$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq && \
-			$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends $$missing; \
+			$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends $$missing && \
+			{ $(STOP_INSTALLED_SERVICES); }; \
 	fi
 	@$(FLEET_VENV)/bin/python3 -c 'import opentelemetry.proto' 2>/dev/null || { \
 		mkdir -p $(FLEET)/.build && python3 -m venv $(FLEET_VENV) && \
