@@ -26,6 +26,7 @@ struct Downloader: Sendable {
             // --continue with the file an earlier run saved from this URL still there and nothing left to
             // resume: complete, not fetched again.
             result.file = .alreadyThere(existing.path)
+            output?.reserve(existing.lastPathComponent)
             let size = try? FileManager.default.attributesOfItem(atPath: existing.path)[.size] as? NSNumber
             result.bytes = size?.int64Value ?? 0
             return result

@@ -82,6 +82,12 @@ final class OutputDirectory: Sendable {
     /// The most names ``claim(_:)`` tries before it gives up and returns the last.
     static let maximumAttempts = 10_000
 
+    /// Keeps `name` from every later ``claim(_:)`` of this run: a file an earlier run saved that this one skips
+    /// (`--continue`), which no other URL's download may then replace, even with `--overwrite`.
+    func reserve(_ name: String) {
+        _ = claimed.withLock { $0.insert(name) }
+    }
+
     /// Reserves `suggested` (already one safe path component) or the first free `name-N.ext` after it. When the
     /// folder can't be read (it was removed, or made unreadable, while the run goes on) or no name is free
     /// within ``maximumAttempts``, it returns a name all the same: the move there fails, and the download is

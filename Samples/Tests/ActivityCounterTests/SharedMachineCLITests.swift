@@ -218,6 +218,40 @@ struct SharedMachineCLITests {
         #expect(server.requestCount == requestsAfterFirst + 1)
     }
 
+    @Test("a saved file replaced since, or changed in place, is no reason to skip its URL: it is fetched again")
+    func replacedFileIsNotSkipped() async throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let server = try await TestServer.start()
+        let mirror = scratch.path("mirror")
+        let first = server.url("/bytes/100?key=a").absoluteString
+        let continueFirst = ["fetch", first, "--continue", "--output-dir", mirror]
+        #expect(try await ActivityCounterProcess.run(continueFirst).status == 0)
+        // Another URL's download, without --continue, replaces the file under the same name. Before, the next
+        // --continue run took it for the first URL's and skipped that URL: "already there", with the wrong bytes.
+        let other = server.url("/bytes/100?key=b").absoluteString
+        #expect(try await ActivityCounterProcess.run(["fetch", other, "--overwrite", "--output-dir", mirror]).status == 0)
+        let afterReplace = try await ActivityCounterProcess.run(continueFirst)
+        #expect(afterReplace.status == 0, "stderr: \(afterReplace.stderr)")
+        #expect(!afterReplace.stdout.contains("already there"), "\(afterReplace.stdout)")
+        #expect(server.requests(forPath: "/bytes/100").count == 3)
+        // Saved again, and unchanged: skipped.
+        let unchanged = try await ActivityCounterProcess.run(continueFirst)
+        #expect(unchanged.stdout.contains("already there"), "\(unchanged.stdout)")
+        #expect(server.requests(forPath: "/bytes/100").count == 3)
+        // Changed in place (the same inode, another size and time): fetched again. The first URL's file is
+        // `100-2` now: its fetch after the replacement found `100` taken by the other URL's.
+        #expect(try scratch.files(in: "mirror") == [SavedFileIndex.fileName, "100", "100-2"])
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: scratch.path("mirror/100-2")))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data("appended".utf8))
+        try handle.close()
+        let changed = try await ActivityCounterProcess.run(continueFirst)
+        try await server.shutdown()
+        #expect(!changed.stdout.contains("already there"), "\(changed.stdout)")
+        #expect(server.requests(forPath: "/bytes/100").count == 4)
+    }
+
     @Test("a file named like another URL's is fetched, never skipped: the first run without an index skips nothing")
     func sameNameIsNotSkipped() async throws {
         let scratch = try Scratch()
