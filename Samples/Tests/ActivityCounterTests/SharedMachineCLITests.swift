@@ -230,7 +230,8 @@ struct SharedMachineCLITests {
         // Another URL's download, without --continue, replaces the file under the same name. Before, the next
         // --continue run took it for the first URL's and skipped that URL: "already there", with the wrong bytes.
         let other = server.url("/bytes/100?key=b").absoluteString
-        #expect(try await ActivityCounterProcess.run(["fetch", other, "--overwrite", "--output-dir", mirror]).status == 0)
+        #expect(
+            try await ActivityCounterProcess.run(["fetch", other, "--overwrite", "--output-dir", mirror]).status == 0)
         let afterReplace = try await ActivityCounterProcess.run(continueFirst)
         #expect(afterReplace.status == 0, "stderr: \(afterReplace.stderr)")
         #expect(!afterReplace.stdout.contains("already there"), "\(afterReplace.stdout)")
