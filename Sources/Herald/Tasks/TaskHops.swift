@@ -10,6 +10,10 @@ struct TaskHops {
     var visited: Set<String> = []
     /// Metrics of each finished hop before the current one, in order.
     var metrics: [TransferMetrics] = []
+    /// Whether the last transfer's metrics are the last of ``metrics`` already: a hop ended, and no transfer has
+    /// been prepared since. A task that completes with that transfer's outcome (a challenge no credential answered,
+    /// a redirect not followed) reports them once, not again as its final transfer's.
+    var lastTransferRecorded = false
     /// When the task's first transfer was prepared, on a clock that a change of the system's time doesn't move:
     /// the resource timeout counts from it, across every hop and attempt.
     var firstTransferStart: ContinuousClock.Instant?

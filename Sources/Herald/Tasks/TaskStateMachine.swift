@@ -448,6 +448,7 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
         guard let ended = endTransfer("a hop ended") else { return .complete }
         hops.visited.insert(key)
         hops.recordHop(metrics)
+        hops.lastTransferRecorded = metrics != nil
         if isChallenge, let refused = ended.credential {
             hops.authenticationFailures += 1
             hops.refusedCredentials.insert(refused)
@@ -618,6 +619,7 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
     mutating func transferPrepared(_ transfer: Handle, credential: SentCredential? = nil) -> PreparedAction {
         let inFlight = InFlight(transfer: transfer, credential: credential, download: nil)
         if credential != nil { hops.sentCredential = true }
+        hops.lastTransferRecorded = false
         switch state {
         case .running(.betweenTransfers):
             state = .running(.transferring(inFlight))
@@ -722,7 +724,7 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
             outcome.source = .revalidated
         }
         report.revalidating = nil
-        if var metrics = outcome.metrics {
+        if var metrics = outcome.metrics, !hops.lastTransferRecorded {
             // Written only when it changes: a write copies the outcome's fields, which its caller still holds.
             if metrics.redirectCount != hops.redirectCount {
                 metrics.redirectCount = hops.redirectCount
@@ -731,7 +733,9 @@ struct TaskStateMachine<Handle: AnyObject, Download: AnyObject> {
             // It ends `hopMetrics`, kept apart from the earlier hops': most tasks have none, and so no list
             // to allocate.
             report.metricsEndHops = true
-        } else if outcome.response != nil, let last = hops.metrics.last {
+        } else if outcome.response != nil || hops.lastTransferRecorded, let last = hops.metrics.last {
+            // The last hop's: the outcome's own transfer when its hop recorded it (counted once), else the last
+            // transfer that had metrics, for an outcome that came without any.
             outcome.metrics = last
         }
         report.metrics = outcome.metrics

@@ -352,6 +352,16 @@ struct AuthenticationTests {
             #expect(task.hopMetrics.count == 2)
         }
         #expect(fixture.server.requests(forPath: "/flaky").count == 4)
+        // Declined, with no retrier: the task completes with the 401, its one transfer counted once. Before, its
+        // metrics were both the hop's and the final transfer's: two transfers for one request.
+        fixture.session.interceptor = nil
+        fixture.session.taskDidReceiveAuthenticationChallenge = { _, _ in .rejectProtectionSpace }
+        let declined = try fixture.session.dataTask(
+            with: Request(url: fixture.server.url("/flaky?key=basic-alone&status=401&www-authenticate=Basic")))
+        declined.resume()
+        try await fixture.recorder.waitForCompletions(3)
+        #expect(declined.response?.statusCode == 401)
+        #expect(declined.hopMetrics.count == 1)
         try await fixture.tearDown()
     }
 

@@ -239,6 +239,14 @@ struct RedirectTests {
         #expect(response.headers["Location"] == "/redirect/1")
         #expect(String(decoding: body, as: UTF8.self) == "302 Found\n")
         #expect(fixture.server.requests(forPath: "/redirect/1").isEmpty)
+        // One transfer, counted once: before, the 302's metrics were both its hop's and the final transfer's.
+        let stopped = try fixture.session.dataTask(with: Request(url: fixture.server.url("/redirect/2")))
+        stopped.resume()
+        try await fixture.recorder.waitUntil {
+            $0.contains { $0.kind == .complete && $0.taskIdentifier == stopped.taskIdentifier }
+        }
+        #expect(stopped.hopMetrics.count == 1)
+        #expect(stopped.hopMetrics.first == stopped.metrics)
         try await fixture.tearDown()
     }
 
