@@ -94,7 +94,9 @@ public final class CookieStore: Sendable {
     /// in another process, or in this one — throws ``HeraldError/Code/fileInUse``: each one's saves would write
     /// its own cookies over the other's. Share one store between the sessions of a process instead
     /// (``SessionConfiguration/httpCookieStore``), or `close()` the old one before making its successor. The
-    /// file's folder must exist and be writable.
+    /// file's folder must exist and be writable. When `fileURL` is a symbolic link, the file it points to is the
+    /// store's: read, saved and locked there, in its folder (not a link another user planted in a sticky,
+    /// world-writable folder such as `/tmp`, which is not followed, as the kernel's `protected_symlinks` has it).
     /// - Parameters:
     ///   - fileURL: The file.
     ///   - publicSuffixes: The suffixes refused as cookie domains; default ``PublicSuffixList/shared``.
@@ -167,6 +169,7 @@ public final class CookieStore: Sendable {
         for _ in 0..<40 {
             var status = stat()
             guard lstat(current.path, &status) == 0, status.st_mode & S_IFMT == S_IFLNK,
+                followsLink(owner: status.st_uid, in: current.deletingLastPathComponent()),
                 let destination = try? FileManager.default.destinationOfSymbolicLink(atPath: current.path)
             else { return current }
             current =
@@ -175,6 +178,16 @@ public final class CookieStore: Sendable {
                 : current.deletingLastPathComponent().appendingPathComponent(destination)
         }
         return current
+    }
+
+    /// Whether a link owned by `owner` in `folder` is followed: as the kernel's `protected_symlinks` has it, not one
+    /// another user planted in a sticky, world-writable folder (`/tmp`), which would have the store write where
+    /// that user chose. Such a link is left as it is, and opening it fails as the kernel refuses it.
+    private static func followsLink(owner: uid_t, in folder: URL) -> Bool {
+        guard owner != geteuid(), owner != 0 else { return true }
+        var status = stat()
+        guard stat(folder.path, &status) == 0 else { return false }
+        return status.st_mode & S_ISVTX == 0 || status.st_mode & S_IWOTH == 0
     }
 
     /// The bytes of the cookie file, `nil` when there is none. Read from one descriptor, with a bound: a regular

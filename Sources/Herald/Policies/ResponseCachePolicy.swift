@@ -411,7 +411,7 @@ enum ResponseCachePolicy {
 
     /// What a `304` answering a request's own conditional fields does to the entry stored for the request.
     enum Freshening: Equatable {
-        /// It confirms no entry (or the request carries credentials): the entry stays as it is.
+        /// It confirms no entry (or the request carries credentials, or says `no-store`): the entry stays as it is.
         case none
         /// It confirms the entry: store this one, the entry freshened by the `304`'s fields.
         case store(CachedResponse)
@@ -424,8 +424,9 @@ enum ResponseCachePolicy {
     /// conditional fields, when that entry is the one it confirms (RFC 9111 §4.3.4: the same validator, and a
     /// stored response the request's `Vary` fields select) and the request's condition names it (see
     /// ``conditionNames(_:stored:)``). The freshened entry is judged as a whole answer would be
-    /// (``proposal(for:outcome:now:)``), its `Vary` fields taken again from the request. An answer to a request
-    /// with credentials leaves the entry alone, as its `200` would.
+    /// (``proposal(for:outcome:now:)``), its `Vary` fields taken again from the request; a `Range` the request
+    /// asked for is no reason to drop it, since the `304` confirms the whole entry. An answer to a request with
+    /// credentials, or one saying `no-store`, leaves the entry alone.
     static func freshened(
         for request: Request, by notModified: HTTPResponse, in cache: any ResponseCache, now: Date = Date()
     ) -> Freshening {
@@ -434,10 +435,15 @@ enum ResponseCachePolicy {
             varyMatches(stored, request: request), confirms(notModified, stored: stored.response),
             conditionNames(request, stored: stored.response)
         else { return .none }
+        // A request that may have no part of its answer stored changes nothing (RFC 9111 §5.2.1.5).
+        guard !CacheControlDirectives.contains("no-store", in: request.headers) else { return .none }
         let merged = TaskOutcome(
             response: refreshed(stored.response, with: notModified, receivedAt: now), body: stored.data, error: nil,
             metrics: nil)
-        return proposal(for: request, outcome: merged, now: now).map { .store($0) } ?? .remove
+        // The whole entry is judged, not the part a `Range` asked for: the `304` confirms all of it.
+        var judged = request
+        judged.headers.remove(name: "Range")
+        return proposal(for: judged, outcome: merged, now: now).map { .store($0) } ?? .remove
     }
 
     static func proposal(for request: Request, outcome: TaskOutcome, now: Date? = nil) -> CachedResponse? {

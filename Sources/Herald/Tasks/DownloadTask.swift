@@ -292,10 +292,12 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
     }
 
     /// Why `response`, the last attempt's, is no whole file though that attempt asked for one, or `nil`: a `206`
-    /// answering a request with no `Range` (neither the caller's nor a continuation's) that is not the whole
-    /// representation, bytes `0` to its last. A resumed attempt's `206` is checked against the file as it arrives.
+    /// answering a request with no `Range` (neither the caller's, its adapter's, nor a continuation's) that is not
+    /// the whole representation, bytes `0` to its last. A resumed attempt's `206` is checked against the file as it arrives.
     private func unaskedPart(_ response: HTTPResponse) -> HeraldError? {
-        guard response.statusCode == 206, !originalRequest.headers.contains("Range"),
+        // The caller's `Range`, or one its adapter added to the last attempt: that part is what was asked for.
+        let sent = machine { $0.hops.attemptRequest } ?? originalRequest
+        guard response.statusCode == 206, !originalRequest.headers.contains("Range"), !sent.headers.contains("Range"),
             core.withLock({ ($0.downloadContinuation?.bytesReceived ?? 0) == 0 })
         else { return nil }
         let contentRange = response.headers["Content-Range"]

@@ -90,7 +90,28 @@ struct CookieFileTests {
         #expect(store.close() == nil)
     }
 
-    @Test("a FIFO or a device at the file's path is refused at once with fileIO; nothing blocks or reads forever")
+    @Test(
+        "a link another user planted in a sticky, world-writable folder is not followed: nothing is written there",
+        .enabled(if: geteuid() == 0, "makes a link owned by another user: needs root (CI runs as root)"))
+    func plantedLinkNotFollowed() throws {
+        let folder = try CookieFolder()
+        defer { folder.remove() }
+        let shared = folder.file("shared")
+        try FileManager.default.createDirectory(at: shared, withIntermediateDirectories: false)
+        try #require(chmod(shared.path, 0o1777) == 0)
+        let target = folder.file("victim.jsonl")
+        let link = shared.appendingPathComponent("cookies.jsonl")
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: target)
+        try #require(lchown(link.path, 65534, 65534) == 0)
+        let store = try CookieStore(persistingTo: link)
+        store.setCookie(Cookie(name: "a", value: "1", domain: "h.example", expiresAt: Date().addingTimeInterval(3600)))
+        #expect(store.close() == nil)
+        // The store wrote its own file in place of the link, never where another user's link pointed.
+        #expect(!FileManager.default.fileExists(atPath: target.path))
+        #expect(try folder.cookieNames(in: link) == ["a"])
+    }
+
+    @Test("a FIFO at the file's path is refused at once with fileIO, saying why; nothing blocks")
     func notARegularFile() throws {
         let folder = try CookieFolder()
         defer { folder.remove() }
@@ -100,11 +121,6 @@ struct CookieFileTests {
         let refused = #expect(throws: HeraldError.self) { try CookieStore(persistingTo: fifo) }
         #expect(refused?.code == .fileIO)
         #expect(refused?.message.contains("not a regular file") == true)
-        // A device reports a size of 0 and never ends: refused too, never read.
-        let device = folder.file("zero.jsonl")
-        try FileManager.default.createSymbolicLink(at: device, withDestinationURL: URL(fileURLWithPath: "/dev/zero"))
-        let zero = #expect(throws: HeraldError.self) { try CookieStore(persistingTo: device) }
-        #expect(zero?.code == .fileIO)
     }
 
     @Test("a file whose lines end in CR LF loads")

@@ -395,6 +395,27 @@ struct ResponseCacheTests {
         try await fixture.tearDown()
     }
 
+    @Test("a 304 to the caller's own conditional Range request freshens the whole entry; one saying no-store, nothing")
+    func callersConditionalRangeFreshensEntry() async throws {
+        let (fixture, cache) = try await Self.fixture()
+        let url = fixture.server.url("/headers?Cache-Control=max-age%3D60&ETag=%22v1%22&X-Round=2")
+        let stale = Self.storeEntry(
+            "cached", headers: ["Cache-Control": "max-age=60", "ETag": "\"v1\""], for: Request(url: url), in: cache)
+        // The caller's own request saying no-store: no part of its answer is stored, and the entry stays as it was.
+        let unstored = Request(url: url, headers: ["If-None-Match": "\"v1\"", "Cache-Control": "no-store"])
+        _ = try await Self.run(fixture, unstored, completions: 1)
+        #expect(cache.cachedResponse(for: Request(url: url)) == stale)
+        // A Range asked for beside the condition: the 304 confirms the whole entry, which is freshened (judged as the
+        // answer to a Range request, it would be removed).
+        let ranged = Request(url: url, headers: ["If-None-Match": "\"v1\"", "Range": "bytes=0-1"])
+        let answered = try await Self.run(fixture, ranged, completions: 2)
+        #expect(answered.call.response?.statusCode == 304)
+        let freshened = try #require(cache.cachedResponse(for: Request(url: url)))
+        #expect(freshened.storageDate > stale.storageDate)
+        #expect(freshened.response.headers["X-Round"] == "2")
+        try await fixture.tearDown()
+    }
+
     @Test(
         "a 304 without validators to the caller's own condition freshens the stored entry only when the condition names it",
         arguments: [

@@ -354,6 +354,17 @@ struct ResumeDataTests {
             for: Request(url: fixture.server.url("/bytes/\(size)?unaskedRangeStart=0")), to: whole)
         #expect(response.statusCode == 206)
         #expect(try PatternFile.matches(whole, count: size))
+        // A Range the adapter added: the part is what was asked for, and is the download's file.
+        fixture.session.interceptor = Interceptor(adapt: { request, _ in
+            var request = request
+            request.headers.replaceOrAdd(name: "Range", value: "bytes=0-99")
+            return request
+        })
+        let part = scratch.url.appendingPathComponent("part.bin")
+        let (_, partial) = try await fixture.session.download(
+            for: Request(url: fixture.server.url("/bytes/\(size)")), to: part)
+        #expect(partial.statusCode == 206)
+        #expect(try Data(contentsOf: part).count == 100)
         try await fixture.tearDown()
     }
 
