@@ -192,6 +192,13 @@ extension Transfer {
     /// curl gives up on reaches the write callback, which announces it then.
     private func headDidEnd() {
         finalHeadEnded = true
+        if isWaitingForBody, let bodyWake {
+            // The answer came while sending waited for a streamed body's reader (an early 401, 413 or 303): libcurl
+            // stops sending on an error status (and on a close once the answer is read) but keeps the send
+            // direction paused, and a transfer paused that way never ends. Continuing it now (a command, after this
+            // callback) lets it end with the answer, or, when libcurl still sends, pause again at the next read.
+            bodyWake()
+        }
         if decodesContent, CurlFeatures.passesUndecodableBodies, let easyHandle {
             // libcurl would fail the transfer at the first body byte of a coding it can't decode; such a body
             // comes as sent, its `Content-Encoding` telling the caller what it is. libcurl reads this option

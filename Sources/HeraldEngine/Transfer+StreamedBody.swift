@@ -6,10 +6,14 @@ extension Transfer {
     /// Starts a streamed body's reader as the transfer joins `multi`; its wake sends `bodyAvailable` through
     /// the engine's command queue. Data and file bodies have no reader. Loop thread only.
     func startBodyReader(in multi: MultiHandle) {
-        source?.startReading { [weak self, weak multi] in
+        guard let source else { return }
+        let wake: @Sendable () -> Void = { [weak self, weak multi] in
             guard let self, let multi else { return }
             multi.engine.execute(.bodyAvailable(self), on: multi)
         }
+        // Only a stream's read callback pauses for want of bytes (a data or file body's never does).
+        if source is StreamedBodySource { bodyWake = wake }
+        source.startReading(wake: wake)
     }
 
     /// Rewinds the request body to `offset` without waiting (a stream's reader gets a fresh stream on its

@@ -88,6 +88,9 @@ package final class Transfer: @unchecked Sendable {
     /// Whether the read callback paused sending because a streamed body's reader had nothing yet (or the body
     /// was rewound): the reader's wake (`bodyAvailable`) unpauses it. Loop thread only.
     @exclusivity(unchecked) var isWaitingForBody = false
+    /// What a streamed body's reader calls when it has something: sends the transfer `bodyAvailable`. Kept for a
+    /// final response that arrives while sending waits for the reader (see `headDidEnd`). Loop thread only.
+    @exclusivity(unchecked) var bodyWake: (@Sendable () -> Void)?
 
     /// Whether the body is collected in memory (and so subject to the response size limit).
     @exclusivity(unchecked) var collectsBodyInMemory: Bool

@@ -33,6 +33,16 @@ enum Route: Sendable {
     case notFound
     case badRequest(String)
 
+    /// Whether the answer is written when the request's head arrives, while its body is still coming
+    /// (`/bytes/N?early=1`, `/flaky?early=1`).
+    var answersBeforeBody: Bool {
+        switch self {
+        case .bytes(let options): options.answersBeforeBody
+        case .session(.flaky(_, _, _, _, _, let early)): early
+        default: false
+        }
+    }
+
     /// The faults the server can inject; see ``TestServer`` for their wire behaviour.
     enum Fault: Sendable, Equatable {
         case resetBeforeHeaders

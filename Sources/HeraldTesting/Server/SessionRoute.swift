@@ -9,7 +9,8 @@ import NIOHTTP1
 /// - `/flaky?key=K&fail=N&status=S&retry-after=V&www-authenticate=W`: the first `N` requests (0...100, default 1)
 ///   carrying key `K` (default empty) get status `S` (400...599, default 503) with `Retry-After: V` and
 ///   `WWW-Authenticate: W` when given; every later one gets `200` with `{"attempt":n,"key":K}`, `n` counting from 1.
-///   Counted per server.
+///   Counted per server. With `early=1` the answer is written when the request's head arrives, while its body is
+///   still coming (read and counted all the same), as a server that refuses an upload at once does.
 /// - `/login?value=V&redirect=URL&cookie=C`: `302` to `URL` (default `/account`) with
 ///   `Set-Cookie: session=V; Path=/; HttpOnly` (`V` default `s3cr3t`), plus each `cookie=C` as one more
 ///   `Set-Cookie` field as given.
@@ -17,7 +18,9 @@ import NIOHTTP1
 ///   otherwise `403` with `{"cookie":""}`; with `?login=1`, a request without one is sent to log in instead:
 ///   `302` to `/login?redirect=/account%3Flogin%3D1`, which sets the cookie and sends it back here.
 enum SessionRoute: Sendable, Equatable {
-    case flaky(key: String, failures: Int, status: Int, retryAfter: String?, authenticate: String? = nil)
+    case flaky(
+        key: String, failures: Int, status: Int, retryAfter: String?, authenticate: String? = nil,
+        answersBeforeBody: Bool = false)
     case login(value: String, redirect: String, cookies: [String])
     case account(sendsToLogin: Bool)
 
@@ -29,7 +32,8 @@ enum SessionRoute: Sendable, Equatable {
                 key: query.value("key") ?? "", failures: try query.integer("fail", default: 1, in: 0...100),
                 status: try query.integer("status", default: 503, in: 400...599),
                 retryAfter: query.value("retry-after"),
-                authenticate: query.value("www-authenticate").flatMap { $0.contains(where: \.isNewline) ? nil : $0 })
+                authenticate: query.value("www-authenticate").flatMap { $0.contains(where: \.isNewline) ? nil : $0 },
+                answersBeforeBody: query.flag("early"))
         case ["login"]:
             return .login(
                 value: query.value("value") ?? "s3cr3t", redirect: query.value("redirect") ?? "/account",
@@ -44,7 +48,7 @@ enum SessionRoute: Sendable, Equatable {
     /// The response to `request`, counting `/flaky` requests in `counters`.
     func response(for request: ReceivedRequest, counters: RequestCounters) -> CannedResponse {
         switch self {
-        case .flaky(let key, let failures, let status, let retryAfter, let authenticate):
+        case .flaky(let key, let failures, let status, let retryAfter, let authenticate, _):
             let attempt = counters.next(for: key)
             guard attempt > failures else {
                 var headers = NIOHTTP1.HTTPHeaders()

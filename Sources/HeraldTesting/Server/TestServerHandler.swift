@@ -56,7 +56,7 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
             if case .multipart = route {
                 request?.multipart = MultipartDigester(contentType: head.headers["content-type"].first)
             }
-            if case .bytes(let options) = route, options.answersBeforeBody, let request {
+            if route.answersBeforeBody, let request {
                 answeredAtHead = true
                 respond(to: request, context: context)
             }

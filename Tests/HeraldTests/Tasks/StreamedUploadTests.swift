@@ -332,6 +332,32 @@ struct StreamedUploadTests {
         try await fixture.tearDown()
     }
 
+    @Test(
+        "an answer that refuses a streamed upload while its stream has nothing completes the task at once",
+        arguments: [413, 401])
+    func earlyRefusalWhileTheStreamWaits(status: Int) async throws {
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        let gate = DispatchSemaphore(value: 0)
+        // The stream gives 1,000 bytes, then has nothing until the test is over.
+        let stream = Self.stallingAfterFirstRead(gate: gate, seconds: 30)
+        let log = CompletionLog()
+        let task = try fixture.session.uploadTask(
+            withStreamedRequest: Request(
+                url: fixture.server.url("/flaky?key=early-\(status)&status=\(status)&early=1"), method: "POST",
+                timeoutInterval: 20),
+            bodyProvider: stream, completionHandler: log.handler)
+        task.resume()
+        // Before, libcurl stopped sending on the error status but kept the send direction paused for want of the
+        // stream's bytes, and the transfer never ended: the answer was lost to the request timeout.
+        try await fixture.recorder.waitForCompletions(1, timeout: .seconds(10))
+        gate.signal()
+        let call = try #require(log.all.first)
+        #expect(call.response?.statusCode == status)
+        #expect(call.error == nil || call.error?.code == .unacceptableStatusCode)
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
+        try await fixture.tearDown()
+    }
+
     @Test("a stream that gives nothing for longer than the request timeout fails its upload with timedOut")
     func stalledStreamTimesOut() async throws {
         let fixture = try await SessionFixture.make()
