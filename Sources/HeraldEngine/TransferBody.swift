@@ -126,7 +126,9 @@ final class FileBodySource: BodySource {
 
     init(url: URL) throws(TransferError) {
         self.url = url
-        descriptor = open(url.path, O_RDONLY | O_CLOEXEC)
+        // Without blocking: the file was a regular one when the task was made, but a FIFO put in its place since
+        // would block this open (on the thread that resumes, or a hook queue on a resend) until a writer came.
+        descriptor = open(url.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard descriptor >= 0 else {
             throw FileIOError.make("Cannot open the upload file", url: url)
         }
@@ -135,6 +137,11 @@ final class FileBodySource: BodySource {
             let error = FileIOError.make("Cannot read the size of the upload file", url: url)
             close(descriptor)
             throw error
+        }
+        // The size is the `Content-Length`: a FIFO or a device reports 0, and would go out as an empty body.
+        guard status.st_mode & S_IFMT == S_IFREG else {
+            close(descriptor)
+            throw TransferError(.fileIO, "The upload file \(url.path) is no longer a regular file.")
         }
         length = Int64(status.st_size)
     }

@@ -137,13 +137,19 @@ final class MultipartBodyReader: Sendable {
     }
 
     private static func open(_ url: URL, length: Int64) throws(HeraldError) -> Int32 {
-        let descriptor = Foundation.open(url.path, O_RDONLY | O_CLOEXEC)
+        // Without blocking, and only a regular file: a FIFO put in the file's place since the form was made would
+        // block this open, or (a device too) give a body of another length.
+        let descriptor = Foundation.open(url.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard descriptor >= 0 else { throw HeraldError.fileFailure("Cannot open the multipart file", url: url) }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else {
             let error = HeraldError.fileFailure("Cannot read the size of the multipart file", url: url)
             close(descriptor)
             throw error
+        }
+        guard status.st_mode & S_IFMT == S_IFREG else {
+            close(descriptor)
+            throw HeraldError(.fileIO, "The multipart file \(url.path) is no longer a regular file.", url: url)
         }
         guard Int64(status.st_size) == length else {
             close(descriptor)

@@ -195,6 +195,25 @@ struct MultipartTests {
         try await fixture.tearDown()
     }
 
+    @Test("a file part replaced by a FIFO after the form was made fails with fileIO; nothing blocks")
+    func filePartReplacedByFIFO() async throws {
+        let fixture = try await HTTPFixture.make()
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let fileURL = try PatternFile.make(count: 1000, in: scratch.url)
+        var form = MultipartFormData()
+        try form.append(fileURL: fileURL, name: "file")
+        try FileManager.default.removeItem(at: fileURL)
+        try #require(mkfifo(fileURL.path, 0o600) == 0)
+        // Before, the part's open blocked its reader until a writer came.
+        let error = await #expect(throws: HeraldError.self) {
+            _ = try await fixture.session.upload(
+                for: Request(url: fixture.server.url("/multipart"), method: "POST"), multipartFormData: form)
+        }
+        #expect(error?.message.contains("no longer a regular file") == true)
+        try await fixture.tearDown()
+    }
+
     @Test("names, file names, types and headers that would corrupt the framing are refused before sending")
     func invalidPartsThrow() async throws {
         var form = MultipartFormData()
