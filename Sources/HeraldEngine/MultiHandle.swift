@@ -312,6 +312,7 @@ package final class MultiHandle: @unchecked Sendable {
             if let poll = polls.remove(socket) {
                 engine.pollHandles.stop(poll, socket: socket)
             }
+            if let easy, let transfer = transfer(of: easy) { transfer.socketNoLongerWatched() }
             return
         }
         let poll: UnsafeMutablePointer<uv_poll_t>

@@ -146,6 +146,7 @@ extension Transfer {
             // The sink is told again at the next body byte, and drops what an earlier response left.
             machine.responseHeadDidStart()
             finalHeadEnded = false
+            continuedOnceUnwatched = false
             sendsWithoutAnswer = 0
             bodyBytesReceived = 0
             bodyStartOffset = 0
@@ -194,9 +195,11 @@ extension Transfer {
         finalHeadEnded = true
         if isWaitingForBody, let bodyWake {
             // The answer came while sending waited for a streamed body's reader (an early 401, 413 or 303): libcurl
-            // stops sending on an error status (and on a close once the answer is read) but keeps the send
-            // direction paused, and a transfer paused that way never ends. Continuing it now (a command, after this
-            // callback) lets it end with the answer, or, when libcurl still sends, pause again at the next read.
+            // stops sending on an error status but keeps the send direction paused, and a transfer paused that way
+            // never ends. Continuing it now (a command, after this callback) lets it end with the answer, or, when
+            // libcurl still sends (a 2xx, a connection it will close), pause again at the next read; on a closing
+            // connection libcurl stops sending once the answer is read, and ``socketNoLongerWatched()`` continues it
+            // then.
             bodyWake()
         }
         if decodesContent, CurlFeatures.passesUndecodableBodies, let easyHandle {

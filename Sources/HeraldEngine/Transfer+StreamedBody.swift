@@ -28,6 +28,17 @@ extension Transfer {
         return nil
     }
 
+    /// libcurl stopped watching the transfer's socket (`CURL_POLL_REMOVE`). With the final answer's head in and
+    /// sending paused for want of a streamed body's bytes, that is libcurl done reading an answer on a connection
+    /// it closes: it stopped sending too, but the pause it keeps would never let the transfer end. Continued once
+    /// per answer: a transfer that still sends pauses again at its next read, and is then unwatched again until
+    /// the reader's wake. Loop thread, inside curl's socket callback: the continuing is a command.
+    func socketNoLongerWatched() {
+        guard finalHeadEnded, isWaitingForBody, !continuedOnceUnwatched, let bodyWake else { return }
+        continuedOnceUnwatched = true
+        bodyWake()
+    }
+
     /// A streamed body's reader has something for a read callback that paused sending for want of it:
     /// continue sending — but leave a pause of the user's (their resume continues everything) and a paused
     /// receive direction (a streamed response's consumer, the task's answer) as they are. Loop thread only,

@@ -91,6 +91,9 @@ package final class Transfer: @unchecked Sendable {
     /// What a streamed body's reader calls when it has something: sends the transfer `bodyAvailable`. Kept for a
     /// final response that arrives while sending waits for the reader (see `headDidEnd`). Loop thread only.
     @exclusivity(unchecked) var bodyWake: (@Sendable () -> Void)?
+    /// Whether ``socketNoLongerWatched()`` continued the transfer since its last response head began. Loop thread
+    /// only.
+    @exclusivity(unchecked) var continuedOnceUnwatched = false
 
     /// Whether the body is collected in memory (and so subject to the response size limit).
     @exclusivity(unchecked) var collectsBodyInMemory: Bool

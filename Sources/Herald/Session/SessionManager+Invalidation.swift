@@ -11,7 +11,8 @@ extension SessionManager {
     ///
     /// - Parameter cancelingTasks: `false` lets outstanding tasks finish (AF's
     ///   `finishTasksAndInvalidate`; a task that isn't finishing on its own keeps the session from finishing:
-    ///   one never resumed, one suspended, one waiting for connectivity, a streamed body nobody reads);
+    ///   one never resumed, one suspended, one waiting for connectivity, a streamed body nobody reads, an event
+    ///   stream's open connection (``events(for:options:)``), which runs until the server ends it);
     ///   `true` cancels them all first (AF's `invalidateAndCancel`). Calling it again does nothing more,
     ///   except that `true` still cancels what is outstanding.
     public func invalidate(cancelingTasks: Bool) {

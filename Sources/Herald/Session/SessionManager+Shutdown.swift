@@ -21,9 +21,22 @@ extension SessionManager {
     /// Suspends the calling task, never blocks a thread. Called from a task that a handler started, it
     /// can't deadlock: it waits for that handler to return, and the handler doesn't wait for it. With
     /// `cancelingTasks: false`, a task that isn't finishing on its own — never resumed, suspended, waiting for
-    /// connectivity, a streamed body nobody reads — keeps it waiting (as it keeps the session from
-    /// invalidating): pass `true`, or cancel the calling task at a deadline. Cancelling the calling task ends
-    /// the wait at once (a shutdown with a deadline); the invalidation goes on.
+    /// connectivity, a streamed body nobody reads, an event stream's open connection (``events(for:options:)``),
+    /// which runs until the server ends it — keeps it waiting (as it keeps the session from invalidating): pass
+    /// `true`, or cancel the calling task at a deadline. Cancelling the calling task ends the wait at once (a
+    /// shutdown with a deadline); the invalidation goes on.
+    ///
+    /// An interceptor is not such a handler: its ``RequestAdapter/adapt(_:for:)`` and ``RequestRetrier/retry(_:)``
+    /// run for a task of this session, which stays listed while they run. Called there with
+    /// `cancelingTasks: false`, this waits for that very task: until its
+    /// ``SessionConfiguration/timeoutIntervalForResource`` passes and completes it with
+    /// ``HeraldError/Code/timedOut``, and for good in the `adapt` of its first attempt (no transfer has started
+    /// the resource timeout yet) or when that timeout is 0. There, pass `true` (the task then completes at once
+    /// as cancelled, whatever `adapt` or `retry` is still doing), or don't wait from an interceptor.
+    ///
+    /// The event handler of a ``dataStreamTask(with:bufferPolicy:eventHandler:)`` is given its events apart from
+    /// the task's completion: when this returns, that handler may still be running, or still have to be given
+    /// the task's last chunks and its ``DataStreamEvent/complete(_:)``, as it may after `taskDidComplete`.
     ///
     /// - Parameter cancelingTasks: `false` (the default) lets outstanding tasks finish; `true` cancels them
     ///   first. As in ``invalidate(cancelingTasks:)``, which this calls.
@@ -46,10 +59,16 @@ extension SessionManager {
     /// ``completionQueue``), on its internal event queue, or inside a hook, an interceptor or a body stream's
     /// read of one of its tasks (a task's hook queue) — waiting could only end in the timeout,
     /// because `sessionDidInvalidate` can't be delivered until the caller returns. There it invalidates,
-    /// doesn't wait, and returns `false`. A completion queue you passed in is yours and is not checked:
-    /// if it is serial, don't block it with this call from a completion handler (use the `async` form). Nor
-    /// is a queue you gave an observer (`.queue(q)`, `.queue(.main)` included): called on it, the wait ends in
-    /// the timeout, as that observer's `sessionDidInvalidate` waits for the caller to return.
+    /// doesn't wait, and returns `false`. A completion queue you passed in is yours and is not checked: if it
+    /// is serial (the main queue, say), don't call this on the completion queue at all — from a completion
+    /// handler or from any other code running on it — but use the `async` form: each task's completion step
+    /// (its completion handler, after which it leaves the session's tasks) is queued there behind the caller,
+    /// so while a task is left to complete the wait can only end in the timeout. Nor is a queue you gave an
+    /// observer (`.queue(q)`, `.queue(.main)` included): called on it, the wait ends in the timeout, as that
+    /// observer's `sessionDidInvalidate` waits for the caller to return.
+    ///
+    /// As with the `async` form, a ``dataStreamTask(with:bufferPolicy:eventHandler:)``'s event handler may
+    /// still be running, or still have to be given its last events, when this returns.
     ///
     /// - Parameters:
     ///   - cancelingTasks: `false` (the default) lets outstanding tasks finish; `true` cancels them first.

@@ -12,9 +12,12 @@ import HeraldEngine
 /// context per session, in causal order. Completion handlers run on ``completionQueue``.
 ///
 /// A session keeps its connection pool until ``invalidate(cancelingTasks:)``; a session that is no
-/// longer referenced releases it too. Its tasks keep it referenced until they complete: a task you make and
-/// never resume is listed in ``tasks`` and holds the session (and, made from resume data, its claim on the
-/// partial file) until you cancel it or invalidate the session with its tasks cancelled.
+/// longer referenced releases it too. But each task holds its session for as long as the task object lives,
+/// completed or not, and the session lists each task in ``tasks`` until it completes: a session stays
+/// referenced, its pool open, while any of its tasks is outstanding or you still hold any of its task objects.
+/// A task you make and never resume stays listed, holding the session (and, made from resume data, its claim
+/// on the partial file), until you cancel it or invalidate the session with its tasks cancelled. To release a
+/// session's connections, call ``invalidate(cancelingTasks:)`` rather than count on its last reference going.
 public final class SessionManager: Sendable {
     struct State {
         /// Active, invalidating, closing or invalidated, and the tasks listed (see ``SessionStateMachine``).

@@ -68,10 +68,19 @@ public struct EventSourceOptions: Sendable, Equatable {
 /// ``HeraldError/Code/unacceptableContentType`` for a type other than `text/event-stream` or a body in a
 /// content coding (`Content-Encoding: gzip`, which a streamed body is not decoded from; none is retried),
 /// ``HeraldError/Code/cancelled`` when the iterating Swift task is cancelled,
-/// ``HeraldError/Code/sessionInvalidated`` once the session is invalidated (a wait to reconnect ends when the
-/// session posts `sessionDidInvalidate`, once its tasks have ended), and the last transport error after
-/// ``EventSourceOptions/maximumConsecutiveFailures`` failed connections in a row.
+/// ``HeraldError/Code/sessionInvalidated`` after the session is invalidated (see below), and the last transport
+/// error after ``EventSourceOptions/maximumConsecutiveFailures`` failed connections in a row.
 /// Dropping the iterator stops the current connection.
+///
+/// The sequence looks at the session's invalidation when a connection ends and while it waits to reconnect, not
+/// while a connection is open. ``SessionManager/invalidate(cancelingTasks:)`` with `cancelingTasks: true`
+/// cancels the open connection (the part of its body the sequence has not yet read is dropped), and the
+/// sequence throws ``HeraldError/Code/sessionInvalidated``, not ``HeraldError/Code/cancelled``. With
+/// `cancelingTasks: false` an open connection goes on, its events with it, until the server ends it (until then
+/// it keeps the session from finishing its invalidation); where the sequence would then reconnect, it throws
+/// ``HeraldError/Code/sessionInvalidated`` instead. A wait to reconnect ends early when the session posts
+/// `sessionDidInvalidate`, once its tasks have ended; either way no connection follows it, and the sequence
+/// throws ``HeraldError/Code/sessionInvalidated``.
 ///
 /// It yields events only. To learn that a connection was accepted before its first event arrives — the
 /// `EventSource`'s `open` event — iterate ``withOpen`` instead: the same connections, with an

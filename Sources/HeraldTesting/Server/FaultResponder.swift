@@ -93,6 +93,12 @@ struct FaultResponder {
                 "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\nTrailer: X-Trailer\r\n\r\n"
                     + (emptyBody ? "" : "5\r\nhello\r\n") + "0\r\nX-Trailer: " + String(repeating: "t", count: bytes)
                     + "\r\n\r\n")
+        case .earlyClose(let status, let bodyDelay):
+            // Answered at the request's head, its body delimited by the close: libcurl reads to the close before the
+            // answer is whole, and only then stops sending a request body it was still sending.
+            writer.recorder.responseStarted(writer.sequenceNumber, status: status)
+            writeRaw(Array("HTTP/1.1 \(status) Refused\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n".utf8))
+            after(milliseconds: bodyDelay) { writeRawThenClose("refused\n") }
         case .redirectLoop:
             // A well-formed answer, kept alive like any other: only its Location is hostile.
             writer.write(.status(.found, headers: ["Location": "/fault/redirect-loop"]))
@@ -120,6 +126,16 @@ struct FaultResponder {
 
     private func writeRawThenClose(_ text: String) {
         writeRawThenClose(Array(text.utf8))
+    }
+
+    /// Writes `bytes` as they are, below the response encoder, and leaves the connection open.
+    private func writeRaw(_ bytes: [UInt8]) {
+        let buffer = context.channel.allocator.buffer(bytes: bytes)
+        guard let encoderContext = try? context.pipeline.syncOperations.context(handlerType: HTTPResponseEncoder.self)
+        else {
+            return context.close(promise: nil)
+        }
+        encoderContext.writeAndFlush(NIOAny(IOData.byteBuffer(buffer)), promise: nil)
     }
 
     private func writeRawThenClose(_ bytes: [UInt8]) {

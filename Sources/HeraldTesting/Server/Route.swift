@@ -34,11 +34,12 @@ enum Route: Sendable {
     case badRequest(String)
 
     /// Whether the answer is written when the request's head arrives, while its body is still coming
-    /// (`/bytes/N?early=1`, `/flaky?early=1`).
+    /// (`/bytes/N?early=1`, `/flaky?early=1`, `/fault/early-close`).
     var answersBeforeBody: Bool {
         switch self {
         case .bytes(let options): options.answersBeforeBody
         case .session(.flaky(_, _, _, _, _, let early)): early
+        case .fault(.earlyClose): true
         default: false
         }
     }
@@ -57,6 +58,7 @@ enum Route: Sendable {
         case forgedStatusLines
         case twoLengths(first: Int, second: Int)
         case trailers(bytes: Int, emptyBody: Bool = false)
+        case earlyClose(status: Int, bodyDelay: Int)
         case resetWhenReused(firstDelayMilliseconds: Int, resetAfterMilliseconds: Int, closesCleanly: Bool = false)
     }
 
@@ -205,6 +207,10 @@ enum Route: Sendable {
             return .twoLengths(
                 first: try query.integer("first", default: 100, in: 0...Int.max),
                 second: try query.integer("second", default: 2, in: 0...Int.max))
+        case "early-close":
+            return .earlyClose(
+                status: try query.integer("status", default: 413, in: 300...599),
+                bodyDelay: try query.integer("bodyDelayMs", default: 100, in: 0...60000))
         case "trailers":
             return .trailers(
                 bytes: try query.integer("bytes", default: 100, in: 1...maximumHugeHeaderSize),

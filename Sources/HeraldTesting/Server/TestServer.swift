@@ -110,7 +110,8 @@ import NIOPosix
 ///   same route without `login`, whose `redirect` sends the visitor back once the challenge is answered.
 /// - `/flaky?key=K&fail=N&status=S&retry-after=V&www-authenticate=W`: the first `N` requests (default 1) with key
 ///   `K` get status `S` (default 503, with `Retry-After: V` and `WWW-Authenticate: W` when given), the later ones
-///   `200` with `{"attempt":n,"key":K}`.
+///   `200` with `{"attempt":n,"key":K}`. With `early=1`, the answer is written when the request's head arrives,
+///   while its body is still coming.
 /// - `/login?value=V&redirect=URL&cookie=C`: `302` to `URL` (default `/account`) with
 ///   `Set-Cookie: session=V; Path=/; HttpOnly` (default `V` is `s3cr3t`) and each `cookie=C` as another `Set-Cookie`.
 /// - `/account`: `200` with `{"cookie":"…"}` (the request's `Cookie`) when it has a `session` cookie, else `403`;
@@ -153,6 +154,9 @@ import NIOPosix
 ///   (`HTTP/1.1 500 Forged: x`, `HTTP/a1 404 x: y`) among its fields (`X-Real: yes`), and whose trailer starts with
 ///   one (`HTTP/1.1 503 Trailer: x`, then `Set-Cookie: forged=1`); the body is `hello`, then the connection closes.
 /// - `/fault/redirect-loop`: `302` with `Location: /fault/redirect-loop`, forever; the connection is kept alive.
+/// - `/fault/early-close?status=S&bodyDelayMs=D`: answered when the request's head arrives, while its body is still
+///   coming: a head of status `S` (300...599, default 413) with `Connection: close` and no length, then, `D` ms
+///   later (default 100), a body `refused\n` and the close that ends it.
 public final class TestServer: Sendable {
     private let channel: any Channel
     let recorder: RequestRecorder

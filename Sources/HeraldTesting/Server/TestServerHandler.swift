@@ -23,7 +23,8 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var pendingGate: (key: String, id: Int)?
     /// How many request heads this connection has carried, the current one included.
     private var requestsOnConnection = 0
-    /// Whether the current request was answered when its head arrived (`/bytes/N?early=1`).
+    /// Whether the current request was answered when its head arrived (`/bytes/N?early=1`, `/flaky?early=1`,
+    /// `/fault/early-close`).
     private var answeredAtHead = false
 
     init(recorder: RequestRecorder, barriers: BarrierRegistry, gates: GateRegistry, counters: RequestCounters) {

@@ -338,8 +338,12 @@ struct StreamedUploadTests {
     func earlyRefusalWhileTheStreamWaits(status: Int) async throws {
         let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
         let gate = DispatchSemaphore(value: 0)
-        // The stream gives 1,000 bytes, then has nothing until the test is over.
-        let stream = Self.stallingAfterFirstRead(gate: gate, seconds: 30)
+        defer { gate.signal() }
+        // The stream has nothing until the test is over: sending pauses at its first read, before the answer.
+        let stream = BodyStream { _ in
+            _ = gate.wait(timeout: .now() + .seconds(30))
+            return 0
+        }
         let log = CompletionLog()
         let task = try fixture.session.uploadTask(
             withStreamedRequest: Request(
@@ -350,10 +354,37 @@ struct StreamedUploadTests {
         // Before, libcurl stopped sending on the error status but kept the send direction paused for want of the
         // stream's bytes, and the transfer never ended: the answer was lost to the request timeout.
         try await fixture.recorder.waitForCompletions(1, timeout: .seconds(10))
-        gate.signal()
         let call = try #require(log.all.first)
         #expect(call.response?.statusCode == status)
         #expect(call.error == nil || call.error?.code == .unacceptableStatusCode)
+        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
+        try await fixture.tearDown()
+    }
+
+    @Test("an answer on a closing connection, its body after its head, completes a streamed upload whose stream waits")
+    func earlyAnswerOnClosingConnection() async throws {
+        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
+        let gate = DispatchSemaphore(value: 0)
+        defer { gate.signal() }
+        let stream = BodyStream { _ in
+            _ = gate.wait(timeout: .now() + .seconds(30))
+            return 0
+        }
+        let log = CompletionLog()
+        let task = try fixture.session.uploadTask(
+            withStreamedRequest: Request(
+                url: fixture.server.url("/fault/early-close?status=413&bodyDelayMs=100"), method: "POST",
+                timeoutInterval: 20),
+            bodyProvider: stream, completionHandler: log.handler)
+        task.resume()
+        // With `Connection: close` libcurl goes on sending after the head (it pauses again at the stream's next
+        // read), and stops only once the answer is read to the close: without a second continuing then, the
+        // transfer stayed paused and the task timed out.
+        try await fixture.recorder.waitForCompletions(1, timeout: .seconds(10))
+        let call = try #require(log.all.first)
+        #expect(call.response?.statusCode == 413)
+        // The body that came after the head, to the close: the answer whole.
+        #expect(call.error?.responseBody == Data("refused\n".utf8))
         #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
         try await fixture.tearDown()
     }
