@@ -157,27 +157,6 @@ struct AsyncTransferTests {
         try await fixture.tearDown()
     }
 
-    @Test("an upload file replaced by a FIFO after the task was made fails with fileIO when it resumes; nothing blocks")
-    func uploadFileReplacedByFIFO() async throws {
-        let fixture = try await SessionFixture.make()
-        let scratch = try ScratchDirectory()
-        defer { scratch.remove() }
-        let file = try PatternFile.make(count: 1000, in: scratch.url)
-        let log = CompletionLog()
-        let task = try fixture.session.uploadTask(
-            with: Request(url: fixture.server.url("/echo"), method: "PUT"), fromFile: file,
-            completionHandler: log.handler)
-        try FileManager.default.removeItem(at: file)
-        try #require(mkfifo(file.path, 0o600) == 0)
-        // Before, the open in resume() blocked until a writer came, on the caller's thread.
-        task.resume()
-        try await fixture.recorder.waitForCompletions(1, timeout: .seconds(10))
-        #expect(log.all.first?.error?.code == .fileIO)
-        #expect(log.all.first?.error?.message.contains("no longer a regular file") == true)
-        #expect(fixture.server.requestCount == 0)
-        try await fixture.tearDown()
-    }
-
     @Test("upload(for:fromFile:) with a missing file throws fileIO and creates no task")
     func uploadMissingFile() async throws {
         let fixture = try await SessionFixture.make()

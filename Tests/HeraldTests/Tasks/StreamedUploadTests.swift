@@ -336,33 +336,28 @@ struct StreamedUploadTests {
         "an answer that refuses a streamed upload while its stream has nothing completes the task at once",
         arguments: [413, 401])
     func earlyRefusalWhileTheStreamWaits(status: Int) async throws {
-        let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
-        let gate = DispatchSemaphore(value: 0)
-        defer { gate.signal() }
-        // The stream has nothing until the test is over: sending pauses at its first read, before the answer.
-        let stream = BodyStream { _ in
-            _ = gate.wait(timeout: .now() + .seconds(30))
-            return 0
-        }
-        let log = CompletionLog()
-        let task = try fixture.session.uploadTask(
-            withStreamedRequest: Request(
-                url: fixture.server.url("/flaky?key=early-\(status)&status=\(status)&early=1"), method: "POST",
-                timeoutInterval: 20),
-            bodyProvider: stream, completionHandler: log.handler)
-        task.resume()
         // Before, libcurl stopped sending on the error status but kept the send direction paused for want of the
         // stream's bytes, and the transfer never ended: the answer was lost to the request timeout.
-        try await fixture.recorder.waitForCompletions(1, timeout: .seconds(10))
-        let call = try #require(log.all.first)
+        let call = try await Self.uploadWhileTheStreamWaits(to: "/flaky?key=early-\(status)&status=\(status)&early=1")
         #expect(call.response?.statusCode == status)
         #expect(call.error == nil || call.error?.code == .unacceptableStatusCode)
-        #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
-        try await fixture.tearDown()
     }
 
     @Test("an answer on a closing connection, its body after its head, completes a streamed upload whose stream waits")
     func earlyAnswerOnClosingConnection() async throws {
+        // With `Connection: close` libcurl goes on sending after the head (it pauses again at the stream's next
+        // read), and stops only once the answer is read to the close: without a second continuing then, the
+        // transfer stayed paused and the task timed out.
+        let call = try await Self.uploadWhileTheStreamWaits(to: "/fault/early-close?status=413&bodyDelayMs=100")
+        #expect(call.response?.statusCode == 413)
+        // The body that came after the head, to the close: the answer whole.
+        #expect(call.error?.responseBody == Data("refused\n".utf8))
+    }
+
+    /// Uploads to `path` from a stream that has nothing until the upload is over (sending pauses at its first
+    /// read, before the server's answer), and returns the completion once the task completed, with one resume
+    /// and one complete, within 10 s (its request timeout is 20 s).
+    private static func uploadWhileTheStreamWaits(to path: String) async throws -> CompletionLog.Call {
         let fixture = try await SessionFixture.make(serializer: DataResponseSerializer())
         let gate = DispatchSemaphore(value: 0)
         defer { gate.signal() }
@@ -372,21 +367,14 @@ struct StreamedUploadTests {
         }
         let log = CompletionLog()
         let task = try fixture.session.uploadTask(
-            withStreamedRequest: Request(
-                url: fixture.server.url("/fault/early-close?status=413&bodyDelayMs=100"), method: "POST",
-                timeoutInterval: 20),
+            withStreamedRequest: Request(url: fixture.server.url(path), method: "POST", timeoutInterval: 20),
             bodyProvider: stream, completionHandler: log.handler)
         task.resume()
-        // With `Connection: close` libcurl goes on sending after the head (it pauses again at the stream's next
-        // read), and stops only once the answer is read to the close: without a second continuing then, the
-        // transfer stayed paused and the task timed out.
         try await fixture.recorder.waitForCompletions(1, timeout: .seconds(10))
-        let call = try #require(log.all.first)
-        #expect(call.response?.statusCode == 413)
-        // The body that came after the head, to the close: the answer whole.
-        #expect(call.error?.responseBody == Data("refused\n".utf8))
         #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
+        let call = try #require(log.all.first)
         try await fixture.tearDown()
+        return call
     }
 
     @Test("a stream that gives nothing for longer than the request timeout fails its upload with timedOut")

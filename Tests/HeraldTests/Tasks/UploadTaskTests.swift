@@ -211,8 +211,10 @@ struct UploadTaskTests {
         try await fixture.tearDown()
     }
 
-    @Test("an upload file removed before resume() fails the task with fileIO, once, and nothing is sent")
-    func fileRemovedBeforeStart() async throws {
+    @Test(
+        "an upload file removed, or replaced by a FIFO, before resume() fails the task with fileIO, once; nothing is sent",
+        arguments: [false, true])
+    func fileRemovedBeforeStart(replacedByFIFO: Bool) async throws {
         let fixture = try await SessionFixture.make()
         let scratch = try ScratchDirectory()
         let file = try PatternFile.make(count: 10_000, in: scratch.url)
@@ -221,12 +223,15 @@ struct UploadTaskTests {
             with: Request(url: fixture.server.url("/echo"), method: "PUT"), fromFile: file,
             completionHandler: log.handler)
         try FileManager.default.removeItem(at: file)
+        // A FIFO in its place: before, the open in resume() blocked until a writer came, on the caller's thread.
+        if replacedByFIFO { try #require(mkfifo(file.path, 0o600) == 0) }
         task.resume()
-        try await fixture.recorder.waitForCompletions(1)
+        try await fixture.recorder.waitForCompletions(1, timeout: .seconds(10))
         #expect(fixture.recorder.timeline(ofTask: task.taskIdentifier) == [.resume, .complete])
         #expect(log.all.count == 1)
         #expect(log.all.first?.error?.code == .fileIO)
         #expect(log.all.first?.error?.message.contains(file.lastPathComponent) == true)
+        if replacedByFIFO { #expect(log.all.first?.error?.message.contains("no longer a regular file") == true) }
         #expect(fixture.server.requests(forPath: "/echo").isEmpty)
         // The session's pool got the prepared handle back or freed it; the next request still works.
         let (_, response) = try await fixture.session.data(for: Request(url: fixture.server.url("/status/204")))
