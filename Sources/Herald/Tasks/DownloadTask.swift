@@ -293,7 +293,8 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
 
     /// Why `response`, the last attempt's, is no whole file though that attempt asked for one, or `nil`: a `206`
     /// answering a request with no `Range` (neither the caller's, its adapter's, nor a continuation's) that is not
-    /// the whole representation, bytes `0` to its last. A resumed attempt's `206` is checked against the file as it arrives.
+    /// the whole representation, bytes `0` to its last. A resumed attempt's `206` is checked against the file as it
+    /// arrives.
     private func unaskedPart(_ response: HTTPResponse) -> HeraldError? {
         // The caller's `Range`, or one its adapter added to the last attempt: that part is what was asked for.
         let sent = machine { $0.hops.attemptRequest } ?? originalRequest
@@ -495,7 +496,8 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
     /// What continues the file as the transfer left it — for resume data and for a retry alike — or `nil`
     /// when it can't be continued: not a `GET`, a request with a `Range` of the caller's (the file holds that
     /// range, and asking for the rest of the resource from its byte count would splice two parts), no validator
-    /// to send as `If-Range` (`DownloadResumeData.validator`), the file's bytes are not those of a `200` or `206` body as sent, or the server
+    /// to send as `If-Range` (`DownloadResumeData.validator`), the file's bytes are not those of a `200` or `206`
+    /// body as sent, or the server
     /// refused to continue it for good (see ``refusedForGood(_:)``).
     private func continuation(after outcome: TaskOutcome) -> DownloadResumeData? {
         guard originalRequest.method == "GET", !originalRequest.headers.contains("Range") else { return nil }

@@ -17,8 +17,8 @@ import HeraldNotifications
 /// pauses, or its network comes back (`taskDidEndWaitingForConnectivity`: it transfers again, and is activity
 /// again); a `NetworkReachability` posting on the same center sets ``networkStatus`` and ends no wait, since a
 /// network in general need not route to the task's host. Paused and resumed while it still waits, it waits
-/// again: a wait is announced once, however often the task is paused in it. A task waiting out a retry's delay (`taskWillRetry` with a delay) is no activity
-/// either, from the announcement until the delay has passed.
+/// again: a wait is announced once, however often the task is paused in it. A task waiting out a retry's delay
+/// (`taskWillRetry` with a delay) is no activity either, from the announcement until the delay has passed.
 ///
 /// ```swift
 /// let indicator = NetworkActivityIndicator { change in

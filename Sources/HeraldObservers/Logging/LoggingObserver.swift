@@ -17,10 +17,10 @@ import Logging
 /// `trace`. Messages are constant, so log backends can group them. Secrets are handled by
 /// ``LogRedaction``; control characters in what a server controls (header names and values, error messages) are
 /// escaped (`\r`, `\u{1B}`), so that no server can forge or hide a line of a log written as text. A download that
-/// could not be moved (`downloadDidFailToMoveFile`) is logged at `warning`, with the kept file's path. A task waiting for a network (`taskIsWaitingForConnectivity`), the
-/// end of that wait (`taskDidEndWaitingForConnectivity`, `task connectivity returned`) and a reachability
-/// change (`reachabilityDidChange`, from a `NetworkReachability` posting on the same center) are logged at
-/// `debug`.
+/// could not be moved (`downloadDidFailToMoveFile`) is logged at `warning`, with the kept file's path. A task
+/// waiting for a network (`taskIsWaitingForConnectivity`), the end of that wait (`taskDidEndWaitingForConnectivity`,
+/// `task connectivity returned`) and a reachability change (`reachabilityDidChange`, from a `NetworkReachability`
+/// posting on the same center) are logged at `debug`.
 ///
 /// **Trace ids.** Each line about a task is logged with the task's trace context — the payload's
 /// `RequestSummary/serviceContext` — bound as the task-local `ServiceContext.current`, both when its

@@ -392,7 +392,10 @@ struct StreamingTests {
             if case .complete = event { done.send(()) }
         }
         task.resume()
-        try await done.value()
+        // 64 hand-offs to the completion queue and the cooperative pool: a whole-suite sanitized run on two cores,
+        // every suite's transfers on one loop thread, took longer than 20 s once (a read of the buffer's pause and
+        // resume found no way for it to stall: the transfer is never timed out while it waits for its consumer).
+        try await done.value(timeout: .seconds(60))
         let all = events.withLock { $0 }
         guard case .response(let response) = all.first else {
             Issue.record("the first event is not the response: \(all.first.map { "\($0)" } ?? "none")")

@@ -212,7 +212,7 @@ struct UploadTaskTests {
     }
 
     @Test(
-        "an upload file removed, or replaced by a FIFO, before resume() fails the task with fileIO, once; nothing is sent",
+        "an upload file removed, or made a FIFO, before resume() fails the task with fileIO, once; nothing is sent",
         arguments: [false, true])
     func fileRemovedBeforeStart(replacedByFIFO: Bool) async throws {
         let fixture = try await SessionFixture.make()
