@@ -296,10 +296,11 @@ open class DownloadTask: SessionTask, @unchecked Sendable {
     /// the whole representation, bytes `0` to its last. A resumed attempt's `206` is checked against the file as it
     /// arrives.
     private func unaskedPart(_ response: HTTPResponse) -> HeraldError? {
-        // The caller's `Range`, or one its adapter added to the last attempt: that part is what was asked for.
+        guard response.statusCode == 206, !originalRequest.headers.contains("Range") else { return nil }
+        // The caller's `Range`, or one its adapter added to the last attempt: that part is what was asked for. Read
+        // only for a `206`: every other download completes without taking the task's lock for it.
         let sent = machine { $0.hops.attemptRequest } ?? originalRequest
-        guard response.statusCode == 206, !originalRequest.headers.contains("Range"), !sent.headers.contains("Range"),
-            core.withLock({ ($0.downloadContinuation?.bytesReceived ?? 0) == 0 })
+        guard !sent.headers.contains("Range"), core.withLock({ ($0.downloadContinuation?.bytesReceived ?? 0) == 0 })
         else { return nil }
         let contentRange = response.headers["Content-Range"]
         if let range = ContentRange.parse(contentRange), range.start == 0,
